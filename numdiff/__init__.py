@@ -1,0 +1,115 @@
+"""numdiff: reverse-mode automatic differentiation with Numba-compiled kernels.
+
+PyTorch's names and semantics, so code ports by changing the import::
+
+    import numdiff as torch
+    w = torch.tensor([1., 2., 3.], requires_grad=True)
+    (w * 2).sum().backward()
+    w.grad  # tensor([2., 2., 2.])
+"""
+
+from numdiff import _tensor_methods
+from numdiff._device import device
+from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
+from numdiff._dtype import dtype, float32, float64, int32, int64
+from numdiff._random import Generator, manual_seed
+from numdiff.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from numdiff.creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from numdiff.ops.activation import log_softmax, relu, softmax
+from numdiff.ops.arithmetic import add, div, mul, neg, pow, sub
+from numdiff.ops.conversion import clone
+from numdiff.ops.indexing import gather, index_select, scatter_add
+from numdiff.ops.logical import (
+    all,
+    allclose,
+    any,
+    eq,
+    equal,
+    ge,
+    gt,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_not,
+    lt,
+    ne,
+)
+from numdiff.ops.reduction import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from numdiff.ops.selection import clamp, clip, masked_fill, maximum, minimum, where
+from numdiff.ops.shape import (
+    broadcast_to,
+    cat,
+    chunk,
+    concat,
+    flatten,
+    flip,
+    permute,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    t,
+    transpose,
+    unflatten,
+    unsqueeze,
+)
+from numdiff.ops.unary import abs, cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, sign, sin, sqrt, tanh
+from numdiff.tensor import Size, Tensor
+
+_tensor_methods.attach()
+
+from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Generator", "Size", "Tensor", "abs", "add", "all", "allclose", "amax", "amin", "any", "arange",
+    "argmax", "argmin", "as_tensor", "autograd", "bool", "broadcast_to", "cat", "chunk", "clamp",
+    "clip", "clone", "concat", "cos", "cuda", "device", "div", "dtype", "empty", "empty_like",
+    "enable_grad", "eq", "equal", "erf", "exp", "expm1", "eye", "flatten", "flip", "float32",
+    "float64", "from_numpy", "full", "full_like", "gather", "ge", "gt", "index_select",
+    "inference_mode", "int32", "int64", "is_grad_enabled", "isfinite", "isinf", "isnan", "le",
+    "linspace", "log", "log1p", "log_softmax", "logical_not", "logsumexp", "lt", "manual_seed",
+    "masked_fill", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "nn", "no_grad",
+    "ones", "ones_like", "permute", "pow", "prod", "rand", "rand_like", "randint", "randn",
+    "randn_like", "randperm", "relu", "repeat", "reshape", "rsqrt", "scatter_add",
+    "set_grad_enabled", "sigmoid", "sign", "sin", "softmax", "split", "sqrt", "squeeze", "stack",
+    "std", "sub", "sum", "t", "tanh", "tensor", "transpose", "unflatten", "unsqueeze", "var",
+    "where", "zeros", "zeros_like",
+]

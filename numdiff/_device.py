@@ -1,0 +1,54 @@
+"""Devices: where a tensor's storage lives ("cpu", or "cuda:N" through numba-cuda)."""
+
+from __future__ import annotations
+
+
+class device:  # noqa: N801 - PyTorch's name
+    """``numdiff.device("cpu")``, ``numdiff.device("cuda")``, ``numdiff.device("cuda", 1)``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec: str | device, index: int | None = None) -> None:
+        if isinstance(spec, device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if not isinstance(spec, str):
+            raise TypeError(f"device must be a string like 'cpu' or 'cuda:0', got {spec!r}")
+        kind, _, number = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"unknown device {spec!r}: numdiff supports 'cpu' and 'cuda[:N]'")
+        if number:
+            if index is not None or not number.isdigit():
+                raise ValueError(f"invalid device string {spec!r}")
+            index = int(number)
+        if kind == "cpu" and index not in (None, 0):
+            raise ValueError(f"invalid device {spec!r}: the CPU has no index")
+        if kind == "cuda" and index is None:
+            index = 0
+        self.type = kind
+        self.index = index if kind == "cuda" else None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+
+CPU = device("cpu")
+
+
+def to_device(value: str | device | None) -> device:
+    if value is None:
+        return CPU
+    return value if isinstance(value, device) else device(value)

@@ -1,0 +1,77 @@
+"""In-place ops: write a result into a tensor's own storage and bump its version counter.
+
+With autograd recording, the op is computed out of place on an alias of the old value and the
+tensor takes over the new node as its grad_fn (PyTorch's "rebase"). If the op saved the old value
+for backward, a snapshot is saved instead, since the storage is about to be overwritten.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+import numpy as np
+
+from numdiff.autograd.grad_mode import _state
+from numdiff.tensor import InPlaceOnLeafError, Tensor
+
+
+class InPlaceOnViewError(RuntimeError):
+    """An in-place op with autograd recording targeted a view of another tensor."""
+
+
+def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """Run ``compute(old_value)`` and store its result in `self`'s storage."""
+    if _state.enabled and self._grad_fn is None and self._requires_grad:
+        raise InPlaceOnLeafError(
+            f"{op}: a leaf tensor of shape {tuple(self.shape)} that requires grad is being used in "
+            "an in-place operation. Update it inside `with numdiff.no_grad():` (as optimizers do), "
+            "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
+        )
+    alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
+    alias._requires_grad = self._requires_grad
+    out = compute(alias)
+    node = out._grad_fn
+    if out._data.shape != self._data.shape:
+        raise ValueError(
+            f"{op}: the result of shape {tuple(out.shape)} cannot be written in place into a tensor "
+            f"of shape {tuple(self.shape)}"
+        )
+    if not np.can_cast(out._data.dtype, self._data.dtype, casting="same_kind"):
+        raise TypeError(
+            f"{op}: result type {out.dtype!r} can't be cast to the desired output type {self.dtype!r}"
+        )
+    if node is not None:
+        if self._base is not None:
+            raise InPlaceOnViewError(
+                f"{op}: in-place modification of a view (shape {tuple(self.shape)}) while recording "
+                "gradients is not supported by numdiff: it would silently miss the base tensor's "
+                "gradient. Write into the base tensor (base[index] = value), or clone() the view first."
+            )
+        _snapshot_saved_alias(node, alias)
+    self._data[...] = out._data
+    self._version_counter[0] += 1
+    if node is not None:
+        if self._retains_grad and self._grad_fn is not None:
+            self._grad_fn._retained = None
+        self._grad_fn = node
+        self._requires_grad = True
+        if self._retains_grad:
+            node._retained = weakref.ref(self)
+    return self
+
+
+def _snapshot_saved_alias(node, alias: Tensor) -> None:
+    if not any(item is alias for item in node._saved):
+        return
+    snapshot = Tensor._wrap(alias._data.copy(), alias._grad_fn, None)
+    snapshot._requires_grad = alias._requires_grad
+    saved = list(node._saved)
+    versions = list(node._saved_versions)
+    for i, item in enumerate(saved):
+        if item is alias:
+            saved[i] = snapshot
+            versions[i] = 0
+    node._saved = tuple(saved)
+    node._saved_versions = tuple(versions)
+

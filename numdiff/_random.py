@@ -1,0 +1,37 @@
+"""numdiff's random number state: one default generator, reseeded by `manual_seed`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Generator:
+    """A source of random numbers (PCG64), as ``numdiff.Generator().manual_seed(0)``."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self._rng = np.random.default_rng()
+        self._seed: int | None = None
+
+    def manual_seed(self, seed: int) -> Generator:
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def initial_seed(self) -> int | None:
+        return self._seed
+
+    @property
+    def numpy(self) -> np.random.Generator:
+        return self._rng
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (and the CUDA one, where numdiff.cuda is in use)."""
+    return default_generator.manual_seed(seed)
+
+
+def rng(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator).numpy

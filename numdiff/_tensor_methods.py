@@ -1,0 +1,202 @@
+"""Attach the ops as Tensor methods and operators (x.exp(), x + y, x[0] = 1, x.add_(y), ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numdiff import _inplace
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.ops import activation, arithmetic, conversion, indexing, logical, reduction, selection, shape, unary
+from numdiff.tensor import Tensor
+
+
+def _reflected(fn):
+    def method(self: Tensor, other: Any) -> Tensor:
+        return fn(other, self)
+
+    return method
+
+
+def _inplace_method(op: str, fn):
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return _inplace.apply_inplace(self, op, lambda old: fn(old, *args, **kwargs))
+
+    method.__name__ = op
+    method.__doc__ = f"In-place version of {fn.__name__}."
+    return method
+
+
+def _setitem(self: Tensor, key: Any, value: Any) -> None:
+    _inplace.apply_inplace(self, "__setitem__", lambda old: indexing.index_put(old, key, value))
+
+
+def _fill(old: Tensor, value: Any) -> Tensor:
+    return indexing.index_put(old, Ellipsis, value)
+
+
+def _copy(old: Tensor, src: Tensor) -> Tensor:
+    if src.device != old.device or src.dtype is not old.dtype:
+        src = src.to(dtype=old.dtype, device=old.device)
+    return indexing.index_put(old, Ellipsis, src)
+
+
+def _zero(old: Tensor) -> Tensor:
+    return indexing.index_put(old, Ellipsis, 0)
+
+
+def _uniform(old: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+    from numdiff.creation import rand
+
+    with no_grad():
+        return rand(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * (b - a) + a
+
+
+def _normal(old: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+    from numdiff.creation import randn
+
+    with no_grad():
+        return randn(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * std + mean
+
+
+METHODS = {
+    # arithmetic
+    "__add__": arithmetic.add,
+    "__radd__": _reflected(arithmetic.add),
+    "__sub__": arithmetic.sub,
+    "__rsub__": _reflected(arithmetic.sub),
+    "__mul__": arithmetic.mul,
+    "__rmul__": _reflected(arithmetic.mul),
+    "__truediv__": arithmetic.div,
+    "__rtruediv__": _reflected(arithmetic.div),
+    "__pow__": arithmetic.pow,
+    "__rpow__": _reflected(arithmetic.pow),
+    "__neg__": arithmetic.neg,
+    "__pos__": lambda self: self,
+    "__abs__": unary.abs,
+    "add": arithmetic.add,
+    "sub": arithmetic.sub,
+    "mul": arithmetic.mul,
+    "div": arithmetic.div,
+    "pow": arithmetic.pow,
+    "neg": arithmetic.neg,
+    # comparisons and logic
+    "__eq__": logical.eq,
+    "__ne__": logical.ne,
+    "__lt__": logical.lt,
+    "__le__": logical.le,
+    "__gt__": logical.gt,
+    "__ge__": logical.ge,
+    "__and__": logical.bitwise_and,
+    "__or__": logical.bitwise_or,
+    "__xor__": logical.bitwise_xor,
+    "__rand__": _reflected(logical.bitwise_and),
+    "__ror__": _reflected(logical.bitwise_or),
+    "__invert__": logical.bitwise_not,
+    "eq": logical.eq,
+    "ne": logical.ne,
+    "lt": logical.lt,
+    "le": logical.le,
+    "gt": logical.gt,
+    "ge": logical.ge,
+    "logical_not": logical.logical_not,
+    "isfinite": logical.isfinite,
+    "isnan": logical.isnan,
+    "isinf": logical.isinf,
+    "all": logical.all,
+    "any": logical.any,
+    "allclose": logical.allclose,
+    "equal": logical.equal,
+    # unary and activations
+    "exp": unary.exp,
+    "log": unary.log,
+    "log1p": unary.log1p,
+    "expm1": unary.expm1,
+    "sqrt": unary.sqrt,
+    "rsqrt": unary.rsqrt,
+    "abs": unary.abs,
+    "sign": unary.sign,
+    "sin": unary.sin,
+    "cos": unary.cos,
+    "tanh": unary.tanh,
+    "sigmoid": unary.sigmoid,
+    "erf": unary.erf,
+    "relu": activation.relu,
+    "softmax": activation.softmax,
+    "log_softmax": activation.log_softmax,
+    "clamp": selection.clamp,
+    "clip": selection.clamp,
+    "maximum": selection.maximum,
+    "minimum": selection.minimum,
+    "masked_fill": selection.masked_fill,
+    "where": lambda self, condition, other: selection.where(condition, self, other),
+    # reductions
+    "sum": reduction.sum,
+    "mean": reduction.mean,
+    "var": reduction.var,
+    "std": reduction.std,
+    "prod": reduction.prod,
+    "max": reduction.max,
+    "min": reduction.min,
+    "amax": reduction.amax,
+    "amin": reduction.amin,
+    "argmax": reduction.argmax,
+    "argmin": reduction.argmin,
+    "logsumexp": reduction.logsumexp,
+    # shape
+    "reshape": shape.reshape,
+    "view": shape.view,
+    "flatten": shape.flatten,
+    "unflatten": shape.unflatten,
+    "squeeze": shape.squeeze,
+    "unsqueeze": shape.unsqueeze,
+    "transpose": shape.transpose,
+    "permute": shape.permute,
+    "t": shape.t,
+    "expand": shape.expand,
+    "expand_as": lambda self, other: shape.expand(self, tuple(other.shape)),
+    "broadcast_to": shape.broadcast_to,
+    "repeat": shape.repeat,
+    "split": shape.split,
+    "chunk": shape.chunk,
+    "flip": shape.flip,
+    "view_as": lambda self, other: shape.view(self, tuple(other.shape)),
+    "reshape_as": lambda self, other: shape.reshape(self, tuple(other.shape)),
+    # indexing
+    "__getitem__": indexing.getitem,
+    "__setitem__": _setitem,
+    "gather": indexing.gather,
+    "scatter_add": indexing.scatter_add,
+    "index_select": indexing.index_select,
+    # copies
+    "clone": conversion.clone,
+    "contiguous": conversion.contiguous,
+    # in place
+    "add_": _inplace_method("add_", arithmetic.add),
+    "sub_": _inplace_method("sub_", arithmetic.sub),
+    "mul_": _inplace_method("mul_", arithmetic.mul),
+    "div_": _inplace_method("div_", arithmetic.div),
+    "pow_": _inplace_method("pow_", arithmetic.pow),
+    "neg_": _inplace_method("neg_", arithmetic.neg),
+    "exp_": _inplace_method("exp_", unary.exp),
+    "sqrt_": _inplace_method("sqrt_", unary.sqrt),
+    "clamp_": _inplace_method("clamp_", selection.clamp),
+    "clip_": _inplace_method("clip_", selection.clamp),
+    "relu_": _inplace_method("relu_", activation.relu),
+    "masked_fill_": _inplace_method("masked_fill_", selection.masked_fill),
+    "zero_": _inplace_method("zero_", _zero),
+    "fill_": _inplace_method("fill_", _fill),
+    "copy_": _inplace_method("copy_", _copy),
+    "uniform_": _inplace_method("uniform_", _uniform),
+    "normal_": _inplace_method("normal_", _normal),
+    "__iadd__": _inplace_method("__iadd__", arithmetic.add),
+    "__isub__": _inplace_method("__isub__", arithmetic.sub),
+    "__imul__": _inplace_method("__imul__", arithmetic.mul),
+    "__itruediv__": _inplace_method("__itruediv__", arithmetic.div),
+}
+
+
+def attach() -> None:
+    for name, fn in METHODS.items():
+        setattr(Tensor, name, fn)
+    Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
+    Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -1,0 +1,73 @@
+"""Anomaly detection: find the first op whose gradient is NaN or Inf, and the user line that made it."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _State(threading.local):
+    enabled = False
+
+
+_state = _State()
+
+
+class AnomalyError(RuntimeError):
+    """Backward produced a NaN or Inf gradient while anomaly detection was on."""
+
+
+def is_enabled() -> bool:
+    return _state.enabled
+
+
+class set_detect_anomaly:  # noqa: N801 - PyTorch's name
+    """``set_detect_anomaly(True)`` turns detection on now; as a context manager, for a block.
+
+    While on, every recorded op remembers the file:line of user code that created it, and backward
+    raises `AnomalyError` at the first op whose input gradient holds a NaN or Inf.
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self._previous = _state.enabled
+        _state.enabled = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc_info: object) -> None:
+        _state.enabled = self._previous
+
+
+detect_anomaly = set_detect_anomaly
+
+
+def creation_site() -> str:
+    """The file:line of the innermost frame outside the numdiff package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_PACKAGE_DIR + os.sep):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def check_gradients(node: object, grads: tuple) -> None:
+    """Raise `AnomalyError` if any gradient `node` produced has a NaN or Inf."""
+    for index, grad in enumerate(grads):
+        if grad is None:
+            continue
+        data = np.asarray(grad._data) if hasattr(grad._data, "__array__") else grad._data
+        if not np.all(np.isfinite(data)):
+            kind = "NaN" if np.isnan(data).any() else "Inf"
+            site = getattr(node, "creation_site", None) or "<recorded before anomaly detection>"
+            raise AnomalyError(
+                f"Function {node.name()} returned {kind} values in its gradient for input {index} "
+                f"(shape {tuple(data.shape)}). The op was created at {site}."
+            )

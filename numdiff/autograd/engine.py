@@ -1,0 +1,261 @@
+"""The backward walk: replay recorded ops from the outputs back to the leaves, without recursion.
+
+The graph is discovered with an explicit stack, each node counting the consumers whose gradient it
+still waits for. A node runs once every consumer has handed its gradient in, so ops replay in
+reverse execution order without a sort, and a chain of any depth never touches Python's recursion
+limit. This module is the only code that seeds gradients, sums broadcast dimensions back to an
+input's shape, applies hooks, writes `.grad` and frees saved state; ops only do the maths.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from numdiff.autograd import anomaly
+from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
+from numdiff.autograd.grad_mode import _state
+
+if TYPE_CHECKING:
+    from numdiff.tensor import Tensor
+
+
+def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
+    if tensor._grad_fn is not None:
+        return tensor._grad_fn
+    if tensor._requires_grad:
+        return leaf_accumulator(tensor)
+    raise RuntimeError(
+        f"element {index} of tensors does not require grad and does not have a grad_fn: "
+        f"the tensor of shape {tuple(tensor.shape)} was not produced by a recorded op. Set "
+        "requires_grad=True on the leaves you want gradients for, before computing it, and make "
+        "sure the computation did not run under no_grad()."
+    )
+
+
+def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
+    from numdiff.creation import ones_like
+    from numdiff.tensor import Tensor
+
+    if grad is None:
+        if tensor.numel() != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs, but output {index} has "
+                f"shape {tuple(tensor.shape)}. Reduce it first (e.g. out.sum().backward()) or pass "
+                "gradient= with a tensor of the output's shape."
+            )
+        return ones_like(tensor)
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"gradient must be a Tensor, got {type(grad).__name__}")
+    if tuple(grad.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            f"Mismatch in shape: gradient has shape {tuple(grad.shape)} but output {index} has "
+            f"shape {tuple(tensor.shape)}"
+        )
+    return grad
+
+
+def _discover(roots: Iterable[Node | AccumulateGrad]) -> dict:
+    """Count, for each reachable node, how many edges lead into it."""
+    dependencies: dict = {}
+    stack = list(roots)
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for next_node, _ in node.next_functions:
+            if next_node is None:
+                continue
+            dependencies[next_node] = dependencies.get(next_node, 0) + 1
+            if next_node not in seen:
+                seen.add(next_node)
+                stack.append(next_node)
+    return dependencies
+
+
+def _needed(roots: list, dependencies: dict, targets: set) -> set:
+    """The nodes from which some target can be reached: only those need to run."""
+    remaining = dict(dependencies)
+    order = []
+    ready = [r for r in dict.fromkeys(roots) if remaining.get(r, 0) == 0]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for next_node, _ in node.next_functions:
+            if next_node is None:
+                continue
+            remaining[next_node] -= 1
+            if remaining[next_node] == 0:
+                ready.append(next_node)
+    needed = set()
+    for node in reversed(order):
+        if node in targets or any(n in needed for n, _ in node.next_functions if n is not None):
+            needed.add(node)
+    return needed
+
+
+def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
+    """Sum a broadcast gradient back down to an input's shape."""
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, size in enumerate(shape) if size == 1 and grad.shape[i + lead] != 1
+    )
+    if axes:
+        grad = grad.sum(dim=axes, keepdim=True)
+    if lead or tuple(grad.shape) != tuple(shape):
+        grad = grad.reshape(shape)
+    return grad
+
+
+def _apply_hooks(hooks: dict | None, grad: Tensor) -> Tensor:
+    if hooks:
+        for hook in list(hooks.values()):
+            replacement = hook(grad)
+            if replacement is not None:
+                grad = replacement
+    return grad
+
+
+def _accumulate_into(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
+    """`tensor.grad += grad`, allocating on first write; never aliases a gradient buffer."""
+    if tensor._grad is None:
+        tensor._grad = grad if create_graph else grad.detach().clone()
+    elif create_graph or tensor._grad._requires_grad:
+        tensor._grad = tensor._grad + grad
+    else:
+        tensor._grad._data += grad._data
+        tensor._grad._version_counter[0] += 1
+
+
+def run_backward(
+    outputs: Sequence[Tensor],
+    grad_outputs: Sequence[Tensor | None],
+    retain_graph: bool,
+    create_graph: bool,
+    inputs: Sequence[Tensor] | None = None,
+    capture: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...] | None:
+    """Backpropagate from `outputs`.
+
+    With ``capture=False`` (``Tensor.backward``) gradients accumulate into `.grad` of the leaves
+    that require grad (only those in `inputs`, if given). With ``capture=True``
+    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched.
+    """
+    roots = [_root_node(t, i) for i, t in enumerate(outputs)]
+    seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, grad_outputs))]
+    dependencies = _discover(roots)
+
+    target_nodes: dict = {}
+    if inputs is not None:
+        for i, t in enumerate(inputs):
+            if t._grad_fn is not None:
+                target_nodes[t._grad_fn] = i
+            elif t._requires_grad:
+                target_nodes[leaf_accumulator(t)] = i
+            else:
+                raise RuntimeError(
+                    f"input {i} (shape {tuple(t.shape)}) does not require grad and is not the "
+                    "result of a recorded op, so no gradient can be computed for it"
+                )
+        needed = _needed(roots, dependencies, set(target_nodes))
+    else:
+        needed = None
+    captured: dict = {}
+
+    buffers: dict = {}
+    for node, seed in zip(roots, seeds):
+        buffers[node] = buffers[node] + seed if node in buffers else seed
+    ready = [r for r in dict.fromkeys(roots) if r not in dependencies]
+    previous_mode = _state.enabled
+    check = anomaly.is_enabled()
+    try:
+        while ready:
+            node = ready.pop()
+            grad = buffers.pop(node, None)
+            if type(node) is AccumulateGrad:
+                if grad is None:
+                    continue
+                grad = _apply_hooks(node.variable._hooks, grad)
+                if node in target_nodes and capture:
+                    captured[node] = grad
+                elif needed is None or node in target_nodes:
+                    _state.enabled = create_graph
+                    _accumulate_into(node.variable, grad, create_graph)
+                continue
+            if grad is not None:
+                grad = _apply_hooks(node._pre_hooks, grad)
+                if node._retained is not None:
+                    retained = node._retained()
+                    if retained is not None:
+                        _accumulate_into(retained, grad, create_graph)
+                if node in target_nodes:
+                    if capture:
+                        captured[node] = grad
+                    else:
+                        _accumulate_into(_tensor_of(node, inputs, target_nodes), grad, create_graph)
+            run = grad is not None and (needed is None or node in needed)
+            if run:
+                _state.enabled = create_graph
+                grads = node.function.backward(node, grad)
+                _state.enabled = previous_mode
+                grads = _as_tuple(grads, node)
+                if check:
+                    anomaly.check_gradients(node, grads)
+            for i, (next_node, _) in enumerate(node.next_functions):
+                if next_node is None:
+                    continue
+                if run:
+                    g = grads[i]
+                    if g is not None:
+                        if g.shape != node.input_shapes[i]:
+                            g = _reduce(g, node, i)
+                        pending = buffers.get(next_node)
+                        buffers[next_node] = g if pending is None else pending + g
+                count = dependencies[next_node] - 1
+                dependencies[next_node] = count
+                if count == 0:
+                    ready.append(next_node)
+            if not retain_graph:
+                node.release()
+    finally:
+        _state.enabled = previous_mode
+
+    if not capture:
+        return None
+    results = []
+    for i, t in enumerate(inputs):
+        node = t._grad_fn if t._grad_fn is not None else leaf_accumulator(t)
+        grad = captured.get(node)
+        if grad is None and not allow_unused:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (input {i}, shape {tuple(t.shape)}) appears to "
+                "not have been used in the graph. Set allow_unused=True if this is the desired "
+                "behavior."
+            )
+        results.append(grad)
+    return tuple(results)
+
+
+def _tensor_of(node: Node, inputs: Sequence[Tensor], target_nodes: dict) -> Tensor:
+    return inputs[target_nodes[node]]
+
+
+def _as_tuple(grads: object, node: Node) -> tuple:
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    if len(grads) != len(node.next_functions):
+        raise RuntimeError(
+            f"{node.name()}.backward returned {len(grads)} gradients but its forward had "
+            f"{len(node.next_functions)} inputs: backward must return one entry (or None) per input"
+        )
+    return grads
+
+
+def _reduce(grad: Tensor, node: Node, index: int) -> Tensor:
+    shape = node.input_shapes[index]
+    try:
+        return sum_to_shape(grad, shape)
+    except (ValueError, RuntimeError):
+        raise RuntimeError(
+            f"{node.name()} returned a gradient of shape {tuple(grad.shape)} for input {index}, "
+            f"which has shape {tuple(shape)}"
+        ) from None

@@ -1,0 +1,309 @@
+"""The op contract: a `Function` runs forward on arrays and records a `Node` that knows its backward.
+
+Every differentiable op in numdiff, built-in or user-defined, is a `Function` subclass with two
+static methods side by side::
+
+    forward(ctx, *inputs, **attrs) -> array       # built-ins receive arrays, user Functions Tensors
+    backward(ctx, grad) -> tuple[Tensor | None, ...]  # one entry per tensor input
+
+`backward` is written with numdiff ops, so with ``create_graph=True`` the backward pass is itself
+recorded and can be differentiated again. The node (`ctx`) keeps only what `backward` asked for:
+tensors through `save_for_backward`, sizes and flags as plain attributes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from numdiff.autograd import anomaly
+from numdiff.autograd.grad_mode import _state
+
+if TYPE_CHECKING:
+    from numdiff.tensor import Tensor
+
+
+class SavedTensorFreedError(RuntimeError):
+    """Backward ran twice through a graph whose saved tensors were already released."""
+
+
+class SavedTensorModifiedError(RuntimeError):
+    """A tensor saved for backward was changed in place before backward used it."""
+
+
+class _SavedOutput:
+    """The op's own output saved for backward, held without a reference back to the Tensor.
+
+    Holding the output Tensor itself would make a cycle (output -> node -> output) that only the
+    garbage collector can break; the array and the version counter are enough to rebuild it.
+    """
+
+    __slots__ = ("data", "version_counter")
+
+    def __init__(self, data: Any, version_counter: list[int]) -> None:
+        self.data = data
+        self.version_counter = version_counter
+
+
+class Node:
+    """A recorded op: the `grad_fn` of the tensor it produced, and the `ctx` of its Function.
+
+    `next_functions` holds, per input, the node that gradient flows to next: the input's own
+    `grad_fn`, an `AccumulateGrad` for a leaf that requires grad, or None.
+    """
+
+    __slots__ = (
+        "function",
+        "next_functions",
+        "needs_input_grad",
+        "input_shapes",
+        "_saved",
+        "_saved_versions",
+        "_freed",
+        "_pre_hooks",
+        "_retained",
+        "creation_site",
+        "materialize_grads",
+        "__dict__",
+        "__weakref__",
+    )
+
+    def __init__(self, function: type[Function], inputs: tuple[Tensor, ...]) -> None:
+        self.function = function
+        edges = []
+        needs = []
+        shapes = []
+        for t in inputs:
+            shapes.append(getattr(t, "shape", None))
+            if not hasattr(t, "_grad_fn"):
+                edges.append((None, 0))
+                needs.append(False)
+            elif t._grad_fn is not None:
+                edges.append((t._grad_fn, 0))
+                needs.append(True)
+            elif t._requires_grad:
+                edges.append((t._accumulator(), 0))
+                needs.append(True)
+            else:
+                edges.append((None, 0))
+                needs.append(False)
+        self.next_functions = tuple(edges)
+        self.needs_input_grad = tuple(needs)
+        self.input_shapes = tuple(shapes)
+        self._saved = ()
+        self._saved_versions = ()
+        self._freed = False
+        self._pre_hooks = None
+        self._retained = None
+        self.creation_site = anomaly.creation_site() if anomaly.is_enabled() else None
+        self.materialize_grads = True
+
+    def name(self) -> str:
+        return self.function.__name__ + "Backward"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+    # ctx API used inside forward/backward
+    def save_for_backward(self, *items: Any) -> None:
+        """Keep inputs, the output, or helper arrays for backward; read back as `saved_tensors`."""
+        self._saved = items
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor, ...]:
+        from numdiff.tensor import Tensor
+
+        if self._freed:
+            raise SavedTensorFreedError(
+                f"Trying to backward through {self.name()} a second time: its saved values were "
+                "freed after the first backward. Pass retain_graph=True to the first backward() "
+                "(or autograd.grad) if you need to backward through the graph again."
+            )
+        result = []
+        for item, version in zip(self._saved, self._saved_versions):
+            if isinstance(item, _SavedOutput):
+                counter = item.version_counter
+                tensor = Tensor._wrap(item.data, self, counter)
+            else:
+                tensor = item
+                counter = item._version_counter
+            if version is not None and counter[0] != version:
+                raise SavedTensorModifiedError(
+                    f"A tensor of shape {tuple(tensor.shape)} saved by {self.name()} for backward "
+                    f"was modified in place: it was saved at version {version} and is now at "
+                    f"version {counter[0]}. Use an out-of-place op (e.g. x = x + 1 instead of "
+                    "x += 1), or clone() the tensor before modifying it."
+                )
+            result.append(tensor)
+        return tuple(result)
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        """Accepted for PyTorch compatibility; integer and bool outputs never require grad."""
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+    def register_prehook(self, hook: Any) -> Any:
+        from numdiff.autograd.hooks import RemovableHandle
+
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = hook
+        return handle
+
+    def release(self) -> None:
+        self._saved = ()
+        self._saved_versions = ()
+        self._freed = True
+        if self.__dict__:
+            self.__dict__.clear()
+
+
+class AccumulateGrad:
+    """The terminal node of a leaf that requires grad: backward adds into `leaf.grad`."""
+
+    __slots__ = ("variable", "next_functions", "__weakref__")
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+        self.next_functions = ()
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
+
+
+class Function:
+    """Base class of every differentiable op; subclass it to define your own.
+
+    >>> class Cube(Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x * x
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad * 3 * x * x
+    >>> x = numdiff.tensor([2.0], requires_grad=True)
+    >>> Cube.apply(x).backward(numdiff.ones(1)); x.grad
+    tensor([12.])
+    """
+
+    # Built-in ops compute on arrays; user Functions, like PyTorch's, receive Tensors.
+    array_forward = False
+
+    @staticmethod
+    def forward(ctx: Node, *inputs: Any, **attrs: Any) -> Any:
+        raise NotImplementedError("a Function subclass must define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx: Node, *grads: Any) -> Any:
+        raise NotImplementedError("a Function subclass must define backward(ctx, grad)")
+
+    @classmethod
+    def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
+        from numdiff.tensor import Tensor
+
+        tensors = tuple(t for t in inputs if isinstance(t, Tensor))
+        record = _state.enabled and any(t._requires_grad for t in tensors)
+        if cls.array_forward:
+            args = tuple(t._data if isinstance(t, Tensor) else t for t in inputs)
+        else:
+            args = inputs
+        if not record:
+            ctx = _Unrecorded()
+            previous = _state.enabled
+            _state.enabled = False
+            try:
+                out = cls.forward(ctx, *args, **attrs)
+            finally:
+                _state.enabled = previous
+            return Tensor._wrap(_as_array(out), None, None)
+        node = Node(cls, inputs)
+        _state.enabled = False
+        try:
+            out = cls.forward(node, *args, **attrs)
+        finally:
+            _state.enabled = True
+        out_array = _as_array(out)
+        if not _is_floating(out_array):
+            # Integer and bool results (argmax, comparisons) never carry gradient.
+            return Tensor._wrap(out_array, None, None)
+        result = Tensor._wrap(out_array, node, None)
+        _bind_saved(node, args, inputs, out, result)
+        return result
+
+
+class _Unrecorded:
+    """ctx for a forward that records nothing: saves are dropped, attributes are accepted."""
+
+    needs_input_grad = ()
+
+    def save_for_backward(self, *items: Any) -> None:
+        pass
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
+def _as_array(out: Any) -> Any:
+    from numdiff.tensor import Tensor
+
+    if isinstance(out, Tensor):
+        return out._data
+    return out
+
+
+def _is_floating(array: Any) -> bool:
+    return array.dtype.kind == "f"
+
+
+def _bind_saved(node: Node, args: tuple, inputs: tuple, out: Any, result: Tensor) -> None:
+    """Turn what forward saved into tensors backward can use, remembering their versions.
+
+    Saved inputs map back to the input Tensors (so double backward stays connected to the graph),
+    the output to a `_SavedOutput`, and any other array to a constant tensor.
+    """
+    from numdiff.tensor import Tensor
+
+    if not node._saved:
+        return
+    saved = []
+    versions = []
+    for item in node._saved:
+        if item is out or (isinstance(item, Tensor) and item._data is result._data):
+            saved.append(_SavedOutput(result._data, result._version_counter))
+            versions.append(result._version_counter[0])
+            continue
+        match = None
+        for arg, tensor in zip(args, inputs):
+            if item is arg:
+                match = tensor
+                break
+        if match is None:
+            match = item if isinstance(item, Tensor) else Tensor._wrap(np.asarray(item), None, None)
+        elif not isinstance(match, Tensor):
+            match = Tensor._wrap(np.asarray(match), None, None)
+        saved.append(match)
+        versions.append(match._version_counter[0])
+    node._saved = tuple(saved)
+    node._saved_versions = tuple(versions)
+
+
+def leaf_accumulator(tensor: Tensor) -> AccumulateGrad:
+    """The (cached, weakly held) AccumulateGrad node of a leaf."""
+    ref = tensor._grad_accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(tensor)
+        tensor._grad_accumulator = weakref.ref(node)
+    return node

@@ -1,0 +1,87 @@
+"""Thread-local grad mode: `no_grad`, `enable_grad`, `set_grad_enabled`, `inference_mode`."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _State(threading.local):
+    enabled = True
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when ops record themselves for backward (the default)."""
+    return _state.enabled
+
+
+class _GradMode:
+    """Sets grad mode for a `with` block, or for every call of a decorated function."""
+
+    _mode: bool
+
+    def __enter__(self) -> None:
+        self._previous = _state.enabled
+        _state.enabled = self._mode
+
+    def __exit__(self, *exc_info: object) -> None:
+        _state.enabled = self._previous
+
+    def __call__(self, func: F) -> F:
+        mode = self._mode
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            previous = _state.enabled
+            _state.enabled = mode
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _state.enabled = previous
+
+        return wrapper  # type: ignore[return-value]
+
+
+class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
+    """Ops inside record nothing: ``with numdiff.no_grad(): w -= lr * w.grad``."""
+
+    _mode = False
+
+
+class enable_grad(_GradMode):  # noqa: N801
+    """Turns recording back on inside a `no_grad` block."""
+
+    _mode = True
+
+
+class inference_mode(_GradMode):  # noqa: N801
+    """Like `no_grad`; numdiff has no separate inference tensors. ``inference_mode(False)`` is a no-op."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self._disable = bool(mode)
+
+    def __enter__(self) -> None:
+        self._mode = False if self._disable else _state.enabled
+        super().__enter__()
+
+    def __call__(self, func: F) -> F:
+        self._mode = False if self._disable else True
+        return super().__call__(func)
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801
+    """Sets grad mode now (as a function) or for a block (as a context manager)."""
+
+    def __init__(self, mode: bool) -> None:
+        self._mode = bool(mode)
+        self._previous = _state.enabled
+        _state.enabled = self._mode
+
+    def __enter__(self) -> None:
+        pass

@@ -1,0 +1,201 @@
+"""Tensor factories: tensor, from_numpy, zeros, ones, full, empty, arange, eye, rand, randn, ..."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from numdiff import _dtype
+from numdiff._device import to_device
+from numdiff._random import Generator, rng
+from numdiff.tensor import Tensor
+
+
+def as_array(data: Any, dtype: Any) -> np.ndarray:
+    """A fresh NumPy array from Python data, arrays or tensors, with PyTorch's dtype defaults."""
+    if isinstance(data, Tensor):
+        array = np.array(data.detach().cpu().numpy())
+    elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
+        array = np.array([as_array(x, None) for x in data])
+    else:
+        array = np.array(data)
+    if dtype is not None:
+        return array.astype(_dtype.to_dtype(dtype).numpy, copy=False)
+    kind = array.dtype.kind
+    if kind == "f" and not isinstance(data, (np.ndarray, np.floating, Tensor)):
+        return array.astype(np.float32)  # Python floats default to float32, as in PyTorch
+    if kind in "iu" and not isinstance(data, (np.ndarray, np.integer, Tensor)):
+        return array.astype(np.int64)
+    if kind in "US" or array.dtype == object:
+        raise TypeError(f"tensor: could not build a numeric tensor from {type(data).__name__} data of dtype {array.dtype}")
+    _dtype.from_numpy(array.dtype)  # refuses float16, uint8 etc. with the supported list
+    return array
+
+
+def _flat(data: Any):
+    for x in data:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _place(array: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
+    target = to_device(device)
+    if target.type != "cpu":
+        from numdiff.cuda import move_array
+
+        array = move_array(array, target)
+    t = Tensor._wrap(array, None, None)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of `data`.
+
+    >>> numdiff.tensor([1., 2., 3.], requires_grad=True)
+    tensor([1., 2., 3.], requires_grad=True)
+    """
+    return _place(as_array(data, dtype), device, requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """`data` itself if it already is a matching tensor, else a new tensor (sharing NumPy memory)."""
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray) and dtype is None and to_device(device).type == "cpu":
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor that shares memory with a NumPy array."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    _dtype.from_numpy(array.dtype)
+    return Tensor._wrap(array, None, None)
+
+
+def _shape(size: Sequence[Any]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    shape = tuple(int(s) for s in size)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative dimension in size {list(shape)}")
+    return shape
+
+
+def _float_dtype(dtype: Any) -> np.dtype:
+    return _dtype.float32.numpy if dtype is None else _dtype.to_dtype(dtype).numpy
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros."""
+    return _place(np.zeros(_shape(size), _float_dtype(dtype)), device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones."""
+    return _place(np.ones(_shape(size), _float_dtype(dtype)), device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor with uninitialised values."""
+    return _place(np.empty(_shape(size), _float_dtype(dtype)), device, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with `fill_value` (dtype inferred from it when not given)."""
+    if dtype is None:
+        dtype = as_array(fill_value, None).dtype
+    return _place(np.full(_shape((size,)), fill_value, _dtype.to_dtype(dtype).numpy), device, requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Values from start (inclusive) to end (exclusive) in steps of `step`."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        dtype = _dtype.float32 if is_float else _dtype.int64
+    return _place(np.arange(start, end, step).astype(_dtype.to_dtype(dtype).numpy), device, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """`steps` evenly spaced values from start to end inclusive."""
+    return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A 2-D identity matrix."""
+    return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad)
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    data = rng(generator).random(_shape(size), dtype=np.float64).astype(_float_dtype(dtype))
+    return _place(data, device, requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    data = rng(generator).standard_normal(_shape(size)).astype(_float_dtype(dtype))
+    return _place(data, device, requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """Integers uniform in [low, high)."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    data = rng(generator).integers(low, high, size=tuple(size))
+    return _place(np.asarray(data, dtype=_dtype.int64.numpy if dtype is None else _dtype.to_dtype(dtype).numpy), device, False)
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """A random permutation of 0..n-1."""
+    data = rng(generator).permutation(n).astype(np.int64 if dtype is None else _dtype.to_dtype(dtype).numpy)
+    return _place(data, device, False)
+
+
+def _like(fill, input: Tensor, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    dtype = input.dtype if dtype is None else dtype
+    device = input.device if device is None else device
+    return fill(tuple(input.shape), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """zeros with the shape (and by default dtype and device) of `input`."""
+    return _like(zeros, input, dtype, device, requires_grad)
+
+
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """ones with the shape (and by default dtype and device) of `input`."""
+    return _like(ones, input, dtype, device, requires_grad)
+
+
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """empty with the shape (and by default dtype and device) of `input`."""
+    return _like(empty, input, dtype, device, requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """full with the shape (and by default dtype and device) of `input`."""
+    dtype = input.dtype if dtype is None else dtype
+    return full(tuple(input.shape), fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
+
+
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """rand with the shape (and by default dtype and device) of `input`."""
+    return _like(rand, input, dtype, device, requires_grad)
+
+
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """randn with the shape (and by default dtype and device) of `input`."""
+    return _like(randn, input, dtype, device, requires_grad)

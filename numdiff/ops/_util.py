@@ -1,0 +1,102 @@
+"""Argument handling shared by the op modules: scalars to tensors, promotion, devices, dims."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from numdiff import _dtype
+from numdiff.tensor import Tensor
+
+
+class DeviceMismatchError(RuntimeError):
+    """An op received tensors on different devices."""
+
+
+def scalar_like(value: Any, like: Tensor) -> Tensor:
+    """A Python number as a 0-d tensor that joins `like` without changing its dtype class."""
+    data = like._data
+    if isinstance(value, bool) or isinstance(value, (int, np.integer)):
+        dtype = data.dtype if data.dtype.kind != "b" or isinstance(value, bool) else np.int64
+    elif isinstance(value, (float, np.floating)):
+        dtype = data.dtype if data.dtype.kind == "f" else np.float32
+    else:
+        raise TypeError(f"unsupported operand type {type(value).__name__} with a Tensor")
+    array = np.asarray(value, dtype=dtype)
+    if type(data) is not np.ndarray:
+        array = data.from_host(array)
+    return Tensor._wrap(array, None, None)
+
+
+def operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    """Two tensor operands with one dtype and one device, ready for a broadcasting op."""
+    if not isinstance(a, Tensor):
+        if not isinstance(b, Tensor):
+            raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
+        a = scalar_like(a, b)
+    elif not isinstance(b, Tensor):
+        b = scalar_like(b, a)
+    da, db = a._data, b._data
+    if da.dtype is not db.dtype and da.dtype != db.dtype:
+        target = _dtype.promote(_dtype.from_numpy(da.dtype), _dtype.from_numpy(db.dtype))
+        if da.ndim == 0 and a._grad_fn is None and not a._requires_grad and da.dtype.kind == target.numpy.kind:
+            target = _dtype.from_numpy(db.dtype)
+        elif db.ndim == 0 and b._grad_fn is None and not b._requires_grad and db.dtype.kind == target.numpy.kind:
+            target = _dtype.from_numpy(da.dtype)
+        a, b = a.to(target), b.to(target)
+        da, db = a._data, b._data
+    if type(da) is not type(db):
+        check_same_device(op, a, b)
+    if da.shape != db.shape:
+        broadcast_shape(op, da.shape, db.shape)
+    return a, b
+
+
+def check_same_device(op: str, *tensors: Tensor) -> None:
+    devices = {str(t.device) for t in tensors}
+    if len(devices) > 1:
+        raise DeviceMismatchError(
+            f"{op}: expected all tensors to be on the same device, but found tensors on "
+            f"{' and '.join(sorted(devices))}; move them with .to(device) first"
+        )
+
+
+def broadcast_shape(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        listed = " and ".join(str(tuple(s)) for s in shapes)
+        raise ValueError(f"{op}: shapes {listed} cannot be broadcast together") from None
+
+
+def normalize_dim(op: str, dim: int, ndim: int) -> int:
+    """A dim in [-ndim, ndim) as a non-negative index (0-d tensors accept 0 and -1)."""
+    bound = max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(
+            f"{op}: dimension {dim} is out of range for a tensor with {ndim} dimensions "
+            f"(expected to be in range [{-bound}, {bound - 1}])"
+        )
+    return dim % bound
+
+
+def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
+    """`dim` (None, an int or a sequence) as a sorted tuple of distinct non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (int, np.integer)):
+        dims = (normalize_dim(op, int(dim), ndim),)
+    else:
+        dims = tuple(normalize_dim(op, int(d), ndim) for d in dim)
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"{op}: dim {tuple(dim)} names a dimension more than once")
+    if ndim == 0:
+        return ()
+    return tuple(sorted(dims))
+
+
+def ensure_tensor(op: str, value: Any, name: str = "input") -> Tensor:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(value).__name__}")
+    return value

@@ -1,0 +1,173 @@
+"""Activations (primitives with their derivatives) and softmax/log_softmax (composed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import normalize_dim
+from numdiff.ops.registry import register
+from numdiff.ops.selection import where
+from numdiff.tensor import Tensor
+
+
+def _check_float(op: str, x: Tensor) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x._data.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
+
+
+@register("relu")
+class Relu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = np.maximum(x, 0)
+        # NaN propagates through maximum, as in PyTorch.
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return (where(out > 0, grad, grad * 0),)
+
+
+@register("leaky_relu")
+class LeakyRelu(Function):
+    @staticmethod
+    def forward(ctx, x, *, negative_slope):
+        ctx.negative_slope = negative_slope
+        ctx.save_for_backward(x)
+        return np.where(x > 0, x, x * x.dtype.type(negative_slope))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return (where(x > 0, grad, grad * ctx.negative_slope),)
+
+
+@register("elu")
+class Elu(Function):
+    @staticmethod
+    def forward(ctx, x, *, alpha):
+        ctx.alpha = alpha
+        ctx.save_for_backward(x)
+        return np.where(x > 0, x, np.expm1(np.minimum(x, 0)) * x.dtype.type(alpha))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return (where(x > 0, grad, grad * ctx.alpha * x.clamp(max=0).exp()),)
+
+
+@register("softplus")
+class Softplus(Function):
+    """log(1 + exp(beta x)) / beta, linear above `threshold` as PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, *, beta, threshold):
+        ctx.beta, ctx.threshold = beta, threshold
+        ctx.save_for_backward(x)
+        scaled = x * x.dtype.type(beta)
+        soft = np.logaddexp(0, scaled).astype(x.dtype, copy=False) / x.dtype.type(beta)
+        return np.where(scaled > threshold, x, soft)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        scaled = x * ctx.beta
+        return (where(scaled > ctx.threshold, grad, grad * scaled.sigmoid()),)
+
+
+@register("gelu")
+class Gelu(Function):
+    """x * Phi(x) with the exact erf form, or PyTorch's tanh approximation."""
+
+    @staticmethod
+    def forward(ctx, x, *, approximate):
+        from numdiff.kernels.elementwise import erf
+
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        if approximate == "tanh":
+            inner = x.dtype.type(math.sqrt(2 / math.pi)) * (x + x.dtype.type(0.044715) * x**3)
+            return x.dtype.type(0.5) * x * (1 + np.tanh(inner))
+        return x * x.dtype.type(0.5) * (1 + erf(x * x.dtype.type(1 / math.sqrt(2))))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            k = math.sqrt(2 / math.pi)
+            inner = k * (x + 0.044715 * x * x * x)
+            t = inner.tanh()
+            d_inner = k * (1 + 3 * 0.044715 * x * x)
+            return (grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+        cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
+        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+        return (grad * (cdf + x * pdf),)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0)."""
+    _check_float("relu", input)
+    out = Relu.apply(input)
+    return input._assign_inplace(out) if inplace else out
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x for x > 0, else negative_slope * x."""
+    _check_float("leaky_relu", input)
+    out = LeakyRelu.apply(input, negative_slope=float(negative_slope))
+    return input._assign_inplace(out) if inplace else out
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha * (exp(x) - 1)."""
+    _check_float("elu", input)
+    out = Elu.apply(input, alpha=float(alpha))
+    return input._assign_inplace(out) if inplace else out
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """A smooth relu: log(1 + exp(beta x)) / beta."""
+    _check_float("softplus", input)
+    if beta == 0:
+        raise ValueError("softplus: beta must be non-zero")
+    return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit; approximate="tanh" for the tanh form."""
+    _check_float("gelu", input)
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(input, approximate=approximate)
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """x - logsumexp(x, dim): stable for any input magnitude."""
+    from numdiff.ops.reduction import logsumexp
+
+    if dtype is not None:
+        input = input.to(dtype)
+    _check_float("log_softmax", input)
+    dim = normalize_dim("log_softmax", dim, input.ndim)
+    return input - logsumexp(input, dim, keepdim=True)
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, shifted by the max so it never overflows."""
+    from numdiff.ops.reduction import amax
+
+    if dtype is not None:
+        input = input.to(dtype)
+    _check_float("softmax", input)
+    dim = normalize_dim("softmax", dim, input.ndim)
+    shift = amax(input, dim, keepdim=True).detach()
+    shift = shift.masked_fill(~shift.isfinite(), 0.0)
+    e = (input - shift).exp()
+    return e / e.sum(dim, keepdim=True)

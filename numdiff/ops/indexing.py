@@ -1,0 +1,228 @@
+"""Indexing: __getitem__, index_put (__setitem__), gather, scatter_add, index_select.
+
+Each scatter is the backward of a gather and the other way round, so both directions stay
+differentiable. Repeated indices accumulate (np.add.at), as PyTorch's index backward does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import normalize_dim, scalar_like
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+
+def _is_basic(key: tuple) -> bool:
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
+
+
+def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
+    """An index as a tuple of ints, slices, None, Ellipsis and validated integer/bool arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    parts = []
+    for k in key:
+        if isinstance(k, Tensor):
+            k = k._data if type(k._data) is np.ndarray else k._data.to_host()
+            if k.dtype.kind not in "iub":
+                raise IndexError(f"{op}: tensors used as indices must be long, int or bool, got {k.dtype}")
+        elif isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k)
+            if k.dtype.kind not in "iub" and k.size:
+                raise IndexError(f"{op}: arrays used as indices must be integer or bool, got {k.dtype}")
+            if k.size == 0:
+                k = k.astype(np.int64)
+        elif isinstance(k, (bool, np.bool_)):
+            k = np.asarray(k)
+        elif isinstance(k, np.integer):
+            k = int(k)
+        elif not (k is None or k is Ellipsis or isinstance(k, (int, slice))):
+            raise IndexError(f"{op}: unsupported index {k!r} of type {type(k).__name__}")
+        parts.append(k)
+    key = tuple(parts)
+    try:
+        # Let NumPy check ranges and shapes on a zero-size stand-in before any real work.
+        np.empty(shape, dtype=np.bool_)[key]
+    except IndexError as error:
+        raise IndexError(f"{op}: index {_describe(key)} is invalid for a tensor of shape {tuple(shape)}: {error}") from None
+    return key
+
+
+def _describe(key: tuple) -> str:
+    return "[" + ", ".join(
+        f"array(shape={k.shape}, dtype={k.dtype})" if isinstance(k, np.ndarray) else repr(k) for k in key
+    ) + "]"
+
+
+@register("getitem")
+class GetItem(Function):
+    @staticmethod
+    def forward(ctx, x, *, key):
+        ctx.key = key
+        ctx.input_shape = x.shape
+        out = x[key]
+        return out if _is_basic(key) else np.ascontiguousarray(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.input_shape),)
+
+
+@register("index_add_into_zeros")
+class IndexAddIntoZeros(Function):
+    """zeros(shape) with `grad` added at `key` (repeats accumulate): the transpose of getitem."""
+
+    @staticmethod
+    def forward(ctx, grad, *, key, shape):
+        ctx.key = key
+        out = np.zeros(shape, dtype=grad.dtype)
+        if _is_basic(key):
+            out[key] = grad
+        else:
+            np.add.at(out, key, grad)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad[ctx.key],)
+
+
+@register("index_put")
+class IndexPut(Function):
+    """A copy of `x` with `x[key] = value`: gradient to x is masked at key, to value it is grad[key]."""
+
+    @staticmethod
+    def forward(ctx, x, value, *, key):
+        ctx.key = key
+        ctx.value_shape = value.shape
+        out = x.copy()
+        out[key] = value
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from numdiff.autograd.engine import sum_to_shape
+
+        grad_x = grad_value = None
+        if ctx.needs_input_grad[0]:
+            grad_x = IndexPut.apply(grad, scalar_like(0, grad), key=ctx.key)
+        if ctx.needs_input_grad[1]:
+            grad_value = sum_to_shape(grad[ctx.key], ctx.value_shape)
+        return grad_x, grad_value
+
+
+@register("gather")
+class Gather(Function):
+    @staticmethod
+    def forward(ctx, x, index, *, dim):
+        ctx.dim = dim
+        ctx.input_shape = x.shape
+        ctx.save_for_backward(index)
+        return np.take_along_axis(x, index, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        zeros = Tensor._wrap(np.zeros(ctx.input_shape, dtype=grad._data.dtype), None, None)
+        return scatter_add(zeros, ctx.dim, index, grad), None
+
+
+@register("scatter_add")
+class ScatterAdd(Function):
+    """x with src added at positions index along dim (repeats accumulate)."""
+
+    @staticmethod
+    def forward(ctx, x, index, src, *, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        out = x.copy()
+        np.add.at(out, _scatter_key(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        grad_src = gather(grad, ctx.dim, index) if ctx.needs_input_grad[2] else None
+        return grad, None, grad_src
+
+
+def _scatter_key(index: np.ndarray, dim: int) -> tuple:
+    grids = np.ogrid[tuple(slice(0, n) for n in index.shape)]
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None:
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+        raise TypeError(f"{op}: index must be an integer Tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+    if index.ndim != input.ndim:
+        raise ValueError(f"{op}: index has {index.ndim} dims (shape {tuple(index.shape)}) but input has {input.ndim} (shape {tuple(input.shape)})")
+    data = index._data
+    if data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
+        raise IndexError(
+            f"{op}: index values must be in [0, {input.shape[dim]}) for dimension {dim} of input "
+            f"shape {tuple(input.shape)}; got values in [{data.min()}, {data.max()}]"
+        )
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """out[i][j] = input[index[i][j]][j] (for dim=0), PyTorch's gather."""
+    dim = normalize_dim("gather", dim, input.ndim)
+    _check_index_tensor("gather", input, dim, index)
+    for d, (a, b) in enumerate(zip(index.shape, input.shape)):
+        if d != dim and a > b:
+            raise ValueError(f"gather: index shape {tuple(index.shape)} is larger than input shape {tuple(input.shape)} in dimension {d}")
+    if any(a != b for d, (a, b) in enumerate(zip(index.shape, input.shape)) if d != dim):
+        input = input[tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(index.shape))]
+    return Gather.apply(input, index, dim=dim)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of `input` with `src` values added at `index` along `dim` (PyTorch's scatter_add)."""
+    dim = normalize_dim("scatter_add", dim, input.ndim)
+    _check_index_tensor("scatter_add", input, dim, index)
+    if any(a > b for a, b in zip(index.shape, src.shape)):
+        raise ValueError(f"scatter_add: index shape {tuple(index.shape)} exceeds src shape {tuple(src.shape)}")
+    for d, (a, b) in enumerate(zip(index.shape, input.shape)):
+        if d != dim and a > b:
+            raise ValueError(f"scatter_add: index shape {tuple(index.shape)} exceeds input shape {tuple(input.shape)} in dimension {d}")
+    return ScatterAdd.apply(input, index, src, dim=dim)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Entries of `input` along `dim` at the positions in the 1-D `index`."""
+    dim = normalize_dim("index_select", dim, input.ndim)
+    if not isinstance(index, Tensor) or index.ndim > 1 or index._data.dtype.kind not in "iu":
+        raise TypeError(f"index_select: index must be a 1-D integer Tensor, got {index!r}")
+    return input[(slice(None),) * dim + (index.reshape(-1),)]
+
+
+def getitem(input: Tensor, key: Any) -> Tensor:
+    """``input[key]`` with ints, slices, None, Ellipsis, integer and bool tensors."""
+    key = normalize_key("index", key, input._data.shape)
+    from numdiff.ops.shape import _as_view
+
+    out = GetItem.apply(input, key=key)
+    return _as_view(out, input) if _is_basic(key) else out
+
+
+def index_put(input: Tensor, key: Any, value: Any) -> Tensor:
+    """Out-of-place ``input[key] = value``; the engine of __setitem__."""
+    key = normalize_key("index_put", key, input._data.shape)
+    if not isinstance(value, Tensor):
+        value = scalar_like(value, input)
+    elif value.dtype is not input.dtype:
+        value = value.to(input.dtype)
+    target_shape = np.empty(input._data.shape, dtype=np.bool_)[key].shape
+    try:
+        np.broadcast_shapes(value.shape, target_shape)
+    except ValueError:
+        raise ValueError(
+            f"index_put: value of shape {tuple(value.shape)} cannot be broadcast to the indexed "
+            f"shape {target_shape} of a tensor of shape {tuple(input.shape)}"
+        ) from None
+    return IndexPut.apply(input, value, key=key)

@@ -1,0 +1,88 @@
+"""Comparisons and logical ops: no gradient, bool results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.ops._util import operands
+from numdiff.tensor import Tensor
+
+
+def _compare(op: str, ufunc):
+    def compare(input: Any, other: Any) -> Tensor:
+        a, b = operands(op, input, other)
+        return Tensor._wrap(ufunc(a._data, b._data), None, None)
+
+    compare.__name__ = op
+    compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
+    return compare
+
+
+eq = _compare("eq", np.equal)
+ne = _compare("ne", np.not_equal)
+lt = _compare("lt", np.less)
+le = _compare("le", np.less_equal)
+gt = _compare("gt", np.greater)
+ge = _compare("ge", np.greater_equal)
+
+
+def _logical(op: str, ufunc):
+    def combine(input: Any, other: Any) -> Tensor:
+        a, b = operands(op, input, other)
+        if a._data.dtype.kind not in "biu":
+            raise TypeError(f"{op}: expected bool or integer tensors, got {a.dtype!r}")
+        return Tensor._wrap(ufunc(a._data, b._data), None, None)
+
+    combine.__name__ = op
+    return combine
+
+
+bitwise_and = _logical("bitwise_and", np.bitwise_and)
+bitwise_or = _logical("bitwise_or", np.bitwise_or)
+bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise not (nonzero counts as True)."""
+    return Tensor._wrap(np.logical_not(input._data), None, None)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """~x: logical not for bool tensors, bitwise for integers."""
+    if input._data.dtype.kind not in "biu":
+        raise TypeError(f"bitwise_not (~): expected a bool or integer tensor, got {input.dtype!r}")
+    return Tensor._wrap(np.invert(input._data), None, None)
+
+
+def isfinite(input: Tensor) -> Tensor:
+    return Tensor._wrap(np.isfinite(input._data), None, None)
+
+
+def isnan(input: Tensor) -> Tensor:
+    return Tensor._wrap(np.isnan(input._data), None, None)
+
+
+def isinf(input: Tensor) -> Tensor:
+    return Tensor._wrap(np.isinf(input._data), None, None)
+
+
+def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """True where all elements (along `dim`) are nonzero."""
+    return Tensor._wrap(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
+
+
+def any(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """True where any element (along `dim`) is nonzero."""
+    return Tensor._wrap(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim)), None, None)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+    """True if all elements are close: |input - other| <= atol + rtol * |other|."""
+    return bool(np.allclose(input.detach().cpu().numpy(), other.detach().cpu().numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True if both tensors have the same shape and elements."""
+    return input.shape == other.shape and bool(np.array_equal(input.detach().cpu().numpy(), other.detach().cpu().numpy()))

@@ -1,0 +1,231 @@
+"""Reductions. sum, prod, amax and amin are primitives; the rest are composed from them."""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import normalize_dim, normalize_dims
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _expand_back(grad: Tensor, ctx) -> Tensor:
+    """Undo a reduction's shape change: reinsert reduced dims as size 1, then broadcast."""
+    if not ctx.keepdim:
+        grad = grad.reshape(ctx.kept_shape)
+    return grad.expand(ctx.input_shape)
+
+
+def _remember(ctx, x, dims: tuple, keepdim: bool) -> None:
+    ctx.input_shape = x.shape
+    ctx.dims = dims
+    ctx.keepdim = keepdim
+    ctx.kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
+
+
+@register("sum")
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, x, *, dims, keepdim):
+        _remember(ctx, x, dims, keepdim)
+        return np.sum(x, axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (_expand_back(grad, ctx),)
+
+
+@register("prod")
+class Prod(Function):
+    """Product. Gradient: product of the others; exact where the input holds zeros too."""
+
+    @staticmethod
+    def forward(ctx, x, *, dims, keepdim):
+        _remember(ctx, x, dims, keepdim)
+        out = np.prod(x, axis=dims, keepdims=keepdim)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        grad_full = _expand_back(grad, ctx)
+        out_full = _expand_back(out, ctx)
+        has_zero = (x == 0)._data.any()
+        if not has_zero:
+            return (grad_full * out_full / x,)
+        others = Tensor._wrap(_product_of_others(x._data, ctx.dims), None, None)
+        return (grad_full * others,)
+
+
+def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
+    """For each element, the product of the other elements in its reduction group."""
+    moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
+    flat = moved.reshape(moved.shape[: x.ndim - len(dims)] + (-1,))
+    ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
+    before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    result = (before * after).reshape(moved.shape)
+    return np.moveaxis(result, tuple(range(x.ndim - len(dims), x.ndim)), dims)
+
+
+class _Extreme(Function):
+    """amax/amin: gradient shared evenly among the elements that reach the extreme."""
+
+    reduce = staticmethod(np.max)
+
+    @classmethod
+    def forward(cls, ctx, x, *, dims, keepdim):
+        if x.size == 0:
+            raise RuntimeError(f"{cls.op_name}: cannot reduce an empty tensor of shape {x.shape}")
+        _remember(ctx, x, dims, keepdim)
+        out = cls.reduce(x, axis=dims, keepdims=keepdim)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        hits = (x == _expand_back(out, ctx)).to(grad.dtype)
+        count = hits.sum(dim=ctx.dims, keepdim=True) if ctx.dims else hits
+        return (_expand_back(grad, ctx) * hits / count,)
+
+
+@register("amax")
+class Amax(_Extreme):
+    reduce = staticmethod(np.max)
+
+
+@register("amin")
+class Amin(_Extreme):
+    reduce = staticmethod(np.min)
+
+
+def _float_for_reduce(op: str, x: Tensor) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    """Sum over `dim` (int, tuple, or all dims when None)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    elif input._data.dtype.kind == "b" or input._data.dtype == np.int32:
+        input = input.long()
+    return Sum.apply(input, dims=normalize_dims("sum", dim, input.ndim), keepdim=keepdim)
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Product over one dim, or all elements."""
+    dims = normalize_dims("prod", dim, input.ndim) if dim is not None else tuple(range(input.ndim))
+    return Prod.apply(input, dims=dims, keepdim=keepdim if dim is not None else False)
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Maximum over `dim` (all dims when empty); ties share the gradient evenly."""
+    dims = normalize_dims("amax", dim if dim != () else None, input.ndim)
+    return Amax.apply(input, dims=dims, keepdim=keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Minimum over `dim` (all dims when empty); ties share the gradient evenly."""
+    dims = normalize_dims("amin", dim if dim != () else None, input.ndim)
+    return Amin.apply(input, dims=dims, keepdim=keepdim)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Arithmetic mean over `dim`."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype!r}"
+        )
+    dims = normalize_dims("mean", dim, input.ndim)
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    return sum(input, dims, keepdim) / count
+
+
+def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
+    """Variance over `dim` with Bessel's `correction` (1 by default, as PyTorch)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    dims = normalize_dims("var", dim, input.ndim)
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    centred = input - mean(input, dims, keepdim=True)
+    return sum(centred * centred, dims, keepdim) / builtins.max(count - correction, 0)
+
+
+def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
+    """Standard deviation: the square root of `var`."""
+    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over `dim`, stable for large inputs (shifted by the detached max)."""
+    dims = normalize_dims("logsumexp", dim, input.ndim)
+    shift = amax(input, dims, keepdim=True).detach()
+    shift = shift.masked_fill(~shift.isfinite(), 0.0)
+    out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
+    if not keepdim:
+        out = out.squeeze(dims) if dims else out
+    return out
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum (over the flattened tensor when dim is None); no gradient."""
+    return _arg_extreme("argmax", np.argmax, input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first minimum (over the flattened tensor when dim is None); no gradient."""
+    return _arg_extreme("argmin", np.argmin, input, dim, keepdim)
+
+
+def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    data = input._data
+    if data.size == 0:
+        raise RuntimeError(f"{op}: cannot take the {op} of an empty tensor of shape {tuple(data.shape)}")
+    if dim is None:
+        index = fn(data.reshape(-1))
+        out = np.asarray(index, dtype=np.int64)
+        if keepdim:
+            out = out.reshape((1,) * data.ndim)
+    else:
+        axis = normalize_dim(op, dim, data.ndim)
+        out = fn(data, axis=axis, keepdims=keepdim).astype(np.int64) if data.ndim else np.asarray(0, dtype=np.int64)
+    return Tensor._wrap(out, None, None)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """max(x): the largest element; max(x, dim): (values, indices); max(x, other): maximum."""
+    return _extreme("max", amax, argmax, input, dim, keepdim)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """min(x): the smallest element; min(x, dim): (values, indices); min(x, other): minimum."""
+    return _extreme("min", amin, argmin, input, dim, keepdim)
+
+
+def _extreme(op: str, full, arg, input: Tensor, dim: Any, keepdim: bool) -> Any:
+    from numdiff.ops.indexing import gather
+    from numdiff.ops.selection import maximum, minimum
+
+    if isinstance(dim, Tensor):
+        return (maximum if op == "max" else minimum)(input, dim)
+    if dim is None:
+        return full(input)
+    axis = normalize_dim(op, dim, input.ndim)
+    indices = arg(input, axis, keepdim=True)
+    values = gather(input, axis, indices) if input.ndim else input
+    if not keepdim and input.ndim:
+        values, indices = values.squeeze(axis), indices.squeeze(axis)
+    return values_indices(values, indices)

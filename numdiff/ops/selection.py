@@ -1,0 +1,148 @@
+"""Ops that pick between values: where, maximum, minimum, clamp, masked_fill."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import broadcast_shape, check_same_device, operands, scalar_like
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+
+@register("where")
+class Where(Function):
+    """where(condition, a, b); condition is a constant bool tensor (first input, no gradient)."""
+
+    @staticmethod
+    def forward(ctx, condition, a, b):
+        ctx.save_for_backward(condition)
+        return np.where(condition, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (condition,) = ctx.saved_tensors
+        zero = grad * 0
+        return (
+            None,
+            where(condition, grad, zero) if ctx.needs_input_grad[1] else None,
+            where(condition, zero, grad) if ctx.needs_input_grad[2] else None,
+        )
+
+
+@register("maximum")
+class Maximum(Function):
+    """Elementwise max; on ties each input gets half the gradient, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return np.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        share_a = (a > b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+        return grad * share_a, grad * (1 - share_a)
+
+
+@register("minimum")
+class Minimum(Function):
+    """Elementwise min; on ties each input gets half the gradient, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return np.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        share_a = (a < b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+        return grad * share_a, grad * (1 - share_a)
+
+
+@register("clamp")
+class Clamp(Function):
+    """clamp(x, lo, hi) with scalar bounds; gradient passes where lo <= x <= hi."""
+
+    @staticmethod
+    def forward(ctx, x, *, min, max):  # noqa: A002 - PyTorch's argument names
+        ctx.save_for_backward(x)
+        ctx.min, ctx.max = min, max
+        out = x
+        if min is not None:
+            out = np.maximum(out, np.asarray(min, dtype=x.dtype))
+        if max is not None:
+            out = np.minimum(out, np.asarray(max, dtype=x.dtype))
+        return out if out is not x else x.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        inside = None
+        if ctx.min is not None:
+            inside = x >= ctx.min
+        if ctx.max is not None:
+            below = x <= ctx.max
+            inside = below if inside is None else inside & below
+        return (where(inside, grad, grad * 0) if inside is not None else grad,)
+
+
+def where(condition: Any, input: Any, other: Any) -> Tensor:
+    """Elements of `input` where `condition` holds, else of `other` (scalars allowed)."""
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
+    if condition._data.dtype.kind != "b":
+        condition = condition != 0
+    a, b = operands("where", input, other)
+    check_same_device("where", condition, a)
+    broadcast_shape("where", condition.shape, a.shape, b.shape)
+    return Where.apply(condition, a, b)
+
+
+def maximum(input: Any, other: Any) -> Tensor:
+    """Elementwise maximum with broadcasting."""
+    return Maximum.apply(*operands("maximum", input, other))
+
+
+def minimum(input: Any, other: Any) -> Tensor:
+    """Elementwise minimum with broadcasting."""
+    return Minimum.apply(*operands("minimum", input, other))
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Limit values to [min, max]; tensor bounds broadcast (composed from maximum/minimum)."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return Clamp.apply(input, min=min, max=max)
+
+
+clip = clamp
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """`input` with `value` written where the bool `mask` is True (mask broadcasts)."""
+    if not isinstance(mask, Tensor) or mask._data.dtype.kind != "b":
+        raise TypeError(f"masked_fill: mask must be a bool Tensor, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
+    else:
+        value = scalar_like(value, input)
+    shape = broadcast_shape("masked_fill", input.shape, mask.shape)
+    if tuple(shape) != tuple(input.shape):
+        raise ValueError(
+            f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to the input's "
+            f"shape {tuple(input.shape)}"
+        )
+    return where(mask, value, input)

@@ -1,0 +1,326 @@
+"""Shape ops. reshape, permute, expand, flip and cat are primitives; the rest are composed."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import check_same_device, normalize_dim, normalize_dims
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+
+def _as_view(out: Tensor, base: Tensor) -> Tensor:
+    """Share `base`'s version counter when `out` aliases its memory, so in-place edits are seen."""
+    if np.may_share_memory(out._data, base._data):
+        out._version_counter = base._version_counter
+        out._base = base._base if base._base is not None else base
+    return out
+
+
+@register("reshape")
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, x, *, shape):
+        ctx.input_shape = x.shape
+        return x.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad.reshape(ctx.input_shape),)
+
+
+@register("permute")
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, *, dims):
+        ctx.inverse = tuple(np.argsort(dims))
+        return x.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad.permute(ctx.inverse),)
+
+
+@register("expand")
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, x, *, shape):
+        ctx.input_shape = x.shape
+        return np.broadcast_to(x, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from numdiff.autograd.engine import sum_to_shape
+
+        return (sum_to_shape(grad, ctx.input_shape),)
+
+
+@register("flip")
+class Flip(Function):
+    @staticmethod
+    def forward(ctx, x, *, dims):
+        ctx.dims = dims
+        return np.flip(x, dims).copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad.flip(ctx.dims),)
+
+
+@register("cat")
+class Cat(Function):
+    """Concatenate along `dim`; the gradient is sliced back into the pieces."""
+
+    @staticmethod
+    def forward(ctx, *tensors, dim):
+        ctx.dim = dim
+        ctx.sizes = [t.shape[dim] for t in tensors]
+        return np.concatenate(tensors, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads = []
+        start = 0
+        for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
+            index = (slice(None),) * ctx.dim + (slice(start, start + size),)
+            grads.append(grad[index] if needed else None)
+            start += size
+        return tuple(grads)
+
+
+def _shape_arg(shape: Sequence[Any]) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """Same elements in a new shape (one dim may be -1); a view when the layout allows."""
+    shape = _shape_arg(shape)
+    numel = input._data.size
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    if shape.count(-1) > 1 or any(s < -1 for s in shape) or (
+        numel != known if -1 not in shape else (known == 0 or numel % known)
+    ):
+        raise ValueError(f"reshape: shape {list(shape)} is invalid for input of size {numel} (shape {tuple(input.shape)})")
+    if -1 in shape:
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if shape == input._data.shape:
+        return input
+    return _as_view(Reshape.apply(input, shape=shape), input)
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    """Like reshape, but refuses layouts that would need a copy (as PyTorch's view)."""
+    out = reshape(input, *shape)
+    if out is not input and not np.may_share_memory(out._data, input._data):
+        raise RuntimeError(
+            f"view size {list(_shape_arg(shape))} is not compatible with input tensor's size and "
+            f"stride (shape {tuple(input.shape)}, strides {input._data.strides}); use .reshape(...) instead"
+        )
+    return out
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    """Reorder dimensions."""
+    dims = _shape_arg(dims)
+    if len(dims) != input.ndim:
+        raise ValueError(f"permute: got {len(dims)} dims {list(dims)} for a tensor with {input.ndim} dimensions")
+    dims = tuple(normalize_dim("permute", d, input.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"permute: dims {list(dims)} repeat a dimension")
+    return _as_view(Permute.apply(input, dims=dims), input)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions."""
+    dims = list(range(input.ndim))
+    a, b = normalize_dim("transpose", dim0, input.ndim), normalize_dim("transpose", dim1, input.ndim)
+    if input.ndim < 2:
+        return input
+    dims[a], dims[b] = dims[b], dims[a]
+    return permute(input, dims)
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose of a tensor with at most 2 dims."""
+    if input.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dimensions, but got {input.ndim}D (shape {tuple(input.shape)})")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    """Broadcast to a larger shape without copying (-1 keeps a dimension)."""
+    sizes = _shape_arg(sizes)
+    shape = input.shape
+    if len(sizes) < len(shape):
+        raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be at least the number of dimensions ({len(shape)})")
+    lead = len(sizes) - len(shape)
+    target = []
+    for i, size in enumerate(sizes):
+        own = shape[i - lead] if i >= lead else None
+        if size == -1:
+            if own is None:
+                raise ValueError(f"expand: -1 is not allowed in a new leading dimension (sizes {list(sizes)})")
+            size = own
+        if own is not None and own != size and own != 1:
+            raise ValueError(f"expand: the expanded size {size} must match the existing size {own} at dimension {i} (shape {tuple(shape)} to {list(sizes)})")
+        target.append(size)
+    target = tuple(target)
+    if target == tuple(shape):
+        return input
+    return _as_view(Expand.apply(input, shape=target), input)
+
+
+def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
+    """expand to `shape`."""
+    return expand(input, tuple(shape))
+
+
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    """Drop size-1 dimensions (all of them, or those in `dim`)."""
+    if dim is None:
+        shape = tuple(n for n in input.shape if n != 1)
+    else:
+        dims = normalize_dims("squeeze", dim, input.ndim)
+        shape = tuple(n for i, n in enumerate(input.shape) if not (i in dims and n == 1))
+    return reshape(input, shape)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dimension at `dim`."""
+    dim = normalize_dim("unsqueeze", dim, input.ndim + 1)
+    shape = list(input.shape)
+    shape.insert(dim, 1)
+    return reshape(input, shape)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one."""
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    start = normalize_dim("flatten", start_dim, input.ndim)
+    end = normalize_dim("flatten", end_dim, input.ndim)
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
+    shape = input.shape
+    merged = int(np.prod(shape[start : end + 1], dtype=np.int64))
+    return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
+
+
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Split dimension `dim` into `sizes` (one may be -1)."""
+    dim = normalize_dim("unflatten", dim, input.ndim)
+    sizes = tuple(sizes)
+    known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
+    length = input.shape[dim]
+    if -1 in sizes:
+        sizes = tuple(length // known if s == -1 else s for s in sizes)
+        known = int(np.prod(sizes, dtype=np.int64))
+    if known != length:
+        raise ValueError(f"unflatten: sizes {list(sizes)} do not multiply to the size {length} of dimension {dim}")
+    shape = input.shape
+    return reshape(input, shape[:dim] + sizes + shape[dim + 1 :])
+
+
+def flip(input: Tensor, dims: Any) -> Tensor:
+    """Reverse the order of elements along `dims`."""
+    dims = normalize_dims("flip", dims, input.ndim)
+    return Flip.apply(input, dims=dims)
+
+
+def repeat(input: Tensor, *repeats: Any) -> Tensor:
+    """Tile the tensor `repeats[i]` times along dim i (composed from expand and reshape)."""
+    repeats = _shape_arg(repeats)
+    if len(repeats) < input.ndim:
+        raise ValueError(f"repeat: number of repeat dims {len(repeats)} can not be smaller than number of tensor dims {input.ndim}")
+    if any(r < 0 for r in repeats):
+        raise ValueError(f"repeat: repeats must be non-negative, got {list(repeats)}")
+    shape = (1,) * (len(repeats) - input.ndim) + tuple(input.shape)
+    interleaved = []
+    for n in shape:
+        interleaved += [1, n]
+    tiled = []
+    for r, n in zip(repeats, shape):
+        tiled += [r, n]
+    out = reshape(input, interleaved).expand(tiled)
+    return out.reshape(tuple(r * n for r, n in zip(repeats, shape)))
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate tensors of equal shape except along `dim`."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty sequence of tensors")
+    first = tensors[0]
+    dim = normalize_dim("cat", dim, first.ndim)
+    for i, other in enumerate(tensors[1:], 1):
+        if other.ndim != first.ndim or any(
+            a != b for j, (a, b) in enumerate(zip(first.shape, other.shape)) if j != dim
+        ):
+            raise ValueError(
+                f"cat: sizes of tensors must match except in dimension {dim}: tensor 0 has shape "
+                f"{tuple(first.shape)} but tensor {i} has shape {tuple(other.shape)}"
+            )
+    check_same_device("cat", *tensors)
+    dtypes = {t._data.dtype for t in tensors}
+    if len(dtypes) > 1:
+        from numdiff import _dtype
+
+        target = first.dtype
+        for t_ in tensors[1:]:
+            target = _dtype.promote(target, t_.dtype)
+        tensors = [t_.to(target) for t_ in tensors]
+    return Cat.apply(*tensors, dim=dim)
+
+
+concat = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join equal-shaped tensors along a new dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty sequence of tensors")
+    for i, other in enumerate(tensors[1:], 1):
+        if other.shape != tensors[0].shape:
+            raise ValueError(
+                f"stack: expects each tensor to be equal size, but got {tuple(tensors[0].shape)} at "
+                f"entry 0 and {tuple(other.shape)} at entry {i}"
+            )
+    dim = normalize_dim("stack", dim, tensors[0].ndim + 1)
+    return cat([unsqueeze(t_, dim) for t_ in tensors], dim)
+
+
+def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into chunks of a given size, or of the listed sizes, along `dim`."""
+    dim = normalize_dim("split", dim, input.ndim)
+    length = input.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        if split_size_or_sections <= 0:
+            raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
+        sizes = [split_size_or_sections] * (length // split_size_or_sections)
+        if length % split_size_or_sections:
+            sizes.append(length % split_size_or_sections)
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != length:
+            raise ValueError(f"split: sections {sizes} do not sum to the size {length} of dimension {dim}")
+    pieces = []
+    start = 0
+    for size in sizes:
+        pieces.append(input[(slice(None),) * dim + (slice(start, start + size),)])
+        start += size
+    return tuple(pieces)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into `chunks` pieces of (nearly) equal size along `dim`."""
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    dim = normalize_dim("chunk", dim, input.ndim)
+    size = -(-input.shape[dim] // chunks) if input.shape[dim] else 1
+    return split(input, size, dim)

@@ -1,0 +1,367 @@
+"""The Tensor: an array, plus the autograd state that enforces numdiff's leaf contract.
+
+A leaf is a tensor no recorded op produced (`grad_fn is None`). Only leaves may switch
+`requires_grad`; only leaves that require grad keep `.grad` after backward, accumulating with `+=`;
+intermediates pass gradient through and keep nothing unless they asked with `retain_grad()`.
+Arithmetic and other methods are attached from numdiff.ops by numdiff._tensor_methods.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from numdiff import _dtype
+from numdiff._device import CPU, device, to_device
+from numdiff.autograd.function import leaf_accumulator
+from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.hooks import RemovableHandle
+
+
+class NonLeafRequiresGradError(RuntimeError):
+    """`requires_grad` was switched on a tensor that a recorded op produced."""
+
+
+class InPlaceOnLeafError(RuntimeError):
+    """An in-place op would modify a leaf that requires grad while recording."""
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``numdiff.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"numdiff.Size({list(self)})"
+
+    def numel(self) -> int:
+        return int(np.prod(self, dtype=np.int64))
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it for reverse-mode autodiff."""
+
+    __slots__ = (
+        "_data",
+        "_requires_grad",
+        "_grad_fn",
+        "_grad",
+        "_version_counter",
+        "_retains_grad",
+        "_hooks",
+        "_grad_accumulator",
+        "_base",
+        "__weakref__",
+    )
+    __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        from numdiff.creation import as_array
+
+        self._init(as_array(data, None), None, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, data: Any, grad_fn: Any, version_counter: list[int] | None) -> None:
+        self._data = data
+        self._grad_fn = grad_fn
+        self._requires_grad = grad_fn is not None
+        self._grad = None
+        self._version_counter = [0] if version_counter is None else version_counter
+        self._retains_grad = False
+        self._hooks = None
+        self._grad_accumulator = None
+        self._base = None
+
+    @classmethod
+    def _wrap(cls, data: Any, grad_fn: Any, version_counter: list[int] | None) -> Tensor:
+        """Make a tensor around an existing array without copying or validating it."""
+        t = object.__new__(cls)
+        t._init(data, grad_fn, version_counter)
+        return t
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Size | int:
+        """The shape, or the length of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def element_size(self) -> int:
+        return self._data.dtype.itemsize
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return _dtype.from_numpy(self._data.dtype)
+
+    @property
+    def device(self) -> device:
+        if type(self._data) is np.ndarray:
+            return CPU
+        return self._data.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter[0]
+
+    # ----------------------------------------------------------------- autograd state
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self) -> Any:
+        return self._grad_fn
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Switch gradient tracking on a leaf. On a non-leaf this raises, for True and False alike."""
+        if self._grad_fn is not None:
+            op = self._grad_fn.name()
+            raise NonLeafRequiresGradError(
+                f"requires_grad_({requires_grad}) called on a non-leaf tensor produced by {op}: "
+                "only leaf tensors (made by you, or Parameters) can change requires_grad. To keep "
+                "this tensor's gradient after backward, call .retain_grad() on it; to start a new "
+                "leaf from its value, use .detach().requires_grad_()."
+            )
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError(
+                f"only floating point tensors can require gradients, but this tensor has dtype "
+                f"{self.dtype!r}; convert it first, e.g. t.float().requires_grad_()"
+            )
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the gradient for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor "
+                f"(this one was produced by {self._grad_fn.name()}).",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
+            if value.shape != self.shape or value.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"assigned grad has shape {tuple(value.shape)} and dtype {value.dtype!r}, but "
+                    f"the tensor has shape {tuple(self.shape)} and dtype {self.dtype!r}"
+                )
+            if value.device != self.device:
+                raise RuntimeError(
+                    f"assigned grad is on {value.device} but the tensor is on {self.device}"
+                )
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Ask backward to keep this non-leaf's gradient in `.grad` (a no-op on leaves)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+            return
+        if not self._retains_grad:
+            self._grad_fn._retained = weakref.ref(self)
+            self._retains_grad = True
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn.register_prehook(hook)
+        if self._hooks is None:
+            self._hooks = {}
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = hook
+        return handle
+
+    def _accumulator(self) -> Any:
+        return leaf_accumulator(self)
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing this tensor's storage (and version counter), outside the graph."""
+        t = Tensor._wrap(self._data, None, self._version_counter)
+        t._base = self
+        return t
+
+    def detach_(self) -> Tensor:
+        """Make this tensor a leaf that does not require grad, in place."""
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
+        from numdiff.autograd.engine import run_backward
+
+        if retain_graph is None:
+            retain_graph = create_graph
+        if inputs is not None:
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        run_backward([self], [gradient], retain_graph, create_graph, inputs=inputs)
+
+    # ----------------------------------------------------------------- conversion
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shared memory on the CPU)."""
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        if type(self._data) is np.ndarray:
+            return self._data
+        return self._data.to_host()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def item(self) -> float | int | bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar "
+                f"(shape {tuple(self.shape)})"
+            )
+        return self.detach().numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.detach().numpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
+            )
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from numdiff._tensor_str import tensor_repr
+
+        return tensor_repr(self)
+
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> Tensor:
+        """Convert dtype and/or device: ``t.to(numdiff.float64)``, ``t.to("cuda")``, ``t.to(other)``."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif isinstance(arg, (str, type(CPU))):
+                device = arg
+            else:
+                dtype = arg
+        from numdiff.ops.conversion import to_device_op, to_dtype_op
+
+        result = self
+        if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
+            result = to_dtype_op(result, _dtype.to_dtype(dtype))
+        if device is not None and to_device(device) != self.device:
+            result = to_device_op(result, to_device(device))
+        if copy and result is self:
+            result = self.clone()
+        return result
+
+    def float(self) -> Tensor:
+        return self.to(_dtype.float32)
+
+    def double(self) -> Tensor:
+        return self.to(_dtype.float64)
+
+    def long(self) -> Tensor:
+        return self.to(_dtype.int64)
+
+    def int(self) -> Tensor:
+        return self.to(_dtype.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(_dtype.bool_)
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"numdiff.{self.dtype.name}"
+        return self.to(dtype)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Tensor:
+        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
