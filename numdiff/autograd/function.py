@@ -260,6 +260,9 @@ def _as_array(out: Any) -> Any:
 
     if isinstance(out, Tensor):
         return out._data
+    if isinstance(out, np.generic):
+        # NumPy reductions to 0-d return scalars, which lack ndarray's API (and flags, copy()).
+        return np.asarray(out)
     return out
 
 
