@@ -111,25 +111,30 @@ class Gelu(Function):
         return (grad * (cdf + x * pdf),)
 
 
+def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
+    if not inplace:
+        return compute(input)
+    from numdiff._inplace import apply_inplace
+
+    return apply_inplace(input, op, compute)
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0)."""
     _check_float("relu", input)
-    out = Relu.apply(input)
-    return input._assign_inplace(out) if inplace else out
+    return _maybe_inplace("relu_", input, Relu.apply, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, else negative_slope * x."""
     _check_float("leaky_relu", input)
-    out = LeakyRelu.apply(input, negative_slope=float(negative_slope))
-    return input._assign_inplace(out) if inplace else out
+    return _maybe_inplace("leaky_relu_", input, lambda x: LeakyRelu.apply(x, negative_slope=float(negative_slope)), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x) - 1)."""
     _check_float("elu", input)
-    out = Elu.apply(input, alpha=float(alpha))
-    return input._assign_inplace(out) if inplace else out
+    return _maybe_inplace("elu_", input, lambda x: Elu.apply(x, alpha=float(alpha)), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
