@@ -16,6 +16,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._device import CPU, device, to_device
+from numdiff.autograd import function as _function_module
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.hooks import RemovableHandle
@@ -78,7 +79,15 @@ class Tensor:
     def _wrap(cls, data: Any, grad_fn: Any, version_counter: list[int] | None) -> Tensor:
         """Make a tensor around an existing array without copying or validating it."""
         t = object.__new__(cls)
-        t._init(data, grad_fn, version_counter)
+        t._data = data
+        t._grad_fn = grad_fn
+        t._requires_grad = grad_fn is not None
+        t._grad = None
+        t._version_counter = [0] if version_counter is None else version_counter
+        t._retains_grad = False
+        t._hooks = None
+        t._grad_accumulator = None
+        t._base = None
         return t
 
     # ----------------------------------------------------------------- metadata
@@ -365,3 +374,6 @@ class Tensor:
 
     def cuda(self, device: Any = None) -> Tensor:
         return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
+
+_function_module.Tensor = Tensor

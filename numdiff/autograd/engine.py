@@ -61,7 +61,7 @@ def _discover(roots: Iterable[Node | AccumulateGrad]) -> dict:
     seen = set(stack)
     while stack:
         node = stack.pop()
-        for next_node, _ in node.next_functions:
+        for next_node in node.next_nodes:
             if next_node is None:
                 continue
             dependencies[next_node] = dependencies.get(next_node, 0) + 1
@@ -79,7 +79,7 @@ def _needed(roots: list, dependencies: dict, targets: set) -> set:
     while ready:
         node = ready.pop()
         order.append(node)
-        for next_node, _ in node.next_functions:
+        for next_node in node.next_nodes:
             if next_node is None:
                 continue
             remaining[next_node] -= 1
@@ -87,7 +87,7 @@ def _needed(roots: list, dependencies: dict, targets: set) -> set:
                 ready.append(next_node)
     needed = set()
     for node in reversed(order):
-        if node in targets or any(n in needed for n, _ in node.next_functions if n is not None):
+        if node in targets or any(n in needed for n in node.next_nodes if n is not None):
             needed.add(node)
     return needed
 
@@ -167,10 +167,15 @@ def run_backward(
     ready = [r for r in dict.fromkeys(roots) if r not in dependencies]
     previous_mode = _state.enabled
     check = anomaly.is_enabled()
+    pop_buffer = buffers.pop
+    get_buffer = buffers.get
+    # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
+    # pass itself is wanted.
+    _state.enabled = create_graph
     try:
         while ready:
             node = ready.pop()
-            grad = buffers.pop(node, None)
+            grad = pop_buffer(node, None)
             if type(node) is AccumulateGrad:
                 if grad is None:
                     continue
@@ -178,37 +183,40 @@ def run_backward(
                 if node in target_nodes and capture:
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
-                    _state.enabled = create_graph
                     _accumulate_into(node.variable, grad, create_graph)
                 continue
             if grad is not None:
-                grad = _apply_hooks(node._pre_hooks, grad)
+                if node._pre_hooks:
+                    grad = _apply_hooks(node._pre_hooks, grad)
                 if node._retained is not None:
                     retained = node._retained()
                     if retained is not None:
                         _accumulate_into(retained, grad, create_graph)
-                if node in target_nodes:
+                if target_nodes and node in target_nodes:
                     if capture:
                         captured[node] = grad
                     else:
-                        _accumulate_into(_tensor_of(node, inputs, target_nodes), grad, create_graph)
-            run = grad is not None and (needed is None or node in needed)
+                        _accumulate_into(inputs[target_nodes[node]], grad, create_graph)
+                run = needed is None or node in needed
+            else:
+                run = False
             if run:
-                _state.enabled = create_graph
                 grads = node.function.backward(node, grad)
-                _state.enabled = previous_mode
-                grads = _as_tuple(grads, node)
+                if type(grads) is not tuple or len(grads) != len(node.next_nodes):
+                    grads = _as_tuple(grads, node)
                 if check:
                     anomaly.check_gradients(node, grads)
-            for i, (next_node, _) in enumerate(node.next_functions):
+            i = -1
+            for next_node in node.next_nodes:
+                i += 1
                 if next_node is None:
                     continue
                 if run:
                     g = grads[i]
                     if g is not None:
-                        if g.shape != node.input_shapes[i]:
+                        if g._data.shape != node.input_shapes[i]:
                             g = _reduce(g, node, i)
-                        pending = buffers.get(next_node)
+                        pending = get_buffer(next_node)
                         buffers[next_node] = g if pending is None else pending + g
                 count = dependencies[next_node] - 1
                 dependencies[next_node] = count
@@ -235,17 +243,13 @@ def run_backward(
     return tuple(results)
 
 
-def _tensor_of(node: Node, inputs: Sequence[Tensor], target_nodes: dict) -> Tensor:
-    return inputs[target_nodes[node]]
-
-
 def _as_tuple(grads: object, node: Node) -> tuple:
     if not isinstance(grads, tuple):
         grads = (grads,)
-    if len(grads) != len(node.next_functions):
+    if len(grads) != len(node.next_nodes):
         raise RuntimeError(
             f"{node.name()}.backward returned {len(grads)} gradients but its forward had "
-            f"{len(node.next_functions)} inputs: backward must return one entry (or None) per input"
+            f"{len(node.next_nodes)} inputs: backward must return one entry (or None) per input"
         )
     return grads
 

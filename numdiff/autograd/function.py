@@ -23,6 +23,9 @@ from numdiff.autograd.grad_mode import _state
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
+else:
+    # Bound by numdiff.tensor once the class exists (the two modules refer to each other).
+    Tensor = None
 
 
 class SavedTensorFreedError(RuntimeError):
@@ -56,8 +59,7 @@ class Node:
 
     __slots__ = (
         "function",
-        "next_functions",
-        "needs_input_grad",
+        "next_nodes",
         "input_shapes",
         "_saved",
         "_saved_versions",
@@ -65,40 +67,45 @@ class Node:
         "_pre_hooks",
         "_retained",
         "creation_site",
-        "materialize_grads",
         "__dict__",
         "__weakref__",
     )
+    materialize_grads = True
 
     def __init__(self, function: type[Function], inputs: tuple[Tensor, ...]) -> None:
         self.function = function
-        edges = []
-        needs = []
+        next_nodes = []
         shapes = []
         for t in inputs:
-            shapes.append(getattr(t, "shape", None))
-            if not hasattr(t, "_grad_fn"):
-                edges.append((None, 0))
-                needs.append(False)
-            elif t._grad_fn is not None:
-                edges.append((t._grad_fn, 0))
-                needs.append(True)
+            if not isinstance(t, Tensor):
+                shapes.append(None)
+                next_nodes.append(None)
+                continue
+            shapes.append(t._data.shape)
+            if t._grad_fn is not None:
+                next_nodes.append(t._grad_fn)
             elif t._requires_grad:
-                edges.append((t._accumulator(), 0))
-                needs.append(True)
+                next_nodes.append(leaf_accumulator(t))
             else:
-                edges.append((None, 0))
-                needs.append(False)
-        self.next_functions = tuple(edges)
-        self.needs_input_grad = tuple(needs)
-        self.input_shapes = tuple(shapes)
+                next_nodes.append(None)
+        self.next_nodes = next_nodes
+        self.input_shapes = shapes
         self._saved = ()
         self._saved_versions = ()
         self._freed = False
         self._pre_hooks = None
         self._retained = None
-        self.creation_site = anomaly.creation_site() if anomaly.is_enabled() else None
-        self.materialize_grads = True
+        self.creation_site = anomaly.creation_site() if anomaly._state.enabled else None
+
+    @property
+    def next_functions(self) -> tuple:
+        """Per input, ``(node, 0)``: where its gradient goes next (PyTorch's layout)."""
+        return tuple((n, 0) for n in self.next_nodes)
+
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """Per input, whether backward must compute its gradient."""
+        return tuple(n is not None for n in self.next_nodes)
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -113,8 +120,6 @@ class Node:
 
     @property
     def saved_tensors(self) -> tuple[Tensor, ...]:
-        from numdiff.tensor import Tensor
-
         if self._freed:
             raise SavedTensorFreedError(
                 f"Trying to backward through {self.name()} a second time: its saved values were "
@@ -143,7 +148,7 @@ class Node:
         """Accepted for PyTorch compatibility; integer and bool outputs never require grad."""
 
     def set_materialize_grads(self, value: bool) -> None:
-        self.materialize_grads = value
+        self.__dict__["materialize_grads"] = value
 
     def register_prehook(self, hook: Any) -> Any:
         from numdiff.autograd.hooks import RemovableHandle
@@ -165,11 +170,12 @@ class Node:
 class AccumulateGrad:
     """The terminal node of a leaf that requires grad: backward adds into `leaf.grad`."""
 
-    __slots__ = ("variable", "next_functions", "__weakref__")
+    __slots__ = ("variable", "__weakref__")
+    next_nodes = ()
+    next_functions = ()
 
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
-        self.next_functions = ()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -208,35 +214,41 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
-        from numdiff.tensor import Tensor
-
-        tensors = tuple(t for t in inputs if isinstance(t, Tensor))
-        record = _state.enabled and any(t._requires_grad for t in tensors)
+        # The hot path of every op: plain loops, no generator expressions or late imports.
+        record = False
+        if _state.enabled:
+            for t in inputs:
+                if isinstance(t, Tensor) and t._requires_grad:
+                    record = True
+                    break
         if cls.array_forward:
-            args = tuple(t._data if isinstance(t, Tensor) else t for t in inputs)
+            args = [t._data if isinstance(t, Tensor) else t for t in inputs]
         else:
             args = inputs
         if not record:
-            ctx = _Unrecorded()
             previous = _state.enabled
-            _state.enabled = False
-            try:
-                out = cls.forward(ctx, *args, **attrs)
-            finally:
-                _state.enabled = previous
-            return Tensor._wrap(_as_array(out), None, None)
+            if previous:
+                _state.enabled = False
+                try:
+                    out = cls.forward(_Unrecorded(), *args, **attrs)
+                finally:
+                    _state.enabled = True
+            else:
+                out = cls.forward(_Unrecorded(), *args, **attrs)
+            return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
         node = Node(cls, inputs)
         _state.enabled = False
         try:
             out = cls.forward(node, *args, **attrs)
         finally:
             _state.enabled = True
-        out_array = _as_array(out)
-        if not _is_floating(out_array):
+        out_array = out if type(out) is np.ndarray else _as_array(out)
+        if out_array.dtype.kind != "f":
             # Integer and bool results (argmax, comparisons) never carry gradient.
             return Tensor._wrap(out_array, None, None)
         result = Tensor._wrap(out_array, node, None)
-        _bind_saved(node, args, inputs, out, result)
+        if node._saved:
+            _bind_saved(node, args, inputs, out, result)
         return result
 
 
@@ -256,8 +268,6 @@ class _Unrecorded:
 
 
 def _as_array(out: Any) -> Any:
-    from numdiff.tensor import Tensor
-
     if isinstance(out, Tensor):
         return out._data
     if isinstance(out, np.generic):
@@ -266,20 +276,12 @@ def _as_array(out: Any) -> Any:
     return out
 
 
-def _is_floating(array: Any) -> bool:
-    return array.dtype.kind == "f"
-
-
 def _bind_saved(node: Node, args: tuple, inputs: tuple, out: Any, result: Tensor) -> None:
     """Turn what forward saved into tensors backward can use, remembering their versions.
 
     Saved inputs map back to the input Tensors (so double backward stays connected to the graph),
     the output to a `_SavedOutput`, and any other array to a constant tensor.
     """
-    from numdiff.tensor import Tensor
-
-    if not node._saved:
-        return
     saved = []
     versions = []
     for item in node._saved:
@@ -295,7 +297,8 @@ def _bind_saved(node: Node, args: tuple, inputs: tuple, out: Any, result: Tensor
         if match is None:
             match = item if isinstance(item, Tensor) else Tensor._wrap(np.asarray(item), None, None)
         elif not isinstance(match, Tensor):
-            match = Tensor._wrap(np.asarray(match), None, None)
+            # A Python number operand: as a constant in the result's dtype, as forward used it.
+            match = Tensor._wrap(np.asarray(match, dtype=result._data.dtype), None, None)
         saved.append(match)
         versions.append(match._version_counter[0])
     node._saved = tuple(saved)

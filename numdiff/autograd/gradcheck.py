@@ -6,7 +6,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from numdiff.autograd.grad_mode import no_grad
 
 
 class GradcheckError(RuntimeError):
@@ -37,15 +36,15 @@ def _numerical_jacobian(fn, inputs, index, eps):
         raise GradcheckError(f"gradcheck: input {index} has dtype {x.dtype!r}; use float64 inputs")
     flat = data.reshape(-1)
     columns = []
-    with no_grad():
-        for k in range(flat.size):
-            original = flat[k]
-            flat[k] = original + eps
-            plus = np.concatenate([o._data.reshape(-1) for o in _outputs(fn, inputs)])
-            flat[k] = original - eps
-            minus = np.concatenate([o._data.reshape(-1) for o in _outputs(fn, inputs)])
-            flat[k] = original
-            columns.append((plus - minus) / (2 * eps))
+    # fn runs with grad mode on: for gradgradcheck, fn itself differentiates.
+    for k in range(flat.size):
+        original = flat[k]
+        flat[k] = original + eps
+        plus = np.concatenate([o._data.reshape(-1) for o in _outputs(fn, inputs)])
+        flat[k] = original - eps
+        minus = np.concatenate([o._data.reshape(-1) for o in _outputs(fn, inputs)])
+        flat[k] = original
+        columns.append((plus - minus) / (2 * eps))
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
 
 

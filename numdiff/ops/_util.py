@@ -29,28 +29,47 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
     return Tensor._wrap(array, None, None)
 
 
-def operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
-    """Two tensor operands with one dtype and one device, ready for a broadcasting op."""
-    if not isinstance(a, Tensor):
-        if not isinstance(b, Tensor):
+def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
+    """A Python number joins a tensor without widening its dtype; ints meet floats as float32."""
+    kind = tensor._data.dtype.kind
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value), tensor
+    if isinstance(value, (int, np.integer)):
+        return int(value), (tensor.long() if kind == "b" else tensor)
+    if isinstance(value, (float, np.floating)):
+        return float(value), (tensor if kind == "f" else tensor.float())
+    raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")
+
+
+def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
+    """Operands for a broadcasting op: tensors of one dtype and device, or a tensor and a number.
+
+    Python numbers stay numbers (the array maths takes them directly, and they get no gradient).
+    """
+    if not isinstance(b, Tensor):
+        if not isinstance(a, Tensor):
             raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
-        a = scalar_like(a, b)
-    elif not isinstance(b, Tensor):
-        b = scalar_like(b, a)
+        b, a = _scalar_operand(op, b, a)
+        return a, b
+    if not isinstance(a, Tensor):
+        a, b = _scalar_operand(op, a, b)
+        return a, b
     da, db = a._data, b._data
-    if da.dtype is not db.dtype and da.dtype != db.dtype:
+    if da.dtype != db.dtype:
         target = _dtype.promote(_dtype.from_numpy(da.dtype), _dtype.from_numpy(db.dtype))
-        if da.ndim == 0 and a._grad_fn is None and not a._requires_grad and da.dtype.kind == target.numpy.kind:
-            target = _dtype.from_numpy(db.dtype)
-        elif db.ndim == 0 and b._grad_fn is None and not b._requires_grad and db.dtype.kind == target.numpy.kind:
-            target = _dtype.from_numpy(da.dtype)
         a, b = a.to(target), b.to(target)
         da, db = a._data, b._data
     if type(da) is not type(db):
         check_same_device(op, a, b)
-    if da.shape != db.shape:
-        broadcast_shape(op, da.shape, db.shape)
+    if da.shape != db.shape and da.ndim and db.ndim:
+        _check_broadcastable(op, da.shape, db.shape)
     return a, b
+
+
+def _check_broadcastable(op: str, sa: tuple, sb: tuple) -> None:
+    for x, y in zip(reversed(sa), reversed(sb)):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{op}: shapes {tuple(sa)} and {tuple(sb)} cannot be broadcast together")
 
 
 def check_same_device(op: str, *tensors: Tensor) -> None:
