@@ -128,9 +128,12 @@ class Node:
             )
         result = []
         for item, version in zip(self._saved, self._saved_versions):
-            if isinstance(item, _SavedOutput):
+            if type(item) is _SavedOutput:
                 counter = item.version_counter
                 tensor = Tensor._wrap(item.data, self, counter)
+            elif type(item) is _SavedNumber:
+                result.append(Tensor._wrap(np.asarray(item.value, dtype=item.dtype), None, None))
+                continue
             else:
                 tensor = item
                 counter = item._version_counter
@@ -276,11 +279,12 @@ def _as_array(out: Any) -> Any:
     return out
 
 
-def _bind_saved(node: Node, args: tuple, inputs: tuple, out: Any, result: Tensor) -> None:
-    """Turn what forward saved into tensors backward can use, remembering their versions.
+def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor) -> None:
+    """Turn what forward saved into what backward can unpack, remembering tensor versions.
 
     Saved inputs map back to the input Tensors (so double backward stays connected to the graph),
-    the output to a `_SavedOutput`, and any other array to a constant tensor.
+    the output to a `_SavedOutput`, Python numbers to a `_SavedNumber` (made a tensor only if
+    backward runs) and any other array to a constant tensor.
     """
     saved = []
     versions = []
@@ -289,20 +293,31 @@ def _bind_saved(node: Node, args: tuple, inputs: tuple, out: Any, result: Tensor
             saved.append(_SavedOutput(result._data, result._version_counter))
             versions.append(result._version_counter[0])
             continue
-        match = None
-        for arg, tensor in zip(args, inputs):
+        for index, arg in enumerate(args):
             if item is arg:
-                match = tensor
+                item = inputs[index]
                 break
-        if match is None:
-            match = item if isinstance(item, Tensor) else Tensor._wrap(np.asarray(item), None, None)
-        elif not isinstance(match, Tensor):
-            # A Python number operand: as a constant in the result's dtype, as forward used it.
-            match = Tensor._wrap(np.asarray(match, dtype=result._data.dtype), None, None)
-        saved.append(match)
-        versions.append(match._version_counter[0])
-    node._saved = tuple(saved)
-    node._saved_versions = tuple(versions)
+        if isinstance(item, Tensor):
+            saved.append(item)
+            versions.append(item._version_counter[0])
+        elif isinstance(item, (int, float)):
+            saved.append(_SavedNumber(item, result._data.dtype))
+            versions.append(None)
+        else:
+            saved.append(Tensor._wrap(item, None, None))
+            versions.append(None)
+    node._saved = saved
+    node._saved_versions = versions
+
+
+class _SavedNumber:
+    """A Python number operand saved for backward, as a constant in the result's dtype."""
+
+    __slots__ = ("value", "dtype")
+
+    def __init__(self, value: float, dtype: Any) -> None:
+        self.value = value
+        self.dtype = dtype
 
 
 def leaf_accumulator(tensor: Tensor) -> AccumulateGrad:

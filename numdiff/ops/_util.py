@@ -66,6 +66,11 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
+def data_of(x: Any) -> Any:
+    """The array of a tensor operand, or a Python number as it is."""
+    return x._data if isinstance(x, Tensor) else x
+
+
 def _check_broadcastable(op: str, sa: tuple, sb: tuple) -> None:
     for x, y in zip(reversed(sa), reversed(sb)):
         if x != y and x != 1 and y != 1:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import operands
+from numdiff.ops._util import data_of, operands
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -127,12 +127,14 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division (``rounding_mode`` "floor"/"trunc" give non-differentiable results)."""
     a, b = operands("div", input, other)
     if rounding_mode is None:
-        if a._data.dtype.kind != "f":
-            a, b = a.float(), b.float()
+        if np.result_type(data_of(a), data_of(b)).kind != "f":
+            a = a.float() if isinstance(a, Tensor) else float(a)
+            b = b.float() if isinstance(b, Tensor) else float(b)
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
-    quotient = np.floor_divide(a._data, b._data) if rounding_mode == "floor" else np.trunc(a._data / b._data).astype(a._data.dtype)
+    da, db = data_of(a), data_of(b)
+    quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
     return Tensor._wrap(quotient, None, None)
 
 
@@ -144,6 +146,8 @@ def neg(input: Tensor) -> Tensor:
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     """``input ** exponent`` with broadcasting; either side may be a Python number."""
     a, b = operands("pow", input, exponent)
-    if a._data.dtype.kind != "f" and b._data.dtype.kind == "i" and (b._data < 0).any():
+    base_kind = a._data.dtype.kind if isinstance(a, Tensor) else type(a).__name__[0]
+    exponent_data = b._data if isinstance(b, Tensor) else np.asarray(b)
+    if base_kind in "ib" and exponent_data.dtype.kind in "iu" and (exponent_data < 0).any():
         raise ValueError("pow: integers to negative integer powers are not allowed")
     return Pow.apply(a, b)

@@ -6,14 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import operands
+from numdiff.ops._util import data_of, operands
 from numdiff.tensor import Tensor
 
 
 def _compare(op: str, ufunc):
     def compare(input: Any, other: Any) -> Tensor:
         a, b = operands(op, input, other)
-        return Tensor._wrap(ufunc(a._data, b._data), None, None)
+        return Tensor._wrap(np.asarray(ufunc(data_of(a), data_of(b))), None, None)
 
     compare.__name__ = op
     compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
@@ -31,9 +31,10 @@ ge = _compare("ge", np.greater_equal)
 def _logical(op: str, ufunc):
     def combine(input: Any, other: Any) -> Tensor:
         a, b = operands(op, input, other)
-        if a._data.dtype.kind not in "biu":
-            raise TypeError(f"{op}: expected bool or integer tensors, got {a.dtype!r}")
-        return Tensor._wrap(ufunc(a._data, b._data), None, None)
+        da, db = data_of(a), data_of(b)
+        if np.result_type(da, db).kind not in "biu":
+            raise TypeError(f"{op}: expected bool or integer operands, got {np.result_type(da, db)}")
+        return Tensor._wrap(np.asarray(ufunc(da, db)), None, None)
 
     combine.__name__ = op
     return combine

@@ -98,8 +98,9 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     if condition._data.dtype.kind != "b":
         condition = condition != 0
     a, b = operands("where", input, other)
-    check_same_device("where", condition, a)
-    broadcast_shape("where", condition.shape, a.shape, b.shape)
+    tensors = [t for t in (condition, a, b) if isinstance(t, Tensor)]
+    check_same_device("where", *tensors)
+    broadcast_shape("where", *(t.shape for t in tensors))
     return Where.apply(condition, a, b)
 
 
