@@ -8,7 +8,7 @@ for backward, a snapshot is saved instead, since the storage is about to be over
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -6,7 +6,17 @@ from typing import Any
 
 from numdiff import _inplace
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.ops import activation, arithmetic, conversion, indexing, logical, reduction, selection, shape, unary
+from numdiff.ops import (
+    activation,
+    arithmetic,
+    conversion,
+    indexing,
+    logical,
+    reduction,
+    selection,
+    shape,
+    unary,
+)
 from numdiff.tensor import Tensor
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,6 @@ from numdiff import _dtype
 from numdiff._device import CPU, device, to_device
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.function import leaf_accumulator
-from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.hooks import RemovableHandle
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from numdiff.autograd.anomaly import AnomalyError, detect_anomaly, set_detect_anomaly
 from numdiff.autograd.function import (
@@ -10,7 +11,6 @@ from numdiff.autograd.function import (
     SavedTensorFreedError,
     SavedTensorModifiedError,
 )
-from numdiff.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from numdiff.autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -18,6 +18,7 @@ from numdiff.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from numdiff.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 
 def _as_list(x: Any) -> list:

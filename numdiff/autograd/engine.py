@@ -9,7 +9,8 @@ input's shape, applies hooks, writes `.grad` and frees saved state; ops only do 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator

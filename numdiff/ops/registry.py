@@ -5,7 +5,8 @@ Tests walk `OPS` and fail for any op that has no gradient check.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from numdiff.autograd.function import Function
 
