@@ -13,6 +13,7 @@ tensors through `save_for_backward`, sizes and flags as plain attributes.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,7 @@ class Node:
         """Per input, ``(node, 0)``: where its gradient goes next (PyTorch's layout)."""
         return tuple((n, 0) for n in self.next_nodes)
 
-    @property
+    @functools.cached_property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """Per input, whether backward must compute its gradient."""
         return tuple(n is not None for n in self.next_nodes)

@@ -56,7 +56,7 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
         a, b = _scalar_operand(op, a, b)
         return a, b
     da, db = a._data, b._data
-    if da.dtype != db.dtype:
+    if da.dtype is not db.dtype and da.dtype != db.dtype:
         target = _dtype.promote(_dtype.from_numpy(da.dtype), _dtype.from_numpy(db.dtype))
         a, b = a.to(target), b.to(target)
         da, db = a._data, b._data
