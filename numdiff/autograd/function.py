@@ -133,7 +133,7 @@ class Node:
                 counter = item.version_counter
                 tensor = Tensor._wrap(item.data, self, counter)
             elif type(item) is _SavedNumber:
-                result.append(Tensor._wrap(np.asarray(item.value, dtype=item.dtype), None, None))
+                result.append(Tensor._wrap(item.array(), None, None))
                 continue
             else:
                 tensor = item
@@ -302,7 +302,7 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
             saved.append(item)
             versions.append(item._version_counter[0])
         elif isinstance(item, (int, float)):
-            saved.append(_SavedNumber(item, result._data.dtype))
+            saved.append(_SavedNumber(item, result._data))
             versions.append(None)
         else:
             saved.append(Tensor._wrap(item, None, None))
@@ -314,11 +314,17 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
 class _SavedNumber:
     """A Python number operand saved for backward, as a constant in the result's dtype."""
 
-    __slots__ = ("value", "dtype")
+    __slots__ = ("value", "dtype", "device_like")
 
-    def __init__(self, value: float, dtype: Any) -> None:
+    def __init__(self, value: float, like: Any) -> None:
         self.value = value
-        self.dtype = dtype
+        self.dtype = like.dtype
+        # On a GPU the constant is made on the result's device (numdiff.cuda's array type).
+        self.device_like = None if type(like) is np.ndarray else like
+
+    def array(self) -> Any:
+        array = np.asarray(self.value, dtype=self.dtype)
+        return array if self.device_like is None else self.device_like.from_host(array)
 
 
 def leaf_accumulator(tensor: Tensor) -> AccumulateGrad:
