@@ -1,4 +1,9 @@
-"""numdiff.cuda: availability checks and moving arrays between host and GPU."""
+"""numdiff.cuda: the CUDA device model (availability, devices, moves between host and GPU).
+
+Storage on a GPU is a `CudaArray` (numdiff.cuda.array); NumPy calls on it run @cuda.jit kernels.
+Without a GPU, ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) runs the same kernels
+on Numba's simulator.
+"""
 
 from __future__ import annotations
 
@@ -34,12 +39,66 @@ def _require() -> None:
         )
 
 
+def device_count() -> int:
+    """How many CUDA devices numdiff can use (0 when CUDA is unavailable)."""
+    if not is_available():
+        return 0
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
+def _check_index(target: device) -> None:
+    _require()
+    count = device_count()
+    if target.index >= count:
+        raise CudaUnavailableError(
+            f"device {target} does not exist: {count} CUDA device(s) available (cuda:0 to cuda:{count - 1})"
+        )
+
+
+def current_device() -> int:
+    """Index of the device numba-cuda launches on now."""
+    _require()
+    from numba import cuda
+
+    current = cuda.get_current_device()
+    return int(getattr(current, "id", 0))
+
+
+def synchronize(target: Any = None) -> None:
+    """Wait until every kernel launched on `target` (default: the current device) has finished."""
+    _require()
+    from numba import cuda
+
+    if target is None:
+        cuda.synchronize()
+        return
+    where = device(target) if not isinstance(target, int) else device("cuda", target)
+    _check_index(where)
+    with cuda.gpus[where.index]:
+        cuda.synchronize()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator CUDA random tensors are drawn from (numdiff draws on the host, then copies)."""
+    from numdiff._random import manual_seed as seed_default
+
+    seed_default(seed)
+
+
+manual_seed_all = manual_seed
+
+
 def move_array(array: Any, target: device) -> Any:
-    """Copy an array to `target` ("cpu" or "cuda:N")."""
+    """Copy an array to `target` ("cpu" or "cuda:N"); an array already there is returned as is."""
     if target.type == "cpu":
         return array if type(array) is np.ndarray else array.to_host()
-    _require()
-    raise CudaUnavailableError(
-        f"device {target} is not supported by this build of numdiff: its CUDA array storage is not "
-        "installed"
-    )
+    _check_index(target)
+    from numdiff.cuda.array import CudaArray
+
+    if isinstance(array, CudaArray):
+        if array.device == target:
+            return array
+        return CudaArray.from_numpy(array.to_host(), target)
+    return CudaArray.from_numpy(np.asarray(array), target)

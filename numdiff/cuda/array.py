@@ -1,0 +1,337 @@
+"""CudaArray: numdiff's array type on a CUDA device, a strided view over a numba device buffer.
+
+The storage is a 1-D numba device array; a CudaArray adds shape, strides and offset (in elements),
+so reshape of contiguous data, transpose, basic slicing, flip and broadcast_to are views, as in
+NumPy. NumPy calls on CudaArrays (np.exp, np.sum, np.where ...) reach numdiff.cuda._ufuncs and
+numdiff.cuda._functions through NEP 13/18, which launch @cuda.jit kernels: nothing in an op's
+forward or backward goes through the host.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from numdiff._device import device as device_type
+
+
+class HostConversionError(TypeError):
+    """A CudaArray was handed to code that needs host memory (np.asarray and friends)."""
+
+
+class _Flags:
+    __slots__ = ("c_contiguous",)
+
+    def __init__(self, c_contiguous: bool) -> None:
+        self.c_contiguous = c_contiguous
+
+
+def _c_strides(shape: tuple) -> tuple:
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _allocate(size: int, dtype: np.dtype, where: device_type) -> Any:
+    with cuda.gpus[where.index]:
+        return cuda.device_array(size, dtype=dtype)
+
+
+def _upload(values: np.ndarray, where: device_type) -> Any:
+    with cuda.gpus[where.index]:
+        return cuda.to_device(values)
+
+
+class CudaArray:
+    """An n-d array on a CUDA device: ``CudaArray.empty((2, 3), np.float32, device("cuda"))``."""
+
+    __slots__ = ("_buffer", "shape", "_strides", "_offset", "dtype", "device")
+
+    def __init__(self, buffer: Any, shape: tuple, strides: tuple, offset: int, where: device_type) -> None:
+        self._buffer = buffer
+        self.shape = tuple(int(n) for n in shape)
+        self._strides = tuple(int(s) for s in strides)
+        self._offset = int(offset)
+        self.dtype = np.dtype(buffer.dtype)
+        self.device = where
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def empty(cls, shape: tuple, dtype: Any, where: device_type) -> CudaArray:
+        shape = tuple(int(n) for n in shape)
+        size = math.prod(shape)
+        return cls(_allocate(size, np.dtype(dtype), where), shape, _c_strides(shape), 0, where)
+
+    @classmethod
+    def from_numpy(cls, host: np.ndarray, where: device_type) -> CudaArray:
+        host = np.ascontiguousarray(host)
+        return cls(_upload(host.reshape(-1), where), host.shape, _c_strides(host.shape), 0, where)
+
+    def from_host(self, host: Any) -> CudaArray:
+        """A copy of the host array (or number) `host` on this array's device."""
+        return CudaArray.from_numpy(np.asarray(host), self.device)
+
+    def to_host(self) -> np.ndarray:
+        """A NumPy copy of the data (the only way data leaves the device)."""
+        if self.size == 0:
+            return np.empty(self.shape, self.dtype)
+        source = self if self.flags.c_contiguous else self.copy()
+        start = source._offset
+        return source._buffer[start : start + source.size].copy_to_host().reshape(self.shape)
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def strides(self) -> tuple:
+        """Strides in bytes, as NumPy reports them."""
+        return tuple(s * self.itemsize for s in self._strides)
+
+    @property
+    def flags(self) -> _Flags:
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self._strides)):
+            if n != 1 and s != expected:
+                return _Flags(self.size <= 1)
+            expected *= n
+        return _Flags(True)
+
+    @property
+    def T(self) -> CudaArray:  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"CudaArray(shape={self.shape}, dtype={self.dtype}, device='{self.device}')"
+
+    def meta(self, shape: tuple) -> Any:
+        """Device vector [offset, strides...] reading this array broadcast to `shape` (checked)."""
+        lead = len(shape) - self.ndim
+        strides = [0] * lead
+        for n, target, s in zip(self.shape, shape[lead:], self._strides):
+            if n == target:
+                strides.append(s if n != 1 else 0)
+            elif n == 1:
+                strides.append(0)
+            else:
+                raise ValueError(f"array of shape {self.shape} cannot be broadcast to {tuple(shape)}")
+        return _upload(np.array([self._offset] + (strides or [0]), dtype=np.int64), self.device)
+
+    def shape_vector(self, shape: tuple | None = None) -> Any:
+        """`shape` (default: this array's) as a device vector; a 0-d shape reads as (1,)."""
+        shape = self.shape if shape is None else tuple(shape)
+        return _upload(np.array(shape or (1,), dtype=np.int64), self.device)
+
+    def _upload_index(self, host: np.ndarray) -> Any:
+        """A raw int64 device vector on this array's device (offsets for the gather/scatter kernels)."""
+        return _upload(np.ascontiguousarray(host, dtype=np.int64), self.device)
+
+    def host_offsets(self) -> np.ndarray:
+        """Buffer offsets of every element, as a host int64 array of this shape (index bookkeeping)."""
+        offsets = np.full(self.shape, self._offset, dtype=np.int64)
+        for d, (n, s) in enumerate(zip(self.shape, self._strides)):
+            axis = [1] * self.ndim
+            axis[d] = n
+            offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(axis)
+        return offsets
+
+    def _view(self, shape: tuple, strides: tuple, offset: int) -> CudaArray:
+        return CudaArray(self._buffer, shape, strides, offset, self.device)
+
+    # ----------------------------------------------------------------- views and copies
+    def reshape(self, *shape: Any) -> CudaArray:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(n) for n in shape)
+        if -1 in shape:
+            known = math.prod(n for n in shape if n != -1)
+            shape = tuple(self.size // known if n == -1 and known else n for n in shape)
+        if math.prod(shape) != self.size:
+            raise ValueError(f"cannot reshape array of size {self.size} (shape {self.shape}) into shape {shape}")
+        source = self if self.flags.c_contiguous else self.copy()
+        return source._view(shape, _c_strides(shape), source._offset)
+
+    def transpose(self, *axes: Any) -> CudaArray:
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(reversed(range(self.ndim)))
+        axes = tuple(int(a) % max(self.ndim, 1) for a in axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"axes {axes} don't match an array of shape {self.shape}")
+        return self._view(
+            tuple(self.shape[a] for a in axes), tuple(self._strides[a] for a in axes), self._offset
+        )
+
+    def broadcast_to(self, shape: tuple) -> CudaArray:
+        shape = tuple(int(n) for n in shape)
+        if np.broadcast_shapes(self.shape, shape) != shape:
+            raise ValueError(f"array of shape {self.shape} cannot be broadcast to {shape}")
+        lead = len(shape) - self.ndim
+        strides = (0,) * lead + tuple(
+            0 if n == 1 and t != 1 else s for n, t, s in zip(self.shape, shape[lead:], self._strides)
+        )
+        return self._view(shape, strides, self._offset)
+
+    def flip(self, axes: tuple) -> CudaArray:
+        strides = list(self._strides)
+        offset = self._offset
+        for a in axes:
+            if self.shape[a] > 0:
+                offset += (self.shape[a] - 1) * strides[a]
+            strides[a] = -strides[a]
+        return self._view(self.shape, tuple(strides), offset)
+
+    def copy(self) -> CudaArray:
+        return self.astype(self.dtype, copy=True)
+
+    def astype(self, dtype: Any, copy: bool = True) -> CudaArray:
+        from numdiff.cuda.kernels.elementwise import launch_map
+
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        out = CudaArray.empty(self.shape, dtype, self.device)
+        launch_map("copy", out, (self,))
+        return out
+
+    def __getitem__(self, key: Any) -> CudaArray:
+        from numdiff.cuda import _indexing
+
+        return _indexing.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from numdiff.cuda import _indexing
+
+        _indexing.setitem(self, key, value)
+
+    # ----------------------------------------------------------------- host conversions
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise HostConversionError(
+            f"a CUDA array (shape {self.shape}, dtype {self.dtype}, on {self.device}) cannot be used "
+            "where host memory is needed; copy it explicitly with .to_host() (Tensor.cpu())"
+        )
+
+    def item(self) -> Any:
+        if self.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python scalar, not shape {self.shape}")
+        return self.to_host().reshape(()).item()
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def tolist(self) -> Any:
+        return self.to_host().tolist()
+
+    # ----------------------------------------------------------------- NumPy protocols
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from numdiff.cuda import _ufuncs
+
+        return _ufuncs.dispatch(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
+        from numdiff.cuda import _functions
+
+        return _functions.dispatch(func, args, kwargs, self)
+
+    # reductions as methods, through the same dispatch as np.sum(...)
+    def sum(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.prod(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.min(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.all(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
+        return np.argmin(self, axis=axis, keepdims=keepdims)
+
+    def ravel(self) -> CudaArray:
+        return self.reshape(-1)
+
+
+def _operator(ufunc: np.ufunc, reflected: bool = False):
+    if reflected:
+        return lambda self, other: ufunc(other, self)
+    return lambda self, other: ufunc(self, other)
+
+
+def _inplace(ufunc: np.ufunc):
+    def operate(self: CudaArray, other: Any) -> CudaArray:
+        return ufunc(self, other, out=(self,))
+
+    return operate
+
+
+for _name, _ufunc in {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "truediv": np.divide,
+    "floordiv": np.floor_divide,
+    "pow": np.power,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}.items():
+    setattr(CudaArray, f"__{_name}__", _operator(_ufunc))
+    setattr(CudaArray, f"__r{_name}__", _operator(_ufunc, reflected=True))
+    setattr(CudaArray, f"__i{_name}__", _inplace(_ufunc))
+
+for _name, _ufunc in {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}.items():
+    setattr(CudaArray, f"__{_name}__", _operator(_ufunc))
+
+CudaArray.__neg__ = lambda self: np.negative(self)
+CudaArray.__abs__ = lambda self: np.absolute(self)
+CudaArray.__invert__ = lambda self: np.invert(self)
+CudaArray.__hash__ = None
