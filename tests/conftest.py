@@ -1,0 +1,36 @@
+"""Shared test settings: a Hypothesis profile sized for a shared 2-core machine, and a seeded RNG."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+import numdiff
+
+# No deadline: Numba compiles a kernel the first time a dtype is seen, and the machine is shared.
+settings.register_profile(
+    "numdiff",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("numdiff")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A NumPy generator with a fixed seed, so a failure reproduces."""
+    return np.random.default_rng(20240611)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_modes():
+    """Every test starts with grad mode on and anomaly detection off, and leaves them that way."""
+    yield
+    enabled = numdiff.is_grad_enabled()
+    anomaly = numdiff.autograd.anomaly.is_enabled()
+    numdiff.set_grad_enabled(True)
+    numdiff.autograd.set_detect_anomaly(False)
+    assert enabled, "a test left grad mode switched off"
+    assert not anomaly, "a test left anomaly detection switched on"

@@ -1,0 +1,84 @@
+"""repr in PyTorch's forms, checked literally and against torch's own repr where torch is installed."""
+
+from __future__ import annotations
+
+import pytest
+
+import numdiff
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True), "tensor([1., 2., 3.], requires_grad=True)"),
+        (lambda: numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2, "tensor([2., 4., 6.], grad_fn=<MulBackward>)"),
+        (lambda: numdiff.tensor([1.0, 2.0], dtype=numdiff.float64), "tensor([1., 2.], dtype=numdiff.float64)"),
+        (lambda: numdiff.tensor(3.0), "tensor(3.)"),
+        (lambda: numdiff.tensor(3), "tensor(3)"),
+        (lambda: numdiff.tensor([1.23456, 2.0]), "tensor([1.2346, 2.0000])"),
+        (lambda: numdiff.tensor([[1.0, 2.0], [3.0, 4.0]]), "tensor([[1., 2.],\n        [3., 4.]])"),
+        (lambda: numdiff.tensor([1, 2, 3], dtype=numdiff.int32), "tensor([1, 2, 3], dtype=numdiff.int32)"),
+    ],
+)
+def test_repr_has_pytorchs_form(make, expected):
+    assert repr(make()) == expected
+
+
+def test_dtype_size_and_device_reprs():
+    assert repr(numdiff.float64) == "numdiff.float64"
+    assert repr(numdiff.zeros(2, 3).shape) == "numdiff.Size([2, 3])"
+    assert repr(numdiff.device("cpu")) == "device(type='cpu')"
+
+
+def test_repr_of_leaf_does_not_change_when_grad_is_populated():
+    w = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    assert repr(w) == "tensor([1., 2.], requires_grad=True)"
+    assert repr(w.grad) == "tensor([2., 4.])"
+
+
+# Expressions evaluated with m = numdiff and with m = torch: the reprs must agree once "torch." is read
+# as "numdiff." and PyTorch's node suffix "Backward0" as "Backward".
+TORCH_EXPRESSIONS = [
+    "m.tensor([1., 2., 3.], requires_grad=True)",
+    "m.tensor([1., 2., 3.], requires_grad=True) * 2",
+    "m.tensor([1., 2.], requires_grad=True).exp()",
+    "m.tensor([[1., 2.], [3., 4.]], requires_grad=True).sum()",
+    "m.tensor([1., 2., 3.], dtype=m.float64)",
+    "m.tensor(3.)",
+    "m.tensor(3)",
+    "m.tensor(-0.5, dtype=m.float64, requires_grad=True)",
+    "m.tensor([1.23456, 2.])",
+    "m.tensor([0.1, 0.25, 100.])",
+    "m.tensor([1000.5, 0.5])",
+    "m.tensor([-0.0001234, 5.])",
+    "m.tensor([1e-5, 1.])",
+    "m.tensor([1e10, 1.])",
+    "m.tensor([123456789., 1.])",
+    "m.tensor([0.])",
+    "m.tensor([[1.5, -2.25], [3., 4.]])",
+    "m.arange(12.).reshape(2, 3, 2)",
+    "m.linspace(0, 1, 7)",
+    "m.tensor([1, 2, 300])",
+    "m.tensor([-5, 3])",
+    "m.tensor([-1, 2, 300], dtype=m.int32)",
+    "m.tensor([True, False])",
+    "m.tensor([[True], [False]])",
+    "m.tensor([float('nan'), 1.5])",
+    "m.tensor([float('nan'), float('inf'), -float('inf'), 1.])",
+    "m.tensor([-float('inf'), 0.5])",
+    "m.zeros(0)",
+    "m.zeros(2, 0)",
+    "m.zeros(0, dtype=m.float64)",
+    "m.tensor([], dtype=m.int64)",
+    "m.arange(2000).reshape(2, 1000)",
+    "m.arange(1200.).reshape(2, 600) / 7",
+]
+
+
+@pytest.mark.parametrize("expression", TORCH_EXPRESSIONS)
+def test_repr_matches_torch(expression):
+    torch = pytest.importorskip("torch")
+    ours = repr(eval(expression, {"m": numdiff}))
+    theirs = repr(eval(expression, {"m": torch})).replace("torch.", "numdiff.").replace("Backward0", "Backward")
+    assert ours == theirs
