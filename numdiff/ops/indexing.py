@@ -151,7 +151,7 @@ class ScatterAdd(Function):
 
 
 def _scatter_key(index: np.ndarray, dim: int) -> tuple:
-    grids = np.ogrid[tuple(slice(0, n) for n in index.shape)]
+    grids = list(np.ogrid[tuple(slice(0, n) for n in index.shape)])  # NumPy 2 returns a tuple
     grids[dim] = index
     return tuple(grids)
 
