@@ -138,6 +138,7 @@ class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, x, index, src, *, dim):
         ctx.dim = dim
+        ctx.src_shape = src.shape
         ctx.save_for_backward(index)
         out = x.copy()
         np.add.at(out, _scatter_key(index, dim), src[tuple(slice(0, n) for n in index.shape)])
@@ -146,7 +147,13 @@ class ScatterAdd(Function):
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        grad_src = gather(grad, ctx.dim, index) if ctx.needs_input_grad[2] else None
+        grad_src = None
+        if ctx.needs_input_grad[2]:
+            grad_src = gather(grad, ctx.dim, index)
+            if grad_src.shape != ctx.src_shape:
+                # src may be larger than index: the elements past index's shape were not used.
+                corner = tuple(slice(0, n) for n in index.shape)
+                grad_src = IndexAddIntoZeros.apply(grad_src, key=corner, shape=ctx.src_shape)
         return grad, None, grad_src
 
 
