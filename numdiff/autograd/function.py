@@ -164,11 +164,11 @@ class Node:
         return handle
 
     def release(self) -> None:
+        # Sizes and flags (plain ctx attributes) stay: a second backward through a node that saved
+        # no tensors works, as in PyTorch; one that did gets SavedTensorFreedError from saved_tensors.
         self._saved = ()
         self._saved_versions = ()
         self._freed = True
-        if self.__dict__:
-            self.__dict__.clear()
 
 
 class AccumulateGrad:
