@@ -1,5 +1,61 @@
-"""numdiff.nn: functional ops now; modules, layers and losses build on them."""
+"""numdiff.nn: Module, Parameter, layers, losses, initialisation and the functional API.
 
-from numdiff.nn import functional
+>>> import numdiff.nn as nn
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+>>> loss = nn.CrossEntropyLoss()(model(numdiff.randn(2, 4)), numdiff.tensor([0, 2]))
+"""
 
-__all__ = ["functional"]
+from numdiff.nn import (
+    functional,
+    init,
+    utils,  # noqa: E402 - utils builds on the modules above
+)
+from numdiff.nn.modules import (
+    ELU,
+    GELU,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    BCELoss,
+    BCEWithLogitsLoss,
+    Bilinear,
+    Conv1d,
+    Conv2d,
+    ConvTranspose2d,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    L1Loss,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    MaxPool1d,
+    MaxPool2d,
+    Module,
+    ModuleDict,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SmoothL1Loss,
+    Softmax,
+    Softplus,
+    Tanh,
+    Unflatten,
+)
+from numdiff.nn.parameter import Parameter
+
+__all__ = [
+    "ELU", "GELU", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
+    "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Embedding",
+    "Flatten", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
+    "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
+]

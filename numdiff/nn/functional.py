@@ -1,6 +1,20 @@
 """numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join)."""
 
+from numdiff.nn._functional_layers import batch_norm, dropout, embedding, layer_norm, one_hot, pad
+from numdiff.nn._losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from numdiff.ops.activation import elu, gelu, leaky_relu, log_softmax, relu, softmax, softplus
 from numdiff.ops.unary import sigmoid, tanh
 
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
+__all__ += [
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
+    "embedding", "l1_loss", "layer_norm", "mse_loss", "nll_loss", "one_hot", "pad", "smooth_l1_loss",
+]

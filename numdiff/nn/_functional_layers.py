@@ -1,0 +1,293 @@
+"""Functional forms of the non-kernel layers: dropout, batch_norm, layer_norm, embedding, pad, one_hot.
+
+All are compositions of differentiable ops; running statistics and max_norm renormalisation are
+in-place updates made under no_grad, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from numdiff import _inplace
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import full, rand
+from numdiff.ops.indexing import index_put
+from numdiff.ops.selection import where
+from numdiff.tensor import Tensor
+
+
+def _host(t: Tensor) -> np.ndarray:
+    return t._data if type(t._data) is np.ndarray else t._data.to_host()
+
+
+def _check_tensor(op: str, name: str, t: Any, floating: bool = True) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(t).__name__}")
+    if floating and not t.is_floating_point():
+        raise TypeError(f"{op}: expected '{name}' to be a floating point tensor, got dtype {t.dtype!r}")
+    return t
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p); identity when not training.
+
+    The mask comes from numdiff's default generator, so ``numdiff.manual_seed`` fixes it.
+    """
+    _check_tensor("dropout", "input", input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        scale = full(tuple(input.shape), 0.0, dtype=input.dtype, device=input.device)
+    else:
+        keep = rand(*input.shape, dtype=input.dtype, device=input.device) >= p
+        scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return _inplace.apply_inplace(input, "dropout_", lambda x: x * scale)
+    return input * scale
+
+
+def _channel_shape(input: Tensor) -> tuple[int, ...]:
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel (dim 1) of an (N, C, ...) input by its batch or running statistics.
+
+    In training the batch mean and biased variance normalise, and the running estimates move by
+    `momentum` towards the batch mean and the unbiased variance.
+    """
+    _check_tensor("batch_norm", "input", input)
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected input of shape (N, C, ...), got {tuple(input.shape)}")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ValueError(f"batch_norm: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+    shape = _channel_shape(input)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = input.numel() // channels if channels else 0
+        if count <= 1:
+            raise ValueError(
+                f"batch_norm: expected more than 1 value per channel when training, got input of shape {tuple(input.shape)}"
+            )
+        mean = input.mean(dims)
+        var = input.var(dims, correction=0)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach().to(running_var.dtype) * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
+        mean, var = running_mean, running_var
+    out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the trailing `normalized_shape` dims (biased variance), then scale and shift."""
+    _check_tensor("layer_norm", "input", input)
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    count = len(normalized_shape)
+    if count == 0 or tuple(input.shape[input.ndim - count :]) != normalized_shape or input.ndim < count:
+        raise ValueError(
+            f"layer_norm: given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"(*, {', '.join(map(str, normalized_shape))}), but got input of shape {tuple(input.shape)}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise ValueError(f"layer_norm: {name} must have shape {normalized_shape}, got {tuple(t.shape)}")
+    dims = tuple(range(input.ndim - count, input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, correction=0, keepdim=True)
+    out = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape (*input.shape, dim).
+
+    The row at `padding_idx` gets no gradient; `max_norm` renormalises looked-up rows in place.
+    """
+    _check_tensor("embedding", "input", input, floating=False)
+    _check_tensor("embedding", "weight", weight)
+    if input._data.dtype.kind not in "iu":
+        raise TypeError(f"embedding: input must be an integer tensor of indices, got dtype {input.dtype!r}")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {tuple(weight.shape)}")
+    if sparse:
+        raise ValueError("embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
+    rows = weight.shape[0]
+    indices = _host(input)
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
+        raise IndexError(
+            f"embedding: indices must be in [0, {rows - 1}] for a weight of shape {tuple(weight.shape)}, "
+            f"got values in [{indices.min()}, {indices.max()}]"
+        )
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise ValueError(f"embedding: padding_idx must be within [{-rows}, {rows - 1}], got {padding_idx}")
+        padding_idx %= rows
+    if max_norm is not None:
+        _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
+    looked_up = weight[input]
+    if scale_grad_by_freq and looked_up.requires_grad:
+        counts = np.bincount(indices.reshape(-1), minlength=rows).astype(np.float64)
+        inverse = Tensor._wrap((1.0 / counts[indices])[..., None], None, None)
+        inverse = inverse.to(dtype=weight.dtype, device=weight.device)
+        looked_up.register_hook(lambda grad: grad * inverse)
+        # A separate node after the hook, so hooks the caller registers on the output see the
+        # unscaled gradient, as they do in PyTorch.
+        looked_up = looked_up[...]
+    if padding_idx is not None and looked_up.requires_grad:
+        is_padding = (input == padding_idx).unsqueeze(-1)
+        looked_up = where(is_padding, looked_up.detach(), looked_up)
+    return looked_up
+
+
+def _renorm_rows(weight: Tensor, rows: np.ndarray, max_norm: float, norm_type: float) -> None:
+    """Scale the listed rows whose norm exceeds max_norm down to max_norm (PyTorch's embedding_renorm_)."""
+    if rows.size == 0:
+        return
+    with no_grad():
+        selected = weight[rows]
+        norms = selected.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = selected * scale
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last len(pad) // 2 dims: pad = (left, right) for the last dim, then the one before...
+
+    Modes: "constant" (with `value`, negative amounts crop), "reflect", "replicate", "circular".
+
+    >>> pad(numdiff.ones(1, 2), (1, 1))
+    tensor([[0., 1., 1., 0.]])
+    """
+    _check_tensor("pad", "input", input, floating=False)
+    amounts = [int(p) for p in pad]
+    if len(amounts) % 2:
+        raise ValueError(f"pad: padding length must be divisible by 2, got {len(amounts)} values {tuple(amounts)}")
+    if len(amounts) // 2 > input.ndim:
+        raise ValueError(f"pad: padding {tuple(amounts)} pads {len(amounts) // 2} dims but the input has only {input.ndim} (shape {tuple(input.shape)})")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise ValueError(f"pad: value is only used with mode='constant', got value={value} with mode={mode!r}")
+    per_dim = [(input.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]) for i in range(len(amounts) // 2)]
+    if mode == "constant":
+        return _pad_constant(input, per_dim, 0.0 if value is None else value)
+    out = input
+    for dim, before, after in per_dim:
+        out = _pad_by_index(out, dim, before, after, mode)
+    return out
+
+
+def _pad_constant(input: Tensor, per_dim: list[tuple[int, int, int]], value: float) -> Tensor:
+    crop = [slice(None)] * input.ndim
+    for dim, before, after in per_dim:
+        crop[dim] = slice(max(-before, 0), input.shape[dim] - max(-after, 0))
+        if crop[dim].start > crop[dim].stop:
+            raise ValueError(f"pad: negative padding ({before}, {after}) removes more than the {input.shape[dim]} elements of dimension {dim}")
+    cropped = input[tuple(crop)]
+    shape = list(cropped.shape)
+    place = [slice(None)] * input.ndim
+    for dim, before, after in per_dim:
+        start = max(before, 0)
+        place[dim] = slice(start, start + shape[dim])
+        shape[dim] += max(before, 0) + max(after, 0)
+    canvas = full(tuple(shape), value, dtype=input.dtype, device=input.device)
+    return index_put(canvas, tuple(place), cropped)
+
+
+def _pad_by_index(input: Tensor, dim: int, before: int, after: int, mode: str) -> Tensor:
+    size = input.shape[dim]
+    if before < 0 or after < 0:
+        raise ValueError(f"pad: mode {mode!r} needs non-negative padding, got ({before}, {after}) for dimension {dim}")
+    if mode == "reflect" and (before >= size or after >= size):
+        raise ValueError(
+            f"pad: reflect padding ({before}, {after}) must be less than the size {size} of dimension {dim} "
+            f"(input shape {tuple(input.shape)})"
+        )
+    if mode == "replicate" and size == 0:
+        raise ValueError(f"pad: replicate padding needs a non-empty dimension {dim}, input shape {tuple(input.shape)}")
+    if mode == "circular" and (before > size or after > size):
+        raise ValueError(
+            f"pad: circular padding ({before}, {after}) must be at most the size {size} of dimension {dim} "
+            f"(input shape {tuple(input.shape)})"
+        )
+    positions = np.arange(-before, size + after)
+    if mode == "reflect":
+        positions = np.abs(positions)
+        positions = np.where(positions >= size, 2 * (size - 1) - positions, positions)
+    elif mode == "replicate":
+        positions = np.clip(positions, 0, size - 1)
+    else:
+        positions = positions % size
+    return input[(slice(None),) * dim + (positions,)]
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 tensor of shape (*tensor.shape, num_classes) with a 1 at each index (no gradient).
+
+    >>> one_hot(numdiff.tensor([0, 2]), 3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    _check_tensor("one_hot", "tensor", tensor, floating=False)
+    if tensor._data.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: expected an integer tensor of class indices, got dtype {tensor.dtype!r}")
+    values = _host(tensor)
+    if num_classes == -1:
+        if values.size == 0:
+            raise ValueError("one_hot: can not infer the number of classes from an empty tensor; pass num_classes")
+        num_classes = int(values.max()) + 1
+    if num_classes < 0 or (values.size and values.min() < 0):
+        raise ValueError(f"one_hot: class values and num_classes must be non-negative, got num_classes={num_classes}")
+    if values.size and values.max() >= num_classes:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {int(values.max())}")
+    out = (values[..., None] == np.arange(num_classes)).astype(np.int64)
+    return Tensor._wrap(out, None, None).to(device=tensor.device)
+
+
+__all__ = ["batch_norm", "dropout", "embedding", "layer_norm", "one_hot", "pad"]

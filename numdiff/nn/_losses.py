@@ -1,0 +1,321 @@
+"""Functional losses, composed from differentiable ops (no backward of their own).
+
+Names, arguments and reductions are PyTorch's, including the legacy `size_average`/`reduce`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from numdiff.ops.activation import log_softmax, softplus
+from numdiff.ops.indexing import gather
+from numdiff.ops.loss import BinaryCrossEntropy
+from numdiff.ops.selection import where
+from numdiff.tensor import Tensor
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _host(t: Tensor) -> np.ndarray:
+    return t._data if type(t._data) is np.ndarray else t._data.to_host()
+
+
+def _reduction(op: str, size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    if size_average is not None or reduce is not None:
+        warnings.warn(
+            f"{op}: size_average and reduce are deprecated, please use reduction='mean'|'sum'|'none'",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "mean" if (size_average and reduce) else ("sum" if reduce else "none")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    return reduction
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_float(op: str, name: str, t: Any) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(t).__name__}")
+    if not t.is_floating_point():
+        raise TypeError(f"{op}: expected '{name}' to be a floating point tensor, got dtype {t.dtype!r}")
+    return t
+
+
+def _check_class_weight(op: str, weight: Tensor | None, classes: int) -> None:
+    if weight is None:
+        return
+    _check_float(op, "weight", weight)
+    if tuple(weight.shape) != (classes,):
+        raise ValueError(f"{op}: weight must be a 1-D tensor of {classes} elements (one per class), got shape {tuple(weight.shape)}")
+
+
+def _check_class_target(op: str, input: Tensor, target: Any, ignore_index: int) -> int:
+    """Validate class-index targets; returns the class dimension."""
+    if not isinstance(target, Tensor) or target._data.dtype.kind not in "iu":
+        raise TypeError(f"{op}: target must be an integer Tensor of class indices, got {getattr(target, 'dtype', type(target).__name__)}")
+    if input.ndim == 0:
+        raise ValueError(f"{op}: input must have at least 1 dimension (C) or (N, C, ...), got a 0-d tensor")
+    class_dim = 0 if input.ndim == 1 else 1
+    expected = tuple(input.shape[:class_dim]) + tuple(input.shape[class_dim + 1 :])
+    if tuple(target.shape) != expected:
+        raise ValueError(
+            f"{op}: expected target of shape {expected} for input of shape {tuple(input.shape)} "
+            f"(input (N, C, d1, ...) takes target (N, d1, ...)), got target of shape {tuple(target.shape)}"
+        )
+    classes = input.shape[class_dim]
+    values = _host(target)
+    bad = (values != ignore_index) & ((values < 0) | (values >= classes))
+    if bad.any():
+        raise IndexError(
+            f"{op}: target {int(values[bad][0])} is out of bounds: class indices must be in [0, {classes - 1}] "
+            f"(or equal ignore_index={ignore_index})"
+        )
+    return class_dim
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log likelihood of log-probabilities `input` (N, C, ...) at class indices `target` (N, ...).
+
+    The mean is weighted: sum(w[t] * loss) / sum(w[t]) over entries whose target is not ignore_index.
+
+    >>> nll_loss(numdiff.log_softmax(logits, 1), labels)
+    """
+    reduction = _reduction("nll_loss", size_average, reduce, reduction)
+    _check_float("nll_loss", "input", input)
+    class_dim = _check_class_target("nll_loss", input, target, ignore_index)
+    _check_class_weight("nll_loss", weight, input.shape[class_dim])
+    ignored = target == ignore_index
+    safe_target = where(ignored, 0, target)
+    picked = gather(input, class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim)
+    kept = (~ignored).to(input.dtype)
+    per_entry = kept if weight is None else weight[safe_target] * kept
+    loss = where(ignored, 0.0, -picked * per_entry)
+    if reduction == "mean":
+        return loss.sum() / per_entry.sum()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _class_shape(input: Tensor, class_dim: int) -> tuple[int, ...]:
+    return tuple(n if d == class_dim else 1 for d, n in enumerate(input.shape))
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross entropy of logits `input` (N, C, ...) against class indices or class probabilities.
+
+    With class indices it is nll_loss(log_softmax(input, 1), target); `label_smoothing` mixes in the
+    uniform distribution over the C classes, as PyTorch.
+
+    >>> cross_entropy(numdiff.randn(4, 3), numdiff.tensor([0, 2, 1, 0]), label_smoothing=0.1)
+    """
+    reduction = _reduction("cross_entropy", size_average, reduce, reduction)
+    _check_float("cross_entropy", "input", input)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if input.ndim == 0:
+        raise ValueError("cross_entropy: input must have at least 1 dimension (C) or (N, C, ...), got a 0-d tensor")
+    class_dim = 0 if input.ndim == 1 else 1
+    classes = input.shape[class_dim]
+    _check_class_weight("cross_entropy", weight, classes)
+    log_probs = log_softmax(input, class_dim)
+    class_weight = None if weight is None else weight.reshape(_class_shape(input, class_dim))
+    if isinstance(target, Tensor) and target.is_floating_point():
+        return _cross_entropy_soft(input, target, log_probs, class_weight, class_dim, reduction, label_smoothing)
+    nll = nll_loss(log_probs, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    ignored = target == ignore_index
+    weighted = log_probs if class_weight is None else log_probs * class_weight
+    smooth = where(ignored, 0.0, -weighted.sum(class_dim))
+    if reduction == "mean":
+        safe_target = where(ignored, 0, target)
+        kept = (~ignored).to(input.dtype)
+        denominator = kept.sum() if weight is None else (weight[safe_target] * kept).sum()
+        smooth = smooth.sum() / denominator
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def _cross_entropy_soft(input, target, log_probs, class_weight, class_dim, reduction, label_smoothing):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"cross_entropy: class-probability target must have the input's shape {tuple(input.shape)}, "
+            f"got {tuple(target.shape)}"
+        )
+    classes = input.shape[class_dim]
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    products = log_probs * target
+    if class_weight is not None:
+        products = products * class_weight
+    if reduction == "none":
+        return -products.sum(class_dim)
+    total = -products.sum()
+    if reduction == "sum":
+        return total
+    return total / (input.numel() // classes) if input.numel() else total * float("nan")
+
+
+def _pointwise_pair(op: str, input: Tensor, target: Tensor) -> None:
+    _check_float(op, "input", input)
+    _check_float(op, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"{op}: using a target size {tuple(target.shape)} that is different to the input size "
+            f"{tuple(input.shape)}. This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _weighted(op: str, loss: Tensor, input: Tensor, weight: Tensor | None, reduction: str) -> Tensor:
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: weight must have the input's shape {tuple(input.shape)}, got {tuple(weight.shape)}")
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
+
+
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """Squared error (input - target)^2, reduced; a weighted mean divides by sum(weight)."""
+    reduction = _reduction("mse_loss", size_average, reduce, reduction)
+    _pointwise_pair("mse_loss", input, target)
+    diff = input - target
+    return _weighted("mse_loss", diff * diff, input, weight, reduction)
+
+
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """Absolute error |input - target|, reduced; a weighted mean divides by sum(weight)."""
+    reduction = _reduction("l1_loss", size_average, reduce, reduction)
+    _pointwise_pair("l1_loss", input, target)
+    return _weighted("l1_loss", (input - target).abs(), input, weight, reduction)
+
+
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (plain L1 when beta is 0)."""
+    reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
+    _pointwise_pair("smooth_l1_loss", input, target)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    distance = (input - target).abs()
+    if beta == 0:
+        return _reduce(distance, reduction)
+    loss = where(distance < beta, distance * distance * (0.5 / beta), distance - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def _check_same_shape(op: str, input: Tensor, target: Tensor) -> None:
+    _check_float(op, "input", input)
+    _check_float(op, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"{op}: target size {tuple(target.shape)} must be the same as input size {tuple(input.shape)}"
+        )
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; logs are clamped at -100."""
+    reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
+    _check_same_shape("binary_cross_entropy", input, target)
+    values = _host(input)
+    if values.size and not ((values >= 0) & (values <= 1)).all():
+        raise ValueError(
+            "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "
+            f"[{values.min()}, {values.max()}]); pass logits to binary_cross_entropy_with_logits instead"
+        )
+    loss = BinaryCrossEntropy.apply(input, target)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target), computed stably from logits.
+
+    `pos_weight` (broadcast along the last dimension, one per class) scales the positive term.
+    """
+    reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
+    _check_same_shape("binary_cross_entropy_with_logits", input, target)
+    # softplus(-x) = -log(sigmoid(x)); an infinite threshold keeps it exact for every x.
+    neg_log_sigmoid = softplus(-input, threshold=float("inf"))
+    if pos_weight is None:
+        loss = (1 - target) * input + neg_log_sigmoid
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sigmoid
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "l1_loss", "mse_loss",
+    "nll_loss", "smooth_l1_loss",
+]

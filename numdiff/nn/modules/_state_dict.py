@@ -1,0 +1,92 @@
+"""state_dict and load_state_dict for Module: named tensors out, checked in-place copies back in."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.tensor import Tensor
+
+if TYPE_CHECKING:
+    from numdiff.nn.modules.module import Module
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict` returns: the keys it expected but did not get, and the extra ones."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def collect(module: Module, destination: dict | None, prefix: str, keep_vars: bool) -> OrderedDict:
+    """Own parameters, then own persistent buffers, then each child's entries under "child."."""
+    if destination is None:
+        destination = OrderedDict()
+    for name, param in module._parameters.items():
+        if param is not None:
+            destination[prefix + name] = param if keep_vars else param.detach()
+    for name, buffer in module._buffers.items():
+        if buffer is not None and name not in module._non_persistent_buffers_set:
+            destination[prefix + name] = buffer if keep_vars else buffer.detach()
+    for name, child in module._modules.items():
+        if child is not None:
+            collect(child, destination, prefix + name + ".", keep_vars)
+    return destination
+
+
+def _quoted(keys: list[str]) -> str:
+    return ", ".join(f'"{k}"' for k in keys)
+
+
+def _as_tensor(key: str, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        from numdiff.creation import from_numpy
+
+        return from_numpy(value)
+    raise TypeError(
+        f'load_state_dict: the entry "{key}" must be a Tensor (or a NumPy array), got {type(value).__name__}'
+    )
+
+
+def load(module: Module, state_dict: Mapping, strict: bool) -> IncompatibleKeys:
+    """Check every key and shape first, then copy all values under no_grad (all or nothing)."""
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"load_state_dict: expected state_dict to be dict-like, got {type(state_dict).__name__}")
+    expected = collect(module, None, "", keep_vars=True)
+    missing = [key for key in expected if key not in state_dict]
+    unexpected = [key for key in state_dict if key not in expected]
+    errors = []
+    if strict and unexpected:
+        errors.append(f"Unexpected key(s) in state_dict: {_quoted(unexpected)}.")
+    if strict and missing:
+        errors.append(f"Missing key(s) in state_dict: {_quoted(missing)}.")
+    pairs = []
+    for key, target in expected.items():
+        if key not in state_dict:
+            continue
+        value = _as_tensor(key, state_dict[key])
+        if tuple(value.shape) != tuple(target.shape):
+            errors.append(
+                f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from checkpoint, "
+                f"the shape in current model is {tuple(target.shape)}."
+            )
+        pairs.append((target, value))
+    if errors:
+        raise RuntimeError(
+            f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(errors)
+        )
+    with no_grad():
+        for target, value in pairs:
+            target.copy_(value)
+    return IncompatibleKeys(missing, unexpected)

@@ -1,0 +1,136 @@
+"""Activation layers: thin Modules over numdiff.nn.functional's activations."""
+
+from __future__ import annotations
+
+import warnings
+
+from numdiff.nn import functional
+from numdiff.nn.modules.module import Module
+from numdiff.tensor import Tensor
+
+
+class ReLU(Module):
+    """max(x, 0), elementwise."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """x for x > 0, else negative_slope * x."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(Module):
+    """x for x > 0, else alpha * (exp(x) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    """x * Phi(x); approximate="tanh" for the tanh form."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    """tanh(x), elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.tanh(input)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.sigmoid(input)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta, linear above `threshold`."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+def _softmax_dim(name: str, dim: int | None, input: Tensor) -> int:
+    if dim is not None:
+        return dim
+    warnings.warn(
+        f"{name}: implicit dimension choice is deprecated, pass dim explicitly", UserWarning, stacklevel=3
+    )
+    # PyTorch's legacy choice when no dim is given.
+    return 0 if input.ndim in (0, 1, 3) else 1
+
+
+class Softmax(Module):
+    """exp(x) / sum(exp(x)) along `dim`."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.softmax(input, _softmax_dim("Softmax", self.dim, input))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log(softmax(x)) along `dim`, computed stably."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.log_softmax(input, _softmax_dim("LogSoftmax", self.dim, input))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

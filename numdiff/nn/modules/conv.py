@@ -1,0 +1,235 @@
+"""Convolution layers: Conv1d, Conv2d, ConvTranspose2d over numdiff.nn.functional's conv kernels."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from numdiff.creation import empty
+from numdiff.nn import functional, init
+from numdiff.nn.modules._checks import check_input, unbatched
+from numdiff.nn.modules.module import Module
+from numdiff.nn.parameter import Parameter
+from numdiff.tensor import Tensor
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _tuple(name: str, value: Any, n: int) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) != n or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
+    return value
+
+
+class _ConvNd(Module):
+    """Shared construction, initialisation and printing of the convolution layers."""
+
+    _dims = 0
+    _transposed = False
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
+        output_padding: Any = 0,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        name, n = type(self).__name__, self._dims
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible "
+                f"by groups ({groups}), which must be positive"
+            )
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _tuple(f"{name}: kernel_size", kernel_size, n)
+        self.stride = _tuple(f"{name}: stride", stride, n)
+        self.dilation = _tuple(f"{name}: dilation", dilation, n)
+        self.output_padding = _tuple(f"{name}: output_padding", output_padding, n)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"{name}: padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions (stride={self.stride})")
+            self.padding = padding
+        else:
+            self.padding = _tuple(f"{name}: padding", padding, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if self._transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(empty(*shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: kaiming_uniform_(a=sqrt(5)) weight, U(-1/sqrt(fan_in), ..) bias."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def _explicit_padding(self) -> list[tuple[int, int]]:
+        """(before, after) per spatial dim; 'same' puts the odd element after, as PyTorch."""
+        if self.padding == "valid":
+            return [(0, 0)] * self._dims
+        if self.padding == "same":
+            pairs = []
+            for k, d in zip(self.kernel_size, self.dilation):
+                total = d * (k - 1)
+                pairs.append((total // 2, total - total // 2))
+            return pairs
+        return [(p, p) for p in self.padding]
+
+    def _padded(self, input: Tensor) -> tuple[Tensor, tuple[int, ...]]:
+        """The input with any padding that conv's own symmetric zero padding cannot express applied."""
+        pairs = self._explicit_padding()
+        if self.padding_mode == "zeros" and all(a == b for a, b in pairs):
+            return input, tuple(a for a, _ in pairs)
+        amounts = []
+        for before, after in reversed(pairs):
+            amounts += [before, after]
+        mode = "constant" if self.padding_mode == "zeros" else self.padding_mode
+        return functional.pad(input, amounts, mode=mode), (0,) * self._dims
+
+    def _error_name(self) -> str:
+        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size})"
+
+    def _check(self, input: Tensor, spatial: str) -> None:
+        c = self.in_channels
+        ok = input.ndim in (self._dims + 1, self._dims + 2) and input.shape[-self._dims - 1] == c
+        check_input(self, input, ok, f"(N, {c}, {spatial}) or ({c}, {spatial})", self._error_name())
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self._dims:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._dims:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._dims:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C_in, L) inputs (or unbatched (C_in, L))."""
+
+    _dims = 1
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+    ) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device=device, dtype=dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check(input, "L")
+        padded, padding = self._padded(input)
+        return unbatched(
+            lambda x: functional.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, 3
+        )
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C_in, H, W) inputs (or unbatched (C_in, H, W)).
+
+    >>> Conv2d(1, 8, 3)(numdiff.randn(4, 1, 8, 8)).shape
+    numdiff.Size([4, 8, 6, 6])
+    """
+
+    _dims = 2
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+    ) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device=device, dtype=dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check(input, "H, W")
+        padded, padding = self._padded(input)
+        return unbatched(
+            lambda x: functional.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, 4
+        )
+
+
+class ConvTranspose2d(_ConvNd):
+    """The gradient of Conv2d with respect to its input, as a layer (a "deconvolution")."""
+
+    _dims = 2
+    _transposed = True
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+        device: Any = None, dtype: Any = None,
+    ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'ConvTranspose2d: only "zeros" padding_mode is supported, got {padding_mode!r}')
+        if isinstance(padding, str):
+            raise ValueError(f"ConvTranspose2d: padding must be an int or a tuple, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         output_padding, device=device, dtype=dtype)
+        for op, s, d in zip(self.output_padding, self.stride, self.dilation):
+            if op >= max(s, d):
+                raise ValueError(
+                    f"ConvTranspose2d: output_padding {self.output_padding} must be smaller than either stride "
+                    f"{self.stride} or dilation {self.dilation}"
+                )
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        if output_size is None:
+            return self.output_padding
+        size = tuple(output_size)[-2:]
+        if len(size) != 2:
+            raise ValueError(f"ConvTranspose2d: output_size must end with (H, W), got {tuple(output_size)!r}")
+        extra = []
+        for i in range(2):
+            smallest = (input.shape[-2 + i] - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1
+            largest = smallest + max(self.stride[i], self.dilation[i]) - 1
+            if not smallest <= size[i] <= largest:
+                raise ValueError(
+                    f"ConvTranspose2d: requested output_size {tuple(size)} is not reachable from input "
+                    f"{tuple(input.shape)}: dimension {i} must be in [{smallest}, {largest}]"
+                )
+            extra.append(size[i] - smallest)
+        return tuple(extra)
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        self._check(input, "H, W")
+        output_padding = self._output_padding(input, output_size)
+        return unbatched(
+            lambda x: functional.conv_transpose2d(
+                x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+            ),
+            input,
+            4,
+        )

@@ -1,0 +1,378 @@
+"""Module: the base class of layers, holding Parameters, buffers and submodules by attribute name."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from numdiff import _dtype
+from numdiff._device import device as device_type
+from numdiff._device import to_device
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.autograd.hooks import RemovableHandle
+from numdiff.nn.modules import _state_dict
+from numdiff.nn.parameter import Parameter
+from numdiff.tensor import Tensor
+
+
+class Module:
+    """Base class for neural-network layers; subclasses set attributes and define `forward`.
+
+    >>> class Net(Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc = numdiff.nn.Linear(2, 1)
+    ...     def forward(self, x):
+    ...         return self.fc(x).relu()
+    >>> [name for name, _ in Net().named_parameters()]
+    ['fc.weight', 'fc.bias']
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "training", True)
+        setattr_(self, "_parameters", {})
+        setattr_(self, "_buffers", {})
+        setattr_(self, "_non_persistent_buffers_set", set())
+        setattr_(self, "_modules", {})
+        setattr_(self, "_forward_hooks", OrderedDict())
+        setattr_(self, "_forward_pre_hooks", OrderedDict())
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for hook in list(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` before forward; a returned value replaces the inputs."""
+        return _add_hook(self._forward_pre_hooks, hook, prepend)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after forward; a returned value replaces the output."""
+        return _add_hook(self._forward_hooks, hook, prepend)
+
+    # ------------------------------------------------------------------ registration
+    def _check_name(self, kind: str, name: Any, dicts: tuple[str, ...]) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if name == "" or "." in name:
+            raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
+        owned = any(name in self.__dict__[d] for d in dicts)
+        if hasattr(self, name) and not owned:
+            raise KeyError(f"attribute '{name}' already exists on {type(self).__name__}")
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a Parameter (or None, a declared-but-absent parameter such as a disabled bias)."""
+        self._check_name("parameter", name, ("_parameters",))
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(numdiff.nn.Parameter or None required)"
+            )
+        if param is not None and not param.is_leaf:
+            raise ValueError(
+                f"cannot assign non-leaf Tensor to parameter '{name}' (produced by {param.grad_fn.name()})"
+            )
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a tensor that is state but not a parameter (running means); saved when persistent."""
+        self._check_name("buffer", name, ("_buffers",))
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module, reachable as ``self.<name>``."""
+        self._check_name("module", name, ("_modules",))
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            _forget(self, name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(numdiff.nn.Parameter or None expected)"
+                )
+            params[name] = None
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            _forget(self, name)
+            self._modules[name] = value
+        elif params is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
+            self._modules[name] = None
+        elif params is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        for kind in ("_parameters", "_buffers", "_modules"):
+            if kind in state and name in state[kind]:
+                return state[kind][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for kind in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__.get(kind, {}):
+                del self.__dict__[kind][name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        own = list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(set(super().__dir__()) | set(own))
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """(name, module) for this module and every descendant, depth first, each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, kind: str, prefix: str, recurse: bool, remove_duplicate: bool) -> Iterator[tuple[str, Tensor]]:
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in module.__dict__[kind].items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, Parameter) pairs: own parameters first, then each child's, shared ones once."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """(dotted name, buffer) pairs, in the order of `named_parameters`."""
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def get_submodule(self, target: str) -> Module:
+        """The descendant at a dotted path such as ``"features.0"``."""
+        module = self
+        for part in target.split(".") if target else []:
+            child = module._modules.get(part)
+            if child is None:
+                raise AttributeError(f"{type(module).__name__} has no submodule '{part}' (looking up '{target}')")
+            module = child
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if module._parameters.get(name) is None:
+            raise AttributeError(f"{type(module).__name__} has no parameter '{name}' (looking up '{target}')")
+        return module._parameters[name]
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call `fn` on every child (recursively), then on this module; returns self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ modes and gradients
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (dropout active, batch statistics) on this module and its descendants."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """Set evaluation mode: ``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freeze (False) or unfreeze (True) every parameter; frozen ones get no gradient."""
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: to None by default, else to zeros."""
+        for param in self.parameters():
+            if param._grad is None:
+                continue
+            if set_to_none:
+                param._grad = None
+            else:
+                grad = param._grad
+                # A gradient built with create_graph is part of a graph: cut it loose first.
+                if grad.grad_fn is not None:
+                    grad.detach_()
+                else:
+                    grad.requires_grad_(False)
+                with no_grad():
+                    grad.zero_()
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name (detached unless `keep_vars`)."""
+        return _state_dict.collect(self, destination, prefix, keep_vars)
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> Any:
+        """Copy values into parameters and buffers in place; returns (missing_keys, unexpected_keys).
+
+        Shape mismatches always raise; with `strict`, so do missing and unexpected keys. Nothing is
+        copied unless every check passes.
+        """
+        return _state_dict.load(self, state_dict, strict)
+
+    # ------------------------------------------------------------------ dtype and device
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        """Convert every parameter, gradient and buffer with `fn`, keeping Parameter objects."""
+        for module in self.modules():
+            for param in module._parameters.values():
+                if param is None:
+                    continue
+                with no_grad():
+                    param.data = fn(param.detach())
+                    if param._grad is not None:
+                        param._grad = fn(param._grad.detach())
+            for name, buffer in module._buffers.items():
+                if buffer is not None:
+                    with no_grad():
+                        module._buffers[name] = fn(buffer)
+        return self
+
+    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Module:
+        """Move and/or cast parameters and buffers in place: ``m.to(numdiff.float64)``, ``m.to("cuda")``.
+
+        A dtype applies to floating point tensors only (integer buffers keep theirs).
+        """
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif isinstance(arg, (str, device_type)):
+                device = arg
+            else:
+                dtype = arg
+        if dtype is not None:
+            dtype = _dtype.to_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(f"Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
+        target = to_device(device) if device is not None else None
+
+        def convert(t: Tensor) -> Tensor:
+            return t.to(dtype=dtype if t.is_floating_point() else None, device=target)
+
+        return self._apply(convert)
+
+    def float(self) -> Module:
+        return self.to(_dtype.float32)
+
+    def double(self) -> Module:
+        return self.to(_dtype.float64)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device: int | str | None = None) -> Module:
+        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """The layer's settings, shown inside its repr; subclasses override it."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        lines = [line for line in self.extra_repr().split("\n") if line]
+        for name, module in self._modules.items():
+            child = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        if not lines:
+            return f"{self._get_name()}()"
+        if len(lines) == 1 and not self._modules:
+            return f"{self._get_name()}({lines[0]})"
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _add_hook(registry: OrderedDict, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    handle = RemovableHandle(registry)
+    registry[handle.id] = hook
+    if prepend:
+        registry.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _forget(module: Module, name: str) -> None:
+    """Drop `name` from wherever it was registered, before it is registered as something else."""
+    for kind in ("_parameters", "_buffers", "_modules"):
+        module.__dict__[kind].pop(name, None)
+    module._non_persistent_buffers_set.discard(name)
+    module.__dict__.pop(name, None)

@@ -1,0 +1,162 @@
+"""Normalisation layers: BatchNorm1d, BatchNorm2d (running statistics as buffers) and LayerNorm."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from numdiff import _dtype
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import empty, ones, tensor, zeros
+from numdiff.nn import functional, init
+from numdiff.nn.modules._checks import check_input
+from numdiff.nn.modules.module import Module
+from numdiff.nn.parameter import Parameter
+from numdiff.tensor import Tensor
+
+
+class _BatchNorm(Module):
+    """Shared state and forward of BatchNorm1d/2d; subclasses say which input shapes they take."""
+
+    _expected = ""
+    _ndims: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtype.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches seen."""
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        ok = input.ndim in self._ndims and input.shape[1] == self.num_features
+        check_input(self, input, ok, self._expected.format(c=self.num_features))
+        average_factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                # No momentum: a cumulative average over every batch seen so far.
+                average_factor = 1.0 / float(self.num_batches_tracked.item())
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return functional.batch_norm(
+            input,
+            self.running_mean if track else None,
+            self.running_var if track else None,
+            self.weight,
+            self.bias,
+            use_batch_stats,
+            average_factor,
+            self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) inputs over N (and L), per channel C.
+
+    Training normalises by the batch statistics and updates `running_mean` and `running_var`
+    (unbiased) by `momentum`; eval mode normalises by the running statistics.
+    """
+
+    _expected = "(N, {c}) or (N, {c}, L)"
+    _ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) inputs over N, H and W, per channel C."""
+
+    _expected = "(N, {c}, H, W)"
+    _ndims = (4,)
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing `normalized_shape` dims of each sample, then scale and shift.
+
+    >>> LayerNorm(4)(numdiff.randn(2, 4)).shape
+    numdiff.Size([2, 4])
+    """
+
+    def __init__(
+        self,
+        normalized_shape: int | Sequence[int],
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        count = len(self.normalized_shape)
+        ok = input.ndim >= count and tuple(input.shape[input.ndim - count :]) == self.normalized_shape
+        check_input(self, input, ok, "(*, " + ", ".join(map(str, self.normalized_shape)) + ")")
+        return functional.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

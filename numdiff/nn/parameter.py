@@ -1,0 +1,54 @@
+"""Parameter: a leaf tensor that a Module registers as one of its learnable weights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numdiff.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf Tensor that requires grad by default and is registered when set on a Module.
+
+    It shares storage with `data` (no copy), and is a leaf by construction: it can be frozen with
+    ``p.requires_grad_(False)`` at any time.
+
+    >>> w = Parameter(numdiff.ones(2))
+    >>> w
+    Parameter containing:
+    tensor([1., 1.], requires_grad=True)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            from numdiff.creation import empty
+
+            data = empty(0)
+        if isinstance(data, Tensor):
+            # Share the storage and version counter of `data`, as PyTorch's Parameter does.
+            self._init(data._data, None, data._version_counter)
+        else:
+            from numdiff.creation import as_array
+
+            self._init(as_array(data, None), None, None)
+        if requires_grad:
+            if self._data.dtype.kind != "f":
+                raise TypeError(
+                    f"Parameter: only floating point tensors can require gradients, got dtype "
+                    f"{self.dtype!r}; pass requires_grad=False or convert the data with .float()"
+                )
+            self._requires_grad = True
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        result = Parameter(Tensor._wrap(self._data.copy(), None, None), self._requires_grad)
+        if self._grad is not None:
+            result._grad = Tensor._wrap(self._grad._data.copy(), None, None)
+        memo[id(self)] = result
+        return result

@@ -1,0 +1,71 @@
+"""Gradient clipping: rescale gradients in place by their total norm, or clamp each value."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import tensor
+from numdiff.ops.shape import stack
+from numdiff.tensor import Tensor
+
+
+def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def _norm(t: Tensor, norm_type: float) -> Tensor:
+    magnitudes = t.abs()
+    if norm_type == math.inf:
+        return magnitudes.amax() if t.numel() else magnitudes.sum()
+    if norm_type == -math.inf:
+        return magnitudes.amin()
+    if norm_type == 0:
+        return (magnitudes != 0).to(t.dtype).sum()
+    if norm_type == 1:
+        return magnitudes.sum()
+    if norm_type == 2:
+        return (magnitudes * magnitudes).sum().sqrt()
+    return magnitudes.pow(norm_type).sum().pow(1.0 / norm_type)
+
+
+def clip_grad_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """Scale all gradients by min(1, max_norm / (total_norm + 1e-6)), in place; returns the total norm.
+
+    The total norm is that of all gradients concatenated into one vector; `norm_type` may be inf.
+
+    >>> total = clip_grad_norm_(model.parameters(), max_norm=1.0)
+    """
+    grads = _grads(parameters)
+    norm_type = float(norm_type)
+    if not grads:
+        return tensor(0.0)
+    with no_grad():
+        norms = stack([_norm(g.detach(), norm_type).to(grads[0].dtype) for g in grads])
+        total = _norm(norms, norm_type)
+        if error_if_nonfinite and not bool(total.isfinite()):
+            raise RuntimeError(
+                f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total.item()}, "
+                "so they cannot be clipped; pass error_if_nonfinite=False to clip anyway"
+            )
+        factor = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(factor.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient element to [-clip_value, clip_value], in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)
