@@ -73,6 +73,19 @@ TORCH_EXPRESSIONS = [
     "m.tensor([], dtype=m.int64)",
     "m.arange(2000).reshape(2, 1000)",
     "m.arange(1200.).reshape(2, 600) / 7",
+    "m.arange(3000.).reshape(1000, 3)",
+    "m.arange(3000).reshape(1000, 3)",
+    "m.arange(24000).reshape(2, 3000, 4)",
+    "m.arange(1001.) / 3",
+    "m.ones(1001, dtype=m.bool)",
+    "m.arange(30.).reshape(3, 10) * 1.5",
+    "m.tensor([-0., 1.])",
+    "m.tensor([0., 100.])",
+    "m.tensor([[float('nan'), 1., 100.]])",
+    "m.tensor([-1e-5, 1e5])",
+    "m.linspace(-1, 1, 20, requires_grad=True)",
+    "m.linspace(-1, 1, 20, requires_grad=True) * 3",
+    "m.linspace(-1, 1, 9, dtype=m.float64, requires_grad=True) * 3",
 ]
 
 
