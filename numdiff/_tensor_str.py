@@ -1,7 +1,14 @@
-"""Tensor repr in PyTorch's form: ``tensor([1., 2.], requires_grad=True)``."""
+"""Tensor repr in PyTorch's form: ``tensor([1., 2.], requires_grad=True)``.
+
+The layout follows PyTorch's printer: one width for every element, chosen from the nonzero finite
+values; floats print with 4 decimals, as integers with a trailing dot when all are whole, or in
+scientific notation when their magnitudes span more than 1000x (or pass 1e8, or go under 1e-4);
+more than 1000 elements are summarized with 3 items at each edge.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,70 +18,111 @@ if TYPE_CHECKING:
 
 _PREFIX = "tensor("
 _SUMMARIZE_ABOVE = 1000
+_EDGE_ITEMS = 3
+_LINE_WIDTH = 80
+_PRECISION = 4
 
 
-def _float_formatter(values: np.ndarray) -> tuple:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return lambda v: _special(v) or f"{v:.4f}", 0
-    magnitudes = np.abs(finite)
-    if np.all(finite == np.round(finite)):
-        if magnitudes.max() >= 1e8:
-            return lambda v: _special(v) or f"{v:.4e}", 0
-        return lambda v: _special(v) or f"{v:.0f}.", 0
-    nonzero = magnitudes[magnitudes != 0]
-    if nonzero.size and (
-        nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8 or nonzero.min() < 1e-4
-    ):
-        return lambda v: _special(v) or f"{v:.4e}", 0
-    return lambda v: _special(v) or f"{v:.4f}", 0
+class _Formatter:
+    """Formats every element of one tensor to a common width."""
+
+    def __init__(self, shown: np.ndarray) -> None:
+        self.floating = shown.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.width = 1
+        values = shown.reshape(-1)
+        if not self.floating:
+            self.width = max([1, *(len(self._plain(v)) for v in values)])
+            return
+        values = values.astype(np.float64)
+        nonzero_finite = values[np.isfinite(values) & (values != 0)]
+        if nonzero_finite.size == 0:
+            return
+        magnitudes = np.abs(nonzero_finite)
+        smallest, largest = magnitudes.min(), magnitudes.max()
+        self.int_mode = bool(np.all(nonzero_finite == np.ceil(nonzero_finite)))
+        spread = largest / smallest > 1000.0 or largest > 1.0e8
+        self.sci_mode = spread if self.int_mode else spread or smallest < 1.0e-4
+        self.width = max(len(self._float(float(v))) for v in nonzero_finite)
+
+    @staticmethod
+    def _plain(value: object) -> str:
+        return str(value.item() if isinstance(value, np.generic) else value)
+
+    def _float(self, value: float) -> str:
+        if self.sci_mode:
+            return f"{value:.{_PRECISION}e}"
+        if self.int_mode:
+            text = f"{value:.0f}"
+            return text if math.isinf(value) or math.isnan(value) else text + "."
+        return f"{value:.{_PRECISION}f}"
+
+    def format(self, value: object) -> str:
+        text = self._float(float(value)) if self.floating else self._plain(value)
+        return text.rjust(self.width)
 
 
-def _special(v: float) -> str | None:
-    if np.isnan(v):
-        return "nan"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return None
+def _summarized(data: np.ndarray) -> np.ndarray:
+    """The elements a summarized printout shows: the edge items of every long dimension."""
+    for axis, n in enumerate(data.shape):
+        if n > 2 * _EDGE_ITEMS:
+            keep = np.r_[0:_EDGE_ITEMS, n - _EDGE_ITEMS : n]
+            data = np.take(data, keep, axis=axis)
+    return data
 
 
-def format_data(data: np.ndarray) -> str:
-    """The bracketed values, aligned like PyTorch's printout."""
-    if data.dtype.kind == "f":
-        shown = data if data.size <= _SUMMARIZE_ABOVE else _edges(data)
-        fmt, _ = _float_formatter(shown.astype(np.float64).ravel())
-        width = max((len(fmt(float(v))) for v in shown.ravel()), default=0)
-        formatter = {"float_kind": lambda v: fmt(float(v)).rjust(width)}
-    elif data.dtype.kind == "b":
-        formatter = {"bool": lambda v: "True" if v else "False"}
+def _vector(data: np.ndarray, indent: int, summarize: bool, formatter: _Formatter) -> str:
+    per_line = max(1, (_LINE_WIDTH - indent) // (formatter.width + 2))
+    if summarize and data.shape[0] > 2 * _EDGE_ITEMS:
+        items = [formatter.format(v) for v in data[:_EDGE_ITEMS]] + [" ..."]
+        items += [formatter.format(v) for v in data[-_EDGE_ITEMS:]]
     else:
-        shown = data if data.size <= _SUMMARIZE_ABOVE else _edges(data)
-        width = max((len(str(int(v))) for v in shown.ravel()), default=0)
-        formatter = {"int": lambda v: str(int(v)).rjust(width)}
-    return np.array2string(
-        data,
-        separator=", ",
-        prefix=_PREFIX,
-        formatter=formatter,
-        threshold=_SUMMARIZE_ABOVE,
-        edgeitems=3,
-        max_line_width=80,
-    )
+        items = [formatter.format(v) for v in data]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _edges(data: np.ndarray) -> np.ndarray:
-    index = tuple(np.r_[0 : min(3, n), max(n - 3, 0) : n] for n in data.shape)
-    return data[np.ix_(*index)]
+def _nested(data: np.ndarray, indent: int, summarize: bool, formatter: _Formatter) -> str:
+    if data.ndim == 0:
+        return formatter.format(data.item())
+    if data.ndim == 1:
+        return _vector(data, indent, summarize, formatter)
+    n = data.shape[0]
+    if summarize and n > 2 * _EDGE_ITEMS:
+        rows = [_nested(data[i], indent + 1, summarize, formatter) for i in range(_EDGE_ITEMS)]
+        rows += ["..."] + [_nested(data[i], indent + 1, summarize, formatter) for i in range(n - _EDGE_ITEMS, n)]
+    else:
+        rows = [_nested(data[i], indent + 1, summarize, formatter) for i in range(n)]
+    return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def format_data(data: np.ndarray, indent: int = len(_PREFIX)) -> str:
+    """The bracketed values, aligned like PyTorch's printout."""
+    summarize = data.size > _SUMMARIZE_ABOVE
+    formatter = _Formatter(_summarized(data) if summarize else data)
+    return _nested(data, indent, summarize, formatter)
+
+
+def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+    """Append ``, suffix`` items, wrapping onto a new line where one would pass the line width."""
+    parts = [text]
+    last_line = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _LINE_WIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def tensor_repr(t: Tensor) -> str:
     from numdiff import _dtype
 
     data = t.detach().cpu().numpy()
-    if data.size == 0:
-        body = "[]"
-    else:
-        body = format_data(data)
+    body = "[]" if data.size == 0 else format_data(data)
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
@@ -87,4 +135,4 @@ def tensor_repr(t: Tensor) -> str:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
-    return _PREFIX + ", ".join([body, *extras]) + ")"
+    return _with_suffixes(_PREFIX + body, extras, len(_PREFIX))
