@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hypothesis.extra.numpy as hnp
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numdiff
 
@@ -95,3 +99,30 @@ def test_repr_matches_torch(expression):
     ours = repr(eval(expression, {"m": numdiff}))
     theirs = repr(eval(expression, {"m": torch})).replace("torch.", "numdiff.").replace("Backward0", "Backward")
     assert ours == theirs
+
+
+_FLOATS = st.one_of(
+    st.floats(-1e3, 1e3, width=32),
+    st.integers(-2000, 2000).map(float),
+    st.sampled_from([0.0, -0.0, 1e-6, 3e9, float("nan"), float("inf"), -float("inf")]),
+)
+
+
+@given(
+    values=hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4), elements=_FLOATS),
+    dtype=st.sampled_from(["float32", "float64"]),
+    requires_grad=st.booleans(),
+)
+@settings(max_examples=60)
+def test_repr_matches_torch_on_random_values(values, dtype, requires_grad):
+    torch = pytest.importorskip("torch")
+    ours = numdiff.tensor(values, dtype=getattr(numdiff, dtype), requires_grad=requires_grad)
+    theirs = torch.tensor(values, dtype=getattr(torch, dtype), requires_grad=requires_grad)
+    assert repr(ours) == repr(theirs).replace("torch.", "numdiff.")
+
+
+@given(values=hnp.arrays(np.int64, hnp.array_shapes(min_dims=0, max_dims=2, max_side=5), elements=st.integers(-(10**6), 10**6)))
+@settings(max_examples=30)
+def test_integer_repr_matches_torch_on_random_values(values):
+    torch = pytest.importorskip("torch")
+    assert repr(numdiff.tensor(values)) == repr(torch.tensor(values))
