@@ -67,6 +67,12 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
+def as_result(value: Any) -> Any:
+    """An array result for Tensor._wrap: a NumPy scalar (a 0-d result) becomes a 0-d array, and a
+    device array (numdiff.cuda's) passes as it is, since np.asarray would copy it to the host."""
+    return np.asarray(value) if isinstance(value, np.generic) else value
+
+
 def data_of(x: Any) -> Any:
     """The array of a tensor operand, or a Python number as it is."""
     return x._data if isinstance(x, Tensor) else x

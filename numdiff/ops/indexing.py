@@ -65,7 +65,7 @@ class GetItem(Function):
         ctx.key = key
         ctx.input_shape = x.shape
         out = x[key]
-        return out if _is_basic(key) else np.ascontiguousarray(out)
+        return out if _is_basic(key) else np.ascontiguousarray(out, like=out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -79,7 +79,7 @@ class IndexAddIntoZeros(Function):
     @staticmethod
     def forward(ctx, grad, *, key, shape):
         ctx.key = key
-        out = np.zeros(shape, dtype=grad.dtype)
+        out = np.zeros(shape, dtype=grad.dtype, like=grad)
         if _is_basic(key):
             out[key] = grad
         else:
@@ -127,7 +127,7 @@ class Gather(Function):
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        zeros = Tensor._wrap(np.zeros(ctx.input_shape, dtype=grad._data.dtype), None, None)
+        zeros = Tensor._wrap(np.zeros(ctx.input_shape, dtype=grad._data.dtype, like=grad._data), None, None)
         return scatter_add(zeros, ctx.dim, index, grad), None
 
 

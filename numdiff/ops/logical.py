@@ -6,14 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import data_of, operands
+from numdiff.ops._util import as_result, data_of, operands
 from numdiff.tensor import Tensor
 
 
 def _compare(op: str, ufunc):
     def compare(input: Any, other: Any) -> Tensor:
         a, b = operands(op, input, other)
-        return Tensor._wrap(np.asarray(ufunc(data_of(a), data_of(b))), None, None)
+        return Tensor._wrap(as_result(ufunc(data_of(a), data_of(b))), None, None)
 
     compare.__name__ = op
     compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
@@ -34,7 +34,7 @@ def _logical(op: str, ufunc):
         da, db = data_of(a), data_of(b)
         if np.result_type(da, db).kind not in "biu":
             raise TypeError(f"{op}: expected bool or integer operands, got {np.result_type(da, db)}")
-        return Tensor._wrap(np.asarray(ufunc(da, db)), None, None)
+        return Tensor._wrap(as_result(ufunc(da, db)), None, None)
 
     combine.__name__ = op
     return combine
@@ -71,12 +71,12 @@ def isinf(input: Tensor) -> Tensor:
 
 def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where all elements (along `dim`) are nonzero."""
-    return Tensor._wrap(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
+    return Tensor._wrap(as_result(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
 
 
 def any(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where any element (along `dim`) is nonzero."""
-    return Tensor._wrap(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim)), None, None)
+    return Tensor._wrap(as_result(np.any(input._data, axis=dim, keepdims=keepdim)), None, None)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import normalize_dim, normalize_dims
+from numdiff.ops._util import as_result, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -69,7 +69,7 @@ def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
     """For each element, the product of the other elements in its reduction group."""
     moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
     flat = moved.reshape(moved.shape[: x.ndim - len(dims)] + (-1,))
-    ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
+    ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype, like=x)
     before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     result = (before * after).reshape(moved.shape)
@@ -195,13 +195,12 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
     if data.size == 0:
         raise RuntimeError(f"{op}: cannot take the {op} of an empty tensor of shape {tuple(data.shape)}")
     if dim is None:
-        index = fn(data.reshape(-1))
-        out = np.asarray(index, dtype=np.int64)
+        out = as_result(fn(data.reshape(-1))).astype(np.int64)
         if keepdim:
             out = out.reshape((1,) * data.ndim)
     else:
         axis = normalize_dim(op, dim, data.ndim)
-        out = fn(data, axis=axis, keepdims=keepdim).astype(np.int64) if data.ndim else np.asarray(0, dtype=np.int64)
+        out = fn(data, axis=axis, keepdims=keepdim).astype(np.int64) if data.ndim else np.zeros((), dtype=np.int64, like=data)
     return Tensor._wrap(out, None, None)
 
 
