@@ -255,23 +255,23 @@ def _full(shape: Any, fill_value: Any, dtype: Any, like: CudaArray) -> CudaArray
 
 
 @implements(np.zeros)
-def _zeros(shape, dtype=float, order="C", *, like):
+def _zeros(shape, dtype=float, order="C", *, like, device=None):
     return _full(shape, 0, dtype, like)
 
 
 @implements(np.ones)
-def _ones(shape, dtype=float, order="C", *, like):
+def _ones(shape, dtype=float, order="C", *, like, device=None):
     return _full(shape, 1, dtype, like)
 
 
 @implements(np.empty)
-def _empty(shape, dtype=float, order="C", *, like):
+def _empty(shape, dtype=float, order="C", *, like, device=None):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return CudaArray.empty(shape, dtype, like.device)
 
 
 @implements(np.full)
-def _full_like_arg(shape, fill_value, dtype=None, order="C", *, like):
+def _full_like_arg(shape, fill_value, dtype=None, order="C", *, like, device=None):
     return _full(shape, fill_value, dtype, like)
 
 
@@ -296,3 +296,18 @@ def _full_like(a, fill_value, dtype=None):
 
 
 _CREATION = (np.zeros, np.ones, np.empty, np.full)
+
+
+@implements(np.result_type)
+def _result_type(*arrays_and_dtypes):
+    return np.result_type(*[a.dtype if isinstance(a, CudaArray) else a for a in arrays_and_dtypes])
+
+
+@implements(np.shape)
+def _shape(a):
+    return a.shape
+
+
+@implements(np.ndim)
+def _ndim(a):
+    return a.ndim

@@ -75,6 +75,10 @@ def _offsets(x: CudaArray, key: tuple) -> tuple[Any, tuple]:
     return x._upload_index(np.ascontiguousarray(selected).reshape(-1)), selected.shape
 
 
+def _selected_shape(x: CudaArray, key: tuple) -> tuple:
+    return np.empty(x.shape, dtype=np.bool_)[key].shape
+
+
 def getitem(x: CudaArray, key: Any) -> CudaArray:
     key = _normalize(key)
     if _is_basic(key):
@@ -106,6 +110,8 @@ def scatter(x: CudaArray, key: Any, value: Any, accumulate: bool) -> None:
     """x[key] = value, or x[key] += value with every repeat of an index counted (np.add.at)."""
     key = _normalize(key)
     values = _as_values(x, value)
+    while values.ndim and values.shape[0] == 1 and values.ndim > len(_selected_shape(x, key)):
+        values = values.reshape(values.shape[1:])  # NumPy drops leading 1s of the value
     if _is_basic(key) and not accumulate:
         target = _basic_view(x, key)
         if np.broadcast_shapes(values.shape, target.shape) != target.shape:

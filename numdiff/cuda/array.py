@@ -70,8 +70,9 @@ class CudaArray:
 
     @classmethod
     def from_numpy(cls, host: np.ndarray, where: device_type) -> CudaArray:
-        host = np.ascontiguousarray(host)
-        return cls(_upload(host.reshape(-1), where), host.shape, _c_strides(host.shape), 0, where)
+        shape = host.shape  # np.ascontiguousarray makes a 0-d array 1-d; keep the shape
+        flat = np.ascontiguousarray(host).reshape(-1)
+        return cls(_upload(flat, where), shape, _c_strides(shape), 0, where)
 
     def from_host(self, host: Any) -> CudaArray:
         """A copy of the host array (or number) `host` on this array's device."""
