@@ -1,0 +1,410 @@
+"""Fused optimizer update kernels: one call per parameter per step, updating in place.
+
+Each optimizer's per-element update is written once, as a plain function of scalars that returns
+the new parameter value and the new state values (``_sgd_update``, ``_adam_update``, ...). It is
+compiled twice: inlined into a CPU kernel (``@njit``, ``prange`` over elements) and into a CUDA
+kernel (``cuda.jit(device=True)``, one thread per element). So every step reads each of
+param, grad and the state buffers once and writes param and state once, with no array temporaries.
+
+All arrays are flat (1-D), C-contiguous, of one float dtype and one length ``n``. A state buffer
+an option does not use (SGD's momentum buffer without momentum, Adam's ``max_exp_avg_sq``
+without amsgrad) must be passed as an empty array and is never touched. Hyperparameters arrive
+as one tuple of floats and one of bools; arithmetic runs in float64 and is rounded once on store,
+so float32 results differ from PyTorch's float32 arithmetic by rounding only.
+
+The public launchers (:func:`sgd_step`, :func:`adam_step`, :func:`rmsprop_step`,
+:func:`adagrad_step`) check dtypes, contiguity and lengths in Python before anything compiled
+runs, and dispatch on ``type(param) is np.ndarray``: CPU kernel, else CUDA kernel (any array
+exposing ``__cuda_array_interface__``).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from numdiff.kernels._checks import FLOAT_DTYPES
+
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+
+CUDA_THREADS_PER_BLOCK = 256
+
+
+# --------------------------------------------------------------------------- element updates
+# Plain functions of scalars, compiled below for both targets. Each takes one element of the
+# parameter, gradient and state buffers plus the group's hyperparameters ``h`` (a tuple of
+# floats) and flags ``f`` (a tuple of bools), and returns the new (param, *state) values.
+# Tuple layouts are listed per optimizer in the public launchers below.
+
+
+def _sgd_update(p, g, buf, h, f):
+    lr, momentum, dampening, weight_decay = h
+    nesterov, maximize, first_step = f
+    if maximize:
+        g = -g
+    if weight_decay != 0.0:
+        g = g + weight_decay * p
+    if momentum != 0.0:
+        if first_step:
+            buf = g
+        else:
+            buf = momentum * buf + (1.0 - dampening) * g
+        if nesterov:
+            g = g + momentum * buf
+        else:
+            g = buf
+    return p - lr * g, buf
+
+
+def _adam_update(p, g, m, v, vmax, h, f):
+    lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt = h
+    decoupled, amsgrad, maximize = f
+    if maximize:
+        g = -g
+    if weight_decay != 0.0:
+        if decoupled:
+            p = p * (1.0 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+    m = m + (1.0 - beta1) * (g - m)
+    v = beta2 * v + (1.0 - beta2) * g * g
+    if amsgrad:
+        vmax = max(vmax, v)
+        denom = math.sqrt(vmax) / bc2_sqrt + eps
+    else:
+        denom = math.sqrt(v) / bc2_sqrt + eps
+    return p - step_size * m / denom, m, v, vmax
+
+
+def _rmsprop_update(p, g, sq, buf, gavg, h, f):
+    lr, alpha, eps, weight_decay, momentum = h
+    centered, maximize = f
+    if maximize:
+        g = -g
+    if weight_decay != 0.0:
+        g = g + weight_decay * p
+    sq = alpha * sq + (1.0 - alpha) * g * g
+    if centered:
+        gavg = gavg + (1.0 - alpha) * (g - gavg)
+        avg = math.sqrt(sq - gavg * gavg) + eps
+    else:
+        avg = math.sqrt(sq) + eps
+    if momentum > 0.0:
+        buf = momentum * buf + g / avg
+        p = p - lr * buf
+    else:
+        p = p - lr * g / avg
+    return p, sq, buf, gavg
+
+
+def _adagrad_update(p, g, total, h, f):
+    clr, eps, weight_decay = h
+    (maximize,) = f
+    if maximize:
+        g = -g
+    if weight_decay != 0.0:
+        g = g + weight_decay * p
+    total = total + g * g
+    return p - clr * g / (math.sqrt(total) + eps), total
+
+
+# --------------------------------------------------------------------------- CPU kernels
+# A buffer an option turns off is empty; its element is read as 0 and never written.
+
+_sgd_cpu = njit(inline="always", cache=True)(_sgd_update)
+_adam_cpu = njit(inline="always", cache=True)(_adam_update)
+_rmsprop_cpu = njit(inline="always", cache=True)(_rmsprop_update)
+_adagrad_cpu = njit(inline="always", cache=True)(_adagrad_update)
+
+
+@njit(cache=True, parallel=True)
+def sgd_kernel(param, grad, buf, h, f):
+    """for i in prange(n): param[i], buf[i] = update(param[i], grad[i], buf[i]); threads split i.
+
+    Shapes: all (n,), except ``buf`` (0,) when momentum == 0.
+    """
+    use_buf = buf.size != 0
+    for i in prange(param.size):
+        b = buf[i] if use_buf else 0.0
+        p, b = _sgd_cpu(param[i], grad[i], b, h, f)
+        param[i] = p
+        if use_buf:
+            buf[i] = b
+
+
+@njit(cache=True, parallel=True)
+def adam_kernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
+    """for i in prange(n): param[i], exp_avg[i], exp_avg_sq[i], max_exp_avg_sq[i] = update(...).
+
+    Shapes: all (n,), except ``max_exp_avg_sq`` (0,) without amsgrad. Threads split i.
+    """
+    use_max = max_exp_avg_sq.size != 0
+    for i in prange(param.size):
+        vm = max_exp_avg_sq[i] if use_max else 0.0
+        p, m, v, vm = _adam_cpu(param[i], grad[i], exp_avg[i], exp_avg_sq[i], vm, h, f)
+        param[i] = p
+        exp_avg[i] = m
+        exp_avg_sq[i] = v
+        if use_max:
+            max_exp_avg_sq[i] = vm
+
+
+@njit(cache=True, parallel=True)
+def rmsprop_kernel(param, grad, square_avg, buf, grad_avg, h, f):
+    """for i in prange(n): param[i], square_avg[i], buf[i], grad_avg[i] = update(...).
+
+    Shapes: all (n,), except ``buf`` (0,) without momentum and ``grad_avg`` (0,) unless centered.
+    Threads split i.
+    """
+    use_buf = buf.size != 0
+    use_avg = grad_avg.size != 0
+    for i in prange(param.size):
+        b = buf[i] if use_buf else 0.0
+        ga = grad_avg[i] if use_avg else 0.0
+        p, sq, b, ga = _rmsprop_cpu(param[i], grad[i], square_avg[i], b, ga, h, f)
+        param[i] = p
+        square_avg[i] = sq
+        if use_buf:
+            buf[i] = b
+        if use_avg:
+            grad_avg[i] = ga
+
+
+@njit(cache=True, parallel=True)
+def adagrad_kernel(param, grad, state_sum, h, f):
+    """for i in prange(n): param[i], state_sum[i] = update(param[i], grad[i], state_sum[i]).
+
+    Shapes: all (n,). Threads split i.
+    """
+    for i in prange(param.size):
+        p, s = _adagrad_cpu(param[i], grad[i], state_sum[i], h, f)
+        param[i] = p
+        state_sum[i] = s
+
+
+# --------------------------------------------------------------------------- CUDA kernels
+
+cuda: Any = None
+"""numba.cuda, bound on first use. A module global (not a local) so that Numba's CUDA simulator,
+which swaps the module in a kernel's globals, can run these kernels without a GPU."""
+
+
+@cache
+def _cuda_kernels() -> dict[str, Any]:
+    """Compile-on-demand CUDA kernels, one thread per element (numba.cuda is imported on first use)."""
+    global cuda
+    from numba import cuda as numba_cuda
+
+    cuda = numba_cuda
+    sgd_dev = cuda.jit(device=True)(_sgd_update)
+    adam_dev = cuda.jit(device=True)(_adam_update)
+    rmsprop_dev = cuda.jit(device=True)(_rmsprop_update)
+    adagrad_dev = cuda.jit(device=True)(_adagrad_update)
+
+    @cuda.jit
+    def sgd_cuda(param, grad, buf, h, f):
+        i = cuda.grid(1)
+        if i < param.size:
+            use_buf = buf.size != 0
+            b = buf[i] if use_buf else 0.0
+            p, b = sgd_dev(param[i], grad[i], b, h, f)
+            param[i] = p
+            if use_buf:
+                buf[i] = b
+
+    @cuda.jit
+    def adam_cuda(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
+        i = cuda.grid(1)
+        if i < param.size:
+            use_max = max_exp_avg_sq.size != 0
+            vm = max_exp_avg_sq[i] if use_max else 0.0
+            p, m, v, vm = adam_dev(param[i], grad[i], exp_avg[i], exp_avg_sq[i], vm, h, f)
+            param[i] = p
+            exp_avg[i] = m
+            exp_avg_sq[i] = v
+            if use_max:
+                max_exp_avg_sq[i] = vm
+
+    @cuda.jit
+    def rmsprop_cuda(param, grad, square_avg, buf, grad_avg, h, f):
+        i = cuda.grid(1)
+        if i < param.size:
+            use_buf = buf.size != 0
+            use_avg = grad_avg.size != 0
+            b = buf[i] if use_buf else 0.0
+            ga = grad_avg[i] if use_avg else 0.0
+            p, sq, b, ga = rmsprop_dev(param[i], grad[i], square_avg[i], b, ga, h, f)
+            param[i] = p
+            square_avg[i] = sq
+            if use_buf:
+                buf[i] = b
+            if use_avg:
+                grad_avg[i] = ga
+
+    @cuda.jit
+    def adagrad_cuda(param, grad, state_sum, h, f):
+        i = cuda.grid(1)
+        if i < param.size:
+            p, s = adagrad_dev(param[i], grad[i], state_sum[i], h, f)
+            param[i] = p
+            state_sum[i] = s
+
+    return {"sgd": sgd_cuda, "adam": adam_cuda, "rmsprop": rmsprop_cuda, "adagrad": adagrad_cuda}
+
+
+def launch_cuda(name: str, n: int, *args: Any) -> None:
+    """Launch CUDA kernel `name` with one thread per element, ``CUDA_THREADS_PER_BLOCK`` per block."""
+    if n == 0:
+        return
+    blocks = (n + CUDA_THREADS_PER_BLOCK - 1) // CUDA_THREADS_PER_BLOCK
+    _cuda_kernels()[name][blocks, CUDA_THREADS_PER_BLOCK](*args)
+
+
+# --------------------------------------------------------------------------- checks and launchers
+
+
+def _is_contiguous(arr: Any) -> bool:
+    if type(arr) is np.ndarray:
+        return bool(arr.flags.c_contiguous)
+    strides = arr.__cuda_array_interface__.get("strides")
+    return strides is None or arr.size <= 1 or strides[0] == arr.dtype.itemsize
+
+
+def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tuple[Any, bool]]) -> None:
+    """Check that every array is flat, contiguous, of param's float dtype and length.
+
+    `optional` maps a name to (array, used): a used buffer has param's length, an unused one is empty.
+    """
+    on_cpu = type(param) is np.ndarray
+    dtype = param.dtype
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{op}: param must be float32 or float64, got {dtype}")
+    n = param.size
+    arrays = {"param": (param, True), **{k: (v, True) for k, v in required.items()}, **optional}
+    for name, (arr, used) in arrays.items():
+        if (type(arr) is np.ndarray) != on_cpu:
+            raise TypeError(
+                f"{op}: {name} is a {type(arr).__name__} but param is a {type(param).__name__}; "
+                "all arrays must be on one device"
+            )
+        if arr.dtype != dtype:
+            raise TypeError(f"{op}: {name} has dtype {arr.dtype} but param has dtype {dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"{op}: {name} must be a flat (1-D) array, got shape {arr.shape}")
+        if not _is_contiguous(arr):
+            raise ValueError(f"{op}: {name} must be contiguous, got strides {arr.strides}")
+        expected = n if used else 0
+        if arr.size != expected:
+            why = f"param has {n}" if used else "the options in use need no such buffer: pass an empty array"
+            raise ValueError(f"{op}: {name} has {arr.size} elements but {why}")
+
+
+def _run(
+    name: str, cpu_kernel: Any, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]
+) -> None:
+    h = tuple(float(x) for x in h)
+    f = tuple(bool(x) for x in f)
+    if type(arrays[0]) is np.ndarray:
+        cpu_kernel(*arrays, h, f)
+    else:
+        launch_cuda(name, arrays[0].size, *arrays, h, f)
+
+
+def sgd_step(
+    param: Any, grad: Any, momentum_buffer: Any, *, lr: float, momentum: float, dampening: float,
+    weight_decay: float, nesterov: bool, maximize: bool, first_step: bool,
+) -> None:  # fmt: skip
+    """SGD update of `param` (and `momentum_buffer` when momentum != 0), in place.
+
+    ``first_step`` copies the (decayed) gradient into the buffer instead of averaging, as PyTorch
+    does when it creates the buffer. Kernel tuples: h = (lr, momentum, dampening, weight_decay),
+    f = (nesterov, maximize, first_step).
+
+    >>> p, g = np.ones(3), np.full(3, 0.5)
+    >>> sgd_step(p, g, np.empty(0), lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0,
+    ...          nesterov=False, maximize=False, first_step=True)
+    >>> p
+    array([0.95, 0.95, 0.95])
+    """
+    _check("sgd_step", param, {"grad": grad}, {"momentum_buffer": (momentum_buffer, momentum != 0.0)})
+    h = (lr, momentum, dampening, weight_decay)
+    _run("sgd", sgd_kernel, (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
+
+
+def adam_step(
+    param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, *, step: float, lr: float,
+    beta1: float, beta2: float, eps: float, weight_decay: float, decoupled_weight_decay: bool,
+    amsgrad: bool, maximize: bool,
+) -> None:  # fmt: skip
+    """Adam (or AdamW, with ``decoupled_weight_decay``) update for step number `step` (1-based).
+
+    Kernel tuples: h = (lr, beta1, beta2, eps, weight_decay, lr / (1 - beta1**step),
+    sqrt(1 - beta2**step)), f = (decoupled_weight_decay, amsgrad, maximize).
+
+    >>> p, g, m, v = np.ones(2), np.ones(2), np.zeros(2), np.zeros(2)
+    >>> adam_step(p, g, m, v, np.empty(0), step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8,
+    ...           weight_decay=0.0, decoupled_weight_decay=False, amsgrad=False, maximize=False)
+    >>> p.round(6)
+    array([0.9, 0.9])
+    """
+    _check(
+        "adam_step", param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq},
+        {"max_exp_avg_sq": (max_exp_avg_sq, amsgrad)},
+    )  # fmt: skip
+    if step < 1:
+        raise ValueError(f"adam_step: step counts from 1, got {step}")
+    step_size = lr / (1.0 - beta1**step)
+    bc2_sqrt = (1.0 - beta2**step) ** 0.5
+    h = (lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt)
+    f = (decoupled_weight_decay, amsgrad, maximize)
+    _run("adam", adam_kernel, (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
+
+
+def rmsprop_step(
+    param: Any, grad: Any, square_avg: Any, momentum_buffer: Any, grad_avg: Any, *, lr: float, alpha: float,
+    eps: float, weight_decay: float, momentum: float, centered: bool, maximize: bool,
+) -> None:  # fmt: skip
+    """RMSprop update of `param` and its running averages, in place.
+
+    Kernel tuples: h = (lr, alpha, eps, weight_decay, momentum), f = (centered, maximize).
+
+    >>> p, g, sq = np.ones(2), np.ones(2), np.zeros(2)
+    >>> rmsprop_step(p, g, sq, np.empty(0), np.empty(0), lr=0.01, alpha=0.99, eps=1e-8,
+    ...              weight_decay=0.0, momentum=0.0, centered=False, maximize=False)
+    >>> p.round(4)
+    array([0.9, 0.9])
+    """
+    optional = {"momentum_buffer": (momentum_buffer, momentum > 0.0), "grad_avg": (grad_avg, centered)}
+    _check("rmsprop_step", param, {"grad": grad, "square_avg": square_avg}, optional)
+    h = (lr, alpha, eps, weight_decay, momentum)
+    _run(
+        "rmsprop",
+        rmsprop_kernel,
+        (param, grad, square_avg, momentum_buffer, grad_avg),
+        h,
+        (centered, maximize),
+    )
+
+
+def adagrad_step(
+    param: Any, grad: Any, state_sum: Any, *, step: float, lr: float, lr_decay: float, eps: float,
+    weight_decay: float, maximize: bool,
+) -> None:  # fmt: skip
+    """Adagrad update for step number `step` (1-based): lr decays as lr / (1 + (step-1) * lr_decay).
+
+    Kernel tuples: h = (decayed lr, eps, weight_decay), f = (maximize,).
+
+    >>> p, g, s = np.ones(2), np.ones(2), np.zeros(2)
+    >>> adagrad_step(p, g, s, step=1, lr=0.1, lr_decay=0.0, eps=1e-10, weight_decay=0.0, maximize=False)
+    >>> p.round(6)
+    array([0.9, 0.9])
+    """
+    _check("adagrad_step", param, {"grad": grad, "state_sum": state_sum}, {})
+    if step < 1:
+        raise ValueError(f"adagrad_step: step counts from 1, got {step}")
+    clr = lr / (1.0 + (step - 1) * lr_decay)
+    _run("adagrad", adagrad_kernel, (param, grad, state_sum), (clr, eps, weight_decay), (maximize,))

@@ -1,0 +1,80 @@
+"""Adagrad: per-element learning rates from the running sum of squared gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.kernels.optim import adagrad_step
+from numdiff.optim.optimizer import Optimizer, flat_state, increment_step, step_tensor, updating, zeros_state
+
+
+class Adagrad(Optimizer):
+    """Adagrad: ``sum += g*g``, ``p -= lr / (1 + (t-1)*lr_decay) * g / (sqrt(sum) + eps)``.
+
+    >>> opt = numdiff.optim.Adagrad(model.parameters(), lr=1e-2, initial_accumulator_value=0.1)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+        # As in PyTorch, state exists from construction, so a fresh state_dict already holds it.
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, group)
+
+    def _init_state(self, p: Any, group: dict[str, Any]) -> dict[str, Any]:
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = step_tensor()
+            state["sum"] = zeros_state(p, float(group["initial_accumulator_value"]))
+        return state
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One Adagrad update of every parameter that has a gradient; returns the closure's loss."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            for p, grad in self._params_with_grad(group):
+                state = self._init_state(p, group)
+                with updating(p) as param:
+                    adagrad_step(
+                        param,
+                        grad,
+                        flat_state(p, state["sum"], "sum"),
+                        step=increment_step(state["step"]),
+                        lr=group["lr"],
+                        lr_decay=group["lr_decay"],
+                        eps=group["eps"],
+                        weight_decay=group["weight_decay"],
+                        maximize=group["maximize"],
+                    )
+        return loss

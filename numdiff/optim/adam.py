@@ -1,0 +1,131 @@
+"""Adam and AdamW (decoupled weight decay), both with the AMSGrad variant."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.kernels.optim import adam_step
+from numdiff.optim.optimizer import (
+    Optimizer,
+    flat_state,
+    increment_step,
+    step_tensor,
+    unused_buffer,
+    updating,
+    zeros_state,
+)
+
+
+def _check_adam_args(lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if len(betas) != 2:
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """Adam: ``m = lerp(m, g, 1-beta1)``, ``v = beta2*v + (1-beta2)*g*g``,
+    ``p -= lr/(1-beta1^t) * m / (sqrt(v)/sqrt(1-beta2^t) + eps)``.
+
+    ``g = ±grad + weight_decay * p``; with ``decoupled_weight_decay`` (AdamW) the decay is applied
+    to the parameter instead, ``p *= 1 - lr*weight_decay``. ``amsgrad`` divides by the running
+    maximum of ``v``.
+
+    >>> opt = numdiff.optim.Adam(model.parameters(), lr=1e-3)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One Adam update of every parameter that has a gradient; returns the closure's loss."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            amsgrad = bool(group["amsgrad"])
+            for p, grad in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = step_tensor()
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_avg_sq"] = zeros_state(p)
+                if amsgrad and "max_exp_avg_sq" not in state:
+                    state["max_exp_avg_sq"] = zeros_state(p)
+                with updating(p) as param:
+                    exp_avg = flat_state(p, state["exp_avg"], "exp_avg")
+                    exp_avg_sq = flat_state(p, state["exp_avg_sq"], "exp_avg_sq")
+                    if amsgrad:
+                        max_exp_avg_sq = flat_state(p, state["max_exp_avg_sq"], "max_exp_avg_sq")
+                    else:
+                        max_exp_avg_sq = unused_buffer(param)
+                    adam_step(
+                        param,
+                        grad,
+                        exp_avg,
+                        exp_avg_sq,
+                        max_exp_avg_sq,
+                        step=increment_step(state["step"]),
+                        lr=group["lr"],
+                        beta1=beta1,
+                        beta2=beta2,
+                        eps=group["eps"],
+                        weight_decay=group["weight_decay"],
+                        decoupled_weight_decay=group["decoupled_weight_decay"],
+                        amsgrad=amsgrad,
+                        maximize=group["maximize"],
+                    )
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (``p *= 1 - lr*weight_decay`` before the Adam step).
+
+    >>> opt = numdiff.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        super().__init__(
+            params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True
+        )

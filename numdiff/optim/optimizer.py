@@ -1,0 +1,307 @@
+"""The Optimizer base: parameter groups, per-parameter state, zero_grad and state dicts.
+
+Parameters stay leaves: an optimizer writes new values straight into each parameter's storage
+(through a fused kernel from numdiff.kernels.optim) with recording off, and bumps the
+parameter's version counter like any in-place op, so a graph that saved the old value notices.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from numdiff._dtype import float32
+from numdiff.autograd.grad_mode import enable_grad, no_grad
+from numdiff.tensor import Tensor
+
+
+class _RequiredParameter:
+    """Marks a default that every parameter group must set itself."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(value: Any) -> str:
+    return "numdiff.Tensor" if isinstance(value, Tensor) else type(value).__name__
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    `params` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts, each a parameter
+    group with a ``"params"`` entry and options overriding `defaults`::
+
+        optim.SGD([{"params": model.base.parameters()},
+                   {"params": model.head.parameters(), "lr": 1e-3}], lr=1e-2, momentum=0.9)
+    """
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                f"but got {_typename(params)}"
+            )
+        self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        groups = list(params)
+        if len(groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (with its own options) to optimize from now on.
+
+        >>> opt.add_param_group({"params": [w2], "lr": 0.01})
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering "
+                "of tensors in sets will change between runs. Please use a list instead."
+            )
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param names are missing"
+                )
+            param_group["param_names"] = names
+        param_group["params"] = params
+        for i, p in enumerate(params):
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    f"optimizer can only optimize Tensors, but param {i} of the group is {_typename(p)}"
+                )
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError(
+                    f"can't optimize a non-leaf Tensor (param {i} of the group, shape {tuple(p.shape)}, "
+                    f"produced by {p.grad_fn.name()}); optimize the leaves it was computed from"
+                )
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(
+                    f"parameter group didn't specify a value of required optimization parameter {name}"
+                )
+            param_group.setdefault(name, default)
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will "
+                "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
+        existing = {id(p) for group in self.param_groups for p in group["params"]}
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
+        if not existing.isdisjoint(id(p) for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's `.grad`: to None (the default), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p._grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                    continue
+                if grad.grad_fn is not None:
+                    grad.detach_()
+                else:
+                    grad.requires_grad_(False)
+                with no_grad():
+                    grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update the parameters once; `closure` re-evaluates the model and returns the loss."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    @staticmethod
+    def _eval_closure(closure: Callable[[], Any] | None) -> Any:
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # ----------------------------------------------------------------- state dicts
+    def state_dict(self) -> dict[str, Any]:
+        """``{"state": {index: {...}}, "param_groups": [{options..., "params": [index, ...]}]}``.
+
+        Parameters are numbered in group order; state values are the live tensors (not copies).
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: s for p, s in self.state.items() if isinstance(p, Tensor) and id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore options and state saved by `state_dict` (from an optimizer over like-shaped params).
+
+        State tensors are copied, cast to each parameter's dtype and device (``"step"`` keeps its
+        own); the current parameter tensors are kept.
+        """
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError(
+                "optimizer state dict must be a dict with keys 'state' and 'param_groups', got "
+                + (
+                    f"keys {sorted(map(str, state_dict))}"
+                    if isinstance(state_dict, dict)
+                    else _typename(state_dict)
+                )
+            )
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(
+                "loaded state dict has a different number of parameter groups "
+                f"({len(saved_groups)} saved, {len(self.param_groups)} in this optimizer)"
+            )
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError(
+                    "loaded state dict contains a parameter group that doesn't match the size of "
+                    f"optimizer's group (group {i}: {len(saved['params'])} saved, {len(group['params'])} here)"
+                )
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups),
+                chain.from_iterable(g["params"] for g in self.param_groups),
+            )
+        )
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                param = id_map[key]
+                state[param] = {k: _cast_state(param, v, k) for k, v in value.items()}
+            else:
+                state[key] = copy.deepcopy(value)
+        for group, saved in zip(self.param_groups, saved_groups):
+            saved["params"] = group["params"]
+        self.state = state
+        self.param_groups = saved_groups
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        lines.append(")")
+        return "\n".join(lines)
+
+    # ----------------------------------------------------------------- helpers for subclasses
+    def _params_with_grad(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Any]]:
+        """(param, flat contiguous gradient array) for each parameter of `group` that has a grad."""
+        for p in group["params"]:
+            grad = p._grad
+            if grad is None:
+                continue
+            data = grad._data
+            if type(data) is np.ndarray:
+                data = np.ascontiguousarray(data)
+            yield p, data.reshape(-1)
+
+
+def _cast_state(param: Tensor, value: Any, key: Any) -> Any:
+    """A copy of one loaded state value, cast to match `param` the way PyTorch does."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            out = value.detach().clone()
+        elif param.is_floating_point():
+            out = value.detach().to(dtype=param.dtype, device=param.device).clone()
+        else:
+            out = value.detach().to(device=param.device).clone()
+        return out.contiguous()
+    if key == "step" and isinstance(value, (int, float)):
+        return step_tensor(float(value))
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v, key) for v in value)
+    return copy.deepcopy(value)
+
+
+def step_tensor(value: float = 0.0) -> Tensor:
+    """The 0-d float32 step counter PyTorch keeps in optimizer state as ``state["step"]``."""
+    return Tensor._wrap(np.array(value, dtype=float32.numpy), None, None)
+
+
+def increment_step(step: Tensor) -> float:
+    """Add one to a step counter in place and return the new count."""
+    data = step._data
+    data[...] = data + 1
+    step._version_counter[0] += 1
+    return float(data)
+
+
+def zeros_state(param: Tensor, fill: float = 0.0) -> Tensor:
+    """A contiguous state buffer shaped, typed and placed like `param`, filled with `fill`."""
+    from numdiff.creation import full
+
+    return full(tuple(param.shape), fill, dtype=param.dtype, device=param.device)
+
+
+def flat_state(param: Tensor, buffer: Tensor, name: str) -> Any:
+    """The flat array of a state buffer, which a kernel will update in place."""
+    data = buffer._data
+    if tuple(data.shape) != tuple(param._data.shape):
+        raise ValueError(
+            f"optimizer state {name!r} has shape {tuple(data.shape)} but its parameter has shape "
+            f"{tuple(param.shape)}; was the state dict loaded into an optimizer over other parameters?"
+        )
+    if type(data) is np.ndarray and not data.flags.c_contiguous:
+        raise ValueError(f"optimizer state {name!r} is not contiguous (strides {data.strides})")
+    return data.reshape(-1)
+
+
+def unused_buffer(flat_param: Any) -> Any:
+    """An empty array of the parameter's type and dtype, for a state buffer an option turns off."""
+    return flat_param[:0]
+
+
+@contextmanager
+def updating(param: Tensor) -> Iterator[Any]:
+    """Yield `param`'s data as a flat contiguous array for a kernel to update in place.
+
+    A non-contiguous parameter is updated through a contiguous copy that is written back on exit.
+    Either way the parameter's version counter is bumped, as for any in-place op.
+    """
+    data = param._data
+    contiguous = type(data) is not np.ndarray or data.flags.c_contiguous
+    flat = data.reshape(-1) if contiguous else np.ascontiguousarray(data).reshape(-1)
+    yield flat
+    if not contiguous:
+        data[...] = flat.reshape(data.shape)
+    param._version_counter[0] += 1

@@ -1,0 +1,96 @@
+"""RMSprop, optionally centered and with momentum."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.kernels.optim import rmsprop_step
+from numdiff.optim.optimizer import (
+    Optimizer,
+    flat_state,
+    increment_step,
+    step_tensor,
+    unused_buffer,
+    updating,
+    zeros_state,
+)
+
+
+class RMSprop(Optimizer):
+    """RMSprop: ``sq = alpha*sq + (1-alpha)*g*g``, ``avg = sqrt(sq - gavg^2 if centered else sq) + eps``,
+    then ``p -= lr * g / avg`` (or through a momentum buffer ``buf = momentum*buf + g/avg``).
+
+    >>> opt = numdiff.optim.RMSprop(model.parameters(), lr=1e-2, momentum=0.9, centered=True)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = {
+            "lr": lr,
+            "alpha": alpha,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "momentum": momentum,
+            "centered": centered,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One RMSprop update of every parameter that has a gradient; returns the closure's loss."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            momentum = float(group["momentum"])
+            centered = bool(group["centered"])
+            for p, grad in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = step_tensor()
+                    state["square_avg"] = zeros_state(p)
+                if momentum > 0.0 and "momentum_buffer" not in state:
+                    state["momentum_buffer"] = zeros_state(p)
+                if centered and "grad_avg" not in state:
+                    state["grad_avg"] = zeros_state(p)
+                increment_step(state["step"])
+                with updating(p) as param:
+                    unused = unused_buffer(param)
+                    rmsprop_step(
+                        param,
+                        grad,
+                        flat_state(p, state["square_avg"], "square_avg"),
+                        flat_state(p, state["momentum_buffer"], "momentum_buffer")
+                        if momentum > 0.0
+                        else unused,
+                        flat_state(p, state["grad_avg"], "grad_avg") if centered else unused,
+                        lr=group["lr"],
+                        alpha=group["alpha"],
+                        eps=group["eps"],
+                        weight_decay=group["weight_decay"],
+                        momentum=momentum,
+                        centered=centered,
+                        maximize=group["maximize"],
+                    )
+        return loss
