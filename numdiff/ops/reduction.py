@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.ops._util import as_result, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -61,8 +62,26 @@ class Prod(Function):
         has_zero = (x == 0)._data.any()
         if not has_zero:
             return (grad_full * out_full / x,)
+        if is_grad_enabled():
+            # create_graph=True: the product of the others must itself be differentiable.
+            return (grad_full * _product_of_others_differentiable(x, ctx.dims),)
         others = Tensor._wrap(_product_of_others(x._data, ctx.dims), None, None)
         return (grad_full * others,)
+
+
+def _product_of_others_differentiable(x: Tensor, dims: tuple) -> Tensor:
+    """`_product_of_others` from numdiff ops, for double backward: each group of n elements becomes
+    an n x n matrix whose row i is the group with element i replaced by 1, reduced with prod."""
+    from numdiff.ops.selection import where
+
+    kept = [d for d in range(x.ndim) if d not in dims]
+    moved = x.permute(kept + list(dims))
+    lead = tuple(moved.shape[: len(kept)])
+    n = int(np.prod([x.shape[d] for d in dims], dtype=np.int64))
+    rows = moved.reshape(lead + (1, n)).expand(lead + (n, n))
+    diagonal = Tensor._wrap(np.eye(n, dtype=np.bool_, like=x._data), None, None)
+    others = where(diagonal, 1.0, rows).prod(-1).reshape(moved.shape)
+    return others.permute(tuple(int(i) for i in np.argsort(kept + list(dims))))
 
 
 def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
