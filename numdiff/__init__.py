@@ -95,6 +95,10 @@ from numdiff.tensor import Size, Tensor
 _tensor_methods.attach()
 
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
+from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
+from numdiff import jit as jit  # noqa: E402 - what Numba compiled
+from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
+from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 
 __version__ = "0.1.0"
 
