@@ -65,7 +65,13 @@ class GetItem(Function):
         ctx.key = key
         ctx.input_shape = x.shape
         out = x[key]
-        return out if _is_basic(key) else np.ascontiguousarray(out, like=out)
+        if _is_basic(key):
+            return out
+        if isinstance(out, np.generic):
+            # An all-integer advanced index picks one element, and NumPy hands back a scalar.
+            return np.asarray(out)
+        # ascontiguousarray promotes 0-d to 1-d; a 0-d advanced-index result is a fresh copy already.
+        return out if out.ndim == 0 else np.ascontiguousarray(out, like=out)
 
     @staticmethod
     def backward(ctx, grad):
