@@ -8,7 +8,8 @@ to the host.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -209,7 +210,9 @@ def _concatenate(arrays, axis=0, dtype=None):
     first = check_operands("concatenate", tuple(arrays))
     axis = _axes(axis, first.ndim)[0]
     for a in arrays:
-        if a.ndim != first.ndim or any(x != y for d, (x, y) in enumerate(zip(a.shape, first.shape)) if d != axis):
+        if a.ndim != first.ndim or any(
+            x != y for d, (x, y) in enumerate(zip(a.shape, first.shape)) if d != axis
+        ):
             raise ValueError(f"concatenate: shapes {[x.shape for x in arrays]} differ off axis {axis}")
     out_dtype = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
     shape = list(first.shape)

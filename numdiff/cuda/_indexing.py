@@ -35,7 +35,10 @@ def _normalize(key: Any) -> tuple:
 
 def _is_basic(key: tuple) -> bool:
     return all(
-        k is None or k is Ellipsis or isinstance(k, slice) or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))
+        k is None
+        or k is Ellipsis
+        or isinstance(k, slice)
+        or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))
         for k in key
     )
 
@@ -115,7 +118,9 @@ def scatter(x: CudaArray, key: Any, value: Any, accumulate: bool) -> None:
     if _is_basic(key) and not accumulate:
         target = _basic_view(x, key)
         if np.broadcast_shapes(values.shape, target.shape) != target.shape:
-            raise ValueError(f"could not broadcast input array from shape {values.shape} into shape {target.shape}")
+            raise ValueError(
+                f"could not broadcast input array from shape {values.shape} into shape {target.shape}"
+            )
         if values._buffer is x._buffer:
             values = values.copy()
         launch_map("copy", target, (values,))
@@ -143,7 +148,9 @@ def take_along_axis(arr: CudaArray, indices: CudaArray, axis: int) -> CudaArray:
 def scatter_add_along_axis(target: CudaArray, indices: CudaArray, src: CudaArray, axis: int) -> CudaArray:
     """A copy of `target` with src[i] added at target[.., indices[i], ..] (PyTorch's scatter_add)."""
     if src.dtype != target.dtype or indices.device != target.device or src.device != target.device:
-        raise ValueError(f"scatter_add: target {target!r}, index {indices!r} and src {src!r} must share device and dtype")
+        raise ValueError(
+            f"scatter_add: target {target!r}, index {indices!r} and src {src!r} must share device and dtype"
+        )
     out = target.copy()
     launch_scatter_add_along_axis(out, indices, src, axis)
     return out

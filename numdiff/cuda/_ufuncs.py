@@ -94,6 +94,7 @@ def dispatch(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     kwargs.pop("casting", None)
     if kwargs:
         raise TypeError(f"np.{name}: arguments {sorted(kwargs)} are not supported on CUDA arrays")
+    check_operands(name, inputs)
     result_dtype = ufunc(*[probe(v) for v in inputs]).dtype if dtype is None else np.dtype(dtype)
     if name == "invert" and result_dtype == np.bool_:
         name = "logical_not"  # ~ on bool is logical not (on integers it is bitwise)
@@ -105,7 +106,8 @@ def dispatch(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
         # An input that aliases `out` with another layout (x += x.T) is read from a copy.
         inputs = tuple(
             v.copy()
-            if isinstance(v, CudaArray) and v._buffer is out._buffer
+            if isinstance(v, CudaArray)
+            and v._buffer is out._buffer
             and (v.shape, v._strides, v._offset) != (out.shape, out._strides, out._offset)
             else v
             for v in inputs

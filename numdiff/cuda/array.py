@@ -160,6 +160,19 @@ class CudaArray:
             offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(axis)
         return offsets
 
+    def as_numba(self) -> Any:
+        """This (C-contiguous) array as a numba device array, for kernels written outside numdiff."""
+        if not self.flags.c_contiguous:
+            raise ValueError(
+                f"as_numba needs a C-contiguous array, got shape {self.shape} strides {self.strides}"
+            )
+        return self._buffer[self._offset : self._offset + self.size].reshape(self.shape)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface (v3) of a C-contiguous array, so other GPU libraries can read it."""
+        return self.as_numba().__cuda_array_interface__
+
     def _view(self, shape: tuple, strides: tuple, offset: int) -> CudaArray:
         return CudaArray(self._buffer, shape, strides, offset, self.device)
 
@@ -172,7 +185,9 @@ class CudaArray:
             known = math.prod(n for n in shape if n != -1)
             shape = tuple(self.size // known if n == -1 and known else n for n in shape)
         if math.prod(shape) != self.size:
-            raise ValueError(f"cannot reshape array of size {self.size} (shape {self.shape}) into shape {shape}")
+            raise ValueError(
+                f"cannot reshape array of size {self.size} (shape {self.shape}) into shape {shape}"
+            )
         source = self if self.flags.c_contiguous else self.copy()
         return source._view(shape, _c_strides(shape), source._offset)
 
@@ -239,7 +254,9 @@ class CudaArray:
 
     def item(self) -> Any:
         if self.size != 1:
-            raise ValueError(f"can only convert an array of size 1 to a Python scalar, not shape {self.shape}")
+            raise ValueError(
+                f"can only convert an array of size 1 to a Python scalar, not shape {self.shape}"
+            )
         return self.to_host().reshape(()).item()
 
     def __bool__(self) -> bool:

@@ -94,7 +94,21 @@ def test_cpu_tensor_built_inside_op_raises_device_mismatch(case):
         case.fn(*gpu)
 
 
-FLOAT32_OPS = {"add", "mul", "div", "exp", "log", "tanh", "sigmoid", "sum", "amax", "gather", "getitem", "relu", "gelu"}
+FLOAT32_OPS = {
+    "add",
+    "mul",
+    "div",
+    "exp",
+    "log",
+    "tanh",
+    "sigmoid",
+    "sum",
+    "amax",
+    "gather",
+    "getitem",
+    "relu",
+    "gelu",
+}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.op in FLOAT32_OPS], ids=lambda c: c.id)

@@ -9,12 +9,11 @@ broadcasting, transposed and sliced operands need no copy. Dtype conversion happ
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from numba import cuda
 
 from numdiff.cuda.kernels._index import grid_1d, strided_offset
-
 
 # Above this, exp overflows float64 (and so float32 too); the GPU gives inf, Python would raise.
 _EXP_OVERFLOW = 709.78

@@ -66,7 +66,9 @@ def launch_gather_offsets(out, src, offsets) -> None:
     """out (CudaArray) <- src buffer at `offsets` (contiguous device int64, out.size long)."""
     if out.size:
         blocks, threads = grid_1d(out.size)
-        gather_offsets[blocks, threads](out._buffer, out.meta(out.shape), src._buffer, offsets, out.shape_vector(), out.size)
+        gather_offsets[blocks, threads](
+            out._buffer, out.meta(out.shape), src._buffer, offsets, out.shape_vector(), out.size
+        )
 
 
 def launch_scatter_offsets(dst, offsets, values, shape: tuple, accumulate: bool) -> None:
@@ -78,7 +80,9 @@ def launch_scatter_offsets(dst, offsets, values, shape: tuple, accumulate: bool)
         return
     kernel = scatter_add_offsets if accumulate else scatter_offsets
     blocks, threads = grid_1d(n)
-    kernel[blocks, threads](dst._buffer, offsets, values._buffer, values.meta(shape), dst.shape_vector(shape), n)
+    kernel[blocks, threads](
+        dst._buffer, offsets, values._buffer, values.meta(shape), dst.shape_vector(shape), n
+    )
 
 
 def launch_take_along_axis(out, src, index, axis: int) -> None:
@@ -86,8 +90,15 @@ def launch_take_along_axis(out, src, index, axis: int) -> None:
     if out.size:
         blocks, threads = grid_1d(out.size)
         take_along_axis[blocks, threads](
-            out._buffer, src._buffer, src.meta(src.shape), index._buffer, index.meta(index.shape),
-            index.shape_vector(), axis, src._strides[axis], out.size,
+            out._buffer,
+            src._buffer,
+            src.meta(src.shape),
+            index._buffer,
+            index.meta(index.shape),
+            index.shape_vector(),
+            axis,
+            src._strides[axis],
+            out.size,
         )
 
 
@@ -96,6 +107,14 @@ def launch_scatter_add_along_axis(dst, index, src, axis: int) -> None:
     if index.size:
         blocks, threads = grid_1d(index.size)
         scatter_add_along_axis[blocks, threads](
-            dst._buffer, dst.meta(dst.shape), index._buffer, index.meta(index.shape),
-            src._buffer, src.meta(src.shape), index.shape_vector(), axis, dst._strides[axis], index.size,
+            dst._buffer,
+            dst.meta(dst.shape),
+            index._buffer,
+            index.meta(index.shape),
+            src._buffer,
+            src.meta(src.shape),
+            index.shape_vector(),
+            axis,
+            dst._strides[axis],
+            index.size,
         )

@@ -10,7 +10,7 @@ partials in shared memory (tree, blockDim a power of two). If parts > 1, pass 2 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from numba import cuda, from_dtype
@@ -113,11 +113,17 @@ def launch_reduce(op: str, out, view, n_out: int, n_red: int) -> None:
     parts = max(1, min(64, math.ceil(n_red / (threads * _CHUNK_PER_THREAD))))
     kernel = _kernel(op, out.dtype)
     if parts == 1:
-        kernel[n_out, threads](out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, 1)
+        kernel[n_out, threads](
+            out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, 1
+        )
         return
     partial = type(out).empty((n_out, parts), out.dtype, out.device)
-    kernel[n_out * parts, threads](partial._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, parts)
-    kernel[n_out, _threads_for(parts)](out._buffer, partial._buffer, partial.meta(partial.shape), partial.shape_vector(), parts, 1)
+    kernel[n_out * parts, threads](
+        partial._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, parts
+    )
+    kernel[n_out, _threads_for(parts)](
+        out._buffer, partial._buffer, partial.meta(partial.shape), partial.shape_vector(), parts, 1
+    )
 
 
 @cuda.jit
@@ -142,7 +148,9 @@ def launch_arg_extreme(out, view, n_out: int, n_red: int, find_max: bool) -> Non
     from numdiff.cuda.kernels._index import grid_1d
 
     blocks, threads = grid_1d(n_out, 128)
-    arg_extreme_rows[blocks, threads](out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, n_out, find_max)
+    arg_extreme_rows[blocks, threads](
+        out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, n_out, find_max
+    )
 
 
 @cuda.jit
@@ -161,4 +169,6 @@ def launch_cumprod(out, view, n_out: int, n_red: int) -> None:
     from numdiff.cuda.kernels._index import grid_1d
 
     blocks, threads = grid_1d(n_out, 128)
-    cumprod_rows[blocks, threads](out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, n_out)
+    cumprod_rows[blocks, threads](
+        out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, n_out
+    )
