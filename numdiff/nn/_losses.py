@@ -109,11 +109,16 @@ def nll_loss(
     safe_target = where(ignored, 0, target)
     picked = gather(input, class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim)
     kept = (~ignored).to(input.dtype)
-    per_entry = kept if weight is None else weight[safe_target] * kept
+    per_entry = kept if weight is None else _class_weights(weight, safe_target) * kept
     loss = where(ignored, 0.0, -picked * per_entry)
     if reduction == "mean":
         return loss.sum() / per_entry.sum()
     return loss.sum() if reduction == "sum" else loss
+
+
+def _class_weights(weight: Tensor, target: Tensor) -> Tensor:
+    """weight[target] for a target of any shape (0-d included), with target's shape."""
+    return weight[target.reshape(-1)].reshape(tuple(target.shape))
 
 
 def _class_shape(input: Tensor, class_dim: int) -> tuple[int, ...]:
@@ -159,7 +164,7 @@ def cross_entropy(
     if reduction == "mean":
         safe_target = where(ignored, 0, target)
         kept = (~ignored).to(input.dtype)
-        denominator = kept.sum() if weight is None else (weight[safe_target] * kept).sum()
+        denominator = kept.sum() if weight is None else (_class_weights(weight, safe_target) * kept).sum()
         smooth = smooth.sum() / denominator
     elif reduction == "sum":
         smooth = smooth.sum()
