@@ -14,8 +14,8 @@ so float32 results differ from PyTorch's float32 arithmetic by rounding only.
 
 The public launchers (:func:`sgd_step`, :func:`adam_step`, :func:`rmsprop_step`,
 :func:`adagrad_step`) check dtypes, contiguity and lengths in Python before anything compiled
-runs, and dispatch on ``type(param) is np.ndarray``: CPU kernel, else CUDA kernel (any array
-exposing ``__cuda_array_interface__``).
+runs, and dispatch on ``type(param) is np.ndarray``: CPU kernel, else CUDA kernel (on the device
+buffers of numdiff.cuda's CudaArray).
 """
 
 from __future__ import annotations
@@ -267,11 +267,11 @@ def launch_cuda(name: str, n: int, *args: Any) -> None:
 # --------------------------------------------------------------------------- checks and launchers
 
 
-def _is_contiguous(arr: Any) -> bool:
-    if type(arr) is np.ndarray:
-        return bool(arr.flags.c_contiguous)
-    strides = arr.__cuda_array_interface__.get("strides")
-    return strides is None or arr.size <= 1 or strides[0] == arr.dtype.itemsize
+def _device_view(arr: Any) -> Any:
+    """A numba device array over a flat contiguous numdiff CudaArray (other device arrays pass through)."""
+    if hasattr(arr, "_buffer"):
+        return arr._buffer[arr._offset : arr._offset + arr.size]
+    return arr
 
 
 def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tuple[Any, bool]]) -> None:
@@ -295,7 +295,7 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
             raise TypeError(f"{op}: {name} has dtype {arr.dtype} but param has dtype {dtype}")
         if arr.ndim != 1:
             raise ValueError(f"{op}: {name} must be a flat (1-D) array, got shape {arr.shape}")
-        if not _is_contiguous(arr):
+        if not arr.flags.c_contiguous:
             raise ValueError(f"{op}: {name} must be contiguous, got strides {arr.strides}")
         expected = n if used else 0
         if arr.size != expected:
@@ -311,7 +311,7 @@ def _run(
     if type(arrays[0]) is np.ndarray:
         cpu_kernel(*arrays, h, f)
     else:
-        launch_cuda(name, arrays[0].size, *arrays, h, f)
+        launch_cuda(name, arrays[0].size, *(_device_view(a) for a in arrays), h, f)
 
 
 def sgd_step(

@@ -229,9 +229,7 @@ class Optimizer:
             if grad is None:
                 continue
             data = grad._data
-            if type(data) is np.ndarray:
-                data = np.ascontiguousarray(data)
-            yield p, data.reshape(-1)
+            yield p, (data if data.flags.c_contiguous else data.copy()).reshape(-1)
 
 
 def _cast_state(param: Tensor, value: Any, key: Any) -> Any:
@@ -281,7 +279,7 @@ def flat_state(param: Tensor, buffer: Tensor, name: str) -> Any:
             f"optimizer state {name!r} has shape {tuple(data.shape)} but its parameter has shape "
             f"{tuple(param.shape)}; was the state dict loaded into an optimizer over other parameters?"
         )
-    if type(data) is np.ndarray and not data.flags.c_contiguous:
+    if not data.flags.c_contiguous:
         raise ValueError(f"optimizer state {name!r} is not contiguous (strides {data.strides})")
     return data.reshape(-1)
 
@@ -299,8 +297,8 @@ def updating(param: Tensor) -> Iterator[Any]:
     Either way the parameter's version counter is bumped, as for any in-place op.
     """
     data = param._data
-    contiguous = type(data) is not np.ndarray or data.flags.c_contiguous
-    flat = data.reshape(-1) if contiguous else np.ascontiguousarray(data).reshape(-1)
+    contiguous = data.flags.c_contiguous
+    flat = (data if contiguous else data.copy()).reshape(-1)
     yield flat
     if not contiguous:
         data[...] = flat.reshape(data.shape)
