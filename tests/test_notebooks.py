@@ -11,6 +11,46 @@ import pytest
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = sorted(p.stem for p in (NOTEBOOKS / "src").glob("[0-9]*.py"))
 
+# What each notebook needs from numdiff beyond the core. While another part of numdiff is still
+# being written its notebook is skipped, naming what is missing; once it exists the notebook must
+# run.
+REQUIRES = {
+    "01_leaf_tensors": [
+        "nn.functional.linear",
+        "nn.functional.conv2d",
+        "nn.functional.max_pool2d",
+        "optim.Adam",
+    ],
+    "02_train_cnn": ["nn.functional.conv2d", "optim.Adam", "utils.data.DataLoader", "save", "load"],
+    "03_performance": ["matmul", "nn.functional.conv2d", "nn.functional.max_pool2d", "kernels.compile_all"],
+    "04_cuda": ["nn.functional.conv2d", "optim.Adam"],
+}
+
+
+def _missing(name: str) -> list[str]:
+    import importlib
+
+    missing = []
+    for path in REQUIRES.get(name, []):
+        parts = path.split(".")
+        obj = importlib.import_module("numdiff")
+        for i, part in enumerate(parts):
+            if not hasattr(obj, part):
+                try:
+                    obj = importlib.import_module("numdiff." + ".".join(parts[: i + 1]))
+                    continue
+                except ImportError:
+                    missing.append("numdiff." + path)
+                    break
+            obj = getattr(obj, part)
+    return missing
+
+
+def _require(name: str) -> None:
+    missing = _missing(name)
+    if missing:
+        pytest.skip(f"{name} needs {', '.join(missing)}, not in numdiff yet")
+
 
 def _build_module():
     spec = importlib.util.spec_from_file_location("notebooks_build", NOTEBOOKS / "_build.py")
@@ -25,11 +65,13 @@ build = _build_module()
 def test_every_source_has_a_committed_notebook():
     assert NAMES, "no notebook sources found"
     committed = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb"))
-    assert committed == NAMES
+    runnable = [name for name in NAMES if not _missing(name)]
+    assert set(runnable) <= set(committed) <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_notebook_matches_its_source_and_has_outputs(name):
+    _require(name)
     committed = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     fresh = build.notebook_from_source(NOTEBOOKS / "src" / f"{name}.py")
     assert [(c.cell_type, c.source) for c in committed.cells] == [
@@ -43,6 +85,7 @@ def test_committed_notebook_matches_its_source_and_has_outputs(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_executes_without_error(name):
+    _require(name)
     nb = build.notebook_from_source(NOTEBOOKS / "src" / f"{name}.py")
     build.execute(nb, small=True, timeout=600)  # raises CellExecutionError on the first failing cell
     code = [c for c in nb.cells if c.cell_type == "code"]

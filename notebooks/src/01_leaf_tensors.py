@@ -28,7 +28,10 @@ import os
 import sys
 import warnings
 
+import matplotlib.pyplot as plt
+import numpy as np
 from IPython.display import display
+from sklearn.datasets import load_digits
 
 try:
     import numdiff
@@ -36,6 +39,7 @@ except ImportError:  # running from a clone without `pip install -e .`
     sys.path.insert(0, os.path.abspath(".."))
     import numdiff
 
+from numdiff import nn
 from numdiff.viz import draw_graph
 
 SMALL = os.environ.get("NUMDIFF_NOTEBOOK_SMALL") == "1"  # CI runs this notebook with tiny sizes
@@ -257,11 +261,149 @@ loss.backward()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     print("w.grad after the next backward:", w.grad, "<- nothing to update with")
-print("the gradient went to the original leaf instead:", original_w.grad)
+print("the gradient flowed on to the original leaf (added to its first one):", original_w.grad)
 draw_graph(loss, params={"original w": original_w})
 
 # %% [markdown]
-# ## 8. Second derivatives
+# ## 8. Freezing part of a model
+#
+# A module's parameters are leaves (`Parameter` is a tensor with `requires_grad=True` that the
+# module registers). Freezing a layer is the leaf rule applied: switch `requires_grad` off on
+# its parameters. The frozen weights drop out of the graph, so backward neither visits them nor
+# computes their gradients (a real saving, not just "the optimizer skips them").
+
+# %%
+layers = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+for p in layers[0].parameters():
+    p.requires_grad_(False)  # freeze the first layer
+out = layers(numdiff.randn(3, 4)).sum()
+display(draw_graph(out, params=dict(layers.named_parameters())))
+out.backward()
+for name, p in layers.named_parameters():
+    print(f"{name:9s} requires_grad={p.requires_grad!s:5s} grad={'None' if p.grad is None else 'set'}")
+
+# %% [markdown]
+# The drawing has no box for `0.weight` and `0.bias`: the first `AddmmBackward`/`MatmulBackward`
+# has no edge towards them. Only `2.weight` and `2.bias` receive gradients.
+#
+# ## 9. Gradients with respect to the *input*
+#
+# Nothing makes weights special: backward fills `.grad` of **any** leaf that requires grad. Make
+# the *image* a leaf that requires grad and freeze the model, and backward tells you how the
+# output changes with each pixel. Two classic uses, on a small CNN trained on scikit-learn's 8 x 8
+# digits (the model of `02_train_cnn.ipynb`, trained briefly here):
+
+
+# %%
+class DigitsCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, kernel_size=3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, kernel_size=3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
+        self.classifier = nn.Linear(32 * 2 * 2, 10)
+
+    def forward(self, x):
+        return self.classifier(self.features(x).flatten(1))
+
+
+digits = load_digits()
+images = (digits.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8), pixels in [0, 1]
+labels = digits.target.astype(np.int64)
+n_train = 400 if SMALL else 1500
+x_train, y_train = numdiff.tensor(images[:n_train]), numdiff.tensor(labels[:n_train])
+x_test, y_test = numdiff.tensor(images[1500:]), numdiff.tensor(labels[1500:])
+
+model = DigitsCNN()
+optimizer = numdiff.optim.Adam(model.parameters(), lr=3e-3)
+for _ in range(2 if SMALL else 10):
+    for start in range(0, n_train, 64):
+        loss = nn.functional.cross_entropy(model(x_train[start : start + 64]), y_train[start : start + 64])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+model.eval()
+optimizer.zero_grad()  # training left gradients in the weights' .grad: clear them
+with numdiff.no_grad():
+    test_accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
+print(f"test accuracy: {test_accuracy:.3f}")
+
+for p in model.parameters():
+    p.requires_grad_(False)  # freeze the model: only the input will be a leaf that requires grad
+
+# %% [markdown]
+# ### A saliency map
+#
+# Which pixels does the score of the true class depend on most? The gradient of that score with
+# respect to the image answers it (Simonyan et al., 2014): large |gradient| = a pixel that moves
+# the score.
+
+# %%
+x = x_test[:6].clone().requires_grad_()  # a new leaf: the images themselves
+scores = model(x)
+scores.gather(1, y_test[:6].unsqueeze(1)).sum().backward()
+saliency = x.grad.abs().numpy()[:, 0]
+
+fig, axes = plt.subplots(2, 6, figsize=(9, 3.2))
+for i in range(6):
+    axes[0, i].imshow(images[1500 + i, 0], cmap="gray_r")
+    axes[0, i].set_title(f"digit {labels[1500 + i]}")
+    axes[1, i].imshow(saliency[i], cmap="hot")
+    for ax in axes[:, i]:
+        ax.axis("off")
+axes[1, 0].set_title("|d score / d pixel|", fontsize=8, loc="left")
+plt.tight_layout()
+plt.show()
+print(
+    "x.is_leaf:",
+    x.is_leaf,
+    "| model weights got gradients:",
+    any(p.grad is not None for p in model.parameters()),
+)
+
+# %% [markdown]
+# ### An adversarial example (FGSM)
+#
+# The fast gradient sign method (Goodfellow et al., 2015) nudges every pixel by $\varepsilon$ in
+# the direction that *increases* the loss: $x_{adv} = x + \varepsilon \cdot
+# \mathrm{sign}(\nabla_x L)$. A change too small to alter the digit for a person can flip the
+# model's answer.
+
+# %%
+x = x_test.clone().requires_grad_()
+loss = nn.functional.cross_entropy(model(x), y_test)
+loss.backward()
+direction = x.grad.sign()
+
+epsilons = [0.0, 0.05, 0.1, 0.2, 0.3]
+accuracies = []
+with numdiff.no_grad():
+    for eps in epsilons:
+        x_adv = (x + eps * direction).clamp(0.0, 1.0)
+        accuracies.append((model(x_adv).argmax(1) == y_test).float().mean().item())
+    example = (x + 0.2 * direction).clamp(0.0, 1.0)
+    before, after = model(x[:1]).argmax(1).item(), model(example[:1]).argmax(1).item()
+
+fig, (ax_curve, ax_clean, ax_adv) = plt.subplots(1, 3, figsize=(10, 3))
+ax_curve.plot(epsilons, accuracies, "-o")
+ax_curve.set(xlabel="epsilon", ylabel="test accuracy", title="FGSM: accuracy against epsilon", ylim=(0, 1))
+ax_clean.imshow(x[0, 0].detach().numpy(), cmap="gray_r", vmin=0, vmax=1)
+ax_clean.set_title(f"clean: predicted {before}")
+ax_adv.imshow(example[0, 0].numpy(), cmap="gray_r", vmin=0, vmax=1)
+ax_adv.set_title(f"epsilon 0.2: predicted {after}")
+for ax in (ax_clean, ax_adv):
+    ax.axis("off")
+plt.tight_layout()
+plt.show()
+print("accuracy per epsilon:", dict(zip(epsilons, [round(a, 3) for a in accuracies])))
+
+# %% [markdown]
+# ## 10. Second derivatives
 #
 # `numdiff.autograd.grad(y, x, create_graph=True)` returns the gradient as a tensor *with its own
 # graph* (the backward pass was recorded), so it can be differentiated again. For
