@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import normalize_dim
+from numdiff.ops._util import as_result, normalize_dim
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
@@ -95,7 +95,8 @@ class Gelu(Function):
         if approximate == "tanh":
             inner = x.dtype.type(math.sqrt(2 / math.pi)) * (x + x.dtype.type(0.044715) * x**3)
             return x.dtype.type(0.5) * x * (1 + np.tanh(inner))
-        return x * x.dtype.type(0.5) * (1 + erf(x * x.dtype.type(1 / math.sqrt(2))))
+        # as_result: a 0-d x times a NumPy scalar is a NumPy scalar, which erf would take for a device array.
+        return x * x.dtype.type(0.5) * (1 + erf(as_result(x * x.dtype.type(1 / math.sqrt(2)))))
 
     @staticmethod
     def backward(ctx, grad):
