@@ -124,3 +124,36 @@ def test_tiled_matmul_crosses_tile_edges_and_reads_transposed_views(rng, dtype, 
 def test_matmul_refuses_mismatched_shapes_before_launching():
     with pytest.raises(ValueError, match=r"\(2, 3\) @ \(4, 2\)"):
         cuda_matmul.matmul(up(np.ones((2, 3))), up(np.ones((4, 2))))
+
+
+@pytest.mark.parametrize(
+    "kernel, stride, padding, dilation, ceil_mode",
+    [
+        ((2, 2), (2, 2), (0, 0), (1, 1), False),
+        ((3, 2), (1, 2), (1, 1), (1, 1), True),
+        ((2, 2), (1, 1), (0, 1), (2, 1), False),
+    ],
+)
+def test_max_pool2d_forward_backward_and_gather_match_the_cpu_kernels(
+    rng, kernel, stride, padding, dilation, ceil_mode
+):
+    from numdiff.cuda.kernels import pool as cuda_pool
+    from numdiff.kernels import pool as cpu_pool
+
+    x = rng.standard_normal((2, 2, 5, 5))
+    x[0, 0, 1, 1] = np.nan
+    oh = cpu_pool.pool_output_size(5, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
+    ow = cpu_pool.pool_output_size(5, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
+    out, idx = np.empty((2, 2, oh, ow)), np.empty((2, 2, oh, ow), np.int64)
+    cpu_pool.max_pool2d_forward(x, out, idx, kernel, stride, padding, dilation, ceil_mode)
+    d_out, d_idx = CudaArray.empty(out.shape, np.float64, CUDA), CudaArray.empty(out.shape, np.int64, CUDA)
+    cuda_pool.max_pool2d_forward(up(x), d_out, d_idx, kernel, stride, padding, dilation, ceil_mode)
+    np.testing.assert_array_equal(d_out.to_host(), out)
+    np.testing.assert_array_equal(d_idx.to_host(), idx)
+    g = rng.standard_normal(out.shape)
+    grad_in = cpu_pool.max_pool_backward(g, idx, np.empty_like(x))
+    d_grad_in = cuda_pool.max_pool_backward(up(g), d_idx, CudaArray.empty(x.shape, np.float64, CUDA))
+    np.testing.assert_allclose(d_grad_in.to_host(), grad_in, rtol=1e-12)
+    gathered = cpu_pool.max_pool_gather(x, idx, np.empty_like(out))
+    d_gathered = cuda_pool.max_pool_gather(up(x), d_idx, CudaArray.empty(out.shape, np.float64, CUDA))
+    np.testing.assert_array_equal(d_gathered.to_host(), gathered)
