@@ -1,0 +1,174 @@
+"""Elementwise ops against torch 2.13 on Hypothesis inputs: broadcasting pairs for the binary ops,
+contiguous, transposed and strided layouts, float64 and float32; forward values and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import numdiff
+import numdiff.nn.functional as F
+from tests.ops.strategies import DTYPES, LAYOUTS, assert_close, leaf, shapes, upstream, values
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+TF = torch.nn.functional
+
+# name: (numdiff function, torch function, input range)
+UNARY = {
+    "neg": (lambda x: -x, lambda x: -x, (-3, 3)),
+    "exp": (numdiff.exp, torch.exp, (-3, 3)),
+    "log": (numdiff.log, torch.log, (0.1, 3)),
+    "log1p": (numdiff.log1p, torch.log1p, (-0.9, 3)),
+    "expm1": (numdiff.expm1, torch.expm1, (-3, 3)),
+    "sqrt": (numdiff.sqrt, torch.sqrt, (0.1, 3)),
+    "rsqrt": (numdiff.rsqrt, torch.rsqrt, (0.1, 3)),
+    "abs": (numdiff.abs, torch.abs, (-3, 3)),
+    "sign": (numdiff.sign, torch.sign, (-3, 3)),
+    "sin": (numdiff.sin, torch.sin, (-3, 3)),
+    "cos": (numdiff.cos, torch.cos, (-3, 3)),
+    "tanh": (numdiff.tanh, torch.tanh, (-3, 3)),
+    "sigmoid": (numdiff.sigmoid, torch.sigmoid, (-8, 8)),
+    "erf": (numdiff.erf, torch.erf, (-3, 3)),
+    "relu": (numdiff.relu, torch.relu, (-3, 3)),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2), (-3, 3)),
+    "elu": (lambda x: F.elu(x, 0.5), lambda x: TF.elu(x, 0.5), (-3, 3)),
+    "softplus": (lambda x: F.softplus(x, beta=2.0, threshold=3.0), lambda x: TF.softplus(x, beta=2.0, threshold=3.0), (-3, 3)),
+    "gelu": (F.gelu, TF.gelu, (-3, 3)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), lambda x: TF.gelu(x, approximate="tanh"), (-3, 3)),
+    "square_by_pow": (lambda x: x**2, lambda x: x**2, (-3, 3)),
+    "pow_scalar_base": (lambda x: 1.5**x, lambda x: 1.5**x, (-3, 3)),
+    "scalar_affine": (lambda x: 2.5 - x * 0.5 + 1, lambda x: 2.5 - x * 0.5 + 1, (-3, 3)),
+    "reciprocal_by_div": (lambda x: 2 / x, lambda x: 2 / x, (0.25, 3)),
+    "clamp": (lambda x: x.clamp(-1.0, 0.5), lambda x: x.clamp(-1.0, 0.5), (-3, 3)),
+}
+
+# name: (numdiff function, torch function, range of a, range of b)
+BINARY = {
+    "add": (lambda a, b: a + b, lambda a, b: a + b, (-3, 3), (-3, 3)),
+    "add_alpha": (lambda a, b: numdiff.add(a, b, alpha=-2), lambda a, b: torch.add(a, b, alpha=-2), (-3, 3), (-3, 3)),
+    "sub": (lambda a, b: a - b, lambda a, b: a - b, (-3, 3), (-3, 3)),
+    "mul": (lambda a, b: a * b, lambda a, b: a * b, (-3, 3), (-3, 3)),
+    "div": (lambda a, b: a / b, lambda a, b: a / b, (-3, 3), (0.25, 3)),
+    "pow": (lambda a, b: a**b, lambda a, b: a**b, (0.25, 3), (-2, 2)),
+    "maximum": (numdiff.maximum, torch.maximum, (-2, 2), (-2, 2)),
+    "minimum": (numdiff.minimum, torch.minimum, (-2, 2), (-2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@given(data=st.data())
+def test_unary_forward_and_gradient_match_torch(name, data):
+    ours_fn, torch_fn, (low, high) = UNARY[name]
+    dtype = data.draw(DTYPES, label="dtype")
+    array = data.draw(values(dtype, shapes(), low, high), label="x")
+    layout = data.draw(LAYOUTS, label="layout")
+    x = leaf(array, layout)
+    tx = torch.tensor(array, requires_grad=True)
+    out, tout = ours_fn(x), torch_fn(tx)
+    assert_close(out, tout, dtype)
+    grad = upstream(data.draw, out.shape, dtype)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    assert_close(x.grad, tx.grad, dtype)
+
+
+def _signed(array: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    return np.asarray(array * np.where(signs, -1, 1).astype(array.dtype))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(data=st.data())
+def test_binary_op_broadcasts_like_torch(name, data):
+    ours_fn, torch_fn, a_range, b_range = BINARY[name]
+    dtype = data.draw(DTYPES, label="dtype")
+    shape_a, shape_b = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3), label="shapes").input_shapes
+    a = data.draw(values(dtype, shape_a, *a_range), label="a")
+    b = data.draw(values(dtype, shape_b, *b_range), label="b")
+    if name == "div":  # the divisor's range is a magnitude
+        b = _signed(b, data.draw(hnp.arrays(np.bool_, shape_b), label="signs"))
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    na = leaf(a, data.draw(LAYOUTS, label="layout a"))
+    nb = leaf(b, data.draw(LAYOUTS, label="layout b"))
+    out, tout = ours_fn(na, nb), torch_fn(ta, tb)
+    assert_close(out, tout, dtype)
+    grad = upstream(data.draw, out.shape, dtype)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    assert_close(na.grad, ta.grad, dtype)
+    assert_close(nb.grad, tb.grad, dtype)
+
+
+@given(data=st.data())
+def test_where_broadcasts_like_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shapes_ = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3), label="shapes").input_shapes
+    condition = data.draw(hnp.arrays(np.bool_, shapes_[0]), label="condition")
+    a = data.draw(values(dtype, shapes_[1]), label="a")
+    b = data.draw(values(dtype, shapes_[2]), label="b")
+    na, nb = leaf(a, data.draw(LAYOUTS)), leaf(b, data.draw(LAYOUTS))
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    out = numdiff.where(numdiff.tensor(condition), na, nb)
+    tout = torch.where(torch.tensor(condition), ta, tb)
+    assert_close(out, tout, dtype)
+    grad = upstream(data.draw, out.shape, dtype)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    assert_close(na.grad, ta.grad, dtype)
+    assert_close(nb.grad, tb.grad, dtype)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "pow"])
+@given(data=st.data())
+def test_mixed_float_widths_promote_like_torch(name, data):
+    """float32 with float64 gives float64, except that a 0-d operand never widens a dimensioned one."""
+    ours_fn, torch_fn, a_range, b_range = BINARY[name]
+    a = data.draw(values(np.float32, shapes(max_dims=2), *a_range), label="a")
+    b = data.draw(values(np.float64, st.sampled_from([(), (1,)]), *b_range), label="b")
+    if data.draw(st.booleans(), label="swap"):
+        a, b = b, a
+        a_range, b_range = b_range, a_range
+    na, nb = leaf(a), leaf(b)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    out, tout = ours_fn(na, nb), torch_fn(ta, tb)
+    assert out.dtype.numpy == np.dtype(str(tout.dtype).removeprefix("torch."))
+    out.sum().backward()
+    tout.sum().backward()
+    assert na.grad.dtype is na.dtype and nb.grad.dtype is nb.dtype
+    assert_close(na.grad, ta.grad, np.float32)
+    assert_close(nb.grad, tb.grad, np.float32)
+
+
+@pytest.mark.parametrize(
+    ("dimensioned", "zero_dim"),
+    [("float32", "float64"), ("int32", "int64"), ("int64", "float64"), ("int32", "float32"), ("bool", "int64"),
+     ("bool", "float64"), ("float64", "int64"), ("float32", "bool")],
+)
+@pytest.mark.parametrize("op", ["add", "mul", "maximum", "where", "eq"])
+def test_zero_dim_tensor_promotes_like_torch(dimensioned, zero_dim, op):
+    def run(m):
+        x = m.tensor([1, 0, 1], dtype=getattr(m, dimensioned))
+        s = m.tensor(1, dtype=getattr(m, zero_dim))
+        if op == "where":
+            return m.where(m.tensor([True, False, True]), x, s), m.where(m.tensor([True, False, True]), s, x)
+        fn = getattr(m, op)
+        return fn(x, s), fn(s, x)
+
+    for ours, theirs in zip(run(numdiff), run(torch)):
+        assert repr(ours.dtype) == repr(theirs.dtype).replace("torch.", "numdiff."), (ours, theirs)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["x + 2", "2 - x", "x * 0.5", "x / 3", "3.0 / x", "x ** 2", "2 ** x", "-x + True", "x > 1"],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_python_number_operand_keeps_dtype_like_torch(expression, dtype):
+    ours = eval(expression, {"x": numdiff.tensor([1, 2, 3], dtype=getattr(numdiff, dtype))})
+    theirs = eval(expression, {"x": torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))})
+    assert repr(ours.dtype) == repr(theirs.dtype).replace("torch.", "numdiff.")
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
