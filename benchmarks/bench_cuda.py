@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
+
+# Run from a checkout without installing: the repository root holds the numdiff package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _require_gpu(device: str) -> None:
