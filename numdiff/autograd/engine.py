@@ -58,17 +58,21 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
 def _discover(roots: Iterable[Node | AccumulateGrad]) -> dict:
     """Count, for each reachable node, how many edges lead into it."""
     dependencies: dict = {}
-    stack = list(roots)
-    seen = set(stack)
+    stack = list(dict.fromkeys(roots))
+    roots = set(stack)
+    get = dependencies.get
     while stack:
         node = stack.pop()
         for next_node in node.next_nodes:
             if next_node is None:
                 continue
-            dependencies[next_node] = dependencies.get(next_node, 0) + 1
-            if next_node not in seen:
-                seen.add(next_node)
-                stack.append(next_node)
+            count = get(next_node)
+            if count is None:
+                dependencies[next_node] = 1
+                if next_node not in roots:
+                    stack.append(next_node)
+            else:
+                dependencies[next_node] = count + 1
     return dependencies
 
 
@@ -207,22 +211,25 @@ def run_backward(
                     grads = _as_tuple(grads, node)
                 if check:
                     anomaly.check_gradients(node, grads)
-            i = -1
-            for next_node in node.next_nodes:
-                i += 1
-                if next_node is None:
-                    continue
-                if run:
-                    g = grads[i]
+                for next_node, g, shape in zip(node.next_nodes, grads, node.input_shapes):
+                    if next_node is None:
+                        continue
                     if g is not None:
-                        if g._data.shape != node.input_shapes[i]:
-                            g = _reduce(g, node, i)
+                        if g._data.shape != shape:
+                            g = _reduce(g, node, shape)
                         pending = get_buffer(next_node)
                         buffers[next_node] = g if pending is None else pending + g
-                count = dependencies[next_node] - 1
-                dependencies[next_node] = count
-                if count == 0:
-                    ready.append(next_node)
+                    count = dependencies[next_node] - 1
+                    dependencies[next_node] = count
+                    if count == 0:
+                        ready.append(next_node)
+            else:
+                for next_node in node.next_nodes:
+                    if next_node is not None:
+                        count = dependencies[next_node] - 1
+                        dependencies[next_node] = count
+                        if count == 0:
+                            ready.append(next_node)
             if not retain_graph:
                 node.release()
     finally:
@@ -255,12 +262,11 @@ def _as_tuple(grads: object, node: Node) -> tuple:
     return grads
 
 
-def _reduce(grad: Tensor, node: Node, index: int) -> Tensor:
-    shape = node.input_shapes[index]
+def _reduce(grad: Tensor, node: Node, shape: tuple) -> Tensor:
     try:
         return sum_to_shape(grad, shape)
     except (ValueError, RuntimeError):
         raise RuntimeError(
-            f"{node.name()} returned a gradient of shape {tuple(grad.shape)} for input {index}, "
-            f"which has shape {tuple(shape)}"
+            f"{node.name()} returned a gradient of shape {tuple(grad.shape)} for an input of shape "
+            f"{tuple(shape)}"
         ) from None

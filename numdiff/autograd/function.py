@@ -13,7 +13,6 @@ tensors through `save_for_backward`, sizes and flags as plain attributes.
 
 from __future__ import annotations
 
-import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +66,7 @@ class Node:
         "_freed",
         "_pre_hooks",
         "_retained",
+        "_needs_input_grad",
         "creation_site",
         "__dict__",
         "__weakref__",
@@ -96,6 +96,7 @@ class Node:
         self._freed = False
         self._pre_hooks = None
         self._retained = None
+        self._needs_input_grad = None
         self.creation_site = anomaly.creation_site() if anomaly._state.enabled else None
 
     @property
@@ -103,10 +104,13 @@ class Node:
         """Per input, ``(node, 0)``: where its gradient goes next (PyTorch's layout)."""
         return tuple((n, 0) for n in self.next_nodes)
 
-    @functools.cached_property
+    @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """Per input, whether backward must compute its gradient."""
-        return tuple(n is not None for n in self.next_nodes)
+        needs = self._needs_input_grad
+        if needs is None:
+            needs = self._needs_input_grad = tuple([n is not None for n in self.next_nodes])
+        return needs
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -218,42 +222,52 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
-        # The hot path of every op: plain loops, no generator expressions or late imports.
+        if not cls.array_forward:
+            return _apply_tensor_forward(cls, inputs, attrs)
+        # The hot path of every built-in op: one pass over the inputs, no generator expressions,
+        # no late imports. Array forwards never touch grad mode, so it is not switched for them.
+        args = []
         record = False
-        if _state.enabled:
-            for t in inputs:
-                if isinstance(t, Tensor) and t._requires_grad:
+        for t in inputs:
+            if isinstance(t, Tensor):
+                args.append(t._data)
+                if t._requires_grad:
                     record = True
-                    break
-        if cls.array_forward:
-            args = [t._data if isinstance(t, Tensor) else t for t in inputs]
-        else:
-            args = inputs
-        if not record:
-            previous = _state.enabled
-            if previous:
-                _state.enabled = False
-                try:
-                    out = cls.forward(_Unrecorded(), *args, **attrs)
-                finally:
-                    _state.enabled = True
             else:
-                out = cls.forward(_Unrecorded(), *args, **attrs)
+                args.append(t)
+        if not (record and _state.enabled):
+            out = cls.forward(_Unrecorded(), *args, **attrs)
             return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
         node = Node(cls, inputs)
-        _state.enabled = False
-        try:
-            out = cls.forward(node, *args, **attrs)
-        finally:
-            _state.enabled = True
-        out_array = out if type(out) is np.ndarray else _as_array(out)
-        if out_array.dtype.kind != "f":
-            # Integer and bool results (argmax, comparisons) never carry gradient.
-            return Tensor._wrap(out_array, None, None)
-        result = Tensor._wrap(out_array, node, None)
-        if node._saved:
-            _bind_saved(node, args, inputs, out, result)
-        return result
+        out = cls.forward(node, *args, **attrs)
+        return _record_output(node, args, inputs, out)
+
+
+def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Tensor:
+    """apply for user Functions: forward gets Tensors and runs with grad mode off."""
+    record = _state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs)
+    previous = _state.enabled
+    _state.enabled = False
+    try:
+        if not record:
+            out = cls.forward(_Unrecorded(), *inputs, **attrs)
+            return Tensor._wrap(_as_array(out), None, None)
+        node = Node(cls, inputs)
+        out = cls.forward(node, *inputs, **attrs)
+    finally:
+        _state.enabled = previous
+    return _record_output(node, inputs, inputs, out)
+
+
+def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:
+    out_array = out if type(out) is np.ndarray else _as_array(out)
+    if out_array.dtype.kind != "f":
+        # Integer and bool results (argmax, comparisons) never carry gradient.
+        return Tensor._wrap(out_array, None, None)
+    result = Tensor._wrap(out_array, node, None)
+    if node._saved:
+        _bind_saved(node, args, inputs, out, result)
+    return result
 
 
 class _Unrecorded:
