@@ -47,26 +47,26 @@ bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
 
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise not (nonzero counts as True)."""
-    return Tensor._wrap(np.logical_not(input._data), None, None)
+    return Tensor._wrap(as_result(np.logical_not(input._data)), None, None)
 
 
 def bitwise_not(input: Tensor) -> Tensor:
     """~x: logical not for bool tensors, bitwise for integers."""
     if input._data.dtype.kind not in "biu":
         raise TypeError(f"bitwise_not (~): expected a bool or integer tensor, got {input.dtype!r}")
-    return Tensor._wrap(np.invert(input._data), None, None)
+    return Tensor._wrap(as_result(np.invert(input._data)), None, None)
 
 
 def isfinite(input: Tensor) -> Tensor:
-    return Tensor._wrap(np.isfinite(input._data), None, None)
+    return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
 
 
 def isnan(input: Tensor) -> Tensor:
-    return Tensor._wrap(np.isnan(input._data), None, None)
+    return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
 
 
 def isinf(input: Tensor) -> Tensor:
-    return Tensor._wrap(np.isinf(input._data), None, None)
+    return Tensor._wrap(as_result(np.isinf(input._data)), None, None)
 
 
 def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
