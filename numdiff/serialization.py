@@ -1,0 +1,354 @@
+"""numdiff.save / numdiff.load: checkpoints as a .npz archive plus a JSON index, never pickle.
+
+The archive holds one ``.npy`` member per distinct tensor or array, and a member ``__index__``
+with UTF-8 JSON describing the saved object as a tree of typed nodes::
+
+    {"format": "numdiff", "version": 1, "root": ["dict", [[["str", "step"], ["int", 3]], ...]]}
+
+Node kinds: none, bool, int, float (as repr, so nan/inf survive), str, list, tuple, dict,
+odict (OrderedDict), size, dtype, device, ndarray and tensor (array member, dtype, shape,
+device, requires_grad, and whether it was an nn.Parameter). A tensor saved twice is stored once
+and loads as one object. Loading runs ``np.load(allow_pickle=False)`` and checks every node, so
+a checkpoint can only produce these types.
+
+Saving to a path is atomic: the archive goes to a temporary file in the same directory, is
+fsync'ed, and replaces the target with ``os.replace``; an interrupted save leaves the previous
+checkpoint untouched and removes its temporary file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections import OrderedDict
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from numdiff import _dtype
+from numdiff._device import device, to_device
+from numdiff.tensor import Size, Tensor
+
+FORMAT = "numdiff"
+VERSION = 1
+INDEX_MEMBER = "__index__"
+_ARRAY_KINDS = "biufc"
+
+
+class CheckpointError(RuntimeError):
+    """A file is not a readable numdiff checkpoint (truncated, corrupted, or another format)."""
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _c_order(array: np.ndarray) -> np.ndarray:
+    """`array`, or a C-ordered copy of it (np.ascontiguousarray would turn 0-d into 1-d)."""
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
+class _Encoder:
+    """Turns an object into a JSON-able node tree, collecting arrays to store."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self._names: dict[int, str] = {}
+        self._keep_alive: list[Any] = []  # ids stay unique only while the objects live
+
+    def _store(self, obj: Any, array: np.ndarray) -> tuple[str, bool]:
+        name = self._names.get(id(obj))
+        if name is not None:
+            return name, False
+        name = f"a{len(self.arrays)}"
+        self._names[id(obj)] = name
+        self._keep_alive.append(obj)
+        self.arrays[name] = array
+        return name, True
+
+    def encode(self, obj: Any, where: str) -> list[Any]:
+        if obj is None:
+            return ["none"]
+        if isinstance(obj, (bool, np.bool_)):
+            return ["bool", bool(obj)]
+        if isinstance(obj, (int, np.integer)):
+            return ["int", int(obj)]
+        if isinstance(obj, (float, np.floating)):
+            return ["float", repr(float(obj))]
+        if isinstance(obj, str):
+            return ["str", obj]
+        if isinstance(obj, Tensor):
+            return self._tensor(obj, where)
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.kind not in _ARRAY_KINDS:
+                raise TypeError(f"numdiff.save: cannot save a NumPy array of dtype {obj.dtype} at {where}")
+            name, _ = self._store(obj, _c_order(obj))
+            return ["ndarray", name]
+        if isinstance(obj, _dtype.dtype):
+            return ["dtype", obj.name]
+        if isinstance(obj, device):
+            return ["device", str(obj)]
+        if isinstance(obj, Size):
+            return ["size", [int(n) for n in obj]]
+        if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+            kind = "list" if isinstance(obj, list) else "tuple"
+            return [kind, [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]]
+        if isinstance(obj, dict) and type(obj) in (dict, OrderedDict):
+            kind = "odict" if isinstance(obj, OrderedDict) else "dict"
+            items = []
+            for key, value in obj.items():
+                if isinstance(key, (Tensor, np.ndarray, list, dict)):
+                    raise TypeError(
+                        f"numdiff.save: dict key of type {type(key).__name__} at {where} is not supported"
+                    )
+                items.append([self.encode(key, where), self.encode(value, f"{where}[{key!r}]")])
+            return [kind, items]
+        if isinstance(obj, dict):  # dict subclasses such as Counter save as plain dicts
+            return self.encode(dict(obj), where)
+        raise TypeError(
+            f"numdiff.save: cannot save an object of type {type(obj).__name__} at {where}; supported are "
+            "tensors, NumPy numeric arrays, None, bool, int, float, str, dtype, device, and lists, tuples "
+            "and dicts of these"
+        )
+
+    def _tensor(self, t: Tensor, where: str) -> list[Any]:
+        data = t._data
+        host = _c_order(data) if type(data) is np.ndarray else data.to_host()
+        name, _ = self._store(t, host)
+        from numdiff.nn.parameter import Parameter
+
+        meta = {
+            "array": name,
+            "dtype": t.dtype.name,
+            "shape": list(t.shape),
+            "device": str(t.device),
+            "requires_grad": bool(t.requires_grad),
+            "parameter": isinstance(t, Parameter),
+        }
+        return ["tensor", meta]
+
+
+def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
+    """Save tensors, state dicts and nested containers of them to a path or binary file.
+
+    >>> numdiff.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.pt")
+    """
+    encoder = _Encoder()
+    index = {"format": FORMAT, "version": VERSION, "root": encoder.encode(obj, "obj")}
+    members = dict(encoder.arrays)
+    members[INDEX_MEMBER] = np.frombuffer(json.dumps(index).encode("utf-8"), dtype=np.uint8)
+    if hasattr(f, "write"):
+        np.savez(f, **members)
+        return
+    path = os.fspath(f)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _write_archive(handle, members)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, _file_mode(path))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _write_archive(handle: BinaryIO, members: dict[str, np.ndarray]) -> None:
+    np.savez(handle, **members)
+
+
+def _file_mode(path: str) -> int:
+    """Keep an existing checkpoint's permissions; a new one gets the usual 0o666 minus umask."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _fsync_directory(directory: str) -> None:
+    """Persist the rename itself (POSIX); platforms that cannot open directories skip this."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+class _Decoder:
+    """Rebuilds objects from the node tree, checking every node against the archive."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], map_location: Any, source: str) -> None:
+        self.arrays = arrays
+        self.map_location = map_location
+        self.source = source
+        self._tensors: dict[str, Tensor] = {}
+
+    def fail(self, message: str) -> CheckpointError:
+        return CheckpointError(f"numdiff.load: {self.source} is not a valid numdiff checkpoint: {message}")
+
+    def decode(self, node: Any) -> Any:
+        if not isinstance(node, list) or not node or not isinstance(node[0], str):
+            raise self.fail(f"malformed index node {node!r:.80}")
+        kind, payload = node[0], node[1:]
+        simple = {"bool": bool, "int": int, "str": str}
+        if kind == "none" and not payload:
+            return None
+        if kind in simple and len(payload) == 1 and type(payload[0]) is simple[kind]:
+            return payload[0]
+        if kind == "float" and len(payload) == 1 and isinstance(payload[0], str):
+            try:
+                return float(payload[0])
+            except ValueError:
+                raise self.fail(f"bad float {payload[0]!r:.40}") from None
+        if len(payload) != 1:
+            raise self.fail(f"malformed {kind!r} node")
+        (value,) = payload
+        if kind in ("list", "tuple", "size") and isinstance(value, list):
+            items = [self.decode(v) for v in value] if kind != "size" else value
+            if kind == "size" and not all(type(n) is int for n in items):
+                raise self.fail("bad size node")
+            return {"list": list, "tuple": tuple, "size": Size}[kind](items)
+        if kind in ("dict", "odict") and isinstance(value, list):
+            out: dict[Any, Any] = OrderedDict() if kind == "odict" else {}
+            for pair in value:
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise self.fail("malformed dict item")
+                out[self.decode(pair[0])] = self.decode(pair[1])
+            return out
+        if kind == "dtype" and isinstance(value, str):
+            return self._dtype(value)
+        if kind == "device" and isinstance(value, str):
+            try:
+                return device(value)
+            except (TypeError, ValueError) as err:
+                raise self.fail(str(err)) from None
+        if kind == "ndarray" and isinstance(value, str):
+            return self._array(value)
+        if kind == "tensor" and isinstance(value, dict):
+            return self._tensor(value)
+        raise self.fail(f"unknown or malformed node kind {kind!r:.40}")
+
+    def _dtype(self, name: str) -> _dtype.dtype:
+        found = [d for d in _dtype.ALL_DTYPES if d.name == name]
+        if not found:
+            raise self.fail(f"unknown dtype {name!r:.40}")
+        return found[0]
+
+    def _array(self, name: Any) -> np.ndarray:
+        if not isinstance(name, str) or name not in self.arrays or name == INDEX_MEMBER:
+            raise self.fail(f"index refers to a missing array {name!r:.40}")
+        return self.arrays[name]
+
+    def _tensor(self, meta: dict[str, Any]) -> Tensor:
+        name = meta.get("array")
+        if name in self._tensors:
+            return self._tensors[name]
+        array = self._array(name)
+        dtype = self._dtype(meta.get("dtype"))
+        if array.dtype != dtype.numpy or list(array.shape) != meta.get("shape"):
+            raise self.fail(
+                f"array {name} has dtype {array.dtype} and shape {array.shape}, but the index says "
+                f"{meta.get('dtype')} and {meta.get('shape')}"
+            )
+        target = self._target_device(meta.get("device"))
+        data = array
+        if target.type != "cpu":
+            from numdiff.cuda import CudaUnavailableError, move_array
+
+            try:
+                data = move_array(array, target)
+            except CudaUnavailableError as err:
+                raise CudaUnavailableError(
+                    f"numdiff.load: {self.source} holds a tensor saved on {meta.get('device')}, which cannot be "
+                    f"restored on {target} here ({err}). Pass map_location='cpu' to load it on the CPU."
+                ) from None
+        requires_grad = meta.get("requires_grad") is True and dtype.is_floating_point
+        if meta.get("parameter") is True:
+            from numdiff.nn.parameter import Parameter
+
+            t = Parameter(Tensor._wrap(data, None, None), requires_grad=requires_grad)
+        else:
+            t = Tensor._wrap(data, None, None)
+            if requires_grad:
+                t.requires_grad_(True)
+        self._tensors[name] = t
+        return t
+
+    def _target_device(self, saved: Any) -> device:
+        try:
+            saved_device = device(saved)
+        except (TypeError, ValueError) as err:
+            raise self.fail(f"bad tensor device: {err}") from None
+        location = self.map_location
+        if isinstance(location, dict):
+            location = location.get(str(saved_device), saved_device)
+        return saved_device if location is None else to_device(location)
+
+
+def load(
+    f: str | os.PathLike | BinaryIO,
+    map_location: str | device | dict[str, str] | None = None,
+    weights_only: bool | None = None,
+) -> Any:
+    """Load an object saved by `numdiff.save`.
+
+    `map_location` moves tensors: a device (``"cpu"``), or a dict from saved device names to
+    devices (``{"cuda:0": "cpu"}``). `weights_only` is accepted for PyTorch compatibility: a numdiff
+    checkpoint never runs code (no pickle), so loading is always weights-only.
+
+    >>> state = numdiff.load("ckpt.pt", map_location="cpu")
+    """
+    source = repr(f) if hasattr(f, "read") else repr(os.fspath(f))
+    handle: Any = f if hasattr(f, "read") else os.fspath(f)
+    if isinstance(handle, str) and not os.path.exists(handle):
+        raise FileNotFoundError(f"numdiff.load: no such file {handle!r}")
+    try:
+        archive = np.load(handle, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError(f"it holds a single {type(archive).__name__}, not an archive")
+        with archive:
+            arrays = {name: archive[name] for name in archive.files}
+        if INDEX_MEMBER not in arrays:
+            raise ValueError("it has no numdiff index (saved by another program?)")
+        raw_index = arrays.pop(INDEX_MEMBER)
+        index = json.loads(raw_index.tobytes().decode("utf-8"))
+    except (zipfile.BadZipFile, EOFError, ValueError, UnicodeDecodeError, io.UnsupportedOperation) as err:
+        raise CheckpointError(
+            f"numdiff.load: {source} is not a readable numdiff checkpoint (truncated or corrupted?): "
+            f"{type(err).__name__}: {err}"
+        ) from err
+    except OSError as err:
+        if isinstance(err, (FileNotFoundError, PermissionError, IsADirectoryError)):
+            raise
+        raise CheckpointError(
+            f"numdiff.load: {source} could not be read as a numdiff checkpoint: {type(err).__name__}: {err}"
+        ) from err
+    decoder = _Decoder(arrays, map_location, source)
+    if not isinstance(index, dict) or index.get("format") != FORMAT or "root" not in index:
+        raise decoder.fail("its index is not a numdiff index")
+    if index.get("version") != VERSION:
+        raise decoder.fail(
+            f"format version {index.get('version')!r} is not supported (this numdiff reads {VERSION})"
+        )
+    try:
+        return decoder.decode(index["root"])
+    except RecursionError:
+        raise decoder.fail("its index is nested too deeply") from None
