@@ -1,0 +1,349 @@
+"""numdiff.utils.data: datasets, samplers and a DataLoader with PyTorch's batching semantics.
+
+A DataLoader draws indices from a sampler (sequential, or a fresh random permutation each epoch),
+groups them into batches and collates each batch: samples that are tuples of tensors become a
+list of stacked tensors, numbers become 1-D tensors, dicts are collated per key. Shuffling draws
+from numdiff's random state (seeded by ``numdiff.manual_seed``) or from a given
+``numdiff.Generator``, so a seeded run sees the same batches every time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from numdiff._random import Generator, rng
+from numdiff.tensor import Tensor
+
+__all__ = [
+    "BatchSampler",
+    "DataLoader",
+    "Dataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "TensorDataset",
+    "default_collate",
+    "random_split",
+]
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+class Dataset:
+    """A map-style dataset: subclasses define ``__getitem__(index)`` and ``__len__()``."""
+
+    def __getitem__(self, index: int) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __len__(self) -> int:
+        raise NotImplementedError(f"{type(self).__name__} must implement __len__")
+
+
+class TensorDataset(Dataset):
+    """Samples are ``(t[i] for t in tensors)``; every tensor has the same first dimension.
+
+    >>> ds = TensorDataset(numdiff.randn(100, 3), numdiff.randint(0, 2, (100,)))
+    >>> x, y = ds[0]
+    """
+
+    def __init__(self, *tensors: Tensor) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        for i, t in enumerate(tensors):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"TensorDataset: argument {i} is a {type(t).__name__}, not a Tensor")
+            if t.ndim == 0:
+                raise ValueError(
+                    f"TensorDataset: argument {i} is 0-d; every tensor needs a first (sample) dimension"
+                )
+        sizes = [t.shape[0] for t in tensors]
+        if len(set(sizes)) != 1:
+            raise ValueError(f"Size mismatch between tensors: first dimensions are {sizes}")
+        self.tensors = tensors
+
+    def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`, in that order."""
+
+    def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = [int(i) for i in indices]
+
+    def __getitem__(self, index: int) -> Any:
+        return self.dataset[self.indices[index]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(
+    dataset: Dataset, lengths: Sequence[int | float], generator: Generator | None = None
+) -> list[Subset]:
+    """Split into non-overlapping random subsets of the given lengths (or fractions summing to 1).
+
+    >>> train, val = random_split(ds, [0.8, 0.2], generator=numdiff.Generator().manual_seed(0))
+    """
+    n = len(dataset)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, fraction in enumerate(lengths):
+            if not 0 <= fraction <= 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1 (got {fraction})")
+        counts = [int(math.floor(n * f)) for f in lengths]
+        for i in range(n - sum(counts)):  # spread the remainder round-robin, as PyTorch does
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if sum(lengths) != n:
+        raise ValueError(
+            f"Sum of input lengths ({sum(lengths)}) does not equal the length of the input dataset ({n})"
+        )
+    order = rng(generator).permutation(n).tolist()
+    subsets, start = [], 0
+    for length in lengths:
+        subsets.append(Subset(dataset, order[start : start + int(length)]))
+        start += int(length)
+    return subsets
+
+
+# --------------------------------------------------------------------------- samplers
+
+
+class Sampler:
+    """Yields dataset indices; subclasses define ``__iter__`` (and ``__len__`` when known)."""
+
+    def __iter__(self) -> Iterator[int]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+
+class SequentialSampler(Sampler):
+    """Indices 0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source: Any) -> None:
+        self.data_source = data_source
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A fresh random permutation of the indices on every pass (or draws with replacement).
+
+    Without a `generator`, each pass seeds a new generator from numdiff's default one, so
+    ``numdiff.manual_seed`` fixes every epoch's order.
+    """
+
+    def __init__(
+        self,
+        data_source: Any,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Generator | None = None,
+    ) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.data_source)
+        if self.generator is None:
+            source = np.random.default_rng(int(rng(None).integers(0, 2**63 - 1)))
+        else:
+            source = self.generator.numpy
+        if self.replacement:
+            yield from source.integers(0, n, size=self.num_samples).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from source.permutation(n).tolist()
+        if self.num_samples % n:
+            yield from source.permutation(n)[: self.num_samples % n].tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of `sampler` into lists of `batch_size` (the last may be short)."""
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+            )
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batch: list[int] = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# --------------------------------------------------------------------------- collation
+
+
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Merge a list of samples into a batch, recursively, as PyTorch's default_collate.
+
+    Tensors and NumPy arrays are stacked along a new first dimension; ints become an int64
+    tensor, floats a float64 tensor, bools a bool tensor; strings stay a list; dicts collate
+    per key; tuples and lists collate per position (returned as a list; namedtuples keep their type).
+
+    >>> default_collate([(numdiff.ones(2), 0), (numdiff.zeros(2), 1)])
+    [tensor([[1., 1.],
+            [0., 0.]]), tensor([0, 1])]
+    """
+    from numdiff import tensor as make_tensor
+    from numdiff.ops.shape import stack
+
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        shapes = {tuple(t.shape) for t in batch}
+        if len(shapes) > 1:
+            sizes = [list(t.shape) for t in batch]
+            raise RuntimeError(
+                f"default_collate: stack expects each tensor to be equal size, but got {sizes}"
+            )
+        return stack(list(batch))
+    if isinstance(elem, np.ndarray):
+        if elem.dtype.kind not in "biuf":
+            raise TypeError(
+                f"default_collate: numpy arrays of dtype {elem.dtype} cannot be made into tensors"
+            )
+        return make_tensor(np.stack(batch))
+    if isinstance(elem, np.generic):
+        return make_tensor(np.array(batch))
+    if isinstance(elem, bool):
+        return make_tensor(list(batch))
+    if isinstance(elem, int):
+        return make_tensor(list(batch))
+    if isinstance(elem, float):
+        return make_tensor(list(batch), dtype="float64")
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, Mapping):
+        collated = {key: default_collate([d[key] for d in batch]) for key in elem}
+        try:
+            return type(elem)(collated)
+        except TypeError:
+            return collated
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return type(elem)(*(default_collate(list(column)) for column in zip(*batch)))
+    if isinstance(elem, Sequence):
+        if len({len(sample) for sample in batch}) != 1:
+            raise RuntimeError("default_collate: each element in list of batch should be of equal size")
+        return [default_collate(list(column)) for column in zip(*batch)]
+    raise TypeError(
+        "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+        f"found {type(elem).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------- loader
+
+
+class DataLoader:
+    """Iterate over `dataset` in batches.
+
+    >>> loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+    >>> for xb, yb in loader: ...
+
+    Loading runs in the calling process; `num_workers` is accepted for PyTorch code and changes
+    nothing about the batches produced.
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int = 1,
+        shuffle: bool | None = None,
+        sampler: Iterable[int] | None = None,
+        batch_sampler: Iterable[list[int]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
+        drop_last: bool = False,
+        generator: Generator | None = None,
+    ) -> None:
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing, "
+                f"got {num_workers!r}"
+            )
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                )
+            batch_size = None
+        if sampler is None:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.num_workers = num_workers
+        self.generator = generator
+        self.collate_fn = default_collate if collate_fn is None else collate_fn
+
+    def __iter__(self) -> Iterator[Any]:
+        for indices in self.batch_sampler:
+            yield self._fetch(indices)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    def _fetch(self, indices: list[int]) -> Any:
+        dataset = self.dataset
+        if self.collate_fn is default_collate and type(dataset) is TensorDataset and self._plain(dataset):
+            # One gather per tensor gives exactly default_collate's stack of the samples.
+            rows = np.asarray(indices, dtype=np.int64)
+            return [Tensor._wrap(t._data[rows], None, None) for t in dataset.tensors]
+        getitems = getattr(dataset, "__getitems__", None)
+        samples = getitems(indices) if getitems is not None else [dataset[i] for i in indices]
+        return self.collate_fn(samples)
+
+    @staticmethod
+    def _plain(dataset: TensorDataset) -> bool:
+        """CPU tensors outside autograd, which can be gathered directly from their arrays."""
+        return all(type(t._data) is np.ndarray and not t.requires_grad for t in dataset.tensors)
