@@ -301,3 +301,19 @@ def test_deepcopy_gives_independent_parameters():
         clone.first.w.fill_(7.0)
     assert net.first.w.tolist() == [1.0, 1.0, 1.0]
     assert isinstance(clone.first.w, nn.Parameter) and clone.first.w.requires_grad
+
+
+def test_train_goes_through_each_childs_own_train():
+    class Recorder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.modes = []
+
+        def train(self, mode=True):
+            self.modes.append(mode)
+            return super().train(mode)
+
+    net = nn.Sequential(nn.Sequential(Recorder()))
+    net.eval()
+    net.train()
+    assert net[0][0].modes == [False, True]

@@ -244,8 +244,10 @@ class Module:
         """Set training mode (dropout active, batch statistics) on this module and its descendants."""
         if not isinstance(mode, bool):
             raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        object.__setattr__(self, "training", mode)
+        # Through each child's own train(), so a subclass that overrides it is honoured.
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self) -> Module:
@@ -298,7 +300,9 @@ class Module:
                 with no_grad():
                     param.data = fn(param.detach())
                     if param._grad is not None:
-                        param._grad = fn(param._grad.detach())
+                        grad = fn(param._grad.detach())
+                        if grad._data is not param._grad._data:
+                            param._grad = grad
             for name, buffer in module._buffers.items():
                 if buffer is not None:
                     with no_grad():
