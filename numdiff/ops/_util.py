@@ -57,7 +57,7 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
         return a, b
     da, db = a._data, b._data
     if da.dtype is not db.dtype and da.dtype != db.dtype:
-        target = _dtype.promote(_dtype.from_numpy(da.dtype), _dtype.from_numpy(db.dtype))
+        target = _result_dtype(da, db)
         a, b = a.to(target), b.to(target)
         da, db = a._data, b._data
     if type(da) is not type(db):
@@ -65,6 +65,21 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     if da.shape != db.shape and da.ndim and db.ndim:
         _check_broadcastable(op, da.shape, db.shape)
     return a, b
+
+
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+
+
+def _result_dtype(da: Any, db: Any) -> _dtype.dtype:
+    """PyTorch's promotion: a 0-d tensor widens a dimensioned one only if of a higher category
+    (bool < integer < floating), so float32[3] * float64[] stays float32, as in PyTorch."""
+    a, b = _dtype.from_numpy(da.dtype), _dtype.from_numpy(db.dtype)
+    if (da.ndim == 0) != (db.ndim == 0):
+        zero_dim, dimensioned = (a, b) if da.ndim == 0 else (b, a)
+        if _CATEGORY[zero_dim.numpy.kind] <= _CATEGORY[dimensioned.numpy.kind]:
+            return dimensioned
+        return zero_dim
+    return _dtype.promote(a, b)
 
 
 def as_result(value: Any) -> Any:
