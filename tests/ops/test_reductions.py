@@ -1,0 +1,131 @@
+"""Reductions and normalizations against torch 2.13 on Hypothesis inputs: random dims and keepdim,
+contiguous, transposed and strided layouts, float32 and float64; values and gradients."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import numdiff
+from tests.ops.strategies import DTYPES, LAYOUTS, assert_close, leaf, shapes, upstream, values
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+
+@st.composite
+def dims_of(draw, ndim: int):
+    """None, one dim, or a tuple of distinct dims, each possibly negative."""
+    if ndim == 0:
+        return draw(st.sampled_from([None, 0, -1]))
+    chosen = draw(st.lists(st.integers(0, ndim - 1), unique=True, min_size=1, max_size=ndim))
+    chosen = [d - ndim if draw(st.booleans()) else d for d in chosen]
+    return draw(st.sampled_from([None, chosen[0], tuple(chosen)]))
+
+
+def _reduced_count(shape, dim) -> int:
+    if dim is None:
+        return math.prod(shape)
+    dims = (dim,) if isinstance(dim, int) else dim
+    return math.prod(shape[d] for d in dims) if shape else 1
+
+
+def _torch_dim(dim):
+    return list(dim) if isinstance(dim, tuple) else dim
+
+
+# name: (numdiff call, torch call) with arguments (tensor, dim, keepdim)
+MULTI_DIM = {
+    "sum": (lambda x, d, k: x.sum(d, keepdim=k), lambda x, d, k: x.sum(d, keepdim=k)),
+    "mean": (lambda x, d, k: x.mean(d, keepdim=k), lambda x, d, k: x.mean(d, keepdim=k)),
+    "amax": (lambda x, d, k: x.amax(d if d is not None else (), keepdim=k), lambda x, d, k: x.amax(d if d is not None else (), keepdim=k)),
+    "amin": (lambda x, d, k: x.amin(d if d is not None else (), keepdim=k), lambda x, d, k: x.amin(d if d is not None else (), keepdim=k)),
+    "var": (lambda x, d, k: x.var(d, keepdim=k), lambda x, d, k: x.var(d, keepdim=k)),
+    "std_biased": (lambda x, d, k: x.std(d, correction=0, keepdim=k), lambda x, d, k: x.std(d, correction=0, keepdim=k)),
+    "logsumexp": (lambda x, d, k: x.logsumexp(d if d is not None else tuple(range(x.ndim)), keepdim=k),
+                  lambda x, d, k: x.logsumexp(d if d is not None else tuple(range(x.ndim)), keepdim=k)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_DIM))
+@given(data=st.data())
+def test_reduction_over_dims_matches_torch(name, data):
+    ours_fn, torch_fn = MULTI_DIM[name]
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(), label="shape")
+    dim = data.draw(dims_of(len(shape)), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    unique = name in ("var", "std_biased")  # a constant group has an infinite std gradient
+    if unique:
+        assume(_reduced_count(shape, dim) >= 2)
+    array = data.draw(values(dtype, shape, unique=unique), label="x")
+    x = leaf(array, data.draw(LAYOUTS, label="layout"))
+    tx = torch.tensor(array, requires_grad=True)
+    out, tout = ours_fn(x, dim, keepdim), torch_fn(tx, _torch_dim(dim), keepdim)
+    assert_close(out, tout, dtype)
+    grad = upstream(data.draw, out.shape, dtype)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    assert_close(x.grad, tx.grad, dtype)
+
+
+@pytest.mark.parametrize("name", ["prod", "softmax", "log_softmax", "max", "min", "cumulative_prod_of_all"])
+@given(data=st.data())
+def test_single_dim_reduction_matches_torch(name, data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    # prod draws zeros on purpose (one or several per group); max/min need a unique winner for the index.
+    low, high = (-2.0, 2.0) if name.startswith("prod") or name.startswith("cumulative") else (-3.0, 3.0)
+    array = data.draw(values(dtype, shape, low, high, unique=name in ("max", "min")), label="x")
+    x = leaf(array, data.draw(LAYOUTS, label="layout"))
+    tx = torch.tensor(array, requires_grad=True)
+    if name == "prod":
+        out, tout = x.prod(dim, keepdim=keepdim), tx.prod(dim, keepdim=keepdim)
+    elif name == "cumulative_prod_of_all":
+        out, tout = x.prod(), tx.prod()
+    elif name in ("softmax", "log_softmax"):
+        out, tout = getattr(numdiff, name)(x, dim), getattr(torch, name)(tx, dim)
+    else:
+        (out, indices), (tout, tindices) = getattr(x, name)(dim, keepdim=keepdim), getattr(tx, name)(dim, keepdim=keepdim)
+        np.testing.assert_array_equal(indices.numpy(), tindices.numpy())
+        assert indices.dtype is numdiff.int64
+    assert_close(out, tout, dtype)
+    grad = upstream(data.draw, out.shape, dtype)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    assert_close(x.grad, tx.grad, dtype)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "var", "std", "amax", "amin"])
+def test_empty_dim_list_reduces_every_dim_like_torch(name):
+    data = np.arange(6.0).reshape(2, 3)
+    ours = getattr(numdiff.tensor(data), name)(dim=())
+    theirs = getattr(torch.tensor(data), name)(dim=())
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@given(data=st.data())
+def test_argmax_argmin_match_torch(name, data):
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    array = data.draw(values(np.float64, shape, unique=True), label="x")
+    dim = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    ours = getattr(numdiff.tensor(array), name)(dim, keepdim=keepdim)
+    theirs = getattr(torch.tensor(array), name)(dim, keepdim=keepdim)
+    assert ours.dtype is numdiff.int64
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_sum_of_bool_and_int32_counts_in_int64_like_torch():
+    for dtype in ("bool", "int32"):
+        ours = numdiff.tensor([1, 0, 1], dtype=getattr(numdiff, dtype)).sum()
+        theirs = torch.tensor([1, 0, 1], dtype=getattr(torch, dtype)).sum()
+        assert repr(ours) == repr(theirs)
