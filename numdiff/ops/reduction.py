@@ -219,7 +219,8 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
             out = out.reshape((1,) * data.ndim)
     else:
         axis = normalize_dim(op, dim, data.ndim)
-        out = fn(data, axis=axis, keepdims=keepdim).astype(np.int64) if data.ndim else np.zeros((), dtype=np.int64, like=data)
+        # as_result: reducing a 1-D array to 0-d gives a NumPy scalar, not an array.
+        out = as_result(fn(data, axis=axis, keepdims=keepdim)).astype(np.int64) if data.ndim else np.zeros((), dtype=np.int64, like=data)
     return Tensor._wrap(out, None, None)
 
 
