@@ -127,6 +127,13 @@ class Amin(_Extreme):
     reduce = staticmethod(np.min)
 
 
+def _reduction_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
+    """`normalize_dims`, except that an empty list of dims reduces every dim, as in PyTorch."""
+    if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) == 0:
+        dim = None
+    return normalize_dims(op, dim, ndim)
+
+
 def _float_for_reduce(op: str, x: Tensor) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
@@ -139,7 +146,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
         input = input.to(dtype)
     elif input._data.dtype.kind == "b" or input._data.dtype == np.int32:
         input = input.long()
-    return Sum.apply(input, dims=normalize_dims("sum", dim, input.ndim), keepdim=keepdim)
+    return Sum.apply(input, dims=_reduction_dims("sum", dim, input.ndim), keepdim=keepdim)
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -168,7 +175,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype!r}"
         )
-    dims = normalize_dims("mean", dim, input.ndim)
+    dims = _reduction_dims("mean", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
     return sum(input, dims, keepdim) / count
 
@@ -177,7 +184,7 @@ def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
     """Variance over `dim` with Bessel's `correction` (1 by default, as PyTorch)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    dims = normalize_dims("var", dim, input.ndim)
+    dims = _reduction_dims("var", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
     centred = input - mean(input, dims, keepdim=True)
     return sum(centred * centred, dims, keepdim) / builtins.max(count - correction, 0)
