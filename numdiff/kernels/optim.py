@@ -21,6 +21,7 @@ buffers of numdiff.cuda's CudaArray).
 from __future__ import annotations
 
 import math
+import types
 from functools import cache
 from typing import Any
 
@@ -32,6 +33,8 @@ from numdiff.kernels._checks import FLOAT_DTYPES
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
 
 CUDA_THREADS_PER_BLOCK = 256
+PARALLEL_MIN_ELEMENTS = 1 << 16
+"""Parameters with fewer elements are updated by one thread (thread start-up would dominate)."""
 
 
 # --------------------------------------------------------------------------- element updates
@@ -113,7 +116,8 @@ def _adagrad_update(p, g, total, h, f):
 
 
 # --------------------------------------------------------------------------- CPU kernels
-# A buffer an option turns off is empty; its element is read as 0 and never written.
+# Loop nests over flat arrays, compiled serial and parallel below. A buffer an option turns off
+# is empty; its element is read as 0 and never written.
 
 _sgd_cpu = njit(inline="always", cache=True)(_sgd_update)
 _adam_cpu = njit(inline="always", cache=True)(_adam_update)
@@ -121,11 +125,10 @@ _rmsprop_cpu = njit(inline="always", cache=True)(_rmsprop_update)
 _adagrad_cpu = njit(inline="always", cache=True)(_adagrad_update)
 
 
-@njit(cache=True, parallel=True)
-def sgd_kernel(param, grad, buf, h, f):
-    """for i in prange(n): param[i], buf[i] = update(param[i], grad[i], buf[i]); threads split i.
+def sgd_loop(param, grad, buf, h, f):
+    """for i in prange(n): param[i], buf[i] = update(param[i], grad[i], buf[i]).
 
-    Shapes: all (n,), except ``buf`` (0,) when momentum == 0.
+    Shapes: all (n,), except ``buf`` (0,) when momentum == 0. The parallel build splits i over threads.
     """
     use_buf = buf.size != 0
     for i in prange(param.size):
@@ -136,11 +139,10 @@ def sgd_kernel(param, grad, buf, h, f):
             buf[i] = b
 
 
-@njit(cache=True, parallel=True)
-def adam_kernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
+def adam_loop(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
     """for i in prange(n): param[i], exp_avg[i], exp_avg_sq[i], max_exp_avg_sq[i] = update(...).
 
-    Shapes: all (n,), except ``max_exp_avg_sq`` (0,) without amsgrad. Threads split i.
+    Shapes: all (n,), except ``max_exp_avg_sq`` (0,) without amsgrad. The parallel build splits i over threads.
     """
     use_max = max_exp_avg_sq.size != 0
     for i in prange(param.size):
@@ -153,12 +155,11 @@ def adam_kernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
             max_exp_avg_sq[i] = vm
 
 
-@njit(cache=True, parallel=True)
-def rmsprop_kernel(param, grad, square_avg, buf, grad_avg, h, f):
+def rmsprop_loop(param, grad, square_avg, buf, grad_avg, h, f):
     """for i in prange(n): param[i], square_avg[i], buf[i], grad_avg[i] = update(...).
 
     Shapes: all (n,), except ``buf`` (0,) without momentum and ``grad_avg`` (0,) unless centered.
-    Threads split i.
+    The parallel build splits i over threads.
     """
     use_buf = buf.size != 0
     use_avg = grad_avg.size != 0
@@ -174,16 +175,39 @@ def rmsprop_kernel(param, grad, square_avg, buf, grad_avg, h, f):
             grad_avg[i] = ga
 
 
-@njit(cache=True, parallel=True)
-def adagrad_kernel(param, grad, state_sum, h, f):
+def adagrad_loop(param, grad, state_sum, h, f):
     """for i in prange(n): param[i], state_sum[i] = update(param[i], grad[i], state_sum[i]).
 
-    Shapes: all (n,). Threads split i.
+    Shapes: all (n,). The parallel build splits i over threads.
     """
     for i in prange(param.size):
         p, s = _adagrad_cpu(param[i], grad[i], state_sum[i], h, f)
         param[i] = p
         state_sum[i] = s
+
+
+def _serial_and_parallel(loop: Any) -> tuple[Any, Any]:
+    """Compile one loop nest twice: serially (prange runs as range) and over threads.
+
+    Starting the thread pool costs far more than updating a small parameter, so small arrays
+    take the serial build. The serial copy gets its own name because Numba's on-disk cache tells
+    builds apart by function name, not by compile flags.
+    """
+    serial = types.FunctionType(loop.__code__, loop.__globals__, loop.__name__ + "_serial", loop.__defaults__)
+    serial.__qualname__ = loop.__qualname__ + "_serial"
+    return njit(cache=True)(serial), njit(cache=True, parallel=True)(loop)
+
+
+CPU_KERNELS = {
+    name: _serial_and_parallel(loop)
+    for name, loop in [
+        ("sgd", sgd_loop),
+        ("adam", adam_loop),
+        ("rmsprop", rmsprop_loop),
+        ("adagrad", adagrad_loop),
+    ]
+}
+"""Optimizer name -> (serial kernel, parallel kernel)."""
 
 
 # --------------------------------------------------------------------------- CUDA kernels
@@ -303,13 +327,12 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
             raise ValueError(f"{op}: {name} has {arr.size} elements but {why}")
 
 
-def _run(
-    name: str, cpu_kernel: Any, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]
-) -> None:
+def _run(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
     h = tuple(float(x) for x in h)
     f = tuple(bool(x) for x in f)
     if type(arrays[0]) is np.ndarray:
-        cpu_kernel(*arrays, h, f)
+        serial, parallel = CPU_KERNELS[name]
+        (parallel if arrays[0].size >= PARALLEL_MIN_ELEMENTS else serial)(*arrays, h, f)
     else:
         launch_cuda(name, arrays[0].size, *(_device_view(a) for a in arrays), h, f)
 
@@ -332,7 +355,7 @@ def sgd_step(
     """
     _check("sgd_step", param, {"grad": grad}, {"momentum_buffer": (momentum_buffer, momentum != 0.0)})
     h = (lr, momentum, dampening, weight_decay)
-    _run("sgd", sgd_kernel, (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
+    _run("sgd", (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
 
 
 def adam_step(
@@ -361,7 +384,7 @@ def adam_step(
     bc2_sqrt = (1.0 - beta2**step) ** 0.5
     h = (lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt)
     f = (decoupled_weight_decay, amsgrad, maximize)
-    _run("adam", adam_kernel, (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
+    _run("adam", (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
 
 
 def rmsprop_step(
@@ -381,13 +404,7 @@ def rmsprop_step(
     optional = {"momentum_buffer": (momentum_buffer, momentum > 0.0), "grad_avg": (grad_avg, centered)}
     _check("rmsprop_step", param, {"grad": grad, "square_avg": square_avg}, optional)
     h = (lr, alpha, eps, weight_decay, momentum)
-    _run(
-        "rmsprop",
-        rmsprop_kernel,
-        (param, grad, square_avg, momentum_buffer, grad_avg),
-        h,
-        (centered, maximize),
-    )
+    _run("rmsprop", (param, grad, square_avg, momentum_buffer, grad_avg), h, (centered, maximize))
 
 
 def adagrad_step(
@@ -407,4 +424,4 @@ def adagrad_step(
     if step < 1:
         raise ValueError(f"adagrad_step: step counts from 1, got {step}")
     clr = lr / (1.0 + (step - 1) * lr_decay)
-    _run("adagrad", adagrad_kernel, (param, grad, state_sum), (clr, eps, weight_decay), (maximize,))
+    _run("adagrad", (param, grad, state_sum), (clr, eps, weight_decay), (maximize,))

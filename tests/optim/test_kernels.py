@@ -135,3 +135,27 @@ def test_optimizers_on_cuda_tensors_match_the_cpu_in_the_simulator():
     diffs = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(diffs) == {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}
     assert all(d <= 1e-6 for d in diffs.values()), diffs
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "rmsprop", "adagrad"])
+def test_serial_and_parallel_builds_compute_the_same_update(name):
+    rng = np.random.default_rng(0)
+    n = 3000
+    arity = {"sgd": 3, "adam": 5, "rmsprop": 5, "adagrad": 3}[name]
+    arrays = [rng.random(n) + 0.5 for _ in range(arity)]
+    h = {"sgd": (0.1, 0.9, 0.1, 0.01), "adam": (0.1, 0.9, 0.99, 1e-8, 0.1, 0.5, 0.3),
+         "rmsprop": (0.1, 0.9, 1e-8, 0.1, 0.5), "adagrad": (0.1, 1e-10, 0.1)}[name]  # fmt: skip
+    f = {
+        "sgd": (True, False, False),
+        "adam": (True, True, False),
+        "rmsprop": (False, True),
+        "adagrad": (True,),
+    }[name]
+    serial, parallel = kernels.CPU_KERNELS[name]
+    copies = [a.copy() for a in arrays]
+    serial(*arrays, h, f)
+    parallel(*copies, h, f)
+    rng = np.random.default_rng(0)
+    assert not np.array_equal(arrays[0], rng.random(n) + 0.5)  # the parameter really changed
+    for a, b in zip(arrays, copies):
+        np.testing.assert_array_equal(a, b)
