@@ -129,3 +129,19 @@ def test_sum_of_bool_and_int32_counts_in_int64_like_torch():
         ours = numdiff.tensor([1, 0, 1], dtype=getattr(numdiff, dtype)).sum()
         theirs = torch.tensor([1, 0, 1], dtype=getattr(torch, dtype)).sum()
         assert repr(ours) == repr(theirs)
+
+
+def test_std_of_a_constant_group_has_zero_gradient_like_torch():
+    data = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]])
+    x = numdiff.tensor(data, requires_grad=True)
+    tx = torch.tensor(data, requires_grad=True)
+    x.std(1).sum().backward()
+    tx.std(1).sum().backward()
+    assert_close(x.grad, tx.grad, np.float64)
+    assert gradcheck_ok(lambda t: t.std(1), data[1:])
+
+
+def gradcheck_ok(fn, data) -> bool:
+    return numdiff.autograd.gradcheck(fn, (numdiff.tensor(data, requires_grad=True),)) and numdiff.autograd.gradgradcheck(
+        fn, (numdiff.tensor(data, requires_grad=True),)
+    )
