@@ -254,3 +254,12 @@ def test_sgd_minimizes_a_quadratic():
         ((w - numdiff.tensor([1.0, 2.0])) ** 2).sum().backward()
         opt.step()
     np.testing.assert_allclose(w.detach().numpy(), [1.0, 2.0], atol=1e-3)
+
+
+def test_a_non_contiguous_gradient_is_read_in_its_logical_order():
+    w = numdiff.zeros(3, 2, requires_grad=True)
+    grad = numdiff.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).t()
+    assert not grad.is_contiguous()
+    w.grad = grad
+    optim.SGD([w], lr=1.0).step()
+    np.testing.assert_array_equal(w.detach().numpy(), -np.arange(6).reshape(2, 3).T)

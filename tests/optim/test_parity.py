@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numdiff
 from numdiff import optim
@@ -142,3 +144,54 @@ def test_training_a_tiny_regression_with_closure_matches_torch():
         th_loss = th_opt.step(th_closure)
         assert nd_loss.item() == pytest.approx(th_loss.item(), rel=1e-5)
     np.testing.assert_allclose(nd_w.detach().numpy(), th_w.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+OPTIONS = {
+    "SGD": st.fixed_dictionaries(
+        {
+            "lr": st.floats(0.0, 1.0),
+            "momentum": st.sampled_from([0.0, 0.5, 0.9]),
+            "weight_decay": st.floats(0.0, 0.5),
+        },
+        optional={"maximize": st.booleans(), "dampening": st.floats(0.0, 0.9)},
+    ),
+    "Adam": st.fixed_dictionaries(
+        {"lr": st.floats(1e-4, 0.5), "betas": st.tuples(st.floats(0.0, 0.99), st.floats(0.5, 0.9999))},
+        optional={
+            "weight_decay": st.floats(0.0, 0.5),
+            "amsgrad": st.booleans(),
+            "maximize": st.booleans(),
+            "eps": st.floats(1e-10, 1e-3),
+        },
+    ),  # fmt: skip
+    "AdamW": st.fixed_dictionaries(
+        {"lr": st.floats(1e-4, 0.5)}, optional={"weight_decay": st.floats(0.0, 0.5), "amsgrad": st.booleans()}
+    ),
+    "RMSprop": st.fixed_dictionaries(
+        {"lr": st.floats(1e-4, 0.1), "alpha": st.floats(0.5, 0.999)},
+        optional={
+            "momentum": st.floats(0.0, 0.9),
+            "centered": st.booleans(),
+            "weight_decay": st.floats(0.0, 0.5),
+        },
+    ),
+    "Adagrad": st.fixed_dictionaries(
+        {"lr": st.floats(1e-4, 0.5)},
+        optional={"lr_decay": st.floats(0.0, 0.5), "initial_accumulator_value": st.floats(0.0, 1.0)},
+    ),
+}
+
+
+@st.composite
+def _optimizer_cases(draw):
+    name = draw(st.sampled_from(sorted(OPTIONS)))
+    return name, draw(OPTIONS[name]), draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_optimizer_cases())
+def test_random_hyperparameters_match_torch_in_float64(case):
+    name, kwargs, seed = case
+    for nd_params, th_params, _, _ in _run_both(name, kwargs, np.float64, steps=3, seed=seed):
+        for p, q in zip(nd_params, th_params):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-11, atol=1e-12)
