@@ -152,3 +152,29 @@ def test_one_cycle_validates_its_arguments():
     sched.step()
     with pytest.raises(ValueError, match="Tried to step 3 times. The specified number of total steps is 2"):
         sched.step()
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [("MultiStepLR", {"milestones": [2, 2, 4]}), ("OneCycleLR", {"max_lr": 1.0, "total_steps": 10})],
+)
+def test_scheduler_state_survives_numdiff_save_and_load(tmp_path, name, kwargs):
+    def make():
+        opt = optim.SGD([numdiff.zeros(1, requires_grad=True)], lr=1.0, momentum=0.9)
+        return opt, getattr(lr_scheduler, name)(opt, **kwargs)
+
+    opt, sched = make()
+    for _ in range(3):
+        opt.step()
+        sched.step()
+    numdiff.save({"opt": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "s.ckpt")
+    ckpt = numdiff.load(tmp_path / "s.ckpt")
+    opt2, sched2 = make()
+    opt2.load_state_dict(ckpt["opt"])
+    sched2.load_state_dict(ckpt["sched"])
+    for _ in range(4):
+        for o, s in ((opt, sched), (opt2, sched2)):
+            o.step()
+            s.step()
+        assert sched2.get_last_lr() == sched.get_last_lr()
+        assert opt2.param_groups[0]["momentum"] == opt.param_groups[0]["momentum"]
