@@ -191,8 +191,13 @@ def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 
 
 def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
-    """Standard deviation: the square root of `var`."""
-    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+    """Standard deviation: the square root of `var`; its gradient is 0 where it is 0, as in PyTorch."""
+    from numdiff.ops.selection import where
+
+    variance = var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+    zero = variance == 0
+    # sqrt's derivative is infinite at 0: take it of 1 there, and select 0 for value and gradient.
+    return where(zero, 0.0, where(zero, 1.0, variance).sqrt())
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
