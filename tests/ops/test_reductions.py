@@ -145,3 +145,12 @@ def gradcheck_ok(fn, data) -> bool:
     return numdiff.autograd.gradcheck(fn, (numdiff.tensor(data, requires_grad=True),)) and numdiff.autograd.gradgradcheck(
         fn, (numdiff.tensor(data, requires_grad=True),)
     )
+
+
+def test_prod_gradient_does_not_underflow_in_grad_times_output():
+    data = np.array([1e-45, 3.0], dtype=np.float32)  # a subnormal float32
+    x = numdiff.tensor(data, requires_grad=True)
+    tx = torch.tensor(data, requires_grad=True)
+    x.prod(0).backward(numdiff.tensor(0.5, dtype=numdiff.float32))
+    tx.prod(0).backward(torch.tensor(0.5))
+    assert_close(x.grad, tx.grad, np.float32)
