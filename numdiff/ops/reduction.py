@@ -61,7 +61,7 @@ class Prod(Function):
         out_full = _expand_back(out, ctx)
         has_zero = (x == 0)._data.any()
         if not has_zero:
-            return (grad_full * out_full / x,)
+            return (grad_full * (out_full / x),)  # out / x first: grad * out can under- or overflow
         if is_grad_enabled():
             # create_graph=True: the product of the others must itself be differentiable.
             return (grad_full * _product_of_others_differentiable(x, ctx.dims),)
