@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numdiff
 import numdiff.nn.functional as nnf
@@ -266,3 +268,18 @@ def test_one_hot_class_too_large_is_refused():
 def test_one_hot_negative_class_is_refused():
     with pytest.raises(ValueError, match="non-negative"):
         nnf.one_hot(numdiff.tensor([-1, 0]), 3)
+
+
+@given(
+    shape=st.lists(st.integers(2, 4), min_size=2, max_size=3),
+    amounts=st.lists(st.integers(0, 1), min_size=2, max_size=4),
+    mode=st.sampled_from(["constant", "reflect", "replicate", "circular"]),
+    seed=st.integers(0, 2**16),
+)
+def test_pad_matches_torch_on_drawn_shapes(shape, amounts, mode, seed):
+    amounts = amounts[: 2 * (len(amounts) // 2)]
+    if mode != "constant":
+        amounts = amounts[: 2 * (len(shape) - 1)]  # torch pads all but the first dim in these modes
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    _forward_backward(lambda t: nnf.pad(t, amounts, mode=mode), lambda t: TF.pad(t, amounts, mode=mode), (x,), rng)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import numdiff
 import numdiff.nn.functional as nnf
@@ -354,3 +356,32 @@ def test_integer_logits_are_refused_with_the_dtype():
 def test_smooth_l1_negative_beta_is_refused():
     with pytest.raises(ValueError, match="beta must be non-negative, got -1"):
         nnf.smooth_l1_loss(numdiff.zeros(2), numdiff.zeros(2), beta=-1)
+
+
+# ----------------------------------------------------------------------------- drawn shapes
+@given(
+    batch=st.integers(1, 3),
+    classes=st.integers(2, 4),
+    extra=st.lists(st.integers(1, 2), max_size=2),
+    smoothing=st.sampled_from([0.0, 0.15]),
+    reduction=st.sampled_from(REDUCTIONS),
+    seed=st.integers(0, 2**16),
+)
+def test_cross_entropy_matches_torch_on_drawn_shapes(batch, classes, extra, smoothing, reduction, seed):
+    rng = np.random.default_rng(seed)
+    shape = (batch, classes, *extra)
+    logits = rng.standard_normal(shape)
+    target = rng.integers(-1, classes, (batch, *extra))  # -1 is the ignore_index here
+    weight = rng.uniform(0.5, 2.0, classes)
+    if (target == -1).all() and reduction == "mean":
+        target.reshape(-1)[0] = 0  # an all-ignored mean is nan in both; keep the comparison meaningful
+
+    def ours(x):
+        return nnf.cross_entropy(x, numdiff.tensor(target), numdiff.tensor(weight), ignore_index=-1,
+                                 reduction=reduction, label_smoothing=smoothing)
+
+    def theirs(x):
+        return TF.cross_entropy(x, torch.tensor(target), torch.tensor(weight), ignore_index=-1,
+                                reduction=reduction, label_smoothing=smoothing)
+
+    _compare_loss(ours, theirs, (logits,), rng)
