@@ -1,0 +1,200 @@
+"""Shape and indexing ops against torch 2.13 on Hypothesis inputs (basic and advanced indices,
+setitem, permutations, cat/stack, expand/repeat, gather/scatter_add); values and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import numdiff
+from tests.ops.strategies import DTYPES, LAYOUTS, assert_close, leaf, shapes, upstream, values
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+
+def _check(data, dtype, inputs, ours_fn, torch_fn):
+    """Run both functions on the same arrays, compare outputs, backpropagate one upstream gradient."""
+    ours_in = [leaf(a, data.draw(LAYOUTS, label="layout")) for a in inputs]
+    torch_in = [torch.tensor(a, requires_grad=True) for a in inputs]
+    out, tout = ours_fn(*ours_in), torch_fn(*torch_in)
+    assert_close(out, tout, dtype)
+    grad = upstream(data.draw, out.shape, dtype)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    for ours, theirs in zip(ours_in, torch_in):
+        assert_close(ours.grad, theirs.grad, dtype)
+
+
+def _no_negative_steps(key) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return not any(isinstance(k, slice) and k.step is not None and k.step < 0 for k in parts)
+
+
+@given(data=st.data())
+def test_basic_indexing_matches_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    key = data.draw(hnp.basic_indices(shape, allow_newaxis=True).filter(_no_negative_steps), label="key")
+    array = data.draw(values(dtype, shape), label="x")
+    _check(data, dtype, [array], lambda x: x[key], lambda x: x[key])
+
+
+@given(data=st.data())
+def test_integer_array_indexing_with_repeats_matches_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    n = shape[0]
+    index = data.draw(hnp.arrays(np.int64, st.integers(1, 5), elements=st.integers(-n, n - 1)), label="index")
+    array = data.draw(values(dtype, shape), label="x")
+    _check(data, dtype, [array], lambda x: x[numdiff.tensor(index)], lambda x: x[torch.tensor(index)])
+
+
+@given(data=st.data())
+def test_two_integer_arrays_index_like_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=2), label="shape")
+    rows = data.draw(hnp.arrays(np.int64, 3, elements=st.integers(0, shape[0] - 1)), label="rows")
+    cols = data.draw(hnp.arrays(np.int64, 3, elements=st.integers(0, shape[1] - 1)), label="cols")
+    array = data.draw(values(dtype, shape), label="x")
+    _check(
+        data, dtype, [array],
+        lambda x: x[numdiff.tensor(rows), numdiff.tensor(cols)],
+        lambda x: x[torch.tensor(rows), torch.tensor(cols)],
+    )
+
+
+@given(data=st.data())
+def test_bool_mask_indexing_matches_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    mask_dims = data.draw(st.integers(1, len(shape)), label="mask dims")
+    mask = data.draw(hnp.arrays(np.bool_, shape[:mask_dims]), label="mask")
+    array = data.draw(values(dtype, shape), label="x")
+    _check(data, dtype, [array], lambda x: x[numdiff.tensor(mask)], lambda x: x[torch.tensor(mask)])
+
+
+@given(data=st.data())
+def test_setitem_on_a_clone_matches_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    key = data.draw(hnp.basic_indices(shape, min_dims=1).filter(_no_negative_steps), label="key")
+    target = np.empty(shape)[key].shape
+    value_shape = data.draw(
+        hnp.broadcastable_shapes(target, min_side=0, max_dims=len(target)).filter(lambda s: np.broadcast_shapes(s, target) == target),
+        label="value shape",
+    )
+    array = data.draw(values(dtype, shape), label="x")
+    value = data.draw(values(dtype, value_shape), label="value")
+
+    def assign(x, v):
+        out = x * 1
+        out[key] = v
+        return out
+
+    _check(data, dtype, [array, value], assign, assign)
+
+
+@given(data=st.data())
+def test_permute_transpose_flip_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    order = data.draw(st.permutations(range(len(shape))), label="order")
+    flip_dims = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)), label="flip")
+    array = data.draw(values(dtype, shape), label="x")
+
+    def run(x):
+        y = x.permute(*order).flip(flip_dims)
+        return y.transpose(0, -1) * 2
+
+    _check(data, dtype, [array], run, run)
+
+
+@given(data=st.data())
+def test_reshape_view_flatten_of_any_layout_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    array = data.draw(values(dtype, shape), label="x")
+    size = array.size
+    new_shape = data.draw(st.sampled_from([(size,), (1, size), (size, 1), (-1,), (1, -1, 1)]), label="new shape")
+    _check(data, dtype, [array], lambda x: x.reshape(new_shape).flatten(), lambda x: x.reshape(new_shape).flatten())
+
+
+@given(data=st.data())
+def test_cat_and_stack_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    lengths = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3), label="lengths")
+    arrays = []
+    for length in lengths:
+        piece_shape = list(shape)
+        piece_shape[dim] = length
+        arrays.append(data.draw(values(dtype, tuple(piece_shape)), label="piece"))
+    _check(data, dtype, arrays, lambda *xs: numdiff.cat(xs, dim), lambda *xs: torch.cat(xs, dim))
+    same = [data.draw(values(dtype, shape), label="same") for _ in lengths]
+    stack_dim = data.draw(st.integers(-len(shape) - 1, len(shape)), label="stack dim")
+    _check(data, dtype, same, lambda *xs: numdiff.stack(xs, stack_dim), lambda *xs: torch.stack(xs, stack_dim))
+
+
+@given(data=st.data())
+def test_expand_and_repeat_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(max_dims=2, max_side=3), label="shape")
+    target = data.draw(hnp.broadcastable_shapes(shape, min_dims=len(shape), max_dims=3, max_side=3).map(
+        lambda s: tuple(np.broadcast_shapes(s, shape))), label="target")
+    repeats = data.draw(st.lists(st.integers(1, 3), min_size=max(1, len(shape)), max_size=len(shape) + 1), label="repeats")
+    array = data.draw(values(dtype, shape), label="x")
+    _check(data, dtype, [array], lambda x: x.expand(target) * 1, lambda x: x.expand(target) * 1)
+    _check(data, dtype, [array], lambda x: x.repeat(*repeats), lambda x: x.repeat(*repeats))
+
+
+@given(data=st.data())
+def test_split_chunk_squeeze_unsqueeze_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1, min_side=1, max_side=5), label="shape")
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    size = data.draw(st.integers(1, 3), label="split size")
+    chunks = data.draw(st.integers(1, 4), label="chunks")
+    array = data.draw(values(dtype, shape), label="x")
+
+    def run(m, x):
+        pieces = x.split(size, dim) + m.chunk(x, chunks, dim)
+        return m.cat([p.unsqueeze(0).squeeze(0) * (i + 1) for i, p in enumerate(pieces)], dim)
+
+    _check(data, dtype, [array], lambda x: run(numdiff, x), lambda x: run(torch, x))
+
+
+@given(data=st.data())
+def test_gather_and_scatter_add_with_random_indices_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
+    index_shape = tuple(data.draw(st.integers(1, n + 1 if d == dim else n), label="index side") for d, n in enumerate(shape))
+    index = data.draw(hnp.arrays(np.int64, index_shape, elements=st.integers(0, shape[dim] - 1)), label="index")
+    array = data.draw(values(dtype, shape), label="x")
+    src = data.draw(values(dtype, index_shape), label="src")
+    _check(data, dtype, [array], lambda x: x.gather(dim, numdiff.tensor(index)), lambda x: x.gather(dim, torch.tensor(index)))
+    _check(
+        data, dtype, [array, src],
+        lambda x, s: x.scatter_add(dim, numdiff.tensor(index), s),
+        lambda x, s: x.scatter_add(dim, torch.tensor(index), s),
+    )
+
+
+@given(data=st.data())
+def test_index_select_and_masked_fill_match_torch(data):
+    dtype = data.draw(DTYPES, label="dtype")
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
+    index = data.draw(hnp.arrays(np.int64, st.integers(1, 4), elements=st.integers(0, shape[dim] - 1)), label="index")
+    mask = data.draw(hnp.arrays(np.bool_, shape), label="mask")
+    array = data.draw(values(dtype, shape), label="x")
+    _check(
+        data, dtype, [array],
+        lambda x: x.index_select(dim, numdiff.tensor(index)).sum(dim) + x.masked_fill(numdiff.tensor(mask), 0.5).sum(dim),
+        lambda x: x.index_select(dim, torch.tensor(index)).sum(dim) + x.masked_fill(torch.tensor(mask), 0.5).sum(dim),
+    )
