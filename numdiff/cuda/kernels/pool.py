@@ -4,8 +4,13 @@ One thread per output element, grid-stride over N*C*OH*OW. The window of output 
 input rows ``oh*sh - ph + i*dh`` and columns ``ow*sw - pw + j*dw`` inside the image, scanned
 row-major; a value replaces the running maximum when strictly greater or NaN, and the starting
 index is the window's first in-image element (-1 for a window wholly in padding), as on the CPU.
-Indices are flat ``h*W + w`` positions in the input plane. Backward scatters with atomic adds
-(overlapping windows share inputs); its own backward is the gather at the same indices.
+Adaptive max pooling scans windows [floor(o*In/Out), ceil((o+1)*In/Out)) the same way. 1-d
+pooling is 2-d pooling with H = 1 (a view). Indices are flat ``h*W + w`` positions in the input
+plane. Backward scatters with atomic adds (overlapping windows share inputs); its own backward
+is the gather at the same indices.
+
+This module has the CPU module's names: the average-pooling launchers (numdiff.cuda.kernels.avg_pool)
+are re-exported here, so an op picks one module per device and calls the same function names.
 """
 
 from __future__ import annotations
@@ -14,7 +19,37 @@ import math
 
 from numba import cuda
 
+from numdiff.cuda.kernels._checks import as_planes, check_float_arrays, check_index_array, check_shape, flat
 from numdiff.cuda.kernels._index import grid_1d
+from numdiff.cuda.kernels._window import adaptive_window, check_adaptive, check_window
+from numdiff.cuda.kernels.avg_pool import (
+    adaptive_avg_pool1d_backward,
+    adaptive_avg_pool1d_forward,
+    adaptive_avg_pool2d_backward,
+    adaptive_avg_pool2d_forward,
+    avg_pool1d_backward,
+    avg_pool1d_forward,
+    avg_pool2d_backward,
+    avg_pool2d_forward,
+)
+from numdiff.kernels.pool import pool_output_size
+
+__all__ = [
+    "pool_output_size",
+    "max_pool2d_forward",
+    "max_pool1d_forward",
+    "adaptive_max_pool2d_forward",
+    "max_pool_backward",
+    "max_pool_gather",
+    "avg_pool2d_forward",
+    "avg_pool2d_backward",
+    "avg_pool1d_forward",
+    "avg_pool1d_backward",
+    "adaptive_avg_pool2d_forward",
+    "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool1d_forward",
+    "adaptive_avg_pool1d_backward",
+]
 
 
 @cuda.jit
@@ -46,6 +81,27 @@ def max_pool2d_kernel(x, out, indices, height, width, oh_size, ow_size, kh, kw, 
 
 
 @cuda.jit
+def adaptive_max_pool2d_kernel(x, out, indices, height, width, oh_size, ow_size, n):
+    """out[p, oh, ow] = max over adaptive window (oh, ow) of plane p; indices gets its h*W + w."""
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        ow = t % ow_size
+        oh = (t // ow_size) % oh_size
+        base = (t // (ow_size * oh_size)) * height * width
+        h0, h1 = adaptive_window(oh, height, oh_size)
+        w0, w1 = adaptive_window(ow, width, ow_size)
+        best = -math.inf
+        best_at = h0 * width + w0
+        for ih in range(h0, h1):
+            for iw in range(w0, w1):
+                v = x[base + ih * width + iw]
+                if v > best or v != v:
+                    best = v
+                    best_at = ih * width + iw
+        out[t] = best
+        indices[t] = best_at
+
+
+@cuda.jit
 def scatter_planes_kernel(grad_out, indices, grad_in, out_plane, in_plane, n):
     """grad_in[p, indices[p, o]] += grad_out[p, o] atomically; out-of-plane indices are skipped."""
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
@@ -62,92 +118,119 @@ def gather_planes_kernel(src, indices, out, out_plane, in_plane, n):
         out[t] = src[(t // out_plane) * in_plane + k] if 0 <= k < in_plane else 0
 
 
-def _pair(value) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else tuple(value)
-
-
-def _flat(a, name: str):
-    if not a.flags.c_contiguous:
-        raise ValueError(f"max pooling: {name} must be C-contiguous, got strides {a.strides}")
-    return a._buffer[a._offset : a._offset + a.size]
-
-
-def _check(op: str, small, indices, big) -> None:
+def _check_index_pair(op: str, small, indices, big) -> None:
+    check_index_array(op, "indices", indices, small)
     if small.ndim < 2 or big.ndim != small.ndim or big.shape[:2] != small.shape[:2]:
         raise ValueError(
             f"{op}: arrays must share leading (N, C) dims and ndim, got {small.shape} and {big.shape}"
         )
-    if indices.shape != small.shape or indices.dtype.kind != "i":
-        raise ValueError(
-            f"{op}: indices must be integer of shape {small.shape}, got {indices.dtype} {indices.shape}"
-        )
-    if small.dtype != big.dtype or small.dtype.kind != "f":
-        raise TypeError(f"{op}: expected one float dtype, got {small.dtype} and {big.dtype}")
+    check_shape(op, "indices", indices, small.shape)
 
 
 def max_pool2d_forward(
     x, out, indices, kernel_size, stride, padding=(0, 0), dilation=(1, 1), ceil_mode=False
 ):
-    """x (N, C, H, W) -> out, indices (N, C, OH, OW); sizes as numdiff.kernels.pool computes them."""
-    from numdiff.kernels.pool import pool_output_size
+    """``out[n, c, oh, ow] = max`` over the window; ``indices`` (int64) gets the flat argmax ``h*W + w``.
 
-    kh, kw = _pair(kernel_size)
-    sh, sw = _pair(stride)
-    ph, pw = _pair(padding)
-    dh, dw = _pair(dilation)
-    if x.ndim != 4:
-        raise ValueError(f"max_pool2d_forward: x must be (N, C, H, W), got shape {x.shape}")
-    height, width = x.shape[2:]
-    expected = x.shape[:2] + (
-        pool_output_size(height, kh, sh, ph, dh, ceil_mode),
-        pool_output_size(width, kw, sw, pw, dw, ceil_mode),
+    Shapes: x (N, C, H, W); out and indices (N, C, OH, OW) with OH, OW from pool_output_size.
+    Threads: one per output element (grid-stride).
+    """
+    op = "max_pool2d_forward"
+    check_float_arrays(op, x=x, out=out)
+    check_index_array(op, "indices", indices, x)
+    kh, kw, sh, sw, ph, pw, dh, dw = check_window(
+        op, x, out, kernel_size, stride, padding, dilation, ceil_mode
     )
-    if out.shape != expected or indices.shape != expected or out.dtype != x.dtype:
-        raise ValueError(
-            f"max_pool2d_forward: out/indices must be {expected} of {x.dtype}, got {out.shape}, {indices.shape}"
-        )
-    x = x if x.flags.c_contiguous else x.copy()
+    check_shape(op, "indices", indices, out.shape)
+    height, width = x.shape[2:]
+    oh_size, ow_size = out.shape[2:]
     n = out.size
     if n:
         blocks, threads = grid_1d(n)
         max_pool2d_kernel[blocks, threads](
-            _flat(x, "x"), _flat(out, "out"), _flat(indices, "indices"), height, width,
-            expected[2], expected[3], kh, kw, sh, sw, ph, pw, dh, dw, n,
-        )  # fmt: skip
+            flat(x),
+            flat(out),
+            flat(indices),
+            height,
+            width,
+            oh_size,
+            ow_size,
+            kh,
+            kw,
+            sh,
+            sw,
+            ph,
+            pw,
+            dh,
+            dw,
+            n,
+        )
+    return out
+
+
+def max_pool1d_forward(x, out, indices, kernel_size, stride, padding=0, dilation=1, ceil_mode=False):
+    """1-d max pooling as 2-d with H = 1: x (N, C, L), out and indices (N, C, OL)."""
+    op = "max_pool1d_forward"
+    max_pool2d_forward(
+        as_planes(op, "x", x), as_planes(op, "out", out), as_planes(op, "indices", indices),
+        (1, kernel_size), (1, stride), (0, padding), (1, dilation), ceil_mode,
+    )  # fmt: skip
+    return out
+
+
+def adaptive_max_pool2d_forward(x, out, indices):
+    """Adaptive max pooling of x (N, C, H, W) to out (N, C, OH, OW), argmax into indices (int64).
+
+    Threads: one per output element (grid-stride).
+    """
+    op = "adaptive_max_pool2d_forward"
+    check_float_arrays(op, x=x, out=out)
+    check_index_array(op, "indices", indices, x)
+    check_adaptive(op, x, out)
+    check_shape(op, "indices", indices, out.shape)
+    n = out.size
+    if n:
+        blocks, threads = grid_1d(n)
+        height, width = x.shape[2:]
+        adaptive_max_pool2d_kernel[blocks, threads](
+            flat(x), flat(out), flat(indices), height, width, out.shape[2], out.shape[3], n
+        )
     return out
 
 
 def max_pool_backward(grad_out, indices, grad_in):
-    """grad_in (zeroed here) gets grad_out scatter-added at `indices` within each (n, c) plane."""
-    _check("max_pool_backward", grad_out, indices, grad_in)
+    """grad_in (zeroed here) gets grad_out scatter-added at `indices` within each (n, c) plane.
+
+    Serves max_pool1d/2d and adaptive_max_pool2d (any trailing dims). Threads: one per grad_out
+    element, atomic adds; an index outside the plane is skipped (the kernel never writes there).
+    """
+    op = "max_pool_backward"
+    check_float_arrays(op, grad_out=grad_out, grad_in=grad_in)
+    _check_index_pair(op, grad_out, indices, grad_in)
     grad_in[...] = 0
-    grad_out = grad_out if grad_out.flags.c_contiguous else grad_out.copy()
     n = grad_out.size
     if n:
         out_plane = n // (grad_out.shape[0] * grad_out.shape[1])
         in_plane = grad_in.size // (grad_in.shape[0] * grad_in.shape[1])
         blocks, threads = grid_1d(n)
         scatter_planes_kernel[blocks, threads](
-            _flat(grad_out, "grad_out"),
-            _flat(indices, "indices"),
-            _flat(grad_in, "grad_in"),
-            out_plane,
-            in_plane,
-            n,
+            flat(grad_out), flat(indices), flat(grad_in), out_plane, in_plane, n
         )
     return grad_in
 
 
 def max_pool_gather(src, indices, out):
-    """out[n, c, o] = src[n, c].flat[indices[n, c, o]]: the backward of max_pool_backward."""
-    _check("max_pool_gather", out, indices, src)
-    src = src if src.flags.c_contiguous else src.copy()
+    """out[n, c, o] = src[n, c].flat[indices[n, c, o]]: the backward of max_pool_backward.
+
+    Threads: one per output element; an index outside the plane reads as 0.
+    """
+    op = "max_pool_gather"
+    check_float_arrays(op, src=src, out=out)
+    _check_index_pair(op, out, indices, src)
     n = out.size
     if n:
         out_plane = n // (out.shape[0] * out.shape[1])
         in_plane = src.size // (src.shape[0] * src.shape[1])
         blocks, threads = grid_1d(n)
-        gather_planes_kernel[blocks, threads](
-            _flat(src, "src"), _flat(indices, "indices"), _flat(out, "out"), out_plane, in_plane, n
-        )
+        gather_planes_kernel[blocks, threads](flat(src), flat(indices), flat(out), out_plane, in_plane, n)
     return out

@@ -1,0 +1,86 @@
+"""Argument checks for the CUDA conv and pooling launchers, run in Python before any launch.
+
+A kernel that indexes past a buffer's end corrupts device memory (or faults the context) instead
+of raising, so every launcher checks types, dtypes, devices, layout and shapes here first. Errors
+name the kernel, the argument and the values involved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.cuda.array import CudaArray
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_float_arrays(op: str, **arrays: Any) -> None:
+    """Require C-contiguous float32/float64 CudaArrays of one dtype on one device."""
+    first_name, first = None, None
+    for name, arr in arrays.items():
+        if not isinstance(arr, CudaArray):
+            raise TypeError(f"{op}: {name} must be a CUDA array, got {type(arr).__name__}")
+        if arr.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"{op}: {name} must be float32 or float64, got {arr.dtype}")
+        if first is None:
+            first_name, first = name, arr
+        elif arr.dtype != first.dtype:
+            listed = ", ".join(f"{n}={a.dtype}" for n, a in arrays.items())
+            raise TypeError(f"{op}: all arrays must share one dtype, got {listed}")
+        elif arr.device != first.device:
+            raise ValueError(
+                f"{op}: {first_name} is on {first.device} but {name} is on {arr.device}; "
+                "move them to one device first"
+            )
+        check_contiguous(op, name, arr)
+
+
+def check_contiguous(op: str, name: str, arr: CudaArray) -> None:
+    if not arr.flags.c_contiguous:
+        raise ValueError(
+            f"{op}: {name} must be C-contiguous (shape {arr.shape}, strides {arr.strides}); "
+            "pass np.ascontiguousarray(...)"
+        )
+
+
+def check_index_array(op: str, name: str, arr: Any, like: CudaArray) -> None:
+    """Require a C-contiguous int64 CudaArray on `like`'s device (pooling argmax indices)."""
+    if not isinstance(arr, CudaArray) or arr.dtype != np.int64:
+        got = arr.dtype if isinstance(arr, CudaArray) else type(arr).__name__
+        raise TypeError(f"{op}: {name} must be an int64 CUDA array, got {got}")
+    if arr.device != like.device:
+        raise ValueError(f"{op}: {name} is on {arr.device} but the data is on {like.device}")
+    check_contiguous(op, name, arr)
+
+
+def check_shape(op: str, name: str, arr: CudaArray, expected: tuple[int, ...]) -> None:
+    if tuple(arr.shape) != tuple(expected):
+        raise ValueError(f"{op}: {name} must have shape {tuple(expected)}, got {arr.shape}")
+
+
+def ints(op: str, name: str, value: Any, n: int) -> tuple[int, ...]:
+    """`value` (a sequence) as a tuple of exactly `n` ints."""
+    values = tuple(int(v) for v in value)
+    if len(values) != n:
+        raise ValueError(f"{op}: {name} must have {n} ints, got {value!r}")
+    return values
+
+
+def check_positive(op: str, **sizes: int) -> None:
+    for name, value in sizes.items():
+        if value < 1:
+            raise ValueError(f"{op}: {name} must be a positive integer, got {value!r}")
+
+
+def flat(arr: CudaArray) -> Any:
+    """The 1-D device buffer holding a C-contiguous array's elements, in order."""
+    return arr._buffer[arr._offset : arr._offset + arr.size]
+
+
+def as_planes(op: str, name: str, arr: CudaArray) -> CudaArray:
+    """A 3-D (N, C, L) array as 4-D (N, C, 1, L): 1-d kernels run as 2-d with H = 1 (a view)."""
+    if arr.ndim != 3:
+        raise ValueError(f"{op}: {name} must be 3-D (N, C, L), got shape {arr.shape}")
+    return arr.reshape(arr.shape[0], arr.shape[1], 1, arr.shape[2])
