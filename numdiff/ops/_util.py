@@ -60,8 +60,8 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
         target = _result_dtype(da, db)
         a, b = a.to(target), b.to(target)
         da, db = a._data, b._data
-    if type(da) is not type(db):
-        check_same_device(op, a, b)
+    if type(da) is not type(db) or (type(da) is not np.ndarray and da.device != db.device):
+        check_same_device(op, a, b)  # host vs device, or two GPUs (cuda:0 vs cuda:1)
     if da.shape != db.shape and da.ndim and db.ndim:
         _check_broadcastable(op, da.shape, db.shape)
     return a, b

@@ -78,3 +78,19 @@ def test_host_array_in_a_device_ufunc_is_refused():
     t = numdiff.ones(3, device="cuda")
     with pytest.raises(TypeError, match="host value"):
         np.add(t._data, np.ones(3))
+
+
+def _on_second_gpu(t: numdiff.Tensor) -> numdiff.Tensor:
+    """`t`'s storage relabelled as cuda:1: the simulator has one GPU, and only the label is compared."""
+    data = t._data
+    moved = CudaArray(data._buffer, data.shape, data._strides, data._offset, numdiff.device("cuda", 1))
+    return numdiff.Tensor._wrap(moved, None, None)
+
+
+def test_tensors_on_two_gpus_raise_device_mismatch_naming_both():
+    a = numdiff.ones(3, device="cuda")
+    b = _on_second_gpu(numdiff.ones(3, device="cuda"))
+    assert b.device == numdiff.device("cuda:1")
+    for op in (lambda: a + b, lambda: b * a, lambda: numdiff.cat([a, b]), lambda: numdiff.where(a > 0, a, b)):
+        with pytest.raises(DeviceMismatchError, match="cuda:0 and cuda:1"):
+            op()
