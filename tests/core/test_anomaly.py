@@ -12,7 +12,9 @@ import numdiff
 from numdiff.autograd import AnomalyError, set_detect_anomaly
 
 # The gradients here divide by zero on purpose.
-pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning"
+)
 
 
 def _here() -> int:
@@ -77,7 +79,10 @@ def test_anomaly_context_restores_the_previous_setting():
 def test_op_recorded_before_detection_is_still_named():
     x = numdiff.tensor([0.0], requires_grad=True)
     y = x.sqrt()
-    with set_detect_anomaly(True), pytest.raises(AnomalyError, match="SqrtBackward.*before anomaly detection"):
+    with (
+        set_detect_anomaly(True),
+        pytest.raises(AnomalyError, match="SqrtBackward.*before anomaly detection"),
+    ):
         y.sum().backward()
 
 

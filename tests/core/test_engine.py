@@ -322,7 +322,7 @@ def test_saved_tensors_are_released_after_backward():
     assert mul.saved_tensors  # the tensors are there before backward
     out.sum().backward()
     with pytest.raises(SavedTensorFreedError, match="retain_graph=True"):
-        mul.saved_tensors
+        _ = mul.saved_tensors
 
 
 def test_saved_tensors_survive_backward_with_retain_graph():
@@ -356,7 +356,7 @@ def test_grad_fn_is_named_like_pytorch_and_links_to_the_next_functions():
     x = _leaf([1.0])
     y = (x * 2).exp()
     assert y.grad_fn.name() == "ExpBackward"
-    (mul, _), = y.grad_fn.next_functions
+    ((mul, _),) = y.grad_fn.next_functions
     assert mul.name() == "MulBackward"
     assert mul.next_functions[0][0].name() == "AccumulateGrad"
     assert mul.next_functions[0][0].variable is x

@@ -71,7 +71,13 @@ def test_leaves_program_warns_once_when_reading_the_non_leaf_grad():
     # The warning points at the user's line (print(h.grad)), not at numdiff's internals.
     (warning,) = [w for w in caught if issubclass(w.category, UserWarning)]
     assert warning.filename == "<lesson>"
-    assert warning.lineno == LEAVES_PY.splitlines().index("print(h.grad)      # None: non-leaf grads are used, then thrown away") + 1
+    assert (
+        warning.lineno
+        == LEAVES_PY.splitlines().index(
+            "print(h.grad)      # None: non-leaf grads are used, then thrown away"
+        )
+        + 1
+    )
 
 
 def test_retain_program_prints_the_intermediate_gradient():

@@ -16,9 +16,18 @@ import numdiff
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
-        (lambda: numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True), "tensor([1., 2., 3.], requires_grad=True)"),
-        (lambda: numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2, "tensor([2., 4., 6.], grad_fn=<MulBackward>)"),
-        (lambda: numdiff.tensor([1.0, 2.0], dtype=numdiff.float64), "tensor([1., 2.], dtype=numdiff.float64)"),
+        (
+            lambda: numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True),
+            "tensor([1., 2., 3.], requires_grad=True)",
+        ),
+        (
+            lambda: numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2,
+            "tensor([2., 4., 6.], grad_fn=<MulBackward>)",
+        ),
+        (
+            lambda: numdiff.tensor([1.0, 2.0], dtype=numdiff.float64),
+            "tensor([1., 2.], dtype=numdiff.float64)",
+        ),
         (lambda: numdiff.tensor(3.0), "tensor(3.)"),
         (lambda: numdiff.tensor(3), "tensor(3)"),
         (lambda: numdiff.tensor([1.23456, 2.0]), "tensor([1.2346, 2.0000])"),
@@ -133,7 +142,11 @@ def test_repr_matches_torch_on_random_values(values, dtype, requires_grad):
     assert _unwrapped_suffixes(repr(ours)) == _unwrapped_suffixes(_as_numdiff(repr(theirs)))
 
 
-@given(values=hnp.arrays(np.int64, hnp.array_shapes(min_dims=0, max_dims=2, max_side=5), elements=st.integers(-(10**6), 10**6)))
+@given(
+    values=hnp.arrays(
+        np.int64, hnp.array_shapes(min_dims=0, max_dims=2, max_side=5), elements=st.integers(-(10**6), 10**6)
+    )
+)
 @settings(max_examples=30)
 def test_integer_repr_matches_torch_on_random_values(values):
     torch = pytest.importorskip("torch")

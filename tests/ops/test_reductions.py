@@ -42,12 +42,23 @@ def _torch_dim(dim):
 MULTI_DIM = {
     "sum": (lambda x, d, k: x.sum(d, keepdim=k), lambda x, d, k: x.sum(d, keepdim=k)),
     "mean": (lambda x, d, k: x.mean(d, keepdim=k), lambda x, d, k: x.mean(d, keepdim=k)),
-    "amax": (lambda x, d, k: x.amax(d if d is not None else (), keepdim=k), lambda x, d, k: x.amax(d if d is not None else (), keepdim=k)),
-    "amin": (lambda x, d, k: x.amin(d if d is not None else (), keepdim=k), lambda x, d, k: x.amin(d if d is not None else (), keepdim=k)),
+    "amax": (
+        lambda x, d, k: x.amax(d if d is not None else (), keepdim=k),
+        lambda x, d, k: x.amax(d if d is not None else (), keepdim=k),
+    ),
+    "amin": (
+        lambda x, d, k: x.amin(d if d is not None else (), keepdim=k),
+        lambda x, d, k: x.amin(d if d is not None else (), keepdim=k),
+    ),
     "var": (lambda x, d, k: x.var(d, keepdim=k), lambda x, d, k: x.var(d, keepdim=k)),
-    "std_biased": (lambda x, d, k: x.std(d, correction=0, keepdim=k), lambda x, d, k: x.std(d, correction=0, keepdim=k)),
-    "logsumexp": (lambda x, d, k: x.logsumexp(d if d is not None else tuple(range(x.ndim)), keepdim=k),
-                  lambda x, d, k: x.logsumexp(d if d is not None else tuple(range(x.ndim)), keepdim=k)),
+    "std_biased": (
+        lambda x, d, k: x.std(d, correction=0, keepdim=k),
+        lambda x, d, k: x.std(d, correction=0, keepdim=k),
+    ),
+    "logsumexp": (
+        lambda x, d, k: x.logsumexp(d if d is not None else tuple(range(x.ndim)), keepdim=k),
+        lambda x, d, k: x.logsumexp(d if d is not None else tuple(range(x.ndim)), keepdim=k),
+    ),
 }
 
 
@@ -92,7 +103,10 @@ def test_single_dim_reduction_matches_torch(name, data):
     elif name in ("softmax", "log_softmax"):
         out, tout = getattr(numdiff, name)(x, dim), getattr(torch, name)(tx, dim)
     else:
-        (out, indices), (tout, tindices) = getattr(x, name)(dim, keepdim=keepdim), getattr(tx, name)(dim, keepdim=keepdim)
+        (out, indices), (tout, tindices) = (
+            getattr(x, name)(dim, keepdim=keepdim),
+            getattr(tx, name)(dim, keepdim=keepdim),
+        )
         np.testing.assert_array_equal(indices.numpy(), tindices.numpy())
         assert indices.dtype is numdiff.int64
     assert_close(out, tout, dtype)
@@ -142,9 +156,9 @@ def test_std_of_a_constant_group_has_zero_gradient_like_torch():
 
 
 def gradcheck_ok(fn, data) -> bool:
-    return numdiff.autograd.gradcheck(fn, (numdiff.tensor(data, requires_grad=True),)) and numdiff.autograd.gradgradcheck(
+    return numdiff.autograd.gradcheck(
         fn, (numdiff.tensor(data, requires_grad=True),)
-    )
+    ) and numdiff.autograd.gradgradcheck(fn, (numdiff.tensor(data, requires_grad=True),))
 
 
 def test_prod_gradient_does_not_underflow_in_grad_times_output():

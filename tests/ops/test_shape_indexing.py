@@ -61,7 +61,9 @@ def test_two_integer_arrays_index_like_torch(data):
     cols = data.draw(hnp.arrays(np.int64, 3, elements=st.integers(0, shape[1] - 1)), label="cols")
     array = data.draw(values(dtype, shape), label="x")
     _check(
-        data, dtype, [array],
+        data,
+        dtype,
+        [array],
         lambda x: x[numdiff.tensor(rows), numdiff.tensor(cols)],
         lambda x: x[torch.tensor(rows), torch.tensor(cols)],
     )
@@ -84,7 +86,9 @@ def test_setitem_on_a_clone_matches_torch(data):
     key = data.draw(hnp.basic_indices(shape, min_dims=1).filter(_no_negative_steps), label="key")
     target = np.empty(shape)[key].shape
     value_shape = data.draw(
-        hnp.broadcastable_shapes(target, min_side=0, max_dims=len(target)).filter(lambda s: np.broadcast_shapes(s, target) == target),
+        hnp.broadcastable_shapes(target, min_side=0, max_dims=len(target)).filter(
+            lambda s: np.broadcast_shapes(s, target) == target
+        ),
         label="value shape",
     )
     array = data.draw(values(dtype, shape), label="x")
@@ -103,7 +107,9 @@ def test_permute_transpose_flip_match_torch(data):
     dtype = data.draw(DTYPES, label="dtype")
     shape = data.draw(shapes(min_dims=1), label="shape")
     order = data.draw(st.permutations(range(len(shape))), label="order")
-    flip_dims = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)), label="flip")
+    flip_dims = data.draw(
+        st.lists(st.integers(0, len(shape) - 1), unique=True, max_size=len(shape)), label="flip"
+    )
     array = data.draw(values(dtype, shape), label="x")
 
     def run(x):
@@ -119,8 +125,16 @@ def test_reshape_view_flatten_of_any_layout_match_torch(data):
     shape = data.draw(shapes(min_dims=1), label="shape")
     array = data.draw(values(dtype, shape), label="x")
     size = array.size
-    new_shape = data.draw(st.sampled_from([(size,), (1, size), (size, 1), (-1,), (1, -1, 1)]), label="new shape")
-    _check(data, dtype, [array], lambda x: x.reshape(new_shape).flatten(), lambda x: x.reshape(new_shape).flatten())
+    new_shape = data.draw(
+        st.sampled_from([(size,), (1, size), (size, 1), (-1,), (1, -1, 1)]), label="new shape"
+    )
+    _check(
+        data,
+        dtype,
+        [array],
+        lambda x: x.reshape(new_shape).flatten(),
+        lambda x: x.reshape(new_shape).flatten(),
+    )
 
 
 @given(data=st.data())
@@ -137,16 +151,24 @@ def test_cat_and_stack_match_torch(data):
     _check(data, dtype, arrays, lambda *xs: numdiff.cat(xs, dim), lambda *xs: torch.cat(xs, dim))
     same = [data.draw(values(dtype, shape), label="same") for _ in lengths]
     stack_dim = data.draw(st.integers(-len(shape) - 1, len(shape)), label="stack dim")
-    _check(data, dtype, same, lambda *xs: numdiff.stack(xs, stack_dim), lambda *xs: torch.stack(xs, stack_dim))
+    _check(
+        data, dtype, same, lambda *xs: numdiff.stack(xs, stack_dim), lambda *xs: torch.stack(xs, stack_dim)
+    )
 
 
 @given(data=st.data())
 def test_expand_and_repeat_match_torch(data):
     dtype = data.draw(DTYPES, label="dtype")
     shape = data.draw(shapes(max_dims=2, max_side=3), label="shape")
-    target = data.draw(hnp.broadcastable_shapes(shape, min_dims=len(shape), max_dims=3, max_side=3).map(
-        lambda s: tuple(np.broadcast_shapes(s, shape))), label="target")
-    repeats = data.draw(st.lists(st.integers(1, 3), min_size=max(1, len(shape)), max_size=len(shape) + 1), label="repeats")
+    target = data.draw(
+        hnp.broadcastable_shapes(shape, min_dims=len(shape), max_dims=3, max_side=3).map(
+            lambda s: tuple(np.broadcast_shapes(s, shape))
+        ),
+        label="target",
+    )
+    repeats = data.draw(
+        st.lists(st.integers(1, 3), min_size=max(1, len(shape)), max_size=len(shape) + 1), label="repeats"
+    )
     array = data.draw(values(dtype, shape), label="x")
     _check(data, dtype, [array], lambda x: x.expand(target) * 1, lambda x: x.expand(target) * 1)
     _check(data, dtype, [array], lambda x: x.repeat(*repeats), lambda x: x.repeat(*repeats))
@@ -173,13 +195,25 @@ def test_gather_and_scatter_add_with_random_indices_match_torch(data):
     dtype = data.draw(DTYPES, label="dtype")
     shape = data.draw(shapes(min_dims=1), label="shape")
     dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
-    index_shape = tuple(data.draw(st.integers(1, n + 1 if d == dim else n), label="index side") for d, n in enumerate(shape))
-    index = data.draw(hnp.arrays(np.int64, index_shape, elements=st.integers(0, shape[dim] - 1)), label="index")
+    index_shape = tuple(
+        data.draw(st.integers(1, n + 1 if d == dim else n), label="index side") for d, n in enumerate(shape)
+    )
+    index = data.draw(
+        hnp.arrays(np.int64, index_shape, elements=st.integers(0, shape[dim] - 1)), label="index"
+    )
     array = data.draw(values(dtype, shape), label="x")
     src = data.draw(values(dtype, index_shape), label="src")
-    _check(data, dtype, [array], lambda x: x.gather(dim, numdiff.tensor(index)), lambda x: x.gather(dim, torch.tensor(index)))
     _check(
-        data, dtype, [array, src],
+        data,
+        dtype,
+        [array],
+        lambda x: x.gather(dim, numdiff.tensor(index)),
+        lambda x: x.gather(dim, torch.tensor(index)),
+    )
+    _check(
+        data,
+        dtype,
+        [array, src],
         lambda x, s: x.scatter_add(dim, numdiff.tensor(index), s),
         lambda x, s: x.scatter_add(dim, torch.tensor(index), s),
     )
@@ -190,11 +224,21 @@ def test_index_select_and_masked_fill_match_torch(data):
     dtype = data.draw(DTYPES, label="dtype")
     shape = data.draw(shapes(min_dims=1), label="shape")
     dim = data.draw(st.integers(0, len(shape) - 1), label="dim")
-    index = data.draw(hnp.arrays(np.int64, st.integers(1, 4), elements=st.integers(0, shape[dim] - 1)), label="index")
+    index = data.draw(
+        hnp.arrays(np.int64, st.integers(1, 4), elements=st.integers(0, shape[dim] - 1)), label="index"
+    )
     mask = data.draw(hnp.arrays(np.bool_, shape), label="mask")
     array = data.draw(values(dtype, shape), label="x")
     _check(
-        data, dtype, [array],
-        lambda x: x.index_select(dim, numdiff.tensor(index)).sum(dim) + x.masked_fill(numdiff.tensor(mask), 0.5).sum(dim),
-        lambda x: x.index_select(dim, torch.tensor(index)).sum(dim) + x.masked_fill(torch.tensor(mask), 0.5).sum(dim),
+        data,
+        dtype,
+        [array],
+        lambda x: (
+            x.index_select(dim, numdiff.tensor(index)).sum(dim)
+            + x.masked_fill(numdiff.tensor(mask), 0.5).sum(dim)
+        ),
+        lambda x: (
+            x.index_select(dim, torch.tensor(index)).sum(dim)
+            + x.masked_fill(torch.tensor(mask), 0.5).sum(dim)
+        ),
     )
