@@ -279,3 +279,18 @@ def test_function_backward_returning_too_few_gradients_names_the_function():
     b = numdiff.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"TwoInputsBackward.*1 gradients.*2 inputs"):
         TwoInputs.apply(a, b).sum().backward()
+
+
+def test_rewrapping_a_tensor_with_tensor_warns_and_suggests_detach_clone(w):
+    h = w * 2
+    with pytest.warns(UserWarning, match=r"detach\(\)\.clone\(\)") as caught:
+        copy = numdiff.tensor(h)
+    assert copy.is_leaf and not copy.requires_grad and copy.tolist() == [2.0, 4.0, 6.0]
+    assert caught[0].filename == __file__, "the warning points at the user's line"
+
+
+def test_tensor_from_python_data_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        numdiff.tensor([[1.0, 2.0]])
+        numdiff.tensor(np.ones(2))
