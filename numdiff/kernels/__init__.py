@@ -1,0 +1,172 @@
+"""CPU kernels of numdiff: plain functions over NumPy arrays, compiled with Numba.
+
+Kernels never see a Tensor. Each takes arrays and sizes, writes into a caller-provided output
+array and documents its loop nest, shapes, extra memory and what runs in parallel:
+
+* :mod:`numdiff.kernels.matmul` -- GEMM and batched GEMM, forward and backward.
+* :mod:`numdiff.kernels.conv` -- conv1d/conv2d forward, backward_input, backward_weight
+  (transposed convolution reuses them with roles swapped).
+* :mod:`numdiff.kernels.pool` -- max/avg/adaptive pooling and their backward (scatter, gather).
+
+(``elementwise`` and ``optim`` in this package belong to the ops and optimizer layers;
+:func:`compile_all` warms them up too.)
+
+Compilation is lazy, once per dtype, and cached on disk (``cache=True``). :func:`compile_all`
+compiles (or loads from the cache) every kernel up front and records how long each took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from numdiff.kernels import conv, matmul, pool
+
+__all__ = ["compile_all", "compile_times", "conv", "matmul", "pool"]
+
+compile_times: dict[str, float] = {}
+"""Seconds the first call of each kernel took in :func:`compile_all` (compiling it, or loading it
+from the disk cache), keyed ``"module.kernel[dtype]"`` like ``"conv._forward_core[float32]"``."""
+
+
+def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
+    """One tiny call per compiled kernel of matmul/conv/pool, named by the dispatcher it compiles
+    (a call also compiles the helpers that dispatcher inlines or calls)."""
+
+    def z(*shape: int) -> np.ndarray:
+        return np.zeros(shape, dtype)
+
+    def idx() -> np.ndarray:
+        return np.zeros((1, 1, 1, 1), np.int64)
+
+    return [
+        ("matmul._bgemm", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),
+        (
+            "conv._forward_core",
+            lambda: conv.conv2d_forward(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1), z(1, 1, 2, 2)),
+        ),
+        (
+            "conv._backward_input_core",
+            lambda: conv.conv2d_backward_input(z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 3, 3)),
+        ),
+        (
+            "conv._backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1, 1, 2, 2)),
+        ),
+        ("conv._bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
+        (
+            "pool._max_pool_core",
+            lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
+        ),
+        (
+            "pool._adaptive_max_core",
+            lambda: pool.adaptive_max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx()),
+        ),
+        ("pool._scatter_core", lambda: pool.max_pool_backward(z(1, 1, 1, 1), idx(), z(1, 1, 2, 2))),
+        ("pool._gather_core", lambda: pool.max_pool_gather(z(1, 1, 2, 2), idx(), z(1, 1, 1, 1))),
+        (
+            "pool._avg_pool_core",
+            lambda: pool.avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), (2, 2), (2, 2)),
+        ),
+        ("pool._adaptive_avg_core", lambda: pool.adaptive_avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1))),
+    ]
+
+
+def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
+    """The other kernel modules of this package (elementwise, optimizer steps), through their
+    public functions: the optimizer steps run a serial build below a size and a parallel one
+    above it, so each is called at both sizes."""
+    calls: list[tuple[str, Callable[[], object]]] = []
+    try:
+        from numdiff.kernels import elementwise
+    except ImportError:
+        elementwise = None
+    if elementwise is not None:
+        calls.append(("elementwise.erf_forward", lambda: elementwise.erf(np.zeros(4, dtype))))
+    try:
+        from numdiff.kernels import optim
+    except ImportError:
+        return calls
+    large = int(getattr(optim, "PARALLEL_MIN_ELEMENTS", 1))
+    for size in sorted({1, large}):
+        build = "serial" if size < large else "parallel"
+
+        def vec(size: int = size) -> np.ndarray:
+            return np.zeros(size, dtype)
+
+        calls += [
+            (
+                f"optim.sgd[{build}]",
+                lambda vec=vec: optim.sgd_step(
+                    vec(), vec(), vec(), lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0,
+                    nesterov=False, maximize=False, first_step=True,
+                ),
+            ),
+            (
+                f"optim.adam[{build}]",
+                lambda vec=vec: optim.adam_step(
+                    vec(), vec(), vec(), vec(), vec(), step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8,
+                    weight_decay=0.0, decoupled_weight_decay=False, amsgrad=True, maximize=False,
+                ),
+            ),
+            (
+                f"optim.rmsprop[{build}]",
+                lambda vec=vec: optim.rmsprop_step(
+                    vec(), vec(), vec(), vec(), vec(), lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0,
+                    momentum=0.9, centered=True, maximize=False,
+                ),
+            ),
+            (
+                f"optim.adagrad[{build}]",
+                lambda vec=vec: optim.adagrad_step(
+                    vec(), vec(), vec(), step=1, lr=0.1, lr_decay=0.0, eps=1e-10, weight_decay=0.0,
+                    maximize=False,
+                ),
+            ),
+        ]  # fmt: skip
+    return calls
+
+
+def compile_all(
+    dtypes: Iterable[np.dtype | type | str] = (np.float32, np.float64), progress: bool = False
+) -> dict[str, float]:
+    """Compile (or load from Numba's on-disk cache) every kernel in this package for each dtype.
+
+    Returns the seconds each kernel's first call took, summed over the dtypes and keyed by the
+    dispatcher it compiles (``"conv._forward_core"``; what :func:`numdiff.warmup` reports);
+    :data:`compile_times` keeps the per-dtype figures. With ``progress=True`` a tqdm bar is shown
+    when tqdm is installed.
+
+    >>> times = compile_all(["float64"])
+    >>> all(t >= 0 for t in times.values()) and "conv._forward_core" in times
+    True
+    """
+    resolved = [np.dtype(d) for d in dtypes]
+    for d in resolved:
+        if d not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise TypeError(f"compile_all: dtypes must be float32 or float64, got {d}")
+    jobs = [(name, d, call) for d in resolved for name, call in _own_warmups(d) + _other_warmups(d)]
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            bar = None
+        else:
+            bar = tqdm(total=len(jobs), desc="numdiff kernels", unit="kernel")
+    totals: dict[str, float] = {}
+    for name, d, call in jobs:
+        if bar is not None:
+            bar.set_postfix_str(f"{name}[{d.name}]")
+        start = time.perf_counter()
+        call()
+        seconds = time.perf_counter() - start
+        compile_times[f"{name}[{d.name}]"] = seconds
+        totals[name] = totals.get(name, 0.0) + seconds
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return totals

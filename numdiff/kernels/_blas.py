@@ -1,0 +1,234 @@
+"""BLAS GEMM callable from ``@njit`` code on strided 2-D views, with Numba owning the threads.
+
+``np.dot`` inside ``@njit`` only takes contiguous operands and always overwrites its output.
+The kernels need more: sub-blocks of larger arrays (a tile of an output plane, a column block of
+a weight matrix) and ``beta = 1`` accumulation. :func:`gemm` calls the same BLAS entry point
+Numba's own ``np.dot`` uses (``numba_xxgemm``, which forwards to SciPy's
+``scipy.linalg.cython_blas`` ``sgemm``/``dgemm``) with explicit leading dimensions, so any
+row-major view whose rows are unit-stride works.
+
+Threads: SciPy's OpenBLAS runs its own thread pool whose workers busy-wait after each call.
+Measured here (2 cores): mixing a threaded BLAS call with a Numba ``prange`` region makes both
+pools fight for the cores, and a 256^3 product that takes 0.25 ms alone took 8 ms. So numdiff
+sets SciPy's OpenBLAS to one thread (:func:`prepare_blas`; NumPy's own BLAS is a different
+library and is left alone) and parallelises by splitting GEMMs across Numba threads
+(:func:`gemm_parallel`), which measured as fast as threaded OpenBLAS on 1024^3 (11 ms) and
+faster on small products. A side effect worth knowing: SciPy's own linear algebra in the same
+process also runs on one thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.linalg import ensure_blas
+
+__all__ = ["gemm", "gemm_parallel", "prepare_blas", "blas_threading"]
+
+_XXGEMM = types.ExternalFunction(
+    "numba_xxgemm",
+    types.intc(
+        types.char,  # kind: 's' or 'd'
+        types.char,  # transa
+        types.char,  # transb
+        types.intp,  # m
+        types.intp,  # n
+        types.intp,  # k
+        types.voidptr,  # alpha
+        types.voidptr,  # a
+        types.intp,  # lda
+        types.voidptr,  # b
+        types.intp,  # ldb
+        types.voidptr,  # beta
+        types.voidptr,  # c
+        types.intp,  # ldc
+    ),
+)
+
+_KIND_S, _KIND_D = ord("s"), ord("d")
+_NOTRANS, _TRANS = ord("n"), ord("t")
+
+# Below this many multiply-adds a product runs on the calling thread: a parallel region costs
+# more than it saves (measured crossover between 32^3 and 64^3 on this machine).
+PARALLEL_MIN_MACS = 1 << 17
+
+
+@intrinsic
+def _data_ptr(typingctx, arr):
+    """The data pointer of an array (view), as ``void*``."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arr)(context, builder, args[0])
+        return builder.bitcast(ary.data, cgutils.voidptr_t)
+
+    return types.voidptr(arr), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leading_dim(x):
+    """Row stride in elements of a row-major 2-D view (BLAS wants at least max(1, cols))."""
+    ld = x.strides[0] // x.itemsize
+    if ld < x.shape[1]:
+        ld = x.shape[1]
+    if ld < 1:
+        ld = 1
+    return ld
+
+
+@njit(cache=True, nogil=True)
+def gemm(trans_a, trans_b, alpha, a, b, beta, c):
+    """``c = alpha * op(a) @ op(b) + beta * c`` on row-major 2-D views, one BLAS call.
+
+    ``op(x)`` is ``x.T`` when the flag is set. Every view must have unit stride along its last
+    axis (checked; raises ValueError). Shapes: op(a) (M, K), op(b) (K, N), c (M, N).
+    ``beta == 0`` overwrites c without reading it. Runs on the calling thread.
+    """
+    m, n = c.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    if (a.shape[1] if trans_a else a.shape[0]) != m or (b.shape[1] if trans_b else b.shape[0]) != k:
+        raise ValueError("gemm: operand shapes do not match the output")
+    if (b.shape[0] if trans_b else b.shape[1]) != n:
+        raise ValueError("gemm: operand shapes do not match the output")
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        for i in range(m):
+            for j in range(n):
+                c[i, j] = 0 if beta == 0 else beta * c[i, j]
+        return
+    size = c.itemsize
+    if (
+        (a.shape[1] > 1 and a.strides[1] != size)
+        or (b.shape[1] > 1 and b.strides[1] != size)
+        or (c.shape[1] > 1 and c.strides[1] != size)
+    ):
+        raise ValueError("gemm: every operand needs unit stride along its last axis")
+    scalars = np.empty(2, c.dtype)
+    scalars[0] = alpha
+    scalars[1] = beta
+    kind = _KIND_S if size == 4 else _KIND_D
+    # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: BLAS sees each row-major
+    # array as its transpose, so swap the operands and keep the flags.
+    _XXGEMM(
+        kind,
+        _TRANS if trans_b else _NOTRANS,
+        _TRANS if trans_a else _NOTRANS,
+        n,
+        m,
+        k,
+        _data_ptr(scalars[0:1]),
+        _data_ptr(b),
+        _leading_dim(b),
+        _data_ptr(a),
+        _leading_dim(a),
+        _data_ptr(scalars[1:2]),
+        _data_ptr(c),
+        _leading_dim(c),
+    )
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _gemm_split(trans_a, trans_b, alpha, a, b, beta, c, parts, by_rows):
+    m, n = c.shape
+    for t in prange(parts):
+        if by_rows:
+            lo, hi = t * m // parts, (t + 1) * m // parts
+            a_part = a[:, lo:hi] if trans_a else a[lo:hi]
+            gemm(trans_a, trans_b, alpha, a_part, b, beta, c[lo:hi])
+        else:
+            lo, hi = t * n // parts, (t + 1) * n // parts
+            b_part = b[lo:hi] if trans_b else b[:, lo:hi]
+            gemm(trans_a, trans_b, alpha, a, b_part, beta, c[:, lo:hi])
+
+
+@njit(cache=True, nogil=True)
+def gemm_parallel(trans_a, trans_b, alpha, a, b, beta, c, parts):
+    """:func:`gemm` split into ``parts`` blocks of rows (or columns, whichever is longer), one
+    per Numba thread; each block is a single-threaded BLAS call. Small products stay on one
+    thread. Call from outside any parallel region with ``parts = numba.get_num_threads()``
+    (read in Python: calling it inside compiled code would stop the cache from working).
+    """
+    m, n = c.shape
+    k = a.shape[0] if trans_a else a.shape[1]
+    if parts == 1 or m * n * k < PARALLEL_MIN_MACS or max(m, n) < 2 * parts:
+        gemm(trans_a, trans_b, alpha, a, b, beta, c)
+    else:
+        _gemm_split(trans_a, trans_b, alpha, a, b, beta, c, parts, m >= n)
+
+
+@njit(cache=True, nogil=True)
+def _touch_blas(a32, a64):
+    # The first numba_xxgemm call of each kind looks SciPy's function up while holding the GIL;
+    # doing it here, on the calling thread, keeps that lookup out of worker threads.
+    gemm(False, False, 1.0, a32, a32, 0.0, a32[0:1, 0:1].copy())
+    gemm(False, False, 1.0, a64, a64, 0.0, a64[0:1, 0:1].copy())
+
+
+_state: dict[str, object] = {"ready": False, "setter": None, "getter": None, "library": None}
+
+
+def _find_thread_control() -> None:
+    import scipy
+
+    base = os.path.dirname(os.path.abspath(scipy.__file__))
+    candidates = []
+    for pattern in ("scipy.libs/*openblas*", "scipy/.dylibs/*openblas*", ".dylibs/*openblas*"):
+        candidates += glob.glob(os.path.join(base, "..", pattern))
+        candidates += glob.glob(os.path.join(base, pattern))
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas", "openblas"):
+            for suffix in ("", "64_"):
+                setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                if setter is not None and getter is not None:
+                    setter.argtypes, setter.restype = [ctypes.c_int], None
+                    getter.argtypes, getter.restype = [], ctypes.c_int
+                    _state.update(setter=setter, getter=getter, library=os.path.realpath(path))
+                    return
+
+
+def prepare_blas() -> None:
+    """Make SciPy's OpenBLAS single-threaded (every call; cheap) and warm up the GEMM lookup.
+
+    Kernels call this before any compiled code that uses :func:`gemm`. If SciPy's BLAS is not
+    an OpenBLAS whose thread count can be set, the kernels still work, only slower when BLAS
+    threads and Numba threads compete.
+    """
+    if not _state["ready"]:
+        ensure_blas()
+        _find_thread_control()
+        _state["ready"] = True
+        _set_one_thread()
+        _touch_blas(np.ones((1, 1), np.float32), np.ones((1, 1), np.float64))
+    else:
+        _set_one_thread()
+
+
+def _set_one_thread() -> None:
+    getter = _state["getter"]
+    if getter is not None and getter() != 1:
+        _state["setter"](1)
+
+
+def blas_threading() -> str:
+    """Describe how BLAS threads are controlled, for benchmark reports.
+
+    >>> isinstance(blas_threading(), str)
+    True
+    """
+    prepare_blas()
+    if _state["library"] is None:
+        return "SciPy BLAS thread count not controllable; BLAS threads may compete with Numba's"
+    return f"SciPy OpenBLAS {os.path.basename(str(_state['library']))} held at 1 thread"

@@ -1,0 +1,80 @@
+"""Argument checks run in Python before a compiled kernel touches memory.
+
+A Numba kernel that indexes out of bounds corrupts memory instead of raising, so every public
+kernel validates dtypes, layout and shapes here first. Errors name the kernel, the argument and
+the values involved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_float_arrays(op: str, **arrays: np.ndarray) -> None:
+    """Require C-contiguous float32/float64 ndarrays that all share one dtype.
+
+    >>> check_float_arrays("k", x=np.zeros(2), y=np.zeros(3))
+    """
+    dtype = None
+    for name, arr in arrays.items():
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(arr).__name__}")
+        if arr.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"{op}: {name} must be float32 or float64, got {arr.dtype}")
+        if dtype is None:
+            dtype = arr.dtype
+        elif arr.dtype != dtype:
+            names = ", ".join(f"{n}={a.dtype}" for n, a in arrays.items())
+            raise TypeError(f"{op}: all arrays must share one dtype, got {names}")
+        if not arr.flags.c_contiguous:
+            raise ValueError(
+                f"{op}: {name} must be C-contiguous (strides {arr.strides}, shape {arr.shape}); "
+                "pass np.ascontiguousarray(...)"
+            )
+
+
+def check_index_array(op: str, name: str, arr: np.ndarray) -> None:
+    """Require a C-contiguous int64 ndarray (pooling argmax indices).
+
+    >>> check_index_array("k", "idx", np.zeros(2, np.int64))
+    """
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.int64:
+        got = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise TypeError(f"{op}: {name} must be an int64 ndarray, got {got}")
+    if not arr.flags.c_contiguous:
+        raise ValueError(f"{op}: {name} must be C-contiguous, got strides {arr.strides}")
+
+
+def check_shape(op: str, name: str, arr: np.ndarray, expected: tuple[int | None, ...]) -> None:
+    """Require ``arr.shape`` to match ``expected``, where None matches any size.
+
+    >>> check_shape("k", "x", np.zeros((2, 3)), (2, None))
+    """
+    ok = arr.ndim == len(expected) and all(
+        e is None or e == s for e, s in zip(expected, arr.shape, strict=True)
+    )
+    if not ok:
+        want = "(" + ", ".join("*" if e is None else str(e) for e in expected) + ")"
+        raise ValueError(f"{op}: {name} must have shape {want}, got {arr.shape}")
+
+
+def check_positive(op: str, **sizes: int) -> None:
+    """Require every named size to be a positive int.
+
+    >>> check_positive("k", stride=1)
+    """
+    for name, value in sizes.items():
+        if int(value) != value or value < 1:
+            raise ValueError(f"{op}: {name} must be a positive integer, got {value!r}")
+
+
+def check_non_negative(op: str, **sizes: int) -> None:
+    """Require every named size to be a non-negative int.
+
+    >>> check_non_negative("k", padding=0)
+    """
+    for name, value in sizes.items():
+        if int(value) != value or value < 0:
+            raise ValueError(f"{op}: {name} must be a non-negative integer, got {value!r}")

