@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,6 +61,14 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     >>> numdiff.tensor([1., 2., 3.], requires_grad=True)
     tensor([1., 2., 3.], requires_grad=True)
     """
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "numdiff.tensor(t) copies a tensor into a new leaf cut off from t's graph, so no gradient "
+            "will reach what t was computed from. To say so explicitly, use t.detach().clone() (add "
+            ".requires_grad_() for a new trainable leaf); to keep the graph, use t itself or t.clone().",
+            UserWarning,
+            stacklevel=2,
+        )
     return _place(as_array(data, dtype), device, requires_grad)
 
 
