@@ -181,3 +181,16 @@ def test_backward_inside_no_grad_still_computes_gradients():
         y.backward()
         assert not numdiff.is_grad_enabled()
     assert x.grad.tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("mode", [False, True])
+def test_set_grad_enabled_as_decorator_sets_the_mode_only_inside_calls(mode):
+    with numdiff.set_grad_enabled(not mode):
+
+        @numdiff.set_grad_enabled(mode)
+        def probe(t):
+            return numdiff.is_grad_enabled(), (t * 2).requires_grad
+
+        assert numdiff.is_grad_enabled() is (not mode), "decorating must not switch the mode"
+        assert probe(_leaf()) == (mode, mode)
+        assert numdiff.is_grad_enabled() is (not mode)
