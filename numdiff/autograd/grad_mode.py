@@ -77,7 +77,8 @@ class inference_mode(_GradMode):  # noqa: N801
 
 
 class set_grad_enabled(_GradMode):  # noqa: N801
-    """Sets grad mode now (as a function) or for a block (as a context manager)."""
+    """Sets grad mode now (as a function), for a block (as a context manager), or for each call of a
+    decorated function."""
 
     def __init__(self, mode: bool) -> None:
         self._mode = bool(mode)
@@ -86,3 +87,8 @@ class set_grad_enabled(_GradMode):  # noqa: N801
 
     def __enter__(self) -> None:
         pass
+
+    def __call__(self, func: F) -> F:
+        # Used as a decorator, the mode applies inside calls only: undo the switch __init__ made.
+        _state.enabled = self._previous
+        return super().__call__(func)
