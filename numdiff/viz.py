@@ -5,10 +5,8 @@ and the output at the bottom. Each arrow is one edge of ``grad_fn.next_functions
 other way round, so backward walks the arrows from the bottom up. Layout is a small layered
 (Sugiyama-style) layout written here, so no Graphviz binary is needed:
 
-1. layers by longest path from the output (a node sits one layer above its highest consumer),
-2. dummy points on edges that skip layers, so long edges bend around boxes,
-3. a few barycenter sweeps to order each layer and reduce crossings,
-4. boxes sized from their text and pulled towards their neighbours' mean x.
+numdiff/_graph_layout.py (layers by longest path, dummy points on long edges, barycenter
+ordering, boxes pulled towards their neighbours).
 """
 
 from __future__ import annotations
@@ -19,20 +17,12 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
+from numdiff._graph_layout import CHAR_W, LINE_H, MARGIN, PAD_X, PAD_Y, Box, layout
 from numdiff.autograd.function import AccumulateGrad, _SavedOutput
 from numdiff.tensor import Tensor
 
 __all__ = ["GraphDrawing", "draw_graph"]
 
-_CHAR_W = 7.2  # monospace 12px: average advance of one character
-_LINE_H = 15.0
-_PAD_X = 8.0
-_PAD_Y = 6.0
-_GAP_X = 24.0
-_GAP_Y = 44.0
-_MARGIN = 16.0
-_DUMMY_W = 8.0
-_SWEEPS = 4
 # Node bookkeeping that a reader of the graph does not need to see.
 _HIDDEN_ATTRS = frozenset({"materialize_grads", "needs_input_grad"})
 
@@ -49,18 +39,6 @@ _LEGEND = (
     ("retained", "retains grad"),
     ("output", "output"),
 )
-
-
-@dataclass
-class _Box:
-    key: Any
-    kind: str  # leaf, op, retained, output, constant, dummy
-    lines: list[str]
-    layer: int = 0
-    x: float = 0.0  # centre
-    y: float = 0.0  # top
-    w: float = _DUMMY_W
-    h: float = 0.0
 
 
 @dataclass
@@ -112,10 +90,7 @@ def draw_graph(
         raise TypeError(f"draw_graph expects a numdiff Tensor, got {type(tensor).__name__}")
     names = _leaf_names(params)
     boxes, edges = _build(tensor, names, show_saved)
-    layers = _assign_layers(boxes, edges)
-    paths = _insert_dummies(boxes, edges, layers)
-    _order_layers(layers, paths)
-    width, height = _place(boxes, layers, paths)
+    paths, width, height = layout(boxes, edges, min_width=_legend_width())
     labels = [box.lines[0] for box in boxes.values() if box.kind != "dummy"]
     svg = _to_svg(boxes, paths, edges, width, height)
     dot = _to_dot(boxes, edges)
@@ -173,9 +148,9 @@ def _op_lines(node: Any, show_saved: bool) -> tuple[str, list[str]]:
 
 def _build(
     tensor: Tensor, names: dict[int, str], show_saved: bool
-) -> tuple[dict[Any, _Box], list[tuple[Any, Any, int]]]:
+) -> tuple[dict[Any, Box], list[tuple[Any, Any, int]]]:
     """Boxes keyed by node identity, and forward edges (input, consumer, multiplicity)."""
-    boxes: dict[Any, _Box] = {}
+    boxes: dict[Any, Box] = {}
     output_key = ("output",)
     root = tensor.grad_fn
     if root is None:
@@ -183,19 +158,19 @@ def _build(
         lines[0] = f"output: {lines[0]}"
         if not tensor.requires_grad:
             lines.append("no graph: nothing requires grad")
-        boxes[output_key] = _Box(output_key, "output", lines)
+        boxes[output_key] = Box(output_key, "output", lines)
         return boxes, []
-    boxes[output_key] = _Box(output_key, "output", [names.get(id(tensor), "output"), _describe(tensor)])
+    boxes[output_key] = Box(output_key, "output", [names.get(id(tensor), "output"), _describe(tensor)])
     counts: dict[tuple[Any, Any], int] = {(id(root), output_key): 1}
     stack = [root]
     seen = {id(root)}
     while stack:  # iterative: deep graphs must not hit the recursion limit
         node = stack.pop()
         if isinstance(node, AccumulateGrad):
-            boxes[id(node)] = _Box(id(node), "leaf", _leaf_lines(node.variable, names))
+            boxes[id(node)] = Box(id(node), "leaf", _leaf_lines(node.variable, names))
             continue
         kind, lines = _op_lines(node, show_saved)
-        boxes[id(node)] = _Box(id(node), kind, lines)
+        boxes[id(node)] = Box(id(node), kind, lines)
         for nxt, _ in reversed(node.next_functions):
             if nxt is None:
                 continue
@@ -208,150 +183,14 @@ def _build(
     return boxes, edges
 
 
-# --------------------------------------------------------------------------- layout
-
-
-def _assign_layers(boxes: dict[Any, _Box], edges: list[tuple[Any, Any, int]]) -> list[list[Any]]:
-    """Longest path from the output: depth(n) = 1 + max depth of n's consumers; output at bottom."""
-    consumers_left: dict[Any, int] = {key: 0 for key in boxes}
-    inputs: dict[Any, list[Any]] = {key: [] for key in boxes}
-    for u, v, _ in edges:
-        consumers_left[u] += 1
-        inputs[v].append(u)
-    depth = {key: 0 for key in boxes}
-    ready = [key for key, n in consumers_left.items() if n == 0]
-    order = []
-    while ready:  # Kahn's algorithm from the output towards the leaves
-        key = ready.pop()
-        order.append(key)
-        for u in inputs[key]:
-            depth[u] = max(depth[u], depth[key] + 1)
-            consumers_left[u] -= 1
-            if consumers_left[u] == 0:
-                ready.append(u)
-    deepest = max(depth.values())
-    layers: list[list[Any]] = [[] for _ in range(deepest + 1)]
-    for key in boxes:  # insertion order is discovery order: a sensible first ordering
-        boxes[key].layer = deepest - depth[key]
-        layers[boxes[key].layer].append(key)
-    return layers
-
-
-def _insert_dummies(
-    boxes: dict[Any, _Box], edges: list[tuple[Any, Any, int]], layers: list[list[Any]]
-) -> list[list[Any]]:
-    """One path of keys per edge, with a dummy point on every layer the edge crosses."""
-    paths = []
-    for u, v, _ in edges:
-        path = [u]
-        for layer in range(boxes[u].layer + 1, boxes[v].layer):
-            key = ("dummy", u, v, layer)
-            boxes[key] = _Box(key, "dummy", [""], layer=layer)
-            layers[layer].append(key)
-            path.append(key)
-        path.append(v)
-        paths.append(path)
-    return paths
-
-
-def _neighbours(paths: list[list[Any]]) -> tuple[dict[Any, list[Any]], dict[Any, list[Any]]]:
-    """Each key's neighbours on the layer above and on the layer below."""
-    above: dict[Any, list[Any]] = {}
-    below: dict[Any, list[Any]] = {}
-    for path in paths:
-        for a, b in zip(path, path[1:]):
-            below.setdefault(a, []).append(b)
-            above.setdefault(b, []).append(a)
-    return above, below
-
-
-def _order_layers(layers: list[list[Any]], paths: list[list[Any]]) -> None:
-    """Barycenter heuristic: sort each layer by the mean position of its neighbours, both ways."""
-    above, below = _neighbours(paths)
-
-    def sweep(indices: range, neighbours: dict[Any, list[Any]], ref_step: int) -> None:
-        for i in indices:
-            ref = {key: pos for pos, key in enumerate(layers[i + ref_step])}
-            current = {key: pos for pos, key in enumerate(layers[i])}
-            weight = {key: _barycenter(neighbours.get(key, ()), ref, current[key]) for key in current}
-            layers[i].sort(key=lambda key: (weight[key], current[key]))
-
-    for _ in range(_SWEEPS):
-        sweep(range(1, len(layers)), above, -1)
-        sweep(range(len(layers) - 2, -1, -1), below, 1)
-
-
-def _barycenter(linked: Any, ref: dict[Any, int], fallback: int) -> float:
-    positions = [ref[n] for n in linked if n in ref]
-    return sum(positions) / len(positions) if positions else float(fallback)
-
-
-def _place(boxes: dict[Any, _Box], layers: list[list[Any]], paths: list[list[Any]]) -> tuple[float, float]:
-    """Size boxes, then pull each box towards its neighbours' mean x, keeping order and gaps."""
-    for box in boxes.values():
-        if box.kind != "dummy":
-            box.w = max(len(line) for line in box.lines) * _CHAR_W + 2 * _PAD_X
-            box.h = len(box.lines) * _LINE_H + 2 * _PAD_Y
-    for row in layers:
-        x = 0.0
-        for key in row:
-            boxes[key].x = x + boxes[key].w / 2
-            x += boxes[key].w + _GAP_X
-    neighbours = {key: a + b for key, a, b in _merged(*_neighbours(paths))}
-    for _ in range(_SWEEPS * 2):
-        for row in layers:
-            _pull_row(boxes, row, neighbours)
-    left = min(boxes[k].x - boxes[k].w / 2 for row in layers for k in row)
-    right = max(boxes[k].x + boxes[k].w / 2 for row in layers for k in row)
-    width = max(right - left, _legend_width()) + 2 * _MARGIN
-    shift = _MARGIN - left + (width - 2 * _MARGIN - (right - left)) / 2
-    y = _MARGIN
-    for row in layers:
-        row_h = max((boxes[k].h for k in row), default=0.0)
-        for key in row:
-            boxes[key].x += shift
-            boxes[key].y = y + (row_h - boxes[key].h) / 2
-        y += row_h + _GAP_Y
-    legend_h = _LINE_H + 2 * _PAD_Y
-    return width, y - _GAP_Y + _MARGIN + legend_h
-
-
-def _merged(
-    above: dict[Any, list[Any]], below: dict[Any, list[Any]]
-) -> Iterable[tuple[Any, list[Any], list[Any]]]:
-    for key in set(above) | set(below):
-        yield key, above.get(key, []), below.get(key, [])
-
-
-def _pull_row(boxes: dict[Any, _Box], row: list[Any], neighbours: dict[Any, list[Any]]) -> None:
-    """Move a row's boxes towards their neighbours' mean x without reordering or overlapping them.
-
-    Packing left-to-right (each box as far left as its wish allows) and right-to-left give two
-    feasible placements; their average is feasible too and favours neither side.
-    """
-    wish = []
-    for key in row:
-        linked = neighbours.get(key, [])
-        wish.append(sum(boxes[n].x for n in linked) / len(linked) if linked else boxes[key].x)
-    widths = [boxes[key].w for key in row]
-    forward = list(wish)
-    for i in range(1, len(row)):
-        forward[i] = max(wish[i], forward[i - 1] + (widths[i - 1] + widths[i]) / 2 + _GAP_X)
-    backward = list(wish)
-    for i in range(len(row) - 2, -1, -1):
-        backward[i] = min(wish[i], backward[i + 1] - (widths[i] + widths[i + 1]) / 2 - _GAP_X)
-    for key, a, b in zip(row, forward, backward):
-        boxes[key].x = (a + b) / 2
-
-
 # --------------------------------------------------------------------------- output
 
 
 def _legend_width() -> float:
-    return sum(len(text) * _CHAR_W + 2 * _PAD_X + 8 for _, text in _LEGEND)
+    return sum(len(text) * CHAR_W + 2 * PAD_X + 8 for _, text in _LEGEND)
 
 
-def _svg_box(box: _Box) -> str:
+def _svg_box(box: Box) -> str:
     left = box.x - box.w / 2
     stroke = "#c77700" if box.kind == "retained" else "#333333"
     stroke_width = 2.5 if box.kind in ("retained", "output") else 1
@@ -359,17 +198,17 @@ def _svg_box(box: _Box) -> str:
         f'<g class="node {box.kind}"><title>{escape(" | ".join(box.lines))}</title>',
         f'<rect x="{left:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="4" '
         f'fill="{_FILL[box.kind]}" stroke="{stroke}" stroke-width="{stroke_width}"/>',
-        f'<text x="{box.x:.1f}" y="{box.y + _PAD_Y:.1f}" text-anchor="middle">',
+        f'<text x="{box.x:.1f}" y="{box.y + PAD_Y:.1f}" text-anchor="middle">',
     ]
     for i, line in enumerate(box.lines):
         weight = ' font-weight="bold"' if i == 0 else ""
-        parts.append(f'<tspan x="{box.x:.1f}" dy="{_LINE_H - 3 if i == 0 else _LINE_H:.1f}"{weight}>')
+        parts.append(f'<tspan x="{box.x:.1f}" dy="{LINE_H - 3 if i == 0 else LINE_H:.1f}"{weight}>')
         parts.append(f"{escape(line)}</tspan>")
     parts.append("</text></g>")
     return "".join(parts)
 
 
-def _ports(boxes: dict[Any, _Box], paths: list[list[Any]]) -> tuple[list[float], list[float]]:
+def _ports(boxes: dict[Any, Box], paths: list[list[Any]]) -> tuple[list[float], list[float]]:
     """Where each edge leaves its source and enters its target: spread along the box side, in the
     left-to-right order of the other ends, so arrows into one box do not meet in one point."""
     starts = [boxes[p[0]].x for p in paths]
@@ -388,7 +227,7 @@ def _ports(boxes: dict[Any, _Box], paths: list[list[Any]]) -> tuple[list[float],
     return starts, ends
 
 
-def _svg_edge(boxes: dict[Any, _Box], path: list[Any], count: int, start_x: float, end_x: float) -> str:
+def _svg_edge(boxes: dict[Any, Box], path: list[Any], count: int, start_x: float, end_x: float) -> str:
     start, end = boxes[path[0]], boxes[path[-1]]
     points = [(start_x, start.y + start.h)]
     points += [(boxes[k].x, boxes[k].y) for k in path[1:-1]]
@@ -415,7 +254,7 @@ def _svg_edge(boxes: dict[Any, _Box], path: list[Any], count: int, start_x: floa
 
 
 def _to_svg(
-    boxes: dict[Any, _Box],
+    boxes: dict[Any, Box],
     paths: list[list[Any]],
     edges: list[tuple[Any, Any, int]],
     width: float,
@@ -432,22 +271,22 @@ def _to_svg(
     for box in boxes.values():
         if box.kind != "dummy":
             parts.append(_svg_box(box))
-    x = _MARGIN
-    y = height - _MARGIN - _LINE_H - 2 * _PAD_Y + 4
+    x = MARGIN
+    y = height - MARGIN - LINE_H - 2 * PAD_Y + 4
     parts.append('<g class="legend" font-size="11">')
     for kind, text in _LEGEND:
-        w = len(text) * _CHAR_W + 2 * _PAD_X
+        w = len(text) * CHAR_W + 2 * PAD_X
         parts.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{_LINE_H + 4:.1f}" rx="3" '
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{LINE_H + 4:.1f}" rx="3" '
             f'fill="{_FILL[kind]}" stroke="#999999"/>'
-            f'<text x="{x + _PAD_X:.1f}" y="{y + _LINE_H - 1:.1f}">{escape(text)}</text>'
+            f'<text x="{x + PAD_X:.1f}" y="{y + LINE_H - 1:.1f}">{escape(text)}</text>'
         )
         x += w + 8
     parts.append("</g></svg>")
     return "\n".join(parts)
 
 
-def _to_dot(boxes: dict[Any, _Box], edges: list[tuple[Any, Any, int]]) -> str:
+def _to_dot(boxes: dict[Any, Box], edges: list[tuple[Any, Any, int]]) -> str:
     names = {key: f"n{i}" for i, key in enumerate(k for k, b in boxes.items() if b.kind != "dummy")}
     lines = [
         "digraph backward {",
