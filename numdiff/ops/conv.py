@@ -1,0 +1,338 @@
+"""Convolutions: conv1d, conv2d, conv_transpose1d, conv_transpose2d.
+
+Three registered ops form a family closed under differentiation (each is bilinear in its two
+tensor inputs, and the derivative of each is another member with the roles swapped):
+
+* ``conv2d(x, w)``             -> out      (kernel: conv2d_forward, bias fused)
+* ``conv_transpose2d(g, w)``   -> x-shaped (kernel: conv2d_backward_input)
+* ``conv2d_weight_grad(x, g)`` -> w-shaped (kernel: conv2d_backward_weight)
+
+so ``conv2d``'s input gradient is a transposed conv, its weight gradient is
+``conv2d_weight_grad``, and every backward is itself differentiable. 1-d convolutions are the
+2-d ones with H = 1. The public functions validate every argument before any kernel runs and
+resolve ``"same"``/``"valid"`` and output_padding into explicit per-side padding
+``(top, bottom, left, right)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import check_same_device, ensure_tensor
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+
+
+def _kernels(like: Any) -> Any:
+    if type(like) is np.ndarray:
+        from numdiff.kernels import conv as kernels
+    else:
+        from numdiff.cuda.kernels import conv as kernels
+    return kernels
+
+
+def _c(x: Any) -> Any:
+    return np.ascontiguousarray(x, like=x)
+
+
+def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
+    return (size + lo + hi - d * (k - 1) - 1) // s + 1
+
+
+@register("conv2d")
+class Conv2d(Function):
+    @staticmethod
+    def forward(ctx, x, w, b, *, stride, padding, dilation, groups):
+        ctx.geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+        ctx.save_for_backward(x, w)
+        kh, kw = w.shape[2:]
+        oh = _out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
+        ow = _out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
+        out = np.empty((x.shape[0], w.shape[0], oh, ow), dtype=x.dtype, like=x)
+        bias = None if b is None else _c(b)
+        _kernels(x).conv2d_forward(_c(x), _c(w), bias, out, stride, padding, dilation, groups)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = ConvTranspose2d.apply(grad, w, size=tuple(x.shape[2:]), **ctx.geometry) if needs[0] else None
+        grad_w = (
+            Conv2dWeightGrad.apply(x, grad, size=tuple(w.shape[2:]), **ctx.geometry) if needs[1] else None
+        )
+        grad_b = grad.sum((0, 2, 3)) if len(needs) > 2 and needs[2] else None
+        return grad_x, grad_w, grad_b
+
+
+@register("conv_transpose2d")
+class ConvTranspose2d(Function):
+    """The adjoint of conv2d in its input: g (N, Co, OH, OW), w (Co, C/groups, KH, KW) ->
+    (N, C, *size). Bias, if any, is added by the caller."""
+
+    @staticmethod
+    def forward(ctx, g, w, *, size, stride, padding, dilation, groups):
+        ctx.geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+        ctx.save_for_backward(g, w)
+        out = np.empty((g.shape[0], w.shape[1] * groups) + tuple(size), dtype=g.dtype, like=g)
+        _kernels(g).conv2d_backward_input(_c(g), _c(w), out, stride, padding, dilation, groups)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_g = Conv2d.apply(grad, w, None, **ctx.geometry) if needs[0] else None
+        grad_w = (
+            Conv2dWeightGrad.apply(grad, g, size=tuple(w.shape[2:]), **ctx.geometry) if needs[1] else None
+        )
+        return grad_g, grad_w
+
+
+@register("conv2d_weight_grad")
+class Conv2dWeightGrad(Function):
+    """The adjoint of conv2d in its weight: x (N, C, H, W), g (N, Co, OH, OW) ->
+    (Co, C/groups, *size)."""
+
+    @staticmethod
+    def forward(ctx, x, g, *, size, stride, padding, dilation, groups):
+        ctx.geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+        ctx.save_for_backward(x, g)
+        out = np.empty((g.shape[1], x.shape[1] // groups) + tuple(size), dtype=x.dtype, like=x)
+        _kernels(x).conv2d_backward_weight(_c(x), _c(g), out, stride, padding, dilation, groups)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, g = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = ConvTranspose2d.apply(g, grad, size=tuple(x.shape[2:]), **ctx.geometry) if needs[0] else None
+        grad_g = Conv2d.apply(x, grad, None, **ctx.geometry) if needs[1] else None
+        return grad_x, grad_g
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _ints(op: str, name: str, value: Any, n: int, minimum: int) -> tuple[int, ...]:
+    """An int or a sequence of n ints, each at least `minimum`, as a tuple of n ints."""
+    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(values) != n or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
+    ):
+        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+    if any(v < minimum for v in values):
+        bound = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _tensors(
+    op: str, input: Any, weight: Any, bias: Any, dims: int
+) -> tuple[Tensor, Tensor, Tensor | None, bool]:
+    """Check input/weight/bias ranks, dtypes and devices; returns (x, w, b, unbatched)."""
+    x = ensure_tensor(op, input, "input")
+    w = ensure_tensor(op, weight, "weight")
+    if x.ndim not in (dims + 1, dims + 2):
+        raise ValueError(
+            f"{op}: expected a {dims + 2}-D (batched) or {dims + 1}-D (unbatched) input, got shape {tuple(x.shape)}"
+        )
+    if w.ndim != dims + 2:
+        raise ValueError(f"{op}: expected a {dims + 2}-D weight, got shape {tuple(w.shape)}")
+    tensors = [x, w]
+    if bias is not None:
+        bias = ensure_tensor(op, bias, "bias")
+        tensors.append(bias)
+    for t, name in zip(tensors, ("input", "weight", "bias")):
+        if t.dtype.numpy.kind != "f":
+            raise TypeError(f"{op}: {name} must be a floating-point tensor, got {t.dtype}")
+    if len({t.dtype for t in tensors}) > 1:
+        listed = ", ".join(f"{n}={t.dtype}" for t, n in zip(tensors, ("input", "weight", "bias")))
+        raise TypeError(f"{op}: input, weight and bias must share one dtype, got {listed}")
+    check_same_device(op, *tensors)
+    unbatched = x.ndim == dims + 1
+    return (x.unsqueeze(0) if unbatched else x), w, bias, unbatched
+
+
+def _check_groups(op: str, groups: Any, in_channels: int, out_channels: int) -> int:
+    """groups is a positive int dividing both channel counts."""
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
+    if in_channels % groups or out_channels % groups:
+        raise ValueError(
+            f"{op}: groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+        )
+    return int(groups)
+
+
+def _check_bias(op: str, bias: Tensor | None, channels: int) -> None:
+    if bias is not None and tuple(bias.shape) != (channels,):
+        raise ValueError(f"{op}: bias must have shape ({channels},), got {tuple(bias.shape)}")
+
+
+def _conv_padding(op: str, padding: Any, kernel: tuple, dilation: tuple, stride: tuple) -> tuple[int, ...]:
+    """Per-side padding (lo, hi) per spatial dim, flattened: resolves "same" and "valid"."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * (2 * len(kernel))
+        if padding != "same":
+            raise ValueError(f'{op}: padding must be "same", "valid", an int or a tuple, got {padding!r}')
+        if any(s != 1 for s in stride):
+            raise ValueError(
+                f'{op}: padding="same" is not supported for strided convolutions (stride {stride})'
+            )
+        sides: list[int] = []
+        for k, d in zip(kernel, dilation):
+            total = d * (k - 1)
+            sides += [total // 2, total - total // 2]
+        return tuple(sides)
+    per_dim = _ints(op, "padding", padding, len(kernel), 0)
+    return tuple(p for p in per_dim for _ in range(2))
+
+
+def _check_fits(op: str, spatial: tuple, kernel: tuple, dilation: tuple, sides: tuple) -> None:
+    for i, (size, k, d) in enumerate(zip(spatial, kernel, dilation)):
+        padded = size + sides[2 * i] + sides[2 * i + 1]
+        if padded < d * (k - 1) + 1:
+            raise ValueError(
+                f"{op}: kernel size {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the padded "
+                f"input {tuple(s + sides[2 * j] + sides[2 * j + 1] for j, s in enumerate(spatial))}"
+            )
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
+    x, w, b, unbatched = _tensors(op, input, weight, bias, dims)
+    stride = _ints(op, "stride", stride, dims, 1)
+    dilation = _ints(op, "dilation", dilation, dims, 1)
+    kernel = tuple(w.shape[2:])
+    groups = _check_groups(op, groups, x.shape[1], w.shape[0])
+    if w.shape[1] * groups != x.shape[1]:
+        raise ValueError(
+            f"{op}: weight {tuple(w.shape)} with groups={groups} expects input with {w.shape[1] * groups} "
+            f"channels, got input {tuple(x.shape)} with {x.shape[1]}"
+        )
+    _check_bias(op, b, w.shape[0])
+    sides = _conv_padding(op, padding, kernel, dilation, stride)
+    _check_fits(op, tuple(x.shape[2:]), kernel, dilation, sides)
+    if dims == 1:
+        out = Conv2d.apply(
+            x.unsqueeze(2), w.unsqueeze(2), b, stride=(1,) + stride, padding=(0, 0) + sides,
+            dilation=(1,) + dilation, groups=groups,
+        ).squeeze(2)  # fmt: skip
+    else:
+        out = Conv2d.apply(x, w, b, stride=stride, padding=sides, dilation=dilation, groups=groups)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    dilation: Any = 1, groups: int = 1,
+) -> Tensor:  # fmt: skip
+    """1-d convolution (cross-correlation) of (N, C_in, L) input with (C_out, C_in/groups, K)
+    weight; padding is an int, a 1-tuple, "same" or "valid".
+
+    >>> F = numdiff.nn.functional
+    >>> F.conv1d(numdiff.ones(1, 2, 5), numdiff.ones(4, 2, 3)).shape
+    numdiff.Size([1, 4, 3])
+    """
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    dilation: Any = 1, groups: int = 1,
+) -> Tensor:  # fmt: skip
+    """2-d convolution (cross-correlation) of (N, C_in, H, W) input with (C_out, C_in/groups,
+    KH, KW) weight; stride, padding and dilation are ints or pairs, padding also "same"/"valid".
+
+    >>> F = numdiff.nn.functional
+    >>> F.conv2d(numdiff.ones(1, 3, 8, 8), numdiff.ones(6, 3, 3, 3), padding=1).shape
+    numdiff.Size([1, 6, 8, 8])
+    """
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transposend(
+    op: str, dims: int, input, weight, bias, stride, padding, output_padding, groups, dilation
+) -> Tensor:
+    x, w, b, unbatched = _tensors(op, input, weight, bias, dims)
+    stride = _ints(op, "stride", stride, dims, 1)
+    dilation = _ints(op, "dilation", dilation, dims, 1)
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be an int or a tuple, got {padding!r}")
+    pads = _ints(op, "padding", padding, dims, 0)
+    extra = _ints(op, "output_padding", output_padding, dims, 0)
+    kernel = tuple(w.shape[2:])
+    if w.shape[0] != x.shape[1]:
+        raise ValueError(
+            f"{op}: weight {tuple(w.shape)} expects input with {w.shape[0]} channels, got input "
+            f"{tuple(x.shape)} with {x.shape[1]}"
+        )
+    groups = _check_groups(op, groups, x.shape[1], x.shape[1])  # out_channels = w.shape[1] * groups
+    _check_bias(op, b, w.shape[1] * groups)
+    for e, s, d in zip(extra, stride, dilation):
+        if e >= max(s, d):
+            raise ValueError(
+                f"{op}: output_padding {extra} must be smaller than either stride {stride} or dilation {dilation}"
+            )
+    size = tuple(
+        (n - 1) * s - 2 * p + d * (k - 1) + e + 1
+        for n, s, p, d, k, e in zip(x.shape[2:], stride, pads, dilation, kernel, extra)
+    )
+    if any(n < 1 for n in size):
+        raise ValueError(
+            f"{op}: output size {size} is not positive for input {tuple(x.shape)} and padding {pads}"
+        )
+    # As the adjoint of a conv of the output: bottom/right padding shrinks by output_padding.
+    sides = tuple(v for p, e in zip(pads, extra) for v in (p, p - e))
+    if dims == 1:
+        out = ConvTranspose2d.apply(
+            x.unsqueeze(2), w.unsqueeze(2), size=(1,) + size, stride=(1,) + stride, padding=(0, 0) + sides,
+            dilation=(1,) + dilation, groups=groups,
+        ).squeeze(2)  # fmt: skip
+    else:
+        out = ConvTranspose2d.apply(
+            x, w, size=size, stride=stride, padding=sides, dilation=dilation, groups=groups
+        )
+    if b is not None:
+        out = out + b.reshape((-1,) + (1,) * dims)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
+) -> Tensor:  # fmt: skip
+    """Transposed 1-d convolution: input (N, C_in, L), weight (C_in, C_out/groups, K).
+
+    >>> F = numdiff.nn.functional
+    >>> F.conv_transpose1d(numdiff.ones(1, 2, 5), numdiff.ones(2, 3, 3), stride=2).shape
+    numdiff.Size([1, 3, 11])
+    """
+    return _conv_transposend(
+        "conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def conv_transpose2d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
+) -> Tensor:  # fmt: skip
+    """Transposed 2-d convolution (the input gradient of conv2d, as a layer): input
+    (N, C_in, H, W), weight (C_in, C_out/groups, KH, KW).
+
+    >>> F = numdiff.nn.functional
+    >>> F.conv_transpose2d(numdiff.ones(1, 2, 4, 4), numdiff.ones(2, 3, 3, 3), stride=2).shape
+    numdiff.Size([1, 3, 9, 9])
+    """
+    return _conv_transposend(
+        "conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation
+    )

@@ -1,0 +1,234 @@
+"""Matrix products: matmul (PyTorch semantics: 1-D, 2-D and broadcast batches), mm, bmm, dot,
+outer and linear.
+
+One primitive, ``matmul`` on operands of at least two dimensions, carries the gradient; its
+backward is two more matmuls (``grad @ b^T`` and ``a^T @ grad``), so second derivatives come for
+free. Everything else is composed: 1-D operands are unsqueezed and squeezed back, linear is
+``x @ weight^T + bias``, outer is a broadcast product.
+
+The forward hands BLAS transposed operands as flags instead of copying them (a ``weight.t()`` or
+a ``.mT`` in a backward arrives as a Fortran-ordered view), and folds the batch of ``a`` into
+rows when ``b`` has no batch, so ``linear`` on (N, T, in) is one GEMM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+__all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
+
+
+def _kernels(like: Any) -> Any:
+    """numdiff.kernels.matmul for host arrays, its CUDA twin for device arrays."""
+    if type(like) is np.ndarray:
+        from numdiff.kernels import matmul as kernels
+    else:
+        from numdiff.cuda.kernels import matmul as kernels
+    return kernels
+
+
+def _operand(x: Any) -> tuple[Any, bool]:
+    """``(array, transposed)`` with ``array`` C-contiguous and ``x == array`` or
+    ``x == array.swapaxes(-1, -2)``; copies only when neither layout fits."""
+    if x.flags.c_contiguous:
+        return x, False
+    swapped = x.transpose(tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+    if swapped.flags.c_contiguous:
+        return swapped, True
+    return np.ascontiguousarray(x, like=x), False
+
+
+def _product(a: Any, b: Any, out: Any) -> None:
+    """out = a @ b for 2-D or equal-batch 3-D arrays, picking the kernel by operand layout."""
+    kernels = _kernels(out)
+    batched = out.ndim == 3
+    (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
+    if a_t and b_t:  # no kernel takes both transposed: make b plain
+        b_c, b_t = np.ascontiguousarray(b, like=b), False
+    if a_t:
+        (kernels.bgemm_tn if batched else kernels.gemm_tn)(a_c, b_c, out)
+    elif b_t:
+        (kernels.bgemm_nt if batched else kernels.gemm_nt)(a_c, b_c, out)
+    else:
+        (kernels.bgemm_nn if batched else kernels.gemm_nn)(a_c, b_c, out)
+
+
+@register("matmul")
+class Matmul(Function):
+    """``a @ b`` for operands of two or more dimensions, batch dimensions broadcast."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        if a.dtype.kind != "f":
+            return np.matmul(a, b)  # integer products: no kernel, no gradient
+        m, k = a.shape[-2:]
+        n = b.shape[-1]
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        out = np.empty(batch + (m, n), dtype=a.dtype, like=a)
+        if out.size == 0:
+            return out
+        if a.ndim == b.ndim == 2:
+            _product(a, b, out)
+        elif b.ndim == 2:
+            # No batch on b: fold a's batch into rows, one GEMM.
+            a_rows = np.ascontiguousarray(a, like=a).reshape(-1, k)
+            _product(a_rows, b, out.reshape(-1, n))
+        else:
+            a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
+            b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
+            _product(a3, b3, out.reshape(-1, m, n))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = matmul(grad, b.mT)  # the engine sums broadcast batch dims back to a's shape
+        if ctx.needs_input_grad[1]:
+            if b.ndim == 2 and a.ndim > 2:
+                k, n = b.shape
+                grad_b = matmul(a.reshape(-1, k).mT, grad.reshape(-1, n))
+            else:
+                grad_b = matmul(a.mT, grad)
+        return grad_a, grad_b
+
+
+def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    a = ensure_tensor(op, a, "input")
+    b = ensure_tensor(op, b, "other")
+    check_same_device(op, a, b)
+    if a.dtype is not b.dtype:
+        raise TypeError(
+            f"{op}: expected both operands to have the same dtype, got {a.dtype} and {b.dtype}; "
+            "convert one with .to(dtype)"
+        )
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(
+            f"{op}: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return a, b
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with PyTorch's rules: 1-D x 1-D is a dot product, a 1-D operand gets a
+    dimension prepended (left) or appended (right) that is removed afterwards, and dimensions
+    before the last two are broadcast batch dimensions.
+
+    >>> a = numdiff.ones(2, 3, 4); b = numdiff.ones(4, 5)
+    >>> numdiff.matmul(a, b).shape
+    numdiff.Size([2, 3, 5])
+    """
+    a, b = _check_pair("matmul", input, other)
+    k_a = a.shape[-1]
+    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if k_a != k_b:
+        raise ValueError(
+            f"matmul: size mismatch, input {tuple(a.shape)} has {k_a} columns but other "
+            f"{tuple(b.shape)} has {k_b} rows"
+        )
+    if a.ndim > 2 and b.ndim > 2:
+        broadcast_shape("matmul (batch dimensions)", tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    squeeze_left, squeeze_right = a.ndim == 1, b.ndim == 1
+    if squeeze_left:
+        a = a.reshape(1, k_a)
+    if squeeze_right:
+        b = b.reshape(k_b, 1)
+    out = Matmul.apply(a, b)
+    if squeeze_left or squeeze_right:
+        shape = tuple(out.shape)
+        out = out.reshape(shape[:-2] + shape[-2:-1] * (not squeeze_left) + shape[-1:] * (not squeeze_right))
+    return out
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices, (n, m) @ (m, p) -> (n, p); no broadcasting.
+
+    >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
+    numdiff.Size([2, 4])
+    """
+    a, b = _check_pair("mm", input, mat2)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(
+            f"mm: both arguments must be 2-D matrices, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return matmul(a, b)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched product of 3-D tensors with equal batch sizes, (b, n, m) @ (b, m, p) -> (b, n, p).
+
+    >>> numdiff.bmm(numdiff.ones(5, 2, 3), numdiff.ones(5, 3, 4)).shape
+    numdiff.Size([5, 2, 4])
+    """
+    a, b = _check_pair("bmm", input, mat2)
+    if a.ndim != 3 or b.ndim != 3:
+        raise ValueError(f"bmm: both arguments must be 3-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"bmm: batch sizes differ, input {tuple(a.shape)} and mat2 {tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of equal length, a 0-d tensor.
+
+    >>> numdiff.dot(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    a, b = _check_pair("dot", input, other)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"dot: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"dot: lengths differ, {a.shape[0]} and {b.shape[0]}")
+    return matmul(a, b)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]``.
+
+    >>> numdiff.outer(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0, 5.0])).shape
+    numdiff.Size([2, 3])
+    """
+    a, b = _check_pair("outer", input, vec2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(
+            f"outer: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``: input (..., in_features), weight (out_features, in_features),
+    bias (out_features,) or None.
+
+    >>> numdiff.nn.functional.linear(numdiff.ones(4, 3), numdiff.ones(2, 3)).shape
+    numdiff.Size([4, 2])
+    """
+    x = ensure_tensor("linear", input, "input")
+    w = ensure_tensor("linear", weight, "weight")
+    if x.dtype is not w.dtype:
+        raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
+    if w.ndim not in (1, 2):
+        raise ValueError(
+            f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {tuple(w.shape)}"
+        )
+    if x.ndim == 0 or x.shape[-1] != w.shape[-1]:
+        raise ValueError(
+            f"linear: input {tuple(x.shape)} must end with in_features={w.shape[-1]} (weight {tuple(w.shape)})"
+        )
+    if bias is not None:
+        bias = ensure_tensor("linear", bias, "bias")
+        out_features = w.shape[0] if w.ndim == 2 else 1
+        if bias.ndim > 1 or (bias.ndim == 1 and bias.shape[0] != out_features):
+            raise ValueError(f"linear: bias must have shape ({out_features},), got {tuple(bias.shape)}")
+        check_same_device("linear", x, w, bias)
+    out = matmul(x, w.mT if w.ndim == 2 else w)
+    return out if bias is None else out + bias

@@ -1,0 +1,427 @@
+"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool2d.
+
+Registered ops, each with a differentiable backward:
+
+* ``max_pool2d`` / ``adaptive_max_pool2d``: the kernel returns values and argmax indices; the
+  backward is ``max_pool_scatter`` (scatter-add of the gradient at the indices), whose backward
+  is ``max_pool_gather`` (gather at the indices), whose backward is the scatter again.
+* ``avg_pool2d`` and ``avg_pool2d_backward`` are each other's adjoint (both linear), and so are
+  ``adaptive_avg_pool2d`` and ``adaptive_avg_pool2d_backward``.
+
+1-d pooling is 2-d pooling with H = 1. Arguments are validated before any kernel runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import ensure_tensor
+from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
+
+__all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "max_pool1d",
+    "max_pool2d",
+]
+
+
+def _cpu_or_cuda(like: Any, name: str) -> Any:
+    """The kernel `name` for host arrays (numdiff.kernels.pool) or device arrays."""
+    if type(like) is np.ndarray:
+        from numdiff.kernels import pool
+
+        return getattr(pool, name)
+    from numdiff.cuda.kernels import avg_pool, pool
+
+    return getattr(pool if hasattr(pool, name) else avg_pool, name)
+
+
+def _c(x: Any) -> Any:
+    return np.ascontiguousarray(x, like=x)
+
+
+def _pool_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+# ----------------------------------------------------------------------------- max pooling
+
+
+@register("max_pool2d")
+class MaxPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode, indices_sink):
+        oh, ow = (
+            _pool_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], dilation[i], ceil_mode)
+            for i in (0, 1)
+        )
+        out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
+        indices = np.empty(out.shape, dtype=np.int64, like=x)
+        _cpu_or_cuda(x, "max_pool2d_forward")(
+            _c(x), out, indices, kernel_size, stride, padding, dilation, ceil_mode
+        )
+        ctx.indices, ctx.input_shape = indices, x.shape
+        indices_sink.append(indices)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
+
+
+@register("adaptive_max_pool2d")
+class AdaptiveMaxPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, *, output_size, indices_sink):
+        out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
+        indices = np.empty(out.shape, dtype=np.int64, like=x)
+        _cpu_or_cuda(x, "adaptive_max_pool2d_forward")(_c(x), out, indices)
+        ctx.indices, ctx.input_shape = indices, x.shape
+        indices_sink.append(indices)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
+
+
+@register("max_pool_scatter")
+class MaxPoolScatter(Function):
+    """grad_in[n, c].flat[indices[n, c, o]] += grad[n, c, o]: the backward of max pooling."""
+
+    @staticmethod
+    def forward(ctx, grad, *, indices, input_shape):
+        ctx.indices = indices
+        out = np.empty(input_shape, dtype=grad.dtype, like=grad)
+        _cpu_or_cuda(grad, "max_pool_backward")(_c(grad), indices, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolGather.apply(grad, indices=ctx.indices),)
+
+
+@register("max_pool_gather")
+class MaxPoolGather(Function):
+    """out[n, c, o] = src[n, c].flat[indices[n, c, o]]: the backward of the scatter."""
+
+    @staticmethod
+    def forward(ctx, src, *, indices):
+        ctx.indices, ctx.input_shape = indices, src.shape
+        out = np.empty(indices.shape, dtype=src.dtype, like=src)
+        _cpu_or_cuda(src, "max_pool_gather")(_c(src), indices, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
+
+
+# ----------------------------------------------------------------------------- average pooling
+
+
+@register("avg_pool2d")
+class AvgPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        ctx.options = dict(
+            kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+            count_include_pad=count_include_pad, divisor_override=divisor_override,
+        )  # fmt: skip
+        ctx.input_shape = x.shape
+        oh, ow = (
+            _pool_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], 1, ceil_mode) for i in (0, 1)
+        )
+        out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
+        _cpu_or_cuda(x, "avg_pool2d_forward")(_c(x), out, **ctx.options)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (AvgPool2dBackward.apply(grad, input_shape=ctx.input_shape, **ctx.options),)
+
+
+@register("avg_pool2d_backward")
+class AvgPool2dBackward(Function):
+    """The adjoint of avg_pool2d: spreads each output gradient over its window."""
+
+    @staticmethod
+    def forward(ctx, grad, *, input_shape, **options):
+        ctx.options = options
+        out = np.empty(input_shape, dtype=grad.dtype, like=grad)
+        _cpu_or_cuda(grad, "avg_pool2d_backward")(_c(grad), out, **options)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (AvgPool2d.apply(grad, **ctx.options),)
+
+
+@register("adaptive_avg_pool2d")
+class AdaptiveAvgPool2d(Function):
+    @staticmethod
+    def forward(ctx, x, *, output_size):
+        ctx.input_shape = x.shape
+        out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
+        _cpu_or_cuda(x, "adaptive_avg_pool2d_forward")(_c(x), out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (AdaptiveAvgPool2dBackward.apply(grad, input_shape=ctx.input_shape),)
+
+
+@register("adaptive_avg_pool2d_backward")
+class AdaptiveAvgPool2dBackward(Function):
+    """The adjoint of adaptive_avg_pool2d."""
+
+    @staticmethod
+    def forward(ctx, grad, *, input_shape):
+        ctx.output_size = grad.shape[2:]
+        out = np.empty(input_shape, dtype=grad.dtype, like=grad)
+        _cpu_or_cuda(grad, "adaptive_avg_pool2d_backward")(_c(grad), out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (AdaptiveAvgPool2d.apply(grad, output_size=ctx.output_size),)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _ints(op: str, name: str, value: Any, n: int, minimum: int) -> tuple[int, ...]:
+    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
+    if len(values) == 1 and n > 1:
+        values = values * n
+    if len(values) != n or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
+    ):
+        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+    if any(v < minimum for v in values):
+        bound = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _input(op: str, input: Any, dims: int) -> tuple[Tensor, bool]:
+    """A floating tensor of dims+2 (batched) or dims+1 (unbatched) dimensions, as batched."""
+    x = ensure_tensor(op, input, "input")
+    if x.ndim not in (dims + 1, dims + 2):
+        raise ValueError(
+            f"{op}: expected a {dims + 2}-D (batched) or {dims + 1}-D (unbatched) input, got shape {tuple(x.shape)}"
+        )
+    if x.dtype.numpy.kind != "f":
+        raise TypeError(f"{op}: input must be a floating-point tensor, got {x.dtype}")
+    if any(s == 0 for s in x.shape[-dims:]):
+        raise ValueError(f"{op}: spatial dimensions must be non-empty, got input {tuple(x.shape)}")
+    unbatched = x.ndim == dims + 1
+    return (x.unsqueeze(0) if unbatched else x), unbatched
+
+
+def _window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
+    """Validated (kernel, stride, padding, dilation) tuples of length `dims`."""
+    kernel = _ints(op, "kernel_size", kernel_size, dims, 1)
+    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
+    stride = _ints(op, "stride", stride, dims, 1)
+    padding = _ints(op, "padding", padding, dims, 0)
+    dilation = _ints(op, "dilation", dilation, dims, 1)
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise ValueError(f"{op}: padding {padding} must be at most half the kernel size {kernel}")
+    for i in range(dims):
+        size = x.shape[2 + i]
+        if _pool_size(size, kernel[i], stride[i], padding[i], dilation[i], bool(ceil_mode)) < 1:
+            raise ValueError(
+                f"{op}: kernel_size {kernel} with dilation {dilation} does not fit input {tuple(x.shape)} "
+                f"with padding {padding}"
+            )
+    return kernel, stride, padding, dilation
+
+
+def _output_size(op: str, output_size: Any, spatial: tuple) -> tuple[int, ...]:
+    n = len(spatial)
+    values = (
+        (output_size,) * n
+        if isinstance(output_size, (int, np.integer)) or output_size is None
+        else tuple(output_size)
+    )
+    if len(values) != n:
+        raise ValueError(f"{op}: output_size must be an int or {n} values, got {output_size!r}")
+    resolved = tuple(s if v is None else v for v, s in zip(values, spatial))
+    if not all(isinstance(v, (int, np.integer)) and v >= 1 for v in resolved):
+        raise ValueError(
+            f"{op}: output_size must be positive ints (or None to keep a size), got {output_size!r}"
+        )
+    return tuple(int(v) for v in resolved)
+
+
+def _finish(out: Tensor, unbatched: bool, squeeze_h: bool) -> Tensor:
+    if squeeze_h:
+        out = out.squeeze(-2)
+    return out.squeeze(0) if unbatched else out
+
+
+def _indices_tensor(indices: Any, unbatched: bool, squeeze_h: bool) -> Tensor:
+    if squeeze_h:
+        indices = indices.reshape(indices.shape[:2] + indices.shape[3:])
+    if unbatched:
+        indices = indices[0]
+    return Tensor._wrap(indices, None, None)
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    x, unbatched = _input(op, input, dims)
+    k, s, p, d = _window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode)
+    if dims == 1:
+        x, k, s, p, d = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p, (1,) + d
+    sink: list = []
+    out = MaxPool2d.apply(
+        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode), indices_sink=sink
+    )
+    out = _finish(out, unbatched, dims == 1)
+    return (out, _indices_tensor(sink[0], unbatched, dims == 1)) if return_indices else out
+
+
+def max_pool1d(
+    input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+    ceil_mode: bool = False, return_indices: bool = False,
+) -> Any:  # fmt: skip
+    """Max over sliding windows of (N, C, L) input; with return_indices, also the argmax
+    positions along L (int64).
+
+    >>> F = numdiff.nn.functional
+    >>> F.max_pool1d(numdiff.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2)
+    tensor([[[3., 5.]]])
+    """
+    return _max_poolnd(
+        "max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
+
+
+def max_pool2d(
+    input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+    ceil_mode: bool = False, return_indices: bool = False,
+) -> Any:  # fmt: skip
+    """Max over sliding windows of (N, C, H, W) input; with return_indices, also the argmax as
+    flat positions ``h*W + w`` in each input plane (int64). Ties keep the first maximum, NaN
+    propagates.
+
+    >>> F = numdiff.nn.functional
+    >>> F.max_pool2d(numdiff.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    return _max_poolnd(
+        "max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling to a fixed (H_out, W_out) over windows
+    ``[floor(i*In/Out), ceil((i+1)*In/Out))``; None in output_size keeps that input size.
+
+    >>> F = numdiff.nn.functional
+    >>> F.adaptive_max_pool2d(numdiff.ones(1, 2, 5, 7), (2, 3)).shape
+    numdiff.Size([1, 2, 2, 3])
+    """
+    op = "adaptive_max_pool2d"
+    x, unbatched = _input(op, input, 2)
+    size = _output_size(op, output_size, tuple(x.shape[2:]))
+    sink: list = []
+    out = _finish(AdaptiveMaxPool2d.apply(x, output_size=size, indices_sink=sink), unbatched, False)
+    return (out, _indices_tensor(sink[0], unbatched, False)) if return_indices else out
+
+
+def _avg_poolnd(
+    op, dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+):
+    x, unbatched = _input(op, input, dims)
+    k, s, p, _ = _window(op, x, dims, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and (
+        not isinstance(divisor_override, (int, np.integer))
+        or isinstance(divisor_override, bool)
+        or divisor_override == 0
+    ):
+        raise ValueError(f"{op}: divisor_override must be a non-zero int, got {divisor_override!r}")
+    if dims == 1:
+        x, k, s, p = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p
+    out = AvgPool2d.apply(
+        x, kernel_size=k, stride=s, padding=p, ceil_mode=bool(ceil_mode),
+        count_include_pad=bool(count_include_pad), divisor_override=divisor_override,
+    )  # fmt: skip
+    return _finish(out, unbatched, dims == 1)
+
+
+def avg_pool1d(
+    input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:  # fmt: skip
+    """Mean over sliding windows of (N, C, L) input (PyTorch's padding and ceil_mode rules).
+
+    >>> F = numdiff.nn.functional
+    >>> F.avg_pool1d(numdiff.tensor([[[1.0, 3.0, 5.0, 7.0]]]), 2)
+    tensor([[[2., 6.]]])
+    """
+    return _avg_poolnd(
+        "avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None
+    )
+
+
+def avg_pool2d(
+    input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+    count_include_pad: bool = True, divisor_override: int | None = None,
+) -> Tensor:  # fmt: skip
+    """Mean over sliding windows of (N, C, H, W) input. With count_include_pad the divisor is the
+    window clipped to the padded input, otherwise the in-image count; divisor_override replaces
+    both.
+
+    >>> F = numdiff.nn.functional
+    >>> F.avg_pool2d(numdiff.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
+    return _avg_poolnd(
+        "avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean pooling to a fixed (H_out, W_out); None in output_size keeps that input size.
+
+    >>> F = numdiff.nn.functional
+    >>> F.adaptive_avg_pool2d(numdiff.ones(1, 2, 5, 7), (1, 1)).shape
+    numdiff.Size([1, 2, 1, 1])
+    """
+    op = "adaptive_avg_pool2d"
+    x, unbatched = _input(op, input, 2)
+    size = _output_size(op, output_size, tuple(x.shape[2:]))
+    return _finish(AdaptiveAvgPool2d.apply(x, output_size=size), unbatched, False)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean pooling of (N, C, L) input to a fixed length.
+
+    >>> F = numdiff.nn.functional
+    >>> F.adaptive_avg_pool1d(numdiff.tensor([[[1.0, 2.0, 3.0]]]), 2)
+    tensor([[[1.5000, 2.5000]]])
+    """
+    op = "adaptive_avg_pool1d"
+    x, unbatched = _input(op, input, 1)
+    (size,) = _output_size(op, output_size, tuple(x.shape[2:]))
+    out = AdaptiveAvgPool2d.apply(x.unsqueeze(2), output_size=(1, size))
+    return _finish(out, unbatched, True)
