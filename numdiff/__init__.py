@@ -40,6 +40,7 @@ from numdiff.ops.activation import log_softmax, relu, softmax
 from numdiff.ops.arithmetic import add, div, mul, neg, pow, sub
 from numdiff.ops.conversion import clone
 from numdiff.ops.indexing import gather, index_select, scatter_add
+from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
 from numdiff.ops.logical import (
     all,
     allclose,
@@ -121,3 +122,4 @@ __all__ = [
     "std", "sub", "sum", "t", "tanh", "tensor", "transpose", "unflatten", "unsqueeze", "var",
     "where", "zeros", "zeros_like",
 ]
+__all__ += ["bmm", "dot", "matmul", "mm", "outer"]

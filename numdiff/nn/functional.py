@@ -11,10 +11,25 @@ from numdiff.nn._losses import (
     smooth_l1_loss,
 )
 from numdiff.ops.activation import elu, gelu, leaky_relu, log_softmax, relu, softmax, softplus
+from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from numdiff.ops.linalg import linear
+from numdiff.ops.pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from numdiff.ops.unary import sigmoid, tanh
 
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
 __all__ += [
     "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
     "embedding", "l1_loss", "layer_norm", "mse_loss", "nll_loss", "one_hot", "pad", "smooth_l1_loss",
+]
+__all__ += [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "conv1d",
+    "conv2d", "conv_transpose1d", "conv_transpose2d", "linear", "max_pool1d", "max_pool2d",
 ]
