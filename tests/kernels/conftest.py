@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
-
-# The NumPy references live next to the tests; make them importable whatever the import mode.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 TOLERANCES = {
     np.dtype(np.float32): dict(rtol=2e-5, atol=2e-5),

@@ -169,3 +169,40 @@ def adaptive_max_pool2d(x, out_hw):
                                 best, at = v, r * w + q
                     vals[a, b, y, z], idx[a, b, y, z] = best, at
     return vals, idx
+
+
+def avg_pool2d_backward(g, in_shape, k, s, p, ceil_mode, count_include_pad, divisor_override):
+    """The adjoint of :func:`avg_pool2d`: each output gradient over its divisor, added over its window."""
+    n, c, h, w = in_shape
+    out = np.zeros(in_shape)
+    for y in range(g.shape[2]):
+        for z in range(g.shape[3]):
+            r0, q0 = y * s[0] - p[0], z * s[1] - p[1]
+            r1, q1 = min(r0 + k[0], h + p[0]), min(q0 + k[1], w + p[1])
+            area = (r1 - r0) * (q1 - q0)
+            r0, q0, r1, q1 = max(r0, 0), max(q0, 0), min(r1, h), min(q1, w)
+            if r0 >= r1 or q0 >= q1:
+                continue
+            div = divisor_override or (area if count_include_pad else (r1 - r0) * (q1 - q0))
+            out[:, :, r0:r1, q0:q1] += g[:, :, y : y + 1, z : z + 1] / div
+    return out
+
+
+def adaptive_avg_pool2d_backward(g, in_shape):
+    """The adjoint of :func:`adaptive_avg_pool2d`."""
+    out = np.zeros(in_shape)
+    for y, (r0, r1) in enumerate(adaptive_windows(in_shape[2], g.shape[2])):
+        for z, (q0, q1) in enumerate(adaptive_windows(in_shape[3], g.shape[3])):
+            out[:, :, r0:r1, q0:q1] += g[:, :, y : y + 1, z : z + 1] / ((r1 - r0) * (q1 - q0))
+    return out
+
+
+def scatter_planes(g, indices, in_shape):
+    """grad_in[n, c].flat[indices[n, c, o]] += g[n, c, o] (indices outside the plane dropped)."""
+    out = np.zeros(in_shape)
+    plane = int(np.prod(in_shape[2:]))
+    for a, b in np.ndindex(*in_shape[:2]):
+        for o, at in enumerate(indices[a, b].reshape(-1)):
+            if 0 <= at < plane:
+                out[a, b].reshape(-1)[at] += g[a, b].reshape(-1)[o]
+    return out
