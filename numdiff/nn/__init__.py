@@ -13,7 +13,9 @@ from numdiff.nn import (
 from numdiff.nn.modules import (
     ELU,
     GELU,
+    AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
@@ -23,6 +25,7 @@ from numdiff.nn.modules import (
     Bilinear,
     Conv1d,
     Conv2d,
+    ConvTranspose1d,
     ConvTranspose2d,
     CrossEntropyLoss,
     Dropout,
@@ -53,8 +56,8 @@ from numdiff.nn.modules import (
 from numdiff.nn.parameter import Parameter
 
 __all__ = [
-    "ELU", "GELU", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
-    "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Embedding",
+    "ELU", "GELU", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
+    "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Embedding",
     "Flatten", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",

@@ -12,7 +12,7 @@ from numdiff.nn.modules.activation import (
     Tanh,
 )
 from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
-from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose2d
+from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.dropout import Dropout
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
@@ -26,12 +26,20 @@ from numdiff.nn.modules.loss import (
 )
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from numdiff.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from numdiff.nn.modules.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from numdiff.nn.modules.sparse import Embedding
 
 __all__ = [
-    "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Bilinear", "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
+    "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
     "Flatten", "GELU", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
     "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten",

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose2d over numdiff.nn.functional's conv kernels."""
+"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d over nn.functional's conv ops."""
 
 from __future__ import annotations
 
@@ -181,55 +181,91 @@ class Conv2d(_ConvNd):
         )
 
 
-class ConvTranspose2d(_ConvNd):
-    """The gradient of Conv2d with respect to its input, as a layer (a "deconvolution")."""
+class _ConvTransposeNd(_ConvNd):
+    """Shared checks and output_size handling of the transposed convolutions."""
 
-    _dims = 2
     _transposed = True
+    _spatial = ""
 
     def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
-        device: Any = None, dtype: Any = None,
-    ) -> None:
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any, padding: Any,
+        output_padding: Any, groups: int, bias: bool, dilation: Any, padding_mode: str, device: Any, dtype: Any,
+    ) -> None:  # fmt: skip
+        name = type(self).__name__
         if padding_mode != "zeros":
-            raise ValueError(f'ConvTranspose2d: only "zeros" padding_mode is supported, got {padding_mode!r}')
+            raise ValueError(f'{name}: only "zeros" padding_mode is supported, got {padding_mode!r}')
         if isinstance(padding, str):
-            raise ValueError(f"ConvTranspose2d: padding must be an int or a tuple, got {padding!r}")
+            raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
                          output_padding, device=device, dtype=dtype)
-        for op, s, d in zip(self.output_padding, self.stride, self.dilation):
-            if op >= max(s, d):
+        for extra, s, d in zip(self.output_padding, self.stride, self.dilation):
+            if extra >= max(s, d):
                 raise ValueError(
-                    f"ConvTranspose2d: output_padding {self.output_padding} must be smaller than either stride "
+                    f"{name}: output_padding {self.output_padding} must be smaller than either stride "
                     f"{self.stride} or dilation {self.dilation}"
                 )
 
     def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
+        """output_padding that makes the output `output_size` (its last dims), checked reachable."""
         if output_size is None:
             return self.output_padding
-        size = tuple(output_size)[-2:]
-        if len(size) != 2:
-            raise ValueError(f"ConvTranspose2d: output_size must end with (H, W), got {tuple(output_size)!r}")
+        n, name = self._dims, type(self).__name__
+        size = tuple(output_size)[-n:]
+        if len(size) != n:
+            raise ValueError(f"{name}: output_size must end with {n} spatial sizes, got {tuple(output_size)!r}")
         extra = []
-        for i in range(2):
-            smallest = (input.shape[-2 + i] - 1) * self.stride[i] - 2 * self.padding[i] + self.dilation[i] * (self.kernel_size[i] - 1) + 1
-            largest = smallest + max(self.stride[i], self.dilation[i]) - 1
+        for i in range(n):
+            k, s, p, d = self.kernel_size[i], self.stride[i], self.padding[i], self.dilation[i]
+            smallest = (input.shape[i - n] - 1) * s - 2 * p + d * (k - 1) + 1
+            largest = smallest + max(s, d) - 1
             if not smallest <= size[i] <= largest:
                 raise ValueError(
-                    f"ConvTranspose2d: requested output_size {tuple(size)} is not reachable from input "
-                    f"{tuple(input.shape)}: dimension {i} must be in [{smallest}, {largest}]"
+                    f"{name}: requested output_size {size} is not reachable from input {tuple(input.shape)}: "
+                    f"dimension {i} must be in [{smallest}, {largest}]"
                 )
             extra.append(size[i] - smallest)
         return tuple(extra)
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        self._check(input, "H, W")
+        self._check(input, self._spatial)
         output_padding = self._output_padding(input, output_size)
+        transpose = functional.conv_transpose1d if self._dims == 1 else functional.conv_transpose2d
         return unbatched(
-            lambda x: functional.conv_transpose2d(
-                x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
-            ),
+            lambda x: transpose(x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation),
             input,
-            4,
+            self._dims + 2,
         )
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """The gradient of Conv1d with respect to its input, as a layer, over (N, C_in, L) inputs."""
+
+    _dims = 1
+    _spatial = "L"
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+        device: Any = None, dtype: Any = None,
+    ) -> None:  # fmt: skip
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """The gradient of Conv2d with respect to its input, as a layer (a "deconvolution").
+
+    >>> ConvTranspose2d(2, 1, 3, stride=2)(numdiff.randn(1, 2, 4, 4)).shape
+    numdiff.Size([1, 1, 9, 9])
+    """
+
+    _dims = 2
+    _spatial = "H, W"
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+        device: Any = None, dtype: Any = None,
+    ) -> None:  # fmt: skip
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)

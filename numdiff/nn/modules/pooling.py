@@ -147,3 +147,34 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(Module):
+    """Mean pooling of (N, C, L) inputs to a fixed output length."""
+
+    def __init__(self, output_size: int) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_spatial(self, input, 1)
+        return unbatched(lambda x: functional.adaptive_avg_pool1d(x, self.output_size), input, 3)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(Module):
+    """Max pooling to a fixed output size (H_out, W_out) whatever the input size."""
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        _check_spatial(self, input, 2)
+        return unbatched(lambda x: functional.adaptive_max_pool2d(x, self.output_size, self.return_indices), input, 4)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
