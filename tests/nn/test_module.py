@@ -284,6 +284,18 @@ def test_module_list_registers_its_modules():
     assert [n for n, _ in layers.named_children()] == ["0", "1", "2"]
 
 
+def test_module_list_repr_groups_repeated_children_like_torch():
+    torch = pytest.importorskip("torch")
+    ours = nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Linear(2, 2), nn.Sequential(nn.Tanh()), nn.Sequential(nn.Tanh())])
+    theirs = torch.nn.ModuleList(
+        [torch.nn.ReLU(), torch.nn.ReLU(), torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.Tanh()),
+         torch.nn.Sequential(torch.nn.Tanh())]
+    )
+    assert repr(ours) == repr(theirs)
+    assert repr(nn.ModuleList()) == "ModuleList()"
+    assert repr(nn.ModuleDict({"a": nn.ReLU()})) == repr(torch.nn.ModuleDict({"a": torch.nn.ReLU()}))
+
+
 def test_module_dict_behaves_like_a_dict_of_registered_modules():
     heads = nn.ModuleDict({"a": Scale(), "b": nn.ReLU()})
     heads["c"] = Scale(2)

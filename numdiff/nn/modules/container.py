@@ -125,6 +125,23 @@ class ModuleList(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
+    def __repr__(self) -> str:
+        """Like Module's, but runs of identical children print once, as ``(0-2): 3 x Linear(...)``."""
+        reprs = [repr(module).replace("\n", "\n  ") for module in self]
+        if not reprs:
+            return f"{self._get_name()}()"
+        lines = []
+        start = 0
+        for end in range(1, len(reprs) + 1):
+            if end < len(reprs) and reprs[end] == reprs[start]:
+                continue
+            if end - start == 1:
+                lines.append(f"({start}): {reprs[start]}")
+            else:
+                lines.append(f"({start}-{end - 1}): {end - start} x {reprs[start]}")
+            start = end
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
