@@ -48,6 +48,15 @@ def _c(x: Any) -> Any:
     return np.ascontiguousarray(x, like=x)
 
 
+def _indices_on(indices: Any, like: Any) -> Any:
+    """Argmax indices on `like`'s device (an op called with host indices on a device tensor)."""
+    if type(indices) is type(like):
+        return indices
+    if type(like) is np.ndarray:
+        return np.asarray(indices)
+    return like.from_host(np.ascontiguousarray(indices))
+
+
 def _pool_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     span = size + 2 * p - d * (k - 1) - 1
     out = (span + (s - 1 if ceil_mode else 0)) // s + 1
@@ -103,7 +112,7 @@ class MaxPoolScatter(Function):
 
     @staticmethod
     def forward(ctx, grad, *, indices, input_shape):
-        ctx.indices = indices
+        ctx.indices = indices = _indices_on(indices, grad)
         out = np.empty(input_shape, dtype=grad.dtype, like=grad)
         _cpu_or_cuda(grad, "max_pool_backward")(_c(grad), indices, out)
         return out
@@ -119,6 +128,7 @@ class MaxPoolGather(Function):
 
     @staticmethod
     def forward(ctx, src, *, indices):
+        indices = _indices_on(indices, src)
         ctx.indices, ctx.input_shape = indices, src.shape
         out = np.empty(indices.shape, dtype=src.dtype, like=src)
         _cpu_or_cuda(src, "max_pool_gather")(_c(src), indices, out)
