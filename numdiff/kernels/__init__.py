@@ -6,7 +6,8 @@ array and documents its loop nest, shapes, extra memory and what runs in paralle
 * :mod:`numdiff.kernels.matmul` -- GEMM and batched GEMM, forward and backward.
 * :mod:`numdiff.kernels.conv` -- conv1d/conv2d forward, backward_input, backward_weight
   (transposed convolution reuses them with roles swapped).
-* :mod:`numdiff.kernels.pool` -- max/avg/adaptive pooling and their backward (scatter, gather).
+* :mod:`numdiff.kernels.pool` -- max and adaptive-max pooling and their backward (scatter,
+  gather); re-exports :mod:`numdiff.kernels.avg_pool` (average and adaptive-average pooling).
 
 (``elementwise`` and ``optim`` in this package belong to the ops and optimizer layers;
 :func:`compile_all` warms them up too.)
@@ -22,13 +23,13 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from numdiff.kernels import conv, matmul, pool
+from numdiff.kernels import avg_pool, conv, matmul, pool
 
-__all__ = ["compile_all", "compile_times", "conv", "matmul", "pool"]
+__all__ = ["avg_pool", "compile_all", "compile_times", "conv", "matmul", "pool"]
 
 compile_times: dict[str, float] = {}
 """Seconds the first call of each kernel took in :func:`compile_all` (compiling it, or loading it
-from the disk cache), keyed ``"module.kernel[dtype]"`` like ``"conv._forward_core[float32]"``."""
+from the disk cache), keyed ``"module.kernel[dtype]"`` like ``"_conv_cores.forward_core[float32]"``."""
 
 
 def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
@@ -44,18 +45,18 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
     return [
         ("matmul._bgemm", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),
         (
-            "conv._forward_core",
+            "_conv_cores.forward_core",
             lambda: conv.conv2d_forward(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1), z(1, 1, 2, 2)),
         ),
         (
-            "conv._backward_input_core",
+            "_conv_cores.backward_input_core",
             lambda: conv.conv2d_backward_input(z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 3, 3)),
         ),
         (
-            "conv._backward_weight_core",
+            "_conv_cores.backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1, 1, 2, 2)),
         ),
-        ("conv._bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
+        ("_conv_cores.bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
         (
             "pool._max_pool_core",
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
@@ -67,10 +68,13 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         ("pool._scatter_core", lambda: pool.max_pool_backward(z(1, 1, 1, 1), idx(), z(1, 1, 2, 2))),
         ("pool._gather_core", lambda: pool.max_pool_gather(z(1, 1, 2, 2), idx(), z(1, 1, 1, 1))),
         (
-            "pool._avg_pool_core",
+            "avg_pool._avg_pool_core",
             lambda: pool.avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), (2, 2), (2, 2)),
         ),
-        ("pool._adaptive_avg_core", lambda: pool.adaptive_avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1))),
+        (
+            "avg_pool._adaptive_avg_core",
+            lambda: pool.adaptive_avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1)),
+        ),
     ]
 
 
@@ -135,12 +139,12 @@ def compile_all(
     """Compile (or load from Numba's on-disk cache) every kernel in this package for each dtype.
 
     Returns the seconds each kernel's first call took, summed over the dtypes and keyed by the
-    dispatcher it compiles (``"conv._forward_core"``; what :func:`numdiff.warmup` reports);
+    dispatcher it compiles (``"_conv_cores.forward_core"``; what :func:`numdiff.warmup` reports);
     :data:`compile_times` keeps the per-dtype figures. With ``progress=True`` a tqdm bar is shown
     when tqdm is installed.
 
     >>> times = compile_all(["float64"])
-    >>> all(t >= 0 for t in times.values()) and "conv._forward_core" in times
+    >>> all(t >= 0 for t in times.values()) and "_conv_cores.forward_core" in times
     True
     """
     resolved = [np.dtype(d) for d in dtypes]

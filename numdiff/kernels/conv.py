@@ -40,15 +40,20 @@ any compiled code runs.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import get_num_threads
 
-from numdiff.kernels._blas import gemm, prepare_blas
+from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import (
     check_float_arrays,
     check_positive,
     check_shape,
 )
-from numdiff.kernels._im2col import col2im_rows_add, im2col_rows
+from numdiff.kernels._conv_cores import (
+    backward_input_core,
+    backward_weight_core,
+    bias_grad_core,
+    forward_core,
+)
 
 __all__ = [
     "TILE_ELEMENTS",
@@ -73,136 +78,6 @@ def conv_output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: i
     32
     """
     return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1
-
-
-# --------------------------------------------------------------------------- compiled cores
-# Geometry tuple shared by the cores:
-#   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _forward_core(
-    x5,
-    w3,
-    bias,
-    has_bias,
-    out4,
-    kh,
-    kw,
-    sh,
-    sw,
-    pt,
-    pl,
-    dh,
-    dw,
-    oh_size,
-    ow_size,
-    rows,
-    pointwise,
-    blocks,
-    parts,
-):
-    n_img, groups, cg, height, width = x5.shape
-    k = w3.shape[2]
-    tiles = (oh_size + rows - 1) // rows
-    items = n_img * groups * tiles
-    colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
-    for t in prange(parts):
-        for item in range(t, items, parts):
-            n = item // (groups * tiles)
-            g = (item // tiles) % groups
-            oh0 = (item % tiles) * rows
-            oh1 = min(oh_size, oh0 + rows)
-            p0, p1 = oh0 * ow_size, oh1 * ow_size
-            if pointwise:
-                col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
-            else:
-                patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
-                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
-                col = patches
-            dst = out4[n, g][:, p0:p1]
-            gemm(False, False, 1.0, w3[g], col, 0.0, dst)
-            if has_bias:
-                cog = dst.shape[0]
-                for co in range(cog):
-                    shift = bias[g * cog + co]
-                    for p in range(p1 - p0):
-                        dst[co, p] += shift
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _backward_input_core(
-    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
-):
-    n_img, groups, cg, height, width = dx5.shape
-    taps = kh * kw
-    tiles = (oh_size + rows - 1) // rows
-    items = n_img * groups * blocks
-    max_block = (cg + blocks - 1) // blocks
-    colbuf = np.empty((parts, 0 if pointwise else max_block * taps * rows * ow_size), dx5.dtype)
-    for t in prange(parts):
-        for item in range(t, items, parts):
-            n = item // (groups * blocks)
-            g = (item // blocks) % groups
-            blk = item % blocks
-            c0, c1 = blk * cg // blocks, (blk + 1) * cg // blocks
-            dxg = dx5[n, g]
-            w_blk = w3[g][:, c0 * taps : c1 * taps]
-            if not pointwise:
-                dxg[c0:c1] = 0
-            for tile in range(tiles):
-                oh0 = tile * rows
-                oh1 = min(oh_size, oh0 + rows)
-                p0, p1 = oh0 * ow_size, oh1 * ow_size
-                dout = go4[n, g][:, p0:p1]
-                if pointwise:
-                    # col2im is the identity here: write the input gradient in place.
-                    gemm(True, False, 1.0, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
-                else:
-                    dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
-                    gemm(True, False, 1.0, w_blk, dout, 0.0, dcol)
-                    col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _backward_weight_core(
-    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
-):
-    n_img, groups, cg, height, width = x5.shape
-    k = gw3.shape[2]
-    tiles = (oh_size + rows - 1) // rows
-    items = n_img * groups * tiles
-    colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
-    acc = np.zeros((parts,) + gw3.shape, x5.dtype)
-    for t in prange(parts):
-        for item in range(t, items, parts):
-            n = item // (groups * tiles)
-            g = (item // tiles) % groups
-            oh0 = (item % tiles) * rows
-            oh1 = min(oh_size, oh0 + rows)
-            p0, p1 = oh0 * ow_size, oh1 * ow_size
-            if pointwise:
-                col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
-            else:
-                patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
-                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
-                col = patches
-            gemm(False, True, 1.0, go4[n, g][:, p0:p1], col, 1.0, acc[t, g])
-    gw3[...] = acc[0]
-    for t in range(1, parts):
-        gw3 += acc[t]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _bias_grad_core(go3, grad_bias):
-    n_img = go3.shape[0]
-    for co in prange(go3.shape[1]):
-        total = 0.0
-        for n in range(n_img):
-            row = go3[n, co]
-            for p in range(row.shape[0]):
-                total += row[p]
-        grad_bias[co] = total
 
 
 # --------------------------------------------------------------------------- argument checks
@@ -307,7 +182,7 @@ def conv2d_forward(
         bias_arr, has_bias = bias, True
     x5, w3, out4 = _views(x, weight, out, groups)
     prepare_blas()
-    _forward_core(x5, w3, bias_arr, has_bias, out4, *sizes)
+    forward_core(x5, w3, bias_arr, has_bias, out4, *sizes)
     return out
 
 
@@ -338,7 +213,7 @@ def conv2d_backward_input(
     sizes = _check_conv(op, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups)
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
     prepare_blas()
-    _backward_input_core(go4, w3, dx5, *sizes)
+    backward_input_core(go4, w3, dx5, *sizes)
     return grad_in
 
 
@@ -370,7 +245,7 @@ def conv2d_backward_weight(
     sizes = _check_conv(op, x.shape, grad_weight, grad_out.shape, stride, padding, dilation, groups)
     x5, gw3, go4 = _views(x, grad_weight, grad_out, groups)
     prepare_blas()
-    _backward_weight_core(x5, go4, gw3, *sizes)
+    backward_weight_core(x5, go4, gw3, *sizes)
     return grad_weight
 
 
@@ -388,7 +263,7 @@ def conv2d_backward_bias(grad_out: np.ndarray, grad_bias: np.ndarray) -> np.ndar
     if grad_out.ndim < 2:
         raise ValueError(f"{op}: grad_out must be at least 2-D (N, C, ...), got {grad_out.shape}")
     check_shape(op, "grad_bias", grad_bias, (grad_out.shape[1],))
-    _bias_grad_core(grad_out.reshape(grad_out.shape[0], grad_out.shape[1], -1), grad_bias)
+    bias_grad_core(grad_out.reshape(grad_out.shape[0], grad_out.shape[1], -1), grad_bias)
     return grad_bias
 
 

@@ -1,0 +1,143 @@
+"""Compiled cores of the convolution kernels; :mod:`numdiff.kernels.conv` validates the
+arguments, works out the geometry and calls these (see its docstring for the method).
+
+Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``out4``/``go4``
+(N, G, Cog, OH*OW) -- free reshapes of the C-contiguous (N, C, H, W), (Co, Cg, KH, KW) and
+(N, Co, OH, OW) arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from numdiff.kernels._blas import gemm
+from numdiff.kernels._im2col import col2im_rows_add, im2col_rows
+
+# Geometry tuple shared by the cores:
+#   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def forward_core(
+    x5,
+    w3,
+    bias,
+    has_bias,
+    out4,
+    kh,
+    kw,
+    sh,
+    sw,
+    pt,
+    pl,
+    dh,
+    dw,
+    oh_size,
+    ow_size,
+    rows,
+    pointwise,
+    blocks,
+    parts,
+):
+    n_img, groups, cg, height, width = x5.shape
+    k = w3.shape[2]
+    tiles = (oh_size + rows - 1) // rows
+    items = n_img * groups * tiles
+    colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
+    for t in prange(parts):
+        for item in range(t, items, parts):
+            n = item // (groups * tiles)
+            g = (item // tiles) % groups
+            oh0 = (item % tiles) * rows
+            oh1 = min(oh_size, oh0 + rows)
+            p0, p1 = oh0 * ow_size, oh1 * ow_size
+            if pointwise:
+                col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
+            else:
+                patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
+                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
+                col = patches
+            dst = out4[n, g][:, p0:p1]
+            gemm(False, False, 1.0, w3[g], col, 0.0, dst)
+            if has_bias:
+                cog = dst.shape[0]
+                for co in range(cog):
+                    shift = bias[g * cog + co]
+                    for p in range(p1 - p0):
+                        dst[co, p] += shift
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def backward_input_core(
+    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
+):
+    n_img, groups, cg, height, width = dx5.shape
+    taps = kh * kw
+    tiles = (oh_size + rows - 1) // rows
+    items = n_img * groups * blocks
+    max_block = (cg + blocks - 1) // blocks
+    colbuf = np.empty((parts, 0 if pointwise else max_block * taps * rows * ow_size), dx5.dtype)
+    for t in prange(parts):
+        for item in range(t, items, parts):
+            n = item // (groups * blocks)
+            g = (item // blocks) % groups
+            blk = item % blocks
+            c0, c1 = blk * cg // blocks, (blk + 1) * cg // blocks
+            dxg = dx5[n, g]
+            w_blk = w3[g][:, c0 * taps : c1 * taps]
+            if not pointwise:
+                dxg[c0:c1] = 0
+            for tile in range(tiles):
+                oh0 = tile * rows
+                oh1 = min(oh_size, oh0 + rows)
+                p0, p1 = oh0 * ow_size, oh1 * ow_size
+                dout = go4[n, g][:, p0:p1]
+                if pointwise:
+                    # col2im is the identity here: write the input gradient in place.
+                    gemm(True, False, 1.0, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
+                else:
+                    dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
+                    gemm(True, False, 1.0, w_blk, dout, 0.0, dcol)
+                    col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def backward_weight_core(
+    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
+):
+    n_img, groups, cg, height, width = x5.shape
+    k = gw3.shape[2]
+    tiles = (oh_size + rows - 1) // rows
+    items = n_img * groups * tiles
+    colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
+    acc = np.zeros((parts,) + gw3.shape, x5.dtype)
+    for t in prange(parts):
+        for item in range(t, items, parts):
+            n = item // (groups * tiles)
+            g = (item // tiles) % groups
+            oh0 = (item % tiles) * rows
+            oh1 = min(oh_size, oh0 + rows)
+            p0, p1 = oh0 * ow_size, oh1 * ow_size
+            if pointwise:
+                col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
+            else:
+                patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
+                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
+                col = patches
+            gemm(False, True, 1.0, go4[n, g][:, p0:p1], col, 1.0, acc[t, g])
+    gw3[...] = acc[0]
+    for t in range(1, parts):
+        gw3 += acc[t]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def bias_grad_core(go3, grad_bias):
+    n_img = go3.shape[0]
+    for co in prange(go3.shape[1]):
+        total = 0.0
+        for n in range(n_img):
+            row = go3[n, co]
+            for p in range(row.shape[0]):
+                total += row[p]
+        grad_bias[co] = total
