@@ -134,6 +134,9 @@ def _check_conv(op, x_shape, w, go_shape, stride, padding, dilation, groups):
         blocks = min(cg, share)
     else:
         blocks = 1
+    # Equal tiles: 32 rows in tiles of 28 would leave a 4-row tile whose GEMM runs inefficiently.
+    tiles = -(-oh_size // rows)
+    rows = -(-oh_size // tiles)
     return (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
 
 
