@@ -44,7 +44,12 @@ CONV2D = [
     pytest.param(GROUPED, np.float32, 1e-4, id="groups2-stride-asym-pad-float32"),
     pytest.param(DEPTHWISE, np.float64, 1e-9, id="depthwise-dilated-strided-float64"),
     pytest.param(DEPTHWISE, np.float32, 1e-4, id="depthwise-dilated-strided-float32"),
-    pytest.param((2, 2, 4, 4, 5, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1), np.float64, 1e-9, id="pointwise"),
+    pytest.param(
+        (2, 10, 3, 4, 10, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+        np.float64,
+        1e-9,
+        id="pointwise-two-row-tiles",
+    ),
     pytest.param(
         (1, 2, 5, 5, 2, 2, 2, (1, 1), (0, -1, 1, 0), (1, 1), 1), np.float64, 1e-9, id="negative-pad-crops"
     ),

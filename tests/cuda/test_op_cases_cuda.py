@@ -2,7 +2,9 @@
 
 Each case from tests/ops runs twice from the same inputs, once on the CPU and once with every
 tensor moved to CUDA; outputs must match (float64 to 1e-9), and so must the gradients of
-sum(out * w) for a fixed random w, which exercises every backward on the device too.
+sum(out * w) for a fixed random w, which exercises every backward on the device too. The kernel
+ops (matmul, conv, pooling) also run in float32 (1e-4) and through double backward
+(create_graph=True), which reaches the backward of every backward op on the device.
 """
 
 from __future__ import annotations
@@ -94,6 +96,32 @@ def test_cpu_tensor_built_inside_op_raises_device_mismatch(case):
         case.fn(*gpu)
 
 
+KERNEL_OPS = {
+    "matmul",
+    "conv2d",
+    "conv_transpose2d",
+    "conv2d_weight_grad",
+    "max_pool2d",
+    "adaptive_max_pool2d",
+    "max_pool_scatter",
+    "max_pool_gather",
+    "avg_pool2d",
+    "avg_pool2d_backward",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
+}
+
+
+def _input_elements(case) -> int:
+    return sum(np.size(a) for a in case.inputs(case_rng(case)) if isinstance(a, np.ndarray))
+
+
+# The smallest case of each kernel op (by input elements), to keep the simulator's time down.
+KERNEL_CASES = [
+    min((c for c in CASES if c.op == op), key=_input_elements)
+    for op in sorted(KERNEL_OPS)
+    if any(c.op == op for c in CASES)
+]
 FLOAT32_OPS = {
     "add",
     "mul",
@@ -111,6 +139,44 @@ FLOAT32_OPS = {
 }
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.op in FLOAT32_OPS], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", [c for c in CASES if c.op in FLOAT32_OPS] + KERNEL_CASES, ids=lambda c: c.id)
 def test_float32_forward_and_gradients_match_cpu(case):
     _check(case, numdiff.float32, 1e-4, 1e-4)
+
+
+def _double_backward(case, tensors: tuple, rng: np.random.Generator) -> list:
+    """First gradients of sum(out * w) with create_graph=True, then the gradients of
+    sum(grads * v) with respect to the inputs and to w (so the backward ops are differentiated)."""
+    outputs = _as_tuple(case.fn(*tensors))
+    inputs = [t for t in tensors if isinstance(t, numdiff.Tensor) and t.requires_grad]
+    weights, loss = [], None
+    for out in outputs:
+        if out.requires_grad:
+            w = numdiff.tensor(rng.standard_normal(tuple(out.shape)), dtype=out.dtype).to(out.device)
+            weights.append(w.requires_grad_())
+            term = (out * w).sum()
+            loss = term if loss is None else loss + term
+    grads = numdiff.autograd.grad(loss, inputs, create_graph=True, allow_unused=True)
+    second = None
+    for g in grads:
+        if g is not None and g.requires_grad:
+            v = numdiff.tensor(rng.standard_normal(tuple(g.shape)), dtype=g.dtype).to(g.device)
+            term = (g * v).sum()
+            second = term if second is None else second + term
+    second.backward()
+    leaves = inputs + weights
+    return [g.detach().cpu().numpy() for g in grads if g is not None] + [
+        t.grad.cpu().numpy() if t.grad is not None else None for t in leaves
+    ]
+
+
+@pytest.mark.parametrize("case", [c for c in KERNEL_CASES if c.second_order], ids=lambda c: c.id)
+def test_double_backward_on_cuda_matches_cpu(case):
+    cpu = to_tensors(case.inputs(case_rng(case)))
+    expected = _double_backward(case, cpu, np.random.default_rng(8))
+    got = _double_backward(case, _on_cuda(cpu), np.random.default_rng(8))
+    assert len(got) == len(expected)
+    for g, want in zip(got, expected):
+        assert (g is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-9)
