@@ -5,30 +5,25 @@ which makes the first call of an op slow (seconds) and later calls fast. With ``
 the machine code is also written to disk (``__pycache__`` or ``NUMBA_CACHE_DIR``), so a later
 process loads it instead of compiling again.
 
-- `warmup` compiles every kernel for the given dtypes up front, with a progress bar, and
-  records how long each kernel took (compiling, or loading from the disk cache).
+- `warmup` runs ``numdiff.kernels.compile_all``: one tiny call per kernel and dtype, so every
+  kernel is compiled (or loaded from the disk cache) up front instead of on first use.
 - `compiled_kernels` lists every Numba dispatcher in numdiff.kernels with the signatures it holds,
-  whether each came from the compiler or the disk cache, and the time spent.
+  whether each came from the compiler or the disk cache, Numba's compile time, and the seconds
+  the latest warmup spent on the kernel's first call (compiling or loading).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from numba.core import event
 from numba.core.dispatcher import Dispatcher
 
-__all__ = ["KernelInfo", "KernelTable", "compiled_kernels", "warmup"]
-
-# Seconds each kernel took during warmup(), by qualified name: the only record of how long a
-# cache *load* took, which Numba does not keep (it keeps compile times only).
-_warmup_seconds: dict[str, float] = {}
+__all__ = ["KernelInfo", "KernelTable", "SignatureInfo", "compiled_kernels", "warmup"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +41,7 @@ class KernelInfo:
 
     name: str
     signatures: tuple[SignatureInfo, ...]
-    warmup_seconds: float | None
+    warmup_seconds: float | None  # the latest warmup's first calls of it, summed over dtypes
     cache_path: str | None
 
     @property
@@ -56,11 +51,17 @@ class KernelInfo:
 
 @dataclass
 class KernelTable:
-    """The result of `compiled_kernels`: a list of `KernelInfo` that prints as a table."""
+    """The result of `compiled_kernels`: a list of `KernelInfo` that prints as a table.
+
+    `warmup_calls` holds the seconds of every first call the latest warmup made, keyed
+    ``"module.kernel[dtype]"`` as ``numdiff.kernels.compile_times`` names them; a call that names
+    a build rather than a dispatcher (``"optim.adam[parallel][float32]"``) is only listed there.
+    """
 
     kernels: list[KernelInfo] = field(default_factory=list)
+    warmup_calls: dict[str, float] = field(default_factory=dict)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[KernelInfo]:
         return iter(self.kernels)
 
     def __len__(self) -> int:
@@ -116,55 +117,80 @@ def _kernel_modules(package: str) -> list[ModuleType]:
     return modules
 
 
+def _dispatchers_in(value: Any, depth: int = 2) -> Iterator[Dispatcher]:
+    """`value` if it is a dispatcher, else the dispatchers in it when it is a dict, tuple or list
+    (kernels built in pairs, such as serial and parallel builds, are kept in such tables)."""
+    if isinstance(value, Dispatcher):
+        yield value
+    elif depth and isinstance(value, dict):
+        for item in value.values():
+            yield from _dispatchers_in(item, depth - 1)
+    elif depth and isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _dispatchers_in(item, depth - 1)
+
+
 def _dispatchers(package: str) -> list[tuple[str, Dispatcher]]:
     """Every Numba dispatcher defined in `package`, once each, named where it was defined."""
     found: dict[int, tuple[str, Dispatcher]] = {}
     for module in _kernel_modules(package):
         for value in vars(module).values():
-            if isinstance(value, Dispatcher) and id(value) not in found:
-                func = value.py_func
-                if func.__module__.startswith(package):
-                    found[id(value)] = (f"{func.__module__}.{func.__qualname__}", value)
+            for dispatcher in _dispatchers_in(value):
+                func = dispatcher.py_func
+                if id(dispatcher) not in found and func.__module__.startswith(package):
+                    found[id(dispatcher)] = (f"{func.__module__}.{func.__qualname__}", dispatcher)
     return sorted(found.values(), key=lambda item: item[0])
 
 
 def _signature_info(dispatcher: Dispatcher, signature: tuple) -> SignatureInfo:
     text = "(" + ", ".join(str(t) for t in signature) + ")"
-    stats = dispatcher.stats
     overload = dispatcher.overloads.get(signature)
     timers = (getattr(overload, "metadata", None) or {}).get("timers", {})
-    if stats.cache_hits.get(signature):
+    if dispatcher.stats.cache_hits.get(signature):
         return SignatureInfo(text, "disk cache", None)
     return SignatureInfo(text, "compiled", timers.get("compiler_lock"))
+
+
+def _warmup_seconds(package: str, calls: dict[str, float]) -> dict[str, float]:
+    """Sum the per-dtype first-call seconds ``"module.kernel[dtype]"`` per dispatcher name."""
+    seconds: dict[str, float] = {}
+    for key, value in calls.items():
+        name = f"{package}.{key.rpartition('[')[0] or key}"
+        seconds[name] = seconds.get(name, 0.0) + value
+    return seconds
 
 
 def compiled_kernels(package: str = "numdiff.kernels") -> KernelTable:
     """List the Numba kernels in `package`, their compiled signatures and compile/load times.
 
+    The warmup times are read from the package's ``compile_times`` (what ``compile_all`` fills).
+
     >>> numdiff.warmup(("float32",), progress=False)
     >>> print(numdiff.jit.compiled_kernels())  # kernel, signature, source, seconds
     """
-    kernels = []
-    for name, dispatcher in _dispatchers(package):
-        signatures = tuple(_signature_info(dispatcher, sig) for sig in dispatcher.signatures)
-        kernels.append(
-            KernelInfo(
-                name=name,
-                signatures=signatures,
-                warmup_seconds=_warmup_seconds.get(name),
-                cache_path=dispatcher.stats.cache_path,
-            )
+    calls = dict(getattr(importlib.import_module(package), "compile_times", {}))
+    warmed = _warmup_seconds(package, calls)
+    kernels = [
+        KernelInfo(
+            name=name,
+            signatures=tuple(_signature_info(dispatcher, sig) for sig in dispatcher.signatures),
+            warmup_seconds=warmed.get(name),
+            cache_path=dispatcher.stats.cache_path,
         )
-    return KernelTable(kernels)
+        for name, dispatcher in _dispatchers(package)
+    ]
+    return KernelTable(kernels, calls)
 
 
 def warmup(dtypes: Iterable[str] = ("float32", "float64"), progress: bool = True) -> KernelTable:
     """Compile (or load from the disk cache) every kernel for `dtypes` now, not on first use.
 
-    Delegates to ``numdiff.kernels.compile_all``, which shows a tqdm progress bar when `progress`
-    is true. Returns `compiled_kernels()`, which then includes the seconds each kernel took here.
+    Runs ``numdiff.kernels.compile_all(dtypes, progress)`` (a tqdm bar when `progress` is true and
+    tqdm is installed) and returns `compiled_kernels()`, which then holds the seconds each first
+    call took.
 
-    >>> numdiff.warmup(("float32",))  # a bar over the kernels, then the table
+    >>> table = numdiff.warmup(("float32",))  # a bar over the kernels
+    >>> table["_conv_cores.forward_core"].warmup_seconds
     """
     dtypes = tuple(str(d).removeprefix("numdiff.") for d in dtypes)
     for dtype in dtypes:
@@ -172,49 +198,5 @@ def warmup(dtypes: Iterable[str] = ("float32", "float64"), progress: bool = True
             raise ValueError(f"warmup compiles float32 and float64 kernels; got dtype {dtype!r}")
     from numdiff import kernels
 
-    compile_all = getattr(kernels, "compile_all", None)
-    if compile_all is None:
-        raise RuntimeError(
-            "numdiff.kernels.compile_all is missing from this build, so warmup cannot list the "
-            "kernels to compile; kernels still compile on first use"
-        )
-    timer = _CompileTimer("numdiff.kernels")
-    with event.install_listener("numba:compile", timer):
-        report = compile_all(dtypes, progress)
-    measured = dict(timer.seconds)
-    measured.update(_report_seconds(report))
-    for name, seconds in measured.items():
-        _warmup_seconds[name] = _warmup_seconds.get(name, 0.0) + seconds
+    kernels.compile_all(dtypes, progress)
     return compiled_kernels()
-
-
-class _CompileTimer(event.Listener):
-    """Adds up, per kernel in `package`, the seconds Numba spends compiling it."""
-
-    def __init__(self, package: str) -> None:
-        self.package = package
-        self.seconds: dict[str, float] = {}
-        self._open: list[tuple[str, float]] = []
-
-    def on_start(self, ev: event.Event) -> None:
-        func = ev.data["dispatcher"].py_func
-        self._open.append((f"{func.__module__}.{func.__qualname__}", time.perf_counter()))
-
-    def on_end(self, ev: event.Event) -> None:
-        name, started = self._open.pop()
-        if name.startswith(self.package + "."):
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
-
-
-def _report_seconds(report: Any) -> dict[str, float]:
-    """compile_all's per-kernel seconds (which also cover cache loads), keyed like our names."""
-    if not report:
-        return {}
-    items = report.items() if hasattr(report, "items") else report
-    seconds = {}
-    for name, value in items:
-        name = str(name)
-        if not name.startswith("numdiff."):
-            name = "numdiff.kernels." + name
-        seconds[name] = float(value)
-    return seconds

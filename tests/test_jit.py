@@ -25,16 +25,22 @@ KERNEL_PACKAGE = textwrap.dedent(
     @njit(cache=True)
     def never_called(x):
         return x
+
+    def offset(x, out):
+        for i in range(x.size):
+            out[i] = x[i] + 1.0
+
+    BUILDS = {"offset": (njit(cache=True)(offset), None)}  # a dispatcher held in a table
     """
 )
 
 
 @pytest.fixture
 def kernel_package(tmp_path, monkeypatch):
-    """A throwaway package with two Numba kernels, importable as `jitpkg` (cache in tmp_path)."""
+    """A throwaway package with three Numba kernels, importable as `jitpkg` (cache in tmp_path)."""
     package = tmp_path / "src" / "jitpkg"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("compile_times = {}\n")
     (package / "kernels.py").write_text(KERNEL_PACKAGE)
     monkeypatch.syspath_prepend(str(tmp_path / "src"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
@@ -70,7 +76,11 @@ def test_compiled_kernels_lists_each_dispatcher_with_its_signatures(kernel_packa
 
     kernels.scale(np.ones(3, np.float32), 2.0, np.empty(3, np.float32))
     table = jit.compiled_kernels("jitpkg")
-    assert [k.name for k in table] == ["jitpkg.kernels.never_called", "jitpkg.kernels.scale"]
+    assert [k.name for k in table] == [
+        "jitpkg.kernels.never_called",
+        "jitpkg.kernels.offset",
+        "jitpkg.kernels.scale",
+    ]
     assert table["never_called"].signatures == ()
     (sig,) = table["scale"].signatures
     assert sig.signature == "(array(float32, 1d, C), float64, array(float32, 1d, C))"
@@ -89,11 +99,36 @@ def test_second_process_loads_from_the_disk_cache(kernel_package):
     assert first["jitpkg.kernels.never_called"] == second["jitpkg.kernels.never_called"] == []
 
 
+def test_warmup_seconds_come_from_the_packages_compile_times(kernel_package, monkeypatch):
+    import jitpkg
+
+    monkeypatch.setattr(
+        jitpkg,
+        "compile_times",
+        {
+            "kernels.scale[float32]": 0.25,
+            "kernels.scale[float64]": 0.5,
+            "kernels.offset[serial][float32]": 2.0,
+        },
+    )
+    table = jit.compiled_kernels("jitpkg")
+    assert table["scale"].warmup_seconds == 0.75  # summed over the dtypes
+    assert table["never_called"].warmup_seconds is None
+    assert table["offset"].warmup_seconds is None  # a build name, not the dispatcher's name
+    assert table.warmup_calls == jitpkg.compile_times
+    assert "0.750" in str(table)
+
+
 def test_numdiff_kernels_are_found():
     names = [k.name for k in jit.compiled_kernels()]
     assert "numdiff.kernels.elementwise.erf_forward" in names
     assert all(name.startswith("numdiff.kernels.") for name in names)
     assert len(names) == len(set(names))
+    from numdiff.kernels import optim
+
+    for serial, parallel in optim.CPU_KERNELS.values():  # builds kept in a dict, not module names
+        for build in (serial, parallel):
+            assert f"{build.py_func.__module__}.{build.py_func.__qualname__}" in names
 
 
 def test_unknown_kernel_name_says_which_exist(kernel_package):
@@ -102,42 +137,23 @@ def test_unknown_kernel_name_says_which_exist(kernel_package):
         table["no_such_kernel"]
 
 
-def test_warmup_delegates_to_compile_all_and_records_times(monkeypatch):
-    from numdiff import kernels
-    from numdiff.kernels import elementwise
-
-    calls = []
-
-    def fake_compile_all(dtypes, progress):
-        calls.append((dtypes, progress))
-        for dtype in dtypes:
-            elementwise.erf(np.ones(3, dtype=dtype))
-        return {"elementwise.erf_forward": 0.25}
-
-    monkeypatch.setattr(kernels, "compile_all", fake_compile_all, raising=False)
-    monkeypatch.setattr(jit, "_warmup_seconds", {})
-    table = jit.warmup(("float64",), progress=False)
-    assert calls == [(("float64",), False)]
-    erf = table["elementwise.erf_forward"]
-    assert "(array(float64, 1d, C), array(float64, 1d, C))" in [s.signature for s in erf.signatures]
-    assert erf.warmup_seconds == 0.25  # compile_all's own figure wins over the event timer
-
-
-def test_warmup_rejects_other_dtypes_and_needs_compile_all(monkeypatch):
+def test_warmup_runs_compile_all_and_times_every_kernel_it_calls():
     from numdiff import kernels
 
+    table = jit.warmup(("float32",), progress=False)
+    calls = {key: seconds for key, seconds in kernels.compile_times.items() if key.endswith("[float32]")}
+    assert calls and calls.items() <= table.warmup_calls.items()
+    names = {k.name for k in table}
+    for key in calls:
+        dispatcher = "numdiff.kernels." + key.removesuffix("[float32]")
+        if dispatcher in names:
+            kernel = table[dispatcher]
+            assert kernel.warmup_seconds is not None and kernel.warmup_seconds >= calls[key]
+            assert any("float32" in s.signature for s in kernel.signatures), kernel.name
+    for family in ("matmul._bgemm", "_conv_cores.forward_core", "pool._max_pool_core"):
+        assert table[family].warmup_seconds is not None, f"compile_all no longer names {family}"
+
+
+def test_warmup_rejects_other_dtypes():
     with pytest.raises(ValueError, match="'int64'"):
         jit.warmup(("int64",))
-    monkeypatch.delattr(kernels, "compile_all", raising=False)
-    with pytest.raises(RuntimeError, match="compile_all"):
-        jit.warmup(("float32",), progress=False)
-
-
-def test_compile_timer_attributes_seconds_to_the_kernel_compiled(kernel_package):
-    from jitpkg import kernels
-    from numba.core import event
-
-    timer = jit._CompileTimer("jitpkg")
-    with event.install_listener("numba:compile", timer):
-        kernels.never_called(np.ones(2))
-    assert list(timer.seconds) == ["jitpkg.kernels.never_called"]
