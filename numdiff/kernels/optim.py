@@ -280,12 +280,15 @@ def _cuda_kernels() -> dict[str, Any]:
     return {"sgd": sgd_cuda, "adam": adam_cuda, "rmsprop": rmsprop_cuda, "adagrad": adagrad_cuda}
 
 
-def launch_cuda(name: str, n: int, *args: Any) -> None:
-    """Launch CUDA kernel `name` with one thread per element, ``CUDA_THREADS_PER_BLOCK`` per block."""
+def launch_cuda(name: str, n: int, *args: Any, device_index: int = 0) -> None:
+    """Launch CUDA kernel `name` on GPU `device_index`, one thread per element, in blocks of
+    ``CUDA_THREADS_PER_BLOCK``."""
     if n == 0:
         return
+    kernel = _cuda_kernels()[name]
     blocks = (n + CUDA_THREADS_PER_BLOCK - 1) // CUDA_THREADS_PER_BLOCK
-    _cuda_kernels()[name][blocks, CUDA_THREADS_PER_BLOCK](*args)
+    with cuda.gpus[device_index]:
+        kernel[blocks, CUDA_THREADS_PER_BLOCK](*args)
 
 
 # --------------------------------------------------------------------------- checks and launchers
@@ -334,7 +337,8 @@ def _run(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool
         serial, parallel = CPU_KERNELS[name]
         (parallel if arrays[0].size >= PARALLEL_MIN_ELEMENTS else serial)(*arrays, h, f)
     else:
-        launch_cuda(name, arrays[0].size, *(_device_view(a) for a in arrays), h, f)
+        index = getattr(getattr(arrays[0], "device", None), "index", None) or 0
+        launch_cuda(name, arrays[0].size, *(_device_view(a) for a in arrays), h, f, device_index=index)
 
 
 def sgd_step(
