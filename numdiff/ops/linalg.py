@@ -91,15 +91,31 @@ class Matmul(Function):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         grad_a = grad_b = None
+        # A matrix stored transposed (weight.t() in linear) gets its gradient computed in that
+        # same layout, (g^T a)^T instead of a^T g: the transpose back to it is then free and the
+        # leaf's gradient is a contiguous copy rather than a strided one.
         if ctx.needs_input_grad[0]:
-            grad_a = matmul(grad, b.mT)  # the engine sums broadcast batch dims back to a's shape
+            if a.ndim == 2 and b.ndim == 2 and _stored_transposed(a):
+                grad_a = matmul(b, grad.mT).mT
+            else:
+                grad_a = matmul(grad, b.mT)  # the engine sums broadcast batch dims back to a's shape
         if ctx.needs_input_grad[1]:
-            if b.ndim == 2 and a.ndim > 2:
+            if b.ndim == 2:
                 k, n = b.shape
-                grad_b = matmul(a.reshape(-1, k).mT, grad.reshape(-1, n))
+                rows, grad_rows = a.reshape(-1, k), grad.reshape(-1, n)
+                if _stored_transposed(b):
+                    grad_b = matmul(grad_rows.mT, rows).mT
+                else:
+                    grad_b = matmul(rows.mT, grad_rows)
             else:
                 grad_b = matmul(a.mT, grad)
         return grad_a, grad_b
+
+
+def _stored_transposed(t: Tensor) -> bool:
+    """True for a 2-D tensor whose transpose is C-contiguous but which itself is not."""
+    data = t._data
+    return not data.flags.c_contiguous and data.T.flags.c_contiguous
 
 
 def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
