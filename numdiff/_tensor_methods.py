@@ -11,6 +11,7 @@ from numdiff.ops import (
     arithmetic,
     conversion,
     indexing,
+    linalg,
     logical,
     reduction,
     selection,
@@ -89,6 +90,13 @@ METHODS = {
     "div": arithmetic.div,
     "pow": arithmetic.pow,
     "neg": arithmetic.neg,
+    # products
+    "__matmul__": linalg.matmul,
+    "matmul": linalg.matmul,
+    "mm": linalg.mm,
+    "bmm": linalg.bmm,
+    "dot": linalg.dot,
+    "outer": linalg.outer,
     # comparisons and logic
     "__eq__": logical.eq,
     "__ne__": logical.ne,

@@ -79,6 +79,18 @@ def test_mm_bmm_dot_outer_match_torch():
     _parity(numdiff.outer, torch.outer, [rng.standard_normal(3), rng.standard_normal(4)], np.float64)
 
 
+def test_matmul_operator_and_tensor_methods_match_torch():
+    rng = np.random.default_rng(7)
+    a, b, v = rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal(4)
+    _parity(lambda x, y: x @ y, lambda x, y: x @ y, [a, b], np.float64)
+    _parity(lambda x, y: x.matmul(y), lambda x, y: x.matmul(y), [a, b], np.float64)
+    _parity(lambda x, y: x.mm(y), lambda x, y: x.mm(y), [a, b], np.float64)
+    _parity(lambda x, y: x.dot(y), lambda x, y: x.dot(y), [v, v], np.float64)
+    _parity(lambda x, y: x.outer(y), lambda x, y: x.outer(y), [v, a[0, :3]], np.float64)
+    batches = [rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 2))]
+    _parity(lambda x, y: x.bmm(y), lambda x, y: x.bmm(y), batches, np.float64)
+
+
 @pytest.mark.parametrize(
     "view",
     [lambda t: t.mT, lambda t: t[:, ::2], lambda t: t.permute(1, 0)[1:]],
