@@ -91,6 +91,16 @@ def test_tensors_on_two_gpus_raise_device_mismatch_naming_both():
     a = numdiff.ones(3, device="cuda")
     b = _on_second_gpu(numdiff.ones(3, device="cuda"))
     assert b.device == numdiff.device("cuda:1")
-    for op in (lambda: a + b, lambda: b * a, lambda: numdiff.cat([a, b]), lambda: numdiff.where(a > 0, a, b)):
+    m = numdiff.ones(3, 3, device="cuda")
+    x = numdiff.ones(1, 1, 4, 4, device="cuda")
+    w = _on_second_gpu(numdiff.ones(1, 1, 3, 3, device="cuda"))
+    for op in (
+        lambda: a + b,
+        lambda: b * a,
+        lambda: numdiff.cat([a, b]),
+        lambda: numdiff.where(a > 0, a, b),
+        lambda: numdiff.matmul(m, b),
+        lambda: numdiff.nn.functional.conv2d(x, w),
+    ):
         with pytest.raises(DeviceMismatchError, match="cuda:0 and cuda:1"):
             op()
