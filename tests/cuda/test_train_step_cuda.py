@@ -3,7 +3,10 @@
 A tiny version of examples/train_digits.py's model (Conv2d, ReLU, MaxPool2d, Linear; fewer
 channels) on a batch of four 8x8 images: the same initial weights are copied to a second model on
 CUDA, both run forward, CrossEntropyLoss, backward and one Adam step, and the loss, every gradient
-and every updated weight must agree (float64 to 1e-9, float32 to 1e-4).
+and every updated weight must agree to 1e-4. float32, as the digits model trains: float64 agreement
+to 1e-9 is pinned kernel by kernel and op by op (test_conv_pool_kernels_cuda, test_op_cases_cuda),
+and a second run of this step would double the simulator's time. The smallest nonzero gradient
+here is about 2e-5, far above Adam's eps (1e-8), so float32 rounding cannot flip an update.
 """
 
 from __future__ import annotations
@@ -43,10 +46,8 @@ def adam_step(model: numdiff.nn.Module, images: numdiff.Tensor, labels: numdiff.
     return loss.item(), grads, weights
 
 
-@pytest.mark.parametrize(
-    "dtype, tol", [(numdiff.float64, 1e-9), (numdiff.float32, 1e-4)], ids=["float64", "float32"]
-)
-def test_one_adam_step_of_the_digits_cnn_on_cuda_matches_the_cpu(dtype, tol):
+def test_one_adam_step_of_the_digits_cnn_on_cuda_matches_the_cpu():
+    dtype, tol = numdiff.float32, 1e-4
     numdiff.manual_seed(0)
     cpu_model = tiny_digits_cnn().to(dtype=dtype)
     initial = {name: p.detach().numpy().copy() for name, p in cpu_model.named_parameters()}
