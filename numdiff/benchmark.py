@@ -179,7 +179,10 @@ def compare(
 
     Each round runs every candidate once (`number` calls), starting from a different candidate
     each round, so slow periods of the machine are shared out instead of landing on one.
-    Ratios are against `baseline` (default: the first candidate).
+    Ratios are against `baseline` (default: the first candidate). Libraries that each bring an
+    OpenMP runtime (Numba's parallel kernels, PyTorch) slow each other down when interleaved with
+    more threads than free cores, their idle threads spinning on the cores the other needs: give
+    each one thread on a small machine (``NUMBA_NUM_THREADS=1``, ``torch.set_num_threads(1)``).
 
     >>> table = compare({"numdiff": lambda: a @ b, "numpy": lambda: a.numpy() @ b.numpy()})
     >>> table.ratio("numpy")
@@ -244,8 +247,9 @@ class PeakFlops:
 
     def __str__(self) -> str:
         return (
-            f"{self.gflops:.1f} GFLOP/s {self.dtype} = {self.cores} cores x {self.fma_units} FMA "
-            f"units x {self.simd_lanes} lanes x 2 x {self.clock_ghz:.2f} GHz ({self.assumptions})"
+            f"{self.gflops:.1f} GFLOP/s {self.dtype} = {self.cores} core{'s' if self.cores != 1 else ''} "
+            f"x {self.fma_units} FMA units x {self.simd_lanes} lanes x 2 x {self.clock_ghz:.2f} GHz "
+            f"({self.assumptions})"
         )
 
 

@@ -81,6 +81,9 @@ def test_peak_gflops_is_the_product_of_its_stated_factors():
     assert peak.gflops == pytest.approx(2 * 2 * 16 * 2 * 2.5)
     assert peak_gflops("float64", cores=2, clock_ghz=2.5, simd_bits=512).simd_lanes == 8
     assert "2 FMA units per core assumed" in peak.assumptions
+    assert str(peak).startswith("320.0 GFLOP/s float32 = 2 cores x 2 FMA units x 16 lanes x 2 x 2.50 GHz")
+    one_core = peak_gflops("float32", cores=1, clock_ghz=2.5, simd_bits=512)
+    assert "= 1 core x 2 FMA units" in str(one_core)
 
 
 def test_peak_gflops_reads_this_machine(monkeypatch):
