@@ -20,6 +20,7 @@ from numdiff.kernels import pool as cpu_pool
 
 CUDA = device("cuda")
 DTYPES = [pytest.param(np.float64, 1e-9, id="float64"), pytest.param(np.float32, 1e-4, id="float32")]
+F64, F32 = (np.float64, 1e-9), (np.float32, 1e-4)
 
 
 def up(array: np.ndarray) -> CudaArray:
@@ -36,14 +37,13 @@ def close(got: CudaArray, want: np.ndarray, tol: float) -> None:
 
 
 # (N, C, H, W, Co, KH, KW, stride, padding (t, b, l, r), dilation, groups), dtype, tolerance;
-# float32 runs on the grouped configurations only, to keep the simulator's time down.
+# float32 runs on one configuration of each kernel family, to keep the simulator's time down.
 GROUPED = (2, 4, 5, 6, 6, 3, 2, (1, 2), (1, 0, 2, 1), (1, 1), 2)
 DEPTHWISE = (1, 3, 6, 5, 3, 3, 3, (2, 2), (1, 1, 1, 1), (2, 1), 3)
 CONV2D = [
-    pytest.param(GROUPED, np.float64, 1e-9, id="groups2-stride-asym-pad-float64"),
+    pytest.param(GROUPED, np.float64, 1e-9, id="groups2-stride-asym-pad"),
     pytest.param(GROUPED, np.float32, 1e-4, id="groups2-stride-asym-pad-float32"),
-    pytest.param(DEPTHWISE, np.float64, 1e-9, id="depthwise-dilated-strided-float64"),
-    pytest.param(DEPTHWISE, np.float32, 1e-4, id="depthwise-dilated-strided-float32"),
+    pytest.param(DEPTHWISE, np.float64, 1e-9, id="depthwise-dilated-strided"),
     pytest.param(
         (2, 10, 3, 4, 10, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),
         np.float64,
@@ -126,16 +126,17 @@ def test_conv_launchers_refuse_bad_arguments_before_launching():
 
 
 # (kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+CLIPPED = ((3, 3), (2, 2), (1, 1), True, True, None)
 AVG2D = [
-    pytest.param(((2, 2), (2, 2), (0, 0), False, True, None), id="plain"),
-    pytest.param(((3, 2), (2, 1), (1, 1), True, False, None), id="ceil-exclude-pad"),
-    pytest.param(((3, 3), (2, 2), (1, 1), True, True, None), id="ceil-include-pad-clipped"),
-    pytest.param(((2, 3), (1, 2), (1, 0), True, True, 3), id="divisor-override"),
+    pytest.param(((2, 2), (2, 2), (0, 0), False, True, None), *F64, id="plain"),
+    pytest.param(((3, 2), (2, 1), (1, 1), True, False, None), *F64, id="ceil-exclude-pad"),
+    pytest.param(CLIPPED, *F64, id="ceil-include-pad-clipped"),
+    pytest.param(CLIPPED, *F32, id="ceil-include-pad-clipped-float32"),
+    pytest.param(((2, 3), (1, 2), (1, 0), True, True, 3), *F64, id="divisor-override"),
 ]
 
 
-@pytest.mark.parametrize("dtype, tol", DTYPES)
-@pytest.mark.parametrize("config", AVG2D)
+@pytest.mark.parametrize("config, dtype, tol", AVG2D)
 def test_avg_pool2d_forward_and_backward_match_the_cpu_kernels(config, dtype, tol):
     kernel, stride, padding, ceil_mode, include_pad, divisor = config
     rng = np.random.default_rng(6)
@@ -162,8 +163,15 @@ def test_avg_pool1d_forward_and_backward_match_the_cpu_kernels():
     close(cuda_pool.avg_pool1d_backward(up(grad_out), empty(x.shape), *args), grad_in, 1e-9)
 
 
-@pytest.mark.parametrize("dtype, tol", DTYPES)
-@pytest.mark.parametrize("out_size", [(2, 3), (3, 5), (5, 6)], ids=["shrink", "overlapping", "identity"])
+@pytest.mark.parametrize(
+    "out_size, dtype, tol",
+    [
+        pytest.param((2, 3), *F64, id="shrink"),
+        pytest.param((3, 5), *F64, id="overlapping"),
+        pytest.param((3, 5), *F32, id="overlapping-float32"),
+        pytest.param((5, 6), *F64, id="identity"),
+    ],
+)
 def test_adaptive_pool2d_matches_the_cpu_kernels(out_size, dtype, tol):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((1, 2, 5, 6)).astype(dtype)
