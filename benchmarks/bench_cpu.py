@@ -1,0 +1,342 @@
+"""numdiff vs PyTorch on the CPU: matmul, an MLP step, conv2d, pooling and a LeNet step.
+
+    python benchmarks/bench_cpu.py [--repeat 20] [--markdown benchmarks/RESULTS.md] [--cpu-time]
+
+Both libraries run fwd+bwd through their public APIs with autograd (numdiff.matmul,
+numdiff.nn.functional.conv2d, nn.Module layers, optim.SGD), alternating call by call in one
+process so that background load hits both alike, with two threads each
+(torch.set_num_threads(2), numba.set_num_threads(2)). Reported per workload: the median time of
+each, the ratio numdiff/PyTorch, numdiff's GFLOP/s and its share of the nominal fp32 peak.
+numdiff's first call (Numba compiling, or loading its disk cache) is timed separately and never
+enters the medians. Not run by the tests.
+
+``--cpu-time`` is a cross-check for a shared, loaded machine: one thread each, timed with
+``time.thread_time`` (CPU time of the calling thread, which other processes' load does not
+inflate the way it inflates wall-clock time of two threads that wait on each other).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+# Run from a checkout without installing: the repository root holds the numdiff package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+THREADS = 2
+CLOCK = time.perf_counter
+
+
+def cpu_clock_ghz() -> tuple[float, str]:
+    """The clock the peak is computed from: /proc/cpuinfo 'cpu MHz' (else lscpu-style fallback)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        mhz = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M)]
+        model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+        return max(mhz) / 1000.0, (model.group(1).strip() if model else platform.processor())
+    except (OSError, ValueError):
+        return 2.0, platform.processor() or "unknown CPU"
+
+
+def peak_gflops(clock_ghz: float) -> float:
+    """Nominal fp32 peak: cores x 2 FMA units x 16 fp32 lanes (AVX-512) x 2 flops x clock."""
+    return THREADS * 2 * 16 * 2 * clock_ghz
+
+
+# ----------------------------------------------------------------------------- workloads
+# Each builder returns (numdiff_step, torch_step, flops or None). Steps run fwd+bwd (and, for the
+# training steps, an SGD update) on inputs built once, identical in both libraries.
+
+
+def _pair(rng, *shape):
+    import torch
+
+    import numdiff
+
+    data = rng.standard_normal(shape).astype(np.float32)
+    return numdiff.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+
+
+def matmul_workload(n: int = 1024):
+    import torch
+
+    import numdiff
+
+    rng = np.random.default_rng(0)
+    (a, ta), (b, tb) = _pair(rng, n, n), _pair(rng, n, n)
+    ones, tones = numdiff.ones(n, n), torch.ones(n, n)
+
+    def ours():
+        a.grad = b.grad = None
+        numdiff.matmul(a, b).backward(ones)
+
+    def theirs():
+        ta.grad = tb.grad = None
+        torch.matmul(ta, tb).backward(tones)
+
+    return ours, theirs, 3 * 2 * n**3
+
+
+def _copy_weights(ours, theirs) -> None:
+    import numdiff
+
+    for p, tp in zip(ours.parameters(), theirs.parameters()):
+        p.data = numdiff.tensor(tp.detach().numpy().copy())
+
+
+def _training_step(model, tmodel, x, tx, y, ty):
+    import torch
+
+    import numdiff
+
+    opt = numdiff.optim.SGD(model.parameters(), lr=0.01)
+    topt = torch.optim.SGD(tmodel.parameters(), lr=0.01)
+
+    def ours():
+        opt.zero_grad()
+        numdiff.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    def theirs():
+        topt.zero_grad()
+        torch.nn.functional.cross_entropy(tmodel(tx), ty).backward()
+        topt.step()
+
+    return ours, theirs
+
+
+def mlp_workload(batch: int = 256, sizes: tuple = (784, 512, 512, 10)):
+    import torch
+
+    import numdiff
+
+    def layers(nn):
+        mods = []
+        for i in range(len(sizes) - 1):
+            mods.append(nn.Linear(sizes[i], sizes[i + 1]))
+            if i < len(sizes) - 2:
+                mods.append(nn.ReLU())
+        return nn.Sequential(*mods)
+
+    torch.manual_seed(0)
+    model, tmodel = layers(numdiff.nn), layers(torch.nn)
+    _copy_weights(model, tmodel)
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], batch)
+    x, tx = numdiff.tensor(data), torch.tensor(data)
+    y, ty = numdiff.tensor(labels), torch.tensor(labels)
+    ours, theirs = _training_step(model, tmodel, x, tx, y, ty)
+    flops = 3 * 2 * batch * sum(sizes[i] * sizes[i + 1] for i in range(len(sizes) - 1))
+    return ours, theirs, flops
+
+
+def conv_workload(n: int, cin: int, cout: int, size: int, k: int, pad: int):
+    import torch
+
+    import numdiff
+
+    rng = np.random.default_rng(2)
+    (x, tx), (w, tw) = _pair(rng, n, cin, size, size), _pair(rng, cout, cin, k, k)
+    out = size + 2 * pad - k + 1
+    ones, tones = numdiff.ones(n, cout, out, out), torch.ones(n, cout, out, out)
+
+    def ours():
+        x.grad = w.grad = None
+        numdiff.nn.functional.conv2d(x, w, padding=pad).backward(ones)
+
+    def theirs():
+        tx.grad = tw.grad = None
+        torch.nn.functional.conv2d(tx, tw, padding=pad).backward(tones)
+
+    return ours, theirs, 3 * 2 * n * cout * cin * k * k * out * out
+
+
+def pool_workload(kind: str, shape: tuple = (32, 32, 32, 32), k: int = 2):
+    import torch
+
+    import numdiff
+
+    rng = np.random.default_rng(3)
+    x, tx = _pair(rng, *shape)
+    pooled = (shape[0], shape[1], shape[2] // k, shape[3] // k)
+    ones, tones = numdiff.ones(*pooled), torch.ones(*pooled)
+    ours_fn = getattr(numdiff.nn.functional, f"{kind}_pool2d")
+    theirs_fn = getattr(torch.nn.functional, f"{kind}_pool2d")
+
+    def ours():
+        x.grad = None
+        ours_fn(x, k).backward(ones)
+
+    def theirs():
+        tx.grad = None
+        theirs_fn(tx, k).backward(tones)
+
+    return ours, theirs, None
+
+
+def lenet_workload(batch: int = 64):
+    import torch
+
+    import numdiff
+
+    def lenet(nn):
+        return nn.Sequential(
+            nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10),
+        )  # fmt: skip
+
+    torch.manual_seed(0)
+    model, tmodel = lenet(numdiff.nn), lenet(torch.nn)
+    _copy_weights(model, tmodel)
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    ours, theirs = _training_step(
+        model, tmodel, numdiff.tensor(data), torch.tensor(data), numdiff.tensor(labels), torch.tensor(labels)
+    )
+    conv = 2 * batch * (6 * 1 * 25 * 24 * 24 + 16 * 6 * 25 * 8 * 8)
+    dense = 2 * batch * (256 * 120 + 120 * 84 + 84 * 10)
+    return ours, theirs, 3 * (conv + dense)
+
+
+WORKLOADS: list[tuple[str, Callable]] = [
+    ("matmul 1024^3 fwd+bwd", matmul_workload),
+    ("MLP 256x784-512-512-10 step", mlp_workload),
+    ("conv2d N32 C16->32 32x32 k3 p1", lambda: conv_workload(32, 16, 32, 32, 3, 1)),
+    ("conv2d N64 C1->6 28x28 k5", lambda: conv_workload(64, 1, 6, 28, 5, 0)),
+    ("conv2d N8 C64->64 56x56 k3 p1", lambda: conv_workload(8, 64, 64, 56, 3, 1)),
+    ("max_pool2d k2 32x32x32x32", lambda: pool_workload("max")),
+    ("avg_pool2d k2 32x32x32x32", lambda: pool_workload("avg")),
+    ("LeNet step 64x1x28x28", lenet_workload),
+]
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def alternate(ours: Callable, theirs: Callable, repeat: int) -> tuple[list[float], list[float]]:
+    """Time the two steps in turn, `repeat` times each, after one warm-up call of each."""
+    ours()
+    theirs()
+    ours_times, theirs_times = [], []
+    for _ in range(repeat):
+        start = CLOCK()
+        theirs()
+        theirs_times.append(CLOCK() - start)
+        start = CLOCK()
+        ours()
+        ours_times.append(CLOCK() - start)
+    return ours_times, theirs_times
+
+
+def run(repeat: int) -> tuple[list[dict], dict]:
+    import numba
+    import torch
+
+    import numdiff
+
+    torch.set_num_threads(THREADS)
+    numba.set_num_threads(THREADS)
+    clock, model = cpu_clock_ghz()
+    peak = peak_gflops(clock)
+    start = time.perf_counter()
+    compile_seconds = sum(numdiff.kernels.compile_all(("float32",)).values())
+    warm_total = time.perf_counter() - start
+    rows = []
+    for name, build in WORKLOADS:
+        ours, theirs, flops = build()
+        start = time.perf_counter()
+        ours()  # first call: compiles or loads any kernel compile_all did not reach
+        first = time.perf_counter() - start
+        ours_times, theirs_times = alternate(ours, theirs, repeat)
+        ours_ms, theirs_ms = 1e3 * statistics.median(ours_times), 1e3 * statistics.median(theirs_times)
+        gflops = flops / (ours_ms * 1e6) if flops else None
+        rows.append(
+            dict(
+                name=name, torch_ms=theirs_ms, ours_ms=ours_ms, ratio=ours_ms / theirs_ms, gflops=gflops,
+                peak_pct=100 * gflops / peak if gflops else None, first_s=first, ours_min_ms=1e3 * min(ours_times),
+                torch_min_ms=1e3 * min(theirs_times),
+            )
+        )  # fmt: skip
+        print(_row(rows[-1]), flush=True)
+    info = dict(
+        clock=clock, model=model, peak=peak, compile_seconds=compile_seconds, warm_total=warm_total,
+        torch=torch.__version__, numba=numba.__version__, threads=THREADS, repeat=repeat,
+        threading_layer=numba.threading_layer(), blas=numdiff.kernels._blas.blas_threading(),
+        load=os.getloadavg(),
+    )  # fmt: skip
+    return rows, info
+
+
+def _fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def _row(r: dict) -> str:
+    return (
+        f"| {r['name']} | {r['torch_ms']:.2f} | {r['ours_ms']:.2f} | {r['ratio']:.2f} | {_fmt(r['gflops'], '.1f')} "
+        f"| {_fmt(r['peak_pct'], '.1f')} | {r['torch_min_ms']:.2f} / {r['ours_min_ms']:.2f} | {r['first_s']:.2f} |"
+    )
+
+
+HEADER = (
+    "| workload | PyTorch ms | numdiff ms | ratio | numdiff GFLOP/s | % of fp32 peak | min ms (PyTorch / numdiff) "
+    "| numdiff first call s |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def markdown(rows: list[dict], info: dict) -> str:
+    lines = [
+        f"Date: {datetime.date.today().isoformat()}. Machine: {info['model']}, {info['threads']} threads, "
+        f"clock {info['clock']:.3f} GHz (/proc/cpuinfo 'cpu MHz').",
+        f"PyTorch {info['torch']}, Numba {info['numba']} (threading layer {info['threading_layer']}); "
+        f"{info['blas']}. Median of {info['repeat']} alternating calls"
+        + (
+            ", timed in thread CPU time (time.thread_time)." if CLOCK is time.thread_time else ", wall clock."
+        ),
+        f"Nominal fp32 peak = {info['threads']} cores x 2 FMA x 16 lanes x 2 flops x {info['clock']:.3f} GHz "
+        f"= {info['peak']:.0f} GFLOP/s.",
+        f"numdiff.kernels.compile_all(float32): {info['compile_seconds']:.2f} s (compile, or disk-cache load); "
+        "the last column is each workload's first call after that.",
+        "Load average at the end of the run (1/5/15 min, machine shared with other jobs): "
+        + " / ".join(f"{v:.1f}" for v in info["load"])
+        + ".",
+        "",
+        HEADER,
+    ]
+    lines += [_row(r) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=20, help="timed calls per library per workload")
+    parser.add_argument("--markdown", type=Path, help="also write the table to this file")
+    parser.add_argument("--cpu-time", action="store_true", help="one thread each, timed in thread CPU time")
+    args = parser.parse_args()
+    global THREADS, CLOCK
+    if args.cpu_time:
+        THREADS, CLOCK = 1, time.thread_time
+    print(HEADER, flush=True)
+    rows, info = run(args.repeat)
+    text = markdown(rows, info)
+    print()
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
