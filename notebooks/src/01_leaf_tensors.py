@@ -276,15 +276,26 @@ draw_graph(loss, params={"original w": original_w})
 layers = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 for p in layers[0].parameters():
     p.requires_grad_(False)  # freeze the first layer
-out = layers(numdiff.randn(3, 4)).sum()
+x = numdiff.randn(3, 4)
+hidden = layers[1](layers[0](x))  # the frozen Linear, then the ReLU
+scores = layers[2](hidden)  # the trainable Linear
+out = scores.sum()
+print("after the frozen layer:    requires_grad =", hidden.requires_grad, "| grad_fn =", hidden.grad_fn)
+inputs = [node.name() for node, _ in scores.grad_fn.next_functions if node is not None]
+print("after the trainable layer: grad_fn =", scores.grad_fn, "| its inputs' nodes:", inputs)
 display(draw_graph(out, params=dict(layers.named_parameters())))
 out.backward()
 for name, p in layers.named_parameters():
     print(f"{name:9s} requires_grad={p.requires_grad!s:5s} grad={'None' if p.grad is None else 'set'}")
 
 # %% [markdown]
-# The drawing has no box for `0.weight` and `0.bias`: the first `AddmmBackward`/`MatmulBackward`
-# has no edge towards them. Only `2.weight` and `2.bias` receive gradients.
+# `nn.Linear` records two operations: `MatmulBackward` for `x @ weight.T` (the transpose is the
+# `PermuteBackward` under `2.weight`) and `AddBackward` for the bias, whose leaf is reached through
+# an `AccumulateGrad` node (the node that adds into a leaf's `.grad`). The frozen first layer
+# recorded **nothing**: neither its input `x` nor its weights require grad, so its output does
+# not either (`grad_fn` is `None`), and neither does the ReLU's. The drawing therefore starts at
+# the second layer, with no box for `0.weight` and `0.bias`, and only `2.weight` and `2.bias`
+# receive gradients.
 #
 # ## 9. Gradients with respect to the *input*
 #
@@ -321,7 +332,7 @@ x_test, y_test = numdiff.tensor(images[1500:]), numdiff.tensor(labels[1500:])
 
 model = DigitsCNN()
 optimizer = numdiff.optim.Adam(model.parameters(), lr=3e-3)
-for _ in range(2 if SMALL else 10):
+for _ in range(2 if SMALL else 20):
     for start in range(0, n_train, 64):
         loss = nn.functional.cross_entropy(model(x_train[start : start + 64]), y_train[start : start + 64])
         optimizer.zero_grad()
@@ -386,16 +397,21 @@ with numdiff.no_grad():
     for eps in epsilons:
         x_adv = (x + eps * direction).clamp(0.0, 1.0)
         accuracies.append((model(x_adv).argmax(1) == y_test).float().mean().item())
-    example = (x + 0.2 * direction).clamp(0.0, 1.0)
-    before, after = model(x[:1]).argmax(1).item(), model(example[:1]).argmax(1).item()
+    adversarial = (x + 0.1 * direction).clamp(0.0, 1.0)
+    clean_predicted = model(x).argmax(1).numpy()
+    adversarial_predicted = model(adversarial).argmax(1).numpy()
+true = y_test.numpy()
+# Show a digit the model gets right that the attack turns into a wrong answer.
+flipped = np.flatnonzero((clean_predicted == true) & (adversarial_predicted != true))
+shown = int(flipped[0]) if len(flipped) else 0
 
 fig, (ax_curve, ax_clean, ax_adv) = plt.subplots(1, 3, figsize=(10, 3))
 ax_curve.plot(epsilons, accuracies, "-o")
 ax_curve.set(xlabel="epsilon", ylabel="test accuracy", title="FGSM: accuracy against epsilon", ylim=(0, 1))
-ax_clean.imshow(x[0, 0].detach().numpy(), cmap="gray_r", vmin=0, vmax=1)
-ax_clean.set_title(f"clean: predicted {before}")
-ax_adv.imshow(example[0, 0].numpy(), cmap="gray_r", vmin=0, vmax=1)
-ax_adv.set_title(f"epsilon 0.2: predicted {after}")
+ax_clean.imshow(x[shown, 0].detach().numpy(), cmap="gray_r", vmin=0, vmax=1)
+ax_clean.set_title(f"clean image of a {true[shown]}: predicted {clean_predicted[shown]}")
+ax_adv.imshow(adversarial[shown, 0].numpy(), cmap="gray_r", vmin=0, vmax=1)
+ax_adv.set_title(f"epsilon 0.1: predicted {adversarial_predicted[shown]}")
 for ax in (ax_clean, ax_adv):
     ax.axis("off")
 plt.tight_layout()

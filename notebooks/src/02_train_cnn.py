@@ -5,6 +5,10 @@
 # download). Everything is numdiff with PyTorch's API: `numdiff.nn` layers, `numdiff.optim.Adam`,
 # `numdiff.utils.data.DataLoader`, `numdiff.save`/`numdiff.load`. Along the way: loss and accuracy
 # curves, a confusion matrix, the digits the model gets wrong, and a checkpoint saved and loaded.
+#
+# The training code is plain PyTorch code: with `import torch` in place of `import numdiff` it runs
+# unchanged. `examples/train_digits.py` is the script version, which also trains the same model
+# with PyTorch from the same weights and compares the two.
 
 # %%
 import os
@@ -23,13 +27,13 @@ except ImportError:  # running from a clone without `pip install -e .`
     sys.path.insert(0, os.path.abspath(".."))
     import numdiff
 
-from numdiff.utils.data import DataLoader, TensorDataset
-
 from numdiff import nn
+from numdiff.utils.data import DataLoader, TensorDataset
 
 SMALL = os.environ.get("NUMDIFF_NOTEBOOK_SMALL") == "1"  # CI runs this notebook with tiny sizes
 EPOCHS = 2 if SMALL else 15
-numdiff.manual_seed(0)
+numdiff.manual_seed(0)  # the same weights and batch order on every run
+print("numdiff", numdiff.__version__)
 
 # %% [markdown]
 # ## The data
@@ -205,5 +209,5 @@ with numdiff.no_grad():
     restored_logits = restored(test_x)
 same = numdiff.allclose(restored_logits, test_logits)
 print("restored model gives identical logits:", same)
-print("restored test accuracy:", accuracy(restored, test_x, test_y), "after epoch", checkpoint["epoch"])
+print(f"restored test accuracy: {accuracy(restored, test_x, test_y):.3f} after epoch {checkpoint['epoch']}")
 assert same
