@@ -9,8 +9,11 @@ input's shape, applies hooks, writes `.grad` and frees saved state; ops only do 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
@@ -119,10 +122,38 @@ def _apply_hooks(hooks: dict | None, grad: Tensor) -> Tensor:
     return grad
 
 
-def _accumulate_into(tensor: Tensor, grad: Tensor, create_graph: bool) -> None:
-    """`tensor.grad += grad`, allocating on first write; never aliases a gradient buffer."""
+def _unshared(grad: Tensor, tensor_refs: int) -> bool:
+    """True if nothing but the engine holds `grad` or its memory, so `.grad` may take it over.
+
+    `tensor_refs` is what sys.getrefcount(grad) returned in the caller's frame: 2 means only the
+    caller's local variable (and getrefcount's own argument) refer to the tensor. The array must be
+    writable (not a broadcast view) and referred to only by this tensor; if it is a view (kernels
+    often return a reshaped buffer), each array it views must be held only by that view and be no
+    larger than it. Anything a user or the graph holds shows up in these counts, so the check errs
+    on the side of copying.
+    """
+    data = grad._data
+    if tensor_refs != 2 or type(data) is not np.ndarray or not data.flags.writeable:
+        return False
+    # Three references: grad._data, the local `data`, and getrefcount's argument.
+    if sys.getrefcount(data) != 3:
+        return False
+    base = data.base
+    while base is not None:
+        # Likewise: the viewing array's .base, the local `base`, and the argument.
+        if type(base) is not np.ndarray or base.nbytes != data.nbytes or sys.getrefcount(base) != 3:
+            return False
+        base = base.base
+    return True
+
+
+def _accumulate_into(tensor: Tensor, grad: Tensor, create_graph: bool, unshared: bool = False) -> None:
+    """`tensor.grad += grad`, allocating on first write; never aliases a buffer someone else holds."""
     if tensor._grad is None:
-        tensor._grad = grad if create_graph else grad.detach().clone()
+        if create_graph or unshared:
+            tensor._grad = grad
+        else:
+            tensor._grad = grad.detach().clone()
     elif create_graph or tensor._grad._requires_grad:
         tensor._grad = tensor._grad + grad
     else:
@@ -188,7 +219,8 @@ def run_backward(
                 if node in target_nodes and capture:
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
-                    _accumulate_into(node.variable, grad, create_graph)
+                    refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
+                    _accumulate_into(node.variable, grad, create_graph, _unshared(grad, refs))
                 continue
             if grad is not None:
                 if node._pre_hooks:
@@ -223,6 +255,9 @@ def run_backward(
                     dependencies[next_node] = count
                     if count == 0:
                         ready.append(next_node)
+                # Drop this frame's references, so the reference counts that let a leaf take over a
+                # gradient buffer (see _unshared) see only the holders that matter.
+                grads = g = pending = None
             else:
                 for next_node in node.next_nodes:
                     if next_node is not None:
