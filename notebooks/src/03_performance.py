@@ -9,12 +9,25 @@
 #
 # **How the timing works** (`numdiff.benchmark`): each candidate is called once to warm up, then
 # timed in rounds of several calls; the candidates are interleaved round by round in one process,
-# so a noisy neighbour slows them all alike; we report the median per call. Every library gets the
-# same number of threads.
+# so a noisy neighbour slows them all alike; we report the median per call.
+#
+# **One thread per library.** This machine has 2 cores, shared with other jobs. Numba's parallel
+# kernels and PyTorch each bring their own OpenMP runtime, and an OpenMP runtime keeps its idle
+# threads spinning for a while after each parallel loop, ready for the next one. With two
+# runtimes in one process and more threads than free cores, one library's spinning threads take
+# the cores the other needs, and interleaved timings measure that fight: here a tiny max_pool2d
+# went from 0.03 ms to 0.5 ms, and NumPy, which was not even running in parallel, slowed down
+# too. Making idle threads sleep instead (`OMP_WAIT_POLICY=PASSIVE`) made PyTorch's small conv
+# backward ten times slower. So every library runs on one thread, set before any of them is
+# imported, and the peak is one core's. On a machine with cores to spare, raise the count below.
 
 # %%
-import json
 import os
+
+# Read once, when each library starts its thread pool: so before importing any of them.
+os.environ.update(dict.fromkeys(["NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"], "1"))
+
+import json
 import subprocess
 import sys
 import tempfile
@@ -23,7 +36,6 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
 from numpy.lib.stride_tricks import sliding_window_view
 
 try:
@@ -37,24 +49,26 @@ import numba
 from numdiff import benchmark
 
 F = numdiff.nn.functional  # PyTorch's usual alias
+THREADS = int(os.environ["NUMBA_NUM_THREADS"])
 
 SMALL = os.environ.get("NUMDIFF_NOTEBOOK_SMALL") == "1"  # CI runs this notebook with tiny sizes
 REPEAT = 3 if SMALL else 7
-THREADS = numba.get_num_threads()
 
 try:
     import torch
 
     torch.set_num_threads(THREADS)
     HAVE_TORCH = True
-    print(f"PyTorch {torch.__version__} found: compared below, on {THREADS} threads like numdiff")
+    print(f"PyTorch {torch.__version__} found: compared below")
 except ImportError:
     HAVE_TORCH = False
     print("PyTorch is not installed: numdiff is compared with NumPy only")
 
-PEAK = benchmark.peak_gflops("float32")
-print(f"numdiff {numdiff.__version__}, numba {numba.__version__}, {THREADS} threads")
+PEAK = benchmark.peak_gflops("float32", cores=THREADS)
+print(f"numdiff {numdiff.__version__}, numba {numba.__version__}, threads: {numba.get_num_threads()}")
 print("theoretical peak:", PEAK)
+load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+print(f"load average when this ran: {load:.1f} on {os.cpu_count()} CPUs (it slows every library alike)")
 
 # %% [markdown]
 # The peak is `cores x FMA units x SIMD lanes x 2 x clock`: every core retiring two fused
@@ -65,78 +79,123 @@ print("theoretical peak:", PEAK)
 #
 # ## 1. Compile time against run time
 #
-# `numdiff.warmup()` compiles every kernel for float32 and float64 up front, or loads it from the
-# disk cache if an earlier process compiled it already. `numdiff.jit.compiled_kernels()` then says,
-# for each Numba kernel, which signatures exist and whether each came from the compiler or the
-# cache.
+# `numdiff.warmup()` makes one tiny call per kernel and dtype, so that every kernel is compiled
+# (or loaded from Numba's disk cache, if an earlier process compiled it) up front instead of
+# during the first training step. It returns `numdiff.jit.compiled_kernels()`: each Numba kernel,
+# the signatures it holds, whether each came from the compiler or the disk cache, and the seconds
+# each first call took.
 
 # %%
 start = time.perf_counter()
-table = numdiff.warmup(("float32",), progress=not SMALL)
-print(f"warmup took {time.perf_counter() - start:.2f} s")
-display(table)
+table = numdiff.warmup(("float32",), progress=False)
+print(f"numdiff.warmup(('float32',)) took {time.perf_counter() - start:.2f} s")
+signatures = [s for kernel in table for s in kernel.signatures]
+compiled = [s for s in signatures if s.source == "compiled"]
+print(
+    f"{len(table)} Numba kernels hold {len(signatures)} signatures: {len(compiled)} compiled in this "
+    f"process ({table.total_compile_seconds:.1f} s of Numba compile time), "
+    f"{len(signatures) - len(compiled)} loaded from the disk cache"
+)
+calls = sorted(table.warmup_calls.items(), key=lambda item: item[1])
+fig, ax = plt.subplots(figsize=(7, 0.22 * len(calls) + 0.8))
+ax.barh([name.removesuffix("[float32]") for name, _ in calls], [seconds for _, seconds in calls])
+ax.set(xscale="log", xlabel="seconds (log scale)", title="warmup: each kernel's first call, this process")
+ax.tick_params(axis="y", labelsize=8)
+plt.tight_layout()
+plt.show()
 
 # %% [markdown]
-# That was in this process, where the cache under `numdiff/kernels/__pycache__` may already be
-# warm. To see what compiling costs from nothing, run a new Python process twice with an empty
-# `NUMBA_CACHE_DIR`: the first compiles and writes the cache, the second only loads it. Each
-# process measures `import numdiff`, `numdiff.warmup()`, and the first and second call of one
-# matmul and one conv2d, forward and backward.
+# (Kernels counted without a signature are helpers, compiled into the kernels that call them.)
+# Those seconds depend on whether this machine's cache was already warm. To see both cases, the
+# next cell runs a **new Python process twice** with an empty `NUMBA_CACHE_DIR`: the first
+# compiles every kernel it meets and writes the cache, the second only loads it. Each process
+# times `import numdiff`, then for each op the **first** forward + backward call (which compiles or
+# loads its kernels) and a **later** one (the median of five: pure run time). No warmup in these
+# processes: this is what the first training step of a script pays.
 
 # %%
 PROBE = textwrap.dedent(
     """
-    import json, time
-    t0 = time.perf_counter()
+    import json, sys, time
+    start = time.perf_counter()
     import numdiff
     import numdiff.nn.functional as F
-    t1 = time.perf_counter()
-    numdiff.warmup(("float32",), progress=False)
-    t2 = time.perf_counter()
+    times = {"import numdiff": time.perf_counter() - start}
+    ops = json.loads(sys.argv[1])
 
-    def step():
-        a = numdiff.randn(64, 64, requires_grad=True)
-        x = numdiff.randn(2, 3, 16, 16, requires_grad=True)
-        w = numdiff.randn(4, 3, 3, 3, requires_grad=True)
-        ((a @ a).sum() + F.conv2d(x, w, padding=1).sum()).backward()
-
-    step(); t3 = time.perf_counter()
-    step(); t4 = time.perf_counter()
-    print(json.dumps({"import": t1 - t0, "warmup": t2 - t1, "first step": t3 - t2, "second step": t4 - t3}))
+    a = numdiff.randn(128, 128, requires_grad=True)
+    x = numdiff.randn(4, 8, 16, 16, requires_grad=True)
+    w = numdiff.randn(8, 8, 3, 3, requires_grad=True)
+    steps = {
+        "matmul": lambda: (a @ a).sum().backward(),
+        "conv2d": lambda: F.conv2d(x, w, padding=1).sum().backward(),
+        "max_pool2d": lambda: F.max_pool2d(x, 2).sum().backward(),
+    }
+    for name in ops:
+        began = time.perf_counter()
+        steps[name]()
+        first = time.perf_counter() - began
+        later = []
+        for _ in range(5):
+            began = time.perf_counter()
+            steps[name]()
+            later.append(time.perf_counter() - began)
+        times[name] = {"first": first, "later": sorted(later)[2]}
+    print(json.dumps(times))
     """
 )
+# CI runs this notebook at small sizes: there the cold process compiles one op's kernels only.
+PROBE_OPS = ["matmul"] if SMALL else ["matmul", "conv2d", "max_pool2d"]
 
 
 def probe(cache_dir: str) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(".."), env.get("PYTHONPATH", "")])
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    command = [sys.executable, "-c", PROBE, json.dumps(PROBE_OPS)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"the probe process failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 with tempfile.TemporaryDirectory() as cache_dir:
     cold = probe(cache_dir)  # empty cache: compiles, then writes the cache
     warm = probe(cache_dir)  # same cache: loads machine code from disk
 
-phases = list(cold)
-fig, ax = plt.subplots(figsize=(7, 3))
-y = np.arange(len(phases))
-ax.barh(y + 0.2, [cold[p] for p in phases], 0.4, label="cold cache (compiles)")
-ax.barh(y - 0.2, [warm[p] for p in phases], 0.4, label="warm cache (loads)")
-ax.set_yticks(y, phases)
+fig, ax = plt.subplots(figsize=(8, 0.9 * len(PROBE_OPS) + 1.6))
+y = np.arange(len(PROBE_OPS))
+bars = [
+    ("first call, empty cache (compiles)", [cold[op]["first"] for op in PROBE_OPS]),
+    ("first call, warm cache (loads)", [warm[op]["first"] for op in PROBE_OPS]),
+    ("a later call (runs)", [warm[op]["later"] for op in PROBE_OPS]),
+]
+for offset, (label, seconds) in zip((-0.27, 0.0, 0.27), bars):
+    ax.barh(y + offset, seconds, 0.26, label=label)
+ax.set_yticks(y, [f"{op}\nfwd + bwd" for op in PROBE_OPS])
 ax.invert_yaxis()
-ax.set_xlabel("seconds")
-ax.set_title("A new process: what Numba's disk cache saves")
-ax.legend()
+ax.set(xscale="log", xlabel="seconds (log scale)", title="A new process: compiling, loading, running")
+ax.legend(fontsize=8, loc="lower right")
+plt.tight_layout()
 plt.show()
-for p in phases:
-    print(f"{p:>12}: cold {cold[p]:7.3f} s   warm {warm[p]:7.3f} s")
-print(f"the disk cache saves {cold['warmup'] - warm['warmup']:.1f} s of compiling per new process")
+
+print(
+    f"import numdiff: {cold['import numdiff']:.2f} s with an empty cache, {warm['import numdiff']:.2f} s warm"
+)
+for op in PROBE_OPS:
+    run = warm[op]["later"]
+    compile_cost = cold[op]["first"] - run
+    load_cost = warm[op]["first"] - run
+    print(
+        f"{op:>10}: compiling costs {compile_cost:6.2f} s = {compile_cost / run:8.0f} later calls; "
+        f"loading from the cache {load_cost:6.3f} s = {load_cost / run:5.0f} calls"
+    )
 
 # %% [markdown]
-# After warm-up, the first real step costs about as much as the second: the kernels are ready.
-# Compiling is a one-off cost per process (or per machine, with the cache): the number of steady
-# calls it equals says when it stops mattering.
+# Compiling is paid once per process without the cache, and loading once per process with it:
+# either way the first step of a job is the slow one, and every step after runs at full speed.
+# Call `numdiff.warmup()` at the start of a job (it shows a progress bar) to pay it up front, and
+# keep the cache directory between runs (`__pycache__` next to the kernels, or `NUMBA_CACHE_DIR`)
+# so that new processes load instead of compile.
 
 # %% [markdown]
 # ## 2. NumPy references
@@ -203,7 +262,7 @@ print("NumPy references agree with numdiff: conv2d forward/backward, max_pool2d 
 # For every size, three libraries, forward alone and forward + backward. GFLOP/s counts the
 # multiply-adds of the maths (a matmul's backward is two more matmuls of the same size, so
 # forward + backward is 3x the forward's FLOPs), the same count for every library, so a higher
-# bar is a faster implementation of the same work.
+# line is a faster implementation of the same work.
 
 
 # %%
@@ -231,7 +290,10 @@ def plot_sweep(results, title, xlabel, rate_label="GFLOP/s", show_peak=True):
         ax_r.axhline(PEAK.gflops, color="k", lw=1, ls=":")
         ax_r.text(sizes[0], PEAK.gflops * 0.93, f"peak {PEAK.gflops:.0f} GFLOP/s", va="top")
     ax_t.set(xscale="log", yscale="log", xlabel=xlabel, ylabel="ms per call (median)", title=title)
-    ax_r.set(xscale="log", xlabel=xlabel, ylabel=rate_label, title=f"{title}: throughput")
+    ax_r.set(xscale="log", xlabel=xlabel, ylabel=rate_label, title=f"{title}: throughput", ylim=(0, None))
+    for ax in (ax_t, ax_r):
+        ax.set_xticks(sizes, [str(size) for size in sizes])  # the sizes measured, not powers of ten
+        ax.minorticks_off()
     ax_t.legend(fontsize=8)
     plt.tight_layout()
     plt.show()
@@ -259,11 +321,11 @@ def matmul_candidates(n):
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     g = np.ones((n, n), np.float32)
-    an, bn = numdiff.tensor(a), numdiff.tensor(b)
+    an, bn, gn = numdiff.tensor(a), numdiff.tensor(b), numdiff.tensor(g)
     ag, bg = numdiff.tensor(a, requires_grad=True), numdiff.tensor(b, requires_grad=True)
 
     def numdiff_both():
-        (ag @ bg).backward(numdiff.tensor(g))
+        (ag @ bg).backward(gn)
         ag.grad = bg.grad = None
 
     def numpy_both():
@@ -312,11 +374,11 @@ def conv_candidates(channels):
     x = rng.standard_normal((batch, channels, size, size)).astype(np.float32)
     w = (rng.standard_normal((channels, channels, 3, 3)) * 0.1).astype(np.float32)
     g = np.ones((batch, channels, size, size), np.float32)
-    xn, wn = numdiff.tensor(x), numdiff.tensor(w)
+    xn, wn, gn = numdiff.tensor(x), numdiff.tensor(w), numdiff.tensor(g)
     xg, wg = numdiff.tensor(x, requires_grad=True), numdiff.tensor(w, requires_grad=True)
 
     def numdiff_both():
-        F.conv2d(xg, wg, padding=1).backward(numdiff.tensor(g))
+        F.conv2d(xg, wg, padding=1).backward(gn)
         xg.grad = wg.grad = None
 
     def numpy_both():
@@ -357,10 +419,11 @@ summary(conv_results)
 # %% [markdown]
 # ### max_pool2d, float32: 2 x 2 window, stride 2, batch 16 x 32 channels, H x W images
 #
-# Pooling does one comparison per input element: it is limited by memory bandwidth, not
-# arithmetic, so its throughput is plotted as GB/s moved (input read + output written, and for
-# backward the gradient read and the input gradient written) instead of GFLOP/s against a compute
-# peak.
+# Pooling does one comparison per input element and no multiply-adds, so GFLOP/s says nothing
+# about it. Its throughput is plotted instead as the bytes it must at least move per second: the
+# input read and the output written, plus for backward the output gradient read and the input
+# gradient written (numdiff and PyTorch also keep the index of each window's maximum for the
+# backward pass; those bytes are not counted).
 
 
 # %%
@@ -368,11 +431,11 @@ def pool_candidates(size):
     batch, channels = (2, 4) if SMALL else (16, 32)
     x = rng.standard_normal((batch, channels, size, size)).astype(np.float32)
     g = np.ones((batch, channels, size // 2, size // 2), np.float32)
-    xn = numdiff.tensor(x)
+    xn, gn = numdiff.tensor(x), numdiff.tensor(g)
     xg = numdiff.tensor(x, requires_grad=True)
 
     def numdiff_both():
-        F.max_pool2d(xg, 2).backward(numdiff.tensor(g))
+        F.max_pool2d(xg, 2).backward(gn)
         xg.grad = None
 
     def numpy_both():
@@ -413,15 +476,25 @@ summary(pool_results)
 # %% [markdown]
 # ## 4. Reading the results
 #
-# - **matmul**: numdiff hands large products to BLAS from inside compiled code, so at large n it
-#   runs at the same order of GFLOP/s as NumPy and PyTorch; at small n the fixed cost of a Python
-#   call and of recording the graph dominates, and the ratio shows that overhead.
-# - **conv2d**: the Numba kernels are compared with PyTorch's hand-tuned C++ (oneDNN) and with a
-#   NumPy `tensordot` reference; the GFLOP/s panel shows how far each is from the peak line.
-# - **pooling**: memory-bound for everyone; the interesting number is the time ratio.
-# - **compile time**: seconds per process without the cache, a fraction of that with it. Call
-#   `numdiff.warmup()` at the start of a job (or rely on the cache) so the first training step is
-#   not the slow one.
+# In the run stored here (one thread per library; the ratios printed under each plot are this
+# run's, and change a little from run to run):
 #
-# The exact ratios depend on this machine (cores, SIMD width, memory) and are printed above each
-# time the notebook runs.
+# - **matmul**: all three libraries end in a BLAS GEMM; from n = 512 up they run within about 15%
+#   of each other, near 95 GFLOP/s. That is under 60% of the stated one-core peak for all three
+#   alike, which says more about the peak's assumptions on this virtual machine (two 512-bit FMA
+#   units at the listed clock) than about the code. For smaller n, numdiff's fixed cost per call
+#   (the Python op, recording the graph, allocating the output) is a large part of a product that
+#   takes microseconds: at n = 64, forward + backward is several times slower than three bare
+#   NumPy products.
+# - **conv2d**: numdiff's im2col + GEMM kernels run 1.5 to 4.5 times as fast as the NumPy
+#   `tensordot` reference, and at half to three quarters of PyTorch's speed (oneDNN) from 16
+#   channels up, forward and backward alike; the gap narrows as the channel count grows.
+# - **max_pool2d**: numdiff's compiled window loop is 2 to 3 times faster than PyTorch's CPU
+#   kernel and 6 to 10 times faster than the NumPy reshape; at a few GB/s, none of them is close
+#   to what memory could deliver.
+# - **compile time**: compiling an op's kernels costs as much as ten thousand or more later calls;
+#   loading them from the disk cache, a few dozen to a few hundred. Call `numdiff.warmup()` at the
+#   start of a job, and keep the cache between runs, so that no training step pays for it.
+#
+# The exact ratios depend on the machine (cores, SIMD width, memory, other jobs): run the
+# notebook to measure yours.
