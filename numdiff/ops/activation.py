@@ -154,26 +154,41 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return Gelu.apply(input, approximate=approximate)
 
 
-def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """x - logsumexp(x, dim): stable for any input magnitude."""
-    from numdiff.ops.reduction import logsumexp
+@register("log_softmax")
+class LogSoftmax(Function):
+    """x - logsumexp(x) along `dim`, in one op: the heart of every classification loss.
 
+    Shifting by the row maximum keeps exp from overflowing; the gradient is
+    grad - softmax * sum(grad), with softmax = exp(out) from the saved output.
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        ctx.dim = dim
+        shift = np.max(x, axis=dim, keepdims=True)
+        shift = np.where(np.isfinite(shift), shift, 0).astype(x.dtype, copy=False)
+        shifted = x - shift
+        out = shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return (grad - out.exp() * grad.sum(ctx.dim, keepdim=True),)
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """log(softmax(x)) along `dim`, stable for any input magnitude."""
     if dtype is not None:
         input = input.to(dtype)
     _check_float("log_softmax", input)
     dim = normalize_dim("log_softmax", dim, input.ndim)
-    return input - logsumexp(input, dim, keepdim=True)
+    if input._data.size == 0:
+        return input * 1
+    return LogSoftmax.apply(input, dim=dim)
 
 
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """exp(x) / sum(exp(x)) along `dim`, shifted by the max so it never overflows."""
-    from numdiff.ops.reduction import amax
-
-    if dtype is not None:
-        input = input.to(dtype)
-    _check_float("softmax", input)
-    dim = normalize_dim("softmax", dim, input.ndim)
-    shift = amax(input, dim, keepdim=True).detach()
-    shift = shift.masked_fill(~shift.isfinite(), 0.0)
-    e = (input - shift).exp()
-    return e / e.sum(dim, keepdim=True)
+    """exp(x) / sum(exp(x)) along `dim`: exp of the stable log_softmax."""
+    return log_softmax(input, dim, dtype).exp()

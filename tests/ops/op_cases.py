@@ -554,11 +554,19 @@ CORE_CASES: list[OpCase] = [
         forward_rtol=1e-10,
     ),
     OpCase(
-        None,
         "log_softmax",
+        "dim0",
         args(normal(3, 2)),
         lambda x: numdiff.log_softmax(x, 0),
         lambda x: np.log(_softmax(x, 0)),
+        forward_rtol=1e-10,
+    ),
+    OpCase(
+        "log_softmax",
+        "large-last-dim",
+        args(lambda rng: rng.standard_normal((2, 4)) * 3 + 900.0),
+        lambda x: numdiff.log_softmax(x, -1),
+        lambda x: np.log(_softmax(x, -1)),
         forward_rtol=1e-10,
     ),
     OpCase(
