@@ -43,16 +43,17 @@ import numpy as np
 from numba import get_num_threads
 
 from numdiff.kernels._blas import prepare_blas
-from numdiff.kernels._checks import (
-    check_float_arrays,
-    check_positive,
-    check_shape,
-)
+from numdiff.kernels._checks import check_float_arrays, check_shape
 from numdiff.kernels._conv_cores import (
     backward_input_core,
     backward_weight_core,
     bias_grad_core,
     forward_core,
+)
+from numdiff.kernels._conv_geometry import (
+    conv2d_geometry,
+    conv_output_size,
+    int_tuple,
 )
 
 __all__ = [
@@ -71,58 +72,11 @@ TILE_ELEMENTS = 1 << 17
 """Target size of one thread's im2col tile, in elements (512 KiB float32)."""
 
 
-def conv_output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int) -> int:
-    """Output length of a convolution along one axis.
-
-    >>> conv_output_size(32, 3, 1, 1, 1, 1)
-    32
-    """
-    return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1
-
-
-# --------------------------------------------------------------------------- argument checks
-
-
-def _pair(op: str, name: str, value, n: int) -> tuple[int, ...]:
-    values = tuple(int(v) for v in value)
-    if len(values) != n:
-        raise ValueError(f"{op}: {name} must have {n} ints, got {value!r}")
-    return values
-
-
 def _check_conv(op, x_shape, w, go_shape, stride, padding, dilation, groups):
     """Validate a conv2d configuration; return the sizes the compiled cores take."""
-    sh, sw = _pair(op, "stride", stride, 2)
-    pt, pb, pl, pr = _pair(op, "padding", padding, 4)
-    dh, dw = _pair(op, "dilation", dilation, 2)
-    check_positive(op, stride_h=sh, stride_w=sw, dilation_h=dh, dilation_w=dw, groups=groups)
-    if len(x_shape) != 4 or w.ndim != 4 or len(go_shape) != 4:
-        raise ValueError(
-            f"{op}: input, weight and output must be 4-D, got input {x_shape}, "
-            f"weight {w.shape}, output {go_shape}"
-        )
-    n_img, c_in, height, width = x_shape
-    c_out, cg, kh, kw = w.shape
-    if c_in % groups or c_out % groups:
-        raise ValueError(f"{op}: groups={groups} must divide in_channels={c_in} and out_channels={c_out}")
-    if cg != c_in // groups:
-        raise ValueError(
-            f"{op}: weight {w.shape} expects {cg * groups} input channels with groups={groups}, "
-            f"input has {c_in}"
-        )
-    oh_size = conv_output_size(height, kh, sh, pt, pb, dh)
-    ow_size = conv_output_size(width, kw, sw, pl, pr, dw)
-    if oh_size < 1 or ow_size < 1:
-        raise ValueError(
-            f"{op}: kernel {kh}x{kw} (dilation {dh}x{dw}) is larger than the padded input "
-            f"{height + pt + pb}x{width + pl + pr}"
-        )
-    if tuple(go_shape) != (n_img, c_out, oh_size, ow_size):
-        raise ValueError(
-            f"{op}: output must have shape {(n_img, c_out, oh_size, ow_size)} for input {x_shape}, "
-            f"weight {w.shape}, stride {(sh, sw)}, padding {(pt, pb, pl, pr)}, dilation {(dh, dw)}; "
-            f"got {tuple(go_shape)}"
-        )
+    n_img, _, _, _, _, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = conv2d_geometry(
+        op, x_shape, w.shape, go_shape, stride, padding, dilation, groups
+    )
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     parts = get_num_threads()
     rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
@@ -280,9 +234,9 @@ def _as_2d(op: str, x: np.ndarray, name: str) -> np.ndarray:
 
 
 def _args_2d(op, stride, padding, dilation):
-    (s,) = _pair(op, "stride", stride, 1)
-    pad_lo, pad_hi = _pair(op, "padding", padding, 2)
-    (d,) = _pair(op, "dilation", dilation, 1)
+    (s,) = int_tuple(op, "stride", stride, 1)
+    pad_lo, pad_hi = int_tuple(op, "padding", padding, 2)
+    (d,) = int_tuple(op, "dilation", dilation, 1)
     return (1, s), (0, 0, pad_lo, pad_hi), (1, d)
 
 

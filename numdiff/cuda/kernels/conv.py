@@ -36,12 +36,11 @@ from numba import config, cuda, from_dtype
 from numdiff.cuda.kernels._checks import (
     as_planes,
     check_float_arrays,
-    check_positive,
     check_shape,
     flat,
     ints,
 )
-from numdiff.kernels.conv import conv_output_size
+from numdiff.kernels.conv import conv2d_geometry, conv_output_size
 
 __all__ = [
     "conv_output_size",
@@ -225,39 +224,26 @@ def _split_count(out_blocks: int, reduction: int, groups: int) -> int:
 
 
 def _geometry(op: str, x_shape: tuple, w, out_shape: tuple, stride, padding, dilation, groups: int) -> tuple:
-    """Check a conv2d configuration as the CPU kernel does; return the kernels' `geom` tuple."""
-    sh, sw = ints(op, "stride", stride, 2)
-    pt, pb, pl, pr = ints(op, "padding", padding, 4)
-    dh, dw = ints(op, "dilation", dilation, 2)
-    groups = int(groups)
-    check_positive(op, stride_h=sh, stride_w=sw, dilation_h=dh, dilation_w=dw, groups=groups)
-    if len(x_shape) != 4 or w.ndim != 4 or len(out_shape) != 4:
-        raise ValueError(
-            f"{op}: input, weight and output must be 4-D, got input {x_shape}, weight {w.shape}, "
-            f"output {out_shape}"
-        )
-    n_img, c_in, height, width = x_shape
-    c_out, cg, kh, kw = w.shape
-    if c_in % groups or c_out % groups:
-        raise ValueError(f"{op}: groups={groups} must divide in_channels={c_in} and out_channels={c_out}")
-    if cg != c_in // groups:
-        raise ValueError(
-            f"{op}: weight {w.shape} expects {cg * groups} input channels with groups={groups}, input has {c_in}"
-        )
-    oh_size = conv_output_size(height, kh, sh, pt, pb, dh)
-    ow_size = conv_output_size(width, kw, sw, pl, pr, dw)
-    if oh_size < 1 or ow_size < 1:
-        raise ValueError(
-            f"{op}: kernel {kh}x{kw} (dilation {dh}x{dw}) is larger than the padded input "
-            f"{height + pt + pb}x{width + pl + pr}"
-        )
-    if tuple(out_shape) != (n_img, c_out, oh_size, ow_size):
-        raise ValueError(
-            f"{op}: output must have shape {(n_img, c_out, oh_size, ow_size)} for input {x_shape}, "
-            f"weight {w.shape}, stride {(sh, sw)}, padding {(pt, pb, pl, pr)}, dilation {(dh, dw)}; "
-            f"got {tuple(out_shape)}"
-        )
-    return (n_img, c_in, height, width, c_out, oh_size, ow_size, kh, kw, sh, sw, pt, pl, dh, dw, groups)
+    """Check a conv2d configuration with the CPU kernels' checks; return the kernels' `geom` tuple."""
+    g = conv2d_geometry(op, x_shape, w.shape, out_shape, stride, padding, dilation, groups)
+    return (
+        g.n_img,
+        g.c_in,
+        g.height,
+        g.width,
+        g.c_out,
+        g.oh,
+        g.ow,
+        g.kh,
+        g.kw,
+        g.sh,
+        g.sw,
+        g.pt,
+        g.pl,
+        g.dh,
+        g.dw,
+        g.groups,
+    )
 
 
 # --------------------------------------------------------------------------- conv2d
