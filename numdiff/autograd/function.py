@@ -53,8 +53,9 @@ class _SavedOutput:
 class Node:
     """A recorded op: the `grad_fn` of the tensor it produced, and the `ctx` of its Function.
 
-    `next_functions` holds, per input, the node that gradient flows to next: the input's own
-    `grad_fn`, an `AccumulateGrad` for a leaf that requires grad, or None.
+    `next_nodes` holds, per input, the node that gradient flows to next: the input's own
+    `grad_fn`, an `AccumulateGrad` for a leaf that requires grad, or None (`next_functions`
+    shows the same in PyTorch's ``(node, 0)`` layout).
     """
 
     __slots__ = (
