@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import ensure_tensor
+from numdiff.kernels.pool import pool_output_size
+from numdiff.ops._pool_args import (
+    batched_input,
+    indices_tensor,
+    pool_window,
+    resolve_output_size,
+    unbatch,
+)
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -57,23 +64,30 @@ def _indices_on(indices: Any, like: Any) -> Any:
     return like.from_host(np.ascontiguousarray(indices))
 
 
-def _pool_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
-    span = size + 2 * p - d * (k - 1) - 1
-    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= size + p:
-        out -= 1
-    return out
-
-
 # ----------------------------------------------------------------------------- max pooling
 
 
+class _MaxPoolWithIndices(Function):
+    """A max pooling that records the argmax of each window; its backward scatters by them."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
+
+
+def _keep_indices(ctx, x, indices, indices_sink, out):
+    """Remember the argmax indices for backward and hand them to the caller (return_indices)."""
+    ctx.indices, ctx.input_shape = indices, x.shape
+    indices_sink.append(indices)
+    return out
+
+
 @register("max_pool2d")
-class MaxPool2d(Function):
+class MaxPool2d(_MaxPoolWithIndices):
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode, indices_sink):
         oh, ow = (
-            _pool_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], dilation[i], ceil_mode)
+            pool_output_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], dilation[i], ceil_mode)
             for i in (0, 1)
         )
         out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
@@ -81,29 +95,17 @@ class MaxPool2d(Function):
         _cpu_or_cuda(x, "max_pool2d_forward")(
             _c(x), out, indices, kernel_size, stride, padding, dilation, ceil_mode
         )
-        ctx.indices, ctx.input_shape = indices, x.shape
-        indices_sink.append(indices)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
+        return _keep_indices(ctx, x, indices, indices_sink, out)
 
 
 @register("adaptive_max_pool2d")
-class AdaptiveMaxPool2d(Function):
+class AdaptiveMaxPool2d(_MaxPoolWithIndices):
     @staticmethod
     def forward(ctx, x, *, output_size, indices_sink):
         out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
         indices = np.empty(out.shape, dtype=np.int64, like=x)
         _cpu_or_cuda(x, "adaptive_max_pool2d_forward")(_c(x), out, indices)
-        ctx.indices, ctx.input_shape = indices, x.shape
-        indices_sink.append(indices)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
+        return _keep_indices(ctx, x, indices, indices_sink, out)
 
 
 @register("max_pool_scatter")
@@ -152,7 +154,8 @@ class AvgPool2d(Function):
         )  # fmt: skip
         ctx.input_shape = x.shape
         oh, ow = (
-            _pool_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], 1, ceil_mode) for i in (0, 1)
+            pool_output_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], 1, ceil_mode)
+            for i in (0, 1)
         )
         out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
         _cpu_or_cuda(x, "avg_pool2d_forward")(_c(x), out, **ctx.options)
@@ -209,102 +212,20 @@ class AdaptiveAvgPool2dBackward(Function):
         return (AdaptiveAvgPool2d.apply(grad, output_size=ctx.output_size),)
 
 
-# ----------------------------------------------------------------------------- argument checks
-
-
-def _ints(op: str, name: str, value: Any, n: int, minimum: int) -> tuple[int, ...]:
-    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(values) == 1 and n > 1:
-        values = values * n
-    if len(values) != n or not all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
-    ):
-        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
-    if any(v < minimum for v in values):
-        bound = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
-    return tuple(int(v) for v in values)
-
-
-def _input(op: str, input: Any, dims: int) -> tuple[Tensor, bool]:
-    """A floating tensor of dims+2 (batched) or dims+1 (unbatched) dimensions, as batched."""
-    x = ensure_tensor(op, input, "input")
-    if x.ndim not in (dims + 1, dims + 2):
-        raise ValueError(
-            f"{op}: expected a {dims + 2}-D (batched) or {dims + 1}-D (unbatched) input, got shape {tuple(x.shape)}"
-        )
-    if x.dtype.numpy.kind != "f":
-        raise TypeError(f"{op}: input must be a floating-point tensor, got {x.dtype}")
-    if any(s == 0 for s in x.shape[-dims:]):
-        raise ValueError(f"{op}: spatial dimensions must be non-empty, got input {tuple(x.shape)}")
-    unbatched = x.ndim == dims + 1
-    return (x.unsqueeze(0) if unbatched else x), unbatched
-
-
-def _window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
-    """Validated (kernel, stride, padding, dilation) tuples of length `dims`."""
-    kernel = _ints(op, "kernel_size", kernel_size, dims, 1)
-    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
-    stride = _ints(op, "stride", stride, dims, 1)
-    padding = _ints(op, "padding", padding, dims, 0)
-    dilation = _ints(op, "dilation", dilation, dims, 1)
-    if any(p > k // 2 for p, k in zip(padding, kernel)):
-        raise ValueError(f"{op}: padding {padding} must be at most half the kernel size {kernel}")
-    for i in range(dims):
-        size = x.shape[2 + i]
-        if _pool_size(size, kernel[i], stride[i], padding[i], dilation[i], bool(ceil_mode)) < 1:
-            raise ValueError(
-                f"{op}: kernel_size {kernel} with dilation {dilation} does not fit input {tuple(x.shape)} "
-                f"with padding {padding}"
-            )
-    return kernel, stride, padding, dilation
-
-
-def _output_size(op: str, output_size: Any, spatial: tuple) -> tuple[int, ...]:
-    n = len(spatial)
-    values = (
-        (output_size,) * n
-        if isinstance(output_size, (int, np.integer)) or output_size is None
-        else tuple(output_size)
-    )
-    if len(values) != n:
-        raise ValueError(f"{op}: output_size must be an int or {n} values, got {output_size!r}")
-    resolved = tuple(s if v is None else v for v, s in zip(values, spatial))
-    if not all(isinstance(v, (int, np.integer)) and v >= 1 for v in resolved):
-        raise ValueError(
-            f"{op}: output_size must be positive ints (or None to keep a size), got {output_size!r}"
-        )
-    return tuple(int(v) for v in resolved)
-
-
-def _finish(out: Tensor, unbatched: bool, squeeze_h: bool) -> Tensor:
-    if squeeze_h:
-        out = out.squeeze(-2)
-    return out.squeeze(0) if unbatched else out
-
-
-def _indices_tensor(indices: Any, unbatched: bool, squeeze_h: bool) -> Tensor:
-    if squeeze_h:
-        indices = indices.reshape(indices.shape[:2] + indices.shape[3:])
-    if unbatched:
-        indices = indices[0]
-    return Tensor._wrap(indices, None, None)
-
-
 # ----------------------------------------------------------------------------- public functions
 
 
 def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    x, unbatched = _input(op, input, dims)
-    k, s, p, d = _window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode)
+    x, unbatched = batched_input(op, input, dims)
+    k, s, p, d = pool_window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode)
     if dims == 1:
         x, k, s, p, d = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p, (1,) + d
     sink: list = []
     out = MaxPool2d.apply(
         x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode), indices_sink=sink
     )
-    out = _finish(out, unbatched, dims == 1)
-    return (out, _indices_tensor(sink[0], unbatched, dims == 1)) if return_indices else out
+    out = unbatch(out, unbatched, dims == 1)
+    return (out, indices_tensor(sink[0], unbatched, dims == 1)) if return_indices else out
 
 
 def max_pool1d(
@@ -350,18 +271,18 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     numdiff.Size([1, 2, 2, 3])
     """
     op = "adaptive_max_pool2d"
-    x, unbatched = _input(op, input, 2)
-    size = _output_size(op, output_size, tuple(x.shape[2:]))
+    x, unbatched = batched_input(op, input, 2)
+    size = resolve_output_size(op, output_size, tuple(x.shape[2:]))
     sink: list = []
-    out = _finish(AdaptiveMaxPool2d.apply(x, output_size=size, indices_sink=sink), unbatched, False)
-    return (out, _indices_tensor(sink[0], unbatched, False)) if return_indices else out
+    out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size, indices_sink=sink), unbatched, False)
+    return (out, indices_tensor(sink[0], unbatched, False)) if return_indices else out
 
 
 def _avg_poolnd(
     op, dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
 ):
-    x, unbatched = _input(op, input, dims)
-    k, s, p, _ = _window(op, x, dims, kernel_size, stride, padding, 1, ceil_mode)
+    x, unbatched = batched_input(op, input, dims)
+    k, s, p, _ = pool_window(op, x, dims, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and (
         not isinstance(divisor_override, (int, np.integer))
         or isinstance(divisor_override, bool)
@@ -374,7 +295,7 @@ def _avg_poolnd(
         x, kernel_size=k, stride=s, padding=p, ceil_mode=bool(ceil_mode),
         count_include_pad=bool(count_include_pad), divisor_override=divisor_override,
     )  # fmt: skip
-    return _finish(out, unbatched, dims == 1)
+    return unbatch(out, unbatched, dims == 1)
 
 
 def avg_pool1d(
@@ -418,9 +339,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     numdiff.Size([1, 2, 1, 1])
     """
     op = "adaptive_avg_pool2d"
-    x, unbatched = _input(op, input, 2)
-    size = _output_size(op, output_size, tuple(x.shape[2:]))
-    return _finish(AdaptiveAvgPool2d.apply(x, output_size=size), unbatched, False)
+    x, unbatched = batched_input(op, input, 2)
+    size = resolve_output_size(op, output_size, tuple(x.shape[2:]))
+    return unbatch(AdaptiveAvgPool2d.apply(x, output_size=size), unbatched, False)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -431,7 +352,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     tensor([[[1.5000, 2.5000]]])
     """
     op = "adaptive_avg_pool1d"
-    x, unbatched = _input(op, input, 1)
-    (size,) = _output_size(op, output_size, tuple(x.shape[2:]))
+    x, unbatched = batched_input(op, input, 1)
+    (size,) = resolve_output_size(op, output_size, tuple(x.shape[2:]))
     out = AdaptiveAvgPool2d.apply(x.unsqueeze(2), output_size=(1, size))
-    return _finish(out, unbatched, True)
+    return unbatch(out, unbatched, True)
