@@ -2,6 +2,7 @@
 
     python examples/train_digits.py                      # numdiff, then PyTorch for comparison
     python examples/train_digits.py --epochs 5 --no-torch --save digits.ckpt
+    mpiexec -n 2 python examples/train_digits.py --distributed   # data-parallel on 2 processes
 
 The training code is plain PyTorch code: every function takes the library as `torch` (numdiff,
 or PyTorch itself), so numdiff runs exactly what a PyTorch user would write. Both runs start
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # the --distributed driver beside this file
 
 import numdiff  # noqa: E402
 
@@ -247,6 +249,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads for both numdiff (Numba) and PyTorch"
     )
+    parser.add_argument(
+        "--distributed", action="store_true", help="data-parallel over the ranks of `mpiexec -n N` (numdiff only)"
+    )
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or (args.threads is not None and args.threads < 1):
         parser.error(
@@ -259,8 +264,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    results = run(args)
-    accuracy = results["numdiff"]["test_accuracy"]
+    if args.distributed:
+        from digits_distributed import run_distributed
+
+        accuracy = run_distributed(args, load_data, build_model)["test_accuracy"]
+    else:
+        accuracy = run(args)["numdiff"]["test_accuracy"]
     if args.limit is None and args.epochs >= 5 and accuracy < 0.97:
         print(f"numdiff test accuracy {accuracy:.4f} is below the 97% target")
         return 1

@@ -53,6 +53,7 @@ class Tensor:
         "_hooks",
         "_grad_accumulator",
         "_base",
+        "_post_accumulate_hooks",  # set only by register_post_accumulate_grad_hook
         "__weakref__",
     )
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
@@ -226,6 +227,25 @@ class Tensor:
             self._hooks = {}
         handle = RemovableHandle(self._hooks)
         self._hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Call `hook(tensor)` after backward has accumulated into this leaf's `.grad`.
+
+        Data-parallel training uses it to start a gradient's all-reduce as soon as it is final.
+        """
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors: this tensor was "
+                f"produced by {self._grad_fn.name()}"
+            )
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        hooks = getattr(self, "_post_accumulate_hooks", None)
+        if hooks is None:
+            hooks = self._post_accumulate_hooks = {}
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
         return handle
 
     def _accumulator(self) -> Any:

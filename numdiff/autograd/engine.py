@@ -221,6 +221,10 @@ def run_backward(
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
                     _accumulate_into(node.variable, grad, create_graph, _unshared(grad, refs))
+                    post_hooks = getattr(node.variable, "_post_accumulate_hooks", None)
+                    if post_hooks:
+                        for hook in tuple(post_hooks.values()):
+                            hook(node.variable)
                 continue
             if grad is not None:
                 if node._pre_hooks:

@@ -8,6 +8,7 @@
 from numdiff.nn import (
     functional,
     init,
+    parallel,  # noqa: E402 - builds on the modules above
     utils,  # noqa: E402 - utils builds on the modules above
 )
 from numdiff.nn.modules import (
@@ -53,6 +54,7 @@ from numdiff.nn.modules import (
     Tanh,
     Unflatten,
 )
+from numdiff.nn.modules.sync_batchnorm import SyncBatchNorm
 from numdiff.nn.parameter import Parameter
 
 __all__ = [
@@ -61,4 +63,5 @@ __all__ = [
     "Flatten", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
+    "SyncBatchNorm", "parallel",
 ]

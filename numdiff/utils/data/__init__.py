@@ -9,6 +9,7 @@ from numdiff's random state (seeded by ``numdiff.manual_seed``) or from a given
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -347,3 +348,11 @@ class DataLoader:
     def _plain(dataset: TensorDataset) -> bool:
         """CPU tensors outside autograd, which can be gathered directly from their arrays."""
         return all(type(t._data) is np.ndarray and not t.requires_grad for t in dataset.tensors)
+
+
+def __getattr__(name: str) -> object:
+    # DistributedSampler imports numba; load it on first use so `import numdiff` stays light.
+    if name in ("DistributedSampler", "distributed"):
+        distributed = importlib.import_module("numdiff.utils.data.distributed")
+        return distributed if name == "distributed" else distributed.DistributedSampler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
