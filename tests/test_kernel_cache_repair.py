@@ -126,3 +126,34 @@ def test_every_kernel_in_numdiff_uses_the_self_healing_cache():
     assert len(dispatchers) > 20
     plain = [name for name, dispatcher in dispatchers if not isinstance(dispatcher._cache, SelfHealingCache)]
     assert plain == [], "use numdiff.kernels._self_healing_cache.njit for these"
+
+
+def test_an_index_damaged_between_load_and_save_is_rebuilt(tmp_path, monkeypatch):
+    # another process may damage the index after this one looked it up and before it saves
+    import numba
+
+    from numdiff.kernels._self_healing_cache import KernelCacheWarning
+
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "late_damage.py").write_text(_MODULES["healing.py"])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import late_damage
+
+    kernel = late_damage.index_garbled
+    real_load = SelfHealingCache._load_overload
+
+    def load_then_damage_the_index(cache, sig, target_context):
+        found = real_load(cache, sig, target_context)
+        index = Path(cache._cache_file._index_path)
+        index.parent.mkdir(parents=True, exist_ok=True)
+        index.write_bytes(b"\x80\x04garbage")
+        return found
+
+    monkeypatch.setattr(SelfHealingCache, "_load_overload", load_then_damage_the_index)
+    with pytest.warns(KernelCacheWarning, match="UnpicklingError"):
+        assert kernel(1.0) == 4.0
+    monkeypatch.setattr(SelfHealingCache, "_load_overload", real_load)
+    fresh_cache = SelfHealingCache(kernel.py_func)
+    (signature,) = kernel.signatures
+    assert fresh_cache.load_overload(signature, kernel.targetctx) is not None  # the saved entry loads
+    del sys.modules["late_damage"]
