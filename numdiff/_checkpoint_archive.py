@@ -14,6 +14,10 @@ against the sizes the zip directory records:
   up to no more than the file itself (members whose data overlap would multiply one compressed
   kernel many times, as in overlapping-file zip bombs).
 
+So an array is allocated only for data the file really holds: byte for byte for stored members
+(what ``numdiff.save`` writes), at most 1032 times compressed for deflated ones
+(``np.savez_compressed``), whose large arrays of zeros are legitimate.
+
 Reads are bounded: an array is inflated into a buffer of the checked size, in chunks.
 """
 
@@ -110,7 +114,13 @@ class CheckpointArchive:
                         f"the archive records {info.file_size - header_bytes} bytes of data",
                         name,
                     )
-                array = np.empty(header_shape, header_dtype)
+                try:
+                    array = np.empty(header_shape, header_dtype)
+                except MemoryError:
+                    raise MemoryError(
+                        f"numdiff.load: {self.source} member {name!r} holds {data_bytes} bytes "
+                        f"({header_dtype} of shape {header_shape}), more than this machine can allocate"
+                    ) from None
                 self._read_into(stream, array, name)
         except CheckpointError:
             raise

@@ -209,3 +209,18 @@ def test_a_deflated_checkpoint_still_loads(tmp_path):
         assert archive.getinfo("a0.npy").compress_size * 100 < weights.nbytes
     got = load(path)
     assert got.shape == (64, 64) and got.dtype is numdiff.float32 and not got.detach().numpy().any()
+
+
+def test_running_out_of_memory_names_the_file_and_the_member(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    numdiff.save({"w": numdiff.ones(3)}, path)
+    real_empty = np.empty
+
+    def empty_without_memory_for_the_tensor(shape, dtype=float):
+        if tuple(shape) == (3,):
+            raise MemoryError()
+        return real_empty(shape, dtype)
+
+    monkeypatch.setattr(np, "empty", empty_without_memory_for_the_tensor)
+    with pytest.raises(MemoryError, match=r"ckpt.pt' member 'a0' holds 12 bytes \(float32 of shape \(3,\)\)"):
+        load(path)
