@@ -8,27 +8,29 @@ with UTF-8 JSON describing the saved object as a tree of typed nodes::
 Node kinds: none, bool, int, float (as repr, so nan/inf survive), str, list, tuple, dict,
 odict (OrderedDict), size, dtype, device, ndarray and tensor (array member, dtype, shape,
 device, requires_grad, and whether it was an nn.Parameter). A tensor saved twice is stored once
-and loads as one object. Loading runs ``np.load(allow_pickle=False)`` and checks every node, so
-a checkpoint can only produce these types.
+and loads as one object. Loading checks every node, so a checkpoint can only produce these
+types, and reads only the members the index names, each after checking its ``.npy`` header
+against the index and the archive's sizes (numdiff._checkpoint_archive), so a crafted file can
+neither allocate more than its members really hold nor produce arrays save would refuse.
 
-Saving to a path is atomic: the archive goes to a temporary file in the same directory, is
-fsync'ed, and replaces the target with ``os.replace``; an interrupted save leaves the previous
-checkpoint untouched and removes its temporary file.
+Saving to a path is atomic (numdiff._atomic_file): the archive goes to a temporary file in the
+same directory, is fsync'ed, and replaces the target with ``os.replace``; a path that is a
+symlink has its target replaced. An interrupted save leaves the previous checkpoint untouched
+and removes its temporary file; the temporary of a killed save is removed by a later save.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import tempfile
-import zipfile
 from collections import OrderedDict
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._atomic_file import replace_file
+from numdiff._checkpoint_archive import CheckpointArchive, CheckpointError
 from numdiff._device import device, to_device
 from numdiff.tensor import Size, Tensor
 
@@ -36,10 +38,6 @@ FORMAT = "numdiff"
 VERSION = 1
 INDEX_MEMBER = "__index__"
 _ARRAY_KINDS = "biufc"
-
-
-class CheckpointError(RuntimeError):
-    """A file is not a readable numdiff checkpoint (truncated, corrupted, or another format)."""
 
 
 # --------------------------------------------------------------------------- encoding
@@ -141,68 +139,25 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
     members[INDEX_MEMBER] = np.frombuffer(json.dumps(index).encode("utf-8"), dtype=np.uint8)
     if hasattr(f, "write"):
         np.savez(f, **members)
-        return
-    path = os.fspath(f)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write_archive(handle, members)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, _file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_directory(directory)
-
-
-def _write_archive(handle: BinaryIO, members: dict[str, np.ndarray]) -> None:
-    np.savez(handle, **members)
-
-
-def _file_mode(path: str) -> int:
-    """Keep an existing checkpoint's permissions; a new one gets the usual 0o666 minus umask."""
-    try:
-        return os.stat(path).st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def _fsync_directory(directory: str) -> None:
-    """Persist the rename itself (POSIX); platforms that cannot open directories skip this."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    else:
+        replace_file(f, lambda handle: np.savez(handle, **members))
 
 
 # --------------------------------------------------------------------------- decoding
 
 
 class _Decoder:
-    """Rebuilds objects from the node tree, checking every node against the archive."""
+    """Rebuilds objects from the node tree, checking every node; arrays are read from the
+    archive only when a node names them, each member once."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], map_location: Any, source: str) -> None:
-        self.arrays = arrays
+    def __init__(self, archive: CheckpointArchive, map_location: Any) -> None:
+        self.archive = archive
         self.map_location = map_location
-        self.source = source
+        self._arrays: dict[str, np.ndarray] = {}
         self._tensors: dict[str, Tensor] = {}
 
-    def fail(self, message: str) -> CheckpointError:
-        return CheckpointError(f"numdiff.load: {self.source} is not a valid numdiff checkpoint: {message}")
+    def fail(self, message: str, member: str | None = None) -> CheckpointError:
+        return self.archive.fail(message, member)
 
     def decode(self, node: Any) -> Any:
         if not isinstance(node, list) or not node or not isinstance(node[0], str):
@@ -219,7 +174,7 @@ class _Decoder:
             except ValueError:
                 raise self.fail(f"bad float {payload[0]!r:.40}") from None
         if len(payload) != 1:
-            raise self.fail(f"malformed {kind!r} node")
+            raise self.fail(f"malformed {kind!r:.40} node")
         (value,) = payload
         if kind in ("list", "tuple", "size") and isinstance(value, list):
             items = [self.decode(v) for v in value] if kind != "size" else value
@@ -227,12 +182,7 @@ class _Decoder:
                 raise self.fail("bad size node")
             return {"list": list, "tuple": tuple, "size": Size}[kind](items)
         if kind in ("dict", "odict") and isinstance(value, list):
-            out: dict[Any, Any] = OrderedDict() if kind == "odict" else {}
-            for pair in value:
-                if not isinstance(pair, list) or len(pair) != 2:
-                    raise self.fail("malformed dict item")
-                out[self.decode(pair[0])] = self.decode(pair[1])
-            return out
+            return self._dict(kind, value)
         if kind == "dtype" and isinstance(value, str):
             return self._dtype(value)
         if kind == "device" and isinstance(value, str):
@@ -246,28 +196,50 @@ class _Decoder:
             return self._tensor(value)
         raise self.fail(f"unknown or malformed node kind {kind!r:.40}")
 
-    def _dtype(self, name: str) -> _dtype.dtype:
+    def _dict(self, kind: str, items: list[Any]) -> dict[Any, Any]:
+        out: dict[Any, Any] = OrderedDict() if kind == "odict" else {}
+        for pair in items:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise self.fail("malformed dict item")
+            key = self.decode(pair[0])
+            try:
+                hashable = hash(key) is not None and not isinstance(key, Tensor)  # save refuses tensor keys
+            except TypeError:
+                hashable = False
+            if not hashable:
+                raise self.fail(f"dict key {pair[0]!r:.80} is not one numdiff.save writes")
+            out[key] = self.decode(pair[1])
+        return out
+
+    def _dtype(self, name: Any) -> _dtype.dtype:
         found = [d for d in _dtype.ALL_DTYPES if d.name == name]
         if not found:
             raise self.fail(f"unknown dtype {name!r:.40}")
         return found[0]
 
-    def _array(self, name: Any) -> np.ndarray:
-        if not isinstance(name, str) or name not in self.arrays or name == INDEX_MEMBER:
+    def _array(
+        self, name: Any, dtype: np.dtype | None = None, shape: tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        if not isinstance(name, str) or name == INDEX_MEMBER:
             raise self.fail(f"index refers to a missing array {name!r:.40}")
-        return self.arrays[name]
+        array = self._arrays.get(name)
+        if array is None:
+            array = self._arrays[name] = self.archive.read_array(name, dtype, shape)
+        elif (dtype is not None and array.dtype != dtype) or (shape is not None and array.shape != shape):
+            raise self.fail(
+                f"it is named twice in the index, as {array.dtype} {array.shape} and {dtype} {shape}", name
+            )
+        return array
 
     def _tensor(self, meta: dict[str, Any]) -> Tensor:
         name = meta.get("array")
-        if name in self._tensors:
+        if isinstance(name, str) and name in self._tensors:
             return self._tensors[name]
-        array = self._array(name)
         dtype = self._dtype(meta.get("dtype"))
-        if array.dtype != dtype.numpy or list(array.shape) != meta.get("shape"):
-            raise self.fail(
-                f"array {name} has dtype {array.dtype} and shape {array.shape}, but the index says "
-                f"{meta.get('dtype')} and {meta.get('shape')}"
-            )
+        shape = meta.get("shape")
+        if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+            raise self.fail(f"tensor {name!r:.40} has a bad shape {shape!r:.80}")
+        array = self._array(name, dtype.numpy, tuple(shape))
         target = self._target_device(meta.get("device"))
         data = array
         if target.type != "cpu":
@@ -277,8 +249,8 @@ class _Decoder:
                 data = move_array(array, target)
             except CudaUnavailableError as err:
                 raise CudaUnavailableError(
-                    f"numdiff.load: {self.source} holds a tensor saved on {meta.get('device')}, which cannot be "
-                    f"restored on {target} here ({err}). Pass map_location='cpu' to load it on the CPU."
+                    f"numdiff.load: {self.archive.source} holds a tensor saved on {meta.get('device')}, which "
+                    f"cannot be restored on {target} here ({err}). Pass map_location='cpu' to load it on the CPU."
                 ) from None
         requires_grad = meta.get("requires_grad") is True and dtype.is_floating_point
         if meta.get("parameter") is True:
@@ -320,35 +292,24 @@ def load(
     handle: Any = f if hasattr(f, "read") else os.fspath(f)
     if isinstance(handle, str) and not os.path.exists(handle):
         raise FileNotFoundError(f"numdiff.load: no such file {handle!r}")
-    try:
-        archive = np.load(handle, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError(f"it holds a single {type(archive).__name__}, not an archive")
-        with archive:
-            arrays = {name: archive[name] for name in archive.files}
-        if INDEX_MEMBER not in arrays:
-            raise ValueError("it has no numdiff index (saved by another program?)")
-        raw_index = arrays.pop(INDEX_MEMBER)
-        index = json.loads(raw_index.tobytes().decode("utf-8"))
-    except (zipfile.BadZipFile, EOFError, ValueError, UnicodeDecodeError, io.UnsupportedOperation) as err:
-        raise CheckpointError(
-            f"numdiff.load: {source} is not a readable numdiff checkpoint (truncated or corrupted?): "
-            f"{type(err).__name__}: {err}"
-        ) from err
-    except OSError as err:
-        if isinstance(err, (FileNotFoundError, PermissionError, IsADirectoryError)):
-            raise
-        raise CheckpointError(
-            f"numdiff.load: {source} could not be read as a numdiff checkpoint: {type(err).__name__}: {err}"
-        ) from err
-    decoder = _Decoder(arrays, map_location, source)
-    if not isinstance(index, dict) or index.get("format") != FORMAT or "root" not in index:
-        raise decoder.fail("its index is not a numdiff index")
-    if index.get("version") != VERSION:
-        raise decoder.fail(
-            f"format version {index.get('version')!r} is not supported (this numdiff reads {VERSION})"
-        )
-    try:
-        return decoder.decode(index["root"])
-    except RecursionError:
-        raise decoder.fail("its index is nested too deeply") from None
+    with CheckpointArchive(handle, source) as archive:
+        decoder = _Decoder(archive, map_location)
+        if INDEX_MEMBER not in archive:
+            raise decoder.fail("it has no numdiff index (saved by another program?)")
+        raw_index = archive.read_array(INDEX_MEMBER, np.dtype(np.uint8), ndim=1)
+        try:
+            index = json.loads(raw_index.tobytes().decode("utf-8"))
+        except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise decoder.fail(
+                f"its index is not valid JSON: {type(err).__name__}: {err}", INDEX_MEMBER
+            ) from None
+        if not isinstance(index, dict) or index.get("format") != FORMAT or "root" not in index:
+            raise decoder.fail("its index is not a numdiff index")
+        if index.get("version") != VERSION:
+            raise decoder.fail(
+                f"format version {index.get('version')!r:.40} is not supported (this numdiff reads {VERSION})"
+            )
+        try:
+            return decoder.decode(index["root"])
+        except RecursionError:
+            raise decoder.fail("its index is nested too deeply") from None

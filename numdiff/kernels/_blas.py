@@ -24,10 +24,12 @@ import glob
 import os
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.linalg import ensure_blas
+
+from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["gemm", "gemm_parallel", "prepare_blas", "blas_threading"]
 

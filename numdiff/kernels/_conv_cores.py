@@ -9,10 +9,11 @@ Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``o
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from numdiff.kernels._blas import gemm
 from numdiff.kernels._im2col import col2im_rows_add, im2col_rows
+from numdiff.kernels._self_healing_cache import njit
 
 # Geometry tuple shared by the cores:
 #   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)

@@ -15,7 +15,8 @@ contiguous copy when sw == 1).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from numdiff.kernels._self_healing_cache import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

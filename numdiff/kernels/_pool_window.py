@@ -8,10 +8,10 @@ output length rule; the checks run in Python before any compiled code.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from numdiff.kernels._checks import check_non_negative, check_positive, check_shape
 from numdiff.kernels._im2col import valid_out_range
+from numdiff.kernels._self_healing_cache import njit
 
 
 def pool_output_size(

@@ -16,10 +16,11 @@ Adaptive pooling of ``In`` to ``Out`` uses windows ``[floor(i*In/Out), ceil((i+1
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays
 from numdiff.kernels._pool_window import as_2d, check_adaptive, check_window, column_taps, planes, tap_range
+from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
     "avg_pool2d_forward",

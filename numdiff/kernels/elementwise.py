@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from numdiff.kernels._self_healing_cache import njit
 
 
 @njit(cache=True, parallel=True)

@@ -21,10 +21,11 @@ because a Numba kernel indexing past an array's end corrupts memory instead of r
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import get_num_threads, prange
 
 from numdiff.kernels._blas import gemm, gemm_parallel, prepare_blas
 from numdiff.kernels._checks import check_float_arrays, check_shape
+from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
     "gemm_nn",

@@ -26,9 +26,10 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from numdiff.kernels._checks import FLOAT_DTYPES
+from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
 

@@ -27,7 +27,7 @@ re-exported here; the shared window arithmetic and checks in :mod:`numdiff.kerne
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays, check_index_array, check_shape
 from numdiff.kernels._pool_window import (
@@ -40,6 +40,7 @@ from numdiff.kernels._pool_window import (
     pool_output_size,
     tap_range,
 )
+from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels.avg_pool import (
     adaptive_avg_pool1d_backward,
     adaptive_avg_pool1d_forward,

@@ -1,0 +1,136 @@
+"""``njit`` for numdiff's kernels: numba.njit whose on-disk cache repairs itself.
+
+Numba's cache (``cache=True``) keeps, per function, an index file (``*.nbi``, a pickle of
+signature -> data file) and one data file per signature (``*.nbc``, a pickle holding the machine
+code). Numba unpickles them without any check, so one truncated or garbled file makes every
+call of the kernel raise UnpicklingError (or EOFError, ...) until someone finds and deletes it,
+and a flipped byte inside the machine code would be loaded and run.
+
+`SelfHealingCache` is Numba's FunctionCache with two changes:
+
+- data files carry a SHA-256 of their pickle, checked before unpickling, so damage anywhere in
+  a data file is caught (files written by plain Numba fail the check once and are rewritten);
+- a failure to load or rebuild an entry drops the function's cache files (its index and all its
+  data files), lets Numba compile as if the cache were empty and save fresh files, and warns
+  once per cache folder with a `KernelCacheWarning` naming the folder.
+
+Every ``@njit(cache=True)`` in numdiff.kernels goes through `njit` here (a test checks that).
+numdiff's CUDA kernels are not cached on disk, so they need nothing of this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.dispatcher import Dispatcher
+
+__all__ = ["KernelCacheWarning", "SelfHealingCache", "njit"]
+
+_DATA_MAGIC = b"numdiff-sha256\n"
+_DIGEST_BYTES = hashlib.sha256().digest_size
+_warned_folders: set[str] = set()  # written under Numba's compiler lock, which every load holds
+
+
+class KernelCacheWarning(RuntimeWarning):
+    """numdiff found a damaged Numba cache entry, removed it and recompiled the kernel."""
+
+
+class DamagedCacheFileError(ValueError):
+    """A Numba cache data file whose checksum does not match its contents."""
+
+
+class _CheckedDataFile(IndexDataCacheFile):
+    """Numba's index-and-data cache files, with a checksum in front of each data file."""
+
+    def _save_data(self, name: str, data: Any) -> None:
+        payload = self._dump(data)
+        with self._open_for_write(self._data_path(name)) as handle:
+            handle.write(_DATA_MAGIC + hashlib.sha256(payload).digest() + payload)
+
+    def _load_data(self, name: str) -> Any:
+        path = self._data_path(name)
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        digest = raw[len(_DATA_MAGIC) : len(_DATA_MAGIC) + _DIGEST_BYTES]
+        payload = raw[len(_DATA_MAGIC) + _DIGEST_BYTES :]
+        if not raw.startswith(_DATA_MAGIC) or hashlib.sha256(payload).digest() != digest:
+            raise DamagedCacheFileError(f"{path} fails its checksum")
+        return pickle.loads(payload)
+
+
+class SelfHealingCache(FunctionCache):
+    """A FunctionCache that recovers from damaged cache files instead of raising (see module)."""
+
+    def __init__(self, py_func: Callable[..., Any]) -> None:
+        super().__init__(py_func)
+        self._cache_file = _CheckedDataFile(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp(),
+        )
+
+    def _load_overload(self, sig: Any, target_context: Any) -> Any:
+        try:
+            return super()._load_overload(sig, target_context)
+        except Exception as err:  # anything a damaged pickle or object file can raise
+            self._drop_damaged_files(err)
+            return None  # Numba compiles, then saves fresh files
+
+    def _save_overload(self, sig: Any, data: Any) -> None:
+        try:
+            super()._save_overload(sig, data)
+        except Exception as err:  # saving reads the index first, which may have been damaged since
+            self._drop_damaged_files(err)
+            super()._save_overload(sig, data)
+
+    def _drop_damaged_files(self, err: Exception) -> None:
+        base = self._impl.filename_base
+        own_files = re.compile(rf"{re.escape(base)}\.(nbi|\d+\.nbc)")
+        try:
+            names = [name for name in os.listdir(self._cache_path) if own_files.fullmatch(name)]
+        except OSError:
+            names = []
+        for name in names:
+            try:
+                os.unlink(os.path.join(self._cache_path, name))
+            except OSError:
+                pass  # already removed by another process, or not ours to remove: compiling still works
+        if self._cache_path not in _warned_folders:
+            _warned_folders.add(self._cache_path)
+            warnings.warn(
+                f"numdiff: the Numba cache in {self._cache_path} had a damaged entry for {base} "
+                f"({type(err).__name__}: {str(err)[:200]}); numdiff removed that function's cache files "
+                "and recompiled it. Other damaged entries in this folder are repaired the same way, "
+                "without further warnings. (Entries written by plain Numba or an older numdiff count as "
+                "damaged once.)",
+                KernelCacheWarning,
+                stacklevel=2,
+            )
+
+
+def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """numba.njit (used as ``@njit`` or ``@njit(**options)``), with `SelfHealingCache` as the disk
+    cache when ``cache=True``.
+
+    >>> @njit(cache=True)
+    ... def double(x):
+    ...     return 2 * x
+    >>> double(3)
+    6
+    """
+
+    def compile_lazily(func: Callable[..., Any]) -> Dispatcher:
+        dispatcher = numba.njit(**options)(func)
+        if options.get("cache"):
+            dispatcher._cache = SelfHealingCache(dispatcher.py_func)
+        return dispatcher
+
+    return compile_lazily if function is None else compile_lazily(function)
