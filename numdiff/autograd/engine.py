@@ -220,7 +220,9 @@ def run_backward(
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
-                    _accumulate_into(node.variable, grad, create_graph, _unshared(grad, refs))
+                    unshared = _unshared(grad, refs)
+                    with node.lock:  # another thread's backward may be writing this leaf's .grad
+                        _accumulate_into(node.variable, grad, create_graph, unshared)
                 continue
             if grad is not None:
                 if node._pre_hooks:
