@@ -55,6 +55,13 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
             f"Mismatch in shape: gradient has shape {tuple(grad.shape)} but output {index} has "
             f"shape {tuple(tensor.shape)}"
         )
+    if grad.device != tensor.device:
+        raise RuntimeError(
+            f"gradient for output {index} is on {grad.device} but the output is on {tensor.device}"
+        )
+    if grad.dtype is not tensor.dtype:
+        # As PyTorch does: the gradient takes the output's dtype, so `.grad` keeps the leaf's.
+        grad = grad.to(tensor.dtype)
     return grad
 
 
@@ -118,8 +125,31 @@ def _apply_hooks(hooks: dict | None, grad: Tensor) -> Tensor:
         for hook in list(hooks.values()):
             replacement = hook(grad)
             if replacement is not None:
+                _check_hook_result(hook, grad, replacement)
                 grad = replacement
     return grad
+
+
+def _check_hook_result(hook: object, grad: Tensor, replacement: object) -> None:
+    """A hook may replace a gradient only by a tensor of the same shape, dtype and device."""
+    from numdiff.tensor import Tensor
+
+    name = getattr(hook, "__qualname__", None) or repr(hook)
+    if not isinstance(replacement, Tensor):
+        shown = repr(replacement)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(
+            f"hook '{name}' returned a {type(replacement).__name__} ({shown}): a gradient hook must "
+            "return None or a Tensor (wrap an array with numdiff.tensor(...))"
+        )
+    expected = (tuple(grad.shape), grad.dtype, grad.device)
+    got = (tuple(replacement.shape), replacement.dtype, replacement.device)
+    for what, want, have in zip(("shape", "dtype", "device"), expected, got):
+        if want != have:
+            raise RuntimeError(
+                f"hook '{name}' has changed the {what} of the gradient: expected {what} {want!r}, "
+                f"got {have!r}. A hook must return a gradient of the same shape, dtype and device."
+            )
 
 
 def _unshared(grad: Tensor, tensor_refs: int) -> bool:
@@ -215,6 +245,10 @@ def run_backward(
             if type(node) is AccumulateGrad:
                 if grad is None:
                     continue
+                if grad._data.dtype != node.variable._data.dtype:
+                    # A custom Function's backward may return another float dtype: `.grad` keeps
+                    # the leaf's (PyTorch casts likewise).
+                    grad = grad.to(node.variable.dtype)
                 grad = _apply_hooks(node.variable._hooks, grad)
                 if node in target_nodes and capture:
                     captured[node] = grad
