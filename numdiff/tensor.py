@@ -232,10 +232,12 @@ class Tensor:
         return leaf_accumulator(self)
 
     def detach(self) -> Tensor:
-        """A new leaf sharing this tensor's storage (and version counter), outside the graph."""
-        t = Tensor._wrap(self._data, None, self._version_counter)
-        t._base = self
-        return t
+        """A new leaf sharing this tensor's storage (and version counter), outside the graph.
+
+        It is no view in autograd's sense (no `_base`), as in PyTorch: in-place ops on it are
+        never refused on account of this tensor.
+        """
+        return Tensor._wrap(self._data, None, self._version_counter)
 
     def detach_(self) -> Tensor:
         """Make this tensor a leaf that does not require grad, in place."""
