@@ -20,6 +20,7 @@ from numdiff._device import CPU, device, to_device
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle
+from numdiff.backend import backend_for
 
 
 class NonLeafRequiresGradError(RuntimeError):
@@ -120,9 +121,7 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        if type(self._data) is np.ndarray:
-            return CPU
-        return self._data.device
+        return backend_for(self._data).device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
@@ -276,9 +275,7 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
-        if type(self._data) is np.ndarray:
-            return self._data
-        return self._data.to_host()
+        return backend_for(self._data).to_host(self._data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
