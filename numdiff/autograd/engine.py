@@ -10,6 +10,7 @@ input's shape, applies hooks, writes `.grad` and frees saved state; ops only do 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,14 @@ from numdiff.autograd.grad_mode import _state
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
+
+# Writing a leaf's `.grad` (the None check, then `+=` or taking over the buffer) holds a lock picked
+# by the leaf's identity, so backward passes in several threads into one leaf lose nothing (NumPy
+# releases the GIL inside `+=`). PyTorch keeps one mutex per AccumulateGrad node; a fixed pool
+# gives each leaf one lock too, without creating a lock per node on every step of a single-thread
+# loop. Two leaves that share a lock only wait for each other while one of them is written.
+_GRAD_LOCK_MASK = 63
+_GRAD_LOCKS = tuple(threading.Lock() for _ in range(_GRAD_LOCK_MASK + 1))
 
 
 def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
@@ -245,7 +254,9 @@ def run_backward(
             if type(node) is AccumulateGrad:
                 if grad is None:
                     continue
-                if grad._data.dtype != node.variable._data.dtype:
+                if grad._data.dtype is not node.variable._data.dtype and (
+                    grad._data.dtype != node.variable._data.dtype
+                ):
                     # A custom Function's backward may return another float dtype: `.grad` keeps
                     # the leaf's (PyTorch casts likewise).
                     grad = grad.to(node.variable.dtype)
@@ -255,8 +266,9 @@ def run_backward(
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
                     unshared = _unshared(grad, refs)
-                    with node.lock:  # another thread's backward may be writing this leaf's .grad
-                        _accumulate_into(node.variable, grad, create_graph, unshared)
+                    variable = node.variable
+                    with _GRAD_LOCKS[(id(variable) >> 4) & _GRAD_LOCK_MASK]:
+                        _accumulate_into(variable, grad, create_graph, unshared)
                 continue
             if grad is not None:
                 if node._pre_hooks:

@@ -13,7 +13,6 @@ tensors through `save_for_backward`, sizes and flags as plain attributes.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -178,20 +177,14 @@ class Node:
 
 
 class AccumulateGrad:
-    """The terminal node of a leaf that requires grad: backward adds into `leaf.grad`.
+    """The terminal node of a leaf that requires grad: backward adds into `leaf.grad`."""
 
-    `lock` makes each write of `.grad` (the None check and the `+=`) atomic, so backward passes
-    running in several threads into one leaf lose no gradient; a leaf has one node at a time
-    (see leaf_accumulator), so the lock is per leaf.
-    """
-
-    __slots__ = ("variable", "lock", "__weakref__")
+    __slots__ = ("variable", "__weakref__")
     next_nodes = ()
     next_functions = ()
 
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
-        self.lock = threading.Lock()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -349,22 +342,11 @@ class _SavedNumber:
         return array if self.device_like is None else self.device_like.from_host(array)
 
 
-_accumulator_creation_lock = threading.Lock()
-
-
 def leaf_accumulator(tensor: Tensor) -> AccumulateGrad:
-    """The (cached, weakly held) AccumulateGrad node of a leaf.
-
-    Creation holds a lock, so two threads recording ops on one leaf get the same node (and so the
-    same gradient lock); the node lives as long as some graph or a running backward holds it.
-    """
+    """The (cached, weakly held) AccumulateGrad node of a leaf."""
     ref = tensor._grad_accumulator
     node = ref() if ref is not None else None
     if node is None:
-        with _accumulator_creation_lock:
-            ref = tensor._grad_accumulator
-            node = ref() if ref is not None else None
-            if node is None:
-                node = AccumulateGrad(tensor)
-                tensor._grad_accumulator = weakref.ref(node)
+        node = AccumulateGrad(tensor)
+        tensor._grad_accumulator = weakref.ref(node)
     return node
