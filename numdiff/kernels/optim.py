@@ -3,8 +3,9 @@
 Each optimizer's per-element update is written once, as a plain function of scalars that returns
 the new parameter value and the new state values (``_sgd_update``, ``_adam_update``, ...). It is
 compiled twice: inlined into a CPU kernel here (``@njit``, ``prange`` over elements) and into a
-CUDA kernel in numdiff.cuda.kernels.optim (``cuda.jit(device=True)``, one thread per element). So every step reads each of
-param, grad and the state buffers once and writes param and state once, with no array temporaries.
+CUDA kernel in numdiff.cuda.kernels.optim (``cuda.jit(device=True)``, one thread per element).
+So every step reads each of param, grad and the state buffers once and writes param and state
+once, with no array temporaries.
 
 All arrays are flat (1-D), C-contiguous, of one float dtype and one length ``n``. A state buffer
 an option does not use (SGD's momentum buffer without momentum, Adam's ``max_exp_avg_sq``
