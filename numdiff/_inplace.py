@@ -74,9 +74,9 @@ def _refuse_inplace_on_view_of_tracked_base(view: Tensor, op: str) -> None:
     if view._grad_fn is None:
         raise InPlaceOnViewError(
             f"{op}: this view (shape {tuple(view.shape)}) of {described}, which requires grad, was "
-            "created in no_grad mode and is being modified in place with grad mode enabled. That "
-            "is ambiguous, so it is forbidden: make the view and the in-place op both inside the "
-            "no_grad block (not recorded) or both outside it."
+            "created in no_grad mode (or before its base required grad) and is being modified in "
+            "place with grad mode enabled. That is ambiguous, so it is forbidden: make the view and "
+            "the in-place op both inside the no_grad block (not recorded) or both outside it."
         )
     if base._grad_fn is None:
         raise InPlaceOnLeafError(
