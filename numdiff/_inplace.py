@@ -28,6 +28,8 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
             "an in-place operation. Update it inside `with numdiff.no_grad():` (as optimizers do), "
             "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
         )
+    if _state.enabled and self._base is not None and self._base._requires_grad:
+        _refuse_inplace_on_view_of_tracked_base(self, op)
     alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
     alias._requires_grad = self._requires_grad
     out = compute(alias)
@@ -59,6 +61,29 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
         if self._retains_grad:
             node._retained = weakref.ref(self)
     return self
+
+
+def _refuse_inplace_on_view_of_tracked_base(view: Tensor, op: str) -> None:
+    """PyTorch's two view rules: with grad mode on, no in-place op on a view of a leaf that
+    requires grad, nor on a view made under no_grad of any tensor that requires grad (either
+    would change the base behind autograd's back)."""
+    base = view._base
+    described = f"the {'leaf' if base._grad_fn is None else base._grad_fn.name() + ' output'} " + (
+        f"of shape {tuple(base.shape)} and dtype {base.dtype!r}"
+    )
+    if view._grad_fn is None:
+        raise InPlaceOnViewError(
+            f"{op}: this view (shape {tuple(view.shape)}) of {described}, which requires grad, was "
+            "created in no_grad mode (or before its base required grad) and is being modified in "
+            "place with grad mode enabled. That is ambiguous, so it is forbidden: make the view and "
+            "the in-place op both inside the no_grad block (not recorded) or both outside it."
+        )
+    if base._grad_fn is None:
+        raise InPlaceOnLeafError(
+            f"{op}: a view (shape {tuple(view.shape)}) of {described} that requires grad is being "
+            "used in an in-place operation. Update the leaf inside `with numdiff.no_grad():`, or "
+            "use an out-of-place op."
+        )
 
 
 def _snapshot_saved_alias(node, alias: Tensor) -> None:

@@ -32,6 +32,7 @@ from numdiff import _dtype
 from numdiff._atomic_file import replace_file
 from numdiff._checkpoint_archive import CheckpointArchive, CheckpointError
 from numdiff._device import device, to_device
+from numdiff.backend import backend_for
 from numdiff.tensor import Size, Tensor
 
 FORMAT = "numdiff"
@@ -113,7 +114,7 @@ class _Encoder:
 
     def _tensor(self, t: Tensor, where: str) -> list[Any]:
         data = t._data
-        host = _c_order(data) if type(data) is np.ndarray else data.to_host()
+        host = _c_order(backend_for(data).to_host(data))
         name, _ = self._store(t, host)
         from numdiff.nn.parameter import Parameter
 

@@ -20,6 +20,7 @@ from numdiff._device import CPU, device, to_device
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle
+from numdiff.backend import backend_for
 
 
 class NonLeafRequiresGradError(RuntimeError):
@@ -121,9 +122,7 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        if type(self._data) is np.ndarray:
-            return CPU
-        return self._data.device
+        return backend_for(self._data).device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
@@ -252,10 +251,12 @@ class Tensor:
         return leaf_accumulator(self)
 
     def detach(self) -> Tensor:
-        """A new leaf sharing this tensor's storage (and version counter), outside the graph."""
-        t = Tensor._wrap(self._data, None, self._version_counter)
-        t._base = self
-        return t
+        """A new leaf sharing this tensor's storage (and version counter), outside the graph.
+
+        It is no view in autograd's sense (no `_base`), as in PyTorch: in-place ops on it are
+        never refused on account of this tensor.
+        """
+        return Tensor._wrap(self._data, None, self._version_counter)
 
     def detach_(self) -> Tensor:
         """Make this tensor a leaf that does not require grad, in place."""
@@ -294,9 +295,7 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
-        if type(self._data) is np.ndarray:
-            return self._data
-        return self._data.to_host()
+        return backend_for(self._data).to_host(self._data)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()

@@ -10,6 +10,7 @@ input's shape, applies hooks, writes `.grad` and frees saved state; ops only do 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,14 @@ from numdiff.autograd.grad_mode import _state
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
+
+# Writing a leaf's `.grad` (the None check, then `+=` or taking over the buffer) holds a lock picked
+# by the leaf's identity, so backward passes in several threads into one leaf lose nothing (NumPy
+# releases the GIL inside `+=`). PyTorch keeps one mutex per AccumulateGrad node; a fixed pool
+# gives each leaf one lock too, without creating a lock per node on every step of a single-thread
+# loop. Two leaves that share a lock only wait for each other while one of them is written.
+_GRAD_LOCK_MASK = 63
+_GRAD_LOCKS = tuple(threading.Lock() for _ in range(_GRAD_LOCK_MASK + 1))
 
 
 def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
@@ -55,6 +64,13 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
             f"Mismatch in shape: gradient has shape {tuple(grad.shape)} but output {index} has "
             f"shape {tuple(tensor.shape)}"
         )
+    if grad.device != tensor.device:
+        raise RuntimeError(
+            f"gradient for output {index} is on {grad.device} but the output is on {tensor.device}"
+        )
+    if grad.dtype is not tensor.dtype:
+        # As PyTorch does: the gradient takes the output's dtype, so `.grad` keeps the leaf's.
+        grad = grad.to(tensor.dtype)
     return grad
 
 
@@ -118,8 +134,31 @@ def _apply_hooks(hooks: dict | None, grad: Tensor) -> Tensor:
         for hook in list(hooks.values()):
             replacement = hook(grad)
             if replacement is not None:
+                _check_hook_result(hook, grad, replacement)
                 grad = replacement
     return grad
+
+
+def _check_hook_result(hook: object, grad: Tensor, replacement: object) -> None:
+    """A hook may replace a gradient only by a tensor of the same shape, dtype and device."""
+    from numdiff.tensor import Tensor
+
+    name = getattr(hook, "__qualname__", None) or repr(hook)
+    if not isinstance(replacement, Tensor):
+        shown = repr(replacement)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TypeError(
+            f"hook '{name}' returned a {type(replacement).__name__} ({shown}): a gradient hook must "
+            "return None or a Tensor (wrap an array with numdiff.tensor(...))"
+        )
+    expected = (tuple(grad.shape), grad.dtype, grad.device)
+    got = (tuple(replacement.shape), replacement.dtype, replacement.device)
+    for what, want, have in zip(("shape", "dtype", "device"), expected, got):
+        if want != have:
+            raise RuntimeError(
+                f"hook '{name}' has changed the {what} of the gradient: expected {what} {want!r}, "
+                f"got {have!r}. A hook must return a gradient of the same shape, dtype and device."
+            )
 
 
 def _unshared(grad: Tensor, tensor_refs: int) -> bool:
@@ -215,16 +254,25 @@ def run_backward(
             if type(node) is AccumulateGrad:
                 if grad is None:
                     continue
+                if grad._data.dtype is not node.variable._data.dtype and (
+                    grad._data.dtype != node.variable._data.dtype
+                ):
+                    # A custom Function's backward may return another float dtype: `.grad` keeps
+                    # the leaf's (PyTorch casts likewise).
+                    grad = grad.to(node.variable.dtype)
                 grad = _apply_hooks(node.variable._hooks, grad)
                 if node in target_nodes and capture:
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
-                    _accumulate_into(node.variable, grad, create_graph, _unshared(grad, refs))
-                    post_hooks = getattr(node.variable, "_post_accumulate_hooks", None)
+                    unshared = _unshared(grad, refs)
+                    variable = node.variable
+                    with _GRAD_LOCKS[(id(variable) >> 4) & _GRAD_LOCK_MASK]:
+                        _accumulate_into(variable, grad, create_graph, unshared)
+                    post_hooks = getattr(variable, "_post_accumulate_hooks", None)
                     if post_hooks:
                         for hook in tuple(post_hooks.values()):
-                            hook(node.variable)
+                            hook(variable)
                 continue
             if grad is not None:
                 if node._pre_hooks:

@@ -93,7 +93,9 @@ manual_seed_all = manual_seed
 def move_array(array: Any, target: device) -> Any:
     """Copy an array to `target` ("cpu" or "cuda:N"); an array already there is returned as is."""
     if target.type == "cpu":
-        return array if type(array) is np.ndarray else array.to_host()
+        from numdiff.backend import backend_for
+
+        return backend_for(array).to_host(array)
     _check_index(target)
     from numdiff.cuda.array import CudaArray
 

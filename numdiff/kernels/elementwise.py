@@ -19,10 +19,6 @@ def erf_forward(x, out):
 
 def erf(x: np.ndarray) -> np.ndarray:
     """The error function of an array of float32 or float64, in the input's dtype."""
-    if type(x) is not np.ndarray:  # NumPy has no erf ufunc to dispatch on: route CUDA arrays here
-        from numdiff.cuda._ufuncs import erf as erf_cuda
-
-        return erf_cuda(x)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
     erf_forward(flat, out)

@@ -2,9 +2,10 @@
 
 Each optimizer's per-element update is written once, as a plain function of scalars that returns
 the new parameter value and the new state values (``_sgd_update``, ``_adam_update``, ...). It is
-compiled twice: inlined into a CPU kernel (``@njit``, ``prange`` over elements) and into a CUDA
-kernel (``cuda.jit(device=True)``, one thread per element). So every step reads each of
-param, grad and the state buffers once and writes param and state once, with no array temporaries.
+compiled twice: inlined into a CPU kernel here (``@njit``, ``prange`` over elements) and into a
+CUDA kernel in numdiff.cuda.kernels.optim (``cuda.jit(device=True)``, one thread per element).
+So every step reads each of param, grad and the state buffers once and writes param and state
+once, with no array temporaries.
 
 All arrays are flat (1-D), C-contiguous, of one float dtype and one length ``n``. A state buffer
 an option does not use (SGD's momentum buffer without momentum, Adam's ``max_exp_avg_sq``
@@ -14,15 +15,14 @@ so float32 results differ from PyTorch's float32 arithmetic by rounding only.
 
 The public launchers (:func:`sgd_step`, :func:`adam_step`, :func:`rmsprop_step`,
 :func:`adagrad_step`) check dtypes, contiguity and lengths in Python before anything compiled
-runs, and dispatch on ``type(param) is np.ndarray``: CPU kernel, else CUDA kernel (on the device
-buffers of numdiff.cuda's CudaArray).
+runs, and dispatch through numdiff.backend by array type: the CPU launchers below
+(:func:`sgd_update`, ...) or their CUDA twins in numdiff.cuda.kernels.optim.
 """
 
 from __future__ import annotations
 
 import math
 import types
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -31,9 +31,17 @@ from numba import prange
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+__all__ = [
+    "adagrad_step",
+    "adagrad_update",
+    "adam_step",
+    "adam_update",
+    "rmsprop_step",
+    "rmsprop_update",
+    "sgd_step",
+    "sgd_update",
+]
 
-CUDA_THREADS_PER_BLOCK = 256
 PARALLEL_MIN_ELEMENTS = 1 << 16
 """Parameters with fewer elements are updated by one thread (thread start-up would dominate)."""
 
@@ -211,95 +219,40 @@ CPU_KERNELS = {
 """Optimizer name -> (serial kernel, parallel kernel)."""
 
 
-# --------------------------------------------------------------------------- CUDA kernels
-
-cuda: Any = None
-"""numba.cuda, bound on first use. A module global (not a local) so that Numba's CUDA simulator,
-which swaps the module in a kernel's globals, can run these kernels without a GPU."""
+# --------------------------------------------------------------------------- CPU launchers
 
 
-@cache
-def _cuda_kernels() -> dict[str, Any]:
-    """Compile-on-demand CUDA kernels, one thread per element (numba.cuda is imported on first use)."""
-    global cuda
-    from numba import cuda as numba_cuda
-
-    cuda = numba_cuda
-    sgd_dev = cuda.jit(device=True)(_sgd_update)
-    adam_dev = cuda.jit(device=True)(_adam_update)
-    rmsprop_dev = cuda.jit(device=True)(_rmsprop_update)
-    adagrad_dev = cuda.jit(device=True)(_adagrad_update)
-
-    @cuda.jit
-    def sgd_cuda(param, grad, buf, h, f):
-        i = cuda.grid(1)
-        if i < param.size:
-            use_buf = buf.size != 0
-            b = buf[i] if use_buf else 0.0
-            p, b = sgd_dev(param[i], grad[i], b, h, f)
-            param[i] = p
-            if use_buf:
-                buf[i] = b
-
-    @cuda.jit
-    def adam_cuda(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
-        i = cuda.grid(1)
-        if i < param.size:
-            use_max = max_exp_avg_sq.size != 0
-            vm = max_exp_avg_sq[i] if use_max else 0.0
-            p, m, v, vm = adam_dev(param[i], grad[i], exp_avg[i], exp_avg_sq[i], vm, h, f)
-            param[i] = p
-            exp_avg[i] = m
-            exp_avg_sq[i] = v
-            if use_max:
-                max_exp_avg_sq[i] = vm
-
-    @cuda.jit
-    def rmsprop_cuda(param, grad, square_avg, buf, grad_avg, h, f):
-        i = cuda.grid(1)
-        if i < param.size:
-            use_buf = buf.size != 0
-            use_avg = grad_avg.size != 0
-            b = buf[i] if use_buf else 0.0
-            ga = grad_avg[i] if use_avg else 0.0
-            p, sq, b, ga = rmsprop_dev(param[i], grad[i], square_avg[i], b, ga, h, f)
-            param[i] = p
-            square_avg[i] = sq
-            if use_buf:
-                buf[i] = b
-            if use_avg:
-                grad_avg[i] = ga
-
-    @cuda.jit
-    def adagrad_cuda(param, grad, state_sum, h, f):
-        i = cuda.grid(1)
-        if i < param.size:
-            p, s = adagrad_dev(param[i], grad[i], state_sum[i], h, f)
-            param[i] = p
-            state_sum[i] = s
-
-    return {"sgd": sgd_cuda, "adam": adam_cuda, "rmsprop": rmsprop_cuda, "adagrad": adagrad_cuda}
+def _cpu_build(name: str, param: np.ndarray) -> Any:
+    serial, parallel = CPU_KERNELS[name]
+    return parallel if param.size >= PARALLEL_MIN_ELEMENTS else serial
 
 
-def launch_cuda(name: str, n: int, *args: Any, device_index: int = 0) -> None:
-    """Launch CUDA kernel `name` on GPU `device_index`, one thread per element, in blocks of
-    ``CUDA_THREADS_PER_BLOCK``."""
-    if n == 0:
-        return
-    kernel = _cuda_kernels()[name]
-    blocks = (n + CUDA_THREADS_PER_BLOCK - 1) // CUDA_THREADS_PER_BLOCK
-    with cuda.gpus[device_index]:
-        kernel[blocks, CUDA_THREADS_PER_BLOCK](*args)
+def sgd_update(param: Any, grad: Any, momentum_buffer: Any, h: tuple, f: tuple) -> None:
+    """SGD step in place on host arrays; h = (lr, momentum, dampening, weight_decay),
+    f = (nesterov, maximize, first_step). ``momentum_buffer`` is empty without momentum."""
+    _cpu_build("sgd", param)(param, grad, momentum_buffer, h, f)
+
+
+def adam_update(
+    param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, h: tuple, f: tuple
+) -> None:
+    """Adam/AdamW step in place on host arrays; tuples as in :func:`adam_step`."""
+    _cpu_build("adam", param)(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f)
+
+
+def rmsprop_update(
+    param: Any, grad: Any, square_avg: Any, momentum_buffer: Any, grad_avg: Any, h: tuple, f: tuple
+) -> None:
+    """RMSprop step in place on host arrays; tuples as in :func:`rmsprop_step`."""
+    _cpu_build("rmsprop", param)(param, grad, square_avg, momentum_buffer, grad_avg, h, f)
+
+
+def adagrad_update(param: Any, grad: Any, state_sum: Any, h: tuple, f: tuple) -> None:
+    """Adagrad step in place on host arrays; tuples as in :func:`adagrad_step`."""
+    _cpu_build("adagrad", param)(param, grad, state_sum, h, f)
 
 
 # --------------------------------------------------------------------------- checks and launchers
-
-
-def _device_view(arr: Any) -> Any:
-    """A numba device array over a flat contiguous numdiff CudaArray (other device arrays pass through)."""
-    if hasattr(arr, "_buffer"):
-        return arr._buffer[arr._offset : arr._offset + arr.size]
-    return arr
 
 
 def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tuple[Any, bool]]) -> None:
@@ -307,14 +260,14 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
 
     `optional` maps a name to (array, used): a used buffer has param's length, an unused one is empty.
     """
-    on_cpu = type(param) is np.ndarray
+    array_type = type(param)
     dtype = param.dtype
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"{op}: param must be float32 or float64, got {dtype}")
     n = param.size
     arrays = {"param": (param, True), **{k: (v, True) for k, v in required.items()}, **optional}
     for name, (arr, used) in arrays.items():
-        if (type(arr) is np.ndarray) != on_cpu:
+        if type(arr) is not array_type:
             raise TypeError(
                 f"{op}: {name} is a {type(arr).__name__} but param is a {type(param).__name__}; "
                 "all arrays must be on one device"
@@ -332,14 +285,11 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
 
 
 def _run(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
+    from numdiff.backend import backend_for
+
     h = tuple(float(x) for x in h)
     f = tuple(bool(x) for x in f)
-    if type(arrays[0]) is np.ndarray:
-        serial, parallel = CPU_KERNELS[name]
-        (parallel if arrays[0].size >= PARALLEL_MIN_ELEMENTS else serial)(*arrays, h, f)
-    else:
-        index = getattr(getattr(arrays[0], "device", None), "index", None) or 0
-        launch_cuda(name, arrays[0].size, *(_device_view(a) for a in arrays), h, f, device_index=index)
+    getattr(backend_for(arrays[0]), name + "_update")(*arrays, h, f)
 
 
 def sgd_step(

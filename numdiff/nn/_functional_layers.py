@@ -13,6 +13,7 @@ import numpy as np
 
 from numdiff import _inplace
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import backend_for
 from numdiff.creation import full, rand
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
@@ -20,7 +21,7 @@ from numdiff.tensor import Tensor
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return t._data if type(t._data) is np.ndarray else t._data.to_host()
+    return backend_for(t._data).to_host(t._data)
 
 
 def _check_tensor(op: str, name: str, t: Any, floating: bool = True) -> Tensor:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import backend_for
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.indexing import gather
 from numdiff.ops.loss import BinaryCrossEntropy
@@ -20,7 +21,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return t._data if type(t._data) is np.ndarray else t._data.to_host()
+    return backend_for(t._data).to_host(t._data)
 
 
 def _reduction(op: str, size_average: bool | None, reduce: bool | None, reduction: str) -> str:

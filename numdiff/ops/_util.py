@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff.backend import backend_for
 from numdiff.tensor import Tensor
 
 
@@ -24,9 +25,7 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
         dtype = data.dtype if data.dtype.kind == "f" else np.float32
     else:
         raise TypeError(f"unsupported operand type {type(value).__name__} with a Tensor")
-    array = np.asarray(value, dtype=dtype)
-    if type(data) is not np.ndarray:
-        array = data.from_host(array)
+    array = backend_for(data).from_host(np.asarray(value, dtype=dtype), data)
     return Tensor._wrap(array, None, None)
 
 

@@ -88,15 +88,16 @@ class Gelu(Function):
 
     @staticmethod
     def forward(ctx, x, *, approximate):
-        from numdiff.kernels.elementwise import erf
+        from numdiff.backend import backend_for
 
         ctx.approximate = approximate
         ctx.save_for_backward(x)
         if approximate == "tanh":
             inner = x.dtype.type(math.sqrt(2 / math.pi)) * (x + x.dtype.type(0.044715) * x**3)
             return x.dtype.type(0.5) * x * (1 + np.tanh(inner))
-        # as_result: a 0-d x times a NumPy scalar is a NumPy scalar, which erf would take for a device array.
-        return x * x.dtype.type(0.5) * (1 + erf(as_result(x * x.dtype.type(1 / math.sqrt(2)))))
+        # as_result: a 0-d x times a NumPy scalar is a NumPy scalar, which no backend takes.
+        scaled = as_result(x * x.dtype.type(1 / math.sqrt(2)))
+        return x * x.dtype.type(0.5) * (1 + backend_for(scaled).erf(scaled))
 
     @staticmethod
     def backward(ctx, grad):

@@ -21,19 +21,12 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import backend_for
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
-
-
-def _kernels(like: Any) -> Any:
-    if type(like) is np.ndarray:
-        from numdiff.kernels import conv as kernels
-    else:
-        from numdiff.cuda.kernels import conv as kernels
-    return kernels
 
 
 def _c(x: Any) -> Any:
@@ -55,7 +48,7 @@ class Conv2d(Function):
         ow = _out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
         out = np.empty((x.shape[0], w.shape[0], oh, ow), dtype=x.dtype, like=x)
         bias = None if b is None else _c(b)
-        _kernels(x).conv2d_forward(_c(x), _c(w), bias, out, stride, padding, dilation, groups)
+        backend_for(x).conv2d_forward(_c(x), _c(w), bias, out, stride, padding, dilation, groups)
         return out
 
     @staticmethod
@@ -80,7 +73,7 @@ class ConvTranspose2d(Function):
         ctx.geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
         ctx.save_for_backward(g, w)
         out = np.empty((g.shape[0], w.shape[1] * groups) + tuple(size), dtype=g.dtype, like=g)
-        _kernels(g).conv2d_backward_input(_c(g), _c(w), out, stride, padding, dilation, groups)
+        backend_for(g).conv2d_backward_input(_c(g), _c(w), out, stride, padding, dilation, groups)
         return out
 
     @staticmethod
@@ -104,7 +97,7 @@ class Conv2dWeightGrad(Function):
         ctx.geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
         ctx.save_for_backward(x, g)
         out = np.empty((g.shape[1], x.shape[1] // groups) + tuple(size), dtype=x.dtype, like=x)
-        _kernels(x).conv2d_backward_weight(_c(x), _c(g), out, stride, padding, dilation, groups)
+        backend_for(x).conv2d_backward_weight(_c(x), _c(g), out, stride, padding, dilation, groups)
         return out
 
     @staticmethod

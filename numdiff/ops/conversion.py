@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from numdiff import _dtype
 from numdiff._device import device
 from numdiff.autograd.function import Function
+from numdiff.backend import backend_for
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -53,9 +52,7 @@ class Clone(Function):
 
 
 def device_of(array: object) -> device:
-    if type(array) is np.ndarray:
-        return device("cpu")
-    return array.device
+    return backend_for(array).device_of(array)
 
 
 def to_dtype_op(x: Tensor, dtype: _dtype.dtype) -> Tensor:

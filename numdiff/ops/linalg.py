@@ -18,20 +18,12 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import backend_for
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
 __all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
-
-
-def _kernels(like: Any) -> Any:
-    """numdiff.kernels.matmul for host arrays, its CUDA twin for device arrays."""
-    if type(like) is np.ndarray:
-        from numdiff.kernels import matmul as kernels
-    else:
-        from numdiff.cuda.kernels import matmul as kernels
-    return kernels
 
 
 def _operand(x: Any) -> tuple[Any, bool]:
@@ -47,7 +39,7 @@ def _operand(x: Any) -> tuple[Any, bool]:
 
 def _product(a: Any, b: Any, out: Any) -> None:
     """out = a @ b for 2-D or equal-batch 3-D arrays, picking the kernel by operand layout."""
-    kernels = _kernels(out)
+    kernels = backend_for(out)
     batched = out.ndim == 3
     (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
     if a_t and b_t:  # no kernel takes both transposed: make b plain

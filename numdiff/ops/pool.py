@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import backend_for
 from numdiff.kernels.pool import pool_output_size
 from numdiff.ops._pool_args import (
     batched_input,
@@ -40,17 +41,6 @@ __all__ = [
 ]
 
 
-def _cpu_or_cuda(like: Any, name: str) -> Any:
-    """The kernel `name` for host arrays (numdiff.kernels.pool) or device arrays."""
-    if type(like) is np.ndarray:
-        from numdiff.kernels import pool
-
-        return getattr(pool, name)
-    from numdiff.cuda.kernels import avg_pool, pool
-
-    return getattr(pool if hasattr(pool, name) else avg_pool, name)
-
-
 def _c(x: Any) -> Any:
     return np.ascontiguousarray(x, like=x)
 
@@ -59,9 +49,7 @@ def _indices_on(indices: Any, like: Any) -> Any:
     """Argmax indices on `like`'s device (an op called with host indices on a device tensor)."""
     if type(indices) is type(like):
         return indices
-    if type(like) is np.ndarray:
-        return np.asarray(indices)
-    return like.from_host(np.ascontiguousarray(indices))
+    return backend_for(like).from_host(backend_for(indices).to_host(indices), like)
 
 
 # ----------------------------------------------------------------------------- max pooling
@@ -92,7 +80,7 @@ class MaxPool2d(_MaxPoolWithIndices):
         )
         out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
         indices = np.empty(out.shape, dtype=np.int64, like=x)
-        _cpu_or_cuda(x, "max_pool2d_forward")(
+        backend_for(x).max_pool2d_forward(
             _c(x), out, indices, kernel_size, stride, padding, dilation, ceil_mode
         )
         return _keep_indices(ctx, x, indices, indices_sink, out)
@@ -104,7 +92,7 @@ class AdaptiveMaxPool2d(_MaxPoolWithIndices):
     def forward(ctx, x, *, output_size, indices_sink):
         out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
         indices = np.empty(out.shape, dtype=np.int64, like=x)
-        _cpu_or_cuda(x, "adaptive_max_pool2d_forward")(_c(x), out, indices)
+        backend_for(x).adaptive_max_pool2d_forward(_c(x), out, indices)
         return _keep_indices(ctx, x, indices, indices_sink, out)
 
 
@@ -116,7 +104,7 @@ class MaxPoolScatter(Function):
     def forward(ctx, grad, *, indices, input_shape):
         ctx.indices = indices = _indices_on(indices, grad)
         out = np.empty(input_shape, dtype=grad.dtype, like=grad)
-        _cpu_or_cuda(grad, "max_pool_backward")(_c(grad), indices, out)
+        backend_for(grad).max_pool_backward(_c(grad), indices, out)
         return out
 
     @staticmethod
@@ -133,7 +121,7 @@ class MaxPoolGather(Function):
         indices = _indices_on(indices, src)
         ctx.indices, ctx.input_shape = indices, src.shape
         out = np.empty(indices.shape, dtype=src.dtype, like=src)
-        _cpu_or_cuda(src, "max_pool_gather")(_c(src), indices, out)
+        backend_for(src).max_pool_gather(_c(src), indices, out)
         return out
 
     @staticmethod
@@ -158,7 +146,7 @@ class AvgPool2d(Function):
             for i in (0, 1)
         )
         out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
-        _cpu_or_cuda(x, "avg_pool2d_forward")(_c(x), out, **ctx.options)
+        backend_for(x).avg_pool2d_forward(_c(x), out, **ctx.options)
         return out
 
     @staticmethod
@@ -174,7 +162,7 @@ class AvgPool2dBackward(Function):
     def forward(ctx, grad, *, input_shape, **options):
         ctx.options = options
         out = np.empty(input_shape, dtype=grad.dtype, like=grad)
-        _cpu_or_cuda(grad, "avg_pool2d_backward")(_c(grad), out, **options)
+        backend_for(grad).avg_pool2d_backward(_c(grad), out, **options)
         return out
 
     @staticmethod
@@ -188,7 +176,7 @@ class AdaptiveAvgPool2d(Function):
     def forward(ctx, x, *, output_size):
         ctx.input_shape = x.shape
         out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
-        _cpu_or_cuda(x, "adaptive_avg_pool2d_forward")(_c(x), out)
+        backend_for(x).adaptive_avg_pool2d_forward(_c(x), out)
         return out
 
     @staticmethod
@@ -204,7 +192,7 @@ class AdaptiveAvgPool2dBackward(Function):
     def forward(ctx, grad, *, input_shape):
         ctx.output_size = grad.shape[2:]
         out = np.empty(input_shape, dtype=grad.dtype, like=grad)
-        _cpu_or_cuda(grad, "adaptive_avg_pool2d_backward")(_c(grad), out)
+        backend_for(grad).adaptive_avg_pool2d_backward(_c(grad), out)
         return out
 
     @staticmethod

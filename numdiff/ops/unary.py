@@ -191,10 +191,10 @@ class Sigmoid(Function):
 class Erf(Function):
     @staticmethod
     def forward(ctx, x):
-        from numdiff.kernels.elementwise import erf as erf_kernel
+        from numdiff.backend import backend_for
 
         ctx.save_for_backward(x)
-        return erf_kernel(x)
+        return backend_for(x).erf(x)
 
     @staticmethod
     def backward(ctx, grad):

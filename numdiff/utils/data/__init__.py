@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._random import Generator, rng
+from numdiff.backend import CPU, backend_for
 from numdiff.tensor import Tensor
 
 __all__ = [
@@ -347,7 +348,7 @@ class DataLoader:
     @staticmethod
     def _plain(dataset: TensorDataset) -> bool:
         """CPU tensors outside autograd, which can be gathered directly from their arrays."""
-        return all(type(t._data) is np.ndarray and not t.requires_grad for t in dataset.tensors)
+        return all(backend_for(t._data) is CPU and not t.requires_grad for t in dataset.tensors)
 
 
 def __getattr__(name: str) -> object:

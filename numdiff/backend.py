@@ -1,0 +1,176 @@
+"""The backend seam: each device's kernel launchers under one set of names, found by array type.
+
+ops, nn and optim do not branch on ``type(x) is np.ndarray``; they ask ``backend_for(array)``
+and call a launcher by name, with the same arguments on every device::
+
+    backend_for(out).gemm_nn(a, b, out)                  # numdiff.kernels.matmul on the CPU,
+                                                          # numdiff.cuda.kernels.matmul on a GPU
+    backend_for(x).conv2d_forward(x, w, bias, out, stride, padding, dilation, groups)
+
+Each backend lists its own kernels (module -> launcher names) in :data:`CPU` and :data:`CUDA`
+below; a conformance test checks that the two lists name the same launchers with the same
+parameters. A launcher's module is imported on first use, so importing numdiff never imports
+numba.cuda. Besides kernels a backend moves arrays between its device and the host
+(:meth:`Backend.to_host`, :meth:`Backend.from_host`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numdiff._device import device
+
+__all__ = ["CPU", "CUDA", "Backend", "backend_for"]
+
+
+class Backend(ABC):
+    """One device's kernel launchers, read as attributes: ``backend.gemm_nn(a, b, out)``.
+
+    >>> backend_for(np.zeros(2)).name
+    'cpu'
+    >>> sorted(CPU.kernel_names())[:3]
+    ['adagrad_update', 'adam_update', 'adaptive_avg_pool2d_backward']
+    """
+
+    def __init__(self, name: str, kernel_modules: dict[str, tuple[str, ...]]) -> None:
+        self.name = name
+        self._module_of = {kernel: module for module, kernels in kernel_modules.items() for kernel in kernels}
+
+    def __getattr__(self, kernel: str) -> Callable[..., Any]:
+        # Only called for names not yet resolved: import the module, then keep the function as a
+        # plain attribute so later calls cost one attribute read.
+        module = self.__dict__.get("_module_of", {}).get(kernel)
+        if module is None:
+            raise AttributeError(
+                f"the {self.__dict__.get('name', '?')} backend has no kernel {kernel!r}; it has: "
+                f"{', '.join(sorted(self.__dict__.get('_module_of', ())))}"
+            )
+        launcher = getattr(importlib.import_module(module), kernel)
+        setattr(self, kernel, launcher)
+        return launcher
+
+    def kernel_names(self) -> tuple[str, ...]:
+        """The names of this backend's kernel launchers."""
+        return tuple(self._module_of)
+
+    def kernels(self) -> dict[str, Callable[..., Any]]:
+        """Every kernel launcher by name (importing the modules that hold them)."""
+        return {kernel: getattr(self, kernel) for kernel in self._module_of}
+
+    def module_of(self, kernel: str) -> str:
+        """The module that defines launcher `kernel` on this device."""
+        return self._module_of[kernel]
+
+    @abstractmethod
+    def to_host(self, array: Any) -> np.ndarray:
+        """`array` as a NumPy array (itself on the CPU, a copy from a GPU)."""
+
+    @abstractmethod
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        """`host` moved to the device (and GPU) that `like` lives on."""
+
+    @abstractmethod
+    def device_of(self, array: Any) -> device:
+        """The device `array` lives on."""
+
+    def __repr__(self) -> str:
+        return f"<numdiff backend {self.name!r}: {len(self._module_of)} kernels>"
+
+
+class _HostBackend(Backend):
+    def to_host(self, array: Any) -> np.ndarray:
+        return array
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        return host
+
+    def device_of(self, array: Any) -> device:
+        return _HOST
+
+
+class _CudaBackend(Backend):
+    def to_host(self, array: Any) -> np.ndarray:
+        return array.to_host()
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        return like.from_host(np.ascontiguousarray(host))
+
+    def device_of(self, array: Any) -> device:
+        return array.device
+
+
+_HOST = device("cpu")
+
+CPU = _HostBackend(
+    "cpu",
+    {
+        "numdiff.kernels.matmul": ("gemm_nn", "gemm_nt", "gemm_tn", "bgemm_nn", "bgemm_nt", "bgemm_tn"),
+        "numdiff.kernels.conv": ("conv2d_forward", "conv2d_backward_input", "conv2d_backward_weight"),
+        "numdiff.kernels.pool": (
+            "max_pool2d_forward",
+            "adaptive_max_pool2d_forward",
+            "max_pool_backward",
+            "max_pool_gather",
+        ),
+        "numdiff.kernels.avg_pool": (
+            "avg_pool2d_forward",
+            "avg_pool2d_backward",
+            "adaptive_avg_pool2d_forward",
+            "adaptive_avg_pool2d_backward",
+        ),
+        "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.kernels.elementwise": ("erf",),
+    },
+)
+"""Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
+
+CUDA = _CudaBackend(
+    "cuda",
+    {
+        "numdiff.cuda.kernels.matmul": ("gemm_nn", "gemm_nt", "gemm_tn", "bgemm_nn", "bgemm_nt", "bgemm_tn"),
+        "numdiff.cuda.kernels.conv": ("conv2d_forward", "conv2d_backward_input", "conv2d_backward_weight"),
+        "numdiff.cuda.kernels.pool": (
+            "max_pool2d_forward",
+            "adaptive_max_pool2d_forward",
+            "max_pool_backward",
+            "max_pool_gather",
+        ),
+        "numdiff.cuda.kernels.avg_pool": (
+            "avg_pool2d_forward",
+            "avg_pool2d_backward",
+            "adaptive_avg_pool2d_forward",
+            "adaptive_avg_pool2d_backward",
+        ),
+        "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.cuda._ufuncs": ("erf",),
+    },
+)
+"""numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""
+
+_BY_ARRAY_TYPE: dict[type, Backend] = {np.ndarray: CPU}
+
+
+def backend_for(array: Any) -> Backend:
+    """The backend whose kernels run on `array`'s device, keyed by the array's type.
+
+    >>> backend_for(np.ones(3)) is CPU
+    True
+    """
+    backend = _BY_ARRAY_TYPE.get(type(array))
+    if backend is not None:
+        return backend
+    # A CudaArray exists only once numdiff.cuda.array is imported: register its type then.
+    cuda_array = sys.modules.get("numdiff.cuda.array")
+    if cuda_array is not None and type(array) is cuda_array.CudaArray:
+        _BY_ARRAY_TYPE[cuda_array.CudaArray] = CUDA
+        return CUDA
+    raise TypeError(
+        f"no numdiff backend runs on arrays of type {type(array).__module__}.{type(array).__qualname__}: "
+        "kernels take numpy.ndarray (cpu) or numdiff.cuda.array.CudaArray (cuda)"
+    )

@@ -1,0 +1,92 @@
+"""The leaf rule holds through views: PyTorch 2.13's two view rules for in-place ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import numdiff as nd
+from numdiff._inplace import InPlaceOnViewError
+from numdiff.tensor import InPlaceOnLeafError
+
+
+def _both(make_view, inplace):
+    """Run the same code on numdiff and torch; return (numdiff error, torch error, w values)."""
+    results = []
+    for lib in (nd, torch):
+        w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        view = make_view(lib, w)
+        try:
+            inplace(view)
+            error = None
+        except RuntimeError as caught:
+            error = caught
+        results.append((error, w.detach().numpy().copy()))
+    return results
+
+
+@pytest.mark.parametrize(
+    "make_view",
+    [
+        lambda lib, w: w[0:2],
+        lambda lib, w: w[0:2][0:1],
+        lambda lib, w: w.reshape(3, 1),
+    ],
+    ids=["slice", "slice-of-slice", "reshape"],
+)
+def test_view_made_under_no_grad_refuses_inplace_with_grad_mode_on(make_view):
+    def under_no_grad(lib, w):
+        with lib.no_grad():
+            return make_view(lib, w)
+
+    (nd_error, nd_w), (torch_error, torch_w) = _both(under_no_grad, lambda v: v.add_(1))
+    assert isinstance(torch_error, RuntimeError)
+    assert isinstance(nd_error, InPlaceOnViewError)
+    assert "no_grad" in str(nd_error) and "add_" in str(nd_error)
+    np.testing.assert_array_equal(nd_w, [1.0, 2.0, 3.0])  # nothing the user holds changed
+    np.testing.assert_array_equal(nd_w, torch_w)
+
+
+def test_no_grad_view_of_a_non_leaf_that_requires_grad_is_refused_naming_its_op():
+    h = nd.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2
+    with nd.no_grad():
+        view = h[0:2]
+    with pytest.raises(InPlaceOnViewError, match="MulBackward"):
+        view.add_(1)
+    np.testing.assert_array_equal(h.detach().numpy(), [2.0, 4.0, 6.0])
+
+
+def test_view_of_a_leaf_made_with_grad_mode_on_refuses_inplace_naming_the_leaf():
+    (nd_error, nd_w), (torch_error, _) = _both(lambda lib, w: w[0:2], lambda v: v.mul_(2))
+    assert "view of a leaf" in str(torch_error)
+    assert isinstance(nd_error, InPlaceOnLeafError)
+    assert "leaf of shape (3,)" in str(nd_error) and "mul_" in str(nd_error)
+    np.testing.assert_array_equal(nd_w, [1.0, 2.0, 3.0])
+
+
+def test_setitem_on_a_no_grad_view_is_refused_too():
+    w = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with nd.no_grad():
+        v = w[1:]
+    with pytest.raises(InPlaceOnViewError):
+        v[0] = 10.0
+    np.testing.assert_array_equal(w.detach().numpy(), [1.0, 2.0, 3.0])
+
+
+def test_views_and_inplace_both_under_no_grad_still_update_the_leaf():
+    w = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with nd.no_grad():
+        w[0:2].add_(1)
+    np.testing.assert_array_equal(w.detach().numpy(), [2.0, 3.0, 3.0])
+
+
+def test_views_of_tensors_that_need_no_grad_and_of_detached_leaves_stay_writable():
+    x = nd.tensor([1.0, 2.0])
+    with nd.no_grad():
+        xv = x[0:1]
+    xv.add_(1)
+    w = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w.detach()[0:2].add_(1)  # detach() leaves autograd: PyTorch allows this as well
+    np.testing.assert_array_equal(x.numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(w.detach().numpy(), [2.0, 3.0, 3.0])
