@@ -35,6 +35,7 @@ from numdiff.nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from numdiff.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from numdiff.nn.modules.sparse import Embedding
 
 __all__ = [
@@ -44,3 +45,4 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten",
 ]
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]

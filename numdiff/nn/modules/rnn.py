@@ -1,0 +1,422 @@
+"""Recurrent layers: RNN (tanh/relu), LSTM and GRU over whole sequences, and their one-step Cells.
+
+Parameter names, shapes, gate order and initialisation are PyTorch's, so a torch state_dict loads:
+``weight_ih_l{k}`` (gates * hidden, input), ``weight_hh_l{k}`` (gates * hidden, hidden),
+``bias_ih_l{k}``, ``bias_hh_l{k}``, with ``_reverse`` for the backward direction (and LSTM's
+``weight_hr_l{k}`` when proj_size > 0). Gates stack as LSTM (i, f, g, o) and GRU (r, z, n).
+
+Every step is composed from differentiable ops (linear, sigmoid, tanh, mul, add), so gradients
+and second derivatives come from the ops themselves. The input projection of a whole sequence
+is one matmul per layer and direction; only the hidden-to-hidden product runs per time step.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from numdiff.creation import empty, zeros
+from numdiff.nn import functional, init
+from numdiff.nn.modules._checks import layer_name
+from numdiff.nn.modules.module import Module
+from numdiff.nn.parameter import Parameter
+from numdiff.ops.shape import cat, stack
+from numdiff.tensor import Tensor
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# ----------------------------------------------------------------------------- one time step
+def _rnn_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
+    """h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh); `x_proj` already holds the input half."""
+    pre = x_proj + functional.linear(h, w_hh, b_hh)
+    return functional.relu(pre) if relu else pre.tanh()
+
+
+def _lstm_step(
+    x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """c' = f*c + i*g and h' = o*tanh(c') (projected by W_hr when given), gates in order i, f, g, o."""
+    gates = x_proj + functional.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h_next = o.sigmoid() * c_next.tanh()
+    if w_hr is not None:
+        h_next = functional.linear(h_next, w_hr)
+    return h_next, c_next
+
+
+def _gru_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """h' = (1 - z) * n + z * h with n = tanh(x_n + r * (h W_hn^T + b_hn)), gates in order r, z, n."""
+    x_r, x_z, x_n = x_proj.chunk(3, -1)
+    h_r, h_z, h_n = functional.linear(h, w_hh, b_hh).chunk(3, -1)
+    r = (x_r + h_r).sigmoid()
+    z = (x_z + h_z).sigmoid()
+    n = (x_n + r * h_n).tanh()
+    return n + z * (h - n)
+
+
+# ----------------------------------------------------------------------------- whole sequences
+class RNNBase(Module):
+    """Shared parameters, checks and the layer/direction loop of RNN, LSTM and GRU."""
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        for arg, value, low in (("input_size", input_size, 0), ("hidden_size", hidden_size, 1), ("num_layers", num_layers, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name}: {arg} must be an integer >= {low}, got {value!r}")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the probability of an element being zeroed, got {dropout!r}")
+        if proj_size < 0 or proj_size >= hidden_size or (proj_size and mode != "LSTM"):
+            raise ValueError(f"{name}: proj_size must be 0, or (LSTM only) positive and smaller than hidden_size={hidden_size}, got {proj_size}")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                f"{name}: dropout={dropout} acts between layers, so it does nothing with num_layers=1", UserWarning, stacklevel=3
+            )
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        gate_size = _GATES[mode] * hidden_size
+        out_size = proj_size or hidden_size
+        self._flat_weights_names: list[str] = []
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else out_size * self.num_directions
+            for suffix in self._suffixes(layer):
+                shapes = {"weight_ih": (gate_size, layer_input), "weight_hh": (gate_size, out_size)}
+                if bias:
+                    shapes.update(bias_ih=(gate_size,), bias_hh=(gate_size,))
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                for kind, shape in shapes.items():
+                    setattr(self, kind + suffix, Parameter(empty(*shape, dtype=dtype, device=device)))
+                    self._flat_weights_names.append(kind + suffix)
+        self.reset_parameters()
+
+    @property
+    def num_directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _suffixes(self, layer: int) -> list[str]:
+        return [f"_l{layer}", f"_l{layer}_reverse"][: self.num_directions]
+
+    def reset_parameters(self) -> None:
+        """Every weight and bias ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def flatten_parameters(self) -> None:
+        """Accepted for PyTorch code that calls it: numdiff keeps no packed cuDNN weight buffer to rebuild."""
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """The parameters grouped per layer and direction, as PyTorch's ``all_weights``."""
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+        return [
+            [self._parameters[kind + suffix] for kind in kinds if kind + suffix in self._parameters]
+            for layer in range(self.num_layers)
+            for suffix in self._suffixes(layer)
+        ]
+
+    def _weights(self, suffix: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
+        get = self._parameters.get
+        return get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix), get("bias_hh" + suffix), get("weight_hr" + suffix)
+
+    # -------------------------------------------------------------- argument checks
+    def _check_input(self, input: Any) -> bool:
+        """Validate the input; True when it has a batch dimension."""
+        name = layer_name(self)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__} (PackedSequence is not supported)")
+        if input.ndim not in (2, 3):
+            layout = "(N, L, H_in)" if self.batch_first else "(L, N, H_in)"
+            raise ValueError(f"{name}: expected input of shape {layout} or (L, H_in) for unbatched, got {tuple(input.shape)} ({input.ndim}-D)")
+        if input.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]} (input shape {tuple(input.shape)})")
+        if not input.is_floating_point():
+            raise TypeError(f"{name}: expected a floating point input, got dtype {input.dtype!r}")
+        return input.ndim == 3
+
+    def _check_state(self, state: Any, what: str, expected: tuple[int, ...], batched: bool, like: Tensor) -> None:
+        name = layer_name(self)
+        if not isinstance(state, Tensor):
+            raise TypeError(f"{name}: {what} must be a Tensor, got {type(state).__name__}")
+        if state.ndim != len(expected):
+            kind = "batched 3-D" if batched else "unbatched 2-D"
+            raise ValueError(f"{name}: for {kind} input, {what} should be {len(expected)}-D with shape {expected}, got shape {tuple(state.shape)}")
+        if tuple(state.shape) != expected:
+            raise ValueError(f"{name}: expected {what} of shape {expected}, got {tuple(state.shape)}")
+        if state.dtype != like.dtype:
+            raise TypeError(f"{name}: input and {what} must have the same dtype, got {like.dtype!r} and {state.dtype!r}")
+
+    # -------------------------------------------------------------- the loop
+    def _run(self, input: Tensor, states: list[Tensor | None]) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """input (L, N, H_in); states[k] the (h, c) or h of layer-direction k. Returns output, h_n, c_n lists."""
+        h_final: list[Tensor] = []
+        c_final: list[Tensor] = []
+        layer_input = input
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(self._suffixes(layer)):
+                index = layer * self.num_directions + direction
+                out, h_n, c_n = self._run_direction(layer_input, states[index], suffix, reverse=direction == 1)
+                outputs.append(out)
+                h_final.append(h_n)
+                if c_n is not None:
+                    c_final.append(c_n)
+            layer_input = outputs[0] if len(outputs) == 1 else cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = functional.dropout(layer_input, self.dropout, True)
+        return layer_input, h_final, c_final
+
+    def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
+        projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
+        steps = range(input.shape[0] - 1, -1, -1) if reverse else range(input.shape[0])
+        h, c = state if self.mode == "LSTM" else (state, None)
+        outputs: list[Tensor] = [None] * input.shape[0]  # type: ignore[list-item]
+        for t in steps:
+            if self.mode == "LSTM":
+                h, c = _lstm_step(projected[t], h, c, w_hh, b_hh, w_hr)
+            elif self.mode == "GRU":
+                h = _gru_step(projected[t], h, w_hh, b_hh)
+            else:
+                h = _rnn_step(projected[t], h, w_hh, b_hh, relu=self.mode == "RNN_RELU")
+            outputs[t] = h
+        if not outputs:
+            raise ValueError(f"{layer_name(self)}: expected a sequence of length >= 1, got input of shape {tuple(input.shape)}")
+        return stack(outputs, 0), h, c
+
+    def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor) -> list[Any]:
+        """The per-layer-direction initial states (zeros when hx is None), each (N, H)."""
+        count = self.num_layers * self.num_directions
+        out_size = self.proj_size or self.hidden_size
+        h_shape = (count, batch, out_size) if batched else (count, out_size)
+        c_shape = (count, batch, self.hidden_size) if batched else (count, self.hidden_size)
+        if self.mode == "LSTM":
+            if hx is None:
+                h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
+                c0 = zeros(*c_shape, dtype=like.dtype, device=like.device)
+            else:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise TypeError(f"{layer_name(self)}: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
+                h0, c0 = hx
+                self._check_state(h0, "h_0", h_shape, batched, like)
+                self._check_state(c0, "c_0", c_shape, batched, like)
+            if not batched:
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            return [(h0[k], c0[k]) for k in range(count)]
+        if hx is None:
+            h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
+        else:
+            self._check_state(hx, "hx", h_shape, batched, like)
+            h0 = hx
+        if not batched:
+            h0 = h0.unsqueeze(1)
+        return [h0[k] for k in range(count)]
+
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+        batched = self._check_input(input)
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        states = self._initial_states(hx, input.shape[1], batched, input)
+        output, h_n, c_n = self._run(input, states)
+        h_n = stack(h_n, 0)
+        c_n = stack(c_n, 0) if c_n else None
+        if not batched:
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act = tanh or relu.
+
+    >>> rnn = RNN(4, 8, num_layers=2, batch_first=True)
+    >>> output, h_n = rnn(numdiff.randn(3, 5, 4))   # output (3, 5, 8), h_n (2, 3, 8)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", *args: Any, **kwargs: Any) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, num_layers, *args, **kwargs)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory over a sequence; forward(input, (h_0, c_0)) -> output, (h_n, c_n).
+
+    >>> lstm = LSTM(4, 8)
+    >>> output, (h_n, c_n) = lstm(numdiff.randn(5, 3, 4))   # output (5, 3, 8)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__("LSTM", input_size, hidden_size, *args, **kwargs)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit over a sequence; forward(input, h_0) -> output, h_n.
+
+    >>> output, h_n = GRU(4, 8, bidirectional=True)(numdiff.randn(5, 3, 4))   # output (5, 3, 16)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__("GRU", input_size, hidden_size, *args, **kwargs)
+
+
+# ----------------------------------------------------------------------------- one step
+class RNNCellBase(Module):
+    """Parameters (weight_ih, weight_hh, bias_ih, bias_hh) and checks shared by the cells."""
+
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if input_size < 0 or hidden_size < 1:
+            raise ValueError(f"{name}: input_size must be >= 0 and hidden_size >= 1, got {input_size} and {hidden_size}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        gate_size = self._gates * hidden_size
+        self.weight_ih = Parameter(empty(gate_size, input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(empty(gate_size, hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(empty(gate_size, dtype=dtype, device=device))
+            self.bias_hh = Parameter(empty(gate_size, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every weight and bias ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def _prepare(self, input: Any, states: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Tensor, list[Tensor], bool]:
+        """Check input (N, H_in) or (H_in,) and the states; give them a batch dim and zeros for None."""
+        name = layer_name(self)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
+        if input.ndim not in (1, 2) or input.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: expected input of shape (N, {self.input_size}) or ({self.input_size},), got {tuple(input.shape)}")
+        batched = input.ndim == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        expected = (input.shape[0], self.hidden_size) if batched else (self.hidden_size,)
+        prepared = []
+        for state, what in zip(states, names):
+            if state is None:
+                state = zeros(input.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
+            else:
+                if not isinstance(state, Tensor):
+                    raise TypeError(f"{name}: {what} must be a Tensor, got {type(state).__name__}")
+                if tuple(state.shape) != expected:
+                    raise ValueError(f"{name}: expected {what} of shape {expected} for input of shape {tuple(input.shape if batched else input.shape[1:])}, got {tuple(state.shape)}")
+                state = state if batched else state.unsqueeze(0)
+            prepared.append(state)
+        return input, prepared, batched
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return s + (f", nonlinearity={nonlinearity}" if nonlinearity != "tanh" else "")
+
+
+class RNNCell(RNNCellBase):
+    """One Elman step: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
+
+    >>> RNNCell(4, 8)(numdiff.randn(3, 4)).shape
+    numdiff.Size([3, 8])
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, (h,), batched = self._prepare(input, (hx,), ("hx",))
+        h = _rnn_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity == "relu")
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step: forward(input, (h, c)) -> (h', c'), gates in order i, f, g, o.
+
+    >>> h, c = LSTMCell(4, 8)(numdiff.randn(3, 4))
+    """
+
+    _gates = 4
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError(f"{layer_name(self)}: hx must be a tuple (h, c), got {type(hx).__name__}")
+        x, (h, c), batched = self._prepare(input, tuple(hx) if hx is not None else (None, None), ("h", "c"))
+        h, c = _lstm_step(functional.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step: h' = (1 - z) * n + z * h, gates in order r, z, n.
+
+    >>> GRUCell(4, 8)(numdiff.randn(3, 4)).shape
+    numdiff.Size([3, 8])
+    """
+
+    _gates = 3
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, (h,), batched = self._prepare(input, (hx,), ("hx",))
+        h = _gru_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h if batched else h.squeeze(0)
+
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
