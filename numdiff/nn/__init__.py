@@ -53,7 +53,9 @@ from numdiff.nn.modules import (
     Tanh,
     Unflatten,
 )
+from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from numdiff.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
 from numdiff.nn.parameter import Parameter
 
 __all__ = [
@@ -64,3 +66,4 @@ __all__ = [
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
+__all__ += ["MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer"]
