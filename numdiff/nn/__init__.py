@@ -55,7 +55,13 @@ from numdiff.nn.modules import (
 )
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from numdiff.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
+from numdiff.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from numdiff.nn.parameter import Parameter
 
 __all__ = [
@@ -66,4 +72,4 @@ __all__ = [
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
 ]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
-__all__ += ["MultiheadAttention", "TransformerEncoder", "TransformerEncoderLayer"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

@@ -14,29 +14,16 @@ import numdiff.nn as nn
 from numdiff.autograd import gradcheck, gradgradcheck
 from numdiff.nn import functional
 from numdiff.nn.modules.transformer import generate_square_subsequent_mask
+from tests.nn.parity64 import backward_both, close, compare_parameter_grads, leaf, load_from_torch
 
 torch = pytest.importorskip("torch")
 
-TOL = {"rtol": 1e-10, "atol": 1e-12}
 
 
-def _leaf(array, requires_grad=True):
-    if array.dtype == bool:
-        return numdiff.tensor(array), torch.tensor(array)
-    return numdiff.tensor(array, requires_grad=requires_grad), torch.tensor(array, requires_grad=requires_grad)
 
 
-def _close(ours, theirs, what):
-    ours = ours.detach().numpy()
-    theirs = theirs.detach().numpy()
-    assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} != torch's {theirs.shape}"
-    np.testing.assert_allclose(ours, theirs, err_msg=what, **TOL)
 
 
-def _backward_both(rng, outs, outs_t):
-    seeds = [rng.standard_normal(tuple(o.shape)) for o in outs]
-    sum((o * numdiff.tensor(s)).sum() for o, s in zip(outs, seeds)).backward()
-    sum((o * torch.tensor(s)).sum() for o, s in zip(outs_t, seeds)).backward()
 
 
 # ----------------------------------------------------------------------------- scaled_dot_product_attention
@@ -53,34 +40,34 @@ SDPA_CASES = [
 
 @pytest.mark.parametrize("case, q_shape, k_shape, v_shape, mask, kwargs", SDPA_CASES, ids=[c[0] for c in SDPA_CASES])
 def test_sdpa_matches_torch_forward_and_gradients(rng, case, q_shape, k_shape, v_shape, mask, kwargs):
-    pairs = [_leaf(rng.standard_normal(s)) for s in (q_shape, k_shape, v_shape)]
+    pairs = [leaf(rng.standard_normal(s)) for s in (q_shape, k_shape, v_shape)]
     if mask == "bool":
-        mask_pair = _leaf(rng.random((q_shape[-2], k_shape[-2])) > 0.4)
+        mask_pair = leaf(rng.random((q_shape[-2], k_shape[-2])) > 0.4)
     elif mask == "float":
-        mask_pair = _leaf(rng.standard_normal((1, q_shape[-2], k_shape[-2])))
+        mask_pair = leaf(rng.standard_normal((1, q_shape[-2], k_shape[-2])))
         pairs.append(mask_pair)
     else:
         mask_pair = (None, None)
     out = functional.scaled_dot_product_attention(*(p[0] for p in pairs[:3]), attn_mask=mask_pair[0], **kwargs)
     out_t = torch.nn.functional.scaled_dot_product_attention(*(p[1] for p in pairs[:3]), attn_mask=mask_pair[1], **kwargs)
-    _close(out, out_t, "output")
-    _backward_both(rng, [out], [out_t])
+    close(out, out_t, "output")
+    backward_both(rng, [out], [out_t])
     for i, (mine, theirs) in enumerate(pairs):
-        _close(mine.grad, theirs.grad, f"grad of input {i}")
+        close(mine.grad, theirs.grad, f"grad of input {i}")
 
 
 def test_sdpa_fully_masked_row_is_zero_with_finite_gradients(rng):
-    q, q_t = _leaf(rng.standard_normal((3, 4)))
-    k, k_t = _leaf(rng.standard_normal((5, 4)))
+    q, q_t = leaf(rng.standard_normal((3, 4)))
+    k, k_t = leaf(rng.standard_normal((5, 4)))
     mask = np.ones((3, 5), bool)
     mask[1] = False
     out = functional.scaled_dot_product_attention(q, k, k, attn_mask=numdiff.tensor(mask))
     out_t = torch.nn.functional.scaled_dot_product_attention(q_t, k_t, k_t, attn_mask=torch.tensor(mask))
     assert np.all(out.detach().numpy()[1] == 0)
-    _close(out, out_t, "output")
-    _backward_both(rng, [out], [out_t])
+    close(out, out_t, "output")
+    backward_both(rng, [out], [out_t])
     assert np.all(np.isfinite(q.grad.numpy())) and np.all(q.grad.numpy()[1] == 0)
-    _close(k.grad, k_t.grad, "grad of key")
+    close(k.grad, k_t.grad, "grad of key")
 
 
 def test_sdpa_dropout_drops_weights_and_rescales(rng):
@@ -121,15 +108,10 @@ def test_sdpa_bad_input_names_the_op_and_shapes(q_shape, k_shape, v_shape, kwarg
 
 
 # ----------------------------------------------------------------------------- MultiheadAttention
-def _load(ours, theirs):
-    ours.load_state_dict({k: numdiff.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
-    theirs.eval()
-    ours.eval()
-    return ours, theirs
 
 
 def _mha_pair(*args, **kwargs):
-    return _load(nn.MultiheadAttention(*args, **kwargs).double(), torch.nn.MultiheadAttention(*args, **kwargs).double())
+    return load_from_torch(nn.MultiheadAttention(*args, **kwargs).double(), torch.nn.MultiheadAttention(*args, **kwargs).double())
 
 
 MHA_CASES = [
@@ -157,7 +139,7 @@ def test_multihead_attention_matches_torch(rng, case, ctor, call):
     shapes = [(rows, batch, 4), (cols, batch, ctor.get("kdim", 4)), (cols, batch, ctor.get("vdim", 4))]
     if ctor.get("batch_first"):
         shapes = [(s[1], s[0], s[2]) for s in shapes]
-    pairs = [_leaf(rng.standard_normal(s)) for s in shapes]
+    pairs = [leaf(rng.standard_normal(s)) for s in shapes]
     extra, extra_t = {}, {}
     if masks in ("bool", "float", "3d"):
         padding = np.zeros((batch, cols), bool)
@@ -167,35 +149,33 @@ def test_multihead_attention_matches_torch(rng, case, ctor, call):
         if masks != "bool":
             padding = np.where(padding, -np.inf, 0.0)
         for name, value in (("key_padding_mask", padding), ("attn_mask", attn)):
-            extra[name], extra_t[name] = _leaf(value, requires_grad=False)
+            extra[name], extra_t[name] = leaf(value, requires_grad=False)
     elif masks == "causal":
         extra["attn_mask"] = generate_square_subsequent_mask(rows, dtype=numdiff.float64)
         extra_t["attn_mask"] = torch.nn.Transformer.generate_square_subsequent_mask(rows, dtype=torch.float64)
     out, weights = ours(*(p[0] for p in pairs), **extra, **call)
     out_t, weights_t = theirs(*(p[1] for p in pairs), **extra_t, **call)
-    _close(out, out_t, "output")
+    close(out, out_t, "output")
     assert (weights is None) == (weights_t is None)
     outs, outs_t = [out], [out_t]
     if weights is not None:
-        _close(weights, weights_t, "attention weights")
+        close(weights, weights_t, "attention weights")
         outs.append(weights)
         outs_t.append(weights_t)
-    _backward_both(rng, outs, outs_t)
+    backward_both(rng, outs, outs_t)
     for i, (mine, expected) in enumerate(pairs):
-        _close(mine.grad, expected.grad, f"grad of input {i}")
-    torch_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        _close(param.grad, torch_params[name].grad, f"grad of {name}")
+        close(mine.grad, expected.grad, f"grad of input {i}")
+    compare_parameter_grads(ours, theirs)
 
 
 def test_multihead_attention_unbatched_matches_torch(rng):
     ours, theirs = _mha_pair(4, 2)
-    x, x_t = _leaf(rng.standard_normal((3, 4)))
+    x, x_t = leaf(rng.standard_normal((3, 4)))
     padding = np.array([False, True, False])
     out, weights = ours(x, x, x, key_padding_mask=numdiff.tensor(padding))
     out_t, weights_t = theirs(x_t, x_t, x_t, key_padding_mask=torch.tensor(padding))
-    _close(out, out_t, "output")
-    _close(weights, weights_t, "weights")
+    close(out, out_t, "output")
+    close(weights, weights_t, "weights")
 
 
 def test_multihead_attention_init_and_dropout_in_training(rng):
@@ -242,88 +222,3 @@ def test_multihead_attention_bad_input_names_the_layer(ctor, shapes, call, error
 def test_multihead_attention_bad_constructor():
     with pytest.raises(ValueError, match="embed_dim must be divisible by num_heads, got embed_dim=5 and num_heads=2"):
         nn.MultiheadAttention(5, 2)
-
-
-# ----------------------------------------------------------------------------- Transformer encoder
-def _encoder_layer_pair(**kwargs):
-    args = {"d_model": 4, "nhead": 2, "dim_feedforward": 6, **kwargs}
-    ours = nn.TransformerEncoderLayer(**{**args, "activation": _ours_activation(args.get("activation"))}) if "activation" in args else nn.TransformerEncoderLayer(**args)
-    theirs = torch.nn.TransformerEncoderLayer(**args)
-    return _load(ours.double(), theirs.double())
-
-
-def _ours_activation(activation):
-    return {"gelu": "gelu", "relu": "relu"}.get(activation, None) or (lambda x: x.tanh())
-
-
-ENCODER_CASES = [
-    ("post-norm relu", {}),
-    ("pre-norm gelu batch_first", {"norm_first": True, "activation": "gelu", "batch_first": True}),
-    ("callable activation no bias", {"activation": torch.tanh, "bias": False, "layer_norm_eps": 1e-3}),
-]
-
-
-@pytest.mark.parametrize("case, kwargs", ENCODER_CASES, ids=[c[0] for c in ENCODER_CASES])
-def test_encoder_layer_matches_torch(rng, case, kwargs):
-    ours, theirs = _encoder_layer_pair(**kwargs)
-    assert list(ours.state_dict()) == list(theirs.state_dict())
-    shape = (2, 5, 4) if kwargs.get("batch_first") else (5, 2, 4)
-    x, x_t = _leaf(rng.standard_normal(shape))
-    padding = np.zeros((2, 5), bool)
-    padding[1, 3:] = True
-    mask = rng.standard_normal((5, 5))
-    out = ours(x, src_mask=numdiff.tensor(mask), src_key_padding_mask=numdiff.tensor(padding))
-    out_t = theirs(x_t, src_mask=torch.tensor(mask), src_key_padding_mask=torch.tensor(np.where(padding, -np.inf, 0.0)))
-    _close(out, out_t, "output")
-    _backward_both(rng, [out], [out_t])
-    _close(x.grad, x_t.grad, "grad of input")
-    torch_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        _close(param.grad, torch_params[name].grad, f"grad of {name}")
-
-
-@pytest.mark.parametrize("causal", [False, True], ids=["padding mask", "causal"])
-def test_encoder_stack_with_final_norm_matches_torch(rng, causal):
-    def build(lib):
-        layer = lib.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.2, batch_first=True)
-        return lib.nn.TransformerEncoder(layer, num_layers=2, norm=lib.nn.LayerNorm(4), enable_nested_tensor=False)
-
-    ours, theirs = _load(build(numdiff).double(), build(torch).double())
-    assert repr(ours) == repr(theirs)
-    assert ours.layers[0].linear1.weight is not ours.layers[1].linear1.weight
-    x, x_t = _leaf(rng.standard_normal((2, 5, 4)))
-    if causal:
-        kwargs = {"mask": generate_square_subsequent_mask(5, dtype=numdiff.float64), "is_causal": True}
-        kwargs_t = {"mask": torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64), "is_causal": True}
-    else:
-        padding = np.array([[False] * 5, [False] * 3 + [True] * 2])
-        kwargs, kwargs_t = {"src_key_padding_mask": numdiff.tensor(padding)}, {"src_key_padding_mask": torch.tensor(padding)}
-    out, out_t = ours(x, **kwargs), theirs(x_t, **kwargs_t)
-    _close(out, out_t, "output")
-    _backward_both(rng, [out], [out_t])
-    _close(x.grad, x_t.grad, "grad of input")
-    torch_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        _close(param.grad, torch_params[name].grad, f"grad of {name}")
-
-
-def test_encoder_layer_gradcheck_and_dropout_in_training(rng):
-    layer = nn.TransformerEncoderLayer(2, 1, 3, dropout=0.0).double()
-    x = numdiff.tensor(rng.standard_normal((2, 1, 2)), requires_grad=True)
-    assert gradcheck(lambda x, w: layer(x), (x, layer.linear1.weight))
-    noisy = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.5).double()
-    y = numdiff.tensor(rng.standard_normal((3, 2, 4)))
-    assert not np.allclose(noisy(y).detach().numpy(), noisy.eval()(y).detach().numpy())
-
-
-def test_encoder_bad_arguments():
-    with pytest.raises(RuntimeError, match="activation should be relu/gelu or a callable, not 'swish'"):
-        nn.TransformerEncoderLayer(4, 2, activation="swish")
-    with pytest.raises(ValueError, match="num_layers must be a positive integer, got 0"):
-        nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), 0)
-    with pytest.raises(ValueError, match=r"expected query of shape \(L, N, E\) or \(L, E\) unbatched with E=4, got \(5, 2, 3\)"):
-        nn.TransformerEncoderLayer(4, 2, 8)(numdiff.zeros(5, 2, 3))
-
-
-def test_generate_square_subsequent_mask_matches_torch():
-    np.testing.assert_array_equal(generate_square_subsequent_mask(4).numpy(), torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())

@@ -9,10 +9,10 @@ import pytest
 import numdiff
 import numdiff.nn as nn
 from numdiff.autograd import gradcheck, gradgradcheck
+from tests.nn.parity64 import close, compare_parameter_grads, leaf, load_from_torch
 
 torch = pytest.importorskip("torch")
 
-TOL = {"rtol": 1e-10, "atol": 1e-12}
 
 SEQUENCE_LAYERS = [
     ("RNN", {}),
@@ -27,54 +27,39 @@ SEQUENCE_LAYERS = [
 def _pair(cls_name, *args, **kwargs):
     """A torch layer and a numdiff layer loaded from torch's state_dict (float64)."""
     theirs = getattr(torch.nn, cls_name)(*args, **kwargs).double()
-    ours = getattr(nn, cls_name)(*args, **kwargs).double()
-    ours.load_state_dict({k: numdiff.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
-    return ours, theirs
-
-
-def _leaf(array):
-    return numdiff.tensor(array, requires_grad=True), torch.tensor(array, requires_grad=True)
-
-
-def _close(ours, theirs, what):
-    ours = ours.detach().numpy() if isinstance(ours, numdiff.Tensor) else ours
-    theirs = theirs.detach().numpy()
-    assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} != torch's {theirs.shape}"
-    np.testing.assert_allclose(ours, theirs, err_msg=what, **TOL)
+    return load_from_torch(getattr(nn, cls_name)(*args, **kwargs).double(), theirs, eval_mode=False)
 
 
 def _initial_state(rng, cls_name, layer, batch_shape):
     count = layer.num_layers * (2 if layer.bidirectional else 1)
     out_size = layer.proj_size or layer.hidden_size
-    h0 = _leaf(rng.standard_normal((count, *batch_shape, out_size)))
+    h0 = leaf(rng.standard_normal((count, *batch_shape, out_size)))
     if cls_name != "LSTM":
         return [h0], h0[0], h0[1]
-    c0 = _leaf(rng.standard_normal((count, *batch_shape, layer.hidden_size)))
+    c0 = leaf(rng.standard_normal((count, *batch_shape, layer.hidden_size)))
     return [h0, c0], (h0[0], c0[0]), (h0[1], c0[1])
 
 
 def _compare_run(rng, cls_name, ours, theirs, input_shape, batch_shape):
-    x, x_t = _leaf(rng.standard_normal(input_shape))
+    x, x_t = leaf(rng.standard_normal(input_shape))
     leaves, hx, hx_t = _initial_state(rng, cls_name, ours, batch_shape)
     out, state = ours(x, hx)
     out_t, state_t = theirs(x_t, hx_t)
-    _close(out, out_t, "output")
+    close(out, out_t, "output")
     finals = state if isinstance(state, tuple) else (state,)
     finals_t = state_t if isinstance(state_t, tuple) else (state_t,)
     for i, (mine, expected) in enumerate(zip(finals, finals_t)):
-        _close(mine, expected, f"final state {i}")
+        close(mine, expected, f"final state {i}")
     # A loss touching the output and every final state, with distinct weights per element.
     weights = [rng.standard_normal(tuple(t.shape)) for t in (out, *finals)]
     loss = sum((t * numdiff.tensor(w)).sum() for t, w in zip((out, *finals), weights))
     loss_t = sum((t * torch.tensor(w)).sum() for t, w in zip((out_t, *finals_t), weights))
     loss.backward()
     loss_t.backward()
-    _close(x.grad, x_t.grad, "grad of input")
+    close(x.grad, x_t.grad, "grad of input")
     for i, (mine, expected) in enumerate(leaves):
-        _close(mine.grad, expected.grad, f"grad of initial state {i}")
-    torch_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        _close(param.grad, torch_params[name].grad, f"grad of {name}")
+        close(mine.grad, expected.grad, f"grad of initial state {i}")
+    compare_parameter_grads(ours, theirs)
 
 
 @pytest.mark.parametrize("cls_name, kwargs", SEQUENCE_LAYERS, ids=[f"{c}{k}" for c, k in SEQUENCE_LAYERS])
@@ -98,7 +83,7 @@ def test_zero_initial_state_is_the_default(rng, cls_name):
     ours, theirs = _pair(cls_name, 3, 4, batch_first=True)
     x = rng.standard_normal((2, 4, 3))
     out, _ = ours(numdiff.tensor(x))
-    _close(out, theirs(torch.tensor(x))[0], "output without hx")
+    close(out, theirs(torch.tensor(x))[0], "output without hx")
 
 
 CELLS = [
@@ -115,11 +100,11 @@ CELLS = [
 def test_cell_matches_torch(rng, cls_name, kwargs, batch_shape):
     ours, theirs = _pair(cls_name, 3, 4, **kwargs)
     assert repr(ours) == repr(theirs)
-    x, x_t = _leaf(rng.standard_normal((*batch_shape, 3)))
-    h, h_t = _leaf(rng.standard_normal((*batch_shape, 4)))
+    x, x_t = leaf(rng.standard_normal((*batch_shape, 3)))
+    h, h_t = leaf(rng.standard_normal((*batch_shape, 4)))
     leaves = [(h, h_t)]
     if cls_name == "LSTMCell":
-        c, c_t = _leaf(rng.standard_normal((*batch_shape, 4)))
+        c, c_t = leaf(rng.standard_normal((*batch_shape, 4)))
         leaves.append((c, c_t))
         out, out_t = ours(x, (h, c)), theirs(x_t, (h_t, c_t))
     else:
@@ -128,14 +113,12 @@ def test_cell_matches_torch(rng, cls_name, kwargs, batch_shape):
     sum((o * numdiff.tensor(s)).sum() for o, s in zip(out, seeds)).backward()
     sum((o * torch.tensor(s)).sum() for o, s in zip(out_t, seeds)).backward()
     for i, (mine, expected) in enumerate(zip(out, out_t)):
-        _close(mine, expected, f"output {i}")
+        close(mine, expected, f"output {i}")
     for i, (mine, expected) in enumerate([(x, x_t), *leaves]):
-        _close(mine.grad, expected.grad, f"grad of input {i}")
-    torch_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        _close(param.grad, torch_params[name].grad, f"grad of {name}")
+        close(mine.grad, expected.grad, f"grad of input {i}")
+    compare_parameter_grads(ours, theirs)
     no_state = ours(x)
-    _close(no_state[0] if cls_name == "LSTMCell" else no_state, (theirs(x_t)[0] if cls_name == "LSTMCell" else theirs(x_t)), "no hx")
+    close(no_state[0] if cls_name == "LSTMCell" else no_state, (theirs(x_t)[0] if cls_name == "LSTMCell" else theirs(x_t)), "no hx")
 
 
 @pytest.mark.parametrize("cls_name", ["RNN", "LSTM", "GRU"])
@@ -154,7 +137,7 @@ def test_dropout_acts_between_layers_only_in_training(rng):
     assert not np.allclose(trained, ours(numdiff.tensor(x))[0].detach().numpy())
     ours.eval()
     theirs.eval()
-    _close(ours(numdiff.tensor(x))[0], theirs(torch.tensor(x))[0], "eval output")
+    close(ours(numdiff.tensor(x))[0], theirs(torch.tensor(x))[0], "eval output")
     # dropout=1 zeroes the whole second-layer input: the output is the second layer run on zeros.
     full = nn.GRU(3, 4, num_layers=2, dropout=1.0).double()
     second = nn.GRU(4, 4).double()

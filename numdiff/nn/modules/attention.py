@@ -7,14 +7,10 @@ from typing import Any
 from numdiff.creation import empty
 from numdiff.nn import _attention, init
 from numdiff.nn.modules._checks import layer_name
-from numdiff.nn.modules.linear import Linear
+from numdiff.nn.modules.linear import NonDynamicallyQuantizableLinear
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A Linear under PyTorch's name for MultiheadAttention.out_proj, so reprs and checkpoints match."""
 
 
 class MultiheadAttention(Module):
@@ -165,4 +161,4 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
+__all__ = ["MultiheadAttention"]
