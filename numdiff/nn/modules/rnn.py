@@ -21,6 +21,7 @@ from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import layer_name
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
+from numdiff.ops.linalg import matmul
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
@@ -28,17 +29,24 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 # ----------------------------------------------------------------------------- one time step
-def _rnn_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
+# Each step takes W_hh already transposed (transposed once per sequence, not once per step) and
+# b_hh as None when the caller has folded it into x_proj: both save a recorded op per time step.
+def _hidden(h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
+    out = matmul(h, w_hh_t)
+    return out if b_hh is None else out + b_hh
+
+
+def _rnn_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
     """h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh); `x_proj` already holds the input half."""
-    pre = x_proj + functional.linear(h, w_hh, b_hh)
+    pre = x_proj + _hidden(h, w_hh_t, b_hh)
     return functional.relu(pre) if relu else pre.tanh()
 
 
 def _lstm_step(
-    x_proj: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None
+    x_proj: Tensor, h: Tensor, c: Tensor, w_hh_t: Tensor, b_hh: Tensor | None, w_hr: Tensor | None
 ) -> tuple[Tensor, Tensor]:
     """c' = f*c + i*g and h' = o*tanh(c') (projected by W_hr when given), gates in order i, f, g, o."""
-    gates = x_proj + functional.linear(h, w_hh, b_hh)
+    gates = x_proj + _hidden(h, w_hh_t, b_hh)
     i, f, g, o = gates.chunk(4, -1)
     c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h_next = o.sigmoid() * c_next.tanh()
@@ -47,10 +55,11 @@ def _lstm_step(
     return h_next, c_next
 
 
-def _gru_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    """h' = (1 - z) * n + z * h with n = tanh(x_n + r * (h W_hn^T + b_hn)), gates in order r, z, n."""
+def _gru_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
+    """h' = (1 - z) * n + z * h with n = tanh(x_n + r * (h W_hn^T + b_hn)), gates in order r, z, n.
+    b_hh stays per step: b_hn sits inside r * (...), so it cannot be folded into x_proj."""
     x_r, x_z, x_n = x_proj.chunk(3, -1)
-    h_r, h_z, h_n = functional.linear(h, w_hh, b_hh).chunk(3, -1)
+    h_r, h_z, h_n = _hidden(h, w_hh_t, b_hh).chunk(3, -1)
     r = (x_r + h_r).sigmoid()
     z = (x_z + h_z).sigmoid()
     n = (x_n + r * h_n).tanh()
@@ -193,16 +202,19 @@ class RNNBase(Module):
     def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool) -> tuple[Tensor, Tensor, Tensor | None]:
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
         projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
+        if b_hh is not None and self.mode != "GRU":
+            projected, b_hh = projected + b_hh, None
+        w_hh_t = w_hh.t()
         steps = range(input.shape[0] - 1, -1, -1) if reverse else range(input.shape[0])
         h, c = state if self.mode == "LSTM" else (state, None)
         outputs: list[Tensor] = [None] * input.shape[0]  # type: ignore[list-item]
         for t in steps:
             if self.mode == "LSTM":
-                h, c = _lstm_step(projected[t], h, c, w_hh, b_hh, w_hr)
+                h, c = _lstm_step(projected[t], h, c, w_hh_t, b_hh, w_hr)
             elif self.mode == "GRU":
-                h = _gru_step(projected[t], h, w_hh, b_hh)
+                h = _gru_step(projected[t], h, w_hh_t, b_hh)
             else:
-                h = _rnn_step(projected[t], h, w_hh, b_hh, relu=self.mode == "RNN_RELU")
+                h = _rnn_step(projected[t], h, w_hh_t, b_hh, relu=self.mode == "RNN_RELU")
             outputs[t] = h
         if not outputs:
             raise ValueError(f"{layer_name(self)}: expected a sequence of length >= 1, got input of shape {tuple(input.shape)}")
@@ -384,7 +396,7 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, (h,), batched = self._prepare(input, (hx,), ("hx",))
-        h = _rnn_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity == "relu")
+        h = _rnn_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(), self.bias_hh, self.nonlinearity == "relu")
         return h if batched else h.squeeze(0)
 
 
@@ -400,7 +412,7 @@ class LSTMCell(RNNCellBase):
         if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise TypeError(f"{layer_name(self)}: hx must be a tuple (h, c), got {type(hx).__name__}")
         x, (h, c), batched = self._prepare(input, tuple(hx) if hx is not None else (None, None), ("h", "c"))
-        h, c = _lstm_step(functional.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None)
+        h, c = _lstm_step(functional.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh.t(), self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -415,7 +427,7 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, (h,), batched = self._prepare(input, (hx,), ("hx",))
-        h = _gru_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        h = _gru_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(), self.bias_hh)
         return h if batched else h.squeeze(0)
 
 
