@@ -190,6 +190,8 @@ def test_bad_state_shapes_and_dtypes_are_refused():
         lstm(x, (numdiff.zeros(2, 2, 4), numdiff.zeros(1, 2, 4)))
     with pytest.raises(TypeError, match="input and h_0 must have the same dtype"):
         lstm(x, (numdiff.zeros(2, 2, 4, dtype=numdiff.float64), numdiff.zeros(2, 2, 4)))
+    with pytest.raises(TypeError, match=r"GRU\(3, 4\): input is numdiff.float64 but the layer's weights are numdiff.float32"):
+        nn.GRU(3, 4)(numdiff.zeros(5, 2, 3, dtype=numdiff.float64))
     with pytest.raises(TypeError, match="floating point input"):
         nn.GRU(3, 4)(numdiff.zeros(5, 2, 3, dtype=numdiff.int64))
     with pytest.raises(ValueError, match=r"GRUCell\(3, 4\): expected hx of shape \(2, 4\) for input of shape \(2, 3\), got \(3, 4\)"):

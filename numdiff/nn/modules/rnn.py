@@ -79,7 +79,6 @@ class RNNBase(Module):
         self.proj_size = proj_size
         gate_size = _GATES[mode] * hidden_size
         out_size = proj_size or hidden_size
-        self._flat_weights_names: list[str] = []
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else out_size * self.num_directions
             for suffix in self._suffixes(layer):
@@ -90,7 +89,6 @@ class RNNBase(Module):
                     shapes["weight_hr"] = (proj_size, hidden_size)
                 for kind, shape in shapes.items():
                     setattr(self, kind + suffix, Parameter(empty(*shape, dtype=dtype, device=device)))
-                    self._flat_weights_names.append(kind + suffix)
         self.reset_parameters()
 
     @property
@@ -136,6 +134,8 @@ class RNNBase(Module):
             raise ValueError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]} (input shape {tuple(input.shape)})")
         if not input.is_floating_point():
             raise TypeError(f"{name}: expected a floating point input, got dtype {input.dtype!r}")
+        if input.dtype is not self.weight_ih_l0.dtype:
+            raise TypeError(f"{name}: input is {input.dtype!r} but the layer's weights are {self.weight_ih_l0.dtype!r}; convert one with .to(dtype)")
         return input.ndim == 3
 
     def _check_state(self, state: Any, what: str, expected: tuple[int, ...], batched: bool, like: Tensor) -> None:
