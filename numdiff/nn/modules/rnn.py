@@ -17,7 +17,9 @@ import math
 import warnings
 from typing import Any
 
-from numdiff.creation import empty, zeros
+import numpy as np
+
+from numdiff.creation import empty, tensor, zeros
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import layer_name
 from numdiff.nn.modules.module import Module
@@ -31,6 +33,8 @@ from numdiff.nn.modules.rnn_cell import (
     rnn_step,
 )
 from numdiff.nn.parameter import Parameter
+from numdiff.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from numdiff.ops.selection import where
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
@@ -126,7 +130,7 @@ class RNNBase(Module):
         """Validate the input; True when it has a batch dimension."""
         name = layer_name(self)
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__} (PackedSequence is not supported)")
+            raise TypeError(f"{name}: expected a Tensor or PackedSequence input, got {type(input).__name__}")
         if input.ndim not in (2, 3):
             layout = "(N, L, H_in)" if self.batch_first else "(L, N, H_in)"
             raise ValueError(f"{name}: expected input of shape {layout} or (L, H_in) for unbatched, got {tuple(input.shape)} ({input.ndim}-D)")
@@ -151,8 +155,9 @@ class RNNBase(Module):
             raise TypeError(f"{name}: input and {what} must have the same dtype, got {like.dtype!r} and {state.dtype!r}")
 
     # -------------------------------------------------------------- the loop
-    def _run(self, input: Tensor, states: list[Tensor | None]) -> tuple[Tensor, list[Tensor], list[Tensor]]:
-        """input (L, N, H_in); states[k] the (h, c) or h of layer-direction k. Returns output, h_n, c_n lists."""
+    def _run(self, input: Tensor, states: list[Any], running: Tensor | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """input (L, N, H_in); states[k] the (h, c) or h of layer-direction k; running (L, N, 1) bool,
+        False past each sequence's end (packed input). Returns output, h_n, c_n lists."""
         h_final: list[Tensor] = []
         c_final: list[Tensor] = []
         layer_input = input
@@ -160,7 +165,7 @@ class RNNBase(Module):
             outputs = []
             for direction, suffix in enumerate(self._suffixes(layer)):
                 index = layer * self.num_directions + direction
-                out, h_n, c_n = self._run_direction(layer_input, states[index], suffix, reverse=direction == 1)
+                out, h_n, c_n = self._run_direction(layer_input, states[index], suffix, direction == 1, running)
                 outputs.append(out)
                 h_final.append(h_n)
                 if c_n is not None:
@@ -170,7 +175,7 @@ class RNNBase(Module):
                 layer_input = functional.dropout(layer_input, self.dropout, True)
         return layer_input, h_final, c_final
 
-    def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+    def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool, running: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
         projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
         if b_hh is not None and self.mode != "GRU":
@@ -181,18 +186,25 @@ class RNNBase(Module):
         outputs: list[Tensor] = [None] * input.shape[0]  # type: ignore[list-item]
         for t in steps:
             if self.mode == "LSTM":
-                h, c = lstm_step(projected[t], h, c, w_hh_t, b_hh, w_hr)
+                h_next, c_next = lstm_step(projected[t], h, c, w_hh_t, b_hh, w_hr)
             elif self.mode == "GRU":
-                h = gru_step(projected[t], h, w_hh_t, b_hh)
+                h_next, c_next = gru_step(projected[t], h, w_hh_t, b_hh), None
             else:
-                h = rnn_step(projected[t], h, w_hh_t, b_hh, relu=self.mode == "RNN_RELU")
+                h_next, c_next = rnn_step(projected[t], h, w_hh_t, b_hh, relu=self.mode == "RNN_RELU"), None
+            if running is not None:
+                # A finished sequence keeps its state, so h_n is its last valid step's, and the
+                # reverse direction starts each sequence at its own last step.
+                h_next = where(running[t], h_next, h)
+                c_next = where(running[t], c_next, c) if c is not None else None
+            h, c = h_next, c_next
             outputs[t] = h
         if not outputs:
             raise ValueError(f"{layer_name(self)}: expected a sequence of length >= 1, got input of shape {tuple(input.shape)}")
         return stack(outputs, 0), h, c
 
-    def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor) -> list[Any]:
-        """The per-layer-direction initial states (zeros when hx is None), each (N, H)."""
+    def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor, order: Tensor | None = None) -> list[Any]:
+        """The per-layer-direction initial states (zeros when hx is None), each (N, H); `order`
+        reorders the batch (packed sequences run sorted by length)."""
         count = self.num_layers * self.num_directions
         out_size = self.proj_size or self.hidden_size
         h_shape = (count, batch, out_size) if batched else (count, out_size)
@@ -209,6 +221,8 @@ class RNNBase(Module):
                 self._check_state(c0, "c_0", c_shape, batched, like)
             if not batched:
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            if order is not None:
+                h0, c0 = h0.index_select(1, order), c0.index_select(1, order)
             return [(h0[k], c0[k]) for k in range(count)]
         if hx is None:
             h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
@@ -217,9 +231,13 @@ class RNNBase(Module):
             h0 = hx
         if not batched:
             h0 = h0.unsqueeze(1)
+        if order is not None:
+            h0 = h0.index_select(1, order)
         return [h0[k] for k in range(count)]
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+    def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = self._check_input(input)
         if not batched:
             input = input.unsqueeze(1)
@@ -236,6 +254,24 @@ class RNNBase(Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
+        """Run a PackedSequence padded in its sorted order, each sequence masked past its end."""
+        data = packed.data
+        if not isinstance(data, Tensor) or data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise ValueError(f"{layer_name(self)}: expected PackedSequence data of shape (sum of lengths, {self.input_size}), got {tuple(getattr(data, 'shape', ()))}")
+        self._check_input(data.unsqueeze(1))
+        sizes = packed.batch_sizes.detach().cpu().numpy()
+        padded, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes))
+        lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
+        running = tensor((np.arange(len(sizes))[:, None] < lengths[None, :])[..., None], device=data.device)
+        states = self._initial_states(hx, padded.shape[1], True, padded, packed.sorted_indices)
+        output, h_n, c_n = self._run(padded, states, running)
+        output = PackedSequence(cat([output[t, : int(size)] for t, size in enumerate(sizes)], 0), *packed[1:])
+        finals = [stack(h_n, 0)] + ([stack(c_n, 0)] if c_n else [])
+        if packed.unsorted_indices is not None:
+            finals = [f.index_select(1, packed.unsorted_indices) for f in finals]
+        return output, (tuple(finals) if self.mode == "LSTM" else finals[0])
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
