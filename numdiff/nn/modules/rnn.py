@@ -9,6 +9,8 @@ The one-step cells and step functions live in rnn_cell.py (the cells importable 
 in PyTorch). Every step is composed from differentiable ops (matmul, sigmoid, tanh, mul, add), so
 gradients and second derivatives come from the ops themselves. The input projection of a whole sequence
 is one matmul per layer and direction; only the hidden-to-hidden product runs per time step.
+A PackedSequence input runs padded, in its length-sorted order, each sequence's state held once
+the sequence has ended (so h_n is its last valid step's, as in PyTorch).
 """
 
 from __future__ import annotations
