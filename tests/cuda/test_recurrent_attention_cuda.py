@@ -1,5 +1,6 @@
-"""LSTM, GRU, MultiheadAttention and TransformerEncoderLayer on device="cuda": the same weights on
-the CPU and on CUDA give the same output, input gradient and parameter gradients (float64, 1e-10).
+"""LSTM, GRU (also on a PackedSequence), MultiheadAttention and TransformerEncoderLayer on
+device="cuda": the same weights on the CPU and on CUDA give the same output, input gradient and
+parameter gradients (float64, 1e-10).
 They are composed from ops whose CUDA kernels are pinned elsewhere; this checks the composition
 (chunk, stack, masks, the per-step loop) stays on the device. Tiny shapes for the simulator."""
 
@@ -46,3 +47,26 @@ def test_layer_on_cuda_matches_the_cpu(name, build, shape):
     for (param_name, p_gpu), p_cpu in zip(gpu.named_parameters(), cpu.parameters()):
         assert p_gpu.grad.device.type == "cuda", param_name
         np.testing.assert_allclose(p_gpu.grad.cpu().numpy(), p_cpu.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=param_name)
+
+
+def test_packed_sequence_on_cuda_matches_the_cpu():
+    from numdiff.nn.utils import rnn as packing
+
+    rng = np.random.default_rng(1)
+    cpu = nn.GRU(3, 4, bidirectional=True).double()
+    gpu = nn.GRU(3, 4, bidirectional=True).double()
+    gpu.load_state_dict(cpu.state_dict())
+    gpu.cuda()
+    x = rng.standard_normal((3, 2, 3))
+    x_cpu = numdiff.tensor(x, requires_grad=True)
+    x_gpu = numdiff.tensor(x, device="cuda", requires_grad=True)
+    out_cpu, h_cpu = cpu(packing.pack_padded_sequence(x_cpu, [1, 3], enforce_sorted=False))
+    out_gpu, h_gpu = gpu(packing.pack_padded_sequence(x_gpu, [1, 3], enforce_sorted=False))
+    padded_cpu, _ = packing.pad_packed_sequence(out_cpu)
+    padded_gpu, _ = packing.pad_packed_sequence(out_gpu)
+    assert padded_gpu.device.type == "cuda" and h_gpu.device.type == "cuda"
+    (padded_cpu.sum() + h_cpu.sum()).backward()
+    (padded_gpu.sum() + h_gpu.sum()).backward()
+    np.testing.assert_allclose(padded_gpu.detach().cpu().numpy(), padded_cpu.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(h_gpu.detach().cpu().numpy(), h_cpu.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x_gpu.grad.cpu().numpy(), x_cpu.grad.numpy(), rtol=1e-10, atol=1e-12)
