@@ -145,3 +145,12 @@ def test_transformer_initialises_matrices_xavier_uniform_and_checks_shapes():
         model(numdiff.zeros(5, 2, 8), numdiff.zeros(4, 2, 6))
     with pytest.raises(RuntimeError, match="need attn_mask if specifying the is_causal hint"):
         nn.TransformerDecoderLayer(8, 2, 16)(numdiff.zeros(4, 2, 8), numdiff.zeros(5, 2, 8), memory_is_causal=True)
+
+
+def test_layers_are_importable_where_pytorch_code_names_them():
+    modules = numdiff.nn.modules
+    assert modules.activation.MultiheadAttention is nn.MultiheadAttention
+    assert modules.linear.NonDynamicallyQuantizableLinear is type(nn.MultiheadAttention(4, 2).out_proj)
+    assert modules.transformer.TransformerEncoderLayer is nn.TransformerEncoderLayer
+    assert modules.rnn.LSTMCell is nn.LSTMCell and modules.rnn.GRU is nn.GRU
+    assert numdiff.nn.utils.rnn.pack_padded_sequence is not None
