@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _inplace
+from numdiff import _inplace, _tensor_extras
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
     activation,
@@ -215,6 +215,8 @@ METHODS = {
 
 def attach() -> None:
     for name, fn in METHODS.items():
+        setattr(Tensor, name, fn)
+    for name, fn in _tensor_extras.EXTRA_METHODS.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -54,7 +54,16 @@ from numdiff.nn.modules import (
     Tanh,
     Unflatten,
 )
+from numdiff.nn.modules.attention import MultiheadAttention
+from numdiff.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from numdiff.nn.modules.sync_batchnorm import SyncBatchNorm
+from numdiff.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from numdiff.nn.parameter import Parameter
 
 __all__ = [
@@ -65,3 +74,5 @@ __all__ = [
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
     "SyncBatchNorm", "parallel",
 ]
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

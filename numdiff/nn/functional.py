@@ -1,5 +1,6 @@
 """numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join)."""
 
+from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._functional_layers import batch_norm, dropout, embedding, layer_norm, one_hot, pad
 from numdiff.nn._losses import (
     binary_cross_entropy,
@@ -33,3 +34,4 @@ __all__ += [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "conv1d",
     "conv2d", "conv_transpose1d", "conv_transpose2d", "linear", "max_pool1d", "max_pool2d",
 ]
+__all__ += ["scaled_dot_product_attention"]

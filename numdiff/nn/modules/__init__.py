@@ -11,6 +11,7 @@ from numdiff.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.dropout import Dropout
@@ -35,7 +36,15 @@ from numdiff.nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from numdiff.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from numdiff.nn.modules.sparse import Embedding
+from numdiff.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
@@ -44,3 +53,5 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten",
 ]
+__all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

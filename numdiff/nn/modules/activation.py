@@ -1,10 +1,12 @@
-"""Activation layers: thin Modules over numdiff.nn.functional's activations."""
+"""Activation layers: thin Modules over numdiff.nn.functional's activations (and, as in PyTorch,
+MultiheadAttention is importable from here)."""
 
 from __future__ import annotations
 
 import warnings
 
 from numdiff.nn import functional
+from numdiff.nn.modules.attention import MultiheadAttention  # PyTorch keeps it in this module
 from numdiff.nn.modules.module import Module
 from numdiff.tensor import Tensor
 
@@ -134,3 +136,6 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+__all__ = ["ELU", "GELU", "LeakyReLU", "LogSoftmax", "MultiheadAttention", "ReLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]

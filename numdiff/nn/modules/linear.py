@@ -63,6 +63,10 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under PyTorch's name for MultiheadAttention.out_proj, so reprs and checkpoints match."""
+
+
 class Bilinear(Module):
     """y_k = x1^T A_k x2 + b_k for inputs (*, in1_features) and (*, in2_features)."""
 

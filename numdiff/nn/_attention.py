@@ -1,0 +1,242 @@
+"""Attention, composed from differentiable ops: scaled_dot_product_attention and the multi-head
+attention forward that nn.MultiheadAttention runs.
+
+Masks follow PyTorch: for scaled_dot_product_attention a bool mask is True where a query *may*
+attend; for multi-head attention's attn_mask and key_padding_mask a bool True marks a position
+to *leave out*. Float masks are added to the scores in both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from numdiff.creation import tensor, zeros
+from numdiff.nn._functional_layers import dropout
+from numdiff.ops._util import broadcast_shape
+from numdiff.ops.activation import softmax
+from numdiff.ops.linalg import linear, matmul
+from numdiff.ops.selection import where
+from numdiff.ops.shape import cat
+from numdiff.tensor import Tensor
+
+
+def _check_float(op: str, name: str, t: Any) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(t).__name__}")
+    if not t.is_floating_point():
+        raise TypeError(f"{op}: expected '{name}' to be a floating point tensor, got dtype {t.dtype!r}")
+    return t
+
+
+def _mask_as_bias(op: str, name: str, mask: Tensor, allowed_when_true: bool, like: Tensor) -> Tensor:
+    """A bool mask as an additive bias (0 or -inf) of `like`'s dtype; a float mask as it is."""
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type(mask).__name__}")
+    if mask._data.dtype.kind == "b":
+        blocked = mask.logical_not() if allowed_when_true else mask
+        return zeros(*mask.shape, dtype=like.dtype, device=like.device).masked_fill(blocked, -math.inf)
+    if mask.dtype is not like.dtype:
+        raise TypeError(f"{op}: {name} must be bool or of the query's dtype {like.dtype!r}, got {mask.dtype!r}")
+    return mask
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    """softmax over the last dim, giving 0 (not NaN) on rows where every score is -inf, as PyTorch's
+    scaled_dot_product_attention does. Those rows are zeroed before the softmax so no NaN reaches backward."""
+    fully_masked = (scores == -math.inf).all(-1, keepdim=True)
+    if not fully_masked.any().item():
+        return softmax(scores, -1)
+    return where(fully_masked, 0.0, softmax(where(fully_masked, 0.0, scores), -1))
+
+
+def _causal_bias(rows: int, cols: int, like: Tensor) -> Tensor:
+    """0 on and below the diagonal of a (rows, cols) grid, -inf above: a query sees only earlier keys."""
+    upper = np.triu(np.ones((rows, cols), dtype=bool), k=1)
+    bias = np.where(upper, -np.inf, 0.0)
+    return tensor(bias, dtype=like.dtype, device=like.device)
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """softmax(q k^T * scale + mask) v over the last two dims: query (..., L, E), key (..., S, E),
+    value (..., S, Ev) -> (..., L, Ev). scale defaults to 1/sqrt(E); dropout_p drops attention weights
+    (always, as PyTorch: pass 0 in eval); enable_gqa lets key/value have fewer heads (dim -3).
+
+    >>> q = numdiff.randn(2, 4, 5, 8)
+    >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape
+    numdiff.Size([2, 4, 5, 8])
+    """
+    op = "scaled_dot_product_attention"
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_float(op, name, t)
+        if t.ndim < 2:
+            raise ValueError(f"{op}: {name} needs at least 2 dims (..., seq, features), got shape {tuple(t.shape)}")
+    if not (query.dtype is key.dtype and key.dtype is value.dtype):
+        raise TypeError(f"{op}: query, key and value must share a dtype, got {query.dtype!r}, {key.dtype!r}, {value.dtype!r}")
+    if key.shape[-1] != query.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"{op}: expected query (..., L, E), key (..., S, E) and value (..., S, Ev), got shapes "
+            f"{tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)}"
+        )
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: explicit attn_mask should not be set when is_causal=True")
+    if enable_gqa:
+        key, value = _repeat_kv_heads(op, query, key, value)
+    batch = broadcast_shape(op, tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
+    rows, cols = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        scores = scores + _causal_bias(rows, cols, query)
+    if attn_mask is not None:
+        bias = _mask_as_bias(op, "attn_mask", attn_mask, True, query)
+        try:
+            broadcast_shape(op, tuple(bias.shape), batch + (rows, cols))
+        except ValueError:
+            raise ValueError(f"{op}: attn_mask of shape {tuple(bias.shape)} does not broadcast to the scores' shape {batch + (rows, cols)}") from None
+        scores = scores + bias
+    weights = _safe_softmax(scores)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return matmul(weights, value)
+
+
+def _repeat_kv_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+    """Grouped-query attention: repeat each key/value head (dim -3) to match the query's head count."""
+    if min(query.ndim, key.ndim, value.ndim) < 3:
+        raise ValueError(f"{op}: enable_gqa needs a heads dim (..., H, L, E), got shapes {tuple(query.shape)}, {tuple(key.shape)}")
+    heads, kv_heads = query.shape[-3], key.shape[-3]
+    if value.shape[-3] != kv_heads or kv_heads == 0 or heads % kv_heads:
+        raise ValueError(
+            f"{op}: with enable_gqa the query's {heads} heads must be a multiple of the key's {kv_heads} "
+            f"and value's {value.shape[-3]} heads"
+        )
+    groups = heads // kv_heads
+
+    def repeat(t: Tensor) -> Tensor:
+        shape = tuple(t.shape)
+        spread = t.unsqueeze(-3).expand(*shape[:-2], groups, *shape[-2:])
+        return spread.reshape(*shape[:-3], heads, *shape[-2:])
+
+    return repeat(key), repeat(value)
+
+
+def multi_head_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    num_heads: int,
+    projections: tuple[Tensor, Tensor, Tensor],
+    in_proj_bias: Tensor | None,
+    out_proj: tuple[Tensor, Tensor | None],
+    bias_kv: tuple[Tensor, Tensor] | None = None,
+    add_zero_attn: bool = False,
+    dropout_p: float = 0.0,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
+    name: str = "multi_head_attention",
+) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention on batched (L, N, E) query and (S, N, kdim/vdim) key/value.
+
+    `projections` are the query, key and value weights, `in_proj_bias` their stacked (3E,) bias,
+    `out_proj` the output (weight, bias). Returns (L, N, E) and the weights (N, L, S), or
+    (N, heads, L, S) with average_attn_weights=False, or None when need_weights=False.
+    """
+    rows, batch, embed = query.shape
+    head_dim = embed // num_heads
+    w_q, w_k, w_v = projections
+    b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+
+    if is_causal and attn_mask is None:
+        raise RuntimeError(f"{name}: need attn_mask if specifying the is_causal hint")
+    cols = key.shape[0]
+    if attn_mask is not None:
+        attn_mask = _mask_as_bias(name, "attn_mask", attn_mask, False, query)
+        expected = [(rows, cols), (batch * num_heads, rows, cols)]
+        if tuple(attn_mask.shape) not in expected:
+            raise ValueError(f"{name}: attn_mask should have shape {expected[0]} or {expected[1]}, got {tuple(attn_mask.shape)}")
+        if attn_mask.ndim == 2:
+            attn_mask = attn_mask.unsqueeze(0)
+    if key_padding_mask is not None:
+        key_padding_mask = _mask_as_bias(name, "key_padding_mask", key_padding_mask, False, query)
+        if tuple(key_padding_mask.shape) != (batch, cols):
+            raise ValueError(f"{name}: key_padding_mask should have shape {(batch, cols)}, got {tuple(key_padding_mask.shape)}")
+
+    if bias_kv is not None:
+        bias_k, bias_v = bias_kv
+        k = cat([k, bias_k.expand(1, batch, embed)])
+        v = cat([v, bias_v.expand(1, batch, embed)])
+        attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+
+    q = q.reshape(rows, batch * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], batch * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], batch * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        empty_slot = zeros(batch * num_heads, 1, head_dim, dtype=q.dtype, device=q.device)
+        k, v = cat([k, empty_slot], 1), cat([v, empty_slot], 1)
+        attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+    cols = k.shape[1]
+
+    if key_padding_mask is not None:
+        padding = key_padding_mask.reshape(batch, 1, 1, cols).expand(batch, num_heads, 1, cols).reshape(batch * num_heads, 1, cols)
+        attn_mask = padding if attn_mask is None else attn_mask + padding
+
+    if need_weights:
+        scores = matmul(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p, True)
+        attended = matmul(weights, v)
+        weights = weights.reshape(batch, num_heads, rows, cols)
+        weights = weights.mean(1) if average_attn_weights else weights
+    else:
+        # PyTorch's fast path: a truthful is_causal hint with no padding mask becomes a causal mask.
+        causal = is_causal and key_padding_mask is None
+        if attn_mask is not None and not causal:
+            lead = (1, 1) if attn_mask.shape[0] == 1 else (batch, num_heads)
+            attn_mask = attn_mask.reshape(*lead, *attn_mask.shape[1:])
+        attended = scaled_dot_product_attention(
+            q.reshape(batch, num_heads, rows, head_dim),
+            k.reshape(batch, num_heads, cols, head_dim),
+            v.reshape(batch, num_heads, cols, head_dim),
+            None if causal else attn_mask,
+            dropout_p,
+            causal,
+        ).reshape(batch * num_heads, rows, head_dim)
+        weights = None
+    attended = attended.transpose(0, 1).reshape(rows * batch, embed)
+    out = linear(attended, *out_proj).reshape(rows, batch, embed)
+    return out, weights
+
+
+def _pad_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+    """One more (unmasked) key column at the end of each mask, for an appended bias_k or zero key."""
+
+    def pad(mask: Tensor | None) -> Tensor | None:
+        if mask is None:
+            return None
+        return cat([mask, zeros(*mask.shape[:-1], 1, dtype=mask.dtype, device=mask.device)], -1)
+
+    return pad(attn_mask), pad(key_padding_mask)
+
+
+__all__ = ["multi_head_attention", "scaled_dot_product_attention"]

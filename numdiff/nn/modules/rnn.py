@@ -1,0 +1,330 @@
+"""Recurrent layers: RNN (tanh/relu), LSTM and GRU over whole sequences, and their one-step Cells.
+
+Parameter names, shapes, gate order and initialisation are PyTorch's, so a torch state_dict loads:
+``weight_ih_l{k}`` (gates * hidden, input), ``weight_hh_l{k}`` (gates * hidden, hidden),
+``bias_ih_l{k}``, ``bias_hh_l{k}``, with ``_reverse`` for the backward direction (and LSTM's
+``weight_hr_l{k}`` when proj_size > 0). Gates stack as LSTM (i, f, g, o) and GRU (r, z, n).
+
+The one-step cells and step functions live in rnn_cell.py (the cells importable from here too, as
+in PyTorch). Every step is composed from differentiable ops (matmul, sigmoid, tanh, mul, add), so
+gradients and second derivatives come from the ops themselves. The input projection of a whole sequence
+is one matmul per layer and direction; only the hidden-to-hidden product runs per time step.
+A PackedSequence input runs padded, in its length-sorted order, each sequence's state held once
+the sequence has ended (so h_n is its last valid step's, as in PyTorch).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from numdiff.creation import empty, tensor, zeros
+from numdiff.nn import functional, init
+from numdiff.nn.modules._checks import layer_name
+from numdiff.nn.modules.module import Module
+from numdiff.nn.modules.rnn_cell import (
+    GRUCell,
+    LSTMCell,
+    RNNCell,
+    RNNCellBase,
+    gru_step,
+    lstm_step,
+    rnn_step,
+)
+from numdiff.nn.parameter import Parameter
+from numdiff.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from numdiff.ops.selection import where
+from numdiff.ops.shape import cat, stack
+from numdiff.tensor import Tensor
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# ----------------------------------------------------------------------------- whole sequences
+class RNNBase(Module):
+    """Shared parameters, checks and the layer/direction loop of RNN, LSTM and GRU."""
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        for arg, value, low in (("input_size", input_size, 0), ("hidden_size", hidden_size, 1), ("num_layers", num_layers, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name}: {arg} must be an integer >= {low}, got {value!r}")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing the probability of an element being zeroed, got {dropout!r}")
+        if proj_size < 0 or proj_size >= hidden_size or (proj_size and mode != "LSTM"):
+            raise ValueError(f"{name}: proj_size must be 0, or (LSTM only) positive and smaller than hidden_size={hidden_size}, got {proj_size}")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                f"{name}: dropout={dropout} acts between layers, so it does nothing with num_layers=1", UserWarning, stacklevel=3
+            )
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        gate_size = _GATES[mode] * hidden_size
+        out_size = proj_size or hidden_size
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else out_size * self.num_directions
+            for suffix in self._suffixes(layer):
+                shapes = {"weight_ih": (gate_size, layer_input), "weight_hh": (gate_size, out_size)}
+                if bias:
+                    shapes.update(bias_ih=(gate_size,), bias_hh=(gate_size,))
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                for kind, shape in shapes.items():
+                    setattr(self, kind + suffix, Parameter(empty(*shape, dtype=dtype, device=device)))
+        self.reset_parameters()
+
+    @property
+    def num_directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _suffixes(self, layer: int) -> list[str]:
+        return [f"_l{layer}", f"_l{layer}_reverse"][: self.num_directions]
+
+    def reset_parameters(self) -> None:
+        """Every weight and bias ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def flatten_parameters(self) -> None:
+        """Accepted for PyTorch code that calls it: numdiff keeps no packed cuDNN weight buffer to rebuild."""
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """The parameters grouped per layer and direction, as PyTorch's ``all_weights``."""
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+        return [
+            [self._parameters[kind + suffix] for kind in kinds if kind + suffix in self._parameters]
+            for layer in range(self.num_layers)
+            for suffix in self._suffixes(layer)
+        ]
+
+    def _weights(self, suffix: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
+        get = self._parameters.get
+        return get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix), get("bias_hh" + suffix), get("weight_hr" + suffix)
+
+    # -------------------------------------------------------------- argument checks
+    def _check_input(self, input: Any) -> bool:
+        """Validate the input; True when it has a batch dimension."""
+        name = layer_name(self)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor or PackedSequence input, got {type(input).__name__}")
+        if input.ndim not in (2, 3):
+            layout = "(N, L, H_in)" if self.batch_first else "(L, N, H_in)"
+            raise ValueError(f"{name}: expected input of shape {layout} or (L, H_in) for unbatched, got {tuple(input.shape)} ({input.ndim}-D)")
+        if input.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]} (input shape {tuple(input.shape)})")
+        if not input.is_floating_point():
+            raise TypeError(f"{name}: expected a floating point input, got dtype {input.dtype!r}")
+        if input.dtype is not self.weight_ih_l0.dtype:
+            raise TypeError(f"{name}: input is {input.dtype!r} but the layer's weights are {self.weight_ih_l0.dtype!r}; convert one with .to(dtype)")
+        return input.ndim == 3
+
+    def _check_state(self, state: Any, what: str, expected: tuple[int, ...], batched: bool, like: Tensor) -> None:
+        name = layer_name(self)
+        if not isinstance(state, Tensor):
+            raise TypeError(f"{name}: {what} must be a Tensor, got {type(state).__name__}")
+        if state.ndim != len(expected):
+            kind = "batched 3-D" if batched else "unbatched 2-D"
+            raise ValueError(f"{name}: for {kind} input, {what} should be {len(expected)}-D with shape {expected}, got shape {tuple(state.shape)}")
+        if tuple(state.shape) != expected:
+            raise ValueError(f"{name}: expected {what} of shape {expected}, got {tuple(state.shape)}")
+        if state.dtype != like.dtype:
+            raise TypeError(f"{name}: input and {what} must have the same dtype, got {like.dtype!r} and {state.dtype!r}")
+
+    # -------------------------------------------------------------- the loop
+    def _run(self, input: Tensor, states: list[Any], running: Tensor | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """input (L, N, H_in); states[k] the (h, c) or h of layer-direction k; running (L, N, 1) bool,
+        False past each sequence's end (packed input). Returns output, h_n, c_n lists."""
+        h_final: list[Tensor] = []
+        c_final: list[Tensor] = []
+        layer_input = input
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(self._suffixes(layer)):
+                index = layer * self.num_directions + direction
+                out, h_n, c_n = self._run_direction(layer_input, states[index], suffix, direction == 1, running)
+                outputs.append(out)
+                h_final.append(h_n)
+                if c_n is not None:
+                    c_final.append(c_n)
+            layer_input = outputs[0] if len(outputs) == 1 else cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = functional.dropout(layer_input, self.dropout, True)
+        return layer_input, h_final, c_final
+
+    def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool, running: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
+        projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
+        if b_hh is not None and self.mode != "GRU":
+            projected, b_hh = projected + b_hh, None
+        w_hh_t = w_hh.t()
+        steps = range(input.shape[0] - 1, -1, -1) if reverse else range(input.shape[0])
+        h, c = state if self.mode == "LSTM" else (state, None)
+        outputs: list[Tensor] = [None] * input.shape[0]  # type: ignore[list-item]
+        for t in steps:
+            if self.mode == "LSTM":
+                h_next, c_next = lstm_step(projected[t], h, c, w_hh_t, b_hh, w_hr)
+            elif self.mode == "GRU":
+                h_next, c_next = gru_step(projected[t], h, w_hh_t, b_hh), None
+            else:
+                h_next, c_next = rnn_step(projected[t], h, w_hh_t, b_hh, relu=self.mode == "RNN_RELU"), None
+            if running is not None:
+                # A finished sequence keeps its state, so h_n is its last valid step's, and the
+                # reverse direction starts each sequence at its own last step.
+                h_next = where(running[t], h_next, h)
+                c_next = where(running[t], c_next, c) if c is not None else None
+            h, c = h_next, c_next
+            outputs[t] = h
+        if not outputs:
+            raise ValueError(f"{layer_name(self)}: expected a sequence of length >= 1, got input of shape {tuple(input.shape)}")
+        return stack(outputs, 0), h, c
+
+    def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor, order: Tensor | None = None) -> list[Any]:
+        """The per-layer-direction initial states (zeros when hx is None), each (N, H); `order`
+        reorders the batch (packed sequences run sorted by length)."""
+        count = self.num_layers * self.num_directions
+        out_size = self.proj_size or self.hidden_size
+        h_shape = (count, batch, out_size) if batched else (count, out_size)
+        c_shape = (count, batch, self.hidden_size) if batched else (count, self.hidden_size)
+        if self.mode == "LSTM":
+            if hx is None:
+                h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
+                c0 = zeros(*c_shape, dtype=like.dtype, device=like.device)
+            else:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise TypeError(f"{layer_name(self)}: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
+                h0, c0 = hx
+                self._check_state(h0, "h_0", h_shape, batched, like)
+                self._check_state(c0, "c_0", c_shape, batched, like)
+            if not batched:
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            if order is not None:
+                h0, c0 = h0.index_select(1, order), c0.index_select(1, order)
+            return [(h0[k], c0[k]) for k in range(count)]
+        if hx is None:
+            h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
+        else:
+            self._check_state(hx, "hx", h_shape, batched, like)
+            h0 = hx
+        if not batched:
+            h0 = h0.unsqueeze(1)
+        if order is not None:
+            h0 = h0.index_select(1, order)
+        return [h0[k] for k in range(count)]
+
+    def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
+        batched = self._check_input(input)
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        states = self._initial_states(hx, input.shape[1], batched, input)
+        output, h_n, c_n = self._run(input, states)
+        h_n = stack(h_n, 0)
+        c_n = stack(c_n, 0) if c_n else None
+        if not batched:
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
+        """Run a PackedSequence padded in its sorted order, each sequence masked past its end."""
+        data = packed.data
+        if not isinstance(data, Tensor) or data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise ValueError(f"{layer_name(self)}: expected PackedSequence data of shape (sum of lengths, {self.input_size}), got {tuple(getattr(data, 'shape', ()))}")
+        self._check_input(data.unsqueeze(1))
+        sizes = packed.batch_sizes.detach().cpu().numpy()
+        padded, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes))
+        lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
+        running = tensor((np.arange(len(sizes))[:, None] < lengths[None, :])[..., None], device=data.device)
+        states = self._initial_states(hx, padded.shape[1], True, padded, packed.sorted_indices)
+        output, h_n, c_n = self._run(padded, states, running)
+        output = PackedSequence(cat([output[t, : int(size)] for t, size in enumerate(sizes)], 0), *packed[1:])
+        finals = [stack(h_n, 0)] + ([stack(c_n, 0)] if c_n else [])
+        if packed.unsorted_indices is not None:
+            finals = [f.index_select(1, packed.unsorted_indices) for f in finals]
+        return output, (tuple(finals) if self.mode == "LSTM" else finals[0])
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh), act = tanh or relu.
+
+    >>> rnn = RNN(4, 8, num_layers=2, batch_first=True)
+    >>> output, h_n = rnn(numdiff.randn(3, 5, 4))   # output (3, 5, 8), h_n (2, 3, 8)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", *args: Any, **kwargs: Any) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, num_layers, *args, **kwargs)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory over a sequence; forward(input, (h_0, c_0)) -> output, (h_n, c_n).
+
+    >>> lstm = LSTM(4, 8)
+    >>> output, (h_n, c_n) = lstm(numdiff.randn(5, 3, 4))   # output (5, 3, 8)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__("LSTM", input_size, hidden_size, *args, **kwargs)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit over a sequence; forward(input, h_0) -> output, h_n.
+
+    >>> output, h_n = GRU(4, 8, bidirectional=True)(numdiff.randn(5, 3, 4))   # output (5, 3, 16)
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__("GRU", input_size, hidden_size, *args, **kwargs)
+
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]

@@ -1,0 +1,173 @@
+"""One-step recurrent cells (RNNCell, LSTMCell, GRUCell) and the step functions that RNN, LSTM and
+GRU run once per time step.
+
+Parameters are PyTorch's (``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``; gates stacked
+LSTM i, f, g, o and GRU r, z, n), each step composed from differentiable ops.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from numdiff.creation import empty, zeros
+from numdiff.nn import functional, init
+from numdiff.nn.modules._checks import layer_name
+from numdiff.nn.modules.module import Module
+from numdiff.nn.parameter import Parameter
+from numdiff.ops.linalg import matmul
+from numdiff.tensor import Tensor
+
+
+# ----------------------------------------------------------------------------- one time step
+# Each step takes W_hh already transposed (transposed once per sequence, not once per step) and
+# b_hh as None when the caller has folded it into x_proj: both save a recorded op per time step.
+def hidden_product(h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
+    out = matmul(h, w_hh_t)
+    return out if b_hh is None else out + b_hh
+
+
+def rnn_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
+    """h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh); `x_proj` already holds the input half."""
+    pre = x_proj + hidden_product(h, w_hh_t, b_hh)
+    return functional.relu(pre) if relu else pre.tanh()
+
+
+def lstm_step(
+    x_proj: Tensor, h: Tensor, c: Tensor, w_hh_t: Tensor, b_hh: Tensor | None, w_hr: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """c' = f*c + i*g and h' = o*tanh(c') (projected by W_hr when given), gates in order i, f, g, o."""
+    gates = x_proj + hidden_product(h, w_hh_t, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h_next = o.sigmoid() * c_next.tanh()
+    if w_hr is not None:
+        h_next = functional.linear(h_next, w_hr)
+    return h_next, c_next
+
+
+def gru_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
+    """h' = (1 - z) * n + z * h with n = tanh(x_n + r * (h W_hn^T + b_hn)), gates in order r, z, n.
+    b_hh stays per step: b_hn sits inside r * (...), so it cannot be folded into x_proj."""
+    x_r, x_z, x_n = x_proj.chunk(3, -1)
+    h_r, h_z, h_n = hidden_product(h, w_hh_t, b_hh).chunk(3, -1)
+    r = (x_r + h_r).sigmoid()
+    z = (x_z + h_z).sigmoid()
+    n = (x_n + r * h_n).tanh()
+    return n + z * (h - n)
+
+
+# ----------------------------------------------------------------------------- cells
+class RNNCellBase(Module):
+    """Parameters (weight_ih, weight_hh, bias_ih, bias_hh) and checks shared by the cells."""
+
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if input_size < 0 or hidden_size < 1:
+            raise ValueError(f"{name}: input_size must be >= 0 and hidden_size >= 1, got {input_size} and {hidden_size}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        gate_size = self._gates * hidden_size
+        self.weight_ih = Parameter(empty(gate_size, input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(empty(gate_size, hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(empty(gate_size, dtype=dtype, device=device))
+            self.bias_hh = Parameter(empty(gate_size, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every weight and bias ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def _prepare(self, input: Any, states: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Tensor, list[Tensor], bool]:
+        """Check input (N, H_in) or (H_in,) and the states; give them a batch dim and zeros for None."""
+        name = layer_name(self)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
+        if input.ndim not in (1, 2) or input.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: expected input of shape (N, {self.input_size}) or ({self.input_size},), got {tuple(input.shape)}")
+        batched = input.ndim == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        expected = (input.shape[0], self.hidden_size) if batched else (self.hidden_size,)
+        prepared = []
+        for state, what in zip(states, names):
+            if state is None:
+                state = zeros(input.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
+            else:
+                if not isinstance(state, Tensor):
+                    raise TypeError(f"{name}: {what} must be a Tensor, got {type(state).__name__}")
+                if tuple(state.shape) != expected:
+                    raise ValueError(f"{name}: expected {what} of shape {expected} for input of shape {tuple(input.shape if batched else input.shape[1:])}, got {tuple(state.shape)}")
+                state = state if batched else state.unsqueeze(0)
+            prepared.append(state)
+        return input, prepared, batched
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return s + (f", nonlinearity={nonlinearity}" if nonlinearity != "tanh" else "")
+
+
+class RNNCell(RNNCellBase):
+    """One Elman step: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
+
+    >>> RNNCell(4, 8)(numdiff.randn(3, 4)).shape
+    numdiff.Size([3, 8])
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; choose 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, (h,), batched = self._prepare(input, (hx,), ("hx",))
+        h = rnn_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(), self.bias_hh, self.nonlinearity == "relu")
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step: forward(input, (h, c)) -> (h', c'), gates in order i, f, g, o.
+
+    >>> h, c = LSTMCell(4, 8)(numdiff.randn(3, 4))
+    """
+
+    _gates = 4
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError(f"{layer_name(self)}: hx must be a tuple (h, c), got {type(hx).__name__}")
+        x, (h, c), batched = self._prepare(input, tuple(hx) if hx is not None else (None, None), ("h", "c"))
+        h, c = lstm_step(functional.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh.t(), self.bias_hh, None)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step: h' = (1 - z) * n + z * h, gates in order r, z, n.
+
+    >>> GRUCell(4, 8)(numdiff.randn(3, 4)).shape
+    numdiff.Size([3, 8])
+    """
+
+    _gates = 3
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, (h,), batched = self._prepare(input, (hx,), ("hx",))
+        h = gru_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(), self.bias_hh)
+        return h if batched else h.squeeze(0)
+
+
+__all__ = ["GRUCell", "LSTMCell", "RNNCell", "RNNCellBase", "gru_step", "hidden_product", "lstm_step", "rnn_step"]

@@ -1,0 +1,46 @@
+"""Tensor.new_zeros/new_ones/new_empty/new_full/new_tensor and Tensor.narrow, against torch 2.13."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numdiff
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("name, args", [("new_zeros", (2, 3)), ("new_zeros", ((2, 3),)), ("new_ones", (4,)), ("new_full", ((2, 2), 1.5))])
+def test_new_factories_take_dtype_and_device_from_self(name, args):
+    ours = getattr(numdiff.zeros(1, dtype=numdiff.float64), name)(*args)
+    theirs = getattr(torch.zeros(1, dtype=torch.float64), name)(*args)
+    assert ours.dtype is numdiff.float64 and ours.is_leaf and not ours.requires_grad
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_new_factories_accept_overrides():
+    base = numdiff.zeros(1)
+    assert base.new_empty(3, dtype=numdiff.int64).dtype is numdiff.int64
+    assert base.new_zeros(2, requires_grad=True).requires_grad
+    copied = base.new_tensor([1, 2])
+    assert copied.dtype is numdiff.float32 and copied.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("dim, start, length", [(0, 1, 2), (1, -3, 2), (-1, 0, 4), (0, 3, 0)])
+def test_narrow_matches_torch_and_passes_gradient(dim, start, length):
+    values = np.arange(12.0).reshape(3, 4)
+    ours = numdiff.tensor(values, requires_grad=True)
+    theirs = torch.tensor(values, requires_grad=True)
+    out, out_t = ours.narrow(dim, start, length), theirs.narrow(dim, start, length)
+    np.testing.assert_array_equal(out.detach().numpy(), out_t.detach().numpy())
+    out.sum().backward()
+    out_t.sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def test_narrow_refuses_out_of_range():
+    x = numdiff.zeros(3, 4)
+    with pytest.raises(ValueError, match=r"narrow: start \(2\) \+ length \(3\) exceeds the size 3 of dimension 0 \(shape \(3, 4\)\)"):
+        x.narrow(0, 2, 3)
+    with pytest.raises(IndexError, match="narrow: start 5 is out of range for dimension 1 of size 4"):
+        x.narrow(1, 5, 1)
