@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from numdiff.kernels import avg_pool, conv, matmul, pool
+from numdiff.kernels._parallel import always_parallel
 
 __all__ = ["avg_pool", "compile_all", "compile_times", "conv", "matmul", "pool"]
 
@@ -34,7 +35,25 @@ from the disk cache), keyed ``"module.kernel[dtype]"`` like ``"_conv_cores.forwa
 
 def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
     """One tiny call per compiled kernel of matmul/conv/pool, named by the dispatcher it compiles
-    (a call also compiles the helpers that dispatcher inlines or calls)."""
+    (a call also compiles the helpers that dispatcher inlines or calls). Cores built serial and
+    parallel (:mod:`numdiff.kernels._parallel`) are called twice: ``"<core>"`` runs the parallel
+    build, ``"<core>[serial]"`` the serial one."""
+    calls = []
+    for name, call in _one_call_per_core(dtype):
+        if name == "matmul._bgemm":
+            calls.append((name, call))
+            continue
+        calls.append((f"{name}[serial]", call))
+        calls.append((name, lambda call=call: _parallel_build(call)))
+    return calls
+
+
+def _parallel_build(call: Callable[[], object]) -> object:
+    with always_parallel():
+        return call()
+
+
+def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
 
     def z(*shape: int) -> np.ndarray:
         return np.zeros(shape, dtype)

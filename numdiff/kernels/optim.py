@@ -21,7 +21,6 @@ buffers of numdiff.cuda's CudaArray).
 from __future__ import annotations
 
 import math
-import types
 from functools import cache
 from typing import Any
 
@@ -29,6 +28,7 @@ import numpy as np
 from numba import njit, prange
 
 from numdiff.kernels._checks import FLOAT_DTYPES
+from numdiff.kernels._parallel import serial_and_parallel
 
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
 
@@ -186,20 +186,8 @@ def adagrad_loop(param, grad, state_sum, h, f):
         state_sum[i] = s
 
 
-def _serial_and_parallel(loop: Any) -> tuple[Any, Any]:
-    """Compile one loop nest twice: serially (prange runs as range) and over threads.
-
-    Starting the thread pool costs far more than updating a small parameter, so small arrays
-    take the serial build. The serial copy gets its own name because Numba's on-disk cache tells
-    builds apart by function name, not by compile flags.
-    """
-    serial = types.FunctionType(loop.__code__, loop.__globals__, loop.__name__ + "_serial", loop.__defaults__)
-    serial.__qualname__ = loop.__qualname__ + "_serial"
-    return njit(cache=True)(serial), njit(cache=True, parallel=True)(loop)
-
-
 CPU_KERNELS = {
-    name: _serial_and_parallel(loop)
+    name: serial_and_parallel(loop)
     for name, loop in [
         ("sgd", sgd_loop),
         ("adam", adam_loop),

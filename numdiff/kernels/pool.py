@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from numdiff.kernels._checks import check_float_arrays, check_index_array, check_shape
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._pool_window import (
     as_2d,
     check_adaptive,
@@ -93,7 +94,6 @@ def _deinterleave(xf, row_base, width, sw, plen, phases):
             phases[r * plen + m] = xf[row_base + m * sw + r]
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
     """Per output row: for each tap (i, j) in window order, sweep the whole output row with a
     compare-and-select on contiguous data (each input row is first split into its ``sw``
@@ -139,7 +139,6 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
                         atf[dst + k] = pos0 + np.int64(k) * sw if take else b_at
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _adaptive_max_core(x3, out3, idx3):
     height, width = x3.shape[1], x3.shape[2]
     oh_size, ow_size = out3.shape[1], out3.shape[2]
@@ -164,7 +163,6 @@ def _adaptive_max_core(x3, out3, idx3):
                 idx3[p, oh, ow] = best_at
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _scatter_core(go2, idx2, gi2):
     plane_size = gi2.shape[1]
     for p in prange(go2.shape[0]):
@@ -176,13 +174,19 @@ def _scatter_core(go2, idx2, gi2):
                 dst[at] += go2[p, o]
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _gather_core(src2, idx2, out2):
     plane_size = src2.shape[1]
     for p in prange(out2.shape[0]):
         for o in range(out2.shape[1]):
             at = idx2[p, o]
             out2[p, o] = src2[p, at] if 0 <= at < plane_size else 0
+
+
+# Each core as a serial and a parallel build, picked per call by size (numdiff.kernels._parallel).
+_max_pool_core = serial_and_parallel(_max_pool_core, nogil=True)
+_adaptive_max_core = serial_and_parallel(_adaptive_max_core, nogil=True)
+_scatter_core = serial_and_parallel(_scatter_core, nogil=True)
+_gather_core = serial_and_parallel(_gather_core, nogil=True)
 
 
 # --------------------------------------------------------------------------- max pooling
@@ -218,7 +222,8 @@ def max_pool2d_forward(
         op, x, out, kernel_size, stride, padding, dilation, ceil_mode
     )
     check_shape(op, "indices", indices, out.shape)
-    _max_pool_core(planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
+    core, _ = _max_pool_core.pick(x.size)
+    core(planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
     return out
 
 
@@ -266,7 +271,7 @@ def adaptive_max_pool2d_forward(x: np.ndarray, out: np.ndarray, indices: np.ndar
     check_index_array(op, "indices", indices)
     check_adaptive(op, x, out)
     check_shape(op, "indices", indices, out.shape)
-    _adaptive_max_core(planes(x), planes(out), planes(indices))
+    _adaptive_max_core.pick(x.size)[0](planes(x), planes(out), planes(indices))
     return out
 
 
@@ -287,7 +292,7 @@ def max_pool_backward(grad_out: np.ndarray, indices: np.ndarray, grad_in: np.nda
     op = "max_pool_backward"
     check_float_arrays(op, grad_out=grad_out, grad_in=grad_in)
     _check_index_pair(op, grad_out, indices, grad_in)
-    _scatter_core(flat_planes(grad_out), flat_planes(indices), flat_planes(grad_in))
+    _scatter_core.pick(grad_in.size)[0](flat_planes(grad_out), flat_planes(indices), flat_planes(grad_in))
     return grad_in
 
 
@@ -304,7 +309,7 @@ def max_pool_gather(src: np.ndarray, indices: np.ndarray, out: np.ndarray) -> np
     op = "max_pool_gather"
     check_float_arrays(op, src=src, out=out)
     _check_index_pair(op, out, indices, src)
-    _gather_core(flat_planes(src), flat_planes(indices), flat_planes(out))
+    _gather_core.pick(src.size)[0](flat_planes(src), flat_planes(indices), flat_planes(out))
     return out
 
 
