@@ -149,7 +149,28 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
                 ),
             ),
         ]  # fmt: skip
+    calls += _foreach_warmups(dtype)
     return calls
+
+
+def _foreach_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
+    """One tiny group update per optimizer through numdiff.kernels.optim_foreach."""
+    from numdiff.kernels.optim_foreach import ForeachUpdate
+
+    def run(name: str, arity: int, hyper: tuple, flags: tuple) -> None:
+        update = ForeachUpdate(name, flags)
+        update.add(tuple(np.zeros(1, dtype) for _ in range(arity)), hyper)
+        update.run()
+
+    return [
+        ("optim_foreach.sgd_foreach", lambda: run("sgd", 3, (0.1, 0.9, 0.0, 0.0, 1.0), (False, False))),
+        (
+            "optim_foreach.adam_foreach",
+            lambda: run("adam", 5, (0.1, 0.9, 0.999, 1e-8, 0.0, 1.0, 0.1), (False, True, False)),
+        ),
+        ("optim_foreach.rmsprop_foreach", lambda: run("rmsprop", 5, (0.1, 0.9, 1e-8, 0.0, 0.9), (True, False))),
+        ("optim_foreach.adagrad_foreach", lambda: run("adagrad", 3, (0.1, 1e-10, 0.0), (False,))),
+    ]
 
 
 def compile_all(

@@ -1,4 +1,5 @@
-"""Fused optimizer update kernels: one call per parameter per step, updating in place.
+"""Fused optimizer update kernels: one call per parameter per step, updating in place
+(:mod:`numdiff.kernels.optim_foreach` runs these loop nests over a whole group in one call).
 
 Each optimizer's per-element update is written once, as a plain function of scalars that returns
 the new parameter value and the new state values (``_sgd_update``, ``_adam_update``, ...). It is
@@ -30,7 +31,7 @@ from numba import njit, prange
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.kernels._parallel import serial_and_parallel
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "adam_hyper", "adagrad_hyper", "run_kernel"]
 
 CUDA_THREADS_PER_BLOCK = 256
 PARALLEL_MIN_ELEMENTS = 1 << 16
@@ -318,7 +319,9 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
             raise ValueError(f"{op}: {name} has {arr.size} elements but {why}")
 
 
-def _run(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
+def run_kernel(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
+    """Run optimizer `name`'s kernel on checked arrays: serial or threaded on the CPU by size,
+    else one CUDA launch."""
     h = tuple(float(x) for x in h)
     f = tuple(bool(x) for x in f)
     if type(arrays[0]) is np.ndarray:
@@ -347,7 +350,7 @@ def sgd_step(
     """
     _check("sgd_step", param, {"grad": grad}, {"momentum_buffer": (momentum_buffer, momentum != 0.0)})
     h = (lr, momentum, dampening, weight_decay)
-    _run("sgd", (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
+    run_kernel("sgd", (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
 
 
 def adam_step(
@@ -370,13 +373,9 @@ def adam_step(
         "adam_step", param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq},
         {"max_exp_avg_sq": (max_exp_avg_sq, amsgrad)},
     )  # fmt: skip
-    if step < 1:
-        raise ValueError(f"adam_step: step counts from 1, got {step}")
-    step_size = lr / (1.0 - beta1**step)
-    bc2_sqrt = (1.0 - beta2**step) ** 0.5
-    h = (lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt)
+    h = adam_hyper(step, lr, beta1, beta2, eps, weight_decay)
     f = (decoupled_weight_decay, amsgrad, maximize)
-    _run("adam", (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
+    run_kernel("adam", (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
 
 
 def rmsprop_step(
@@ -396,7 +395,7 @@ def rmsprop_step(
     optional = {"momentum_buffer": (momentum_buffer, momentum > 0.0), "grad_avg": (grad_avg, centered)}
     _check("rmsprop_step", param, {"grad": grad, "square_avg": square_avg}, optional)
     h = (lr, alpha, eps, weight_decay, momentum)
-    _run("rmsprop", (param, grad, square_avg, momentum_buffer, grad_avg), h, (centered, maximize))
+    run_kernel("rmsprop", (param, grad, square_avg, momentum_buffer, grad_avg), h, (centered, maximize))
 
 
 def adagrad_step(
@@ -413,7 +412,28 @@ def adagrad_step(
     array([0.9, 0.9])
     """
     _check("adagrad_step", param, {"grad": grad, "state_sum": state_sum}, {})
+    run_kernel("adagrad", (param, grad, state_sum), adagrad_hyper(step, lr, lr_decay, eps, weight_decay), (maximize,))
+
+
+def adam_hyper(
+    step: float, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float
+) -> tuple[float, ...]:
+    """Adam's kernel tuple h for step number `step` (1-based), bias corrections included.
+
+    >>> adam_hyper(1, 0.1, 0.5, 0.75, 1e-8, 0.0)
+    (0.1, 0.5, 0.75, 1e-08, 0.0, 0.2, 0.5)
+    """
+    if step < 1:
+        raise ValueError(f"adam_step: step counts from 1, got {step}")
+    return (lr, beta1, beta2, eps, weight_decay, lr / (1.0 - beta1**step), (1.0 - beta2**step) ** 0.5)
+
+
+def adagrad_hyper(step: float, lr: float, lr_decay: float, eps: float, weight_decay: float) -> tuple[float, ...]:
+    """Adagrad's kernel tuple h for step number `step` (1-based): the decayed lr, eps, weight_decay.
+
+    >>> adagrad_hyper(3, 0.1, 0.5, 1e-10, 0.0)
+    (0.05, 1e-10, 0.0)
+    """
     if step < 1:
         raise ValueError(f"adagrad_step: step counts from 1, got {step}")
-    clr = lr / (1.0 + (step - 1) * lr_decay)
-    _run("adagrad", (param, grad, state_sum), (clr, eps, weight_decay), (maximize,))
+    return (lr / (1.0 + (step - 1) * lr_decay), eps, weight_decay)
