@@ -58,8 +58,8 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
     def z(*shape: int) -> np.ndarray:
         return np.zeros(shape, dtype)
 
-    def idx() -> np.ndarray:
-        return np.zeros((1, 1, 1, 1), np.int64)
+    def idx(width: int = 1) -> np.ndarray:
+        return np.zeros((1, 1, 1, width), np.int64)
 
     return [
         ("matmul._bgemm", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),
@@ -77,7 +77,11 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
         ),
         ("_conv_cores.bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
         (
-            "pool._max_pool_core",
+            "pool._max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
+            lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
+        ),
+        (
+            "pool._max_pool_direct_core",
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
         ),
         (

@@ -4,6 +4,10 @@ arguments, works out the geometry and calls these (see its docstring for the met
 Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``out4``/``go4``
 (N, G, Cog, OH*OW) -- free reshapes of the C-contiguous (N, C, H, W), (Co, Cg, KH, KW) and
 (N, Co, OH, OW) arrays.
+
+Numba's disk cache keys a core on this file alone, not on the im2col/col2im helpers it calls:
+after changing numdiff/kernels/_im2col.py, edit this file too (or clear __pycache__), or a
+process may load cores built with the old helpers.
 """
 
 from __future__ import annotations

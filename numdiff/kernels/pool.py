@@ -70,6 +70,10 @@ __all__ = [
 ]
 
 
+DIRECT_MAX_POOL_WIDTH = 32
+"""Planes narrower than this are max-pooled element by element (see _max_pool_direct_core)."""
+
+
 # --------------------------------------------------------------------------- compiled cores
 
 
@@ -139,6 +143,43 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
                         atf[dst + k] = pos0 + np.int64(k) * sw if take else b_at
 
 
+def _max_pool_direct_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
+    """Per output element, a compare over its window's in-image taps in window order, with the
+    same result and argmax rule as :func:`_max_pool_core`. For narrow planes the row sweep's
+    per-row set-up dominates: measured single-threaded, 32x16x8x8 took 65 us here against
+    225 us, 32x32x16x16 540 against 1480; at width 32 the sweep wins (2235 against 1595), so
+    :func:`max_pool2d_forward` takes this core below :data:`DIRECT_MAX_POOL_WIDTH` columns."""
+    height, width = x3.shape[1], x3.shape[2]
+    oh_size, ow_size = out3.shape[1], out3.shape[2]
+    neg_inf = x3.dtype.type(-np.inf)
+    for p in prange(x3.shape[0]):
+        for oh in range(oh_size):
+            h0 = oh * sh - ph
+            for ow in range(ow_size):
+                w0 = ow * sw - pw
+                best = neg_inf
+                best_at = -1
+                for i in range(kh):
+                    ih = h0 + i * dh
+                    if ih < 0 or ih >= height:
+                        continue
+                    for j in range(kw):
+                        iw = w0 + j * dw
+                        if iw < 0 or iw >= width:
+                            continue
+                        v = x3[p, ih, iw]
+                        # The first in-image tap is taken even when it is -inf, as the sweep does.
+                        if best_at < 0 or v > best or v != v:
+                            best = v
+                            best_at = ih * width + iw
+                if best_at < 0:  # a window wholly in padding: report the sweep's position
+                    i_lo, _ = tap_range(h0, dh, kh, height)
+                    j_lo, _ = tap_range(w0, dw, kw, width)
+                    best_at = (h0 + i_lo * dh) * width + w0 + j_lo * dw
+                out3[p, oh, ow] = best
+                idx3[p, oh, ow] = best_at
+
+
 def _adaptive_max_core(x3, out3, idx3):
     height, width = x3.shape[1], x3.shape[2]
     oh_size, ow_size = out3.shape[1], out3.shape[2]
@@ -184,6 +225,7 @@ def _gather_core(src2, idx2, out2):
 
 # Each core as a serial and a parallel build, picked per call by size (numdiff.kernels._parallel).
 _max_pool_core = serial_and_parallel(_max_pool_core, nogil=True)
+_max_pool_direct_core = serial_and_parallel(_max_pool_direct_core, nogil=True)
 _adaptive_max_core = serial_and_parallel(_adaptive_max_core, nogil=True)
 _scatter_core = serial_and_parallel(_scatter_core, nogil=True)
 _gather_core = serial_and_parallel(_gather_core, nogil=True)
@@ -222,7 +264,8 @@ def max_pool2d_forward(
         op, x, out, kernel_size, stride, padding, dilation, ceil_mode
     )
     check_shape(op, "indices", indices, out.shape)
-    core, _ = _max_pool_core.pick(x.size)
+    cores = _max_pool_direct_core if x.shape[-1] < DIRECT_MAX_POOL_WIDTH else _max_pool_core
+    core, _ = cores.pick(x.size)
     core(planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
     return out
 
