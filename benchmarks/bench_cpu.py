@@ -1,18 +1,23 @@
-"""numdiff vs PyTorch on the CPU: matmul, an MLP step, conv2d, pooling and a LeNet step.
+"""numdiff vs PyTorch on the CPU: matmul, MLP/LeNet/digits-CNN steps, conv2d, pooling, relu.
 
-    python benchmarks/bench_cpu.py [--repeat 20] [--markdown benchmarks/RESULTS.md] [--cpu-time]
+    python benchmarks/bench_cpu.py [--repeat 20] [--threads 2] [--cpu-time] [--busy]
+                                   [--only digits,relu] [--markdown benchmarks/RESULTS.md]
 
 Both libraries run fwd+bwd through their public APIs with autograd (numdiff.matmul,
 numdiff.nn.functional.conv2d, nn.Module layers, optim.SGD), alternating call by call in one
-process so that background load hits both alike, with two threads each
-(torch.set_num_threads(2), numba.set_num_threads(2)). Reported per workload: the median time of
+process so that background load hits both alike, with two threads each by default
+(torch.set_num_threads, numdiff.set_num_threads). Reported per workload: the median time of
 each, the ratio numdiff/PyTorch, numdiff's GFLOP/s and its share of the nominal fp32 peak.
 numdiff's first call (Numba compiling, or loading its disk cache) is timed separately and never
 enters the medians. Not run by the tests.
 
+``--threads N`` sets both libraries' thread counts (numdiff.set_num_threads, torch.set_num_threads).
 ``--cpu-time`` is a cross-check for a shared, loaded machine: one thread each, timed with
 ``time.thread_time`` (CPU time of the calling thread, which other processes' load does not
 inflate the way it inflates wall-clock time of two threads that wait on each other).
+``--busy`` times every workload twice, alone and then beside one competing process that spins
+on a core, and reports each library's slowdown factor (busy median / alone median).
+``--only`` keeps the workloads whose name contains one of the comma-separated words.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -211,6 +218,63 @@ def lenet_workload(batch: int = 64):
     return ours, theirs, 3 * (conv + dense)
 
 
+def digits_cnn_workload(batch: int = 32):
+    """examples/train_digits.py's model and optimizer: one Adam training step on 1x8x8 images."""
+    import torch
+
+    import numdiff
+
+    def cnn(nn):
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10),
+        )  # fmt: skip
+
+    torch.manual_seed(0)
+    model, tmodel = cnn(numdiff.nn), cnn(torch.nn)
+    _copy_weights(model, tmodel)
+    rng = np.random.default_rng(5)
+    data = rng.random((batch, 1, 8, 8)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    opt, topt = numdiff.optim.Adam(model.parameters(), 1e-3), torch.optim.Adam(tmodel.parameters(), 1e-3)
+    x, tx, y, ty = numdiff.tensor(data), torch.tensor(data), numdiff.tensor(labels), torch.tensor(labels)
+
+    def ours():
+        opt.zero_grad()
+        numdiff.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    def theirs():
+        topt.zero_grad()
+        torch.nn.functional.cross_entropy(tmodel(tx), ty).backward()
+        topt.step()
+
+    conv = 2 * batch * (16 * 9 * 64 + 32 * 16 * 9 * 16)
+    dense = 2 * batch * (128 * 64 + 64 * 10)
+    return ours, theirs, 3 * (conv + dense)
+
+
+def relu_workload(shape: tuple = (32, 16, 8, 8)):
+    import torch
+
+    import numdiff
+
+    rng = np.random.default_rng(6)
+    x, tx = _pair(rng, *shape)
+    ones, tones = numdiff.ones(*shape), torch.ones(*shape)
+
+    def ours():
+        x.grad = None
+        numdiff.relu(x).backward(ones)
+
+    def theirs():
+        tx.grad = None
+        torch.relu(tx).backward(tones)
+
+    return ours, theirs, None
+
+
 WORKLOADS: list[tuple[str, Callable]] = [
     ("matmul 1024^3 fwd+bwd", matmul_workload),
     ("MLP 256x784-512-512-10 step", mlp_workload),
@@ -220,6 +284,9 @@ WORKLOADS: list[tuple[str, Callable]] = [
     ("max_pool2d k2 32x32x32x32", lambda: pool_workload("max")),
     ("avg_pool2d k2 32x32x32x32", lambda: pool_workload("avg")),
     ("LeNet step 64x1x28x28", lenet_workload),
+    ("digits CNN step 32x1x8x8 Adam", digits_cnn_workload),
+    ("conv2d N32 C16->32 8x8 k3 p1", lambda: conv_workload(32, 16, 32, 8, 3, 1)),
+    ("relu fwd+bwd 32x16x8x8", relu_workload),
 ]
 
 
@@ -241,14 +308,26 @@ def alternate(ours: Callable, theirs: Callable, repeat: int) -> tuple[list[float
     return ours_times, theirs_times
 
 
-def run(repeat: int) -> tuple[list[dict], dict]:
+@contextmanager
+def busy_neighbour() -> Iterator[None]:
+    """One competing process spinning on a core for the duration (what --busy times beside)."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it start spinning
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def run(repeat: int, busy: bool = False, only: list[str] | None = None) -> tuple[list[dict], dict]:
     import numba
     import torch
 
     import numdiff
 
     torch.set_num_threads(THREADS)
-    numba.set_num_threads(THREADS)
+    numdiff.set_num_threads(THREADS)
     clock, model = cpu_clock_ghz()
     peak = peak_gflops(clock)
     start = time.perf_counter()
@@ -256,6 +335,8 @@ def run(repeat: int) -> tuple[list[dict], dict]:
     warm_total = time.perf_counter() - start
     rows = []
     for name, build in WORKLOADS:
+        if only and not any(word in name for word in only):
+            continue
         ours, theirs, flops = build()
         start = time.perf_counter()
         ours()  # first call: compiles or loads any kernel compile_all did not reach
@@ -270,6 +351,12 @@ def run(repeat: int) -> tuple[list[dict], dict]:
                 torch_min_ms=1e3 * min(theirs_times),
             )
         )  # fmt: skip
+        if busy:
+            with busy_neighbour():
+                busy_ours, busy_theirs = alternate(ours, theirs, repeat)
+            rows[-1]["ours_slowdown"] = statistics.median(busy_ours) / statistics.median(ours_times)
+            rows[-1]["torch_slowdown"] = statistics.median(busy_theirs) / statistics.median(theirs_times)
+            rows[-1]["busy_ratio"] = statistics.median(busy_ours) / statistics.median(busy_theirs)
         print(_row(rows[-1]), flush=True)
     info = dict(
         clock=clock, model=model, peak=peak, compile_seconds=compile_seconds, warm_total=warm_total,
@@ -285,10 +372,19 @@ def _fmt(value, spec):
 
 
 def _row(r: dict) -> str:
-    return (
+    row = (
         f"| {r['name']} | {r['torch_ms']:.2f} | {r['ours_ms']:.2f} | {r['ratio']:.2f} | {_fmt(r['gflops'], '.1f')} "
         f"| {_fmt(r['peak_pct'], '.1f')} | {r['torch_min_ms']:.2f} / {r['ours_min_ms']:.2f} | {r['first_s']:.2f} |"
     )
+    if "busy_ratio" in r:
+        row += f" {r['torch_slowdown']:.2f} | {r['ours_slowdown']:.2f} | {r['busy_ratio']:.2f} |"
+    return row
+
+
+BUSY_HEADER = (
+    " busy: PyTorch slowdown | busy: numdiff slowdown | busy: ratio |",
+    "---:|---:|---:|",
+)
 
 
 HEADER = (
@@ -297,7 +393,15 @@ HEADER = (
 )
 
 
+def _header(busy: bool) -> str:
+    if not busy:
+        return HEADER
+    top, rule = HEADER.split("\n")
+    return top + BUSY_HEADER[0] + "\n" + rule + BUSY_HEADER[1]
+
+
 def markdown(rows: list[dict], info: dict) -> str:
+    busy = any("busy_ratio" in r for r in rows)
     lines = [
         f"Date: {datetime.date.today().isoformat()}. Machine: {info['model']}, {info['threads']} threads, "
         f"clock {info['clock']:.3f} GHz (/proc/cpuinfo 'cpu MHz').",
@@ -313,10 +417,21 @@ def markdown(rows: list[dict], info: dict) -> str:
         "Load average at the end of the run (1/5/15 min, machine shared with other jobs): "
         + " / ".join(f"{v:.1f}" for v in info["load"])
         + ".",
+        *(
+            ["Busy columns: each library's median beside one spinning process over its median alone, "
+             "and numdiff/PyTorch beside it."]
+            if busy else []
+        ),
         "",
-        HEADER,
-    ]
+        _header(busy),
+    ]  # fmt: skip
     lines += [_row(r) for r in rows]
+    geomean = statistics.geometric_mean([r["ratio"] for r in rows])
+    lines += ["", f"Geometric mean of the ratios: {geomean:.2f}."]
+    if busy:
+        ours = statistics.geometric_mean([r["ours_slowdown"] for r in rows])
+        theirs = statistics.geometric_mean([r["torch_slowdown"] for r in rows])
+        lines.append(f"Geometric mean slowdown beside the busy process: PyTorch {theirs:.2f}, numdiff {ours:.2f}.")
     return "\n".join(lines) + "\n"
 
 
@@ -325,12 +440,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20, help="timed calls per library per workload")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     parser.add_argument("--cpu-time", action="store_true", help="one thread each, timed in thread CPU time")
+    parser.add_argument("--threads", type=int, default=2, help="threads for both libraries (default 2)")
+    parser.add_argument("--busy", action="store_true", help="also time each workload beside a spinning process")
+    parser.add_argument("--only", help="comma-separated words: run the workloads whose name contains one")
     args = parser.parse_args()
     global THREADS, CLOCK
+    THREADS = args.threads
     if args.cpu_time:
         THREADS, CLOCK = 1, time.thread_time
-    print(HEADER, flush=True)
-    rows, info = run(args.repeat)
+    print(_header(args.busy), flush=True)
+    rows, info = run(args.repeat, args.busy, args.only.split(",") if args.only else None)
     text = markdown(rows, info)
     print()
     print(text)

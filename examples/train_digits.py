@@ -171,9 +171,7 @@ def steady_epoch_times(result: dict[str, Any]) -> tuple[float, float]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train with numdiff (and PyTorch unless --no-torch); print and return the results."""
     if args.threads is not None:  # timing harness, not training code: equal thread counts for both
-        import numba
-
-        numba.set_num_threads(args.threads)
+        numdiff.set_num_threads(args.threads)
     data = load_data(args.seed, args.limit)
     print(f"digits: {len(data[1])} training and {len(data[3])} test images of 8x8, 10 classes")
     numdiff.manual_seed(args.seed)
@@ -247,7 +245,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison run")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N training images")
     parser.add_argument(
-        "--threads", type=int, default=None, help="CPU threads for both numdiff (Numba) and PyTorch"
+        "--threads", type=int, default=None, help="CPU threads for both numdiff (numdiff.set_num_threads) and PyTorch"
     )
     parser.add_argument(
         "--distributed", action="store_true", help="data-parallel over the ranks of `mpiexec -n N` (numdiff only)"

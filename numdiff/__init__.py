@@ -101,6 +101,7 @@ from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
+from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
@@ -123,3 +124,4 @@ __all__ = [
     "where", "zeros", "zeros_like",
 ]
 __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
+__all__ += ["get_num_threads", "set_num_threads"]

@@ -289,9 +289,9 @@ for name, p in layers.named_parameters():
     print(f"{name:9s} requires_grad={p.requires_grad!s:5s} grad={'None' if p.grad is None else 'set'}")
 
 # %% [markdown]
-# `nn.Linear` records two operations: `MatmulBackward` for `x @ weight.T` (the transpose is the
-# `PermuteBackward` under `2.weight`) and `AddBackward` for the bias, whose leaf is reached through
-# an `AccumulateGrad` node (the node that adds into a leaf's `.grad`). The frozen first layer
+# `nn.Linear` records one operation, `LinearBackward` (`x @ weight.T + bias` in one GEMM), whose
+# weight and bias leaves are reached through `AccumulateGrad` nodes (the node that adds into a
+# leaf's `.grad`). The frozen first layer
 # recorded **nothing**: neither its input `x` nor its weights require grad, so its output does
 # not either (`grad_fn` is `None`), and neither does the ReLU's. The drawing therefore starts at
 # the second layer, with no box for `0.weight` and `0.bias`, and only `2.weight` and `2.bias`

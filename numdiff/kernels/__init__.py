@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from numdiff.kernels import avg_pool, conv, matmul, pool
+from numdiff.kernels._parallel import always_parallel
 
 __all__ = ["avg_pool", "compile_all", "compile_times", "conv", "matmul", "pool"]
 
@@ -34,13 +35,31 @@ from the disk cache), keyed ``"module.kernel[dtype]"`` like ``"_conv_cores.forwa
 
 def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
     """One tiny call per compiled kernel of matmul/conv/pool, named by the dispatcher it compiles
-    (a call also compiles the helpers that dispatcher inlines or calls)."""
+    (a call also compiles the helpers that dispatcher inlines or calls). Cores built serial and
+    parallel (:mod:`numdiff.kernels._parallel`) are called twice: ``"<core>"`` runs the parallel
+    build, ``"<core>[serial]"`` the serial one."""
+    calls = []
+    for name, call in _one_call_per_core(dtype):
+        if name == "matmul._bgemm":
+            calls.append((name, call))
+            continue
+        calls.append((f"{name}[serial]", call))
+        calls.append((name, lambda call=call: _parallel_build(call)))
+    return calls
+
+
+def _parallel_build(call: Callable[[], object]) -> object:
+    with always_parallel():
+        return call()
+
+
+def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
 
     def z(*shape: int) -> np.ndarray:
         return np.zeros(shape, dtype)
 
-    def idx() -> np.ndarray:
-        return np.zeros((1, 1, 1, 1), np.int64)
+    def idx(width: int = 1) -> np.ndarray:
+        return np.zeros((1, 1, 1, width), np.int64)
 
     return [
         ("matmul._bgemm", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),
@@ -58,7 +77,11 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         ),
         ("_conv_cores.bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
         (
-            "pool._max_pool_core",
+            "pool._max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
+            lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
+        ),
+        (
+            "pool._max_pool_direct_core",
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
         ),
         (
@@ -130,7 +153,28 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
                 ),
             ),
         ]  # fmt: skip
+    calls += _foreach_warmups(dtype)
     return calls
+
+
+def _foreach_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
+    """One tiny group update per optimizer through numdiff.kernels.optim_foreach."""
+    from numdiff.kernels.optim_foreach import ForeachUpdate
+
+    def run(name: str, arity: int, hyper: tuple, flags: tuple) -> None:
+        update = ForeachUpdate(name, flags)
+        update.add(tuple(np.zeros(1, dtype) for _ in range(arity)), hyper)
+        update.run()
+
+    return [
+        ("optim_foreach.sgd_foreach", lambda: run("sgd", 3, (0.1, 0.9, 0.0, 0.0, 1.0), (False, False))),
+        (
+            "optim_foreach.adam_foreach",
+            lambda: run("adam", 5, (0.1, 0.9, 0.999, 1e-8, 0.0, 1.0, 0.1), (False, True, False)),
+        ),
+        ("optim_foreach.rmsprop_foreach", lambda: run("rmsprop", 5, (0.1, 0.9, 1e-8, 0.0, 0.9), (True, False))),
+        ("optim_foreach.adagrad_foreach", lambda: run("adagrad", 3, (0.1, 1e-10, 0.0), (False,))),
+    ]
 
 
 def compile_all(

@@ -4,6 +4,10 @@ arguments, works out the geometry and calls these (see its docstring for the met
 Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``out4``/``go4``
 (N, G, Cog, OH*OW) -- free reshapes of the C-contiguous (N, C, H, W), (Co, Cg, KH, KW) and
 (N, Co, OH, OW) arrays.
+
+Numba's disk cache keys a core on this file alone, not on the im2col/col2im helpers it calls:
+after changing numdiff/kernels/_im2col.py, edit this file too (or clear __pycache__), or a
+process may load cores built with the old helpers.
 """
 
 from __future__ import annotations
@@ -13,13 +17,12 @@ from numba import prange
 
 from numdiff.kernels._blas import gemm
 from numdiff.kernels._im2col import col2im_rows_add, im2col_rows
-from numdiff.kernels._self_healing_cache import njit
+from numdiff.kernels._parallel import serial_and_parallel
 
 # Geometry tuple shared by the cores:
 #   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def forward_core(
     x5,
     w3,
@@ -69,7 +72,6 @@ def forward_core(
                         dst[co, p] += shift
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def backward_input_core(
     go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
 ):
@@ -103,7 +105,6 @@ def backward_input_core(
                     col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg)
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def backward_weight_core(
     x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
 ):
@@ -135,7 +136,6 @@ def backward_weight_core(
             gw3[g] += acc[t, g].T
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def bias_grad_core(go3, grad_bias):
     n_img = go3.shape[0]
     for co in prange(go3.shape[1]):
@@ -145,3 +145,10 @@ def bias_grad_core(go3, grad_bias):
             for p in range(row.shape[0]):
                 total += row[p]
         grad_bias[co] = total
+
+
+# Each core as a serial and a parallel build (numdiff.kernels._parallel): the caller picks by work.
+forward_core = serial_and_parallel(forward_core, nogil=True)
+backward_input_core = serial_and_parallel(backward_input_core, nogil=True)
+backward_weight_core = serial_and_parallel(backward_weight_core, nogil=True)
+bias_grad_core = serial_and_parallel(bias_grad_core, nogil=True)

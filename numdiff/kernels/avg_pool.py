@@ -19,6 +19,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._pool_window import as_2d, check_adaptive, check_window, column_taps, planes, tap_range
 from numdiff.kernels._self_healing_cache import njit
 
@@ -70,7 +71,6 @@ def _avg_counts(oh_size, ow_size, kh, kw, sh, sw, ph, pw, height, width, count_i
     return counts
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _avg_pool_core(x3, out3, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, backward):
     """forward: out3 <- avg(x3); backward: x3 <- spread(out3) (x3 is then the gradient).
 
@@ -117,7 +117,6 @@ def _avg_pool_core(x3, out3, kh, kw, sh, sw, ph, pw, count_include_pad, divisor,
                     of[o_base + ow] = row[ow] / cnt if cnt != 0 else 0.0
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def _adaptive_avg_core(x3, out3, backward):
     """forward: out3 <- adaptive avg(x3); backward: x3 <- spread(out3)."""
     height, width = x3.shape[1], x3.shape[2]
@@ -147,6 +146,11 @@ def _adaptive_avg_core(x3, out3, backward):
 
 
 # --------------------------------------------------------------------------- average pooling
+
+
+# Each core as a serial and a parallel build, picked per call by size (numdiff.kernels._parallel).
+_avg_pool_core = serial_and_parallel(_avg_pool_core, nogil=True)
+_adaptive_avg_core = serial_and_parallel(_adaptive_avg_core, nogil=True)
 
 
 def _avg_args(op, x, out, kernel_size, stride, padding, ceil_mode, divisor_override):
@@ -184,7 +188,8 @@ def avg_pool2d_forward(
     kh, kw, sh, sw, ph, pw, divisor = _avg_args(
         op, x, out, kernel_size, stride, padding, ceil_mode, divisor_override
     )
-    _avg_pool_core(planes(x), planes(out), kh, kw, sh, sw, ph, pw, bool(count_include_pad), divisor, False)
+    core, _ = _avg_pool_core.pick(x.size)
+    core(planes(x), planes(out), kh, kw, sh, sw, ph, pw, bool(count_include_pad), divisor, False)
     return out
 
 
@@ -214,7 +219,7 @@ def avg_pool2d_backward(
     kh, kw, sh, sw, ph, pw, divisor = _avg_args(
         op, grad_in, grad_out, kernel_size, stride, padding, ceil_mode, divisor_override
     )
-    _avg_pool_core(
+    _avg_pool_core.pick(grad_in.size)[0](
         planes(grad_in), planes(grad_out), kh, kw, sh, sw, ph, pw, bool(count_include_pad), divisor, True
     )
     return grad_in
@@ -292,7 +297,7 @@ def adaptive_avg_pool2d_forward(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     op = "adaptive_avg_pool2d_forward"
     check_float_arrays(op, x=x, out=out)
     check_adaptive(op, x, out)
-    _adaptive_avg_core(planes(x), planes(out), False)
+    _adaptive_avg_core.pick(x.size)[0](planes(x), planes(out), False)
     return out
 
 
@@ -307,7 +312,7 @@ def adaptive_avg_pool2d_backward(grad_out: np.ndarray, grad_in: np.ndarray) -> n
     op = "adaptive_avg_pool2d_backward"
     check_float_arrays(op, grad_out=grad_out, grad_in=grad_in)
     check_adaptive(op, grad_in, grad_out)
-    _adaptive_avg_core(planes(grad_in), planes(grad_out), True)
+    _adaptive_avg_core.pick(grad_in.size)[0](planes(grad_in), planes(grad_out), True)
     return grad_in
 
 

@@ -40,7 +40,6 @@ any compiled code runs.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads
 
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_float_arrays, check_shape
@@ -71,14 +70,18 @@ __all__ = [
 TILE_ELEMENTS = 1 << 17
 """Target size of one thread's im2col tile, in elements (512 KiB float32)."""
 
+PARALLEL_MIN_MACS = 1 << 21
+"""Multiply-adds below which a convolution runs on the calling thread (numdiff.kernels._parallel)."""
 
-def _check_conv(op, x_shape, w, go_shape, stride, padding, dilation, groups):
-    """Validate a conv2d configuration; return the sizes the compiled cores take."""
+
+def _check_conv(op, core, x_shape, w, go_shape, stride, padding, dilation, groups):
+    """Validate a conv2d configuration; return the build of `core` to run (serial below
+    :data:`PARALLEL_MIN_MACS`) and the sizes it takes."""
     n_img, _, _, _, _, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = conv2d_geometry(
         op, x_shape, w.shape, go_shape, stride, padding, dilation, groups
     )
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
-    parts = get_num_threads()
+    kernel, parts = core.pick(n_img * w.shape[0] * cg * kh * kw * oh_size * ow_size, PARALLEL_MIN_MACS)
     rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
     planes = n_img * groups
     if planes < parts:
@@ -91,7 +94,7 @@ def _check_conv(op, x_shape, w, go_shape, stride, padding, dilation, groups):
     # Equal tiles: 32 rows in tiles of 28 would leave a 4-row tile whose GEMM runs inefficiently.
     tiles = -(-oh_size // rows)
     rows = -(-oh_size // tiles)
-    return (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
+    return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
 
 
 def _views(x, w, out, groups):
@@ -130,7 +133,7 @@ def conv2d_forward(
     """
     op = "conv2d_forward"
     check_float_arrays(op, x=x, weight=weight, out=out)
-    sizes = _check_conv(op, x.shape, weight, out.shape, stride, padding, dilation, groups)
+    core, sizes = _check_conv(op, forward_core, x.shape, weight, out.shape, stride, padding, dilation, groups)
     if bias is None:
         bias_arr, has_bias = np.zeros(0, x.dtype), False
     else:
@@ -139,7 +142,7 @@ def conv2d_forward(
         bias_arr, has_bias = bias, True
     x5, w3, out4 = _views(x, weight, out, groups)
     prepare_blas()
-    forward_core(x5, w3, bias_arr, has_bias, out4, *sizes)
+    core(x5, w3, bias_arr, has_bias, out4, *sizes)
     return out
 
 
@@ -167,10 +170,12 @@ def conv2d_backward_input(
     """
     op = "conv2d_backward_input"
     check_float_arrays(op, grad_out=grad_out, weight=weight, grad_in=grad_in)
-    sizes = _check_conv(op, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups)
+    core, sizes = _check_conv(
+        op, backward_input_core, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups
+    )
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
     prepare_blas()
-    backward_input_core(go4, w3, dx5, *sizes)
+    core(go4, w3, dx5, *sizes)
     return grad_in
 
 
@@ -199,10 +204,12 @@ def conv2d_backward_weight(
     """
     op = "conv2d_backward_weight"
     check_float_arrays(op, x=x, grad_out=grad_out, grad_weight=grad_weight)
-    sizes = _check_conv(op, x.shape, grad_weight, grad_out.shape, stride, padding, dilation, groups)
+    core, sizes = _check_conv(
+        op, backward_weight_core, x.shape, grad_weight, grad_out.shape, stride, padding, dilation, groups
+    )
     x5, gw3, go4 = _views(x, grad_weight, grad_out, groups)
     prepare_blas()
-    backward_weight_core(x5, go4, gw3, *sizes)
+    core(x5, go4, gw3, *sizes)
     return grad_weight
 
 
@@ -220,7 +227,8 @@ def conv2d_backward_bias(grad_out: np.ndarray, grad_bias: np.ndarray) -> np.ndar
     if grad_out.ndim < 2:
         raise ValueError(f"{op}: grad_out must be at least 2-D (N, C, ...), got {grad_out.shape}")
     check_shape(op, "grad_bias", grad_bias, (grad_out.shape[1],))
-    bias_grad_core(grad_out.reshape(grad_out.shape[0], grad_out.shape[1], -1), grad_bias)
+    core, _ = bias_grad_core.pick(grad_out.size)
+    core(grad_out.reshape(grad_out.shape[0], grad_out.shape[1], -1), grad_bias)
     return grad_bias
 
 

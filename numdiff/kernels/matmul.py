@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, prange
 
-from numdiff.kernels._blas import gemm, gemm_parallel, prepare_blas
+from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, gemm_parallel, prepare_blas
 from numdiff.kernels._checks import check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
@@ -50,9 +50,11 @@ def _bgemm_batch_parallel(trans_a, trans_b, a, b, out):
 
 @njit(cache=True, nogil=True)
 def _bgemm(trans_a, trans_b, a, b, out, parts):
-    """out[i] = op(a[i]) @ op(b[i]); parallel over the batch when it has a slice per thread,
-    otherwise each product is split across the threads."""
-    if out.shape[0] >= parts and parts > 1:
+    """out[i] = op(a[i]) @ op(b[i]); parallel over the batch when it has a slice per thread and
+    the whole batch is worth a parallel region, otherwise each product is split across the
+    threads (or, when small, runs on the calling thread)."""
+    k = a.shape[1] if trans_a else a.shape[2]
+    if out.shape[0] >= parts and parts > 1 and out.size * k >= PARALLEL_MIN_MACS:
         _bgemm_batch_parallel(trans_a, trans_b, a, b, out)
     else:
         for i in range(out.shape[0]):

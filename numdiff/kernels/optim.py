@@ -22,22 +22,25 @@ runs, and dispatch through numdiff.backend by array type: the CPU launchers belo
 from __future__ import annotations
 
 import math
-import types
 from typing import Any
 
 import numpy as np
 from numba import prange
 
 from numdiff.kernels._checks import FLOAT_DTYPES
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
+    "adagrad_hyper",
     "adagrad_step",
     "adagrad_update",
+    "adam_hyper",
     "adam_step",
     "adam_update",
     "rmsprop_step",
     "rmsprop_update",
+    "run_kernel",
     "sgd_step",
     "sgd_update",
 ]
@@ -195,20 +198,8 @@ def adagrad_loop(param, grad, state_sum, h, f):
         state_sum[i] = s
 
 
-def _serial_and_parallel(loop: Any) -> tuple[Any, Any]:
-    """Compile one loop nest twice: serially (prange runs as range) and over threads.
-
-    Starting the thread pool costs far more than updating a small parameter, so small arrays
-    take the serial build. The serial copy gets its own name because Numba's on-disk cache tells
-    builds apart by function name, not by compile flags.
-    """
-    serial = types.FunctionType(loop.__code__, loop.__globals__, loop.__name__ + "_serial", loop.__defaults__)
-    serial.__qualname__ = loop.__qualname__ + "_serial"
-    return njit(cache=True)(serial), njit(cache=True, parallel=True)(loop)
-
-
 CPU_KERNELS = {
-    name: _serial_and_parallel(loop)
+    name: serial_and_parallel(loop)
     for name, loop in [
         ("sgd", sgd_loop),
         ("adam", adam_loop),
@@ -284,7 +275,9 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
             raise ValueError(f"{op}: {name} has {arr.size} elements but {why}")
 
 
-def _run(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
+def run_kernel(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
+    """Run optimizer `name`'s kernel on checked arrays through the array's backend: on the CPU
+    serial or threaded by size, on CUDA one launch."""
     from numdiff.backend import backend_for
 
     h = tuple(float(x) for x in h)
@@ -310,7 +303,7 @@ def sgd_step(
     """
     _check("sgd_step", param, {"grad": grad}, {"momentum_buffer": (momentum_buffer, momentum != 0.0)})
     h = (lr, momentum, dampening, weight_decay)
-    _run("sgd", (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
+    run_kernel("sgd", (param, grad, momentum_buffer), h, (nesterov, maximize, first_step))
 
 
 def adam_step(
@@ -333,13 +326,9 @@ def adam_step(
         "adam_step", param, {"grad": grad, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq},
         {"max_exp_avg_sq": (max_exp_avg_sq, amsgrad)},
     )  # fmt: skip
-    if step < 1:
-        raise ValueError(f"adam_step: step counts from 1, got {step}")
-    step_size = lr / (1.0 - beta1**step)
-    bc2_sqrt = (1.0 - beta2**step) ** 0.5
-    h = (lr, beta1, beta2, eps, weight_decay, step_size, bc2_sqrt)
+    h = adam_hyper(step, lr, beta1, beta2, eps, weight_decay)
     f = (decoupled_weight_decay, amsgrad, maximize)
-    _run("adam", (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
+    run_kernel("adam", (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq), h, f)
 
 
 def rmsprop_step(
@@ -359,7 +348,7 @@ def rmsprop_step(
     optional = {"momentum_buffer": (momentum_buffer, momentum > 0.0), "grad_avg": (grad_avg, centered)}
     _check("rmsprop_step", param, {"grad": grad, "square_avg": square_avg}, optional)
     h = (lr, alpha, eps, weight_decay, momentum)
-    _run("rmsprop", (param, grad, square_avg, momentum_buffer, grad_avg), h, (centered, maximize))
+    run_kernel("rmsprop", (param, grad, square_avg, momentum_buffer, grad_avg), h, (centered, maximize))
 
 
 def adagrad_step(
@@ -378,5 +367,28 @@ def adagrad_step(
     _check("adagrad_step", param, {"grad": grad, "state_sum": state_sum}, {})
     if step < 1:
         raise ValueError(f"adagrad_step: step counts from 1, got {step}")
-    clr = lr / (1.0 + (step - 1) * lr_decay)
-    _run("adagrad", (param, grad, state_sum), (clr, eps, weight_decay), (maximize,))
+    run_kernel("adagrad", (param, grad, state_sum), adagrad_hyper(step, lr, lr_decay, eps, weight_decay), (maximize,))
+
+
+def adam_hyper(
+    step: float, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float
+) -> tuple[float, ...]:
+    """Adam's kernel tuple h for step number `step` (1-based), bias corrections included.
+
+    >>> adam_hyper(1, 0.1, 0.5, 0.75, 1e-8, 0.0)
+    (0.1, 0.5, 0.75, 1e-08, 0.0, 0.2, 0.5)
+    """
+    if step < 1:
+        raise ValueError(f"adam_step: step counts from 1, got {step}")
+    return (lr, beta1, beta2, eps, weight_decay, lr / (1.0 - beta1**step), (1.0 - beta2**step) ** 0.5)
+
+
+def adagrad_hyper(step: float, lr: float, lr_decay: float, eps: float, weight_decay: float) -> tuple[float, ...]:
+    """Adagrad's kernel tuple h for step number `step` (1-based): the decayed lr, eps, weight_decay.
+
+    >>> adagrad_hyper(3, 0.1, 0.5, 1e-10, 0.0)
+    (0.05, 1e-10, 0.0)
+    """
+    if step < 1:
+        raise ValueError(f"adagrad_step: step counts from 1, got {step}")
+    return (lr / (1.0 + (step - 1) * lr_decay), eps, weight_decay)

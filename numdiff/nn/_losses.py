@@ -12,6 +12,7 @@ import numpy as np
 
 from numdiff.backend import backend_for
 from numdiff.ops.activation import log_softmax, softplus
+from numdiff.ops.class_loss import CrossEntropy, NllLoss
 from numdiff.ops.indexing import gather
 from numdiff.ops.loss import BinaryCrossEntropy
 from numdiff.ops.selection import where
@@ -106,6 +107,11 @@ def nll_loss(
     _check_float("nll_loss", "input", input)
     class_dim = _check_class_target("nll_loss", input, target, ignore_index)
     _check_class_weight("nll_loss", weight, input.shape[class_dim])
+    if _one_op(input, target, weight):
+        return NllLoss.apply(
+            input, target=target._data, weight=None if weight is None else weight._data,
+            ignore_index=ignore_index, reduction=reduction,
+        )  # fmt: skip
     ignored = target == ignore_index
     safe_target = where(ignored, 0, target)
     picked = gather(input, class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim)
@@ -115,6 +121,18 @@ def nll_loss(
     if reduction == "mean":
         return loss.sum() / per_entry.sum()
     return loss.sum() if reduction == "sum" else loss
+
+
+def _one_op(input: Tensor, target: Tensor, weight: Tensor | None) -> bool:
+    """Whether the one-op nll_loss / cross_entropy (numdiff.ops.class_loss) applies: class-index
+    targets on the CPU and class weights that need no gradient; else the composed form runs."""
+    return (
+        isinstance(target, Tensor)
+        and type(input._data) is np.ndarray
+        and type(target._data) is np.ndarray
+        and target._data.dtype.kind in "iu"
+        and (weight is None or (type(weight._data) is np.ndarray and not weight.requires_grad))
+    )
 
 
 def _class_weights(weight: Tensor, target: Tensor) -> Tensor:
@@ -152,6 +170,12 @@ def cross_entropy(
     class_dim = 0 if input.ndim == 1 else 1
     classes = input.shape[class_dim]
     _check_class_weight("cross_entropy", weight, classes)
+    if _one_op(input, target, weight):
+        _check_class_target("cross_entropy", input, target, ignore_index)
+        return CrossEntropy.apply(
+            input, target=target._data, weight=None if weight is None else weight._data,
+            ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing,
+        )  # fmt: skip
     log_probs = log_softmax(input, class_dim)
     class_weight = None if weight is None else weight.reshape(_class_shape(input, class_dim))
     if isinstance(target, Tensor) and target.is_floating_point():

@@ -3,8 +3,9 @@ outer and linear.
 
 One primitive, ``matmul`` on operands of at least two dimensions, carries the gradient; its
 backward is two more matmuls (``grad @ b^T`` and ``a^T @ grad``), so second derivatives come for
-free. Everything else is composed: 1-D operands are unsqueezed and squeezed back, linear is
-``x @ weight^T + bias``, outer is a broadcast product.
+free. linear (``x @ weight^T + bias``) is its own op, one GEMM with the bias added in place,
+whose backward is matmuls and a sum. Everything else is composed: 1-D operands are unsqueezed
+and squeezed back, outer is a broadcast product.
 
 The forward hands BLAS transposed operands as flags instead of copying them (a ``weight.t()`` or
 a ``.mT`` in a backward arrives as a Fortran-ordered view), and folds the batch of ``a`` into
@@ -238,5 +239,45 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if bias.ndim > 1 or (bias.ndim == 1 and bias.shape[0] != out_features):
             raise ValueError(f"linear: bias must have shape ({out_features},), got {tuple(bias.shape)}")
         check_same_device("linear", x, w, bias)
-    out = matmul(x, w.mT if w.ndim == 2 else w)
+    if w.ndim == 2 and x.dtype.is_floating_point and (bias is None or bias.dtype is x.dtype):
+        return Linear.apply(x, w, bias)
+    out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
     return out if bias is None else out + bias
+
+
+@register("linear")
+class Linear(Function):
+    """``x @ weight.T + bias`` as one op: one GEMM over all of x's rows (its batch dimensions
+    folded in) with the bias added in place on the product. x (..., in), weight (out, in),
+    bias (out,) or None."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        out_features = weight.shape[0]
+        out = np.empty(x.shape[:-1] + (out_features,), dtype=x.dtype, like=x)
+        if out.size == 0:
+            return out
+        rows = np.ascontiguousarray(x, like=x).reshape(-1, x.shape[-1])
+        _product(rows, weight.T, out.reshape(-1, out_features))
+        if bias is not None:
+            np.add(out, bias, out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        # Matmul.apply directly: the shapes are the forward's, so matmul()'s checks and 1-D
+        # handling would only add per-call overhead (a third of a small MLP's backward).
+        x, weight = ctx.saved_tensors
+        grad_x = grad_weight = grad_bias = None
+        grad_rows = grad if grad.ndim == 2 else grad.reshape(-1, weight.shape[0])
+        if ctx.needs_input_grad[0]:
+            grad_x = Matmul.apply(grad_rows, weight)
+            if grad.ndim != 2:
+                grad_x = grad_x.reshape(tuple(x.shape))
+        if ctx.needs_input_grad[1]:
+            rows = x if x.ndim == 2 else x.reshape(-1, weight.shape[1])
+            grad_weight = Matmul.apply(grad_rows.mT, rows)
+        if ctx.needs_input_grad[2]:
+            grad_bias = grad_rows.sum(0)
+        return grad_x, grad_weight, grad_bias

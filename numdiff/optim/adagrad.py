@@ -6,8 +6,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.kernels.optim import adagrad_step
-from numdiff.optim.optimizer import Optimizer, flat_state, increment_step, step_tensor, updating, zeros_state
+from numdiff.kernels.optim import adagrad_hyper
+from numdiff.optim.optimizer import (
+    GroupUpdate,
+    Optimizer,
+    flat_state,
+    increment_step,
+    step_tensor,
+    zeros_state,
+)
 
 
 class Adagrad(Optimizer):
@@ -63,18 +70,11 @@ class Adagrad(Optimizer):
         """One Adagrad update of every parameter that has a gradient; returns the closure's loss."""
         loss = self._eval_closure(closure)
         for group in self.param_groups:
+            update = GroupUpdate("adagrad", (group["maximize"],))
             for p, grad in self._params_with_grad(group):
                 state = self._init_state(p, group)
-                with updating(p) as param:
-                    adagrad_step(
-                        param,
-                        grad,
-                        flat_state(p, state["sum"], "sum"),
-                        step=increment_step(state["step"]),
-                        lr=group["lr"],
-                        lr_decay=group["lr_decay"],
-                        eps=group["eps"],
-                        weight_decay=group["weight_decay"],
-                        maximize=group["maximize"],
-                    )
+                step = increment_step(state["step"])
+                hyper = adagrad_hyper(step, group["lr"], group["lr_decay"], group["eps"], group["weight_decay"])
+                update.add((update.param(p), grad, flat_state(p, state["sum"], "sum")), hyper)
+            update.run()
         return loss

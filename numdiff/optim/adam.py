@@ -6,14 +6,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.kernels.optim import adam_step
+from numdiff.kernels.optim import adam_hyper
 from numdiff.optim.optimizer import (
+    GroupUpdate,
     Optimizer,
     flat_state,
     increment_step,
     step_tensor,
     unused_buffer,
-    updating,
     zeros_state,
 )
 
@@ -75,6 +75,7 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             amsgrad = bool(group["amsgrad"])
+            update = GroupUpdate("adam", (group["decoupled_weight_decay"], amsgrad, group["maximize"]))
             for p, grad in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
@@ -83,29 +84,17 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = zeros_state(p)
                 if amsgrad and "max_exp_avg_sq" not in state:
                     state["max_exp_avg_sq"] = zeros_state(p)
-                with updating(p) as param:
-                    exp_avg = flat_state(p, state["exp_avg"], "exp_avg")
-                    exp_avg_sq = flat_state(p, state["exp_avg_sq"], "exp_avg_sq")
-                    if amsgrad:
-                        max_exp_avg_sq = flat_state(p, state["max_exp_avg_sq"], "max_exp_avg_sq")
-                    else:
-                        max_exp_avg_sq = unused_buffer(param)
-                    adam_step(
-                        param,
-                        grad,
-                        exp_avg,
-                        exp_avg_sq,
-                        max_exp_avg_sq,
-                        step=increment_step(state["step"]),
-                        lr=group["lr"],
-                        beta1=beta1,
-                        beta2=beta2,
-                        eps=group["eps"],
-                        weight_decay=group["weight_decay"],
-                        decoupled_weight_decay=group["decoupled_weight_decay"],
-                        amsgrad=amsgrad,
-                        maximize=group["maximize"],
-                    )
+                param = update.param(p)
+                max_exp_avg_sq = (
+                    flat_state(p, state["max_exp_avg_sq"], "max_exp_avg_sq") if amsgrad else unused_buffer(param)
+                )
+                arrays = (
+                    param, grad, flat_state(p, state["exp_avg"], "exp_avg"),
+                    flat_state(p, state["exp_avg_sq"], "exp_avg_sq"), max_exp_avg_sq,
+                )  # fmt: skip
+                step = increment_step(state["step"])
+                update.add(arrays, adam_hyper(step, group["lr"], beta1, beta2, group["eps"], group["weight_decay"]))
+            update.run()
         return loss
 
 

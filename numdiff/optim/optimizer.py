@@ -11,7 +11,6 @@ import copy
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
@@ -289,17 +288,33 @@ def unused_buffer(flat_param: Any) -> Any:
     return flat_param[:0]
 
 
-@contextmanager
-def updating(param: Tensor) -> Iterator[Any]:
-    """Yield `param`'s data as a flat contiguous array for a kernel to update in place.
+class GroupUpdate:
+    """One step of one parameter group as a single fused kernel call (numdiff.kernels.optim_foreach).
 
-    A non-contiguous parameter is updated through a contiguous copy that is written back on exit.
-    Either way the parameter's version counter is bumped, as for any in-place op.
+    :meth:`param` hands out each parameter's data as a flat contiguous array (a copy for a
+    non-contiguous parameter); :meth:`add` queues its arrays; :meth:`run` updates them all, writes
+    the copies back and bumps every parameter's version counter, as any in-place op does.
     """
-    data = param._data
-    contiguous = data.flags.c_contiguous
-    flat = (data if contiguous else data.copy()).reshape(-1)
-    yield flat
-    if not contiguous:
-        data[...] = flat.reshape(data.shape)
-    param._version_counter[0] += 1
+
+    def __init__(self, name: str, flags: tuple[bool, ...]) -> None:
+        from numdiff.kernels.optim_foreach import ForeachUpdate
+
+        self._update = ForeachUpdate(name, flags)
+        self._params: list[tuple[Tensor, Any]] = []
+
+    def param(self, param: Tensor) -> Any:
+        data = param._data
+        flat = (data if data.flags.c_contiguous else data.copy()).reshape(-1)
+        self._params.append((param, flat))
+        return flat
+
+    def add(self, arrays: tuple[Any, ...], hyper: tuple[float, ...]) -> None:
+        self._update.add(arrays, hyper)
+
+    def run(self) -> None:
+        self._update.run()
+        for param, flat in self._params:
+            data = param._data
+            if not data.flags.c_contiguous:
+                data[...] = flat.reshape(data.shape)
+            param._version_counter[0] += 1

@@ -6,14 +6,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.kernels.optim import rmsprop_step
 from numdiff.optim.optimizer import (
+    GroupUpdate,
     Optimizer,
     flat_state,
     increment_step,
     step_tensor,
     unused_buffer,
-    updating,
     zeros_state,
 )
 
@@ -65,6 +64,7 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             momentum = float(group["momentum"])
             centered = bool(group["centered"])
+            update = GroupUpdate("rmsprop", (centered, group["maximize"]))
             for p, grad in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
@@ -75,22 +75,13 @@ class RMSprop(Optimizer):
                 if centered and "grad_avg" not in state:
                     state["grad_avg"] = zeros_state(p)
                 increment_step(state["step"])
-                with updating(p) as param:
-                    unused = unused_buffer(param)
-                    rmsprop_step(
-                        param,
-                        grad,
-                        flat_state(p, state["square_avg"], "square_avg"),
-                        flat_state(p, state["momentum_buffer"], "momentum_buffer")
-                        if momentum > 0.0
-                        else unused,
-                        flat_state(p, state["grad_avg"], "grad_avg") if centered else unused,
-                        lr=group["lr"],
-                        alpha=group["alpha"],
-                        eps=group["eps"],
-                        weight_decay=group["weight_decay"],
-                        momentum=momentum,
-                        centered=centered,
-                        maximize=group["maximize"],
-                    )
+                param = update.param(p)
+                unused = unused_buffer(param)
+                arrays = (
+                    param, grad, flat_state(p, state["square_avg"], "square_avg"),
+                    flat_state(p, state["momentum_buffer"], "momentum_buffer") if momentum > 0.0 else unused,
+                    flat_state(p, state["grad_avg"], "grad_avg") if centered else unused,
+                )  # fmt: skip
+                update.add(arrays, (group["lr"], group["alpha"], group["eps"], group["weight_decay"], momentum))
+            update.run()
         return loss

@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.kernels.optim import sgd_step
-from numdiff.optim.optimizer import Optimizer, flat_state, unused_buffer, updating, zeros_state
+from numdiff.optim.optimizer import GroupUpdate, Optimizer, flat_state, unused_buffer, zeros_state
 
 
 class SGD(Optimizer):
@@ -56,26 +55,18 @@ class SGD(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             momentum = float(group["momentum"])
+            update = GroupUpdate("sgd", (group["nesterov"], group["maximize"]))
             for p, grad in self._params_with_grad(group):
-                with updating(p) as param:
-                    first_step = False
-                    buf = unused_buffer(param)
-                    if momentum != 0.0:
-                        state = self.state[p]
-                        if state.get("momentum_buffer") is None:
-                            state["momentum_buffer"] = zeros_state(p)
-                            first_step = True
-                        buf = flat_state(p, state["momentum_buffer"], "momentum_buffer")
-                    sgd_step(
-                        param,
-                        grad,
-                        buf,
-                        lr=group["lr"],
-                        momentum=momentum,
-                        dampening=group["dampening"],
-                        weight_decay=group["weight_decay"],
-                        nesterov=group["nesterov"],
-                        maximize=group["maximize"],
-                        first_step=first_step,
-                    )
+                param = update.param(p)
+                first_step = False
+                buf = unused_buffer(param)
+                if momentum != 0.0:
+                    state = self.state[p]
+                    if state.get("momentum_buffer") is None:
+                        state["momentum_buffer"] = zeros_state(p)
+                        first_step = True
+                    buf = flat_state(p, state["momentum_buffer"], "momentum_buffer")
+                hyper = (group["lr"], momentum, group["dampening"], group["weight_decay"], float(first_step))
+                update.add((param, grad, buf), hyper)
+            update.run()
         return loss

@@ -26,9 +26,18 @@ CASES = [
     OpCase("matmul", "bmm", args(normal(3, 2, 4), normal(3, 4, 2)), numdiff.bmm, np.matmul, **CLOSE),
     OpCase("matmul", "dot", args(normal(5), normal(5)), numdiff.dot, np.dot, **CLOSE),
     OpCase(
-        "matmul", "linear-bias", args(normal(2, 3, 4), normal(5, 4), normal(5)),
+        "linear", "linear-bias", args(normal(2, 3, 4), normal(5, 4), normal(5)),
         F.linear, lambda x, w, b: x @ w.T + b, **CLOSE,
     ),
-    OpCase("matmul", "linear-no-bias", args(normal(3, 4), normal(2, 4)), F.linear, lambda x, w: x @ w.T, **CLOSE),
+    OpCase("linear", "linear-no-bias", args(normal(3, 4), normal(2, 4)), F.linear, lambda x, w: x @ w.T, **CLOSE),
+    OpCase(
+        "linear", "linear-transposed-weight", args(normal(3, 4), normal(4, 2), normal(2)),
+        lambda x, w, b: F.linear(x, w.mT, b), lambda x, w, b: x @ w + b, **CLOSE,
+    ),
+    OpCase(
+        "linear", "linear-1d-input", args(normal(4), normal(3, 4), normal(3)),
+        F.linear, lambda x, w, b: w @ x + b, **CLOSE,
+    ),
+    OpCase("matmul", "linear-1d-weight", args(normal(3, 4), normal(4)), F.linear, lambda x, w: x @ w, **CLOSE),
     OpCase(None, "outer", args(normal(3), normal(4)), numdiff.outer, np.outer),
 ]  # fmt: skip

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from numdiff.kernels._self_healing_cache import njit
 from numdiff.utils.data import Sampler
 
 

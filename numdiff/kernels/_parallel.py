@@ -1,0 +1,69 @@
+"""Serial and parallel builds of one kernel core, chosen per call by the amount of work.
+
+Opening a Numba parallel region costs a few microseconds on a quiet machine and far more on a
+busy one: each region waits for every worker thread, so a worker that lost its core to another
+process stalls the whole call (measured here: a digits-CNN step of ~3 ms took 129 ms beside
+other jobs). PyTorch runs a loop serially below a grain of 32,768 elements; numdiff does the
+same, per kernel, with thresholds measured for each family (:data:`GRAIN_ELEMENTS` for
+memory-bound loops, the convolution and GEMM cores use multiply-add counts).
+
+:func:`serial_and_parallel` compiles one loop nest twice: without ``parallel=True`` (``prange``
+runs as ``range``) and with it. The serial copy gets its own function name because Numba's disk
+cache tells builds apart by name, not by compile flags.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from numba import get_num_threads
+
+from numdiff.kernels._self_healing_cache import njit
+
+__all__ = ["GRAIN_ELEMENTS", "KernelPair", "always_parallel", "serial_and_parallel"]
+
+GRAIN_ELEMENTS = 1 << 15
+"""Elements below which a memory-bound loop (pooling, bias sums) runs on the calling thread."""
+
+_forced = {"parallel": False}
+
+
+class KernelPair(NamedTuple):
+    """A kernel core compiled serially and in parallel; :meth:`pick` chooses one for a call."""
+
+    serial: Any
+    parallel: Any
+
+    def pick(self, work: int, grain: int = GRAIN_ELEMENTS) -> tuple[Any, int]:
+        """``(kernel, parts)``: the serial build and 1 part below `grain` units of work (or on one
+        thread), else the parallel build and one part per Numba thread."""
+        parts = get_num_threads()
+        if _forced["parallel"] or (parts > 1 and work >= grain):
+            return self.parallel, parts
+        return self.serial, 1
+
+
+def serial_and_parallel(loop: Callable, **options: Any) -> KernelPair:
+    """Compile `loop` (a plain function using ``prange``) as a serial and a parallel ``@njit``.
+
+    The parallel build keeps `loop`'s name; the serial one is named ``<name>_serial``.
+    """
+    serial = types.FunctionType(loop.__code__, loop.__globals__, loop.__name__ + "_serial", loop.__defaults__)
+    serial.__qualname__ = loop.__qualname__ + "_serial"
+    serial.__doc__ = loop.__doc__
+    return KernelPair(njit(cache=True, **options)(serial), njit(cache=True, parallel=True, **options)(loop))
+
+
+@contextmanager
+def always_parallel() -> Iterator[None]:
+    """Make every :meth:`KernelPair.pick` choose the parallel build (compile_all warms up both
+    builds with tiny inputs)."""
+    previous = _forced["parallel"]
+    _forced["parallel"] = True
+    try:
+        yield
+    finally:
+        _forced["parallel"] = previous

@@ -1,0 +1,68 @@
+"""Serial and parallel kernel builds chosen by size, and numdiff.set_num_threads."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.kernels import conv, pool
+from numdiff.kernels._conv_cores import forward_core
+from numdiff.kernels._parallel import GRAIN_ELEMENTS, always_parallel
+
+
+@pytest.fixture
+def two_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a Numba pool of at least two threads")
+    previous = numdiff.get_num_threads()
+    numdiff.set_num_threads(2)
+    yield
+    numdiff.set_num_threads(previous)
+
+
+def test_small_work_runs_the_serial_build_on_one_part(two_threads):
+    kernel, parts = forward_core.pick(GRAIN_ELEMENTS - 1)
+    assert kernel is forward_core.serial and parts == 1
+    kernel, parts = forward_core.pick(GRAIN_ELEMENTS)
+    assert kernel is forward_core.parallel and parts == 2
+
+
+def test_one_thread_always_runs_serially():
+    previous = numdiff.get_num_threads()
+    numdiff.set_num_threads(1)
+    try:
+        assert numdiff.get_num_threads() == 1
+        assert forward_core.pick(10**9) == (forward_core.serial, 1)
+    finally:
+        numdiff.set_num_threads(previous)
+
+
+def test_serial_and_parallel_builds_agree(two_threads):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 6, 6))
+    w = rng.standard_normal((5, 4, 3, 3))
+    out_serial, out_parallel = np.empty((3, 5, 6, 6)), np.empty((3, 5, 6, 6))
+    conv.conv2d_forward(x, w, None, out_serial, padding=(1, 1, 1, 1))
+    pooled_serial, at_serial = np.empty((3, 4, 3, 3)), np.empty((3, 4, 3, 3), np.int64)
+    pool.max_pool2d_forward(x, pooled_serial, at_serial, (2, 2), (2, 2))
+    with always_parallel():
+        conv.conv2d_forward(x, w, None, out_parallel, padding=(1, 1, 1, 1))
+        pooled_parallel, at_parallel = np.empty((3, 4, 3, 3)), np.empty((3, 4, 3, 3), np.int64)
+        pool.max_pool2d_forward(x, pooled_parallel, at_parallel, (2, 2), (2, 2))
+    np.testing.assert_allclose(out_parallel, out_serial, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(pooled_parallel, pooled_serial)
+    np.testing.assert_array_equal(at_parallel, at_serial)
+
+
+@pytest.mark.parametrize(
+    "value, error, message",
+    [(0, ValueError, "between 1 and"), (10**6, ValueError, "got 1000000"), (1.5, TypeError, "float"),
+     (True, TypeError, "bool")],
+)  # fmt: skip
+def test_set_num_threads_rejects_bad_counts(value, error, message):
+    before = numdiff.get_num_threads()
+    with pytest.raises(error, match=message):
+        numdiff.set_num_threads(value)
+    assert numdiff.get_num_threads() == before
