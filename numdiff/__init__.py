@@ -13,6 +13,7 @@ from numdiff._defaults import get_default_device, get_default_dtype, set_default
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from numdiff._dtype import dtype, float32, float64, int32, int64
+from numdiff._dtype_info import finfo, iinfo
 from numdiff._dtype_names import (  # noqa: A004 - PyTorch's names: float, int
     bfloat16,
     double,
@@ -156,3 +157,4 @@ __all__ += [
     "use_deterministic_algorithms",
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
+__all__ += ["finfo", "iinfo"]

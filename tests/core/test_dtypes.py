@@ -176,3 +176,32 @@ def test_randint_has_torchs_two_forms():
         nd.randint(10)
     with pytest.raises(ValueError, match=r"randint: high \(3\) must be greater than low \(5\)"):
         nd.randint(5, 3, (2,))
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_finfo_matches_torch(name):
+    ours, theirs = nd.finfo(getattr(nd, name)), torch.finfo(getattr(torch, name))
+    for key in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(ours, key) == getattr(theirs, key), key
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(name):
+    ours, theirs = nd.iinfo(getattr(nd, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.max, ours.min) == (theirs.bits, theirs.max, theirs.min)
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind():
+    with pytest.raises(TypeError, match="finfo: numdiff.int64 is not a floating point dtype"):
+        nd.finfo(nd.int64)
+    with pytest.raises(TypeError, match="iinfo: numdiff.float32 is a floating point dtype"):
+        nd.iinfo(nd.float32)
+
+
+def test_module_half_and_bfloat16_convert_parameters():
+    layer = nd.nn.Linear(3, 2).half()
+    assert layer.weight.dtype is nd.float16 and layer.weight.is_leaf and layer.weight.requires_grad
+    out = layer(nd.ones(4, 3).half())
+    out.sum().backward()
+    assert out.dtype is nd.float16 and layer.weight.grad.dtype is nd.float16
+    assert nd.nn.Linear(3, 2).bfloat16().bias.dtype is nd.bfloat16
