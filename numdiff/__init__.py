@@ -28,6 +28,18 @@ from numdiff._dtype_names import (  # noqa: A004 - PyTorch's names: float, int
     uint8,
 )
 from numdiff._random import Generator, manual_seed
+from numdiff._tensor_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from numdiff.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from numdiff.creation import (
     arange,
@@ -158,3 +170,7 @@ __all__ += [
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]
+__all__ += [
+    "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
+    "IntTensor", "LongTensor", "ShortTensor",
+]

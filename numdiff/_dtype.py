@@ -102,6 +102,8 @@ def to_dtype(value: object) -> dtype:
     """Resolve a numdiff dtype, NumPy dtype, Python type or name to a numdiff dtype."""
     if isinstance(value, dtype):
         return value
+    if isinstance(value, type) and isinstance(getattr(value, "dtype", None), dtype):
+        return value.dtype  # a legacy tensor type: t.type(numdiff.LongTensor)
     if isinstance(value, str) and value.startswith(("torch.", "numdiff.")):  # "torch.FloatTensor"
         if value in _BY_TENSOR_TYPE:
             return _BY_TENSOR_TYPE[value]

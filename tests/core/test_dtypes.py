@@ -205,3 +205,15 @@ def test_module_half_and_bfloat16_convert_parameters():
     out.sum().backward()
     assert out.dtype is nd.float16 and layer.weight.grad.dtype is nd.float16
     assert nd.nn.Linear(3, 2).bfloat16().bias.dtype is nd.bfloat16
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor"])
+def test_legacy_tensor_types_build_and_check_like_torch(name):
+    ours, theirs = getattr(nd, name), getattr(torch, name)
+    assert ours([1, 2]).dtype.name == str(theirs([1, 2]).dtype).removeprefix("torch.")
+    assert ours([1, 2]).tolist() == theirs([1, 2]).tolist()
+    assert ours(2, 3).shape == theirs(2, 3).shape and ours().shape == theirs().shape
+    assert isinstance(ours([1]), ours) and not isinstance(ours([1]), nd.BoolTensor)
+    assert nd.tensor([1.7, 2.2]).type(ours).dtype is ours.dtype
+    with pytest.raises(TypeError, match=f"{name}\\(\\): expected sizes"):
+        ours(2.5)
