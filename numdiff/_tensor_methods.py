@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _dtype, _inplace, sampling
+from numdiff import _dtype, _inplace, _tensor_factories, sampling
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
     activation,
@@ -204,6 +204,12 @@ METHODS = {
     "short": lambda self: self.to(_dtype.int16),
     "char": lambda self: self.to(_dtype.int8),
     "byte": lambda self: self.to(_dtype.uint8),
+    "type_as": _tensor_factories.type_as,
+    "new_zeros": _tensor_factories.new_zeros,
+    "new_ones": _tensor_factories.new_ones,
+    "new_empty": _tensor_factories.new_empty,
+    "new_full": _tensor_factories.new_full,
+    "new_tensor": _tensor_factories.new_tensor,
     # in place
     "add_": _inplace_method("add_", arithmetic.add),
     "sub_": _inplace_method("sub_", arithmetic.sub),

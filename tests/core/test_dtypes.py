@@ -217,3 +217,21 @@ def test_legacy_tensor_types_build_and_check_like_torch(name):
     assert nd.tensor([1.7, 2.2]).type(ours).dtype is ours.dtype
     with pytest.raises(TypeError, match=f"{name}\\(\\): expected sizes"):
         ours(2.5)
+
+
+def test_new_factories_and_type_as_take_dtype_and_device_from_the_tensor():
+    ours, theirs = nd.ones(2, dtype=nd.float64), torch.ones(2, dtype=torch.float64)
+    pairs = [
+        (ours.new_zeros(3), theirs.new_zeros(3)),
+        (ours.new_ones((2, 2)), theirs.new_ones((2, 2))),
+        (ours.new_full((2,), 7), theirs.new_full((2,), 7)),
+        (ours.new_tensor([1, 2]), theirs.new_tensor([1, 2])),
+        (ours.new_zeros(2, dtype=nd.int64), theirs.new_zeros(2, dtype=torch.int64)),
+        (nd.tensor([1, 2]).type_as(ours), torch.tensor([1, 2]).type_as(theirs)),
+    ]
+    for a, b in pairs:
+        assert a.dtype.name == str(b.dtype).removeprefix("torch.") and a.tolist() == b.tolist()
+    assert ours.new_empty(2, 3).shape == (2, 3)
+    assert ours.new_tensor([1.0], requires_grad=True).requires_grad
+    with pytest.raises(TypeError, match="type_as: expected a Tensor"):
+        ours.type_as(nd.float32)
