@@ -16,27 +16,37 @@ sort_result = namedtuple("sort_result", ["values", "indices"])
 topk_result = namedtuple("topk_result", ["values", "indices"])
 
 
-def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int]:
-    """Stable sorting indices along `dim` (NaN sorts as the largest value, as in PyTorch)."""
+def _stable_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable sorting indices of a host array along `axis` (NaN sorts as the largest value)."""
+    if not descending:
+        return np.argsort(data, axis=axis, kind="stable")
+    # Sort the reversed array ascending and reverse back: largest first, and equal values keep
+    # their original order (negating would misplace NaN and unsigned values). The reversed copy
+    # is made contiguous: NumPy's stable sort is many times slower on a negative-stride view.
+    length = data.shape[axis]
+    reversed_order = np.argsort(np.ascontiguousarray(np.flip(data, axis)), axis=axis, kind="stable")
+    return length - 1 - np.flip(reversed_order, axis)
+
+
+def _host(op: str, input: Any) -> tuple[Tensor, np.ndarray]:
     input = ensure_tensor(op, input)
     if input._data.dtype.kind == "V":
         raise TypeError(f"{op}: numdiff stores bfloat16 but does not compute in it; convert with .float() first")
+    return input, (input._data if type(input._data) is np.ndarray else input._data.to_host())
+
+
+def _indices(order: np.ndarray, like: Tensor) -> Tensor:
+    indices = Tensor._wrap(np.ascontiguousarray(order, dtype=np.int64), None, None)
+    return indices if type(like._data) is np.ndarray else indices.to(like.device)
+
+
+def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int]:
+    """Stable sorting indices along `dim`, as an int64 tensor on the input's device."""
+    input, data = _host(op, input)
     axis = normalize_dim(op, dim, input.ndim)
-    data = input._data if type(input._data) is np.ndarray else input._data.to_host()
     if data.ndim == 0:
         return Tensor._wrap(np.zeros((), np.int64), None, None), axis
-    if descending:
-        # Sort the reversed array ascending and reverse back: largest first, and equal values
-        # keep their original order (negating would misplace NaN and unsigned values).
-        length = data.shape[axis]
-        order = np.flip(np.argsort(np.flip(data, axis), axis=axis, kind="stable"), axis)
-        order = length - 1 - order
-    else:
-        order = np.argsort(data, axis=axis, kind="stable")
-    indices = Tensor._wrap(np.ascontiguousarray(order, dtype=np.int64), None, None)
-    if type(input._data) is not np.ndarray:
-        indices = indices.to(input.device)
-    return indices, axis
+    return _indices(_stable_order(data, axis, descending), input), axis
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -75,8 +85,17 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
             f"topk: k ({k!r}) must be an int in [0, {size}], the size of dimension {dim} of input shape "
             f"{tuple(input.shape)} (selected index k out of range)"
         )
-    indices, axis = _order("topk", input, axis, descending=largest)
     if input.ndim == 0:
+        indices = Tensor._wrap(np.zeros((), np.int64), None, None)
         return topk_result(input.clone() if k else input.reshape(0)[:0], indices if k else indices.reshape(0))
-    picked = indices[(slice(None),) * axis + (slice(0, int(k)),)].contiguous()
-    return topk_result(gather(input, axis, picked), picked)
+    _, data = _host("topk", input)
+    if 0 < k < size:
+        # Partition first (linear time), then order only the k picked, by value and then position.
+        kth = size - k if largest else k - 1
+        picked = np.argpartition(data, kth, axis=axis)
+        picked = np.sort(picked[(slice(None),) * axis + ((slice(size - k, None) if largest else slice(0, k)),)], axis=axis)
+        order = np.take_along_axis(picked, _stable_order(np.take_along_axis(data, picked, axis), axis, largest), axis)
+    else:
+        order = _stable_order(data, axis, largest)[(slice(None),) * axis + (slice(0, int(k)),)]
+    indices = _indices(order, input)
+    return topk_result(gather(input, axis, indices), indices)

@@ -205,3 +205,15 @@ def test_assigning_through_a_range_index():
     x[range(1, 3)] = 5.0
     t[range(1, 3)] = 5.0
     assert x.tolist() == t.tolist()
+
+
+def test_topk_values_match_torch_with_ties_and_nan():
+    rng = np.random.default_rng(6)
+    for trial in range(60):
+        data = rng.integers(0, 4, (3, 7)).astype(np.float64)
+        if trial % 3 == 0:
+            data[0, 2] = np.nan
+        k, largest = int(rng.integers(1, 8)), bool(trial % 2)
+        ours = numdiff.topk(numdiff.tensor(data), k, largest=largest).values.numpy()
+        theirs = torch.topk(torch.tensor(data), k, largest=largest).values.numpy()
+        np.testing.assert_array_equal(ours, theirs)
