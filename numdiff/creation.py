@@ -23,7 +23,8 @@ def as_array(data: Any, dtype: Any) -> np.ndarray:
     else:
         array = np.array(data)
     if dtype is not None:
-        return _dtype.cast_array(array, _dtype.to_dtype(dtype))
+        target = _dtype.to_dtype(dtype)
+        return array if array.dtype == target.numpy else _dtype.cast_array(array, target)
     kind = array.dtype.kind
     if kind == "f" and not isinstance(data, (np.ndarray, np.floating, Tensor)):
         return array.astype(_dtype.get_default_dtype().numpy)  # float32 unless set_default_dtype
