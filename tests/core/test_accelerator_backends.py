@@ -73,3 +73,8 @@ def test_num_threads_round_trips_and_refuses_bad_counts():
         nd.set_num_threads(before)
     with pytest.raises(ValueError, match=r"set_num_threads: expected an int in \[1,"):
         nd.set_num_threads(0)
+
+
+def test_cuda_reports_no_bfloat16_compute():
+    # Programs such as nanoGPT pick float16 over bfloat16 from this answer.
+    assert nd.cuda.is_bf16_supported() is False
