@@ -1,4 +1,4 @@
-"""Helpers for optimizers written with tensor ops (Adadelta, Adamax, NAdam, RAdam, LBFGS).
+"""Helpers for optimizers written with tensor ops (Adadelta, Adamax, NAdam, RAdam).
 
 These run the update as a few NumPy-backed tensor expressions instead of a fused Numba kernel:
 they work on any device numdiff ops do, and their small per-step cost is dominated by the model.
