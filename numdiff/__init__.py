@@ -9,10 +9,37 @@ PyTorch's names and semantics, so code ports by changing the import::
 """
 
 from numdiff import _tensor_methods
+from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
 from numdiff._dtype import dtype, float32, float64, int32, int64
+from numdiff._dtype_info import finfo, iinfo
+from numdiff._dtype_names import (  # noqa: A004 - PyTorch's names: float, int
+    bfloat16,
+    double,
+    float,
+    float16,
+    half,
+    int,
+    int8,
+    int16,
+    long,
+    short,
+    uint8,
+)
 from numdiff._random import Generator, manual_seed
+from numdiff._tensor_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from numdiff.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from numdiff.creation import (
     arange,
@@ -39,6 +66,7 @@ from numdiff.creation import (
 from numdiff.ops.activation import log_softmax, relu, softmax
 from numdiff.ops.arithmetic import add, div, mul, neg, pow, sub
 from numdiff.ops.conversion import clone
+from numdiff.ops.einsum import einsum
 from numdiff.ops.indexing import gather, index_select, scatter_add
 from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
 from numdiff.ops.logical import (
@@ -90,17 +118,26 @@ from numdiff.ops.shape import (
     unflatten,
     unsqueeze,
 )
+from numdiff.ops.sorting import argsort, sort, topk
+from numdiff.ops.triangular import tril, triu
 from numdiff.ops.unary import abs, cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, sign, sin, sqrt, tanh
+from numdiff.sampling import multinomial
 from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 
+from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
+from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
+from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
+    are_deterministic_algorithms_enabled,
+    use_deterministic_algorithms,
+)
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
@@ -124,4 +161,15 @@ __all__ = [
     "where", "zeros", "zeros_like",
 ]
 __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
-__all__ += ["get_num_threads", "set_num_threads"]
+__all__ += [
+    "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
+    "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
+    "accelerator", "are_deterministic_algorithms_enabled", "backends", "get_num_threads", "set_num_threads",
+    "use_deterministic_algorithms",
+]
+__all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
+__all__ += ["finfo", "iinfo"]
+__all__ += [
+    "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
+    "IntTensor", "LongTensor", "ShortTensor",
+]

@@ -46,6 +46,21 @@ class device:  # noqa: N801 - PyTorch's name
 
 
 CPU = device("cpu")
+_default_device = [CPU]
+
+
+def set_default_device(target: str | device | None) -> None:
+    """Make factories (tensor, zeros, randn, ...) place new tensors on `target` by default.
+
+    >>> numdiff.set_default_device("cuda"); numdiff.zeros(2).device
+    device(type='cuda', index=0)
+    """
+    _default_device[0] = CPU if target is None else to_device(target)
+
+
+def get_default_device() -> device:
+    """Where factories put tensors when no device is given (the CPU unless set_default_device)."""
+    return _default_device[0]
 
 
 def to_device(value: str | device | None) -> device:

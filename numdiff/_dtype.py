@@ -1,25 +1,42 @@
-"""numdiff's dtypes: thin named wrappers over NumPy dtypes, printed the way PyTorch prints them."""
+"""numdiff's dtypes: thin named wrappers over NumPy dtypes, printed the way PyTorch prints them.
+
+bfloat16 has no NumPy dtype, so numdiff stores it as its bit pattern: 2-byte opaque items
+(NumPy's ``V2``), the upper half of the float32 with the same value. Converting to bfloat16
+rounds a float32 to nearest-even on the 16 dropped bits (NaN becomes 0x7FC0), as PyTorch does;
+converting back shifts the bits up, which is exact. Shape, indexing and copy ops work on
+bfloat16 tensors; an op that computes on values raises an error naming the op (see
+`check_computable`), so convert with ``.float()`` first.
+"""
 
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 import numpy as np
+
+BFLOAT16_STORAGE = np.dtype("V2")
 
 
 class dtype:  # noqa: N801 - lowercase to match PyTorch's `torch.dtype`
     """A tensor element type, e.g. ``numdiff.float32``."""
 
-    __slots__ = ("name", "numpy", "is_floating_point")
+    __slots__ = ("name", "numpy", "is_floating_point", "is_signed", "tensor_type")
 
-    def __init__(self, name: str, numpy_dtype: np.dtype, is_floating_point: builtins.bool) -> None:
+    def __init__(self, name: str, numpy_dtype: Any, is_floating_point: builtins.bool, tensor_type: str) -> None:
         self.name = name
         self.numpy = np.dtype(numpy_dtype)
         self.is_floating_point = is_floating_point
+        self.is_signed = is_floating_point or self.numpy.kind == "i"
+        self.tensor_type = tensor_type
 
     @property
     def itemsize(self) -> int:
         return self.numpy.itemsize
+
+    @property
+    def is_complex(self) -> builtins.bool:
+        return False
 
     def __repr__(self) -> str:
         return f"numdiff.{self.name}"
@@ -28,31 +45,74 @@ class dtype:  # noqa: N801 - lowercase to match PyTorch's `torch.dtype`
         return self.name
 
 
-float32 = dtype("float32", np.float32, True)
-float64 = dtype("float64", np.float64, True)
-int32 = dtype("int32", np.int32, False)
-int64 = dtype("int64", np.int64, False)
-bool_ = dtype("bool", np.bool_, False)
+float32 = dtype("float32", np.float32, True, "FloatTensor")
+float64 = dtype("float64", np.float64, True, "DoubleTensor")
+float16 = dtype("float16", np.float16, True, "HalfTensor")
+bfloat16 = dtype("bfloat16", BFLOAT16_STORAGE, True, "BFloat16Tensor")
+int8 = dtype("int8", np.int8, False, "CharTensor")
+uint8 = dtype("uint8", np.uint8, False, "ByteTensor")
+int16 = dtype("int16", np.int16, False, "ShortTensor")
+int32 = dtype("int32", np.int32, False, "IntTensor")
+int64 = dtype("int64", np.int64, False, "LongTensor")
+bool_ = dtype("bool", np.bool_, False, "BoolTensor")
 
-ALL_DTYPES = (float32, float64, int32, int64, bool_)
+ALL_DTYPES = (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool_)
+# PyTorch's second names for the same dtypes: torch.float is torch.float32, and so on.
+ALIAS_NAMES = {
+    "float": float32, "double": float64, "half": float16, "short": int16, "int": int32, "long": int64,
+}
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
-_ALIASES = {
+_BY_TENSOR_TYPE = {f"torch.{d.tensor_type}": d for d in ALL_DTYPES}
+_ALIASES: dict[Any, dtype] = {
     builtins.float: float32,
     builtins.int: int64,
     builtins.bool: bool_,
-    "float": float32,
-    "double": float64,
-    "long": int64,
-    "int": int32,
+    **ALIAS_NAMES,
+    **{d.name: d for d in ALL_DTYPES},
+    **_BY_TENSOR_TYPE,
 }
+
+
+_default_float = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of tensors made from Python floats and of float factories (float32 at start)."""
+    return _default_float[0]
+
+
+def set_default_dtype(d: Any) -> None:
+    """Make `d` (float32, float64 or float16) the default floating dtype, as ``torch.set_default_dtype``.
+
+    >>> numdiff.set_default_dtype(numdiff.float64); numdiff.tensor([1.5]).dtype
+    numdiff.float64
+    """
+    if not isinstance(d, dtype):
+        raise TypeError(f"set_default_dtype: expected a numdiff dtype such as numdiff.float64, got {d!r}")
+    if d not in (float32, float64, float16):
+        raise TypeError(
+            f"set_default_dtype: only float32, float64 and float16 can be the default, got {d!r}"
+            + (" (numdiff stores bfloat16 but does not compute in it)" if d is bfloat16 else "")
+        )
+    _default_float[0] = d
+    _ALIASES[builtins.float] = d
 
 
 def to_dtype(value: object) -> dtype:
     """Resolve a numdiff dtype, NumPy dtype, Python type or name to a numdiff dtype."""
     if isinstance(value, dtype):
         return value
-    if value in _ALIASES:
-        return _ALIASES[value]
+    if isinstance(value, type) and isinstance(getattr(value, "dtype", None), dtype):
+        return value.dtype  # a legacy tensor type: t.type(numdiff.LongTensor)
+    if isinstance(value, str) and value.startswith(("torch.", "numdiff.")):  # "torch.FloatTensor"
+        if value in _BY_TENSOR_TYPE:
+            return _BY_TENSOR_TYPE[value]
+        value = value.partition(".")[2]
+    try:
+        if value in _ALIASES:
+            return _ALIASES[value]
+    except TypeError:  # unhashable
+        pass
     try:
         np_dtype = np.dtype(value)
     except TypeError:
@@ -61,7 +121,7 @@ def to_dtype(value: object) -> dtype:
 
 
 def from_numpy(np_dtype: np.dtype) -> dtype:
-    """The numdiff dtype of a NumPy dtype; float16, uint8 etc. are refused with the supported list."""
+    """The numdiff dtype of a NumPy dtype; uint32, complex64 etc. are refused with the supported list."""
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
@@ -70,8 +130,65 @@ def from_numpy(np_dtype: np.dtype) -> dtype:
 
 
 def promote(a: dtype, b: dtype) -> dtype:
-    """PyTorch's type promotion between two tensor dtypes (bool < integers < floating)."""
+    """PyTorch's type promotion between two tensor dtypes (bool < integers < floating).
+
+    >>> promote(int8, uint8), promote(float16, bfloat16)
+    (numdiff.int16, numdiff.float32)
+    """
     if a is b:
         return a
-    rank = {bool_: 0, int32: 1, int64: 2, float32: 3, float64: 4}
-    return a if rank[a] >= rank[b] else b
+    if a is bool_ or b is bool_:
+        return b if a is bool_ else a
+    if a.is_floating_point != b.is_floating_point:
+        return a if a.is_floating_point else b
+    if a.is_floating_point:
+        if {a, b} == {float16, bfloat16}:
+            return float32  # neither holds the other's values
+        return a if a.itemsize >= b.itemsize else b
+    if a.is_signed != b.is_signed:  # uint8 with a signed integer: the signed one, at least int16
+        signed = a if a.is_signed else b
+        return int16 if signed is int8 else signed
+    return a if a.itemsize >= b.itemsize else b
+
+
+def float32_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """uint16 bfloat16 bit patterns of float32 values, rounded to nearest-even (NaN -> 0x7FC0)."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    round_up_bias = ((bits >> 16) & 1) + 0x7FFF
+    rounded = ((bits + round_up_bias) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+
+
+def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    """The exact float32 values of uint16 bfloat16 bit patterns."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def cast_array(array: np.ndarray, target: dtype) -> np.ndarray:
+    """`array` converted to `target` (a new array), going through float32 for bfloat16 either way."""
+    bfloat16_involved = array.dtype == BFLOAT16_STORAGE or target is bfloat16
+    if bfloat16_involved and type(array) is not np.ndarray:
+        # A device array: the bit arithmetic runs on the host, and the result goes back.
+        return array.from_host(cast_array(array.to_host(), target))
+    if array.dtype == BFLOAT16_STORAGE:
+        array = bfloat16_bits_to_float32(np.ascontiguousarray(array).view(np.uint16))
+    with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf, as in PyTorch
+        if target is bfloat16:
+            return float32_to_bfloat16_bits(array.astype(np.float32)).view(BFLOAT16_STORAGE)
+        return array.astype(target.numpy)
+
+
+def check_computable(op: str, *arrays: Any, error: Exception | None = None) -> None:
+    """Raise a TypeError naming `op` when an operand is bfloat16, or float16 that `op` has no kernel
+    for (`error` is what the kernel raised)."""
+    for array in arrays:
+        kind = getattr(array, "dtype", None)
+        if kind == BFLOAT16_STORAGE:
+            raise TypeError(
+                f"{op}: numdiff stores bfloat16 but does not compute in it (NumPy has no bfloat16 "
+                "arithmetic); convert first, e.g. t.float(), and back with .bfloat16() if needed"
+            )
+        if kind == np.float16 and error is not None and "float16" in str(error):
+            raise TypeError(
+                f"{op}: numdiff has no float16 kernel for this op ({error}); convert with .float() first"
+            ) from error

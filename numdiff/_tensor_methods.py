@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _inplace, _tensor_extras
+from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, sampling
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
     activation,
@@ -16,6 +16,8 @@ from numdiff.ops import (
     reduction,
     selection,
     shape,
+    sorting,
+    triangular,
     unary,
 )
 from numdiff.tensor import Tensor
@@ -179,6 +181,15 @@ METHODS = {
     "flip": shape.flip,
     "view_as": lambda self, other: shape.view(self, tuple(other.shape)),
     "reshape_as": lambda self, other: shape.reshape(self, tuple(other.shape)),
+    # ordering and triangles
+    "sort": sorting.sort,
+    "argsort": sorting.argsort,
+    "topk": sorting.topk,
+    "tril": triangular.tril,
+    "triu": triangular.triu,
+    "tril_": _inplace_method("tril_", triangular.tril),
+    "multinomial": lambda self, *args, **kwargs: sampling.multinomial(self, *args, **kwargs),
+    "triu_": _inplace_method("triu_", triangular.triu),
     # indexing
     "__getitem__": indexing.getitem,
     "__setitem__": _setitem,
@@ -188,6 +199,17 @@ METHODS = {
     # copies
     "clone": conversion.clone,
     "contiguous": conversion.contiguous,
+    "half": lambda self: self.to(_dtype.float16),
+    "bfloat16": lambda self: self.to(_dtype.bfloat16),
+    "short": lambda self: self.to(_dtype.int16),
+    "char": lambda self: self.to(_dtype.int8),
+    "byte": lambda self: self.to(_dtype.uint8),
+    "type_as": _tensor_factories.type_as,
+    "new_zeros": _tensor_factories.new_zeros,
+    "new_ones": _tensor_factories.new_ones,
+    "new_empty": _tensor_factories.new_empty,
+    "new_full": _tensor_factories.new_full,
+    "new_tensor": _tensor_factories.new_tensor,
     # in place
     "add_": _inplace_method("add_", arithmetic.add),
     "sub_": _inplace_method("sub_", arithmetic.sub),

@@ -121,13 +121,13 @@ def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 def tensor_repr(t: Tensor) -> str:
     from numdiff import _dtype
 
-    data = t.detach().cpu().numpy()
+    data = t.detach()._host_values()
     body = "[]" if data.size == 0 else format_data(data)
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
-    default = {"f": _dtype.float32, "i": _dtype.int64, "b": _dtype.bool_}.get(data.dtype.kind)
-    if t.dtype is not default or data.size == 0 and t.dtype is not _dtype.float32:
+    default = {"f": _dtype.get_default_dtype(), "i": _dtype.int64, "b": _dtype.bool_}.get(data.dtype.kind)
+    if t.dtype is not default or data.size == 0 and t.dtype is not _dtype.get_default_dtype():
         extras.append(f"dtype={t.dtype!r}")
     if data.size == 0 and data.ndim != 1:
         extras.append(f"size={tuple(data.shape)}")

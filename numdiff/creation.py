@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
-from numdiff._device import to_device
+from numdiff._device import get_default_device, to_device
 from numdiff._random import Generator, rng
 from numdiff.tensor import Tensor
 
@@ -23,10 +23,11 @@ def as_array(data: Any, dtype: Any) -> np.ndarray:
     else:
         array = np.array(data)
     if dtype is not None:
-        return array.astype(_dtype.to_dtype(dtype).numpy, copy=False)
+        target = _dtype.to_dtype(dtype)
+        return array if array.dtype == target.numpy else _dtype.cast_array(array, target)
     kind = array.dtype.kind
     if kind == "f" and not isinstance(data, (np.ndarray, np.floating, Tensor)):
-        return array.astype(np.float32)  # Python floats default to float32, as in PyTorch
+        return array.astype(_dtype.get_default_dtype().numpy)  # float32 unless set_default_dtype
     if kind in "iu" and not isinstance(data, (np.ndarray, np.integer, Tensor)):
         return array.astype(np.int64)
     if kind in "US" or array.dtype == object:
@@ -43,8 +44,10 @@ def _flat(data: Any):
             yield x
 
 
-def _place(array: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
-    target = to_device(device)
+def _place(array: np.ndarray, device: Any, requires_grad: bool, dtype: Any = None) -> Tensor:
+    if dtype is not None and _dtype.to_dtype(dtype) is _dtype.bfloat16:
+        array = _dtype.cast_array(array, _dtype.bfloat16)  # made in float32 (see _float_dtype)
+    target = get_default_device() if device is None else to_device(device)
     if target.type != "cpu":
         from numdiff.cuda import move_array
 
@@ -99,29 +102,32 @@ def _shape(size: Sequence[Any]) -> tuple[int, ...]:
 
 
 def _float_dtype(dtype: Any) -> np.dtype:
-    return _dtype.float32.numpy if dtype is None else _dtype.to_dtype(dtype).numpy
+    """The NumPy dtype to make values in; bfloat16 values are made in float32 and cast by _place."""
+    if dtype is not None and _dtype.to_dtype(dtype) is _dtype.bfloat16:
+        return _dtype.float32.numpy
+    return _dtype.get_default_dtype().numpy if dtype is None else _dtype.to_dtype(dtype).numpy
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _place(np.zeros(_shape(size), _float_dtype(dtype)), device, requires_grad)
+    return _place(np.zeros(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _place(np.ones(_shape(size), _float_dtype(dtype)), device, requires_grad)
+    return _place(np.ones(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor with uninitialised values."""
-    return _place(np.empty(_shape(size), _float_dtype(dtype)), device, requires_grad)
+    return _place(np.empty(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with `fill_value` (dtype inferred from it when not given)."""
     if dtype is None:
         dtype = as_array(fill_value, None).dtype
-    return _place(np.full(_shape((size,)), fill_value, _dtype.to_dtype(dtype).numpy), device, requires_grad)
+    return _place(np.full(_shape((size,)), fill_value, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -132,40 +138,63 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
         raise ValueError("arange: step must be nonzero")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
-        dtype = _dtype.float32 if is_float else _dtype.int64
-    return _place(np.arange(start, end, step).astype(_dtype.to_dtype(dtype).numpy), device, requires_grad)
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    return _place(np.arange(start, end, step).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
-    return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad)
+    return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A 2-D identity matrix."""
-    return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad)
+    return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     data = rng(generator).random(_shape(size), dtype=np.float64).astype(_float_dtype(dtype))
-    return _place(data, device, requires_grad)
+    return _place(data, device, requires_grad, dtype)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
     data = rng(generator).standard_normal(_shape(size)).astype(_float_dtype(dtype))
-    return _place(data, device, requires_grad)
+    return _place(data, device, requires_grad, dtype)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
-    """Integers uniform in [low, high)."""
-    if high is None:
+def randint(
+    low: int,
+    high: Any = None,
+    size: Sequence[int] | None = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers uniform in [low, high), with PyTorch's two forms.
+
+    >>> numdiff.randint(10, (2, 3)).shape, numdiff.randint(5, 10, (4,)).shape
+    (numdiff.Size([2, 3]), numdiff.Size([4]))
+    """
+    if size is None:
+        if not isinstance(high, (tuple, list)):
+            raise TypeError(
+                f"randint: missing the size argument; call randint(high, size) or randint(low, high, size), "
+                f"got low={low!r}, high={high!r}"
+            )
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint: size must be a tuple of ints, got {size!r}")
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    data = rng(generator).integers(low, high, size=tuple(size))
-    return _place(np.asarray(data, dtype=_dtype.int64.numpy if dtype is None else _dtype.to_dtype(dtype).numpy), device, False)
+    data = rng(generator).integers(low, high, size=_shape((size,)))
+    target = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
+    return _place(data.astype(_float_dtype(target)), device, requires_grad, target)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:

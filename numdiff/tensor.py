@@ -129,7 +129,7 @@ class Tensor:
         return self.device.type == "cuda"
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return self.dtype.is_floating_point
 
     def is_contiguous(self) -> bool:
         return bool(self._data.flags.c_contiguous)
@@ -165,7 +165,7 @@ class Tensor:
                 "this tensor's gradient after backward, call .retain_grad() on it; to start a new "
                 "leaf from its value, use .detach().requires_grad_()."
             )
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind not in "fV":  # V: bfloat16 bits
             raise RuntimeError(
                 f"only floating point tensors can require gradients, but this tensor has dtype "
                 f"{self.dtype!r}; convert it first, e.g. t.float().requires_grad_()"
@@ -295,7 +295,19 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
+        if self._data.dtype == _dtype.BFLOAT16_STORAGE:
+            raise TypeError(
+                "Got unsupported ScalarType BFloat16: NumPy has no bfloat16, so numpy() cannot share "
+                "this tensor's memory; use t.float().numpy() for a float32 copy"
+            )
         return backend_for(self._data).to_host(self._data)
+
+    def _host_values(self) -> np.ndarray:
+        """The values on the host as a NumPy array (bfloat16 widened, exactly, to float32)."""
+        data = self._data if type(self._data) is np.ndarray else self._data.to_host()
+        if data.dtype == _dtype.BFLOAT16_STORAGE:
+            return _dtype.cast_array(data, _dtype.float32)
+        return data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = self.numpy()
@@ -307,10 +319,17 @@ class Tensor:
                 f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar "
                 f"(shape {tuple(self.shape)})"
             )
-        return self.detach().numpy().reshape(()).item()
+        return self._host_values().reshape(()).item()
 
     def tolist(self) -> Any:
-        return self.detach().numpy().tolist()
+        return self._host_values().tolist()
+
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``); others, as in PyTorch, take
+        only an empty spec (their repr)."""
+        if self._data.ndim == 0:
+            return format(self.item(), format_spec)
+        return object.__format__(self, format_spec)
 
     def __float__(self) -> float:
         return float(self.item())
@@ -384,9 +403,12 @@ class Tensor:
         return self.to(_dtype.bool_)
 
     def type(self, dtype: Any = None) -> Any:
+        """PyTorch's type string (``"torch.FloatTensor"``, kept so ported checks compare equal), or
+        a conversion: ``t.type(numdiff.float64)``, ``t.type("torch.DoubleTensor")``."""
         if dtype is None:
-            return f"numdiff.{self.dtype.name}"
-        return self.to(dtype)
+            prefix = "torch.cuda." if self.is_cuda else "torch."
+            return prefix + self.dtype.tensor_type
+        return self.to(dtype=_dtype.to_dtype(dtype))
 
     def cpu(self) -> Tensor:
         return self.to("cpu")

@@ -175,8 +175,8 @@ def _write_with_index(path, index: dict, arrays: dict) -> None:
             "index says",
         ),
         (
-            ["tensor", {"array": "a0", "dtype": "uint8", "shape": [2]}],
-            {"a0": np.ones(2, np.uint8)},
+            ["tensor", {"array": "a0", "dtype": "uint32", "shape": [2]}],
+            {"a0": np.ones(2, np.uint32)},
             "unknown dtype",
         ),
         (["callable", "os.system"], {}, "unknown or malformed node kind 'callable'"),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly
 from numdiff.autograd.grad_mode import _state
 
@@ -236,11 +237,15 @@ class Function:
                     record = True
             else:
                 args.append(t)
-        if not (record and _state.enabled):
-            out = cls.forward(_Unrecorded(), *args, **attrs)
-            return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
-        node = Node(cls, inputs)
-        out = cls.forward(node, *args, **attrs)
+        try:
+            if not (record and _state.enabled):
+                out = cls.forward(_Unrecorded(), *args, **attrs)
+                return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
+            node = Node(cls, inputs)
+            out = cls.forward(node, *args, **attrs)
+        except TypeError as error:
+            check_computable(cls.op_name, *args, error=error)  # the kernel's message may not name the op
+            raise
         return _record_output(node, args, inputs, out)
 
 
@@ -262,7 +267,7 @@ def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Te
 
 def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:
     out_array = out if type(out) is np.ndarray else _as_array(out)
-    if out_array.dtype.kind != "f":
+    if out_array.dtype.kind not in "fV":  # V: bfloat16's bit pattern storage
         # Integer and bool results (argmax, comparisons) never carry gradient.
         return Tensor._wrap(out_array, None, None)
     result = Tensor._wrap(out_array, node, None)

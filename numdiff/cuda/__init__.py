@@ -80,6 +80,11 @@ def synchronize(target: Any = None) -> None:
         cuda.synchronize()
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False: numdiff stores bfloat16 but computes in it on no device (see numdiff._dtype)."""
+    return False
+
+
 def manual_seed(seed: int) -> None:
     """Seed the generator CUDA random tensors are drawn from (numdiff draws on the host, then copies)."""
     from numdiff._random import manual_seed as seed_default

@@ -34,7 +34,7 @@ class Parameter(Tensor):
 
             self._init(as_array(data, None), None, None)
         if requires_grad:
-            if self._data.dtype.kind != "f":
+            if self._data.dtype.kind not in "fV":  # V: bfloat16's storage
                 raise TypeError(
                     f"Parameter: only floating point tensors can require gradients, got dtype "
                     f"{self.dtype!r}; pass requires_grad=False or convert the data with .float()"

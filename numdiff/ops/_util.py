@@ -32,6 +32,8 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
 def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     """A Python number joins a tensor without widening its dtype; ints meet floats as float32."""
     kind = tensor._data.dtype.kind
+    if kind == "V":  # bfloat16 would otherwise pass as float32 below
+        _dtype.check_computable(op, tensor._data)
     if isinstance(value, (bool, np.bool_)):
         return bool(value), tensor
     if isinstance(value, (int, np.integer)):

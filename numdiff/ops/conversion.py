@@ -17,7 +17,7 @@ class ToDtype(Function):
     @staticmethod
     def forward(ctx, x, *, dtype):
         ctx.input_dtype = _dtype.from_numpy(x.dtype)
-        return x.astype(dtype.numpy)
+        return _dtype.cast_array(x, dtype)
 
     @staticmethod
     def backward(ctx, grad):

@@ -22,10 +22,14 @@ def _is_basic(key: tuple) -> bool:
 
 def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
     """An index as a tuple of ints, slices, None, Ellipsis and validated integer/bool arrays."""
+    if isinstance(key, list) and any(isinstance(k, (Tensor, list, tuple, range, slice)) or k is None or k is Ellipsis for k in key):
+        key = tuple(key)  # PyTorch reads such a list as a tuple: x[[rows, cols]] is x[rows, cols]
     if not isinstance(key, tuple):
         key = (key,)
     parts = []
     for k in key:
+        if isinstance(k, range):
+            k = np.arange(k.start, k.stop, k.step, dtype=np.int64)  # a range indexes like its list
         if isinstance(k, Tensor):
             k = k._data if type(k._data) is np.ndarray else k._data.to_host()
             if k.dtype.kind not in "iub":

@@ -39,7 +39,14 @@ def _operand(x: Any) -> tuple[Any, bool]:
 
 
 def _product(a: Any, b: Any, out: Any) -> None:
-    """out = a @ b for 2-D or equal-batch 3-D arrays, picking the kernel by operand layout."""
+    """out = a @ b for 2-D or equal-batch 3-D arrays, picking the kernel by operand layout.
+
+    float16 has no kernel: it is computed in float32 and rounded once, as PyTorch's CPU build does."""
+    if out.dtype == np.float16:
+        wide = np.empty(out.shape, dtype=np.float32, like=out)
+        _product(a.astype(np.float32), b.astype(np.float32), wide)
+        out[...] = wide
+        return
     kernels = backend_for(out)
     batched = out.ndim == 3
     (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)

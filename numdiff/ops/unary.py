@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from numdiff._dtype import check_computable
 from numdiff.autograd.function import Function
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -19,6 +20,7 @@ def _float_input(op: str, x: Tensor) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if x._data.dtype.kind != "f":
+        check_computable(op, x._data)  # bfloat16 would pass as float32 here, silently
         return x.float()
     return x
 

@@ -1,4 +1,6 @@
-"""Learning-rate schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR.
+"""Learning-rate schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR,
+and (from numdiff.optim._lr_composed and _lr_plateau) LambdaLR, LinearLR, SequentialLR and
+ReduceLROnPlateau.
 
 A scheduler rewrites ``group["lr"]`` of its optimizer's parameter groups each time `step()` is
 called, with PyTorch's recurrences (each value computed from the previous group lr, so schedulers
@@ -80,9 +82,16 @@ class LRScheduler:
                 UserWarning,
                 stacklevel=2,
             )
-            self.last_epoch = epoch
-            closed_form = getattr(self, "_get_closed_form_lr", None)
-            values = closed_form() if closed_form is not None else self.get_lr()
+            values = self._jump_to(epoch)
+        self._set_lrs(values)
+
+    def _jump_to(self, epoch: int) -> list[float]:
+        """The lrs at `epoch`, from the closed form where the schedule has one."""
+        self.last_epoch = epoch
+        closed_form = getattr(self, "_get_closed_form_lr", None)
+        return closed_form() if closed_form is not None else self.get_lr()
+
+    def _set_lrs(self, values: list[float]) -> None:
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -346,3 +355,13 @@ class OneCycleLR(LRScheduler):
                     break
                 start_step = end_step
         return lrs
+
+
+# Defined in their own modules (they build on LRScheduler above), importable from here as in PyTorch.
+from numdiff.optim._lr_composed import LambdaLR, LinearLR, SequentialLR  # noqa: E402
+from numdiff.optim._lr_plateau import ReduceLROnPlateau  # noqa: E402
+
+__all__ = [
+    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR",
+    "ReduceLROnPlateau", "SequentialLR", "StepLR",
+]

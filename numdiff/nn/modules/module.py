@@ -338,6 +338,12 @@ class Module:
     def double(self) -> Module:
         return self.to(_dtype.float64)
 
+    def half(self) -> Module:
+        return self.to(_dtype.float16)
+
+    def bfloat16(self) -> Module:
+        return self.to(_dtype.bfloat16)
+
     def cpu(self) -> Module:
         return self.to("cpu")
 

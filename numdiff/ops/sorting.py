@@ -1,0 +1,101 @@
+"""Ordering ops: sort, argsort, topk. Values are gathered at the sorted indices, so their gradient
+(and its gradient) flows through gather/scatter_add; the indices carry none."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.ops.indexing import gather
+from numdiff.tensor import Tensor
+
+sort_result = namedtuple("sort_result", ["values", "indices"])
+topk_result = namedtuple("topk_result", ["values", "indices"])
+
+
+def _stable_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """Stable sorting indices of a host array along `axis` (NaN sorts as the largest value)."""
+    if not descending:
+        return np.argsort(data, axis=axis, kind="stable")
+    # Sort the reversed array ascending and reverse back: largest first, and equal values keep
+    # their original order (negating would misplace NaN and unsigned values). The reversed copy
+    # is made contiguous: NumPy's stable sort is many times slower on a negative-stride view.
+    length = data.shape[axis]
+    reversed_order = np.argsort(np.ascontiguousarray(np.flip(data, axis)), axis=axis, kind="stable")
+    return length - 1 - np.flip(reversed_order, axis)
+
+
+def _host(op: str, input: Any) -> tuple[Tensor, np.ndarray]:
+    input = ensure_tensor(op, input)
+    if input._data.dtype.kind == "V":
+        raise TypeError(f"{op}: numdiff stores bfloat16 but does not compute in it; convert with .float() first")
+    return input, (input._data if type(input._data) is np.ndarray else input._data.to_host())
+
+
+def _indices(order: np.ndarray, like: Tensor) -> Tensor:
+    indices = Tensor._wrap(np.ascontiguousarray(order, dtype=np.int64), None, None)
+    return indices if type(like._data) is np.ndarray else indices.to(like.device)
+
+
+def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int]:
+    """Stable sorting indices along `dim`, as an int64 tensor on the input's device."""
+    input, data = _host(op, input)
+    axis = normalize_dim(op, dim, input.ndim)
+    if data.ndim == 0:
+        return Tensor._wrap(np.zeros((), np.int64), None, None), axis
+    return _indices(_stable_order(data, axis, descending), input), axis
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """Indices that sort `input` along `dim` (always stable: equal values keep their order).
+
+    >>> numdiff.argsort(numdiff.tensor([3., 1., 2.]))
+    tensor([1, 2, 0])
+    """
+    return _order("argsort", input, dim, descending)[0]
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> sort_result:
+    """``(values, indices)`` of `input` sorted along `dim`; values are differentiable.
+
+    >>> numdiff.sort(numdiff.tensor([3., 1., 2.]), descending=True).values
+    tensor([3., 2., 1.])
+    """
+    indices, axis = _order("sort", input, dim, descending)
+    if input.ndim == 0:
+        return sort_result(input.clone(), indices)
+    return sort_result(gather(input, axis, indices), indices)
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> topk_result:  # noqa: A002
+    """The `k` largest (or, with ``largest=False``, smallest) entries along `dim` and their indices,
+    in order (numdiff returns them sorted also when ``sorted=False``).
+
+    >>> numdiff.topk(numdiff.tensor([1., 5., 3.]), 2)
+    topk_result(values=tensor([5., 3.]), indices=tensor([1, 2]))
+    """
+    input = ensure_tensor("topk", input)
+    axis = normalize_dim("topk", dim, input.ndim)
+    size = input.shape[axis] if input.ndim else 1
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= size:
+        raise RuntimeError(
+            f"topk: k ({k!r}) must be an int in [0, {size}], the size of dimension {dim} of input shape "
+            f"{tuple(input.shape)} (selected index k out of range)"
+        )
+    if input.ndim == 0:
+        indices = Tensor._wrap(np.zeros((), np.int64), None, None)
+        return topk_result(input.clone() if k else input.reshape(0)[:0], indices if k else indices.reshape(0))
+    _, data = _host("topk", input)
+    if 0 < k < size:
+        # Partition first (linear time), then order only the k picked, by value and then position.
+        kth = size - k if largest else k - 1
+        picked = np.argpartition(data, kth, axis=axis)
+        picked = np.sort(picked[(slice(None),) * axis + ((slice(size - k, None) if largest else slice(0, k)),)], axis=axis)
+        order = np.take_along_axis(picked, _stable_order(np.take_along_axis(data, picked, axis), axis, largest), axis)
+    else:
+        order = _stable_order(data, axis, largest)[(slice(None),) * axis + (slice(0, int(k)),)]
+    indices = _indices(order, input)
+    return topk_result(gather(input, axis, indices), indices)

@@ -1,0 +1,42 @@
+"""Helpers for optimizers written with tensor ops (Adadelta, Adamax, NAdam, RAdam).
+
+These run the update as a few NumPy-backed tensor expressions instead of a fused Numba kernel:
+they work on any device numdiff ops do, and their small per-step cost is dominated by the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from numdiff.tensor import Tensor
+
+
+def check_nonnegative(**values: float) -> None:
+    """PyTorch's argument checks: ``Invalid <name>: <value>`` for a negative option."""
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {name.replace('_', ' ')}: {value}")
+
+
+def check_betas(betas: tuple[float, float]) -> None:
+    if len(betas) != 2:
+        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+def gradients(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
+    """(param, gradient as a constant tensor, negated under ``maximize``) for params with a grad."""
+    for p in group["params"]:
+        if p._grad is None:
+            continue
+        grad = p._grad.detach()
+        yield p, (-grad if group.get("maximize", False) else grad)
+
+
+def store(target: Tensor, value: Tensor) -> None:
+    """Write `value` into `target`'s storage (a parameter or a state buffer), bumping its version."""
+    target._data[...] = value._data
+    target._version_counter[0] += 1

@@ -1,0 +1,57 @@
+"""Adamax: Adam with the infinity norm in place of the second moment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.ops.selection import maximum
+from numdiff.optim._tensor_update import check_betas, check_nonnegative, gradients, store
+from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+
+
+class Adamax(Optimizer):
+    """Adamax (Kingma & Ba, 2015, section 7): ``m = lerp(m, g, 1-beta1)``,
+    ``u = max(beta2*u, |g| + eps)``, ``p -= lr / (1-beta1^t) * m / u``, with
+    ``g = ±grad + weight_decay * p``.
+
+    >>> opt = numdiff.optim.Adamax(model.parameters(), lr=2e-3)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        check_nonnegative(learning_rate=lr, epsilon_value=eps, weight_decay_value=weight_decay)
+        check_betas(betas)
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One Adamax update of every parameter that has a gradient; returns the closure's loss."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p, grad in gradients(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = step_tensor()
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_inf"] = zeros_state(p)
+                step = increment_step(state["step"])
+                if group["weight_decay"] != 0:
+                    grad = grad + group["weight_decay"] * p.detach()
+                exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+                store(exp_avg, exp_avg + (grad - exp_avg) * (1 - beta1))
+                store(exp_inf, maximum(exp_inf * beta2, grad.abs() + group["eps"]))
+                step_size = group["lr"] / (1 - beta1**step)
+                store(p, p.detach() - exp_avg / exp_inf * step_size)
+        return loss

@@ -1,0 +1,237 @@
+"""dtype names, PyTorch's promotion, conversions (bfloat16 bit-for-bit), defaults, formatting."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import numdiff as nd
+
+NAMES = ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool"]
+ALIASES = {"float": "float32", "double": "float64", "half": "float16", "short": "int16", "int": "int32", "long": "int64"}
+
+
+def test_torch_dtype_names_and_aliases_exist():
+    for name in NAMES:
+        assert getattr(nd, name).name == name
+        assert getattr(nd, name).itemsize == getattr(torch, name).itemsize
+        assert getattr(nd, name).is_floating_point == getattr(torch, name).is_floating_point
+    for alias, name in ALIASES.items():
+        assert getattr(nd, alias) is getattr(nd, name)
+
+
+@pytest.mark.parametrize("a,b", list(itertools.combinations_with_replacement(NAMES, 2)))
+def test_promotion_matches_torch(a, b):
+    expected = torch.promote_types(getattr(torch, a), getattr(torch, b))
+    got = nd._dtype.promote(getattr(nd, a), getattr(nd, b))
+    assert got.name == str(expected).removeprefix("torch.")
+
+
+def test_mixed_integer_arithmetic_promotes_like_torch():
+    x = nd.tensor([100, 7], dtype=nd.uint8) + nd.tensor([100, -8], dtype=nd.int8)
+    expected = torch.tensor([100, 7], dtype=torch.uint8) + torch.tensor([100, -8], dtype=torch.int8)
+    assert x.dtype is nd.int16 and x.tolist() == expected.tolist()
+
+
+def _special_floats() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(2000).astype(np.float32) * np.float32(10.0) ** rng.integers(-30, 30, 2000)
+    ties = (np.arange(1, 200, dtype=np.uint32) << 16 | 0x8000).view(np.float32)  # exactly halfway
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -3.4e38, 1e-40, 1e-45, 65504, 65520], np.float32)
+    return np.concatenate([values, ties, -ties, specials])
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_float32_to_half_types_is_bit_identical_to_torch(name):
+    values = _special_floats()
+    ours = nd.tensor(values).to(getattr(nd, name))
+    theirs = torch.tensor(values).to(getattr(torch, name))
+    our_bits = ours._data.view(np.uint16)
+    their_bits = theirs.view(torch.int16).numpy().view(np.uint16)
+    assert np.array_equal(our_bits, their_bits)
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_float64_and_int_conversions_match_torch(name):
+    rng = np.random.default_rng(1)
+    doubles = rng.standard_normal(500) * 1e3
+    ints = rng.integers(-(2**40), 2**40, 500)
+    for values in (doubles, ints):
+        ours = nd.tensor(values).to(getattr(nd, name)).double().numpy()
+        theirs = torch.tensor(values).to(getattr(torch, name)).double().numpy()
+        np.testing.assert_array_equal(ours, theirs)
+    back = nd.tensor([1.7, -2.5, 300.9]).to(getattr(nd, name)).long()
+    assert back.tolist() == torch.tensor([1.7, -2.5, 300.9]).to(getattr(torch, name)).long().tolist()
+
+
+def test_conversion_methods_and_type_strings():
+    t = nd.tensor([1.5, -2.0])
+    assert t.half().dtype is nd.float16 and t.bfloat16().dtype is nd.bfloat16
+    assert t.short().dtype is nd.int16 and t.char().dtype is nd.int8 and t.byte().dtype is nd.uint8
+    assert t.type() == torch.tensor([1.5]).type() == "torch.FloatTensor"
+    assert t.half().type() == "torch.HalfTensor"
+    assert t.type(nd.float64).dtype is nd.float64
+    assert t.type("torch.DoubleTensor").dtype is nd.float64
+    assert t.to(nd.half).dtype is nd.float16
+    assert nd.zeros(2, dtype=nd.bfloat16).tolist() == [0.0, 0.0]
+    assert nd.ones(2, dtype=nd.bfloat16).float().tolist() == [1.0, 1.0]
+    assert repr(nd.tensor([1.5], dtype=nd.bfloat16)) == "tensor([1.5000], dtype=numdiff.bfloat16)"
+
+
+def test_float16_computes_like_torchs_cpu_build():
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((6, 5)).astype(np.float16) for _ in range(2))
+    c = rng.standard_normal((5, 4)).astype(np.float16)
+    ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+    na, nb, nc = (nd.from_numpy(x) for x in (a, b, c))
+    for ours, theirs in [(na + nb, ta + tb), (na * nb, ta * tb), ((na @ nc), (ta @ tc)), (na.exp(), ta.exp())]:
+        assert ours.dtype is nd.float16
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_float16_gradients_flow_through_conversion():
+    w = nd.tensor([0.5, 2.0], dtype=nd.float16, requires_grad=True)
+    (w.float() * 3).sum().backward()
+    assert w.grad.dtype is nd.float16 and w.grad.tolist() == [3.0, 3.0]
+    b = nd.tensor([0.5, 2.0], dtype=nd.bfloat16, requires_grad=True)
+    (b.float() ** 2).sum().backward()
+    assert b.grad.dtype is nd.bfloat16 and b.grad.float().tolist() == [1.0, 4.0]
+
+
+def test_bfloat16_storage_ops_work_and_compute_ops_name_the_op():
+    b = nd.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=nd.bfloat16)
+    assert b.t().reshape(4).float().tolist() == [1.0, 3.0, 2.0, 4.0]
+    assert b[1].float().tolist() == [3.0, 4.0] and b[0, 1].item() == 2.0
+    with pytest.raises(TypeError, match=r"^add: numdiff stores bfloat16"):
+        b + 1
+    with pytest.raises(TypeError, match=r"^exp: numdiff stores bfloat16"):
+        b.exp()
+    with pytest.raises(TypeError, match="BFloat16"):
+        b.numpy()
+
+
+def test_float16_without_a_kernel_names_the_op():
+    x, w = nd.randn(1, 1, 4, 4).half(), nd.randn(1, 1, 3, 3).half()
+    with pytest.raises(TypeError, match=r"^conv2d: numdiff has no float16 kernel"):
+        nd.nn.functional.conv2d(x, w)
+
+
+def test_unknown_dtypes_are_refused():
+    with pytest.raises(TypeError, match="supported"):
+        nd.from_numpy(np.zeros(2, np.uint32))
+    with pytest.raises(TypeError, match="cannot interpret"):
+        nd.zeros(2, dtype="complex-ish")
+
+
+def test_set_default_dtype_changes_factories_and_python_floats():
+    assert nd.get_default_dtype() is nd.float32
+    try:
+        nd.set_default_dtype(nd.float64)
+        assert nd.get_default_dtype() is nd.float64
+        assert nd.tensor([1.5]).dtype is nd.float64 and nd.zeros(2).dtype is nd.float64
+        assert nd.randn(2).dtype is nd.float64 and nd.arange(0.0, 1.0, 0.5).dtype is nd.float64
+        assert repr(nd.tensor([1.5])) == "tensor([1.5000])"
+        assert nd.tensor([1]).dtype is nd.int64
+    finally:
+        nd.set_default_dtype(nd.float32)
+    with pytest.raises(TypeError, match="set_default_dtype: only float32, float64 and float16"):
+        nd.set_default_dtype(nd.int64)
+    with pytest.raises(TypeError, match="does not compute"):
+        nd.set_default_dtype(nd.bfloat16)
+
+
+def test_set_default_device_cpu_round_trip():
+    assert nd.get_default_device() == "cpu"
+    nd.set_default_device("cpu")
+    try:
+        assert nd.zeros(1).device == "cpu"
+    finally:
+        nd.set_default_device(None)
+    with pytest.raises(ValueError, match="unknown device"):
+        nd.set_default_device("tpu")
+
+
+def test_format_spec_on_a_zero_dim_tensor_formats_its_number():
+    loss = nd.tensor(0.123456)
+    assert f"{loss:.4f}" == f"{torch.tensor(0.123456):.4f}" == "0.1235"
+    assert f"{nd.tensor(2.345, dtype=nd.float64):+.2f}" == "+2.35"
+    assert f"{nd.tensor(3):>4}" == "   3"
+    assert f"{nd.tensor([1.5])}" == "tensor([1.5000])"
+
+
+def test_format_spec_on_a_dimensioned_tensor_is_refused_as_in_torch():
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{nd.tensor([1.5]):.2f}"
+
+
+def test_randint_has_torchs_two_forms():
+    assert nd.randint(10, (2, 3)).shape == (2, 3)
+    x = nd.randint(5, 8, (100,))
+    assert x.dtype is nd.int64 and 5 <= int(x.min()) and int(x.max()) < 8
+    assert nd.randint(3, size=(4,)).shape == (4,)
+    assert nd.randint(0, 2, (3,), dtype=nd.float32).dtype is nd.float32
+    with pytest.raises(TypeError, match="randint: missing the size"):
+        nd.randint(10)
+    with pytest.raises(ValueError, match=r"randint: high \(3\) must be greater than low \(5\)"):
+        nd.randint(5, 3, (2,))
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_finfo_matches_torch(name):
+    ours, theirs = nd.finfo(getattr(nd, name)), torch.finfo(getattr(torch, name))
+    for key in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(ours, key) == getattr(theirs, key), key
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(name):
+    ours, theirs = nd.iinfo(getattr(nd, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.max, ours.min) == (theirs.bits, theirs.max, theirs.min)
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind():
+    with pytest.raises(TypeError, match="finfo: numdiff.int64 is not a floating point dtype"):
+        nd.finfo(nd.int64)
+    with pytest.raises(TypeError, match="iinfo: numdiff.float32 is a floating point dtype"):
+        nd.iinfo(nd.float32)
+
+
+def test_module_half_and_bfloat16_convert_parameters():
+    layer = nd.nn.Linear(3, 2).half()
+    assert layer.weight.dtype is nd.float16 and layer.weight.is_leaf and layer.weight.requires_grad
+    out = layer(nd.ones(4, 3).half())
+    out.sum().backward()
+    assert out.dtype is nd.float16 and layer.weight.grad.dtype is nd.float16
+    assert nd.nn.Linear(3, 2).bfloat16().bias.dtype is nd.bfloat16
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor"])
+def test_legacy_tensor_types_build_and_check_like_torch(name):
+    ours, theirs = getattr(nd, name), getattr(torch, name)
+    assert ours([1, 2]).dtype.name == str(theirs([1, 2]).dtype).removeprefix("torch.")
+    assert ours([1, 2]).tolist() == theirs([1, 2]).tolist()
+    assert ours(2, 3).shape == theirs(2, 3).shape and ours().shape == theirs().shape
+    assert isinstance(ours([1]), ours) and not isinstance(ours([1]), nd.BoolTensor)
+    assert nd.tensor([1.7, 2.2]).type(ours).dtype is ours.dtype
+    with pytest.raises(TypeError, match=f"{name}\\(\\): expected sizes"):
+        ours(2.5)
+
+
+def test_new_factories_and_type_as_take_dtype_and_device_from_the_tensor():
+    ours, theirs = nd.ones(2, dtype=nd.float64), torch.ones(2, dtype=torch.float64)
+    pairs = [
+        (ours.new_zeros(3), theirs.new_zeros(3)),
+        (ours.new_ones((2, 2)), theirs.new_ones((2, 2))),
+        (ours.new_full((2,), 7), theirs.new_full((2,), 7)),
+        (ours.new_tensor([1, 2]), theirs.new_tensor([1, 2])),
+        (ours.new_zeros(2, dtype=nd.int64), theirs.new_zeros(2, dtype=torch.int64)),
+        (nd.tensor([1, 2]).type_as(ours), torch.tensor([1, 2]).type_as(theirs)),
+    ]
+    for a, b in pairs:
+        assert a.dtype.name == str(b.dtype).removeprefix("torch.") and a.tolist() == b.tolist()
+    assert ours.new_empty(2, 3).shape == (2, 3)
+    assert ours.new_tensor([1.0], requires_grad=True).requires_grad
+    with pytest.raises(TypeError, match="type_as: expected a Tensor"):
+        ours.type_as(nd.float32)

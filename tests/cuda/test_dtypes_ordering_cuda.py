@@ -1,0 +1,32 @@
+"""float16/bfloat16 storage and the ordering ops on device="cuda" give what the CPU gives."""
+
+import numpy as np
+
+import numdiff
+
+
+def test_bfloat16_round_trips_through_the_device_bit_for_bit():
+    values = numdiff.tensor([1.5, -3.14159, 1e-3, 65504.0])
+    on_device = values.to("cuda").bfloat16()
+    assert on_device.device == "cuda" and on_device.dtype is numdiff.bfloat16
+    np.testing.assert_array_equal(on_device.float().cpu().numpy(), values.bfloat16().float().numpy())
+
+
+def test_float16_arithmetic_and_matmul_on_device_match_the_cpu():
+    rng = np.random.default_rng(0)
+    a, b = (numdiff.tensor(rng.standard_normal((3, 3)), dtype=numdiff.float16) for _ in range(2))
+    for cpu, gpu in [(a + b, a.cuda() + b.cuda()), (a @ b, a.cuda() @ b.cuda())]:
+        assert gpu.dtype is numdiff.float16
+        np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())
+
+
+def test_sort_topk_multinomial_stay_on_the_device():
+    x = numdiff.tensor([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]], requires_grad=True)
+    xc = x.detach().cuda().requires_grad_()
+    values, indices = xc.sort(dim=1, descending=True)
+    assert values.device == indices.device == "cuda"
+    assert indices.cpu().tolist() == [[0, 2, 1], [1, 0, 2]]
+    values.sum().backward()
+    assert xc.grad.cpu().tolist() == [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    assert numdiff.topk(xc, 1).indices.cpu().tolist() == [[0], [1]]
+    assert numdiff.multinomial(numdiff.tensor([0.0, 1.0]).cuda(), 1).cpu().tolist() == [1]
