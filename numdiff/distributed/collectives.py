@@ -51,6 +51,9 @@ def _mpi_op(op: ReduceOp) -> Any:
     }[op]
 
 
+_SPIN_SECONDS = 0.05
+
+
 class Work:
     """A collective in flight: `wait()` blocks until it is done, then writes results back.
 
@@ -76,18 +79,23 @@ class Work:
         if self._done:
             return True
         limit = (_as_timedelta(self._op, timeout) or self._timeout).total_seconds()
-        deadline = time.monotonic() + limit
+        start = time.monotonic()
+        deadline = start + limit
         pause = 0.0
+        # MPI progresses a request only inside MPI calls, and a sleep costs at least a scheduler
+        # tick: poll without sleeping for the first _SPIN_SECONDS (a training step's collectives
+        # finish well within that), then back off to at most 1 ms between polls.
         while not self._request.Test():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise DistributedTimeoutError(
                     f"{self._op}: rank {current().rank} waited {limit:g} s and the collective did "
                     "not complete; another rank has not joined it (it may have failed, or be "
                     "running a different collective)"
                 )
-            # Spin briefly for small messages, then back off to at most 1 ms per poll.
-            time.sleep(pause)
-            pause = min(1e-3, pause + 1e-5)
+            if now - start > _SPIN_SECONDS:
+                time.sleep(pause)
+                pause = min(1e-3, pause * 2 or 1e-5)
         self._complete()
         return True
 

@@ -26,6 +26,8 @@ from numdiff.distributed.collectives import Work, broadcast, check_same_across_r
 from numdiff.nn.modules.module import Module
 from numdiff.tensor import Tensor
 
+FIRST_BUCKET_BYTES = 2**20
+
 
 class _Bucket:
     """Parameters whose gradients travel in one all-reduce, in one flat host buffer."""
@@ -214,13 +216,16 @@ class DistributedDataParallel(Module):
 
 
 def _make_buckets(params: list[Tensor], cap_bytes: float) -> tuple[list[_Bucket], list[tuple[int, int]]]:
-    """Group parameters, last registered first, into buckets of one dtype up to `cap_bytes`."""
+    """Group parameters, last registered first, into buckets of one dtype up to `cap_bytes`
+    (the first bucket up to FIRST_BUCKET_BYTES)."""
     groups: list[list[int]] = []
     size = 0.0
     for index in reversed(range(len(params))):
         p = params[index]
         nbytes = p.numel() * p._data.dtype.itemsize
-        fits = groups and size + nbytes <= cap_bytes and params[groups[-1][0]]._data.dtype == p._data.dtype
+        # The first bucket is small, so its all-reduce starts early in backward (PyTorch: 1 MiB).
+        cap = min(cap_bytes, FIRST_BUCKET_BYTES) if len(groups) == 1 else cap_bytes
+        fits = groups and size + nbytes <= cap and params[groups[-1][0]]._data.dtype == p._data.dtype
         if not fits:
             groups.append([])
             size = 0.0
