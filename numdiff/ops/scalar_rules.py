@@ -161,8 +161,10 @@ _TABLE = (
     ),
     ScalarRule(
         "softplus", 1,
-        # Linear above the threshold, as PyTorch; below it exp(beta x) <= exp(threshold) is finite.
-        "where(x * beta > threshold, x, math.log1p(math.exp(x * beta)) / beta)",
+        # Linear above the threshold, as PyTorch; below it max(z, 0) + log1p(exp(-|z|)), z = beta x,
+        # which never overflows (the threshold may be inf).
+        "where(x * beta > threshold, x,"
+        " (where(x * beta > 0.0, x * beta, 0.0) + math.log1p(math.exp(-math.fabs(x * beta)))) / beta)",
         ("where(x * beta > threshold, 1.0, 1.0 / (1.0 + math.exp(-x * beta)))",),
         dtypes="float", export=False, attrs=(("beta", 1.0), ("threshold", 20.0)), method=False,
         doc="A smooth relu: log(1 + exp(beta x)) / beta.",
