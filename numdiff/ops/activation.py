@@ -80,9 +80,11 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, *, dim):
         ctx.dim = dim
+        # A row holding +inf is NaN throughout (inf - inf), its gradient too, as in PyTorch; a row
+        # of -inf is NaN as well. Finite rows never see an inf shift.
         shift = np.max(x, axis=dim, keepdims=True)
-        shift = np.where(np.isfinite(shift), shift, 0).astype(x.dtype, copy=False)
-        shifted = x - shift
+        with np.errstate(invalid="ignore"):
+            shifted = x - shift
         out = shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
         ctx.save_for_backward(out)
         return out
