@@ -132,14 +132,24 @@ def forward(rule: ScalarRule, inputs: tuple, attrs: tuple, shape: tuple[int, ...
     >>> forward(RULES["relu"], (np.array([-1.0, 2.0]),), (), (2,), np.dtype("float64"))
     array([0., 2.])
     """
+    x = inputs[0]
+    if len(inputs) == 1 and x.flags.c_contiguous:
+        return forward_contiguous(rule, x, attrs)
     out = np.empty(shape, dtype)
     if out.size:
-        x = inputs[0]
-        if len(inputs) == 1 and x.flags.c_contiguous:  # the common case, with the least Python
-            kernel = _kernel(rule, "forward", (), "A", "flat", out.size > GRAIN)
-            kernel(out.reshape(-1), x.reshape(-1), *attrs)
-        else:
-            _launch(rule, "forward", (), [out], list(inputs), shape, dtype, attrs)
+        _launch(rule, "forward", (), [out], list(inputs), shape, dtype, attrs)
+    return out
+
+
+def forward_contiguous(rule: ScalarRule, x: np.ndarray, attrs: tuple) -> np.ndarray:
+    """`forward` of a unary rule on one C-contiguous float array: the eager hot path."""
+    out = np.empty(x.shape, x.dtype)
+    size = out.size
+    if size:
+        kernel = KERNELS.get((rule.name, "forward", (), "A", "flat", size > GRAIN))
+        if kernel is None:
+            kernel = _kernel(rule, "forward", (), "A", "flat", size > GRAIN)
+        kernel(out.reshape(-1), x.reshape(-1), *attrs)
     return out
 
 
@@ -154,9 +164,19 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     g = values["g"]
     shape, dtype = g.shape, g.dtype
     results = [np.empty(shape, dtype) for _ in needed]
-    if g.size:
-        operands = backward_reads(rule, needed)
-        _launch(rule, "backward", needed, results, [values[name] for name in operands], shape, dtype, attrs)
+    size = g.size
+    if size:
+        operands = [values[name] for name in backward_reads(rule, needed)]
+        for value in operands:
+            if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
+                _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
+                return results
+        # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly.
+        key = (rule.name, "backward", needed, "A" * len(operands), "flat", size > GRAIN)
+        kernel = KERNELS.get(key)
+        if kernel is None:
+            kernel = _kernel(rule, "backward", needed, key[3], "flat", size > GRAIN)
+        kernel(*[r.reshape(-1) for r in results], *[v.reshape(-1) for v in operands], *attrs)
     return results
 
 
