@@ -105,9 +105,10 @@ def scalar_code(expression: str, reads: dict[str, str], math_prefix: str | None 
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def vjp_expressions(rule: ScalarRule, needed: tuple[int, ...]) -> list[str]:
+@functools.cache
+def vjp_expressions(rule: ScalarRule, needed: tuple[int, ...]) -> tuple[str, ...]:
     """The gradient expressions (in ``g``, the inputs, ``out``, attrs) of the inputs in `needed`."""
-    return [vjp_expression(rule, index, "g") for index in needed]
+    return tuple(vjp_expression(rule, index, "g") for index in needed)
 
 
 @functools.cache
