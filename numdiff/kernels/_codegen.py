@@ -49,8 +49,11 @@ def generated_dir() -> Path:
 
 def load_source(stem: str, source: str) -> ModuleType:
     """Import `source` as a module from a file named after `stem` and the source's hash."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    name = f"numdiff_generated.{stem}_{digest}"
+    # Numba's cache records the module name and imports it on load, so the name is hashed with the
+    # source: a cache entry never meets a module registered under another name.
+    package = "numdiff.kernels._generated"  # listed by numdiff.jit.compiled_kernels under this name
+    digest = hashlib.sha256(f"{package}\n{source}".encode()).hexdigest()[:16]
+    name = f"{package}.{stem}_{digest}"
     module = _loaded.get(name)
     if module is not None:
         return module

@@ -39,7 +39,7 @@ from numdiff.ops.scalar_rules import RULES, ScalarRule, math_functions_in
 GRAIN = 32768
 
 # (rule, kind, needed inputs, operand pattern, "flat"/"nd", parallel) -> the compiled dispatcher.
-# The generated modules are named numdiff_generated.*; numdiff.jit lists them through this table.
+# The generated modules are named numdiff.kernels._generated.*; numdiff.jit lists them from here.
 KERNELS: dict[tuple, Dispatcher] = {}
 
 _HEADER = "import math\n\nimport numpy as np\nfrom numba import njit, prange\n\n\n"
