@@ -219,15 +219,14 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     """
     g = values["g"]
     shape, dtype = g.shape, g.dtype
-    codes = [_numpy_code(expression) for expression in vjp_expressions(rule, needed)]
-    if any(code is not None for code in codes):
+    reads, codes = _backward_plan(rule.name, needed)
+    if codes is not None:
         names = values | dict(zip(rule.attr_names, attrs))
-        return [_evaluate(code or compile(e, "<vjp>", "eval"), names, shape, dtype)
-                for code, e in zip(codes, vjp_expressions(rule, needed))]  # fmt: skip
+        return [_evaluate(code, names, shape, dtype) for code in codes]
     results = [np.empty(shape, dtype) for _ in needed]
     size = g.size
     if size:
-        operands = [values[name] for name in backward_reads(rule, needed)]
+        operands = [values[name] for name in reads]
         for value in operands:
             if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
                 _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
@@ -239,6 +238,16 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
             kernel = _kernel(rule, "backward", needed, key[3], "flat", size > GRAIN)
         kernel(*[r.reshape(-1) for r in results], *[v.reshape(-1) for v in operands], *attrs)
     return results
+
+
+@functools.cache
+def _backward_plan(name: str, needed: tuple[int, ...]) -> tuple[tuple[str, ...], list | None]:
+    """(operands the loop reads, or the compiled NumPy expressions when one calls NUMPY_FUNCTIONS)."""
+    rule = RULES[name]
+    expressions = vjp_expressions(rule, needed)
+    if not any(_numpy_code(e) is not None for e in expressions):
+        return backward_reads(rule, needed), None
+    return backward_reads(rule, needed), [compile(e, f"<vjp of {name}>", "eval") for e in expressions]
 
 
 # What numdiff.warmup compiles ahead: the rules a typical training step calls.

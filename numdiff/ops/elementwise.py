@@ -112,14 +112,15 @@ def _make_function(rule: ScalarRule) -> type[Function]:
 
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        values = dict(zip(saved, ctx.saved_tensors)) if saved else {}
-        attrs = ctx.attrs
+        saved_tensors = ctx.saved_tensors if saved else ()
         if _state.enabled:  # create_graph: the tensor form, recorded for higher derivatives
-            scope = {**attrs, **values, "g": grad, "math": _TensorMath(), "where": _tensor_where}
+            scope = {**ctx.attrs, **dict(zip(saved, saved_tensors)), "g": grad}
+            scope.update(math=_TensorMath(), where=_tensor_where)
             return tuple(
                 _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
             )
-        return _kernel_backward(rule, vjps, needs, grad, values, tuple(attrs[n] for n in attr_names))
+        attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
+        return _kernel_backward(rule, vjps, needs, grad, saved, saved_tensors, attrs)
 
     name = "".join(part.capitalize() for part in rule.name.split("_"))
     cls = type(name, (Function,), {
@@ -137,7 +138,7 @@ def _as_gradient(value: Any, grad: Tensor) -> Tensor:
     return value if isinstance(value, Tensor) else grad * 0.0 + value
 
 
-def _kernel_backward(rule, vjps, needs, grad, values, attrs) -> tuple:
+def _kernel_backward(rule, vjps, needs, grad, saved, saved_tensors, attrs) -> tuple:
     gradients: list[Any] = [None] * rule.arity
     needed = []
     for i in range(rule.arity):
@@ -148,11 +149,10 @@ def _kernel_backward(rule, vjps, needs, grad, values, attrs) -> tuple:
         else:
             needed.append(i)
     if needed:
-        arrays = {"g": grad._data}
-        for key, tensor in values.items():
-            data = tensor._data
-            arrays[key] = data
-        g = arrays["g"]
+        g = grad._data
+        arrays = {"g": g}
+        for name, tensor in zip(saved, saved_tensors):
+            arrays[name] = tensor._data
         if type(g) is np.ndarray:
             results = cpu.backward(rule, tuple(needed), arrays, attrs)
         else:
