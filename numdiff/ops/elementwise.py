@@ -96,8 +96,17 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
 
     def forward(ctx, *inputs, **attrs):
-        values = tuple([attrs[name] for name in attr_names]) if attr_names else ()
         x = inputs[0]
+        if ufunc is not None and (type(x) is np.ndarray or type(inputs[-1]) is np.ndarray):
+            # On the CPU the ufunc wins wherever there is one (UFUNC_FORWARD): no more Python than that.
+            out = ufunc(*inputs)
+            if saved:
+                items = [inputs[i] for i in saved_inputs]
+                if saves_out:
+                    items.append(out)
+                ctx.save_for_backward(*items)
+            return out
+        values = tuple([attrs[name] for name in attr_names]) if attr_names else ()
         if kernel_first and len(inputs) == 1 and type(x) is np.ndarray and x.dtype.char in "fd" and x.flags.c_contiguous:
             # The common eager case (relu on a contiguous activation) with the least Python.
             out = cpu.forward_contiguous(rule, x, values)
@@ -165,6 +174,8 @@ def _kernel_backward(rule, vjps, needs, grad, saved, saved_tensors, attrs) -> tu
 
 
 def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
+    if type(x) is Tensor and (dtypes == "any" or x._data.dtype.kind == "f"):
+        return x
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if dtypes != "any" and x._data.dtype.kind != "f":
@@ -178,6 +189,8 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
     defaults = dict(rule.attrs)
 
     def check_attrs(attrs: dict) -> dict:
+        if not attrs and not defaults:
+            return attrs
         unknown = set(attrs) - set(defaults)
         if unknown:
             raise TypeError(f"{rule.name}: unexpected keyword arguments {sorted(unknown)}; it takes {sorted(defaults)}")
@@ -187,10 +200,20 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
                 raise TypeError(f"{rule.name}: {key} must be a number, got {type(value).__name__}")
         return {key: float(value) for key, value in merged.items()}
 
-    if rule.arity == 1:
+    if rule.arity == 1 and not defaults:  # no attrs: no keyword handling on the hot path
+
+        def public(input: Tensor) -> Tensor:
+            return function.apply(_float_tensor(rule.name, input, rule.dtypes))
+
+    elif rule.arity == 1:
 
         def public(input: Tensor, **attrs: float) -> Tensor:
             return function.apply(_float_tensor(rule.name, input, rule.dtypes), **check_attrs(attrs))
+
+    elif rule.dtypes == "any" and not defaults:
+
+        def public(input: Any, other: Any) -> Tensor:
+            return function.apply(*operands(rule.name, input, other))
 
     else:
 
