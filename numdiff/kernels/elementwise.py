@@ -21,7 +21,8 @@ One exception, by measurement: Numba compiles ``math.exp`` and the other transce
 to scalar libm calls, while NumPy's ufuncs use SIMD versions (float32[32768], one thread: exp
 139 us as a loop, 12 us as np.exp; tanh 946 against 8 us). An expression calling one of
 `NUMPY_FUNCTIONS` is therefore evaluated as a NumPy expression on the CPU (a few vectorised
-passes with temporaries) instead of the loop; on CUDA the kernels always run.
+passes with temporaries) instead of the loop, and so is a backward of at most `SMALL` elements;
+on CUDA the kernels always run.
 """
 
 from __future__ import annotations

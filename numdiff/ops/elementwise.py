@@ -5,13 +5,15 @@ For each `ScalarRule` this module makes and registers a `Function` (``FUNCTIONS[
 says so, the Tensor method ``x.exp()``). ops/unary.py, arithmetic.py and activation.py add the
 hand-written argument handling some ops need (``alpha``, ``rounding_mode``, ``inplace``).
 
-Forward: float inputs run the rule's generated kernel (CPU ``@njit``, CUDA ``@cuda.jit``); integer
-and bool inputs of ops that keep them run the NumPy ufunc, with NumPy's dtype promotion. On the
-CPU a rule with a ufunc also uses it where that is faster (`UFUNC_FORWARD`).
+Forward: on CUDA, float inputs run the rule's generated ``@cuda.jit`` kernel. On the CPU a rule
+with a NumPy ufunc runs it (faster there at every size measured, see `UFUNC_FORWARD`), the others
+(relu, sigmoid, gelu, ...) their generated ``@njit`` loop. Integer and bool inputs of ops that keep
+them always run the ufunc, with NumPy's dtype promotion.
 
 Backward: without ``create_graph`` one generated kernel writes every needed input gradient in
-one pass. With ``create_graph`` the same vjp expressions are evaluated on Tensors (``math.exp`` is
-the exp op, ``where`` is numdiff.where), so the backward is recorded and differentiable again.
+one pass (numdiff/kernels/elementwise.py says where the CPU evaluates the same expression with
+NumPy instead). With ``create_graph`` the vjp expressions are evaluated on Tensors (``math.exp``
+is the exp op, ``where`` is numdiff.where), so the backward is recorded and differentiable again.
 """
 
 from __future__ import annotations
