@@ -114,8 +114,15 @@ _NUMPY_SCOPE = {"math": _NumpyMath(), "where": np.where, "__builtins__": {}}
 
 @functools.cache
 def _numpy_code(expression: str):
-    """The compiled expression when it calls a function of NUMPY_FUNCTIONS, else None."""
-    if math_functions_in(expression) & set(NUMPY_FUNCTIONS):
+    """The compiled expression when it calls a function of NUMPY_FUNCTIONS or erf, else None.
+
+    An expression calling erf (gelu) runs as NumPy too, with erf itself the erf rule's loop on the
+    input's dtype: the loop of the whole expression would compute erf in float64 for float32
+    inputs (its constants are float64), twice as slow.
+    """
+    if expression == RULES["erf"].forward:
+        return None  # the loop that every other erf call runs
+    if math_functions_in(expression) & (set(NUMPY_FUNCTIONS) | {"erf"}):
         return compile(expression, "<scalar rule>", "eval")
     return None
 
