@@ -67,6 +67,7 @@ from numdiff.ops.activation import log_softmax, relu, softmax
 from numdiff.ops.arithmetic import add, div, mul, neg, pow, sub
 from numdiff.ops.conversion import clone
 from numdiff.ops.einsum import einsum
+from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
 from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
 from numdiff.ops.logical import (
@@ -125,6 +126,7 @@ from numdiff.sampling import multinomial
 from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
+globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
@@ -173,3 +175,4 @@ __all__ += [
     "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
     "IntTensor", "LongTensor", "ShortTensor",
 ]
+__all__ += sorted(set(_RULE_EXPORTS) - set(__all__))

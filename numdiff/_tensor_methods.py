@@ -236,7 +236,9 @@ METHODS = {
 
 
 def attach() -> None:
-    for name, fn in METHODS.items():
+    from numdiff.ops.elementwise import METHODS as RULE_METHODS
+
+    for name, fn in {**RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
     for name, fn in _tensor_extras.EXTRA_METHODS.items():
         setattr(Tensor, name, fn)
