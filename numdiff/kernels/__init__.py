@@ -56,7 +56,6 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
             "_conv_cores.backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1, 1, 2, 2)),
         ),
-        ("_conv_cores.bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
         (
             "pool._max_pool_core",
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
@@ -68,12 +67,20 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         ("pool._scatter_core", lambda: pool.max_pool_backward(z(1, 1, 1, 1), idx(), z(1, 1, 2, 2))),
         ("pool._gather_core", lambda: pool.max_pool_gather(z(1, 1, 2, 2), idx(), z(1, 1, 1, 1))),
         (
-            "avg_pool._avg_pool_core",
+            "avg_pool._avg_pool_forward_core",
             lambda: pool.avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), (2, 2), (2, 2)),
         ),
         (
-            "avg_pool._adaptive_avg_core",
+            "avg_pool._avg_pool_backward_core",
+            lambda: pool.avg_pool2d_backward(z(1, 1, 1, 1), z(1, 1, 2, 2), (2, 2), (2, 2)),
+        ),
+        (
+            "avg_pool._adaptive_avg_forward_core",
             lambda: pool.adaptive_avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1)),
+        ),
+        (
+            "avg_pool._adaptive_avg_backward_core",
+            lambda: pool.adaptive_avg_pool2d_backward(z(1, 1, 1, 1), z(1, 1, 2, 2)),
         ),
     ]
 

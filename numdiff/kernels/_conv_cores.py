@@ -132,15 +132,3 @@ def backward_weight_core(
         gw3[g] = acc[0, g].T
         for t in range(1, parts):
             gw3[g] += acc[t, g].T
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def bias_grad_core(go3, grad_bias):
-    n_img = go3.shape[0]
-    for co in prange(go3.shape[1]):
-        total = 0.0
-        for n in range(n_img):
-            row = go3[n, co]
-            for p in range(row.shape[0]):
-                total += row[p]
-        grad_bias[co] = total

@@ -78,13 +78,16 @@ class Matmul(Function):
         if a.ndim == b.ndim == 2:
             _product(a, b, out)
         elif b.ndim == 2:
-            # No batch on b: fold a's batch into rows, one GEMM.
-            a_rows = np.ascontiguousarray(a, like=a).reshape(-1, k)
-            _product(a_rows, b, out.reshape(-1, n))
+            # No batch on b: fold a's batch into rows, one GEMM. Sizes are explicit, not -1:
+            # with k == 0 a reshape cannot infer them (the product is then zeros).
+            rows = out.size // n
+            a_rows = np.ascontiguousarray(a, like=a).reshape(rows, k)
+            _product(a_rows, b, out.reshape(rows, n))
         else:
-            a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
-            b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
-            _product(a3, b3, out.reshape(-1, m, n))
+            count = out.size // (m * n)
+            a3 = np.broadcast_to(a, batch + (m, k)).reshape(count, m, k)
+            b3 = np.broadcast_to(b, batch + (k, n)).reshape(count, k, n)
+            _product(a3, b3, out.reshape(count, m, n))
         return out
 
     @staticmethod
@@ -102,7 +105,8 @@ class Matmul(Function):
         if ctx.needs_input_grad[1]:
             if b.ndim == 2:
                 k, n = b.shape
-                rows, grad_rows = a.reshape(-1, k), grad.reshape(-1, n)
+                count = int(np.prod(a.shape[:-1]))  # explicit: -1 cannot be inferred when k == 0
+                rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
                 if _stored_transposed(b):
                     grad_b = matmul(grad_rows.mT, rows).mT
                 else:

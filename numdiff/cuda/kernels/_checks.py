@@ -60,27 +60,30 @@ def check_shape(op: str, name: str, arr: CudaArray, expected: tuple[int, ...]) -
         raise ValueError(f"{op}: {name} must have shape {tuple(expected)}, got {arr.shape}")
 
 
-def ints(op: str, name: str, value: Any, n: int) -> tuple[int, ...]:
-    """`value` (a sequence) as a tuple of exactly `n` ints."""
-    values = tuple(int(v) for v in value)
-    if len(values) != n:
-        raise ValueError(f"{op}: {name} must have {n} ints, got {value!r}")
-    return values
+def check_disjoint(op: str, written: dict[str, CudaArray], read: dict[str, Any]) -> None:
+    """Refuse an output that shares device memory with an input or another output (the kernels
+    read while they write): the same check as the CPU kernels', on buffer ranges.
+
+    Every array here is C-contiguous, so it covers exactly [offset, offset + size) of its buffer.
+    """
+    names = list(written)
+    for i, name in enumerate(names):
+        others = [(n, written[n]) for n in names[i + 1 :]] + list(read.items())
+        for other_name, other in others:
+            if other is not None and _overlap(written[name], other):
+                raise ValueError(
+                    f"{op}: {name} {written[name].shape} overlaps {other_name} {other.shape} in memory; "
+                    "pass a separate output array"
+                )
 
 
-def check_positive(op: str, **sizes: int) -> None:
-    for name, value in sizes.items():
-        if value < 1:
-            raise ValueError(f"{op}: {name} must be a positive integer, got {value!r}")
+def _overlap(a: CudaArray, b: CudaArray) -> bool:
+    if a._buffer is not b._buffer or a.size == 0 or b.size == 0:
+        return False
+    a_lo, b_lo = a._offset * a.itemsize, b._offset * b.itemsize
+    return a_lo < b_lo + b.nbytes and b_lo < a_lo + a.nbytes
 
 
 def flat(arr: CudaArray) -> Any:
     """The 1-D device buffer holding a C-contiguous array's elements, in order."""
     return arr._buffer[arr._offset : arr._offset + arr.size]
-
-
-def as_planes(op: str, name: str, arr: CudaArray) -> CudaArray:
-    """A 3-D (N, C, L) array as 4-D (N, C, 1, L): 1-d kernels run as 2-d with H = 1 (a view)."""
-    if arr.ndim != 3:
-        raise ValueError(f"{op}: {name} must be 3-D (N, C, L), got shape {arr.shape}")
-    return arr.reshape(arr.shape[0], arr.shape[1], 1, arr.shape[2])
