@@ -20,8 +20,9 @@ __all__ = ["GEOMETRY_LIMIT", "MAX_OUTPUT_ELEMENTS", "check_output_elements", "in
 GEOMETRY_LIMIT = 2**31 - 1
 """Largest kernel size, stride, padding, dilation or adaptive output size accepted."""
 
-MAX_OUTPUT_ELEMENTS = 2**40
-"""Largest number of elements a conv or pooling output may have (4 TiB in float32)."""
+MAX_OUTPUT_ELEMENTS = 2**36
+"""Largest number of elements a conv or pooling output may have (256 GiB in float32): far past
+any real layer, and refused before an allocation that would only fail or swap."""
 
 
 def is_int(value: Any) -> bool:
