@@ -86,12 +86,13 @@ def int_tuple(
 
 def check_output_elements(op: str, shape: tuple[int, ...]) -> None:
     """Refuse an output of more than :data:`MAX_OUTPUT_ELEMENTS` elements before allocating it.
+    Zero sizes count as 1: NumPy cannot make even an empty array whose other sizes overflow.
 
-    >>> check_output_elements("conv2d", (1, 1, 4, 4))
+    >>> check_output_elements("conv2d", (0, 1, 4, 4))
     """
     count = 1
     for s in shape:
-        count *= int(s)
+        count *= max(int(s), 1)
     if count > MAX_OUTPUT_ELEMENTS:
         raise ValueError(
             f"{op}: the output would have shape {tuple(shape)} ({count} elements, more than "

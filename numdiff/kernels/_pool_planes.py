@@ -12,13 +12,23 @@ from numdiff.kernels._im2col import valid_out_range
 
 @njit(cache=True, nogil=True)
 def column_taps(kw, dw, sw, pw, width, ow_size):
-    """Per tap column j: the output range [lo, hi) whose tap j is inside the image.
-    Computed once per call so that the per-row loops carry no range arithmetic."""
-    lo = np.empty(kw, np.int64)
-    hi = np.empty(kw, np.int64)
-    for j in range(kw):
-        lo[j], hi[j] = valid_out_range(j * dw - pw, sw, width, ow_size)
-    return lo, hi
+    """The tap columns j0 <= j < j0 + len(lo) that some output reads inside the image, and for each
+    the output range [lo, hi) whose tap is inside. Computed once per call so that the per-row
+    loops carry no range arithmetic.
+
+    Only those taps are listed: a pooling window may be far wider than the image (kernel 2**31 - 1
+    with padding 2**30 over 5 columns is valid) but its outputs span at most the padded image, so
+    at most about 2*width/dw taps ever land inside it.
+    """
+    reach = (ow_size - 1) * sw  # the outputs' span of column offsets
+    j0 = 0 if pw - reach <= 0 else (pw - reach + dw - 1) // dw
+    j1 = min(kw, (pw + width - 1) // dw + 1)
+    count = max(0, j1 - j0)
+    lo = np.empty(count, np.int64)
+    hi = np.empty(count, np.int64)
+    for t in range(count):
+        lo[t], hi[t] = valid_out_range((j0 + t) * dw - pw, sw, width, ow_size)
+    return j0, lo, hi
 
 
 def planes(a: np.ndarray) -> np.ndarray:

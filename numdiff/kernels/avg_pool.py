@@ -66,7 +66,7 @@ def _avg_pool_forward_core(x3, out3, kh, kw, sh, sw, ph, pw, count_include_pad, 
     n_planes, height, width = x3.shape
     oh_size, ow_size = out3.shape[1], out3.shape[2]
     counts = _avg_counts(oh_size, ow_size, kh, kw, sh, sw, ph, pw, height, width, count_include_pad, divisor)
-    j_lo, j_hi = column_taps(kw, 1, sw, pw, width, ow_size)
+    j0, j_lo, j_hi = column_taps(kw, 1, sw, pw, width, ow_size)
     # Flat views and unsigned offsets in the inner loop: Numba's negative-index handling on
     # signed indices blocks vectorisation.
     xf = x3.reshape(-1)
@@ -81,11 +81,11 @@ def _avg_pool_forward_core(x3, out3, kh, kw, sh, sw, ph, pw, count_include_pad, 
             row[:] = 0.0
             for i in range(i_lo, i_hi):
                 row_base = (p * height + h0 + i) * width
-                for j in range(kw):
-                    lo = j_lo[j]
-                    at = np.uint64(row_base + lo * sw + j - pw)
+                for t in range(j_lo.size):
+                    lo = j_lo[t]
+                    at = np.uint64(row_base + lo * sw + j0 + t - pw)
                     ulo = np.uint64(lo)
-                    for k in range(np.uint64(j_hi[j] - lo)):
+                    for k in range(np.uint64(j_hi[t] - lo)):
                         row[ulo + k] += xf[at + k * ustride]
             for ow in range(np.uint64(ow_size)):
                 cnt = counts[oh, ow]
@@ -98,7 +98,7 @@ def _avg_pool_backward_core(gi3, go3, kh, kw, sh, sw, ph, pw, count_include_pad,
     n_planes, height, width = gi3.shape
     oh_size, ow_size = go3.shape[1], go3.shape[2]
     counts = _avg_counts(oh_size, ow_size, kh, kw, sh, sw, ph, pw, height, width, count_include_pad, divisor)
-    j_lo, j_hi = column_taps(kw, 1, sw, pw, width, ow_size)
+    j0, j_lo, j_hi = column_taps(kw, 1, sw, pw, width, ow_size)
     gif = gi3.reshape(-1)
     gof = go3.reshape(-1)
     ustride = np.uint64(sw)
@@ -114,11 +114,11 @@ def _avg_pool_backward_core(gi3, go3, kh, kw, sh, sw, ph, pw, count_include_pad,
                 row[ow] = gof[o_base + ow] / cnt if cnt != 0 else 0.0
             for i in range(i_lo, i_hi):
                 row_base = (p * height + h0 + i) * width
-                for j in range(kw):
-                    lo = j_lo[j]
-                    at = np.uint64(row_base + lo * sw + j - pw)
+                for t in range(j_lo.size):
+                    lo = j_lo[t]
+                    at = np.uint64(row_base + lo * sw + j0 + t - pw)
                     ulo = np.uint64(lo)
-                    for k in range(np.uint64(j_hi[j] - lo)):
+                    for k in range(np.uint64(j_hi[t] - lo)):
                         gif[at + k * ustride] += row[ulo + k]
 
 

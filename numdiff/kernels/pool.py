@@ -95,7 +95,7 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
     oh_size, ow_size = out3.shape[1], out3.shape[2]
     neg_inf = x3.dtype.type(-np.inf)
     first_w = _first_columns(ow_size, sw, pw, kw, dw, width)
-    j_lo, j_hi = column_taps(kw, dw, sw, pw, width, ow_size)
+    j0, j_lo, j_hi = column_taps(kw, dw, sw, pw, width, ow_size)
     # Flat views and unsigned offsets in the inner loop: Numba's negative-index handling on
     # signed indices blocks vectorisation.
     xf = x3.reshape(-1)
@@ -115,13 +115,13 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
             for i in range(i_lo, i_hi):
                 ih = h0 + i * dh
                 _deinterleave(xf, (p * height + ih) * width, width, sw, plen, phases)
-                for j in range(kw):
-                    off = j * dw - pw
-                    lo = j_lo[j]
+                for t in range(j_lo.size):
+                    off = (j0 + t) * dw - pw
+                    lo = j_lo[t]
                     src = np.uint64((off % sw) * plen + off // sw + lo)
                     dst = np.uint64(o_base + lo)
                     pos0 = ih * width + lo * sw + off
-                    for k in range(np.uint64(j_hi[j] - lo)):
+                    for k in range(np.uint64(j_hi[t] - lo)):
                         v = phases[src + k]
                         b = bestf[dst + k]
                         b_at = atf[dst + k]

@@ -139,3 +139,24 @@ BAD = [
 def test_hostile_arguments_name_the_op_argument_and_value(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "ours, theirs, options",
+    [
+        (F.max_pool2d, TF.max_pool2d, dict(return_indices=True)),
+        (F.avg_pool2d, TF.avg_pool2d, {}),
+        (F.avg_pool2d, TF.avg_pool2d, dict(count_include_pad=False)),
+    ],
+)
+def test_pooling_window_far_wider_than_the_image_visits_only_the_taps_inside(ours, theirs, options):
+    # Kernel 2**31 - 1 with padding 2**30 - 1 over 6 columns is valid; the CPU kernels used to
+    # allocate and loop over every tap (16 GiB), PyTorch and now numdiff only over those inside.
+    x = np.random.default_rng(3).standard_normal((1, 2, 5, 6))
+    args = ((3, 2**31 - 1),)
+    kw = dict(stride=(1, 2**31 - 1), padding=(1, 2**30 - 1), **options)
+    out, t_out = ours(numdiff.tensor(x), *args, **kw), theirs(torch.tensor(x), *args, **kw)
+    if isinstance(out, tuple):
+        np.testing.assert_array_equal(out[1].numpy(), t_out[1].numpy())
+        out, t_out = out[0], t_out[0]
+    np.testing.assert_allclose(out.numpy(), t_out.numpy(), rtol=1e-12, atol=1e-15)
