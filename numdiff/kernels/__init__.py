@@ -4,13 +4,19 @@ Kernels never see a Tensor. Each takes arrays and sizes, writes into a caller-pr
 array and documents its loop nest, shapes, extra memory and what runs in parallel:
 
 * :mod:`numdiff.kernels.matmul` -- GEMM and batched GEMM, forward and backward.
-* :mod:`numdiff.kernels.conv` -- conv1d/conv2d forward, backward_input, backward_weight
-  (transposed convolution reuses them with roles swapped).
+* :mod:`numdiff.kernels.conv` -- conv2d forward, backward_input, backward_weight (conv1d runs
+  them with H = 1, transposed convolution with roles swapped).
 * :mod:`numdiff.kernels.pool` -- max and adaptive-max pooling and their backward (scatter,
   gather); re-exports :mod:`numdiff.kernels.avg_pool` (average and adaptive-average pooling).
 
 (``elementwise`` and ``optim`` in this package belong to the ops and optimizer layers;
 :func:`compile_all` warms them up too.)
+
+Every public kernel checks its arguments in Python first (dtypes, layout, shapes, an output that
+overlaps an input, and the integer arguments through one parser with one bound,
+``numdiff.kernels._args``); the pooling window arithmetic is written once
+(``numdiff.kernels._pool_geometry``) and compiled for the CPU here and for CUDA in
+``numdiff.cuda.kernels``.
 
 Compilation is lazy, once per dtype, and cached on disk (``cache=True``). :func:`compile_all`
 compiles (or loads from the cache) every kernel up front and records how long each took.

@@ -233,3 +233,14 @@ def test_pool_launchers_refuse_bad_arguments_before_launching():
         cuda_pool.max_pool2d_forward(x, empty((1, 1, 2, 2)), empty((1, 1, 2, 2)), (2, 2), (2, 2))
     with pytest.raises(ValueError, match=r"equal \(N, C\)"):
         cuda_pool.adaptive_avg_pool2d_forward(x, empty((1, 2, 2, 2)))
+
+
+def test_matmul_refuses_an_output_overlapping_an_operand():
+    from numdiff.cuda.kernels import matmul as cuda_matmul
+
+    a = up(np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"matmul: out \(3, 3\) overlaps a \(3, 3\) in memory"):
+        cuda_matmul.gemm_nn(a, up(np.ones((3, 3))), a)
+    with pytest.raises(ValueError, match="matmul: out .* overlaps b"):
+        cuda_matmul.gemm_nt(up(np.ones((3, 3))), a, a)  # b arrives transposed: a strided view
+    np.testing.assert_array_equal(a.to_host(), 1.0)

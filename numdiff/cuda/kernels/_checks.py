@@ -62,9 +62,8 @@ def check_shape(op: str, name: str, arr: CudaArray, expected: tuple[int, ...]) -
 
 def check_disjoint(op: str, written: dict[str, CudaArray], read: dict[str, Any]) -> None:
     """Refuse an output that shares device memory with an input or another output (the kernels
-    read while they write): the same check as the CPU kernels', on buffer ranges.
-
-    Every array here is C-contiguous, so it covers exactly [offset, offset + size) of its buffer.
+    read while they write): the same check as the CPU kernels', on the buffer ranges the arrays
+    span (like np.may_share_memory: strided views that interleave count as overlapping).
     """
     names = list(written)
     for i, name in enumerate(names):
@@ -77,11 +76,20 @@ def check_disjoint(op: str, written: dict[str, CudaArray], read: dict[str, Any])
                 )
 
 
+def _span(a: CudaArray) -> tuple[int, int]:
+    """Bytes [lo, hi) of its buffer that a (possibly strided) array can touch."""
+    lo = hi = a._offset
+    for n, stride in zip(a.shape, a._strides):
+        lo += min(0, (n - 1) * stride)
+        hi += max(0, (n - 1) * stride)
+    return lo * a.itemsize, (hi + 1) * a.itemsize
+
+
 def _overlap(a: CudaArray, b: CudaArray) -> bool:
     if a._buffer is not b._buffer or a.size == 0 or b.size == 0:
         return False
-    a_lo, b_lo = a._offset * a.itemsize, b._offset * b.itemsize
-    return a_lo < b_lo + b.nbytes and b_lo < a_lo + a.nbytes
+    (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
+    return a_lo < b_hi and b_lo < a_hi
 
 
 def flat(arr: CudaArray) -> Any:

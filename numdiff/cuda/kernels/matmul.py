@@ -14,6 +14,8 @@ import math
 import numpy as np
 from numba import config, cuda, from_dtype
 
+from numdiff.cuda.kernels._checks import check_disjoint
+
 # Numba's simulator runs every thread in Python, so it gets small tiles; the maths is the same.
 TILE = 4 if config.ENABLE_CUDASIM else 16
 
@@ -66,7 +68,8 @@ def _as_batched(x):
 def bgemm(a, b, out) -> None:
     """out (B, M, N) contiguous <- a (B, M, K) @ b (B, K, N); 2-D operands are a batch of one.
 
-    Checks shapes, dtypes and devices before the launch (a bad index would corrupt memory).
+    Checks shapes, dtypes, devices and that out overlaps no operand before the launch (a bad
+    index would corrupt memory).
     """
     a3, b3, out3 = _as_batched(a), _as_batched(b), _as_batched(out)
     batch, m_size, k_size = a3.shape
@@ -78,6 +81,7 @@ def bgemm(a, b, out) -> None:
         raise ValueError(f"matmul: operands on {a.device}, {b.device}, output on {out.device}")
     if not out3.flags.c_contiguous:
         raise ValueError("matmul: the output must be C-contiguous")
+    check_disjoint("matmul", {"out": out}, {"a": a, "b": b})
     n_size = b3.shape[2]
     if out3.size == 0:
         return
