@@ -104,16 +104,6 @@ def bgemm(a, b, out) -> None:
     )
 
 
-def matmul(a, b):
-    """A new (B, M, N) or (M, N) array: a @ b for 2-D or 3-D operands of one float dtype."""
-    from numdiff.cuda.array import CudaArray
-
-    shape = a.shape[:-1] + b.shape[-1:]
-    out = CudaArray.empty(shape, a.dtype, a.device)
-    bgemm(a, b, out)
-    return out
-
-
 # The CPU kernels' names and argument order (numdiff.kernels.matmul), so ops dispatch one-for-one.
 def gemm_nn(a, b, out):
     """out = a @ b."""
