@@ -4,13 +4,19 @@ Kernels never see a Tensor. Each takes arrays and sizes, writes into a caller-pr
 array and documents its loop nest, shapes, extra memory and what runs in parallel:
 
 * :mod:`numdiff.kernels.matmul` -- GEMM and batched GEMM, forward and backward.
-* :mod:`numdiff.kernels.conv` -- conv1d/conv2d forward, backward_input, backward_weight
-  (transposed convolution reuses them with roles swapped).
+* :mod:`numdiff.kernels.conv` -- conv2d forward, backward_input, backward_weight (conv1d runs
+  them with H = 1, transposed convolution with roles swapped).
 * :mod:`numdiff.kernels.pool` -- max and adaptive-max pooling and their backward (scatter,
   gather); re-exports :mod:`numdiff.kernels.avg_pool` (average and adaptive-average pooling).
 
 (``elementwise`` and ``optim`` in this package belong to the ops and optimizer layers;
 :func:`compile_all` warms them up too.)
+
+Every public kernel checks its arguments in Python first (dtypes, layout, shapes, an output that
+overlaps an input, and the integer arguments through one parser with one bound,
+``numdiff.kernels._args``); the pooling window arithmetic is written once
+(``numdiff.kernels._pool_geometry``) and compiled for the CPU here and for CUDA in
+``numdiff.cuda.kernels``.
 
 Compilation is lazy, once per dtype, and cached on disk (``cache=True``). :func:`compile_all`
 compiles (or loads from the cache) every kernel up front and records how long each took.
@@ -75,7 +81,6 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_cores.backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1, 1, 2, 2)),
         ),
-        ("_conv_cores.bias_grad_core", lambda: conv.conv2d_backward_bias(z(1, 1, 2, 2), z(1))),
         (
             "pool._max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
@@ -91,12 +96,20 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
         ("pool._scatter_core", lambda: pool.max_pool_backward(z(1, 1, 1, 1), idx(), z(1, 1, 2, 2))),
         ("pool._gather_core", lambda: pool.max_pool_gather(z(1, 1, 2, 2), idx(), z(1, 1, 1, 1))),
         (
-            "avg_pool._avg_pool_core",
+            "avg_pool._avg_pool_forward_core",
             lambda: pool.avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), (2, 2), (2, 2)),
         ),
         (
-            "avg_pool._adaptive_avg_core",
+            "avg_pool._avg_pool_backward_core",
+            lambda: pool.avg_pool2d_backward(z(1, 1, 1, 1), z(1, 1, 2, 2), (2, 2), (2, 2)),
+        ),
+        (
+            "avg_pool._adaptive_avg_forward_core",
             lambda: pool.adaptive_avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1)),
+        ),
+        (
+            "avg_pool._adaptive_avg_backward_core",
+            lambda: pool.adaptive_avg_pool2d_backward(z(1, 1, 1, 1), z(1, 1, 2, 2)),
         ),
     ]
 

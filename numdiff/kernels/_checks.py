@@ -60,21 +60,19 @@ def check_shape(op: str, name: str, arr: np.ndarray, expected: tuple[int | None,
         raise ValueError(f"{op}: {name} must have shape {want}, got {arr.shape}")
 
 
-def check_positive(op: str, **sizes: int) -> None:
-    """Require every named size to be a positive int.
+def check_disjoint(op: str, written: dict[str, np.ndarray], read: dict[str, np.ndarray | None]) -> None:
+    """Refuse an output that shares memory with an input or with another output: the kernels read
+    their inputs while writing, so an overlap would silently compute garbage.
 
-    >>> check_positive("k", stride=1)
+    >>> a = np.zeros((2, 2))
+    >>> check_disjoint("k", {"out": np.zeros((2, 2))}, {"a": a})
     """
-    for name, value in sizes.items():
-        if int(value) != value or value < 1:
-            raise ValueError(f"{op}: {name} must be a positive integer, got {value!r}")
-
-
-def check_non_negative(op: str, **sizes: int) -> None:
-    """Require every named size to be a non-negative int.
-
-    >>> check_non_negative("k", padding=0)
-    """
-    for name, value in sizes.items():
-        if int(value) != value or value < 0:
-            raise ValueError(f"{op}: {name} must be a non-negative integer, got {value!r}")
+    names = list(written)
+    for i, name in enumerate(names):
+        others = [(n, written[n]) for n in names[i + 1 :]] + list(read.items())
+        for other_name, other in others:
+            if other is not None and np.may_share_memory(written[name], other):
+                raise ValueError(
+                    f"{op}: {name} {written[name].shape} overlaps {other_name} {other.shape} in memory; "
+                    "pass a separate output array"
+                )

@@ -136,19 +136,7 @@ def backward_weight_core(
             gw3[g] += acc[t, g].T
 
 
-def bias_grad_core(go3, grad_bias):
-    n_img = go3.shape[0]
-    for co in prange(go3.shape[1]):
-        total = 0.0
-        for n in range(n_img):
-            row = go3[n, co]
-            for p in range(row.shape[0]):
-                total += row[p]
-        grad_bias[co] = total
-
-
 # Each core as a serial and a parallel build (numdiff.kernels._parallel): the caller picks by work.
 forward_core = serial_and_parallel(forward_core, nogil=True)
 backward_input_core = serial_and_parallel(backward_input_core, nogil=True)
 backward_weight_core = serial_and_parallel(backward_weight_core, nogil=True)
-bias_grad_core = serial_and_parallel(bias_grad_core, nogil=True)

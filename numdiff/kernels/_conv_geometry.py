@@ -1,13 +1,17 @@
 """Conv geometry: output sizes and the checks of a conv2d configuration, shared by the CPU kernels
 (numdiff.kernels.conv) and the CUDA kernels (numdiff.cuda.kernels.conv), so both refuse the same
 inputs with the same messages.
+
+Integers go through :func:`numdiff.kernels._args.int_tuple`, bounded by GEOMETRY_LIMIT so that no
+index arithmetic in a kernel overflows. Padding may be negative (a crop: a transposed conv's
+output_padding lowers its bottom/right padding), down to minus the limit.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from numdiff.kernels._checks import check_positive
+from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple
 
 __all__ = ["Conv2dGeometry", "conv2d_geometry", "conv_output_size"]
 
@@ -19,13 +23,6 @@ def conv_output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: i
     32
     """
     return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def int_tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
-    values = tuple(int(v) for v in value)
-    if len(values) != n:
-        raise ValueError(f"{op}: {name} must have {n} ints, got {value!r}")
-    return values
 
 
 class Conv2dGeometry(NamedTuple):
@@ -57,19 +54,22 @@ def conv2d_geometry(op, x_shape, w_shape, out_shape, stride, padding, dilation, 
 
     `out_shape` is the output's (forward) or the output gradient's (backward) shape.
     """
-    sh, sw = int_tuple(op, "stride", stride, 2)
-    pt, pb, pl, pr = int_tuple(op, "padding", padding, 4)
-    dh, dw = int_tuple(op, "dilation", dilation, 2)
-    groups = int(groups)
-    check_positive(op, stride_h=sh, stride_w=sw, dilation_h=dh, dilation_w=dw, groups=groups)
+    sh, sw = int_tuple(op, "stride", stride, 2, 1)
+    pt, pb, pl, pr = int_tuple(op, "padding", padding, 4, -GEOMETRY_LIMIT)
+    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
+    (groups,) = int_tuple(op, "groups", (groups,), 1, 1)
     w_shape = tuple(w_shape)
     if len(x_shape) != 4 or len(w_shape) != 4 or len(out_shape) != 4:
         raise ValueError(
             f"{op}: input, weight and output must be 4-D, got input {x_shape}, "
             f"weight {w_shape}, output {out_shape}"
         )
+    if 0 in w_shape:
+        raise ValueError(f"{op}: weight must have no zero-size dimension, got {w_shape}")
     n_img, c_in, height, width = x_shape
     c_out, cg, kh, kw = w_shape
+    if height < 1 or width < 1:
+        raise ValueError(f"{op}: spatial sizes must be positive, got input {tuple(x_shape)}")
     if c_in % groups or c_out % groups:
         raise ValueError(f"{op}: groups={groups} must divide in_channels={c_in} and out_channels={c_out}")
     if cg != c_in // groups:

@@ -28,13 +28,15 @@ GEMM did not beat per-image tiles.
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
 gradient is :func:`conv2d_backward_weight` with input and output-gradient swapped. conv1d is
-conv2d with H = 1 (the 1-d entry points reshape, no copy).
+conv2d with H = 1 (numdiff.ops.conv reshapes, no copy); the bias gradient is a plain sum.
 
 Padding is explicit per side, ``(top, bottom, left, right)``; the op layer resolves
 ``"same"``/``"valid"`` and output_padding (a transposed conv's output_padding is bottom/right
 padding reduced by that amount, which may go negative: a negative pad crops). Output sizes must
 satisfy ``OH = (H + top + bottom - dh*(KH-1) - 1) // sh + 1`` (and likewise OW), checked before
-any compiled code runs.
+any compiled code runs, as are the argument ranges (numdiff.kernels._args: no index arithmetic
+can overflow), that no output overlaps an input, and the empty cases: a batch of 0 images
+computes nothing and gives a zero weight gradient.
 """
 
 from __future__ import annotations
@@ -42,18 +44,9 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.kernels._blas import prepare_blas
-from numdiff.kernels._checks import check_float_arrays, check_shape
-from numdiff.kernels._conv_cores import (
-    backward_input_core,
-    backward_weight_core,
-    bias_grad_core,
-    forward_core,
-)
-from numdiff.kernels._conv_geometry import (
-    conv2d_geometry,
-    conv_output_size,
-    int_tuple,
-)
+from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
+from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
 
 __all__ = [
     "TILE_ELEMENTS",
@@ -61,10 +54,6 @@ __all__ = [
     "conv2d_forward",
     "conv2d_backward_input",
     "conv2d_backward_weight",
-    "conv2d_backward_bias",
-    "conv1d_forward",
-    "conv1d_backward_input",
-    "conv1d_backward_weight",
 ]
 
 TILE_ELEMENTS = 1 << 17
@@ -76,10 +65,13 @@ PARALLEL_MIN_MACS = 1 << 21
 
 def _check_conv(op, core, x_shape, w, go_shape, stride, padding, dilation, groups):
     """Validate a conv2d configuration; return the build of `core` to run (serial below
-    :data:`PARALLEL_MIN_MACS`) and the sizes it takes."""
+    :data:`PARALLEL_MIN_MACS`) and the sizes it takes, or (None, None) for an empty batch, where
+    there is nothing to compute."""
     n_img, _, _, _, _, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = conv2d_geometry(
         op, x_shape, w.shape, go_shape, stride, padding, dilation, groups
     )
+    if n_img == 0:
+        return None, None
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     kernel, parts = core.pick(n_img * w.shape[0] * cg * kh * kw * oh_size * ow_size, PARALLEL_MIN_MACS)
     rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
@@ -140,6 +132,9 @@ def conv2d_forward(
         check_float_arrays(op, x=x, bias=bias)
         check_shape(op, "bias", bias, (weight.shape[0],))
         bias_arr, has_bias = bias, True
+    check_disjoint(op, {"out": out}, {"x": x, "weight": weight, "bias": bias})
+    if sizes is None:
+        return out
     x5, w3, out4 = _views(x, weight, out, groups)
     prepare_blas()
     core(x5, w3, bias_arr, has_bias, out4, *sizes)
@@ -173,6 +168,9 @@ def conv2d_backward_input(
     core, sizes = _check_conv(
         op, backward_input_core, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups
     )
+    check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
+    if sizes is None:
+        return grad_in
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
     prepare_blas()
     core(go4, w3, dx5, *sizes)
@@ -207,123 +205,11 @@ def conv2d_backward_weight(
     core, sizes = _check_conv(
         op, backward_weight_core, x.shape, grad_weight, grad_out.shape, stride, padding, dilation, groups
     )
+    check_disjoint(op, {"grad_weight": grad_weight}, {"x": x, "grad_out": grad_out})
+    if sizes is None:
+        grad_weight[...] = 0
+        return grad_weight
     x5, gw3, go4 = _views(x, grad_weight, grad_out, groups)
     prepare_blas()
     core(x5, go4, gw3, *sizes)
-    return grad_weight
-
-
-def conv2d_backward_bias(grad_out: np.ndarray, grad_bias: np.ndarray) -> np.ndarray:
-    """``grad_bias[co] = sum_{n, spatial} grad_out[n, co, ...]`` for conv1d or conv2d outputs.
-
-    Shapes: grad_out (N, Co, ...), grad_bias (Co,). Loop nest: prange over co; for n; for
-    position. Accumulates in float64 for both dtypes.
-
-    >>> conv2d_backward_bias(np.ones((2, 3, 4, 4)), np.empty(3))
-    array([32., 32., 32.])
-    """
-    op = "conv2d_backward_bias"
-    check_float_arrays(op, grad_out=grad_out, grad_bias=grad_bias)
-    if grad_out.ndim < 2:
-        raise ValueError(f"{op}: grad_out must be at least 2-D (N, C, ...), got {grad_out.shape}")
-    check_shape(op, "grad_bias", grad_bias, (grad_out.shape[1],))
-    core, _ = bias_grad_core.pick(grad_out.size)
-    core(grad_out.reshape(grad_out.shape[0], grad_out.shape[1], -1), grad_bias)
-    return grad_bias
-
-
-# --------------------------------------------------------------------------- conv1d
-
-
-def _as_2d(op: str, x: np.ndarray, name: str) -> np.ndarray:
-    if x.ndim != 3:
-        raise ValueError(f"{op}: {name} must be 3-D (N, C, L) / (Co, C/groups, K), got {x.shape}")
-    return x.reshape(x.shape[0], x.shape[1], 1, x.shape[2])
-
-
-def _args_2d(op, stride, padding, dilation):
-    (s,) = int_tuple(op, "stride", stride, 1)
-    pad_lo, pad_hi = int_tuple(op, "padding", padding, 2)
-    (d,) = int_tuple(op, "dilation", dilation, 1)
-    return (1, s), (0, 0, pad_lo, pad_hi), (1, d)
-
-
-def conv1d_forward(
-    x: np.ndarray,
-    weight: np.ndarray,
-    bias: np.ndarray | None,
-    out: np.ndarray,
-    stride: tuple[int] = (1,),
-    padding: tuple[int, int] = (0, 0),
-    dilation: tuple[int] = (1,),
-    groups: int = 1,
-) -> np.ndarray:
-    """conv1d forward as conv2d with H = 1. x (N, C, L), weight (Co, C/groups, K), out (N, Co, OL).
-
-    Padding is ``(left, right)``.
-
-    >>> conv1d_forward(np.ones((1, 1, 4)), np.ones((1, 1, 2)), None, np.empty((1, 1, 3)))
-    array([[[2., 2., 2.]]])
-    """
-    op = "conv1d_forward"
-    s2, p2, d2 = _args_2d(op, stride, padding, dilation)
-    conv2d_forward(
-        _as_2d(op, x, "x"), _as_2d(op, weight, "weight"), bias, _as_2d(op, out, "out"), s2, p2, d2, groups
-    )
-    return out
-
-
-def conv1d_backward_input(
-    grad_out: np.ndarray,
-    weight: np.ndarray,
-    grad_in: np.ndarray,
-    stride: tuple[int] = (1,),
-    padding: tuple[int, int] = (0, 0),
-    dilation: tuple[int] = (1,),
-    groups: int = 1,
-) -> np.ndarray:
-    """Input gradient of :func:`conv1d_forward` (= conv_transpose1d forward), overwriting grad_in.
-
-    >>> conv1d_backward_input(np.ones((1, 1, 3)), np.ones((1, 1, 2)), np.empty((1, 1, 4)))
-    array([[[1., 2., 2., 1.]]])
-    """
-    op = "conv1d_backward_input"
-    s2, p2, d2 = _args_2d(op, stride, padding, dilation)
-    conv2d_backward_input(
-        _as_2d(op, grad_out, "grad_out"),
-        _as_2d(op, weight, "weight"),
-        _as_2d(op, grad_in, "grad_in"),
-        s2,
-        p2,
-        d2,
-        groups,
-    )
-    return grad_in
-
-
-def conv1d_backward_weight(
-    x: np.ndarray,
-    grad_out: np.ndarray,
-    grad_weight: np.ndarray,
-    stride: tuple[int] = (1,),
-    padding: tuple[int, int] = (0, 0),
-    dilation: tuple[int] = (1,),
-    groups: int = 1,
-) -> np.ndarray:
-    """Weight gradient of :func:`conv1d_forward`, overwriting grad_weight.
-
-    >>> conv1d_backward_weight(np.ones((1, 1, 4)), np.ones((1, 1, 3)), np.empty((1, 1, 2)))
-    array([[[3., 3.]]])
-    """
-    op = "conv1d_backward_weight"
-    s2, p2, d2 = _args_2d(op, stride, padding, dilation)
-    conv2d_backward_weight(
-        _as_2d(op, x, "x"),
-        _as_2d(op, grad_out, "grad_out"),
-        _as_2d(op, grad_weight, "grad_weight"),
-        s2,
-        p2,
-        d2,
-        groups,
-    )
     return grad_weight

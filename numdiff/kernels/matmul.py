@@ -11,11 +11,13 @@ same two threads; no loop nest written in Numba came close. Batched products run
 slice per thread when the batch has at least as many slices as threads. Transposed operands
 are passed as flags, never copied.
 
-Backward of ``out = a @ b`` with upstream gradient ``g``:
-``grad_a = g @ b.T`` (:func:`gemm_nt`) and ``grad_b = a.T @ g`` (:func:`gemm_tn`).
+Backward of ``out = a @ b`` with upstream gradient ``g`` is two more products:
+``grad_a = g @ b.T`` (:func:`gemm_nt`) and ``grad_b = a.T @ g`` (:func:`gemm_tn`), which
+numdiff.ops.linalg calls through its own matmul so that they are differentiable too.
 
-The public functions check shapes, dtypes and layout in Python before the compiled code runs,
-because a Numba kernel indexing past an array's end corrupts memory instead of raising.
+The public functions check shapes, dtypes, layout and that ``out`` shares no memory with an
+operand in Python before the compiled code runs, because a Numba kernel indexing past an
+array's end corrupts memory instead of raising. An inner dimension of 0 gives zeros.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 from numba import get_num_threads, prange
 
 from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, gemm_parallel, prepare_blas
-from numdiff.kernels._checks import check_float_arrays, check_shape
+from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
@@ -34,8 +36,6 @@ __all__ = [
     "bgemm_nn",
     "bgemm_nt",
     "bgemm_tn",
-    "matmul_backward",
-    "bmm_backward",
 ]
 
 
@@ -61,7 +61,8 @@ def _bgemm(trans_a, trans_b, a, b, out, parts):
             gemm_parallel(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i], parts)
 
 
-def _run(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+def _run(op: str, trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    check_disjoint(op, {"out": out}, {"a": a, "b": b})
     prepare_blas()
     if out.ndim == 2:
         a, b, out = a[None], b[None], out[None]
@@ -85,7 +86,7 @@ def gemm_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     m, k = a.shape
     check_shape("gemm_nn", "b", b, (k, None))
     check_shape("gemm_nn", "out", out, (m, b.shape[1]))
-    _run(False, False, a, b, out)
+    _run("gemm_nn", False, False, a, b, out)
     return out
 
 
@@ -103,7 +104,7 @@ def gemm_nt(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     m, k = a.shape
     check_shape("gemm_nt", "b", b, (None, k))
     check_shape("gemm_nt", "out", out, (m, b.shape[0]))
-    _run(False, True, a, b, out)
+    _run("gemm_nt", False, True, a, b, out)
     return out
 
 
@@ -121,30 +122,8 @@ def gemm_tn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     k, m = a.shape
     check_shape("gemm_tn", "b", b, (k, None))
     check_shape("gemm_tn", "out", out, (m, b.shape[1]))
-    _run(True, False, a, b, out)
+    _run("gemm_tn", True, False, a, b, out)
     return out
-
-
-def matmul_backward(
-    grad: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    grad_a: np.ndarray | None,
-    grad_b: np.ndarray | None,
-) -> None:
-    """Gradients of ``out = a @ b``: ``grad_a = grad @ b.T``, ``grad_b = a.T @ grad``.
-
-    Shapes: grad (M, N), a (M, K), b (K, N), grad_a (M, K), grad_b (K, N); pass None for a
-    gradient that is not needed and its GEMM is skipped. Two BLAS calls, no extra memory.
-
-    >>> a = np.ones((2, 3)); b = np.ones((3, 4)); ga = np.empty((2, 3))
-    >>> matmul_backward(np.ones((2, 4)), a, b, ga, None); float(ga[0, 0])
-    4.0
-    """
-    if grad_a is not None:
-        gemm_nt(grad, b, grad_a)
-    if grad_b is not None:
-        gemm_tn(a, grad, grad_b)
 
 
 # --------------------------------------------------------------------------- batched GEMM
@@ -172,7 +151,7 @@ def bgemm_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     _, m, k = a.shape
     check_shape("bgemm_nn", "b", b, (None, k, None))
     check_shape("bgemm_nn", "out", out, (None, m, b.shape[2]))
-    _run(False, False, a, b, out)
+    _run("bgemm_nn", False, False, a, b, out)
     return out
 
 
@@ -189,7 +168,7 @@ def bgemm_nt(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     _, m, k = a.shape
     check_shape("bgemm_nt", "b", b, (None, None, k))
     check_shape("bgemm_nt", "out", out, (None, m, b.shape[1]))
-    _run(False, True, a, b, out)
+    _run("bgemm_nt", False, True, a, b, out)
     return out
 
 
@@ -206,29 +185,5 @@ def bgemm_tn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     _, k, m = a.shape
     check_shape("bgemm_tn", "b", b, (None, k, None))
     check_shape("bgemm_tn", "out", out, (None, m, b.shape[2]))
-    _run(True, False, a, b, out)
+    _run("bgemm_tn", True, False, a, b, out)
     return out
-
-
-def bmm_backward(
-    grad: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    grad_a: np.ndarray | None,
-    grad_b: np.ndarray | None,
-) -> None:
-    """Gradients of ``out[i] = a[i] @ b[i]``: ``grad_a[i] = grad[i] @ b[i].T``,
-    ``grad_b[i] = a[i].T @ grad[i]``.
-
-    Shapes: grad (B, M, N), a (B, M, K), b (B, K, N), grad_a like a, grad_b like b; None
-    skips that gradient. Broadcast batch dimensions are the caller's to expand and reduce.
-
-    >>> gb = np.empty((2, 3, 4))
-    >>> bmm_backward(np.ones((2, 1, 4)), np.ones((2, 1, 3)), np.ones((2, 3, 4)), None, gb)
-    >>> float(gb[0, 0, 0])
-    1.0
-    """
-    if grad_a is not None:
-        bgemm_nt(grad, b, grad_a)
-    if grad_b is not None:
-        bgemm_tn(a, grad, grad_b)

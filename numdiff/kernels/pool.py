@@ -1,9 +1,9 @@
-"""Max-pooling kernels (CPU, Numba): max_pool1d/2d, adaptive_max_pool2d, and their backward.
+"""Max-pooling kernels (CPU, Numba): max_pool2d, adaptive_max_pool2d, and their backward.
 
 Every kernel works on planes: an (N, C, H, W) array is N*C independent (H, W) planes, and
 pooling is memory-bound, so each kernel is a ``prange`` over planes with the whole plane's
 work done by one thread (a 32x32 plane and its gradient stay in L1). 1-d pooling is 2-d pooling
-with H = 1 (the 1-d entry points reshape, no copy).
+with H = 1 (numdiff.ops.pool reshapes, no copy).
 
 Window of output (oh, ow): input rows ``oh*sh - ph + i*dh`` for i < KH and columns
 ``ow*sw - pw + j*dw`` for j < KW, clipped to the image; the valid tap range of each output row
@@ -21,7 +21,8 @@ and the scatter's own backward is a gather at the same indices (:func:`max_pool_
 which is what double backward needs.
 
 Average and adaptive-average pooling live in :mod:`numdiff.kernels.avg_pool` and are
-re-exported here; the shared window arithmetic and checks in :mod:`numdiff.kernels._pool_window`.
+re-exported here; the window arithmetic and checks, shared with the CUDA kernels, in
+:mod:`numdiff.kernels._pool_geometry`.
 """
 
 from __future__ import annotations
@@ -29,26 +30,20 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._checks import check_float_arrays, check_index_array, check_shape
+from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_index_array, check_shape
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._pool_window import (
-    as_2d,
+from numdiff.kernels._pool_geometry import (
+    adaptive_window_cpu,
     check_adaptive,
     check_window,
-    column_taps,
-    flat_planes,
-    planes,
     pool_output_size,
-    tap_range,
+    tap_range_cpu,
 )
+from numdiff.kernels._pool_planes import column_taps, flat_planes, planes
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels.avg_pool import (
-    adaptive_avg_pool1d_backward,
-    adaptive_avg_pool1d_forward,
     adaptive_avg_pool2d_backward,
     adaptive_avg_pool2d_forward,
-    avg_pool1d_backward,
-    avg_pool1d_forward,
     avg_pool2d_backward,
     avg_pool2d_forward,
 )
@@ -56,18 +51,13 @@ from numdiff.kernels.avg_pool import (
 __all__ = [
     "pool_output_size",
     "max_pool2d_forward",
-    "max_pool1d_forward",
     "adaptive_max_pool2d_forward",
     "max_pool_backward",
     "max_pool_gather",
     "avg_pool2d_forward",
     "avg_pool2d_backward",
-    "avg_pool1d_forward",
-    "avg_pool1d_backward",
     "adaptive_avg_pool2d_forward",
     "adaptive_avg_pool2d_backward",
-    "adaptive_avg_pool1d_forward",
-    "adaptive_avg_pool1d_backward",
 ]
 
 
@@ -85,7 +75,7 @@ def _first_columns(ow_size, sw, pw, kw, dw, width):
     first = np.empty(ow_size, np.int64)
     for ow in range(ow_size):
         w0 = ow * sw - pw
-        j_lo, _ = tap_range(w0, dw, kw, width)
+        j_lo, _ = tap_range_cpu(w0, dw, kw, width)
         first[ow] = w0 + j_lo * dw
     return first
 
@@ -93,8 +83,9 @@ def _first_columns(ow_size, sw, pw, kw, dw, width):
 @njit(cache=True, nogil=True, inline="always")
 def _deinterleave(xf, row_base, width, sw, plen, phases):
     """phases[r*plen + m] = row[m*sw + r]: tap j's elements for consecutive outputs become
-    contiguous (``row[ow*sw + off]`` is ``phases[(off % sw)*plen + off // sw + ow]``)."""
-    for r in range(sw):
+    contiguous (``row[ow*sw + off]`` is ``phases[(off % sw)*plen + off // sw + ow]``). Only
+    phases r < width exist: a stride wider than the row has no others."""
+    for r in range(min(sw, width)):
         for m in range((width - r + sw - 1) // sw):
             phases[r * plen + m] = xf[row_base + m * sw + r]
 
@@ -109,7 +100,7 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
     oh_size, ow_size = out3.shape[1], out3.shape[2]
     neg_inf = x3.dtype.type(-np.inf)
     first_w = _first_columns(ow_size, sw, pw, kw, dw, width)
-    j_lo, j_hi = column_taps(kw, dw, sw, pw, width, ow_size)
+    j0, j_lo, j_hi = column_taps(kw, dw, sw, pw, width, ow_size)
     # Flat views and unsigned offsets in the inner loop: Numba's negative-index handling on
     # signed indices blocks vectorisation.
     xf = x3.reshape(-1)
@@ -117,11 +108,11 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
     atf = idx3.reshape(-1)
     plen = (width + sw - 1) // sw
     for p in prange(n_planes):
-        phases = np.empty(sw * plen, x3.dtype)
+        phases = np.empty(min(sw, width) * plen, x3.dtype)
         for oh in range(oh_size):
             o_base = (p * oh_size + oh) * ow_size
             h0 = oh * sh - ph
-            i_lo, i_hi = tap_range(h0, dh, kh, height)
+            i_lo, i_hi = tap_range_cpu(h0, dh, kh, height)
             row0 = (h0 + i_lo * dh) * width
             for ow in range(ow_size):
                 bestf[o_base + ow] = neg_inf
@@ -129,13 +120,13 @@ def _max_pool_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
             for i in range(i_lo, i_hi):
                 ih = h0 + i * dh
                 _deinterleave(xf, (p * height + ih) * width, width, sw, plen, phases)
-                for j in range(kw):
-                    off = j * dw - pw
-                    lo = j_lo[j]
+                for t in range(j_lo.size):
+                    off = (j0 + t) * dw - pw
+                    lo = j_lo[t]
                     src = np.uint64((off % sw) * plen + off // sw + lo)
                     dst = np.uint64(o_base + lo)
                     pos0 = ih * width + lo * sw + off
-                    for k in range(np.uint64(j_hi[j] - lo)):
+                    for k in range(np.uint64(j_hi[t] - lo)):
                         v = phases[src + k]
                         b = bestf[dst + k]
                         b_at = atf[dst + k]
@@ -156,27 +147,23 @@ def _max_pool_direct_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
     for p in prange(x3.shape[0]):
         for oh in range(oh_size):
             h0 = oh * sh - ph
+            # Only the taps inside the image: a window may be 2**31 - 1 taps wide.
+            i_lo, i_hi = tap_range_cpu(h0, dh, kh, height)
             for ow in range(ow_size):
                 w0 = ow * sw - pw
+                j_lo, j_hi = tap_range_cpu(w0, dw, kw, width)
+                # The sweep's start: the first tap at a non-negative row and column, which is
+                # also the index a window wholly in padding (or all -inf) reports.
                 best = neg_inf
-                best_at = -1
-                for i in range(kh):
+                best_at = (h0 + i_lo * dh) * width + w0 + j_lo * dw
+                for i in range(i_lo, i_hi):
                     ih = h0 + i * dh
-                    if ih < 0 or ih >= height:
-                        continue
-                    for j in range(kw):
+                    for j in range(j_lo, j_hi):
                         iw = w0 + j * dw
-                        if iw < 0 or iw >= width:
-                            continue
                         v = x3[p, ih, iw]
-                        # The first in-image tap is taken even when it is -inf, as the sweep does.
-                        if best_at < 0 or v > best or v != v:
+                        if v > best or v != v:
                             best = v
                             best_at = ih * width + iw
-                if best_at < 0:  # a window wholly in padding: report the sweep's position
-                    i_lo, _ = tap_range(h0, dh, kh, height)
-                    j_lo, _ = tap_range(w0, dw, kw, width)
-                    best_at = (h0 + i_lo * dh) * width + w0 + j_lo * dw
                 out3[p, oh, ow] = best
                 idx3[p, oh, ow] = best_at
 
@@ -188,11 +175,9 @@ def _adaptive_max_core(x3, out3, idx3):
     for p in prange(x3.shape[0]):
         plane = x3[p]
         for oh in range(oh_size):
-            h0 = (oh * height) // oh_size
-            h1 = ((oh + 1) * height + oh_size - 1) // oh_size
+            h0, h1 = adaptive_window_cpu(oh, height, oh_size)
             for ow in range(ow_size):
-                w0 = (ow * width) // ow_size
-                w1 = ((ow + 1) * width + ow_size - 1) // ow_size
+                w0, w1 = adaptive_window_cpu(ow, width, ow_size)
                 best = neg_inf
                 best_at = h0 * width + w0
                 for ih in range(h0, h1):
@@ -262,42 +247,13 @@ def max_pool2d_forward(
     check_float_arrays(op, x=x, out=out)
     check_index_array(op, "indices", indices)
     kh, kw, sh, sw, ph, pw, dh, dw = check_window(
-        op, x, out, kernel_size, stride, padding, dilation, ceil_mode
+        op, x.shape, out.shape, kernel_size, stride, padding, dilation, ceil_mode
     )
     check_shape(op, "indices", indices, out.shape)
+    check_disjoint(op, {"out": out, "indices": indices}, {"x": x})
     cores = _max_pool_direct_core if x.shape[-1] < DIRECT_MAX_POOL_WIDTH else _max_pool_core
     core, _ = cores.pick(x.size)
     core(planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
-    return out
-
-
-def max_pool1d_forward(
-    x: np.ndarray,
-    out: np.ndarray,
-    indices: np.ndarray,
-    kernel_size: int,
-    stride: int,
-    padding: int = 0,
-    dilation: int = 1,
-    ceil_mode: bool = False,
-) -> np.ndarray:
-    """1-d max pooling as 2-d with H = 1: x (N, C, L), out and indices (N, C, OL).
-
-    >>> out, idx = np.empty((1, 1, 2)), np.empty((1, 1, 2), np.int64)
-    >>> _ = max_pool1d_forward(np.array([[[1.0, 3.0, 2.0, 0.0]]]), out, idx, 2, 2); idx
-    array([[[1, 2]]])
-    """
-    op = "max_pool1d_forward"
-    max_pool2d_forward(
-        as_2d(op, "x", x),
-        as_2d(op, "out", out),
-        as_2d(op, "indices", indices),
-        (1, kernel_size),
-        (1, stride),
-        (0, padding),
-        (1, dilation),
-        ceil_mode,
-    )
     return out
 
 
@@ -313,8 +269,9 @@ def adaptive_max_pool2d_forward(x: np.ndarray, out: np.ndarray, indices: np.ndar
     op = "adaptive_max_pool2d_forward"
     check_float_arrays(op, x=x, out=out)
     check_index_array(op, "indices", indices)
-    check_adaptive(op, x, out)
+    check_adaptive(op, x.shape, out.shape)
     check_shape(op, "indices", indices, out.shape)
+    check_disjoint(op, {"out": out, "indices": indices}, {"x": x})
     _adaptive_max_core.pick(x.size)[0](planes(x), planes(out), planes(indices))
     return out
 
@@ -336,6 +293,7 @@ def max_pool_backward(grad_out: np.ndarray, indices: np.ndarray, grad_in: np.nda
     op = "max_pool_backward"
     check_float_arrays(op, grad_out=grad_out, grad_in=grad_in)
     _check_index_pair(op, grad_out, indices, grad_in)
+    check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "indices": indices})
     _scatter_core.pick(grad_in.size)[0](flat_planes(grad_out), flat_planes(indices), flat_planes(grad_in))
     return grad_in
 
@@ -353,6 +311,7 @@ def max_pool_gather(src: np.ndarray, indices: np.ndarray, out: np.ndarray) -> np
     op = "max_pool_gather"
     check_float_arrays(op, src=src, out=out)
     _check_index_pair(op, out, indices, src)
+    check_disjoint(op, {"out": out}, {"src": src, "indices": indices})
     _gather_core.pick(src.size)[0](flat_planes(src), flat_planes(indices), flat_planes(out))
     return out
 

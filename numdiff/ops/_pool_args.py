@@ -4,25 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from numdiff.kernels.pool import pool_output_size
+from numdiff.kernels._args import check_output_elements, int_tuple, is_int
+from numdiff.kernels._pool_geometry import check_divisor, pool_output_size
 from numdiff.ops._util import ensure_tensor
 from numdiff.tensor import Tensor
-
-
-def int_tuple(op: str, name: str, value: Any, n: int, minimum: int) -> tuple[int, ...]:
-    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(values) == 1 and n > 1:
-        values = values * n
-    if len(values) != n or not all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
-    ):
-        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
-    if any(v < minimum for v in values):
-        bound = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
-    return tuple(int(v) for v in values)
 
 
 def batched_input(op: str, input: Any, dims: int) -> tuple[Tensor, bool]:
@@ -42,38 +27,51 @@ def batched_input(op: str, input: Any, dims: int) -> tuple[Tensor, bool]:
 
 def pool_window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
     """Validated (kernel, stride, padding, dilation) tuples of length `dims`."""
-    kernel = int_tuple(op, "kernel_size", kernel_size, dims, 1)
-    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
-    stride = int_tuple(op, "stride", stride, dims, 1)
-    padding = int_tuple(op, "padding", padding, dims, 0)
-    dilation = int_tuple(op, "dilation", dilation, dims, 1)
+    kernel = int_tuple(op, "kernel_size", kernel_size, dims, 1, expand=True)
+    if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0):
+        stride = kernel  # PyTorch's default
+    stride = int_tuple(op, "stride", stride, dims, 1, expand=True)
+    padding = int_tuple(op, "padding", padding, dims, 0, expand=True)
+    dilation = int_tuple(op, "dilation", dilation, dims, 1, expand=True)
     if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise ValueError(f"{op}: padding {padding} must be at most half the kernel size {kernel}")
+    spatial = []
     for i in range(dims):
         size = x.shape[2 + i]
-        if pool_output_size(size, kernel[i], stride[i], padding[i], dilation[i], bool(ceil_mode)) < 1:
+        spatial.append(pool_output_size(size, kernel[i], stride[i], padding[i], dilation[i], bool(ceil_mode)))
+        if spatial[-1] < 1:
             raise ValueError(
                 f"{op}: kernel_size {kernel} with dilation {dilation} does not fit input {tuple(x.shape)} "
                 f"with padding {padding}"
             )
+    check_output_elements(op, tuple(x.shape[:2]) + tuple(spatial))
     return kernel, stride, padding, dilation
 
 
-def resolve_output_size(op: str, output_size: Any, spatial: tuple) -> tuple[int, ...]:
+def divisor(op: str, divisor_override: Any) -> int | None:
+    """divisor_override checked (None, or a non-zero int) and returned as the op takes it."""
+    return None if divisor_override is None else check_divisor(op, divisor_override)
+
+
+def resolve_output_size(op: str, output_size: Any, shape: tuple) -> tuple[int, ...]:
+    """Adaptive pooling's output_size for a batched input of `shape`, as ints: an int, or a
+    sequence whose None entries keep the input's size."""
+    spatial = tuple(shape[2:])
     n = len(spatial)
-    values = (
-        (output_size,) * n
-        if isinstance(output_size, (int, np.integer)) or output_size is None
-        else tuple(output_size)
-    )
+    if output_size is None or is_int(output_size):
+        values: tuple = (output_size,) * n
+    elif isinstance(output_size, (str, bytes)) or not hasattr(output_size, "__iter__"):
+        raise TypeError(
+            f"{op}: output_size must be an int or {n} values, got {output_size!r} ({type(output_size).__name__})"
+        )
+    else:
+        values = tuple(output_size)
     if len(values) != n:
         raise ValueError(f"{op}: output_size must be an int or {n} values, got {output_size!r}")
     resolved = tuple(s if v is None else v for v, s in zip(values, spatial))
-    if not all(isinstance(v, (int, np.integer)) and v >= 1 for v in resolved):
-        raise ValueError(
-            f"{op}: output_size must be positive ints (or None to keep a size), got {output_size!r}"
-        )
-    return tuple(int(v) for v in resolved)
+    sizes = int_tuple(op, "output_size", resolved, n, 1)
+    check_output_elements(op, tuple(shape[:2]) + sizes)
+    return sizes
 
 
 def unbatch(out: Tensor, unbatched: bool, squeeze_h: bool) -> Tensor:

@@ -22,6 +22,8 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
+from numdiff.kernels._args import check_output_elements, int_tuple, is_int
+from numdiff.kernels._conv_geometry import conv_output_size
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -33,10 +35,6 @@ def _c(x: Any) -> Any:
     return np.ascontiguousarray(x, like=x)
 
 
-def _out_size(size: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
-    return (size + lo + hi - d * (k - 1) - 1) // s + 1
-
-
 @register("conv2d")
 class Conv2d(Function):
     @staticmethod
@@ -44,8 +42,8 @@ class Conv2d(Function):
         ctx.geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
         ctx.save_for_backward(x, w)
         kh, kw = w.shape[2:]
-        oh = _out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
-        ow = _out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
+        oh = conv_output_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
+        ow = conv_output_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
         out = np.empty((x.shape[0], w.shape[0], oh, ow), dtype=x.dtype, like=x)
         bias = None if b is None else _c(b)
         backend_for(x).conv2d_forward(_c(x), _c(w), bias, out, stride, padding, dilation, groups)
@@ -112,19 +110,6 @@ class Conv2dWeightGrad(Function):
 # ----------------------------------------------------------------------------- argument checks
 
 
-def _ints(op: str, name: str, value: Any, n: int, minimum: int) -> tuple[int, ...]:
-    """An int or a sequence of n ints, each at least `minimum`, as a tuple of n ints."""
-    values = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(values) != n or not all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values
-    ):
-        raise ValueError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
-    if any(v < minimum for v in values):
-        bound = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
-    return tuple(int(v) for v in values)
-
-
 def _tensors(
     op: str, input: Any, weight: Any, bias: Any, dims: int
 ) -> tuple[Tensor, Tensor, Tensor | None, bool]:
@@ -137,6 +122,10 @@ def _tensors(
         )
     if w.ndim != dims + 2:
         raise ValueError(f"{op}: expected a {dims + 2}-D weight, got shape {tuple(w.shape)}")
+    if 0 in w.shape:
+        raise ValueError(f"{op}: weight must have no zero-size dimension, got shape {tuple(w.shape)}")
+    if 0 in x.shape[-dims:]:
+        raise ValueError(f"{op}: spatial dimensions must be non-empty, got input {tuple(x.shape)}")
     tensors = [x, w]
     if bias is not None:
         bias = ensure_tensor(op, bias, "bias")
@@ -154,8 +143,9 @@ def _tensors(
 
 def _check_groups(op: str, groups: Any, in_channels: int, out_channels: int) -> int:
     """groups is a positive int dividing both channel counts."""
-    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
+    if not is_int(groups):
+        raise TypeError(f"{op}: groups must be a positive int, got {groups!r} ({type(groups).__name__})")
+    (groups,) = int_tuple(op, "groups", (groups,), 1, 1)
     if in_channels % groups or out_channels % groups:
         raise ValueError(
             f"{op}: groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
@@ -184,7 +174,7 @@ def _conv_padding(op: str, padding: Any, kernel: tuple, dilation: tuple, stride:
             total = d * (k - 1)
             sides += [total // 2, total - total // 2]
         return tuple(sides)
-    per_dim = _ints(op, "padding", padding, len(kernel), 0)
+    per_dim = int_tuple(op, "padding", padding, len(kernel), 0, expand=True)
     return tuple(p for p in per_dim for _ in range(2))
 
 
@@ -203,8 +193,8 @@ def _check_fits(op: str, spatial: tuple, kernel: tuple, dilation: tuple, sides: 
 
 def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
     x, w, b, unbatched = _tensors(op, input, weight, bias, dims)
-    stride = _ints(op, "stride", stride, dims, 1)
-    dilation = _ints(op, "dilation", dilation, dims, 1)
+    stride = int_tuple(op, "stride", stride, dims, 1, expand=True)
+    dilation = int_tuple(op, "dilation", dilation, dims, 1, expand=True)
     kernel = tuple(w.shape[2:])
     groups = _check_groups(op, groups, x.shape[1], w.shape[0])
     if w.shape[1] * groups != x.shape[1]:
@@ -215,6 +205,11 @@ def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, 
     _check_bias(op, b, w.shape[0])
     sides = _conv_padding(op, padding, kernel, dilation, stride)
     _check_fits(op, tuple(x.shape[2:]), kernel, dilation, sides)
+    spatial = tuple(
+        conv_output_size(n, k, s, sides[2 * i], sides[2 * i + 1], d)
+        for i, (n, k, s, d) in enumerate(zip(x.shape[2:], kernel, stride, dilation))
+    )
+    check_output_elements(op, (x.shape[0], w.shape[0]) + spatial)
     if dims == 1:
         out = Conv2d.apply(
             x.unsqueeze(2), w.unsqueeze(2), b, stride=(1,) + stride, padding=(0, 0) + sides,
@@ -257,12 +252,12 @@ def _conv_transposend(
     op: str, dims: int, input, weight, bias, stride, padding, output_padding, groups, dilation
 ) -> Tensor:
     x, w, b, unbatched = _tensors(op, input, weight, bias, dims)
-    stride = _ints(op, "stride", stride, dims, 1)
-    dilation = _ints(op, "dilation", dilation, dims, 1)
-    if isinstance(padding, str):
-        raise ValueError(f"{op}: padding must be an int or a tuple, got {padding!r}")
-    pads = _ints(op, "padding", padding, dims, 0)
-    extra = _ints(op, "output_padding", output_padding, dims, 0)
+    stride = int_tuple(op, "stride", stride, dims, 1, expand=True)
+    dilation = int_tuple(op, "dilation", dilation, dims, 1, expand=True)
+    if isinstance(padding, str):  # no "same"/"valid" here: a string is a wrong type, as in PyTorch
+        raise TypeError(f"{op}: padding must be an int or a tuple, got {padding!r}")
+    pads = int_tuple(op, "padding", padding, dims, 0, expand=True)
+    extra = int_tuple(op, "output_padding", output_padding, dims, 0, expand=True)
     kernel = tuple(w.shape[2:])
     if w.shape[0] != x.shape[1]:
         raise ValueError(
@@ -284,6 +279,7 @@ def _conv_transposend(
         raise ValueError(
             f"{op}: output size {size} is not positive for input {tuple(x.shape)} and padding {pads}"
         )
+    check_output_elements(op, (x.shape[0], w.shape[1] * groups) + size)
     # As the adjoint of a conv of the output: bottom/right padding shrinks by output_padding.
     sides = tuple(v for p, e in zip(pads, extra) for v in (p, p - e))
     if dims == 1:

@@ -14,6 +14,7 @@ rows when ``b`` has no batch, so ``linear`` on (N, T, in) is one GEMM.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -78,13 +79,16 @@ class Matmul(Function):
         if a.ndim == b.ndim == 2:
             _product(a, b, out)
         elif b.ndim == 2:
-            # No batch on b: fold a's batch into rows, one GEMM.
-            a_rows = np.ascontiguousarray(a, like=a).reshape(-1, k)
-            _product(a_rows, b, out.reshape(-1, n))
+            # No batch on b: fold a's batch into rows, one GEMM. Sizes are explicit, not -1:
+            # with k == 0 a reshape cannot infer them (the product is then zeros).
+            rows = out.size // n
+            a_rows = np.ascontiguousarray(a, like=a).reshape(rows, k)
+            _product(a_rows, b, out.reshape(rows, n))
         else:
-            a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
-            b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
-            _product(a3, b3, out.reshape(-1, m, n))
+            count = out.size // (m * n)
+            a3 = np.broadcast_to(a, batch + (m, k)).reshape(count, m, k)
+            b3 = np.broadcast_to(b, batch + (k, n)).reshape(count, k, n)
+            _product(a3, b3, out.reshape(count, m, n))
         return out
 
     @staticmethod
@@ -102,7 +106,8 @@ class Matmul(Function):
         if ctx.needs_input_grad[1]:
             if b.ndim == 2:
                 k, n = b.shape
-                rows, grad_rows = a.reshape(-1, k), grad.reshape(-1, n)
+                count = int(np.prod(a.shape[:-1]))  # explicit: -1 cannot be inferred when k == 0
+                rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
                 if _stored_transposed(b):
                     grad_b = matmul(grad_rows.mT, rows).mT
                 else:
@@ -265,8 +270,11 @@ class Linear(Function):
         out = np.empty(x.shape[:-1] + (out_features,), dtype=x.dtype, like=x)
         if out.size == 0:
             return out
-        rows = np.ascontiguousarray(x, like=x).reshape(-1, x.shape[-1])
-        _product(rows, weight.T, out.reshape(-1, out_features))
+        # Row count explicit, not -1: with in_features == 0 a reshape cannot infer it (the
+        # product is then zeros, which the kernels give for an empty inner dimension).
+        n_rows = out.size // out_features
+        rows = np.ascontiguousarray(x, like=x).reshape(n_rows, x.shape[-1])
+        _product(rows, weight.T, out.reshape(n_rows, out_features))
         if bias is not None:
             np.add(out, bias, out=out)
         return out
@@ -277,13 +285,14 @@ class Linear(Function):
         # handling would only add per-call overhead (a third of a small MLP's backward).
         x, weight = ctx.saved_tensors
         grad_x = grad_weight = grad_bias = None
-        grad_rows = grad if grad.ndim == 2 else grad.reshape(-1, weight.shape[0])
+        n_rows = math.prod(x.shape[:-1])  # explicit: -1 cannot be inferred from an empty dimension
+        grad_rows = grad if grad.ndim == 2 else grad.reshape(n_rows, weight.shape[0])
         if ctx.needs_input_grad[0]:
             grad_x = Matmul.apply(grad_rows, weight)
             if grad.ndim != 2:
                 grad_x = grad_x.reshape(tuple(x.shape))
         if ctx.needs_input_grad[1]:
-            rows = x if x.ndim == 2 else x.reshape(-1, weight.shape[1])
+            rows = x if x.ndim == 2 else x.reshape(n_rows, weight.shape[1])
             grad_weight = Matmul.apply(grad_rows.mT, rows)
         if ctx.needs_input_grad[2]:
             grad_bias = grad_rows.sum(0)

@@ -20,9 +20,10 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
-from numdiff.kernels.pool import pool_output_size
+from numdiff.kernels._pool_geometry import pool_output_size
 from numdiff.ops._pool_args import (
     batched_input,
+    divisor,
     indices_tensor,
     pool_window,
     resolve_output_size,
@@ -293,7 +294,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     """
     op = "adaptive_max_pool2d"
     x, unbatched = batched_input(op, input, 2)
-    size = resolve_output_size(op, output_size, tuple(x.shape[2:]))
+    size = resolve_output_size(op, output_size, tuple(x.shape))
     out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size), unbatched, False)
     if not return_indices:
         return out
@@ -305,12 +306,7 @@ def _avg_poolnd(
 ):
     x, unbatched = batched_input(op, input, dims)
     k, s, p, _ = pool_window(op, x, dims, kernel_size, stride, padding, 1, ceil_mode)
-    if divisor_override is not None and (
-        not isinstance(divisor_override, (int, np.integer))
-        or isinstance(divisor_override, bool)
-        or divisor_override == 0
-    ):
-        raise ValueError(f"{op}: divisor_override must be a non-zero int, got {divisor_override!r}")
+    divisor_override = divisor(op, divisor_override)
     if dims == 1:
         x, k, s, p = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p
     out = AvgPool2d.apply(
@@ -362,7 +358,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """
     op = "adaptive_avg_pool2d"
     x, unbatched = batched_input(op, input, 2)
-    size = resolve_output_size(op, output_size, tuple(x.shape[2:]))
+    size = resolve_output_size(op, output_size, tuple(x.shape))
     return unbatch(AdaptiveAvgPool2d.apply(x, output_size=size), unbatched, False)
 
 
@@ -375,6 +371,6 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """
     op = "adaptive_avg_pool1d"
     x, unbatched = batched_input(op, input, 1)
-    (size,) = resolve_output_size(op, output_size, tuple(x.shape[2:]))
+    (size,) = resolve_output_size(op, output_size, tuple(x.shape))
     out = AdaptiveAvgPool2d.apply(x.unsqueeze(2), output_size=(1, size))
     return unbatch(out, unbatched, True)

@@ -31,22 +31,15 @@ def test_gemm_with_empty_inner_dimension_writes_zeros(dtype):
 
 
 @pytest.mark.parametrize("m,k,n", SHAPES[1:4])
-def test_matmul_backward_matches_analytic_gradients(m, k, n, dtype, tol, rng):
+def test_backward_products_match_analytic_gradients(m, k, n, dtype, tol, rng):
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
     g = rng.standard_normal((m, n)).astype(dtype)
-    ga, gb = np.empty_like(a), np.empty_like(b)
-    matmul.matmul_backward(g, a, b, ga, gb)
+    ga = matmul.gemm_nt(g, b, np.empty_like(a))
+    gb = matmul.gemm_tn(a, g, np.empty_like(b))
     g64, a64, b64 = (t.astype(np.float64) for t in (g, a, b))
     np.testing.assert_allclose(ga, g64 @ b64.T, rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(n))
     np.testing.assert_allclose(gb, a64.T @ g64, rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(m))
-
-
-def test_matmul_backward_skips_gradients_passed_as_none(rng):
-    a, b, g = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal((3, 5))
-    gb = np.empty((4, 5))
-    matmul.matmul_backward(g, a, b, None, gb)
-    np.testing.assert_allclose(gb, a.T @ g, rtol=1e-12)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 5])
@@ -56,8 +49,8 @@ def test_batched_gemm_matches_per_slice_products(batch, dtype, tol, rng):
     g = rng.standard_normal((batch, 6, 4)).astype(dtype)
     out = matmul.bgemm_nn(a, b, np.empty((batch, 6, 4), dtype))
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=tol["rtol"], atol=tol["atol"] * 3)
-    ga, gb = np.empty_like(a), np.empty_like(b)
-    matmul.bmm_backward(g, a, b, ga, gb)
+    ga = matmul.bgemm_nt(g, b, np.empty_like(a))
+    gb = matmul.bgemm_tn(a, g, np.empty_like(b))
     g64 = g.astype(np.float64)
     np.testing.assert_allclose(ga, g64 @ b.transpose(0, 2, 1), rtol=tol["rtol"], atol=tol["atol"] * 3)
     np.testing.assert_allclose(
@@ -107,3 +100,20 @@ def test_gemm_matches_torch_when_available(rng):
     a, b = rng.standard_normal((31, 17)), rng.standard_normal((17, 23))
     ref = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
     np.testing.assert_allclose(matmul.gemm_nn(a, b, np.empty((31, 23))), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["gemm_nn", "gemm_nt", "gemm_tn"])
+def test_gemm_refuses_an_output_overlapping_an_operand(kernel):
+    a = np.ones((3, 3))
+    with pytest.raises(ValueError, match=f"{kernel}: out \\(3, 3\\) overlaps a \\(3, 3\\) in memory"):
+        getattr(matmul, kernel)(a, np.ones((3, 3)), a)
+    buffer = np.ones((2, 3, 3))
+    with pytest.raises(ValueError, match="out .* overlaps b"):
+        getattr(matmul, kernel)(np.ones((3, 3)), buffer[0], buffer[0][:, :])
+    np.testing.assert_array_equal(a, 1.0)  # refused before anything was written
+
+
+def test_batched_gemm_refuses_an_output_overlapping_an_operand():
+    a = np.ones((2, 3, 3))
+    with pytest.raises(ValueError, match="bgemm_nn: out .* overlaps a"):
+        matmul.bgemm_nn(a, np.ones((2, 3, 3)), a)

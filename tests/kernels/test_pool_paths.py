@@ -6,12 +6,19 @@ import numpy as np
 import pytest
 
 from numdiff.kernels import pool
-from numdiff.kernels._pool_window import planes, pool_output_size
+from numdiff.kernels._pool_geometry import pool_output_size
+from numdiff.kernels._pool_planes import planes
 
 
 @pytest.mark.parametrize(
     "kernel, stride, padding, dilation",
-    [((2, 2), (2, 2), (0, 0), (1, 1)), ((3, 3), (2, 1), (1, 1), (1, 1)), ((2, 3), (1, 2), (1, 1), (2, 2))],
+    [
+        ((2, 2), (2, 2), (0, 0), (1, 1)),
+        ((3, 3), (2, 1), (1, 1), (1, 1)),
+        ((2, 3), (1, 2), (1, 1), (2, 2)),
+        # A window 2**31 - 1 taps wide: both cores must visit only the few taps inside the image.
+        ((3, 2**31 - 1), (1, 2**31 - 1), (1, 2**30 - 1), (1, 1)),
+    ],
 )
 def test_direct_and_sweep_cores_give_the_same_values_and_indices(kernel, stride, padding, dilation):
     rng = np.random.default_rng(0)

@@ -180,7 +180,7 @@ BAD = [
      ValueError, r"conv_transpose2d: output_padding \(2, 2\) must be smaller than either stride \(2, 2\)"),
     (lambda: F.conv_transpose2d(numdiff.ones(1, 3, 3, 3), numdiff.ones(2, 1, 3, 3)), ValueError,
      r"conv_transpose2d: weight \(2, 1, 3, 3\) expects input with 2 channels"),
-    (lambda: F.conv_transpose2d(numdiff.ones(1, 2, 3, 3), numdiff.ones(2, 1, 3, 3), padding="same"), ValueError,
+    (lambda: F.conv_transpose2d(numdiff.ones(1, 2, 3, 3), numdiff.ones(2, 1, 3, 3), padding="same"), TypeError,
      "conv_transpose2d: padding must be an int or a tuple"),
 ]  # fmt: skip
 

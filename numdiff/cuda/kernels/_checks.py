@@ -60,27 +60,38 @@ def check_shape(op: str, name: str, arr: CudaArray, expected: tuple[int, ...]) -
         raise ValueError(f"{op}: {name} must have shape {tuple(expected)}, got {arr.shape}")
 
 
-def ints(op: str, name: str, value: Any, n: int) -> tuple[int, ...]:
-    """`value` (a sequence) as a tuple of exactly `n` ints."""
-    values = tuple(int(v) for v in value)
-    if len(values) != n:
-        raise ValueError(f"{op}: {name} must have {n} ints, got {value!r}")
-    return values
+def check_disjoint(op: str, written: dict[str, CudaArray], read: dict[str, Any]) -> None:
+    """Refuse an output that shares device memory with an input or another output (the kernels
+    read while they write): the same check as the CPU kernels', on the buffer ranges the arrays
+    span (like np.may_share_memory: strided views that interleave count as overlapping).
+    """
+    names = list(written)
+    for i, name in enumerate(names):
+        others = [(n, written[n]) for n in names[i + 1 :]] + list(read.items())
+        for other_name, other in others:
+            if other is not None and _overlap(written[name], other):
+                raise ValueError(
+                    f"{op}: {name} {written[name].shape} overlaps {other_name} {other.shape} in memory; "
+                    "pass a separate output array"
+                )
 
 
-def check_positive(op: str, **sizes: int) -> None:
-    for name, value in sizes.items():
-        if value < 1:
-            raise ValueError(f"{op}: {name} must be a positive integer, got {value!r}")
+def _span(a: CudaArray) -> tuple[int, int]:
+    """Bytes [lo, hi) of its buffer that a (possibly strided) array can touch."""
+    lo = hi = a._offset
+    for n, stride in zip(a.shape, a._strides):
+        lo += min(0, (n - 1) * stride)
+        hi += max(0, (n - 1) * stride)
+    return lo * a.itemsize, (hi + 1) * a.itemsize
+
+
+def _overlap(a: CudaArray, b: CudaArray) -> bool:
+    if a._buffer is not b._buffer or a.size == 0 or b.size == 0:
+        return False
+    (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
+    return a_lo < b_hi and b_lo < a_hi
 
 
 def flat(arr: CudaArray) -> Any:
     """The 1-D device buffer holding a C-contiguous array's elements, in order."""
     return arr._buffer[arr._offset : arr._offset + arr.size]
-
-
-def as_planes(op: str, name: str, arr: CudaArray) -> CudaArray:
-    """A 3-D (N, C, L) array as 4-D (N, C, 1, L): 1-d kernels run as 2-d with H = 1 (a view)."""
-    if arr.ndim != 3:
-        raise ValueError(f"{op}: {name} must be 3-D (N, C, L), got shape {arr.shape}")
-    return arr.reshape(arr.shape[0], arr.shape[1], 1, arr.shape[2])

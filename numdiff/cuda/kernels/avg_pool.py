@@ -9,25 +9,25 @@ gather writes every input once, so it needs no atomics and no zeroing. Both are 
 backward's own backward is the forward with the same arguments.
 
 Adaptive average pooling of In to Out uses windows [floor(o*In/Out), ceil((o+1)*In/Out)).
-1-d pooling is 2-d pooling with H = 1 (a view). Arrays are C-contiguous CudaArrays of one float
-dtype, checked before the launch.
+1-d pooling is 2-d pooling with H = 1 (numdiff.ops.pool reshapes). Windows and divisors are
+numdiff.kernels._pool_geometry's, the CPU kernels' own. Arrays are C-contiguous CudaArrays of one
+float dtype, checked before the launch.
 """
 
 from __future__ import annotations
 
 from numba import cuda
 
-from numdiff.cuda.kernels._checks import as_planes, check_float_arrays, flat
+from numdiff.cuda.kernels._checks import check_disjoint, check_float_arrays, flat
 from numdiff.cuda.kernels._index import grid_1d
-from numdiff.cuda.kernels._window import (
+from numdiff.cuda.kernels._pool_device import (
     adaptive_outputs,
     adaptive_window,
     avg_divisor,
     avg_window,
-    check_adaptive,
-    check_window,
     window_outputs,
 )
+from numdiff.kernels._pool_geometry import check_adaptive, check_divisor, check_window
 
 
 @cuda.jit
@@ -105,23 +105,15 @@ def adaptive_avg_pool2d_backward_kernel(grad_out, grad_in, height, width, oh_siz
 # --------------------------------------------------------------------------- launchers
 
 
-def _divisor(op: str, divisor_override) -> int:
-    if divisor_override is None:
-        return 0
-    if int(divisor_override) != divisor_override or divisor_override == 0:
-        raise ValueError(f"{op}: divisor_override must be a non-zero integer, got {divisor_override!r}")
-    return int(divisor_override)
-
-
 def _avg_sizes(
     op, image, pooled, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
 ):
     """Check an avg-pool configuration of `image` (N, C, H, W) -> `pooled` (N, C, OH, OW); return
     the kernels' size arguments (H, W, OH, OW, kh, kw, sh, sw, ph, pw, include_pad, override)."""
     kh, kw, sh, sw, ph, pw, _, _ = check_window(
-        op, image, pooled, kernel_size, stride, padding, (1, 1), ceil_mode
+        op, image.shape, pooled.shape, kernel_size, stride, padding, (1, 1), ceil_mode
     )
-    override = _divisor(op, divisor_override)
+    override = check_divisor(op, divisor_override)
     return (*image.shape[2:], *pooled.shape[2:], kh, kw, sh, sw, ph, pw, bool(count_include_pad), override)
 
 
@@ -144,6 +136,7 @@ def avg_pool2d_forward(
     sizes = _avg_sizes(
         op, x, out, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
     )
+    check_disjoint(op, {"out": out}, {"x": x})
     if out.size:
         blocks, threads = grid_1d(out.size)
         avg_pool2d_kernel[blocks, threads](flat(x), flat(out), *sizes, out.size)
@@ -164,45 +157,15 @@ def avg_pool2d_backward(
     sizes = _avg_sizes(
         op, grad_in, grad_out, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
     )
+    check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out})
     if grad_in.size:
         blocks, threads = grid_1d(grad_in.size)
         avg_pool2d_backward_kernel[blocks, threads](flat(grad_out), flat(grad_in), *sizes, grad_in.size)
     return grad_in
 
 
-def avg_pool1d_forward(
-    x, out, kernel_size, stride, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
-):
-    """1-d average pooling as 2-d with H = 1: x (N, C, L), out (N, C, OL)."""
-    op = "avg_pool1d_forward"
-    avg_pool2d_forward(
-        as_planes(op, "x", x), as_planes(op, "out", out), (1, kernel_size), (1, stride), (0, padding),
-        ceil_mode, count_include_pad, divisor_override,
-    )  # fmt: skip
-    return out
-
-
-def avg_pool1d_backward(
-    grad_out,
-    grad_in,
-    kernel_size,
-    stride,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-):
-    """Input gradient of :func:`avg_pool1d_forward`, overwriting grad_in."""
-    op = "avg_pool1d_backward"
-    avg_pool2d_backward(
-        as_planes(op, "grad_out", grad_out), as_planes(op, "grad_in", grad_in), (1, kernel_size),
-        (1, stride), (0, padding), ceil_mode, count_include_pad, divisor_override,
-    )  # fmt: skip
-    return grad_in
-
-
 def _adaptive_sizes(op, image, pooled) -> tuple:
-    check_adaptive(op, image, pooled)
+    check_adaptive(op, image.shape, pooled.shape)
     return (*image.shape[2:], *pooled.shape[2:])
 
 
@@ -211,6 +174,7 @@ def adaptive_avg_pool2d_forward(x, out):
     op = "adaptive_avg_pool2d_forward"
     check_float_arrays(op, x=x, out=out)
     sizes = _adaptive_sizes(op, x, out)
+    check_disjoint(op, {"out": out}, {"x": x})
     if out.size:
         blocks, threads = grid_1d(out.size)
         adaptive_avg_pool2d_kernel[blocks, threads](flat(x), flat(out), *sizes, out.size)
@@ -223,23 +187,10 @@ def adaptive_avg_pool2d_backward(grad_out, grad_in):
     op = "adaptive_avg_pool2d_backward"
     check_float_arrays(op, grad_out=grad_out, grad_in=grad_in)
     sizes = _adaptive_sizes(op, grad_in, grad_out)
+    check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out})
     if grad_in.size:
         blocks, threads = grid_1d(grad_in.size)
         adaptive_avg_pool2d_backward_kernel[blocks, threads](
             flat(grad_out), flat(grad_in), *sizes, grad_in.size
         )
-    return grad_in
-
-
-def adaptive_avg_pool1d_forward(x, out):
-    """Adaptive average pooling of x (N, C, L) to out (N, C, OL)."""
-    op = "adaptive_avg_pool1d_forward"
-    adaptive_avg_pool2d_forward(as_planes(op, "x", x), as_planes(op, "out", out))
-    return out
-
-
-def adaptive_avg_pool1d_backward(grad_out, grad_in):
-    """Input gradient of :func:`adaptive_avg_pool1d_forward`, overwriting grad_in."""
-    op = "adaptive_avg_pool1d_backward"
-    adaptive_avg_pool2d_backward(as_planes(op, "grad_out", grad_out), as_planes(op, "grad_in", grad_in))
     return grad_in

@@ -20,7 +20,8 @@ reduction into `splits` chunks (one block each) that add into the zeroed gradien
 the other two products have splits = 1 and plain stores.
 
 Arguments follow the CPU kernels exactly (shapes, explicit per-side padding
-``(top, bottom, left, right)``, overwritten outputs); conv1d is conv2d with H = 1 (a view).
+``(top, bottom, left, right)``, overwritten outputs, the same checks); conv1d is conv2d with
+H = 1 (numdiff.ops.conv reshapes) and the bias gradient a plain sum.
 Every array is a C-contiguous CudaArray of one float dtype, checked before the launch.
 """
 
@@ -28,29 +29,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
-import numpy as np
 from numba import config, cuda, from_dtype
 
-from numdiff.cuda.kernels._checks import (
-    as_planes,
-    check_float_arrays,
-    check_shape,
-    flat,
-    ints,
-)
-from numdiff.kernels.conv import conv2d_geometry, conv_output_size
+from numdiff.cuda.kernels._checks import check_disjoint, check_float_arrays, check_shape, flat
+from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
 
 __all__ = [
     "conv_output_size",
     "conv2d_forward",
     "conv2d_backward_input",
     "conv2d_backward_weight",
-    "conv2d_backward_bias",
-    "conv1d_forward",
-    "conv1d_backward_input",
-    "conv1d_backward_weight",
 ]
 
 # Numba's simulator runs every thread in Python and its cost grows with the number of blocks, so
@@ -262,6 +251,7 @@ def conv2d_forward(x, weight, bias, out, stride=(1, 1), padding=(0, 0, 0, 0), di
     if bias is not None:
         check_float_arrays(op, x=x, bias=bias)
         check_shape(op, "bias", bias, (weight.shape[0],))
+    check_disjoint(op, {"out": out}, {"x": x, "weight": weight, "bias": bias})
     n_img, c_out, oh_size, ow_size = out.shape
     k_size = weight.shape[1] * weight.shape[2] * weight.shape[3]
     if out.size:
@@ -285,6 +275,7 @@ def conv2d_backward_input(
     op = "conv2d_backward_input"
     check_float_arrays(op, grad_out=grad_out, weight=weight, grad_in=grad_in)
     geom = _geometry(op, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups)
+    check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
     n_img, c_in, height, width = grad_in.shape
     c_out, cg, kh, kw = weight.shape
     if grad_in.size:
@@ -310,6 +301,7 @@ def conv2d_backward_weight(
     op = "conv2d_backward_weight"
     check_float_arrays(op, x=x, grad_out=grad_out, grad_weight=grad_weight)
     geom = _geometry(op, x.shape, grad_weight, grad_out.shape, stride, padding, dilation, groups)
+    check_disjoint(op, {"grad_weight": grad_weight}, {"x": x, "grad_out": grad_out})
     n_img, c_out, oh_size, ow_size = grad_out.shape
     groups = geom[-1]
     m_size = c_out // groups
@@ -320,56 +312,4 @@ def conv2d_backward_weight(
         out_blocks = math.ceil(m_size / TILE) * math.ceil(k_size / TILE) * groups
         splits = _split_count(out_blocks, reduction, groups)
         _launch("backward_weight", grad_weight, grad_out, x, None, geom, m_size, k_size, reduction, splits)
-    return grad_weight
-
-
-def conv2d_backward_bias(grad_out, grad_bias):
-    """``grad_bias[co] = sum_{n, spatial} grad_out[n, co, ...]`` for conv1d or conv2d outputs.
-
-    Shapes: grad_out (N, Co, ...), grad_bias (Co,). Runs the CUDA sum reduction.
-    """
-    op = "conv2d_backward_bias"
-    check_float_arrays(op, grad_out=grad_out, grad_bias=grad_bias)
-    if grad_out.ndim < 2:
-        raise ValueError(f"{op}: grad_out must be at least 2-D (N, C, ...), got {grad_out.shape}")
-    check_shape(op, "grad_bias", grad_bias, (grad_out.shape[1],))
-    grad_bias[...] = np.sum(grad_out, axis=(0,) + tuple(range(2, grad_out.ndim)))
-    return grad_bias
-
-
-# --------------------------------------------------------------------------- conv1d
-
-
-def _args_2d(op: str, stride, padding, dilation) -> tuple[Any, Any, Any]:
-    (s,) = ints(op, "stride", stride, 1)
-    pad_lo, pad_hi = ints(op, "padding", padding, 2)
-    (d,) = ints(op, "dilation", dilation, 1)
-    return (1, s), (0, 0, pad_lo, pad_hi), (1, d)
-
-
-def conv1d_forward(x, weight, bias, out, stride=(1,), padding=(0, 0), dilation=(1,), groups=1):
-    """conv1d forward as conv2d with H = 1: x (N, C, L), weight (Co, C/groups, K), out (N, Co, OL);
-    padding is ``(left, right)``."""
-    op = "conv1d_forward"
-    s2, p2, d2 = _args_2d(op, stride, padding, dilation)
-    x4, w4, out4 = as_planes(op, "x", x), as_planes(op, "weight", weight), as_planes(op, "out", out)
-    conv2d_forward(x4, w4, bias, out4, s2, p2, d2, groups)
-    return out
-
-
-def conv1d_backward_input(grad_out, weight, grad_in, stride=(1,), padding=(0, 0), dilation=(1,), groups=1):
-    """Input gradient of :func:`conv1d_forward` (= conv_transpose1d forward), overwriting grad_in."""
-    op = "conv1d_backward_input"
-    s2, p2, d2 = _args_2d(op, stride, padding, dilation)
-    go4, w4 = as_planes(op, "grad_out", grad_out), as_planes(op, "weight", weight)
-    conv2d_backward_input(go4, w4, as_planes(op, "grad_in", grad_in), s2, p2, d2, groups)
-    return grad_in
-
-
-def conv1d_backward_weight(x, grad_out, grad_weight, stride=(1,), padding=(0, 0), dilation=(1,), groups=1):
-    """Weight gradient of :func:`conv1d_forward`, overwriting grad_weight."""
-    op = "conv1d_backward_weight"
-    s2, p2, d2 = _args_2d(op, stride, padding, dilation)
-    x4, go4 = as_planes(op, "x", x), as_planes(op, "grad_out", grad_out)
-    conv2d_backward_weight(x4, go4, as_planes(op, "grad_weight", grad_weight), s2, p2, d2, groups)
     return grad_weight

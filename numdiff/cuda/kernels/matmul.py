@@ -14,6 +14,8 @@ import math
 import numpy as np
 from numba import config, cuda, from_dtype
 
+from numdiff.cuda.kernels._checks import check_disjoint
+
 # Numba's simulator runs every thread in Python, so it gets small tiles; the maths is the same.
 TILE = 4 if config.ENABLE_CUDASIM else 16
 
@@ -66,7 +68,8 @@ def _as_batched(x):
 def bgemm(a, b, out) -> None:
     """out (B, M, N) contiguous <- a (B, M, K) @ b (B, K, N); 2-D operands are a batch of one.
 
-    Checks shapes, dtypes and devices before the launch (a bad index would corrupt memory).
+    Checks shapes, dtypes, devices and that out overlaps no operand before the launch (a bad
+    index would corrupt memory).
     """
     a3, b3, out3 = _as_batched(a), _as_batched(b), _as_batched(out)
     batch, m_size, k_size = a3.shape
@@ -78,6 +81,7 @@ def bgemm(a, b, out) -> None:
         raise ValueError(f"matmul: operands on {a.device}, {b.device}, output on {out.device}")
     if not out3.flags.c_contiguous:
         raise ValueError("matmul: the output must be C-contiguous")
+    check_disjoint("matmul", {"out": out}, {"a": a, "b": b})
     n_size = b3.shape[2]
     if out3.size == 0:
         return
@@ -98,16 +102,6 @@ def bgemm(a, b, out) -> None:
         n_size,
         k_size,
     )
-
-
-def matmul(a, b):
-    """A new (B, M, N) or (M, N) array: a @ b for 2-D or 3-D operands of one float dtype."""
-    from numdiff.cuda.array import CudaArray
-
-    shape = a.shape[:-1] + b.shape[-1:]
-    out = CudaArray.empty(shape, a.dtype, a.device)
-    bgemm(a, b, out)
-    return out
 
 
 # The CPU kernels' names and argument order (numdiff.kernels.matmul), so ops dispatch one-for-one.

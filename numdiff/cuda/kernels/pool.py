@@ -1,13 +1,15 @@
 """Max-pooling CUDA kernels with the CPU kernels' conventions (numdiff.kernels.pool).
 
 One thread per output element, grid-stride over N*C*OH*OW. The window of output (oh, ow) reads
-input rows ``oh*sh - ph + i*dh`` and columns ``ow*sw - pw + j*dw`` inside the image, scanned
-row-major; a value replaces the running maximum when strictly greater or NaN, and the starting
-index is the window's first in-image element (-1 for a window wholly in padding), as on the CPU.
+input rows ``oh*sh - ph + i*dh`` and columns ``ow*sw - pw + j*dw`` inside the image (the tap
+ranges of numdiff.kernels._pool_geometry, shared with the CPU), scanned row-major; a value
+replaces the running maximum when strictly greater or NaN. The starting index is the window's
+first tap at a non-negative row and column, as on the CPU and in PyTorch: for a window wholly in
+padding that is a position past the image (its output is -inf and gets no gradient).
 Adaptive max pooling scans windows [floor(o*In/Out), ceil((o+1)*In/Out)) the same way. 1-d
-pooling is 2-d pooling with H = 1 (a view). Indices are flat ``h*W + w`` positions in the input
-plane. Backward scatters with atomic adds (overlapping windows share inputs); its own backward
-is the gather at the same indices.
+pooling is 2-d pooling with H = 1 (numdiff.ops.pool reshapes). Indices are flat ``h*W + w``
+positions in the input plane. Backward scatters with atomic adds (overlapping windows share
+inputs); its own backward is the gather at the same indices.
 
 This module has the CPU module's names: the average-pooling launchers (numdiff.cuda.kernels.avg_pool)
 are re-exported here, so an op picks one module per device and calls the same function names.
@@ -19,36 +21,33 @@ import math
 
 from numba import cuda
 
-from numdiff.cuda.kernels._checks import as_planes, check_float_arrays, check_index_array, check_shape, flat
+from numdiff.cuda.kernels._checks import (
+    check_disjoint,
+    check_float_arrays,
+    check_index_array,
+    check_shape,
+    flat,
+)
 from numdiff.cuda.kernels._index import grid_1d
-from numdiff.cuda.kernels._window import adaptive_window, check_adaptive, check_window
+from numdiff.cuda.kernels._pool_device import adaptive_window, tap_range
 from numdiff.cuda.kernels.avg_pool import (
-    adaptive_avg_pool1d_backward,
-    adaptive_avg_pool1d_forward,
     adaptive_avg_pool2d_backward,
     adaptive_avg_pool2d_forward,
-    avg_pool1d_backward,
-    avg_pool1d_forward,
     avg_pool2d_backward,
     avg_pool2d_forward,
 )
-from numdiff.kernels.pool import pool_output_size
+from numdiff.kernels._pool_geometry import check_adaptive, check_window, pool_output_size
 
 __all__ = [
     "pool_output_size",
     "max_pool2d_forward",
-    "max_pool1d_forward",
     "adaptive_max_pool2d_forward",
     "max_pool_backward",
     "max_pool_gather",
     "avg_pool2d_forward",
     "avg_pool2d_backward",
-    "avg_pool1d_forward",
-    "avg_pool1d_backward",
     "adaptive_avg_pool2d_forward",
     "adaptive_avg_pool2d_backward",
-    "adaptive_avg_pool1d_forward",
-    "adaptive_avg_pool1d_backward",
 ]
 
 
@@ -60,19 +59,17 @@ def max_pool2d_kernel(x, out, indices, height, width, oh_size, ow_size, kh, kw, 
         oh = (t // ow_size) % oh_size
         plane = t // (ow_size * oh_size)
         base = plane * height * width
+        h0 = oh * sh - ph
+        w0 = ow * sw - pw
+        i_lo, i_hi = tap_range(h0, dh, kh, height)
+        j_lo, j_hi = tap_range(w0, dw, kw, width)
         best = -math.inf
-        best_at = -1
-        for i in range(kh):
-            ih = oh * sh - ph + i * dh
-            if ih < 0 or ih >= height:
-                continue
-            for j in range(kw):
-                iw = ow * sw - pw + j * dw
-                if iw < 0 or iw >= width:
-                    continue
+        best_at = (h0 + i_lo * dh) * width + w0 + j_lo * dw
+        for i in range(i_lo, i_hi):
+            ih = h0 + i * dh
+            for j in range(j_lo, j_hi):
+                iw = w0 + j * dw
                 v = x[base + ih * width + iw]
-                if best_at < 0:
-                    best_at = ih * width + iw  # the first in-image element starts the scan
                 if v > best or v != v:
                     best = v
                     best_at = ih * width + iw
@@ -139,9 +136,10 @@ def max_pool2d_forward(
     check_float_arrays(op, x=x, out=out)
     check_index_array(op, "indices", indices, x)
     kh, kw, sh, sw, ph, pw, dh, dw = check_window(
-        op, x, out, kernel_size, stride, padding, dilation, ceil_mode
+        op, x.shape, out.shape, kernel_size, stride, padding, dilation, ceil_mode
     )
     check_shape(op, "indices", indices, out.shape)
+    check_disjoint(op, {"out": out, "indices": indices}, {"x": x})
     height, width = x.shape[2:]
     oh_size, ow_size = out.shape[2:]
     n = out.size
@@ -168,16 +166,6 @@ def max_pool2d_forward(
     return out
 
 
-def max_pool1d_forward(x, out, indices, kernel_size, stride, padding=0, dilation=1, ceil_mode=False):
-    """1-d max pooling as 2-d with H = 1: x (N, C, L), out and indices (N, C, OL)."""
-    op = "max_pool1d_forward"
-    max_pool2d_forward(
-        as_planes(op, "x", x), as_planes(op, "out", out), as_planes(op, "indices", indices),
-        (1, kernel_size), (1, stride), (0, padding), (1, dilation), ceil_mode,
-    )  # fmt: skip
-    return out
-
-
 def adaptive_max_pool2d_forward(x, out, indices):
     """Adaptive max pooling of x (N, C, H, W) to out (N, C, OH, OW), argmax into indices (int64).
 
@@ -186,8 +174,9 @@ def adaptive_max_pool2d_forward(x, out, indices):
     op = "adaptive_max_pool2d_forward"
     check_float_arrays(op, x=x, out=out)
     check_index_array(op, "indices", indices, x)
-    check_adaptive(op, x, out)
+    check_adaptive(op, x.shape, out.shape)
     check_shape(op, "indices", indices, out.shape)
+    check_disjoint(op, {"out": out, "indices": indices}, {"x": x})
     n = out.size
     if n:
         blocks, threads = grid_1d(n)
@@ -207,6 +196,7 @@ def max_pool_backward(grad_out, indices, grad_in):
     op = "max_pool_backward"
     check_float_arrays(op, grad_out=grad_out, grad_in=grad_in)
     _check_index_pair(op, grad_out, indices, grad_in)
+    check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "indices": indices})
     grad_in[...] = 0
     n = grad_out.size
     if n:
@@ -227,6 +217,7 @@ def max_pool_gather(src, indices, out):
     op = "max_pool_gather"
     check_float_arrays(op, src=src, out=out)
     _check_index_pair(op, out, indices, src)
+    check_disjoint(op, {"out": out}, {"src": src, "indices": indices})
     n = out.size
     if n:
         out_plane = n // (out.shape[0] * out.shape[1])

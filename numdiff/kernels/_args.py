@@ -1,0 +1,100 @@
+"""Integer arguments of conv and pooling (kernel_size, stride, padding, dilation, output_size),
+checked once for every layer that takes them: the ops (numdiff.ops.conv, numdiff.ops.pool) and
+the CPU and CUDA kernels.
+
+Every value is bounded by :data:`GEOMETRY_LIMIT` (PyTorch's own pooling limit, the int32 range)
+so that no index arithmetic in a compiled kernel can overflow int64: a padded extent is an
+array size plus two values of at most 2**31, and the largest product a kernel forms (an average
+pool's padded window area) is two such values. Bools, floats, None and nested sequences are a
+TypeError; a wrong length or a value out of range is a ValueError; both name the op, the
+argument and the value.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+__all__ = ["GEOMETRY_LIMIT", "MAX_OUTPUT_ELEMENTS", "check_output_elements", "int_tuple", "is_int"]
+
+GEOMETRY_LIMIT = 2**31 - 1
+"""Largest kernel size, stride, padding, dilation or adaptive output size accepted."""
+
+MAX_OUTPUT_ELEMENTS = 2**36
+"""Largest number of elements a conv or pooling output may have (256 GiB in float32): far past
+any real layer, and refused before an allocation that would only fail or swap."""
+
+
+def is_int(value: Any) -> bool:
+    """True for a Python or NumPy integer (bool excluded).
+
+    >>> is_int(3), is_int(True), is_int(2.0)
+    (True, False, False)
+    """
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return not hasattr(value, "dtype") or getattr(value, "ndim", 0) == 0
+
+
+def int_tuple(
+    op: str,
+    name: str,
+    value: Any,
+    n: int,
+    minimum: int,
+    *,
+    expand: bool = False,
+    maximum: int = GEOMETRY_LIMIT,
+) -> tuple[int, ...]:
+    """`value` as a tuple of `n` Python ints, each in ``[minimum, maximum]``.
+
+    With ``expand=True`` (PyTorch's functional API) an int or a 1-sequence is repeated n times;
+    otherwise (the kernels) exactly n ints are required.
+
+    >>> int_tuple("max_pool2d", "stride", 2, 2, 1, expand=True)
+    (2, 2)
+    >>> int_tuple("conv2d", "padding", (0, 1, 2, 3), 4, 0)
+    (0, 1, 2, 3)
+    """
+    shape = f"an int or {n} ints" if expand else f"{n} ints"
+    if expand and is_int(value):
+        values: tuple = (value,) * n
+    elif isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{op}: {name} must be {shape}, got {value!r} ({type(value).__name__})")
+    else:
+        values = tuple(value)
+        if expand and len(values) == 1:
+            values = values * n
+    bad = [v for v in values if not is_int(v)]
+    if bad:
+        raise TypeError(f"{op}: {name} must be {shape}, got {value!r} (holding {type(bad[0]).__name__})")
+    if len(values) != n:
+        raise ValueError(f"{op}: {name} must be {shape}, got {value!r}")
+    ints = tuple(operator.index(v) for v in values)
+    for v in ints:
+        if v < minimum:
+            bound = {1: "positive", 0: "non-negative"}.get(minimum, f"at least {minimum}")
+            raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
+        if v > maximum:
+            raise ValueError(f"{op}: {name} must be at most {maximum}, got {value!r}")
+    return ints
+
+
+def check_output_elements(op: str, shape: tuple[int, ...]) -> None:
+    """Refuse an output of more than :data:`MAX_OUTPUT_ELEMENTS` elements before allocating it.
+    Zero sizes count as 1: NumPy cannot make even an empty array whose other sizes overflow.
+
+    >>> check_output_elements("conv2d", (0, 1, 4, 4))
+    """
+    count = 1
+    for s in shape:
+        count *= max(int(s), 1)
+    if count > MAX_OUTPUT_ELEMENTS:
+        raise ValueError(
+            f"{op}: the output would have shape {tuple(shape)} ({count} elements, more than "
+            f"{MAX_OUTPUT_ELEMENTS}); check padding, stride and output_size"
+        )
