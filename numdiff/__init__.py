@@ -104,6 +104,7 @@ from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
+from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 
 __version__ = "0.1.0"
 
@@ -123,3 +124,4 @@ __all__ = [
     "where", "zeros", "zeros_like",
 ]
 __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
+__all__ += ["compile"]

@@ -1,0 +1,207 @@
+"""`CompiledFunction`: guards, the trace cache, recompiles, and running a compiled call.
+
+A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the
+Python value of a non-tensor), and whether grad mode is on. Each key maps to traces, each with
+guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
+device, requires_grad, and the same array object unless it was replaced) and the values of
+integer inputs that Python code branched on.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from numdiff.autograd.grad_mode import _state
+from numdiff.compile.backward import trace_backward
+from numdiff.compile.codegen import ShapeChangedError
+from numdiff.compile.program import Program, build
+from numdiff.compile.region import RegionState, attach
+from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError
+from numdiff.tensor import Tensor
+
+RECOMPILE_LIMIT = 8
+
+
+class Trace:
+    """One trace of the function and its compiled program, with the guards it was made under."""
+
+    def __init__(self, program: Program, captured: list, guarded_values: dict, output_form: Any) -> None:
+        self.program = program
+        self.captured = captured
+        self.captured_guard = [_tensor_key(t) + (t._data.dtype,) for t in captured]
+        self.guarded_values = guarded_values  # input slot -> bytes of its traced value
+        self.output_form = output_form
+
+    def matches(self, tensors: list) -> bool:
+        for t, expected in zip(self.captured, self.captured_guard):
+            if _tensor_key(t) + (t._data.dtype,) != expected:
+                return False
+        for slot, data in self.guarded_values.items():
+            if tensors[slot]._data.tobytes() != data:
+                return False
+        return True
+
+
+def _tensor_key(t: Tensor) -> tuple:
+    data = t._data
+    device = "cpu" if type(data).__module__ == "numpy" else str(getattr(data, "device", "cuda"))
+    return (data.shape, data.dtype.str, device, t._requires_grad)
+
+
+def _flatten_output(result: Any) -> tuple[list, Any]:
+    """The tensors a call returned and how to rebuild its structure (tensor, tuple or list)."""
+    if isinstance(result, Tensor):
+        return [result], None
+    if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
+        return list(result), type(result)
+    raise UnsupportedInCompileError(
+        "numdiff.compile: a compiled function must return a Tensor, or a tuple or list of Tensors; "
+        f"got {type(result).__name__}"
+    )
+
+
+class CompiledFunction:
+    """A function traced on its first call per input signature and replayed as generated code.
+
+    >>> f = numdiff.compile(lambda x: (x.sin() * x).sum())
+    >>> x = numdiff.randn(8, requires_grad=True)
+    >>> f(x).backward(); x.grad.shape
+    Size([8])
+    """
+
+    def __init__(self, fn: Any, dynamic: bool = False, key_extra: Any = None) -> None:
+        self.fn = fn
+        self.dynamic = dynamic
+        self.key_extra = key_extra
+        self.traces: dict = {}
+        self.compile_count = 0
+        self.eager_reason: str | None = None
+        self._warned_recompiles = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.eager_reason is not None:
+            return self.fn(*args, **kwargs)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        key = self._key(args, kwargs)
+        for candidate in self.traces.get(key, ()):
+            if candidate.matches(tensors):
+                return self._run(candidate, tensors, args, kwargs)
+        trace = self._trace(args, kwargs, tensors)
+        if trace is None:
+            return self.fn(*args, **kwargs)
+        self.traces.setdefault(key, []).append(trace)
+        return self._run(trace, tensors, args, kwargs)
+
+    def _key(self, args: tuple, kwargs: dict) -> tuple:
+        parts = [_state.enabled]
+        for a in args:
+            parts.append(_tensor_key(a) if isinstance(a, Tensor) else ("py", type(a), _hashable(a)))
+        parts.extend((name, _hashable(value)) for name, value in sorted(kwargs.items()))
+        if self.key_extra is not None:
+            parts.append(self.key_extra())
+        return tuple(parts)
+
+    # ------------------------------------------------------------------ tracing
+    def _trace(self, args: tuple, kwargs: dict, tensors: list) -> Trace | None:
+        self.compile_count += 1
+        if self.compile_count > RECOMPILE_LIMIT and not self._warned_recompiles:
+            self._warned_recompiles = True
+            warnings.warn(
+                f"numdiff.compile: {_name(self.fn)} was traced {self.compile_count} times (new shapes, "
+                "dtypes, devices or requires_grad patterns each retrace); see .compile_count",
+                stacklevel=3,
+            )
+        tracer = Tracer()
+        for slot, t in enumerate(tensors):
+            tracer.add_input(t, slot)
+        try:
+            with Tracing(tracer):
+                outputs, form = _flatten_output(self.fn(*args, **kwargs))
+                output_values = [tracer.value_for(t) for t in outputs]
+                differentiable = self._differentiable(tensors, tracer)
+                grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
+        except UnsupportedInCompileError as error:
+            self.eager_reason = str(error)
+            warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
+            return None
+        program = build(tracer, output_values, grads)
+        guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
+        trace = Trace(program, tracer.captured, guarded, form)
+        trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
+        trace.grad_output_slots = {
+            slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
+        }
+        return trace
+
+    @staticmethod
+    def _differentiable(tensors: list, tracer: Tracer) -> list:
+        if not _state.enabled:
+            return []
+        seen: dict = {}
+        for t in tensors + tracer.captured:
+            if t._requires_grad and id(t) not in seen:
+                seen[id(t)] = t
+        return list(seen.values())
+
+    # ------------------------------------------------------------------ running
+    def _run(self, trace: Trace, tensors: list, args: tuple, kwargs: dict) -> Any:
+        program = trace.program
+        inputs = [t._data for t in tensors]
+        captured = [t._data for t in trace.captured]
+        try:
+            outputs, saved = program.forward(inputs, captured)
+        except ShapeChangedError:
+            # A data-dependent shape: this call's data needs another graph; eager is always right.
+            return self.fn(*args, **kwargs)
+        if not trace.grad_output_slots:
+            results = attach(list(outputs), None, [], set())
+        else:
+            differentiable = [_tensor_at(slot, tensors, trace.captured) for slot in trace.differentiable_slots]
+            saved_tensors = [_tensor_at((kind, slot), tensors, trace.captured)
+                             for _, slot, kind in program.saved_inputs]
+            grad_shapes = [(slot, outputs[slot].shape, outputs[slot].dtype) for slot in trace.grad_output_slots]
+            state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
+                                lambda: _flatten_output(self.fn(*args, **kwargs))[0])
+            results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
+        results = _same_tensors(results, program, tensors, trace.captured)
+        return results[0] if trace.output_form is None else trace.output_form(results)
+
+    @property
+    def sources(self) -> list[str]:
+        """The generated source of every trace so far."""
+        return [t.program.source for traces in self.traces.values() for t in traces]
+
+
+def _same_tensors(results: list, program: Program, tensors: list, captured: list) -> list:
+    """An output that is an argument (``return x``) is that argument, as in eager mode."""
+    values = program.graph.values
+    for position, index in enumerate(program.graph.outputs):
+        value = values[index]
+        if value.kind in ("input", "captured"):
+            results[position] = _tensor_at((value.kind, value.slot), tensors, captured)
+    return results
+
+
+def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:
+    for slot, candidate in enumerate(tensors):
+        if candidate is t:
+            return ("input", slot)
+    return ("captured", next(i for i, c in enumerate(captured) if c is t))
+
+
+def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
+    kind, index = slot
+    return tensors[index] if kind == "input" else captured[index]
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
