@@ -1,20 +1,185 @@
-"""Emitting a graph's op calls: runs of elementwise ops fused into one generated Numba loop.
+"""Emitting a graph's op calls, with runs of elementwise ops fused into one generated Numba loop.
 
-(This first version emits every call as a direct call of the op's array forward; the fused
-loops come from the scalar rules table, numdiff.ops.scalar_rules.)
+An op call is fusible when its op has a scalar rule (numdiff.ops.scalar_rules.RULES, the one
+table of elementwise formulas) or is `where` or a comparison, it computes floats (or a bool mask)
+and all its array inputs broadcast to its output shape. Fusible calls of one output shape and
+dtype join one group; a call that is not fusible is emitted at once unless it reads a value of
+the open group, which is then emitted first. A group becomes one ``@njit(cache=True)`` loop over
+the output shape: every value stays a scalar local, and only values read after the group (by
+other calls, the outputs, or the backward) are stored to arrays allocated by the driver.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from numdiff.compile.codegen import Emitter
+from numdiff.compile.graph import OpCall
+from numdiff.kernels._codegen import scalar_code
+from numdiff.ops.scalar_rules import RULES
+
+# Structural elementwise forms beside the rule table: they have no derivative of their own.
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _rule_of(call: OpCall) -> Any:
+    """The scalar rule a call computes, or None (gelu's approximate attr picks gelu_tanh)."""
+    name = call.op_name
+    if name == "gelu":
+        return RULES["gelu_tanh" if call.attrs.get("approximate") == "tanh" else "gelu"]
+    return RULES.get(name) if not call.host else None
+
+
+def _expression(call: OpCall, operands: list[str]) -> str | None:
+    """The scalar source of a call given its operands' sources, or None if not fusible."""
+    if call.host:
+        if call.op_name in _COMPARISONS and len(operands) == 2 and not call.attrs:
+            return f"({operands[0]} {_COMPARISONS[call.op_name]} {operands[1]})"
+        return None
+    if call.op_name == "where":
+        return f"({operands[1]} if {operands[0]} else {operands[2]})"
+    rule = _rule_of(call)
+    if rule is None or len(operands) != rule.arity:
+        return None
+    reads = dict(zip(rule.inputs, operands))
+    for name, default in rule.attrs:
+        value = call.attrs.get(name, default)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        reads[name] = repr(float(value))
+    return scalar_code(rule.forward, reads)
+
+
+def _fusible(call: OpCall, values: list) -> bool:
+    out = values[call.output]
+    if out.dtype.kind not in "fb" or call.ctx_outputs or call.tensor_forward and not call.host:
+        return False
+    if call.host and call.op_name not in _COMPARISONS:
+        return False
+    for i in call.inputs:
+        if isinstance(i, tuple):
+            if not isinstance(i[1], (int, float)):
+                return False
+            continue
+        value = values[i]
+        if value.dtype.kind not in "fb" or not _broadcasts_to(value.shape, out.shape):
+            return False
+    operands = ["x"] * len(call.inputs)
+    return _expression(call, operands) is not None
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(a == 1 or a == b for a, b in zip(shape[::-1], target[::-1]))
+
+
+def _is_scalar_constant(value: Any) -> bool:
+    """A baked one-element float (a Python number saved for backward): inlined as a literal."""
+    c = value.constant
+    return c is not None and c.size == 1 and c.dtype.kind == "f" and np.isfinite(c).all()
+
+
+class _Group:
+    def __init__(self, shape: tuple) -> None:
+        self.shape = shape
+        self.calls: list[OpCall] = []
+        self.produced: set[int] = set()
 
 
 def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, kernels: list,
                check_shapes: bool) -> None:
-    """Append the source lines of `calls` to `emitter` (fused kernels' sources to `kernels`)."""
-    graph_values = _GraphView(values)
+    """Append the source lines of `calls` to `emitter`, fused kernels' sources to `kernels`."""
+    readers: dict[int, set] = {}
+    for position, call in enumerate(calls):
+        for i in call.inputs:
+            if not isinstance(i, tuple):
+                readers.setdefault(i, set()).add(id(call))
+        for value in call.attrs.values():
+            if hasattr(value, "index"):
+                readers.setdefault(value.index, set()).add(id(call))
+    view = _GraphView(values)
+    group: _Group | None = None
+
+    def flush() -> None:
+        nonlocal group
+        if group is not None:
+            _emit_group(emitter, group, values, readers, live_after, kernels)
+            group = None
+
     for call in calls:
-        emitter.emit_call(call, graph_values, check_shapes)
+        if _fusible(call, values):
+            shape = values[call.output].shape
+            if group is not None and group.shape != shape:
+                flush()
+            if group is None:
+                group = _Group(shape)
+            group.calls.append(call)
+            group.produced.add(call.output)
+            continue
+        reads = {i for i in call.inputs if not isinstance(i, tuple)}
+        reads |= {v.index for v in call.attrs.values() if hasattr(v, "index")}
+        if group is not None and reads & group.produced:
+            flush()
+        emitter.emit_call(call, view, check_shapes)
+    flush()
+
+
+def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, live_after: set,
+                kernels: list) -> None:
+    if len(group.calls) == 1:
+        emitter.emit_call(group.calls[0], _GraphView(values), False)
+        return
+    members = {id(c) for c in group.calls}
+    stored = [c.output for c in group.calls
+              if c.output in live_after or readers.get(c.output, set()) - members]
+    external: list[int] = []
+    body: list[str] = []
+    names: dict[int, str] = {}
+    ndim = len(group.shape)
+    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
+    for call in group.calls:
+        operands = []
+        for i in call.inputs:
+            if isinstance(i, tuple):
+                operands.append(repr(float(i[1])) if not isinstance(i[1], bool) else repr(i[1]))
+            elif i in names:
+                operands.append(names[i])
+            elif _is_scalar_constant(values[i]):
+                names[i] = repr(values[i].constant.item())
+                operands.append(names[i])
+            else:
+                external.append(i)
+                names[i] = f"a{len(external) - 1}[{index}]"
+                operands.append(names[i])
+        body.append(f"t{call.output} = {_expression(call, operands)}")
+        names[call.output] = f"t{call.output}"
+    for position, value in enumerate(stored):
+        body.append(f"o{position}[{index}] = t{value}")
+    params = [f"a{k}" for k in range(len(external))] + [f"o{k}" for k in range(len(stored))]
+    kernel = f"fused_{len(kernels)}"
+    lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
+    indent = "    "
+    for d in range(ndim):
+        lines.append(f"{indent}for i{d} in range(o0.shape[{d}]):" if stored else "")
+        indent += "    "
+    lines += [indent + line for line in body]
+    kernels.append("\n".join(line for line in lines if line))
+    if not stored:
+        return
+    args = []
+    for i in external:
+        value = values[i]
+        if value.shape == group.shape:
+            args.append(f"v{i}")
+        else:
+            args.append(f"np.broadcast_to(v{i}, {group.shape!r})")
+    for value in stored:
+        emitter.lines.append(f"v{value} = np.empty({group.shape!r}, {values[value].dtype.name!r})")
+        args.append(f"v{value}")
+    emitter.lines.append(f"{kernel}({', '.join(args)})")
 
 
 class _GraphView:

@@ -35,6 +35,7 @@ class Value:
     dtype: Any
     kind: str
     slot: int = -1
+    constant: Any = None  # the baked array of a "const" value
 
     @property
     def name(self) -> str:

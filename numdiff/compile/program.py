@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -115,7 +116,10 @@ def _load(source: str) -> tuple[ModuleType, Path]:
         temporary.write_text(source, encoding="utf-8")
         os.replace(temporary, path)
     # A fresh module per program: two traces with one source may bake different constants.
+    # Numba resolves a cached kernel's module by name (the same in every process), so the latest
+    # module of that name is registered in sys.modules; the kernels in it read no other globals.
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module, path

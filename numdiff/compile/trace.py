@@ -88,6 +88,7 @@ class Tracer:
     def constant(self, array: Any) -> int:
         index = self._bind(array, self.graph.add_value(array.shape, array.dtype, "const"))
         self.constants[index] = array
+        self.graph.values[index].constant = array
         return index
 
     def _attr(self, value: Any) -> Any:
