@@ -16,7 +16,9 @@ import numpy as np
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.grad_mode import _state
-from numdiff.compile.trace import Tracer
+from numdiff.compile.graph import OpCall
+from numdiff.compile.rules import backward_is_traced
+from numdiff.compile.trace import Suspended, Tracer
 from numdiff.tensor import Tensor
 
 
@@ -48,7 +50,10 @@ def trace_backward(tracer: Tracer, outputs: list[Tensor], differentiable: list[T
             grad = buffers.pop(node, None)
             if grad is None:
                 continue
-            grads = node.function.backward(node, grad)
+            if backward_is_traced(node.function):
+                grads = node.function.backward(node, grad)
+            else:
+                grads = _eager_backward(tracer, node, grad)
             if not isinstance(grads, tuple):
                 grads = (grads,)
             for next_node, g, shape in zip(node.next_nodes, grads, node.input_shapes):
@@ -68,3 +73,23 @@ def trace_backward(tracer: Tracer, outputs: list[Tensor], differentiable: list[T
         seen.add(node)
         results.append(None if grad is None else tracer.value_for(grad))
     return results
+
+
+def _eager_backward(tracer: Tracer, node: Any, grad: Tensor) -> tuple:
+    """Run a node's backward untraced; the generated backward will call it on the replayed ctx."""
+    call = tracer.forward.calls[tracer.node_call[node]]
+    with Suspended():
+        grads = node.function.backward(node, grad)
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    graph = tracer.graph
+    together = graph.add_value((), None, "op")
+    attrs = {"function": node.function, "needs": tuple(node.needs_input_grad)}
+    graph.calls.append(OpCall(node.function, [tracer.value_for(grad), call.ctx_outputs[("object", "")]],
+                              attrs, together, special="eager_backward"))
+    for position, g in enumerate(grads):
+        if g is not None:
+            out = graph.add_value(g._data.shape, g._data.dtype, "op")
+            graph.calls.append(OpCall(node.function, [together], {"position": position}, out, special="item"))
+            tracer._bind(g._data, out)
+    return grads

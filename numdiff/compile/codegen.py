@@ -53,9 +53,22 @@ def needed_calls(graph: Graph, wanted: set) -> tuple[list, set]:
             continue
         kept.append(call)
         wanted.update(i for i in call.inputs if not isinstance(i, tuple))
-        wanted.update(v.index for v in call.attrs.values() if isinstance(v, ValueRef))
+        wanted.update(attr_refs(call))
     kept.reverse()
     return kept, wanted
+
+
+def attr_refs(call: OpCall) -> list[int]:
+    """The values a call's attrs refer to (at top level or inside tuples)."""
+    found = []
+    stack = list(call.attrs.values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ValueRef):
+            found.append(value.index)
+        elif type(value) is tuple:
+            stack.extend(value)
+    return found
 
 
 def _literal(value: Any) -> str | None:
@@ -94,12 +107,23 @@ class Emitter:
             return f"v{value.index}"
         if isinstance(value, list) and not value:
             return "[]"  # a sink the op appends to: a fresh one on every call
+        if type(value) is tuple and any(isinstance(v, ValueRef) for v in value):
+            return "(" + "".join(self.attr_source(v) + ", " for v in value) + ")"
         literal = _literal(value)
         return literal if literal is not None else self.ref(value, "K")
 
     def emit_call(self, call: OpCall, graph: Graph, check_shape: bool) -> None:
         args = [f"v{i}" if not isinstance(i, tuple) else self.attr_source(i[1]) for i in call.inputs]
         args += [f"{name}={self.attr_source(value)}" for name, value in call.attrs.items()]
+        if call.special == "eager_backward":
+            function = self.ref(call.attrs["function"], call.attrs["function"].__name__)
+            grad, ctx = call.inputs
+            needs = call.attrs["needs"]
+            self.lines.append(f"v{call.output} = eager_backward({function}, v{ctx}, v{grad}, {needs!r})")
+            return
+        if call.special == "item":
+            self.lines.append(f"v{call.output} = v{call.inputs[0]}[{call.attrs['position']}]")
+            return
         if call.host:
             function = self.ref(call.function, call.function.__name__)
             self.lines.append(f"v{call.output} = host_call({function}, {', '.join(args)})")
@@ -114,7 +138,10 @@ class Emitter:
         else:
             self.lines.append(f"{out} = as_array({forward}({ctx}, {', '.join(args)}))")
         for (kind, key), index in call.ctx_outputs.items():
-            self.lines.append(f"v{index} = ctx.{key}" if kind == "attr" else f"v{index} = ctx.saved[{key}]")
+            if kind == "object":
+                self.lines.append(f"v{index} = ctx")
+            else:
+                self.lines.append(f"v{index} = ctx.{key}" if kind == "attr" else f"v{index} = ctx.saved[{key}]")
         if check_shape:
             shape = graph.values[call.output].shape
             self.lines.append(f"if {out}.shape != {shape!r}:")
@@ -126,7 +153,8 @@ class Emitter:
 
 
 def base_namespace() -> dict:
-    from numdiff.compile.runtime_support import host_call, tensor_forward
+    from numdiff.compile.runtime_support import eager_backward, host_call, tensor_forward
 
     return {"Ctx": Ctx, "_scratch": Ctx(), "as_array": as_array, "ShapeChangedError": ShapeChangedError,
-            "tensor_forward": tensor_forward, "host_call": host_call, "np": np}
+            "tensor_forward": tensor_forward, "host_call": host_call,
+            "eager_backward": eager_backward, "np": np}

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.compile.codegen import Emitter
+from numdiff.compile.codegen import Emitter, attr_refs
 from numdiff.compile.graph import OpCall
 from numdiff.kernels._codegen import scalar_code
 from numdiff.ops.scalar_rules import RULES
@@ -53,6 +53,8 @@ def _expression(call: OpCall, operands: list[str]) -> str | None:
 
 
 def _fusible(call: OpCall, values: list) -> bool:
+    if call.special:
+        return False
     out = values[call.output]
     if out.dtype.kind not in "fb" or call.ctx_outputs or call.tensor_forward and not call.host:
         return False
@@ -93,13 +95,12 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
                check_shapes: bool) -> None:
     """Append the source lines of `calls` to `emitter`, fused kernels' sources to `kernels`."""
     readers: dict[int, set] = {}
-    for position, call in enumerate(calls):
+    for call in calls:
         for i in call.inputs:
             if not isinstance(i, tuple):
                 readers.setdefault(i, set()).add(id(call))
-        for value in call.attrs.values():
-            if hasattr(value, "index"):
-                readers.setdefault(value.index, set()).add(id(call))
+        for index in attr_refs(call):
+            readers.setdefault(index, set()).add(id(call))
     view = _GraphView(values)
     group: _Group | None = None
 
@@ -120,7 +121,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             group.produced.add(call.output)
             continue
         reads = {i for i in call.inputs if not isinstance(i, tuple)}
-        reads |= {v.index for v in call.attrs.values() if hasattr(v, "index")}
+        reads |= set(attr_refs(call))
         if group is not None and reads & group.produced:
             flush()
         emitter.emit_call(call, view, check_shapes)

@@ -56,6 +56,7 @@ class OpCall:
     output: int
     tensor_forward: bool = False
     host: bool = False  # a public function without an op (a comparison): replayed on tensors
+    special: str = ""  # "eager_backward" (an op's own backward run on its replayed ctx) or "item"
     ctx_outputs: dict = field(default_factory=dict)
 
     @property

@@ -17,8 +17,8 @@ from types import ModuleType
 from typing import Any
 
 from numdiff.compile import fusion
-from numdiff.compile.codegen import Emitter, base_namespace, needed_calls
-from numdiff.compile.graph import Graph, ValueRef
+from numdiff.compile.codegen import Emitter, attr_refs, base_namespace, needed_calls
+from numdiff.compile.graph import Graph
 from numdiff.compile.trace import Tracer
 
 
@@ -49,7 +49,7 @@ class Program:
 
 def _reads(call: Any) -> list:
     reads = [i for i in call.inputs if not isinstance(i, tuple)]
-    return reads + [v.index for v in call.attrs.values() if isinstance(v, ValueRef)]
+    return reads + attr_refs(call)
 
 
 def build(tracer: Tracer, outputs: list, grad_results: list) -> Program:

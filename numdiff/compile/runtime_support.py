@@ -33,3 +33,35 @@ def host_call(function: Any, *args: Any, **kwargs: Any) -> Any:
         return function(*wrapped, **kwargs)._data
     finally:
         _state.enabled = previous
+
+
+class ReplayNode:
+    """What an op's backward reads of its node, rebuilt from a replayed forward's ctx."""
+
+    def __init__(self, ctx: Any, needs_input_grad: tuple, like: Any) -> None:
+        self.__dict__.update(ctx.__dict__)
+        self.needs_input_grad = needs_input_grad
+        self._like = like
+
+    @property
+    def saved_tensors(self) -> tuple:
+        import numpy as np
+
+        items = getattr(self, "saved", ())
+        return tuple(
+            Tensor._wrap(item if hasattr(item, "shape") else np.asarray(item, dtype=self._like.dtype), None, None)
+            for item in items
+        )
+
+
+def eager_backward(function: Any, ctx: Any, grad: Any, needs_input_grad: tuple) -> tuple:
+    """An op's own backward on the ctx of its replayed forward (ops whose backward is not traced)."""
+    previous = _state.enabled
+    _state.enabled = False
+    try:
+        grads = function.backward(ReplayNode(ctx, needs_input_grad, grad), Tensor._wrap(grad, None, None))
+    finally:
+        _state.enabled = previous
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    return tuple(None if g is None else g._data for g in grads)

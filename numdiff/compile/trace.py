@@ -19,6 +19,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function, _SavedOutput
 from numdiff.compile.graph import Graph, OpCall, ValueRef
+from numdiff.compile.rules import backward_is_traced
 from numdiff.tensor import Tensor
 
 _NUMDIFF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -97,6 +98,9 @@ class Tracer:
             return ValueRef(known if known is not None else self.constant(value))
         if isinstance(value, Tensor):
             return ValueRef(self.value_for(value))
+        if type(value) is tuple:
+            # Index keys hold arrays inside tuples.
+            return tuple(self._attr(item) for item in value)
         return value
 
     # ------------------------------------------------------------------ recording
@@ -116,6 +120,9 @@ class Tracer:
         if node is not None and not host and self.graph is self.forward:
             self.node_call[node] = len(self.graph.calls) - 1
             self._record_ctx(node, call, inputs, data)
+            if not backward_is_traced(cls):
+                # The generated backward will hand the replayed ctx itself to the op's backward.
+                call.ctx_outputs[("object", "")] = self.graph.add_value((), None, "ctx")
         # After the ctx arrays: a forward that returns an array it also saved maps to the output.
         self._bind(data, out)
 
@@ -161,8 +168,14 @@ class Tracer:
 _active: list[Tracer] = []
 
 
-def active() -> Tracer | None:
-    return _active[-1] if _active else None
+class Suspended:
+    """Context manager: op calls inside are not recorded (an eager backward while tracing)."""
+
+    def __enter__(self) -> None:
+        _active.append(None)
+
+    def __exit__(self, *exc: Any) -> None:
+        _active.pop()
 
 
 _original_apply = Function.__dict__["apply"].__func__

@@ -1,0 +1,166 @@
+"""numdiff.compile: the tape, guards, recompiles, control flow, modules, sources and drawings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.compile import GraphBreakError
+
+
+def _f64(*shape):
+    return numdiff.randn(*shape, dtype=numdiff.float64, requires_grad=True)
+
+
+def test_leaf_grad_accumulates_and_hooks_fire_as_in_eager():
+    f = numdiff.compile(lambda x, y: (x.exp() * y).sum())
+    x, y = _f64(4), _f64(4)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().copy()))
+    f(x, y).backward()
+    f(x, y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(x.detach().numpy()) * y.detach().numpy(), rtol=1e-12)
+    assert len(seen) == 2
+
+
+def test_output_is_a_non_leaf_with_a_grad_fn_and_the_leaf_rule_holds():
+    out = numdiff.compile(lambda x: x * 2)(_f64(3))
+    assert out.grad_fn is not None and not out.is_leaf
+    with pytest.raises(RuntimeError):
+        out.requires_grad_(False)
+
+
+def test_no_grad_runs_forward_only():
+    f = numdiff.compile(lambda x: x.sin())
+    with numdiff.no_grad():
+        out = f(_f64(3))
+    assert out.grad_fn is None and not out.requires_grad
+
+
+def test_new_shapes_dtypes_and_requires_grad_retrace_and_are_cached():
+    f = numdiff.compile(lambda x: (x * x).sum())
+    f(_f64(3))
+    f(_f64(3))
+    assert f.compiled.compile_count == 1
+    f(_f64(4))
+    f(numdiff.randn(4))
+    f(numdiff.randn(4, dtype=numdiff.float64))
+    assert f.compiled.compile_count == 4
+    f(_f64(4))
+    assert f.compiled.compile_count == 4
+
+
+def test_too_many_recompiles_warn():
+    f = numdiff.compile(lambda x: x + 1)
+    with pytest.warns(UserWarning, match="traced 9 times"):
+        for n in range(1, 10):
+            f(numdiff.ones(n))
+
+
+def test_control_flow_on_a_computed_value_names_the_users_line():
+    def branchy(x):
+        if x.sum() > 0:  # the line the error must name
+            return x * 2
+        return x * 3
+
+    f = numdiff.compile(branchy)
+    with pytest.raises(GraphBreakError, match=r"test_compile.py.*if x.sum\(\) > 0"):
+        f(_f64(3))
+
+
+def test_in_place_update_falls_back_to_eager_with_a_warning():
+    def bump(x):
+        y = x * 1
+        y += 1
+        return y
+
+    f = numdiff.compile(bump)
+    with pytest.warns(UserWarning, match="in-place"):
+        out = f(numdiff.ones(2))
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])
+
+
+def test_data_dependent_shape_runs_eagerly_for_that_call():
+    f = numdiff.compile(lambda x, m: x[m] * 2)
+    x = numdiff.arange(4.0)
+    f(x, numdiff.tensor([True, False, True, False]))
+    out = f(x, numdiff.tensor([True, True, True, False]))
+    np.testing.assert_array_equal(out.numpy(), [0.0, 2.0, 4.0])
+
+
+def test_multiple_outputs_each_carry_gradient():
+    f = numdiff.compile(lambda x: (x.sin(), x.cos().sum()))
+    x = _f64(3)
+    a, b = f(x)
+    (a.sum() + b).backward()
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xs) - np.sin(xs), rtol=1e-12)
+
+
+def test_second_derivative_falls_back_to_eager():
+    f = numdiff.compile(lambda x: (x * x * x).sum())
+    x = _f64(3)
+    (g,) = numdiff.autograd.grad(f(x), x, create_graph=True)
+    (gg,) = numdiff.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
+
+
+def test_second_backward_without_retain_graph_raises():
+    out = numdiff.compile(lambda x: x.exp().sum())(_f64(2))
+    out.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        out.backward()
+
+
+def test_module_shares_parameters_and_trains_like_eager():
+    numdiff.manual_seed(0)
+    net = numdiff.nn.Sequential(numdiff.nn.Linear(4, 8), numdiff.nn.ReLU(), numdiff.nn.Linear(8, 2))
+    compiled = numdiff.compile(net)
+    assert [id(p) for p in compiled.parameters()] == [id(p) for p in net.parameters()]
+    x = numdiff.randn(5, 4)
+    compiled(x).sum().backward()
+    got = [p.grad.numpy().copy() for p in net.parameters()]
+    net.zero_grad()
+    net(x).sum().backward()
+    for g, p in zip(got, net.parameters()):
+        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with numdiff.no_grad():
+        for p in net.parameters():
+            p -= 0.5  # an optimizer step: the compiled module reads the new values
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    net.double()
+    assert compiled(x.double()).dtype == numdiff.float64
+    assert compiled.compile_count == 2
+
+
+def test_source_is_readable_and_written_under_the_cache_folder():
+    f = numdiff.compile(lambda x: (x.sin() * 2).exp().sum())
+    f(_f64(3))
+    (trace,) = [t for traces in f.compiled.traces.values() for t in traces]
+    assert "def forward" in trace.program.source and "@njit(cache=True)" in trace.program.source
+    assert trace.program.path.read_text() == trace.program.source
+
+
+def test_draw_graph_draws_the_traced_graph():
+    f = numdiff.compile(lambda x: (x.sin() * 2).sum())
+    f(_f64(3))
+    drawing = numdiff.viz.draw_graph(f)
+    assert any("sin" in label for label in drawing.labels)
+
+
+def test_a_new_process_loads_the_compiled_graph_from_the_cache():
+    script = (
+        "import time, numdiff\n"
+        "f = numdiff.compile(lambda x: ((x.sin() * 1.5).exp() + x).sum())\n"
+        "x = numdiff.randn(7, requires_grad=True)\n"
+        "t = time.perf_counter(); f(x).backward(); print(time.perf_counter() - t)\n"
+    )
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    with warnings.catch_warnings():
+        assert float(result.stdout) < 30  # a sanity bound; the benchmark measures the real figure
