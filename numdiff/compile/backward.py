@@ -38,7 +38,7 @@ def trace_backward(tracer: Tracer, outputs: list[Tensor], differentiable: list[T
     for slot, out in enumerate(outputs):
         if out._grad_fn is None or out._grad_fn not in tracer.node_call:
             continue
-        seed = np.ones(out._data.shape, dtype=out._data.dtype)
+        seed = np.ones(out._data.shape, dtype=out._data.dtype, like=out._data)
         tracer.add_grad(seed, slot)
         grad = Tensor._wrap(seed, None, None)
         node = out._grad_fn

@@ -12,6 +12,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
 from numdiff.autograd.grad_mode import _state
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
@@ -125,7 +127,8 @@ class CompiledFunction:
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None
-        program = build(tracer, output_values, grads)
+        on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
+        program = build(tracer, output_values, grads, fuse=on_host)
         guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, form)
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
@@ -160,7 +163,7 @@ class CompiledFunction:
             differentiable = [_tensor_at(slot, tensors, trace.captured) for slot in trace.differentiable_slots]
             saved_tensors = [_tensor_at((kind, slot), tensors, trace.captured)
                              for _, slot, kind in program.saved_inputs]
-            grad_shapes = [(slot, outputs[slot].shape, outputs[slot].dtype) for slot in trace.grad_output_slots]
+            grad_shapes = [(slot, outputs[slot]) for slot in trace.grad_output_slots]
             state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
                                 lambda: _flatten_output(self.fn(*args, **kwargs))[0])
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)

@@ -101,7 +101,7 @@ class _Group:
 
 
 def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, kernels: list,
-               check_shapes: bool) -> None:
+               check_shapes: bool, fuse: bool = True) -> None:
     """Append the source lines of `calls` to `emitter`, fused kernels' sources to `kernels`."""
     readers: dict[int, set] = {}
     for call in calls:
@@ -120,7 +120,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             group = None
 
     for call in calls:
-        if _fusible(call, values):
+        if fuse and _fusible(call, values):
             shape = values[call.output].shape
             if group is not None and group.shape != shape:
                 flush()

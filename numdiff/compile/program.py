@@ -52,8 +52,12 @@ def _reads(call: Any) -> list:
     return reads + attr_refs(call)
 
 
-def build(tracer: Tracer, outputs: list, grad_results: list) -> Program:
-    """Generate, write and load the forward and backward functions of a finished trace."""
+def build(tracer: Tracer, outputs: list, grad_results: list, fuse: bool = True) -> Program:
+    """Generate, write and load the forward and backward functions of a finished trace.
+
+    `fuse` is False for a graph on a CUDA device: its op calls then launch numdiff's CUDA kernels
+    one by one (fused @cuda.jit groups are not generated yet).
+    """
     values = tracer.forward.values
     tracer.forward.outputs = list(outputs)
     namespace = base_namespace()
@@ -73,7 +77,7 @@ def build(tracer: Tracer, outputs: list, grad_results: list) -> Program:
             continue
         fwd.lines.append(_load_line(values[index], tracer, fwd))
     live_after = set(outputs) | set(saved)
-    fusion.emit_calls(fwd, forward_calls, values, live_after, kernels, check_shapes=True)
+    fusion.emit_calls(fwd, forward_calls, values, live_after, kernels, check_shapes=True, fuse=fuse)
     fwd.lines.append(f"return ({''.join(f'v{i}, ' for i in outputs)}), ({''.join(f'v{i}, ' for i in saved)})")
 
     bwd = Emitter("backward", namespace)
@@ -82,7 +86,7 @@ def build(tracer: Tracer, outputs: list, grad_results: list) -> Program:
     for index in sorted(backward_reads - set(saved) - produced_backward):
         bwd.lines.append(_load_line(values[index], tracer, bwd))
     fusion.emit_calls(bwd, backward_calls, values, {g for g in grad_results if g is not None}, kernels,
-                      check_shapes=False)
+                      check_shapes=False, fuse=fuse)
     results = "".join(("None" if g is None else f"v{g}") + ", " for g in grad_results)
     bwd.lines.append(f"return ({results})")
 

@@ -42,8 +42,8 @@ class CompiledRegion(Function):
         if _state.enabled:
             return state.eager_gradients(ctx.output_slot, grad)
         grads = [None] * state.output_count
-        for slot, shape, dtype in state.grad_shapes:
-            grads[slot] = grad._data if slot == ctx.output_slot else np.zeros(shape, dtype=dtype)
+        for slot, like in state.grad_shapes:
+            grads[slot] = grad._data if slot == ctx.output_slot else np.zeros(like.shape, like.dtype, like=like)
         results = state.program.backward(state.saved, grads)
         return tuple(None if g is None else Tensor._wrap(g, None, None) for g in results)
 
