@@ -164,34 +164,44 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                 operands.append(names[i])
             else:
                 external.append(i)
-                names[i] = f"a{len(external) - 1}[{index}]"
+                names[i] = f"a{len(external) - 1}[{_broadcast_index(values[i].shape, ndim)}]"
                 operands.append(names[i])
         body.append(f"t{call.output} = {_expression(call, operands)}")
         names[call.output] = f"t{call.output}"
-    for position, value in enumerate(stored):
-        body.append(f"o{position}[{index}] = t{value}")
-    params = [f"a{k}" for k in range(len(external))] + [f"o{k}" for k in range(len(stored))]
+    # Stored values share one buffer per dtype: one allocation and one kernel argument each.
+    buffers: dict[str, list[int]] = {}
+    for value in stored:
+        buffers.setdefault(values[value].dtype.name, []).append(value)
+    for k, rows in enumerate(buffers.values()):
+        body += [f"b{k}[{row}, {index}] = t{value}" if ndim else f"b{k}[{row}] = t{value}"
+                 for row, value in enumerate(rows)]
+    params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
     kernel = f"fused_{len(kernels)}"
     lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
     indent = "    "
     for d in range(ndim):
-        lines.append(f"{indent}for i{d} in range(o0.shape[{d}]):" if stored else "")
+        lines.append(f"{indent}for i{d} in range(b0.shape[{d + 1}]):")
         indent += "    "
     lines += [indent + line for line in body]
-    kernels.append("\n".join(line for line in lines if line))
     if not stored:
         return
-    args = []
-    for i in external:
-        value = values[i]
-        if value.shape == group.shape:
-            args.append(f"v{i}")
-        else:
-            args.append(f"np.broadcast_to(v{i}, {group.shape!r})")
-    for value in stored:
-        emitter.lines.append(f"v{value} = np.empty({group.shape!r}, {values[value].dtype.name!r})")
-        args.append(f"v{value}")
+    kernels.append("\n".join(lines))
+    args = [f"v{i}" for i in external]
+    for k, (dtype, rows) in enumerate(buffers.items()):
+        buffer = f"buffer_{kernel}_{k}"
+        emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
+        args.append(buffer)
     emitter.lines.append(f"{kernel}({', '.join(args)})")
+    for k, rows in enumerate(buffers.values()):
+        for row, value in enumerate(rows):
+            emitter.lines.append(f"v{value} = buffer_{kernel}_{k}[{row}, ...]")  # 0-d: an array, not a scalar
+
+
+def _broadcast_index(shape: tuple, ndim: int) -> str:
+    """The index of a loop position into an input broadcast to the loop's shape (NumPy's rule)."""
+    lead = ndim - len(shape)
+    parts = [f"i{lead + d}" if size != 1 else "0" for d, size in enumerate(shape)]
+    return ", ".join(parts) if parts else "()"
 
 
 class _GraphView:
