@@ -11,6 +11,7 @@ other calls, the outputs, or the backward) are stored to arrays allocated by the
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import numpy as np
@@ -166,7 +167,10 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                 external.append(i)
                 names[i] = f"a{len(external) - 1}[{_broadcast_index(values[i].shape, ndim)}]"
                 operands.append(names[i])
-        body.append(f"t{call.output} = {_expression(call, operands)}")
+        expression = _expression(call, operands)
+        if values[call.output].dtype == np.float32:
+            expression = _single_precision(expression)
+        body.append(f"t{call.output} = {expression}")
         names[call.output] = f"t{call.output}"
     # Stored values share one buffer per dtype: one allocation and one kernel argument each.
     buffers: dict[str, list[int]] = {}
@@ -195,6 +199,20 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     for k, rows in enumerate(buffers.values()):
         for row, value in enumerate(rows):
             emitter.lines.append(f"v{value} = buffer_{kernel}_{k}[{row}, ...]")  # 0-d: an array, not a scalar
+
+
+class _Float32Literals(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.expr:
+        if type(node.value) is float:
+            return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "float32", ast.Load()), [node], [])
+        return node
+
+
+def _single_precision(expression: str) -> str:
+    """float32 groups compute in float32, as eager float32 ops do (float64 literals would widen
+    every step and call the slower double-precision math.sin/exp)."""
+    tree = _Float32Literals().visit(ast.parse(expression, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def _broadcast_index(shape: tuple, ndim: int) -> str:
