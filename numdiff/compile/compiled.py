@@ -3,8 +3,8 @@
 A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the
 Python value of a non-tensor), and whether grad mode is on. Each key maps to traces, each with
 guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
-device, requires_grad, and the same array object unless it was replaced) and the values of
-integer inputs that Python code branched on.
+device, requires_grad; their data is read afresh on every call) and the values of integer inputs
+that Python code branched on.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ class Trace:
     def __init__(self, program: Program, captured: list, guarded_values: dict, output_form: Any) -> None:
         self.program = program
         self.captured = captured
-        self.captured_guard = [_tensor_key(t) + (t._data.dtype,) for t in captured]
+        self.captured_guard = [_tensor_key(t) for t in captured]
         self.guarded_values = guarded_values  # input slot -> bytes of its traced value
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
         for t, expected in zip(self.captured, self.captured_guard):
-            if _tensor_key(t) + (t._data.dtype,) != expected:
+            if _tensor_key(t) != expected:
                 return False
         for slot, data in self.guarded_values.items():
             if tensors[slot]._data.tobytes() != data:
@@ -47,8 +47,9 @@ class Trace:
 
 def _tensor_key(t: Tensor) -> tuple:
     data = t._data
-    device = "cpu" if type(data).__module__ == "numpy" else str(getattr(data, "device", "cuda"))
-    return (data.shape, data.dtype.str, device, t._requires_grad)
+    if type(data) is np.ndarray:
+        return (data.shape, data.dtype, t._requires_grad)
+    return (data.shape, data.dtype, t._requires_grad, str(data.device))
 
 
 def _flatten_output(result: Any) -> tuple[list, Any]:
@@ -131,7 +132,12 @@ class CompiledFunction:
         program = build(tracer, output_values, grads, fuse=on_host)
         guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, form)
+        values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
+        # An output that is an argument (``return x``) is that argument, as in eager mode.
+        trace.passthrough = [(position, (values[index].kind, values[index].slot))
+                             for position, index in enumerate(output_values)
+                             if values[index].kind in ("input", "captured")]
         trace.grad_output_slots = {
             slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
         }
@@ -167,23 +173,14 @@ class CompiledFunction:
             state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
                                 lambda: _flatten_output(self.fn(*args, **kwargs))[0])
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
-        results = _same_tensors(results, program, tensors, trace.captured)
+        for position, slot in trace.passthrough:
+            results[position] = _tensor_at(slot, tensors, trace.captured)
         return results[0] if trace.output_form is None else trace.output_form(results)
 
     @property
     def sources(self) -> list[str]:
         """The generated source of every trace so far."""
         return [t.program.source for traces in self.traces.values() for t in traces]
-
-
-def _same_tensors(results: list, program: Program, tensors: list, captured: list) -> list:
-    """An output that is an argument (``return x``) is that argument, as in eager mode."""
-    values = program.graph.values
-    for position, index in enumerate(program.graph.outputs):
-        value = values[index]
-        if value.kind in ("input", "captured"):
-            results[position] = _tensor_at((value.kind, value.slot), tensors, captured)
-    return results
 
 
 def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:
