@@ -86,6 +86,12 @@ class CompiledFunction:
         if self.eager_reason is not None:
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
+        if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):
+            self.eager_reason = "tensors inside lists, tuples, dicts or keyword arguments"
+            warnings.warn(f"numdiff.compile: {_name(self.fn)} received {self.eager_reason}, which are not "
+                          "traced as inputs; it runs eagerly from now on (pass tensors positionally)",
+                          stacklevel=2)
+            return self.fn(*args, **kwargs)
         key = self._key(args, kwargs)
         for candidate in self.traces.get(key, ()):
             if candidate.matches(tensors):
@@ -193,6 +199,19 @@ def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:
 def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
     kind, index = slot
     return tensors[index] if kind == "input" else captured[index]
+
+
+def _nested_tensors(args: tuple, kwargs: dict) -> bool:
+    stack = [a for a in args if not isinstance(a, Tensor)] + list(kwargs.values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Tensor):
+            return True
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return False
 
 
 def _hashable(value: Any) -> Any:

@@ -164,3 +164,14 @@ def test_a_new_process_loads_the_compiled_graph_from_the_cache():
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     with warnings.catch_warnings():
         assert float(result.stdout) < 30  # a sanity bound; the benchmark measures the real figure
+
+
+def test_tensors_inside_containers_run_eagerly_with_a_warning():
+    f = numdiff.compile(lambda pair: (pair[0] * pair[1]).sum())
+    x, y = _f64(3), _f64(3)
+    with pytest.warns(UserWarning, match="inside lists"):
+        f((x, y)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.detach().numpy())
+    x2 = _f64(3)
+    f((x2, y)).backward()
+    np.testing.assert_allclose(x2.grad.numpy(), y.detach().numpy())
