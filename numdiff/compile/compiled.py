@@ -33,11 +33,16 @@ class Trace:
         self.captured = captured
         self.captured_guard = [_tensor_key(t) for t in captured]
         self.guarded_values = guarded_values  # input slot -> bytes of its traced value
+        self.bindings: list = []  # (closure cell or globals dict, name, captured tensor)
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
         for t, expected in zip(self.captured, self.captured_guard):
             if _tensor_key(t) != expected:
+                return False
+        for holder, name, expected in self.bindings:
+            current = holder.cell_contents if name is None else holder.get(name)
+            if current is not expected:
                 return False
         for slot, data in self.guarded_values.items():
             if tensors[slot]._data.tobytes() != data:
@@ -138,6 +143,7 @@ class CompiledFunction:
         program = build(tracer, output_values, grads, fuse=on_host)
         guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, form)
+        trace.bindings = _bindings(self.fn, tracer.captured)
         values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
         # An output that is an argument (``return x``) is that argument, as in eager mode.
@@ -199,6 +205,33 @@ def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:
 def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
     kind, index = slot
     return tensors[index] if kind == "input" else captured[index]
+
+
+def _bindings(fn: Any, captured: list) -> list:
+    """Where the function found its captured tensors: closure cells and globals it names.
+
+    A later call whose closure variable or global was rebound to another tensor must retrace,
+    not read the old one. (Tensors reached through attributes are read from the traced object;
+    Modules guard their parameters separately.)
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    wanted = {id(t): t for t in captured}
+    found = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if id(value) in wanted:
+            found.append((cell, None, value))
+    globals_ = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        value = globals_.get(name)
+        if isinstance(value, Tensor) and id(value) in wanted:
+            found.append((globals_, name, value))
+    return found
 
 
 def _nested_tensors(args: tuple, kwargs: dict) -> bool:

@@ -27,11 +27,13 @@ class CompiledModule(Module):
         self.compiled = CompiledFunction(module, dynamic=dynamic, key_extra=self._state_key)
 
     def _state_key(self) -> tuple:
-        # Training flags steer dropout and batch norm; replaced buffers must not be read stale.
+        # Training flags steer dropout and batch norm; replaced buffers or Parameters must not be
+        # read stale.
         modules = self._module_list
         return (
             tuple(m.training for m in modules),
             tuple(id(b) for m in modules for b in m._buffers.values()),
+            tuple(id(p) for m in modules for p in m._parameters.values()),
         )
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:

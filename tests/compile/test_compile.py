@@ -175,3 +175,21 @@ def test_tensors_inside_containers_run_eagerly_with_a_warning():
     x2 = _f64(3)
     f((x2, y)).backward()
     np.testing.assert_allclose(x2.grad.numpy(), y.detach().numpy())
+
+
+def test_rebinding_a_captured_closure_tensor_retraces():
+    w = numdiff.ones(3, dtype=numdiff.float64)
+    f = numdiff.compile(lambda x: (x * w).sum())
+    x = numdiff.ones(3, dtype=numdiff.float64)
+    assert f(x).item() == 3.0
+    w = numdiff.full((3,), 2.0, dtype=numdiff.float64)
+    assert f(x).item() == 6.0
+
+
+def test_replacing_a_parameter_of_a_compiled_module_retraces():
+    net = numdiff.nn.Linear(2, 1, bias=False)
+    compiled = numdiff.compile(net)
+    x = numdiff.ones(1, 2)
+    compiled(x)
+    net.weight = numdiff.nn.Parameter(numdiff.full((1, 2), 3.0))
+    assert compiled(x).item() == 6.0
