@@ -94,11 +94,56 @@ def _rule_calls_math(call: OpCall) -> bool:
     return rule is not None and "math." in rule.forward
 
 
+def _full_sum(call: OpCall, values: list) -> bool:
+    """A sum over every dim of a float value: fused as an accumulator of the loop."""
+    if call.op_name != "sum" or call.host or call.special or isinstance(call.inputs[0], tuple):
+        return False
+    source = values[call.inputs[0]]
+    ndim = len(source.shape)
+    return (ndim > 0 and source.dtype.kind == "f" and tuple(call.attrs.get("dims", ())) == tuple(range(ndim))
+            and values[call.output].dtype == source.dtype)
+
+
+def _scalar_broadcast(call: OpCall, values: list) -> bool:
+    """A reshape or expand of a one-element value (a seed gradient): inlined as that element."""
+    if call.op_name not in ("reshape", "expand") or call.special or isinstance(call.inputs[0], tuple):
+        return False
+    source = values[call.inputs[0]]
+    return source.dtype.kind == "f" and int(np.prod(source.shape)) == 1
+
+
 class _Group:
     def __init__(self, shape: tuple) -> None:
         self.shape = shape
         self.calls: list[OpCall] = []
         self.produced: set[int] = set()
+        self.reductions: set[int] = set()
+
+
+class _Inline:
+    """Scalar broadcasts waiting for a reader: a fused group reads the element, others get a call."""
+
+    def __init__(self, emitter: Emitter, values: list) -> None:
+        self.emitter = emitter
+        self.values = values
+        self.pending: dict[int, OpCall] = {}
+
+    def source(self, index: int) -> int:
+        while index in self.pending:
+            index = self.pending[index].inputs[0]
+        return index
+
+    def materialize(self, reads: set) -> None:
+        """Emit the pending broadcasts among `reads` (and those they read) as ordinary calls."""
+        for index in sorted(reads):
+            call = self.pending.pop(index, None)
+            if call is not None:
+                self.materialize({call.inputs[0]})
+                self.emitter.emit_call(call, _GraphView(self.values), False)
+
+
+def _reads(call: OpCall) -> set:
+    return {i for i in call.inputs if not isinstance(i, tuple)} | set(attr_refs(call))
 
 
 def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, kernels: list,
@@ -106,48 +151,59 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
     """Append the source lines of `calls` to `emitter`, fused kernels' sources to `kernels`."""
     readers: dict[int, set] = {}
     for call in calls:
-        for i in call.inputs:
-            if not isinstance(i, tuple):
-                readers.setdefault(i, set()).add(id(call))
-        for index in attr_refs(call):
-            readers.setdefault(index, set()).add(id(call))
+        for i in _reads(call):
+            readers.setdefault(i, set()).add(id(call))
+    fusible = {id(c) for c in calls if fuse and (_fusible(c, values) or _scalar_broadcast(c, values))}
     view = _GraphView(values)
+    inline = _Inline(emitter, values)
     group: _Group | None = None
 
     def flush() -> None:
         nonlocal group
         if group is not None:
-            _emit_group(emitter, group, values, readers, live_after, kernels)
+            _emit_group(emitter, group, values, readers, live_after, kernels, inline)
             group = None
 
     for call in calls:
-        if fuse and _fusible(call, values):
+        reads = _reads(call)
+        if (id(call) in fusible and _scalar_broadcast(call, values) and call.output not in live_after
+                and readers.get(call.output, set()) <= fusible):
+            inline.pending[call.output] = call
+            continue
+        if fuse and group is not None and _full_sum(call, values) and values[call.inputs[0]].shape == group.shape \
+                and not reads & group.reductions:
+            group.calls.append(call)
+            group.produced.add(call.output)
+            group.reductions.add(call.output)
+            continue
+        if id(call) in fusible:
             shape = values[call.output].shape
-            if group is not None and group.shape != shape:
+            if group is not None and (group.shape != shape or reads & group.reductions):
                 flush()
             if group is None:
                 group = _Group(shape)
             group.calls.append(call)
             group.produced.add(call.output)
             continue
-        reads = {i for i in call.inputs if not isinstance(i, tuple)}
-        reads |= set(attr_refs(call))
         if group is not None and reads & group.produced:
             flush()
+        inline.materialize(reads)
         emitter.emit_call(call, view, check_shapes)
     flush()
 
 
 def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, live_after: set,
-                kernels: list) -> None:
+                kernels: list, inline: _Inline) -> None:
     large = int(np.prod(group.shape)) > FUSE_MAX_ELEMENTS
     if len(group.calls) == 1 or large and any(_rule_calls_math(c) for c in group.calls):
         for call in group.calls:
+            inline.materialize(_reads(call))
             emitter.emit_call(call, _GraphView(values), False)
         return
     members = {id(c) for c in group.calls}
-    stored = [c.output for c in group.calls
-              if c.output in live_after or readers.get(c.output, set()) - members]
+    stored = [c.output for c in group.calls if c.output not in group.reductions
+              and (c.output in live_after or readers.get(c.output, set()) - members)]
+    reductions = [c.output for c in group.calls if c.output in group.reductions]
     external: list[int] = []
     body: list[str] = []
     names: dict[int, str] = {}
@@ -158,15 +214,22 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
         for i in call.inputs:
             if isinstance(i, tuple):
                 operands.append(repr(float(i[1])) if not isinstance(i[1], bool) else repr(i[1]))
-            elif i in names:
-                operands.append(names[i])
-            elif _is_scalar_constant(values[i]):
-                names[i] = repr(values[i].constant.item())
-                operands.append(names[i])
+                continue
+            source = inline.source(i)
+            if source in names:
+                operands.append(names[source])
+            elif _is_scalar_constant(values[source]):
+                names[source] = repr(values[source].constant.item())
+                operands.append(names[source])
             else:
-                external.append(i)
-                names[i] = f"a{len(external) - 1}[{_broadcast_index(values[i].shape, ndim)}]"
-                operands.append(names[i])
+                external.append(source)
+                shape = values[source].shape
+                at = ", ".join("0" for _ in shape) if source != i else _broadcast_index(shape, ndim)
+                names[source] = f"a{len(external) - 1}[{at or '()'}]"
+                operands.append(names[source])
+        if call.output in group.reductions:
+            body.append(f"r{call.output} += {operands[0]}")
+            continue
         expression = _expression(call, operands)
         if values[call.output].dtype == np.float32:
             expression = _single_precision(expression)
@@ -179,26 +242,36 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     for k, rows in enumerate(buffers.values()):
         body += [f"b{k}[{row}, {index}] = t{value}" if ndim else f"b{k}[{row}] = t{value}"
                  for row, value in enumerate(rows)]
+    if not stored and not reductions:
+        return
     params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
+    params += [f"s{k}" for k in range(len(reductions))]
     kernel = f"fused_{len(kernels)}"
+    # Reductions accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
+    # float32 running sum).
     lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
+    lines += [f"    r{value} = 0.0" for value in reductions]
     indent = "    "
-    for d in range(ndim):
-        lines.append(f"{indent}for i{d} in range(b0.shape[{d + 1}]):")
+    for d, size in enumerate(group.shape):
+        lines.append(f"{indent}for i{d} in range({size}):")
         indent += "    "
     lines += [indent + line for line in body]
-    if not stored:
-        return
+    lines += [f"    s{k}[0] = r{value}" for k, value in enumerate(reductions)]
     kernels.append("\n".join(lines))
     args = [f"v{i}" for i in external]
     for k, (dtype, rows) in enumerate(buffers.items()):
         buffer = f"buffer_{kernel}_{k}"
         emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
         args.append(buffer)
+    for value in reductions:
+        emitter.lines.append(f"v{value} = np.empty(1, {values[value].dtype.name!r})")
+        args.append(f"v{value}")
     emitter.lines.append(f"{kernel}({', '.join(args)})")
     for k, rows in enumerate(buffers.values()):
         for row, value in enumerate(rows):
             emitter.lines.append(f"v{value} = buffer_{kernel}_{k}[{row}, ...]")  # 0-d: an array, not a scalar
+    for value in reductions:
+        emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
 
 
 class _Float32Literals(ast.NodeTransformer):
