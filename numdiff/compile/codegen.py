@@ -92,6 +92,10 @@ class Emitter:
         self.name = name
         self.namespace = namespace
         self.lines: list[str] = []
+        # Fused groups store values as rows of one buffer: value -> (buffer name, row). A later
+        # group (also in the backward, when the buffer is saved) reads the row from the buffer.
+        self.packed: dict[int, tuple[str, int]] = {}
+        self.available_buffers: set[str] = set()
 
     def ref(self, obj: Any, hint: str) -> str:
         """A module-level name bound to `obj` (classes, constant arrays, odd attrs)."""

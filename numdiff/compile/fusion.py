@@ -204,7 +204,7 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     stored = [c.output for c in group.calls if c.output not in group.reductions
               and (c.output in live_after or readers.get(c.output, set()) - members)]
     reductions = [c.output for c in group.calls if c.output in group.reductions]
-    external: list[int] = []
+    external: list = []  # value indices, or names of buffers whose rows the group reads
     body: list[str] = []
     names: dict[int, str] = {}
     ndim = len(group.shape)
@@ -216,7 +216,15 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                 operands.append(repr(float(i[1])) if not isinstance(i[1], bool) else repr(i[1]))
                 continue
             source = inline.source(i)
+            packed = emitter.packed.get(source)
             if source in names:
+                operands.append(names[source])
+            elif packed is not None and packed[0] in emitter.available_buffers \
+                    and values[source].shape == group.shape:
+                if packed[0] not in external:
+                    external.append(packed[0])
+                names[source] = f"a{external.index(packed[0])}[{packed[1]}, {index}]" if ndim \
+                    else f"a{external.index(packed[0])}[{packed[1]}]"
                 operands.append(names[source])
             elif _is_scalar_constant(values[source]):
                 names[source] = repr(values[source].constant.item())
@@ -258,7 +266,7 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     lines += [indent + line for line in body]
     lines += [f"    s{k}[0] = r{value}" for k, value in enumerate(reductions)]
     kernels.append("\n".join(lines))
-    args = [f"v{i}" for i in external]
+    args = [e if isinstance(e, str) else f"v{e}" for e in external]
     for k, (dtype, rows) in enumerate(buffers.items()):
         buffer = f"buffer_{kernel}_{k}"
         emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
@@ -268,8 +276,11 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
         args.append(f"v{value}")
     emitter.lines.append(f"{kernel}({', '.join(args)})")
     for k, rows in enumerate(buffers.values()):
+        buffer = f"buffer_{kernel}_{k}"
+        emitter.available_buffers.add(buffer)
         for row, value in enumerate(rows):
-            emitter.lines.append(f"v{value} = buffer_{kernel}_{k}[{row}, ...]")  # 0-d: an array, not a scalar
+            emitter.packed[value] = (buffer, row)
+            emitter.lines.append(f"v{value} = {buffer}[{row}, ...]")  # 0-d: an array, not a scalar
     for value in reductions:
         emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
 

@@ -78,11 +78,18 @@ def build(tracer: Tracer, outputs: list, grad_results: list, fuse: bool = True) 
         fwd.lines.append(_load_line(values[index], tracer, fwd))
     live_after = set(outputs) | set(saved)
     fusion.emit_calls(fwd, forward_calls, values, live_after, kernels, check_shapes=True, fuse=fuse)
-    fwd.lines.append(f"return ({''.join(f'v{i}, ' for i in outputs)}), ({''.join(f'v{i}, ' for i in saved)})")
+    # Buffers holding saved rows travel too, so fused backward groups take one buffer argument.
+    saved_buffers = sorted({fwd.packed[i][0] for i in saved if i in fwd.packed})
+    returned = "".join(f"v{i}, " for i in saved) + "".join(f"{b}, " for b in saved_buffers)
+    fwd.lines.append(f"return ({''.join(f'v{i}, ' for i in outputs)}), ({returned})")
 
     bwd = Emitter("backward", namespace)
     for position, index in enumerate(saved):
         bwd.lines.append(f"v{index} = saved[{position}]")
+    for position, buffer in enumerate(saved_buffers, start=len(saved)):
+        bwd.lines.append(f"{buffer} = saved[{position}]")
+    bwd.packed = {i: fwd.packed[i] for i in saved if i in fwd.packed}
+    bwd.available_buffers = set(saved_buffers)
     for index in sorted(backward_reads - set(saved) - produced_backward):
         bwd.lines.append(_load_line(values[index], tracer, bwd))
     fusion.emit_calls(bwd, backward_calls, values, {g for g in grad_results if g is not None}, kernels,
