@@ -140,7 +140,7 @@ class CompiledFunction:
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None
         on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
-        program = build(tracer, output_values, grads, fuse=on_host)
+        program = build(tracer, output_values, grads, cuda=not on_host)
         guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, form)
         trace.bindings = _bindings(self.fn, tracer.captured)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.compile.codegen import Emitter, attr_refs
+from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
 from numdiff.kernels._codegen import scalar_code
 from numdiff.ops.scalar_rules import RULES
@@ -147,13 +148,18 @@ def _reads(call: OpCall) -> set:
 
 
 def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, kernels: list,
-               check_shapes: bool, fuse: bool = True) -> None:
-    """Append the source lines of `calls` to `emitter`, fused kernels' sources to `kernels`."""
+               check_shapes: bool, fuse: bool = True, cuda: bool = False) -> None:
+    """Append the source lines of `calls` to `emitter`, fused kernels' sources to `kernels`.
+
+    With `cuda`, groups become ``@cuda.jit`` kernels (cuda_fusion.py) and sums and scalar
+    broadcasts are left as op calls.
+    """
     readers: dict[int, set] = {}
     for call in calls:
         for i in _reads(call):
             readers.setdefault(i, set()).add(id(call))
-    fusible = {id(c) for c in calls if fuse and (_fusible(c, values) or _scalar_broadcast(c, values))}
+    fusible = {id(c) for c in calls
+               if fuse and (_fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
     view = _GraphView(values)
     inline = _Inline(emitter, values)
     group: _Group | None = None
@@ -161,7 +167,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
     def flush() -> None:
         nonlocal group
         if group is not None:
-            _emit_group(emitter, group, values, readers, live_after, kernels, inline)
+            _emit_group(emitter, group, values, readers, live_after, kernels, inline, cuda)
             group = None
 
     for call in calls:
@@ -170,7 +176,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
                 and readers.get(call.output, set()) <= fusible):
             inline.pending[call.output] = call
             continue
-        if fuse and group is not None and _full_sum(call, values) and values[call.inputs[0]].shape == group.shape \
+        if fuse and not cuda and group is not None and _full_sum(call, values) and values[call.inputs[0]].shape == group.shape \
                 and not reads & group.reductions:
             group.calls.append(call)
             group.produced.add(call.output)
@@ -193,8 +199,8 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
 
 
 def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, live_after: set,
-                kernels: list, inline: _Inline) -> None:
-    large = int(np.prod(group.shape)) > FUSE_MAX_ELEMENTS
+                kernels: list, inline: _Inline, cuda: bool = False) -> None:
+    large = int(np.prod(group.shape)) > FUSE_MAX_ELEMENTS and not cuda
     if len(group.calls) == 1 or large and any(_rule_calls_math(c) for c in group.calls):
         for call in group.calls:
             inline.materialize(_reads(call))
@@ -204,6 +210,10 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     stored = [c.output for c in group.calls if c.output not in group.reductions
               and (c.output in live_after or readers.get(c.output, set()) - members)]
     reductions = [c.output for c in group.calls if c.output in group.reductions]
+    if cuda:
+        if stored:
+            emit_cuda_group(emitter, group.calls, values, stored, kernels, _typed_expression(values))
+        return
     external: list = []  # value indices, or names of buffers whose rows the group reads
     body: list[str] = []
     names: dict[int, str] = {}
@@ -283,6 +293,14 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
             emitter.lines.append(f"v{value} = {buffer}[{row}, ...]")  # 0-d: an array, not a scalar
     for value in reductions:
         emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
+
+
+def _typed_expression(values: list) -> Any:
+    def expression_of(call: OpCall, operands: list) -> str:
+        expression = _expression(call, operands)
+        return _single_precision(expression) if values[call.output].dtype == np.float32 else expression
+
+    return expression_of
 
 
 class _Float32Literals(ast.NodeTransformer):

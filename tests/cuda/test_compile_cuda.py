@@ -1,7 +1,7 @@
 """numdiff.compile on device="cuda" (the simulator without a GPU): compiled equals eager.
 
-On CUDA the generated code calls each op's array forward, which launches numdiff's CUDA kernels;
-elementwise groups are not fused there (see numdiff/compile/program.py).
+On CUDA, fused elementwise groups become generated @cuda.jit kernels and the other ops launch
+numdiff's CUDA kernels through their array forwards.
 """
 
 from __future__ import annotations
@@ -28,6 +28,18 @@ def test_compiled_function_on_cuda_matches_eager_forward_and_gradient():
     expected.backward()
     np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-12)
     np.testing.assert_allclose(xc2.grad.cpu().numpy(), x2.grad.numpy(), rtol=1e-12)
+    (source,) = f.compiled.sources
+    assert "@cuda.jit" in source and "launch_cuda_fused" in source
+
+
+def test_fused_cuda_group_with_broadcast_and_float32_matches_the_cpu():
+    f = numdiff.compile(lambda x, b: (x * b + 1.5).relu().exp() - b)
+    rng = np.random.default_rng(2)
+    x = numdiff.tensor(rng.standard_normal((2, 3)), dtype=numdiff.float32)
+    b = numdiff.tensor(rng.standard_normal(3), dtype=numdiff.float32)
+    got = f(x.to("cuda").requires_grad_(), b.to("cuda"))
+    want = f(x.requires_grad_(), b)
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_compiled_tiny_cnn_gradients_on_cuda_match_the_cpu():
