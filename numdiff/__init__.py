@@ -39,6 +39,7 @@ from numdiff.creation import (
 from numdiff.ops.activation import log_softmax, relu, softmax
 from numdiff.ops.arithmetic import add, div, mul, neg, pow, sub
 from numdiff.ops.conversion import clone
+from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
 from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
 from numdiff.ops.logical import (
@@ -94,6 +95,7 @@ from numdiff.ops.unary import abs, cos, erf, exp, expm1, log, log1p, rsqrt, sigm
 from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
+globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
@@ -124,4 +126,5 @@ __all__ = [
     "where", "zeros", "zeros_like",
 ]
 __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
+__all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile"]

@@ -214,7 +214,9 @@ METHODS = {
 
 
 def attach() -> None:
-    for name, fn in METHODS.items():
+    from numdiff.ops.elementwise import METHODS as RULE_METHODS
+
+    for name, fn in {**RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -55,11 +55,14 @@ class Node:
 
     `next_nodes` holds, per input, the node that gradient flows to next: the input's own
     `grad_fn`, an `AccumulateGrad` for a leaf that requires grad, or None (`next_functions`
-    shows the same in PyTorch's ``(node, 0)`` layout).
+    shows the same in PyTorch's ``(node, 0)`` layout). `op_name` and `attrs` (the keyword
+    attributes forward got) say how to run the op again: ``OPS[node.op_name].forward(ctx,
+    *arrays, **node.attrs)``.
     """
 
     __slots__ = (
         "function",
+        "attrs",
         "next_nodes",
         "input_shapes",
         "_saved",
@@ -74,8 +77,9 @@ class Node:
     )
     materialize_grads = True
 
-    def __init__(self, function: type[Function], inputs: tuple[Tensor, ...]) -> None:
+    def __init__(self, function: type[Function], inputs: tuple[Tensor, ...], attrs: dict | None = None) -> None:
         self.function = function
+        self.attrs = attrs if attrs is not None else {}
         next_nodes = []
         shapes = []
         for t in inputs:
@@ -115,6 +119,11 @@ class Node:
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
+
+    @property
+    def op_name(self) -> str | None:
+        """The registered name of the op (``numdiff.ops.OPS``), None for a user Function."""
+        return getattr(self.function, "op_name", None)
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
@@ -239,7 +248,7 @@ class Function:
         if not (record and _state.enabled):
             out = cls.forward(_Unrecorded(), *args, **attrs)
             return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
-        node = Node(cls, inputs)
+        node = Node(cls, inputs, attrs)
         out = cls.forward(node, *args, **attrs)
         return _record_output(node, args, inputs, out)
 
@@ -253,7 +262,7 @@ def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Te
         if not record:
             out = cls.forward(_Unrecorded(), *inputs, **attrs)
             return Tensor._wrap(_as_array(out), None, None)
-        node = Node(cls, inputs)
+        node = Node(cls, inputs, attrs)
         out = cls.forward(node, *inputs, **attrs)
     finally:
         _state.enabled = previous

@@ -88,7 +88,9 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
     except ImportError:
         elementwise = None
     if elementwise is not None:
-        calls.append(("elementwise.erf_forward", lambda: elementwise.erf(np.zeros(4, dtype))))
+        # The generated loops of the rules a training step runs: contiguous forward, full backward.
+        for name in elementwise.WARMUP_RULES:
+            calls.append((f"elementwise.{name}[forward]", lambda name=name: elementwise.warm(name, dtype)))
     try:
         from numdiff.kernels import optim
     except ImportError:

@@ -10,6 +10,7 @@ file and never a stale cache; an existing file is used only if its text is exact
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import os
@@ -75,16 +76,19 @@ def load_source(stem: str, source: str) -> ModuleType:
 class _Substitute(ast.NodeTransformer):
     """Rewrite an expression for a kernel body: variables to array reads, where() to `a if c else b`."""
 
-    def __init__(self, reads: dict[str, str], math_module: str) -> None:
+    def __init__(self, reads: dict[str, str], math_prefix: str | None) -> None:
         self.reads = reads
-        self.math_module = math_module
+        self.math_prefix = math_prefix
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id in self.reads:
             return ast.parse(self.reads[node.id], mode="eval").body
-        if node.id == "math":
-            return ast.Name(self.math_module, ast.Load())
         return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        if self.math_prefix is not None and isinstance(node.value, ast.Name) and node.value.id == "math":
+            return ast.Name(self.math_prefix + node.attr, ast.Load())
+        return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
@@ -94,9 +98,10 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
-def scalar_code(expression: str, reads: dict[str, str], math_module: str = "math") -> str:
-    """`expression` with each variable replaced by its read (``{"x": "a_x[i]"}``), as source."""
-    tree = _Substitute(reads, math_module).visit(ast.parse(expression, mode="eval"))
+def scalar_code(expression: str, reads: dict[str, str], math_prefix: str | None = None) -> str:
+    """`expression` with each variable replaced by its read (``{"x": "a_x[i]"}``), as source;
+    with `math_prefix`, ``math.exp`` becomes a plain name (``m_exp``) the caller imports."""
+    tree = _Substitute(reads, math_prefix).visit(ast.parse(expression, mode="eval"))
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
@@ -105,6 +110,7 @@ def vjp_expressions(rule: ScalarRule, needed: tuple[int, ...]) -> list[str]:
     return [vjp_expression(rule, index, "g") for index in needed]
 
 
+@functools.cache
 def backward_reads(rule: ScalarRule, needed: tuple[int, ...]) -> tuple[str, ...]:
     """The operands a backward kernel reads: ``g`` and the saved values its expressions use."""
     used = set()

@@ -1,15 +1,18 @@
-"""Activations (primitives with their derivatives) and softmax/log_softmax (composed)."""
+"""Activations and log_softmax/softmax.
+
+The elementwise activations (relu, leaky_relu, elu, softplus, gelu) are rows of the scalar rule
+table (numdiff/ops/scalar_rules.py); this module adds PyTorch's arguments (``inplace``, gelu's
+``approximate``) and their checks.
+"""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import as_result, normalize_dim
+from numdiff.ops._util import normalize_dim
+from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
-from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
@@ -20,96 +23,8 @@ def _check_float(op: str, x: Tensor) -> None:
         raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
 
 
-@register("relu")
-class Relu(Function):
-    @staticmethod
-    def forward(ctx, x):
-        out = np.maximum(x, 0)
-        # NaN propagates through maximum, as in PyTorch.
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved_tensors
-        return (where(out > 0, grad, grad * 0),)
-
-
-@register("leaky_relu")
-class LeakyRelu(Function):
-    @staticmethod
-    def forward(ctx, x, *, negative_slope):
-        ctx.negative_slope = negative_slope
-        ctx.save_for_backward(x)
-        return np.where(x > 0, x, x * x.dtype.type(negative_slope))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return (where(x > 0, grad, grad * ctx.negative_slope),)
-
-
-@register("elu")
-class Elu(Function):
-    @staticmethod
-    def forward(ctx, x, *, alpha):
-        ctx.alpha = alpha
-        ctx.save_for_backward(x)
-        return np.where(x > 0, x, np.expm1(np.minimum(x, 0)) * x.dtype.type(alpha))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return (where(x > 0, grad, grad * ctx.alpha * x.clamp(max=0).exp()),)
-
-
-@register("softplus")
-class Softplus(Function):
-    """log(1 + exp(beta x)) / beta, linear above `threshold` as PyTorch."""
-
-    @staticmethod
-    def forward(ctx, x, *, beta, threshold):
-        ctx.beta, ctx.threshold = beta, threshold
-        ctx.save_for_backward(x)
-        scaled = x * x.dtype.type(beta)
-        soft = np.logaddexp(0, scaled).astype(x.dtype, copy=False) / x.dtype.type(beta)
-        return np.where(scaled > threshold, x, soft)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        scaled = x * ctx.beta
-        return (where(scaled > ctx.threshold, grad, grad * scaled.sigmoid()),)
-
-
-@register("gelu")
-class Gelu(Function):
-    """x * Phi(x) with the exact erf form, or PyTorch's tanh approximation."""
-
-    @staticmethod
-    def forward(ctx, x, *, approximate):
-        from numdiff.kernels.elementwise import erf
-
-        ctx.approximate = approximate
-        ctx.save_for_backward(x)
-        if approximate == "tanh":
-            inner = x.dtype.type(math.sqrt(2 / math.pi)) * (x + x.dtype.type(0.044715) * x**3)
-            return x.dtype.type(0.5) * x * (1 + np.tanh(inner))
-        # as_result: a 0-d x times a NumPy scalar is a NumPy scalar, which erf would take for a device array.
-        return x * x.dtype.type(0.5) * (1 + erf(as_result(x * x.dtype.type(1 / math.sqrt(2)))))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        if ctx.approximate == "tanh":
-            k = math.sqrt(2 / math.pi)
-            inner = k * (x + 0.044715 * x * x * x)
-            t = inner.tanh()
-            d_inner = k * (1 + 3 * 0.044715 * x * x)
-            return (grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
-        cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
-        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
-        return (grad * (cdf + x * pdf),)
+Relu, LeakyRelu, Elu = FUNCTIONS["relu"], FUNCTIONS["leaky_relu"], FUNCTIONS["elu"]
+Softplus, Gelu, GeluTanh = FUNCTIONS["softplus"], FUNCTIONS["gelu"], FUNCTIONS["gelu_tanh"]
 
 
 def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
@@ -151,7 +66,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     _check_float("gelu", input)
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return Gelu.apply(input, approximate=approximate)
+    return GeluTanh.apply(input) if approximate == "tanh" else Gelu.apply(input)
 
 
 @register("log_softmax")
@@ -165,9 +80,11 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, *, dim):
         ctx.dim = dim
+        # A row holding +inf is NaN throughout (inf - inf), its gradient too, as in PyTorch; a row
+        # of -inf is NaN as well. Finite rows never see an inf shift.
         shift = np.max(x, axis=dim, keepdims=True)
-        shift = np.where(np.isfinite(shift), shift, 0).astype(x.dtype, copy=False)
-        shifted = x - shift
+        with np.errstate(invalid="ignore"):
+            shifted = x - shift
         out = shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
         ctx.save_for_backward(out)
         return out

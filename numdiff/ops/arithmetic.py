@@ -1,7 +1,8 @@
-"""Broadcasting arithmetic: + - * / ** and negation, forward and backward side by side.
+"""Broadcasting arithmetic: + - * / ** and negation.
 
-Backward returns gradients in the broadcast output shape; the tape sums them back to each input's
-shape. Every backward is written with numdiff ops, so it can be differentiated again.
+The ops themselves (forward, derivatives, kernels) are rows of the scalar rule table
+(numdiff/ops/scalar_rules.py); this module adds PyTorch's extra arguments (``alpha``,
+``rounding_mode``) and pow's integer check.
 """
 
 from __future__ import annotations
@@ -10,102 +11,22 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.autograd.function import Function
 from numdiff.ops._util import data_of, operands
-from numdiff.ops.registry import register
+from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.tensor import Tensor
 
+Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
 
-@register("add")
-class Add(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        return a + b
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, grad
-
-
-@register("sub")
-class Sub(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        return a - b
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, -grad if ctx.needs_input_grad[1] else None
-
-
-@register("mul")
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return (
-            grad * b if ctx.needs_input_grad[0] else None,
-            grad * a if ctx.needs_input_grad[1] else None,
-        )
-
-
-@register("div")
-class Div(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a / b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad_a = grad / b if ctx.needs_input_grad[0] else None
-        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
-
-
-@register("neg")
-class Neg(Function):
-    @staticmethod
-    def forward(ctx, a):
-        return -a
-
-    @staticmethod
-    def backward(ctx, grad):
-        return (-grad,)
-
-
-@register("pow")
-class Pow(Function):
-    """a ** b for tensors; d/da = b a^(b-1), d/db = a^b log(a) (0 where a == 0 and b >= 0)."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        out = a**b
-        ctx.save_for_backward(a, b, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        from numdiff.ops.selection import where
-
-        a, b, out = ctx.saved_tensors
-        grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_a = where(b == 0, 0.0, grad * b * a ** (b - 1))
-        if ctx.needs_input_grad[1]:
-            safe_log = where((a == 0) & (b >= 0), 0.0, a.log())
-            grad_b = grad * out * safe_log
-        return grad_a, grad_b
+mul = PUBLIC["mul"]
+neg = PUBLIC["neg"]
 
 
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    """``input + alpha * other`` with broadcasting."""
+    """``input + alpha * other`` with broadcasting.
+
+    >>> numdiff.add(numdiff.tensor([1.0, 2.0]), 1.0, alpha=2)  # doctest: +SKIP
+    tensor([3., 4.])
+    """
     if alpha != 1:
         other = mul(other, alpha)
     return Add.apply(*operands("add", input, other))
@@ -116,11 +37,6 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     if alpha != 1:
         other = mul(other, alpha)
     return Sub.apply(*operands("sub", input, other))
-
-
-def mul(input: Any, other: Any) -> Tensor:
-    """Elementwise product with broadcasting."""
-    return Mul.apply(*operands("mul", input, other))
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -136,11 +52,6 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
     return Tensor._wrap(quotient, None, None)
-
-
-def neg(input: Tensor) -> Tensor:
-    """Elementwise negation."""
-    return Neg.apply(input)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name

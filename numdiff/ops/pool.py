@@ -2,8 +2,9 @@
 
 Registered ops, each with a differentiable backward:
 
-* ``max_pool2d`` / ``adaptive_max_pool2d``: the kernel returns values and argmax indices; the
-  backward is ``max_pool_scatter`` (scatter-add of the gradient at the indices), whose backward
+* ``max_pool2d`` / ``adaptive_max_pool2d``: the kernel computes values and argmax indices; the
+  op returns the values and keeps the indices on its node; return_indices asks the twin op
+  (``MaxPool2dIndices``) for them. The backward is ``max_pool_scatter`` (scatter-add of the gradient at the indices), whose backward
   is ``max_pool_gather`` (gather at the indices), whose backward is the scatter again.
 * ``avg_pool2d`` and ``avg_pool2d_backward`` are each other's adjoint (both linear), and so are
   ``adaptive_avg_pool2d`` and ``adaptive_avg_pool2d_backward``.
@@ -68,44 +69,77 @@ def _indices_on(indices: Any, like: Any) -> Any:
 
 
 class _MaxPoolWithIndices(Function):
-    """A max pooling that records the argmax of each window; its backward scatters by them."""
+    """A max pooling that records the argmax of each window; its backward scatters by them.
+
+    The indices stay on the node (``ctx.indices``) for backward; callers that want them
+    (return_indices) get them from the op's twin below, so each op has exactly one output.
+    """
 
     @staticmethod
     def backward(ctx, grad):
         return (MaxPoolScatter.apply(grad, indices=ctx.indices, input_shape=ctx.input_shape),)
 
 
-def _keep_indices(ctx, x, indices, indices_sink, out):
-    """Remember the argmax indices for backward and hand them to the caller (return_indices)."""
-    ctx.indices, ctx.input_shape = indices, x.shape
-    indices_sink.append(indices)
-    return out
+def _max_pool2d_arrays(x, kernel_size, stride, padding, dilation, ceil_mode):
+    oh, ow = (
+        pool_output_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], dilation[i], ceil_mode)
+        for i in (0, 1)
+    )
+    out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
+    indices = np.empty(out.shape, dtype=np.int64, like=x)
+    _cpu_or_cuda(x, "max_pool2d_forward")(_c(x), out, indices, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, indices
+
+
+def _adaptive_max_pool2d_arrays(x, output_size):
+    out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
+    indices = np.empty(out.shape, dtype=np.int64, like=x)
+    _cpu_or_cuda(x, "adaptive_max_pool2d_forward")(_c(x), out, indices)
+    return out, indices
 
 
 @register("max_pool2d")
 class MaxPool2d(_MaxPoolWithIndices):
     @staticmethod
-    def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode, indices_sink):
-        oh, ow = (
-            pool_output_size(x.shape[2 + i], kernel_size[i], stride[i], padding[i], dilation[i], ceil_mode)
-            for i in (0, 1)
-        )
-        out = np.empty(x.shape[:2] + (oh, ow), dtype=x.dtype, like=x)
-        indices = np.empty(out.shape, dtype=np.int64, like=x)
-        _cpu_or_cuda(x, "max_pool2d_forward")(
-            _c(x), out, indices, kernel_size, stride, padding, dilation, ceil_mode
-        )
-        return _keep_indices(ctx, x, indices, indices_sink, out)
+    def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+        out, ctx.indices = _max_pool2d_arrays(x, kernel_size, stride, padding, dilation, ceil_mode)
+        ctx.input_shape = x.shape
+        return out
 
 
 @register("adaptive_max_pool2d")
 class AdaptiveMaxPool2d(_MaxPoolWithIndices):
     @staticmethod
-    def forward(ctx, x, *, output_size, indices_sink):
-        out = np.empty(x.shape[:2] + tuple(output_size), dtype=x.dtype, like=x)
-        indices = np.empty(out.shape, dtype=np.int64, like=x)
-        _cpu_or_cuda(x, "adaptive_max_pool2d_forward")(_c(x), out, indices)
-        return _keep_indices(ctx, x, indices, indices_sink, out)
+    def forward(ctx, x, *, output_size):
+        out, ctx.indices = _adaptive_max_pool2d_arrays(x, output_size)
+        ctx.input_shape = x.shape
+        return out
+
+
+class MaxPool2dIndices(Function):
+    """max_pool2d's argmax indices (int64, flat over H*W), from the same attrs as max_pool2d.
+
+    Integer-valued, so never differentiated and not in OPS (like argmax); an array op all the same,
+    so a tracer replays it as ``MaxPool2dIndices.forward(ctx, x, **attrs)``.
+    """
+
+    array_forward = True
+    op_name = "max_pool2d_indices"
+
+    @staticmethod
+    def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+        return _max_pool2d_arrays(x, kernel_size, stride, padding, dilation, ceil_mode)[1]
+
+
+class AdaptiveMaxPool2dIndices(Function):
+    """adaptive_max_pool2d's argmax indices (int64); see MaxPool2dIndices."""
+
+    array_forward = True
+    op_name = "adaptive_max_pool2d_indices"
+
+    @staticmethod
+    def forward(ctx, x, *, output_size):
+        return _adaptive_max_pool2d_arrays(x, output_size)[1]
 
 
 @register("max_pool_scatter")
@@ -220,12 +254,11 @@ def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mo
     k, s, p, d = pool_window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode)
     if dims == 1:
         x, k, s, p, d = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p, (1,) + d
-    sink: list = []
-    out = MaxPool2d.apply(
-        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode), indices_sink=sink
-    )
-    out = unbatch(out, unbatched, dims == 1)
-    return (out, indices_tensor(sink[0], unbatched, dims == 1)) if return_indices else out
+    attrs = dict(kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
+    out = unbatch(MaxPool2d.apply(x, **attrs), unbatched, dims == 1)
+    if not return_indices:
+        return out
+    return out, indices_tensor(MaxPool2dIndices.apply(x, **attrs)._data, unbatched, dims == 1)
 
 
 def max_pool1d(
@@ -273,9 +306,10 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     op = "adaptive_max_pool2d"
     x, unbatched = batched_input(op, input, 2)
     size = resolve_output_size(op, output_size, tuple(x.shape[2:]))
-    sink: list = []
-    out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size, indices_sink=sink), unbatched, False)
-    return (out, indices_tensor(sink[0], unbatched, False)) if return_indices else out
+    out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size), unbatched, False)
+    if not return_indices:
+        return out
+    return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=size)._data, unbatched, False)
 
 
 def _avg_poolnd(

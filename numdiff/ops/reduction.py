@@ -50,18 +50,15 @@ class Prod(Function):
     @staticmethod
     def forward(ctx, x, *, dims, keepdim):
         _remember(ctx, x, dims, keepdim)
-        out = np.prod(x, axis=dims, keepdims=keepdim)
-        ctx.save_for_backward(x, out)
-        return out
+        ctx.save_for_backward(x)
+        return np.prod(x, axis=dims, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
-        x, out = ctx.saved_tensors
+        # The product of the others, computed directly rather than as out / x, so zeros need no
+        # branch on the values (a traced or compiled backward cannot take one).
+        (x,) = ctx.saved_tensors
         grad_full = _expand_back(grad, ctx)
-        out_full = _expand_back(out, ctx)
-        has_zero = (x == 0)._data.any()
-        if not has_zero:
-            return (grad_full * (out_full / x),)  # out / x first: grad * out can under- or overflow
         if is_grad_enabled():
             # create_graph=True: the product of the others must itself be differentiable.
             return (grad_full * _product_of_others_differentiable(x, ctx.dims),)

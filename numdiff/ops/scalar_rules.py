@@ -26,6 +26,8 @@ The fields of `ScalarRule`:
   Python floats, passed to forward and recorded on the node (``node.attrs``); the expressions read
   them by name.
 - ``method``: whether the public function is also attached as a Tensor method.
+- ``export``: whether it is also ``numdiff.<name>`` (activations with PyTorch-only-in-functional
+  names, such as leaky_relu, are reached through numdiff.nn.functional instead).
 - ``doc``: the public function's docstring summary.
 
 The expression language (a subset of Python that Numba compiles on both targets, and that can also
@@ -65,6 +67,7 @@ class ScalarRule:
     dtypes: str = "to_float"
     attrs: tuple[tuple[str, float], ...] = ()
     method: bool = True
+    export: bool = True
     doc: str = ""
 
     @property
@@ -149,25 +152,27 @@ _TABLE = (
     ),
     ScalarRule(
         "leaky_relu", 1, "where(x > 0.0, x, x * negative_slope)", ("where(x > 0.0, 1.0, negative_slope)",),
-        dtypes="float", attrs=(("negative_slope", 0.01),), method=False,
+        dtypes="float", export=False, attrs=(("negative_slope", 0.01),), method=False,
         doc="x for x > 0, else negative_slope * x.",
     ),
     ScalarRule(
         "elu", 1, "where(x > 0.0, x, alpha * math.expm1(x))", ("where(x <= 0.0, alpha * math.exp(x), 1.0)",),
-        dtypes="float", attrs=(("alpha", 1.0),), method=False, doc="x for x > 0, else alpha * (exp(x) - 1).",
+        dtypes="float", export=False, attrs=(("alpha", 1.0),), method=False, doc="x for x > 0, else alpha * (exp(x) - 1).",
     ),
     ScalarRule(
         "softplus", 1,
-        # Linear above the threshold, as PyTorch; below it exp(beta x) <= exp(threshold) is finite.
-        "where(x * beta > threshold, x, math.log1p(math.exp(x * beta)) / beta)",
+        # Linear above the threshold, as PyTorch; below it max(z, 0) + log1p(exp(-|z|)), z = beta x,
+        # which never overflows (the threshold may be inf).
+        "where(x * beta > threshold, x,"
+        " (where(x * beta > 0.0, x * beta, 0.0) + math.log1p(math.exp(-math.fabs(x * beta)))) / beta)",
         ("where(x * beta > threshold, 1.0, 1.0 / (1.0 + math.exp(-x * beta)))",),
-        dtypes="float", attrs=(("beta", 1.0), ("threshold", 20.0)), method=False,
+        dtypes="float", export=False, attrs=(("beta", 1.0), ("threshold", 20.0)), method=False,
         doc="A smooth relu: log(1 + exp(beta x)) / beta.",
     ),
     ScalarRule(
         "gelu", 1, "0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))",  # 1 / sqrt(2)
         ("0.5 * (1.0 + math.erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * math.exp(-0.5 * x * x)",),
-        dtypes="float", method=False, doc="x * Phi(x), Phi the standard normal CDF (erf form).",
+        dtypes="float", export=False, method=False, doc="x * Phi(x), Phi the standard normal CDF (erf form).",
     ),
     ScalarRule(
         "gelu_tanh", 1,
@@ -176,7 +181,7 @@ _TABLE = (
         ("0.5 * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))"
          " + 0.5 * x * (1.0 - math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2.0)"
          " * 0.7978845608028654 * (1.0 + 0.134145 * x * x)",),
-        dtypes="float", method=False, doc="gelu's tanh approximation.",
+        dtypes="float", export=False, method=False, doc="gelu's tanh approximation.",
     ),
 )  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""Ops that pick between values: where, maximum, minimum, clamp, masked_fill."""
+"""Ops that pick between values: where, clamp, masked_fill (maximum and minimum are scalar rules)."""
 
 from __future__ import annotations
 
@@ -30,38 +30,6 @@ class Where(Function):
             where(condition, grad, zero) if ctx.needs_input_grad[1] else None,
             where(condition, zero, grad) if ctx.needs_input_grad[2] else None,
         )
-
-
-@register("maximum")
-class Maximum(Function):
-    """Elementwise max; on ties each input gets half the gradient, as in PyTorch."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return np.maximum(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        share_a = (a > b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
-        return grad * share_a, grad * (1 - share_a)
-
-
-@register("minimum")
-class Minimum(Function):
-    """Elementwise min; on ties each input gets half the gradient, as in PyTorch."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return np.minimum(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        share_a = (a < b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
-        return grad * share_a, grad * (1 - share_a)
 
 
 @register("clamp")
@@ -105,13 +73,17 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
 
 
 def maximum(input: Any, other: Any) -> Tensor:
-    """Elementwise maximum with broadcasting."""
-    return Maximum.apply(*operands("maximum", input, other))
+    """Elementwise maximum with broadcasting (a rule of numdiff/ops/scalar_rules.py)."""
+    from numdiff.ops.elementwise import PUBLIC
+
+    return PUBLIC["maximum"](input, other)
 
 
 def minimum(input: Any, other: Any) -> Tensor:
-    """Elementwise minimum with broadcasting."""
-    return Minimum.apply(*operands("minimum", input, other))
+    """Elementwise minimum with broadcasting (a rule of numdiff/ops/scalar_rules.py)."""
+    from numdiff.ops.elementwise import PUBLIC
+
+    return PUBLIC["minimum"](input, other)
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002

@@ -244,6 +244,7 @@ CORE_CASES: list[OpCase] = [
     OpCase("tanh", "plain", args(normal(2, 3)), numdiff.tanh, np.tanh),
     OpCase("sigmoid", "plain", args(uniform(-6, 6, 2, 3)), numdiff.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
     OpCase("erf", "plain", args(normal(2, 3)), numdiff.erf, _erf),
+    OpCase("atan", "plain", args(normal(2, 3)), numdiff.atan, np.arctan),
     # ------------------------------------------------------------------ activations
     OpCase("relu", "plain", args(away_from_zero(2, 3)), numdiff.relu, lambda x: np.maximum(x, 0)),
     OpCase(
@@ -282,8 +283,8 @@ CORE_CASES: list[OpCase] = [
         lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
     ),
     OpCase(
-        "gelu",
-        "tanh",
+        "gelu_tanh",
+        "plain",
         args(normal(2, 3)),
         lambda x: numdiff.nn.functional.gelu(x, approximate="tanh"),
         _gelu_tanh,

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 from numba import cuda
 
+from numdiff.cuda.kernels import _scalar_math
 from numdiff.cuda.kernels._index import grid_1d, strided_offset
-
-# Above this, exp overflows float64 (and so float32 too); the GPU gives inf, Python would raise.
-_EXP_OVERFLOW = 709.78
+from numdiff.kernels._codegen import backward_reads, load_source, scalar_code, vjp_expressions
+from numdiff.ops.scalar_rules import ScalarRule, math_functions_in
 
 
 def _device(fn: Callable) -> Callable:
@@ -66,13 +67,13 @@ SCALAR_FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "negative": (1, _device(lambda a: -a)),
     "absolute": (1, _device(lambda a: abs(a))),
     "sign": (1, _sign),
-    "exp": (1, _device(lambda a: math.exp(a) if a < _EXP_OVERFLOW else math.inf)),
-    "expm1": (1, _device(lambda a: math.expm1(a) if a < _EXP_OVERFLOW else math.inf)),
-    "log": (1, _device(lambda a: math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan))),
-    "log1p": (1, _device(lambda a: math.log1p(a) if a > -1 else (-math.inf if a == -1 else math.nan))),
-    "sqrt": (1, _device(lambda a: math.sqrt(a) if a >= 0 else math.nan)),
-    "sin": (1, _device(lambda a: math.sin(a))),
-    "cos": (1, _device(lambda a: math.cos(a))),
+    "exp": (1, _scalar_math.exp),
+    "expm1": (1, _scalar_math.expm1),
+    "log": (1, _scalar_math.log),
+    "log1p": (1, _scalar_math.log1p),
+    "sqrt": (1, _scalar_math.sqrt),
+    "sin": (1, _scalar_math.sin),
+    "cos": (1, _scalar_math.cos),
     "tanh": (1, _device(lambda a: math.tanh(a))),
     "erf": (1, _device(lambda a: math.erf(a))),
     "trunc": (1, _trunc),
@@ -162,3 +163,88 @@ def launch_map(name: str, out, inputs: tuple) -> None:
         args += [x._buffer, x.meta(out.shape)]
     blocks, threads = grid_1d(n)
     kernel[blocks, threads](*args, shape, n)
+
+
+# ----------------------------------------------------------------- kernels generated from the rules
+# (rule, kind, needed inputs) -> the @cuda.jit kernel; see numdiff/ops/scalar_rules.py.
+RULE_KERNELS: dict[tuple, Callable] = {}
+
+
+def _rule_source(results: list[str], expressions: list[str], operands: tuple[str, ...], attrs: tuple[str, ...]) -> str:
+    """``kernel(r_0, r_0_meta, ..., a_x, a_x_meta, ..., shape, n, <attrs>)``: a grid-stride map."""
+    functions = sorted(set().union(*(math_functions_in(e) for e in expressions)))
+    imports = [
+        f"from numdiff.cuda.kernels._scalar_math import {f} as m_{f}"
+        if hasattr(_scalar_math, f)
+        else f"from math import {f} as m_{f}"
+        for f in functions
+    ]
+    params = [p for r in results for p in (r, f"{r}_meta")] + [p for o in operands for p in (f"a_{o}", f"a_{o}_meta")]
+    reads = {o: f"v_{o}" for o in operands}
+    lines = [
+        "import math",
+        "",
+        "from numba import cuda",
+        "",
+        "from numdiff.cuda.kernels._index import strided_offset",
+        *imports,
+        "",
+        "",
+        "@cuda.jit(cache=True)",
+        f"def kernel({', '.join([*params, 'shape', 'n', *attrs])}):",
+        "    for i in range(cuda.grid(1), n, cuda.gridsize(1)):",
+        *[f"        v_{o} = a_{o}[strided_offset(i, shape, a_{o}_meta)]" for o in operands],
+        *[
+            f"        {r}[strided_offset(i, shape, {r}_meta)] = {scalar_code(e, reads, 'm_')}"
+            for r, e in zip(results, expressions)
+        ],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _rule_kernel(rule: ScalarRule, kind: str, needed: tuple[int, ...]) -> Callable:
+    key = (rule.name, kind, needed)
+    kernel = RULE_KERNELS.get(key)
+    if kernel is None:
+        if kind == "forward":
+            results, expressions, operands = ["r_0"], [rule.forward], rule.inputs
+        else:
+            expressions = vjp_expressions(rule, needed)
+            results = [f"r_{i}" for i in range(len(needed))]
+            operands = backward_reads(rule, needed)
+        source = _rule_source(results, expressions, operands, rule.attr_names)
+        kernel = RULE_KERNELS[key] = load_source(f"cuda_{rule.name}_{kind}{''.join(map(str, needed))}", source).kernel
+    return kernel
+
+
+def _launch_rule(kernel: Callable, results: list, operands: list, attrs: tuple) -> None:
+    out = results[0]
+    n = out.size
+    if n == 0:
+        return
+    dtype = out.dtype
+    args = []
+    for r in results:
+        args += [r._buffer, r.meta(out.shape)]
+    for value in operands:
+        if not hasattr(value, "_buffer"):  # a Python number joins as a 0-d array of the result dtype
+            value = out.from_host(np.asarray(value, dtype=dtype))
+        args += [value._buffer, value.meta(out.shape)]
+    blocks, threads = grid_1d(n)
+    kernel[blocks, threads](*args, out.shape_vector(), n, *attrs)
+
+
+def rule_forward(rule: ScalarRule, inputs: tuple, attrs: tuple, shape: tuple, dtype, like) -> object:
+    """``rule.forward`` over CudaArrays (and Python numbers) broadcast to `shape`, in `dtype`."""
+    out = type(like).empty(shape, dtype, like.device)
+    _launch_rule(_rule_kernel(rule, "forward", ()), [out], list(inputs), attrs)
+    return out
+
+
+def rule_backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tuple) -> list:
+    """The gradients of the inputs in `needed` (output-shaped CudaArrays), from one kernel launch."""
+    g = values["g"]
+    results = [type(g).empty(g.shape, g.dtype, g.device) for _ in needed]
+    operands = [values[name] for name in backward_reads(rule, needed)]
+    _launch_rule(_rule_kernel(rule, "backward", needed), results, operands, attrs)
+    return results

@@ -1,0 +1,213 @@
+"""The elementwise ops, generated from the scalar rules (numdiff/ops/scalar_rules.py).
+
+For each `ScalarRule` this module makes and registers a `Function` (``FUNCTIONS["exp"]``, class
+``Exp``) and a public function (``PUBLIC["exp"]``, exported as ``numdiff.exp`` and, where the rule
+says so, the Tensor method ``x.exp()``). ops/unary.py, arithmetic.py and activation.py add the
+hand-written argument handling some ops need (``alpha``, ``rounding_mode``, ``inplace``).
+
+Forward: float inputs run the rule's generated kernel (CPU ``@njit``, CUDA ``@cuda.jit``); integer
+and bool inputs of ops that keep them run the NumPy ufunc, with NumPy's dtype promotion. On the
+CPU a rule with a ufunc also uses it where that is faster (`UFUNC_FORWARD`).
+
+Backward: without ``create_graph`` one generated kernel writes every needed input gradient in
+one pass. With ``create_graph`` the same vjp expressions are evaluated on Tensors (``math.exp`` is
+the exp op, ``where`` is numdiff.where), so the backward is recorded and differentiable again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import _state
+from numdiff.ops._util import data_of, operands
+from numdiff.ops.registry import register
+from numdiff.ops.scalar_rules import MATH_RULES, RULES, ScalarRule, vjp_expression
+from numdiff.tensor import Tensor
+
+FUNCTIONS: dict[str, type[Function]] = {}
+PUBLIC: dict[str, Callable[..., Tensor]] = {}
+
+# Rules whose NumPy ufunc beats the generated loop for float inputs on the CPU, measured on
+# float32[32768] (benchmarks/bench_elementwise.py): the ufuncs use SIMD transcendental functions.
+UFUNC_FORWARD = frozenset({"exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt", "atan", "add", "sub", "mul", "div"})
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _kernel_dtype(arrays: list) -> np.dtype | None:
+    """The float dtype all array operands share, or None (then the NumPy ufunc computes)."""
+    dtype = arrays[0].dtype
+    if dtype not in _FLOATS:
+        return None
+    for array in arrays[1:]:
+        if array.dtype != dtype:
+            return None
+    return dtype
+
+
+def _forward_array(rule: ScalarRule, ufunc: Any, inputs: tuple, attrs: tuple) -> Any:
+    arrays = [v for v in inputs if not isinstance(v, (int, float))]
+    first = arrays[0]
+    dtype = _kernel_dtype(arrays)
+    on_cpu = type(first) is np.ndarray
+    if dtype is None or (on_cpu and ufunc is not None and rule.name in UFUNC_FORWARD):
+        if ufunc is None:
+            raise TypeError(f"{rule.name}: expected floating point arrays, got {[str(a.dtype) for a in arrays]}")
+        return ufunc(*inputs)
+    shape = first.shape
+    if len(arrays) == 2 and arrays[1].shape != shape:
+        shape = np.broadcast_shapes(shape, arrays[1].shape)
+    if on_cpu:
+        from numdiff.kernels import elementwise as cpu
+
+        return cpu.forward(rule, inputs, attrs, shape, dtype)
+    from numdiff.cuda.kernels import elementwise as cuda_rules
+
+    return cuda_rules.rule_forward(rule, inputs, attrs, shape, dtype, first)
+
+
+class _TensorMath:
+    """``math`` inside a vjp expression evaluated on Tensors: each function is its rule's op."""
+
+    def __getattr__(self, name: str) -> Callable[..., Tensor]:
+        return PUBLIC[MATH_RULES.get(name, name)]
+
+
+def _tensor_where(condition: Tensor, a: Any, b: Any) -> Tensor:
+    from numdiff.ops.selection import where
+
+    return where(condition, a, b)
+
+
+def _make_function(rule: ScalarRule) -> type[Function]:
+    ufunc = getattr(np, rule.ufunc) if rule.ufunc else None
+    attr_names = rule.attr_names
+    saved = rule.saved
+    saved_inputs = [rule.inputs.index(name) for name in saved if name != "out"]
+    saves_out = "out" in saved
+    vjps = [vjp_expression(rule, i, "g") for i in range(rule.arity)]
+    vjp_code = [compile(expression, f"<vjp of {rule.name}>", "eval") for expression in vjps]
+
+    def forward(ctx, *inputs, **attrs):
+        values = tuple(attrs[name] for name in attr_names)
+        out = _forward_array(rule, ufunc, inputs, values)
+        if saved:
+            items = [inputs[i] for i in saved_inputs]
+            if saves_out:
+                items.append(out)
+            ctx.save_for_backward(*items)
+        return out
+
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        values = dict(zip(saved, ctx.saved_tensors)) if saved else {}
+        attrs = ctx.attrs
+        if _state.enabled:  # create_graph: the tensor form, recorded for higher derivatives
+            scope = {**attrs, **values, "g": grad, "math": _TensorMath(), "where": _tensor_where}
+            return tuple(
+                _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
+            )
+        return _kernel_backward(rule, vjps, needs, grad, values, tuple(attrs[n] for n in attr_names))
+
+    name = "".join(part.capitalize() for part in rule.name.split("_"))
+    cls = type(name, (Function,), {
+        "__doc__": f"{rule.name}: out = {rule.forward}; d/d{', d/d'.join(rule.inputs)} = {', '.join(rule.derivatives)}.",
+        "__module__": __name__,
+        "rule": rule,
+        "forward": staticmethod(forward),
+        "backward": staticmethod(backward),
+    })  # fmt: skip
+    return register(rule.name)(cls)
+
+
+def _as_gradient(value: Any, grad: Tensor) -> Tensor:
+    # A vjp that folded to a constant (sign's 0) still answers with a tensor in grad's shape.
+    return value if isinstance(value, Tensor) else grad * 0.0 + value
+
+
+def _kernel_backward(rule, vjps, needs, grad, values, attrs) -> tuple:
+    gradients: list[Any] = [None] * rule.arity
+    needed = []
+    for i in range(rule.arity):
+        if not needs[i]:
+            continue
+        if vjps[i] == "g":  # add's gradients: the output gradient itself, no kernel
+            gradients[i] = grad
+        else:
+            needed.append(i)
+    if needed:
+        arrays = {"g": grad._data}
+        for key, tensor in values.items():
+            data = tensor._data
+            arrays[key] = data
+        g = arrays["g"]
+        if type(g) is np.ndarray:
+            from numdiff.kernels import elementwise as cpu
+
+            results = cpu.backward(rule, tuple(needed), arrays, attrs)
+        else:
+            from numdiff.cuda.kernels import elementwise as cuda_rules
+
+            results = cuda_rules.rule_backward(rule, tuple(needed), arrays, attrs)
+        for i, result in zip(needed, results):
+            gradients[i] = Tensor._wrap(result, None, None)
+    return tuple(gradients)
+
+
+def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if dtypes != "any" and x._data.dtype.kind != "f":
+        if dtypes == "float":
+            raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
+        return x.float()
+    return x
+
+
+def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Tensor]:
+    defaults = dict(rule.attrs)
+
+    def check_attrs(attrs: dict) -> dict:
+        unknown = set(attrs) - set(defaults)
+        if unknown:
+            raise TypeError(f"{rule.name}: unexpected keyword arguments {sorted(unknown)}; it takes {sorted(defaults)}")
+        merged = {**defaults, **attrs}
+        for key, value in merged.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{rule.name}: {key} must be a number, got {type(value).__name__}")
+        return {key: float(value) for key, value in merged.items()}
+
+    if rule.arity == 1:
+
+        def public(input: Tensor, **attrs: float) -> Tensor:
+            return function.apply(_float_tensor(rule.name, input, rule.dtypes), **check_attrs(attrs))
+
+    else:
+
+        def public(input: Any, other: Any, **attrs: float) -> Tensor:
+            a, b = operands(rule.name, input, other)
+            if rule.dtypes != "any" and np.result_type(data_of(a), data_of(b)).kind != "f":
+                if rule.dtypes == "float":
+                    raise TypeError(f"{rule.name}: expected floating point operands")
+                a = a.float() if isinstance(a, Tensor) else float(a)
+                b = b.float() if isinstance(b, Tensor) else float(b)
+            return function.apply(a, b, **check_attrs(attrs))
+
+    public.__name__ = public.__qualname__ = rule.name
+    public.__module__ = __name__
+    example = f"numdiff.{rule.name}(numdiff.tensor([0.5, 1.0]){', numdiff.tensor([2.0, 3.0])' if rule.arity == 2 else ''})"
+    public.__doc__ = f"{rule.doc or rule.name + ', elementwise.'}\n\n    >>> {example}  # doctest: +SKIP\n"
+    return public
+
+
+for _rule in RULES.values():
+    FUNCTIONS[_rule.name] = _make_function(_rule)
+    PUBLIC[_rule.name] = _make_public(_rule, FUNCTIONS[_rule.name])
+
+# Tensor methods generated from the table (ops with hand-written arguments attach their own).
+METHODS = {name: PUBLIC[name] for name, rule in RULES.items() if rule.method}
+EXPORTS = {name: PUBLIC[name] for name, rule in RULES.items() if rule.export}

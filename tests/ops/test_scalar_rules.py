@@ -1,0 +1,273 @@
+"""The scalar rule table (numdiff/ops/scalar_rules.py) and what is generated from it.
+
+- NaN and inf semantics against torch 2.13, on both backward paths (the fused kernel, and the
+  tensor form recorded under create_graph);
+- the generated CPU loops on every layout they choose between (contiguous, strided, broadcast,
+  scalar, stride-0, above the parallel grain), against NumPy;
+- that a rule is the whole definition of an op (registered Function, public function, method);
+- that recorded nodes carry op_name and attrs that replay the forward.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numdiff
+import numdiff.nn.functional as nf
+from numdiff.autograd.function import _Unrecorded
+from numdiff.kernels import _codegen
+from numdiff.kernels import elementwise as cpu_kernels
+from numdiff.ops import OPS
+from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
+from numdiff.ops.scalar_rules import RULES, ScalarRule, vjp_expression
+
+torch = pytest.importorskip("torch")
+tnf = torch.nn.functional
+
+NAN, INF = float("nan"), float("inf")
+
+# name: (numdiff function, torch function) for one tensor input.
+UNARY_NAN = {
+    "relu": (numdiff.relu, torch.relu),
+    "leaky_relu": (lambda x: nf.leaky_relu(x, 0.1), lambda x: tnf.leaky_relu(x, 0.1)),
+    "elu": (nf.elu, tnf.elu),
+    "abs": (numdiff.abs, torch.abs),
+    "softplus": (nf.softplus, tnf.softplus),
+    "sigmoid": (numdiff.sigmoid, torch.sigmoid),
+    "gelu": (nf.gelu, tnf.gelu),
+}
+
+
+def _grads(fn, x, grad, create_graph: bool):
+    """The gradient of fn at x for the output gradient `grad`, through either backward path."""
+    leaf = numdiff.tensor(x, requires_grad=True)
+    out = fn(leaf)
+    (g,) = numdiff.autograd.grad(out, leaf, numdiff.tensor(grad), create_graph=create_graph)
+    return out.detach().numpy(), g.detach().numpy()
+
+
+def _torch_grads(fn, x, grad):
+    leaf = torch.tensor(x, requires_grad=True)
+    out = fn(leaf)
+    (g,) = torch.autograd.grad(out, leaf, torch.tensor(grad))
+    return out.detach().numpy(), g.numpy()
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(UNARY_NAN))
+def test_nan_and_inf_inputs_give_torchs_values_and_gradients(name, dtype, create_graph):
+    ours, theirs = UNARY_NAN[name]
+    x = np.array([NAN, -INF, INF, -2.0, -0.0, 0.0, 0.5, 30.0], dtype=dtype)
+    if name == "gelu":  # torch's float32 gelu gives NaN at +inf and its float64 one inf: skip infinities
+        x = x[np.isfinite(x) | np.isnan(x)]
+    grad = np.ones_like(x)
+    out, g = _grads(ours, x, grad, create_graph)
+    t_out, t_g = _torch_grads(theirs, x, grad)
+    np.testing.assert_allclose(out, t_out, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(g, t_g, rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
+def test_relu_passes_gradient_at_nan_and_masks_nan_gradients_where_off(create_graph):
+    x = np.array([NAN, -1.0, 2.0, 0.0])
+    grad = np.array([1.0, NAN, 3.0, INF])
+    _, g = _grads(numdiff.relu, x, grad, create_graph)
+    _, t_g = _torch_grads(torch.relu, x, grad)
+    np.testing.assert_array_equal(g, t_g)  # [1, 0, 3, 0]: a masked-off NaN gradient is an exact 0
+    np.testing.assert_array_equal(g, [1.0, 0.0, 3.0, 0.0])
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_and_minimum_give_a_nan_operand_the_gradient_as_torch(name, create_graph):
+    a = np.array([NAN, 1.0, 2.0, NAN, 3.0, -1.0])
+    b = np.array([1.0, NAN, 2.0, NAN, 1.0, 4.0])
+    grad = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    na, nb = numdiff.tensor(a, requires_grad=True), numdiff.tensor(b, requires_grad=True)
+    out = getattr(numdiff, name)(na, nb)
+    ga, gb = numdiff.autograd.grad(out, (na, nb), numdiff.tensor(grad), create_graph=create_graph)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    t_out = getattr(torch, name)(ta, tb)
+    t_ga, t_gb = torch.autograd.grad(t_out, (ta, tb), torch.tensor(grad))
+    np.testing.assert_array_equal(out.detach().numpy(), t_out.detach().numpy())
+    np.testing.assert_array_equal(ga.detach().numpy(), t_ga.numpy())
+    np.testing.assert_array_equal(gb.detach().numpy(), t_gb.numpy())
+    assert ga.numpy()[0] == 1.0 and gb.numpy()[1] == 2.0  # the NaN side takes the gradient (was 0)
+
+
+@pytest.mark.parametrize("row", [[1.0, INF, 0.0], [INF, INF, 1.0], [-INF, -INF, -INF], [1.0, -INF, 0.0], [NAN, 0.0, 1.0]])
+def test_log_softmax_with_infinite_logits_matches_torch(row):
+    grad = np.array([[1.0, 0.5, 0.25]])
+    x = numdiff.tensor(np.array([row]), requires_grad=True)
+    out = numdiff.log_softmax(x, 1)
+    out.backward(numdiff.tensor(grad))
+    t = torch.tensor(np.array([row]), requires_grad=True)
+    t_out = torch.log_softmax(t, 1)
+    t_out.backward(torch.tensor(grad))
+    np.testing.assert_allclose(out.detach().numpy(), t_out.detach().numpy(), rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12, equal_nan=True)
+    if INF in row:
+        assert np.isnan(x.grad.numpy()).all()  # was finite before: PyTorch gives NaN
+
+
+# ----------------------------------------------------------------------------- generated loops
+
+LAYOUTS = {
+    "contiguous": lambda a: a,
+    "transposed": lambda a: a.T,
+    "sliced": lambda a: a[::2, ::2],
+    "strided-1d": lambda a: a.reshape(-1)[::3],
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_generated_loops_match_numpy_on_every_layout(layout, dtype):
+    rng = np.random.default_rng(0)
+    a = LAYOUTS[layout](rng.standard_normal((6, 8)).astype(dtype))
+    b = LAYOUTS[layout](rng.uniform(0.5, 2.0, (6, 8)).astype(dtype))
+    for rule, reference in [("relu", lambda x, y: np.maximum(x, 0)), ("div", np.divide), ("maximum", np.maximum)]:
+        inputs = (a, b)[: RULES[rule].arity]
+        out = cpu_kernels.forward(RULES[rule], inputs, (), a.shape, np.dtype(dtype))
+        np.testing.assert_allclose(out, reference(a, b), rtol=1e-6)
+    g = LAYOUTS[layout](rng.standard_normal((6, 8)).astype(dtype))
+    quotient = a / b
+    ga, gb = cpu_kernels.backward(RULES["div"], (0, 1), {"g": g, "y": b, "out": quotient}, ())
+    np.testing.assert_allclose(ga, g / b, rtol=1e-6)
+    np.testing.assert_allclose(gb, -g * quotient / b, rtol=1e-6)
+
+
+def test_generated_loops_broadcast_scalars_and_stride_zero_operands():
+    x = np.arange(12.0).reshape(3, 4)
+    row, column = np.array([1.0, -2.0, 3.0, -4.0]), np.array([[2.0], [3.0], [4.0]])
+    rule = RULES["mul"]
+    for other in (row, column, 2.5, np.array(2.5), np.array([[2.5]]), np.broadcast_to(np.array(2.5), (3, 4))):
+        out = cpu_kernels.forward(rule, (x, other), (), (3, 4), np.dtype(np.float64))
+        np.testing.assert_array_equal(out, x * other)
+    g = np.broadcast_to(np.array(1.5), (3, 4))  # the gradient of a sum: one value, all strides 0
+    (gx,) = cpu_kernels.backward(rule, (0,), {"g": g, "y": column}, ())
+    np.testing.assert_array_equal(gx, 1.5 * np.broadcast_to(column, (3, 4)))
+
+
+@pytest.mark.parametrize("shape", [(40000,), (200, 201), (2, 3, 7000)])
+def test_generated_loops_above_the_parallel_grain_match_numpy(shape):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    assert x.size > cpu_kernels.GRAIN
+    for view in (x, x.T):
+        out = cpu_kernels.forward(RULES["relu"], (view,), (), view.shape, x.dtype)
+        np.testing.assert_array_equal(out, np.maximum(view, 0))
+        (g,) = cpu_kernels.backward(RULES["relu"], (0,), {"g": view, "out": out}, ())
+        np.testing.assert_array_equal(g, np.where(out > 0, view, 0))
+
+
+def test_generated_source_lives_in_a_file_and_a_damaged_file_is_rewritten():
+    source = "VALUE = 1\n"
+    module = _codegen.load_source("test_probe", source)
+    path = module.__file__
+    assert path.startswith(str(_codegen.generated_dir())) and open(path).read() == source
+    with open(path, "w") as file:
+        file.write("garbage that is not the source")
+    _codegen._loaded.clear()
+    assert _codegen.load_source("test_probe", source).VALUE == 1
+    assert open(path).read() == source
+
+
+# ----------------------------------------------------------------------------- the table is the op
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_every_rule_is_a_registered_op_with_a_public_function(name):
+    rule = RULES[name]
+    assert OPS[name] is FUNCTIONS[name] and FUNCTIONS[name].rule is rule
+    assert PUBLIC[name].__name__ == name and PUBLIC[name].__doc__
+    if rule.export:  # numdiff.<name> is the generated function, or a hand-written one around the same op
+        inputs = [numdiff.tensor([0.5, 2.0], requires_grad=True) for _ in rule.inputs]
+        assert getattr(numdiff, name)(*inputs).grad_fn.op_name == name
+    if rule.method:
+        assert getattr(numdiff.Tensor, name) is PUBLIC[name]
+
+
+def test_atan_is_one_line_of_the_table():
+    # Everything below comes from ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",), ...).
+    x = numdiff.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    out = x.atan()
+    np.testing.assert_allclose(numdiff.atan(x).detach().numpy(), np.arctan([-2.0, 0.5, 3.0]))
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1 / (1 + np.array([-2.0, 0.5, 3.0]) ** 2))
+    assert out.grad_fn.op_name == "atan"
+
+
+def test_vjp_expressions_fold_constants_and_distribute_into_where():
+    assert vjp_expression(RULES["add"], 0) == "g"
+    assert vjp_expression(RULES["sub"], 1) == "-g"
+    assert vjp_expression(RULES["relu"], 0) == "where(out <= 0.0, 0.0, g)"
+    assert vjp_expression(RULES["exp"], 0) == "g * out"
+
+
+def test_a_rule_reading_an_unknown_name_is_refused():
+    from numdiff.ops import scalar_rules
+
+    bad = ScalarRule("bad", 1, "x + z", ("1.0",))
+    original = scalar_rules._TABLE
+    scalar_rules._TABLE = (bad,)
+    try:
+        with pytest.raises(ValueError, match=r"'bad'.*unknown names \['z'\]"):
+            scalar_rules._check_table()
+    finally:
+        scalar_rules._TABLE = original
+
+
+def test_generated_functions_refuse_bad_input_naming_the_op():
+    with pytest.raises(TypeError, match="atan: expected a Tensor, got str"):
+        numdiff.atan("x")
+    with pytest.raises(TypeError, match="relu: expected a floating point tensor"):
+        numdiff.relu(numdiff.tensor([1, 2]))
+    with pytest.raises(TypeError, match="leaky_relu: unexpected keyword arguments \\['slope'\\]"):
+        PUBLIC["leaky_relu"](numdiff.ones(2), slope=0.1)
+    with pytest.raises(TypeError, match="elu: alpha must be a number, got str"):
+        PUBLIC["elu"](numdiff.ones(2), alpha="big")
+    with pytest.raises(ValueError, match=r"maximum: shapes \(2,\) and \(3,\) cannot be broadcast"):
+        numdiff.maximum(numdiff.ones(2), numdiff.ones(3))
+
+
+# ----------------------------------------------------------------------------- replayable nodes
+
+REPLAY = {
+    "leaky_relu": lambda x: nf.leaky_relu(x, 0.2),
+    "softplus": lambda x: nf.softplus(x, beta=2.0, threshold=3.0),
+    "max_pool2d": lambda x: nf.max_pool2d(x, 2, stride=1, padding=1),
+    "prod": lambda x: x.prod(1),
+    "log_softmax": lambda x: numdiff.log_softmax(x, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPLAY))
+def test_recorded_node_replays_its_forward_from_op_name_and_attrs(name):
+    x = numdiff.tensor(np.random.default_rng(2).standard_normal((1, 2, 3, 3)), requires_grad=True)
+    out = REPLAY[name](x)
+    node = out.grad_fn
+    assert node.op_name == name
+    replayed = OPS[node.op_name].forward(_Unrecorded(), x.detach().numpy(), **node.attrs)
+    np.testing.assert_array_equal(np.asarray(replayed), out.detach().numpy())
+
+
+def test_max_pool_indices_come_from_a_second_op_not_a_side_channel():
+    x = numdiff.tensor(np.random.default_rng(3).standard_normal((1, 1, 4, 4)), requires_grad=True)
+    out, indices = nf.max_pool2d(x, 2, return_indices=True)
+    assert set(out.grad_fn.attrs) == {"kernel_size", "stride", "padding", "dilation", "ceil_mode"}
+    t_out, t_indices = tnf.max_pool2d(torch.tensor(x.detach().numpy()), 2, return_indices=True)
+    np.testing.assert_array_equal(indices.numpy(), t_indices.numpy())
+    np.testing.assert_array_equal(out.detach().numpy(), t_out.numpy())
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
+def test_prod_gradient_with_zeros_needs_no_branch_and_matches_torch(create_graph):
+    values = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.5, -2.0, 4.0]])
+    x = numdiff.tensor(values, requires_grad=True)
+    (g,) = numdiff.autograd.grad(x.prod(1).sum(), x, create_graph=create_graph)
+    t = torch.tensor(values, requires_grad=True)
+    (t_g,) = torch.autograd.grad(t.prod(1).sum(), t)
+    np.testing.assert_allclose(g.detach().numpy(), t_g.numpy(), rtol=1e-12)
