@@ -43,8 +43,10 @@ def trace_backward(tracer: Tracer, outputs: list[Tensor], differentiable: list[T
         grad = Tensor._wrap(seed, None, None)
         node = out._grad_fn
         buffers[node] = grad if node not in buffers else buffers[node] + grad
+    # Backward formulas run as with create_graph=True: that is the form every op writes with
+    # numdiff ops (elementwise ops otherwise run one raw kernel, which a trace cannot see).
     previous = _state.enabled
-    _state.enabled = False
+    _state.enabled = True
     try:
         for node in sorted(tracer.node_call, key=tracer.node_call.get, reverse=True):
             grad = buffers.pop(node, None)
