@@ -5,9 +5,9 @@
 - ``"kernel"``: matmul, convolution and pooling: the generated code calls the op's array forward,
   which runs the Numba kernel on arrays with no Tensor or tape in between.
 - ``"call"``: shape, indexing, reduction, conversion and loss ops: a direct array-forward call.
-- ``"eager_backward"``: the forward is replayed, but the backward branches on values on the host
-  (prod checks for zeros), so the generated backward calls the op's own backward on the replayed
-  ctx instead of a traced formula.
+- ``"eager_backward"``: for an op whose backward cannot be traced (one that branches on values on
+  the host): the forward is replayed, and the generated backward calls the op's own backward on
+  the replayed ctx instead of a traced formula. No registered op needs it today.
 
 An op with no rule (a user `Function`, or a registered op missing here) is handled like
 ``"eager_backward"``, with a one-time warning naming it. tests/compile/test_rules.py fails for a
@@ -27,10 +27,10 @@ _KERNEL = (
 )
 _CALL = (
     "abs", "amax", "amin", "binary_cross_entropy", "cat", "clamp", "clone", "expand", "flip", "gather", "getitem",
-    "index_add_into_zeros", "index_put", "log_softmax", "permute", "reshape", "scatter_add", "sign", "sum",
+    "index_add_into_zeros", "index_put", "log_softmax", "permute", "prod", "reshape", "scatter_add", "sign", "sum",
     "to_device", "to_dtype",
 )
-_EAGER_BACKWARD = ("prod",)
+_EAGER_BACKWARD: tuple[str, ...] = ()
 
 COMPILE_RULES: dict[str, str] = {
     **{name: "fused" for name in RULES},
