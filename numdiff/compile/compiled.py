@@ -75,7 +75,7 @@ class CompiledFunction:
     >>> f = numdiff.compile(lambda x: (x.sin() * x).sum())
     >>> x = numdiff.randn(8, requires_grad=True)
     >>> f(x).backward(); x.grad.shape
-    Size([8])
+    numdiff.Size([8])
     """
 
     def __init__(self, fn: Any, dynamic: bool = False, key_extra: Any = None) -> None:
