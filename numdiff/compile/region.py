@@ -68,10 +68,8 @@ class RegionState:
 
         with enable_grad():
             outputs = self.rerun()
-        output = outputs[output_slot]
-        wanted = [(i, t) for i, t in enumerate(self.differentiable)]
-        found = autograd_grad([output], [t for _, t in wanted], [grad], create_graph=True, allow_unused=True)
-        return tuple(found)
+        return tuple(autograd_grad([outputs[output_slot]], self.differentiable, [grad], create_graph=True,
+                                   allow_unused=True))
 
 
 def attach(outputs: list, state: RegionState, differentiable: list, grad_slots: set) -> list:

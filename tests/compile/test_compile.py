@@ -143,6 +143,8 @@ def test_source_is_readable_and_written_under_the_cache_folder():
     (trace,) = [t for traces in f.compiled.traces.values() for t in traces]
     assert "def forward" in trace.program.source and "@njit(cache=True)" in trace.program.source
     assert trace.program.path.read_text() == trace.program.source
+    listing = trace.program.graph.describe()
+    assert "= sin(v0)" in listing and "= exp(" in listing
 
 
 def test_draw_graph_draws_the_traced_graph():
