@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _jax_steps  # noqa: E402 - benchmarks/_jax_steps.py, the optional JAX candidates
 
 
 def digits_models(nd, torch):
@@ -95,7 +98,7 @@ def chain(lib_sin, lib_exp, x):
     return x
 
 
-def chain_steps(nd, torch, n: int):
+def chain_steps(nd, torch, n: int, with_jax: bool = False):
     import numpy as np
 
     data = np.random.default_rng(0).standard_normal(n).astype(np.float32)
@@ -119,6 +122,8 @@ def chain_steps(nd, torch, n: int):
             chain(torch.sin, torch.exp, xt).sum().backward()
 
         steps["torch eager"] = torch_step
+    if with_jax:
+        steps["jax jit"] = _jax_steps.chain_step(data, chain)
     return steps
 
 
@@ -142,6 +147,11 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="run only workloads whose name contains this")
     args = parser.parse_args()
     os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
+    # JAX (XLA) gets the same thread budget.
+    multi = "true" if args.threads > 1 else "false"
+    os.environ.setdefault(
+        "XLA_FLAGS", f"--xla_cpu_multi_thread_eigen={multi} intra_op_parallelism_threads={args.threads}"
+    )
     import numdiff as nd
 
     if args.first_call:
@@ -157,6 +167,13 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     except ImportError:
         torch = None
+    try:
+        import jax  # noqa: F401 - optional: a JAX jit column where JAX is installed
+
+        jax.config.update("jax_platforms", "cpu")
+        with_jax = True
+    except ImportError:
+        with_jax = False
     rng = np.random.default_rng(0)
     workloads = {}
     digits_x, digits_y = rng.standard_normal((32, 1, 8, 8)).astype(np.float32), rng.integers(0, 10, 32)
@@ -167,9 +184,11 @@ def main() -> int:
     ):
         steps = train_steps(nd, torch, make_nd, make_torch, x, y, compiled=True)
         steps.update(train_steps(nd, None, make_nd, make_torch, x, y, compiled=False))
+        if with_jax and name.startswith("digits"):
+            steps["jax jit"] = _jax_steps.digits_step(x, y)
         workloads[name] = steps
-    workloads["100-op chain fwd+bwd float32[16]"] = chain_steps(nd, torch, 16)
-    workloads["100-op chain fwd+bwd float32[65536]"] = chain_steps(nd, torch, 65536)
+    workloads["100-op chain fwd+bwd float32[16]"] = chain_steps(nd, torch, 16, with_jax)
+    workloads["100-op chain fwd+bwd float32[65536]"] = chain_steps(nd, torch, 65536, with_jax)
     print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}")
     for name, steps in workloads.items():
         if args.only and args.only not in name:
@@ -178,7 +197,10 @@ def main() -> int:
         table = nd.benchmark.compare(steps, repeat=args.repeat, baseline=baseline)
         cells = ", ".join(f"{k} {table.timings[k].median * 1e3:.3f} ms" for k in steps)
         ratio = table.timings["numdiff compiled"].median / table.timings[baseline].median
-        print(f"{name}: {cells}; compiled / {baseline} = {ratio:.3f}")
+        extra = ""
+        if "jax jit" in steps:
+            extra = f", compiled / jax jit = {table.timings['numdiff compiled'].median / table.timings['jax jit'].median:.3f}"
+        print(f"{name}: {cells}; compiled / {baseline} = {ratio:.3f}{extra}")
     print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0
 
