@@ -217,7 +217,16 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     external: list = []  # value indices, or names of buffers whose rows the group reads
     body: list[str] = []
     names: dict[int, str] = {}
-    ndim = len(group.shape)
+    # Flat: every operand has the group's shape (or one element), so one loop over the elements of
+    # C-contiguous reshaped views replaces the N-d nest (which LLVM does not vectorise).
+    produced = {c.output for c in group.calls}
+    flat = len(group.shape) > 1 and all(
+        inline.source(i) in produced or values[inline.source(i)].shape == group.shape
+        or int(np.prod(values[inline.source(i)].shape)) == 1
+        for c in group.calls for i in c.inputs if not isinstance(i, tuple)
+    )
+    loop_shape = (int(np.prod(group.shape)),) if flat else group.shape
+    ndim = len(loop_shape)
     index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
     for call in group.calls:
         operands = []
@@ -242,7 +251,12 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
             else:
                 external.append(source)
                 shape = values[source].shape
-                at = ", ".join("0" for _ in shape) if source != i else _broadcast_index(shape, ndim)
+                if flat:
+                    at = "i0" if shape == group.shape else "0"
+                elif source != i:
+                    at = ", ".join("0" for _ in shape)
+                else:
+                    at = _broadcast_index(shape, ndim)
                 names[source] = f"a{len(external) - 1}[{at or '()'}]"
                 operands.append(names[source])
         if call.output in group.reductions:
@@ -270,17 +284,19 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
     lines += [f"    r{value} = 0.0" for value in reductions]
     indent = "    "
-    for d, size in enumerate(group.shape):
+    for d, size in enumerate(loop_shape):
         lines.append(f"{indent}for i{d} in range({size}):")
         indent += "    "
     lines += [indent + line for line in body]
     lines += [f"    s{k}[0] = r{value}" for k, value in enumerate(reductions)]
     kernels.append("\n".join(lines))
-    args = [e if isinstance(e, str) else f"v{e}" for e in external]
+    flat_view = ".reshape(-1)" if flat else ""
+    args = [f"{e}.reshape({e}.shape[0], -1)" if isinstance(e, str) and flat else e if isinstance(e, str)
+            else f"v{e}{flat_view}" for e in external]
     for k, (dtype, rows) in enumerate(buffers.items()):
         buffer = f"buffer_{kernel}_{k}"
         emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
-        args.append(buffer)
+        args.append(f"{buffer}.reshape({len(rows)}, -1)" if flat else buffer)
     for value in reductions:
         emitter.lines.append(f"v{value} = np.empty(1, {values[value].dtype.name!r})")
         args.append(f"v{value}")
