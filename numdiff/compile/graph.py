@@ -76,9 +76,6 @@ class Graph:
         self.values.append(Value(len(self.values), tuple(shape), dtype, kind, slot))
         return len(self.values) - 1
 
-    def values_of_kind(self, kind: str) -> list:
-        return [v for v in self.values if v.kind == kind]
-
     def describe(self) -> str:
         """A readable listing, one op call a line: ``v3 = mul(v1, v2)  float32[4]``."""
         lines = []

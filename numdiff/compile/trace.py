@@ -281,8 +281,3 @@ class Tracing:
             setattr(owner, name, value)
         _active.pop()
 
-
-def apply_is_traced() -> bool:
-    """True while a trace has replaced Function.apply (used by tests)."""
-    return Function.__dict__["apply"].__func__ is _traced_apply
-
