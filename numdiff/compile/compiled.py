@@ -19,7 +19,7 @@ from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.program import Program, build
 from numdiff.compile.region import RegionState, attach
-from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError
+from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, tracing_now
 from numdiff.tensor import Tensor
 
 RECOMPILE_LIMIT = 8
@@ -88,7 +88,8 @@ class CompiledFunction:
         self._warned_recompiles = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None:
+        if self.eager_reason is not None or tracing_now():
+            # Inside another compiled function's trace the ops are recorded into that trace.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):

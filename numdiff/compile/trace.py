@@ -168,6 +168,11 @@ class Tracer:
 _active: list[Tracer] = []
 
 
+def tracing_now() -> bool:
+    """True while a trace records op calls (a compiled function called inside another's trace)."""
+    return bool(_active) and _active[-1] is not None
+
+
 class Suspended:
     """Context manager: op calls inside are not recorded (an eager backward while tracing)."""
 

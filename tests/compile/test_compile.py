@@ -197,3 +197,14 @@ def test_replacing_a_parameter_of_a_compiled_module_retraces():
     compiled(x)
     net.weight = numdiff.nn.Parameter(numdiff.full((1, 2), 3.0))
     assert compiled(x).item() == 6.0
+
+
+def test_a_compiled_function_called_inside_another_is_traced_into_it():
+    inner = numdiff.compile(lambda x: x.sin() * 2)
+    outer = numdiff.compile(lambda x: inner(x).exp().sum())
+    x = _f64(4)
+    outer(x)
+    y = _f64(4)
+    outer(y).backward()
+    ys = y.detach().numpy()
+    np.testing.assert_allclose(y.grad.numpy(), np.exp(2 * np.sin(ys)) * 2 * np.cos(ys), rtol=1e-12)
