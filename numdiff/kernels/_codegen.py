@@ -49,8 +49,11 @@ def generated_dir() -> Path:
 
 def load_source(stem: str, source: str) -> ModuleType:
     """Import `source` as a module from a file named after `stem` and the source's hash."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    name = f"numdiff_generated.{stem}_{digest}"
+    # Numba's cache records the module name and imports it on load, so the name is hashed with the
+    # source: a cache entry never meets a module registered under another name.
+    package = "numdiff.kernels._generated"  # listed by numdiff.jit.compiled_kernels under this name
+    digest = hashlib.sha256(f"{package}\n{source}".encode()).hexdigest()[:16]
+    name = f"{package}.{stem}_{digest}"
     module = _loaded.get(name)
     if module is not None:
         return module
@@ -105,9 +108,10 @@ def scalar_code(expression: str, reads: dict[str, str], math_prefix: str | None 
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def vjp_expressions(rule: ScalarRule, needed: tuple[int, ...]) -> list[str]:
+@functools.cache
+def vjp_expressions(rule: ScalarRule, needed: tuple[int, ...]) -> tuple[str, ...]:
     """The gradient expressions (in ``g``, the inputs, ``out``, attrs) of the inputs in `needed`."""
-    return [vjp_expression(rule, index, "g") for index in needed]
+    return tuple(vjp_expression(rule, index, "g") for index in needed)
 
 
 @functools.cache

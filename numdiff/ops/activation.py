@@ -38,7 +38,7 @@ def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0)."""
     _check_float("relu", input)
-    return _maybe_inplace("relu_", input, Relu.apply, inplace)
+    return _maybe_inplace("relu_", input, Relu.apply, inplace) if inplace else Relu.apply(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

@@ -137,8 +137,8 @@ _TABLE = (
     ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",), ufunc="arctan", doc="Elementwise arctangent."),
     ScalarRule(
         "sigmoid", 1,
-        # exp of a non-positive number never overflows, whichever sign x has.
-        "where(x >= 0.0, 1.0 / (1.0 + math.exp(-x)), math.exp(x) / (1.0 + math.exp(x)))",
+        # exp(-x) overflows to inf for x < -709, and 1 / inf = 0 is the right limit: one exp, no branch.
+        "1.0 / (1.0 + math.exp(-x))",
         ("out * (1.0 - out)",), doc="Elementwise 1 / (1 + exp(-x)).",
     ),
     ScalarRule(

@@ -271,3 +271,16 @@ def test_prod_gradient_with_zeros_needs_no_branch_and_matches_torch(create_graph
     t = torch.tensor(values, requires_grad=True)
     (t_g,) = torch.autograd.grad(t.prod(1).sum(), t)
     np.testing.assert_allclose(g.detach().numpy(), t_g.numpy(), rtol=1e-12)
+
+
+def test_a_new_process_loads_generated_kernels_from_numbas_disk_cache():
+    import subprocess
+    import sys
+
+    script = (
+        "import numdiff, numdiff.jit as j\n"
+        "numdiff.nn.functional.leaky_relu(numdiff.ones(3), 0.3)\n"
+        "print([s.source for k in j.compiled_kernels() if 'leaky_relu_forward' in k.name for s in k.signatures])\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in range(2)]
+    assert "disk cache" in runs[1].stdout, (runs[0].stdout, runs[1].stdout, runs[1].stderr)
