@@ -201,10 +201,14 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
 def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, live_after: set,
                 kernels: list, inline: _Inline, cuda: bool = False) -> None:
     large = int(np.prod(group.shape)) > FUSE_MAX_ELEMENTS and not cuda
+    if large and any(_rule_calls_math(c) for c in group.calls):
+        group = _hoist_math(emitter, group, values, inline)
     if len(group.calls) == 1 or large and any(_rule_calls_math(c) for c in group.calls):
         for call in group.calls:
             inline.materialize(_reads(call))
             emitter.emit_call(call, _GraphView(values), False)
+        return
+    if not group.calls:
         return
     members = {id(c) for c in group.calls}
     stored = [c.output for c in group.calls if c.output not in group.reductions
@@ -309,6 +313,28 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
             emitter.lines.append(f"v{value} = {buffer}[{row}, ...]")  # 0-d: an array, not a scalar
     for value in reductions:
         emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
+
+
+def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) -> _Group:
+    """Emit, as NumPy ufunc calls, the transcendental calls of a large group that read nothing the
+    rest of the group computes (a backward's cos(x) of saved inputs); return the rest, which fuses
+    into one loop if no transcendental call is left in it."""
+    rest = _Group(group.shape)
+    hoisted = []
+    for call in group.calls:
+        if _rule_calls_math(call) and not _reads(call) & rest.produced:
+            hoisted.append(call)
+            continue
+        rest.calls.append(call)
+        rest.produced.add(call.output)
+        if call.output in group.reductions:
+            rest.reductions.add(call.output)
+    if any(_rule_calls_math(c) for c in rest.calls):
+        return group  # a chain through transcendental calls: op by op
+    for call in hoisted:
+        inline.materialize(_reads(call))
+        emitter.emit_call(call, _GraphView(values), False)
+    return rest
 
 
 def _typed_expression(values: list) -> Any:

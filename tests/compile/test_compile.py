@@ -208,3 +208,22 @@ def test_a_compiled_function_called_inside_another_is_traced_into_it():
     outer(y).backward()
     ys = y.detach().numpy()
     np.testing.assert_allclose(y.grad.numpy(), np.exp(2 * np.sin(ys)) * 2 * np.cos(ys), rtol=1e-12)
+
+
+def test_large_groups_hoist_transcendental_calls_and_match_eager():
+    # Above fusion.FUSE_MAX_ELEMENTS: sin/exp run as ufuncs, the backward's cos calls are hoisted
+    # and the multiplications between them fuse into one loop.
+    def chain(x):
+        for _ in range(3):
+            x = (x.sin() * 0.9).exp() + 0.1
+        return (x * x).sum()
+
+    f = numdiff.compile(chain)
+    f(_f64(100, 100))
+    x = _f64(100, 100)
+    f(x).backward()
+    y = x.detach().clone().requires_grad_()
+    chain(y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-12)
+    (source,) = f.compiled.sources[-1:]
+    assert "@njit" in source
