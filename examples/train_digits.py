@@ -3,6 +3,7 @@
     python examples/train_digits.py                      # numdiff, then PyTorch for comparison
     python examples/train_digits.py --epochs 5 --no-torch --save digits.ckpt
     mpiexec -n 2 python examples/train_digits.py --distributed   # data-parallel on 2 processes
+    python examples/train_digits.py --compile            # numdiff.compile(model) against PyTorch eager
 
 The training code is plain PyTorch code: every function takes the library as `torch` (numdiff,
 or PyTorch itself), so numdiff runs exactly what a PyTorch user would write. Both runs start
@@ -123,24 +124,30 @@ def fit(
     lr: float,
     seed: int,
     device: str,
+    compile_model: bool = False,
 ) -> dict[str, Any]:
-    """Train with Adam and CrossEntropyLoss; return accuracies and timings."""
+    """Train with Adam and CrossEntropyLoss; return accuracies and timings.
+
+    With `compile_model` the training steps run ``numdiff.compile(model)`` (same Parameters).
+    """
     x_train, y_train, x_test, y_test = data
     name = "numdiff" if torch is numdiff else "pytorch"
     model = model.to(device)
+    step_model = numdiff.compile(model) if compile_model else model
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loader = make_loader(torch, x_train, y_train, batch_size, seed)
     epoch_times, history, first_step = [], [], None
     for epoch in range(1, epochs + 1):
         epoch_start = time.perf_counter()
         loss, accuracy, step_time = train_epoch(
-            torch, model, loader, optimizer, device, f"[{name}] epoch {epoch}/{epochs}"
+            torch, step_model, loader, optimizer, device, f"[{name}] epoch {epoch}/{epochs}"
         )
         epoch_times.append(time.perf_counter() - epoch_start)
         history.append((loss, accuracy))
         first_step = step_time if first_step is None else first_step
     return {
         "model": model,
+        "compiled": compile_model,
         "optimizer": optimizer,
         "first_step_s": first_step,
         "epoch_times_s": epoch_times,
@@ -178,7 +185,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model = build_model(numdiff)
     initial = {key: value.detach().clone() for key, value in model.state_dict().items()}
     results = {
-        "numdiff": fit(numdiff, model, data, args.epochs, args.batch_size, args.lr, args.seed, args.device)
+        "numdiff": fit(
+            numdiff, model, data, args.epochs, args.batch_size, args.lr, args.seed, args.device, args.compile
+        )
     }
     if args.save:
         result = results["numdiff"]
@@ -228,8 +237,9 @@ def _report(results: dict[str, dict[str, Any]], torch: ModuleType | None) -> Non
         )
     if "pytorch" in results:
         ours, theirs = steady_epoch_times(results["numdiff"]), steady_epoch_times(results["pytorch"])
+        label = "numdiff compiled" if results["numdiff"]["compiled"] else "numdiff"
         print(
-            f"epoch-time ratio numdiff/PyTorch: median {ours[0] / theirs[0]:.2f}, best {ours[1] / theirs[1]:.2f} "
+            f"epoch-time ratio {label}/PyTorch eager: median {ours[0] / theirs[0]:.2f}, best {ours[1] / theirs[1]:.2f} "
             f"(PyTorch {torch.__version__}, {torch.get_num_threads()} threads)"
         )
 
@@ -244,6 +254,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--save", metavar="PATH", help="write a numdiff checkpoint (model + optimizer state)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison run")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N training images")
+    parser.add_argument("--compile", action="store_true", help="train numdiff.compile(model) (PyTorch stays eager)")
     parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads for both numdiff (numdiff.set_num_threads) and PyTorch"
     )

@@ -141,6 +141,7 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     use_deterministic_algorithms,
 )
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
+from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
@@ -176,3 +177,4 @@ __all__ += [
     "IntTensor", "LongTensor", "ShortTensor",
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
+__all__ += ["compile"]

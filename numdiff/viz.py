@@ -85,11 +85,18 @@ def draw_graph(
     >>> x = numdiff.tensor([1.0, 2.0], requires_grad=True)
     >>> h = x * 3; h.retain_grad()
     >>> draw_graph(h.exp().sum(), params={"x": x})  # an SVG in Jupyter
+
+    A compiled function or module (numdiff.compile) draws its latest traced forward graph.
     """
-    if not isinstance(tensor, Tensor):
+    from numdiff.compile.drawing import graph_boxes, traced_graph
+
+    graph = None if isinstance(tensor, Tensor) else traced_graph(tensor)
+    if graph is not None:
+        boxes, edges = graph_boxes(graph)
+    elif not isinstance(tensor, Tensor):
         raise TypeError(f"draw_graph expects a numdiff Tensor, got {type(tensor).__name__}")
-    names = _leaf_names(params)
-    boxes, edges = _build(tensor, names, show_saved)
+    else:
+        boxes, edges = _build(tensor, _leaf_names(params), show_saved)
     paths, width, height = layout(boxes, edges, min_width=_legend_width())
     labels = [box.lines[0] for box in boxes.values() if box.kind != "dummy"]
     svg = _to_svg(boxes, paths, edges, width, height)

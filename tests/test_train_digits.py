@@ -89,3 +89,15 @@ def test_command_line_run_saves_a_checkpoint_that_restores_the_model(train_digit
     assert train_digits.evaluate(numdiff, model, x_test, y_test, "cpu") == pytest.approx(
         checkpoint["test_accuracy"]
     )
+
+
+def test_compiled_training_ends_at_the_eager_model(train_digits, data, numdiff_run):
+    initial, eager = numdiff_run
+    model = train_digits.build_model(numdiff)
+    model.load_state_dict(initial)
+    compiled = train_digits.fit(
+        numdiff, model, data, epochs=1, batch_size=BATCH, lr=LR, seed=SEED, device="cpu", compile_model=True
+    )
+    assert compiled["compiled"]
+    for key, value in eager["model"].state_dict().items():
+        np.testing.assert_allclose(compiled["model"].state_dict()[key].numpy(), value.numpy(), rtol=1e-4, atol=1e-5)

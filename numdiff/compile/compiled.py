@@ -1,0 +1,260 @@
+"""`CompiledFunction`: guards, the trace cache, recompiles, and running a compiled call.
+
+A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the
+Python value of a non-tensor), and whether grad mode is on. Each key maps to traces, each with
+guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
+device, requires_grad; their data is read afresh on every call) and the values of integer inputs
+that Python code branched on.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.grad_mode import _state
+from numdiff.compile.backward import trace_backward
+from numdiff.compile.codegen import ShapeChangedError
+from numdiff.compile.program import Program, build
+from numdiff.compile.region import RegionState, attach
+from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, tracing_now
+from numdiff.tensor import Tensor
+
+RECOMPILE_LIMIT = 8
+
+
+class Trace:
+    """One trace of the function and its compiled program, with the guards it was made under."""
+
+    def __init__(self, program: Program, captured: list, guarded_values: dict, output_form: Any) -> None:
+        self.program = program
+        self.captured = captured
+        self.captured_guard = [_tensor_key(t) for t in captured]
+        self.guarded_values = guarded_values  # input slot -> bytes of its traced value
+        self.bindings: list = []  # (closure cell or globals dict, name, captured tensor)
+        self.output_form = output_form
+
+    def matches(self, tensors: list) -> bool:
+        for t, expected in zip(self.captured, self.captured_guard):
+            if _tensor_key(t) != expected:
+                return False
+        for holder, name, expected in self.bindings:
+            current = holder.cell_contents if name is None else holder.get(name)
+            if current is not expected:
+                return False
+        for slot, data in self.guarded_values.items():
+            if tensors[slot]._data.tobytes() != data:
+                return False
+        return True
+
+
+def _tensor_key(t: Tensor) -> tuple:
+    data = t._data
+    if type(data) is np.ndarray:
+        return (data.shape, data.dtype, t._requires_grad)
+    return (data.shape, data.dtype, t._requires_grad, str(data.device))
+
+
+def _flatten_output(result: Any) -> tuple[list, Any]:
+    """The tensors a call returned and how to rebuild its structure (tensor, tuple or list)."""
+    if isinstance(result, Tensor):
+        return [result], None
+    if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
+        return list(result), type(result)
+    raise UnsupportedInCompileError(
+        "numdiff.compile: a compiled function must return a Tensor, or a tuple or list of Tensors; "
+        f"got {type(result).__name__}"
+    )
+
+
+class CompiledFunction:
+    """A function traced on its first call per input signature and replayed as generated code.
+
+    >>> f = numdiff.compile(lambda x: (x.sin() * x).sum())
+    >>> x = numdiff.randn(8, requires_grad=True)
+    >>> f(x).backward(); x.grad.shape
+    numdiff.Size([8])
+    """
+
+    def __init__(self, fn: Any, dynamic: bool = False, key_extra: Any = None) -> None:
+        self.fn = fn
+        self.dynamic = dynamic
+        self.key_extra = key_extra
+        self.traces: dict = {}
+        self.compile_count = 0
+        self.eager_reason: str | None = None
+        self._warned_recompiles = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.eager_reason is not None or tracing_now():
+            # Inside another compiled function's trace the ops are recorded into that trace.
+            return self.fn(*args, **kwargs)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):
+            self.eager_reason = "tensors inside lists, tuples, dicts or keyword arguments"
+            warnings.warn(f"numdiff.compile: {_name(self.fn)} received {self.eager_reason}, which are not "
+                          "traced as inputs; it runs eagerly from now on (pass tensors positionally)",
+                          stacklevel=2)
+            return self.fn(*args, **kwargs)
+        key = self._key(args, kwargs)
+        for candidate in self.traces.get(key, ()):
+            if candidate.matches(tensors):
+                return self._run(candidate, tensors, args, kwargs)
+        trace = self._trace(args, kwargs, tensors)
+        if trace is None:
+            return self.fn(*args, **kwargs)
+        self.traces.setdefault(key, []).append(trace)
+        return self._run(trace, tensors, args, kwargs)
+
+    def _key(self, args: tuple, kwargs: dict) -> tuple:
+        parts = [_state.enabled]
+        for a in args:
+            parts.append(_tensor_key(a) if isinstance(a, Tensor) else ("py", type(a), _hashable(a)))
+        parts.extend((name, _hashable(value)) for name, value in sorted(kwargs.items()))
+        if self.key_extra is not None:
+            parts.append(self.key_extra())
+        return tuple(parts)
+
+    # ------------------------------------------------------------------ tracing
+    def _trace(self, args: tuple, kwargs: dict, tensors: list) -> Trace | None:
+        self.compile_count += 1
+        if self.compile_count > RECOMPILE_LIMIT and not self._warned_recompiles:
+            self._warned_recompiles = True
+            warnings.warn(
+                f"numdiff.compile: {_name(self.fn)} was traced {self.compile_count} times (new shapes, "
+                "dtypes, devices or requires_grad patterns each retrace); see .compile_count",
+                stacklevel=3,
+            )
+        tracer = Tracer()
+        for slot, t in enumerate(tensors):
+            tracer.add_input(t, slot)
+        try:
+            with Tracing(tracer):
+                outputs, form = _flatten_output(self.fn(*args, **kwargs))
+                output_values = [tracer.value_for(t) for t in outputs]
+                differentiable = self._differentiable(tensors, tracer)
+                grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
+        except UnsupportedInCompileError as error:
+            self.eager_reason = str(error)
+            warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
+            return None
+        on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
+        program = build(tracer, output_values, grads, cuda=not on_host)
+        guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
+        trace = Trace(program, tracer.captured, guarded, form)
+        trace.bindings = _bindings(self.fn, tracer.captured)
+        values = program.graph.values
+        trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
+        # An output that is an argument (``return x``) is that argument, as in eager mode.
+        trace.passthrough = [(position, (values[index].kind, values[index].slot))
+                             for position, index in enumerate(output_values)
+                             if values[index].kind in ("input", "captured")]
+        trace.grad_output_slots = {
+            slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
+        }
+        return trace
+
+    @staticmethod
+    def _differentiable(tensors: list, tracer: Tracer) -> list:
+        if not _state.enabled:
+            return []
+        seen: dict = {}
+        for t in tensors + tracer.captured:
+            if t._requires_grad and id(t) not in seen:
+                seen[id(t)] = t
+        return list(seen.values())
+
+    # ------------------------------------------------------------------ running
+    def _run(self, trace: Trace, tensors: list, args: tuple, kwargs: dict) -> Any:
+        program = trace.program
+        inputs = [t._data for t in tensors]
+        captured = [t._data for t in trace.captured]
+        try:
+            outputs, saved = program.forward(inputs, captured)
+        except ShapeChangedError:
+            # A data-dependent shape: this call's data needs another graph; eager is always right.
+            return self.fn(*args, **kwargs)
+        if not trace.grad_output_slots:
+            results = attach(list(outputs), None, [], set())
+        else:
+            differentiable = [_tensor_at(slot, tensors, trace.captured) for slot in trace.differentiable_slots]
+            saved_tensors = [_tensor_at((kind, slot), tensors, trace.captured)
+                             for _, slot, kind in program.saved_inputs]
+            grad_shapes = [(slot, outputs[slot]) for slot in trace.grad_output_slots]
+            state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
+                                lambda: _flatten_output(self.fn(*args, **kwargs))[0])
+            results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
+        for position, slot in trace.passthrough:
+            results[position] = _tensor_at(slot, tensors, trace.captured)
+        return results[0] if trace.output_form is None else trace.output_form(results)
+
+    @property
+    def sources(self) -> list[str]:
+        """The generated source of every trace so far."""
+        return [t.program.source for traces in self.traces.values() for t in traces]
+
+
+def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:
+    for slot, candidate in enumerate(tensors):
+        if candidate is t:
+            return ("input", slot)
+    return ("captured", next(i for i, c in enumerate(captured) if c is t))
+
+
+def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
+    kind, index = slot
+    return tensors[index] if kind == "input" else captured[index]
+
+
+def _bindings(fn: Any, captured: list) -> list:
+    """Where the function found its captured tensors: closure cells and globals it names.
+
+    A later call whose closure variable or global was rebound to another tensor must retrace,
+    not read the old one. (Tensors reached through attributes are read from the traced object;
+    Modules guard their parameters separately.)
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    wanted = {id(t): t for t in captured}
+    found = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if id(value) in wanted:
+            found.append((cell, None, value))
+    globals_ = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        value = globals_.get(name)
+        if isinstance(value, Tensor) and id(value) in wanted:
+            found.append((globals_, name, value))
+    return found
+
+
+def _nested_tensors(args: tuple, kwargs: dict) -> bool:
+    stack = [a for a in args if not isinstance(a, Tensor)] + list(kwargs.values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Tensor):
+            return True
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return False
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__

@@ -1,0 +1,58 @@
+"""How the compiler handles each registered op: its compile rule.
+
+- ``"fused"``: an elementwise op with a scalar rule (numdiff.ops.scalar_rules), or ``where``:
+  runs of them become one generated loop (fusion.py).
+- ``"kernel"``: matmul, convolution and pooling: the generated code calls the op's array forward,
+  which runs the Numba kernel on arrays with no Tensor or tape in between.
+- ``"call"``: shape, indexing, reduction, conversion and loss ops: a direct array-forward call.
+- ``"eager_backward"``: for an op whose backward cannot be traced (one that branches on values on
+  the host): the forward is replayed, and the generated backward calls the op's own backward on
+  the replayed ctx instead of a traced formula. No registered op needs it today.
+
+An op with no rule (a user `Function`, or a registered op missing here) is handled like
+``"eager_backward"``, with a one-time warning naming it. tests/compile/test_rules.py fails for a
+registered op without a rule.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from numdiff.ops.scalar_rules import RULES
+
+_KERNEL = (
+    "matmul", "conv2d", "conv_transpose2d", "conv2d_weight_grad", "max_pool2d", "adaptive_max_pool2d",
+    "max_pool_scatter", "max_pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
+)
+_CALL = (
+    "abs", "amax", "amin", "binary_cross_entropy", "cat", "clamp", "clone", "expand", "flip", "gather", "getitem",
+    "index_add_into_zeros", "index_put", "log_softmax", "permute", "prod", "reshape", "scatter_add", "sign", "sum",
+    "to_device", "to_dtype",
+)
+_EAGER_BACKWARD: tuple[str, ...] = ()
+
+COMPILE_RULES: dict[str, str] = {
+    **{name: "fused" for name in RULES},
+    "where": "fused",
+    "gelu": "fused",
+    **{name: "kernel" for name in _KERNEL},
+    **{name: "call" for name in _CALL if name not in RULES},
+    **{name: "eager_backward" for name in _EAGER_BACKWARD},
+}
+
+_warned: set = set()
+
+
+def backward_is_traced(function: type) -> bool:
+    """Whether the compiler may trace this op's backward into the generated backward."""
+    name = getattr(function, "op_name", None) if function.array_forward else None
+    rule = COMPILE_RULES.get(name) if name is not None else None
+    if rule is None and function not in _warned:
+        _warned.add(function)
+        warnings.warn(
+            f"numdiff.compile: op {getattr(function, 'op_name', function.__qualname__)!r} has no compile "
+            "rule; its backward runs eagerly inside the compiled region",
+            stacklevel=4,
+        )
+    return rule is not None and rule != "eager_backward"

@@ -1,0 +1,288 @@
+"""Tracing: run the function once, eagerly, and record every `Function.apply` call into a graph.
+
+While a trace runs, `Function.apply` is wrapped: the op still runs (and records its node on the
+tape, so the backward can be traced from the real nodes afterwards), and the call is appended to
+the graph with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
+Reading a computed tensor's value on the host (``if x.sum() > 0:``, ``.item()``, ``.numpy()``)
+raises `GraphBreakError` naming the user's line, since replaying the graph would silently keep
+the branch taken while tracing. In-place updates and random numbers are not traced
+(`UnsupportedInCompileError`); the compiled function then runs eagerly.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function, _SavedOutput
+from numdiff.compile.graph import Graph, OpCall, ValueRef
+from numdiff.compile.rules import backward_is_traced
+from numdiff.tensor import Tensor
+
+_NUMDIFF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class GraphBreakError(RuntimeError):
+    """Python control flow read a tensor's value while tracing a compiled function."""
+
+
+class UnsupportedInCompileError(RuntimeError):
+    """The traced function did something a compiled graph cannot replay (in-place, random)."""
+
+
+def user_line() -> str:
+    """The innermost stack frame outside numdiff: the user's line that triggered something."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if not os.path.abspath(frame.filename).startswith(_NUMDIFF_DIR):
+            return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}: {frame.line}'
+    return "<unknown line>"
+
+
+def _is_array(x: Any) -> bool:
+    return type(x) is np.ndarray or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
+
+
+class Tracer:
+    """Records op calls into a forward graph, then (with `begin_backward`) into a backward one."""
+
+    def __init__(self) -> None:
+        self.forward = Graph()
+        self.backward = Graph(values=self.forward.values)
+        self.graph = self.forward
+        self.value_of: dict[int, int] = {}
+        self.alive: list = []  # arrays whose id() is a key of value_of must outlive the trace
+        self.captured: list[Tensor] = []
+        self.constants: dict[int, Any] = {}  # value index -> baked array
+        self.value_guarded: set[int] = set()  # input slots whose values the trace depends on
+        self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
+
+    # ------------------------------------------------------------------ values
+    def _bind(self, array: Any, index: int) -> int:
+        self.value_of[id(array)] = index
+        self.alive.append(array)
+        return index
+
+    def add_input(self, tensor: Tensor, slot: int) -> int:
+        known = self.value_of.get(id(tensor._data))
+        if known is not None:
+            return known
+        data = tensor._data
+        return self._bind(data, self.graph.add_value(data.shape, data.dtype, "input", slot))
+
+    def add_grad(self, array: Any, slot: int) -> int:
+        return self._bind(array, self.graph.add_value(array.shape, array.dtype, "grad", slot))
+
+    def value_for(self, tensor: Tensor) -> int:
+        known = self.value_of.get(id(tensor._data))
+        if known is not None:
+            return known
+        data = tensor._data
+        if self.graph is self.forward:
+            # A tensor from outside (a Parameter, a buffer, a closure): read afresh on every call.
+            self.captured.append(tensor)
+            return self._bind(data, self.graph.add_value(data.shape, data.dtype, "captured", len(self.captured) - 1))
+        return self.constant(data)
+
+    def constant(self, array: Any) -> int:
+        index = self._bind(array, self.graph.add_value(array.shape, array.dtype, "const"))
+        self.constants[index] = array
+        self.graph.values[index].constant = array
+        return index
+
+    def _attr(self, value: Any) -> Any:
+        if _is_array(value):
+            known = self.value_of.get(id(value))
+            return ValueRef(known if known is not None else self.constant(value))
+        if isinstance(value, Tensor):
+            return ValueRef(self.value_for(value))
+        if type(value) is tuple:
+            # Index keys hold arrays inside tuples.
+            return tuple(self._attr(item) for item in value)
+        return value
+
+    # ------------------------------------------------------------------ recording
+    def record(self, cls: Any, inputs: tuple, attrs: dict, result: Tensor, host: bool = False) -> None:
+        call_inputs = []
+        for t in inputs:
+            if isinstance(t, Tensor):
+                call_inputs.append(self.value_for(t))
+            else:
+                call_inputs.append(("lit", t))
+        recorded_attrs = {name: self._attr(value) for name, value in attrs.items()}
+        data = result._data
+        out = self.graph.add_value(data.shape, data.dtype, "op")
+        call = OpCall(cls, call_inputs, recorded_attrs, out, tensor_forward=host or not cls.array_forward, host=host)
+        self.graph.calls.append(call)
+        node = result._grad_fn
+        if node is not None and not host and self.graph is self.forward:
+            self.node_call[node] = len(self.graph.calls) - 1
+            self._record_ctx(node, call, inputs, data)
+            if not backward_is_traced(cls):
+                # The generated backward will hand the replayed ctx itself to the op's backward.
+                call.ctx_outputs[("object", "")] = self.graph.add_value((), None, "ctx")
+        # After the ctx arrays: a forward that returns an array it also saved maps to the output.
+        self._bind(data, out)
+
+    def _record_ctx(self, node: Any, call: OpCall, inputs: tuple, out: Any) -> None:
+        """Arrays the forward left on ctx that are not its inputs or output become values."""
+        input_arrays = {id(t._data) for t in inputs if isinstance(t, Tensor)}
+        for name, value in node.__dict__.items():
+            if _is_array(value) and id(value) not in input_arrays and value is not out:
+                index = self.graph.add_value(value.shape, value.dtype, "ctx")
+                call.ctx_outputs[("attr", name)] = self._bind(value, index)
+        for position, item in enumerate(node._saved):
+            if type(item) is _SavedOutput or not isinstance(item, Tensor):
+                continue
+            data = item._data
+            if id(data) in input_arrays or data is out or item._grad_fn is not None:
+                continue
+            if any(t is item for t in inputs):
+                continue
+            index = self.graph.add_value(data.shape, data.dtype, "ctx")
+            call.ctx_outputs[("saved", position)] = self._bind(data, index)
+
+    def begin_backward(self) -> None:
+        self.graph = self.backward
+
+    # ------------------------------------------------------------------ host reads
+    def check_host_read(self, tensor: Tensor, what: str) -> None:
+        index = self.value_of.get(id(tensor._data))
+        value = self.forward.values[index] if index is not None else None
+        if value is not None and value.kind == "input" and value.dtype.kind in "biu":
+            # Branching on an integer input is safe once its values are part of the cache key.
+            self.value_guarded.add(value.slot)
+            return
+        if value is None or value.kind in ("const", "captured") and value.dtype.kind in "biu":
+            return
+        raise GraphBreakError(
+            f"numdiff.compile: {what} reads the value of a tensor computed inside the compiled "
+            f"function (shape {tuple(tensor.shape)}), so the traced graph would silently keep the "
+            f"branch taken on the first call. At {user_line()}. Move the value-dependent Python "
+            "code outside the compiled function, or express it with tensor ops (numdiff.where)."
+        )
+
+
+_active: list[Tracer] = []
+
+
+def tracing_now() -> bool:
+    """True while a trace records op calls (a compiled function called inside another's trace)."""
+    return bool(_active) and _active[-1] is not None
+
+
+class Suspended:
+    """Context manager: op calls inside are not recorded (an eager backward while tracing)."""
+
+    def __enter__(self) -> None:
+        _active.append(None)
+
+    def __exit__(self, *exc: Any) -> None:
+        _active.pop()
+
+
+_original_apply = Function.__dict__["apply"].__func__
+
+
+def _traced_apply(cls: type, *inputs: Any, **attrs: Any) -> Tensor:
+    tracer = _active[-1]
+    if tracer is None:
+        return _original_apply(cls, *inputs, **attrs)
+    if not cls.array_forward:
+        # A user Function: its forward's own ops are not recorded, it replays as one call.
+        _active.append(None)
+        try:
+            result = _original_apply(cls, *inputs, **attrs)
+        finally:
+            _active.pop()
+    else:
+        result = _original_apply(cls, *inputs, **attrs)
+    tracer.record(cls, inputs, attrs, result)
+    return result
+
+
+def _guarded_read(name: str):
+    original = getattr(Tensor, name)
+
+    def read(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        tracer = _active[-1] if _active else None
+        if tracer is not None:
+            tracer.check_host_read(self, f"Tensor.{name}()")
+        return original(self, *args, **kwargs)
+
+    read.__name__ = name
+    return original, read
+
+
+def _refuse(what: str):
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedInCompileError(
+            f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})"
+        )
+
+    return refuse
+
+
+def host_functions() -> list:
+    """Public functions that compute tensors without an op (comparisons, argmax): traced as calls."""
+    from numdiff.ops import arithmetic, logical, reduction
+
+    names = ("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+             "logical_not", "isfinite", "isnan", "isinf", "all", "any")
+    return [getattr(logical, n) for n in names] + [reduction.argmax, reduction.argmin, arithmetic.div]
+
+
+def _traced_host(function: Any) -> Any:
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        tracer = _active[-1] if _active else None
+        if tracer is not None and isinstance(result, Tensor) and id(result._data) not in tracer.value_of:
+            tracer.record(function, args, kwargs, result, host=True)
+        return result
+
+    traced.__name__ = function.__name__
+    return traced
+
+
+_HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
+
+
+class Tracing:
+    """Context manager: install the tracing hooks for `tracer` (one trace at a time)."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+        self.restore: list = []
+
+    def __enter__(self) -> Tracer:
+        import numdiff._inplace as inplace
+        import numdiff.creation as creation
+
+        _active.append(self.tracer)
+        self._patch(Function, "apply", classmethod(_traced_apply))
+        for name in _HOST_READS:
+            original, read = _guarded_read(name)
+            self._patch(Tensor, name, read)
+        self._patch(inplace, "apply_inplace", _refuse("an in-place tensor update"))
+        import numdiff
+        from numdiff.ops import arithmetic, logical, reduction
+
+        hosts = {id(f): f for f in host_functions()}
+        for owner in (Tensor, numdiff, logical, reduction, arithmetic):
+            for name, value in list(owner.__dict__.items()):
+                if id(value) in hosts:
+                    self._patch(owner, name, _traced_host(value))
+        self._patch(creation, "rng", _refuse("drawing random numbers"))
+        return self.tracer
+
+    def _patch(self, owner: Any, name: str, value: Any) -> None:
+        self.restore.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    def __exit__(self, *exc: Any) -> None:
+        for owner, name, value in reversed(self.restore):
+            setattr(owner, name, value)
+        _active.pop()
+

@@ -1,0 +1,229 @@
+"""numdiff.compile: the tape, guards, recompiles, control flow, modules, sources and drawings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.compile import GraphBreakError
+
+
+def _f64(*shape):
+    return numdiff.randn(*shape, dtype=numdiff.float64, requires_grad=True)
+
+
+def test_leaf_grad_accumulates_and_hooks_fire_as_in_eager():
+    f = numdiff.compile(lambda x, y: (x.exp() * y).sum())
+    x, y = _f64(4), _f64(4)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.numpy().copy()))
+    f(x, y).backward()
+    f(x, y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(x.detach().numpy()) * y.detach().numpy(), rtol=1e-12)
+    assert len(seen) == 2
+
+
+def test_output_is_a_non_leaf_with_a_grad_fn_and_the_leaf_rule_holds():
+    out = numdiff.compile(lambda x: x * 2)(_f64(3))
+    assert out.grad_fn is not None and not out.is_leaf
+    with pytest.raises(RuntimeError):
+        out.requires_grad_(False)
+
+
+def test_no_grad_runs_forward_only():
+    f = numdiff.compile(lambda x: x.sin())
+    with numdiff.no_grad():
+        out = f(_f64(3))
+    assert out.grad_fn is None and not out.requires_grad
+
+
+def test_new_shapes_dtypes_and_requires_grad_retrace_and_are_cached():
+    f = numdiff.compile(lambda x: (x * x).sum())
+    f(_f64(3))
+    f(_f64(3))
+    assert f.compiled.compile_count == 1
+    f(_f64(4))
+    f(numdiff.randn(4))
+    f(numdiff.randn(4, dtype=numdiff.float64))
+    assert f.compiled.compile_count == 4
+    f(_f64(4))
+    assert f.compiled.compile_count == 4
+
+
+def test_too_many_recompiles_warn():
+    f = numdiff.compile(lambda x: x + 1)
+    with pytest.warns(UserWarning, match="traced 9 times"):
+        for n in range(1, 10):
+            f(numdiff.ones(n))
+
+
+def test_control_flow_on_a_computed_value_names_the_users_line():
+    def branchy(x):
+        if x.sum() > 0:  # the line the error must name
+            return x * 2
+        return x * 3
+
+    f = numdiff.compile(branchy)
+    with pytest.raises(GraphBreakError, match=r"test_compile.py.*if x.sum\(\) > 0"):
+        f(_f64(3))
+
+
+def test_in_place_update_falls_back_to_eager_with_a_warning():
+    def bump(x):
+        y = x * 1
+        y += 1
+        return y
+
+    f = numdiff.compile(bump)
+    with pytest.warns(UserWarning, match="in-place"):
+        out = f(numdiff.ones(2))
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0])
+
+
+def test_data_dependent_shape_runs_eagerly_for_that_call():
+    f = numdiff.compile(lambda x, m: x[m] * 2)
+    x = numdiff.arange(4.0)
+    f(x, numdiff.tensor([True, False, True, False]))
+    out = f(x, numdiff.tensor([True, True, True, False]))
+    np.testing.assert_array_equal(out.numpy(), [0.0, 2.0, 4.0])
+
+
+def test_multiple_outputs_each_carry_gradient():
+    f = numdiff.compile(lambda x: (x.sin(), x.cos().sum()))
+    x = _f64(3)
+    a, b = f(x)
+    (a.sum() + b).backward()
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xs) - np.sin(xs), rtol=1e-12)
+
+
+def test_second_derivative_falls_back_to_eager():
+    f = numdiff.compile(lambda x: (x * x * x).sum())
+    x = _f64(3)
+    (g,) = numdiff.autograd.grad(f(x), x, create_graph=True)
+    (gg,) = numdiff.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
+
+
+def test_second_backward_without_retain_graph_raises():
+    out = numdiff.compile(lambda x: x.exp().sum())(_f64(2))
+    out.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        out.backward()
+
+
+def test_module_shares_parameters_and_trains_like_eager():
+    numdiff.manual_seed(0)
+    net = numdiff.nn.Sequential(numdiff.nn.Linear(4, 8), numdiff.nn.ReLU(), numdiff.nn.Linear(8, 2))
+    compiled = numdiff.compile(net)
+    assert [id(p) for p in compiled.parameters()] == [id(p) for p in net.parameters()]
+    x = numdiff.randn(5, 4)
+    compiled(x).sum().backward()
+    got = [p.grad.numpy().copy() for p in net.parameters()]
+    net.zero_grad()
+    net(x).sum().backward()
+    for g, p in zip(got, net.parameters()):
+        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with numdiff.no_grad():
+        for p in net.parameters():
+            p -= 0.5  # an optimizer step: the compiled module reads the new values
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    net.double()
+    assert compiled(x.double()).dtype == numdiff.float64
+    assert compiled.compile_count == 2
+
+
+def test_source_is_readable_and_written_under_the_cache_folder():
+    f = numdiff.compile(lambda x: (x.sin() * 2).exp().sum())
+    f(_f64(3))
+    (trace,) = [t for traces in f.compiled.traces.values() for t in traces]
+    assert "def forward" in trace.program.source and "@njit(cache=True)" in trace.program.source
+    assert trace.program.path.read_text() == trace.program.source
+    listing = trace.program.graph.describe()
+    assert "= sin(v0)" in listing and "= exp(" in listing
+
+
+def test_draw_graph_draws_the_traced_graph():
+    f = numdiff.compile(lambda x: (x.sin() * 2).sum())
+    f(_f64(3))
+    drawing = numdiff.viz.draw_graph(f)
+    assert any("sin" in label for label in drawing.labels)
+
+
+def test_a_new_process_loads_the_generated_kernels_from_numbas_disk_cache():
+    script = (
+        "import numdiff\n"
+        "f = numdiff.compile(lambda x: ((x.sin() * 1.5).exp() + x).sum())\n"
+        "x = numdiff.randn(7, requires_grad=True)\n"
+        "f(x).backward()\n"
+        "(trace,) = [t for ts in f.compiled.traces.values() for t in ts]\n"
+        "kernels = [v for k, v in trace.program.forward.__globals__.items() if k.startswith('fused_')]\n"
+        "print(len(kernels), sum(len(k.stats.cache_hits) for k in kernels))\n"
+    )
+    for _ in range(2):
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    count, hits = map(int, result.stdout.split())
+    assert count >= 1 and hits == count
+
+
+def test_tensors_inside_containers_run_eagerly_with_a_warning():
+    f = numdiff.compile(lambda pair: (pair[0] * pair[1]).sum())
+    x, y = _f64(3), _f64(3)
+    with pytest.warns(UserWarning, match="inside lists"):
+        f((x, y)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.detach().numpy())
+    x2 = _f64(3)
+    f((x2, y)).backward()
+    np.testing.assert_allclose(x2.grad.numpy(), y.detach().numpy())
+
+
+def test_rebinding_a_captured_closure_tensor_retraces():
+    w = numdiff.ones(3, dtype=numdiff.float64)
+    f = numdiff.compile(lambda x: (x * w).sum())
+    x = numdiff.ones(3, dtype=numdiff.float64)
+    assert f(x).item() == 3.0
+    w = numdiff.full((3,), 2.0, dtype=numdiff.float64)
+    assert f(x).item() == 6.0
+
+
+def test_replacing_a_parameter_of_a_compiled_module_retraces():
+    net = numdiff.nn.Linear(2, 1, bias=False)
+    compiled = numdiff.compile(net)
+    x = numdiff.ones(1, 2)
+    compiled(x)
+    net.weight = numdiff.nn.Parameter(numdiff.full((1, 2), 3.0))
+    assert compiled(x).item() == 6.0
+
+
+def test_a_compiled_function_called_inside_another_is_traced_into_it():
+    inner = numdiff.compile(lambda x: x.sin() * 2)
+    outer = numdiff.compile(lambda x: inner(x).exp().sum())
+    x = _f64(4)
+    outer(x)
+    y = _f64(4)
+    outer(y).backward()
+    ys = y.detach().numpy()
+    np.testing.assert_allclose(y.grad.numpy(), np.exp(2 * np.sin(ys)) * 2 * np.cos(ys), rtol=1e-12)
+
+
+def test_large_groups_hoist_transcendental_calls_and_match_eager():
+    # Above fusion.FUSE_MAX_ELEMENTS: sin/exp run as ufuncs, the backward's cos calls are hoisted
+    # and the multiplications between them fuse into one loop.
+    def chain(x):
+        for _ in range(3):
+            x = (x.sin() * 0.9).exp() + 0.1
+        return (x * x).sum()
+
+    f = numdiff.compile(chain)
+    f(_f64(100, 100))
+    x = _f64(100, 100)
+    f(x).backward()
+    y = x.detach().clone().requires_grad_()
+    chain(y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-12)
+    (source,) = f.compiled.sources[-1:]
+    assert "@njit" in source
