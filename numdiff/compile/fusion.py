@@ -182,7 +182,9 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             group.produced.add(call.output)
             group.reductions.add(call.output)
             continue
-        if id(call) in fusible:
+        # A scalar broadcast that could not be inlined (a non-fused op reads it, or it outlives
+        # the graph) has no scalar expression: it runs as an ordinary call below.
+        if id(call) in fusible and _fusible(call, values):
             shape = values[call.output].shape
             if group is not None and (group.shape != shape or reads & group.reductions):
                 flush()

@@ -21,14 +21,14 @@ import warnings
 from numdiff.ops.scalar_rules import RULES
 
 _KERNEL = (
-    "matmul", "conv2d", "conv_transpose2d", "conv2d_weight_grad", "max_pool2d", "adaptive_max_pool2d",
+    "matmul", "linear", "conv2d", "conv_transpose2d", "conv2d_weight_grad", "max_pool2d", "adaptive_max_pool2d",
     "max_pool_scatter", "max_pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
 )
 _CALL = (
     "abs", "amax", "amin", "binary_cross_entropy", "cat", "clamp", "clone", "expand", "flip", "gather", "getitem",
     "index_add_into_zeros", "index_put", "log_softmax", "permute", "prod", "reshape", "scatter_add", "sign", "sum",
-    "to_device", "to_dtype",
+    "to_device", "to_dtype", "tril", "triu", "nll_loss", "cross_entropy",
 )
 _EAGER_BACKWARD: tuple[str, ...] = ()
 

@@ -64,7 +64,11 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     >>> numdiff.sort(numdiff.tensor([3., 1., 2.]), descending=True).values
     tensor([3., 2., 1.])
     """
-    indices, axis = _order("sort", input, dim, descending)
+    input = ensure_tensor("sort", input)
+    axis = normalize_dim("sort", dim, input.ndim)
+    # Through the public argsort, which numdiff.compile records as a call: the order depends on the
+    # values, so a compiled graph must recompute it rather than keep the traced one.
+    indices = argsort(input, dim, descending)
     if input.ndim == 0:
         return sort_result(input.clone(), indices)
     return sort_result(gather(input, axis, indices), indices)
@@ -88,6 +92,18 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if input.ndim == 0:
         indices = Tensor._wrap(np.zeros((), np.int64), None, None)
         return topk_result(input.clone() if k else input.reshape(0)[:0], indices if k else indices.reshape(0))
+    indices = topk_indices(input, int(k), axis, largest)  # a recorded call under numdiff.compile, as argsort
+    return topk_result(gather(input, axis, indices), indices)
+
+
+def topk_indices(input: Tensor, k: int, dim: int, largest: bool) -> Tensor:
+    """The indices `topk` picks along `dim` (already checked), in order, as an int64 tensor.
+
+    >>> numdiff.ops.sorting.topk_indices(numdiff.tensor([1., 5., 3.]), 2, 0, True)
+    tensor([1, 2])
+    """
+    axis = dim
+    size = input.shape[axis]
     _, data = _host("topk", input)
     if 0 < k < size:
         # Partition first (linear time), then order only the k picked, by value and then position.
@@ -97,5 +113,4 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         order = np.take_along_axis(picked, _stable_order(np.take_along_axis(data, picked, axis), axis, largest), axis)
     else:
         order = _stable_order(data, axis, largest)[(slice(None),) * axis + (slice(0, int(k)),)]
-    indices = _indices(order, input)
-    return topk_result(gather(input, axis, indices), indices)
+    return _indices(order, input)
