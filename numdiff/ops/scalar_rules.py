@@ -1,0 +1,262 @@
+"""Elementwise ops as a table of scalar rules: the forward expression and its partial derivatives.
+
+Everything else about an elementwise op is generated from its `ScalarRule` (numdiff/ops/elementwise.py):
+the registered `Function` (forward, and a backward that is itself differentiable), the public
+function (``numdiff.exp``), the Tensor method (``x.exp()``), the CPU kernels (``@njit``, in
+numdiff/kernels/elementwise.py) and the CUDA kernels (``@cuda.jit``, numdiff/cuda/kernels/elementwise.py).
+A compiler that fuses elementwise chains reads the same expressions. Adding an op is one line:
+
+    ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",)),
+
+The fields of `ScalarRule`:
+
+- ``name``: the op's name in ``numdiff.ops.OPS`` (and of its public function and Tensor method).
+- ``arity``: how many tensor inputs (1 or 2), named ``x`` and ``y`` in the expressions.
+- ``forward``: the result as a scalar expression in ``x``, ``y`` and the attrs.
+- ``derivatives``: per input, the local partial derivative d out / d input as an expression in
+  ``x``, ``y``, ``out`` (the forward's result) and the attrs. The backward computes
+  ``grad * derivative`` (see `vjp_expression`), so ``out`` saves recomputing the forward where the
+  derivative is cheap in terms of it (exp: ``"out"``).
+- ``ufunc``: the NumPy ufunc computing the same forward (``"exp"``), or None. Integer and bool
+  inputs of ops that accept them (add, abs, maximum, ...) run through it, with NumPy's promotion.
+- ``dtypes``: what the public function does with integer/bool inputs: ``"any"`` keeps them (the
+  ufunc computes), ``"to_float"`` converts them to float32 first (exp, as PyTorch), ``"float"``
+  refuses them with a TypeError (the activations).
+- ``attrs``: keyword attributes with their defaults, as ``(("negative_slope", 0.01),)``. They are
+  Python floats, passed to forward and recorded on the node (``node.attrs``); the expressions read
+  them by name.
+- ``method``: whether the public function is also attached as a Tensor method.
+- ``doc``: the public function's docstring summary.
+
+The expression language (a subset of Python that Numba compiles on both targets, and that can also
+be evaluated on numdiff Tensors, which is how backward stays differentiable):
+
+- numbers, ``x``/``y``/``out``/attr names, ``+ - * / **``, unary minus, comparisons;
+- ``where(condition, a, b)``: ``a if condition else b``, only the taken branch is evaluated in the
+  kernels (so ``exp`` of a large number in the other branch costs nothing);
+- ``math.f(v)`` for a function ``f`` of Python's math module that is itself a rule (``math.exp``,
+  ``math.tanh``, ``math.erf``, ...; ``math.fabs`` is the rule ``abs``), so the tensor form of every
+  derivative is built from differentiable ops.
+
+NaN semantics follow PyTorch 2.13 and are encoded in the expressions: relu's derivative is
+``where(out <= 0.0, 0.0, 1.0)``, so a NaN input passes its gradient (1, as PyTorch) and a NaN
+output propagates; maximum/minimum give a NaN operand the whole gradient and split ties in half.
+A ``where`` branch that is the literal ``0.0`` gives an exact zero gradient even where the incoming
+gradient is NaN or inf, as PyTorch's masked backwards do.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+INPUT_NAMES = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class ScalarRule:
+    """One elementwise op: forward scalar expression and per-input partial derivatives."""
+
+    name: str
+    arity: int
+    forward: str
+    derivatives: tuple[str, ...]
+    ufunc: str | None = None
+    dtypes: str = "to_float"
+    attrs: tuple[tuple[str, float], ...] = ()
+    method: bool = True
+    doc: str = ""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The names of the tensor inputs in the expressions: ("x",) or ("x", "y")."""
+        return INPUT_NAMES[: self.arity]
+
+    @property
+    def attr_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.attrs)
+
+    @property
+    def saved(self) -> tuple[str, ...]:
+        """What backward reads (inputs and/or "out"), in the order ``x, y, out``: what forward saves."""
+        used = set()
+        for expression in self.derivatives:
+            used |= names_in(expression)
+        return tuple(n for n in (*self.inputs, "out") if n in used)
+
+
+# The table. Derivatives are checked by gradcheck/gradgradcheck in tests/ops/test_op_cases.py and
+# against PyTorch (including NaN and inf inputs) in tests/ops/test_scalar_rules.py.
+_TABLE = (
+    # arithmetic
+    ScalarRule("add", 2, "x + y", ("1.0", "1.0"), ufunc="add", dtypes="any", method=False),
+    ScalarRule("sub", 2, "x - y", ("1.0", "-1.0"), ufunc="subtract", dtypes="any", method=False),
+    ScalarRule("mul", 2, "x * y", ("y", "x"), ufunc="multiply", dtypes="any", method=False),
+    ScalarRule("div", 2, "x / y", ("1.0 / y", "-out / y"), ufunc="true_divide", method=False),
+    ScalarRule("neg", 1, "-x", ("-1.0",), ufunc="negative", dtypes="any", method=False),
+    ScalarRule(
+        "pow", 2, "x ** y",
+        # 0 ** 0 is 1 whatever the exponent's gradient says: d/dx is 0 where y == 0, and
+        # d/dy takes log(0) as 0 where y >= 0 (PyTorch's masks).
+        ("where(y == 0.0, 0.0, y * x ** (y - 1.0))",
+         "out * where(x == 0.0, where(y >= 0.0, 0.0, math.log(x)), math.log(x))"),
+        ufunc="power", dtypes="any", method=False,
+    ),
+    ScalarRule(
+        "maximum", 2, "where(x > y, x, where(x != x, x, y))",
+        # A NaN on either side takes the whole gradient (neither x < y nor x > y holds), ties split.
+        ("where(x == y, 0.5, where(x < y, 0.0, 1.0))", "where(x == y, 0.5, where(x > y, 0.0, 1.0))"),
+        ufunc="maximum", dtypes="any", method=False,
+    ),
+    ScalarRule(
+        "minimum", 2, "where(x < y, x, where(x != x, x, y))",
+        ("where(x == y, 0.5, where(x > y, 0.0, 1.0))", "where(x == y, 0.5, where(x < y, 0.0, 1.0))"),
+        ufunc="minimum", dtypes="any", method=False,
+    ),
+    # unary functions
+    ScalarRule("exp", 1, "math.exp(x)", ("out",), ufunc="exp", doc="Elementwise e ** x."),
+    ScalarRule("log", 1, "math.log(x)", ("1.0 / x",), ufunc="log", doc="Elementwise natural logarithm."),
+    ScalarRule("log1p", 1, "math.log1p(x)", ("1.0 / (x + 1.0)",), ufunc="log1p", doc="Elementwise log(1 + x)."),
+    ScalarRule("expm1", 1, "math.expm1(x)", ("out + 1.0",), ufunc="expm1", doc="Elementwise exp(x) - 1."),
+    ScalarRule("sqrt", 1, "math.sqrt(x)", ("0.5 / out",), ufunc="sqrt", doc="Elementwise square root."),
+    ScalarRule("rsqrt", 1, "1.0 / math.sqrt(x)", ("-0.5 * out * out * out",), doc="Elementwise 1 / sqrt(x)."),
+    ScalarRule(
+        "abs", 1, "math.fabs(x)", ("where(x > 0.0, 1.0, where(x < 0.0, -1.0, 0.0))",),
+        ufunc="absolute", dtypes="any", method=False,
+    ),
+    ScalarRule(
+        "sign", 1, "where(x > 0.0, 1.0, where(x < 0.0, -1.0, x))", ("0.0",),
+        ufunc="sign", dtypes="any", doc="Elementwise sign: -1, 0 or 1 (NaN stays NaN).",
+    ),
+    ScalarRule("sin", 1, "math.sin(x)", ("math.cos(x)",), ufunc="sin", doc="Elementwise sine."),
+    ScalarRule("cos", 1, "math.cos(x)", ("-math.sin(x)",), ufunc="cos", doc="Elementwise cosine."),
+    ScalarRule("tanh", 1, "math.tanh(x)", ("1.0 - out * out",), ufunc="tanh", doc="Elementwise hyperbolic tangent."),
+    ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",), ufunc="arctan", doc="Elementwise arctangent."),
+    ScalarRule(
+        "sigmoid", 1,
+        # exp of a non-positive number never overflows, whichever sign x has.
+        "where(x >= 0.0, 1.0 / (1.0 + math.exp(-x)), math.exp(x) / (1.0 + math.exp(x)))",
+        ("out * (1.0 - out)",), doc="Elementwise 1 / (1 + exp(-x)).",
+    ),
+    ScalarRule(
+        "erf", 1, "math.erf(x)", ("1.1283791670955126 * math.exp(-(x * x))",),  # 2 / sqrt(pi)
+        doc="Elementwise error function.",
+    ),
+    # activations (floating point inputs only, as PyTorch's)
+    ScalarRule(
+        "relu", 1, "where(x <= 0.0, 0.0, x)", ("where(out <= 0.0, 0.0, 1.0)",),
+        dtypes="float", method=False, doc="max(x, 0); NaN stays NaN and passes its gradient.",
+    ),
+    ScalarRule(
+        "leaky_relu", 1, "where(x > 0.0, x, x * negative_slope)", ("where(x > 0.0, 1.0, negative_slope)",),
+        dtypes="float", attrs=(("negative_slope", 0.01),), method=False,
+        doc="x for x > 0, else negative_slope * x.",
+    ),
+    ScalarRule(
+        "elu", 1, "where(x > 0.0, x, alpha * math.expm1(x))", ("where(x <= 0.0, alpha * math.exp(x), 1.0)",),
+        dtypes="float", attrs=(("alpha", 1.0),), method=False, doc="x for x > 0, else alpha * (exp(x) - 1).",
+    ),
+    ScalarRule(
+        "softplus", 1,
+        # Linear above the threshold, as PyTorch; below it exp(beta x) <= exp(threshold) is finite.
+        "where(x * beta > threshold, x, math.log1p(math.exp(x * beta)) / beta)",
+        ("where(x * beta > threshold, 1.0, 1.0 / (1.0 + math.exp(-x * beta)))",),
+        dtypes="float", attrs=(("beta", 1.0), ("threshold", 20.0)), method=False,
+        doc="A smooth relu: log(1 + exp(beta x)) / beta.",
+    ),
+    ScalarRule(
+        "gelu", 1, "0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))",  # 1 / sqrt(2)
+        ("0.5 * (1.0 + math.erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * math.exp(-0.5 * x * x)",),
+        dtypes="float", method=False, doc="x * Phi(x), Phi the standard normal CDF (erf form).",
+    ),
+    ScalarRule(
+        "gelu_tanh", 1,
+        # PyTorch's gelu(approximate="tanh"): sqrt(2 / pi) = 0.7978845608028654.
+        "0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))",
+        ("0.5 * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))"
+         " + 0.5 * x * (1.0 - math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2.0)"
+         " * 0.7978845608028654 * (1.0 + 0.134145 * x * x)",),
+        dtypes="float", method=False, doc="gelu's tanh approximation.",
+    ),
+)  # fmt: skip
+
+RULES: dict[str, ScalarRule] = {rule.name: rule for rule in _TABLE}
+
+# math.<name> in an expression means the rule of this name (the rest share their math name).
+MATH_RULES = {"fabs": "abs"}
+
+
+def names_in(expression: str) -> set[str]:
+    """The variable names an expression reads (``math`` and ``where`` excluded)."""
+    tree = ast.parse(expression, mode="eval")
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return names - {"math", "where"}
+
+
+def math_functions_in(expression: str) -> set[str]:
+    """The ``math.f`` functions an expression calls."""
+    tree = ast.parse(expression, mode="eval")
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math"
+    }
+
+
+def _is_number(node: ast.expr, value: float) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _is_number(node.operand, -value)
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and node.value == value
+
+
+def _vjp(node: ast.expr, grad: str) -> ast.expr:
+    """``grad * node``, pushed into where() branches, with literal 0 and 1 branches folded."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "where"
+        and len(node.args) == 3
+    ):
+        condition, a, b = node.args
+        return ast.Call(node.func, [condition, _vjp(a, grad), _vjp(b, grad)], [])
+    if _is_number(node, 0.0):
+        return ast.Constant(0.0)
+    if _is_number(node, 1.0):
+        return ast.Name(grad, ast.Load())
+    if _is_number(node, -1.0):
+        return ast.UnaryOp(ast.USub(), ast.Name(grad, ast.Load()))
+    return ast.BinOp(ast.Name(grad, ast.Load()), ast.Mult(), node)
+
+
+def vjp_expression(rule: ScalarRule, index: int, grad: str = "g") -> str:
+    """The gradient of input `index` as an expression in `grad`, the inputs, ``out`` and attrs.
+
+    >>> vjp_expression(RULES["relu"], 0)
+    'where(out <= 0.0, 0.0, g)'
+    >>> vjp_expression(RULES["mul"], 1)
+    'g * x'
+    """
+    tree = ast.parse(rule.derivatives[index], mode="eval")
+    return ast.unparse(ast.fix_missing_locations(_vjp(tree.body, grad)))
+
+
+def _check_table() -> None:
+    for rule in _TABLE:
+        if rule.arity not in (1, 2) or len(rule.derivatives) != rule.arity:
+            raise ValueError(f"scalar rule {rule.name!r}: arity {rule.arity} with {len(rule.derivatives)} derivatives")
+        allowed_forward = set(rule.inputs) | set(rule.attr_names)
+        allowed = allowed_forward | {"out"}
+        for expression, names in [(rule.forward, allowed_forward)] + [(d, allowed) for d in rule.derivatives]:
+            unknown = names_in(expression) - names
+            if unknown:
+                raise ValueError(f"scalar rule {rule.name!r}: {expression!r} reads unknown names {sorted(unknown)}")
+        for expression in rule.derivatives:
+            for function in math_functions_in(expression):
+                if MATH_RULES.get(function, function) not in RULES:
+                    raise ValueError(
+                        f"scalar rule {rule.name!r}: derivative {expression!r} calls math.{function}, "
+                        "which is not a rule, so its tensor form would not be differentiable"
+                    )
+
+
+_check_table()
