@@ -13,11 +13,24 @@ from collections.abc import Callable
 import numpy as np
 
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import transforms
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
 class InPlaceOnViewError(RuntimeError):
     """An in-place op with autograd recording targeted a view of another tensor."""
+
+
+class TransformMutationError(RuntimeError):
+    """A function under a numdiff.func transform changed a captured tensor in place."""
+
+
+def _refuse_captured_mutation(op: str, target: Tensor, why: str) -> None:
+    raise TransformMutationError(
+        f"{op}: a function under a numdiff.func transform modifies in place a tensor of shape "
+        f"{tuple(target.shape)} and dtype {target.dtype} that it did not create ({why}); clone() it "
+        "first or use the out-of-place op"
+    )
 
 
 def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
@@ -28,9 +41,15 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
             "an in-place operation. Update it inside `with numdiff.no_grad():` (as optimizers do), "
             "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
         )
+    if transforms.vmap_depth and type(self) is not Tensor:
+        _refuse_captured_mutation(op, self, "it is batched by vmap (each example would need its own storage)")
     alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
     alias._requires_grad = self._requires_grad
     out = compute(alias)
+    if transforms.vmap_depth and type(out) is not Tensor:
+        _refuse_captured_mutation(op, self, "the value written depends on the vmapped inputs")
+    if transforms.grad_depth and out._requires_grad and self._grad_fn is None and not self._requires_grad:
+        _refuse_captured_mutation(op, self, "the value written depends on the inputs being differentiated")
     node = out._grad_fn
     if out._data.shape != self._data.shape:
         raise ValueError(

@@ -3,8 +3,9 @@
 A `BatchedTensor` of vmap level L wraps a `value` tensor whose dim 0 is that level's batch; the
 wrapper reports the logical shape (the value's shape without dim 0), so code written for one
 example (shape checks, dims, composite functions such as softmax or cross_entropy) runs unchanged.
-Its own ``_data`` is the first example's view, typed `_LogicalArray` so that shape and dtype reads
-work but NumPy arithmetic on it raises instead of quietly computing on one example.
+Its own ``_data`` is the first example's view, for shape, dtype and device reads only: the array
+maths of every op goes through Function.apply, and the few Tensor methods that compute on arrays
+directly (comparisons, logical ops, isfinite, argmax) are overridden here to batch.
 
 Every op reaches `batched_apply` (installed into Function.apply by vmap), which picks the op's
 batching rule from numdiff.func._batch_rules and runs it on the values. The tape only ever records
@@ -32,22 +33,9 @@ class VmapDataDependentError(RuntimeError):
     """A batched tensor's values were read as Python data (item, bool, numpy) inside vmap."""
 
 
-class _LogicalArray(np.ndarray):
-    """The first example's view of a batched value: metadata only, arithmetic refused."""
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        raise VmapDataDependentError(
-            f"vmap: NumPy's {ufunc.__name__} ran directly on the data of a batched tensor of logical "
-            f"shape {self.shape}; inside vmap use numdiff ops or Tensor methods (x > 0, x.isfinite(), "
-            "x.argmax(dim)), which batch."
-        )
-
-
 def logical_view(value: Tensor) -> Any:
-    first = value._data[0]
-    if type(first) is np.ndarray or type(first) is _LogicalArray:
-        return first.view(_LogicalArray)
-    return first
+    """The first example's view: a plain array, since ops tell devices apart by its type."""
+    return value._data[0]
 
 
 class BatchedTensor(Tensor):

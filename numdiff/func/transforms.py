@@ -21,7 +21,7 @@ from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.grad_mode import enable_grad
 from numdiff.autograd.transform_state import transforms
 from numdiff.func import _batched
-from numdiff.func._pytree import tree_flatten, tree_unflatten
+from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
 from numdiff.tensor import Tensor
 
 
@@ -138,6 +138,7 @@ def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = F
                 start += count
             gradient = pieces[0] if isinstance(argnums, int) else tuple(pieces)
             value_out = level.result(out)
+            aux = tree_map(level.result, aux)
         if has_aux:
             return gradient, (value_out, aux)
         return gradient, value_out
@@ -205,7 +206,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             return tuple(again.gradients(values, cot_values, inputs=inputs, retain=True))
 
     result = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
-    return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+    return (result, vjp_fn, tree_map(level.result, aux)) if has_aux else (result, vjp_fn)
 
 
 def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list) -> tuple:
@@ -269,4 +270,5 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
             results.append(level.result(_batched.rewrap(p if level.nested else p.detach(), levels)))
         outputs = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
         tangents_out = tree_unflatten(results, out_spec)
+        aux = tree_map(level.result, aux)
     return (outputs, tangents_out, aux) if has_aux else (outputs, tangents_out)
