@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import numdiff
-import numdiff.nn.functional as NF
+import numdiff.nn.functional as nf
 from numdiff import func
 
 RNG = np.random.default_rng(0)
@@ -46,13 +46,13 @@ def matmul(lib, x):
 
 
 def conv_pool(lib, x):
-    fn = NF if lib is numdiff else torch.nn.functional
+    fn = nf if lib is numdiff else torch.nn.functional
     y = fn.conv2d(x.reshape(1, 1, 3, 4), lib.tensor(W_conv), padding=1)
     return fn.max_pool2d(lib.tanh(y), 2).sum()
 
 
 def cross_entropy(lib, x):
-    fn = NF if lib is numdiff else torch.nn.functional
+    fn = nf if lib is numdiff else torch.nn.functional
     return fn.cross_entropy(x, lib.tensor([0, 2, 1]))
 
 
@@ -129,7 +129,7 @@ def test_per_sample_gradients_with_functional_call():
 
     params = {k: v.detach() for k, v in model.named_parameters()}
     tparams = {k: v.detach() for k, v in tmodel.named_parameters()}
-    ours = func.vmap(func.grad(lambda p, s, t: loss(numdiff, NF, func.functional_call, model, p, s, t)), in_dims=(None, 0, 0))(
+    ours = func.vmap(func.grad(lambda p, s, t: loss(numdiff, nf, func.functional_call, model, p, s, t)), in_dims=(None, 0, 0))(
         params, x, numdiff.tensor(labels)
     )
     theirs = torch.func.vmap(
@@ -142,7 +142,7 @@ def test_per_sample_gradients_with_functional_call():
 
 
 def test_autograd_functional_matches_torch():
-    from numdiff.autograd import functional as AF
+    from numdiff.autograd import functional as af
 
     (x, tx), (v, tv) = _pair(3), _pair(3)
 
@@ -150,8 +150,8 @@ def test_autograd_functional_matches_torch():
         return (a.sin() * a * a).sum()
 
     for name in ("vhp", "hvp", "vjp"):
-        _close(getattr(AF, name)(f, x, v)[1] if name != "vjp" else AF.vjp(lambda a: a.exp(), x, v)[1],
+        _close(getattr(af, name)(f, x, v)[1] if name != "vjp" else af.vjp(lambda a: a.exp(), x, v)[1],
                getattr(torch.autograd.functional, name)(f, tx, tv)[1] if name != "vjp" else torch.autograd.functional.vjp(lambda a: a.exp(), tx, tv)[1])
-    _close(AF.hessian(f, x), torch.autograd.functional.hessian(f, tx))
-    _close(AF.jacobian(lambda a: a.exp() * a, x), torch.autograd.functional.jacobian(lambda a: a.exp() * a, tx))
-    _close(AF.jvp(lambda a: a.exp(), x, v)[1], torch.autograd.functional.jvp(lambda a: a.exp(), tx, tv)[1])
+    _close(af.hessian(f, x), torch.autograd.functional.hessian(f, tx))
+    _close(af.jacobian(lambda a: a.exp() * a, x), torch.autograd.functional.jacobian(lambda a: a.exp() * a, tx))
+    _close(af.jvp(lambda a: a.exp(), x, v)[1], torch.autograd.functional.jvp(lambda a: a.exp(), tx, tv)[1])
