@@ -97,11 +97,11 @@ _tensor_methods.attach()
 
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
+from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
-from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)

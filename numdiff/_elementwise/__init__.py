@@ -2,7 +2,7 @@
 
 The function's body is parsed into one expression (numdiff._elementwise._parse), compiled into
 one Numba loop over the broadcast elements (serial below `PARALLEL_GRAIN` elements, ``prange``
-above), written to a file so ``cache=True`` keeps it across processes. The partial derivative
+above; a grid-stride @cuda.jit kernel for CUDA tensors, see _cuda.py), written to a file so ``cache=True`` keeps it across processes. The partial derivative
 with respect to every argument is derived symbolically (_derive), branches included, unless the
 user supplies them with ``@op.derivative``. Backward runs ``grad * partial`` as another
 @elementwise op, so it is differentiable again (second derivatives, gradgradcheck).
@@ -65,6 +65,7 @@ class ElementwiseOp:
         self._partials: list[ast.expr] | None = None
         self._vjp_ops: dict[int, ElementwiseOp] = {}
         self._kernels: dict[tuple[bool, ...], Any] = {}
+        self._cuda_kernels: dict[tuple[bool, ...], Any] = {}
         self.function = type(f"{name}Elementwise", (_ElementwiseFunction,), {"op": self})
 
     def __repr__(self) -> str:
@@ -127,9 +128,9 @@ class ElementwiseOp:
                 raise TypeError(f"{self.__name__}: argument {name!r} must be a Tensor or a Python number, got {type(value).__name__}")
         if not tensors:
             raise TypeError(f"{self.__name__}: at least one argument must be a Tensor")
-        devices = {t.device.type for t in tensors}
-        if devices != {"cpu"}:
-            raise RuntimeError(f"{self.__name__}: @elementwise runs on CPU tensors; got tensors on {sorted(devices)}")
+        devices = {str(t.device) for t in tensors}
+        if len(devices) > 1:
+            raise RuntimeError(f"{self.__name__}: the tensor arguments are on different devices: {sorted(devices)}")
         shapes = [tuple(t.shape) for t in tensors]
         try:
             np.broadcast_shapes(*shapes)
@@ -143,6 +144,10 @@ class ElementwiseOp:
 
     def run(self, arrays: tuple) -> np.ndarray:
         """Forward on arrays and Python numbers: broadcast, one fused loop."""
+        if any(not isinstance(a, (np.ndarray, int, float)) for a in arrays):
+            from numdiff._elementwise import _cuda
+
+            return _cuda.run(self.expression, self.arguments, arrays, self._cuda_kernels)
         present = [a for a in arrays if isinstance(a, np.ndarray)]
         shape = np.broadcast_shapes(*(a.shape for a in present))
         dtype = present[0].dtype

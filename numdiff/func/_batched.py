@@ -19,8 +19,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from numdiff.autograd.transform_state import transforms
 from numdiff.tensor import Tensor
 
