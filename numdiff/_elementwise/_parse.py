@@ -1,7 +1,8 @@
 """A scalar Python function as one expression tree, checked against what @elementwise compiles.
 
 Accepted: one ``return`` (after optional ``name = expression`` lines, which are inlined),
-numbers, the arguments, ``+ - * / **``, unary minus, comparisons, ``and``/``or``/``not`` in
+numbers (also math.pi and friends, and global or closed-over numbers, read once at decoration),
+the arguments, ``+ - * / **``, unary minus, comparisons, ``and``/``or``/``not`` in
 conditions, ``a if condition else b`` and ``math.f(...)`` for a math function numdiff has a scalar
 rule for (numdiff.ops.scalar_rules). Anything else raises `ElementwiseSyntaxError` naming the
 function and the line.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import textwrap
 from collections.abc import Callable
 
@@ -45,7 +47,8 @@ _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
 
 class _Checker:
-    def __init__(self, name: str, filename: str, first_line: int, arguments: tuple[str, ...]) -> None:
+    def __init__(self, name: str, filename: str, first_line: int, arguments: tuple[str, ...], constants: dict) -> None:
+        self.constants = constants
         self.name = name
         self.filename = filename
         self.first_line = first_line
@@ -70,7 +73,18 @@ class _Checker:
                 return self.locals[node.id]
             if node.id in self.arguments:
                 return ast.Name(node.id, ast.Load())
-            raise self.fail(node, f"the name {node.id!r} (not an argument or a local defined above)")
+            value = self.constants.get(node.id)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                # A global or closed-over number is baked into the kernel as a constant.
+                return ast.Constant(float(value))
+            raise self.fail(node, f"the name {node.id!r} (not an argument, a local defined above or a global number)")
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "math"
+            and isinstance(getattr(math, node.attr, None), float)
+        ):
+            return ast.Constant(getattr(math, node.attr))
         if isinstance(node, ast.BinOp) and isinstance(node.op, _BINARY):
             return ast.BinOp(self.expression(node.left), node.op, self.expression(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -123,7 +137,11 @@ def parse_function(fn: Callable, outputs: int | None = None) -> tuple[tuple[str,
     arguments = tuple(a.arg for a in spec.args)
     if not arguments:
         raise ElementwiseSyntaxError(f"@elementwise: {name} takes no arguments")
-    checker = _Checker(name, filename, first_line, arguments)
+    constants = dict(getattr(fn, "__globals__", {}))
+    closure = inspect.getclosurevars(fn)
+    constants.update(closure.globals)
+    constants.update(closure.nonlocals)
+    checker = _Checker(name, filename, first_line, arguments, constants)
     body = [s for s in definition.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
     for statement in body[:-1]:
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):

@@ -87,6 +87,16 @@ def test_vmap_and_grad_batch_an_elementwise_op():
     np.testing.assert_allclose(per_row.numpy(), x.grad.numpy(), rtol=1e-12)
 
 
+def test_global_and_closed_over_numbers_become_constants():
+    scale = 3.0
+
+    @numdiff.elementwise
+    def scaled(x):
+        return scale * x + math.pi
+
+    np.testing.assert_allclose(scaled(numdiff.tensor([1.0, 2.0])).numpy(), [3.0 + math.pi, 6.0 + math.pi])
+
+
 def test_unsupported_construct_names_function_and_line():
     def looping(x):
         total = 0.0
