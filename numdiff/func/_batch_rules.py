@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from numdiff.func._batched import align, logical_ndim
 from numdiff.tensor import Tensor
 
@@ -58,17 +60,32 @@ def expand_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return cls.apply(value, shape=(size, *shape))
 
 
-def getitem_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    import numpy as np
-
-    key = attrs["key"]
+def _key_keeps_batch_first(key: tuple) -> bool:
+    """Whether ``x[(slice(None), *key)]`` keeps the batch dim first: no bool index arrays, and
+    index arrays side by side (separated ones move their dims to the front)."""
     advanced = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
     if any(key[i].dtype.kind == "b" for i in advanced):
-        return None
-    if advanced and advanced != list(range(advanced[0], advanced[-1] + 1)):
-        # Separated index arrays move their dims to the front, which a leading batch dim would change.
+        return False
+    return not advanced or advanced == list(range(advanced[0], advanced[-1] + 1))
+
+
+def getitem_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    key = attrs["key"]
+    if not _key_keeps_batch_first(key):
         return None
     return cls.apply(values[0], key=(slice(None), *key))
+
+
+def index_put_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    key = attrs["key"]
+    if not _key_keeps_batch_first(key):
+        return None
+    x = _materialize(values[0], batched[0], size)
+    value = values[1]
+    if batched[1]:
+        region = np.empty(tuple(x.shape[1:]), dtype=np.bool_)[key].shape
+        (value,) = align([value, Tensor._wrap(np.empty(region, dtype=np.bool_), None, None)], [True, False])[:1]
+    return cls.apply(x, value, key=(slice(None), *key))
 
 
 def matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
@@ -136,6 +153,7 @@ RULES.update(
         "permute": permute_rule,
         "expand": expand_rule,
         "getitem": getitem_rule,
+        "index_put": index_put_rule,
         "matmul": matmul_rule,
         "conv2d": conv2d_rule,
     }
