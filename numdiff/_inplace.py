@@ -42,7 +42,10 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
             "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
         )
     if transforms.vmap_depth and type(self) is not Tensor:
-        _refuse_captured_mutation(op, self, "it is batched by vmap (each example would need its own storage)")
+        raise TransformMutationError(
+            f"{op}: in-place ops on a tensor batched by vmap (logical shape {tuple(self.shape)}, dtype "
+            f"{self.dtype}) are not supported; use the out-of-place op (x = x + 1 instead of x += 1)"
+        )
     alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
     alias._requires_grad = self._requires_grad
     out = compute(alias)

@@ -144,13 +144,16 @@ class ElementwiseOp:
 
     def run(self, arrays: tuple) -> np.ndarray:
         """Forward on arrays and Python numbers: broadcast, one fused loop."""
-        if any(not isinstance(a, (np.ndarray, int, float)) for a in arrays):
+        if any(not isinstance(a, (np.ndarray, int, float, np.generic)) for a in arrays):
             from numdiff._elementwise import _cuda
 
             return _cuda.run(self.expression, self.arguments, arrays, self._cuda_kernels)
         present = [a for a in arrays if isinstance(a, np.ndarray)]
         shape = np.broadcast_shapes(*(a.shape for a in present))
         dtype = present[0].dtype
+        # An array holding one value (a 0-d tensor, or the stride-0 gradient of a sum) is passed as
+        # a scalar: no full-size copy, and the loop reads it from a register.
+        arrays = tuple(a.flat[0] if isinstance(a, np.ndarray) and a.size and not any(a.strides) else a for a in arrays)
         scalars = tuple(not isinstance(a, np.ndarray) for a in arrays)
         operands = []
         for a in arrays:

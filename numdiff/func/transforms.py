@@ -258,7 +258,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
                 [g for g, _ in used],
                 dummies,
                 grad_outputs=[t.expand(*g.shape) for (g, _), t in zip(used, tangent_values)],
-                create_graph=True,
+                create_graph=level.nested,
                 allow_unused=True,
             )
         else:

@@ -155,3 +155,12 @@ def test_autograd_functional_matches_torch():
     _close(af.hessian(f, x), torch.autograd.functional.hessian(f, tx))
     _close(af.jacobian(lambda a: a.exp() * a, x), torch.autograd.functional.jacobian(lambda a: a.exp() * a, tx))
     _close(af.jvp(lambda a: a.exp(), x, v)[1], torch.autograd.functional.jvp(lambda a: a.exp(), tx, tv)[1])
+
+
+def test_jacrev_and_jacfwd_has_aux_return_the_aux():
+    x, tx = _pair(3)
+    for ours, theirs in ((func.jacrev, torch.func.jacrev), (func.jacfwd, torch.func.jacfwd)):
+        jac, aux = ours(lambda a: (a.exp(), a.sum()), has_aux=True)(x)
+        tjac, taux = theirs(lambda a: (a.exp(), a.sum()), has_aux=True)(tx)
+        _close(jac, tjac)
+        _close(aux, taux)
