@@ -164,3 +164,20 @@ def test_jacrev_and_jacfwd_has_aux_return_the_aux():
         tjac, taux = theirs(lambda a: (a.exp(), a.sum()), has_aux=True)(tx)
         _close(jac, tjac)
         _close(aux, taux)
+
+
+def test_vmap_of_hessian_and_doubly_vmapped_grad_match_torch():
+    (x, tx), (w, tw) = _pair(2, 3, 4), _pair(4)
+
+    def f(lib, a, b):
+        return (lib.tanh(a * b) * a).sum()
+
+    ours = func.vmap(func.vmap(func.grad(lambda a, b: f(numdiff, a, b)), in_dims=(0, None)), in_dims=(0, None))(x, w)
+    theirs = torch.func.vmap(torch.func.vmap(torch.func.grad(lambda a, b: f(torch, a, b)), in_dims=(0, None)), in_dims=(0, None))(tx, tw)
+    _close(ours, theirs)
+    ours = func.vmap(func.hessian(lambda a: f(numdiff, a, w)))(x[0])
+    theirs = torch.func.vmap(torch.func.hessian(lambda a: f(torch, a, tw)))(tx[0])
+    _close(ours, theirs)
+    ours = func.vmap(func.grad(lambda b, a: f(numdiff, a, b)), in_dims=(None, 0))(w, x[0])
+    theirs = torch.func.vmap(torch.func.grad(lambda b, a: f(torch, a, b)), in_dims=(None, 0))(tw, tx[0])
+    _close(ours, theirs)
