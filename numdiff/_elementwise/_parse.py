@@ -3,14 +3,15 @@
 Accepted: one ``return`` (after optional ``name = expression`` lines, which are inlined),
 numbers (also math.pi and friends, and global or closed-over numbers, read once at decoration),
 the arguments, ``+ - * / **``, unary minus, comparisons, ``and``/``or``/``not`` in
-conditions, ``a if condition else b`` and ``math.f(...)`` for a math function numdiff has a scalar
-rule for (numdiff.ops.scalar_rules). Anything else raises `ElementwiseSyntaxError` naming the
+conditions, ``a if condition else b``, ``math.f(...)`` for a math function numdiff has a scalar
+rule for (numdiff.ops.scalar_rules), and abs, min and max of two values. Anything else raises `ElementwiseSyntaxError` naming the
 function and the line.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import math
 import textwrap
@@ -103,14 +104,36 @@ class _Checker:
                 and not node.keywords
             ):
                 return ast.Call(ast.Attribute(ast.Name("math", ast.Load()), function.attr, ast.Load()), [self.expression(node.args[0])], [])
-            raise self.fail(node, f"the call {ast.unparse(node)!r} (only math functions of one argument with a scalar rule: {sorted(MATH_FUNCTIONS)})")
+            if isinstance(function, ast.Name) and not node.keywords:
+                return self.builtin(node, function.id)
+            raise self.fail(node, self.unsupported_call(node))
         raise self.fail(node, f"the expression {ast.unparse(node)!r} ({type(node).__name__})")
+
+    def builtin(self, node: ast.Call, name: str) -> ast.expr:
+        """abs(v) as math.fabs(v); min/max of two values as a branch (ties take the second)."""
+        args = [self.expression(a) for a in node.args]
+        if name == "abs" and len(args) == 1:
+            return ast.Call(ast.Attribute(ast.Name("math", ast.Load()), "fabs", ast.Load()), args, [])
+        if name in ("min", "max") and len(args) == 2:
+            a, b = args
+            op = ast.Lt() if name == "min" else ast.Gt()
+            return ast.IfExp(ast.Compare(a, [op], [b]), a, copy.deepcopy(b))
+        raise self.fail(node, self.unsupported_call(node))
+
+    def unsupported_call(self, node: ast.Call) -> str:
+        return (
+            f"the call {ast.unparse(node)!r} (supported: abs(v), min(a, b), max(a, b) and math functions of "
+            f"one argument with a scalar rule: {sorted(MATH_FUNCTIONS)})"
+        )
 
     def condition(self, node: ast.expr) -> ast.expr:
         if isinstance(node, ast.Compare):
-            if len(node.ops) != 1 or not isinstance(node.ops[0], _COMPARE):
-                raise self.fail(node, f"the comparison {ast.unparse(node)!r} (one comparison operator at a time)")
-            return ast.Compare(self.expression(node.left), [node.ops[0]], [self.expression(node.comparators[0])])
+            if not all(isinstance(op, _COMPARE) for op in node.ops):
+                raise self.fail(node, f"the comparison {ast.unparse(node)!r} (in and is are not arithmetic comparisons)")
+            operands = [self.expression(node.left)] + [self.expression(c) for c in node.comparators]
+            # a < b < c is (a < b) and (b < c), as in Python.
+            pairs = [ast.Compare(operands[i], [op], [operands[i + 1]]) for i, op in enumerate(node.ops)]
+            return pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs)
         if isinstance(node, ast.BoolOp):
             return ast.BoolOp(node.op, [self.condition(v) for v in node.values])
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
