@@ -83,46 +83,46 @@ class BatchedTensor(Tensor):
 
     # Comparisons, logical ops and argmax compute on arrays outside Function.apply, so they batch here.
     def __eq__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return _nondiff(operator.eq, self, other)
+        return nondifferentiable(operator.eq, self, other)
 
     def __ne__(self, other: Any) -> Tensor:  # type: ignore[override]
-        return _nondiff(operator.ne, self, other)
+        return nondifferentiable(operator.ne, self, other)
 
     def __lt__(self, other: Any) -> Tensor:
-        return _nondiff(operator.lt, self, other)
+        return nondifferentiable(operator.lt, self, other)
 
     def __le__(self, other: Any) -> Tensor:
-        return _nondiff(operator.le, self, other)
+        return nondifferentiable(operator.le, self, other)
 
     def __gt__(self, other: Any) -> Tensor:
-        return _nondiff(operator.gt, self, other)
+        return nondifferentiable(operator.gt, self, other)
 
     def __ge__(self, other: Any) -> Tensor:
-        return _nondiff(operator.ge, self, other)
+        return nondifferentiable(operator.ge, self, other)
 
     def __and__(self, other: Any) -> Tensor:
-        return _nondiff(operator.and_, self, other)
+        return nondifferentiable(operator.and_, self, other)
 
     def __or__(self, other: Any) -> Tensor:
-        return _nondiff(operator.or_, self, other)
+        return nondifferentiable(operator.or_, self, other)
 
     def __xor__(self, other: Any) -> Tensor:
-        return _nondiff(operator.xor, self, other)
+        return nondifferentiable(operator.xor, self, other)
 
     def __invert__(self) -> Tensor:
-        return _nondiff(operator.invert, self)
+        return nondifferentiable(operator.invert, self)
 
     def logical_not(self) -> Tensor:
-        return _nondiff(lambda v: v.logical_not(), self)
+        return nondifferentiable(lambda v: v.logical_not(), self)
 
     def isfinite(self) -> Tensor:
-        return _nondiff(lambda v: v.isfinite(), self)
+        return nondifferentiable(lambda v: v.isfinite(), self)
 
     def isnan(self) -> Tensor:
-        return _nondiff(lambda v: v.isnan(), self)
+        return nondifferentiable(lambda v: v.isnan(), self)
 
     def isinf(self) -> Tensor:
-        return _nondiff(lambda v: v.isinf(), self)
+        return nondifferentiable(lambda v: v.isinf(), self)
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _arg_extreme("argmax", self, dim, keepdim)
@@ -170,7 +170,7 @@ def align(values: list, batched: list) -> list:
     return aligned
 
 
-def _nondiff(compute: Callable[..., Tensor], *operands: Any) -> Tensor:
+def nondifferentiable(compute: Callable[..., Tensor], *operands: Any) -> Tensor:
     level = max(level_of(t) for t in operands)
     values, batched = zip(*(unwrap_level(t, level) for t in operands))
     return wrap(compute(*align(list(values), list(batched))), level)

@@ -90,3 +90,18 @@ def test_gradient_flows_through_vmap_to_outer_tensors():
     x = numdiff.tensor(data, requires_grad=True)
     func.vmap(lambda r: (r.sin() * r).sum())(x).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.sin(data) + data * np.cos(data), rtol=1e-12)
+
+
+def test_module_level_comparisons_logical_ops_and_argmax_batch():
+    data = RNG.standard_normal((4, 3))
+    x = numdiff.tensor(data)
+
+    def per_row(r):
+        mask = numdiff.logical_not(numdiff.gt(r, 0.0)) | numdiff.isnan(r)
+        return numdiff.where(mask, numdiff.argmax(r).to(numdiff.float64), numdiff.div(r, 0.5, rounding_mode="floor"))
+
+    out = func.vmap(per_row)(x)
+    expected = np.where(~(data > 0), np.argmax(data, 1)[:, None].astype(float), np.floor_divide(data, 0.5))
+    np.testing.assert_allclose(out.numpy(), expected)
+    flags = func.vmap(lambda r: numdiff.stack([numdiff.all(r > -5.0), numdiff.any(r > 0.0)]))(x)
+    np.testing.assert_array_equal(flags.numpy(), np.stack([np.all(data > -5, 1), np.any(data > 0, 1)], 1))
