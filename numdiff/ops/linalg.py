@@ -81,6 +81,11 @@ class Matmul(Function):
             # No batch on b: fold a's batch into rows, one GEMM.
             a_rows = np.ascontiguousarray(a, like=a).reshape(-1, k)
             _product(a_rows, b, out.reshape(-1, n))
+        elif not any(b.strides[:-2]):
+            # b's batch is a broadcast of one matrix (an expand, as vmap makes of shared weights):
+            # the same fold, without first copying that matrix once per batch entry.
+            a_rows = np.ascontiguousarray(np.broadcast_to(a, batch + (m, k)), like=a).reshape(-1, k)
+            _product(a_rows, b[(0,) * (b.ndim - 2)], out.reshape(-1, n))
         else:
             a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
             b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
