@@ -62,13 +62,16 @@ def vmap(
     in_dims: Any = 0,
     out_dims: Any = 0,
     randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
 ) -> Callable[..., Any]:
     """`func` mapped over a batch dimension of its inputs, as torch.func.vmap.
 
     Each op runs once on the whole batch through its batching rule; an op without one runs per
     example (with a one-time VmapPerformanceWarning naming it). Transforms nest: vmap(grad(f)),
     vmap(jacrev(f)), vmap(vmap(f)). randomness: 'error' (a random op raises) or 'same' (one draw
-    shared by the batch); torch's 'different' is not offered.
+    shared by the batch); torch's 'different' is not offered. chunk_size runs the batch in slices
+    of that many entries (less memory, same result).
 
     >>> x = numdiff.randn(8, 3); w = numdiff.randn(3)
     >>> numdiff.func.vmap(numdiff.dot, in_dims=(0, None))(x, w).shape
@@ -76,6 +79,8 @@ def vmap(
     """
     if randomness not in _RANDOMNESS:
         raise ValueError(f"vmap: randomness must be one of {_RANDOMNESS}, got {randomness!r}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size must be a positive int or None, got {chunk_size!r}")
 
     @functools.wraps(func)
     def batched_func(*args: Any, **kwargs: Any) -> Any:
@@ -97,25 +102,55 @@ def vmap(
         if any(s != size for _, _, s in sizes):
             listing = ", ".join(f"input {i} of shape {shape} has size {s}" for i, shape, s in sizes)
             raise ValueError(f"vmap: the batched inputs have different sizes along their in_dims: {listing}")
-        level = transforms.vmap_depth + 1
-        mapped = [
-            leaf if dim is None else _batched.wrap(_move_to_front(leaf, dim % leaf.ndim), level)
-            for leaf, dim in zip(leaves, dims)
-        ]
-        transforms.batch_sizes.append(size)
-        transforms.vmap_depth = level
-        transforms.batched_apply = _batched.batched_apply
-        previous_randomness = transforms.randomness
-        transforms.randomness = randomness
-        try:
-            out = func(*tree_unflatten(mapped, spec), **kwargs)
-        finally:
-            transforms.vmap_depth = level - 1
-            transforms.batch_sizes.pop()
-            transforms.randomness = previous_randomness
-        return _unbatch_outputs(out, out_dims, level, size)
+        if chunk_size is not None and size > chunk_size:
+            chunks = []
+            for start in range(0, size, chunk_size):
+                stop = min(start + chunk_size, size)
+                sliced = [leaf if dim is None else _narrow(leaf, dim % leaf.ndim, start, stop) for leaf, dim in zip(leaves, dims)]
+                chunks.append(_run_batch(func, sliced, dims, spec, kwargs, stop - start, out_dims, randomness))
+            return _concatenate(chunks, out_dims)
+        return _run_batch(func, leaves, dims, spec, kwargs, size, out_dims, randomness)
 
     return batched_func
+
+
+def _run_batch(func: Callable[..., Any], leaves: list, dims: list, spec: Any, kwargs: dict, size: int, out_dims: Any, randomness: str) -> Any:
+    """One run of `func` over one batch (or one chunk of it) as a new vmap level."""
+    level = transforms.vmap_depth + 1
+    mapped = [
+        leaf if dim is None else _batched.wrap(_move_to_front(leaf, dim % leaf.ndim), level)
+        for leaf, dim in zip(leaves, dims)
+    ]
+    transforms.batch_sizes.append(size)
+    transforms.vmap_depth = level
+    transforms.batched_apply = _batched.batched_apply
+    previous_randomness = transforms.randomness
+    transforms.randomness = randomness
+    try:
+        out = func(*tree_unflatten(mapped, spec), **kwargs)
+    finally:
+        transforms.vmap_depth = level - 1
+        transforms.batch_sizes.pop()
+        transforms.randomness = previous_randomness
+    return _unbatch_outputs(out, out_dims, level, size)
+
+
+def _narrow(t: Tensor, dim: int, start: int, stop: int) -> Tensor:
+    return t[(slice(None),) * dim + (slice(start, stop),)]
+
+
+def _concatenate(chunks: list, out_dims: Any) -> Any:
+    """The chunks' outputs joined along their out_dims (outputs with out_dim None from the first)."""
+    from numdiff.ops.shape import cat
+
+    flat = [tree_flatten(chunk)[0] for chunk in chunks]
+    spec = tree_flatten(chunks[0])[1]
+    dims = [out_dims] * len(flat[0]) if out_dims is None or isinstance(out_dims, int) else tree_flatten(out_dims)[0]
+    joined = [
+        flat[0][i] if dim is None else cat([pieces[i] for pieces in flat], dim)
+        for i, dim in enumerate(dims)
+    ]
+    return tree_unflatten(joined, spec)
 
 
 def _unbatch_outputs(out: Any, out_dims: Any, level: int, size: int) -> Any:

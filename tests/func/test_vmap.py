@@ -105,3 +105,12 @@ def test_module_level_comparisons_logical_ops_and_argmax_batch():
     np.testing.assert_allclose(out.numpy(), expected)
     flags = func.vmap(lambda r: numdiff.stack([numdiff.all(r > -5.0), numdiff.any(r > 0.0)]))(x)
     np.testing.assert_array_equal(flags.numpy(), np.stack([np.all(data > -5, 1), np.any(data > 0, 1)], 1))
+
+
+def test_chunk_size_gives_the_same_result_in_slices():
+    (x, tx), (w, tw) = _pair(3, 7), _pair(3, 2)
+    ours = func.vmap(lambda r, m: (r @ m).tanh(), in_dims=(1, None), out_dims=1, chunk_size=2)(x, w)
+    theirs = torch.func.vmap(lambda r, m: (r @ m).tanh(), in_dims=(1, None), out_dims=1, chunk_size=2)(tx, tw)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+        func.vmap(lambda r: r, chunk_size=0)
