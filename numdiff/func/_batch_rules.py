@@ -124,11 +124,14 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return out.reshape(n, size, out_channels, *out.shape[2:]).transpose(0, 1)
 
 
-def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
-    """Pooling over (N, C, H, W): the vmap batch folds into N."""
+def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W): the vmap batch folds
+    into N."""
+    if any(batched[1:]):
+        return None
     x = values[0]
     n = x.shape[1]
-    out = cls.apply(x.reshape(size * n, *x.shape[2:]), **attrs)
+    out = cls.apply(x.reshape(size * n, *x.shape[2:]), *values[1:], **attrs)
     return out.reshape(size, n, *out.shape[1:])
 
 
@@ -141,7 +144,7 @@ for _name in (
     RULES[_name] = elementwise
 for _name in ("sum", "prod", "amax", "amin"):
     RULES[_name] = _shift_dims("dims")
-for _name in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d"):
+for _name in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d"):
     RULES[_name] = fold_into_n
 RULES.update(
     {
@@ -149,6 +152,7 @@ RULES.update(
         "flip": _shift_dims("dims"),
         "cat": _shift_dims("dim"),
         "gather": _shift_dims("dim"),
+        "scatter_add": _shift_dims("dim"),
         "reshape": reshape_rule,
         "permute": permute_rule,
         "expand": expand_rule,

@@ -50,6 +50,8 @@ CASES = {
         (0, None),
     ),
     "conv2d_batched_weight": (lambda lib, fn, x, w: fn.conv2d(x, w, stride=2), [(3, 1, 2, 5, 5), (3, 4, 2, 3, 3)], (0, 0)),
+    "conv_transpose2d": (lambda lib, fn, x, w: fn.conv_transpose2d(x, w, stride=2), [(3, 1, 2, 4, 4), (2, 3, 3, 3)], (0, None)),
+    "scatter_add": (lambda lib, fn, a, b: a.scatter_add(1, lib.tensor([[0, 2, 2]]), b), [(4, 2, 3), (4, 1, 3)], (0, 0)),
     "in_dim_1_out_dim_1": (lambda lib, fn, a: a.tanh() * 2, [(3, 4)], 1),
     "pad_and_setitem": (lambda lib, fn, a, b: fn.pad(a, (1, 2)) * 2 + fn.pad(b, (0, 3)).sum(), [(4, 2, 3), (4, 3)], (0, 0)),
     "mse_and_gather": (lambda lib, fn, a, b: fn.mse_loss(a, b) + a.gather(0, lib.tensor([1, 0])).sum(), [(4, 3), (4, 3)], 0),
