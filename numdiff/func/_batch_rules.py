@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.func._batched import align, logical_ndim
+from numdiff.ops.scalar_rules import RULES as SCALAR_RULES
 from numdiff.tensor import Tensor
 
 Rule = Callable[[Any, list, list, dict, int], Any]
@@ -135,11 +136,9 @@ def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return out.reshape(size, n, *out.shape[1:])
 
 
+# Every op of the scalar rule table is elementwise, and so are these.
 for _name in (
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
-    "abs", "sign", "sin", "cos", "tanh", "sigmoid", "erf", "atan", "relu", "leaky_relu", "elu",
-    "softplus", "gelu", "where", "maximum", "minimum", "clamp", "to_dtype", "to_device", "clone",
-    "binary_cross_entropy", "elementwise",
+    *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy", "elementwise",
 ):
     RULES[_name] = elementwise
 for _name in ("sum", "prod", "amax", "amin"):
