@@ -132,10 +132,12 @@ from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
+from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
+from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,

@@ -13,11 +13,24 @@ from collections.abc import Callable
 import numpy as np
 
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import transforms
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
 class InPlaceOnViewError(RuntimeError):
     """An in-place op with autograd recording targeted a view of another tensor."""
+
+
+class TransformMutationError(RuntimeError):
+    """A function under a numdiff.func transform changed a captured tensor in place."""
+
+
+def _refuse_captured_mutation(op: str, target: Tensor, why: str) -> None:
+    raise TransformMutationError(
+        f"{op}: a function under a numdiff.func transform modifies in place a tensor of shape "
+        f"{tuple(target.shape)} and dtype {target.dtype} that it did not create ({why}); clone() it "
+        "first or use the out-of-place op"
+    )
 
 
 def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
@@ -28,11 +41,20 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
             "an in-place operation. Update it inside `with numdiff.no_grad():` (as optimizers do), "
             "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
         )
+    if transforms.vmap_depth and type(self) is not Tensor:
+        raise TransformMutationError(
+            f"{op}: in-place ops on a tensor batched by vmap (logical shape {tuple(self.shape)}, dtype "
+            f"{self.dtype}) are not supported; use the out-of-place op (x = x + 1 instead of x += 1)"
+        )
     if _state.enabled and self._base is not None and self._base._requires_grad:
         _refuse_inplace_on_view_of_tracked_base(self, op)
     alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
     alias._requires_grad = self._requires_grad
     out = compute(alias)
+    if transforms.vmap_depth and type(out) is not Tensor:
+        _refuse_captured_mutation(op, self, "the value written depends on the vmapped inputs")
+    if transforms.grad_depth and out._requires_grad and self._grad_fn is None and not self._requires_grad:
+        _refuse_captured_mutation(op, self, "the value written depends on the inputs being differentiated")
     node = out._grad_fn
     if out._data.shape != self._data.shape:
         raise ValueError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.autograd.transform_state import transforms
+
 
 class Generator:
     """A source of random numbers (PCG64), as ``numdiff.Generator().manual_seed(0)``."""
@@ -34,4 +36,11 @@ def manual_seed(seed: int) -> Generator:
 
 
 def rng(generator: Generator | None) -> np.random.Generator:
+    if transforms.vmap_depth and transforms.randomness == "error":
+        from numdiff.func.vmap import VmapRandomnessError
+
+        raise VmapRandomnessError(
+            "vmap: a random op ran inside vmap(randomness='error'); pass randomness='same' to draw "
+            "one sample shared by the whole batch"
+        )
     return (generator or default_generator).numpy

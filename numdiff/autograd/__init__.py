@@ -89,3 +89,13 @@ __all__ = [
     "set_detect_anomaly",
     "set_grad_enabled",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # numdiff.autograd.functional builds on numdiff.func, which needs the Tensor class; loading it
+    # on first access keeps `numdiff.autograd.functional.jacobian(...)` working without an import.
+    if name == "functional":
+        import importlib
+
+        return importlib.import_module("numdiff.autograd.functional")
+    raise AttributeError(f"module 'numdiff.autograd' has no attribute {name!r}")

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.tensor import Tensor
 
@@ -87,6 +88,20 @@ def as_result(value: Any) -> Any:
     """An array result for Tensor._wrap: a NumPy scalar (a 0-d result) becomes a 0-d array, and a
     device array (numdiff.cuda's) passes as it is, since np.asarray would copy it to the host."""
     return np.asarray(value) if isinstance(value, np.generic) else value
+
+
+def vmapped(*operands: Any) -> bool:
+    """Whether an operand is batched by numdiff.func.vmap. Ops that compute on arrays outside
+    Function.apply (comparisons, logical ops, argmax, rounding division) then go through
+    `batch_nondifferentiable` instead of reading one example's data."""
+    return bool(transforms.vmap_depth) and any(isinstance(t, Tensor) and type(t) is not Tensor for t in operands)
+
+
+def batch_nondifferentiable(compute: Any, *operands: Any) -> Tensor:
+    """``compute(*operands)`` for batched operands, run on whole batches (see numdiff.func._batched)."""
+    from numdiff.func._batched import nondifferentiable
+
+    return nondifferentiable(compute, *operands)
 
 
 def data_of(x: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import data_of, operands
+from numdiff.ops._util import batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.tensor import Tensor
 
@@ -49,6 +49,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+    if vmapped(a, b):
+        return batch_nondifferentiable(lambda x, y: div(x, y, rounding_mode=rounding_mode), a, b)
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
     return Tensor._wrap(quotient, None, None)

@@ -6,12 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import as_result, data_of, operands
+from numdiff import _dtype
+from numdiff.ops._util import as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.tensor import Tensor
 
 
 def _compare(op: str, ufunc):
     def compare(input: Any, other: Any) -> Tensor:
+        if vmapped(input, other):
+            return batch_nondifferentiable(compare, input, other)
         a, b = operands(op, input, other)
         return Tensor._wrap(as_result(ufunc(data_of(a), data_of(b))), None, None)
 
@@ -30,6 +33,8 @@ ge = _compare("ge", np.greater_equal)
 
 def _logical(op: str, ufunc):
     def combine(input: Any, other: Any) -> Tensor:
+        if vmapped(input, other):
+            return batch_nondifferentiable(combine, input, other)
         a, b = operands(op, input, other)
         da, db = data_of(a), data_of(b)
         if np.result_type(da, db).kind not in "biu":
@@ -47,36 +52,56 @@ bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
 
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise not (nonzero counts as True)."""
+    if vmapped(input):
+        return batch_nondifferentiable(logical_not, input)
     return Tensor._wrap(as_result(np.logical_not(input._data)), None, None)
 
 
 def bitwise_not(input: Tensor) -> Tensor:
     """~x: logical not for bool tensors, bitwise for integers."""
+    if vmapped(input):
+        return batch_nondifferentiable(bitwise_not, input)
     if input._data.dtype.kind not in "biu":
         raise TypeError(f"bitwise_not (~): expected a bool or integer tensor, got {input.dtype!r}")
     return Tensor._wrap(as_result(np.invert(input._data)), None, None)
 
 
 def isfinite(input: Tensor) -> Tensor:
+    if vmapped(input):
+        return batch_nondifferentiable(isfinite, input)
     return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
 
 
 def isnan(input: Tensor) -> Tensor:
+    if vmapped(input):
+        return batch_nondifferentiable(isnan, input)
     return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
 
 
 def isinf(input: Tensor) -> Tensor:
+    if vmapped(input):
+        return batch_nondifferentiable(isinf, input)
     return Tensor._wrap(as_result(np.isinf(input._data)), None, None)
 
 
 def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where all elements (along `dim`) are nonzero."""
+    if vmapped(input):
+        return ~_any_under_vmap(input == 0, dim, keepdim)
     return Tensor._wrap(as_result(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
 
 
 def any(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where any element (along `dim`) is nonzero."""
+    if vmapped(input):
+        return _any_under_vmap(input, dim, keepdim)
     return Tensor._wrap(as_result(np.any(input._data, axis=dim, keepdims=keepdim)), None, None)
+
+
+def _any_under_vmap(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    """any() for a vmap-batched tensor, through ops that have batching rules."""
+    nonzero = (input != 0).to(_dtype.float32)
+    return nonzero.amax(() if dim is None else dim, keepdim) > 0
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:

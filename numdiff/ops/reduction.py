@@ -10,7 +10,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.ops._util import as_result, normalize_dim, normalize_dims
+from numdiff.ops._util import as_result, normalize_dim, normalize_dims, vmapped
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -219,6 +219,8 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    if vmapped(input):
+        return getattr(input, op)(dim, keepdim)  # the batched tensor's own argmax/argmin
     data = input._data
     if data.size == 0:
         raise RuntimeError(f"{op}: cannot take the {op} of an empty tensor of shape {tuple(data.shape)}")

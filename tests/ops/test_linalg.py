@@ -179,3 +179,22 @@ def test_linear_rejects_feature_mismatch_and_bad_bias():
         F.linear(numdiff.ones(4, 3), numdiff.ones(2, 3), numdiff.ones(3))
     with pytest.raises(TypeError, match="linear: input is numdiff.float32 but weight is numdiff.float64"):
         F.linear(numdiff.ones(4, 3), numdiff.ones(2, 3, dtype=numdiff.float64))
+
+
+def test_matmul_with_an_expanded_batch_operand_matches_a_copied_one():
+    # An operand whose batch is a stride-0 broadcast of one matrix (vmap's shared weights) takes
+    # the no-copy fold path; values and per-entry gradients must equal those of a real copy.
+    rng = np.random.default_rng(5)
+    a_data, shared = rng.standard_normal((4, 2, 3)), rng.standard_normal((5, 3))
+    cotangent = numdiff.tensor(rng.standard_normal((4, 2, 5)))
+    results = []
+    for expanded in (True, False):
+        a = numdiff.tensor(a_data, requires_grad=True)
+        b = numdiff.tensor(shared).t().unsqueeze(0).expand(4, 3, 5)
+        b = (b if expanded else b.clone()).detach().requires_grad_()
+        out = numdiff.matmul(a, b)
+        (out * cotangent).sum().backward()
+        results.append((out.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    np.testing.assert_allclose(results[0][0], a_data @ shared.T, rtol=1e-12)
+    for fast, copied in zip(results[0], results[1]):
+        np.testing.assert_allclose(fast, copied, rtol=1e-12)

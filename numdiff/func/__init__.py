@@ -1,0 +1,30 @@
+"""Function transforms with torch.func's names and semantics: grad, vjp, jvp, jacrev, jacfwd,
+hessian, vmap and functional_call.
+
+>>> from numdiff.func import grad, vmap
+>>> vmap(grad(lambda x: (x ** 2).sum()))(numdiff.randn(4, 3)).shape
+numdiff.Size([4, 3])
+"""
+
+from numdiff.func._batched import BatchedTensor, VmapDataDependentError, VmapPerformanceWarning
+from numdiff.func.functional_call import functional_call
+from numdiff.func.jacobians import hessian, jacfwd, jacrev
+from numdiff.func.transforms import TransformOutputError, grad, grad_and_value, jvp, vjp
+from numdiff.func.vmap import VmapRandomnessError, vmap
+
+__all__ = [
+    "BatchedTensor",
+    "TransformOutputError",
+    "VmapDataDependentError",
+    "VmapPerformanceWarning",
+    "VmapRandomnessError",
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "vjp",
+    "vmap",
+]

@@ -1,0 +1,163 @@
+"""Batching rules: how each registered op (numdiff.ops.OPS) runs on a whole vmap batch at once.
+
+A rule receives the op's inputs as values (a batched input has its batch as dim 0; `batched`
+says which), the op's attrs in logical (per-example) terms and the batch size. It returns the
+output value with the batch as dim 0, computed by the same op with adjusted attrs, so the batched
+computation is recorded on the tape like any other and differentiates the same way. A rule returns
+None for a case it does not cover, and the op falls back to a loop over the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numdiff.func._batched import align, logical_ndim
+from numdiff.ops.scalar_rules import RULES as SCALAR_RULES
+from numdiff.tensor import Tensor
+
+Rule = Callable[[Any, list, list, dict, int], Any]
+RULES: dict[str, Rule] = {}
+
+
+def _materialize(value: Tensor, is_batched: bool, size: int) -> Tensor:
+    """An unbatched tensor given an explicit (broadcast) batch dim 0."""
+    if is_batched:
+        return value
+    return value.unsqueeze(0).expand(size, *value.shape)
+
+
+def elementwise(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    return cls.apply(*align(values, batched), **attrs)
+
+
+def _shift_dims(key: str) -> Rule:
+    """Ops whose attr `key` holds logical dims (a tuple or an int): those dims move up by one."""
+
+    def rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+        dims = attrs[key]
+        shifted = dims + 1 if isinstance(dims, int) else tuple(d + 1 for d in dims)
+        inputs = [_materialize(v, b, size) if isinstance(v, Tensor) else v for v, b in zip(values, batched)]
+        return cls.apply(*inputs, **{**attrs, key: shifted})
+
+    return rule
+
+
+def reshape_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    return cls.apply(values[0], shape=(size, *attrs["shape"]))
+
+
+def permute_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    return cls.apply(values[0], dims=(0, *(d + 1 for d in attrs["dims"])))
+
+
+def expand_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    value = values[0]
+    shape = tuple(attrs["shape"])
+    logical = tuple(value.shape[1:])
+    value = value.reshape(size, *((1,) * (len(shape) - len(logical))), *logical)
+    return cls.apply(value, shape=(size, *shape))
+
+
+def _key_keeps_batch_first(key: tuple) -> bool:
+    """Whether ``x[(slice(None), *key)]`` keeps the batch dim first: no bool index arrays, and
+    index arrays side by side (separated ones move their dims to the front)."""
+    advanced = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+    if any(key[i].dtype.kind == "b" for i in advanced):
+        return False
+    return not advanced or advanced == list(range(advanced[0], advanced[-1] + 1))
+
+
+def getitem_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    key = attrs["key"]
+    if not _key_keeps_batch_first(key):
+        return None
+    return cls.apply(values[0], key=(slice(None), *key))
+
+
+def index_put_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    key = attrs["key"]
+    if not _key_keeps_batch_first(key):
+        return None
+    x = _materialize(values[0], batched[0], size)
+    value = values[1]
+    if batched[1]:
+        region = np.empty(tuple(x.shape[1:]), dtype=np.bool_)[key].shape
+        (value,) = align([value, Tensor._wrap(np.empty(region, dtype=np.bool_), None, None)], [True, False])[:1]
+    return cls.apply(x, value, key=(slice(None), *key))
+
+
+def matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    a, b = values
+    a_vector = logical_ndim(a, batched[0]) == 1
+    b_vector = logical_ndim(b, batched[1]) == 1
+    if a_vector:
+        a = a.unsqueeze(1) if batched[0] else a.unsqueeze(0)
+    if b_vector:
+        b = b.unsqueeze(-1)
+    a, b = align([a, b], batched)
+    out = cls.apply(a, b)
+    if a_vector:
+        out = out.squeeze(-2)
+    if b_vector:
+        out = out.squeeze(-1)
+    return out
+
+
+def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    x, w, bias = values
+    if not batched[1] and not batched[2]:
+        # Only the input is batched: the batch joins the conv's own batch dim N.
+        n = x.shape[1]
+        out = cls.apply(x.reshape(size * n, *x.shape[2:]), w, bias, **attrs)
+        return out.reshape(size, n, *out.shape[1:])
+    # A batched weight: one grouped conv with the batch folded into the channels.
+    x = _materialize(x, batched[0], size)
+    w = _materialize(w, batched[1], size)
+    n, channels = x.shape[1], x.shape[2]
+    out_channels = w.shape[1]
+    x_grouped = x.transpose(0, 1).reshape(n, size * channels, *x.shape[3:])
+    w_grouped = w.reshape(size * out_channels, *w.shape[2:])
+    b_grouped = None if bias is None else _materialize(bias, batched[2], size).reshape(size * out_channels)
+    out = cls.apply(x_grouped, w_grouped, b_grouped, **{**attrs, "groups": attrs["groups"] * size})
+    return out.reshape(n, size, out_channels, *out.shape[2:]).transpose(0, 1)
+
+
+def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W): the vmap batch folds
+    into N."""
+    if any(batched[1:]):
+        return None
+    x = values[0]
+    n = x.shape[1]
+    out = cls.apply(x.reshape(size * n, *x.shape[2:]), *values[1:], **attrs)
+    return out.reshape(size, n, *out.shape[1:])
+
+
+# Every op of the scalar rule table is elementwise, and so are these.
+for _name in (
+    *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy", "elementwise",
+):
+    RULES[_name] = elementwise
+for _name in ("sum", "prod", "amax", "amin"):
+    RULES[_name] = _shift_dims("dims")
+for _name in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d"):
+    RULES[_name] = fold_into_n
+RULES.update(
+    {
+        "log_softmax": _shift_dims("dim"),
+        "flip": _shift_dims("dims"),
+        "cat": _shift_dims("dim"),
+        "gather": _shift_dims("dim"),
+        "scatter_add": _shift_dims("dim"),
+        "reshape": reshape_rule,
+        "permute": permute_rule,
+        "expand": expand_rule,
+        "getitem": getitem_rule,
+        "index_put": index_put_rule,
+        "matmul": matmul_rule,
+        "conv2d": conv2d_rule,
+    }
+)

@@ -1,0 +1,128 @@
+"""jacrev, jacfwd and hessian: whole Jacobians from batched vjps and jvps.
+
+jacrev maps vjp over the rows of an identity: func runs once batched over the rows, then one
+batched reverse pass (plus one forward without recording, for the output's shapes);
+jacfwd maps jvp over its columns (forward mode by double vjp, see numdiff.func.transforms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.func._pytree import tree_flatten, tree_unflatten
+from numdiff.func.transforms import _argnums_tuple, _split_aux, _vjp_rerun, jvp
+from numdiff.func.vmap import vmap
+from numdiff.tensor import Tensor
+
+
+def _basis(like: Tensor) -> Tensor:
+    """The identity over `like`'s elements: shape (numel, *like.shape), in like's dtype."""
+    from numdiff.creation import eye
+
+    n = like.numel()
+    return eye(n, dtype=like.dtype).reshape(n, *like.shape)
+
+
+def _with_args(func: Callable[..., Any], args: tuple, nums: tuple[int, ...]) -> Callable[..., Any]:
+    def partial(*values: Any) -> Any:
+        full = list(args)
+        for n, v in zip(nums, values):
+            full[n] = v
+        return func(*full)
+
+    return partial
+
+
+def _shape_jacobian(rows: Tensor, out_shape: tuple, in_shape: tuple, rows_are_outputs: bool) -> Tensor:
+    """(numel_out, *in) rows, or (numel_in, *out) columns, as a (*out, *in) Jacobian."""
+    if rows_are_outputs:
+        return rows.reshape(*out_shape, *in_shape)
+    columns = rows.reshape(rows.shape[0], -1).t()
+    return columns.reshape(*out_shape, *in_shape)
+
+
+def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False) -> Callable[..., Any]:
+    """The Jacobian of `func` with respect to `argnums`, by reverse mode (a vmapped vjp).
+
+    >>> numdiff.func.jacrev(numdiff.sin)(numdiff.tensor([0.0, 1.0]))
+    tensor([[1.0000, 0.0000],
+            [0.0000, 0.5403]])
+    """
+
+    def wrapper(*args: Any) -> Any:
+        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        partial = _with_args(func, args, nums)
+        primals = [args[n] for n in nums]
+        with no_grad():
+            # Only the output's structure and shapes are needed here: the rows rerun func batched.
+            output, aux = _split_aux("jacrev", partial(*primals), has_aux)
+        out_leaves, out_spec = tree_flatten(output)
+
+        def outputs_only(*values: Any) -> Any:
+            return _split_aux("jacrev", partial(*values), has_aux)[0]
+
+        per_output = []
+        for j, out in enumerate(out_leaves):
+
+            def pull(v: Tensor, j: int = j) -> tuple:
+                from numdiff.creation import zeros_like
+
+                cotangents = [v if k == j else zeros_like(o) for k, o in enumerate(out_leaves)]
+                return _vjp_rerun(outputs_only, primals, cotangents)
+
+            rows = vmap(pull)(_basis(out))
+            jac = tuple(_shape_jacobian(r, tuple(out.shape), tuple(p.shape), True) for r, p in zip(rows, primals))
+            per_output.append(jac[0] if isinstance(argnums, int) else jac)
+        result = tree_unflatten(per_output, out_spec)
+        return (result, aux) if has_aux else result
+
+    return wrapper
+
+
+def jacfwd(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False) -> Callable[..., Any]:
+    """The Jacobian of `func` with respect to `argnums`, by forward mode (a vmapped jvp, which is
+    the double-vjp construction).
+
+    >>> numdiff.func.jacfwd(lambda x: x ** 2)(numdiff.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+
+    def wrapper(*args: Any) -> Any:
+        from numdiff.creation import zeros_like
+
+        nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        partial = _with_args(func, args, nums)
+        primals = tuple(args[n] for n in nums)
+        with no_grad():
+            output, aux = _split_aux("jacfwd", partial(*primals), has_aux)
+        out_leaves, out_spec = tree_flatten(output)
+        per_input = []
+        for i, p in enumerate(primals):
+
+            def push(t: Tensor, i: int = i) -> Any:
+                tangents = tuple(t if k == i else zeros_like(q) for k, q in enumerate(primals))
+                return jvp(partial, primals, tangents, has_aux=has_aux)[1]
+
+            columns = tree_flatten(vmap(push)(_basis(p)))[0]
+            per_input.append([_shape_jacobian(c, tuple(o.shape), tuple(p.shape), False) for c, o in zip(columns, out_leaves)])
+        per_output = []
+        for j in range(len(out_leaves)):
+            jac = tuple(per_input[i][j] for i in range(len(primals)))
+            per_output.append(jac[0] if isinstance(argnums, int) else jac)
+        result = tree_unflatten(per_output, out_spec)
+        return (result, aux) if has_aux else result
+
+    return wrapper
+
+
+def hessian(func: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
+    """The Hessian of a scalar `func`: jacfwd(jacrev(func)), as torch.func.
+
+    >>> numdiff.func.hessian(lambda x: (x ** 3).sum())(numdiff.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)

@@ -1,0 +1,274 @@
+"""grad, grad_and_value, vjp and jvp on numdiff's tape, with torch.func's names and semantics.
+
+Each call is a transform level. Its differentiated inputs get fresh nodes: a new leaf
+(``detach().requires_grad_()``) for an untracked input, a recorded copy for one an outer level
+already tracks, so the gradient captured there reflects only this level's use. Inside vmap an
+input is first made batched at every active level, so gradients come out per example. When an
+outer level is active the gradients are taken with ``create_graph=True``, which is how transforms
+nest through numdiff's higher-order autograd.
+
+Forward mode (jvp, and jacfwd built on it) uses the double-vjp construction: with a dummy
+cotangent u, g(u) = J^T u is linear in u, and the vjp of g with the tangent t is J t. It costs
+two reverse passes instead of one forward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from numdiff.autograd import grad as autograd_grad
+from numdiff.autograd.grad_mode import enable_grad
+from numdiff.autograd.transform_state import transforms
+from numdiff.func import _batched
+from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
+from numdiff.tensor import Tensor
+
+
+class TransformOutputError(RuntimeError):
+    """A transformed function returned something the transform cannot differentiate."""
+
+
+def _check_float(op: str, t: Any, what: str) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: {what} must be a Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise TypeError(f"{op}: {what} must be a floating-point tensor, got dtype {t.dtype}")
+    return t
+
+
+class _Level:
+    """One grad-transform level: fresh input nodes in, gradients of physical tensors out."""
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+        self.nested = transforms.grad_depth > 0
+        self.fresh: list[tuple[Tensor, list[int]]] = []
+
+    def __enter__(self) -> _Level:
+        transforms.grad_depth += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        transforms.grad_depth -= 1
+
+    def track(self, t: Any, what: str) -> Tensor:
+        _check_float(self.op, t, what)
+        value, levels = _batched.physical(_batched.promote(t))
+        if value.requires_grad:
+            self.nested = True
+            value = value.clone()
+        else:
+            value = value.detach().requires_grad_()
+        self.fresh.append((value, levels))
+        return _batched.rewrap(value, levels)
+
+    def gradients(self, outputs: list, cotangents: list, inputs: list | None = None, retain: bool = False) -> list:
+        """d(outputs)/d(fresh inputs) given cotangents, as tensors batched like the inputs."""
+        targets = self.fresh if inputs is None else inputs
+        grads = autograd_grad(
+            outputs,
+            [value for value, _ in targets],
+            grad_outputs=cotangents,
+            retain_graph=retain or self.nested,
+            create_graph=self.nested,
+            allow_unused=True,
+        )
+        results = []
+        for g, (value, levels) in zip(grads, targets):
+            g = value.detach() * 0 if g is None else g
+            results.append(_batched.rewrap(g if self.nested else g.detach(), levels))
+        return results
+
+    def result(self, t: Any) -> Any:
+        """An output handed back to the caller: detached at the top level, as torch.func."""
+        if self.nested or not isinstance(t, Tensor):
+            return t
+        value, levels = _batched.physical(t)
+        return _batched.rewrap(value.detach(), levels)
+
+
+def _argnums_tuple(argnums: Any, count: int, op: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -count <= n < count:
+            raise ValueError(f"{op}: argnums {argnums!r} is out of range for {count} positional arguments")
+    return tuple(n % count for n in nums)
+
+
+def _split_aux(op: str, out: Any, has_aux: bool) -> tuple[Any, Any]:
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TransformOutputError(f"{op}(has_aux=True): the function must return a pair (output, aux)")
+    return out
+
+
+def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """Like `grad`, returning ``(gradient, value)``; with has_aux, ``(gradient, (value, aux))``.
+
+    >>> g, v = numdiff.func.grad_and_value(lambda x: (x ** 2).sum())(numdiff.tensor([1.0, 2.0]))
+    """
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums_tuple(argnums, len(args), "grad")
+        args = list(args)
+        with _Level("grad") as level:
+            specs = []
+            for n in nums:
+                leaves, spec = tree_flatten(args[n])
+                args[n] = tree_unflatten([level.track(leaf, f"argument {n}") for leaf in leaves], spec)
+                specs.append((len(leaves), spec))
+            with enable_grad():
+                out = func(*args, **kwargs)
+            out, aux = _split_aux("grad", out, has_aux)
+            if not isinstance(out, Tensor) or out.ndim != 0:
+                shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+                raise TransformOutputError(
+                    f"grad: the function must return a scalar (0-d) tensor, got {shape}; for a "
+                    "non-scalar output use jacrev or vjp, or reduce it (e.g. .sum())"
+                )
+            _check_float("grad", out, "the output")
+            value, _ = _batched.physical(out)
+            grads = level.gradients([value], [_ones_like(value)])
+            pieces = []
+            start = 0
+            for count, spec in specs:
+                pieces.append(tree_unflatten(grads[start : start + count], spec))
+                start += count
+            gradient = pieces[0] if isinstance(argnums, int) else tuple(pieces)
+            value_out = level.result(out)
+            aux = tree_map(level.result, aux)
+        if has_aux:
+            return gradient, (value_out, aux)
+        return gradient, value_out
+
+    return wrapper
+
+
+def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of a scalar-valued `func` with respect to the arguments `argnums`.
+
+    >>> numdiff.func.grad(lambda x: (x ** 3).sum())(numdiff.tensor([1.0, 2.0]))
+    tensor([ 3., 12.])
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        gradient, value = inner(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+
+    return wrapper
+
+
+def _ones_like(value: Tensor) -> Tensor:
+    from numdiff.creation import ones_like
+
+    return ones_like(value)
+
+
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``(output, vjp_fn)``: vjp_fn(cotangents) gives the cotangents pulled back to each primal.
+
+    vjp_fn may be called several times and under vmap (where it reruns `func` batched, so a
+    vmap over cotangents is one batched reverse pass).
+
+    >>> out, vjp_fn = numdiff.func.vjp(numdiff.sin, numdiff.tensor([0.0, 1.0]))
+    >>> vjp_fn(numdiff.ones(2))
+    (tensor([1.0000, 0.5403]),)
+    """
+    depth_at_call = transforms.vmap_depth
+    with _Level("vjp") as level:
+        fresh = [level.track(p, f"primal {i}") for i, p in enumerate(primals)]
+        with enable_grad():
+            out = func(*fresh)
+        out, aux = _split_aux("vjp", out, has_aux)
+        out_leaves, out_spec = tree_flatten(out)
+        for leaf in out_leaves:
+            _check_float("vjp", leaf, "each output")
+        inputs = list(level.fresh)
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        cot_leaves = tree_flatten(cotangents)[0]
+        if len(cot_leaves) != len(out_leaves):
+            raise ValueError(f"vjp_fn: expected {len(out_leaves)} cotangents (one per output), got {len(cot_leaves)}")
+        for c, o in zip(cot_leaves, out_leaves):
+            if not isinstance(c, Tensor) or tuple(c.shape) != tuple(o.shape):
+                shape = tuple(c.shape) if isinstance(c, Tensor) else type(c).__name__
+                raise ValueError(f"vjp_fn: a cotangent of shape {shape} does not match its output of shape {tuple(o.shape)}")
+        if any(_batched.level_of(c) > depth_at_call for c in cot_leaves):
+            return _vjp_rerun(func, primals, cot_leaves)
+        values = [_batched.physical(o)[0] for o in out_leaves]
+        cot_values = [_batched.physical(_batched.promote(c))[0] for c in cot_leaves]
+        cot_values = [c.expand(*v.shape) for c, v in zip(cot_values, values)]
+        with _Level("vjp") as again:
+            again.nested = level.nested or transforms.grad_depth > 1
+            return tuple(again.gradients(values, cot_values, inputs=inputs, retain=True))
+
+    result = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
+    return (result, vjp_fn, tree_map(level.result, aux)) if has_aux else (result, vjp_fn)
+
+
+def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list) -> tuple:
+    """vjp_fn with cotangents batched by a vmap entered after vjp: run func again, batched."""
+
+    def dot(*p: Any) -> Tensor:
+        outs = tree_flatten(func(*p))[0]
+        total = None
+        for o, c in zip(outs, cotangents):
+            term = (o * c).sum()
+            total = term if total is None else total + term
+        return total
+
+    return grad(dot, argnums=tuple(range(len(primals))))(*primals)
+
+
+def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool = False) -> Any:
+    """``(output, jvp_out)``: the Jacobian of `func` at `primals` times `tangents` (forward mode by
+    double vjp: two reverse passes; see the module docstring).
+
+    >>> numdiff.func.jvp(numdiff.sin, (numdiff.tensor([0.0]),), (numdiff.tensor([2.0]),))
+    (tensor([0.]), tensor([2.]))
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise TypeError("jvp: primals and tangents must be tuples of tensors")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        _check_float("jvp", p, f"primal {i}")
+        _check_float("jvp", t, f"tangent {i}")
+        if tuple(p.shape) != tuple(t.shape):
+            raise ValueError(f"jvp: tangent {i} of shape {tuple(t.shape)} does not match its primal of shape {tuple(p.shape)}")
+    from numdiff.creation import zeros_like
+
+    with _Level("jvp") as level:
+        fresh = [level.track(p, f"primal {i}") for i, p in enumerate(primals)]
+        with enable_grad():
+            out = func(*fresh)
+        out, aux = _split_aux("jvp", out, has_aux)
+        out_leaves, out_spec = tree_flatten(out)
+        values = [_batched.physical(_check_float("jvp", o, "each output"))[0] for o in out_leaves]
+        dummies = [zeros_like(v).requires_grad_() for v in values]
+        with enable_grad():
+            pulled = autograd_grad(values, [v for v, _ in level.fresh], grad_outputs=dummies, create_graph=True, allow_unused=True)
+        used = [(g, t) for g, t in zip(pulled, tangents) if g is not None]
+        tangent_values = [_batched.physical(_batched.promote(t))[0] for _, t in used]
+        if used:
+            pushed = autograd_grad(
+                [g for g, _ in used],
+                dummies,
+                grad_outputs=[t.expand(*g.shape) for (g, _), t in zip(used, tangent_values)],
+                create_graph=level.nested,
+                allow_unused=True,
+            )
+        else:
+            pushed = [None] * len(values)
+        results = []
+        for p, v, o in zip(pushed, values, out_leaves):
+            p = v.detach() * 0 if p is None else p
+            _, levels = _batched.physical(o)
+            results.append(level.result(_batched.rewrap(p if level.nested else p.detach(), levels)))
+        outputs = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
+        tangents_out = tree_unflatten(results, out_spec)
+        aux = tree_map(level.result, aux)
+    return (outputs, tangents_out, aux) if has_aux else (outputs, tangents_out)

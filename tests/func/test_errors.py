@@ -1,0 +1,108 @@
+"""numdiff.func errors: non-scalar grad, mismatched in_dims, in-place mutation of captured tensors."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff import func
+from numdiff._inplace import TransformMutationError
+
+
+def test_grad_of_non_scalar_output_names_the_shape():
+    with pytest.raises(func.TransformOutputError, match=r"scalar \(0-d\) tensor, got \(3,\)"):
+        func.grad(lambda x: x * 2)(numdiff.ones(3))
+
+
+def test_grad_of_integer_input_raises():
+    with pytest.raises(TypeError, match="floating-point"):
+        func.grad(lambda x: x.sum())(numdiff.tensor([1, 2]))
+
+
+def test_vmap_mismatched_in_dims_sizes_list_the_inputs():
+    with pytest.raises(ValueError, match=r"input 0 of shape \(3, 2\) has size 3, input 1 of shape \(4, 2\) has size 4"):
+        func.vmap(lambda a, b: a + b)(numdiff.ones(3, 2), numdiff.ones(4, 2))
+
+
+def test_vmap_without_batched_input_and_bad_in_dims_raise():
+    with pytest.raises(ValueError, match="no input is batched"):
+        func.vmap(lambda a: a, in_dims=None)(numdiff.ones(2))
+    with pytest.raises(ValueError, match="out of range"):
+        func.vmap(lambda a: a, in_dims=2)(numdiff.ones(2, 2))
+    with pytest.raises(ValueError, match="one entry per argument"):
+        func.vmap(lambda a, b: a, in_dims=(0,))(numdiff.ones(2), numdiff.ones(2))
+
+
+def test_inplace_mutation_of_captured_tensor_under_vmap_and_grad_raises():
+    captured = numdiff.zeros(3)
+
+    def leak(x):
+        captured.add_(x)
+        return x.sum()
+
+    with pytest.raises(TransformMutationError, match=r"shape \(3,\) and dtype numdiff.float32"):
+        func.vmap(leak)(numdiff.ones(2, 3))
+    with pytest.raises(TransformMutationError, match="being differentiated"):
+        func.grad(leak)(numdiff.ones(3))
+    assert captured.numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_inplace_on_batched_tensor_raises():
+    def bump(x):
+        x.mul_(2)
+        return x
+
+    with pytest.raises(TransformMutationError, match="batched by vmap"):
+        func.vmap(bump)(numdiff.ones(2, 3))
+
+
+def test_data_dependent_control_flow_under_vmap_raises():
+    with pytest.raises(func.VmapDataDependentError, match="bool"):
+        func.vmap(lambda x: x if x.sum() > 0 else -x)(numdiff.ones(2, 3))
+
+
+class Cube(numdiff.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x * x
+
+
+def test_op_without_batching_rule_loops_with_one_warning():
+    x = numdiff.tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.warns(func.VmapPerformanceWarning, match="'Cube' has no batching rule"):
+        out = func.vmap(Cube.apply)(x)
+    np.testing.assert_allclose(out.numpy(), np.arange(6.0).reshape(2, 3) ** 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", func.VmapPerformanceWarning)  # warned once already
+        grads = func.vmap(func.grad(lambda r: Cube.apply(r).sum()))(x)
+    np.testing.assert_allclose(grads.numpy(), 3 * np.arange(6.0).reshape(2, 3) ** 2)
+
+
+def test_random_op_under_vmap_raises_unless_randomness_same():
+    with pytest.raises(func.VmapRandomnessError):
+        func.vmap(lambda x: x + numdiff.randn(3))(numdiff.ones(2, 3))
+    out = func.vmap(lambda x: x + numdiff.randn(3), randomness="same")(numdiff.zeros(2, 3))
+    np.testing.assert_array_equal(out.numpy()[0], out.numpy()[1])
+
+
+def test_per_sample_gradients_run_without_fallback_loops():
+    model = numdiff.nn.Linear(4, 3)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss(p, x, y):
+        out = func.functional_call(model, p, (x.unsqueeze(0),))
+        return numdiff.nn.functional.cross_entropy(out, y.unsqueeze(0))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", func.VmapPerformanceWarning)
+        grads = func.vmap(func.grad(loss), in_dims=(None, 0, 0))(params, numdiff.randn(5, 4), numdiff.tensor([0, 1, 2, 0, 1]))
+    assert grads["weight"].shape == (5, 3, 4)
