@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.class_loss import CrossEntropy, NllLoss
@@ -125,9 +126,11 @@ def nll_loss(
 
 def _one_op(input: Tensor, target: Tensor, weight: Tensor | None) -> bool:
     """Whether the one-op nll_loss / cross_entropy (numdiff.ops.class_loss) applies: class-index
-    targets on the CPU and class weights that need no gradient; else the composed form runs."""
+    targets on the CPU and class weights that need no gradient, outside vmap (whose batching
+    rules cover the composed form's ops); else the composed form runs."""
     return (
-        isinstance(target, Tensor)
+        not transforms.vmap_depth
+        and isinstance(target, Tensor)
         and type(input._data) is np.ndarray
         and type(target._data) is np.ndarray
         and target._data.dtype.kind in "iu"

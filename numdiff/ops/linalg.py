@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
@@ -256,7 +257,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if bias.ndim > 1 or (bias.ndim == 1 and bias.shape[0] != out_features):
             raise ValueError(f"linear: bias must have shape ({out_features},), got {tuple(bias.shape)}")
         check_same_device("linear", x, w, bias)
-    if w.ndim == 2 and x.dtype.is_floating_point and (bias is None or bias.dtype is x.dtype):
+    # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
+    if w.ndim == 2 and x.dtype.is_floating_point and (bias is None or bias.dtype is x.dtype) and not transforms.vmap_depth:
         return Linear.apply(x, w, bias)
     out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
     return out if bias is None else out + bias
