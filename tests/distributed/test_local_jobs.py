@@ -86,3 +86,46 @@ def test_the_digits_job_trains_data_parallel_and_checkpoints_from_rank_zero(tmp_
     accuracy = float(job.stdout.split("test accuracy ")[1].split()[0])
     assert accuracy > 0.5  # 10 classes: chance is 0.1
     assert checkpoint.exists()
+
+
+def test_cuda_tensors_reduce_through_host_memory_on_the_simulator(tmp_path):
+    """CUDA tensors (here on Numba's simulator) are staged through the host: collectives and a DDP
+    step give the same numbers as on the CPU."""
+    pytest.importorskip("numba.cuda")
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(
+        """
+        import numpy as np, numdiff, numdiff.nn as nn, numdiff.distributed as dist
+        from numdiff.nn.parallel import DistributedDataParallel
+        dist.init_process_group("mpi")
+        rank = dist.get_rank()
+        t = numdiff.tensor([1.0, 2.0, 3.0], dtype=numdiff.float64, device="cuda") * (rank + 1)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        assert t.device.type == "cuda" and np.allclose(t.cpu().numpy(), [1.5, 3.0, 4.5])
+        numdiff.manual_seed(rank)
+        model = DistributedDataParallel(nn.Linear(3, 2).double().to("cuda"))
+        x = numdiff.tensor(np.random.default_rng(rank).standard_normal((4, 3)), device="cuda")
+        model(x).pow(2).mean().backward()
+        grads = [p.grad.cpu() for p in model.parameters()]
+        gathered = [[numdiff.zeros_like(g) for _ in range(2)] for g in grads]
+        for g, out in zip(grads, gathered):
+            dist.all_gather(out, g)
+            assert np.array_equal(out[0].numpy(), out[1].numpy())
+        # Every rank's gradient is the average of both ranks' local gradients, computed on the CPU.
+        probe = nn.Linear(3, 2).double()
+        probe.load_state_dict({k: v.cpu() for k, v in model.module.state_dict().items()})
+        for r in range(2):
+            xr = numdiff.tensor(np.random.default_rng(r).standard_normal((4, 3)))
+            (probe(xr).pow(2).mean() / 2).backward()
+        for g, p in zip(grads, probe.parameters()):
+            assert np.allclose(g.numpy(), p.grad.numpy(), rtol=1e-12), (g, p.grad)
+        if rank == 0:
+            print("cuda ok")
+        """
+    ))
+    job = subprocess.run(
+        [MPIEXEC, "-n", "2", sys.executable, str(script)],
+        cwd=ROOT, env={**ENV, "NUMBA_ENABLE_CUDASIM": "1"}, capture_output=True, text=True, timeout=300,
+    )
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert "cuda ok" in job.stdout
