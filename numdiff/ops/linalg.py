@@ -85,11 +85,13 @@ class Matmul(Function):
             rows = out.size // n
             a_rows = np.ascontiguousarray(a, like=a).reshape(rows, k)
             _product(a_rows, b, out.reshape(rows, n))
-        elif not any(b.strides[:-2]):
+        elif k and not any(b.strides[:-2]):
             # b's batch is a broadcast of one matrix (an expand, as vmap makes of shared weights):
-            # the same fold, without first copying that matrix once per batch entry.
-            a_rows = np.ascontiguousarray(np.broadcast_to(a, batch + (m, k)), like=a).reshape(-1, k)
-            _product(a_rows, b[(0,) * (b.ndim - 2)], out.reshape(-1, n))
+            # the same fold, without first copying that matrix once per batch entry. (An empty
+            # inner dimension gives zero strides too, and takes the general path.)
+            rows = out.size // n
+            a_rows = np.ascontiguousarray(np.broadcast_to(a, batch + (m, k)), like=a).reshape(rows, k)
+            _product(a_rows, b[(0,) * (b.ndim - 2)], out.reshape(rows, n))
         else:
             count = out.size // (m * n)
             a3 = np.broadcast_to(a, batch + (m, k)).reshape(count, m, k)
