@@ -23,7 +23,6 @@ on a core, and reports each library's slowdown factor (busy median / alone media
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import platform
 import re
@@ -39,6 +38,9 @@ import numpy as np
 
 # Run from a checkout without installing: the repository root holds the numdiff package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _cpu_report  # noqa: E402 - benchmarks/_cpu_report.py, the Markdown report of a run
 
 THREADS = 2
 CLOCK = time.perf_counter
@@ -314,82 +316,14 @@ def run(repeat: int, busy: bool = False, only: list[str] | None = None) -> tuple
             rows[-1]["ours_slowdown"] = statistics.median(busy_ours) / statistics.median(ours_times)
             rows[-1]["torch_slowdown"] = statistics.median(busy_theirs) / statistics.median(theirs_times)
             rows[-1]["busy_ratio"] = statistics.median(busy_ours) / statistics.median(busy_theirs)
-        print(_row(rows[-1]), flush=True)
+        print(_cpu_report.row(rows[-1]), flush=True)
     info = dict(
         clock=clock, model=model, peak=peak, compile_seconds=compile_seconds, warm_total=warm_total,
         torch=torch.__version__, numba=numba.__version__, threads=THREADS, repeat=repeat,
         threading_layer=numba.threading_layer(), blas=numdiff.kernels._blas.blas_threading(),
-        load=os.getloadavg(),
+        load=os.getloadavg(), cpu_time=CLOCK is time.thread_time,
     )  # fmt: skip
     return rows, info
-
-
-def _fmt(value, spec):
-    return "-" if value is None else format(value, spec)
-
-
-def _row(r: dict) -> str:
-    row = (
-        f"| {r['name']} | {r['torch_ms']:.2f} | {r['ours_ms']:.2f} | {r['ratio']:.2f} | {_fmt(r['gflops'], '.1f')} "
-        f"| {_fmt(r['peak_pct'], '.1f')} | {r['torch_min_ms']:.2f} / {r['ours_min_ms']:.2f} | {r['first_s']:.2f} |"
-    )
-    if "busy_ratio" in r:
-        row += f" {r['torch_slowdown']:.2f} | {r['ours_slowdown']:.2f} | {r['busy_ratio']:.2f} |"
-    return row
-
-
-BUSY_HEADER = (
-    " busy: PyTorch slowdown | busy: numdiff slowdown | busy: ratio |",
-    "---:|---:|---:|",
-)
-
-
-HEADER = (
-    "| workload | PyTorch ms | numdiff ms | ratio | numdiff GFLOP/s | % of fp32 peak | min ms (PyTorch / numdiff) "
-    "| numdiff first call s |\n|---|---:|---:|---:|---:|---:|---:|---:|"
-)
-
-
-def _header(busy: bool) -> str:
-    if not busy:
-        return HEADER
-    top, rule = HEADER.split("\n")
-    return top + BUSY_HEADER[0] + "\n" + rule + BUSY_HEADER[1]
-
-
-def markdown(rows: list[dict], info: dict) -> str:
-    busy = any("busy_ratio" in r for r in rows)
-    lines = [
-        f"Date: {datetime.date.today().isoformat()}. Machine: {info['model']}, {info['threads']} threads, "
-        f"clock {info['clock']:.3f} GHz (/proc/cpuinfo 'cpu MHz').",
-        f"PyTorch {info['torch']}, Numba {info['numba']} (threading layer {info['threading_layer']}); "
-        f"{info['blas']}. Median of {info['repeat']} alternating calls"
-        + (
-            ", timed in thread CPU time (time.thread_time)." if CLOCK is time.thread_time else ", wall clock."
-        ),
-        f"Nominal fp32 peak = {info['threads']} cores x 2 FMA x 16 lanes x 2 flops x {info['clock']:.3f} GHz "
-        f"= {info['peak']:.0f} GFLOP/s.",
-        f"numdiff.kernels.compile_all(float32): {info['compile_seconds']:.2f} s (compile, or disk-cache load); "
-        "the last column is each workload's first call after that.",
-        "Load average at the end of the run (1/5/15 min, machine shared with other jobs): "
-        + " / ".join(f"{v:.1f}" for v in info["load"])
-        + ".",
-        *(
-            ["Busy columns: each library's median beside one spinning process over its median alone, "
-             "and numdiff/PyTorch beside it."]
-            if busy else []
-        ),
-        "",
-        _header(busy),
-    ]  # fmt: skip
-    lines += [_row(r) for r in rows]
-    geomean = statistics.geometric_mean([r["ratio"] for r in rows])
-    lines += ["", f"Geometric mean of the ratios: {geomean:.2f}."]
-    if busy:
-        ours = statistics.geometric_mean([r["ours_slowdown"] for r in rows])
-        theirs = statistics.geometric_mean([r["torch_slowdown"] for r in rows])
-        lines.append(f"Geometric mean slowdown beside the busy process: PyTorch {theirs:.2f}, numdiff {ours:.2f}.")
-    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -405,9 +339,9 @@ def main() -> None:
     THREADS = args.threads
     if args.cpu_time:
         THREADS, CLOCK = 1, time.thread_time
-    print(_header(args.busy), flush=True)
+    print(_cpu_report.header(args.busy), flush=True)
     rows, info = run(args.repeat, args.busy, args.only.split(",") if args.only else None)
-    text = markdown(rows, info)
+    text = _cpu_report.markdown(rows, info)
     print()
     print(text)
     if args.markdown:
