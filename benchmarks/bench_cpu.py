@@ -23,7 +23,6 @@ on a core, and reports each library's slowdown factor (busy median / alone media
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import platform
 import re
@@ -39,6 +38,9 @@ import numpy as np
 
 # Run from a checkout without installing: the repository root holds the numdiff package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _cpu_report  # noqa: E402 - benchmarks/_cpu_report.py, the Markdown report of a run
 
 THREADS = 2
 CLOCK = time.perf_counter
@@ -62,7 +64,7 @@ def peak_gflops(clock_ghz: float) -> float:
 
 # ----------------------------------------------------------------------------- workloads
 # Each builder returns (numdiff_step, torch_step, flops or None). Steps run fwd+bwd (and, for the
-# training steps, an SGD update) on inputs built once, identical in both libraries.
+# training steps, an SGD or Adam update) on inputs built once, identical in both libraries.
 
 
 def _pair(rng, *shape):
@@ -74,23 +76,35 @@ def _pair(rng, *shape):
     return numdiff.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
 
 
+def _forward_backward(pairs, ours_fn, theirs_fn, out_shape):
+    """(numdiff step, torch step): clear the inputs' grads, run the op, backward a ones gradient."""
+    import torch
+
+    import numdiff
+
+    inputs, tinputs = [p[0] for p in pairs], [p[1] for p in pairs]
+    ones, tones = numdiff.ones(*out_shape), torch.ones(*out_shape)
+
+    def ours():
+        for x in inputs:
+            x.grad = None
+        ours_fn(*inputs).backward(ones)
+
+    def theirs():
+        for tx in tinputs:
+            tx.grad = None
+        theirs_fn(*tinputs).backward(tones)
+
+    return ours, theirs
+
+
 def matmul_workload(n: int = 1024):
     import torch
 
     import numdiff
 
     rng = np.random.default_rng(0)
-    (a, ta), (b, tb) = _pair(rng, n, n), _pair(rng, n, n)
-    ones, tones = numdiff.ones(n, n), torch.ones(n, n)
-
-    def ours():
-        a.grad = b.grad = None
-        numdiff.matmul(a, b).backward(ones)
-
-    def theirs():
-        ta.grad = tb.grad = None
-        torch.matmul(ta, tb).backward(tones)
-
+    ours, theirs = _forward_backward([_pair(rng, n, n), _pair(rng, n, n)], numdiff.matmul, torch.matmul, (n, n))
     return ours, theirs, 3 * 2 * n**3
 
 
@@ -101,13 +115,19 @@ def _copy_weights(ours, theirs) -> None:
         p.data = numdiff.tensor(tp.detach().numpy().copy())
 
 
-def _training_step(model, tmodel, x, tx, y, ty):
+def _training_step(build, data, labels, optimizer: str = "SGD", lr: float = 0.01):
+    """(numdiff step, torch step): one cross-entropy training step of the model `build(nn)` makes,
+    the same weights in both libraries, on `data` and `labels`."""
     import torch
 
     import numdiff
 
-    opt = numdiff.optim.SGD(model.parameters(), lr=0.01)
-    topt = torch.optim.SGD(tmodel.parameters(), lr=0.01)
+    torch.manual_seed(0)
+    model, tmodel = build(numdiff.nn), build(torch.nn)
+    _copy_weights(model, tmodel)
+    x, tx, y, ty = numdiff.tensor(data), torch.tensor(data), numdiff.tensor(labels), torch.tensor(labels)
+    opt = getattr(numdiff.optim, optimizer)(model.parameters(), lr=lr)
+    topt = getattr(torch.optim, optimizer)(tmodel.parameters(), lr=lr)
 
     def ours():
         opt.zero_grad()
@@ -123,10 +143,6 @@ def _training_step(model, tmodel, x, tx, y, ty):
 
 
 def mlp_workload(batch: int = 256, sizes: tuple = (784, 512, 512, 10)):
-    import torch
-
-    import numdiff
-
     def layers(nn):
         mods = []
         for i in range(len(sizes) - 1):
@@ -135,15 +151,10 @@ def mlp_workload(batch: int = 256, sizes: tuple = (784, 512, 512, 10)):
                 mods.append(nn.ReLU())
         return nn.Sequential(*mods)
 
-    torch.manual_seed(0)
-    model, tmodel = layers(numdiff.nn), layers(torch.nn)
-    _copy_weights(model, tmodel)
     rng = np.random.default_rng(1)
     data = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     labels = rng.integers(0, sizes[-1], batch)
-    x, tx = numdiff.tensor(data), torch.tensor(data)
-    y, ty = numdiff.tensor(labels), torch.tensor(labels)
-    ours, theirs = _training_step(model, tmodel, x, tx, y, ty)
+    ours, theirs = _training_step(layers, data, labels)
     flops = 3 * 2 * batch * sum(sizes[i] * sizes[i + 1] for i in range(len(sizes) - 1))
     return ours, theirs, flops
 
@@ -154,18 +165,13 @@ def conv_workload(n: int, cin: int, cout: int, size: int, k: int, pad: int):
     import numdiff
 
     rng = np.random.default_rng(2)
-    (x, tx), (w, tw) = _pair(rng, n, cin, size, size), _pair(rng, cout, cin, k, k)
     out = size + 2 * pad - k + 1
-    ones, tones = numdiff.ones(n, cout, out, out), torch.ones(n, cout, out, out)
-
-    def ours():
-        x.grad = w.grad = None
-        numdiff.nn.functional.conv2d(x, w, padding=pad).backward(ones)
-
-    def theirs():
-        tx.grad = tw.grad = None
-        torch.nn.functional.conv2d(tx, tw, padding=pad).backward(tones)
-
+    ours, theirs = _forward_backward(
+        [_pair(rng, n, cin, size, size), _pair(rng, cout, cin, k, k)],
+        lambda x, w: numdiff.nn.functional.conv2d(x, w, padding=pad),
+        lambda x, w: torch.nn.functional.conv2d(x, w, padding=pad),
+        (n, cout, out, out),
+    )
     return ours, theirs, 3 * 2 * n * cout * cin * k * k * out * out
 
 
@@ -175,28 +181,14 @@ def pool_workload(kind: str, shape: tuple = (32, 32, 32, 32), k: int = 2):
     import numdiff
 
     rng = np.random.default_rng(3)
-    x, tx = _pair(rng, *shape)
     pooled = (shape[0], shape[1], shape[2] // k, shape[3] // k)
-    ones, tones = numdiff.ones(*pooled), torch.ones(*pooled)
     ours_fn = getattr(numdiff.nn.functional, f"{kind}_pool2d")
     theirs_fn = getattr(torch.nn.functional, f"{kind}_pool2d")
-
-    def ours():
-        x.grad = None
-        ours_fn(x, k).backward(ones)
-
-    def theirs():
-        tx.grad = None
-        theirs_fn(tx, k).backward(tones)
-
+    ours, theirs = _forward_backward([_pair(rng, *shape)], lambda x: ours_fn(x, k), lambda x: theirs_fn(x, k), pooled)
     return ours, theirs, None
 
 
 def lenet_workload(batch: int = 64):
-    import torch
-
-    import numdiff
-
     def lenet(nn):
         return nn.Sequential(
             nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
@@ -204,15 +196,10 @@ def lenet_workload(batch: int = 64):
             nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10),
         )  # fmt: skip
 
-    torch.manual_seed(0)
-    model, tmodel = lenet(numdiff.nn), lenet(torch.nn)
-    _copy_weights(model, tmodel)
     rng = np.random.default_rng(4)
     data = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
     labels = rng.integers(0, 10, batch)
-    ours, theirs = _training_step(
-        model, tmodel, numdiff.tensor(data), torch.tensor(data), numdiff.tensor(labels), torch.tensor(labels)
-    )
+    ours, theirs = _training_step(lenet, data, labels)
     conv = 2 * batch * (6 * 1 * 25 * 24 * 24 + 16 * 6 * 25 * 8 * 8)
     dense = 2 * batch * (256 * 120 + 120 * 84 + 84 * 10)
     return ours, theirs, 3 * (conv + dense)
@@ -220,9 +207,6 @@ def lenet_workload(batch: int = 64):
 
 def digits_cnn_workload(batch: int = 32):
     """examples/train_digits.py's model and optimizer: one Adam training step on 1x8x8 images."""
-    import torch
-
-    import numdiff
 
     def cnn(nn):
         return nn.Sequential(
@@ -231,25 +215,10 @@ def digits_cnn_workload(batch: int = 32):
             nn.Flatten(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10),
         )  # fmt: skip
 
-    torch.manual_seed(0)
-    model, tmodel = cnn(numdiff.nn), cnn(torch.nn)
-    _copy_weights(model, tmodel)
     rng = np.random.default_rng(5)
     data = rng.random((batch, 1, 8, 8)).astype(np.float32)
     labels = rng.integers(0, 10, batch)
-    opt, topt = numdiff.optim.Adam(model.parameters(), 1e-3), torch.optim.Adam(tmodel.parameters(), 1e-3)
-    x, tx, y, ty = numdiff.tensor(data), torch.tensor(data), numdiff.tensor(labels), torch.tensor(labels)
-
-    def ours():
-        opt.zero_grad()
-        numdiff.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    def theirs():
-        topt.zero_grad()
-        torch.nn.functional.cross_entropy(tmodel(tx), ty).backward()
-        topt.step()
-
+    ours, theirs = _training_step(cnn, data, labels, optimizer="Adam", lr=1e-3)
     conv = 2 * batch * (16 * 9 * 64 + 32 * 16 * 9 * 16)
     dense = 2 * batch * (128 * 64 + 64 * 10)
     return ours, theirs, 3 * (conv + dense)
@@ -261,17 +230,7 @@ def relu_workload(shape: tuple = (32, 16, 8, 8)):
     import numdiff
 
     rng = np.random.default_rng(6)
-    x, tx = _pair(rng, *shape)
-    ones, tones = numdiff.ones(*shape), torch.ones(*shape)
-
-    def ours():
-        x.grad = None
-        numdiff.relu(x).backward(ones)
-
-    def theirs():
-        tx.grad = None
-        torch.relu(tx).backward(tones)
-
+    ours, theirs = _forward_backward([_pair(rng, *shape)], numdiff.relu, torch.relu, shape)
     return ours, theirs, None
 
 
@@ -357,82 +316,14 @@ def run(repeat: int, busy: bool = False, only: list[str] | None = None) -> tuple
             rows[-1]["ours_slowdown"] = statistics.median(busy_ours) / statistics.median(ours_times)
             rows[-1]["torch_slowdown"] = statistics.median(busy_theirs) / statistics.median(theirs_times)
             rows[-1]["busy_ratio"] = statistics.median(busy_ours) / statistics.median(busy_theirs)
-        print(_row(rows[-1]), flush=True)
+        print(_cpu_report.row(rows[-1]), flush=True)
     info = dict(
         clock=clock, model=model, peak=peak, compile_seconds=compile_seconds, warm_total=warm_total,
         torch=torch.__version__, numba=numba.__version__, threads=THREADS, repeat=repeat,
         threading_layer=numba.threading_layer(), blas=numdiff.kernels._blas.blas_threading(),
-        load=os.getloadavg(),
+        load=os.getloadavg(), cpu_time=CLOCK is time.thread_time,
     )  # fmt: skip
     return rows, info
-
-
-def _fmt(value, spec):
-    return "-" if value is None else format(value, spec)
-
-
-def _row(r: dict) -> str:
-    row = (
-        f"| {r['name']} | {r['torch_ms']:.2f} | {r['ours_ms']:.2f} | {r['ratio']:.2f} | {_fmt(r['gflops'], '.1f')} "
-        f"| {_fmt(r['peak_pct'], '.1f')} | {r['torch_min_ms']:.2f} / {r['ours_min_ms']:.2f} | {r['first_s']:.2f} |"
-    )
-    if "busy_ratio" in r:
-        row += f" {r['torch_slowdown']:.2f} | {r['ours_slowdown']:.2f} | {r['busy_ratio']:.2f} |"
-    return row
-
-
-BUSY_HEADER = (
-    " busy: PyTorch slowdown | busy: numdiff slowdown | busy: ratio |",
-    "---:|---:|---:|",
-)
-
-
-HEADER = (
-    "| workload | PyTorch ms | numdiff ms | ratio | numdiff GFLOP/s | % of fp32 peak | min ms (PyTorch / numdiff) "
-    "| numdiff first call s |\n|---|---:|---:|---:|---:|---:|---:|---:|"
-)
-
-
-def _header(busy: bool) -> str:
-    if not busy:
-        return HEADER
-    top, rule = HEADER.split("\n")
-    return top + BUSY_HEADER[0] + "\n" + rule + BUSY_HEADER[1]
-
-
-def markdown(rows: list[dict], info: dict) -> str:
-    busy = any("busy_ratio" in r for r in rows)
-    lines = [
-        f"Date: {datetime.date.today().isoformat()}. Machine: {info['model']}, {info['threads']} threads, "
-        f"clock {info['clock']:.3f} GHz (/proc/cpuinfo 'cpu MHz').",
-        f"PyTorch {info['torch']}, Numba {info['numba']} (threading layer {info['threading_layer']}); "
-        f"{info['blas']}. Median of {info['repeat']} alternating calls"
-        + (
-            ", timed in thread CPU time (time.thread_time)." if CLOCK is time.thread_time else ", wall clock."
-        ),
-        f"Nominal fp32 peak = {info['threads']} cores x 2 FMA x 16 lanes x 2 flops x {info['clock']:.3f} GHz "
-        f"= {info['peak']:.0f} GFLOP/s.",
-        f"numdiff.kernels.compile_all(float32): {info['compile_seconds']:.2f} s (compile, or disk-cache load); "
-        "the last column is each workload's first call after that.",
-        "Load average at the end of the run (1/5/15 min, machine shared with other jobs): "
-        + " / ".join(f"{v:.1f}" for v in info["load"])
-        + ".",
-        *(
-            ["Busy columns: each library's median beside one spinning process over its median alone, "
-             "and numdiff/PyTorch beside it."]
-            if busy else []
-        ),
-        "",
-        _header(busy),
-    ]  # fmt: skip
-    lines += [_row(r) for r in rows]
-    geomean = statistics.geometric_mean([r["ratio"] for r in rows])
-    lines += ["", f"Geometric mean of the ratios: {geomean:.2f}."]
-    if busy:
-        ours = statistics.geometric_mean([r["ours_slowdown"] for r in rows])
-        theirs = statistics.geometric_mean([r["torch_slowdown"] for r in rows])
-        lines.append(f"Geometric mean slowdown beside the busy process: PyTorch {theirs:.2f}, numdiff {ours:.2f}.")
-    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -448,9 +339,9 @@ def main() -> None:
     THREADS = args.threads
     if args.cpu_time:
         THREADS, CLOCK = 1, time.thread_time
-    print(_header(args.busy), flush=True)
+    print(_cpu_report.header(args.busy), flush=True)
     rows, info = run(args.repeat, args.busy, args.only.split(",") if args.only else None)
-    text = markdown(rows, info)
+    text = _cpu_report.markdown(rows, info)
     print()
     print(text)
     if args.markdown:

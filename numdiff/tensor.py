@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
-from numdiff._device import CPU, device, to_device
+from numdiff import _tensor_conversion as _conversion
+from numdiff._device import device
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle
@@ -289,66 +290,28 @@ class Tensor:
         run_backward([self], [gradient], retain_graph, create_graph, inputs=inputs)
 
     # ----------------------------------------------------------------- conversion
-    def numpy(self) -> np.ndarray:
-        """The data as a NumPy array (shared memory on the CPU)."""
-        if self._requires_grad:
-            raise RuntimeError(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
-            )
-        if self._data.dtype == _dtype.BFLOAT16_STORAGE:
-            raise TypeError(
-                "Got unsupported ScalarType BFloat16: NumPy has no bfloat16, so numpy() cannot share "
-                "this tensor's memory; use t.float().numpy() for a float32 copy"
-            )
-        return backend_for(self._data).to_host(self._data)
+    # Written in numdiff/_tensor_conversion.py; bound here so they are Tensor's own methods.
+    numpy = _conversion.numpy
+    _host_values = _conversion.host_values
+    __array__ = _conversion.as_numpy_array
+    item = _conversion.item
+    tolist = _conversion.tolist
+    __format__ = _conversion.format_tensor
+    __float__ = _conversion.to_python_float
+    __int__ = _conversion.to_python_int
+    __bool__ = _conversion.to_python_bool
+    __index__ = _conversion.to_index
+    to = _conversion.to
+    float = _conversion.dtype_shortcut("float", _dtype.float32)
+    double = _conversion.dtype_shortcut("double", _dtype.float64)
+    long = _conversion.dtype_shortcut("long", _dtype.int64)
+    int = _conversion.dtype_shortcut("int", _dtype.int32)
+    bool = _conversion.dtype_shortcut("bool", _dtype.bool_)
+    type = _conversion.type_or_convert
+    cpu = _conversion.cpu
+    cuda = _conversion.cuda
 
-    def _host_values(self) -> np.ndarray:
-        """The values on the host as a NumPy array (bfloat16 widened, exactly, to float32)."""
-        data = self._data if type(self._data) is np.ndarray else self._data.to_host()
-        if data.dtype == _dtype.BFLOAT16_STORAGE:
-            return _dtype.cast_array(data, _dtype.float32)
-        return data
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self.numpy()
-        return array if dtype is None else array.astype(dtype)
-
-    def item(self) -> float | int | bool:
-        if self._data.size != 1:
-            raise RuntimeError(
-                f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar "
-                f"(shape {tuple(self.shape)})"
-            )
-        return self._host_values().reshape(()).item()
-
-    def tolist(self) -> Any:
-        return self._host_values().tolist()
-
-    def __format__(self, format_spec: str) -> str:
-        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``); others, as in PyTorch, take
-        only an empty spec (their repr)."""
-        if self._data.ndim == 0:
-            return format(self.item(), format_spec)
-        return object.__format__(self, format_spec)
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __bool__(self) -> bool:
-        if self._data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
-            )
-        return bool(self.item())
-
-    def __index__(self) -> int:
-        if self._data.dtype.kind not in "iu" or self._data.size != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self.item())
-
+    # ----------------------------------------------------------------- sequence protocol, repr
     def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -366,55 +329,5 @@ class Tensor:
         from numdiff._tensor_str import tensor_repr
 
         return tensor_repr(self)
-
-    def to(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> Tensor:
-        """Convert dtype and/or device: ``t.to(numdiff.float64)``, ``t.to("cuda")``, ``t.to(other)``."""
-        for arg in args:
-            if isinstance(arg, Tensor):
-                dtype, device = arg.dtype, arg.device
-            elif isinstance(arg, (str, type(CPU))):
-                device = arg
-            else:
-                dtype = arg
-        from numdiff.ops.conversion import to_device_op, to_dtype_op
-
-        result = self
-        if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
-            result = to_dtype_op(result, _dtype.to_dtype(dtype))
-        if device is not None and to_device(device) != self.device:
-            result = to_device_op(result, to_device(device))
-        if copy and result is self:
-            result = self.clone()
-        return result
-
-    def float(self) -> Tensor:
-        return self.to(_dtype.float32)
-
-    def double(self) -> Tensor:
-        return self.to(_dtype.float64)
-
-    def long(self) -> Tensor:
-        return self.to(_dtype.int64)
-
-    def int(self) -> Tensor:
-        return self.to(_dtype.int32)
-
-    def bool(self) -> Tensor:
-        return self.to(_dtype.bool_)
-
-    def type(self, dtype: Any = None) -> Any:
-        """PyTorch's type string (``"torch.FloatTensor"``, kept so ported checks compare equal), or
-        a conversion: ``t.type(numdiff.float64)``, ``t.type("torch.DoubleTensor")``."""
-        if dtype is None:
-            prefix = "torch.cuda." if self.is_cuda else "torch."
-            return prefix + self.dtype.tensor_type
-        return self.to(dtype=_dtype.to_dtype(dtype))
-
-    def cpu(self) -> Tensor:
-        return self.to("cpu")
-
-    def cuda(self, device: Any = None) -> Tensor:
-        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
-
 
 _function_module.Tensor = Tensor

@@ -7,30 +7,15 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.kernels.optim import adam_hyper
+from numdiff.optim._adam_family import adam_family_defaults, start_state
 from numdiff.optim.optimizer import (
     GroupUpdate,
     Optimizer,
     flat_state,
     increment_step,
-    step_tensor,
     unused_buffer,
     zeros_state,
 )
-
-
-def _check_adam_args(lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if len(betas) != 2:
-        raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adam(Optimizer):
@@ -56,16 +41,11 @@ class Adam(Optimizer):
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        _check_adam_args(lr, betas, eps, weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "amsgrad": amsgrad,
-            "maximize": maximize,
-            "decoupled_weight_decay": decoupled_weight_decay,
-        }
+        defaults = adam_family_defaults(
+            lr, betas, eps, weight_decay,
+            amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
+            weight_decay_label="weight_decay",
+        )  # fmt: skip
         super().__init__(params, defaults)
 
     @no_grad()
@@ -78,10 +58,7 @@ class Adam(Optimizer):
             update = GroupUpdate("adam", (group["decoupled_weight_decay"], amsgrad, group["maximize"]))
             for p, grad in self._params_with_grad(group):
                 state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_tensor()
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_avg_sq"] = zeros_state(p)
+                start_state(state, p, "exp_avg", "exp_avg_sq")
                 if amsgrad and "max_exp_avg_sq" not in state:
                     state["max_exp_avg_sq"] = zeros_state(p)
                 param = update.param(p)

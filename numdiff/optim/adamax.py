@@ -7,8 +7,14 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops.selection import maximum
-from numdiff.optim._tensor_update import check_betas, check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+from numdiff.optim._adam_family import (
+    adam_family_defaults,
+    apply_weight_decay,
+    start_state,
+    update_first_moment,
+)
+from numdiff.optim._tensor_update import gradients, store
+from numdiff.optim.optimizer import Optimizer, increment_step
 
 
 class Adamax(Optimizer):
@@ -29,10 +35,7 @@ class Adamax(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        check_nonnegative(learning_rate=lr, epsilon_value=eps, weight_decay_value=weight_decay)
-        check_betas(betas)
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "maximize": maximize}
-        super().__init__(params, defaults)
+        super().__init__(params, adam_family_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     @no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -42,15 +45,11 @@ class Adamax(Optimizer):
             beta1, beta2 = group["betas"]
             for p, grad in gradients(group):
                 state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_tensor()
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_inf"] = zeros_state(p)
+                start_state(state, p, "exp_avg", "exp_inf")
                 step = increment_step(state["step"])
-                if group["weight_decay"] != 0:
-                    grad = grad + group["weight_decay"] * p.detach()
+                grad = apply_weight_decay(p, grad, group)
                 exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
-                store(exp_avg, exp_avg + (grad - exp_avg) * (1 - beta1))
+                update_first_moment(exp_avg, grad, beta1)
                 store(exp_inf, maximum(exp_inf * beta2, grad.abs() + group["eps"]))
                 step_size = group["lr"] / (1 - beta1**step)
                 store(p, p.detach() - exp_avg / exp_inf * step_size)

@@ -6,8 +6,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.optim._tensor_update import check_betas, check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+from numdiff.optim._adam_family import (
+    adam_family_defaults,
+    apply_weight_decay,
+    start_state,
+    update_first_moment,
+    update_second_moment,
+)
+from numdiff.optim._tensor_update import check_nonnegative, gradients, store
+from numdiff.optim.optimizer import Optimizer, increment_step
 
 
 class NAdam(Optimizer):
@@ -33,19 +40,11 @@ class NAdam(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        check_nonnegative(
-            learning_rate=lr, epsilon_value=eps, weight_decay_value=weight_decay, momentum_decay=momentum_decay
-        )
-        check_betas(betas)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "momentum_decay": momentum_decay,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "maximize": maximize,
-        }
+        defaults = adam_family_defaults(
+            lr, betas, eps, weight_decay,
+            momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+        )  # fmt: skip
+        check_nonnegative(momentum_decay=momentum_decay)
         super().__init__(params, defaults)
 
     @no_grad()
@@ -54,28 +53,21 @@ class NAdam(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, weight_decay, decay = group["lr"], group["weight_decay"], group["momentum_decay"]
+            lr, decay = group["lr"], group["momentum_decay"]
             for p, grad in gradients(group):
                 state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_tensor()
-                    state["mu_product"] = step_tensor(1.0)  # a 0-d float32 tensor, as PyTorch keeps it
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_avg_sq"] = zeros_state(p)
+                # mu_product is a 0-d float32 tensor, as PyTorch keeps it
+                start_state(state, p, "exp_avg", "exp_avg_sq", mu_product=1.0)
                 step = increment_step(state["step"])
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        store(p, p.detach() * (1 - lr * weight_decay))
-                    else:
-                        grad = grad + weight_decay * p.detach()
+                grad = apply_weight_decay(p, grad, group)
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
                 mu_product = state["mu_product"]
                 store(mu_product, mu_product * mu)
                 product = float(mu_product.item())
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                store(exp_avg, exp_avg + (grad - exp_avg) * (1 - beta1))
-                store(exp_avg_sq, exp_avg_sq * beta2 + grad * grad * (1 - beta2))
+                update_first_moment(exp_avg, grad, beta1)
+                update_second_moment(exp_avg_sq, grad, beta2)
                 denom = (exp_avg_sq / (1 - beta2**step)).sqrt() + group["eps"]
                 param = p.detach() - grad / denom * (lr * (1.0 - mu) / (1.0 - product))
                 store(p, param - exp_avg / denom * (lr * mu_next / (1.0 - product * mu_next)))

@@ -7,8 +7,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.optim._tensor_update import check_betas, check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+from numdiff.optim._adam_family import (
+    adam_family_defaults,
+    apply_weight_decay,
+    start_state,
+    update_first_moment,
+    update_second_moment,
+)
+from numdiff.optim._tensor_update import gradients, store
+from numdiff.optim.optimizer import Optimizer, increment_step
 
 
 class RAdam(Optimizer):
@@ -31,16 +38,9 @@ class RAdam(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        check_nonnegative(learning_rate=lr, epsilon_value=eps, weight_decay_value=weight_decay)
-        check_betas(betas)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "maximize": maximize,
-        }
+        defaults = adam_family_defaults(
+            lr, betas, eps, weight_decay, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize
+        )
         super().__init__(params, defaults)
 
     @no_grad()
@@ -49,23 +49,16 @@ class RAdam(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, weight_decay = group["lr"], group["weight_decay"]
+            lr = group["lr"]
             rho_inf = 2 / (1 - beta2) - 1
             for p, grad in gradients(group):
                 state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = step_tensor()
-                    state["exp_avg"] = zeros_state(p)
-                    state["exp_avg_sq"] = zeros_state(p)
+                start_state(state, p, "exp_avg", "exp_avg_sq")
                 step = increment_step(state["step"])
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        store(p, p.detach() * (1 - lr * weight_decay))
-                    else:
-                        grad = grad + weight_decay * p.detach()
+                grad = apply_weight_decay(p, grad, group)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                store(exp_avg, exp_avg + (grad - exp_avg) * (1 - beta1))
-                store(exp_avg_sq, exp_avg_sq * beta2 + grad * grad * (1 - beta2))
+                update_first_moment(exp_avg, grad, beta1)
+                update_second_moment(exp_avg_sq, grad, beta2)
                 bias_correction2 = 1 - beta2**step
                 corrected_avg = exp_avg / (1 - beta1**step)
                 rho_t = rho_inf - 2 * step * beta2**step / bias_correction2

@@ -41,16 +41,12 @@ def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tenso
     raise RuntimeError(f"Transformer layer: activation should be relu/gelu or a callable, not {activation!r}")
 
 
-class TransformerEncoderLayer(Module):
-    """Self-attention then a feed-forward block, each with dropout, a residual and LayerNorm.
+class _TransformerLayer(Module):
+    """What the encoder and decoder layers share: the submodules (PyTorch's names, in PyTorch's
+    registration order so parameters() and state_dict() line up), self-attention and the
+    feed-forward block. A decoder layer adds attention over `memory` and a third norm/dropout."""
 
-    norm_first=False (post-norm): x = norm1(x + sa(x)); x = norm2(x + ff(x)).
-    norm_first=True (pre-norm):   x = x + sa(norm1(x)); x = x + ff(norm2(x)).
-
-    >>> layer = TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
-    >>> layer(numdiff.randn(3, 5, 8)).shape
-    numdiff.Size([3, 5, 8])
-    """
+    _attends_to_memory = False
 
     def __init__(
         self,
@@ -68,16 +64,44 @@ class TransformerEncoderLayer(Module):
     ) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory)
+        attention = {"dropout": dropout, "bias": bias, "batch_first": batch_first, **factory}
+        self.self_attn = MultiheadAttention(d_model, nhead, **attention)
+        if self._attends_to_memory:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, **attention)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        if self._attends_to_memory:
+            self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
+        if self._attends_to_memory:
+            self.dropout3 = Dropout(dropout)
         self.activation = _activation(activation)
+
+    def _self_attention(self, x: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool) -> Tensor:
+        out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding_mask, need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(out)
+
+    def _feed_forward(self, x: Tensor) -> Tensor:
+        # The feed-forward block is the last of the layer's blocks, so it owns the last dropout.
+        last_dropout = self.dropout3 if self._attends_to_memory else self.dropout2
+        return last_dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
+    """Self-attention then a feed-forward block, each with dropout, a residual and LayerNorm.
+
+    norm_first=False (post-norm): x = norm1(x + sa(x)); x = norm2(x + ff(x)).
+    norm_first=True (pre-norm):   x = x + sa(norm1(x)); x = x + ff(norm2(x)).
+
+    >>> layer = TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+    >>> layer(numdiff.randn(3, 5, 8)).shape
+    numdiff.Size([3, 5, 8])
+    """
 
     def forward(
         self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None, is_causal: bool = False
@@ -89,15 +113,8 @@ class TransformerEncoderLayer(Module):
         x = self.norm1(x + self._self_attention(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._feed_forward(x))
 
-    def _self_attention(self, x: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool) -> Tensor:
-        out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding_mask, need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(out)
 
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
-
-
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention, attention over the encoder's `memory`, then a feed-forward block; each with
     dropout, a residual and LayerNorm (post-norm, or pre-norm with norm_first=True).
 
@@ -106,35 +123,7 @@ class TransformerDecoderLayer(Module):
     numdiff.Size([4, 3, 8])
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        nhead: int,
-        dim_feedforward: int = 2048,
-        dropout: float = 0.1,
-        activation: str | Callable[[Tensor], Tensor] = functional.relu,
-        layer_norm_eps: float = 1e-5,
-        batch_first: bool = False,
-        norm_first: bool = False,
-        bias: bool = True,
-        device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__()
-        factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+    _attends_to_memory = True
 
     def forward(
         self,
@@ -156,16 +145,9 @@ class TransformerDecoderLayer(Module):
         x = self.norm2(x + self._memory_attention(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
         return self.norm3(x + self._feed_forward(x))
 
-    def _self_attention(self, x: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool) -> Tensor:
-        out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding_mask, need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(out)
-
     def _memory_attention(self, x: Tensor, memory: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool) -> Tensor:
         out = self.multihead_attn(x, memory, memory, attn_mask=mask, key_padding_mask=padding_mask, need_weights=False, is_causal=is_causal)[0]
         return self.dropout2(out)
-
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 def _clones(layer: Module, num_layers: int, owner: str) -> ModuleList:

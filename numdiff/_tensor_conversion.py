@@ -1,0 +1,147 @@
+"""Tensor's conversions: to NumPy and Python values (``numpy``, ``item``, ``float(t)``, ``f"{t:.3f}"``)
+and to another dtype or device (``to``, ``float``, ``double``, ``cpu``, ``cuda``, ...).
+
+numdiff.tensor binds these functions as Tensor methods in its class body (so they sit in
+``Tensor.__dict__``, where numdiff.compile's tracer guards the host reads); they are written here
+so the Tensor file keeps to the array and its autograd state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from numdiff import _dtype
+from numdiff._device import CPU, to_device
+from numdiff.backend import backend_for
+
+if TYPE_CHECKING:
+    from numdiff.tensor import Tensor
+
+
+def numpy(self: Tensor) -> np.ndarray:
+    """The data as a NumPy array (shared memory on the CPU)."""
+    if self._requires_grad:
+        raise RuntimeError(
+            "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+        )
+    if self._data.dtype == _dtype.BFLOAT16_STORAGE:
+        raise TypeError(
+            "Got unsupported ScalarType BFloat16: NumPy has no bfloat16, so numpy() cannot share "
+            "this tensor's memory; use t.float().numpy() for a float32 copy"
+        )
+    return backend_for(self._data).to_host(self._data)
+
+
+def host_values(self: Tensor) -> np.ndarray:
+    """The values on the host as a NumPy array (bfloat16 widened, exactly, to float32)."""
+    data = self._data if type(self._data) is np.ndarray else self._data.to_host()
+    if data.dtype == _dtype.BFLOAT16_STORAGE:
+        return _dtype.cast_array(data, _dtype.float32)
+    return data
+
+
+def as_numpy_array(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    """``np.asarray(t)``: the NumPy array of `numpy`, cast to `dtype` if one is given."""
+    array = self.numpy()
+    return array if dtype is None else array.astype(dtype)
+
+
+def item(self: Tensor) -> float | int | bool:
+    """The value of a one-element tensor as a Python number.
+
+    >>> numdiff.tensor([2.5]).item()
+    2.5
+    """
+    if self._data.size != 1:
+        raise RuntimeError(
+            f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar "
+            f"(shape {tuple(self.shape)})"
+        )
+    return self._host_values().reshape(()).item()
+
+
+def tolist(self: Tensor) -> Any:
+    """The values as nested Python lists (a Python number for a 0-d tensor)."""
+    return self._host_values().tolist()
+
+
+def format_tensor(self: Tensor, format_spec: str) -> str:
+    """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``); others, as in PyTorch, take
+    only an empty spec (their repr)."""
+    if self._data.ndim == 0:
+        return format(self.item(), format_spec)
+    return object.__format__(self, format_spec)
+
+
+def to_python_float(self: Tensor) -> float:
+    return float(self.item())
+
+
+def to_python_int(self: Tensor) -> int:
+    return int(self.item())
+
+
+def to_python_bool(self: Tensor) -> bool:
+    if self._data.size != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
+    return bool(self.item())
+
+
+def to_index(self: Tensor) -> int:
+    if self._data.dtype.kind not in "iu" or self._data.size != 1:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return int(self.item())
+
+
+def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> Tensor:
+    """Convert dtype and/or device: ``t.to(numdiff.float64)``, ``t.to("cuda")``, ``t.to(other)``."""
+    from numdiff.tensor import Tensor
+
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype, device = arg.dtype, arg.device
+        elif isinstance(arg, (str, type(CPU))):
+            device = arg
+        else:
+            dtype = arg
+    from numdiff.ops.conversion import to_device_op, to_dtype_op
+
+    result = self
+    if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
+        result = to_dtype_op(result, _dtype.to_dtype(dtype))
+    if device is not None and to_device(device) != self.device:
+        result = to_device_op(result, to_device(device))
+    if copy and result is self:
+        result = self.clone()
+    return result
+
+
+def dtype_shortcut(name: str, dtype: _dtype.dtype) -> Any:
+    """The method ``t.<name>()``, which is ``t.to(dtype)`` (``t.float()``, ``t.long()``, ...)."""
+
+    def method(self: Tensor) -> Tensor:
+        return self.to(dtype)
+
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = f"This tensor as {dtype!r} (itself if it already is)."
+    return method
+
+
+def type_or_convert(self: Tensor, dtype: Any = None) -> Any:
+    """PyTorch's type string (``"torch.FloatTensor"``, kept so ported checks compare equal), or
+    a conversion: ``t.type(numdiff.float64)``, ``t.type("torch.DoubleTensor")``."""
+    if dtype is None:
+        prefix = "torch.cuda." if self.is_cuda else "torch."
+        return prefix + self.dtype.tensor_type
+    return self.to(dtype=_dtype.to_dtype(dtype))
+
+
+def cpu(self: Tensor) -> Tensor:
+    return self.to("cpu")
+
+
+def cuda(self: Tensor, device: Any = None) -> Tensor:
+    return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
