@@ -94,6 +94,12 @@ def test_single_dim_reduction_matches_torch(name, data):
     # prod draws zeros on purpose (one or several per group); max/min need a unique winner for the index.
     low, high = (-2.0, 2.0) if name.startswith("prod") or name.startswith("cumulative") else (-3.0, 3.0)
     array = data.draw(values(dtype, shape, low, high, unique=name in ("max", "min")), label="x")
+    if name.startswith("prod") or name.startswith("cumulative"):
+        # torch's prod gradient is out / x when no input is zero: with a subnormal input the product
+        # underflows to 0 and torch's gradient with it, where numdiff's product of the others stays
+        # exact. Compare on inputs whose product does not underflow.
+        tiny = np.abs(array[array != 0])
+        assume(tiny.size == 0 or tiny.min() > 1e-6)
     x = leaf(array, data.draw(LAYOUTS, label="layout"))
     tx = torch.tensor(array, requires_grad=True)
     if name == "prod":
