@@ -134,6 +134,10 @@ def test_an_index_damaged_between_load_and_save_is_rebuilt(tmp_path, monkeypatch
 
     from numdiff.kernels._self_healing_cache import KernelCacheWarning
 
+    # Both: Numba re-reads its config from the environment when the environment has changed since
+    # it last looked (an earlier test's monkeypatched NUMBA_CACHE_DIR, say), which would undo a
+    # config-only patch halfway through this test.
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(numba.core.config, "CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "late_damage.py").write_text(_MODULES["healing.py"])
     monkeypatch.syspath_prepend(str(tmp_path))
