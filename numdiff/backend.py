@@ -165,8 +165,6 @@ def backend_for(array: Any) -> Backend:
     backend = _BY_ARRAY_TYPE.get(type(array))
     if backend is not None:
         return backend
-    if isinstance(array, np.generic):  # a NumPy scalar some reductions return: host memory
-        return CPU
     # A CudaArray exists only once numdiff.cuda.array is imported: register its type then.
     cuda_array = sys.modules.get("numdiff.cuda.array")
     if cuda_array is not None and type(array) is cuda_array.CudaArray:

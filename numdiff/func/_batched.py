@@ -32,8 +32,10 @@ class VmapDataDependentError(RuntimeError):
 
 
 def logical_view(value: Tensor) -> Any:
-    """The first example's view: a plain array, since ops tell devices apart by its type."""
-    return value._data[0]
+    """The first example's view: a plain array, since ops tell devices apart by its type.
+
+    Indexed with ``(0, ...)`` so a logical 0-d value stays a 0-d array, not a NumPy scalar."""
+    return value._data[0, ...]
 
 
 class BatchedTensor(Tensor):
