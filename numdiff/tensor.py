@@ -165,6 +165,12 @@ class Tensor:
                 "only leaf tensors (made by you, or Parameters) can change requires_grad. To keep "
                 "this tensor's gradient after backward, call .retain_grad() on it; to start a new "
                 "leaf from its value, use .detach().requires_grad_()."
+                + (
+                    " (numdiff is deliberately stricter than PyTorch here, which accepts "
+                    "requires_grad_(True) on a non-leaf as a no-op: the leaf rule has no exceptions.)"
+                    if requires_grad
+                    else ""
+                )
             )
         if requires_grad and self._data.dtype.kind not in "fV":  # V: bfloat16 bits
             raise RuntimeError(

@@ -11,6 +11,7 @@ import pytest
 
 import numdiff
 from numdiff.autograd import Function, SavedTensorFreedError, SavedTensorModifiedError
+from numdiff.tensor import NonLeafRequiresGradError
 
 
 @pytest.fixture
@@ -294,3 +295,12 @@ def test_tensor_from_python_data_does_not_warn():
         warnings.simplefilter("error")
         numdiff.tensor([[1.0, 2.0]])
         numdiff.tensor(np.ones(2))
+
+
+def test_requires_grad_true_on_a_non_leaf_says_numdiff_is_stricter_than_pytorch():
+    h = numdiff.tensor([1.0], requires_grad=True) * 2
+    with pytest.raises(NonLeafRequiresGradError, match="deliberately stricter than PyTorch"):
+        h.requires_grad_(True)
+    with pytest.raises(NonLeafRequiresGradError) as caught:
+        h.requires_grad_(False)  # PyTorch refuses this one too: no such remark
+    assert "stricter" not in str(caught.value)
