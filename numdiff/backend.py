@@ -125,7 +125,6 @@ CPU = _HostBackend(
             "adaptive_avg_pool2d_backward",
         ),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
-        "numdiff.kernels.elementwise": ("erf",),
     },
 )
 """Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
@@ -148,7 +147,6 @@ CUDA = _CudaBackend(
             "adaptive_avg_pool2d_backward",
         ),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
-        "numdiff.cuda._ufuncs": ("erf",),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

@@ -122,10 +122,3 @@ def _ufunc_at(ufunc: np.ufunc, inputs: tuple) -> None:
         raise TypeError(f"np.{ufunc.__name__}.at is not supported on CUDA arrays (np.add.at is)")
     target, key, values = inputs
     _indexing.scatter(target, key, values, accumulate=True)
-
-
-def erf(x: CudaArray) -> CudaArray:
-    """The error function elementwise (NumPy has no erf ufunc, so ops call this directly)."""
-    if x.dtype.kind != "f":
-        raise TypeError(f"erf expects a float32 or float64 array, got {x.dtype}")
-    return elementwise("erf", (x,), x.dtype)

@@ -103,11 +103,11 @@ class _NumpyMath:
 
     def __getattr__(self, name: str):
         if name == "erf":
-            return erf
+            return _erf
         return NUMPY_FUNCTIONS[name]
 
 
-def erf(x: np.ndarray) -> np.ndarray:
+def _erf(x: np.ndarray) -> np.ndarray:
     """The error function of an array, in its dtype (float32/float64 through the erf rule's loop)."""
     x = np.ascontiguousarray(x).reshape(np.shape(x))  # ascontiguousarray makes a 0-d array 1-d
     return forward_contiguous(RULES["erf"], x, ()) if x.dtype.char in "fd" else np.vectorize(math.erf)(x)

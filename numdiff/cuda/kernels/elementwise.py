@@ -61,7 +61,7 @@ def _where(condition, a, b):
     return a if condition else b
 
 
-# name -> (arity, scalar function). Names are NumPy's ufunc names (plus "copy", "where", "erf").
+# name -> (arity, scalar function). Names are NumPy's ufunc names (plus "copy" and "where").
 SCALAR_FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "copy": (1, _device(lambda a: a)),
     "negative": (1, _device(lambda a: -a)),
@@ -75,7 +75,6 @@ SCALAR_FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "sin": (1, _scalar_math.sin),
     "cos": (1, _scalar_math.cos),
     "tanh": (1, _device(lambda a: math.tanh(a))),
-    "erf": (1, _device(lambda a: math.erf(a))),
     "trunc": (1, _trunc),
     "isfinite": (1, _device(lambda a: math.isfinite(a))),
     "isnan": (1, _device(lambda a: math.isnan(a))),
