@@ -19,11 +19,13 @@ import numpy as np
 from numdiff.compile.codegen import Emitter, attr_refs
 from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
-from numdiff.kernels._codegen import scalar_code
-from numdiff.ops.scalar_rules import RULES
+from numdiff.kernels._codegen import scalar_code, vector_math_source
+from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
+from numdiff.ops.scalar_rules import RULES, math_functions_in
 
-# Above this many elements a fused loop that calls scalar math.sin/exp (Numba has no SVML here) loses to
-# NumPy's SIMD ufuncs called op by op: 100-op chain on float32[65536], 180 ms fused vs 30 ms.
+# Above this many elements a fused loop that calls a scalar C-library function (math.atan, math.erf:
+# those numdiff.kernels._vecmath does not vectorise) loses to NumPy's SIMD ufuncs called op by op:
+# 100-op chain on float32[65536] through scalar sin/exp, 180 ms fused vs 30 ms.
 FUSE_MAX_ELEMENTS = 8192
 
 # Structural elementwise forms beside the rule table: they have no derivative of their own.
@@ -91,8 +93,9 @@ def _is_scalar_constant(value: Any) -> bool:
 
 
 def _rule_calls_math(call: OpCall) -> bool:
+    """Whether the call's forward calls a C-library function that a loop cannot vectorise."""
     rule = _rule_of(call) if not call.host and call.op_name != "where" else None
-    return rule is not None and "math." in rule.forward
+    return rule is not None and bool(math_functions_in(rule.forward) - set(VECTOR_MATH) - {"fabs", "sqrt"})
 
 
 def _full_sum(call: OpCall, values: list) -> bool:
@@ -270,7 +273,9 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
             continue
         expression = _expression(call, operands)
         if values[call.output].dtype == np.float32:
-            expression = _single_precision(expression)
+            # Rounded to float32 after each op, as eager float32 ops round (the _vecmath functions
+            # compute in float64).
+            expression = f"np.float32({_single_precision(expression)})"
         body.append(f"t{call.output} = {expression}")
         names[call.output] = f"t{call.output}"
     # Stored values share one buffer per dtype: one allocation and one kernel argument each.
@@ -295,7 +300,7 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
         indent += "    "
     lines += [indent + line for line in body]
     lines += [f"    s{k}[0] = r{value}" for k, value in enumerate(reductions)]
-    kernels.append("\n".join(lines))
+    kernels.append(vector_math_source("\n".join(lines), header=False))
     flat_view = ".reshape(-1)" if flat else ""
     args = [f"{e}.reshape({e}.shape[0], -1)" if isinstance(e, str) and flat else e if isinstance(e, str)
             else f"v{e}{flat_view}" for e in external]

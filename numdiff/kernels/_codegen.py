@@ -10,6 +10,7 @@ file and never a stale cache; an existing file is used only if its text is exact
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import hashlib
 import importlib.util
@@ -19,6 +20,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
+from numdiff.kernels import _vecmath
 from numdiff.ops.scalar_rules import ScalarRule, vjp_expression
 
 _loaded: dict[str, ModuleType] = {}
@@ -122,3 +124,141 @@ def backward_reads(rule: ScalarRule, needed: tuple[int, ...]) -> tuple[str, ...]
         tree = ast.parse(expression, mode="eval")
         used |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     return tuple(name for name in ("g", *rule.saved) if name in used)
+
+
+# ``math.<f>`` calls a generated CPU loop makes through numdiff.kernels._vecmath instead.
+_VECTOR_MATH = frozenset(_vecmath.FUNCTIONS)
+_VECMATH_DIGEST = hashlib.sha256(Path(_vecmath.__file__).read_bytes()).hexdigest()[:16]
+_GUARDED_MATH = frozenset(_vecmath.GUARDED)
+
+
+class _VectorMath(ast.NodeTransformer):
+    """``math.f(a)`` -> ``_vecmath.f(a)`` for the functions _vecmath has; collects sin/cos arguments."""
+
+    def __init__(self) -> None:
+        self.guarded: list[ast.expr] = []
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        function = node.func
+        if (
+            isinstance(function, ast.Attribute)
+            and isinstance(function.value, ast.Name)
+            and function.value.id == "math"
+            and function.attr in _VECTOR_MATH
+        ):
+            node.func = ast.Attribute(ast.Name("_vecmath", ast.Load()), function.attr, ast.Load())
+            if function.attr in _GUARDED_MATH:
+                self.guarded.append(node.args[0])
+        return node
+
+
+def _innermost_body(loop: ast.For) -> list[ast.stmt]:
+    """The statement list of the deepest ``for`` in a loop nest (where the element is computed)."""
+    while True:
+        inner = [s for s in loop.body if isinstance(s, ast.For)]
+        if not inner:
+            return loop.body
+        loop = inner[-1]
+
+
+def _is_prange(loop: ast.For) -> bool:
+    call = loop.iter
+    if not isinstance(call, ast.Call):
+        return False
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+    return name == "prange"
+
+
+# Iterations of a parallel loop per task when the loop also checks sin/cos arguments: each task
+# or-reduces its own flag in a serial inner loop (Numba's prange has no or-reduction, and an integer
+# sum would halve LLVM's float32 lanes).
+_CHUNK = 4096
+
+
+def _guard(checks: list[ast.expr], flag: str) -> ast.stmt:
+    total = checks[0]
+    for check in checks[1:]:
+        total = ast.BinOp(total, ast.BitOr(), check)
+    return ast.AugAssign(ast.Name(flag, ast.Store()), ast.BitOr(), total)
+
+
+def _chunked(loop: ast.For, checks: list[ast.expr]) -> list[ast.stmt]:
+    """``for i in prange(n): body`` as prange over chunks of _CHUNK iterations, each setting its
+    entry of ``outside_chunks``; then ``outside_sin_cos = outside_chunks.any()``."""
+    (size,) = loop.iter.args
+    chunks = f"(outside_size + {_CHUNK - 1}) // {_CHUNK}"
+    inner = ast.For(
+        loop.target,
+        ast.parse(f"range(chunk * {_CHUNK}, min(outside_size, chunk * {_CHUNK} + {_CHUNK}))", mode="eval").body,
+        loop.body, [],
+    )
+    _innermost_body(inner).append(_guard(checks, "outside_here"))
+    task = ast.For(
+        ast.Name("chunk", ast.Store()), ast.Call(loop.iter.func, [ast.parse(chunks, mode="eval").body], []),
+        [ast.parse("outside_here = False").body[0], inner, ast.parse("outside_chunks[chunk] = outside_here").body[0]],
+        [],
+    )
+    return [
+        ast.Assign([ast.Name("outside_size", ast.Store())], size),
+        ast.parse(f"outside_chunks = np.zeros({chunks}, np.bool_)").body[0],
+        task,
+        ast.parse("outside_sin_cos = outside_chunks.any()").body[0],
+    ]
+
+
+def _vectorize_function(function: ast.FunctionDef) -> None:
+    """Rewrite one generated kernel in place: see `vector_math_source`."""
+    loops = [k for k, s in enumerate(function.body) if isinstance(s, ast.For)]
+    if not loops:
+        return
+    start = loops[0]
+    setup, loop, rest = function.body[:start], function.body[start], function.body[start + 1:]
+    exact = copy.deepcopy(loop)
+    rewriter = _VectorMath()
+    fast = rewriter.visit(loop)
+    if not rewriter.guarded:
+        function.body = [*setup, fast, *rest]
+        return
+    # sin/cos of an argument beyond _vecmath.SIN_COS_LIMIT: flag it, and if any element has one,
+    # compute the whole loop again with the C library's functions (exact for every argument).
+    checks = [ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "outside_sin_cos", ast.Load()), [a], [])
+              for a in rewriter.guarded]
+    if _is_prange(fast):
+        checked = _chunked(fast, checks)
+    else:
+        _innermost_body(fast).append(_guard(checks, "outside_sin_cos"))
+        checked = [ast.parse("outside_sin_cos = False").body[0], fast]
+    again = ast.If(ast.Name("outside_sin_cos", ast.Load()), [*copy.deepcopy(setup), exact], [])
+    function.body = [*setup, *checked, again, *rest]
+
+
+def _numpy_error_model(function: ast.FunctionDef) -> None:
+    """``error_model="numpy"`` on the function's @njit: x / 0 is inf or NaN as in NumPy (and as
+    PyTorch), and a division no longer has a branch that raises, which would stop vectorisation."""
+    for decorator in function.decorator_list:
+        if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "njit":
+            decorator.keywords = [k for k in decorator.keywords if k.arg not in ("error_model", "fastmath")]
+            decorator.keywords.append(ast.keyword("error_model", ast.Constant("numpy")))
+            decorator.keywords.append(ast.keyword("fastmath", ast.Set([ast.Constant("contract")])))
+
+
+def vector_math_source(source: str, header: bool = True) -> str:
+    """A generated module's source with its CPU loops calling numdiff.kernels._vecmath.
+
+    In every function, the first top-level ``for`` nest has its ``math.exp``/``log``/``sin``/...
+    calls replaced by the _vecmath functions of the same name, which LLVM vectorises. If the loop
+    calls sin or cos it also counts the elements whose argument lies beyond _vecmath's range, and
+    when there are any the function runs its original loop (C library calls) again after the fast
+    one, so every result is the accurate one. Functions compile with ``error_model="numpy"``.
+    """
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            _numpy_error_model(node)
+            _vectorize_function(node)
+    # The digest of _vecmath's source is part of the generated text, hence of the file name the
+    # kernel is cached under: Numba's cache would not notice a change in code it inlined.
+    code = f"# numdiff.kernels._vecmath {_VECMATH_DIGEST}\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    # Without `header` the caller's module imports _vecmath (numdiff/compile/program.py).
+    return "import numpy as np\n\nfrom numdiff.kernels import _vecmath\n" + code if header else code

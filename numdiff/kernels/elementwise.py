@@ -11,29 +11,38 @@ file under numdiff.kernels._codegen.generated_dir(). A variant is chosen by:
   array ``a[i]``; a size-1 or fully broadcast operand (all strides 0, a Python number) read once as
   a scalar; anything else (broadcast along some axes, transposed, sliced in 2+ dims) makes the
   kernel loop over the N-d index instead (``np.ndindex``), reading broadcast views without copies;
-- size: above `GRAIN` elements the loop is a ``prange`` (over the elements, or the first axis of
-  the N-d loop); below it the kernel stays serial and never opens a parallel region, as PyTorch's
+- size: above `GRAIN` elements (and with more than one Numba thread) the loop is a ``prange``
+  (over the elements, or the first axis of the N-d loop); below it the kernel stays serial and never opens a parallel region, as PyTorch's
   grain of 32768.
 
 Loop nest: ``for i in range(n): out[i] = expr(a_x[i], a_y)``; extra memory: none.
 
-One exception, by measurement: Numba compiles ``math.exp`` and the other transcendental functions
-to scalar libm calls, while NumPy's ufuncs use SIMD versions (float32[32768], one thread: exp
-139 us as a loop, 12 us as np.exp; tanh 946 against 8 us). An expression calling one of
-`NUMPY_FUNCTIONS` is therefore evaluated as a NumPy expression on the CPU (a few vectorised
-passes with temporaries) instead of the loop, and so is a backward of at most `SMALL` elements;
-on CUDA the kernels always run.
+Transcendental functions: the loops call numdiff.kernels._vecmath's exp, log, sin, ... (polynomials
+LLVM vectorises) instead of the C library's scalar ones, so a compound expression (sigmoid, a
+backward's ``g * cos(x)``) is one vectorised pass. Two exceptions, by measurement:
+
+- a forward that is one call of a NumPy ufunc (``math.exp(x)``, ``math.tanh(x)``) runs that ufunc:
+  NumPy's hand-tuned SIMD versions beat the generated loop for a single function (float32[10^6],
+  one thread: exp 0.45 ms against 0.52, tanh 0.31 against 1.1);
+- an expression calling a function _vecmath lacks (``math.atan``, ``math.erf``) is evaluated as a
+  NumPy expression (a few SIMD passes with temporaries) rather than a loop of scalar C calls, and
+  so is a backward of at most `SMALL` elements.
+
+On CUDA the kernels always run.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 
 import numpy as np
+from numba import get_num_threads
 from numba.core.dispatcher import Dispatcher
 
-from numdiff.kernels._codegen import backward_reads, load_source, scalar_code, vjp_expressions
+from numdiff.kernels._codegen import backward_reads, load_source, scalar_code, vector_math_source, vjp_expressions
+from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
 from numdiff.ops.scalar_rules import RULES, ScalarRule, math_functions_in
 
 # Work below this many elements runs serially (PyTorch's grain size).
@@ -87,7 +96,7 @@ def _loop_source(
     lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
     for target, expression in zip(targets, expressions):
         lines.append(f"{body}{target}{index} = {scalar_code(expression, reads)}")
-    return _HEADER + "\n".join(lines) + "\n"
+    return vector_math_source(_HEADER + "\n".join(lines) + "\n")
 
 
 # math functions NumPy has as SIMD ufuncs (erf has none: math.erf in a loop is the fastest there is).
@@ -118,7 +127,8 @@ _NUMPY_SCOPE = {"math": _NumpyMath(), "where": np.where, "__builtins__": {}}
 
 @functools.cache
 def _numpy_code(expression: str):
-    """The compiled expression when it calls a function of NUMPY_FUNCTIONS or erf, else None.
+    """The expression compiled for NumPy when NumPy computes it faster than a loop, else None:
+    one ufunc call on x, or an expression calling a function _vecmath does not vectorise.
 
     An expression calling erf (gelu) runs as NumPy too, with erf itself the erf rule's loop on the
     input's dtype: the loop of the whole expression would compute erf in float64 for float32
@@ -126,7 +136,10 @@ def _numpy_code(expression: str):
     """
     if expression == RULES["erf"].forward:
         return None  # the loop that every other erf call runs
-    if math_functions_in(expression) & (set(NUMPY_FUNCTIONS) | {"erf"}):
+    functions = math_functions_in(expression)
+    single_call = re.fullmatch(r"math\.(\w+)\(x\)", expression)
+    scalar_only = functions - set(VECTOR_MATH) - {"fabs", "sqrt"}
+    if (single_call and single_call[1] in NUMPY_FUNCTIONS) or scalar_only & (set(NUMPY_FUNCTIONS) | {"erf"}):
         return compile(expression, "<scalar rule>", "eval")
     return None
 
@@ -188,10 +201,10 @@ def _launch(rule, kind, needed, results, values, shape, dtype, attrs) -> None:
     size = results[0].size
     if layout == "flat":
         outs = [r.reshape(-1) for r in results]
-        parallel = size > GRAIN
+        parallel = size > GRAIN and get_num_threads() > 1
     else:
         outs = list(results)
-        parallel = size > GRAIN and len(shape) >= 2 and shape[0] > 1
+        parallel = size > GRAIN and len(shape) >= 2 and shape[0] > 1 and get_num_threads() > 1
     kernel = _kernel(rule, kind, needed, pattern, layout, parallel)
     kernel(*outs, *arguments, *attrs)
 
@@ -223,9 +236,10 @@ def forward_contiguous(rule: ScalarRule, x: np.ndarray, attrs: tuple) -> np.ndar
     out = np.empty(x.shape, x.dtype)
     size = out.size
     if size:
-        kernel = KERNELS.get((rule.name, "forward", (), "A", "flat", size > GRAIN))
+        parallel = size > GRAIN and get_num_threads() > 1
+        kernel = KERNELS.get((rule.name, "forward", (), "A", "flat", parallel))
         if kernel is None:
-            kernel = _kernel(rule, "forward", (), "A", "flat", size > GRAIN)
+            kernel = _kernel(rule, "forward", (), "A", "flat", parallel)
         kernel(out.reshape(-1), x.reshape(-1), *attrs)
     return out
 
@@ -253,10 +267,11 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
                 _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
                 return results
         # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly.
-        key = (rule.name, "backward", needed, "A" * len(operands), "flat", size > GRAIN)
+        parallel = size > GRAIN and get_num_threads() > 1
+        key = (rule.name, "backward", needed, "A" * len(operands), "flat", parallel)
         kernel = KERNELS.get(key)
         if kernel is None:
-            kernel = _kernel(rule, "backward", needed, key[3], "flat", size > GRAIN)
+            kernel = _kernel(rule, "backward", needed, key[3], "flat", parallel)
         kernel(*[r.reshape(-1) for r in results], *[v.reshape(-1) for v in operands], *attrs)
     return results
 

@@ -188,13 +188,27 @@ def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 
 
 def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
-    """Standard deviation: the square root of `var`; its gradient is 0 where it is 0, as in PyTorch."""
+    """Standard deviation: the square root of `var`; its gradient is 0 where it is 0, as in PyTorch.
+
+    The deviations are divided by their largest magnitude first (a constant for the gradient), so
+    that their squares neither underflow nor overflow: float32 data of spread 1e-38 has a variance
+    below float32's range but a representable standard deviation.
+    """
     from numdiff.ops.selection import where
 
-    variance = var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    dims = _reduction_dims("std", dim, input.ndim)
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    centred = input - mean(input, dims, keepdim=True)
+    scale = amax(centred.abs(), dims, keepdim=True).detach() if dims else centred.abs().detach()
+    scale = where((scale == 0) | ~scale.isfinite(), 1.0, scale)
+    scaled = centred / scale
+    variance = sum(scaled * scaled, dims, keepdim) / builtins.max(count - correction, 0)
     zero = variance == 0
     # sqrt's derivative is infinite at 0: take it of 1 there, and select 0 for value and gradient.
-    return where(zero, 0.0, where(zero, 1.0, variance).sqrt())
+    root = where(zero, 0.0, where(zero, 1.0, variance).sqrt())
+    return root * (scale if keepdim or not dims else scale.squeeze(dims))
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:

@@ -141,7 +141,7 @@ def test_source_is_readable_and_written_under_the_cache_folder():
     f = numdiff.compile(lambda x: (x.sin() * 2).exp().sum())
     f(_f64(3))
     (trace,) = [t for traces in f.compiled.traces.values() for t in traces]
-    assert "def forward" in trace.program.source and "@njit(cache=True)" in trace.program.source
+    assert "def forward" in trace.program.source and "@njit(cache=True" in trace.program.source
     assert trace.program.path.read_text() == trace.program.source
     listing = trace.program.graph.describe()
     assert "= sin(v0)" in listing and "= exp(" in listing
@@ -210,9 +210,9 @@ def test_a_compiled_function_called_inside_another_is_traced_into_it():
     np.testing.assert_allclose(y.grad.numpy(), np.exp(2 * np.sin(ys)) * 2 * np.cos(ys), rtol=1e-12)
 
 
-def test_large_groups_hoist_transcendental_calls_and_match_eager():
-    # Above fusion.FUSE_MAX_ELEMENTS: sin/exp run as ufuncs, the backward's cos calls are hoisted
-    # and the multiplications between them fuse into one loop.
+def test_large_groups_fuse_vectorised_math_and_match_eager():
+    # Above fusion.FUSE_MAX_ELEMENTS: sin/exp, which numdiff.kernels._vecmath vectorises, fuse
+    # into loops like the arithmetic between them.
     def chain(x):
         for _ in range(3):
             x = (x.sin() * 0.9).exp() + 0.1
@@ -224,6 +224,9 @@ def test_large_groups_hoist_transcendental_calls_and_match_eager():
     f(x).backward()
     y = x.detach().clone().requires_grad_()
     chain(y).backward()
-    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-12)
+    # The fused loops call numdiff's vectorised sin/exp, eager NumPy's (both within an ulp or two of
+    # exact): gradients that cancel to near 0 are compared relative to the largest one.
+    expected = y.grad.numpy()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
     (source,) = f.compiled.sources[-1:]
     assert "@njit" in source

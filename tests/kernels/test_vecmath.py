@@ -1,0 +1,165 @@
+"""numdiff.kernels._vecmath: accuracy against NumPy's (C library) functions, C99 special values,
+and the generated kernels' fallback to the C library for sin/cos of large arguments."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.kernels import _vecmath
+
+NAMES = _vecmath.FUNCTIONS
+
+
+@numba.njit(error_model="numpy", fastmath={"contract"})
+def _apply(code, out, x):
+    # One loop per function, as the generated kernels call them (vectorised, contracted). Not
+    # cached: Numba's cache would not notice a change to _vecmath, which this inlines.
+    for i in range(x.size):
+        v = x[i]
+        if code == 0:
+            out[i] = _vecmath.exp(v)
+        elif code == 1:
+            out[i] = _vecmath.expm1(v)
+        elif code == 2:
+            out[i] = _vecmath.log(v)
+        elif code == 3:
+            out[i] = _vecmath.log1p(v)
+        elif code == 4:
+            out[i] = _vecmath.sin(v)
+        elif code == 5:
+            out[i] = _vecmath.cos(v)
+        else:
+            out[i] = _vecmath.tanh(v)
+
+
+def _run(name: str, x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    _apply(NAMES.index(name), out, x)
+    return out
+
+
+def _samples(name: str, dtype) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    big = 700.0 if dtype == np.float64 else 87.0
+    ranges = {
+        "exp": [rng.uniform(-big - 40, big, 20000), rng.standard_normal(20000)],
+        "expm1": [rng.uniform(-40, big, 20000), rng.standard_normal(20000) * 0.3, rng.uniform(-1e-6, 1e-6, 2000)],
+        "log": [np.exp(rng.uniform(-big, big, 20000)), rng.uniform(0.5, 2.0, 20000)],
+        "log1p": [rng.uniform(-1, 10, 20000), rng.standard_normal(20000) * 1e-4, np.exp(rng.uniform(-30, big, 2000))],
+        "sin": [rng.uniform(-5e4, 5e4, 20000), rng.uniform(-7, 7, 20000), rng.uniform(-1e-6, 1e-6, 2000)],
+        "cos": [rng.uniform(-5e4, 5e4, 20000), rng.uniform(-7, 7, 20000)],
+        "tanh": [rng.uniform(-20, 20, 20000), rng.standard_normal(20000) * 0.05, rng.uniform(-1e-6, 1e-6, 2000)],
+    }
+    return np.concatenate(ranges[name]).astype(dtype)
+
+
+def _ulps(got: np.ndarray, exact: np.ndarray, dtype) -> np.ndarray:
+    """|got - exact| in units of the last place of `dtype` at the exact value (NaN/inf matched)."""
+    spacing = np.spacing(np.abs(exact).astype(dtype)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        error = np.abs(got.astype(np.float64) - exact) / spacing
+    same = (got.astype(np.float64) == exact) | (np.isnan(got) & np.isnan(exact))
+    return np.where(same, 0.0, error)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float64_within_two_ulps_of_numpy(name):
+    x = _samples(name, np.float64)
+    exact = getattr(np, name)(x)  # the C library's, within an ulp of exact
+    assert _ulps(_run(name, x), exact, np.float64).max() <= 2.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float32_within_one_ulp_of_the_exact_result(name):
+    x = _samples(name, np.float32)
+    exact = getattr(np, name)(x.astype(np.float64))  # far more precise than float32
+    got = _run(name, x)
+    assert got.dtype == np.float32
+    assert _ulps(got, exact, np.float32).max() <= 1.0
+
+
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 5e-324, -5e-324, 2e-310, 709.78, 709.79, -745.1,
+           -745.2, 1e308, -1e308, np.pi / 2, np.pi, 1e-20, -1e-20]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", NAMES)
+def test_special_values_follow_the_c_library(name, dtype):
+    with np.errstate(all="ignore"):
+        x = np.array(SPECIAL, dtype)
+        if name in _vecmath.GUARDED:
+            x = x[~(np.abs(x) >= _vecmath.SIN_COS_LIMIT) | ~np.isfinite(x)]
+        exact = getattr(np, name)(x.astype(np.float64)).astype(dtype)
+    got = _run(name, x)
+    for value, ours, theirs in zip(x, got, exact):
+        if np.isnan(theirs):
+            assert np.isnan(ours), (name, value, ours)
+        elif theirs == 0 or np.isinf(theirs):
+            assert ours == theirs and np.signbit(ours) == np.signbit(theirs), (name, value, ours, theirs)
+        else:
+            assert _ulps(np.array([ours]), np.array([float(theirs)]), dtype)[0] <= 2.0, (name, value, ours, theirs)
+
+
+def test_outside_sin_cos_flags_only_large_finite_arguments():
+    limit = _vecmath.SIN_COS_LIMIT
+    for value, expected in [(0.0, False), (limit * 0.99, False), (-limit, True), (1e300, True),
+                            (np.inf, False), (np.nan, False)]:
+        assert _vecmath.outside_sin_cos(value) is expected or bool(_vecmath.outside_sin_cos(value)) == expected
+
+
+@numdiff.elementwise
+def _wave(x):
+    return math.sin(x) * 2.0 + math.cos(3.0 * x)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernels_recompute_with_the_c_library_when_an_argument_is_beyond_the_range(threads, dtype):
+    # One large argument among many (above the parallel grain): the whole loop is recomputed
+    # with math.sin/cos, so every element, large or not, is the C library's.
+    x = np.random.default_rng(3).uniform(-4, 4, 40000).astype(dtype)
+    x[12345] = 3e6
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        got = _wave(numdiff.tensor(x)).numpy()
+    finally:
+        numba.set_num_threads(previous)
+    x64 = x.astype(np.float64)
+    expected = (np.sin(x64) * 2.0 + np.cos(3.0 * x64)).astype(dtype)
+    tolerance = 1e-15 if dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
+    assert got[12345] == pytest.approx(math.sin(float(x[12345])) * 2.0 + math.cos(3.0 * float(x[12345])), abs=1e-6)
+
+
+def test_eager_rule_kernels_beyond_the_range_match_numpy():
+    x = numdiff.tensor(np.array([0.5, 1e7, -3e9, 2.0]), requires_grad=True)
+    x.sin().sum().backward()  # backward: g * cos(x), one generated loop
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy()), rtol=1e-15)
+
+
+def test_compiled_fused_sin_beyond_the_range_matches_eager():
+    def f(x):
+        return ((x * 3.0).sin() * x.cos()).sum()
+
+    compiled = numdiff.compile(f)
+    data = np.array([0.25, 7e5, -1e8, 3.0, 1e-3])
+    x = numdiff.tensor(data, requires_grad=True)
+    compiled(x).backward()
+    y = numdiff.tensor(data, requires_grad=True)
+    f(y).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-13)
+
+
+def test_elementwise_division_by_zero_gives_inf_as_pytorch():
+    @numdiff.elementwise
+    def reciprocal(x):
+        return 1.0 / x
+
+    out = reciprocal(numdiff.tensor([0.0, -0.0, 2.0])).numpy()
+    assert out[0] == np.inf and out[1] == -np.inf and out[2] == 0.5
