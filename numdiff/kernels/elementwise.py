@@ -41,7 +41,13 @@ import numpy as np
 from numba import get_num_threads
 from numba.core.dispatcher import Dispatcher
 
-from numdiff.kernels._codegen import backward_reads, load_source, scalar_code, vector_math_source, vjp_expressions
+from numdiff.kernels._codegen import (
+    backward_reads,
+    load_source,
+    scalar_code,
+    vector_math_source,
+    vjp_expressions,
+)
 from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
 from numdiff.ops.scalar_rules import RULES, ScalarRule, math_functions_in
 
