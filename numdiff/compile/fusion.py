@@ -20,13 +20,18 @@ from numdiff.compile.codegen import Emitter, attr_refs
 from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
 from numdiff.kernels._codegen import scalar_code, vector_math_source
-from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
-from numdiff.ops.scalar_rules import RULES, math_functions_in
+from numdiff.ops.scalar_rules import RULES
 
-# Above this many elements a fused loop that calls a scalar C-library function (math.atan, math.erf:
-# those numdiff.kernels._vecmath does not vectorise) loses to NumPy's SIMD ufuncs called op by op:
-# 100-op chain on float32[65536] through scalar sin/exp, 180 ms fused vs 30 ms.
+# Above this many elements a group's transcendental calls run as NumPy ufuncs, op by op, and only the
+# arithmetic between them fuses: NumPy's hand-tuned SIMD sin/exp beat the generated loops calling
+# numdiff.kernels._vecmath on large arrays (100-op sin/exp chain, float32[65536], one thread: 4.9 ms
+# through ufuncs, 10.6 fused), while below it one fused loop wins (float32[16]: 0.04 ms against 0.9).
 FUSE_MAX_ELEMENTS = 8192
+
+# Most calls of transcendental functions (numdiff.kernels._vecmath, inlined) in one fused loop. Past
+# about 20 LLVM stops vectorising the loop body well: on float32[65536] an exp(sin(x) * 0.9) + 0.1
+# chain costs 1.4-1.5 ns per function call with 6 to 20 calls in the loop, 2.7 with 30, 28 with 50.
+MAX_GROUP_MATH = 16
 
 # Structural elementwise forms beside the rule table: they have no derivative of their own.
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -93,9 +98,18 @@ def _is_scalar_constant(value: Any) -> bool:
 
 
 def _rule_calls_math(call: OpCall) -> bool:
-    """Whether the call's forward calls a C-library function that a loop cannot vectorise."""
+    """Whether the call's forward calls a transcendental function (see FUSE_MAX_ELEMENTS)."""
+    return _math_calls(call) > 0
+
+
+def _math_calls(call: OpCall) -> int:
+    """How many math.* functions the call's forward calls (fabs and sqrt, single instructions, aside)."""
     rule = _rule_of(call) if not call.host and call.op_name != "where" else None
-    return rule is not None and bool(math_functions_in(rule.forward) - set(VECTOR_MATH) - {"fabs", "sqrt"})
+    if rule is None:
+        return 0
+    tree = ast.parse(rule.forward, mode="eval")
+    return sum(1 for node in ast.walk(tree) if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "math"
+               and node.attr not in ("fabs", "sqrt"))
 
 
 def _full_sum(call: OpCall, values: list) -> bool:
@@ -122,6 +136,7 @@ class _Group:
         self.calls: list[OpCall] = []
         self.produced: set[int] = set()
         self.reductions: set[int] = set()
+        self.math_calls = 0
 
 
 class _Inline:
@@ -189,12 +204,15 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
         # the graph) has no scalar expression: it runs as an ordinary call below.
         if id(call) in fusible and _fusible(call, values):
             shape = values[call.output].shape
-            if group is not None and (group.shape != shape or reads & group.reductions):
+            math_calls = _math_calls(call)
+            if group is not None and (group.shape != shape or reads & group.reductions
+                                      or group.math_calls + math_calls > MAX_GROUP_MATH):
                 flush()
             if group is None:
                 group = _Group(shape)
             group.calls.append(call)
             group.produced.add(call.output)
+            group.math_calls += math_calls
             continue
         if group is not None and reads & group.produced:
             flush()
@@ -251,8 +269,11 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                     and values[source].shape == group.shape:
                 if packed[0] not in external:
                     external.append(packed[0])
-                names[source] = f"a{external.index(packed[0])}[{packed[1]}, {index}]" if ndim \
-                    else f"a{external.index(packed[0])}[{packed[1]}]"
+                buffer = f"a{external.index(packed[0])}"
+                if ndim == 1:  # rows of a 1-D buffer at constant offsets (see the stores below)
+                    names[source] = f"{buffer}[{packed[1] * loop_shape[0]} + i0]"
+                else:
+                    names[source] = f"{buffer}[{packed[1]}, {index}]" if ndim else f"{buffer}[{packed[1]}]"
                 operands.append(names[source])
             elif _is_scalar_constant(values[source]):
                 names[source] = repr(values[source].constant.item())
@@ -269,7 +290,9 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                 names[source] = f"a{len(external) - 1}[{at or '()'}]"
                 operands.append(names[source])
         if call.output in group.reductions:
-            body.append(f"r{call.output} += {operands[0]}")
+            # Stored, and summed after the loop: a running float sum inside it would keep LLVM from
+            # vectorising the loop (it may not reorder the additions).
+            body.append(f"q{call.output}[{index}] = {operands[0]}")
             continue
         expression = _expression(call, operands)
         if values[call.output].dtype == np.float32:
@@ -283,7 +306,11 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     for value in stored:
         buffers.setdefault(values[value].dtype.name, []).append(value)
     for k, rows in enumerate(buffers.values()):
-        body += [f"b{k}[{row}, {index}] = t{value}" if ndim else f"b{k}[{row}] = t{value}"
+        # In a one-level loop the buffer is passed 1-D and row r starts at the constant r * size: LLVM
+        # then sees that the rows cannot overlap, where row strides read from the array would need a
+        # runtime overlap check per pair of rows, and past a few checks it gives up vectorising.
+        body += [f"b{k}[{row * loop_shape[0]} + i0] = t{value}" if ndim == 1
+                 else f"b{k}[{row}, {index}] = t{value}" if ndim else f"b{k}[{row}] = t{value}"
                  for row, value in enumerate(rows)]
     if not stored and not reductions:
         return
@@ -293,21 +320,25 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     # Reductions accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
     # float32 running sum).
     lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
-    lines += [f"    r{value} = 0.0" for value in reductions]
+    # The summands keep their own dtype (a float64 buffer would halve the float32 lanes); the sum
+    # after the loop runs in float64.
+    lines += [f"    q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
     indent = "    "
     for d, size in enumerate(loop_shape):
         lines.append(f"{indent}for i{d} in range({size}):")
         indent += "    "
     lines += [indent + line for line in body]
-    lines += [f"    s{k}[0] = r{value}" for k, value in enumerate(reductions)]
+    for k, value in enumerate(reductions):
+        lines += [f"    r{value} = 0.0", f"    for v in q{value}.ravel():", f"        r{value} += v",
+                  f"    s{k}[0] = r{value}"]
     kernels.append(vector_math_source("\n".join(lines), header=False))
     flat_view = ".reshape(-1)" if flat else ""
-    args = [f"{e}.reshape({e}.shape[0], -1)" if isinstance(e, str) and flat else e if isinstance(e, str)
+    args = [f"{e}.reshape(-1)" if isinstance(e, str) and ndim == 1 else e if isinstance(e, str)
             else f"v{e}{flat_view}" for e in external]
     for k, (dtype, rows) in enumerate(buffers.items()):
         buffer = f"buffer_{kernel}_{k}"
         emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
-        args.append(f"{buffer}.reshape({len(rows)}, -1)" if flat else buffer)
+        args.append(f"{buffer}.reshape(-1)" if ndim == 1 else buffer)
     for value in reductions:
         emitter.lines.append(f"v{value} = np.empty(1, {values[value].dtype.name!r})")
         args.append(f"v{value}")
