@@ -207,6 +207,23 @@ def rewrap(value: Tensor, levels: list[int]) -> Tensor:
     return value
 
 
+def physical_layout(value: Tensor, like: Tensor, refuse: Callable[[], Any]) -> Tensor:
+    """`value` as a plain tensor laid out as `like`'s physical tensor (`like`'s batch dims, then the
+    logical dims), broadcast over the levels `like` is batched at and `value` is not. Calls
+    `refuse` (which raises) where `value` is batched at a level `like` is not."""
+    while type(like) is BatchedTensor:
+        level = like._level
+        if level_of(value) > level:
+            refuse()
+        inner, is_batched = unwrap_level(value, level)
+        if not is_batched:
+            inner = value.unsqueeze(0).expand(transforms.batch_sizes[level - 1], *value.shape)
+        value, like = inner, like._value
+    if type(value) is not Tensor:
+        refuse()
+    return value
+
+
 def promote(t: Tensor) -> Tensor:
     """`t` batched at every active vmap level (missing levels broadcast), as a BatchedTensor chain.
 

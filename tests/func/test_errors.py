@@ -50,15 +50,6 @@ def test_inplace_mutation_of_captured_tensor_under_vmap_and_grad_raises():
     assert captured.numpy().tolist() == [0.0, 0.0, 0.0]
 
 
-def test_inplace_on_batched_tensor_raises():
-    def bump(x):
-        x.mul_(2)
-        return x
-
-    with pytest.raises(TransformMutationError, match="batched by vmap"):
-        func.vmap(bump)(numdiff.ones(2, 3))
-
-
 def test_data_dependent_control_flow_under_vmap_raises():
     with pytest.raises(func.VmapDataDependentError, match="bool"):
         func.vmap(lambda x: x if x.sum() > 0 else -x)(numdiff.ones(2, 3))
