@@ -63,15 +63,21 @@ class _Level:
         self.fresh.append((value, levels))
         return _batched.rewrap(value, levels)
 
-    def gradients(self, outputs: list, cotangents: list, inputs: list | None = None, retain: bool = False) -> list:
-        """d(outputs)/d(fresh inputs) given cotangents, as tensors batched like the inputs."""
+    def gradients(
+        self, outputs: list, cotangents: list, inputs: list | None = None, retain: bool = False, batched: bool = False
+    ) -> list:
+        """d(outputs)/d(fresh inputs) given cotangents, as tensors batched like the inputs.
+
+        `batched`: the cotangents are BatchedTensors of a vmap entered after the graph was
+        recorded, and the reverse pass runs on them through batching rules. The backward formulas
+        must then take their create_graph form, which computes with ops only."""
         targets = self.fresh if inputs is None else inputs
         grads = autograd_grad(
             outputs,
             [value for value, _ in targets],
             grad_outputs=cotangents,
             retain_graph=retain or self.nested,
-            create_graph=self.nested,
+            create_graph=self.nested or batched,
             allow_unused=True,
         )
         results = []
@@ -197,6 +203,11 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 shape = tuple(c.shape) if isinstance(c, Tensor) else type(c).__name__
                 raise ValueError(f"vjp_fn: a cotangent of shape {shape} does not match its output of shape {tuple(o.shape)}")
         if any(_batched.level_of(c) > depth_at_call for c in cot_leaves):
+            if depth_at_call == 0 and _backward_runs_batched(out_leaves):
+                # One reverse pass over the recorded graph, with the batch of cotangents.
+                with _Level("vjp") as again:
+                    again.nested = level.nested or transforms.grad_depth > 1
+                    return tuple(again.gradients(out_leaves, cot_leaves, inputs=inputs, retain=True, batched=True))
             return _vjp_rerun(func, primals, cot_leaves)
         values = [_batched.physical(o)[0] for o in out_leaves]
         cot_values = [_batched.physical(_batched.promote(c))[0] for c in cot_leaves]
@@ -207,6 +218,25 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
     result = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
     return (result, vjp_fn, tree_map(level.result, aux)) if has_aux else (result, vjp_fn)
+
+
+def _backward_runs_batched(outputs: list) -> bool:
+    """Whether every op recorded between `outputs` and the leaves has a backward that batches
+    (numdiff.func._batch_rules.BATCHED_BACKWARD)."""
+    from numdiff.autograd.function import Node
+    from numdiff.func._batch_rules import BATCHED_BACKWARD
+
+    stack = [o._grad_fn for o in outputs if o._grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if getattr(node.function, "op_name", None) not in BATCHED_BACKWARD:
+            return False
+        stack.extend(n for n in node.next_nodes if type(n) is Node)
+    return True
 
 
 def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list) -> tuple:
