@@ -224,23 +224,21 @@ def physical_layout(value: Tensor, like: Tensor, refuse: Callable[[], Any]) -> T
     return value
 
 
-def promote(t: Tensor) -> Tensor:
-    """`t` batched at every active vmap level (missing levels broadcast), as a BatchedTensor chain.
+def promote(t: Tensor, levels: list[int] | None = None) -> Tensor:
+    """`t` batched at every active vmap level, or at `levels` (ascending, a superset of those `t`
+    is batched at), missing levels broadcast, as a BatchedTensor chain.
 
     Physical dims are the batch dims in ascending level order, then the logical dims.
     """
-    depth = transforms.vmap_depth
-    value, levels = physical(t)
-    if levels == list(range(depth, 0, -1)):
+    targets = list(range(1, transforms.vmap_depth + 1)) if levels is None else levels
+    value, present = physical(t)
+    if present == targets[::-1]:
         return t
-    present = set(levels)
-    position = 0
-    for level in range(1, depth + 1):
+    for position, level in enumerate(targets):
         if level not in present:
             value = value.unsqueeze(position)
-        position += 1
-    value = value.expand(*transforms.batch_sizes[:depth], *t.shape)
-    return rewrap(value, list(range(depth, 0, -1)))
+    value = value.expand(*(transforms.batch_sizes[level - 1] for level in targets), *t.shape)
+    return rewrap(value, targets[::-1])
 
 
 def _plain_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:

@@ -78,13 +78,6 @@ def test_op_without_batching_rule_loops_with_one_warning():
     np.testing.assert_allclose(grads.numpy(), 3 * np.arange(6.0).reshape(2, 3) ** 2)
 
 
-def test_random_op_under_vmap_raises_unless_randomness_same():
-    with pytest.raises(func.VmapRandomnessError):
-        func.vmap(lambda x: x + numdiff.randn(3))(numdiff.ones(2, 3))
-    out = func.vmap(lambda x: x + numdiff.randn(3), randomness="same")(numdiff.zeros(2, 3))
-    np.testing.assert_array_equal(out.numpy()[0], out.numpy()[1])
-
-
 def test_per_sample_gradients_run_without_fallback_loops():
     model = numdiff.nn.Linear(4, 3)
     params = {k: v.detach() for k, v in model.named_parameters()}
