@@ -176,8 +176,10 @@ def _ones_like(value: Tensor) -> Tensor:
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(output, vjp_fn)``: vjp_fn(cotangents) gives the cotangents pulled back to each primal.
 
-    vjp_fn may be called several times and under vmap (where it reruns `func` batched, so a
-    vmap over cotangents is one batched reverse pass).
+    vjp_fn may be called several times and under vmap. A vmap over the cotangents of a vjp taken
+    outside any vmap runs one batched reverse pass over the recorded graph when every op in it has
+    a backward that batches (numdiff.func._batch_rules.BATCHED_BACKWARD); otherwise vjp_fn reruns
+    `func` batched over the cotangents.
 
     >>> out, vjp_fn = numdiff.func.vjp(numdiff.sin, numdiff.tensor([0.0, 1.0]))
     >>> vjp_fn(numdiff.ones(2))
@@ -208,7 +210,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 with _Level("vjp") as again:
                     again.nested = level.nested or transforms.grad_depth > 1
                     return tuple(again.gradients(out_leaves, cot_leaves, inputs=inputs, retain=True, batched=True))
-            return _vjp_rerun(func, primals, cot_leaves)
+            return _vjp_rerun(func, primals, cot_leaves, has_aux)
         values = [_batched.physical(o)[0] for o in out_leaves]
         cot_values = [_batched.physical(_batched.promote(c))[0] for c in cot_leaves]
         cot_values = [c.expand(*v.shape) for c, v in zip(cot_values, values)]
@@ -222,7 +224,8 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
 def _backward_runs_batched(outputs: list) -> bool:
     """Whether every op recorded between `outputs` and the leaves has a backward that batches
-    (numdiff.func._batch_rules.BATCHED_BACKWARD)."""
+    (numdiff.func._batch_rules.BATCHED_BACKWARD), and no tensor on the way retains its gradient
+    (a batched gradient must not land in a `.grad` outside the vmap)."""
     from numdiff.autograd.function import Node
     from numdiff.func._batch_rules import BATCHED_BACKWARD
 
@@ -233,17 +236,17 @@ def _backward_runs_batched(outputs: list) -> bool:
         if node in seen:
             continue
         seen.add(node)
-        if getattr(node.function, "op_name", None) not in BATCHED_BACKWARD:
+        if getattr(node.function, "op_name", None) not in BATCHED_BACKWARD or node._retained is not None:
             return False
         stack.extend(n for n in node.next_nodes if type(n) is Node)
     return True
 
 
-def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list) -> tuple:
+def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list, has_aux: bool = False) -> tuple:
     """vjp_fn with cotangents batched by a vmap entered after vjp: run func again, batched."""
 
     def dot(*p: Any) -> Tensor:
-        outs = tree_flatten(func(*p))[0]
+        outs = tree_flatten(_split_aux("vjp", func(*p), has_aux)[0])[0]
         total = None
         for o, c in zip(outs, cotangents):
             term = (o * c).sum()

@@ -148,3 +148,21 @@ def test_custom_function_in_the_graph_reruns_the_function():
         jac = func.jacrev(f)(x)
     assert len(calls) == 2
     np.testing.assert_allclose(jac.numpy(), np.diag(2 * x.numpy() * np.cos(x.numpy() ** 2)), rtol=1e-12)
+
+
+def test_has_aux_on_the_rerun_path_returns_the_aux_and_skips_it_in_the_pullback():
+    class Double(numdiff.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2.0
+
+    x = numdiff.tensor(np.array([0.5, -1.0, 2.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", func.VmapPerformanceWarning)
+        jac, aux = func.jacrev(lambda v: (Double.apply(v).exp(), v.sum() * 3.0), has_aux=True)(x)
+    np.testing.assert_allclose(jac.numpy(), np.diag(2 * np.exp(2 * x.numpy())), rtol=1e-12)
+    np.testing.assert_allclose(aux.numpy(), 4.5)
