@@ -72,14 +72,18 @@ class _Level:
         recorded, and the reverse pass runs on them through batching rules. The backward formulas
         must then take their create_graph form, which computes with ops only."""
         targets = self.fresh if inputs is None else inputs
-        grads = autograd_grad(
-            outputs,
-            [value for value, _ in targets],
-            grad_outputs=cotangents,
-            retain_graph=retain or self.nested,
-            create_graph=self.nested or batched,
-            allow_unused=True,
-        )
+        # An output that no recorded op produced (a constant, a detached value) contributes zero.
+        pairs = [(o, c) for o, c in zip(outputs, cotangents) if o._grad_fn is not None or o._requires_grad]
+        grads = [None] * len(targets)
+        if pairs:
+            grads = autograd_grad(
+                [o for o, _ in pairs],
+                [value for value, _ in targets],
+                grad_outputs=[c for _, c in pairs],
+                retain_graph=retain or self.nested,
+                create_graph=self.nested or batched,
+                allow_unused=True,
+            )
         results = []
         for g, (value, levels) in zip(grads, targets):
             g = value.detach() * 0 if g is None else g

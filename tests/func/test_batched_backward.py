@@ -166,3 +166,18 @@ def test_has_aux_on_the_rerun_path_returns_the_aux_and_skips_it_in_the_pullback(
         jac, aux = func.jacrev(lambda v: (Double.apply(v).exp(), v.sum() * 3.0), has_aux=True)(x)
     np.testing.assert_allclose(jac.numpy(), np.diag(2 * np.exp(2 * x.numpy())), rtol=1e-12)
     np.testing.assert_allclose(aux.numpy(), 4.5)
+
+
+def test_outputs_no_recorded_op_produced_have_zero_jacobians_as_in_torch_func():
+    data = np.array([1.0, 2.0])
+    x, tx = numdiff.tensor(data), torch.tensor(data)
+    cases = [
+        (lambda v: (v.sin(), v.detach() * 2), lambda v: (v.sin(), v.detach() * 2)),
+        (lambda v: numdiff.ones(3, dtype=numdiff.float64), lambda v: torch.ones(3, dtype=torch.float64)),
+    ]
+    for f, tf in cases:
+        ours, theirs = _as_tuple(func.jacrev(f)(x)), _as_tuple(torch.func.jacrev(tf)(tx))
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    _, vjp_fn = func.vjp(lambda v: v.detach() * 2, x)
+    np.testing.assert_array_equal(vjp_fn(numdiff.ones(2, dtype=numdiff.float64))[0].numpy(), [0.0, 0.0])
