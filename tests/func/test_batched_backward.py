@@ -181,3 +181,16 @@ def test_outputs_no_recorded_op_produced_have_zero_jacobians_as_in_torch_func():
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     _, vjp_fn = func.vjp(lambda v: v.detach() * 2, x)
     np.testing.assert_array_equal(vjp_fn(numdiff.ones(2, dtype=numdiff.float64))[0].numpy(), [0.0, 0.0])
+
+
+def test_jacobian_of_inputs_that_require_grad_is_differentiable_through_the_batched_pass():
+    from numdiff.autograd import functional as af
+
+    data = np.array([0.3, -0.7, 1.1])
+    x, tx = numdiff.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    jac = af.jacobian(lambda a: a.sin() * a.sum(), x)
+    tjac = torch.autograd.functional.jacobian(lambda a: a.sin() * a.sum(), tx, create_graph=True)
+    np.testing.assert_allclose(jac.detach().numpy(), tjac.detach().numpy(), rtol=1e-12)
+    (jac * jac).sum().backward()
+    (tjac * tjac).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
