@@ -73,7 +73,9 @@ def _apply_inplace_batched(self: Tensor, op: str, compute: Callable[[Tensor], Te
     old = Tensor._wrap(target._data.copy(), target._grad_fn, None)
     old._requires_grad = target._requires_grad
     out = compute(_batched.rewrap(old, levels))
-    _store(target, op, _batched.physical_layout(out, self, lambda: _refuse_captured_mutation(op, self, _NOT_BATCHED)), None)
+    written = _batched.physical_layout(out, self, lambda: _refuse_captured_mutation(op, self, _NOT_BATCHED))
+    # A view made under vmap is a view of its base's batch, but only the BatchedTensor records that.
+    _store(target, op, written, None, view_shape=tuple(self.shape) if self._base is not None else None)
     return self
 
 
@@ -86,9 +88,10 @@ def _refuse_inplace_on_leaf(self: Tensor, op: str, shape: tuple) -> None:
         )
 
 
-def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None) -> Tensor:
+def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape: tuple | None = None) -> Tensor:
     """Write `out` (computed from `alias`, an alias of self's old value, or from a copy when
-    None) into `self`'s storage, and rebase self onto out's node."""
+    None) into `self`'s storage, and rebase self onto out's node. `view_shape`: self is a view
+    of another tensor though it has no `_base` of its own (the logical shape of that view)."""
     if transforms.grad_depth and out._requires_grad and self._grad_fn is None and not self._requires_grad:
         _refuse_captured_mutation(op, self, (
             "that it did not create, with a value that depends on the inputs being differentiated; "
@@ -105,9 +108,9 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None) -> Tensor:
             f"{op}: result type {out.dtype!r} can't be cast to the desired output type {self.dtype!r}"
         )
     if node is not None:
-        if self._base is not None:
+        if self._base is not None or view_shape is not None:
             raise InPlaceOnViewError(
-                f"{op}: in-place modification of a view (shape {tuple(self.shape)}) while recording "
+                f"{op}: in-place modification of a view (shape {view_shape or tuple(self.shape)}) while recording "
                 "gradients is not supported by numdiff: it would silently miss the base tensor's "
                 "gradient. Write into the base tensor (base[index] = value), or clone() the view first."
             )

@@ -109,3 +109,25 @@ def test_a_tensor_batched_over_the_inner_level_only_refuses_an_outer_batched_val
 def test_inplace_on_a_differentiated_input_under_vmap_is_the_leaf_error():
     with pytest.raises(InPlaceOnLeafError, match=r"mul_: a leaf tensor of shape \(2,\)"):
         func.vmap(func.grad(lambda v: v.mul_(2).sum()))(numdiff.ones(3, 2))
+
+
+def _scale_first_row(x):
+    y = x * 1.0
+    y[0].mul_(3.0)  # an in-place op on a view writes through to y
+    return y
+
+
+def test_inplace_on_a_view_under_vmap_writes_through_to_its_base_as_torch_does():
+    for shape in ((3, 2, 2), (3, 2)):
+        data = RNG.standard_normal(shape)
+        _close(func.vmap(_scale_first_row)(numdiff.tensor(data)), torch.func.vmap(_scale_first_row)(torch.tensor(data)))
+
+
+def test_inplace_on_a_view_while_recording_under_vmap_raises_as_it_does_eagerly():
+    from numdiff._inplace import InPlaceOnViewError
+
+    data = numdiff.tensor(RNG.standard_normal((3, 2, 2)))
+    with pytest.raises(InPlaceOnViewError, match=r"mul_: in-place modification of a view \(shape \(2,\)\)"):
+        func.grad(lambda v: (_scale_first_row(v) ** 2).sum())(data[0])
+    with pytest.raises(InPlaceOnViewError, match=r"mul_: in-place modification of a view \(shape \(2,\)\)"):
+        func.vmap(func.grad(lambda v: (_scale_first_row(v) ** 2).sum()))(data)
