@@ -267,13 +267,23 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         values.append(value)
         batched.append(is_batched)
     size = transforms.batch_sizes[level - 1]
-    rule = RULES.get(getattr(cls, "op_name", None))
+    name = getattr(cls, "op_name", None)
+    rule = RULES.get(name)
     out = None if rule is None else rule(cls, values, batched, attrs, size)
     if out is None:
         out = _loop(cls, values, batched, attrs, size)
+    elif name in _VIEW_OPS and batched[0]:
+        # The public function makes the logical result a view of its input; the batch (the
+        # physical tensor an in-place op writes) must be one too, sharing its version counter,
+        # so a write into the base is seen by whatever saved the view for backward.
+        from numdiff.ops.shape import _as_view
+
+        _as_view(out, values[0])
     return wrap(out, level)
 
 
+# The ops whose public functions return views (numdiff.ops.shape._as_view).
+_VIEW_OPS = frozenset({"reshape", "permute", "expand", "getitem"})
 _warned_ops: set[str] = set()
 
 

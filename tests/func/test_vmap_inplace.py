@@ -131,3 +131,20 @@ def test_inplace_on_a_view_while_recording_under_vmap_raises_as_it_does_eagerly(
         func.grad(lambda v: (_scale_first_row(v) ** 2).sum())(data[0])
     with pytest.raises(InPlaceOnViewError, match=r"mul_: in-place modification of a view \(shape \(2,\)\)"):
         func.vmap(func.grad(lambda v: (_scale_first_row(v) ** 2).sum()))(data)
+
+
+def test_writing_a_base_whose_view_was_saved_for_backward_is_detected_under_vmap():
+    from numdiff.autograd import SavedTensorModifiedError
+
+    def f(x):
+        y = x * 1.0
+        v = y[0]
+        z = (v * v).sum()  # saves the view v
+        y.mul_(2.0)  # ... which this write changes
+        return z + y.sum()
+
+    data = numdiff.tensor(RNG.standard_normal((3, 2, 2)))
+    with pytest.raises(SavedTensorModifiedError, match="modified in place"):
+        func.grad(f)(data[0])
+    with pytest.raises(SavedTensorModifiedError, match="modified in place"):
+        func.vmap(func.grad(f))(data)
