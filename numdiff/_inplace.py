@@ -37,9 +37,9 @@ def _refuse_captured_mutation(op: str, target: Tensor, why: str) -> None:
 
 
 _NOT_BATCHED = (
-    "that is not batched over every vmap level the value written is (a captured tensor, or one "
-    "made inside without the batched inputs), so it cannot hold one value per batch entry; use the "
-    "out-of-place op (y = c + x instead of c.add_(x))"
+    "that is not batched at every vmap level the value written is batched at (a captured tensor, "
+    "or one made inside without the batched inputs), so it cannot hold one value per batch entry; "
+    "use the out-of-place op (y = c + x instead of c.add_(x))"
 )
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from numdiff.autograd.transform_state import transforms
+
+if TYPE_CHECKING:
+    from numdiff.tensor import Tensor
 
 
 class Generator:
@@ -55,7 +60,7 @@ def different_levels() -> tuple[list[int], tuple[int, ...]]:
     return levels, tuple(transforms.batch_sizes[level - 1] for level in levels)
 
 
-def batched_sample(t, levels: list[int]):
+def batched_sample(t: Tensor, levels: list[int]) -> Tensor:
     """`t` (leading dims: the batch sizes of `levels`) as a tensor batched at `levels` by vmap."""
     if not levels:
         return t

@@ -27,7 +27,7 @@ def multinomial(
     if not isinstance(num_samples, (int, np.integer)) or num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (num_samples={num_samples!r})")
     draw = rng(generator)
-    levels, batch = different_levels()
+    levels, _ = different_levels()
     input = _batched_rows(input, levels)
     weights = input.detach().float()._host_values().astype(np.float64).reshape(-1, input.shape[-1])
     categories = weights.shape[1]
