@@ -1,6 +1,6 @@
 """numdiff.func and @numdiff.elementwise against torch.func and torch eager, on the CPU.
 
-    python benchmarks/bench_func.py [--repeat 15] [--markdown benchmarks/RESULTS.md]
+    python benchmarks/bench_func.py [--repeat 15] [--cpu-time] [--only jacrev] [--markdown benchmarks/RESULTS.md]
 
 Workloads (issue 13's goals in brackets):
 - jacrev of an MLP 64->128->64 (tanh) at batch 1 [numdiff <= 1.5x torch.func];
@@ -139,6 +139,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--cpu-time", action="store_true", help="one thread each, timed by time.thread_time")
+    parser.add_argument("--only", help="run only the workloads whose name contains this text (e.g. jacrev)")
     args = parser.parse_args()
     global CLOCK
     threads = 1 if args.cpu_time else THREADS
@@ -147,6 +148,8 @@ def main() -> None:
     numba.set_num_threads(threads)
     rows = []
     for name, (make, goal) in WORKLOADS.items():
+        if args.only and args.only.lower() not in name.lower():
+            continue
         ours, theirs = make()
         t_ours, t_theirs = alternate(ours, theirs, args.repeat)
         rows.append((name, t_ours, t_theirs, goal))

@@ -3,6 +3,10 @@
 With autograd recording, the op is computed out of place on an alias of the old value and the
 tensor takes over the new node as its grad_fn (PyTorch's "rebase"). If the op saved the old value
 for backward, a snapshot is saved instead, since the storage is about to be overwritten.
+
+Inside numdiff.func.vmap an in-place op on a batched tensor writes its whole batch (the physical
+tensor under the BatchedTensor), as torch.func does; a tensor that is not batched refuses a value
+that is, since it cannot hold one value per batch entry.
 """
 
 from __future__ import annotations
@@ -28,33 +32,71 @@ class TransformMutationError(RuntimeError):
 def _refuse_captured_mutation(op: str, target: Tensor, why: str) -> None:
     raise TransformMutationError(
         f"{op}: a function under a numdiff.func transform modifies in place a tensor of shape "
-        f"{tuple(target.shape)} and dtype {target.dtype} that it did not create ({why}); clone() it "
-        "first or use the out-of-place op"
+        f"{tuple(target.shape)} and dtype {target.dtype} {why}"
     )
+
+
+_NOT_BATCHED = (
+    "that is not batched at every vmap level the value written is batched at (a captured tensor, "
+    "or one made inside without the batched inputs), so it cannot hold one value per batch entry; "
+    "use the out-of-place op (y = c + x instead of c.add_(x))"
+)
 
 
 def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
     """Run ``compute(old_value)`` and store its result in `self`'s storage."""
-    if _state.enabled and self._grad_fn is None and self._requires_grad:
-        raise InPlaceOnLeafError(
-            f"{op}: a leaf tensor of shape {tuple(self.shape)} that requires grad is being used in "
-            "an in-place operation. Update it inside `with numdiff.no_grad():` (as optimizers do), "
-            "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
-        )
     if transforms.vmap_depth and type(self) is not Tensor:
-        raise TransformMutationError(
-            f"{op}: in-place ops on a tensor batched by vmap (logical shape {tuple(self.shape)}, dtype "
-            f"{self.dtype}) are not supported; use the out-of-place op (x = x + 1 instead of x += 1)"
-        )
+        return _apply_inplace_batched(self, op, compute)
+    _refuse_inplace_on_leaf(self, op, tuple(self.shape))
     if _state.enabled and self._base is not None and self._base._requires_grad:
         _refuse_inplace_on_view_of_tracked_base(self, op)
     alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
     alias._requires_grad = self._requires_grad
     out = compute(alias)
     if transforms.vmap_depth and type(out) is not Tensor:
-        _refuse_captured_mutation(op, self, "the value written depends on the vmapped inputs")
+        _refuse_captured_mutation(op, self, _NOT_BATCHED)
+    return _store(self, op, out, alias)
+
+
+def _apply_inplace_batched(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """An in-place op on a tensor batched by vmap: the result, batched over at most the levels
+    `self` is (broadcast over the others), is written into the whole batch at once.
+
+    compute gets a copy of the old batch rather than an alias of it: the ops it runs may save a
+    reshaped or broadcast view of their input for backward, which the write would overwrite."""
+    from numdiff.func import _batched
+
+    target, levels = _batched.physical(self)
+    _refuse_inplace_on_leaf(target, op, tuple(self.shape))
+    if _state.enabled and target._base is not None and target._base._requires_grad:
+        _refuse_inplace_on_view_of_tracked_base(target, op)
+    old = Tensor._wrap(target._data.copy(), target._grad_fn, None)
+    old._requires_grad = target._requires_grad
+    out = compute(_batched.rewrap(old, levels))
+    written = _batched.physical_layout(out, self, lambda: _refuse_captured_mutation(op, self, _NOT_BATCHED))
+    # A view made under vmap is a view of its base's batch, but only the BatchedTensor records that.
+    _store(target, op, written, None, view_shape=tuple(self.shape) if self._base is not None else None)
+    return self
+
+
+def _refuse_inplace_on_leaf(self: Tensor, op: str, shape: tuple) -> None:
+    if _state.enabled and self._grad_fn is None and self._requires_grad:
+        raise InPlaceOnLeafError(
+            f"{op}: a leaf tensor of shape {shape} that requires grad is being used in "
+            "an in-place operation. Update it inside `with numdiff.no_grad():` (as optimizers do), "
+            "or use an out-of-place op (w = w - lr * g makes a new, non-leaf tensor)."
+        )
+
+
+def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape: tuple | None = None) -> Tensor:
+    """Write `out` (computed from `alias`, an alias of self's old value, or from a copy when
+    None) into `self`'s storage, and rebase self onto out's node. `view_shape`: self is a view
+    of another tensor though it has no `_base` of its own (the logical shape of that view)."""
     if transforms.grad_depth and out._requires_grad and self._grad_fn is None and not self._requires_grad:
-        _refuse_captured_mutation(op, self, "the value written depends on the inputs being differentiated")
+        _refuse_captured_mutation(op, self, (
+            "that it did not create, with a value that depends on the inputs being differentiated; "
+            "clone() it first or use the out-of-place op"
+        ))
     node = out._grad_fn
     if out._data.shape != self._data.shape:
         raise ValueError(
@@ -66,13 +108,14 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
             f"{op}: result type {out.dtype!r} can't be cast to the desired output type {self.dtype!r}"
         )
     if node is not None:
-        if self._base is not None:
+        if self._base is not None or view_shape is not None:
             raise InPlaceOnViewError(
-                f"{op}: in-place modification of a view (shape {tuple(self.shape)}) while recording "
+                f"{op}: in-place modification of a view (shape {view_shape or tuple(self.shape)}) while recording "
                 "gradients is not supported by numdiff: it would silently miss the base tensor's "
                 "gradient. Write into the base tensor (base[index] = value), or clone() the view first."
             )
-        _snapshot_saved_alias(node, alias)
+        if alias is not None:
+            _snapshot_saved_alias(node, alias)
     self._data[...] = out._data
     self._version_counter[0] += 1
     if node is not None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from numdiff.autograd.transform_state import transforms
+
+if TYPE_CHECKING:
+    from numdiff.tensor import Tensor
 
 
 class Generator:
@@ -36,11 +41,29 @@ def manual_seed(seed: int) -> Generator:
 
 
 def rng(generator: Generator | None) -> np.random.Generator:
-    if transforms.vmap_depth and transforms.randomness == "error":
+    if transforms.vmap_depth and "error" in transforms.randomness:
         from numdiff.func.vmap import VmapRandomnessError
 
         raise VmapRandomnessError(
-            "vmap: a random op ran inside vmap(randomness='error'); pass randomness='same' to draw "
-            "one sample shared by the whole batch"
+            "vmap: a random op ran inside vmap(randomness='error'); pass randomness='different' for "
+            "an independent draw per batch entry, or 'same' for one draw shared by the whole batch"
         )
     return (generator or default_generator).numpy
+
+
+def different_levels() -> tuple[list[int], tuple[int, ...]]:
+    """The active vmap levels with randomness='different', outermost first, and their batch sizes:
+    a fresh random tensor gets one batch dim for each (leading its shape) and is batched at them."""
+    if not transforms.vmap_depth:
+        return [], ()
+    levels = [level for level, mode in enumerate(transforms.randomness, start=1) if mode == "different"]
+    return levels, tuple(transforms.batch_sizes[level - 1] for level in levels)
+
+
+def batched_sample(t: Tensor, levels: list[int]) -> Tensor:
+    """`t` (leading dims: the batch sizes of `levels`) as a tensor batched at `levels` by vmap."""
+    if not levels:
+        return t
+    from numdiff.func._batched import rewrap
+
+    return rewrap(t, levels[::-1])

@@ -10,7 +10,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._device import get_default_device, to_device
-from numdiff._random import Generator, rng
+from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff.tensor import Tensor
 
 
@@ -152,16 +152,28 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, req
     return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
 
 
+def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, requires_grad: bool, dtype: Any) -> Tensor:
+    """``draw(numpy_generator, shape)`` placed as a tensor. Under vmap(randomness='different') the
+    shape gets those levels' batch sizes in front and the tensor is batched at them: one
+    independent draw per batch entry."""
+    source = rng(generator)
+    levels, batch = different_levels()
+    return batched_sample(_place(draw(source, batch + shape), device, requires_grad, dtype), levels)
+
+
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
-    data = rng(generator).random(_shape(size), dtype=np.float64).astype(_float_dtype(dtype))
-    return _place(data, device, requires_grad, dtype)
+    numpy_dtype = _float_dtype(dtype)
+    return _sample(
+        lambda g, shape: g.random(shape, dtype=np.float64).astype(numpy_dtype),
+        _shape(size), generator, device, requires_grad, dtype,
+    )
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    data = rng(generator).standard_normal(_shape(size)).astype(_float_dtype(dtype))
-    return _place(data, device, requires_grad, dtype)
+    numpy_dtype = _float_dtype(dtype)
+    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size), generator, device, requires_grad, dtype)
 
 
 def randint(
@@ -192,15 +204,24 @@ def randint(
         raise TypeError(f"randint: size must be a tuple of ints, got {size!r}")
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    data = rng(generator).integers(low, high, size=_shape((size,)))
     target = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
-    return _place(data.astype(_float_dtype(target)), device, requires_grad, target)
+    numpy_dtype = _float_dtype(target)
+    return _sample(
+        lambda g, shape: g.integers(low, high, size=shape).astype(numpy_dtype),
+        _shape((size,)), generator, device, requires_grad, target,
+    )
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     """A random permutation of 0..n-1."""
-    data = rng(generator).permutation(n).astype(np.int64 if dtype is None else _dtype.to_dtype(dtype).numpy)
-    return _place(data, device, False)
+    numpy_dtype = np.int64 if dtype is None else _dtype.to_dtype(dtype).numpy
+
+    def draw(g: np.random.Generator, shape: tuple) -> np.ndarray:
+        if len(shape) == 1:
+            return g.permutation(n).astype(numpy_dtype)
+        return g.permuted(np.broadcast_to(np.arange(n), shape), axis=-1).astype(numpy_dtype)
+
+    return _sample(draw, (n,), generator, device, False, None)
 
 
 def _like(fill, input: Tensor, dtype: Any, device: Any, requires_grad: bool) -> Tensor:

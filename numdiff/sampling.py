@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff._random import Generator, rng
+from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff.tensor import Tensor
 
 
@@ -26,7 +26,10 @@ def multinomial(
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got {input.dtype!r}")
     if not isinstance(num_samples, (int, np.integer)) or num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (num_samples={num_samples!r})")
-    weights = np.atleast_2d(input.detach().float()._host_values().astype(np.float64))
+    draw = rng(generator)
+    levels, _ = different_levels()
+    input = _batched_rows(input, levels)
+    weights = input.detach().float()._host_values().astype(np.float64).reshape(-1, input.shape[-1])
     categories = weights.shape[1]
     if not replacement and num_samples > categories:
         raise RuntimeError(
@@ -37,7 +40,6 @@ def multinomial(
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
     if np.any(weights.sum(axis=1) <= 0):
         raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-    draw = rng(generator)
     if replacement:
         # Inverse CDF: a uniform draw scaled to the row's total lands in one category's interval.
         cumulative = np.cumsum(weights, axis=1)
@@ -50,6 +52,23 @@ def multinomial(
         with np.errstate(divide="ignore"):  # a zero weight never finishes before a positive one
             finish = draw.standard_exponential(weights.shape) / weights
         samples = np.argsort(finish, axis=1, kind="stable")[:, :num_samples]
-    samples = samples.astype(np.int64).reshape((num_samples,) if input.ndim == 1 else (-1, num_samples))
+    samples = samples.astype(np.int64).reshape(tuple(input.shape[:-1]) + (num_samples,))
     out = Tensor._wrap(np.ascontiguousarray(samples), None, None)
-    return out if input.device.type == "cpu" else out.to(input.device)
+    return batched_sample(out if input.device.type == "cpu" else out.to(input.device), levels)
+
+
+def _batched_rows(input: Tensor, levels: list[int]) -> Tensor:
+    """Under vmap, the physical tensor of probabilities: batched at every randomness='different'
+    level (one independent draw per entry), in front of the logical rows."""
+    if type(input) is Tensor and not levels:
+        return input
+    from numdiff.func._batched import physical, promote
+
+    present = physical(input)[1]
+    if not set(present) <= set(levels):
+        raise RuntimeError(
+            f"multinomial: under vmap(randomness='same') the probabilities (logical shape "
+            f"{tuple(input.shape)}) must not be batched; with batched probabilities each entry draws "
+            "its own sample, so use randomness='different' (torch.func refuses this too)"
+        )
+    return physical(promote(input, levels))[0]

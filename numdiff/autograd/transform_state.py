@@ -11,13 +11,14 @@ from typing import Any
 
 
 class TransformState:
-    """The active transform levels: vmap batch sizes, innermost last, and the grad-level depth."""
+    """The active transform levels: vmap batch sizes and randomness modes, innermost last, and the
+    grad-level depth."""
 
     def __init__(self) -> None:
         self.vmap_depth = 0
         self.batch_sizes: list[int] = []
         self.grad_depth = 0
-        self.randomness = "error"
+        self.randomness: list[str] = []
         self.batched_apply: Callable[[Any, tuple, dict], Any] | None = None
 
     @property

@@ -61,32 +61,51 @@ def expand_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return cls.apply(value, shape=(size, *shape))
 
 
-def _key_keeps_batch_first(key: tuple) -> bool:
-    """Whether ``x[(slice(None), *key)]`` keeps the batch dim first: no bool index arrays, and
-    index arrays side by side (separated ones move their dims to the front)."""
-    advanced = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
-    if any(key[i].dtype.kind == "b" for i in advanced):
-        return False
-    return not advanced or advanced == list(range(advanced[0], advanced[-1] + 1))
+def _batched_key(key: tuple) -> tuple | None:
+    """The index `key` with the batch dim in front, ``(slice(None), *key)``, when indexing with it
+    keeps the batch dim first; else None. A bool mask becomes its integer index arrays (the same
+    selection), and index arrays must sit side by side (separated ones move their dims to the front)."""
+    expanded = []
+    for k in key:
+        if isinstance(k, np.ndarray) and k.dtype.kind == "b":
+            if k.ndim == 0:
+                return None
+            expanded.extend(np.nonzero(k))
+        else:
+            expanded.append(k)
+    advanced = [i for i, k in enumerate(expanded) if isinstance(k, np.ndarray)]
+    if advanced and advanced != list(range(advanced[0], advanced[-1] + 1)):
+        return None
+    return (slice(None), *expanded)
 
 
 def getitem_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    key = attrs["key"]
-    if not _key_keeps_batch_first(key):
+    key = _batched_key(attrs["key"])
+    if key is None:
         return None
-    return cls.apply(values[0], key=(slice(None), *key))
+    return cls.apply(values[0], key=key)
+
+
+def index_add_into_zeros_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """getitem's backward: the gradient is scattered into a zero tensor of the (batched) input shape."""
+    key = _batched_key(attrs["key"])
+    if key is None:
+        return None
+    grad = _materialize(values[0], batched[0], size)
+    return cls.apply(grad, key=key, shape=(size, *attrs["shape"]))
 
 
 def index_put_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
     key = attrs["key"]
-    if not _key_keeps_batch_first(key):
+    batched_key = _batched_key(key)
+    if batched_key is None:
         return None
     x = _materialize(values[0], batched[0], size)
     value = values[1]
     if batched[1]:
         region = np.empty(tuple(x.shape[1:]), dtype=np.bool_)[key].shape
         (value,) = align([value, Tensor._wrap(np.empty(region, dtype=np.bool_), None, None)], [True, False])[:1]
-    return cls.apply(x, value, key=(slice(None), *key))
+    return cls.apply(x, value, key=batched_key)
 
 
 def matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
@@ -156,8 +175,22 @@ RULES.update(
         "permute": permute_rule,
         "expand": expand_rule,
         "getitem": getitem_rule,
+        "index_add_into_zeros": index_add_into_zeros_rule,
         "index_put": index_put_rule,
         "matmul": matmul_rule,
         "conv2d": conv2d_rule,
+    }
+)
+
+# Ops whose backward, run with grad mode on (the create_graph form), is made of ops that have a
+# batching rule above and reads the incoming gradient only through ops. A reverse pass over a graph
+# of these ops runs on a batch of cotangents as one batched pass (vjp_fn under vmap, and so jacrev);
+# any other op in the graph (a custom Function, conv2d, pooling, an @elementwise function) makes
+# vjp_fn rerun the function batched instead. Each entry's backward has been read for this.
+BATCHED_BACKWARD = frozenset(
+    {
+        *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
+        "sum", "amax", "amin", "log_softmax", "flip", "cat", "gather",
+        "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear",
     }
 )

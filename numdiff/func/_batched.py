@@ -207,23 +207,38 @@ def rewrap(value: Tensor, levels: list[int]) -> Tensor:
     return value
 
 
-def promote(t: Tensor) -> Tensor:
-    """`t` batched at every active vmap level (missing levels broadcast), as a BatchedTensor chain.
+def physical_layout(value: Tensor, like: Tensor, refuse: Callable[[], Any]) -> Tensor:
+    """`value` as a plain tensor laid out as `like`'s physical tensor (`like`'s batch dims, then the
+    logical dims), broadcast over the levels `like` is batched at and `value` is not. Calls
+    `refuse` (which raises) where `value` is batched at a level `like` is not."""
+    while type(like) is BatchedTensor:
+        level = like._level
+        if level_of(value) > level:
+            refuse()
+        inner, is_batched = unwrap_level(value, level)
+        if not is_batched:
+            inner = value.unsqueeze(0).expand(transforms.batch_sizes[level - 1], *value.shape)
+        value, like = inner, like._value
+    if type(value) is not Tensor:
+        refuse()
+    return value
+
+
+def promote(t: Tensor, levels: list[int] | None = None) -> Tensor:
+    """`t` batched at every active vmap level, or at `levels` (ascending, a superset of those `t`
+    is batched at), missing levels broadcast, as a BatchedTensor chain.
 
     Physical dims are the batch dims in ascending level order, then the logical dims.
     """
-    depth = transforms.vmap_depth
-    value, levels = physical(t)
-    if levels == list(range(depth, 0, -1)):
+    targets = list(range(1, transforms.vmap_depth + 1)) if levels is None else levels
+    value, present = physical(t)
+    if present == targets[::-1]:
         return t
-    present = set(levels)
-    position = 0
-    for level in range(1, depth + 1):
+    for position, level in enumerate(targets):
         if level not in present:
             value = value.unsqueeze(position)
-        position += 1
-    value = value.expand(*transforms.batch_sizes[:depth], *t.shape)
-    return rewrap(value, list(range(depth, 0, -1)))
+    value = value.expand(*(transforms.batch_sizes[level - 1] for level in targets), *t.shape)
+    return rewrap(value, targets[::-1])
 
 
 def _plain_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
@@ -252,13 +267,23 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         values.append(value)
         batched.append(is_batched)
     size = transforms.batch_sizes[level - 1]
-    rule = RULES.get(getattr(cls, "op_name", None))
+    name = getattr(cls, "op_name", None)
+    rule = RULES.get(name)
     out = None if rule is None else rule(cls, values, batched, attrs, size)
     if out is None:
         out = _loop(cls, values, batched, attrs, size)
+    elif name in _VIEW_OPS and batched[0]:
+        # The public function makes the logical result a view of its input; the batch (the
+        # physical tensor an in-place op writes) must be one too, sharing its version counter,
+        # so a write into the base is seen by whatever saved the view for backward.
+        from numdiff.ops.shape import _as_view
+
+        _as_view(out, values[0])
     return wrap(out, level)
 
 
+# The ops whose public functions return views (numdiff.ops.shape._as_view).
+_VIEW_OPS = frozenset({"reshape", "permute", "expand", "getitem"})
 _warned_ops: set[str] = set()
 
 

@@ -1,7 +1,8 @@
 """jacrev, jacfwd and hessian: whole Jacobians from batched vjps and jvps.
 
-jacrev maps vjp over the rows of an identity: func runs once batched over the rows, then one
-batched reverse pass (plus one forward without recording, for the output's shapes);
+jacrev maps vjp_fn over the rows of an identity: func runs once, recorded, and the rows go through
+one batched reverse pass (or, where the graph holds an op whose backward does not batch, func
+reruns batched over the rows; see numdiff.func.transforms.vjp);
 jacfwd maps jvp over its columns (forward mode by double vjp, see numdiff.func.transforms).
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.func._pytree import tree_flatten, tree_unflatten
-from numdiff.func.transforms import _argnums_tuple, _split_aux, _vjp_rerun, jvp
+from numdiff.func.transforms import _argnums_tuple, _split_aux, jvp, vjp
 from numdiff.func.vmap import vmap
 from numdiff.tensor import Tensor
 
@@ -52,31 +53,23 @@ def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False)
     """
 
     def wrapper(*args: Any) -> Any:
+        from numdiff.creation import zeros_like
+
         nums = _argnums_tuple(argnums, len(args), "jacrev")
-        partial = _with_args(func, args, nums)
         primals = [args[n] for n in nums]
-        with no_grad():
-            # Only the output's structure and shapes are needed here: the rows rerun func batched.
-            output, aux = _split_aux("jacrev", partial(*primals), has_aux)
+        output, vjp_fn, *aux = vjp(_with_args(func, args, nums), *primals, has_aux=has_aux)
         out_leaves, out_spec = tree_flatten(output)
-
-        def outputs_only(*values: Any) -> Any:
-            return _split_aux("jacrev", partial(*values), has_aux)[0]
-
         per_output = []
         for j, out in enumerate(out_leaves):
 
             def pull(v: Tensor, j: int = j) -> tuple:
-                from numdiff.creation import zeros_like
-
-                cotangents = [v if k == j else zeros_like(o) for k, o in enumerate(out_leaves)]
-                return _vjp_rerun(outputs_only, primals, cotangents)
+                return vjp_fn([v if k == j else zeros_like(o) for k, o in enumerate(out_leaves)])
 
             rows = vmap(pull)(_basis(out))
             jac = tuple(_shape_jacobian(r, tuple(out.shape), tuple(p.shape), True) for r, p in zip(rows, primals))
             per_output.append(jac[0] if isinstance(argnums, int) else jac)
         result = tree_unflatten(per_output, out_spec)
-        return (result, aux) if has_aux else result
+        return (result, aux[0]) if has_aux else result
 
     return wrapper
 

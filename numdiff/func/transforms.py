@@ -63,17 +63,27 @@ class _Level:
         self.fresh.append((value, levels))
         return _batched.rewrap(value, levels)
 
-    def gradients(self, outputs: list, cotangents: list, inputs: list | None = None, retain: bool = False) -> list:
-        """d(outputs)/d(fresh inputs) given cotangents, as tensors batched like the inputs."""
+    def gradients(
+        self, outputs: list, cotangents: list, inputs: list | None = None, retain: bool = False, batched: bool = False
+    ) -> list:
+        """d(outputs)/d(fresh inputs) given cotangents, as tensors batched like the inputs.
+
+        `batched`: the cotangents are BatchedTensors of a vmap entered after the graph was
+        recorded, and the reverse pass runs on them through batching rules. The backward formulas
+        must then take their create_graph form, which computes with ops only."""
         targets = self.fresh if inputs is None else inputs
-        grads = autograd_grad(
-            outputs,
-            [value for value, _ in targets],
-            grad_outputs=cotangents,
-            retain_graph=retain or self.nested,
-            create_graph=self.nested,
-            allow_unused=True,
-        )
+        # An output that no recorded op produced (a constant, a detached value) contributes zero.
+        pairs = [(o, c) for o, c in zip(outputs, cotangents) if o._grad_fn is not None or o._requires_grad]
+        grads = [None] * len(targets)
+        if pairs:
+            grads = autograd_grad(
+                [o for o, _ in pairs],
+                [value for value, _ in targets],
+                grad_outputs=[c for _, c in pairs],
+                retain_graph=retain or self.nested,
+                create_graph=self.nested or batched,
+                allow_unused=True,
+            )
         results = []
         for g, (value, levels) in zip(grads, targets):
             g = value.detach() * 0 if g is None else g
@@ -170,8 +180,10 @@ def _ones_like(value: Tensor) -> Tensor:
 def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(output, vjp_fn)``: vjp_fn(cotangents) gives the cotangents pulled back to each primal.
 
-    vjp_fn may be called several times and under vmap (where it reruns `func` batched, so a
-    vmap over cotangents is one batched reverse pass).
+    vjp_fn may be called several times and under vmap. A vmap over the cotangents of a vjp taken
+    outside any vmap runs one batched reverse pass over the recorded graph when every op in it has
+    a backward that batches (numdiff.func._batch_rules.BATCHED_BACKWARD); otherwise vjp_fn reruns
+    `func` batched over the cotangents.
 
     >>> out, vjp_fn = numdiff.func.vjp(numdiff.sin, numdiff.tensor([0.0, 1.0]))
     >>> vjp_fn(numdiff.ones(2))
@@ -197,7 +209,12 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 shape = tuple(c.shape) if isinstance(c, Tensor) else type(c).__name__
                 raise ValueError(f"vjp_fn: a cotangent of shape {shape} does not match its output of shape {tuple(o.shape)}")
         if any(_batched.level_of(c) > depth_at_call for c in cot_leaves):
-            return _vjp_rerun(func, primals, cot_leaves)
+            if depth_at_call == 0 and _backward_runs_batched(out_leaves):
+                # One reverse pass over the recorded graph, with the batch of cotangents.
+                with _Level("vjp") as again:
+                    again.nested = level.nested or transforms.grad_depth > 1
+                    return tuple(again.gradients(out_leaves, cot_leaves, inputs=inputs, retain=True, batched=True))
+            return _vjp_rerun(func, primals, cot_leaves, has_aux)
         values = [_batched.physical(o)[0] for o in out_leaves]
         cot_values = [_batched.physical(_batched.promote(c))[0] for c in cot_leaves]
         cot_values = [c.expand(*v.shape) for c, v in zip(cot_values, values)]
@@ -209,11 +226,31 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     return (result, vjp_fn, tree_map(level.result, aux)) if has_aux else (result, vjp_fn)
 
 
-def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list) -> tuple:
+def _backward_runs_batched(outputs: list) -> bool:
+    """Whether every op recorded between `outputs` and the leaves has a backward that batches
+    (numdiff.func._batch_rules.BATCHED_BACKWARD), and no tensor on the way retains its gradient
+    (a batched gradient must not land in a `.grad` outside the vmap)."""
+    from numdiff.autograd.function import Node
+    from numdiff.func._batch_rules import BATCHED_BACKWARD
+
+    stack = [o._grad_fn for o in outputs if o._grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if getattr(node.function, "op_name", None) not in BATCHED_BACKWARD or node._retained is not None:
+            return False
+        stack.extend(n for n in node.next_nodes if type(n) is Node)
+    return True
+
+
+def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list, has_aux: bool = False) -> tuple:
     """vjp_fn with cotangents batched by a vmap entered after vjp: run func again, batched."""
 
     def dot(*p: Any) -> Tensor:
-        outs = tree_flatten(func(*p))[0]
+        outs = tree_flatten(_split_aux("vjp", func(*p), has_aux)[0])[0]
         total = None
         for o, c in zip(outs, cotangents):
             term = (o * c).sum()

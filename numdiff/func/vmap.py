@@ -11,7 +11,7 @@ from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_unflatten
 from numdiff.tensor import Tensor
 
-_RANDOMNESS = ("error", "same")
+_RANDOMNESS = ("error", "different", "same")
 
 
 class VmapRandomnessError(RuntimeError):
@@ -69,9 +69,12 @@ def vmap(
 
     Each op runs once on the whole batch through its batching rule; an op without one runs per
     example (with a one-time VmapPerformanceWarning naming it). Transforms nest: vmap(grad(f)),
-    vmap(jacrev(f)), vmap(vmap(f)). randomness: 'error' (a random op raises) or 'same' (one draw
-    shared by the batch); torch's 'different' is not offered. chunk_size runs the batch in slices
-    of that many entries (less memory, same result).
+    vmap(jacrev(f)), vmap(vmap(f)). randomness, for the random ops (rand, randn, randint, randperm,
+    their _like forms, multinomial, dropout, uniform_, normal_): 'error' (a random op raises),
+    'different' (an independent draw per batch entry) or 'same' (one draw shared by the batch; a
+    random op whose own input is batched then raises, as in torch.func). Each level of nested vmaps
+    keeps its own mode. chunk_size runs the batch in slices of that many entries (less memory, same
+    result; with 'different', other draws).
 
     >>> x = numdiff.randn(8, 3); w = numdiff.randn(3)
     >>> numdiff.func.vmap(numdiff.dot, in_dims=(0, None))(x, w).shape
@@ -124,14 +127,13 @@ def _run_batch(func: Callable[..., Any], leaves: list, dims: list, spec: Any, kw
     transforms.batch_sizes.append(size)
     transforms.vmap_depth = level
     transforms.batched_apply = _batched.batched_apply
-    previous_randomness = transforms.randomness
-    transforms.randomness = randomness
+    transforms.randomness.append(randomness)
     try:
         out = func(*tree_unflatten(mapped, spec), **kwargs)
     finally:
         transforms.vmap_depth = level - 1
         transforms.batch_sizes.pop()
-        transforms.randomness = previous_randomness
+        transforms.randomness.pop()
     return _unbatch_outputs(out, out_dims, level, size)
 
 
