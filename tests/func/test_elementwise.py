@@ -65,6 +65,20 @@ def test_gradients_match_torch_autograd():
     np.testing.assert_allclose(hi.grad.numpy(), thi.grad.numpy(), rtol=1e-12)
 
 
+def test_partials_from_the_forward_loop_equal_the_derived_backward():
+    # requires_grad: the forward loop writes each partial and backward multiplies; with
+    # create_graph=True backward runs the derived partials as ops instead. Both must agree, and only
+    # the arguments that need a gradient get one.
+    x, y = _random(50, seed=8), numdiff.tensor(np.random.default_rng(9).standard_normal(50))
+    g = numdiff.tensor(np.random.default_rng(10).standard_normal(50))
+    (fast,) = numdiff.autograd.grad(bump(x, y), (x,), g)
+    (slow,) = numdiff.autograd.grad(bump(x, y), (x,), g, create_graph=True)
+    np.testing.assert_allclose(fast.numpy(), slow.detach().numpy(), rtol=1e-13, atol=1e-15)
+    assert not fast.requires_grad and slow.requires_grad
+    out = bump(x, y)
+    assert len(out.grad_fn.saved_tensors) == 3  # x, y and d out / dx: no partial for y
+
+
 def test_user_supplied_derivative_is_used():
     @numdiff.elementwise
     def square(x):
