@@ -38,7 +38,7 @@ PUBLIC: dict[str, Callable[..., Tensor]] = {}
 # On the CPU, a rule with a NumPy ufunc computes its forward with it: measured on float32, one
 # thread, the ufunc beat the generated loop for every such rule, by 4x at 16 elements (0.24 against
 # 1.0 us: less Python around the call) and by 1.1-1.5x at 32768 for the arithmetic ones (SIMD),
-# 10-100x for the transcendental ones (see numdiff/kernels/elementwise.py).
+# and for the single-function transcendental ones (see numdiff/kernels/elementwise.py).
 UFUNC_FORWARD = frozenset(name for name, rule in RULES.items() if rule.ufunc)
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
