@@ -183,9 +183,10 @@ plt.show()
 # Speed: the fused kernel makes one pass over memory for the forward and one per input for the
 # backward, with no temporaries, where eager ops write a full-size temporary per operation. That
 # wins for arithmetic-heavy functions (benchmarks/RESULTS.md: a 10-op function against torch's
-# eager ops). Its transcendental calls (tanh here) are scalar libm calls, though, since this
-# Numba build has no SVML vector math, while NumPy's own tanh is SIMD, so on a function
-# dominated by one tanh the eager version can be as fast or faster. Measure your own function:
+# eager ops). Its transcendental calls (tanh here) run numdiff's vectorised math
+# (numdiff/kernels/_vecmath.py), and the forward also writes the partial derivatives, so backward
+# is one multiplication. NumPy's own tanh is hand-tuned SIMD, so on a function that is one tanh
+# and nothing else the eager version can still be as fast. Measure your own function:
 
 # %%
 big = numdiff.randn(10**5 if SMALL else 10**6, requires_grad=True)
