@@ -87,6 +87,10 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
         ),
         (
             "pool._max_pool_direct_core",
+            lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (1, 1)),
+        ),
+        (
+            "pool._max_pool_2x2_core",  # MaxPool2d(2) with every window inside the plane
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
         ),
         (

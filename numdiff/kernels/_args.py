@@ -60,6 +60,15 @@ def int_tuple(
     >>> int_tuple("conv2d", "padding", (0, 1, 2, 3), 4, 0)
     (0, 1, 2, 3)
     """
+    if type(value) is tuple and len(value) == n:
+        # The common call, from an op to its kernel: already n plain ints (bool is not `int`
+        # by type). Checked here without the general path's conversions, which cost more than
+        # a small convolution's Python work otherwise.
+        for v in value:
+            if type(v) is not int or v < minimum or v > maximum:
+                break
+        else:
+            return value
     shape = f"an int or {n} ints" if expand else f"{n} ints"
     if expand and is_int(value):
         values: tuple = (value,) * n

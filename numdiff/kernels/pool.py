@@ -168,6 +168,44 @@ def _max_pool_direct_core(x3, out3, idx3, kh, kw, sh, sw, ph, pw, dh, dw):
                 idx3[p, oh, ow] = best_at
 
 
+def _max_pool_2x2_core(x3, out3, idx3):
+    """MaxPool2d(2)'s window (2x2, stride 2, no padding or dilation, every window inside the
+    plane): the four taps read and compared in window order with selects, the same rule as
+    :func:`_max_pool_direct_core` (whose -inf start is always replaced by, or equal to, the
+    first tap). With no per-output tap ranges or branches the loop over a row vectorises:
+    measured single-threaded, 64x6x24x24 took 0.08 against 0.50 ms in the direct core."""
+    n_planes, height, width = x3.shape
+    oh_size, ow_size = out3.shape[1], out3.shape[2]
+    xf = x3.reshape(-1)
+    bestf = out3.reshape(-1)
+    atf = idx3.reshape(-1)
+    for p in prange(n_planes):
+        for oh in range(oh_size):
+            top = np.uint64((p * height + 2 * oh) * width)
+            bottom = top + np.uint64(width)
+            o_base = np.uint64((p * oh_size + oh) * ow_size)
+            at_top = 2 * oh * width
+            at_bottom = at_top + width
+            for ow in range(np.uint64(ow_size)):
+                col = ow + ow
+                best = xf[top + col]
+                best_at = at_top + np.int64(col)
+                v = xf[top + col + np.uint64(1)]
+                take = (v > best) | (v != v)
+                best = v if take else best
+                best_at = at_top + np.int64(col) + 1 if take else best_at
+                v = xf[bottom + col]
+                take = (v > best) | (v != v)
+                best = v if take else best
+                best_at = at_bottom + np.int64(col) if take else best_at
+                v = xf[bottom + col + np.uint64(1)]
+                take = (v > best) | (v != v)
+                best = v if take else best
+                best_at = at_bottom + np.int64(col) + 1 if take else best_at
+                bestf[o_base + ow] = best
+                atf[o_base + ow] = best_at
+
+
 def _adaptive_max_core(x3, out3, idx3):
     height, width = x3.shape[1], x3.shape[2]
     oh_size, ow_size = out3.shape[1], out3.shape[2]
@@ -212,6 +250,7 @@ def _gather_core(src2, idx2, out2):
 # Each core as a serial and a parallel build, picked per call by size (numdiff.kernels._parallel).
 _max_pool_core = serial_and_parallel(_max_pool_core, nogil=True)
 _max_pool_direct_core = serial_and_parallel(_max_pool_direct_core, nogil=True)
+_max_pool_2x2_core = serial_and_parallel(_max_pool_2x2_core, nogil=True)
 _adaptive_max_core = serial_and_parallel(_adaptive_max_core, nogil=True)
 _scatter_core = serial_and_parallel(_scatter_core, nogil=True)
 _gather_core = serial_and_parallel(_gather_core, nogil=True)
@@ -233,7 +272,8 @@ def max_pool2d_forward(
     """``out[n, c, oh, ow] = max`` over the window; ``indices`` gets the flat argmax ``h*W + w``.
 
     Shapes: x (N, C, H, W); out and indices (int64) (N, C, OH, OW) with OH, OW from
-    :func:`pool_output_size`. Loop nest: prange over N*C planes; for oh; for ow; for window tap.
+    :func:`pool_output_size`. Loop nest: prange over N*C planes; for oh; for ow; for window tap
+    (a 2x2 window with stride 2 and no padding, MaxPool2d(2), takes a branch-free core).
     Extra memory: none.
 
     >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
@@ -251,10 +291,20 @@ def max_pool2d_forward(
     )
     check_shape(op, "indices", indices, out.shape)
     check_disjoint(op, {"out": out, "indices": indices}, {"x": x})
+    if _is_2x2_tiling(x.shape, out.shape, kh, kw, sh, sw, ph, pw, dh, dw):
+        _max_pool_2x2_core.pick(x.size)[0](planes(x), planes(out), planes(indices))
+        return out
     cores = _max_pool_direct_core if x.shape[-1] < DIRECT_MAX_POOL_WIDTH else _max_pool_core
     core, _ = cores.pick(x.size)
     core(planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
     return out
+
+
+def _is_2x2_tiling(x_shape, out_shape, kh, kw, sh, sw, ph, pw, dh, dw) -> bool:
+    """True for MaxPool2d(2)'s geometry with every window inside the input (ceil_mode can add
+    a last window that hangs over the edge; that one takes the general cores)."""
+    plain = (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1)
+    return plain and 2 * out_shape[-2] <= x_shape[-2] and 2 * out_shape[-1] <= x_shape[-1]
 
 
 def adaptive_max_pool2d_forward(x: np.ndarray, out: np.ndarray, indices: np.ndarray) -> np.ndarray:

@@ -135,6 +135,10 @@ def test_pooling_reads_a_read_only_input():
         ((1, 2, 3), ValueError, r"k: s must be an int or 2 ints, got \(1, 2, 3\)"),
         (2**63, ValueError, "k: s must be at most 2147483647, got 9223372036854775808"),
         (0, ValueError, "k: s must be positive, got 0"),
+        # Tuples of two plain ints take a shortcut, which must refuse the same values.
+        ((True, 1), TypeError, r"got \(True, 1\) \(holding bool\)"),
+        ((1, 0), ValueError, r"k: s must be positive, got \(1, 0\)"),
+        ((2**31, 1), ValueError, r"k: s must be at most 2147483647, got \(2147483648, 1\)"),
     ],
 )
 def test_int_tuple_names_op_argument_and_value(value, error, message):
@@ -146,3 +150,5 @@ def test_int_tuple_accepts_numpy_integers_and_a_single_value():
     assert int_tuple("k", "s", (np.int64(3),), 2, 1, expand=True) == (3, 3)
     assert int_tuple("k", "s", [np.int32(1), 2], 2, 1) == (1, 2)
     assert all(type(v) is int for v in int_tuple("k", "s", np.int64(4), 2, 1, expand=True))
+    assert int_tuple("k", "s", (1, 2), 2, 1) == (1, 2)
+    assert int_tuple("k", "p", (-3, 0), 2, -5) == (-3, 0)

@@ -1,4 +1,4 @@
-"""Max pooling's two CPU paths (row sweep for wide planes, per-element for narrow) agree exactly."""
+"""Max pooling's CPU paths (row sweep for wide planes, per-element for narrow, the 2x2 tiling) agree exactly."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def test_direct_and_sweep_cores_give_the_same_values_and_indices(kernel, stride,
     x = rng.standard_normal((2, 3, 7, 9))
     x[0, 0, 1, 2] = np.nan
     x[1, 2, :3, :3] = -np.inf  # a window of -inf keeps its first in-image tap
-    oh, ow = (pool_output_size(x.shape[2 + d], kernel[d], stride[d], padding[d], dilation[d], False) for d in (0, 1))
+    oh, ow = (
+        pool_output_size(x.shape[2 + d], kernel[d], stride[d], padding[d], dilation[d], False) for d in (0, 1)
+    )
     results = []
     for core in (pool._max_pool_core.serial, pool._max_pool_direct_core.serial):
         out, at = np.empty((2, 3, oh, ow)), np.empty((2, 3, oh, ow), np.int64)
@@ -34,3 +36,39 @@ def test_direct_and_sweep_cores_give_the_same_values_and_indices(kernel, stride,
     (sweep_out, sweep_at), (direct_out, direct_at) = results
     np.testing.assert_array_equal(direct_out, sweep_out)
     np.testing.assert_array_equal(direct_at, sweep_at)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 8, 10), (1, 2, 7, 9), (3, 1, 2, 2)])
+def test_2x2_core_matches_the_direct_core_on_ties_nans_and_infinities(shape, dtype):
+    rng = np.random.default_rng(1)
+    x = rng.integers(-2, 3, shape).astype(dtype)  # small integers: many ties
+    x.flat[rng.choice(x.size, x.size // 5, replace=False)] = np.nan
+    x.flat[rng.choice(x.size, x.size // 5, replace=False)] = -np.inf
+    x[0, 0, :2, :2] = -np.inf  # an all -inf window reports its first tap
+    x[-1, -1, :2, :2] = np.nan  # several NaNs: the last one scanned
+    oh, ow = shape[2] // 2, shape[3] // 2  # odd sizes: the last row/column is never read
+    results = []
+    for core, extra in (
+        (pool._max_pool_2x2_core.serial, ()),
+        (pool._max_pool_direct_core.serial, (2, 2, 2, 2, 0, 0, 1, 1)),
+    ):
+        out, at = np.empty(shape[:2] + (oh, ow), dtype), np.empty(shape[:2] + (oh, ow), np.int64)
+        core(planes(x), planes(out), planes(at), *extra)
+        results.append((out, at))
+    (fast_out, fast_at), (direct_out, direct_at) = results
+    np.testing.assert_array_equal(fast_out, direct_out)
+    np.testing.assert_array_equal(fast_at, direct_at)
+    assert fast_at[-1, -1, 0, 0] == x.shape[3] + 1
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_max_pool2d_forward_takes_the_2x2_core_only_when_every_window_is_inside(ceil_mode):
+    x = np.random.default_rng(2).standard_normal((2, 2, 5, 7))
+    oh, ow = (pool_output_size(n, 2, 2, 0, 1, ceil_mode) for n in (5, 7))
+    out, at = np.empty((2, 2, oh, ow)), np.empty((2, 2, oh, ow), np.int64)
+    pool.max_pool2d_forward(x, out, at, (2, 2), (2, 2), ceil_mode=ceil_mode)
+    ref_out, ref_at = np.empty_like(out), np.empty_like(at)
+    pool._max_pool_direct_core.serial(planes(x), planes(ref_out), planes(ref_at), 2, 2, 2, 2, 0, 0, 1, 1)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(at, ref_at)
