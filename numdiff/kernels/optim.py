@@ -198,8 +198,11 @@ def adagrad_loop(param, grad, state_sum, h, f):
         state_sum[i] = s
 
 
+# error_model="numpy": a division is then a plain instruction (Numba's default checks each divisor
+# for zero, a branch that stops LLVM vectorising the loop: Adam over 670k float32 parameters took
+# 2.6 ms with it, 1.35 without), and a zero divisor (eps=0) gives inf or NaN, as in PyTorch.
 CPU_KERNELS = {
-    name: serial_and_parallel(loop)
+    name: serial_and_parallel(loop, error_model="numpy")
     for name, loop in [
         ("sgd", sgd_loop),
         ("adam", adam_loop),

@@ -4,7 +4,9 @@ One call per parameter cost a Python launch each (argument checks, tuple packing
 dispatch: about 11 us), which for a small model was more than the update itself. Here an
 optimizer collects its group into a :class:`ForeachUpdate` and runs it once: a serial Numba loop
 over the parameters that calls the same per-parameter loop nests as :mod:`numdiff.kernels.optim`
-(``CPU_KERNELS[name].serial``), so the arithmetic is shared and identical.
+(``CPU_KERNELS[name].serial``), so the arithmetic is shared and identical. (Numba's disk cache
+links those loops into these kernels' cached code and only notices changes to this file: a change
+to the loops in optim.py must touch this file too.)
 
 How the arrays reach the kernel: Numba takes no list of arrays of different lengths without
 building a typed list (measured ~3 us per element, more than the launches it replaces), so each

@@ -283,8 +283,21 @@ def flat_state(param: Tensor, buffer: Tensor, name: str) -> Any:
     return data.reshape(-1)
 
 
+_EMPTY: dict[Any, np.ndarray] = {}
+
+
 def unused_buffer(flat_param: Any) -> Any:
-    """An empty array of the parameter's type and dtype, for a state buffer an option turns off."""
+    """An empty array of the parameter's type and dtype, for a state buffer an option turns off.
+
+    On the CPU it is a separate array, not ``flat_param[:0]``: an empty view shares the parameter's
+    address, so the kernel's runtime overlap check (which cannot know the buffer is never touched)
+    fails and LLVM runs the scalar copy of the loop (Adam over 400k float32: 2.0 ms against 0.9).
+    """
+    if type(flat_param) is np.ndarray:
+        empty = _EMPTY.get(flat_param.dtype)
+        if empty is None:
+            empty = _EMPTY[flat_param.dtype] = np.empty(0, flat_param.dtype)
+        return empty
     return flat_param[:0]
 
 
