@@ -122,6 +122,10 @@ def to_dtype(value: object) -> dtype:
 
 def from_numpy(np_dtype: np.dtype) -> dtype:
     """The numdiff dtype of a NumPy dtype; uint32, complex64 etc. are refused with the supported list."""
+    if isinstance(np_dtype, np.dtype):  # what arrays carry: no conversion needed
+        found = _BY_NUMPY.get(np_dtype)
+        if found is not None:
+            return found
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:

@@ -60,6 +60,8 @@ def int_tuple(
     >>> int_tuple("conv2d", "padding", (0, 1, 2, 3), 4, 0)
     (0, 1, 2, 3)
     """
+    if expand and type(value) is int and minimum <= value <= maximum:
+        return (value,) * n  # a layer's plain int argument (MaxPool2d(2)), likewise
     if type(value) is tuple and len(value) == n:
         # The common call, from an op to its kernel: already n plain ints (bool is not `int`
         # by type). Checked here without the general path's conversions, which cost more than

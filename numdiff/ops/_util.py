@@ -116,6 +116,11 @@ def _check_broadcastable(op: str, sa: tuple, sb: tuple) -> None:
 
 
 def check_same_device(op: str, *tensors: Tensor) -> None:
+    for t in tensors:
+        if type(t._data) is not np.ndarray:
+            break
+    else:
+        return  # all on the CPU
     devices = {str(t.device) for t in tensors}
     if len(devices) > 1:
         raise DeviceMismatchError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,7 +103,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     """Same elements in a new shape (one dim may be -1); a view when the layout allows."""
     shape = _shape_arg(shape)
     numel = input._data.size
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    known = math.prod([s for s in shape if s != -1])  # Python ints: exact, and cheap for a few dims
     if shape.count(-1) > 1 or any(s < -1 for s in shape) or (
         numel != known if -1 not in shape else (known == 0 or numel % known)
     ):
@@ -208,7 +209,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
     shape = input.shape
-    merged = int(np.prod(shape[start : end + 1], dtype=np.int64))
+    merged = math.prod(shape[start : end + 1])
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 

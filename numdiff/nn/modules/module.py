@@ -46,6 +46,8 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)  # the usual case: no hooks to copy and walk
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
