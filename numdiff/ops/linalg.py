@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import _state as _grad_state
 from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
@@ -293,8 +294,10 @@ class Linear(Function):
         # Matmul.apply directly: the shapes are the forward's, so matmul()'s checks and 1-D
         # handling would only add per-call overhead (a third of a small MLP's backward).
         x, weight = ctx.saved_tensors
-        grad_x = grad_weight = grad_bias = None
         n_rows = math.prod(x.shape[:-1])  # explicit: -1 cannot be inferred from an empty dimension
+        if not _grad_state.enabled and type(grad._data) is np.ndarray and grad._data.dtype in _FLOATS and x._data.dtype == grad._data.dtype == weight._data.dtype:
+            return _linear_backward_arrays(x._data, weight._data, grad._data, n_rows, ctx.needs_input_grad)
+        grad_x = grad_weight = grad_bias = None
         grad_rows = grad if grad.ndim == 2 else grad.reshape(n_rows, weight.shape[0])
         if ctx.needs_input_grad[0]:
             grad_x = Matmul.apply(grad_rows, weight)
@@ -306,3 +309,26 @@ class Linear(Function):
         if ctx.needs_input_grad[2]:
             grad_bias = grad_rows.sum(0)
         return grad_x, grad_weight, grad_bias
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _linear_backward_arrays(x: np.ndarray, weight: np.ndarray, grad: np.ndarray, n_rows: int, needs: tuple) -> tuple:
+    """Linear's first-order backward on CPU arrays: the tensor form's products and sum, called
+    directly. Without create_graph nothing is recorded, and for a small layer the three op calls
+    (and the transposes that feed them) cost several times the arithmetic."""
+    out_features, in_features = weight.shape
+    grad_rows = grad.reshape(n_rows, out_features)
+    grad_x = grad_weight = grad_bias = None
+    if needs[0]:
+        grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
+        _product(grad_rows, weight, grad_x)
+        grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
+    if needs[1]:
+        grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
+        _product(grad_rows.T, x.reshape(n_rows, in_features), grad_weight)
+        grad_weight = Tensor._wrap(grad_weight, None, None)
+    if needs[2]:
+        grad_bias = Tensor._wrap(grad_rows.sum(0), None, None)
+    return grad_x, grad_weight, grad_bias
