@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from numdiff.autograd import anomaly
+from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
 
@@ -46,17 +47,21 @@ def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
 
 
 def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
-    from numdiff.creation import ones_like
-    from numdiff.tensor import Tensor
-
     if grad is None:
-        if tensor.numel() != 1:
+        data = tensor._data
+        if data.size != 1:
             raise RuntimeError(
                 f"grad can be implicitly created only for scalar outputs, but output {index} has "
                 f"shape {tuple(tensor.shape)}. Reduce it first (e.g. out.sum().backward()) or pass "
                 "gradient= with a tensor of the output's shape."
             )
+        if type(data) is np.ndarray and data.dtype.kind == "f":  # a CPU loss: no factory needed
+            return _function.Tensor._wrap(np.ones(data.shape, data.dtype), None, None)
+        from numdiff.creation import ones_like
+
         return ones_like(tensor)
+    from numdiff.tensor import Tensor
+
     if not isinstance(grad, Tensor):
         raise TypeError(f"gradient must be a Tensor, got {type(grad).__name__}")
     if tuple(grad.shape) != tuple(tensor.shape):
@@ -260,13 +265,14 @@ def run_backward(
                     # A custom Function's backward may return another float dtype: `.grad` keeps
                     # the leaf's (PyTorch casts likewise).
                     grad = grad.to(node.variable.dtype)
-                grad = _apply_hooks(node.variable._hooks, grad)
-                if node in target_nodes and capture:
+                variable = node.variable
+                if variable._hooks:
+                    grad = _apply_hooks(variable._hooks, grad)
+                if capture and node in target_nodes:
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
                     unshared = _unshared(grad, refs)
-                    variable = node.variable
                     with _GRAD_LOCKS[(id(variable) >> 4) & _GRAD_LOCK_MASK]:
                         _accumulate_into(variable, grad, create_graph, unshared)
                     post_hooks = getattr(variable, "_post_accumulate_hooks", None)
