@@ -16,7 +16,9 @@ Backward: nll_loss's input gradient is ``coeff * grad``. cross_entropy's is
 ``(coeff - softmax(x) * sum_c coeff) * grad``; under create_graph the softmax is recomputed from x
 with numdiff ops so the second derivative flows, otherwise the forward's value is used.
 Class weights are constants here (the functional falls back to the composed form when a weight
-requires grad).
+requires grad). cross_entropy on (N, C) float32/float64 CPU logits without class weights or
+smoothing, a classifier's usual loss, computes the same values in one compiled pass
+(numdiff.kernels.class_loss).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.kernels.class_loss import cross_entropy_rows
 from numdiff.ops.activation import softmax
 from numdiff.ops.registry import register
 
@@ -96,7 +99,7 @@ class CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, x, *, target, weight, ignore_index, reduction, label_smoothing):
-        if x.ndim == 2 and weight is None and not label_smoothing:
+        if _rows_kernel_applies(x, weight, ignore_index, label_smoothing):
             return _cross_entropy_rows(ctx, x, target, ignore_index, reduction)
         class_dim = 0 if x.ndim == 1 else 1
         dtype = x.dtype
@@ -129,30 +132,31 @@ class CrossEntropy(Function):
         return (first_order * _grad_like_input(grad, ctx.reduction, ctx.class_dim),)
 
 
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_INT64 = np.iinfo(np.int64)
+
+
+def _rows_kernel_applies(x, weight, ignore_index, label_smoothing):
+    """(N, C) float32/float64 CPU logits, no class weights, no smoothing: numdiff.kernels.class_loss."""
+    return (
+        type(x) is np.ndarray and x.ndim == 2 and x.dtype in _KERNEL_DTYPES and x.shape[1] > 0
+        and weight is None and not label_smoothing and _INT64.min <= ignore_index <= _INT64.max
+    )  # fmt: skip
+
+
 def _cross_entropy_rows(ctx, x, target, ignore_index, reduction):
-    """CrossEntropy.forward for (N, C) logits without class weights or label smoothing (a
-    classifier's usual loss), with the same formulas and so the same values, in fewer NumPy
-    calls: each row's coefficient is one value at its target class, so it is written and read by
-    row/column indexing instead of built with put_along_axis and summed over the classes."""
-    n = x.shape[0]
-    dtype = x.dtype
-    shifted = x - x.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
-    sum_exp = exp.sum(axis=1, keepdims=True)
-    rows = np.arange(n)
-    kept = target != ignore_index
-    if kept.all():
-        safe, entry_weight = target, np.ones(n, dtype)
+    """CrossEntropy.forward through the one-pass kernel (same values as the general form below)."""
+    target = np.ascontiguousarray(target, dtype=np.int64)
+    per_entry, total, kept, coeff, coeff_sum, first_order = cross_entropy_rows(
+        np.ascontiguousarray(x), target, ignore_index, reduction == "mean"
+    )
+    if reduction == "none":
+        loss = per_entry
+    elif reduction == "sum":
+        loss = np.asarray(total, x.dtype)
     else:
-        safe, entry_weight = np.where(kept, target, 0), kept.astype(dtype)
-    # The target class's coefficient, -w / D, and the loss sum(coeff * log_probs) over a row.
-    target_coeff = -entry_weight
-    per_entry = target_coeff * (shifted[rows, safe] - np.log(sum_exp[:, 0]))
-    loss, target_coeff = _reduce(per_entry, target_coeff, entry_weight, reduction)
-    coeff = np.zeros(x.shape, dtype)
-    coeff[rows, safe] = target_coeff
-    coeff_sum = target_coeff.reshape(n, 1)
-    probs = exp / sum_exp
-    ctx.save_for_backward(x, coeff, coeff_sum, coeff - probs * coeff_sum)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loss = np.asarray(np.float64(total) / kept, x.dtype)  # 0 / 0 = nan when all are ignored
+    ctx.save_for_backward(x, coeff, coeff_sum, first_order)
     ctx.reduction, ctx.class_dim = reduction, 1
-    return loss.astype(dtype, copy=False)
+    return loss

@@ -295,7 +295,12 @@ class Linear(Function):
         # handling would only add per-call overhead (a third of a small MLP's backward).
         x, weight = ctx.saved_tensors
         n_rows = math.prod(x.shape[:-1])  # explicit: -1 cannot be inferred from an empty dimension
-        if not _grad_state.enabled and type(grad._data) is np.ndarray and grad._data.dtype in _FLOATS and x._data.dtype == grad._data.dtype == weight._data.dtype:
+        if (
+            not _grad_state.enabled
+            and type(grad._data) is np.ndarray
+            and grad._data.dtype in _FLOATS
+            and x._data.dtype == grad._data.dtype == weight._data.dtype
+        ):
             return _linear_backward_arrays(x._data, weight._data, grad._data, n_rows, ctx.needs_input_grad)
         grad_x = grad_weight = grad_bias = None
         grad_rows = grad if grad.ndim == 2 else grad.reshape(n_rows, weight.shape[0])
@@ -314,7 +319,9 @@ class Linear(Function):
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _linear_backward_arrays(x: np.ndarray, weight: np.ndarray, grad: np.ndarray, n_rows: int, needs: tuple) -> tuple:
+def _linear_backward_arrays(
+    x: np.ndarray, weight: np.ndarray, grad: np.ndarray, n_rows: int, needs: tuple
+) -> tuple:
     """Linear's first-order backward on CPU arrays: the tensor form's products and sum, called
     directly. Without create_graph nothing is recorded, and for a small layer the three op calls
     (and the transposes that feed them) cost several times the arithmetic."""
