@@ -19,13 +19,18 @@ def check_float_arrays(op: str, **arrays: np.ndarray) -> None:
     """
     dtype = None
     for name, arr in arrays.items():
-        if not isinstance(arr, np.ndarray):
+        if type(arr) is not np.ndarray and not isinstance(arr, np.ndarray):
             raise TypeError(f"{op}: {name} must be a numpy.ndarray, got {type(arr).__name__}")
-        if arr.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"{op}: {name} must be float32 or float64, got {arr.dtype}")
-        if dtype is None:
-            dtype = arr.dtype
-        elif arr.dtype != dtype:
+        arr_dtype = arr.dtype
+        if arr_dtype is dtype:  # the usual case after the first array: nothing more to compare
+            pass
+        elif dtype is None:
+            if arr_dtype not in FLOAT_DTYPES:
+                raise TypeError(f"{op}: {name} must be float32 or float64, got {arr_dtype}")
+            dtype = arr_dtype
+        elif arr_dtype != dtype:
+            if arr_dtype not in FLOAT_DTYPES:
+                raise TypeError(f"{op}: {name} must be float32 or float64, got {arr_dtype}")
             names = ", ".join(f"{n}={a.dtype}" for n, a in arrays.items())
             raise TypeError(f"{op}: all arrays must share one dtype, got {names}")
         if not arr.flags.c_contiguous:
@@ -52,12 +57,15 @@ def check_shape(op: str, name: str, arr: np.ndarray, expected: tuple[int | None,
 
     >>> check_shape("k", "x", np.zeros((2, 3)), (2, None))
     """
-    ok = arr.ndim == len(expected) and all(
-        e is None or e == s for e, s in zip(expected, arr.shape, strict=True)
-    )
-    if not ok:
-        want = "(" + ", ".join("*" if e is None else str(e) for e in expected) + ")"
-        raise ValueError(f"{op}: {name} must have shape {want}, got {arr.shape}")
+    shape = arr.shape
+    if len(shape) == len(expected):
+        for want, size in zip(expected, shape):
+            if want is not None and want != size:
+                break
+        else:
+            return
+    want = "(" + ", ".join("*" if e is None else str(e) for e in expected) + ")"
+    raise ValueError(f"{op}: {name} must have shape {want}, got {arr.shape}")
 
 
 def check_disjoint(op: str, written: dict[str, np.ndarray], read: dict[str, np.ndarray | None]) -> None:

@@ -244,24 +244,28 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """
     x = ensure_tensor("linear", input, "input")
     w = ensure_tensor("linear", weight, "weight")
-    if x.dtype is not w.dtype:
+    # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
+    x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
+    if dtype != w._data.dtype:
         raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
-    if w.ndim not in (1, 2):
-        raise ValueError(
-            f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {tuple(w.shape)}"
-        )
-    if x.ndim == 0 or x.shape[-1] != w.shape[-1]:
-        raise ValueError(
-            f"linear: input {tuple(x.shape)} must end with in_features={w.shape[-1]} (weight {tuple(w.shape)})"
-        )
+    if len(w_shape) not in (1, 2):
+        raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
+    if not x_shape or x_shape[-1] != w_shape[-1]:
+        raise ValueError(f"linear: input {x_shape} must end with in_features={w_shape[-1]} (weight {w_shape})")
     if bias is not None:
         bias = ensure_tensor("linear", bias, "bias")
-        out_features = w.shape[0] if w.ndim == 2 else 1
-        if bias.ndim > 1 or (bias.ndim == 1 and bias.shape[0] != out_features):
-            raise ValueError(f"linear: bias must have shape ({out_features},), got {tuple(bias.shape)}")
+        out_features = w_shape[0] if len(w_shape) == 2 else 1
+        bias_shape = bias._data.shape
+        if len(bias_shape) > 1 or (len(bias_shape) == 1 and bias_shape[0] != out_features):
+            raise ValueError(f"linear: bias must have shape ({out_features},), got {bias_shape}")
         check_same_device("linear", x, w, bias)
     # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
-    if w.ndim == 2 and x.dtype.is_floating_point and (bias is None or bias.dtype is x.dtype) and not transforms.vmap_depth:
+    if (
+        len(w_shape) == 2
+        and x.dtype.is_floating_point
+        and (bias is None or bias._data.dtype == dtype)
+        and not transforms.vmap_depth
+    ):
         return Linear.apply(x, w, bias)
     out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
     return out if bias is None else out + bias
