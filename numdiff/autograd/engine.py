@@ -60,20 +60,19 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
         from numdiff.creation import ones_like
 
         return ones_like(tensor)
-    from numdiff.tensor import Tensor
-
-    if not isinstance(grad, Tensor):
+    if not isinstance(grad, _function.Tensor):
         raise TypeError(f"gradient must be a Tensor, got {type(grad).__name__}")
-    if tuple(grad.shape) != tuple(tensor.shape):
+    grad_data, data = grad._data, tensor._data
+    if grad_data.shape != data.shape:
         raise RuntimeError(
             f"Mismatch in shape: gradient has shape {tuple(grad.shape)} but output {index} has "
             f"shape {tuple(tensor.shape)}"
         )
-    if grad.device != tensor.device:
+    if (type(grad_data) is not np.ndarray or type(data) is not np.ndarray) and grad.device != tensor.device:
         raise RuntimeError(
             f"gradient for output {index} is on {grad.device} but the output is on {tensor.device}"
         )
-    if grad.dtype is not tensor.dtype:
+    if grad_data.dtype != data.dtype:
         # As PyTorch does: the gradient takes the output's dtype, so `.grad` keeps the leaf's.
         grad = grad.to(tensor.dtype)
     return grad

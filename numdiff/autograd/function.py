@@ -90,12 +90,14 @@ class Node:
                 next_nodes.append(None)
                 continue
             shapes.append(t._data.shape)
-            if t._grad_fn is not None:
-                next_nodes.append(t._grad_fn)
-            elif t._requires_grad:
-                next_nodes.append(leaf_accumulator(t))
-            else:
-                next_nodes.append(None)
+            next_node = t._grad_fn
+            if next_node is None and t._requires_grad:
+                # A leaf's AccumulateGrad, usually already made (weakly held by the leaf).
+                ref = t._grad_accumulator
+                next_node = ref() if ref is not None else None
+                if next_node is None:
+                    next_node = leaf_accumulator(t)
+            next_nodes.append(next_node)
         self.next_nodes = next_nodes
         self.input_shapes = shapes
         self._saved = ()
