@@ -18,6 +18,8 @@ def layer_name(module: Module) -> str:
 
 def check_input(module: Module, input: Any, ok: bool, expected: str, name: str | None = None) -> None:
     """Raise ValueError naming the layer, the expected shape and the received one unless `ok`."""
+    if ok and isinstance(input, Tensor):
+        return  # every call of a layer comes here: its name (extra_repr) is built only for errors
     name = name or layer_name(module)
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")

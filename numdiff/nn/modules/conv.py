@@ -117,8 +117,10 @@ class _ConvNd(Module):
 
     def _check(self, input: Tensor, spatial: str) -> None:
         c = self.in_channels
-        ok = input.ndim in (self._dims + 1, self._dims + 2) and input.shape[-self._dims - 1] == c
-        check_input(self, input, ok, f"(N, {c}, {spatial}) or ({c}, {spatial})", self._error_name())
+        shape = input._data.shape if isinstance(input, Tensor) else None
+        if shape is not None and len(shape) in (self._dims + 1, self._dims + 2) and shape[-self._dims - 1] == c:
+            return  # the messages below are built only for a wrong input
+        check_input(self, input, False, f"(N, {c}, {spatial}) or ({c}, {spatial})", self._error_name())
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
