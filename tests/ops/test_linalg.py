@@ -69,6 +69,29 @@ def test_linear_matches_torch(dtype, shape):
     _parity(F.linear, torch.nn.functional.linear, arrays, dtype)
 
 
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("x_needs_grad", [True, False])
+def test_linear_first_order_backward_matches_the_recorded_form(with_bias, x_needs_grad):
+    # Without create_graph Linear's backward runs its products on arrays; with it, as recorded
+    # ops. Same gradients, also for a strided 3-D input and a weight stored transposed.
+    rng = np.random.default_rng(11)
+    x_data, w_data, b_data = rng.standard_normal((5, 2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    seed = numdiff.tensor(rng.standard_normal((2, 5, 4)))
+    results = []
+    for create_graph in (False, True):
+        x = numdiff.tensor(x_data, requires_grad=x_needs_grad)
+        w = numdiff.tensor(w_data, requires_grad=True)
+        b = numdiff.tensor(b_data, requires_grad=True) if with_bias else None
+        leaves = [t for t in (x, w, b) if t is not None and t.requires_grad]
+        strided_x, transposed_w = x.transpose(0, 1), w.T  # (2, 5, 3) and (4, 3), both views
+        assert not strided_x.is_contiguous() and not transposed_w.is_contiguous()
+        out = F.linear(strided_x, transposed_w, b)
+        grads = numdiff.autograd.grad(out, leaves, seed, create_graph=create_graph)
+        results.append([g.detach().numpy() for g in grads])
+    for first_order, recorded in zip(*results):
+        np.testing.assert_allclose(first_order, recorded, rtol=1e-12, atol=1e-12)
+
+
 def test_mm_bmm_dot_outer_match_torch():
     rng = np.random.default_rng(2)
     _parity(numdiff.mm, torch.mm, [rng.standard_normal((3, 4)), rng.standard_normal((4, 2))], np.float64)
