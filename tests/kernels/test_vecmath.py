@@ -163,3 +163,21 @@ def test_elementwise_division_by_zero_gives_inf_as_pytorch():
 
     out = reciprocal(numdiff.tensor([0.0, -0.0, 2.0])).numpy()
     assert out[0] == np.inf and out[1] == -np.inf and out[2] == 0.5
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_strided_rule_kernels_beyond_the_range_match_numpy(threads):
+    # A transposed operand takes the N-d loop (prange over rows, chunked, when parallel).
+    data = np.random.default_rng(5).uniform(-3, 3, (300, 200))
+    data[17, 3] = -8e7
+    x = numdiff.tensor(data).T
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        got = (x * 2.0).sin().numpy()  # a contiguous product: the flat loop
+        y = numdiff.tensor(data, requires_grad=True)
+        y.T.sin().backward(numdiff.ones(200, 300))  # backward reads the transposed input: N-d loop
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_allclose(got, np.sin(2.0 * data.T), rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(y.grad.numpy(), np.cos(data), rtol=1e-15, atol=1e-15)
