@@ -7,8 +7,8 @@ Layouts: ``xg`` is one image's channels of one group, (Cg, H, W). ``col`` is
 (Cg*KH*KW, (oh1 - oh0) * OW) for output rows oh0..oh1-1: row ``r = (c*KH + i)*KW + j``, column
 ``(oh - oh0)*OW + ow`` holds the input under kernel tap (i, j) of channel c for output (oh, ow),
 or 0 where the tap falls in padding. Tap (i, j) of output (oh, ow) reads input row
-``oh*sh - pt + i*dh`` and column ``ow*sw - pl + j*dw``. The gather selects per element (see
-:func:`im2col_rows`); the scatter-add computes once per tap the range of ``ow`` whose column is
+``oh*sh - pt + i*dh`` and column ``ow*sw - pl + j*dw``. The gather copies through a zero-padded
+block of the rows it reads (see :func:`im2col_rows`); the scatter-add computes once per tap the range of ``ow`` whose column is
 inside the image, so its inner loop is a branch-free add.
 """
 
@@ -30,33 +30,59 @@ def valid_out_range(offset, stride, in_size, out_size):
     return lo, max(hi, lo)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size):
+    """Elements of the staging buffer :func:`im2col_rows` needs for tiles of up to `rows` output rows."""
+    return cg * ((rows - 1) * sh + (kh - 1) * dh + 1) * ((ow_size - 1) * sw + (kw - 1) * dw + 1)
+
+
 @njit(cache=True, nogil=True)
-def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col):
+def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col, staging):
     """Fill ``col`` (Cg*KH*KW, (oh1-oh0)*OW) from ``xg`` (Cg, H, W); both C-contiguous.
 
-    Loop nest: for channel c; for tap (i, j); for output row oh; for ow, a select between the
-    input element and 0 (padding). Writes every element. LLVM turns the select into masked
-    vector loads; measured against copying each row's in-image span between zero fills (what
-    col2im does), this was 2-4x faster for small images (16x4x4: 3.5 vs 15 us, 16x32x32: 60 vs
-    130 us) and 1.3x faster at 64x56x56, where the many short span copies cost more than the
-    masked lanes.
+    Two passes. First the input rows the tile reads are copied into ``staging`` (1-D, at least
+    :func:`staging_size` elements) as a zero-padded block (Cg, PH, PW): ``PH`` rows from input
+    row ``oh0*sh - pt``, ``PW`` columns from input column ``-pl``, zeros outside the image.
+    Then loop nest: for channel c; for tap (i, j); for output row oh; for ow, a plain strided
+    copy from the block: no bounds test is left in the inner loop. Measured single-threaded
+    against one pass that selects between the input element and 0 per element: 16x4x4 1.6
+    against 3.3 us, 16x32x32 16 against 56 us, 1x8x8 the same.
     """
     cg, height, width = xg.shape
+    block_h = (oh1 - oh0 - 1) * sh + (kh - 1) * dh + 1
+    block_w = (ow_size - 1) * sw + (kw - 1) * dw + 1
+    top = oh0 * sh - pt
+    # Columns [lo, hi) of a block row come from the image (block column b is input column b - pl).
+    lo = min(max(pl, 0), block_w)
+    hi = max(min(width + pl, block_w), lo)
+    src = xg.reshape(-1)
+    stage = staging[: cg * block_h * block_w]
+    for c in range(cg):
+        for a in range(block_h):
+            ih = top + a
+            d0 = (c * block_h + a) * block_w
+            if ih < 0 or ih >= height:
+                for b in range(block_w):
+                    stage[np.uint64(d0 + b)] = 0
+                continue
+            s0 = (c * height + ih) * width - pl
+            for b in range(lo):
+                stage[np.uint64(d0 + b)] = 0
+            for b in range(lo, hi):
+                stage[np.uint64(d0 + b)] = src[np.uint64(s0 + b)]
+            for b in range(hi, block_w):
+                stage[np.uint64(d0 + b)] = 0
+    dst = col.reshape(-1)
+    ncols = (oh1 - oh0) * ow_size
     for c in range(cg):
         for i in range(kh):
             for j in range(kw):
                 r = (c * kh + i) * kw + j
-                off_w = j * dw - pl
                 for oh in range(oh0, oh1):
-                    ih = oh * sh - pt + i * dh
-                    base = (oh - oh0) * ow_size
-                    if ih < 0 or ih >= height:
-                        for ow in range(ow_size):
-                            col[r, base + ow] = 0
-                        continue
+                    s0 = (c * block_h + (oh - oh0) * sh + i * dh) * block_w + j * dw
+                    d0 = r * ncols + (oh - oh0) * ow_size
                     for ow in range(ow_size):
-                        iw = ow * sw + off_w
-                        col[r, base + ow] = xg[c, ih, iw] if 0 <= iw < width else 0
+                        dst[np.uint64(d0 + ow)] = stage[np.uint64(s0 + ow * sw)]
 
 
 @njit(cache=True, nogil=True, inline="always")
