@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.compile.direct import RUNTIME, direct_lines
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 
 
@@ -96,6 +97,9 @@ class Emitter:
         # group (also in the backward, when the buffer is saved) reads the row from the buffer.
         self.packed: dict[int, tuple[str, int]] = {}
         self.available_buffers: set[str] = set()
+        # Host graphs call kernel cores directly with plans made at build time (compile.direct).
+        self.direct = False
+        self.uses_blas = False
 
     def ref(self, obj: Any, hint: str) -> str:
         """A module-level name bound to `obj` (classes, constant arrays, odd attrs)."""
@@ -132,6 +136,12 @@ class Emitter:
             function = self.ref(call.function, call.function.__name__)
             self.lines.append(f"v{call.output} = host_call({function}, {', '.join(args)})")
             return
+        if self.direct:
+            lines = direct_lines(call, graph.values, self.ref)
+            if lines is not None:
+                self.lines.extend(lines)
+                self.uses_blas = True
+                return
         forward = self.ref(call.function.forward, call.function.__name__ + "_forward")
         ctx = "ctx" if call.ctx_outputs else "_scratch"
         if call.ctx_outputs:
@@ -161,4 +171,4 @@ def base_namespace() -> dict:
 
     return {"Ctx": Ctx, "_scratch": Ctx(), "as_array": as_array, "ShapeChangedError": ShapeChangedError,
             "tensor_forward": tensor_forward, "host_call": host_call,
-            "eager_backward": eager_backward, "np": np}
+            "eager_backward": eager_backward, "np": np, **RUNTIME}

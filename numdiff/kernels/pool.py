@@ -51,6 +51,7 @@ from numdiff.kernels.avg_pool import (
 __all__ = [
     "pool_output_size",
     "max_pool2d_forward",
+    "max_pool2d_plan",
     "adaptive_max_pool2d_forward",
     "max_pool_backward",
     "max_pool_gather",
@@ -290,18 +291,33 @@ def max_pool2d_forward(
     op = "max_pool2d_forward"
     check_float_arrays(op, x=x, out=out)
     check_index_array(op, "indices", indices)
-    kh, kw, sh, sw, ph, pw, dh, dw = check_window(
-        op, x.shape, out.shape, kernel_size, stride, padding, dilation, ceil_mode
-    )
+    core, sizes = max_pool2d_plan(x.shape, out.shape, kernel_size, stride, padding, dilation, ceil_mode)
     check_shape(op, "indices", indices, out.shape)
     check_disjoint(op, {"out": out, "indices": indices}, {"x": x})
-    if x.shape[-1] >= DIRECT_MAX_POOL_WIDTH:
-        _max_pool_core.pick(x.size)[0](planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
-    elif _windows_inside(x.shape, out.shape, kh, kw, sh, sw, ph, pw, dh, dw):
-        _max_pool_inside_core.pick(x.size)[0](planes(x), planes(out), planes(indices), kh, kw, sh, sw, dh, dw)
-    else:
-        _max_pool_direct_core.pick(x.size)[0](planes(x), planes(out), planes(indices), kh, kw, sh, sw, ph, pw, dh, dw)
+    core(planes(x), planes(out), planes(indices), *sizes)
     return out
+
+
+def max_pool2d_plan(x_shape, out_shape, kernel_size, stride, padding=(0, 0), dilation=(1, 1), ceil_mode=False):
+    """What :func:`max_pool2d_forward` runs for these shapes: ``(core, sizes)``, called as
+    ``core(x3, out3, indices3, *sizes)`` on the (N*C, H, W) planes of C-contiguous arrays.
+    Raises as the kernel does for a bad window. numdiff.compile works this out once per graph.
+
+    >>> core, sizes = max_pool2d_plan((1, 1, 4, 4), (1, 1, 2, 2), (2, 2), (2, 2))
+    >>> sizes
+    (2, 2, 2, 2, 1, 1)
+    """
+    kh, kw, sh, sw, ph, pw, dh, dw = check_window(
+        "max_pool2d_forward", x_shape, out_shape, kernel_size, stride, padding, dilation, ceil_mode
+    )
+    work = 1
+    for s in x_shape:
+        work *= s
+    if x_shape[-1] >= DIRECT_MAX_POOL_WIDTH:
+        return _max_pool_core.pick(work)[0], (kh, kw, sh, sw, ph, pw, dh, dw)
+    if _windows_inside(x_shape, out_shape, kh, kw, sh, sw, ph, pw, dh, dw):
+        return _max_pool_inside_core.pick(work)[0], (kh, kw, sh, sw, dh, dw)
+    return _max_pool_direct_core.pick(work)[0], (kh, kw, sh, sw, ph, pw, dh, dw)
 
 
 def _windows_inside(x_shape, out_shape, kh, kw, sh, sw, ph, pw, dh, dw):
