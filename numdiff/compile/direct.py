@@ -29,7 +29,7 @@ from numdiff.compile.graph import OpCall, ValueRef
 from numdiff.kernels import conv, pool
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import FLOAT_DTYPES
-from numdiff.kernels.matmul import _bgemm
+from numdiff.kernels.matmul import run_checked
 from numdiff.ops.linalg import _operand
 
 
@@ -42,13 +42,13 @@ def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, parts: int) -> np.n
     (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
     if a_t and b_t:  # the core takes at most one transposed operand
         b_c, b_t = np.ascontiguousarray(b), False
-    _bgemm(a_t, b_t, a_c[None], b_c[None], out[None], parts)
+    run_checked(a_t, b_t, a_c[None], b_c[None], out[None], parts)
     return out
 
 
 def linear_2d(x: np.ndarray, weight: np.ndarray, bias: Any, out: np.ndarray, parts: int) -> np.ndarray:
     """out = x @ weight.T (+ bias) for 2-D x of planned shapes."""
-    _bgemm(False, True, np.ascontiguousarray(x)[None], np.ascontiguousarray(weight)[None], out[None], parts)
+    run_checked(False, True, np.ascontiguousarray(x)[None], np.ascontiguousarray(weight)[None], out[None], parts)
     if bias is not None:
         np.add(out, bias, out=out)
     return out

@@ -134,10 +134,15 @@ def backward_weight_core(
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
             gemm(False, True, 1.0, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
+    # Element by element: an array assigned to a slice makes Numba compile its shape-mismatch
+    # message formatting, 2.5 s of a cold start.
     for g in range(gw3.shape[0]):
-        gw3[g] = acc[0, g].T
-        for t in range(1, parts):
-            gw3[g] += acc[t, g].T
+        for co in range(gw3.shape[1]):
+            for q in range(k):
+                total = acc[0, g, q, co]
+                for t in range(1, parts):
+                    total += acc[t, g, q, co]
+                gw3[g, co, q] = total
 
 
 # Each core as a serial and a parallel build (numdiff.kernels._parallel): the caller picks by work.
