@@ -244,6 +244,28 @@ def _linear(call: OpCall, values: list, ref: Callable) -> list | None:
     return [_alloc(values, out), f"linear_2d(v{x}, v{w}, {bias}, v{out}, {get_num_threads()})"]
 
 
+def _permute(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    dims = call.attrs.get("dims")
+    if inputs is None or len(inputs) != 1 or inputs[0] is None or type(dims) is not tuple:
+        return None
+    if sorted(dims) != list(range(len(values[inputs[0]].shape))):
+        return None
+    return [f"v{call.output} = v{inputs[0]}.transpose({dims!r})"]
+
+
+def _sum(call: OpCall, values: list, ref: Callable) -> list | None:
+    """What Sum's forward computes (np.sum is np.add.reduce), without its Python layers."""
+    inputs = _value_inputs(call)
+    dims, keepdim = call.attrs.get("dims"), call.attrs.get("keepdim")
+    if inputs is None or len(inputs) != 1 or inputs[0] is None or type(dims) is not tuple or not dims:
+        return None
+    x = inputs[0]
+    if not _float(values, x, call.output) or not isinstance(keepdim, bool):
+        return None
+    return [f"v{call.output} = as_array(np.add.reduce(v{x}, axis={dims!r}, keepdims={keepdim!r}))"]
+
+
 DIRECT = {
     "conv2d": _conv2d,
     "conv_transpose2d": _conv_transpose2d,
@@ -252,6 +274,8 @@ DIRECT = {
     "max_pool_scatter": _max_pool_scatter,
     "matmul": _matmul,
     "linear": _linear,
+    "permute": _permute,
+    "sum": _sum,
 }
 """Op name -> planner: returns the lines that compute the call, or None to emit it as usual."""
 
