@@ -83,6 +83,8 @@ def backward_input_core(
     items = n_img * groups * blocks
     max_block = (cg + blocks - 1) // blocks
     colbuf = np.empty((parts, 0 if pointwise else max_block * taps * rows * ow_size), dx5.dtype)
+    stage = 0 if pointwise else staging_size(max_block, rows, kh, kw, sh, sw, dh, dw, ow_size)
+    stagebuf = np.empty((parts, stage), dx5.dtype)
     for t in prange(parts):
         for item in range(t, items, parts):
             n = item // (groups * blocks)
@@ -104,7 +106,7 @@ def backward_input_core(
                 else:
                     dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
                     gemm(True, False, 1.0, w_blk, dout, 0.0, dcol)
-                    col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg)
+                    col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg, stagebuf[t])
 
 
 def backward_weight_core(

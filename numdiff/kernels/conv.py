@@ -10,7 +10,8 @@ output positions, then
 
 Tiles hold whole output rows, as many as keep ``K*T <= TILE_ELEMENTS`` (at least one row), so
 ``col`` stays near the core's L2 cache while BLAS reads it. Extra memory per call is bounded by
-``threads * max(TILE_ELEMENTS, K*OW)`` elements for the column buffers, plus, for
+``threads * max(TILE_ELEMENTS, K*OW)`` elements for the column buffers, plus per thread a
+zero-padded copy of the input rows one tile reads (numdiff.kernels._im2col), plus, for
 backward_weight, one weight-sized accumulator per thread; never a whole-batch im2col.
 A 1x1, stride-1, unpadded convolution skips im2col and hands BLAS the input planes directly.
 
