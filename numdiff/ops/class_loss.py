@@ -25,6 +25,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.kernels.class_loss import cross_entropy_rows
 from numdiff.ops.activation import softmax
 from numdiff.ops.registry import register
 
@@ -89,6 +90,14 @@ class NllLoss(Function):
         return (coeff * _grad_like_input(grad, ctx.reduction, ctx.class_dim),)
 
 
+def _one_pass(x, target, weight, reduction, label_smoothing) -> bool:
+    """Whether the one-pass kernel (numdiff.kernels.class_loss) computes this cross entropy:
+    (N, C) host logits, no class weights or label smoothing, a reduced loss."""
+    return (type(x) is np.ndarray and x.ndim == 2 and x.shape[1] > 0 and x.flags.c_contiguous
+            and x.dtype in (np.float32, np.float64) and weight is None and not label_smoothing
+            and reduction in ("mean", "sum") and type(target) is np.ndarray and target.shape == x.shape[:1])
+
+
 @register("cross_entropy")
 class CrossEntropy(Function):
     """Cross entropy of logits (N, C, ...) or (C,) against integer class targets (attrs: target
@@ -96,6 +105,15 @@ class CrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, x, *, target, weight, ignore_index, reduction, label_smoothing):
+        if _one_pass(x, target, weight, reduction, label_smoothing):
+            n, classes = x.shape
+            coeff, first_order = np.empty((n, classes), x.dtype), np.empty((n, classes), x.dtype)
+            coeff_sum = np.empty((n, 1), x.dtype)
+            loss = cross_entropy_rows(x, target.astype(np.int64, copy=False), ignore_index, reduction == "mean",
+                                      coeff, coeff_sum, first_order)
+            ctx.save_for_backward(x, coeff, coeff_sum, first_order)
+            ctx.reduction, ctx.class_dim = reduction, 1
+            return np.asarray(loss, x.dtype)
         class_dim = 0 if x.ndim == 1 else 1
         dtype = x.dtype
         classes = x.shape[class_dim]
