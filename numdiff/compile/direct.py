@@ -279,6 +279,9 @@ DIRECT = {
 }
 """Op name -> planner: returns the lines that compute the call, or None to emit it as usual."""
 
+NEEDS_BLAS = frozenset({"conv2d", "conv_transpose2d", "conv2d_weight_grad", "matmul", "linear"})
+"""Planned ops whose cores call BLAS: a function with any of them first calls prepare_blas()."""
+
 
 def direct_lines(call: OpCall, values: list, ref: Callable) -> list | None:
     """The lines that run `call` (on host arrays) as a planned kernel call, or None when it has
