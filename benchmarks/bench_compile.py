@@ -1,6 +1,6 @@
 """numdiff.compile vs PyTorch eager (and JAX jit when installed): the workloads of issue 10.
 
-    python benchmarks/bench_compile.py [--threads 2] [--repeat 15] [--markdown benchmarks/RESULTS.md]
+    python benchmarks/bench_compile.py [--threads 2] [--repeat 15] [--cpu-time] [--only NAME]
 
 Workloads: the digits CNN train step (batch 32, 1x8x8; conv16-pool-conv32-pool-fc64-fc10,
 forward + backward + Adam), the MLP 256x784-512-512-10 train step (forward + backward + Adam),
@@ -9,7 +9,10 @@ float32[65536]. Each library runs through its public API; the candidates alterna
 round in one process (numdiff.benchmark.compare), medians reported, ratio = compiled numdiff /
 PyTorch eager. numdiff eager is measured too. The first call of the compiled digits model
 (trace + compile, or loading the disk cache) is timed separately; ``--first-call`` runs only that,
-so it can be measured in a fresh process with a cold or warm cache. Not run by the tests.
+so it can be measured in a fresh process with a cold or warm cache. ``--cpu-time`` is a
+cross-check for a loaded machine: one thread each, timed by ``time.thread_time`` (the CPU time of
+the calling thread, which other processes' load does not inflate); JAX is left out there, since
+XLA runs its work on threads of its own. Not run by the tests.
 """
 
 from __future__ import annotations
@@ -145,7 +148,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--first-call", action="store_true", help="only time the compiled digits model's first call")
     parser.add_argument("--only", default=None, help="run only workloads whose name contains this")
+    parser.add_argument("--cpu-time", action="store_true", help="one thread each, timed by time.thread_time")
     args = parser.parse_args()
+    if args.cpu_time:
+        args.threads = 1
     os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
     # JAX (XLA) gets the same thread budget.
     multi = "true" if args.threads > 1 else "false"
@@ -171,7 +177,7 @@ def main() -> int:
         import jax  # noqa: F401 - optional: a JAX jit column where JAX is installed
 
         jax.config.update("jax_platforms", "cpu")
-        with_jax = True
+        with_jax = not args.cpu_time
     except ImportError:
         with_jax = False
     rng = np.random.default_rng(0)
@@ -189,12 +195,14 @@ def main() -> int:
         workloads[name] = steps
     workloads["100-op chain fwd+bwd float32[16]"] = chain_steps(nd, torch, 16, with_jax)
     workloads["100-op chain fwd+bwd float32[65536]"] = chain_steps(nd, torch, 65536, with_jax)
-    print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}")
+    clock = time.thread_time if args.cpu_time else time.perf_counter
+    print(f"threads {args.threads}, {'thread CPU time' if args.cpu_time else 'wall clock'}, "
+          f"load average {os.getloadavg()[0]:.2f}")
     for name, steps in workloads.items():
         if args.only and args.only not in name:
             continue
         baseline = "torch eager" if "torch eager" in steps else "numdiff eager"
-        table = nd.benchmark.compare(steps, repeat=args.repeat, baseline=baseline)
+        table = nd.benchmark.compare(steps, repeat=args.repeat, baseline=baseline, clock=clock)
         cells = ", ".join(f"{k} {table.timings[k].median * 1e3:.3f} ms" for k in steps)
         ratio = table.timings["numdiff compiled"].median / table.timings[baseline].median
         extra = ""

@@ -80,11 +80,12 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def _time_calls(fn: Callable[[], Any], number: int) -> float:
-    start = time.perf_counter()
+def _time_calls(fn: Callable[[], Any], number: int, clock: Callable[[], float] | None = None) -> float:
+    clock = clock or time.perf_counter  # looked up per call, so a test can stand in a fake clock
+    start = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    return (clock() - start) / number
 
 
 def _autorange(fn: Callable[[], Any]) -> int:
@@ -174,12 +175,15 @@ def compare(
     number: int | None = None,
     baseline: str | None = None,
     warmup: int = 1,
+    clock: Callable[[], float] | None = None,
 ) -> Comparison:
     """Time several implementations of one thing, alternating them round by round.
 
     Each round runs every candidate once (`number` calls), starting from a different candidate
     each round, so slow periods of the machine are shared out instead of landing on one.
-    Ratios are against `baseline` (default: the first candidate). Libraries that each bring an
+    Ratios are against `baseline` (default: the first candidate). `clock` (default
+    ``time.perf_counter``) may be ``time.thread_time`` on a loaded machine: the calling thread's CPU time, which other processes
+    do not inflate (it misses work a library hands to its own threads). Libraries that each bring an
     OpenMP runtime (Numba's parallel kernels, PyTorch) slow each other down when interleaved with
     more threads than free cores, their idle threads spinning on the cores the other needs: give
     each one thread on a small machine (``NUMBA_NUM_THREADS=1``, ``torch.set_num_threads(1)``).
@@ -203,7 +207,7 @@ def compare(
     for round_index in range(repeat):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            samples[name].append(_time_calls(candidates[name], numbers[name]))
+            samples[name].append(_time_calls(candidates[name], numbers[name], clock))
     timings = {name: Timing(tuple(samples[name]), numbers[name]) for name in names}
     return Comparison(timings, baseline)
 

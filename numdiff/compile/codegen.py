@@ -1,7 +1,9 @@
 """Python source for a traced graph: one straight-line function per graph, no Tensors, no tape.
 
-Each op call becomes a direct call of the op's array-level forward (``Exp_forward(ctx, v1)``);
-runs of elementwise ops become one call of a generated Numba kernel (numdiff.compile.fusion).
+Each op call becomes a direct call of the op's array-level forward (``Exp_forward(ctx, v1)``),
+or, for the kernel ops numdiff.compile.direct plans at build time (convolutions, max pooling,
+2-D matmul and linear), a call of the compiled kernel core itself; runs of elementwise ops become
+one call of a generated Numba kernel (numdiff.compile.fusion).
 Only the calls whose results are needed survive (the checks that public functions ran while
 tracing, such as index bounds, leave unused results behind). After each op whose output shape
 is not implied by its inputs' shapes, a shape check stops a call whose data changed the shape;
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.compile.direct import NEEDS_BLAS, RUNTIME, direct_lines
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 
 
@@ -96,6 +99,9 @@ class Emitter:
         # group (also in the backward, when the buffer is saved) reads the row from the buffer.
         self.packed: dict[int, tuple[str, int]] = {}
         self.available_buffers: set[str] = set()
+        # Host graphs call kernel cores directly with plans made at build time (compile.direct).
+        self.direct = False
+        self.uses_blas = False
 
     def ref(self, obj: Any, hint: str) -> str:
         """A module-level name bound to `obj` (classes, constant arrays, odd attrs)."""
@@ -132,6 +138,12 @@ class Emitter:
             function = self.ref(call.function, call.function.__name__)
             self.lines.append(f"v{call.output} = host_call({function}, {', '.join(args)})")
             return
+        if self.direct:
+            lines = direct_lines(call, graph.values, self.ref)
+            if lines is not None:
+                self.lines.extend(lines)
+                self.uses_blas = self.uses_blas or call.op_name in NEEDS_BLAS
+                return
         forward = self.ref(call.function.forward, call.function.__name__ + "_forward")
         ctx = "ctx" if call.ctx_outputs else "_scratch"
         if call.ctx_outputs:
@@ -161,4 +173,4 @@ def base_namespace() -> dict:
 
     return {"Ctx": Ctx, "_scratch": Ctx(), "as_array": as_array, "ShapeChangedError": ShapeChangedError,
             "tensor_forward": tensor_forward, "host_call": host_call,
-            "eager_backward": eager_backward, "np": np}
+            "eager_backward": eager_backward, "np": np, **RUNTIME}

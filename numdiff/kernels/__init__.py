@@ -46,7 +46,7 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
     build, ``"<core>[serial]"`` the serial one."""
     calls = []
     for name, call in _one_call_per_core(dtype):
-        if name == "matmul._bgemm":
+        if name.startswith("matmul."):  # one build each: the serial loop and the parallel driver
             calls.append((name, call))
             continue
         calls.append((f"{name}[serial]", call))
@@ -68,7 +68,8 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
         return np.zeros((1, 1, 1, width), np.int64)
 
     return [
-        ("matmul._bgemm", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),
+        ("matmul.gemm_batch", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),  # small: calling thread
+        ("matmul._bgemm", lambda: matmul._bgemm(False, False, z(1, 2, 2), z(1, 2, 2), z(1, 2, 2), 1)),
         (
             "_conv_cores.forward_core",
             lambda: conv.conv2d_forward(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1), z(1, 1, 2, 2)),
@@ -86,12 +87,16 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
         ),
         (
-            "pool._max_pool_direct_core",
-            lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (1, 1)),
+            "pool._max_pool_inside_core",  # narrow planes, every window inside the image
+            lambda: pool.max_pool2d_forward(z(1, 1, 1, 2), z(1, 1, 1, 1), idx(), (1, 2), (1, 2)),
         ),
         (
             "pool._max_pool_2x2_core",  # MaxPool2d(2) with every window inside the plane
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
+        ),
+        (
+            "pool._max_pool_direct_core",  # narrow planes, windows reaching into padding
+            lambda: pool.max_pool2d_forward(z(1, 1, 1, 2), z(1, 1, 1, 2), idx(2), (1, 2), (1, 2), (0, 1)),
         ),
         (
             "pool._adaptive_max_core",

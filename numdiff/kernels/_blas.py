@@ -31,7 +31,7 @@ from numba.np.linalg import ensure_blas
 
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["gemm", "gemm_parallel", "prepare_blas", "blas_threading"]
+__all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "blas_threading"]
 
 _XXGEMM = types.ExternalFunction(
     "numba_xxgemm",
@@ -167,11 +167,19 @@ def gemm_parallel(trans_a, trans_b, alpha, a, b, beta, c, parts):
 
 
 @njit(cache=True, nogil=True)
+def gemm_batch(trans_a, trans_b, a, b, out):
+    """``out[i] = op(a[i]) @ op(b[i])`` for each i, one :func:`gemm` after another on the calling
+    thread. Shapes: a, b and out 3-D with one batch length, as :func:`gemm` per slice."""
+    for i in range(out.shape[0]):
+        gemm(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i])
+
+
 def _touch_blas(a32, a64):
     # The first numba_xxgemm call of each kind looks SciPy's function up while holding the GIL;
-    # doing it here, on the calling thread, keeps that lookup out of worker threads.
-    gemm(False, False, 1.0, a32, a32, 0.0, a32[0:1, 0:1].copy())
-    gemm(False, False, 1.0, a64, a64, 0.0, a64[0:1, 0:1].copy())
+    # doing it here, on the calling thread, keeps that lookup out of worker threads. Through
+    # gemm_batch with Python bools: the build the matmul kernels call, not one more to compile.
+    for a in (a32, a64):
+        gemm_batch(False, False, a[None], a[None], np.empty((1, 1, 1), a.dtype))
 
 
 _state: dict[str, object] = {"ready": False, "setter": None, "getter": None, "library": None}

@@ -16,7 +16,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._blas import gemm
-from numdiff.kernels._im2col import col2im_rows_add, im2col_rows
+from numdiff.kernels._im2col import col2im_rows_add, im2col_rows, staging_size
 from numdiff.kernels._parallel import serial_and_parallel
 
 # Geometry tuple shared by the cores:
@@ -49,6 +49,8 @@ def forward_core(
     tiles = (oh_size + rows - 1) // rows
     items = n_img * groups * tiles
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
+    stage = 0 if pointwise else staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size)
+    stagebuf = np.empty((parts, stage), x5.dtype)
     for t in prange(parts):
         for item in range(t, items, parts):
             n = item // (groups * tiles)
@@ -60,7 +62,7 @@ def forward_core(
                 col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
             else:
                 patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
-                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
+                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
             dst = out4[n, g][:, p0:p1]
             gemm(False, False, 1.0, w3[g], col, 0.0, dst)
@@ -81,6 +83,8 @@ def backward_input_core(
     items = n_img * groups * blocks
     max_block = (cg + blocks - 1) // blocks
     colbuf = np.empty((parts, 0 if pointwise else max_block * taps * rows * ow_size), dx5.dtype)
+    stage = 0 if pointwise else staging_size(max_block, rows, kh, kw, sh, sw, dh, dw, ow_size)
+    stagebuf = np.empty((parts, stage), dx5.dtype)
     for t in prange(parts):
         for item in range(t, items, parts):
             n = item // (groups * blocks)
@@ -102,7 +106,7 @@ def backward_input_core(
                 else:
                     dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
                     gemm(True, False, 1.0, w_blk, dout, 0.0, dcol)
-                    col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg)
+                    col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg, stagebuf[t])
 
 
 def backward_weight_core(
@@ -113,6 +117,8 @@ def backward_weight_core(
     tiles = (oh_size + rows - 1) // rows
     items = n_img * groups * tiles
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
+    stage = 0 if pointwise else staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size)
+    stagebuf = np.empty((parts, stage), x5.dtype)
     # Accumulated transposed, (Cg*KH*KW, Cog): OpenBLAS runs col @ dout.T 1.6x faster than
     # dout @ col.T when the product is short and wide (measured for conv2d 16->32, 32x32).
     acc = np.zeros((parts, gw3.shape[0], gw3.shape[2], gw3.shape[1]), x5.dtype)
@@ -127,13 +133,18 @@ def backward_weight_core(
                 col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
             else:
                 patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
-                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches)
+                im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
             gemm(False, True, 1.0, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
+    # Element by element: an array assigned to a slice makes Numba compile its shape-mismatch
+    # message formatting, 2.5 s of a cold start.
     for g in range(gw3.shape[0]):
-        gw3[g] = acc[0, g].T
-        for t in range(1, parts):
-            gw3[g] += acc[t, g].T
+        for co in range(gw3.shape[1]):
+            for q in range(k):
+                total = acc[0, g, q, co]
+                for t in range(1, parts):
+                    total += acc[t, g, q, co]
+                gw3[g, co, q] = total
 
 
 # Each core as a serial and a parallel build (numdiff.kernels._parallel): the caller picks by work.

@@ -10,7 +10,8 @@ output positions, then
 
 Tiles hold whole output rows, as many as keep ``K*T <= TILE_ELEMENTS`` (at least one row), so
 ``col`` stays near the core's L2 cache while BLAS reads it. Extra memory per call is bounded by
-``threads * max(TILE_ELEMENTS, K*OW)`` elements for the column buffers, plus, for
+``threads * max(TILE_ELEMENTS, K*OW)`` elements for the column buffers, plus per thread a
+zero-padded copy of the input rows one tile reads (numdiff.kernels._im2col), plus, for
 backward_weight, one weight-sized accumulator per thread; never a whole-batch im2col.
 A 1x1, stride-1, unpadded convolution skips im2col and hands BLAS the input planes directly.
 
@@ -61,6 +62,8 @@ __all__ = [
     "conv2d_forward",
     "conv2d_backward_input",
     "conv2d_backward_weight",
+    "conv2d_plan",
+    "conv2d_views",
 ]
 
 TILE_ELEMENTS = 1 << 17
@@ -70,17 +73,17 @@ PARALLEL_MIN_MACS = 1 << 21
 """Multiply-adds below which a convolution runs on the calling thread (numdiff.kernels._parallel)."""
 
 
-def _check_conv(op, core, x_shape, w, go_shape, stride, padding, dilation, groups):
+def _check_conv(op, core, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
     """Validate a conv2d configuration; return the build of `core` to run (serial below
     :data:`PARALLEL_MIN_MACS`) and the sizes it takes, or (None, None) for an empty batch, where
     there is nothing to compute."""
     n_img, _, _, _, _, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = conv2d_geometry(
-        op, x_shape, w.shape, go_shape, stride, padding, dilation, groups
+        op, x_shape, w_shape, go_shape, stride, padding, dilation, groups
     )
     if n_img == 0:
         return None, None
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
-    kernel, parts = core.pick(n_img * w.shape[0] * cg * kh * kw * oh_size * ow_size, PARALLEL_MIN_MACS)
+    kernel, parts = core.pick(n_img * w_shape[0] * cg * kh * kw * oh_size * ow_size, PARALLEL_MIN_MACS)
     rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
     planes = n_img * groups
     if planes < parts:
@@ -94,6 +97,35 @@ def _check_conv(op, core, x_shape, w, go_shape, stride, padding, dilation, group
     tiles = -(-oh_size // rows)
     rows = -(-oh_size // tiles)
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
+
+
+_CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}
+
+
+def conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
+    """What the conv2d kernel `kind` ("forward", "backward_input" or "backward_weight") runs for
+    these shapes: ``(core, sizes)``, the compiled core and the sizes after its array arguments,
+    or (None, None) for an empty batch. Raises as the kernel does for a bad configuration.
+
+    This is the kernels' whole plan: numdiff.compile works it out once per traced graph and then
+    calls the core itself on views of C-contiguous arrays of these shapes (see :func:`conv2d_views`).
+
+    >>> core, sizes = conv2d_plan("forward", (1, 1, 3, 3), (1, 1, 2, 2), (1, 1, 2, 2), (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    >>> sizes[:4]
+    (2, 2, 1, 1)
+    """
+    return _check_conv(f"conv2d_{kind}", _CORES[kind], x_shape, w_shape, go_shape, stride, padding, dilation, groups)
+
+
+def conv2d_views(x_shape, w_shape, out_shape, groups):
+    """The shapes the cores see: x (N, G, C/G, H, W), w (G, Co/G, C/G*KH*KW), out (N, G, Co/G, OH*OW)."""
+    n_img, c_in, height, width = x_shape
+    c_out = w_shape[0]
+    return (
+        (n_img, groups, c_in // groups, height, width),
+        (groups, c_out // groups, w_shape[1] * w_shape[2] * w_shape[3]),
+        (n_img, groups, c_out // groups, out_shape[2] * out_shape[3]),
+    )
 
 
 def _views(x, w, out, groups):
@@ -132,7 +164,7 @@ def conv2d_forward(
     """
     op = "conv2d_forward"
     check_float_arrays(op, x=x, weight=weight, out=out)
-    core, sizes = _check_conv(op, forward_core, x.shape, weight, out.shape, stride, padding, dilation, groups)
+    core, sizes = _check_conv(op, forward_core, x.shape, weight.shape, out.shape, stride, padding, dilation, groups)
     if bias is None:
         bias_arr, has_bias = np.zeros(0, x.dtype), False
     else:
@@ -173,7 +205,7 @@ def conv2d_backward_input(
     op = "conv2d_backward_input"
     check_float_arrays(op, grad_out=grad_out, weight=weight, grad_in=grad_in)
     core, sizes = _check_conv(
-        op, backward_input_core, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups
+        op, backward_input_core, grad_in.shape, weight.shape, grad_out.shape, stride, padding, dilation, groups
     )
     check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
     if sizes is None:
@@ -210,7 +242,7 @@ def conv2d_backward_weight(
     op = "conv2d_backward_weight"
     check_float_arrays(op, x=x, grad_out=grad_out, grad_weight=grad_weight)
     core, sizes = _check_conv(
-        op, backward_weight_core, x.shape, grad_weight, grad_out.shape, stride, padding, dilation, groups
+        op, backward_weight_core, x.shape, grad_weight.shape, grad_out.shape, stride, padding, dilation, groups
     )
     check_disjoint(op, {"grad_weight": grad_weight}, {"x": x, "grad_out": grad_out})
     if sizes is None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, prange
 
-from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, gemm_parallel, prepare_blas
+from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, gemm_batch, gemm_parallel, prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
@@ -61,12 +61,30 @@ def _bgemm(trans_a, trans_b, a, b, out, parts):
             gemm_parallel(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i], parts)
 
 
+def run_checked(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray, parts: int) -> None:
+    """``out[i] = op(a[i]) @ op(b[i])`` on 3-D arrays that the public functions' checks passed
+    (numdiff.compile calls it with shapes checked at build time), with `parts` Numba threads.
+
+    A product too small to split runs :func:`gemm_batch` on the calling thread, decided here
+    rather than inside :func:`_bgemm`, so that a process that only meets small products never
+    compiles the parallel builds (a second of a cold start).
+    """
+    batch, m, n = out.shape
+    k = a.shape[1] if trans_a else a.shape[2]
+    batch_parallel = batch >= parts and out.size * k >= PARALLEL_MIN_MACS
+    split = m * n * k >= PARALLEL_MIN_MACS and max(m, n) >= 2 * parts
+    if parts > 1 and (batch_parallel or split):
+        _bgemm(trans_a, trans_b, a, b, out, parts)
+    else:
+        gemm_batch(trans_a, trans_b, a, b, out)
+
+
 def _run(op: str, trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     check_disjoint(op, {"out": out}, {"a": a, "b": b})
     prepare_blas()
     if out.ndim == 2:
         a, b, out = a[None], b[None], out[None]
-    _bgemm(trans_a, trans_b, a, b, out, get_num_threads())
+    run_checked(trans_a, trans_b, a, b, out, get_num_threads())
 
 
 # --------------------------------------------------------------------------- 2-D GEMM

@@ -80,6 +80,10 @@ CASES = [
         lambda x, t: F.cross_entropy(x, t, ignore_index=3, reduction="none", label_smoothing=0.1),
         lambda x, t: _cross_entropy(x, np.where(t == 3, -100, t), reduction="none", smoothing=0.1),
     ),
+    OpCase(  # (N, C), no weights or smoothing: the one-pass kernel (numdiff.kernels.class_loss)
+        "cross_entropy", "sum-ignore-index", args(normal(4, 3), constant(np.array([1, -100, 0, 2]))),
+        lambda x, t: F.cross_entropy(x, t, reduction="sum"), lambda x, t: _cross_entropy(x, t, reduction="sum"),
+    ),
     OpCase(
         "cross_entropy", "sum-1d", args(normal(3), constant(np.array(2))),
         lambda x, t: F.cross_entropy(x, t, reduction="sum"), lambda x, t: -_log_softmax(x[None])[0, t],

@@ -1,0 +1,299 @@
+"""Kernel ops called straight from generated code, with their launch plan worked out once.
+
+An op's public kernel function (numdiff.kernels.conv.conv2d_forward, ...) checks dtypes,
+shapes, layout and overlap, works out the loop geometry and picks a serial or parallel build on
+every call: about 15 us of Python per call, as much as the kernel itself on small models. In a
+traced graph every shape and dtype is fixed by the trace's guards, so this module runs those
+checks and that planning once, when the program is built, and emits a direct call of the
+compiled core on views of freshly allocated outputs::
+
+    v4 = np.empty((32, 16, 8, 8), 'float32')
+    conv_forward_core(_c(v0).reshape((32, 1, 1, 8, 8)), ..., v4.reshape((32, 1, 16, 64)), 3, 3, ...)
+
+Only operands are made C-contiguous at run time (``_c``: free when they already are). An op
+whose case is not covered here (another device, dtype or rank, an empty batch) is emitted as an
+ordinary forward call. The serial-or-parallel choice is fixed at build time by the thread count
+then; a later `numba.set_num_threads` changes speed, never results (a parallel core given more
+parts than threads runs them in turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import get_num_threads
+
+from numdiff.compile.graph import OpCall, ValueRef
+from numdiff.kernels import conv, pool
+from numdiff.kernels._blas import prepare_blas
+from numdiff.kernels._checks import FLOAT_DTYPES
+from numdiff.kernels.matmul import run_checked
+from numdiff.ops.linalg import _operand
+
+
+def _c(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x)
+
+
+def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, parts: int) -> np.ndarray:
+    """out = a @ b for 2-D float arrays of planned shapes; a transposed view is passed as a flag."""
+    (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
+    if a_t and b_t:  # the core takes at most one transposed operand
+        b_c, b_t = np.ascontiguousarray(b), False
+    run_checked(a_t, b_t, a_c[None], b_c[None], out[None], parts)
+    return out
+
+
+def linear_2d(x: np.ndarray, weight: np.ndarray, bias: Any, out: np.ndarray, parts: int) -> np.ndarray:
+    """out = x @ weight.T (+ bias) for 2-D x of planned shapes."""
+    run_checked(False, True, np.ascontiguousarray(x)[None], np.ascontiguousarray(weight)[None], out[None], parts)
+    if bias is not None:
+        np.add(out, bias, out=out)
+    return out
+
+
+RUNTIME = {"_c": _c, "matmul_2d": matmul_2d, "linear_2d": linear_2d, "prepare_blas": prepare_blas}
+"""Names the emitted lines use besides the cores (added to every program's namespace)."""
+
+
+def _float(values: list, *indices: int) -> bool:
+    """All these values are host float32/float64 arrays of one dtype."""
+    dtypes = {np.dtype(values[i].dtype) for i in indices}
+    return len(dtypes) == 1 and dtypes.pop() in FLOAT_DTYPES
+
+
+def _value_inputs(call: OpCall) -> list | None:
+    """The call's positional inputs as value indices (None for a None literal), or None if a
+    positional input is some other literal."""
+    found = []
+    for i in call.inputs:
+        if isinstance(i, tuple):
+            if i[1] is not None:
+                return None
+            found.append(None)
+        else:
+            found.append(i)
+    return found
+
+
+def _alloc(values: list, index: int) -> str:
+    value = values[index]
+    return f"v{index} = np.empty({tuple(value.shape)!r}, {np.dtype(value.dtype).name!r})"
+
+
+def _ints(sizes: tuple) -> str:
+    return ", ".join(repr(int(s) if not isinstance(s, bool) else s) for s in sizes)
+
+
+def _conv_geometry(call: OpCall) -> tuple:
+    a = call.attrs
+    return a["stride"], a["padding"], a["dilation"], a["groups"]
+
+
+def _conv2d(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != 3 or inputs[0] is None or inputs[1] is None:
+        return None
+    x, w, b = inputs
+    if not _float(values, x, w, call.output, *([b] if b is not None else [])):
+        return None
+    out = call.output
+    x_shape, w_shape, out_shape = values[x].shape, values[w].shape, values[out].shape
+    if len(x_shape) != 4 or (b is not None and values[b].shape != (w_shape[0],)):
+        return None
+    stride, padding, dilation, groups = _conv_geometry(call)
+    core, sizes = conv.conv2d_plan("forward", x_shape, w_shape, out_shape, stride, padding, dilation, groups)
+    if core is None:
+        return None
+    x5, w3, out4 = conv.conv2d_views(x_shape, w_shape, out_shape, groups)
+    bias = f"_c(v{b})" if b is not None else ref(np.zeros(0, values[x].dtype), "no_bias")
+    return [
+        _alloc(values, out),
+        f"{ref(core, 'conv2d_forward_core')}(_c(v{x}).reshape({x5!r}), _c(v{w}).reshape({w3!r}), {bias}, "
+        f"{b is not None}, v{out}.reshape({out4!r}), {_ints(sizes)})",
+    ]
+
+
+def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != 2 or None in inputs:
+        return None
+    g, w = inputs
+    out = call.output
+    if not _float(values, g, w, out) or len(values[g].shape) != 4:
+        return None
+    stride, padding, dilation, groups = _conv_geometry(call)
+    g_shape, w_shape, out_shape = values[g].shape, values[w].shape, values[out].shape
+    core, sizes = conv.conv2d_plan("backward_input", out_shape, w_shape, g_shape, stride, padding, dilation, groups)
+    if core is None:
+        return None
+    dx5, w3, go4 = conv.conv2d_views(out_shape, w_shape, g_shape, groups)
+    return [
+        _alloc(values, out),
+        f"{ref(core, 'conv2d_backward_input_core')}(_c(v{g}).reshape({go4!r}), _c(v{w}).reshape({w3!r}), "
+        f"v{out}.reshape({dx5!r}), {_ints(sizes)})",
+    ]
+
+
+def _conv2d_weight_grad(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != 2 or None in inputs:
+        return None
+    x, g = inputs
+    out = call.output
+    if not _float(values, x, g, out) or len(values[x].shape) != 4:
+        return None
+    stride, padding, dilation, groups = _conv_geometry(call)
+    x_shape, g_shape, out_shape = values[x].shape, values[g].shape, values[out].shape
+    core, sizes = conv.conv2d_plan("backward_weight", x_shape, out_shape, g_shape, stride, padding, dilation, groups)
+    if core is None:
+        return None
+    x5, gw3, go4 = conv.conv2d_views(x_shape, out_shape, g_shape, groups)
+    return [
+        _alloc(values, out),
+        f"{ref(core, 'conv2d_backward_weight_core')}(_c(v{x}).reshape({x5!r}), _c(v{g}).reshape({go4!r}), "
+        f"v{out}.reshape({gw3!r}), {_ints(sizes)})",
+    ]
+
+
+def _max_pool2d(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != 1 or inputs[0] is None:
+        return None
+    (x,), out = inputs, call.output
+    x_shape, out_shape = values[x].shape, values[out].shape
+    if not _float(values, x, out) or len(x_shape) != 4 or 0 in x_shape:
+        return None
+    a = call.attrs
+    core, sizes = pool.max_pool2d_plan(
+        x_shape, out_shape, a["kernel_size"], a["stride"], a["padding"], a["dilation"], a["ceil_mode"]
+    )
+    indices = call.ctx_outputs.get(("attr", "indices"))
+    lines = [_alloc(values, out)]
+    if indices is None:
+        indices_source = f"np.empty({tuple(out_shape)!r}, np.int64)"
+    else:
+        lines.append(f"v{indices} = np.empty({tuple(out_shape)!r}, np.int64)")
+        indices_source = f"v{indices}"
+    plane, out_plane = (x_shape[0] * x_shape[1],) + x_shape[2:], (out_shape[0] * out_shape[1],) + out_shape[2:]
+    lines.append(
+        f"{ref(core, 'max_pool2d_core')}(_c(v{x}).reshape({plane!r}), v{out}.reshape({out_plane!r}), "
+        f"{indices_source}.reshape({out_plane!r}), {_ints(sizes)})"
+    )
+    return lines
+
+
+def _max_pool_scatter(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    indices = call.attrs.get("indices")
+    if inputs is None or len(inputs) != 1 or inputs[0] is None or not isinstance(indices, ValueRef):
+        return None
+    (g,), out = inputs, call.output
+    g_shape, out_shape = values[g].shape, values[out].shape
+    if (not _float(values, g, out) or np.dtype(values[indices.index].dtype) != np.int64
+            or values[indices.index].shape != g_shape or len(g_shape) < 2 or g_shape[:2] != out_shape[:2]):
+        return None
+    planes = g_shape[0] * g_shape[1]
+    if planes == 0:
+        return None
+    g2 = (planes, int(np.prod(g_shape[2:])))
+    out2 = (planes, int(np.prod(out_shape[2:])))
+    core = pool._scatter_core.pick(int(np.prod(out_shape)))[0]
+    # The core tests each index against the plane before it writes: indices need no check here.
+    lines = [
+        _alloc(values, out),
+        f"{ref(core, 'max_pool_scatter_core')}(_c(v{g}).reshape({g2!r}), _c(v{indices.index}).reshape({g2!r}), "
+        f"v{out}.reshape({out2!r}))",
+    ]
+    kept = call.ctx_outputs.get(("attr", "indices"))
+    if kept is not None:  # the forward keeps its indices on ctx for its own backward (a gather)
+        lines.append(f"v{kept} = v{indices.index}")
+    return lines
+
+
+def _matmul(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != 2 or None in inputs:
+        return None
+    a, b = inputs
+    out = call.output
+    if not _float(values, a, b, out):
+        return None
+    a_shape, b_shape = values[a].shape, values[b].shape
+    if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != b_shape[0] or 0 in a_shape + b_shape:
+        return None
+    return [_alloc(values, out), f"matmul_2d(v{a}, v{b}, v{out}, {get_num_threads()})"]
+
+
+def _linear(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != 3 or inputs[0] is None or inputs[1] is None:
+        return None
+    x, w, b = inputs
+    out = call.output
+    if not _float(values, x, w, out, *([b] if b is not None else [])):
+        return None
+    x_shape, w_shape = values[x].shape, values[w].shape
+    if len(x_shape) != 2 or len(w_shape) != 2 or x_shape[1] != w_shape[1] or 0 in x_shape + w_shape:
+        return None
+    if b is not None and values[b].shape != (w_shape[0],):
+        return None
+    bias = f"v{b}" if b is not None else "None"
+    return [_alloc(values, out), f"linear_2d(v{x}, v{w}, {bias}, v{out}, {get_num_threads()})"]
+
+
+def _permute(call: OpCall, values: list, ref: Callable) -> list | None:
+    inputs = _value_inputs(call)
+    dims = call.attrs.get("dims")
+    if inputs is None or len(inputs) != 1 or inputs[0] is None or type(dims) is not tuple:
+        return None
+    if sorted(dims) != list(range(len(values[inputs[0]].shape))):
+        return None
+    return [f"v{call.output} = v{inputs[0]}.transpose({dims!r})"]
+
+
+def _sum(call: OpCall, values: list, ref: Callable) -> list | None:
+    """What Sum's forward computes (np.sum is np.add.reduce), without its Python layers."""
+    inputs = _value_inputs(call)
+    dims, keepdim = call.attrs.get("dims"), call.attrs.get("keepdim")
+    if inputs is None or len(inputs) != 1 or inputs[0] is None or type(dims) is not tuple or not dims:
+        return None
+    x = inputs[0]
+    if not _float(values, x, call.output) or not isinstance(keepdim, bool):
+        return None
+    return [f"v{call.output} = as_array(np.add.reduce(v{x}, axis={dims!r}, keepdims={keepdim!r}))"]
+
+
+DIRECT = {
+    "conv2d": _conv2d,
+    "conv_transpose2d": _conv_transpose2d,
+    "conv2d_weight_grad": _conv2d_weight_grad,
+    "max_pool2d": _max_pool2d,
+    "max_pool_scatter": _max_pool_scatter,
+    "matmul": _matmul,
+    "linear": _linear,
+    "permute": _permute,
+    "sum": _sum,
+}
+"""Op name -> planner: returns the lines that compute the call, or None to emit it as usual."""
+
+NEEDS_BLAS = frozenset({"conv2d", "conv_transpose2d", "conv2d_weight_grad", "matmul", "linear"})
+"""Planned ops whose cores call BLAS: a function with any of them first calls prepare_blas()."""
+
+
+def direct_lines(call: OpCall, values: list, ref: Callable) -> list | None:
+    """The lines that run `call` (on host arrays) as a planned kernel call, or None when it has
+    no direct form."""
+    if call.special or call.host or call.tensor_forward:
+        return None
+    planner = DIRECT.get(call.op_name)
+    if planner is None or set(call.ctx_outputs) - _CTX_ARRAYS.get(call.op_name, set()):
+        return None
+    return planner(call, values, ref)
+
+
+# The ctx arrays a planner provides (a later call may read them); a call whose graph reads any
+# other array its forward left on ctx is emitted as an ordinary forward call.
+_CTX_ARRAYS = {"max_pool2d": {("attr", "indices")}, "max_pool_scatter": {("attr", "indices")}}
