@@ -78,14 +78,14 @@ def sgd_foreach(addresses, lengths, hyper, like, flags):
 
 @njit(cache=True)
 def adam_foreach(addresses, lengths, hyper, like, flags):
-    """for each parameter row j: the Adam loop nest on row j's arrays. hyper (P, 7) as
+    """for each parameter row j: the Adam loop nest on row j's arrays. hyper (P, 10) as
     adam_step's h (its step size and bias correction are per parameter); flags as its f."""
     for j in range(addresses.shape[0]):
         a, n, h = addresses[j], lengths[j], hyper[j]
         _ADAM(
             _view(a[0], n[0], like), _view(a[1], n[1], like), _view(a[2], n[2], like),
             _view(a[3], n[3], like), _view(a[4], n[4], like),
-            (h[0], h[1], h[2], h[3], h[4], h[5], h[6]), flags,
+            (h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9]), flags,
         )  # fmt: skip
 
 
@@ -169,7 +169,9 @@ class ForeachUpdate:
                     if arr.size:
                         addresses[j, k] = arr.ctypes.data
                         lengths[j, k] = arr.size
-            hyper = np.array([h for _, h in rows], np.float64)
+            # Adam's update runs in float32 for float32 parameters, as run_kernel's does one by one.
+            hyper_dtype = np.float32 if self.name == "adam" and dtype == np.float32 else np.float64
+            hyper = np.array([h for _, h in rows], hyper_dtype)
             # `rows` holds every array until this call returns, so every address stays valid.
             FOREACH_KERNELS[self.name](addresses, lengths, hyper, np.empty(0, dtype), self.flags)
         for arrays, hyper in self._one_by_one:

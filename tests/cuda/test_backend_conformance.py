@@ -51,7 +51,8 @@ def test_backend_for_a_cuda_array_is_the_cuda_backend_and_moves_arrays():
     "kernel, arrays, h, f",
     [
         ("sgd_update", 3, (0.1, 0.9, 0.0, 0.01), (True, False, False)),
-        ("adam_update", 5, (0.1, 0.9, 0.999, 1e-8, 0.01, 0.1 / 0.1, (1 - 0.999) ** 0.5), (True, True, False)),
+        ("adam_update", 5, (0.1, 0.9, 0.999, 1e-8, 0.01, 0.1 / 0.1, (1 - 0.999) ** 0.5, 0.1, 0.001, 0.999),
+         (True, True, False)),
         ("rmsprop_update", 5, (0.01, 0.99, 1e-8, 0.0, 0.9), (True, False)),
         ("adagrad_update", 3, (0.1, 1e-10, 0.0), (False,)),
     ],

@@ -143,7 +143,7 @@ def test_serial_and_parallel_builds_compute_the_same_update(name):
     n = 3000
     arity = {"sgd": 3, "adam": 5, "rmsprop": 5, "adagrad": 3}[name]
     arrays = [rng.random(n) + 0.5 for _ in range(arity)]
-    h = {"sgd": (0.1, 0.9, 0.1, 0.01), "adam": (0.1, 0.9, 0.99, 1e-8, 0.1, 0.5, 0.3),
+    h = {"sgd": (0.1, 0.9, 0.1, 0.01), "adam": (0.1, 0.9, 0.99, 1e-8, 0.1, 0.5, 0.3, 0.1, 0.01, 0.99),
          "rmsprop": (0.1, 0.9, 1e-8, 0.1, 0.5), "adagrad": (0.1, 1e-10, 0.1)}[name]  # fmt: skip
     f = {
         "sgd": (True, False, False),
