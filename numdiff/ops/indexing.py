@@ -70,6 +70,10 @@ class GetItem(Function):
         ctx.input_shape = x.shape
         out = x[key]
         if _is_basic(key):
+            if isinstance(out, np.generic):
+                # One element by integers: NumPy hands back a scalar copy; the Ellipsis makes it a
+                # 0-d view, so y[0].mul_(3) writes into y, as in PyTorch.
+                return x[key + (Ellipsis,)]
             return out
         if isinstance(out, np.generic):
             # An all-integer advanced index picks one element, and NumPy hands back a scalar.

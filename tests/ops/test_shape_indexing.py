@@ -242,3 +242,19 @@ def test_index_select_and_masked_fill_match_torch(data):
             + x.masked_fill(torch.tensor(mask), 0.5).sum(dim)
         ),
     )
+
+
+def test_integer_indexing_one_element_returns_a_view_as_pytorch():
+    # NumPy answers y[0] with a scalar copy; numdiff returns a 0-d view, so in-place edits reach y.
+    y = numdiff.tensor([1.0, 2.0, 3.0])
+    y[0].mul_(3.0)
+    m = numdiff.tensor(np.arange(6.0).reshape(2, 3))
+    m[1, 2].zero_()
+    ty = torch.tensor([1.0, 2.0, 3.0])
+    ty[0].mul_(3.0)
+    np.testing.assert_array_equal(y.numpy(), ty.numpy())
+    assert m.numpy()[1, 2] == 0.0 and m.numpy()[0, 0] == 0.0 and m.numpy()[1, 1] == 4.0
+    # While recording, an in-place edit of that view refuses (as of any view) instead of a wrong gradient.
+    x = numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(numdiff._inplace.InPlaceOnViewError):
+        (x * 1.0)[0].mul_(3.0)
