@@ -177,6 +177,7 @@ _CHUNK = 4096
 
 
 def _guard(checks: list[ast.expr], flag: str) -> ast.stmt:
+    """``flag |= check_1 | check_2 | ...``: whether any sin/cos argument of this element is out of range."""
     total = checks[0]
     for check in checks[1:]:
         total = ast.BinOp(total, ast.BitOr(), check)
@@ -233,9 +234,11 @@ def _vectorize_function(function: ast.FunctionDef) -> None:
     function.body = [*setup, *checked, again, *rest]
 
 
-def _numpy_error_model(function: ast.FunctionDef) -> None:
-    """``error_model="numpy"`` on the function's @njit: x / 0 is inf or NaN as in NumPy (and as
-    PyTorch), and a division no longer has a branch that raises, which would stop vectorisation."""
+def _loop_options(function: ast.FunctionDef) -> None:
+    """The function's @njit gets ``error_model="numpy"``: x / 0 is inf or NaN as in NumPy (and as
+    PyTorch), and a division no longer has a branch that raises, which would stop vectorisation;
+    and ``fastmath={"contract"}``: a multiply-add may become one FMA instruction (one rounding
+    instead of two), nothing else of fastmath."""
     for decorator in function.decorator_list:
         if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "njit":
             decorator.keywords = [k for k in decorator.keywords if k.arg not in ("error_model", "fastmath")]
@@ -248,14 +251,14 @@ def vector_math_source(source: str, header: bool = True) -> str:
 
     In every function, the first top-level ``for`` nest has its ``math.exp``/``log``/``sin``/...
     calls replaced by the _vecmath functions of the same name, which LLVM vectorises. If the loop
-    calls sin or cos it also counts the elements whose argument lies beyond _vecmath's range, and
-    when there are any the function runs its original loop (C library calls) again after the fast
-    one, so every result is the accurate one. Functions compile with ``error_model="numpy"``.
+    calls sin or cos it also flags an element whose argument lies beyond _vecmath's range, and
+    when there is one the function runs its original loop (C library calls) again after the fast
+    one, so every result is the accurate one. Functions compile with `_loop_options`.
     """
     tree = ast.parse(source)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            _numpy_error_model(node)
+            _loop_options(node)
             _vectorize_function(node)
     # The digest of _vecmath's source is part of the generated text, hence of the file name the
     # kernel is cached under: Numba's cache would not notice a change in code it inlined.
