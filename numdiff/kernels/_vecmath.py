@@ -495,14 +495,24 @@ def _by_precision(name: str, double, single):
     def function(x):
         return double(x)  # called from Python (outside a kernel): the float64 version
 
+    def single_precision(x):
+        return single(x)
+
+    def double_precision(x):
+        return double(x)
+
     function.__name__ = function.__qualname__ = name
     function.__doc__ = double.py_func.__doc__
+    # Numba names compiled code after the module and qualified name plus a per-process counter, and
+    # a kernel loaded from its disk cache can resolve a callee by that name: two implementations
+    # sharing a qualified name (these closures, across the seven functions) could then be swapped
+    # between processes (a cached kernel calling sin where it compiled tanh). Each gets its own.
+    for implementation, suffix in ((single_precision, "float32"), (double_precision, "float64")):
+        implementation.__name__ = implementation.__qualname__ = f"{name}_{suffix}"
 
     @overload(function)
     def _typed(x):
-        if x is types.float32:
-            return lambda x: single(x)
-        return lambda x: double(x)
+        return single_precision if x is types.float32 else double_precision
 
     return function
 

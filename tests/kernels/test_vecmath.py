@@ -181,3 +181,58 @@ def test_strided_rule_kernels_beyond_the_range_match_numpy(threads):
         numba.set_num_threads(previous)
     np.testing.assert_allclose(got, np.sin(2.0 * data.T), rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(y.grad.numpy(), np.cos(data), rtol=1e-15, atol=1e-15)
+
+
+_FIRST = """
+import math, numpy as np, numdiff
+@numdiff.elementwise
+def softclip(x, lo, hi):
+    return lo + (hi - lo) * (math.tanh(x) + 1) / 2 if x > 0 else x * x
+x = np.random.default_rng(0).standard_normal((3, 4))
+{warm}
+out = softclip(numdiff.tensor(x), -1.0, numdiff.tensor([0.5, 1.0, 1.5, 2.0])).numpy()
+expected = np.where(x > 0, -1.0 + (np.array([0.5, 1.0, 1.5, 2.0]) + 1.0) * (np.tanh(x) + 1) / 2, x * x)
+np.testing.assert_allclose(out, expected, rtol=1e-13)
+"""
+
+_WARM = """
+import numba
+from numdiff.kernels import _vecmath
+@numba.njit(error_model="numpy", fastmath={"contract"})
+def other(code, out, v):
+    for i in range(v.size):
+        if code == 0:
+            out[i] = _vecmath.exp(v[i])
+        elif code == 1:
+            out[i] = _vecmath.expm1(v[i])
+        elif code == 2:
+            out[i] = _vecmath.log(v[i])
+        elif code == 3:
+            out[i] = _vecmath.log1p(v[i])
+        elif code == 4:
+            out[i] = _vecmath.sin(v[i])
+        elif code == 5:
+            out[i] = _vecmath.cos(v[i])
+        else:
+            out[i] = _vecmath.tanh(v[i])
+other(0, np.empty(4), np.ones(4))
+"""
+
+
+def test_a_kernel_loaded_from_the_disk_cache_calls_the_functions_it_was_compiled_with(tmp_path):
+    # A second process compiles other _vecmath functions first, then loads the @elementwise kernel
+    # from the cache the first process wrote: before each implementation had its own qualified
+    # name, the loaded kernel could call another function compiled under the same symbol.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])  # this checkout's numdiff, not another install
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    for k, warm in enumerate(("", _WARM)):
+        script = tmp_path / f"process_{k}.py"  # @elementwise reads the function's source from a file
+        script.write_text(_FIRST.format(warm=warm))
+        result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
