@@ -60,14 +60,15 @@ _PIO2_4 = 8.4784276603689e-32
 
 @intrinsic
 def _bits_of(typingctx, value):
-    """The IEEE-754 bits of a float64, as an int64 (no conversion)."""
-    if value is not types.float64:
+    """The IEEE-754 bits of a float64 (as an int64) or a float32 (as an int32), no conversion."""
+    if value not in (types.float64, types.float32):
         return None
+    width = value.bitwidth
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
+        return builder.bitcast(args[0], ir.IntType(width))
 
-    return types.int64(types.float64), codegen
+    return types.int64(value) if width == 64 else types.int32(value), codegen
 
 
 @intrinsic
@@ -306,18 +307,6 @@ _F32 = np.float32
 
 
 @intrinsic
-def _bits_of32(typingctx, value):
-    """The IEEE-754 bits of a float32, as an int32."""
-    if value is not types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.int32(types.float32), codegen
-
-
-@intrinsic
 def _float_of32(typingctx, bits):
     """The float32 whose IEEE-754 bits are the low 32 bits of the integer `bits` (Numba widens
     int32 arithmetic to int64)."""
@@ -371,7 +360,7 @@ def _reduce_ln2_32(x):
     """(k, r): x = k ln 2 + r, |r| <= ln(2) / 2 (k an int32), for |x| < 2 ** 20, float32."""
     shifted = x * _LOG2E32 + _MAGIC32
     n = shifted - _MAGIC32
-    k = _bits_of32(shifted) - _MAGIC32_BITS
+    k = _bits_of(shifted) - _MAGIC32_BITS
     r = (x - n * _LN2_HI32) - n * _LN2_LO32
     return k, r
 
@@ -422,7 +411,7 @@ def log32(x):
     """Natural logarithm in float32: x = m 2 ** e, log x = e ln 2 + 2 atanh((m - 1) / (m + 1))."""
     tiny = x < _F32(1.1754943508222875e-38)
     scaled = x * _F32(16777216.0) if tiny else x  # 2 ** 24
-    bits = _bits_of32(scaled)
+    bits = _bits_of(scaled)
     exponent = ((bits >> np.int32(23)) & np.int32(0xFF)) - _127
     m = _float_of32((bits & np.int32(0x007FFFFF)) | np.int32(0x3F800000))
     high = m > _F32(1.4142135623730951)

@@ -43,7 +43,8 @@ def _adam_kernel(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, h, f):
     i = cuda.grid(1)
     if i < param.size:
         use_max = max_exp_avg_sq.size != 0
-        vm = max_exp_avg_sq[i] if use_max else 0.0
+        zero = h[0] - h[0]  # 0 in h's dtype, as in the CPU loop (a 0.0 literal would widen float32)
+        vm = max_exp_avg_sq[i] if use_max else zero
         p, m, v, vm = _adam_device(param[i], grad[i], exp_avg[i], exp_avg_sq[i], vm, h, f)
         param[i] = p
         exp_avg[i] = m
