@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+import os
 
-import numdiff
+# A test of a parallel build runs that build: no helper process compiling it in the background
+# while the serial twin stands in (numdiff.kernels._background; its own tests switch it back on).
+os.environ.setdefault("NUMDIFF_BACKGROUND_COMPILE", "0")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+import numdiff  # noqa: E402
 
 # No deadline: Numba compiles a kernel the first time a dtype is seen, and the machine is shared.
 settings.register_profile(

@@ -9,7 +9,8 @@ memory-bound loops, the convolution and GEMM cores use multiply-add counts).
 
 :func:`serial_and_parallel` compiles one loop nest twice: without ``parallel=True`` (``prange``
 runs as ``range``) and with it. The serial copy gets its own function name because Numba's disk
-cache tells builds apart by name, not by compile flags.
+cache tells builds apart by name, not by compile flags. With an empty cache the parallel build is
+compiled by a helper process while the serial one serves the calls (:mod:`numdiff.kernels._background`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, NamedTuple
 
 from numba import get_num_threads
 
+from numdiff.kernels._background import defer_to_helper, foreground
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["GRAIN_ELEMENTS", "KernelPair", "always_parallel", "serial_and_parallel"]
@@ -54,16 +56,19 @@ def serial_and_parallel(loop: Callable, **options: Any) -> KernelPair:
     serial = types.FunctionType(loop.__code__, loop.__globals__, loop.__name__ + "_serial", loop.__defaults__)
     serial.__qualname__ = loop.__qualname__ + "_serial"
     serial.__doc__ = loop.__doc__
-    return KernelPair(njit(cache=True, **options)(serial), njit(cache=True, parallel=True, **options)(loop))
+    pair = KernelPair(njit(cache=True, **options)(serial), njit(cache=True, parallel=True, **options)(loop))
+    defer_to_helper(pair.parallel, pair.serial)
+    return pair
 
 
 @contextmanager
 def always_parallel() -> Iterator[None]:
-    """Make every :meth:`KernelPair.pick` choose the parallel build (compile_all warms up both
-    builds with tiny inputs)."""
+    """Make every :meth:`KernelPair.pick` choose the parallel build, compiled in this process
+    (compile_all warms up both builds with tiny inputs)."""
     previous = _forced["parallel"]
     _forced["parallel"] = True
     try:
-        yield
+        with foreground():
+            yield
     finally:
         _forced["parallel"] = previous

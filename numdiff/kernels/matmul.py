@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, prange
 
+from numdiff.kernels._background import defer_to_helper
 from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, gemm_batch, gemm_parallel, prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
@@ -59,6 +60,11 @@ def _bgemm(trans_a, trans_b, a, b, out, parts):
     else:
         for i in range(out.shape[0]):
             gemm_parallel(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i], parts)
+
+
+# With an empty cache, a helper process compiles _bgemm (it calls the parallel builds) while
+# gemm_batch, its serial twin, runs the products (numdiff.kernels._background).
+defer_to_helper(_bgemm, lambda trans_a, trans_b, a, b, out, parts: gemm_batch(trans_a, trans_b, a, b, out))
 
 
 def run_checked(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray, parts: int) -> None:
