@@ -174,12 +174,27 @@ def gemm_batch(trans_a, trans_b, a, b, out):
         gemm(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i])
 
 
-def _touch_blas(a32, a64):
+def _fix_gemm_builds() -> None:
+    """Compile (or load) :func:`gemm` for float32 and float64 and no other argument types.
+
+    Operands are any-layout views, op(a) and op(b) read-only, so every caller's arrays convert to
+    these. Left to itself Numba compiles gemm once per caller's layouts and constant flags (a
+    call with literal True/False is specialised): five float32 builds in a digits CNN's cold
+    start, 0.3-0.5 s each. Done on first use rather than at import, which it would slow down.
+    """
+    for dtype in (types.float32, types.float64):
+        operand = types.Array(dtype, 2, "A", readonly=True)
+        out = types.Array(dtype, 2, "A")
+        gemm.compile((types.boolean, types.boolean, types.float64, operand, operand, types.float64, out))
+    gemm.disable_compile()
+
+
+def _touch_blas():
     # The first numba_xxgemm call of each kind looks SciPy's function up while holding the GIL;
-    # doing it here, on the calling thread, keeps that lookup out of worker threads. Through
-    # gemm_batch with Python bools: the build the matmul kernels call, not one more to compile.
-    for a in (a32, a64):
-        gemm_batch(False, False, a[None], a[None], np.empty((1, 1, 1), a.dtype))
+    # doing it here, on the calling thread, keeps that lookup out of worker threads.
+    for dtype in (np.float32, np.float64):
+        a = np.ones((1, 1), dtype)
+        gemm(False, False, 1.0, a, a, 0.0, np.empty((1, 1), dtype))
 
 
 _state: dict[str, object] = {"ready": False, "setter": None, "getter": None, "library": None}
@@ -219,9 +234,10 @@ def prepare_blas() -> None:
     if not _state["ready"]:
         ensure_blas()
         _find_thread_control()
+        _fix_gemm_builds()
         _state["ready"] = True
         _set_one_thread()
-        _touch_blas(np.ones((1, 1), np.float32), np.ones((1, 1), np.float64))
+        _touch_blas()
     else:
         _set_one_thread()
 
