@@ -25,7 +25,8 @@ same parts. numdiff compiles in the foreground instead, as plain Numba would, wh
 - the build has no disk cache, or the helper failed, could not start, or compiled without leaving
   a cache entry (an unwritable cache folder).
 
-The helper serves one process and exits when that process closes its pipe.
+The helper serves one process. When that process exits, the helper finishes the builds it was
+asked for (so the next process finds them in the cache) and then exits too.
 """
 
 from __future__ import annotations
