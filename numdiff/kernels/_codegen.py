@@ -189,11 +189,14 @@ def _chunked(loop: ast.For, checks: list[ast.expr]) -> list[ast.stmt]:
     entry of ``outside_chunks``; then ``outside_sin_cos = outside_chunks.any()``."""
     (size,) = loop.iter.args
     chunks = f"(outside_size + {_CHUNK - 1}) // {_CHUNK}"
-    inner = ast.For(
-        loop.target,
-        ast.parse(f"range(chunk * {_CHUNK}, min(outside_size, chunk * {_CHUNK} + {_CHUNK}))", mode="eval").body,
-        loop.body, [],
-    )
+    bounds = f"chunk * {_CHUNK}, min(outside_size, chunk * {_CHUNK} + {_CHUNK})"
+    if _only_indexes(loop.target, loop.body):
+        # An unsigned element index: a signed one that LLVM cannot prove non-negative (the chunk
+        # number comes from the parallel schedule) gets Numba's wraparound for negative indices,
+        # and that select per access turns the vector loads and stores into gathers and scatters
+        # (g * cos(x) on float32[2^20]: 1.77 ms signed, 1.07 ms unsigned, one thread).
+        bounds = f"np.uint64(chunk * {_CHUNK}), np.uint64(min(outside_size, chunk * {_CHUNK} + {_CHUNK}))"
+    inner = ast.For(loop.target, ast.parse(f"range({bounds})", mode="eval").body, loop.body, [])
     _innermost_body(inner).append(_guard(checks, "outside_here"))
     task = ast.For(
         ast.Name("chunk", ast.Store()), ast.Call(loop.iter.func, [ast.parse(chunks, mode="eval").body], []),
@@ -206,6 +209,21 @@ def _chunked(loop: ast.For, checks: list[ast.expr]) -> list[ast.stmt]:
         task,
         ast.parse("outside_sin_cos = outside_chunks.any()").body[0],
     ]
+
+
+def _only_indexes(target: ast.expr, body: list[ast.stmt]) -> bool:
+    """Whether the loop variable `target` is used in `body` only as an array index (``a[i]``, or
+    one entry of ``a[j, i]``), so that it may be unsigned: uint64 arithmetic mixed with signed
+    integers would give floats."""
+    if not isinstance(target, ast.Name):
+        return False
+    index_uses = set()
+    for node in ast.walk(ast.Module(body, [])):
+        if isinstance(node, ast.Subscript):
+            entries = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            index_uses.update(id(e) for e in entries if isinstance(e, ast.Name) and e.id == target.id)
+    uses = [n for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name) and n.id == target.id]
+    return all(id(n) in index_uses for n in uses)
 
 
 def _vectorize_function(function: ast.FunctionDef) -> None:
