@@ -12,8 +12,9 @@ LIBRARY THREADS CLOCK``) that sets its thread counts before it imports anything 
 the library it times, builds its step with the benchmark's own builder and calls it once. The
 parent then asks the workers in turn, round by round and starting from a different one each
 round (as numdiff.benchmark.compare does in one process), to time `number` calls; `number` is
-picked once per candidate so that a round lasts about 20 ms and the pipe's ~50 us per round is
-noise. An idle worker sits in a blocking read, so its threads sleep while another one is timed.
+picked once per candidate so that a round lasts about 20 ms. Each worker times its own round, so
+the pipe's round trip (about 20 us) falls between rounds, outside the timed calls. An idle worker
+sits in a blocking read, so its threads sleep while another one is timed.
 
 Protocol: one JSON object per line on the worker's stdin, one JSON reply per line on a private
 copy of its stdout (whatever the libraries print goes to stderr):
