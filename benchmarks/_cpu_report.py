@@ -48,10 +48,13 @@ def markdown(rows: list[dict], info: dict) -> str:
         f"Date: {datetime.date.today().isoformat()}. Machine: {info['model']}, {info['threads']} threads, "
         f"clock {info['clock']:.3f} GHz (/proc/cpuinfo 'cpu MHz').",
         f"PyTorch {info['torch']}, Numba {info['numba']} (threading layer {info['threading_layer']}); "
-        f"{info['blas']}. Median of {info['repeat']} alternating calls"
+        f"{info['blas']}. Median of {info['repeat']} alternating rounds (each about 20 ms of calls, at least one), "
+        "per call"
         + (
             ", timed in thread CPU time (time.thread_time)." if info["cpu_time"] else ", wall clock."
         ),
+        "Both libraries in this one process (--same-process)." if info["same_process"] else
+        "Each library ran in its own process (benchmarks/_isolated.py), so their thread pools never share one.",
         f"Nominal fp32 peak = {info['threads']} cores x 2 FMA x 16 lanes x 2 flops x {info['clock']:.3f} GHz "
         f"= {info['peak']:.0f} GFLOP/s.",
         f"numdiff.kernels.compile_all(float32): {info['compile_seconds']:.2f} s (compile, or disk-cache load); "

@@ -1,6 +1,7 @@
 """numdiff.func and @numdiff.elementwise against torch.func and torch eager, on the CPU.
 
-    python benchmarks/bench_func.py [--repeat 15] [--cpu-time] [--only jacrev] [--markdown benchmarks/RESULTS.md]
+    python benchmarks/bench_func.py [--repeat 15] [--threads 2] [--cpu-time] [--only jacrev]
+                                    [--markdown benchmarks/RESULTS.md] [--same-process]
 
 Workloads (issue 13's goals in brackets):
 - jacrev of an MLP 64->128->64 (tanh) at batch 1 [numdiff <= 1.5x torch.func];
@@ -9,122 +10,94 @@ Workloads (issue 13's goals in brackets):
 - a 10-op @elementwise function on 10^6 float32 elements, forward and backward, against the
   same function written with torch eager ops [numdiff >= 3x faster].
 
-Both libraries run with two threads, alternating call by call in one process; the reported time is
-the median of the repeats, the first (compiling) call excluded. Not run by the tests.
+Each builder takes `lib` (numdiff or torch, whose func, nn and tensor APIs match) and makes its
+inputs from fixed seeds. First one process with both libraries checks that they agree on every
+selected workload; then each library runs in a worker process of its own (benchmarks/_isolated.py,
+importing only that library) with ``--threads`` threads, two by default, and the two alternate
+round by round (about 20 ms of calls a round); the reported time is the median per call, the
+first (compiling) call excluded. ``--same-process`` keeps the old one-process mode, where Numba's
+and PyTorch's OpenMP pools spin against each other, to compare. Not run by the tests.
 
 ``--cpu-time`` is a cross-check for a loaded machine (as in bench_cpu.py): one thread each, timed
-with ``time.thread_time``, the CPU time of the calling thread, which other processes' load does not
-inflate.
+in each worker with ``time.thread_time``, the CPU time of the calling thread, which other
+processes' load does not inflate.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numba  # noqa: E402
-import torch  # noqa: E402
-
-import numdiff  # noqa: E402
-from numdiff import func  # noqa: E402
-
-THREADS = 2
-CLOCK = time.perf_counter
+import _isolated  # noqa: E402 - benchmarks/_isolated.py, one process per library
 
 
-def alternate(ours, theirs, repeat: int) -> tuple[float, float]:
-    ours(), theirs()
-    times_ours, times_theirs = [], []
-    for _ in range(repeat):
-        start = CLOCK()
-        ours()
-        times_ours.append(CLOCK() - start)
-        start = CLOCK()
-        theirs()
-        times_theirs.append(CLOCK() - start)
-    return statistics.median(times_ours), statistics.median(times_theirs)
-
-
-def jacrev_mlp():
+def jacrev_mlp(lib):
+    """jacrev of x -> tanh(x W1^T) W2^T at one 64-vector (lib.func: numdiff.func or torch.func)."""
     rng = np.random.default_rng(0)
-    w1, w2 = rng.standard_normal((128, 64)).astype(np.float32) * 0.1, rng.standard_normal((64, 128)).astype(np.float32) * 0.1
-    x = rng.standard_normal((1, 64)).astype(np.float32)
-    nw1, nw2, nx = numdiff.tensor(w1), numdiff.tensor(w2), numdiff.tensor(x)
-    tw1, tw2, tx = torch.tensor(w1), torch.tensor(w2), torch.tensor(x)
+    w1 = lib.tensor(rng.standard_normal((128, 64)).astype(np.float32) * 0.1)
+    w2 = lib.tensor(rng.standard_normal((64, 128)).astype(np.float32) * 0.1)
+    x = lib.tensor(rng.standard_normal((1, 64)).astype(np.float32))
 
-    def ours():
-        return func.jacrev(lambda v: numdiff.tanh(v @ nw1.t()) @ nw2.t())(nx)
+    def step():
+        return lib.func.jacrev(lambda v: lib.tanh(v @ w1.t()) @ w2.t())(x)
 
-    def theirs():
-        return torch.func.jacrev(lambda v: torch.tanh(v @ tw1.t()) @ tw2.t())(tx)
-
-    np.testing.assert_allclose(ours().numpy(), theirs().numpy(), rtol=1e-4, atol=1e-5)
-    return ours, theirs
+    return step
 
 
-def per_sample_grads():
-    model, tmodel = numdiff.nn.Linear(784, 10), torch.nn.Linear(784, 10)
-    with torch.no_grad():
-        tmodel.weight.copy_(torch.tensor(model.weight.detach().numpy()))
-        tmodel.bias.copy_(torch.tensor(model.bias.detach().numpy()))
+def per_sample_grads(lib):
+    """vmap(grad(loss)) over 256 samples of Linear(784, 10) + cross_entropy, with functional_call."""
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((256, 784)).astype(np.float32)
-    y = rng.integers(0, 10, 256)
-    params = {k: v.detach() for k, v in model.named_parameters()}
-    tparams = {k: v.detach() for k, v in tmodel.named_parameters()}
-    nx, ny, tx, ty = numdiff.tensor(x), numdiff.tensor(y), torch.tensor(x), torch.tensor(y)
+    model = lib.nn.Linear(784, 10)
+    bound = 1 / math.sqrt(784)  # PyTorch's default initialisation, from one seed for both libraries
+    params = {
+        "weight": lib.tensor(rng.uniform(-bound, bound, (10, 784)).astype(np.float32)),
+        "bias": lib.tensor(rng.uniform(-bound, bound, 10).astype(np.float32)),
+    }
+    x = lib.tensor(rng.standard_normal((256, 784)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, 256))
 
-    def loss(p, s, t):
-        return numdiff.nn.functional.cross_entropy(func.functional_call(model, p, (s.unsqueeze(0),)), t.unsqueeze(0))
+    def loss(p, sample, target):
+        logits = lib.func.functional_call(model, p, (sample.unsqueeze(0),))
+        return lib.nn.functional.cross_entropy(logits, target.unsqueeze(0))
 
-    def tloss(p, s, t):
-        return torch.nn.functional.cross_entropy(torch.func.functional_call(tmodel, p, (s.unsqueeze(0),)), t.unsqueeze(0))
+    def step():
+        return lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)["weight"]
 
-    def ours():
-        return func.vmap(func.grad(loss), in_dims=(None, 0, 0))(params, nx, ny)
-
-    def theirs():
-        return torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))(tparams, tx, ty)
-
-    np.testing.assert_allclose(ours()["weight"].numpy(), theirs()["weight"].numpy(), rtol=1e-4, atol=1e-6)
-    return ours, theirs
+    return step
 
 
-@numdiff.elementwise
 def ten_ops(x):
+    """The 10-op function on one float: what @numdiff.elementwise compiles."""
     return math.tanh(x) * math.exp(-x * x) + x / (1.0 + x * x) - 0.5 * math.sin(x)
 
 
 def torch_ten_ops(x):
+    """The same function written with torch eager ops."""
+    import torch
+
     return torch.tanh(x) * torch.exp(-x * x) + x / (1.0 + x * x) - 0.5 * torch.sin(x)
 
 
-def elementwise_fwd_bwd():
+def elementwise_fwd_bwd(lib):
     data = np.random.default_rng(2).standard_normal(10**6).astype(np.float32)
-    nx = numdiff.tensor(data, requires_grad=True)
-    tx = torch.tensor(data, requires_grad=True)
+    x = lib.tensor(data, requires_grad=True)
+    fn = lib.elementwise(ten_ops) if lib.__name__ == "numdiff" else torch_ten_ops
 
-    def ours():
-        nx.grad = None
-        ten_ops(nx).sum().backward()
-        return nx.grad
+    def step():
+        x.grad = None
+        fn(x).sum().backward()
+        return x.grad
 
-    def theirs():
-        tx.grad = None
-        torch_ten_ops(tx).sum().backward()
-        return tx.grad
-
-    np.testing.assert_allclose(ours().numpy(), theirs().numpy(), rtol=1e-4, atol=1e-5)
-    return ours, theirs
+    return step
 
 
 WORKLOADS = {
@@ -132,6 +105,19 @@ WORKLOADS = {
     "per-sample grads Linear(784,10), 256 samples": (per_sample_grads, "<= 1.5x torch.func"),
     "10-op @elementwise, 10^6 float32, fwd+bwd": (elementwise_fwd_bwd, ">= 3x faster than torch eager"),
 }
+TOLERANCES = {"jacrev": (1e-4, 1e-5), "per-sample": (1e-4, 1e-6), "10-op": (1e-4, 1e-5)}
+
+
+def build(workload: str, library: str):
+    """`library`'s step for `workload` (what each worker calls to make its step)."""
+    return WORKLOADS[workload][0](importlib.import_module(library))
+
+
+def check(workload: str) -> None:
+    """Both libraries compute the same thing (run in a process of its own before the timing)."""
+    ours, theirs = build(workload, "numdiff")(), build(workload, "torch")()
+    rtol, atol = next(tol for key, tol in TOLERANCES.items() if workload.startswith(key))
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=rtol, atol=atol)
 
 
 def main() -> None:
@@ -140,29 +126,40 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--cpu-time", action="store_true", help="one thread each, timed by time.thread_time")
     parser.add_argument("--only", help="run only the workloads whose name contains this text (e.g. jacrev)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for both libraries (default 2)")
+    parser.add_argument(
+        "--same-process", action="store_true", help="both libraries in this one process (the old mode, to compare)"
+    )
     args = parser.parse_args()
-    global CLOCK
-    threads = 1 if args.cpu_time else THREADS
-    CLOCK = time.thread_time if args.cpu_time else time.perf_counter
-    torch.set_num_threads(threads)
-    numba.set_num_threads(threads)
+    threads = 1 if args.cpu_time else args.threads
+    names = [name for name in WORKLOADS if not args.only or args.only.lower() in name.lower()]
+    with _isolated.candidates({"numdiff+torch": "numdiff+torch"}, threads, args.cpu_time, args.same_process) as both:
+        for name in names:
+            both["numdiff+torch"].request("call", function="bench_func:check", kwargs=dict(workload=name))
     rows = []
-    for name, (make, goal) in WORKLOADS.items():
-        if args.only and args.only.lower() not in name.lower():
-            continue
-        ours, theirs = make()
-        t_ours, t_theirs = alternate(ours, theirs, args.repeat)
-        rows.append((name, t_ours, t_theirs, goal))
-        print(f"{name}: numdiff {t_ours * 1e3:.3f} ms, torch {t_theirs * 1e3:.3f} ms, ratio {t_ours / t_theirs:.2f} (goal {goal})")
+    libraries = {"numdiff": "numdiff", "torch": "torch"}
+    with _isolated.candidates(libraries, threads, args.cpu_time, args.same_process) as started:
+        for name in names:
+            for library, candidate in started.items():
+                candidate.request("build", builder="bench_func:build", kwargs=dict(workload=name, library=library))
+            rounds = _isolated.compare(started, args.repeat)
+            t_ours, t_theirs, goal = rounds["numdiff"].median, rounds["torch"].median, WORKLOADS[name][1]
+            rows.append((name, t_ours, t_theirs, goal))
+            print(
+                f"{name}: numdiff {t_ours * 1e3:.3f} ms, torch {t_theirs * 1e3:.3f} ms, "
+                f"ratio {t_ours / t_theirs:.2f} (goal {goal})",
+                flush=True,
+            )
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if args.markdown:
+        where = "both in one process" if args.same_process else "each in its own process"
         lines = [
             "",
             f"## numdiff.func and @elementwise (benchmarks/bench_func.py{' --cpu-time' if args.cpu_time else ''})",
             "",
             f"`python benchmarks/bench_func.py --repeat {args.repeat}{' --cpu-time' if args.cpu_time else ''}`, "
-            f"{threads} thread(s) each, {'CPU time of the calling thread' if args.cpu_time else 'wall-clock'}, "
+            f"{threads} thread(s) each, {where}, {'CPU time of the calling thread' if args.cpu_time else 'wall-clock'}, "
             f"load average {load[0]:.2f} at the end of the run.",
             "",
             "| workload | numdiff (ms) | PyTorch (ms) | numdiff / PyTorch | goal |",
