@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from numba.core.caching import NullCache
+
 __all__ = ["defer_to_helper", "foreground", "helper_requests"]
 
 _ENABLED = os.environ.get("NUMDIFF_BACKGROUND_COMPILE", "1") != "0"
@@ -86,7 +88,7 @@ def defer_to_helper(dispatcher: Any, twin: Callable[..., Any]) -> None:
     def compile_for_args(*args: Any, **kws: Any) -> Any:
         # Numba calls this when no compiled overload matches the arguments' types, and then calls
         # what it returns with the same arguments.
-        if kws or not _ENABLED or _state["foreground"] or getattr(dispatcher, "_cache", None) is None:
+        if kws or not _ENABLED or _state["foreground"] or isinstance(dispatcher._cache, NullCache):
             return compile_here(*args, **kws)
         try:
             signature = tuple(dispatcher.typeof_pyval(a) for a in args)
