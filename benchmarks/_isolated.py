@@ -94,6 +94,8 @@ def _resolve(reference: str) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+# numdiff.benchmark has the same two helpers; the PyTorch and JAX workers must not import numdiff
+# (and with it Numba, SciPy and their thread pools), so the harness keeps its own copy.
 def _time_calls(step: Callable[[], Any], number: int, clock: Callable[[], float]) -> float:
     start = clock()
     for _ in range(number):
