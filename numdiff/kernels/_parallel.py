@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from numba import get_num_threads
 
-from numdiff.kernels._background import defer_to_helper, foreground
+from numdiff.kernels._background import defer_to_helper
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["GRAIN_ELEMENTS", "KernelPair", "always_parallel", "serial_and_parallel"]
@@ -63,12 +63,11 @@ def serial_and_parallel(loop: Callable, **options: Any) -> KernelPair:
 
 @contextmanager
 def always_parallel() -> Iterator[None]:
-    """Make every :meth:`KernelPair.pick` choose the parallel build, compiled in this process
-    (compile_all warms up both builds with tiny inputs)."""
+    """Make every :meth:`KernelPair.pick` choose the parallel build (compile_all warms up both
+    builds with tiny inputs, in the foreground)."""
     previous = _forced["parallel"]
     _forced["parallel"] = True
     try:
-        with foreground():
-            yield
+        yield
     finally:
         _forced["parallel"] = previous
