@@ -107,7 +107,9 @@ def _loop_source(
 
 # math functions NumPy has as SIMD ufuncs (erf has none: math.erf in a loop is the fastest there is).
 NUMPY_FUNCTIONS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin,
-                   "cos": np.cos, "tanh": np.tanh, "atan": np.arctan}  # fmt: skip
+                   "cos": np.cos, "tanh": np.tanh, "atan": np.arctan, "tan": np.tan, "asin": np.arcsin,
+                   "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+                   "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10}  # fmt: skip
 
 
 class _NumpyMath:

@@ -135,6 +135,31 @@ _TABLE = (
     ScalarRule("cos", 1, "math.cos(x)", ("-math.sin(x)",), ufunc="cos", doc="Elementwise cosine."),
     ScalarRule("tanh", 1, "math.tanh(x)", ("1.0 - out * out",), ufunc="tanh", doc="Elementwise hyperbolic tangent."),
     ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",), ufunc="arctan", doc="Elementwise arctangent."),
+    ScalarRule("tan", 1, "math.tan(x)", ("1.0 + out * out",), ufunc="tan", doc="Elementwise tangent."),
+    ScalarRule("asin", 1, "math.asin(x)", ("1.0 / math.sqrt(1.0 - x * x)",), ufunc="arcsin", doc="Elementwise arcsine."),
+    ScalarRule("acos", 1, "math.acos(x)", ("-1.0 / math.sqrt(1.0 - x * x)",), ufunc="arccos", doc="Elementwise arccosine."),
+    ScalarRule("sinh", 1, "math.sinh(x)", ("math.cosh(x)",), ufunc="sinh", doc="Elementwise hyperbolic sine."),
+    ScalarRule("cosh", 1, "math.cosh(x)", ("math.sinh(x)",), ufunc="cosh", doc="Elementwise hyperbolic cosine."),
+    ScalarRule(
+        "asinh", 1, "math.asinh(x)", ("1.0 / math.sqrt(x * x + 1.0)",), ufunc="arcsinh",
+        doc="Elementwise inverse hyperbolic sine.",
+    ),
+    ScalarRule(
+        "acosh", 1, "math.acosh(x)", ("1.0 / math.sqrt(x * x - 1.0)",), ufunc="arccosh",
+        doc="Elementwise inverse hyperbolic cosine.",
+    ),
+    ScalarRule(
+        "atanh", 1, "math.atanh(x)", ("1.0 / (1.0 - x * x)",), ufunc="arctanh",
+        doc="Elementwise inverse hyperbolic tangent.",
+    ),
+    ScalarRule("log2", 1, "math.log2(x)", ("1.4426950408889634 / x",), ufunc="log2", doc="Elementwise base-2 logarithm."),  # 1 / ln 2
+    ScalarRule(
+        "log10", 1, "math.log10(x)", ("0.4342944819032518 / x",), ufunc="log10",  # 1 / ln 10
+        doc="Elementwise base-10 logarithm.",
+    ),
+    ScalarRule("exp2", 1, "2.0 ** x", ("out * 0.6931471805599453",), ufunc="exp2", doc="Elementwise 2 ** x."),  # ln 2
+    ScalarRule("square", 1, "x * x", ("2.0 * x",), ufunc="square", dtypes="any", doc="Elementwise x * x."),
+    ScalarRule("reciprocal", 1, "1.0 / x", ("-out * out",), ufunc="reciprocal", doc="Elementwise 1 / x."),
     ScalarRule(
         "sigmoid", 1,
         # exp(-x) overflows to inf for x < -709, and 1 / inf = 0 is the right limit: one exp, no branch.

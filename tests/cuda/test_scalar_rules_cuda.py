@@ -48,3 +48,17 @@ def test_generated_cuda_kernels_match_the_cpu_loops(name, create_graph):
 def test_relu_kernel_is_generated_from_the_rule():
     numdiff.relu(numdiff.tensor([1.0, -1.0], device="cuda"))
     assert ("relu", "forward", ()) in cuda_elementwise.RULE_KERNELS
+
+
+# Functions whose Python math counterpart raises outside its domain or on overflow: on the
+# simulator the kernels run as Python, so numdiff.cuda.kernels._scalar_math gives what a GPU gives.
+EDGE_FUNCTIONS = ("tan", "asin", "acos", "sinh", "cosh", "acosh", "atanh", "log2", "log10")
+
+
+@pytest.mark.parametrize("name", EDGE_FUNCTIONS)
+def test_functions_at_their_domain_edges_match_the_cpu(name):
+    x = np.array([NAN, -np.inf, np.inf, -2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 1.5, 800.0])
+    fn = getattr(numdiff, name)
+    expected = fn(numdiff.tensor(x)).numpy()
+    actual = fn(numdiff.tensor(x, device="cuda")).cpu().numpy()
+    np.testing.assert_allclose(actual, expected, rtol=1e-12, equal_nan=True)

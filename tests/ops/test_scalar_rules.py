@@ -37,6 +37,12 @@ UNARY_NAN = {
     "sigmoid": (numdiff.sigmoid, torch.sigmoid),
     "gelu": (nf.gelu, tnf.gelu),
 }
+# The functions with a restricted domain or a pole: values at and beyond its edges too.
+UNARY_NAN |= {
+    name: (getattr(numdiff, name), getattr(torch, name))
+    for name in ("tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2",
+                 "square", "reciprocal")
+}  # fmt: skip
 
 
 def _grads(fn, x, grad, create_graph: bool):
@@ -59,7 +65,7 @@ def _torch_grads(fn, x, grad):
 @pytest.mark.parametrize("name", sorted(UNARY_NAN))
 def test_nan_and_inf_inputs_give_torchs_values_and_gradients(name, dtype, create_graph):
     ours, theirs = UNARY_NAN[name]
-    x = np.array([NAN, -INF, INF, -2.0, -0.0, 0.0, 0.5, 30.0], dtype=dtype)
+    x = np.array([NAN, -INF, INF, -2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 30.0, 800.0], dtype=dtype)
     if name == "gelu":  # torch's float32 gelu gives NaN at +inf and its float64 one inf: skip infinities
         x = x[np.isfinite(x) | np.isnan(x)]
     grad = np.ones_like(x)
@@ -223,6 +229,10 @@ def test_a_rule_reading_an_unknown_name_is_refused():
 def test_generated_functions_refuse_bad_input_naming_the_op():
     with pytest.raises(TypeError, match="atan: expected a Tensor, got str"):
         numdiff.atan("x")
+    with pytest.raises(TypeError, match="acosh: expected a Tensor, got list"):
+        numdiff.acosh([1.0, 2.0])
+    with pytest.raises(TypeError, match="reciprocal: expected a Tensor, got float"):
+        numdiff.reciprocal(2.0)
     with pytest.raises(TypeError, match="relu: expected a floating point tensor"):
         numdiff.relu(numdiff.tensor([1, 2]))
     with pytest.raises(TypeError, match="leaky_relu: unexpected keyword arguments \\['slope'\\]"):

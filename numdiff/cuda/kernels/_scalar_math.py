@@ -3,7 +3,7 @@
 On a GPU, ``math.exp(1000.0)`` is inf and ``math.log(-1.0)`` is NaN; on Numba's CUDA simulator the
 same calls run as Python and raise OverflowError/ValueError. These wrappers return what the GPU
 returns on both, so generated kernels (numdiff/cuda/kernels/elementwise.py) and the simulator agree.
-Functions not listed here (tanh, erf, atan, fabs, ...) never raise for a float and are used as is.
+Functions not listed here (tanh, erf, atan, asinh, fabs, ...) never raise for a float and are used as is.
 """
 
 from __future__ import annotations
@@ -49,3 +49,54 @@ def sin(a):
 @cuda.jit(device=True)
 def cos(a):
     return math.cos(a) if math.isfinite(a) else math.nan
+
+
+@cuda.jit(device=True)
+def tan(a):
+    return math.tan(a) if math.isfinite(a) else math.nan
+
+
+@cuda.jit(device=True)
+def asin(a):
+    return math.asin(a) if -1 <= a <= 1 else math.nan
+
+
+@cuda.jit(device=True)
+def acos(a):
+    return math.acos(a) if -1 <= a <= 1 else math.nan
+
+
+# Above this |a|, sinh and cosh overflow float64; the GPU gives +-inf, Python would raise.
+_SINH_OVERFLOW = 710.47
+
+
+@cuda.jit(device=True)
+def sinh(a):
+    return math.sinh(a) if -_SINH_OVERFLOW < a < _SINH_OVERFLOW else a * math.inf
+
+
+@cuda.jit(device=True)
+def cosh(a):
+    return math.cosh(a) if -_SINH_OVERFLOW < a < _SINH_OVERFLOW else abs(a) * math.inf
+
+
+@cuda.jit(device=True)
+def acosh(a):
+    return math.acosh(a) if a >= 1 else math.nan
+
+
+@cuda.jit(device=True)
+def atanh(a):
+    if -1 < a < 1:
+        return math.atanh(a)
+    return math.copysign(math.inf, a) if a == 1 or a == -1 else math.nan
+
+
+@cuda.jit(device=True)
+def log2(a):
+    return math.log2(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+
+
+@cuda.jit(device=True)
+def log10(a):
+    return math.log10(a) if a > 0 else (-math.inf if a == 0 else math.nan)
