@@ -121,7 +121,22 @@ from numdiff.ops.shape import (
 )
 from numdiff.ops.sorting import argsort, sort, topk
 from numdiff.ops.triangular import tril, triu
-from numdiff.ops.unary import abs, cos, erf, exp, expm1, log, log1p, rsqrt, sigmoid, sign, sin, sqrt, tanh
+from numdiff.ops.unary import (
+    abs,
+    cos,
+    erf,
+    exp,
+    expm1,
+    log,
+    log1p,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    tanh,
+)
 from numdiff.sampling import multinomial
 from numdiff.tensor import Size, Tensor
 
@@ -179,4 +194,4 @@ __all__ += [
     "IntTensor", "LongTensor", "ShortTensor",
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
-__all__ += ["compile"]
+__all__ += ["compile", "round"]

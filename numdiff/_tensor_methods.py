@@ -140,6 +140,7 @@ METHODS = {
     "tanh": unary.tanh,
     "sigmoid": unary.sigmoid,
     "erf": unary.erf,
+    "round": unary.round,
     "relu": activation.relu,
     "softmax": activation.softmax,
     "log_softmax": activation.log_softmax,
@@ -235,10 +236,21 @@ METHODS = {
 }
 
 
+# One-input elementwise functions, whose in-place forms `attach` makes.
+_UNARY = (
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "erf", "atan",
+    "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "square",
+    "reciprocal", "floor", "ceil", "trunc", "frac", "round", "neg",
+)  # fmt: skip
+
+
 def attach() -> None:
     from numdiff.ops.elementwise import METHODS as RULE_METHODS
 
-    for name, fn in {**RULE_METHODS, **METHODS}.items():
+    # Every one-input function has its in-place form, as in PyTorch (x.log_(), x.floor_()).
+    unary_methods = {name: fn for name, fn in {**RULE_METHODS, **METHODS}.items() if name in _UNARY}
+    in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}
+    for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
     for name, fn in _tensor_extras.EXTRA_METHODS.items():
         setattr(Tensor, name, fn)

@@ -204,7 +204,14 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
                 raise TypeError(f"{rule.name}: {key} must be a number, got {type(value).__name__}")
         return {key: float(value) for key, value in merged.items()}
 
-    if rule.arity == 1 and not defaults:  # no attrs: no keyword handling on the hot path
+    if rule.dtypes == "integral":  # the roundings: the identity on integers, as PyTorch
+
+        def public(input: Tensor) -> Tensor:
+            if isinstance(input, Tensor) and input._data.dtype.kind in "iu":
+                return input.clone()
+            return function.apply(_float_tensor(rule.name, input, "float"))
+
+    elif rule.arity == 1 and not defaults:  # no attrs: no keyword handling on the hot path
 
         def public(input: Tensor) -> Tensor:
             return function.apply(_float_tensor(rule.name, input, rule.dtypes))

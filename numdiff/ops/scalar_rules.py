@@ -21,7 +21,8 @@ The fields of `ScalarRule`:
   inputs of ops that accept them (add, abs, maximum, ...) run through it, with NumPy's promotion.
 - ``dtypes``: what the public function does with integer/bool inputs: ``"any"`` keeps them (the
   ufunc computes), ``"to_float"`` converts them to float32 first (exp, as PyTorch), ``"float"``
-  refuses them with a TypeError (the activations).
+  refuses them with a TypeError (the activations), ``"integral"`` returns a copy of an integer
+  input (floor and the other roundings, the identity there) and refuses bool.
 - ``attrs``: keyword attributes with their defaults, as ``(("negative_slope", 0.01),)``. They are
   Python floats, passed to forward and recorded on the node (``node.attrs``); the expressions read
   them by name.
@@ -87,6 +88,24 @@ class ScalarRule:
             used |= names_in(expression)
         return tuple(n for n in (*self.inputs, "out") if n in used)
 
+
+# The roundings. math.floor and math.ceil give an int (in Numba as in Python), so each is taken only
+# below 2 ** 52 in magnitude, where the int holds it exactly: from there on every float is an integer
+# already, and inf and NaN are too large or unordered to pass. A zero result takes x's sign, as an
+# IEEE rounding's does (floor(-0.0) and ceil(-0.5) are -0.0).
+def _integral(value: str) -> str:
+    """The rounding of x whose value below 2 ** 52 is `value`."""
+    return f"where(math.fabs(x) < 4503599627370496.0, where({value} == 0.0, x * 0.0, {value}), x)"
+
+
+_TRUNC = _integral("where(x >= 0.0, math.floor(x), math.ceil(x))")
+# Ties to even. x - floor(x) is exact (Sterbenz) but between -1 and 0, where rounding it can only
+# move a value just above -0.5 onto the tie, which rounds to the same -0.0. floor(x) is even when
+# halving it leaves an integer.
+_NEAREST = (
+    "where(x - math.floor(x) > 0.5, math.floor(x) + 1.0, where(x - math.floor(x) < 0.5, math.floor(x),"
+    " where(math.floor(x) * 0.5 == math.floor(math.floor(x) * 0.5), math.floor(x), math.floor(x) + 1.0)))"
+)
 
 # The table. Derivatives are checked by gradcheck/gradgradcheck in tests/ops/test_op_cases.py and
 # against PyTorch (including NaN and inf inputs) in tests/ops/test_scalar_rules.py.
@@ -160,6 +179,15 @@ _TABLE = (
     ScalarRule("exp2", 1, "2.0 ** x", ("out * 0.6931471805599453",), ufunc="exp2", doc="Elementwise 2 ** x."),  # ln 2
     ScalarRule("square", 1, "x * x", ("2.0 * x",), ufunc="square", dtypes="any", doc="Elementwise x * x."),
     ScalarRule("reciprocal", 1, "1.0 / x", ("-out * out",), ufunc="reciprocal", doc="Elementwise 1 / x."),
+    # rounding: zero gradient everywhere, as PyTorch's
+    ScalarRule("floor", 1, _integral("math.floor(x)"), ("0.0",), ufunc="floor", dtypes="integral", doc="Elementwise largest integer <= x."),
+    ScalarRule("ceil", 1, _integral("math.ceil(x)"), ("0.0",), ufunc="ceil", dtypes="integral", doc="Elementwise smallest integer >= x."),
+    ScalarRule("trunc", 1, _TRUNC, ("0.0",), ufunc="trunc", dtypes="integral", doc="Elementwise x rounded toward 0."),
+    ScalarRule(
+        "round", 1, _integral(_NEAREST), ("0.0",), ufunc="rint", dtypes="integral", method=False, export=False,
+        doc="Elementwise x rounded to the nearest integer, ties to even.",
+    ),
+    ScalarRule("frac", 1, f"x - {_TRUNC}", ("1.0",), dtypes="float", doc="Elementwise x - trunc(x)."),
     ScalarRule(
         "sigmoid", 1,
         # exp(-x) overflows to inf for x < -709, and 1 / inf = 0 is the right limit: one exp, no branch.

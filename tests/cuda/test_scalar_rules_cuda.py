@@ -62,3 +62,16 @@ def test_functions_at_their_domain_edges_match_the_cpu(name):
     expected = fn(numdiff.tensor(x)).numpy()
     actual = fn(numdiff.tensor(x, device="cuda")).cpu().numpy()
     np.testing.assert_allclose(actual, expected, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round", "frac"])
+def test_roundings_give_the_cpus_bits(name):
+    from tests.ops.test_scalar_rules import ROUNDING_INPUTS
+
+    for dtype in (np.float64, np.float32):
+        x = np.array(ROUNDING_INPUTS, dtype=dtype)
+        fn = getattr(numdiff, name)
+        expected = fn(numdiff.tensor(x)).numpy()
+        actual = fn(numdiff.tensor(x, device="cuda")).cpu().numpy()
+        np.testing.assert_array_equal(actual, expected)
+        np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected))

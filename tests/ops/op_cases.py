@@ -258,6 +258,16 @@ CORE_CASES: list[OpCase] = [
     OpCase("exp2", "plain", args(normal(2, 3)), numdiff.exp2, np.exp2),
     OpCase("square", "plain", args(normal(2, 3)), numdiff.square, np.square),
     OpCase("reciprocal", "plain", args(away_from_zero(2, 3)), lambda x: x.reciprocal(), np.reciprocal),
+    # roundings: inputs a quarter away from any integer or half, where central differences see 0
+    OpCase("floor", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), numdiff.floor, np.floor),
+    OpCase("ceil", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), lambda x: x.ceil(), np.ceil),
+    OpCase("trunc", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), numdiff.trunc, np.trunc),
+    OpCase("round", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), lambda x: x.round(), np.round),
+    OpCase(
+        "round", "decimals", args(constant(np.array([-2.33, -0.81, 0.27, 1.74]))),
+        lambda x: numdiff.round(x, decimals=1), lambda x: np.round(x * 10.0) / 10.0,
+    ),
+    OpCase("frac", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), numdiff.frac, lambda x: x - np.trunc(x)),
     # ------------------------------------------------------------------ activations
     OpCase("relu", "plain", args(away_from_zero(2, 3)), numdiff.relu, lambda x: np.maximum(x, 0)),
     OpCase(

@@ -75,6 +75,59 @@ def test_nan_and_inf_inputs_give_torchs_values_and_gradients(name, dtype, create
     np.testing.assert_allclose(g, t_g, rtol=1e-6, equal_nan=True)
 
 
+# Ties, values just off them, signed zeros, the edges of the float32 and float64 integer ranges.
+ROUNDING_INPUTS = [
+    NAN, -INF, INF, -2.5, -1.5, -1.0, -0.7, -0.5, -0.49999997, -0.50000003, -0.3, -0.0, 0.0, 0.3, 0.5,
+    0.49999997, 0.7, 1.5, 2.5, 3.5, 4503599627370495.5, -4503599627370495.5, 2.0**52 + 2, 1e300, -1e300,
+    123456.5, 8388607.5, -8388608.5, 4194304.5, 1e-300, -1e-300,
+]  # fmt: skip
+
+
+def _same_bits(ours, theirs):
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))  # -0.0 where torch has it
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round", "frac"])
+def test_roundings_match_torch_to_the_bit_on_every_path(name, dtype):
+    x = np.array(ROUNDING_INPUTS, dtype=dtype)
+    expected = getattr(torch, name)(torch.tensor(x)).numpy()
+    fn = getattr(numdiff, name)
+    _same_bits(fn(numdiff.tensor(x)).numpy(), expected)  # the ufunc (frac: the generated loop)
+    strided = numdiff.tensor(np.stack([x, x], 1))[:, 0]
+    _same_bits(fn(strided).numpy(), expected)  # the generated loop
+    _same_bits(numdiff.compile(lambda t: fn(t) * 1.0)(numdiff.tensor(x)).numpy(), expected)  # fused
+    leaf = numdiff.tensor(x, requires_grad=True)
+    (g,) = numdiff.autograd.grad(fn(leaf), leaf, numdiff.ones_like(leaf))
+    np.testing.assert_array_equal(g.numpy(), np.full_like(x, 1.0 if name == "frac" else 0.0))
+
+
+def test_roundings_keep_integers_and_refuse_what_torch_refuses():
+    ints = numdiff.tensor([1, -2, 3])
+    for name in ("floor", "ceil", "trunc", "round"):
+        out = getattr(numdiff, name)(ints)
+        assert out.dtype == numdiff.int64 and out.tolist() == [1, -2, 3] and out._data is not ints._data
+    with pytest.raises(TypeError, match="floor: expected a floating point tensor, got dtype numdiff.bool"):
+        numdiff.floor(numdiff.tensor([True]))
+    with pytest.raises(TypeError, match="frac: expected a floating point tensor, got dtype numdiff.int64"):
+        numdiff.frac(ints)
+    with pytest.raises(TypeError, match="round: decimals=2 needs a floating point tensor, got dtype numdiff.int64"):
+        numdiff.round(ints, decimals=2)
+    with pytest.raises(TypeError, match="round: decimals must be an int, got float"):
+        numdiff.round(numdiff.ones(2), decimals=1.5)
+    x = numdiff.tensor([125.0, 135.0, 1.2345, -2.5551])
+    expected = torch.round(torch.tensor(x.numpy()), decimals=-1).numpy()
+    np.testing.assert_array_equal(numdiff.round(x, decimals=-1).numpy(), expected)
+
+
+def test_every_one_input_function_has_an_in_place_method():
+    x = numdiff.tensor([1.5, -0.5, 4.0])
+    version = x._version
+    assert x.floor_() is x and x.tolist() == [1.0, -1.0, 4.0] and x._version > version
+    np.testing.assert_allclose(x.abs_().log2_().numpy(), [0.0, 0.0, 2.0])
+
+
 @pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
 def test_relu_passes_gradient_at_nan_and_masks_nan_gradients_where_off(create_graph):
     x = np.array([NAN, -1.0, 2.0, 0.0])

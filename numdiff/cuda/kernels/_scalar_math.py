@@ -100,3 +100,16 @@ def log2(a):
 @cuda.jit(device=True)
 def log10(a):
     return math.log10(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+
+
+# floor and ceil of a float the caller has checked is finite and below 2 ** 52 in magnitude
+# (numdiff.ops.scalar_rules' roundings). On the simulator a NumPy float32 has no __floor__, so the
+# value is made a Python float first; on a GPU float() is a no-op or a widening.
+@cuda.jit(device=True)
+def floor(a):
+    return math.floor(float(a))
+
+
+@cuda.jit(device=True)
+def ceil(a):
+    return math.ceil(float(a))
