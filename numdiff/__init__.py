@@ -64,7 +64,20 @@ from numdiff.creation import (
     zeros_like,
 )
 from numdiff.ops.activation import log_softmax, relu, softmax
-from numdiff.ops.arithmetic import add, div, mul, neg, pow, sub
+from numdiff.ops.arithmetic import (
+    add,
+    div,
+    divide,
+    lerp,
+    mul,
+    multiply,
+    neg,
+    negative,
+    pow,
+    sub,
+    subtract,
+    true_divide,
+)
 from numdiff.ops.conversion import clone
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
@@ -82,7 +95,10 @@ from numdiff.ops.logical import (
     isinf,
     isnan,
     le,
+    logical_and,
     logical_not,
+    logical_or,
+    logical_xor,
     lt,
     ne,
 )
@@ -100,7 +116,17 @@ from numdiff.ops.reduction import (
     sum,
     var,
 )
-from numdiff.ops.selection import clamp, clip, masked_fill, maximum, minimum, where
+from numdiff.ops.selection import (
+    clamp,
+    clamp_max,
+    clamp_min,
+    clip,
+    masked_fill,
+    maximum,
+    minimum,
+    nan_to_num,
+    where,
+)
 from numdiff.ops.shape import (
     broadcast_to,
     cat,
@@ -123,6 +149,8 @@ from numdiff.ops.sorting import argsort, sort, topk
 from numdiff.ops.triangular import tril, triu
 from numdiff.ops.unary import (
     abs,
+    absolute,
+    arctan2,
     cos,
     erf,
     exp,
@@ -194,4 +222,5 @@ __all__ += [
     "IntTensor", "LongTensor", "ShortTensor",
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
-__all__ += ["compile", "round"]
+__all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
+__all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]

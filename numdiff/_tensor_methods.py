@@ -20,6 +20,7 @@ from numdiff.ops import (
     triangular,
     unary,
 )
+from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
 from numdiff.tensor import Tensor
 
 
@@ -146,6 +147,20 @@ METHODS = {
     "log_softmax": activation.log_softmax,
     "clamp": selection.clamp,
     "clip": selection.clamp,
+    "clamp_min": selection.clamp_min,
+    "clamp_max": selection.clamp_max,
+    "nan_to_num": selection.nan_to_num,
+    "lerp": arithmetic.lerp,
+    "absolute": unary.abs,
+    "arctan2": unary.arctan2,
+    "multiply": arithmetic.mul,
+    "subtract": arithmetic.sub,
+    "divide": arithmetic.div,
+    "true_divide": arithmetic.div,
+    "negative": arithmetic.neg,
+    "logical_and": logical.logical_and,
+    "logical_or": logical.logical_or,
+    "logical_xor": logical.logical_xor,
     "maximum": selection.maximum,
     "minimum": selection.minimum,
     "masked_fill": selection.masked_fill,
@@ -222,6 +237,14 @@ METHODS = {
     "sqrt_": _inplace_method("sqrt_", unary.sqrt),
     "clamp_": _inplace_method("clamp_", selection.clamp),
     "clip_": _inplace_method("clip_", selection.clamp),
+    "clamp_min_": _inplace_method("clamp_min_", selection.clamp_min),
+    "clamp_max_": _inplace_method("clamp_max_", selection.clamp_max),
+    "nan_to_num_": _inplace_method("nan_to_num_", selection.nan_to_num),
+    "lerp_": _inplace_method("lerp_", arithmetic.lerp),
+    "atan2_": _inplace_method("atan2_", unary.arctan2),
+    "hypot_": _inplace_method("hypot_", PUBLIC_RULES["hypot"]),
+    "logaddexp_": _inplace_method("logaddexp_", PUBLIC_RULES["logaddexp"]),
+    "xlogy_": _inplace_method("xlogy_", PUBLIC_RULES["xlogy"]),
     "relu_": _inplace_method("relu_", activation.relu),
     "masked_fill_": _inplace_method("masked_fill_", selection.masked_fill),
     "zero_": _inplace_method("zero_", _zero),

@@ -64,3 +64,30 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     if base_kind in "ib" and exponent_data.dtype.kind in "iu" and (exponent_data < 0).any():
         raise ValueError("pow: integers to negative integer powers are not allowed")
     return Pow.apply(a, b)
+
+
+def lerp(input: Any, end: Any, weight: Any) -> Tensor:
+    """``input + weight * (end - input)``, computed as PyTorch does: from `end` where |weight| >= 0.5,
+    ``end - (end - input) * (1 - weight)``, so a weight of 1 gives `end` exactly. `weight` is a number
+    or a tensor; all three broadcast."""
+    from numdiff.ops.selection import where
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"lerp: input must be a Tensor, got {type(input).__name__}")
+    difference = sub(end, input)
+    if isinstance(weight, Tensor):
+        near_start = weight.abs() < 0.5
+        return where(near_start, add(input, mul(weight, difference)), sub(end, mul(difference, sub(1.0, weight))))
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise TypeError(f"lerp: weight must be a number or a Tensor, got {type(weight).__name__}")
+    if abs(weight) < 0.5:
+        return add(input, mul(difference, float(weight)))
+    return sub(end, mul(difference, 1.0 - weight))
+
+
+# PyTorch's other names for the same functions.
+multiply = mul
+subtract = sub
+divide = div
+true_divide = div
+negative = neg

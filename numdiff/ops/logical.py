@@ -29,6 +29,9 @@ lt = _compare("lt", np.less)
 le = _compare("le", np.less_equal)
 gt = _compare("gt", np.greater)
 ge = _compare("ge", np.greater_equal)
+logical_and = _compare("logical_and", np.logical_and)
+logical_or = _compare("logical_or", np.logical_or)
+logical_xor = _compare("logical_xor", np.logical_xor)
 
 
 def _logical(op: str, ufunc):

@@ -135,6 +135,28 @@ _TABLE = (
         ("where(x == y, 0.5, where(x > y, 0.0, 1.0))", "where(x == y, 0.5, where(x < y, 0.0, 1.0))"),
         ufunc="minimum", dtypes="any", method=False,
     ),
+    ScalarRule(
+        "atan2", 2, "math.atan2(x, y)",
+        # Where x * x + y * y is 0 (or underflows), a zero gradient, as PyTorch's, signed as its.
+        ("where(x * x + y * y == 0.0, y * 0.0, y / (x * x + y * y))",
+         "where(x * x + y * y == 0.0, -x * 0.0, -x / (x * x + y * y))"), ufunc="arctan2",
+        doc="Elementwise arctangent of input / other, in the quadrant of (other, input).",
+    ),
+    ScalarRule("hypot", 2, "math.hypot(x, y)", ("x / out", "y / out"), ufunc="hypot", doc="Elementwise sqrt(x ** 2 + y ** 2)."),
+    ScalarRule(
+        "logaddexp", 2,
+        # Equal arguments (both infinite ones included) give x + ln 2; otherwise the larger plus a
+        # term that cannot overflow.
+        "where(x == y, x + 0.6931471805599453, where(x > y, x, y) + math.log1p(math.exp(-math.fabs(x - y))))",
+        ("1.0 / (1.0 + math.exp(y - x))", "1.0 / (1.0 + math.exp(x - y))"), ufunc="logaddexp",
+        doc="Elementwise log(exp(x) + exp(y)).",
+    ),
+    ScalarRule(
+        "xlogy", 2, "where(y != y, y, where(x == 0.0, 0.0, x * math.log(y)))",
+        # d/dx is log(y) even where x is 0, but 0 there for y <= 0 (PyTorch's mask).
+        ("where(x == 0.0, where(y <= 0.0, 0.0, math.log(y)), math.log(y))", "x / y"),
+        doc="Elementwise x * log(y), 0 where x is 0 (unless y is NaN).",
+    ),
     # unary functions
     ScalarRule("exp", 1, "math.exp(x)", ("out",), ufunc="exp", doc="Elementwise e ** x."),
     ScalarRule("log", 1, "math.log(x)", ("1.0 / x",), ufunc="log", doc="Elementwise natural logarithm."),

@@ -103,6 +103,36 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 clip = clamp
 
 
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+    """``clamp(input, min=min)``."""
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+    """``clamp(input, max=max)``."""
+    return clamp(input, max=max)
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's
+    largest and lowest finite values); the gradient passes where the input is finite, as in PyTorch."""
+    from numdiff.ops.logical import isinf, isnan
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"nan_to_num: expected a Tensor, got {type(input).__name__}")
+    for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise TypeError(f"nan_to_num: {name} must be a number or None, got {type(value).__name__}")
+    if input._data.dtype.kind != "f":
+        return input.clone()  # integers have no NaN or inf
+    info = np.finfo(input._data.dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = where(isnan(input), nan, input)
+    out = where(isinf(input) & (input > 0), posinf, out)
+    return where(isinf(input) & (input < 0), neginf, out)
+
+
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """`input` with `value` written where the bool `mask` is True (mask broadcasts)."""
     if not isinstance(mask, Tensor) or mask._data.dtype.kind != "b":

@@ -63,3 +63,7 @@ def round(input: Any, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     return PUBLIC["round"](input / scale) * scale
 sigmoid = PUBLIC["sigmoid"]
 erf = PUBLIC["erf"]
+
+
+absolute = abs  # PyTorch's other names
+arctan2 = PUBLIC["atan2"]

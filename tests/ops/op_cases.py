@@ -258,6 +258,25 @@ CORE_CASES: list[OpCase] = [
     OpCase("exp2", "plain", args(normal(2, 3)), numdiff.exp2, np.exp2),
     OpCase("square", "plain", args(normal(2, 3)), numdiff.square, np.square),
     OpCase("reciprocal", "plain", args(away_from_zero(2, 3)), lambda x: x.reciprocal(), np.reciprocal),
+    OpCase("atan2", "plain", args(normal(2, 3), normal(2, 3)), numdiff.atan2, np.arctan2),
+    OpCase("atan2", "broadcast-method", args(normal(2, 3), normal(3)), lambda a, b: a.atan2(b), np.arctan2),
+    OpCase("hypot", "plain", args(away_from_zero(2, 3), normal(2, 3)), numdiff.hypot, np.hypot),
+    OpCase("logaddexp", "plain", args(normal(2, 3), normal(2, 3)), numdiff.logaddexp, np.logaddexp),
+    OpCase(
+        "xlogy", "plain", args(normal(2, 3), uniform(0.3, 3.0, 2, 3)), numdiff.xlogy, lambda x, y: x * np.log(y),
+    ),
+    OpCase(
+        None, "lerp-scalar-weight", args(normal(2, 3), normal(2, 3)), lambda a, b: numdiff.lerp(a, b, 0.3),
+        lambda a, b: a + 0.3 * (b - a),
+    ),
+    OpCase(
+        None, "lerp-tensor-weight", args(normal(2, 3), normal(2, 3), uniform(0.0, 1.0, 3)),
+        lambda a, b, w: a.lerp(b, w), lambda a, b, w: a + w * (b - a),
+    ),
+    OpCase(
+        None, "nan_to_num-finite", args(normal(2, 3)), lambda x: numdiff.nan_to_num(x) * 2.0, lambda x: x * 2.0,
+    ),
+    OpCase(None, "clamp_min", args(away_from_zero(2, 3)), lambda x: x.clamp_min(0.0), lambda x: np.maximum(x, 0.0)),
     # roundings: inputs a quarter away from any integer or half, where central differences see 0
     OpCase("floor", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), numdiff.floor, np.floor),
     OpCase("ceil", "plain", args(constant(np.array([-2.3, -0.8, 0.2, 1.7, 3.2]))), lambda x: x.ceil(), np.ceil),

@@ -75,6 +75,62 @@ def test_nan_and_inf_inputs_give_torchs_values_and_gradients(name, dtype, create
     np.testing.assert_allclose(g, t_g, rtol=1e-6, equal_nan=True)
 
 
+@pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "xlogy"])
+def test_two_input_functions_give_torchs_values_and_gradients_on_every_pair_of_specials(name, dtype, create_graph):
+    specials = [NAN, -INF, INF, -2.0, -0.0, 0.0, 0.5, 3.0]
+    x = np.array([a for a in specials for _ in specials], dtype=dtype)
+    y = np.array([b for _ in specials for b in specials], dtype=dtype)
+    lx, ly = numdiff.tensor(x, requires_grad=True), numdiff.tensor(y, requires_grad=True)
+    out = getattr(numdiff, name)(lx, ly)
+    grads = numdiff.autograd.grad(out, (lx, ly), numdiff.ones_like(out), create_graph=create_graph)
+    tx, ty = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    t_out = getattr(torch, name)(tx, ty)
+    t_grads = torch.autograd.grad(t_out, (tx, ty), torch.ones_like(t_out))
+    np.testing.assert_allclose(out.detach().numpy(), t_out.detach().numpy(), rtol=2e-6, equal_nan=True)
+    for g, t_g in zip(grads, t_grads):
+        np.testing.assert_allclose(g.detach().numpy(), t_g.numpy(), rtol=2e-6, equal_nan=True)
+
+
+def test_composed_functions_refuse_bad_arguments_naming_the_op():
+    with pytest.raises(TypeError, match="lerp: weight must be a number or a Tensor, got str"):
+        numdiff.lerp(numdiff.ones(2), numdiff.zeros(2), "half")
+    with pytest.raises(TypeError, match="lerp: input must be a Tensor, got list"):
+        numdiff.lerp([1.0], numdiff.zeros(1), 0.5)
+    with pytest.raises(TypeError, match="nan_to_num: posinf must be a number or None, got str"):
+        numdiff.nan_to_num(numdiff.ones(2), posinf="big")
+    with pytest.raises(ValueError, match=r"hypot: shapes \(2,\) and \(3,\) cannot be broadcast"):
+        numdiff.hypot(numdiff.ones(2), numdiff.ones(3))
+
+
+def test_nan_to_num_and_lerp_match_torch():
+    x = np.array([NAN, INF, -INF, 1.5, -2.0], np.float32)
+    leaf = numdiff.tensor(x, requires_grad=True)
+    t_leaf = torch.tensor(x, requires_grad=True)
+    for kwargs in ({}, {"nan": 1.0, "posinf": 2.0, "neginf": -3.0}):
+        out, t_out = numdiff.nan_to_num(leaf, **kwargs), torch.nan_to_num(t_leaf, **kwargs)
+        np.testing.assert_array_equal(out.detach().numpy(), t_out.detach().numpy())
+    (g,) = numdiff.autograd.grad(numdiff.nan_to_num(leaf).sum(), leaf)
+    (t_g,) = torch.autograd.grad(torch.nan_to_num(t_leaf).sum(), t_leaf)
+    np.testing.assert_array_equal(g.numpy(), t_g.numpy())  # gradient only where finite
+    start, end = np.array([1.0, 2.0, -3.0], np.float32), np.array([4.0, -2.0, 5.0], np.float32)
+    for weight in (0.25, 0.75, 1.0, np.array([0.1, 0.6, 1.0], np.float32)):
+        ours = numdiff.lerp(numdiff.tensor(start), numdiff.tensor(end), numdiff.tensor(weight) if isinstance(weight, np.ndarray) else weight)
+        theirs = torch.lerp(torch.tensor(start), torch.tensor(end), torch.tensor(weight) if isinstance(weight, np.ndarray) else weight)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())  # bit for bit: weight 1 gives end
+
+
+def test_logical_and_or_xor_and_the_aliases():
+    a, b = numdiff.tensor([1, 0, 2, 0]), numdiff.tensor([True, True, False, False])
+    assert numdiff.logical_and(a, b).tolist() == [True, False, False, False]
+    assert a.logical_or(b).tolist() == [True, True, True, False]
+    assert numdiff.logical_xor(a, b).tolist() == [False, True, True, False]
+    assert numdiff.true_divide(numdiff.tensor([1]), 2).tolist() == [0.5]
+    assert numdiff.tensor([-1.0, 3.0]).clamp_max(0.0).tolist() == [-1.0, 0.0]
+    assert numdiff.multiply is numdiff.mul and numdiff.absolute is numdiff.abs and numdiff.arctan2 is numdiff.atan2
+
+
 # Ties, values just off them, signed zeros, the edges of the float32 and float64 integer ranges.
 ROUNDING_INPUTS = [
     NAN, -INF, INF, -2.5, -1.5, -1.0, -0.7, -0.5, -0.49999997, -0.50000003, -0.3, -0.0, 0.0, 0.3, 0.5,
