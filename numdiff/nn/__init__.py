@@ -12,8 +12,11 @@ from numdiff.nn import (
     utils,  # noqa: E402 - utils builds on the modules above
 )
 from numdiff.nn.modules import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
@@ -32,26 +35,39 @@ from numdiff.nn.modules import (
     Dropout,
     Embedding,
     Flatten,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
     Identity,
     L1Loss,
     LayerNorm,
     LeakyReLU,
     Linear,
+    LogSigmoid,
     LogSoftmax,
     MaxPool1d,
     MaxPool2d,
+    Mish,
     Module,
     ModuleDict,
     ModuleList,
     MSELoss,
     NLLLoss,
     ReLU,
+    ReLU6,
     Sequential,
     Sigmoid,
+    SiLU,
     SmoothL1Loss,
     Softmax,
+    Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
     Unflatten,
 )
 from numdiff.nn.modules.attention import MultiheadAttention
@@ -74,5 +90,6 @@ __all__ = [
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
     "SyncBatchNorm", "parallel",
 ]
+__all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

@@ -11,7 +11,31 @@ from numdiff.nn._losses import (
     nll_loss,
     smooth_l1_loss,
 )
-from numdiff.ops.activation import elu, gelu, leaky_relu, log_softmax, relu, softmax, softplus
+from numdiff.ops.activation import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    mish,
+    relu,
+    relu6,
+    selu,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from numdiff.ops.linalg import linear
 from numdiff.ops.pool import (
@@ -35,3 +59,7 @@ __all__ += [
     "conv2d", "conv_transpose1d", "conv_transpose2d", "linear", "max_pool1d", "max_pool2d",
 ]
 __all__ += ["scaled_dot_product_attention"]
+__all__ += [
+    "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6", "selu",
+    "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
+]

@@ -69,6 +69,109 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return GeluTanh.apply(input) if approximate == "tanh" else Gelu.apply(input)
 
 
+def _rule_activation(name: str, inplace: bool, input: Tensor, **attrs: float) -> Tensor:
+    """Apply the activation rule `name` (checked floating input), in place if asked."""
+    _check_float(name, input)
+    function = FUNCTIONS[name]
+    return _maybe_inplace(f"{name}_", input, lambda x: function.apply(x, **attrs), inplace)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x)."""
+    return _rule_activation("silu", inplace, input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return _rule_activation("mish", inplace, input)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    return _rule_activation("hardswish", inplace, input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    return _rule_activation("hardsigmoid", inplace, input)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val], with zero gradient outside."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    return _rule_activation("hardtanh", inplace, input, min_val=float(min_val), max_val=float(max_val))
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), without overflow."""
+    return _rule_activation("logsigmoid", False, input)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """Scaled elu with the self-normalising constants."""
+    return _rule_activation("selu", inplace, input)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha * (exp(x / alpha) - 1)."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must be non-zero (it divides x)")
+    return _rule_activation("celu", inplace, input, alpha=float(alpha))
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return _rule_activation("softsign", False, input)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x moved `lambd` toward 0, and 0 within `lambd` of it."""
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be at least 0, got {lambd}")
+    return _rule_activation("softshrink", False, input, lambd=float(lambd))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x, but 0 within `lambd` of 0."""
+    return _rule_activation("hardshrink", False, input, lambd=float(lambd))
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    return _rule_activation("tanhshrink", False, input)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value."""
+    return _rule_activation("threshold", inplace, input, threshold=float(threshold), value=float(value))
+
+
+def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """softmax(-x) along `dim`."""
+    _check_float("softmin", input)
+    return softmax(-input, dim, dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """The gated linear unit: a * sigmoid(b), with a and b the two halves of `input` along `dim`."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"glu: expected a Tensor, got {type(input).__name__}")
+    if input.ndim == 0:
+        raise ValueError("glu: does not support a 0-d tensor")
+    axis = normalize_dim("glu", dim, input.ndim)
+    size = input.shape[axis]
+    if size % 2:
+        raise ValueError(f"glu: halving dimension {dim} must be even, but it has size {size} (shape {tuple(input.shape)})")
+    a, b = input.split(size // 2, axis)
+    return a * b.sigmoid()
+
+
 @register("log_softmax")
 class LogSoftmax(Function):
     """x - logsumexp(x) along `dim`, in one op: the heart of every classification loss.

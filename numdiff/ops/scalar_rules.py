@@ -258,6 +258,76 @@ _TABLE = (
          " * 0.7978845608028654 * (1.0 + 0.134145 * x * x)",),
         dtypes="float", export=False, method=False, doc="gelu's tanh approximation.",
     ),
+    ScalarRule(
+        "silu", 1, "x / (1.0 + math.exp(-x))",
+        ("(1.0 / (1.0 + math.exp(-x))) * (1.0 + x * (1.0 - 1.0 / (1.0 + math.exp(-x))))",),
+        dtypes="float", export=False, method=False, doc="x * sigmoid(x) (swish).",
+    ),
+    ScalarRule(
+        "mish", 1, "x * math.tanh(math.log1p(math.exp(x)))",
+        ("math.tanh(math.log1p(math.exp(x))) + x / (1.0 + math.exp(-x))"
+         " * (1.0 - math.tanh(math.log1p(math.exp(x))) * math.tanh(math.log1p(math.exp(x))))",),
+        dtypes="float", export=False, method=False, doc="x * tanh(softplus(x)).",
+    ),
+    ScalarRule(
+        "hardswish", 1,
+        # x * clamp(x + 3, 0, 6) / 6, so -inf gives NaN as in PyTorch.
+        "x * where(x + 3.0 <= 0.0, 0.0, where(x + 3.0 >= 6.0, 6.0, x + 3.0)) / 6.0",
+        ("where(x <= -3.0, 0.0, where(x < 3.0, x / 3.0 + 0.5, where(x != x, x, 1.0)))",),
+        dtypes="float", export=False, method=False, doc="x * relu6(x + 3) / 6.",
+    ),
+    ScalarRule(
+        "hardsigmoid", 1, "where(x <= -3.0, 0.0, where(x >= 3.0, 1.0, x / 6.0 + 0.5))",
+        ("where(x > -3.0, where(x < 3.0, 0.16666666666666666, 0.0), 0.0)",),
+        dtypes="float", export=False, method=False, doc="relu6(x + 3) / 6.",
+    ),
+    ScalarRule(
+        "hardtanh", 1, "where(x < min_val, min_val, where(x > max_val, max_val, x))",
+        ("where(x > min_val, where(x < max_val, 1.0, 0.0), 0.0)",),
+        dtypes="float", export=False, attrs=(("min_val", -1.0), ("max_val", 1.0)), method=False,
+        doc="x clamped to [min_val, max_val]; NaN stays NaN.",
+    ),
+    ScalarRule(
+        "logsigmoid", 1,
+        # -softplus(-x) without overflow on either side.
+        "where(x < 0.0, x - math.log1p(math.exp(x)), -math.log1p(math.exp(-x)))", ("1.0 / (1.0 + math.exp(x))",),
+        dtypes="float", export=False, method=False, doc="log(sigmoid(x)), computed stably.",
+    ),
+    ScalarRule(
+        "selu", 1,
+        # scale = 1.0507009873554805, scale * alpha = 1.7580993408473766 (Klambauer et al.)
+        "where(x > 0.0, 1.0507009873554805 * x, 1.7580993408473766 * math.expm1(x))",
+        ("where(x > 0.0, 1.0507009873554805, 1.7580993408473766 * math.exp(x))",),
+        dtypes="float", export=False, method=False, doc="scale * elu(x, alpha) with the self-normalising constants.",
+    ),
+    ScalarRule(
+        "celu", 1, "where(x > 0.0, x, alpha * math.expm1(x / alpha))", ("where(x > 0.0, 1.0, math.exp(x / alpha))",),
+        dtypes="float", export=False, attrs=(("alpha", 1.0),), method=False, doc="x for x > 0, else alpha * (exp(x / alpha) - 1).",
+    ),
+    ScalarRule(
+        "softsign", 1, "x / (1.0 + math.fabs(x))",
+        # 1 / (1 + |x|) ** 2, plus x - x (0, but NaN at +-inf, where PyTorch's quotient rule gives NaN).
+        ("1.0 / ((1.0 + math.fabs(x)) * (1.0 + math.fabs(x))) + (x - x)",),
+        dtypes="float", export=False, method=False, doc="x / (1 + |x|).",
+    ),
+    ScalarRule(
+        "softshrink", 1, "where(x > lambd, x - lambd, where(x < -lambd, x + lambd, where(x != x, x, 0.0)))",
+        ("where(x < -lambd, 1.0, where(x > lambd, 1.0, 0.0))",),
+        dtypes="float", export=False, attrs=(("lambd", 0.5),), method=False, doc="x moved lambd toward 0, 0 within lambd of it.",
+    ),
+    ScalarRule(
+        "hardshrink", 1, "where(x >= -lambd, where(x <= lambd, 0.0, x), x)", ("where(x < -lambd, 1.0, where(x > lambd, 1.0, 0.0))",),
+        dtypes="float", export=False, attrs=(("lambd", 0.5),), method=False, doc="x, but 0 within lambd of 0.",
+    ),
+    ScalarRule(
+        "tanhshrink", 1, "x - math.tanh(x)", ("math.tanh(x) * math.tanh(x)",),
+        dtypes="float", export=False, method=False, doc="x - tanh(x).",
+    ),
+    ScalarRule(
+        "threshold", 1, "where(x <= threshold, value, x)", ("where(x <= threshold, 0.0, 1.0)",),
+        dtypes="float", export=False, attrs=(("threshold", 0.0), ("value", 0.0)), method=False,
+        doc="x where x > threshold, else value.",
+    ),
 )  # fmt: skip
 
 RULES: dict[str, ScalarRule] = {rule.name: rule for rule in _TABLE}

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 import numdiff
+import numdiff.nn.functional as nf
 from numdiff.ops.registry import OPS
 
 
@@ -330,6 +331,51 @@ CORE_CASES: list[OpCase] = [
         args(normal(2, 3)),
         lambda x: numdiff.nn.functional.gelu(x, approximate="tanh"),
         _gelu_tanh,
+    ),
+    OpCase("silu", "plain", args(normal(2, 3)), nf.silu, lambda x: x / (1 + np.exp(-x))),
+    OpCase("mish", "plain", args(normal(2, 3)), nf.mish, lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+    OpCase(
+        "hardswish", "plain", args(constant(np.array([-4.0, -2.2, -0.7, 0.4, 2.5, 3.6]))), nf.hardswish,
+        lambda x: x * np.clip(x + 3, 0, 6) / 6,
+    ),
+    OpCase(
+        "hardsigmoid", "plain", args(constant(np.array([-4.0, -2.2, -0.7, 0.4, 2.5, 3.6]))), nf.hardsigmoid,
+        lambda x: np.clip(x + 3, 0, 6) / 6,
+    ),
+    OpCase(
+        "hardtanh", "bounds", args(constant(np.array([-2.5, -1.2, -0.3, 0.4, 1.6, 2.8]))),
+        lambda x: nf.hardtanh(x, -2.0, 2.0), lambda x: np.clip(x, -2.0, 2.0),
+    ),
+    OpCase(
+        "hardtanh", "relu6", args(constant(np.array([-1.5, 0.4, 3.2, 5.8, 6.5]))), nf.relu6, lambda x: np.clip(x, 0, 6),
+    ),
+    OpCase("logsigmoid", "plain", args(uniform(-30, 30, 2, 3)), nf.logsigmoid, lambda x: -np.logaddexp(0, -x)),
+    OpCase(
+        "selu", "plain", args(away_from_zero(2, 3)), nf.selu,
+        lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)),
+    ),
+    OpCase(
+        "celu", "alpha", args(away_from_zero(2, 3)), lambda x: nf.celu(x, 0.6),
+        lambda x: np.where(x > 0, x, 0.6 * np.expm1(x / 0.6)),
+    ),
+    OpCase("softsign", "plain", args(normal(2, 3)), nf.softsign, lambda x: x / (1 + np.abs(x))),
+    OpCase(
+        "softshrink", "lambd", args(constant(np.array([-2.5, -0.9, -0.3, 0.4, 1.6]))), lambda x: nf.softshrink(x, 0.7),
+        lambda x: np.where(x > 0.7, x - 0.7, np.where(x < -0.7, x + 0.7, 0.0)),
+    ),
+    OpCase(
+        "hardshrink", "lambd", args(constant(np.array([-2.5, -0.9, -0.3, 0.4, 1.6]))), lambda x: nf.hardshrink(x, 0.7),
+        lambda x: np.where(np.abs(x) > 0.7, x, 0.0),
+    ),
+    OpCase("tanhshrink", "plain", args(normal(2, 3)), nf.tanhshrink, lambda x: x - np.tanh(x)),
+    OpCase(
+        "threshold", "plain", args(constant(np.array([-2.5, -0.9, 0.2, 0.4, 1.6]))), lambda x: nf.threshold(x, 0.3, -1.0),
+        lambda x: np.where(x > 0.3, x, -1.0),
+    ),
+    OpCase(None, "glu", args(normal(2, 4)), nf.glu, lambda x: x[:, :2] / (1 + np.exp(-x[:, 2:]))),
+    OpCase(
+        None, "softmin", args(normal(2, 3)), lambda x: nf.softmin(x, 1),
+        lambda x: np.exp(-x) / np.exp(-x).sum(1, keepdims=True),
     ),
     # ------------------------------------------------------------------ reductions
     OpCase("sum", "all", args(normal(2, 3)), lambda x: x.sum(), np.sum),

@@ -37,6 +37,18 @@ UNARY_NAN = {
     "sigmoid": (numdiff.sigmoid, torch.sigmoid),
     "gelu": (nf.gelu, tnf.gelu),
 }
+UNARY_NAN |= {
+    "silu": (nf.silu, tnf.silu), "mish": (nf.mish, tnf.mish), "hardswish": (nf.hardswish, tnf.hardswish),
+    "hardsigmoid": (nf.hardsigmoid, tnf.hardsigmoid), "hardtanh": (nf.hardtanh, tnf.hardtanh),
+    "relu6": (nf.relu6, tnf.relu6), "logsigmoid": (nf.logsigmoid, tnf.logsigmoid), "selu": (nf.selu, tnf.selu),
+    "celu": (lambda x: nf.celu(x, 0.7), lambda x: tnf.celu(x, 0.7)), "softsign": (nf.softsign, tnf.softsign),
+    "softshrink": (nf.softshrink, tnf.softshrink), "hardshrink": (nf.hardshrink, tnf.hardshrink),
+    "tanhshrink": (nf.tanhshrink, tnf.tanhshrink),
+    "threshold": (lambda x: nf.threshold(x, 0.4, -2.0), lambda x: tnf.threshold(x, 0.4, -2.0)),
+}  # fmt: skip
+# PyTorch's own gradient of these at NaN depends on where the element falls (its vectorised loop
+# body or the scalar tail): a finite value or NaN. numdiff gives NaN; the NaN input is left out.
+NAN_GRADIENT_VARIES = {"hardswish", "selu", "celu", "hardtanh", "relu6", "softshrink", "hardshrink"}
 # The functions with a restricted domain or a pole: values at and beyond its edges too.
 UNARY_NAN |= {
     name: (getattr(numdiff, name), getattr(torch, name))
@@ -68,11 +80,16 @@ def test_nan_and_inf_inputs_give_torchs_values_and_gradients(name, dtype, create
     x = np.array([NAN, -INF, INF, -2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 30.0, 800.0], dtype=dtype)
     if name == "gelu":  # torch's float32 gelu gives NaN at +inf and its float64 one inf: skip infinities
         x = x[np.isfinite(x) | np.isnan(x)]
+    if name in NAN_GRADIENT_VARIES:
+        x = x[~np.isnan(x)]
     grad = np.ones_like(x)
     out, g = _grads(ours, x, grad, create_graph)
     t_out, t_g = _torch_grads(theirs, x, grad)
     np.testing.assert_allclose(out, t_out, rtol=1e-6, equal_nan=True)
-    np.testing.assert_allclose(g, t_g, rtol=1e-6, equal_nan=True)
+    # PyTorch's float32 softsign gradient, 1 / (1 + |x|) - |x| / (1 + |x|) ** 2, loses digits to
+    # cancellation at large |x| (2e-5 at 800); numdiff's 1 / (1 + |x|) ** 2 does not.
+    rtol = 3e-5 if name == "softsign" and dtype == np.float32 else 1e-6
+    np.testing.assert_allclose(g, t_g, rtol=rtol, equal_nan=True)
 
 
 @pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "tensor-form"])
@@ -91,6 +108,36 @@ def test_two_input_functions_give_torchs_values_and_gradients_on_every_pair_of_s
     np.testing.assert_allclose(out.detach().numpy(), t_out.detach().numpy(), rtol=2e-6, equal_nan=True)
     for g, t_g in zip(grads, t_grads):
         np.testing.assert_allclose(g.detach().numpy(), t_g.numpy(), rtol=2e-6, equal_nan=True)
+
+
+def test_activations_refuse_bad_arguments_naming_the_op():
+    with pytest.raises(ValueError, match=r"hardtanh: min_val \(2.0\) cannot be greater than max_val \(1.0\)"):
+        nf.hardtanh(numdiff.ones(2), 2.0, 1.0)
+    with pytest.raises(ValueError, match="softshrink: lambd must be at least 0, got -1"):
+        nf.softshrink(numdiff.ones(2), -1)
+    with pytest.raises(ValueError, match="celu: alpha must be non-zero"):
+        nf.celu(numdiff.ones(2), 0.0)
+    with pytest.raises(TypeError, match="silu: expected a floating point tensor"):
+        nf.silu(numdiff.tensor([1, 2]))
+    with pytest.raises(ValueError, match=r"glu: halving dimension -1 must be even, but it has size 3 \(shape \(2, 3\)\)"):
+        nf.glu(numdiff.ones(2, 3))
+
+
+def test_activation_modules_match_torch_and_work_in_place():
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32) * 4
+    for name, arguments in [
+        ("SiLU", ()), ("Mish", ()), ("Hardswish", ()), ("Hardsigmoid", ()), ("Hardtanh", (-2.0, 2.0)), ("ReLU6", ()),
+        ("LogSigmoid", ()), ("SELU", ()), ("CELU", (0.5,)), ("Softsign", ()), ("Softshrink", (1.0,)),
+        ("Hardshrink", (1.0,)), ("Tanhshrink", ()), ("Threshold", (0.1, 20.0)), ("GLU", ()), ("Softmin", (1,)),
+    ]:  # fmt: skip
+        ours, theirs = getattr(numdiff.nn, name)(*arguments), getattr(torch.nn, name)(*arguments)
+        np.testing.assert_allclose(ours(numdiff.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy(), rtol=1e-6, atol=1e-6)
+        assert repr(ours) == repr(theirs)
+    y = numdiff.tensor(x.copy())
+    assert numdiff.nn.SiLU(inplace=True)(y) is y
+    np.testing.assert_allclose(y.numpy(), tnf.silu(torch.tensor(x)).numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match="Hardtanh: unexpected keyword arguments \\['min'\\]"):
+        numdiff.nn.Hardtanh(min=0.0)
 
 
 def test_composed_functions_refuse_bad_arguments_naming_the_op():

@@ -1,15 +1,31 @@
 """The layers of numdiff.nn, each a Module."""
 
 from numdiff.nn.modules.activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
+    Mish,
     ReLU,
+    ReLU6,
     Sigmoid,
+    SiLU,
     Softmax,
+    Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
@@ -53,5 +69,6 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten",
 ]
+__all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

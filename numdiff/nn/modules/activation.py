@@ -100,6 +100,129 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
+class _Elementwise(Module):
+    """An activation module over one functional, with PyTorch's constructor arguments as fields:
+    subclasses list them in `_arguments` (name, default) and name the functional in `_function`."""
+
+    _function = ""
+    _arguments: tuple[tuple[str, object], ...] = ()
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__()
+        names = [name for name, _ in self._arguments]
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__} takes at most {len(names)} arguments, got {len(args)}")
+        unknown = set(kwargs) - set(names)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(unknown)}")
+        values = dict(self._arguments) | dict(zip(names, args)) | kwargs
+        for name in names:
+            setattr(self, name, values[name])
+
+    def forward(self, input: Tensor) -> Tensor:
+        arguments = [getattr(self, name) for name, _ in self._arguments]
+        return getattr(functional, self._function)(input, *arguments)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)}" for name, default in self._arguments if name != "inplace" or getattr(self, name))
+
+
+class SiLU(_Elementwise):
+    """x * sigmoid(x)."""
+
+    _function, _arguments = "silu", (("inplace", False),)
+
+
+class Mish(_Elementwise):
+    """x * tanh(softplus(x))."""
+
+    _function, _arguments = "mish", (("inplace", False),)
+
+
+class Hardswish(_Elementwise):
+    """x * relu6(x + 3) / 6."""
+
+    _function, _arguments = "hardswish", (("inplace", False),)
+
+
+class Hardsigmoid(_Elementwise):
+    """relu6(x + 3) / 6."""
+
+    _function, _arguments = "hardsigmoid", (("inplace", False),)
+
+
+class Hardtanh(_Elementwise):
+    """x clamped to [min_val, max_val]."""
+
+    _function, _arguments = "hardtanh", (("min_val", -1.0), ("max_val", 1.0), ("inplace", False))
+
+
+class ReLU6(_Elementwise):
+    """min(max(x, 0), 6)."""
+
+    _function, _arguments = "relu6", (("inplace", False),)
+
+
+class LogSigmoid(_Elementwise):
+    """log(sigmoid(x))."""
+
+    _function = "logsigmoid"
+
+
+class SELU(_Elementwise):
+    """Scaled elu with the self-normalising constants."""
+
+    _function, _arguments = "selu", (("inplace", False),)
+
+
+class CELU(_Elementwise):
+    """x for x > 0, else alpha * (exp(x / alpha) - 1)."""
+
+    _function, _arguments = "celu", (("alpha", 1.0), ("inplace", False))
+
+
+class Softsign(_Elementwise):
+    """x / (1 + |x|)."""
+
+    _function = "softsign"
+
+
+class Softshrink(_Elementwise):
+    """x moved lambd toward 0, 0 within lambd of it."""
+
+    _function, _arguments = "softshrink", (("lambd", 0.5),)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)  # PyTorch's form
+
+
+class Hardshrink(_Elementwise):
+    """x, but 0 within lambd of 0."""
+
+    _function, _arguments = "hardshrink", (("lambd", 0.5),)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)  # PyTorch's form
+
+
+class Tanhshrink(_Elementwise):
+    """x - tanh(x)."""
+
+    _function = "tanhshrink"
+
+
+class Threshold(_Elementwise):
+    """x where x > threshold, else value."""
+
+    _function, _arguments = "threshold", (("threshold", None), ("value", None), ("inplace", False))
+
+
+class GLU(_Elementwise):
+    """a * sigmoid(b), a and b the halves of the input along `dim`."""
+
+    _function, _arguments = "glu", (("dim", -1),)
+
+
 def _softmax_dim(name: str, dim: int | None, input: Tensor) -> int:
     if dim is not None:
         return dim
@@ -139,3 +262,17 @@ class LogSoftmax(Module):
 
 
 __all__ = ["ELU", "GELU", "LeakyReLU", "LogSoftmax", "MultiheadAttention", "ReLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
+
+
+class Softmin(Module):
+    """softmax(-x) along `dim`."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.softmin(input, _softmax_dim("Softmin", self.dim, input))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
