@@ -33,13 +33,19 @@ from numdiff.nn.modules import (
     ConvTranspose2d,
     CrossEntropyLoss,
     Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
     Embedding,
     Flatten,
+    GroupNorm,
     Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
     Identity,
+    InstanceNorm1d,
+    InstanceNorm2d,
     L1Loss,
     LayerNorm,
     LeakyReLU,
@@ -91,5 +97,6 @@ __all__ = [
     "SyncBatchNorm", "parallel",
 ]
 __all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

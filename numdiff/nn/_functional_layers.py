@@ -1,4 +1,5 @@
-"""Functional forms of the non-kernel layers: dropout, batch_norm, layer_norm, embedding, pad, one_hot.
+"""Functional forms of the non-kernel layers: dropout (and its channel forms), batch_norm,
+instance_norm, group_norm, layer_norm, embedding, pad, one_hot.
 
 All are compositions of differentiable ops; running statistics and max_norm renormalisation are
 in-place updates made under no_grad, as in PyTorch.
@@ -52,6 +53,45 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input * scale
 
 
+def _channel_dropout(op: str, input: Tensor, p: float, training: bool, inplace: bool, batched_ndim: int) -> Tensor:
+    """Zero whole channels (every element of an (n, c) pair at once) with probability p."""
+    _check_tensor(op, "input", input)
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise ValueError(
+            f"{op}: expected a {batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) input, "
+            f"got shape {tuple(input.shape)}"
+        )
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == batched_ndim else 1  # (N, C) or just C
+    mask_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    if p == 1.0:
+        scale = full(mask_shape, 0.0, dtype=input.dtype, device=input.device)
+    else:
+        keep = rand(*mask_shape, dtype=input.dtype, device=input.device) >= p
+        scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return _inplace.apply_inplace(input, f"{op}_", lambda x: x * scale)
+    return input * scale
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of an (N, C, L) or (C, L) input with probability p, scaling the rest by 1 / (1 - p)."""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of an (N, C, H, W) or (C, H, W) input with probability p, scaling the rest by 1 / (1 - p)."""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 4)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of an (N, C, D, H, W) or (C, D, H, W) input with probability p."""
+    return _channel_dropout("dropout3d", input, p, training, inplace, 5)
+
+
 def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
 
@@ -100,6 +140,89 @@ def batch_norm(
             raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
         mean, var = running_mean, running_var
     out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def group_norm(
+    input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """Normalise each sample's channels in `num_groups` groups (biased variance over the group's
+    channels and positions), then scale and shift per channel."""
+    _check_tensor("group_norm", "input", input)
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected input of shape (N, C, *), got {tuple(input.shape)}")
+    n, channels = input.shape[0], input.shape[1]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups <= 0:
+        raise ValueError(f"group_norm: num_groups must be a positive int, got {num_groups!r}")
+    if channels % num_groups:
+        raise ValueError(
+            f"group_norm: expected the number of channels ({channels}) to be divisible by num_groups ({num_groups}), "
+            f"input of shape {tuple(input.shape)}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ValueError(f"group_norm: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+    grouped = input.reshape(n, num_groups, -1)
+    mean = grouped.mean(2, keepdim=True)
+    var = grouped.var(2, correction=0, keepdim=True)
+    out = ((grouped - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    shape = _channel_shape(input)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each (sample, channel) of an (N, C, ...) input over its positions.
+
+    With `use_input_stats` the instance's own mean and biased variance normalise, and running
+    estimates, when given, move by `momentum` towards the batch's average instance mean and
+    unbiased variance; otherwise the running estimates normalise.
+    """
+    _check_tensor("instance_norm", "input", input)
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected input of shape (N, C, *) with at least one position dim, got {tuple(input.shape)}")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ValueError(f"instance_norm: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+    shape = _channel_shape(input)
+    dims = tuple(range(2, input.ndim))
+    if use_input_stats:
+        count = int(np.prod(input.shape[2:]))
+        if count <= 1:
+            raise ValueError(
+                f"instance_norm: expected more than 1 spatial element when training, got input of shape {tuple(input.shape)}"
+            )
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, correction=0, keepdim=True)
+        with no_grad():
+            if running_mean is not None:
+                batch_mean = mean.detach().reshape(input.shape[0], channels).mean(0)
+                running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
+            if running_var is not None:
+                unbiased = var.detach().reshape(input.shape[0], channels).mean(0) * (count / (count - 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) * (var + eps).rsqrt()
     if weight is not None:
         out = out * weight.reshape(shape)
     if bias is not None:

@@ -1,7 +1,19 @@
 """numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join)."""
 
 from numdiff.nn._attention import scaled_dot_product_attention
-from numdiff.nn._functional_layers import batch_norm, dropout, embedding, layer_norm, one_hot, pad
+from numdiff.nn._functional_layers import (
+    batch_norm,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    embedding,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    one_hot,
+    pad,
+)
 from numdiff.nn._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -63,3 +75,4 @@ __all__ += [
     "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6", "selu",
     "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
 ]
+__all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]

@@ -30,7 +30,7 @@ from numdiff.nn.modules.activation import (
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from numdiff.nn.modules.dropout import Dropout
+from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
     BCELoss,
@@ -42,7 +42,14 @@ from numdiff.nn.modules.loss import (
     SmoothL1Loss,
 )
 from numdiff.nn.modules.module import Module
-from numdiff.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from numdiff.nn.modules.normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from numdiff.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -70,5 +77,6 @@ __all__ = [
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten",
 ]
 __all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

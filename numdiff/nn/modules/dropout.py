@@ -1,4 +1,5 @@
-"""Dropout: zero random elements while training, identity in eval mode."""
+"""Dropout: zero random elements (Dropout) or whole channels (Dropout1d/2d/3d) while training,
+identity in eval mode."""
 
 from __future__ import annotations
 
@@ -27,3 +28,30 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _ChannelDropout(Dropout):
+    """Dropout1d/2d/3d: the same arguments as Dropout, whole channels zeroed."""
+
+    _function = ""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return getattr(functional, self._function)(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_ChannelDropout):
+    """Zero whole channels of (N, C, L) or (C, L) inputs with probability p during training."""
+
+    _function = "dropout1d"
+
+
+class Dropout2d(_ChannelDropout):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) inputs with probability p during training."""
+
+    _function = "dropout2d"
+
+
+class Dropout3d(_ChannelDropout):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability p during training."""
+
+    _function = "dropout3d"

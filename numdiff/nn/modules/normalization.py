@@ -1,4 +1,5 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d (running statistics as buffers) and LayerNorm."""
+"""Normalisation layers: BatchNorm1d/2d, InstanceNorm1d/2d (running statistics as buffers),
+GroupNorm and LayerNorm."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from numdiff import _dtype
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty, ones, tensor, zeros
 from numdiff.nn import functional, init
-from numdiff.nn.modules._checks import check_input
+from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor
@@ -169,3 +170,109 @@ class LayerNorm(Module):
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
             f"bias={self.bias is not None}"
         )
+
+
+class _InstanceNorm(_BatchNorm):
+    """InstanceNorm1d/2d: BatchNorm's state with PyTorch's instance defaults (no affine, no running
+    statistics); each (sample, channel) is normalised over its own positions."""
+
+    _batched_ndim = 0
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        batched = self._batched_ndim
+        ok = input.ndim in (batched - 1, batched) and input.shape[input.ndim - batched + 1] == self.num_features
+        check_input(self, input, ok, self._expected.format(c=self.num_features))
+        use_input_stats = self.training or not self.track_running_stats
+        momentum = 0.0 if self.momentum is None else self.momentum  # as PyTorch: None keeps the estimates
+
+        def normalise(x: Tensor) -> Tensor:
+            return functional.instance_norm(
+                x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats, momentum, self.eps
+            )
+
+        return unbatched(normalise, input, batched)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or (C, L) inputs over L, per sample and channel."""
+
+    _expected = "(N, {c}, L) or ({c}, L)"
+    _batched_ndim = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or (C, H, W) inputs over H and W, per sample and channel."""
+
+    _expected = "(N, {c}, H, W) or ({c}, H, W)"
+    _batched_ndim = 4
+
+
+class GroupNorm(Module):
+    """Normalise each sample's channels in groups, then scale and shift per channel.
+
+    >>> GroupNorm(2, 4)(numdiff.randn(3, 4, 5)).shape
+    numdiff.Size([3, 4, 5])
+    """
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        ok = input.ndim >= 2 and input.shape[1] == self.num_channels
+        check_input(self, input, ok, f"(N, {self.num_channels}, *)")
+        return functional.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
