@@ -23,6 +23,7 @@ from numdiff.nn._losses import (
     nll_loss,
     smooth_l1_loss,
 )
+from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops.activation import (
     celu,
     elu,
@@ -76,3 +77,4 @@ __all__ += [
     "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
 ]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
+__all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample"]

@@ -1,0 +1,180 @@
+"""Resampling of images and signals: interpolate (PyTorch's nearest, nearest-exact, linear, bilinear,
+trilinear and area modes), pixel_shuffle and pixel_unshuffle.
+
+Each is composed of differentiable ops. interpolate reads, along each resized dim, the source rows
+its mode picks (`index_select`) and, for the linear modes, blends the two neighbours with weights
+worked out once on the host; the source positions follow PyTorch's formulas, in the input's
+precision as PyTorch computes them, so the same rows and weights are chosen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from numdiff.creation import tensor
+from numdiff.ops.indexing import index_select
+from numdiff.tensor import Tensor
+
+_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+
+
+def _per_dim(op: str, name: str, value: Any, dims: int, kind: type) -> tuple | None:
+    """`value` (one number, or one per spatial dim) as a tuple of `dims` numbers."""
+    if value is None:
+        return None
+    values = tuple(value) if isinstance(value, Sequence) else (value,) * dims
+    if len(values) != dims:
+        raise ValueError(f"{op}: {name} must have {dims} entries for a {dims + 2}-D input, got {value!r}")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or v <= 0:
+            raise ValueError(f"{op}: {name} must hold positive {kind.__name__}s, got {value!r}")
+    return tuple(kind(v) for v in values)
+
+
+def _output_sizes(op: str, input: Tensor, size: Any, scale_factor: Any) -> tuple[tuple[int, ...], tuple | None]:
+    dims = input.ndim - 2
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{op}: give exactly one of size and scale_factor")
+    sizes = _per_dim(op, "size", size, dims, int)
+    scales = _per_dim(op, "scale_factor", scale_factor, dims, float)
+    if sizes is None:
+        sizes = tuple(int(math.floor(n * s)) for n, s in zip(input.shape[2:], scales))
+        if 0 in sizes:
+            raise ValueError(f"{op}: scale_factor {scale_factor!r} makes an empty output from input of shape {tuple(input.shape)}")
+    return sizes, scales
+
+
+def _source_scale(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: Any) -> Any:
+    """PyTorch's area_pixel_compute_scale, in the input's precision."""
+    if align_corners:
+        return dtype.type((in_size - 1) / (out_size - 1)) if out_size > 1 else dtype.type(0.0)
+    return dtype.type(1.0 / scale) if scale is not None else dtype.type(in_size) / dtype.type(out_size)
+
+
+def _nearest_rows(in_size: int, out_size: int, scale: float | None, exact: bool) -> np.ndarray:
+    # PyTorch picks nearest rows in float32 whatever the input's dtype.
+    step = np.float32(1.0 / scale) if scale is not None else np.float32(in_size) / np.float32(out_size)
+    positions = np.arange(out_size, dtype=np.float32)
+    if exact:
+        positions = positions + np.float32(0.5)
+    return np.minimum(np.floor(positions * step).astype(np.int64), in_size - 1)
+
+
+def _linear_rows(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: Any):
+    """(first row, second row, weight of the second) per output position, as PyTorch picks them."""
+    step = _source_scale(in_size, out_size, scale, align_corners, dtype)
+    positions = np.arange(out_size, dtype=dtype)
+    if align_corners:
+        source = step * positions
+    else:
+        source = np.maximum(step * (positions + dtype.type(0.5)) - dtype.type(0.5), dtype.type(0.0))
+    first = np.minimum(np.floor(source).astype(np.int64), in_size - 1)
+    second = np.minimum(first + 1, in_size - 1)
+    return first, second, source - first.astype(dtype)
+
+
+def interpolate(
+    input: Tensor,
+    size: int | Sequence[int] | None = None,
+    scale_factor: float | Sequence[float] | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """Resize the spatial dims of an (N, C, *spatial) input to `size`, or by `scale_factor`.
+
+    Modes: "nearest" and "nearest-exact" (1 to 3 spatial dims), "linear" (1), "bilinear" (2),
+    "trilinear" (3), each with PyTorch's `align_corners`, and "area" (adaptive average pooling).
+    With `recompute_scale_factor`, source positions come from the output size rather than the
+    scale factor, as in PyTorch.
+    """
+    op = "interpolate"
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(input).__name__}")
+    if mode not in _MODES:
+        raise ValueError(f"{op}: mode must be one of {', '.join(_MODES)} (numdiff has no bicubic), got {mode!r}")
+    if antialias:
+        raise ValueError(f"{op}: antialias=True is not supported by numdiff")
+    if input.ndim not in (3, 4, 5):
+        raise ValueError(f"{op}: expected a 3-D, 4-D or 5-D input (N, C, *spatial), got shape {tuple(input.shape)}")
+    if mode in _LINEAR and input.ndim - 2 != _LINEAR[mode]:
+        raise ValueError(f"{op}: mode {mode!r} needs a {_LINEAR[mode] + 2}-D input, got shape {tuple(input.shape)}")
+    if align_corners is not None and mode not in _LINEAR:
+        raise ValueError(f"{op}: align_corners can only be set with the linear modes (linear, bilinear, trilinear), not {mode!r}")
+    if input._data.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating point input, got dtype {input.dtype!r}")
+    sizes, scales = _output_sizes(op, input, size, scale_factor)
+    if mode == "area":
+        from numdiff.ops.pool import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+        if input.ndim == 5:
+            raise ValueError(f"{op}: mode 'area' takes 3-D or 4-D input in numdiff, got shape {tuple(input.shape)}")
+        return adaptive_avg_pool1d(input, sizes) if input.ndim == 3 else adaptive_avg_pool2d(input, sizes)
+    if recompute_scale_factor or scales is None:
+        scales = (None,) * len(sizes)
+    dtype = np.dtype(input._data.dtype)
+    out = input
+    for axis, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales), start=2):
+        if mode in _LINEAR:
+            first, second, weight = _linear_rows(in_size, out_size, scale, bool(align_corners), dtype)
+            shape = [1] * input.ndim
+            shape[axis] = out_size
+            w = tensor(weight.reshape(shape), device=input.device)
+            rows = tensor(first, device=input.device), tensor(second, device=input.device)
+            out = index_select(out, axis, rows[0]) * (1.0 - w) + index_select(out, axis, rows[1]) * w
+        else:
+            rows = _nearest_rows(in_size, out_size, scale, mode == "nearest-exact")
+            out = index_select(out, axis, tensor(rows, device=input.device))
+    return out
+
+
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
+    """interpolate under its older name."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def _check_factor(op: str, name: str, factor: Any) -> int:
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor <= 0:
+        raise ValueError(f"{op}: {name} must be a positive int, got {factor!r}")
+    return factor
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r): each channel block of r^2 becomes an r x r tile."""
+    r = _check_factor("pixel_shuffle", "upscale_factor", upscale_factor)
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        raise ValueError(f"pixel_shuffle: expected an input of at least 3 dims (*, C, H, W), got {getattr(input, 'shape', input)!r}")
+    *lead, channels, height, width = input.shape
+    if channels % (r * r):
+        raise ValueError(
+            f"pixel_shuffle: the channel dim ({channels}, input of shape {tuple(input.shape)}) must be divisible by "
+            f"upscale_factor ** 2 = {r * r}"
+        )
+    c = channels // (r * r)
+    k = len(lead)
+    blocks = input.reshape(*lead, c, r, r, height, width)
+    order = tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2)
+    return blocks.permute(order).reshape(*lead, c, height * r, width * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of pixel_shuffle."""
+    r = _check_factor("pixel_unshuffle", "downscale_factor", downscale_factor)
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        raise ValueError(f"pixel_unshuffle: expected an input of at least 3 dims (*, C, H, W), got {getattr(input, 'shape', input)!r}")
+    *lead, c, height, width = input.shape
+    if height % r or width % r:
+        raise ValueError(
+            f"pixel_unshuffle: height and width ({height}, {width}, input of shape {tuple(input.shape)}) must be "
+            f"divisible by downscale_factor {r}"
+        )
+    k = len(lead)
+    tiles = input.reshape(*lead, c, height // r, r, width // r, r)
+    order = tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3)
+    return tiles.permute(order).reshape(*lead, c * r * r, height // r, width // r)
