@@ -68,12 +68,15 @@ from numdiff.ops.arithmetic import (
     add,
     div,
     divide,
+    floor_divide,
+    fmod,
     lerp,
     mul,
     multiply,
     neg,
     negative,
     pow,
+    remainder,
     sub,
     subtract,
     true_divide,
@@ -223,4 +226,5 @@ __all__ += [
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
+__all__ += ["floor_divide", "fmod", "remainder"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]

@@ -1,4 +1,4 @@
-"""Broadcasting arithmetic: + - * / ** and negation.
+"""Broadcasting arithmetic: + - * / ** // % and negation, fmod and lerp.
 
 The ops themselves (forward, derivatives, kernels) are rows of the scalar rule table
 (numdiff/ops/scalar_rules.py); this module adds PyTorch's extra arguments (``alpha``,
@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.autograd.function import Function
 from numdiff.ops._util import batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
+from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -54,6 +56,76 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
     return Tensor._wrap(quotient, None, None)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """``input // other``, rounded toward minus infinity (no gradient), as Python and PyTorch."""
+    _check_integer_divisor("floor_divide", input, other)
+    return div(input, other, rounding_mode="floor")
+
+
+def _check_integer_divisor(op: str, input: Any, other: Any) -> None:
+    """An integer division by zero is an error, as in PyTorch (floats give inf or NaN)."""
+    a, b = data_of(input), data_of(other)
+    if np.result_type(a, b).kind in "iub" and (np.asarray(b == 0) if type(b) is not np.ndarray else b == 0).any():
+        raise ZeroDivisionError(f"{op}: integer division by zero")
+
+
+class _Modulo(Function):
+    """fmod and remainder: d/dinput = 1, d/dother = -(input / other rounded as the op rounds)."""
+
+    rounding = ""
+    ufunc: Any = None
+
+    @classmethod
+    def forward(cls, ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return cls.ufunc(x, y)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        x, y = ctx.saved_tensors
+        grad_x = grad if ctx.needs_input_grad[0] else None
+        grad_y = -grad * div(x, y, rounding_mode=cls.rounding) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_y
+
+
+@register("fmod")
+class Fmod(_Modulo):
+    """C's fmod: the remainder of division rounded toward zero, with the dividend's sign."""
+
+    rounding, ufunc = "trunc", np.fmod
+
+
+def _python_modulo(x: Any, y: Any) -> Any:
+    """fmod moved by one divisor where the signs differ: PyTorch's remainder, -0.0 included
+    (NumPy's np.remainder gives +0.0 for -7.5 % 0.5)."""
+    m = np.fmod(x, y)
+    return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m)
+
+
+@register("remainder")
+class Remainder(_Modulo):
+    """Python's modulo: the remainder of floor division, with the divisor's sign."""
+
+    rounding, ufunc = "floor", staticmethod(_python_modulo)
+
+
+def _modulo(op: str, function: type[Function], input: Any, other: Any) -> Tensor:
+    a, b = operands(op, input, other)
+    _check_integer_divisor(op, a, b)
+    return function.apply(a, b)
+
+
+def fmod(input: Any, other: Any) -> Tensor:
+    """Elementwise C fmod (sign of `input`); gradient 1 for input, -trunc(input / other) for other."""
+    return _modulo("fmod", Fmod, input, other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """Elementwise Python modulo, ``input % other`` (sign of `other`); gradient 1 for input,
+    -floor(input / other) for other."""
+    return _modulo("remainder", Remainder, input, other)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name

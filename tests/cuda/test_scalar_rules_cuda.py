@@ -75,3 +75,17 @@ def test_roundings_give_the_cpus_bits(name):
         actual = fn(numdiff.tensor(x, device="cuda")).cpu().numpy()
         np.testing.assert_array_equal(actual, expected)
         np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected))
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_fmod_and_remainder_give_the_cpus_values(name):
+    x = np.array([-7.5, 7.5, 3.0, np.inf, 2.0, -0.0, -2.0])
+    y = np.array([2.0, -2.0, 0.0, 1.0, NAN, 3.0, 0.5])
+    fn = getattr(numdiff, name)
+    expected = fn(numdiff.tensor(x), numdiff.tensor(y)).numpy()
+    actual = fn(numdiff.tensor(x, device="cuda"), numdiff.tensor(y, device="cuda")).cpu().numpy()
+    np.testing.assert_array_equal(actual, expected)
+    finite = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(actual[finite]), np.signbit(expected[finite]))
+    ints = fn(numdiff.tensor([7, -7], device="cuda"), 3).cpu().tolist()
+    assert ints == fn(numdiff.tensor([7, -7]), 3).tolist()

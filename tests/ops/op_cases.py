@@ -259,6 +259,16 @@ CORE_CASES: list[OpCase] = [
     OpCase("exp2", "plain", args(normal(2, 3)), numdiff.exp2, np.exp2),
     OpCase("square", "plain", args(normal(2, 3)), numdiff.square, np.square),
     OpCase("reciprocal", "plain", args(away_from_zero(2, 3)), lambda x: x.reciprocal(), np.reciprocal),
+    # fmod/remainder: quotients away from integers, where the functions jump
+    OpCase(
+        "fmod", "plain", args(constant(np.array([-7.3, -2.2, 0.7, 3.9, 5.6])), constant(np.array([2.0, -1.5, 0.5, -2.5, 1.7]))),
+        numdiff.fmod, np.fmod,
+    ),
+    OpCase(
+        "remainder", "plain", args(constant(np.array([-7.3, -2.2, 0.7, 3.9, 5.6])), constant(np.array([2.0, -1.5, 0.5, -2.5, 1.7]))),
+        lambda a, b: a % b, np.remainder,
+    ),
+    OpCase("remainder", "scalar", args(constant(np.array([-7.3, -2.2, 0.7, 3.9]))), lambda a: a % 2.5, lambda a: np.remainder(a, 2.5)),
     OpCase("atan2", "plain", args(normal(2, 3), normal(2, 3)), numdiff.atan2, np.arctan2),
     OpCase("atan2", "broadcast-method", args(normal(2, 3), normal(3)), lambda a, b: a.atan2(b), np.arctan2),
     OpCase("hypot", "plain", args(away_from_zero(2, 3), normal(2, 3)), numdiff.hypot, np.hypot),

@@ -140,6 +140,44 @@ def test_activation_modules_match_torch_and_work_in_place():
         numdiff.nn.Hardtanh(min=0.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_fmod_and_remainder_match_torch_to_the_bit_with_their_gradients(name, dtype):
+    specials = [NAN, -INF, INF, -7.5, -2.0, -0.0, 0.0, 0.5, 3.0, 5.25]
+    x = np.array([a for a in specials for _ in specials], dtype=dtype)
+    y = np.array([b for _ in specials for b in specials], dtype=dtype)
+    lx, ly = numdiff.tensor(x, requires_grad=True), numdiff.tensor(y, requires_grad=True)
+    out = getattr(numdiff, name)(lx, ly)
+    grads = numdiff.autograd.grad(out, (lx, ly), numdiff.ones_like(out))
+    tx, ty = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    t_out = getattr(torch, name)(tx, ty)
+    t_grads = torch.autograd.grad(t_out, (tx, ty), torch.ones_like(t_out))
+    for ours, theirs in zip([out.detach(), *grads], [t_out.detach(), *t_grads]):
+        ours, theirs = ours.numpy(), theirs.numpy()
+        np.testing.assert_array_equal(ours, theirs)
+        finite = ~np.isnan(ours)
+        np.testing.assert_array_equal(np.signbit(ours[finite]), np.signbit(theirs[finite]))  # -0.0 as torch
+
+
+def test_modulo_and_floor_division_operators_match_python_and_torch():
+    a = numdiff.tensor([7, -7, 5, -5])
+    assert (a % 3).tolist() == [7 % 3, -7 % 3, 5 % 3, -5 % 3]
+    assert (a // 2).tolist() == [7 // 2, -7 // 2, 5 // 2, -5 // 2]
+    assert (a % -3).tolist() == torch.tensor([7, -7, 5, -5]).remainder(-3).tolist()
+    assert (7 % numdiff.tensor([3.0, -3.0])).tolist() == [1.0, -2.0]
+    assert (7.5 // numdiff.tensor([2.0, -2.0])).tolist() == [3.0, -4.0]
+    assert numdiff.fmod(a, 3).tolist() == torch.fmod(torch.tensor([7, -7, 5, -5]), 3).tolist()
+    b = numdiff.tensor([7.5, -7.5])
+    b %= 2.0
+    assert b.tolist() == [1.5, 0.5]
+    with pytest.raises(ZeroDivisionError, match="remainder: integer division by zero"):
+        a % numdiff.tensor([1, 0, 1, 1])
+    with pytest.raises(ZeroDivisionError, match="floor_divide: integer division by zero"):
+        a // 0
+    with pytest.raises(ValueError, match=r"fmod: shapes \(4,\) and \(3,\) cannot be broadcast"):
+        numdiff.fmod(a, numdiff.tensor([1, 2, 3]))
+
+
 def test_composed_functions_refuse_bad_arguments_naming_the_op():
     with pytest.raises(TypeError, match="lerp: weight must be a number or a Tensor, got str"):
         numdiff.lerp(numdiff.ones(2), numdiff.zeros(2), "half")

@@ -57,6 +57,15 @@ def _trunc(a):
 
 
 @_device
+def _fmod(a, b):
+    # C's fmod; a zero divisor or an infinite dividend gives NaN (the simulator's math.fmod would
+    # raise). Integer operands reach here only with non-zero divisors (numdiff.ops.arithmetic checks).
+    if b == 0 or a - a != 0 or b != b:
+        return (a - a) * math.nan
+    return math.fmod(a, b)
+
+
+@_device
 def _where(condition, a, b):
     return a if condition else b
 
@@ -86,6 +95,7 @@ SCALAR_FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "multiply": (2, _device(lambda a, b: a * b)),
     "divide": (2, _device(lambda a, b: a / b)),
     "floor_divide": (2, _device(lambda a, b: a // b)),
+    "fmod": (2, _fmod),
     "power": (2, _device(lambda a, b: a**b)),
     "maximum": (2, _maximum),
     "minimum": (2, _minimum),
