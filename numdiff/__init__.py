@@ -86,6 +86,31 @@ from numdiff.ops.logical import (
     lt,
     ne,
 )
+from numdiff.ops.norms import count_nonzero, nanmean, nansum, norm
+from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
+from numdiff.ops.rearrange import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    column_stack,
+    diag,
+    diagonal,
+    dstack,
+    hstack,
+    meshgrid,
+    moveaxis,
+    movedim,
+    narrow,
+    repeat_interleave,
+    roll,
+    row_stack,
+    swapaxes,
+    swapdims,
+    tile,
+    trace,
+    unbind,
+    vstack,
+)
 from numdiff.ops.reduction import (
     amax,
     amin,
@@ -100,6 +125,9 @@ from numdiff.ops.reduction import (
     sum,
     var,
 )
+from numdiff.ops.scan import cumprod, cumsum, diff
+from numdiff.ops.scatter import index_add, masked_select, scatter, take
+from numdiff.ops.search import argwhere, bucketize, isclose, nonzero, searchsorted, unique
 from numdiff.ops.selection import clamp, clip, masked_fill, maximum, minimum, where
 from numdiff.ops.shape import (
     broadcast_to,
@@ -180,3 +208,10 @@ __all__ += [
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile"]
+__all__ += [
+    "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
+    "bucketize", "column_stack", "count_nonzero", "cross", "cumprod", "cumsum", "diag", "diagonal", "diff",
+    "dstack", "hstack", "index_add", "inner", "isclose", "masked_select", "meshgrid", "moveaxis", "movedim",
+    "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",
+    "searchsorted", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
+]

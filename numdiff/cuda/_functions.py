@@ -17,7 +17,7 @@ from numdiff.cuda import _indexing
 from numdiff.cuda._ufuncs import check_operands, elementwise, probe
 from numdiff.cuda.array import CudaArray
 from numdiff.cuda.kernels.elementwise import launch_map
-from numdiff.cuda.kernels.reduce import launch_arg_extreme, launch_cumprod, launch_reduce
+from numdiff.cuda.kernels.reduce import launch_arg_extreme, launch_cumprod, launch_cumsum, launch_reduce
 
 IMPLEMENTATIONS: dict[Callable, Callable] = {}
 
@@ -144,13 +144,23 @@ def _argmin(a, axis=None, keepdims=False):
 
 @implements(np.cumprod)
 def _cumprod(a, axis=None):
+    return _scan(launch_cumprod, a, axis)
+
+
+@implements(np.cumsum)
+def _cumsum(a, axis=None):
+    return _scan(launch_cumsum, a, axis)
+
+
+def _scan(launch: Callable, a: CudaArray, axis: Any) -> CudaArray:
+    """Running products or sums along `axis` (of the flattened array when None), in a's dtype."""
     if axis is None:
-        return _cumprod(a.reshape(-1), 0)
+        return _scan(launch, a.reshape(-1), 0)
     axis = _axes(axis, a.ndim)[0]
     moved = np.moveaxis(a, axis, -1)
     out = CudaArray.empty(moved.shape, moved.dtype, a.device)
     if out.size:
-        launch_cumprod(out, moved, out.size // moved.shape[-1], moved.shape[-1])
+        launch(out, moved, out.size // moved.shape[-1], moved.shape[-1])
     return np.moveaxis(out, -1, axis)
 
 

@@ -1,0 +1,99 @@
+"""Reductions composed of sum, amax and amin: norm, nansum, nanmean and count_nonzero."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from numdiff.ops._util import ensure_tensor
+from numdiff.ops.reduction import _reduction_dims, amax, amin
+from numdiff.ops.reduction import sum as sum_
+from numdiff.tensor import Tensor
+
+
+def _root(total: Tensor, p: float) -> Tensor:
+    """total ** (1 / p), with value and gradient 0 where total is 0 (the root's slope is infinite
+    there; PyTorch's norm gives the zero subgradient)."""
+    from numdiff.ops.selection import where
+
+    zero = total == 0
+    safe = where(zero, 1.0, total)
+    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The p-norm over `dim` (all elements when None), as torch.norm: p="fro" or 2 is the
+    square root of the sum of squares, 1 the sum of magnitudes, inf / -inf the largest / smallest
+    magnitude, 0 the count of nonzeros, other p (sum |x|^p)^(1/p). Floating-point inputs only.
+
+    >>> numdiff.norm(numdiff.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    input = ensure_tensor("norm", input)
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise TypeError(f"norm: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
+    if isinstance(p, str):
+        if p != "fro":
+            raise ValueError(f"norm: p={p!r} is not supported (only 'fro' and numbers; the nuclear norm needs an SVD)")
+        if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) not in (1, 2):
+            raise ValueError(f"norm: p='fro' takes one or two dims, got dim={dim!r}")
+        p = 2
+    elif isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"norm: p must be a number or 'fro', got {type(p).__name__}")
+    p = float(p)
+    dims = _reduction_dims("norm", dim, input.ndim)
+    magnitude = input.abs()
+    if p == math.inf or p == -math.inf:
+        if input.numel() == 0 and (not dims or any(input.shape[d] == 0 for d in dims)):
+            raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
+        return (amax if p > 0 else amin)(magnitude, dims, keepdim)
+    if p == 0:
+        return sum_((input != 0).to(input.dtype), dims, keepdim)
+    if p == 1:
+        return sum_(magnitude, dims, keepdim)
+    if p == 2:
+        return _root(sum_(input * input, dims, keepdim), 2)
+    return _root(sum_(magnitude**p, dims, keepdim), p)
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """sum, counting NaNs as zero (their gradient is 0).
+
+    >>> numdiff.nansum(numdiff.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    input = ensure_tensor("nansum", input)
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind == "f":
+        input = input.masked_fill(input.isnan(), 0.0)
+    return sum_(input, dim, keepdim)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """mean of the elements that are not NaN (NaN where all are).
+
+    >>> numdiff.nanmean(numdiff.tensor([1.0, float("nan"), 2.0]))
+    tensor(1.5000)
+    """
+    input = ensure_tensor("nanmean", input)
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
+    present = ~input.isnan()
+    return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    """The number of nonzero elements over `dim` (an int or tuple; all when None), as int64.
+
+    >>> numdiff.count_nonzero(numdiff.tensor([[0, 1], [2, 3]]), dim=0)
+    tensor([1, 2])
+    """
+    input = ensure_tensor("count_nonzero", input)
+    return sum_(input != 0, _reduction_dims("count_nonzero", dim, input.ndim))
