@@ -32,10 +32,15 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     tensor(5.)
     """
     input = ensure_tensor("norm", input)
-    if dtype is not None:
-        input = input.to(dtype)
     if input._data.dtype.kind != "f":
         raise TypeError(f"norm: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
+    if dtype is not None:
+        from numdiff import _dtype
+
+        target = _dtype.to_dtype(dtype)
+        if not np.can_cast(input._data.dtype, target.numpy, casting="safe"):
+            raise TypeError(f"norm: dtype {target} would narrow the input's {input.dtype}; pass a wider dtype or convert the input")
+        input = input.to(target)
     if isinstance(p, str):
         if p != "fro":
             raise ValueError(f"norm: p={p!r} is not supported (only 'fro' and numbers; the nuclear norm needs an SVD)")

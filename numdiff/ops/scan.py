@@ -23,7 +23,7 @@ class Cumsum(Function):
     @staticmethod
     def forward(ctx, x, *, dim):
         ctx.dim = dim
-        return np.cumsum(x, axis=dim)
+        return _running(np.cumsum, x, dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -46,7 +46,7 @@ class Cumprod(Function):
     def forward(ctx, x, *, dim):
         ctx.dim = dim
         ctx.save_for_backward(x)
-        return np.cumprod(x, axis=dim)
+        return _running(np.cumprod, x, dim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -54,6 +54,14 @@ class Cumprod(Function):
         if is_grad_enabled():
             return (_cumprod_grad_differentiable(x, grad, ctx.dim),)
         return (Tensor._wrap(_cumprod_grad(x._data, grad._data, ctx.dim), None, None),)
+
+
+def _running(scan: Any, x: Any, dim: int) -> Any:
+    """np.cumsum or np.cumprod along dim; float16/float32 CPU arrays accumulate in float64 and
+    round once per element, as PyTorch's CPU kernels do (NumPy would round at every step)."""
+    if type(x) is np.ndarray and x.dtype in (np.float16, np.float32):
+        return scan(x, axis=dim, dtype=np.float64).astype(x.dtype)
+    return scan(x, axis=dim)
 
 
 def _cumprod_grad(x: Any, grad: Any, dim: int) -> Any:
