@@ -104,6 +104,7 @@ from numdiff.ops.rearrange import (
     repeat_interleave,
     roll,
     row_stack,
+    select,
     swapaxes,
     swapdims,
     tile,
@@ -213,5 +214,5 @@ __all__ += [
     "bucketize", "column_stack", "count_nonzero", "cross", "cumprod", "cumsum", "diag", "diagonal", "diff",
     "dstack", "hstack", "index_add", "inner", "isclose", "masked_select", "meshgrid", "moveaxis", "movedim",
     "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",
-    "searchsorted", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
+    "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
 ]

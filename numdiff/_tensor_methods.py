@@ -237,6 +237,7 @@ METHODS = {
     "roll": rearrange.roll,
     "tile": rearrange.tile,
     "unbind": rearrange.unbind,
+    "select": rearrange.select,
     "movedim": rearrange.movedim,
     "moveaxis": rearrange.movedim,
     "swapaxes": rearrange.swapaxes,

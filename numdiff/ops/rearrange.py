@@ -76,6 +76,24 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     return tuple(input[lead + (i,)] for i in range(input.shape[dim]))
 
 
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at `index` along `dim`, without that dim (a view); a negative index counts from the end.
+
+    >>> numdiff.select(numdiff.tensor([[1, 2], [3, 4]]), 1, -1)
+    tensor([2, 4])
+    """
+    input = ensure_tensor("select", input)
+    if input.ndim == 0:
+        raise IndexError("select: cannot select from a 0-d tensor")
+    dim = normalize_dim("select", dim, input.ndim)
+    size = input.shape[dim]
+    if isinstance(index, Tensor):
+        index = int(index.item())
+    if not -size <= index < size:
+        raise IndexError(f"select: index {index} is out of range for dimension {dim} of size {size} (shape {tuple(input.shape)})")
+    return input[(slice(None),) * dim + (index % size,)]
+
+
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """The view of `length` elements from `start` along `dim` (a negative start counts from the end).
 

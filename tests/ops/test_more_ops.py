@@ -45,7 +45,7 @@ def _run_both(fn, arrays):
     return ours, theirs, got, expected
 
 
-def _check_parity(fn, *arrays, grads: bool = True) -> None:
+def _check_parity(fn, *arrays, grads: bool = True, single: bool = False) -> None:
     ours, theirs, got, expected = _run_both(fn, arrays)
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
@@ -69,7 +69,7 @@ def _check_parity(fn, *arrays, grads: bool = True) -> None:
         if isinstance(t, torch.Tensor) and t.requires_grad:
             expected_grad = t.grad.numpy() if t.grad is not None else np.zeros(tuple(t.shape))
             got_grad = o.grad.numpy() if o.grad is not None else np.zeros(tuple(o.shape))
-            rtol = 1e-6 if any(e.dtype == torch.float32 for _, e in differentiable) else 1e-12
+            rtol = 1e-6 if single or any(e.dtype == torch.float32 for _, e in differentiable) else 1e-12
             np.testing.assert_allclose(got_grad, expected_grad, rtol=rtol, atol=rtol)
 
 
@@ -96,6 +96,8 @@ PARITY = {
     "unbind": (lambda m, x: m.unbind(x, -1), _normal(2, 3)),
     "tile-short": (lambda m, x: m.tile(x, (2,)), _normal(2, 3)),
     "tile-long": (lambda m, x: x.tile((2, 1, 3)), _normal(2, 3)),
+    "select": (lambda m, x: m.select(x, 1, -1), _normal(2, 3)),
+    "select-method": (lambda m, x: x.select(0, 1), _normal(2, 3)),
     "narrow-negative": (lambda m, x: m.narrow(x, -1, -2, 2), _normal(2, 4)),
     "narrow-tensor-start": (lambda m, x: x.narrow(0, m.tensor(1), 2), _normal(4)),
     "movedim": (lambda m, x: m.movedim(x, -1, 0), _normal(2, 3, 4)),
@@ -213,7 +215,8 @@ VALUES_ONLY = {"scatter-reduce-add", "norm-p0"}
 @pytest.mark.parametrize("name", sorted(PARITY))
 def test_matches_torch(name):
     fn, *arrays = PARITY[name]
-    _check_parity(fn, *arrays, grads=name not in VALUES_ONLY)
+    # A dtype= case passes its gradient through float32 on the way.
+    _check_parity(fn, *arrays, grads=name not in VALUES_ONLY, single=name.endswith("-dtype"))
 
 
 def test_cumprod_double_backward_matches_torch_with_zeros():
@@ -320,6 +323,7 @@ BAD = [
     (lambda: numdiff.roll(numdiff.ones(2, 2), 1, 3), IndexError, r"roll: dimension 3 is out of range"),
     (lambda: numdiff.tile(numdiff.ones(2), (-1,)), ValueError, r"tile: repeats must be non-negative, got \[-1\]"),
     (lambda: numdiff.unbind(numdiff.tensor(1.0)), IndexError, r"unbind: a 0-d tensor"),
+    (lambda: numdiff.select(numdiff.ones(2, 3), 1, 3), IndexError, r"select: index 3 is out of range for dimension 1 of size 3"),
     (lambda: numdiff.narrow(numdiff.ones(4), 0, 3, 2), ValueError, r"narrow: start \(3\) \+ length \(2\) exceeds the size 4"),
     (lambda: numdiff.narrow(numdiff.ones(4), 0, numdiff.tensor([1]), 2), TypeError, r"narrow: start must be an integer or a 0-d"),
     (lambda: numdiff.movedim(numdiff.ones(2, 3), (0, 1), 0), ValueError, r"movedim: source \[0, 1\] and destination \[0\]"),
