@@ -233,7 +233,7 @@ def host_functions() -> list:
              "logical_not", "isfinite", "isnan", "isinf", "all", "any")
     return [getattr(logical, n) for n in names] + [
         reduction.argmax, reduction.argmin, arithmetic.div, sorting.argsort, sorting.topk_indices,
-        search.nonzero, search.argwhere, search.unique, search.searchsorted, search.bucketize,
+        search.nonzero, search.unique_part, search.searchsorted,
     ]
 
 

@@ -310,47 +310,39 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
 @register("diagonal")
 class Diagonal(Function):
     """The diagonal `offset` of the (dim1, dim2) planes, as a last dim; a strided view of a CPU
-    array (a copy on CUDA). Gradient: the diagonal written into zeros (index_add_into_zeros)."""
+    array (a copy on CUDA). Gradient: the diagonal written into zeros (index_add_into_zeros)
+    laid out with dim1 and dim2 last, where the two index arrays sit side by side and give the
+    gradient's own layout (which also lets vmap batch it), then permuted back."""
 
     @staticmethod
     def forward(ctx, x, *, offset, dim1, dim2):
-        ctx.input_shape = x.shape
-        ctx.key = _diagonal_key(x.shape, offset, dim1, dim2)
-        ctx.front = _advanced_position(dim1, dim2)
-        if type(x) is np.ndarray:
-            corner = [slice(None)] * x.ndim
-            corner[dim1] = slice(max(-offset, 0), None)
-            corner[dim2] = slice(max(offset, 0), None)
-            start = x[tuple(corner)]
-            length = _diagonal_length(x.shape, offset, dim1, dim2)
-            keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
-            shape = tuple(x.shape[d] for d in keep) + (length,)
-            strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
-            return np.lib.stride_tricks.as_strided(start, shape, strides)
-        return np.moveaxis(x[ctx.key], ctx.front, -1)
+        keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
+        ctx.order = tuple(keep) + (dim1, dim2)
+        ctx.moved_shape = tuple(x.shape[d] for d in ctx.order)
+        ctx.key = _diagonal_key(ctx.moved_shape, offset)
+        if type(x) is not np.ndarray:
+            return x.transpose(ctx.order)[ctx.key]
+        corner = [slice(None)] * x.ndim
+        corner[dim1] = slice(max(-offset, 0), None)
+        corner[dim2] = slice(max(offset, 0), None)
+        shape = tuple(x.shape[d] for d in keep) + (len(ctx.key[-1]),)
+        strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
+        return np.lib.stride_tricks.as_strided(x[tuple(corner)], shape, strides)
 
     @staticmethod
     def backward(ctx, grad):
         from numdiff.ops.indexing import IndexAddIntoZeros
 
-        return (IndexAddIntoZeros.apply(grad.movedim(-1, ctx.front), key=ctx.key, shape=ctx.input_shape),)
+        moved = IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.moved_shape)
+        return (moved.permute(tuple(int(i) for i in np.argsort(ctx.order))),)
 
 
-def _diagonal_length(shape: tuple, offset: int, dim1: int, dim2: int) -> int:
-    return max(0, min(shape[dim1] + min(offset, 0), shape[dim2] - max(offset, 0)))
-
-
-def _diagonal_key(shape: tuple, offset: int, dim1: int, dim2: int) -> tuple:
-    positions = np.arange(_diagonal_length(shape, offset, dim1, dim2), dtype=np.int64)
-    key: list = [slice(None)] * len(shape)
-    key[dim1] = positions + max(-offset, 0)
-    key[dim2] = positions + max(offset, 0)
-    return tuple(key)
-
-
-def _advanced_position(dim1: int, dim2: int) -> int:
-    """Where NumPy puts the dim of two index arrays at dim1 and dim2: in place when adjacent, else first."""
-    return min(dim1, dim2) if abs(dim1 - dim2) == 1 else 0
+def _diagonal_key(shape: tuple, offset: int) -> tuple:
+    """The index of diagonal `offset` of the last two dims of `shape`: two arrays, side by side."""
+    rows, cols = shape[-2:]
+    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    positions = np.arange(length, dtype=np.int64)
+    return (slice(None),) * (len(shape) - 2) + (positions + max(-offset, 0), positions + max(offset, 0))
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
@@ -390,7 +382,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim != 1:
         raise ValueError(f"diag: expects a 1-D or 2-D tensor, got shape {tuple(input.shape)}")
     n = input.shape[0] + abs(offset)
-    return IndexAddIntoZeros.apply(input, key=_diagonal_key((n, n), offset, 0, 1), shape=(n, n))
+    return IndexAddIntoZeros.apply(input, key=_diagonal_key((n, n), offset), shape=(n, n))
 
 
 def trace(input: Tensor) -> Tensor:

@@ -40,11 +40,11 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
             [3]])
     """
     input = ensure_tensor("nonzero", input)
-    data = _host("nonzero", input)
     if as_tuple:
-        found = np.nonzero(data.reshape(1) if data.ndim == 0 else data)
-        return tuple(_on_device_of(np.ascontiguousarray(f, dtype=np.int64), input) for f in found)
-    rows = np.argwhere(data).astype(np.int64, copy=False)
+        # Columns of the one traced result, so a compiled replay recomputes every part.
+        rows = nonzero(input.reshape(1) if input.ndim == 0 else input)
+        return tuple(rows[:, i] for i in range(rows.shape[1]))
+    rows = np.argwhere(_host("nonzero", input)).astype(np.int64, copy=False)
     return _on_device_of(np.ascontiguousarray(rows), input)
 
 
@@ -68,22 +68,27 @@ def unique(
     (tensor([1, 3]), tensor([1, 2]))
     """
     input = ensure_tensor("unique", input)
+    if dim is not None:
+        if input.ndim == 0:
+            raise IndexError("unique: a 0-d tensor has no dim to take unique slices along")
+        dim = normalize_dim("unique", dim, input.ndim)
+    # One call per part, each one tensor, so that numdiff.compile replays each as a host call.
+    parts = ["values"] + ["inverse"] * bool(return_inverse) + ["counts"] * bool(return_counts)
+    out = tuple(unique_part(input, part, dim) for part in parts)
+    return out[0] if len(out) == 1 else out
+
+
+def unique_part(input: Tensor, part: str, dim: int | None) -> Tensor:
+    """One result of `unique`: "values", "inverse" or "counts" (dim already checked)."""
     data = _host("unique", input)
     if dim is None:
         values, inverse, counts = np.unique(data.reshape(-1), return_inverse=True, return_counts=True)
         inverse = inverse.reshape(data.shape)
     else:
-        axis = normalize_dim("unique", dim, data.ndim)
-        if data.ndim == 0:
-            raise IndexError("unique: a 0-d tensor has no dim to take unique slices along")
-        values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True, axis=axis)
+        values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True, axis=dim)
         inverse = inverse.reshape(-1)
-    out = [_on_device_of(values, input)]
-    if return_inverse:
-        out.append(_on_device_of(inverse.astype(np.int64), input))
-    if return_counts:
-        out.append(_on_device_of(counts.astype(np.int64), input))
-    return out[0] if len(out) == 1 else tuple(out)
+    chosen = {"values": values, "inverse": inverse, "counts": counts}[part]
+    return _on_device_of(chosen if part == "values" else chosen.astype(np.int64), input)
 
 
 def _side(op: str, right: bool, side: str | None) -> str:

@@ -421,3 +421,20 @@ def test_vmap_runs_batched_and_matches_a_loop(fn):
     expected = numdiff.stack([fn(x[i]) for i in range(4)])
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
     assert tuple(jacobian.shape) == tuple(expected.shape[1:]) + (3, 3)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: numdiff.unique(x, return_inverse=True)[1].sum() + numdiff.unique(x, return_counts=True)[1].max() + x.sum(),
+        lambda x: numdiff.nonzero(x, as_tuple=True)[0].sum() + x.argwhere().sum() + x.sum(),
+        lambda x: numdiff.bucketize(x, numdiff.tensor([0.5, 1.5])).sum() + numdiff.count_nonzero(x) + x.sum(),
+        lambda x: numdiff.masked_select(x, x > 0).sum() + numdiff.isclose(x, x.roll(1)).sum(),
+    ],
+    ids=["unique", "nonzero", "bucketize", "masked_select"],
+)
+def test_compiled_search_ops_recompute_on_new_values(fn):
+    compiled = numdiff.compile(fn)
+    for values in ([1.0, 1.0, 2.0], [1.0, 2.0, 2.0], [0.0, 1.0, 0.0], [2.0, 0.0, 3.0]):
+        x = numdiff.tensor(values)
+        assert compiled(x).item() == fn(x).item(), values
