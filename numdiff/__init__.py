@@ -126,7 +126,7 @@ from numdiff.ops.reduction import (
     sum,
     var,
 )
-from numdiff.ops.scan import cumprod, cumsum, diff
+from numdiff.ops.scan import cummax, cummin, cumprod, cumsum, diff
 from numdiff.ops.scatter import index_add, masked_select, scatter, take
 from numdiff.ops.search import argwhere, bucketize, isclose, nonzero, searchsorted, unique
 from numdiff.ops.selection import clamp, clip, masked_fill, maximum, minimum, where
@@ -211,7 +211,7 @@ __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile"]
 __all__ += [
     "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
-    "bucketize", "column_stack", "count_nonzero", "cross", "cumprod", "cumsum", "diag", "diagonal", "diff",
+    "bucketize", "column_stack", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal", "diff",
     "dstack", "hstack", "index_add", "inner", "isclose", "masked_select", "meshgrid", "moveaxis", "movedim",
     "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",
     "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",

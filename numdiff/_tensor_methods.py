@@ -219,6 +219,8 @@ METHODS = {
     # running sums, norms, products, rearranging, writes at indices, searching
     "cumsum": scan.cumsum,
     "cumprod": scan.cumprod,
+    "cummax": scan.cummax,
+    "cummin": scan.cummin,
     "diff": scan.diff,
     "norm": norms.norm,
     "nansum": norms.nansum,

@@ -171,3 +171,56 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         earlier = x.narrow(dim, 0, length - 1)
         x = later != earlier if x._data.dtype.kind == "b" else later - earlier
     return x
+
+
+def cummax(input: Tensor, dim: int) -> Any:
+    """(values, indices): the running maximum along `dim` and where it was found (the latest
+    position on ties; NaN propagates). The values are gathered at the indices, so the gradient
+    goes to the element each running maximum came from.
+
+    >>> numdiff.cummax(numdiff.tensor([1.0, 3.0, 2.0]), 0).indices
+    tensor([0, 1, 1])
+    """
+    return _cumulative_extreme("cummax", input, dim)
+
+
+def cummin(input: Tensor, dim: int) -> Any:
+    """(values, indices): the running minimum along `dim` and where it was found (the latest
+    position on ties; NaN propagates); gradient as for cummax.
+
+    >>> numdiff.cummin(numdiff.tensor([3.0, 1.0, 2.0]), 0).values
+    tensor([3., 1., 1.])
+    """
+    return _cumulative_extreme("cummin", input, dim)
+
+
+def _cumulative_extreme(op: str, input: Tensor, dim: int) -> Any:
+    from numdiff.ops.indexing import gather
+    from numdiff.ops.reduction import values_indices
+
+    input = ensure_tensor(op, input)
+    dim = normalize_dim(op, dim, input.ndim)
+    flat = input.reshape(1) if input.ndim == 0 else input
+    indices = cumulative_extreme_indices(flat, op, dim)
+    values = gather(flat, dim, indices)
+    if input.ndim == 0:
+        values, indices = values.reshape(()), indices.reshape(())
+    return values_indices(values, indices)
+
+
+def cumulative_extreme_indices(input: Tensor, op: str, dim: int) -> Tensor:
+    """Where each running maximum (op "cummax") or minimum ("cummin") along `dim` was found:
+    the latest position holding the running extreme, or the latest NaN once one was seen. Read
+    on the host; numdiff.compile replays it as a host call."""
+    from numdiff.ops.search import _host, _on_device_of
+
+    x = _host(op, input)
+    running = (np.maximum if op == "cummax" else np.minimum).accumulate(x, axis=dim)
+    hits = x == running
+    if x.dtype.kind == "f":
+        hits |= np.isnan(x)
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    positions = np.arange(x.shape[dim], dtype=np.int64).reshape(shape)
+    found = np.maximum.accumulate(np.where(hits, positions, 0), axis=dim)
+    return _on_device_of(np.ascontiguousarray(found, dtype=np.int64), input)

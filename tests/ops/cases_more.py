@@ -173,3 +173,11 @@ CASES = [
         None, "inner", args(normal(2, 3), normal(4, 3)), numdiff.inner, np.inner,
     ),
 ]
+
+CASES += [
+    OpCase(
+        None, "cummax-cummin", args(distinct(2, 4)),
+        lambda x: (x.cummax(1).values, numdiff.cummin(x, 0).values),
+        lambda x: (np.maximum.accumulate(x, 1), np.minimum.accumulate(x, 0)),
+    ),
+]

@@ -83,6 +83,11 @@ PARITY = {
     "cumprod": (lambda m, x: m.cumprod(x, 1), RNG.uniform(0.5, 2, (2, 4))),
     "cumprod-zeros": (lambda m, x: x.cumprod(0), np.array([[1.5, 0.0], [0.0, 2.0], [3.0, 0.5]])),
     "cumprod-int": (lambda m, x: m.cumprod(x, 0), _ints(1, 4, 3)),
+    "cummax": (lambda m, x: m.cummax(x, 0), np.array([1.0, 3.0, 3.0, 2.0, math.nan, 5.0, math.nan, 1.0])),
+    "cummin-dim": (lambda m, x: x.cummin(-1), np.array([[3.0, 1.0, 1.0, 2.0], [0.5, 4.0, -1.0, -1.0]])),
+    "cummax-int": (lambda m, x: m.cummax(x, 1), _ints(0, 4, 2, 5)),
+    "cummax-0d": (lambda m, x: x.cummax(0), _normal()),
+    "cummin-empty": (lambda m, x: m.cummin(x, 0), np.zeros((0, 2))),
     "diag-1d": (lambda m, x: m.diag(x, 2), _normal(3)),
     "diag-2d": (lambda m, x: m.diag(x, -1), _normal(3, 4)),
     "diag-2d-past-edge": (lambda m, x: x.diag(7), _normal(3, 4)),
@@ -430,8 +435,9 @@ def test_vmap_runs_batched_and_matches_a_loop(fn):
         lambda x: numdiff.nonzero(x, as_tuple=True)[0].sum() + x.argwhere().sum() + x.sum(),
         lambda x: numdiff.bucketize(x, numdiff.tensor([0.5, 1.5])).sum() + numdiff.count_nonzero(x) + x.sum(),
         lambda x: numdiff.masked_select(x, x > 0).sum() + numdiff.isclose(x, x.roll(1)).sum(),
+        lambda x: x.cummax(0).indices.sum() + x.cummin(0).values.sum(),
     ],
-    ids=["unique", "nonzero", "bucketize", "masked_select"],
+    ids=["unique", "nonzero", "bucketize", "masked_select", "cummax"],
 )
 def test_compiled_search_ops_recompute_on_new_values(fn):
     compiled = numdiff.compile(fn)
