@@ -163,6 +163,7 @@ from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
+from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings

@@ -23,24 +23,31 @@ def _root(total: Tensor, p: float) -> Tensor:
     return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
 
 
-def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    """The p-norm over `dim` (all elements when None), as torch.norm: p="fro" or 2 is the
-    square root of the sum of squares, 1 the sum of magnitudes, inf / -inf the largest / smallest
-    magnitude, 0 the count of nonzeros, other p (sum |x|^p)^(1/p). Floating-point inputs only.
-
-    >>> numdiff.norm(numdiff.tensor([3.0, 4.0]))
-    tensor(5.)
-    """
-    input = ensure_tensor("norm", input)
+def floating_input(op: str, input: Any, dtype: Any) -> Tensor:
+    """A norm's input: a floating-point tensor, converted to `dtype` when given (never narrowed)."""
+    input = ensure_tensor(op, input)
     if input._data.dtype.kind != "f":
-        raise TypeError(f"norm: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
+        raise TypeError(f"{op}: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
     if dtype is not None:
         from numdiff import _dtype
 
         target = _dtype.to_dtype(dtype)
         if not np.can_cast(input._data.dtype, target.numpy, casting="safe"):
-            raise TypeError(f"norm: dtype {target} would narrow the input's {input.dtype}; pass a wider dtype or convert the input")
+            raise TypeError(f"{op}: dtype {target} would narrow the input's {input.dtype}; pass a wider dtype or convert the input")
         input = input.to(target)
+    return input
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The p-norm over `dim` (all elements when None), as torch.norm: p="fro" or 2 is the
+    square root of the sum of squares, 1 the sum of magnitudes, inf / -inf the largest / smallest
+    magnitude, 0 the count of nonzeros (zero gradient), other p (sum |x|^p)^(1/p).
+    Floating-point inputs only; the gradient where the norm is 0 is 0, as in PyTorch.
+
+    >>> numdiff.norm(numdiff.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    input = floating_input("norm", input, dtype)
     if isinstance(p, str):
         if p != "fro":
             raise ValueError(f"norm: p={p!r} is not supported (only 'fro' and numbers; the nuclear norm needs an SVD)")
@@ -57,7 +64,12 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
             raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
         return (amax if p > 0 else amin)(magnitude, dims, keepdim)
     if p == 0:
-        return sum_((input != 0).to(input.dtype), dims, keepdim)
+        from numdiff.ops.selection import where
+
+        # A count with a zero gradient, as PyTorch's: the unselected branch x * 0 ties the result
+        # to x (it is NaN only where x is infinite, and there the count's 1 is selected).
+        with np.errstate(invalid="ignore"):
+            return sum_(where(input != 0, 1.0, input * 0.0), dims, keepdim)
     if p == 1:
         return sum_(magnitude, dims, keepdim)
     if p == 2:

@@ -129,9 +129,24 @@ PARITY = {
     "norm-inf": (lambda m, x: m.norm(x, float("inf"), dim=1), _normal(2, 3)),
     "norm-ninf": (lambda m, x: m.norm(x, -math.inf), _normal(2, 3)),
     "norm-p0": (lambda m, x: m.norm(x, 0, dim=0), np.array([[0.0, 1.0], [2.0, 0.0], [3.0, 0.0]])),
+    "norm-p0-inf-nan": (lambda m, x: m.norm(x, 0), np.array([0.0, math.inf, math.nan, -0.0])),
     "norm-p3": (lambda m, x: m.norm(x, 3.5, dim=1), _normal(2, 3)),
     "norm-dtype": (lambda m, x: m.norm(x.float(), dtype=m.float64), _normal(3)),
     "norm-0d": (lambda m, x: m.norm(x), _normal()),
+    "linalg.vector_norm": (lambda m, x: m.linalg.vector_norm(x, ord=3, dim=(0, 1)), _normal(3, 4)),
+    "linalg.vector_norm-0": (lambda m, x: m.linalg.vector_norm(x, 0), np.array([0.0, 2.0, -1.0])),
+    "linalg.matrix_norm-fro": (lambda m, x: m.linalg.matrix_norm(x, keepdim=True), _normal(2, 3, 4)),
+    "linalg.matrix_norm-1": (lambda m, x: m.linalg.matrix_norm(x, ord=1), _normal(2, 3, 4)),
+    "linalg.matrix_norm-ninf": (lambda m, x: m.linalg.matrix_norm(x, -math.inf, dim=(0, 2)), _normal(3, 2, 4)),
+    "linalg.matrix_norm-inf": (lambda m, x: m.linalg.matrix_norm(x, math.inf), _normal(3, 4)),
+    "linalg.matrix_norm--1": (lambda m, x: m.linalg.matrix_norm(x, -1, dim=(1, 0), keepdim=True), _normal(3, 4)),
+    "linalg.norm": (lambda m, x: m.linalg.norm(x), _normal(2, 3, 2)),
+    "linalg.norm-ord-2d": (lambda m, x: m.linalg.norm(x, ord=math.inf), _normal(3, 4)),
+    "linalg.norm-ord-1d": (lambda m, x: m.linalg.norm(x, 1), _normal(4)),
+    "linalg.norm-dim": (lambda m, x: m.linalg.norm(x, dim=1, keepdim=True), _normal(2, 3)),
+    "linalg.norm-dims": (lambda m, x: m.linalg.norm(x, 1, dim=(0, 1)), _normal(2, 3)),
+    "linalg.cross": (lambda m, a, b: m.linalg.cross(a, b), _normal(2, 3), _normal(1, 3)),
+    "linalg.diagonal": (lambda m, x: m.linalg.diagonal(x, offset=1), _normal(2, 3, 3)),
     "diff": (lambda m, x: m.diff(x), _normal(2, 4)),
     "diff-n-append": (lambda m, x, a: m.diff(x, n=2, dim=0, append=a), _normal(3, 2), _normal(1, 2)),
     "diff-too-many": (lambda m, x: x.diff(n=5), _normal(3)),
@@ -212,9 +227,8 @@ PARITY = {
 }
 
 
-# torch has no gradient for scatter with reduce; numdiff's p=0 norm is a constant (torch's
-# gradient of it is zero everywhere).
-VALUES_ONLY = {"scatter-reduce-add", "norm-p0"}
+# torch has no gradient for scatter with reduce.
+VALUES_ONLY = {"scatter-reduce-add"}
 
 
 @pytest.mark.parametrize("name", sorted(PARITY))
@@ -344,6 +358,12 @@ BAD = [
     (lambda: numdiff.norm(numdiff.tensor([3, 4])), TypeError, r"norm: expected a floating point tensor as input, got numdiff.int64"),
     (lambda: numdiff.norm(numdiff.ones(2), "nuc"), ValueError, r"norm: p='nuc' is not supported"),
     (lambda: numdiff.norm(numdiff.ones(0), float("inf")), RuntimeError, r"norm: the inf norm of an empty tensor"),
+    (lambda: numdiff.linalg.matrix_norm(numdiff.ones(2, 2), 2), ValueError, r"linalg.matrix_norm: ord=2 is not supported"),
+    (lambda: numdiff.linalg.matrix_norm(numdiff.ones(2)), ValueError, r"linalg.matrix_norm: expects a tensor with at least 2 dimensions"),
+    (lambda: numdiff.linalg.matrix_norm(numdiff.ones(2, 2), dim=(0, -2)), ValueError, r"linalg.matrix_norm: dims \(0, -2\) name the same"),
+    (lambda: numdiff.linalg.norm(numdiff.ones(2, 2, 2), 1), ValueError, r"linalg.norm: with ord given and dim None the input must be 1-D or 2-D"),
+    (lambda: numdiff.linalg.vector_norm(numdiff.tensor([1, 2])), TypeError, r"norm: expected a floating point tensor"),
+    (lambda: numdiff.norm(numdiff.ones(2, dtype=numdiff.float64), dtype=numdiff.float32), TypeError, r"norm: dtype numdiff.float32 would narrow the input's numdiff.float64"),
     (lambda: numdiff.nanmean(numdiff.tensor([1, 2])), TypeError, r"nanmean: expected a floating point input, got numdiff.int64"),
     (lambda: numdiff.diff(numdiff.tensor(1.0)), RuntimeError, r"diff: expected at least a 1-dimensional tensor"),
     (lambda: numdiff.diff(numdiff.ones(3), n=-1), ValueError, r"diff: order must be a non-negative integer, got -1"),
