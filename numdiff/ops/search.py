@@ -112,7 +112,8 @@ def searchsorted(
 ) -> Tensor:
     """For each value of `input`, the index at which inserting it keeps the innermost dim of
     `sorted_sequence` sorted (the first such index, or the last with right=True / side="right").
-    An N-D sequence searches row by row: its leading dims must equal input's.
+    An N-D sequence searches row by row: its leading dims must equal those of `input`. (torch's
+    documentation calls the second argument `values`; its keyword is `input`, as here.)
 
     >>> numdiff.searchsorted(numdiff.tensor([1, 3, 5]), numdiff.tensor([3, 6]))
     tensor([1, 3])
@@ -121,13 +122,13 @@ def searchsorted(
     side = _side("searchsorted", right, side)
     seq = _host("searchsorted", sequence)
     scalar = not isinstance(input, Tensor)
-    values = np.asarray(input) if scalar else _host("searchsorted", input)
+    queries = np.asarray(input) if scalar else _host("searchsorted", input)
     if seq.ndim == 0:
         raise ValueError("searchsorted: sorted_sequence must have at least one dimension, got a 0-d tensor")
-    if not scalar and seq.ndim > 1 and (values.ndim != seq.ndim or values.shape[:-1] != seq.shape[:-1]):
+    if not scalar and seq.ndim > 1 and (queries.ndim != seq.ndim or queries.shape[:-1] != seq.shape[:-1]):
         raise ValueError(
             f"searchsorted: the leading dims of sorted_sequence {tuple(seq.shape)} and input "
-            f"{tuple(values.shape)} must match (all but the last)"
+            f"{tuple(queries.shape)} must match (all but the last)"
         )
     if scalar and seq.ndim > 1:
         raise ValueError(f"searchsorted: a scalar input needs a 1-D sorted_sequence, got shape {tuple(seq.shape)}")
@@ -139,14 +140,13 @@ def searchsorted(
             raise IndexError(f"searchsorted: sorter values must be in [0, {seq.shape[-1]}), got [{order.min()}, {order.max()}]")
         seq = np.take_along_axis(seq, order, axis=-1)
     if seq.ndim == 1:
-        found = np.searchsorted(seq, values, side=side)
+        found = np.searchsorted(seq, queries, side=side)
     else:
         rows = seq.reshape(-1, seq.shape[-1])
-        queries = values.reshape(rows.shape[0], -1)
-        found = np.stack([np.searchsorted(r, q, side=side) for r, q in zip(rows, queries)]).reshape(values.shape)
+        per_row = queries.reshape(rows.shape[0], -1)
+        found = np.stack([np.searchsorted(r, q, side=side) for r, q in zip(rows, per_row)]).reshape(queries.shape)
     found = np.asarray(found, dtype=np.int32 if out_int32 else np.int64)
-    like = sequence if scalar else input
-    return _on_device_of(found, like)
+    return _on_device_of(found, sequence if scalar else input)
 
 
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:

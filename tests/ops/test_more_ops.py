@@ -222,6 +222,7 @@ PARITY = {
         lambda m, s, v, o: m.searchsorted(s, v, sorter=o), np.array([5, 1, 3]), np.array([2, 5]), np.array([1, 2, 0]),
     ),
     "searchsorted-scalar": (lambda m, s: m.searchsorted(s, 4), np.array([1, 3, 5])),
+    "searchsorted-keywords": (lambda m, s, v: m.searchsorted(sorted_sequence=s, input=v, side="right"), np.array([1, 3]), np.array([3])),
     "bucketize": (lambda m, v, b: m.bucketize(v, b), np.array([[1, 4], [5, 9]]), np.array([1, 3, 5])),
     "bucketize-right": (lambda m, v, b: m.bucketize(v, b, right=True), np.array([1.0, 4.0, 5.0]), np.array([1.0, 3.0, 5.0])),
 }
