@@ -17,7 +17,7 @@ from numdiff.ops.shape import _as_view, _shape_arg, cat, permute, transpose
 from numdiff.tensor import Tensor
 
 
-def _dims_arg(op: str, dims: Any, ndim: int, name: str) -> tuple[int, ...]:
+def _dims_arg(op: str, dims: Any, ndim: int) -> tuple[int, ...]:
     if isinstance(dims, (int, np.integer)):
         dims = (int(dims),)
     return tuple(normalize_dim(op, int(d), ndim) for d in dims)
@@ -30,8 +30,8 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     numdiff.Size([3, 4, 2])
     """
     input = ensure_tensor("movedim", input)
-    src = _dims_arg("movedim", source, input.ndim, "source")
-    dst = _dims_arg("movedim", destination, input.ndim, "destination")
+    src = _dims_arg("movedim", source, input.ndim)
+    dst = _dims_arg("movedim", destination, input.ndim)
     if len(src) != len(dst):
         raise ValueError(
             f"movedim: source {list(src)} and destination {list(dst)} must name the same number of dims"
@@ -120,7 +120,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         if input.ndim == 0:
             return input.clone()
         return roll(input.reshape(-1), shift_list[0], 0).reshape(tuple(input.shape))
-    dim_list = _dims_arg("roll", dims, input.ndim, "dims")
+    dim_list = _dims_arg("roll", dims, input.ndim)
     if len(shift_list) != len(dim_list):
         raise ValueError(f"roll: shifts {list(shift_list)} and dims {list(dim_list)} must have the same length")
     out = input

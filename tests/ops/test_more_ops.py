@@ -225,6 +225,30 @@ PARITY = {
     "searchsorted-keywords": (lambda m, s, v: m.searchsorted(sorted_sequence=s, input=v, side="right"), np.array([1, 3]), np.array([3])),
     "bucketize": (lambda m, v, b: m.bucketize(v, b), np.array([[1, 4], [5, 9]]), np.array([1, 3, 5])),
     "bucketize-right": (lambda m, v, b: m.bucketize(v, b, right=True), np.array([1.0, 4.0, 5.0]), np.array([1.0, 3.0, 5.0])),
+    # empty tensors
+    "empty-diagonal": (lambda m, x: m.diagonal(x), np.zeros((0, 3))),
+    "empty-trace": (lambda m, x: m.trace(x), np.zeros((0, 0))),
+    "empty-diag": (lambda m, x: m.diag(x, 1), np.zeros(0)),
+    "empty-tile": (lambda m, x: m.tile(x, (2, 0)), _normal(2, 3)),
+    "empty-scatter": (lambda m, x, i, s: m.scatter(x, 0, i, s), _normal(3), np.zeros(0, dtype=np.int64), np.zeros(0)),
+    "empty-index_add": (lambda m, x, i, s: m.index_add(x, 1, i, s), _normal(2, 3), np.zeros(0, dtype=np.int64), np.zeros((2, 0))),
+    "empty-masked_select": (lambda m, x, k: m.masked_select(x, k), np.zeros((0, 2)), np.zeros(2, dtype=bool)),
+    "empty-take": (lambda m, x, i: m.take(x, i), _normal(3), np.zeros((0, 2), dtype=np.int64)),
+    "empty-unique": (lambda m, x: m.unique(x, return_inverse=True, return_counts=True), np.zeros(0, dtype=np.int64)),
+    "empty-searchsorted": (lambda m, s, v: m.searchsorted(s, v), np.array([1, 2]), np.zeros(0, dtype=np.int64)),
+    "empty-diff": (lambda m, x: m.diff(x, dim=0), np.zeros((0, 2))),
+    "empty-cross": (lambda m, a, b: m.cross(a, b, dim=1), np.zeros((0, 3)), np.zeros((0, 3))),
+    "empty-tensordot": (lambda m, a, b: m.tensordot(a, b, 1), np.zeros((2, 0)), np.zeros((0, 3))),
+    "empty-norm": (lambda m, x: m.norm(x), np.zeros((0, 3))),
+    "empty-norm-dim": (lambda m, x: m.norm(x, 1, dim=0), np.zeros((0, 3))),
+    "empty-nansum": (lambda m, x: m.nansum(x, 0), np.zeros((0, 3))),
+    "empty-count_nonzero": (lambda m, x: m.count_nonzero(x, 1), np.zeros((2, 0))),
+    "empty-repeat_interleave": (lambda m, x, r: m.repeat_interleave(x, r), np.zeros(0), np.zeros(0, dtype=np.int64)),
+    "empty-roll": (lambda m, x: m.roll(x, 2, 0), np.zeros((0, 2))),
+    "empty-meshgrid": (lambda m, a, b: m.meshgrid(a, b, indexing="ij"), np.zeros(0), _normal(2)),
+    "empty-nonzero": (lambda m, x: m.nonzero(x), np.zeros((0, 3))),
+    "empty-cumprod": (lambda m, x: m.cumprod(x, 1), np.zeros((2, 0))),
+    "empty-addmm": (lambda m, c, a, b: m.addmm(c, a, b), _normal(2, 3), np.zeros((2, 0)), np.zeros((0, 3))),
 }
 
 
@@ -465,3 +489,14 @@ def test_compiled_search_ops_recompute_on_new_values(fn):
     for values in ([1.0, 1.0, 2.0], [1.0, 2.0, 2.0], [0.0, 1.0, 0.0], [2.0, 0.0, 3.0]):
         x = numdiff.tensor(values)
         assert compiled(x).item() == fn(x).item(), values
+
+
+def test_compiled_cumprod_gradient_stays_exact_when_zeros_move():
+    weight = numdiff.tensor([[1.0, 2.0, 3.0]], dtype=numdiff.float64)
+    compiled = numdiff.compile(lambda x: (x.cumprod(1) * weight).sum())
+    for values in ([[1.0, 2.0, 3.0], [0.5, 0.0, 2.0]], [[0.0, 2.0, 3.0], [1.5, 1.0, 0.0]]):
+        x = numdiff.tensor(values, dtype=numdiff.float64, requires_grad=True)
+        compiled(x).backward()
+        eager = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+        (eager.cumprod(1) * torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), eager.grad.numpy())
