@@ -198,6 +198,21 @@ def _axes_in_order(axes: Any, ndim: int) -> list:
     return [int(a) % ndim for a in axes]
 
 
+@implements(np.diagonal)
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    """Diagonal `offset` of the (axis1, axis2) planes as a last axis: a strided view that, unlike
+    NumPy's read-only one, writes through (numdiff's diagonal is a view, as PyTorch's)."""
+    axis1, axis2 = _axes(axis1, a.ndim)[0], _axes(axis2, a.ndim)[0]
+    length = max(0, min(a.shape[axis1] + min(offset, 0), a.shape[axis2] - max(offset, 0)))
+    keep = [d for d in range(a.ndim) if d not in (axis1, axis2)]
+    start = a._offset
+    if length:
+        start += max(-offset, 0) * a._strides[axis1] + max(offset, 0) * a._strides[axis2]
+    shape = tuple(a.shape[d] for d in keep) + (length,)
+    strides = tuple(a._strides[d] for d in keep) + (a._strides[axis1] + a._strides[axis2],)
+    return a._view(shape, strides, start)
+
+
 @implements(np.transpose)
 def _transpose(a, axes=None):
     return a.transpose(axes) if axes is not None else a.transpose()

@@ -309,8 +309,8 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
 
 @register("diagonal")
 class Diagonal(Function):
-    """The diagonal `offset` of the (dim1, dim2) planes, as a last dim; a strided view of a CPU
-    array (a copy on CUDA). Gradient: the diagonal written into zeros (index_add_into_zeros)
+    """The diagonal `offset` of the (dim1, dim2) planes, as a last dim: a writable strided view
+    (NumPy's own np.diagonal view is read-only). Gradient: the diagonal written into zeros (index_add_into_zeros)
     laid out with dim1 and dim2 last, where the two index arrays sit side by side and give the
     gradient's own layout (which also lets vmap batch it), then permuted back."""
 
@@ -321,7 +321,7 @@ class Diagonal(Function):
         ctx.moved_shape = tuple(x.shape[d] for d in ctx.order)
         ctx.key = _diagonal_key(ctx.moved_shape, offset)
         if type(x) is not np.ndarray:
-            return x.transpose(ctx.order)[ctx.key]
+            return np.diagonal(x, offset, dim1, dim2)  # numdiff.cuda's is a writable view
         corner = [slice(None)] * x.ndim
         corner[dim1] = slice(max(-offset, 0), None)
         corner[dim2] = slice(max(offset, 0), None)
@@ -347,7 +347,7 @@ def _diagonal_key(shape: tuple, offset: int) -> tuple:
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, `offset` above (> 0) or below (< 0) the main
-    one, as the last dim; a view on the CPU, so in-place edits of it reach `input`.
+    one, as the last dim; a view, so in-place edits of it reach `input`.
 
     >>> numdiff.diagonal(numdiff.tensor([[1, 2], [3, 4]]))
     tensor([1, 4])

@@ -51,3 +51,15 @@ def test_search_ops_and_integer_scans_stay_on_the_device():
     y.scatter_(0, numdiff.tensor([2]).cuda(), 4.0)
     y.index_add_(0, numdiff.tensor([0, 0]).cuda(), numdiff.ones(2).cuda())
     assert y.cpu().tolist() == [2.0, 0.0, 4.0]
+
+
+def test_diagonal_on_the_device_is_a_view_that_in_place_edits_reach():
+    x = numdiff.zeros(2, 3, 3).cuda()
+    d = x.diagonal(1, 1, 2)
+    d.add_(2.0)
+    assert x._version == d._version == 1
+    expected = np.zeros((2, 3, 3))
+    expected[:, [0, 1], [1, 2]] = 2.0
+    np.testing.assert_array_equal(x.cpu().numpy(), expected)
+    x[0, 0, 1] = 7.0
+    assert d.cpu().tolist() == [[7.0, 2.0], [2.0, 2.0]]
