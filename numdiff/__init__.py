@@ -86,7 +86,7 @@ from numdiff.ops.logical import (
     lt,
     ne,
 )
-from numdiff.ops.norms import count_nonzero, nanmean, nansum, norm
+from numdiff.ops.norms import cdist, count_nonzero, nanmean, nansum, norm
 from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
 from numdiff.ops.rearrange import (
     atleast_1d,
@@ -94,6 +94,7 @@ from numdiff.ops.rearrange import (
     atleast_3d,
     column_stack,
     diag,
+    diag_embed,
     diagonal,
     dstack,
     hstack,
@@ -212,7 +213,7 @@ __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile"]
 __all__ += [
     "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
-    "bucketize", "column_stack", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "diag", "diagonal", "diff",
+    "bucketize", "cdist", "column_stack", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "diag", "diag_embed", "diagonal", "diff",
     "dstack", "hstack", "index_add", "inner", "isclose", "masked_select", "meshgrid", "moveaxis", "movedim",
     "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",
     "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",

@@ -234,6 +234,7 @@ METHODS = {
     "addcmul": products.addcmul,
     "addcdiv": products.addcdiv,
     "diag": rearrange.diag,
+    "diag_embed": rearrange.diag_embed,
     "diagonal": rearrange.diagonal,
     "trace": rearrange.trace,
     "roll": rearrange.roll,

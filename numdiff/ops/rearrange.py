@@ -385,6 +385,28 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     return IndexAddIntoZeros.apply(input, key=_diagonal_key((n, n), offset), shape=(n, n))
 
 
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Tensors whose (dim1, dim2) planes have the last dim of `input` on diagonal `offset` and
+    zeros elsewhere: the transpose of `diagonal` (diagonal(diag_embed(x, o, a, b), o, a, b) == x).
+
+    >>> numdiff.diag_embed(numdiff.tensor([[1, 2]])).shape
+    numdiff.Size([1, 2, 2])
+    """
+    from numdiff.ops.indexing import IndexAddIntoZeros
+
+    input = ensure_tensor("diag_embed", input)
+    if input.ndim == 0:
+        raise ValueError("diag_embed: expects a tensor with at least 1 dimension, got a 0-d tensor")
+    d1 = normalize_dim("diag_embed", dim1, input.ndim + 1)
+    d2 = normalize_dim("diag_embed", dim2, input.ndim + 1)
+    if d1 == d2:
+        raise ValueError(f"diag_embed: dim1 and dim2 name the same dimension {d1} (dim1={dim1}, dim2={dim2})")
+    n = input.shape[-1] + abs(int(offset))
+    shape = tuple(input.shape[:-1]) + (n, n)
+    planes = IndexAddIntoZeros.apply(input, key=_diagonal_key(shape, int(offset)), shape=shape)
+    return movedim(planes, (-2, -1), (d1, d2))
+
+
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-D tensor (integer inputs give int64).
 

@@ -181,3 +181,18 @@ CASES += [
         lambda x: (np.maximum.accumulate(x, 1), np.minimum.accumulate(x, 0)),
     ),
 ]
+CASES += [
+    OpCase(
+        None, "diag_embed", args(normal(2, 3)),
+        lambda x: numdiff.diag_embed(x, 1, 0, 2),
+        lambda x: np.moveaxis(np.stack([np.diag(r, 1) for r in x]), (1, 2), (0, 2)),
+    ),
+    OpCase(
+        None, "cdist", args(normal(3, 2), normal(4, 2)),
+        lambda a, b: (numdiff.cdist(a, b), numdiff.cdist(a, b, p=1.5)),
+        lambda a, b: (
+            np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)),
+            (np.abs(a[:, None] - b[None]) ** 1.5).sum(-1) ** (1 / 1.5),
+        ),
+    ),
+]
