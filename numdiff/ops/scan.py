@@ -212,8 +212,11 @@ def cumulative_extreme_indices(input: Tensor, op: str, dim: int) -> Tensor:
     """Where each running maximum (op "cummax") or minimum ("cummin") along `dim` was found:
     the latest position holding the running extreme, or the latest NaN once one was seen. Read
     on the host; numdiff.compile replays it as a host call."""
+    from numdiff.ops._util import batch_nondifferentiable, vmapped
     from numdiff.ops.search import _host, _on_device_of
 
+    if vmapped(input):  # the whole batch at once, its dim 0 in front
+        return batch_nondifferentiable(lambda batch: cumulative_extreme_indices(batch, op, dim + 1), input)
     x = _host(op, input)
     running = (np.maximum if op == "cummax" else np.minimum).accumulate(x, axis=dim)
     hits = x == running

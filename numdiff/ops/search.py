@@ -18,8 +18,12 @@ from numdiff.tensor import Tensor
 
 
 def _host(op: str, t: Tensor) -> np.ndarray:
+    """The values of `t` as a host array (a copy from the device)."""
     if vmapped(t):
-        raise RuntimeError(f"{op}: not supported on a tensor batched by numdiff.func.vmap (its result's shape depends on the values)")
+        raise RuntimeError(
+            f"{op}: not supported on a tensor batched by numdiff.func.vmap (it reads the values on the "
+            "host, and nonzero's and unique's result shapes depend on them); loop over the batch instead"
+        )
     data = t._data
     return data if type(data) is np.ndarray else data.to_host()
 

@@ -471,8 +471,10 @@ def test_scatter_rejects_bad_index_before_writing():
         lambda t: numdiff.norm(t, dim=1),
         lambda t: t.roll(1, 0),
         lambda t: t.cross(t.flip(0), dim=0),
+        lambda t: t.cummax(1).values,
+        lambda t: numdiff.diag_embed(t, 1),
     ],
-    ids=["cumsum", "cumprod", "diagonal", "diagonal-dims", "scatter", "norm", "roll", "cross"],
+    ids=["cumsum", "cumprod", "diagonal", "diagonal-dims", "scatter", "norm", "roll", "cross", "cummax", "diag_embed"],
 )
 def test_vmap_runs_batched_and_matches_a_loop(fn):
     from numdiff.func import VmapPerformanceWarning, jacrev, vmap
@@ -514,3 +516,12 @@ def test_compiled_cumprod_gradient_stays_exact_when_zeros_move():
         eager = torch.tensor(values, dtype=torch.float64, requires_grad=True)
         (eager.cumprod(1) * torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), eager.grad.numpy())
+
+
+def test_host_reading_ops_refuse_vmap_with_a_reason():
+    from numdiff.func import vmap
+
+    with pytest.raises(RuntimeError, match="nonzero: not supported on a tensor batched by numdiff.func.vmap"):
+        vmap(lambda x: x.nonzero())(numdiff.ones(3, 2))
+    with pytest.raises(RuntimeError, match="searchsorted: not supported .* loop over the batch instead"):
+        vmap(lambda x: numdiff.searchsorted(numdiff.tensor([0.0, 1.0]), x))(numdiff.ones(3, 2))
