@@ -11,7 +11,7 @@ import numpy as np
 
 from numdiff.ops._util import broadcast_shape, ensure_tensor, normalize_dim
 from numdiff.ops.arithmetic import add, mul
-from numdiff.ops.linalg import bmm, matmul, mm
+from numdiff.ops.linalg import bmm, linear, matmul, mm
 from numdiff.tensor import Tensor
 
 
@@ -123,6 +123,22 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     >>> numdiff.addmm(numdiff.zeros(2), numdiff.ones(2, 3), numdiff.ones(3, 2)).shape
     numdiff.Size([2, 2])
     """
+    if (
+        beta == 1
+        and alpha == 1
+        and isinstance(input, Tensor)
+        and input.ndim == 1
+        and isinstance(mat1, Tensor)
+        and isinstance(mat2, Tensor)
+        and mat1.ndim == mat2.ndim == 2
+        and mat1.shape[1] == mat2.shape[0]
+        and input.shape[0] == mat2.shape[1]
+        and input.dtype is mat1.dtype is mat2.dtype
+        and input._data.dtype.kind == "f"
+    ):
+        # addmm(bias, x, w) is how older PyTorch code writes a linear layer: one GEMM with the
+        # bias added in place (numdiff's linear op), w read transposed without a copy.
+        return linear(mat1, mat2.mT, input)
     return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
 
 

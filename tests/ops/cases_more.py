@@ -196,3 +196,9 @@ CASES += [
         ),
     ),
 ]
+CASES += [
+    OpCase(
+        None, "addmm-bias", args(normal(3), normal(2, 4), normal(4, 3)),
+        numdiff.addmm, lambda c, a, b: c + a @ b,
+    ),
+]

@@ -170,6 +170,8 @@ PARITY = {
     "inner-0d": (lambda m, a, b: a.inner(b), _normal(), _normal(2)),
     "addmm": (lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=-2), _normal(2, 1), _normal(2, 3), _normal(3, 4)),
     "addmm-beta0-nan": (lambda m, c, a, b: m.addmm(c, a, b, beta=0), np.full(4, math.nan), _normal(2, 3), _normal(3, 4)),
+    "addmm-bias": (lambda m, c, a, b: m.addmm(c, a, b), _normal(4), _normal(2, 3), _normal(3, 4)),
+    "addmm-bias-float32": (lambda m, c, a, b: m.addmm(c.float(), a.float(), b.float()), _normal(4), _normal(2, 3), _normal(3, 4)),
     "addmm-method": (lambda m, c, a, b: c.addmm(a, b), _normal(2, 4), _normal(2, 3), _normal(3, 4)),
     "addmv": (lambda m, c, a, b: m.addmv(c, a, b, alpha=3), _normal(2), _normal(2, 3), _normal(3)),
     "baddbmm": (lambda m, c, a, b: m.baddbmm(c, a, b, beta=2), _normal(3), _normal(2, 2, 4), _normal(2, 4, 3)),
