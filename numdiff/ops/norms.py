@@ -77,10 +77,11 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     return _root(sum_(magnitude**p, dims, keepdim), p)
 
 
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M), as a
-    (..., P, R) tensor; batch dims broadcast. Computed from the differences directly (exact; a
-    (..., P, R, M) intermediate), with gradient 0 where a distance is 0, as PyTorch's.
+    (..., P, R) tensor; batch dims broadcast. Computed from the differences directly whatever
+    `compute_mode` says (exact, where PyTorch's matrix-product form for p=2 rounds; a (..., P, R, M)
+    intermediate), with gradient 0 where a distance is 0, as PyTorch's.
 
     >>> numdiff.cdist(numdiff.tensor([[0.0, 0.0]]), numdiff.tensor([[3.0, 4.0], [1.0, 0.0]]))
     tensor([[5., 1.]])
@@ -97,7 +98,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         raise TypeError(f"cdist: x1 is {x1.dtype} but x2 is {x2.dtype}; they must have the same dtype")
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or p < 0:
         raise ValueError(f"cdist: p must be a non-negative number, got {p!r}")
-    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
         raise ValueError(f"cdist: unknown compute_mode {compute_mode!r}")
     broadcast_shape("cdist (batch dimensions)", tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
     differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)

@@ -527,3 +527,65 @@ def test_host_reading_ops_refuse_vmap_with_a_reason():
         vmap(lambda x: x.nonzero())(numdiff.ones(3, 2))
     with pytest.raises(RuntimeError, match="searchsorted: not supported .* loop over the batch instead"):
         vmap(lambda x: numdiff.searchsorted(numdiff.tensor([0.0, 1.0]), x))(numdiff.ones(3, 2))
+
+
+def _t(m, values):
+    return m.tensor(np.array(values))
+
+
+KEYWORD_CALLS = {
+    "tensordot": lambda m: dict(a=_t(m, [[1.0, 2.0]]), b=_t(m, [[1.0], [2.0]]), dims=1),
+    "cross": lambda m: dict(input=_t(m, [1.0, 0, 0]), other=_t(m, [0.0, 1, 0]), dim=0),
+    "take": lambda m: dict(input=_t(m, [1.0, 2]), index=_t(m, [1])),
+    "index_add": lambda m: dict(input=_t(m, [1.0, 2]), dim=0, index=_t(m, [1]), source=_t(m, [3.0]), alpha=2),
+    "scatter": lambda m: dict(input=_t(m, [1.0, 2]), dim=0, index=_t(m, [1]), src=_t(m, [3.0])),
+    "masked_select": lambda m: dict(input=_t(m, [1.0, 2]), mask=_t(m, [True, False])),
+    "diff": lambda m: dict(input=_t(m, [1.0, 2, 4]), n=1, dim=0, prepend=_t(m, [0.0]), append=_t(m, [9.0])),
+    "roll": lambda m: dict(input=_t(m, [1.0, 2, 4]), shifts=1, dims=0),
+    "tile": lambda m: dict(input=_t(m, [1.0, 2]), dims=(2,)),
+    "narrow": lambda m: dict(input=_t(m, [1.0, 2, 3]), dim=0, start=1, length=2),
+    "select": lambda m: dict(input=_t(m, [1.0, 2, 3]), dim=0, index=1),
+    "movedim": lambda m: dict(input=_t(m, [[1.0, 2]]), source=0, destination=1),
+    "swapaxes": lambda m: dict(input=_t(m, [[1.0, 2]]), axis0=0, axis1=1),
+    "swapdims": lambda m: dict(input=_t(m, [[1.0, 2]]), dim0=0, dim1=1),
+    "repeat_interleave": lambda m: dict(input=_t(m, [1.0, 2]), repeats=2, dim=0, output_size=4),
+    "diag": lambda m: dict(input=_t(m, [1.0, 2]), diagonal=1),
+    "diag_embed": lambda m: dict(input=_t(m, [1.0, 2]), offset=1, dim1=0, dim2=1),
+    "diagonal": lambda m: dict(input=_t(m, [[1.0, 2], [3, 4]]), offset=0, dim1=0, dim2=1),
+    "unbind": lambda m: dict(input=_t(m, [1.0, 2]), dim=0),
+    "addmm": lambda m: dict(input=_t(m, [1.0]), mat1=_t(m, [[1.0]]), mat2=_t(m, [[2.0]]), beta=1, alpha=1),
+    "addmv": lambda m: dict(input=_t(m, [1.0]), mat=_t(m, [[1.0]]), vec=_t(m, [2.0]), beta=1, alpha=1),
+    "baddbmm": lambda m: dict(input=_t(m, [1.0]), batch1=_t(m, [[[1.0]]]), batch2=_t(m, [[[2.0]]]), beta=1, alpha=1),
+    "addcmul": lambda m: dict(input=_t(m, [1.0]), tensor1=_t(m, [1.0]), tensor2=_t(m, [2.0]), value=2),
+    "addcdiv": lambda m: dict(input=_t(m, [1.0]), tensor1=_t(m, [1.0]), tensor2=_t(m, [2.0]), value=2),
+    "count_nonzero": lambda m: dict(input=_t(m, [1.0, 0]), dim=0),
+    "isclose": lambda m: dict(input=_t(m, [1.0]), other=_t(m, [1.0]), rtol=0.1, atol=0.1, equal_nan=True),
+    "unique": lambda m: dict(input=_t(m, [1.0, 1]), sorted=True, return_inverse=True, return_counts=True, dim=None),
+    "bucketize": lambda m: dict(input=_t(m, [1.0]), boundaries=_t(m, [0.0, 2]), out_int32=False, right=False),
+    "searchsorted": lambda m: dict(sorted_sequence=_t(m, [0.0, 2]), input=_t(m, [1.0]), out_int32=True, side="left", sorter=None),
+    "cummax": lambda m: dict(input=_t(m, [1.0]), dim=0),
+    "cummin": lambda m: dict(input=_t(m, [1.0]), dim=0),
+    "cumsum": lambda m: dict(input=_t(m, [1.0]), dim=0, dtype=m.float64),
+    "cumprod": lambda m: dict(input=_t(m, [1.0]), dim=0, dtype=m.float64),
+    "norm": lambda m: dict(input=_t(m, [1.0]), p=2, dim=0, keepdim=True, dtype=m.float64),
+    "cdist": lambda m: dict(x1=_t(m, [[1.0]]), x2=_t(m, [[2.0]]), p=1.0, compute_mode="donot_use_mm_for_euclid_dist"),
+    "nansum": lambda m: dict(input=_t(m, [1.0]), dim=0, keepdim=True, dtype=m.float64),
+    "nanmean": lambda m: dict(input=_t(m, [1.0]), dim=0, keepdim=True, dtype=m.float64),
+    "nonzero": lambda m: dict(input=_t(m, [1.0]), as_tuple=True),
+    "argwhere": lambda m: dict(input=_t(m, [1.0])),
+    "inner": lambda m: dict(input=_t(m, [1.0]), other=_t(m, [1.0])),
+    "trace": lambda m: dict(input=_t(m, [[1.0]])),
+    "meshgrid": lambda m: dict(indexing="xy"),
+    "vstack": lambda m: dict(tensors=[_t(m, [1.0])]),
+    "hstack": lambda m: dict(tensors=[_t(m, [1.0])]),
+    "dstack": lambda m: dict(tensors=[_t(m, [1.0])]),
+    "column_stack": lambda m: dict(tensors=[_t(m, [1.0])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORD_CALLS))
+def test_keywords_are_torch_names(name):
+    expected = _as_tuple(getattr(torch, name)(*([_t(torch, [1.0])] if name == "meshgrid" else []), **KEYWORD_CALLS[name](torch)))
+    got = _as_tuple(getattr(numdiff, name)(*([_t(numdiff, [1.0])] if name == "meshgrid" else []), **KEYWORD_CALLS[name](numdiff)))
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
