@@ -105,6 +105,33 @@ from numdiff.ops.logical import (
     lt,
     ne,
 )
+from numdiff.ops.norms import cdist, count_nonzero, nanmean, nansum, norm
+from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
+from numdiff.ops.rearrange import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    column_stack,
+    diag,
+    diag_embed,
+    diagonal,
+    dstack,
+    hstack,
+    meshgrid,
+    moveaxis,
+    movedim,
+    narrow,
+    repeat_interleave,
+    roll,
+    row_stack,
+    select,
+    swapaxes,
+    swapdims,
+    tile,
+    trace,
+    unbind,
+    vstack,
+)
 from numdiff.ops.reduction import (
     amax,
     amin,
@@ -119,6 +146,9 @@ from numdiff.ops.reduction import (
     sum,
     var,
 )
+from numdiff.ops.scan import cummax, cummin, cumprod, cumsum, diff
+from numdiff.ops.scatter import index_add, masked_select, scatter, take
+from numdiff.ops.search import argwhere, bucketize, isclose, nonzero, searchsorted, unique
 from numdiff.ops.selection import (
     clamp,
     clamp_max,
@@ -180,6 +210,7 @@ from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
+from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
@@ -228,3 +259,10 @@ __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
+__all__ += [
+    "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
+    "bucketize", "cdist", "column_stack", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "diag", "diag_embed", "diagonal", "diff",
+    "dstack", "hstack", "index_add", "inner", "isclose", "masked_select", "meshgrid", "moveaxis", "movedim",
+    "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",
+    "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
+]

@@ -30,12 +30,19 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None
     return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
-def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """The view of elements start .. start + length - 1 along `dim` (a negative start counts from the end).
+def narrow(self: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """The view of elements start .. start + length - 1 along `dim` (a negative start counts from
+    the end; start may be a 0-d integer tensor).
 
     >>> numdiff.arange(6).narrow(0, 2, 3)
     tensor([2, 3, 4])
     """
+    if isinstance(start, Tensor):
+        if start.ndim != 0 or start._data.dtype.kind not in "iu":
+            raise TypeError(f"narrow: start must be an integer or a 0-d integer tensor, got {start!r}")
+        start = int(start.item())
+    if self.ndim == 0:
+        raise IndexError("narrow: cannot narrow a 0-d tensor")
     dim = normalize_dim("narrow", dim, self.ndim)
     size = self.shape[dim]
     if not -size <= start <= size:

@@ -6,8 +6,10 @@
   which runs the Numba kernel on arrays with no Tensor or tape in between.
 - ``"call"``: shape, indexing, reduction, conversion and loss ops: a direct array-forward call.
 - ``"eager_backward"``: for an op whose backward cannot be traced (one that branches on values on
-  the host): the forward is replayed, and the generated backward calls the op's own backward on
-  the replayed ctx instead of a traced formula. No registered op needs it today.
+  the host), or whose traced form costs more than its own: the forward is replayed, and the
+  generated backward calls the op's own backward on the replayed ctx instead of a traced formula.
+  cumprod is one: its traced (create_graph) gradient builds an n x n matrix per row, while its
+  first-order backward is one O(n) pass.
 
 An op with no rule (a user `Function`, or a registered op missing here) is handled like
 ``"eager_backward"``, with a one-time warning naming it. tests/compile/test_rules.py fails for a
@@ -28,9 +30,10 @@ _KERNEL = (
 _CALL = (
     "abs", "amax", "amin", "binary_cross_entropy", "cat", "clamp", "clone", "expand", "flip", "gather", "getitem",
     "index_add_into_zeros", "index_put", "log_softmax", "permute", "prod", "reshape", "scatter_add", "sign", "sum",
-    "to_device", "to_dtype", "tril", "triu", "nll_loss", "cross_entropy", "fmod", "remainder",
+    "to_device", "to_dtype", "tril", "triu", "nll_loss", "cross_entropy", "cumsum", "diagonal", "scatter", "fmod",
+    "remainder",
 )
-_EAGER_BACKWARD: tuple[str, ...] = ()
+_EAGER_BACKWARD: tuple[str, ...] = ("cumprod",)
 
 COMPILE_RULES: dict[str, str] = {
     **{name: "fused" for name in RULES},

@@ -17,7 +17,7 @@ from numdiff.cuda import _indexing
 from numdiff.cuda._ufuncs import check_operands, elementwise, probe
 from numdiff.cuda.array import CudaArray
 from numdiff.cuda.kernels.elementwise import launch_map
-from numdiff.cuda.kernels.reduce import launch_arg_extreme, launch_cumprod, launch_reduce
+from numdiff.cuda.kernels.reduce import launch_arg_extreme, launch_cumprod, launch_cumsum, launch_reduce
 
 IMPLEMENTATIONS: dict[Callable, Callable] = {}
 
@@ -144,13 +144,23 @@ def _argmin(a, axis=None, keepdims=False):
 
 @implements(np.cumprod)
 def _cumprod(a, axis=None):
+    return _scan(launch_cumprod, a, axis)
+
+
+@implements(np.cumsum)
+def _cumsum(a, axis=None):
+    return _scan(launch_cumsum, a, axis)
+
+
+def _scan(launch: Callable, a: CudaArray, axis: Any) -> CudaArray:
+    """Running products or sums along `axis` (of the flattened array when None), in a's dtype."""
     if axis is None:
-        return _cumprod(a.reshape(-1), 0)
+        return _scan(launch, a.reshape(-1), 0)
     axis = _axes(axis, a.ndim)[0]
     moved = np.moveaxis(a, axis, -1)
     out = CudaArray.empty(moved.shape, moved.dtype, a.device)
     if out.size:
-        launch_cumprod(out, moved, out.size // moved.shape[-1], moved.shape[-1])
+        launch(out, moved, out.size // moved.shape[-1], moved.shape[-1])
     return np.moveaxis(out, -1, axis)
 
 
@@ -186,6 +196,21 @@ def _moveaxis(a, source, destination):
 def _axes_in_order(axes: Any, ndim: int) -> list:
     axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
     return [int(a) % ndim for a in axes]
+
+
+@implements(np.diagonal)
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    """Diagonal `offset` of the (axis1, axis2) planes as a last axis: a strided view that, unlike
+    NumPy's read-only one, writes through (numdiff's diagonal is a view, as PyTorch's)."""
+    axis1, axis2 = _axes(axis1, a.ndim)[0], _axes(axis2, a.ndim)[0]
+    length = max(0, min(a.shape[axis1] + min(offset, 0), a.shape[axis2] - max(offset, 0)))
+    keep = [d for d in range(a.ndim) if d not in (axis1, axis2)]
+    start = a._offset
+    if length:
+        start += max(-offset, 0) * a._strides[axis1] + max(offset, 0) * a._strides[axis2]
+    shape = tuple(a.shape[d] for d in keep) + (length,)
+    strides = tuple(a._strides[d] for d in keep) + (a._strides[axis1] + a._strides[axis2],)
+    return a._view(shape, strides, start)
 
 
 @implements(np.transpose)

@@ -108,6 +108,10 @@ def index_put_rule(cls: Any, values: list, batched: list, attrs: dict, size: int
     return cls.apply(x, value, key=batched_key)
 
 
+def diagonal_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    return cls.apply(values[0], **{**attrs, "dim1": attrs["dim1"] + 1, "dim2": attrs["dim2"] + 1})
+
+
 def matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
     a, b = values
     a_vector = logical_ndim(a, batched[0]) == 1
@@ -171,6 +175,10 @@ RULES.update(
         "cat": _shift_dims("dim"),
         "gather": _shift_dims("dim"),
         "scatter_add": _shift_dims("dim"),
+        "scatter": _shift_dims("dim"),
+        "cumsum": _shift_dims("dim"),
+        "cumprod": _shift_dims("dim"),
+        "diagonal": diagonal_rule,
         "reshape": reshape_rule,
         "permute": permute_rule,
         "expand": expand_rule,
@@ -191,6 +199,7 @@ BATCHED_BACKWARD = frozenset(
     {
         *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
         "sum", "amax", "amin", "log_softmax", "flip", "cat", "gather",
-        "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear",
+        "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
+        "diagonal",
     }
 )

@@ -30,3 +30,36 @@ def test_sort_topk_multinomial_stay_on_the_device():
     assert xc.grad.cpu().tolist() == [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     assert numdiff.topk(xc, 1).indices.cpu().tolist() == [[0], [1]]
     assert numdiff.multinomial(numdiff.tensor([0.0, 1.0]).cuda(), 1).cpu().tolist() == [1]
+
+
+def test_search_ops_and_integer_scans_stay_on_the_device():
+    x = numdiff.tensor([[3, 0, 2], [0, 5, 3]])
+    xc = x.cuda()
+    pairs = [
+        (x.cumsum(1), xc.cumsum(1)),
+        (x.cumprod(0), xc.cumprod(0)),
+        (x.nonzero(), xc.nonzero()),
+        (numdiff.unique(x, return_counts=True)[1], numdiff.unique(xc, return_counts=True)[1]),
+        (numdiff.searchsorted(numdiff.tensor([1, 3]), x), numdiff.searchsorted(numdiff.tensor([1, 3]).cuda(), xc)),
+        (numdiff.isclose(x, x + 1), numdiff.isclose(xc, xc + 1)),
+        (x.take(numdiff.tensor([4, -1])), xc.take(numdiff.tensor([4, -1]).cuda())),
+    ]
+    for cpu, gpu in pairs:
+        assert gpu.device == "cuda" and gpu.dtype is cpu.dtype
+        np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())
+    y = numdiff.zeros(3).cuda()
+    y.scatter_(0, numdiff.tensor([2]).cuda(), 4.0)
+    y.index_add_(0, numdiff.tensor([0, 0]).cuda(), numdiff.ones(2).cuda())
+    assert y.cpu().tolist() == [2.0, 0.0, 4.0]
+
+
+def test_diagonal_on_the_device_is_a_view_that_in_place_edits_reach():
+    x = numdiff.zeros(2, 3, 3).cuda()
+    d = x.diagonal(1, 1, 2)
+    d.add_(2.0)
+    assert x._version == d._version == 1
+    expected = np.zeros((2, 3, 3))
+    expected[:, [0, 1], [1, 2]] = 2.0
+    np.testing.assert_array_equal(x.cpu().numpy(), expected)
+    x[0, 0, 1] = 7.0
+    assert d.cpu().tolist() == [[7.0, 2.0], [2.0, 2.0]]

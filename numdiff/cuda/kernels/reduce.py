@@ -164,11 +164,29 @@ def cumprod_rows(out, src, src_meta, shape, n_red, n_out):
             out[row * n_red + r] = acc
 
 
+@cuda.jit
+def cumsum_rows(out, src, src_meta, shape, n_red, n_out):
+    """out[row, r] = sum(src[row, :r + 1]); one thread per row scans it in order."""
+    for row in range(cuda.grid(1), n_out, cuda.gridsize(1)):
+        acc = src[strided_offset(row * n_red, shape, src_meta)]
+        out[row * n_red] = acc
+        for r in range(1, n_red):
+            acc = acc + src[strided_offset(row * n_red + r, shape, src_meta)]
+            out[row * n_red + r] = acc
+
+
 def launch_cumprod(out, view, n_out: int, n_red: int) -> None:
     """out (contiguous, view's shape) <- running products along the last axis of `view`."""
+    _launch_scan(cumprod_rows, out, view, n_out, n_red)
+
+
+def launch_cumsum(out, view, n_out: int, n_red: int) -> None:
+    """out (contiguous, view's shape) <- running sums along the last axis of `view`."""
+    _launch_scan(cumsum_rows, out, view, n_out, n_red)
+
+
+def _launch_scan(kernel, out, view, n_out: int, n_red: int) -> None:
     from numdiff.cuda.kernels._index import grid_1d
 
     blocks, threads = grid_1d(n_out, 128)
-    cumprod_rows[blocks, threads](
-        out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, n_out
-    )
+    kernel[blocks, threads](out._buffer, view._buffer, view.meta(view.shape), view.shape_vector(), n_red, n_out)

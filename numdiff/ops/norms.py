@@ -1,0 +1,144 @@
+"""Reductions composed of sum, amax and amin: norm, cdist, nansum, nanmean and count_nonzero."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from numdiff.ops._util import ensure_tensor
+from numdiff.ops.reduction import _reduction_dims, amax, amin
+from numdiff.ops.reduction import sum as sum_
+from numdiff.tensor import Tensor
+
+
+def _root(total: Tensor, p: float) -> Tensor:
+    """total ** (1 / p), with value and gradient 0 where total is 0 (the root's slope is infinite
+    there; PyTorch's norm gives the zero subgradient)."""
+    from numdiff.ops.selection import where
+
+    zero = total == 0
+    safe = where(zero, 1.0, total)
+    return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
+
+
+def floating_input(op: str, input: Any, dtype: Any) -> Tensor:
+    """A norm's input: a floating-point tensor, converted to `dtype` when given (never narrowed)."""
+    input = ensure_tensor(op, input)
+    if input._data.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
+    if dtype is not None:
+        from numdiff import _dtype
+
+        target = _dtype.to_dtype(dtype)
+        if not np.can_cast(input._data.dtype, target.numpy, casting="safe"):
+            raise TypeError(f"{op}: dtype {target} would narrow the input's {input.dtype}; pass a wider dtype or convert the input")
+        input = input.to(target)
+    return input
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The p-norm over `dim` (all elements when None), as torch.norm: p="fro" or 2 is the
+    square root of the sum of squares, 1 the sum of magnitudes, inf / -inf the largest / smallest
+    magnitude, 0 the count of nonzeros (zero gradient), other p (sum |x|^p)^(1/p).
+    Floating-point inputs only; the gradient where the norm is 0 is 0, as in PyTorch.
+
+    >>> numdiff.norm(numdiff.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    input = floating_input("norm", input, dtype)
+    if isinstance(p, str):
+        if p != "fro":
+            raise ValueError(f"norm: p={p!r} is not supported (only 'fro' and numbers; the nuclear norm needs an SVD)")
+        if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) not in (1, 2):
+            raise ValueError(f"norm: p='fro' takes one or two dims, got dim={dim!r}")
+        p = 2
+    elif isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"norm: p must be a number or 'fro', got {type(p).__name__}")
+    p = float(p)
+    dims = _reduction_dims("norm", dim, input.ndim)
+    magnitude = input.abs()
+    if p == math.inf or p == -math.inf:
+        if input.numel() == 0 and (not dims or any(input.shape[d] == 0 for d in dims)):
+            raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
+        return (amax if p > 0 else amin)(magnitude, dims, keepdim)
+    if p == 0:
+        from numdiff.ops.selection import where
+
+        # A count with a zero gradient, as PyTorch's: the unselected branch x * 0 ties the result
+        # to x (it is NaN only where x is infinite, and there the count's 1 is selected).
+        with np.errstate(invalid="ignore"):
+            return sum_(where(input != 0, 1.0, input * 0.0), dims, keepdim)
+    if p == 1:
+        return sum_(magnitude, dims, keepdim)
+    if p == 2:
+        return _root(sum_(input * input, dims, keepdim), 2)
+    return _root(sum_(magnitude**p, dims, keepdim), p)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M), as a
+    (..., P, R) tensor; batch dims broadcast. Computed from the differences directly whatever
+    `compute_mode` says (exact, where PyTorch's matrix-product form for p=2 rounds; a (..., P, R, M)
+    intermediate), with gradient 0 where a distance is 0, as PyTorch's.
+
+    >>> numdiff.cdist(numdiff.tensor([[0.0, 0.0]]), numdiff.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[5., 1.]])
+    """
+    from numdiff.ops._util import broadcast_shape
+
+    x1 = ensure_tensor("cdist", x1, "x1")
+    x2 = ensure_tensor("cdist", x2, "x2")
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise ValueError(f"cdist: x1 and x2 must have at least 2 dimensions, got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise ValueError(f"cdist: x1 and x2 must have the same number of columns, got shapes {tuple(x1.shape)} and {tuple(x2.shape)}")
+    if x1.dtype is not x2.dtype:
+        raise TypeError(f"cdist: x1 is {x1.dtype} but x2 is {x2.dtype}; they must have the same dtype")
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or p < 0:
+        raise ValueError(f"cdist: p must be a non-negative number, got {p!r}")
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"cdist: unknown compute_mode {compute_mode!r}")
+    broadcast_shape("cdist (batch dimensions)", tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+    differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return norm(differences, float(p), dim=-1)
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """sum, counting NaNs as zero (their gradient is 0).
+
+    >>> numdiff.nansum(numdiff.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    input = ensure_tensor("nansum", input)
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind == "f":
+        input = input.masked_fill(input.isnan(), 0.0)
+    return sum_(input, dim, keepdim)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """mean of the elements that are not NaN (NaN where all are).
+
+    >>> numdiff.nanmean(numdiff.tensor([1.0, float("nan"), 2.0]))
+    tensor(1.5000)
+    """
+    input = ensure_tensor("nanmean", input)
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
+    present = ~input.isnan()
+    return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    """The number of nonzero elements over `dim` (an int or tuple; all when None), as int64.
+
+    >>> numdiff.count_nonzero(numdiff.tensor([[0, 1], [2, 3]]), dim=0)
+    tensor([1, 2])
+    """
+    input = ensure_tensor("count_nonzero", input)
+    return sum_(input != 0, _reduction_dims("count_nonzero", dim, input.ndim))

@@ -1,0 +1,420 @@
+"""Rearranging ops composed of the shape and indexing primitives: movedim, swapaxes, unbind,
+narrow, roll, tile, the stacks, repeat_interleave and meshgrid. diagonal is a primitive (a
+strided view on the CPU); diag and trace are composed of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd.function import Function
+from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.ops.registry import register
+from numdiff.ops.shape import _as_view, _shape_arg, cat, permute, transpose
+from numdiff.tensor import Tensor
+
+
+def _dims_arg(op: str, dims: Any, ndim: int) -> tuple[int, ...]:
+    if isinstance(dims, (int, np.integer)):
+        dims = (int(dims),)
+    return tuple(normalize_dim(op, int(d), ndim) for d in dims)
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    """Move the dims in `source` to the positions in `destination`; the others keep their order (a view).
+
+    >>> numdiff.zeros(2, 3, 4).movedim(0, -1).shape
+    numdiff.Size([3, 4, 2])
+    """
+    input = ensure_tensor("movedim", input)
+    src = _dims_arg("movedim", source, input.ndim)
+    dst = _dims_arg("movedim", destination, input.ndim)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"movedim: source {list(src)} and destination {list(dst)} must name the same number of dims"
+        )
+    for what, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"movedim: repeated dim in {what} {list(dims)}")
+    if input.ndim == 0:
+        return input
+    order = [None] * input.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(input.ndim) if d not in src)
+    order = [d if d is not None else next(rest) for d in order]
+    return permute(input, order) if order != list(range(input.ndim)) else input
+
+
+moveaxis = movedim
+
+
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """transpose(input, axis0, axis1): NumPy's name."""
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """transpose(input, dim0, dim1)."""
+    return transpose(input, dim0, dim1)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along `dim`, each without that dim (views).
+
+    >>> [t.tolist() for t in numdiff.tensor([[1, 2], [3, 4]]).unbind(1)]
+    [[1, 3], [2, 4]]
+    """
+    input = ensure_tensor("unbind", input)
+    if input.ndim == 0:
+        raise IndexError("unbind: a 0-d tensor has no dimension to unbind")
+    dim = normalize_dim("unbind", dim, input.ndim)
+    lead = (slice(None),) * dim
+    return tuple(input[lead + (i,)] for i in range(input.shape[dim]))
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at `index` along `dim`, without that dim (a view); a negative index counts from the end.
+
+    >>> numdiff.select(numdiff.tensor([[1, 2], [3, 4]]), 1, -1)
+    tensor([2, 4])
+    """
+    input = ensure_tensor("select", input)
+    if input.ndim == 0:
+        raise IndexError("select: cannot select from a 0-d tensor")
+    dim = normalize_dim("select", dim, input.ndim)
+    size = input.shape[dim]
+    if isinstance(index, Tensor):
+        index = int(index.item())
+    if not -size <= index < size:
+        raise IndexError(f"select: index {index} is out of range for dimension {dim} of size {size} (shape {tuple(input.shape)})")
+    return input[(slice(None),) * dim + (index % size,)]
+
+
+def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """The view of `length` elements from `start` along `dim` (a negative start counts from the end).
+
+    >>> numdiff.narrow(numdiff.arange(6), 0, 2, 3)
+    tensor([2, 3, 4])
+    """
+    from numdiff._tensor_extras import narrow as narrow_method
+
+    return narrow_method(ensure_tensor("narrow", input), dim, start, length)
+
+
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Rotate elements along `dims` by `shifts` (those leaving one end come back at the other);
+    with dims None the flattened tensor is rolled and reshaped back.
+
+    >>> numdiff.roll(numdiff.tensor([1, 2, 3, 4]), 1)
+    tensor([4, 1, 2, 3])
+    """
+    input = ensure_tensor("roll", input)
+    shift_list = [int(shifts)] if isinstance(shifts, (int, np.integer)) else [int(s) for s in shifts]
+    if dims is None:
+        if len(shift_list) != 1:
+            raise ValueError(f"roll: with dims=None, shifts must be a single integer, got {shifts!r}")
+        if input.ndim == 0:
+            return input.clone()
+        return roll(input.reshape(-1), shift_list[0], 0).reshape(tuple(input.shape))
+    dim_list = _dims_arg("roll", dims, input.ndim)
+    if len(shift_list) != len(dim_list):
+        raise ValueError(f"roll: shifts {list(shift_list)} and dims {list(dim_list)} must have the same length")
+    out = input
+    for shift, dim in zip(shift_list, dim_list):
+        size = out.shape[dim] if out.ndim else 1
+        if size == 0 or shift % size == 0:
+            continue
+        shift %= size
+        out = cat([out.narrow(dim, size - shift, shift), out.narrow(dim, 0, size - shift)], dim)
+    return out if out is not input else input.clone()
+
+
+def tile(input: Tensor, dims: Any) -> Tensor:
+    """Repeat the tensor dims[i] times along dim i; short `dims` are padded with leading 1s.
+
+    >>> numdiff.tile(numdiff.tensor([1, 2]), (2,))
+    tensor([1, 2, 1, 2])
+    """
+    input = ensure_tensor("tile", input)
+    reps = _shape_arg((dims,)) if not isinstance(dims, (int, np.integer)) else (int(dims),)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repeats must be non-negative, got {list(reps)}")
+    reps = (1,) * (input.ndim - len(reps)) + reps
+    return input.repeat(reps)
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    """Each tensor with at least one dimension (a 0-d tensor becomes shape (1,))."""
+    return _at_least("atleast_1d", tensors, lambda t: t.reshape(1) if t.ndim == 0 else t)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    """Each tensor with at least two dimensions: a 1-D tensor of n becomes (1, n)."""
+    return _at_least("atleast_2d", tensors, lambda t: t.reshape((1,) * (2 - t.ndim) + tuple(t.shape)) if t.ndim < 2 else t)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """Each tensor with at least three dimensions: (n,) becomes (1, n, 1) and (m, n) becomes (m, n, 1)."""
+
+    def lift(t: Tensor) -> Tensor:
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.reshape(1, t.shape[0], 1)
+        if t.ndim == 2:
+            return t.unsqueeze(-1)
+        return t
+
+    return _at_least("atleast_3d", tensors, lift)
+
+
+def _at_least(op: str, tensors: tuple, lift) -> Any:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(lift(ensure_tensor(op, t)) for t in tensors[0])
+    if len(tensors) == 1:
+        return lift(ensure_tensor(op, tensors[0]))
+    return tuple(lift(ensure_tensor(op, t)) for t in tensors)
+
+
+def _sequence(op: str, tensors: Any) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence):
+        raise TypeError(f"{op}: expected a sequence of tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    return [ensure_tensor(op, t, "tensors") for t in tensors]
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along dim 0 after `atleast_2d` (1-D tensors become rows)."""
+    return cat(atleast_2d(_sequence("vstack", tensors)), 0)
+
+
+row_stack = vstack
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along dim 1, or along dim 0 when the tensors are 1-D, after `atleast_1d`."""
+    pieces = atleast_1d(_sequence("hstack", tensors))
+    return cat(pieces, 0 if pieces[0].ndim == 1 else 1)
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along dim 2 after `atleast_3d`."""
+    return cat(atleast_3d(_sequence("dstack", tensors)), 2)
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Stack 0-d and 1-D tensors as columns (others as they are) along dim 1."""
+    pieces = [t.reshape(-1, 1) if t.ndim <= 1 else t for t in _sequence("column_stack", tensors)]
+    return cat(pieces, 1)
+
+
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *, output_size: int | None = None) -> Tensor:
+    """Repeat each element `repeats` times along `dim` (of the flattened tensor when None);
+    `repeats` is an int or a 1-D integer tensor with one count per element. Called with only a
+    tensor of counts, gives the indices repeated by those counts.
+
+    >>> numdiff.repeat_interleave(numdiff.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2])
+    """
+    from numdiff.creation import arange
+
+    input = ensure_tensor("repeat_interleave", input)
+    if repeats is None:
+        counts = input
+        _check_counts(counts, None)
+        return repeat_interleave(arange(counts.shape[0] if counts.ndim else 1, device=input.device), counts, 0)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    dim = normalize_dim("repeat_interleave", dim, input.ndim)
+    if input.ndim == 0:
+        input, dim = input.reshape(1), 0
+    size = input.shape[dim]
+    if isinstance(repeats, Tensor) and repeats.numel() == 1:
+        repeats = repeats.reshape(())
+    if isinstance(repeats, Tensor) and repeats.ndim == 0:
+        if repeats._data.dtype.kind not in "iu":
+            raise TypeError(f"repeat_interleave: repeats must be an integer tensor, got {repeats.dtype}")
+        repeats = int(repeats._data)
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        if repeats < 0:
+            raise ValueError(f"repeat_interleave: repeats must be non-negative, got {repeats}")
+        shape = tuple(input.shape)
+        spread = shape[: dim + 1] + (int(repeats),) + shape[dim + 1 :]
+        out = input.unsqueeze(dim + 1).expand(spread)
+        result = out.reshape(shape[:dim] + (size * int(repeats),) + shape[dim + 1 :])
+    else:
+        counts = _check_counts(repeats, size)
+        index = np.repeat(np.arange(size, dtype=np.int64), counts)
+        result = input[(slice(None),) * dim + (index,)]
+    if output_size is not None and result.shape[dim] != output_size:
+        raise ValueError(f"repeat_interleave: output_size {output_size} does not match the result's size {result.shape[dim]}")
+    return result
+
+
+def _check_counts(repeats: Any, size: int | None) -> np.ndarray:
+    if not isinstance(repeats, Tensor) or repeats._data.dtype.kind not in "iu" or repeats.ndim > 1:
+        raise TypeError(
+            f"repeat_interleave: repeats must be an int or a 1-D integer tensor, got {getattr(repeats, 'dtype', type(repeats).__name__)}"
+            + (f" of shape {tuple(repeats.shape)}" if isinstance(repeats, Tensor) else "")
+        )
+    data = repeats._data
+    counts = (data if type(data) is np.ndarray else data.to_host()).reshape(-1)
+    if size is not None and counts.shape[0] != size:
+        raise ValueError(f"repeat_interleave: repeats has {counts.shape[0]} counts but the dimension has size {size}")
+    if counts.size and counts.min() < 0:
+        raise ValueError(f"repeat_interleave: repeats must be non-negative, got {counts.tolist()}")
+    return counts
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D (or 0-d) tensors: with indexing="ij", output i varies along dim
+    i; with "xy" the first two dims are swapped (NumPy's default). The outputs are broadcast views.
+
+    >>> x, y = numdiff.meshgrid(numdiff.tensor([1, 2]), numdiff.tensor([3, 4, 5]), indexing="ij")
+    >>> x.shape
+    numdiff.Size([2, 3])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    tensors = [ensure_tensor("meshgrid", t, "tensors") for t in tensors]
+    if not tensors:
+        raise ValueError("meshgrid: expects a non-empty sequence of tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim > 1:
+            raise ValueError(f"meshgrid: expects 0-d or 1-D tensors, got shape {tuple(t.shape)} at position {i}")
+        if t.dtype is not tensors[0].dtype or t.device != tensors[0].device:
+            raise TypeError(
+                f"meshgrid: expects all tensors to have the same dtype and device, got {tensors[0].dtype} on "
+                f"{tensors[0].device} and {t.dtype} on {t.device} at position {i}"
+            )
+    sizes = [t.numel() for t in tensors]
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    shape = tuple(sizes[i] for i in order)
+    out = []
+    for i, t in enumerate(tensors):
+        position = order.index(i)
+        view = t.reshape(tuple(sizes[i] if d == position else 1 for d in range(len(tensors))))
+        out.append(view.expand(shape))
+    return tuple(out)
+
+
+@register("diagonal")
+class Diagonal(Function):
+    """The diagonal `offset` of the (dim1, dim2) planes, as a last dim: a writable strided view
+    (NumPy's own np.diagonal view is read-only). Gradient: the diagonal written into zeros (index_add_into_zeros)
+    laid out with dim1 and dim2 last, where the two index arrays sit side by side and give the
+    gradient's own layout (which also lets vmap batch it), then permuted back."""
+
+    @staticmethod
+    def forward(ctx, x, *, offset, dim1, dim2):
+        keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
+        ctx.order = tuple(keep) + (dim1, dim2)
+        ctx.moved_shape = tuple(x.shape[d] for d in ctx.order)
+        ctx.key = _diagonal_key(ctx.moved_shape, offset)
+        if type(x) is not np.ndarray:
+            return np.diagonal(x, offset, dim1, dim2)  # numdiff.cuda's is a writable view
+        corner = [slice(None)] * x.ndim
+        corner[dim1] = slice(max(-offset, 0), None)
+        corner[dim2] = slice(max(offset, 0), None)
+        shape = tuple(x.shape[d] for d in keep) + (len(ctx.key[-1]),)
+        strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
+        return np.lib.stride_tricks.as_strided(x[tuple(corner)], shape, strides)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from numdiff.ops.indexing import IndexAddIntoZeros
+
+        moved = IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.moved_shape)
+        return (moved.permute(tuple(int(i) for i in np.argsort(ctx.order))),)
+
+
+def _diagonal_key(shape: tuple, offset: int) -> tuple:
+    """The index of diagonal `offset` of the last two dims of `shape`: two arrays, side by side."""
+    rows, cols = shape[-2:]
+    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    positions = np.arange(length, dtype=np.int64)
+    return (slice(None),) * (len(shape) - 2) + (positions + max(-offset, 0), positions + max(offset, 0))
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes, `offset` above (> 0) or below (< 0) the main
+    one, as the last dim; a view, so in-place edits of it reach `input`.
+
+    >>> numdiff.diagonal(numdiff.tensor([[1, 2], [3, 4]]))
+    tensor([1, 4])
+    """
+    return _diagonal("diagonal", input, offset, dim1, dim2)
+
+
+def _diagonal(op: str, input: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
+    input = ensure_tensor(op, input)
+    if input.ndim < 2:
+        raise ValueError(f"{op}: expects a tensor with at least 2 dimensions, got shape {tuple(input.shape)}")
+    d1 = normalize_dim(op, dim1, input.ndim)
+    d2 = normalize_dim(op, dim2, input.ndim)
+    if d1 == d2:
+        raise ValueError(f"{op}: dim1 and dim2 name the same dimension {d1} (dim1={dim1}, dim2={dim2})")
+    return _as_view(Diagonal.apply(input, offset=int(offset), dim1=d1, dim2=d2), input)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """1-D input: a square matrix with `input` on diagonal `diagonal`; 2-D input: that diagonal.
+
+    >>> numdiff.diag(numdiff.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    from numdiff.ops.indexing import IndexAddIntoZeros
+
+    input = ensure_tensor("diag", input)
+    offset = int(diagonal)
+    if input.ndim == 2:
+        return _diagonal("diag", input, offset, 0, 1)
+    if input.ndim != 1:
+        raise ValueError(f"diag: expects a 1-D or 2-D tensor, got shape {tuple(input.shape)}")
+    n = input.shape[0] + abs(offset)
+    return IndexAddIntoZeros.apply(input, key=_diagonal_key((n, n), offset), shape=(n, n))
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Tensors whose (dim1, dim2) planes have the last dim of `input` on diagonal `offset` and
+    zeros elsewhere: the transpose of `diagonal` (diagonal(diag_embed(x, o, a, b), o, a, b) == x).
+
+    >>> numdiff.diag_embed(numdiff.tensor([[1, 2]])).shape
+    numdiff.Size([1, 2, 2])
+    """
+    from numdiff.ops.indexing import IndexAddIntoZeros
+
+    input = ensure_tensor("diag_embed", input)
+    if input.ndim == 0:
+        raise ValueError("diag_embed: expects a tensor with at least 1 dimension, got a 0-d tensor")
+    d1 = normalize_dim("diag_embed", dim1, input.ndim + 1)
+    d2 = normalize_dim("diag_embed", dim2, input.ndim + 1)
+    if d1 == d2:
+        raise ValueError(f"diag_embed: dim1 and dim2 name the same dimension {d1} (dim1={dim1}, dim2={dim2})")
+    n = input.shape[-1] + abs(int(offset))
+    shape = tuple(input.shape[:-1]) + (n, n)
+    planes = IndexAddIntoZeros.apply(input, key=_diagonal_key(shape, int(offset)), shape=shape)
+    return movedim(planes, (-2, -1), (d1, d2))
+
+
+def trace(input: Tensor) -> Tensor:
+    """Sum of the main diagonal of a 2-D tensor (integer inputs give int64).
+
+    >>> numdiff.trace(numdiff.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(5.)
+    """
+    input = ensure_tensor("trace", input)
+    if input.ndim != 2:
+        raise ValueError(f"trace: expects a 2-D tensor, got shape {tuple(input.shape)}")
+    return _diagonal("trace", input, 0, 0, 1).sum()
+
