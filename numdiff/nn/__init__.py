@@ -37,6 +37,7 @@ from numdiff.nn.modules import (
     Conv2d,
     ConvTranspose1d,
     ConvTranspose2d,
+    CosineSimilarity,
     CrossEntropyLoss,
     Dropout,
     Dropout1d,
@@ -66,6 +67,7 @@ from numdiff.nn.modules import (
     ModuleList,
     MSELoss,
     NLLLoss,
+    PairwiseDistance,
     PixelShuffle,
     PixelUnshuffle,
     ReflectionPad1d,
@@ -119,5 +121,6 @@ __all__ = [
 __all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
 __all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
 __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ += ["CosineSimilarity", "PairwiseDistance"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

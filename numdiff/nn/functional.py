@@ -1,6 +1,7 @@
 """numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join)."""
 
 from numdiff.nn._attention import scaled_dot_product_attention
+from numdiff.nn._distance import cosine_similarity, normalize, pairwise_distance
 from numdiff.nn._functional_layers import (
     batch_norm,
     dropout,
@@ -78,3 +79,4 @@ __all__ += [
 ]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
 __all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample"]
+__all__ += ["cosine_similarity", "normalize", "pairwise_distance"]

@@ -30,6 +30,7 @@ from numdiff.nn.modules.activation import (
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
@@ -103,5 +104,6 @@ __all__ = [
 __all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
 __all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
 __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+__all__ += ["CosineSimilarity", "PairwiseDistance"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
