@@ -8,6 +8,8 @@ PyTorch's names and semantics, so code ports by changing the import::
     w.grad  # tensor([2., 2., 2.])
 """
 
+import math as _math
+
 from numdiff import _tensor_methods
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
@@ -56,10 +58,13 @@ from numdiff.creation import (
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
     tensor,
+    tril_indices,
+    triu_indices,
     zeros,
     zeros_like,
 )
@@ -198,7 +203,7 @@ from numdiff.ops.unary import (
     sqrt,
     tanh,
 )
-from numdiff.sampling import multinomial
+from numdiff.sampling import bernoulli, multinomial, normal
 from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
@@ -266,3 +271,23 @@ __all__ += [
     "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",
     "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
 ]
+__all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
+__all__ += ["e", "inf", "nan", "pi"]
+
+# PyTorch's constants and small predicates.
+e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
+
+
+def is_tensor(obj: object) -> bool:
+    """Whether `obj` is a numdiff Tensor (Parameters included)."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """Whether `input` has a floating point dtype."""
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of `input`."""
+    return input.numel()

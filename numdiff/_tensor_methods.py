@@ -218,6 +218,8 @@ METHODS = {
     "triu": triangular.triu,
     "tril_": _inplace_method("tril_", triangular.tril),
     "multinomial": lambda self, *args, **kwargs: sampling.multinomial(self, *args, **kwargs),
+    "bernoulli": lambda self, *args, **kwargs: sampling.bernoulli(self, *args, **kwargs),
+    "bernoulli_": _inplace_method("bernoulli_", lambda old, p=0.5, *, generator=None: sampling.bernoulli(old, p, generator=generator)),
     "triu_": _inplace_method("triu_", triangular.triu),
     # indexing
     "__getitem__": indexing.getitem,

@@ -259,3 +259,33 @@ def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_gra
 def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """randn with the shape (and by default dtype and device) of `input`."""
     return _like(randn, input, dtype, device, requires_grad)
+
+
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype: Any = None, device: Any = None) -> Tensor:
+    """randint with the shape (and by default dtype and device) of `input`: ``randint_like(x, high)``
+    or ``randint_like(x, low, high)``."""
+    if high is None:
+        low, high = 0, low
+    dtype = input.dtype if dtype is None else dtype
+    return randint(low, high, tuple(input.shape), dtype=dtype, device=device or input.device)
+
+
+def _triangle_indices(op: str, select: Any, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:
+    for name, value in (("row", row), ("col", col), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{op}: {name} must be an int, got {value!r}")
+    if row < 0 or col < 0:
+        raise ValueError(f"{op}: row and col must be at least 0, got {row} and {col}")
+    rows, cols = select(row, offset, col)
+    target = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
+    return _place(np.stack([rows, cols]).astype(target.numpy), device, False, target)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle of a row x col matrix, row by row."""
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None) -> Tensor:
+    """The (2, N) row and column indices of the upper triangle of a row x col matrix, row by row."""
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)

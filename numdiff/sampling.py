@@ -1,4 +1,9 @@
-"""Sampling from tensors of probabilities: multinomial (indices drawn by weight)."""
+"""Sampling from tensors of parameters: multinomial (indices drawn by weight), bernoulli (0/1 draws
+with per-element probabilities) and normal (per-element or shared mean and standard deviation).
+
+bernoulli and normal return constants: PyTorch records them with a zero gradient for their
+parameters, which a constant gives too.
+"""
 
 from __future__ import annotations
 
@@ -72,3 +77,72 @@ def _batched_rows(input: Tensor, levels: list[int]) -> Tensor:
             "its own sample, so use randomness='different' (torch.func refuses this too)"
         )
     return physical(promote(input, levels))[0]
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:
+    """1 with probability `input` (or `p`, for every element), else 0; `input`'s dtype and shape.
+
+    >>> numdiff.bernoulli(numdiff.tensor([0.0, 1.0])).tolist()
+    [0.0, 1.0]
+    """
+    from numdiff.creation import rand
+
+    if not isinstance(input, Tensor) or not input.is_floating_point():
+        shown = f"dtype {input.dtype!r}" if isinstance(input, Tensor) else type(input).__name__
+        raise TypeError(f"bernoulli: expected a floating point tensor of probabilities, got {shown}")
+    if p is not None:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"bernoulli: p must be a number in [0, 1], got {p!r}")
+        probabilities: Tensor | float = float(p)
+    else:
+        probabilities = input.detach()
+        values = probabilities._host_values()
+        if values.size and not ((values >= 0) & (values <= 1)).all():
+            raise ValueError("bernoulli: every probability must lie in [0, 1], got values outside it (or NaN)")
+    uniform = rand(*input.shape, generator=generator, dtype=input.dtype, device=input.device)
+    return (uniform < probabilities).to(input.dtype)
+
+
+def normal(
+    mean: Tensor | float = 0.0,
+    std: Tensor | float = 1.0,
+    size: tuple | None = None,
+    *,
+    generator: Generator | None = None,
+    dtype: object = None,
+    device: object = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Normal samples with the given means and standard deviations (tensors broadcast together, or
+    numbers with a `size`), as PyTorch's four forms of torch.normal.
+
+    >>> numdiff.normal(2.0, 0.0, (3,)).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    from numdiff.creation import randn
+    from numdiff.ops._util import broadcast_shape
+
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    for name, value in (("mean", mean), ("std", std)):
+        if not isinstance(value, Tensor) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise TypeError(f"normal: {name} must be a Tensor or a number, got {type(value).__name__}")
+    if not tensors:
+        if size is None:
+            raise TypeError("normal: with a number mean and std, give the size of the sample")
+        if std < 0:
+            raise ValueError(f"normal: std must be at least 0, got {std}")
+        noise = randn(*size, generator=generator, dtype=dtype, device=device)
+        out = noise * float(std) + float(mean)
+        return out.requires_grad_() if requires_grad else out
+    if size is not None:
+        raise TypeError("normal: size is only taken with a number mean and std")
+    like = tensors[0]
+    shape = tuple(like.shape) if len(tensors) == 1 else broadcast_shape("normal", tensors[0].shape, tensors[1].shape)
+    if isinstance(std, Tensor) and std.numel() and (std.detach()._host_values() < 0).any():
+        raise ValueError("normal: every std must be at least 0")
+    if isinstance(std, (int, float)) and std < 0:
+        raise ValueError(f"normal: std must be at least 0, got {std}")
+    noise = randn(*shape, generator=generator, dtype=like.dtype, device=like.device)
+    mean = mean.detach() if isinstance(mean, Tensor) else mean
+    std = std.detach() if isinstance(std, Tensor) else std
+    return noise * std + mean
