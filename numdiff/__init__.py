@@ -30,6 +30,7 @@ from numdiff._dtype_names import (  # noqa: A004 - PyTorch's names: float, int
     uint8,
 )
 from numdiff._random import Generator, manual_seed
+from numdiff._tensor_str import set_printoptions
 from numdiff._tensor_types import (
     BFloat16Tensor,
     BoolTensor,
@@ -272,7 +273,7 @@ __all__ += [
     "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
-__all__ += ["e", "inf", "nan", "pi"]
+__all__ += ["e", "inf", "nan", "pi", "set_printoptions"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi

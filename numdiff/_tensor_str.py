@@ -17,10 +17,37 @@ if TYPE_CHECKING:
     from numdiff.tensor import Tensor
 
 _PREFIX = "tensor("
-_SUMMARIZE_ABOVE = 1000
-_EDGE_ITEMS = 3
-_LINE_WIDTH = 80
-_PRECISION = 4
+_DEFAULTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+_PROFILES = {
+    "default": _DEFAULTS,
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
+}
+OPTIONS = dict(_DEFAULTS)
+"""What tensors print with; numdiff.set_printoptions changes it."""
+
+
+def set_printoptions(
+    precision: int | None = None,
+    threshold: float | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: bool | None = None,
+) -> None:
+    """PyTorch's print options: decimals shown, element count above which a printout is summarized,
+    items kept at each edge when it is, line width, a named `profile` ("default", "short", "full")
+    to start from, and `sci_mode` (True or False forces scientific notation on or off; None chooses)."""
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(_PROFILES)}, got {profile!r}")
+        OPTIONS.update(_PROFILES[profile])
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"set_printoptions: {name} must be a number at least 0, got {value!r}")
+            OPTIONS[name] = value
+    OPTIONS["sci_mode"] = sci_mode
 
 
 class _Formatter:
@@ -44,6 +71,8 @@ class _Formatter:
         self.int_mode = bool(np.all(nonzero_finite == np.ceil(nonzero_finite)))
         spread = largest / smallest > 1000.0 or largest > 1.0e8
         self.sci_mode = spread if self.int_mode else spread or smallest < 1.0e-4
+        if OPTIONS["sci_mode"] is not None:
+            self.sci_mode = bool(OPTIONS["sci_mode"])
         self.width = max(len(self._float(float(v))) for v in nonzero_finite)
 
     @staticmethod
@@ -52,11 +81,11 @@ class _Formatter:
 
     def _float(self, value: float) -> str:
         if self.sci_mode:
-            return f"{value:.{_PRECISION}e}"
+            return f"{value:.{OPTIONS['precision']}e}"
         if self.int_mode:
             text = f"{value:.0f}"
             return text if math.isinf(value) or math.isnan(value) else text + "."
-        return f"{value:.{_PRECISION}f}"
+        return f"{value:.{OPTIONS['precision']}f}"
 
     def format(self, value: object) -> str:
         text = self._float(float(value)) if self.floating else self._plain(value)
@@ -65,18 +94,20 @@ class _Formatter:
 
 def _summarized(data: np.ndarray) -> np.ndarray:
     """The elements a summarized printout shows: the edge items of every long dimension."""
+    edge = OPTIONS["edgeitems"]
     for axis, n in enumerate(data.shape):
-        if n > 2 * _EDGE_ITEMS:
-            keep = np.r_[0:_EDGE_ITEMS, n - _EDGE_ITEMS : n]
+        if n > 2 * edge:
+            keep = np.r_[0:edge, n - edge : n]
             data = np.take(data, keep, axis=axis)
     return data
 
 
 def _vector(data: np.ndarray, indent: int, summarize: bool, formatter: _Formatter) -> str:
-    per_line = max(1, (_LINE_WIDTH - indent) // (formatter.width + 2))
-    if summarize and data.shape[0] > 2 * _EDGE_ITEMS:
-        items = [formatter.format(v) for v in data[:_EDGE_ITEMS]] + [" ..."]
-        items += [formatter.format(v) for v in data[-_EDGE_ITEMS:]]
+    per_line = max(1, (OPTIONS["linewidth"] - indent) // (formatter.width + 2))
+    edge = OPTIONS["edgeitems"]
+    if summarize and data.shape[0] > 2 * edge:
+        items = [formatter.format(v) for v in data[:edge]] + [" ..."]
+        items += [formatter.format(v) for v in data[len(data) - edge :]]
     else:
         items = [formatter.format(v) for v in data]
     lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
@@ -89,9 +120,10 @@ def _nested(data: np.ndarray, indent: int, summarize: bool, formatter: _Formatte
     if data.ndim == 1:
         return _vector(data, indent, summarize, formatter)
     n = data.shape[0]
-    if summarize and n > 2 * _EDGE_ITEMS:
-        rows = [_nested(data[i], indent + 1, summarize, formatter) for i in range(_EDGE_ITEMS)]
-        rows += ["..."] + [_nested(data[i], indent + 1, summarize, formatter) for i in range(n - _EDGE_ITEMS, n)]
+    edge = OPTIONS["edgeitems"]
+    if summarize and n > 2 * edge:
+        rows = [_nested(data[i], indent + 1, summarize, formatter) for i in range(edge)]
+        rows += ["..."] + [_nested(data[i], indent + 1, summarize, formatter) for i in range(n - edge, n)]
     else:
         rows = [_nested(data[i], indent + 1, summarize, formatter) for i in range(n)]
     return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
@@ -99,7 +131,7 @@ def _nested(data: np.ndarray, indent: int, summarize: bool, formatter: _Formatte
 
 def format_data(data: np.ndarray, indent: int = len(_PREFIX)) -> str:
     """The bracketed values, aligned like PyTorch's printout."""
-    summarize = data.size > _SUMMARIZE_ABOVE
+    summarize = data.size > OPTIONS["threshold"]
     formatter = _Formatter(_summarized(data) if summarize else data)
     return _nested(data, indent, summarize, formatter)
 
@@ -109,7 +141,7 @@ def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     parts = [text]
     last_line = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line + len(suffix) + 2 > _LINE_WIDTH:
+        if last_line + len(suffix) + 2 > OPTIONS["linewidth"]:
             parts.append(",\n" + " " * indent + suffix)
             last_line = indent + len(suffix)
         else:

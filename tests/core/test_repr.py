@@ -161,3 +161,35 @@ def test_suffixes_wrap_onto_a_new_line_past_80_characters():
         "tensor([-3.0000, -2.1429, -1.2857, -0.4286,  0.4286,  1.2857,  2.1429,  3.0000],",
         "       dtype=numdiff.float64, grad_fn=<MulBackward>)",
     ]
+
+
+@pytest.fixture
+def print_options():
+    pytest.importorskip("torch")
+    yield
+    numdiff.set_printoptions(profile="default")
+    import torch
+
+    torch.set_printoptions(profile="default")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(precision=2), dict(threshold=5, edgeitems=1), dict(profile="short"), dict(profile="full"),
+     dict(sci_mode=True), dict(sci_mode=False), dict(linewidth=40)],  # fmt: skip
+)
+def test_set_printoptions_prints_as_torch_does(options, print_options):
+    import torch
+
+    x = np.random.default_rng(0).standard_normal((30, 40)).astype(np.float32) * 100
+    numdiff.set_printoptions(**options)
+    torch.set_printoptions(**options)
+    for array in (x[:3, :7], x[:12, :9], np.array([1.23456789, 0.000123, 12345.678], np.float32), x[:2, :2].astype(np.float64)):
+        assert _unwrapped_suffixes(repr(numdiff.tensor(array))) == _as_numdiff(_unwrapped_suffixes(repr(torch.tensor(array))))
+
+
+def test_set_printoptions_refuses_unknown_profiles_and_negative_sizes(print_options):
+    with pytest.raises(ValueError, match="set_printoptions: profile must be one of \\['default', 'full', 'short'\\], got 'long'"):
+        numdiff.set_printoptions(profile="long")
+    with pytest.raises(ValueError, match="set_printoptions: precision must be a number at least 0, got -1"):
+        numdiff.set_printoptions(precision=-1)
