@@ -118,6 +118,41 @@ class Tensor:
         return self._data.dtype.itemsize
 
     @property
+    def itemsize(self) -> int:
+        return self._data.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.size) * self._data.dtype.itemsize
+
+    def nelement(self) -> int:
+        return int(self._data.size)
+
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The step in elements between neighbours along each dimension (or along `dim`)."""
+        steps = tuple(s // self._data.dtype.itemsize for s in self._data.strides)
+        return steps if dim is None else steps[dim]
+
+    def is_complex(self) -> bool:
+        return False  # numdiff has no complex dtypes
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    def get_device(self) -> int:
+        """The CUDA device index, or -1 for the CPU (PyTorch's convention)."""
+        where = self.device
+        return -1 if where.type == "cpu" else (where.index or 0)
+
+    def __contains__(self, element: Any) -> bool:
+        """``element in t``: whether any element equals it (a number or a tensor that broadcasts)."""
+        return bool((self == element).any())
+
+    @property
     def dtype(self) -> _dtype.dtype:
         return _dtype.from_numpy(self._data.dtype)
 

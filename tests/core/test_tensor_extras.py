@@ -44,3 +44,15 @@ def test_narrow_refuses_out_of_range():
         x.narrow(0, 2, 3)
     with pytest.raises(IndexError, match="narrow: start 5 is out of range for dimension 1 of size 4"):
         x.narrow(1, 5, 1)
+
+
+def test_layout_and_introspection_methods_answer_as_torch():
+    torch = pytest.importorskip("torch")
+    questions = [
+        lambda t: t.stride(), lambda t: t.transpose(0, 2).stride(), lambda t: t.stride(1), lambda t: t[:, 1:].stride(),
+        lambda t: t.nelement(), lambda t: t.nbytes, lambda t: t.itemsize, lambda t: t.ndimension(),
+        lambda t: t.is_complex(), lambda t: t.is_cpu, lambda t: t.get_device(), lambda t: 5.0 in t, lambda t: 100.0 in t,
+    ]  # fmt: skip
+    x, tx = numdiff.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
+    for number, question in enumerate(questions):
+        assert question(x) == question(tx), number
