@@ -19,6 +19,7 @@ from numdiff.autograd.grad_mode import (
     set_grad_enabled,
 )
 from numdiff.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from numdiff.autograd.variable import Variable
 
 
 def _as_list(x: Any) -> list:
@@ -73,6 +74,7 @@ def backward(
 
 __all__ = [
     "AnomalyError",
+    "Variable",
     "Function",
     "GradcheckError",
     "SavedTensorFreedError",

@@ -172,3 +172,18 @@ def test_function_with_two_outputs_of_backward_for_one_input_is_refused():
 
     with pytest.raises(RuntimeError, match="TooManyBackward.*2 gradients.*1 inputs"):
         TooMany.apply(_leaf(2)).sum().backward()
+
+
+def test_variable_is_pytorchs_pre_0_4_wrapper():
+    from numdiff.autograd import Variable
+
+    x = numdiff.ones(2)
+    v = Variable(x, requires_grad=True)
+    assert v.is_leaf and v.requires_grad and isinstance(x, Variable) and not isinstance(x.numpy(), Variable)
+    v.data.add_(1.0)
+    assert x.tolist() == [2.0, 2.0]  # shares x's memory
+    y = numdiff.ones(2, requires_grad=True) * 2
+    alias = Variable(y)
+    assert alias.grad_fn is None and not alias.requires_grad
+    with pytest.raises(TypeError, match="Variable: data must be a Tensor, got list"):
+        Variable([1.0])
