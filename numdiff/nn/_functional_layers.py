@@ -96,6 +96,23 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (1, input.shape[1]) + (1,) * (input.ndim - 2)
 
 
+def _check_channel_vectors(op: str, input: Tensor, **vectors: Tensor | None) -> None:
+    """Each given per-channel vector (running statistics, weight, bias) has one entry per channel."""
+    channels = input.shape[1]
+    for name, t in vectors.items():
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ValueError(f"{op}: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+
+
+def _scale_and_shift(out: Tensor, weight: Tensor | None, bias: Tensor | None, shape: tuple[int, ...]) -> Tensor:
+    """``out * weight + bias``, the per-channel vectors reshaped to broadcast as `shape`."""
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
@@ -115,9 +132,7 @@ def batch_norm(
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected input of shape (N, C, ...), got {tuple(input.shape)}")
     channels = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != (channels,):
-            raise ValueError(f"batch_norm: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+    _check_channel_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
@@ -139,12 +154,7 @@ def batch_norm(
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
         mean, var = running_mean, running_var
-    out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _scale_and_shift((input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt(), weight, bias, shape)
 
 
 def group_norm(
@@ -163,19 +173,12 @@ def group_norm(
             f"group_norm: expected the number of channels ({channels}) to be divisible by num_groups ({num_groups}), "
             f"input of shape {tuple(input.shape)}"
         )
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != (channels,):
-            raise ValueError(f"group_norm: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+    _check_channel_vectors("group_norm", input, weight=weight, bias=bias)
     grouped = input.reshape(n, num_groups, -1)
     mean = grouped.mean(2, keepdim=True)
     var = grouped.var(2, correction=0, keepdim=True)
     out = ((grouped - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
-    shape = _channel_shape(input)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _scale_and_shift(out, weight, bias, _channel_shape(input))
 
 
 def instance_norm(
@@ -198,9 +201,7 @@ def instance_norm(
     if input.ndim < 3:
         raise ValueError(f"instance_norm: expected input of shape (N, C, *) with at least one position dim, got {tuple(input.shape)}")
     channels = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != (channels,):
-            raise ValueError(f"instance_norm: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+    _check_channel_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)
     dims = tuple(range(2, input.ndim))
     if use_input_stats:
@@ -222,12 +223,7 @@ def instance_norm(
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    out = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _scale_and_shift((input - mean) * (var + eps).rsqrt(), weight, bias, shape)
 
 
 def layer_norm(

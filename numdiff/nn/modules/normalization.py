@@ -16,6 +16,28 @@ from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor
 
 
+def _affine_parameters(module: Module, shape: tuple[int, ...], affine: bool, bias: bool, dtype: Any, device: Any) -> None:
+    """`module.weight` (and, with `bias`, `module.bias`) of `shape` when `affine`, else both None;
+    their values come from `_reset_affine`."""
+    if affine:
+        module.weight = Parameter(empty(*shape, dtype=dtype, device=device))
+        if bias:
+            module.bias = Parameter(empty(*shape, dtype=dtype, device=device))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module: Module) -> None:
+    """Weight ones, bias zeros: the identity until trained."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _BatchNorm(Module):
     """Shared state and forward of BatchNorm1d/2d; subclasses say which input shapes they take."""
 
@@ -40,15 +62,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
@@ -69,10 +83,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         ok = input.ndim in self._ndims and input.shape[1] == self.num_features
@@ -142,22 +153,11 @@ class LayerNorm(Module):
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         count = len(self.normalized_shape)
@@ -252,22 +252,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         ok = input.ndim >= 2 and input.shape[1] == self.num_channels
