@@ -2,14 +2,25 @@
 
 from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._functional_layers import batch_norm, dropout, embedding, layer_norm, one_hot, pad
+from numdiff.nn._likelihood_losses import gaussian_nll_loss, kl_div, poisson_nll_loss
 from numdiff.nn._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    huber_loss,
     l1_loss,
     mse_loss,
     nll_loss,
     smooth_l1_loss,
+)
+from numdiff.nn._margin_losses import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multilabel_soft_margin_loss,
+    pairwise_distance,
+    soft_margin_loss,
+    triplet_margin_loss,
 )
 from numdiff.ops.activation import (
     celu,
@@ -62,4 +73,8 @@ __all__ += ["scaled_dot_product_attention"]
 __all__ += [
     "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6", "selu",
     "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
+]
+__all__ += [
+    "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
+    "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
