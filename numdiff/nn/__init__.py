@@ -61,6 +61,8 @@ from numdiff.nn.modules import (
     MSELoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
+    ParameterDict,
+    ParameterList,
     PoissonNLLLoss,
     ReLU,
     ReLU6,
@@ -106,3 +108,4 @@ __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "Transfor
 __all__ += [
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
+__all__ += ["ParameterDict", "ParameterList"]

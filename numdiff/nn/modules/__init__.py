@@ -28,7 +28,7 @@ from numdiff.nn.modules.activation import (
     Threshold,
 )
 from numdiff.nn.modules.attention import MultiheadAttention
-from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
+from numdiff.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.dropout import Dropout
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
@@ -85,3 +85,4 @@ __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "Transfor
 __all__ += [
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
+__all__ += ["ParameterDict", "ParameterList"]
