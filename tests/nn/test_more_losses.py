@@ -287,3 +287,12 @@ def test_losses_run_under_numdiff_compile_with_eager_values_and_gradients(rng):
     out.backward()
     for mine, theirs in zip(compiled, eager):
         assert_close(mine.grad, theirs.grad.numpy(), 1e-10, 1e-12, "compiled gradient")
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 1.5, 3.0, np.inf])
+def test_pairwise_distance_matches_torch_and_passes_gradcheck(rng, p):
+    x1, x2 = rng.standard_normal((4, 6)), rng.standard_normal((1, 6))  # broadcast over rows
+    ours = nnf.pairwise_distance(numdiff.tensor(x1), numdiff.tensor(x2), p=p, eps=1e-3)
+    assert_close(ours, TF.pairwise_distance(torch.tensor(x1), torch.tensor(x2), p=p, eps=1e-3), 1e-12, 0, "value")
+    inputs = (numdiff.tensor(x1, requires_grad=True), numdiff.tensor(x2, requires_grad=True))
+    assert gradcheck(lambda a, b: nnf.pairwise_distance(a, b, p=p, eps=1e-3), inputs)
