@@ -12,6 +12,7 @@ other calls, the outputs, or the backward) are stored to arrays allocated by the
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,8 @@ def _expression(call: OpCall, operands: list[str]) -> str | None:
     reads = dict(zip(rule.inputs, operands))
     for name, default in rule.attrs:
         value = call.attrs.get(name, default)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        # repr of an infinite or NaN attribute ("inf", "nan") is no Python literal: such calls run unfused.
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
             return None
         reads[name] = repr(float(value))
     return scalar_code(rule.forward, reads)
@@ -75,7 +77,7 @@ def _fusible(call: OpCall, values: list) -> bool:
         return False
     for i in call.inputs:
         if isinstance(i, tuple):
-            if not isinstance(i[1], (int, float)):
+            if not isinstance(i[1], (int, float)) or not math.isfinite(i[1]):
                 return False
             continue
         value = values[i]

@@ -1,4 +1,5 @@
-"""Normalisation and distances between vectors: normalize, cosine_similarity, pairwise_distance.
+"""Normalisation and angles between vectors: normalize and cosine_similarity (pairwise_distance is
+with the margin losses that use it, numdiff/nn/_margin_losses.py).
 
 Composed of numdiff.linalg.vector_norm (whose gradient at a zero vector is 0, as PyTorch's) and
 elementwise ops, so they are differentiable and run wherever those run.
@@ -31,9 +32,3 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     at least `eps`; `dim` is reduced away."""
     _check("cosine_similarity", x1=x1, x2=x2)
     return (normalize(x1, 2.0, dim, eps) * normalize(x2, 2.0, dim, eps)).sum(dim)
-
-
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    """The `p`-norm of ``x1 - x2 + eps`` along the last dim (they broadcast)."""
-    _check("pairwise_distance", x1=x1, x2=x2)
-    return vector_norm(x1 - x2 + eps, p, -1, keepdim=keepdim)

@@ -22,6 +22,11 @@ from numdiff.tensor import Tensor
 _REDUCTIONS = ("none", "mean", "sum")
 
 
+class LossArgumentError(ValueError, RuntimeError):
+    """A loss's arguments have shapes or values it cannot take. PyTorch raises RuntimeError for
+    these, numdiff's losses ValueError; this is both, so code written for either catches it."""
+
+
 def _host(t: Tensor) -> np.ndarray:
     return backend_for(t._data).to_host(t._data)
 
@@ -290,6 +295,30 @@ def smooth_l1_loss(
     return _reduce(loss, reduction)
 
 
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0, weight: Tensor | None = None
+) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): smooth_l1_loss scaled by delta.
+
+    A `weight` (the input's shape) multiplies each element before the reduction; its mean is a plain mean.
+
+    >>> huber_loss(numdiff.tensor([0.5, 3.0]), numdiff.zeros(2), delta=2.0)
+    tensor(2.0625)
+    """
+    reduction = _reduction("huber_loss", None, None, reduction)
+    _pointwise_pair("huber_loss", input, target)
+    if not delta > 0:
+        raise LossArgumentError(f"huber_loss: delta must be positive, got {delta}")
+    diff = input - target
+    distance = diff.abs()
+    loss = where(distance < delta, diff * diff * 0.5, (distance - 0.5 * delta) * delta)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError(f"huber_loss: weight must have the input's shape {tuple(input.shape)}, got {tuple(weight.shape)}")
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
 def _check_same_shape(op: str, input: Tensor, target: Tensor) -> None:
     _check_float(op, "input", input)
     _check_float(op, "target", target)
@@ -349,6 +378,6 @@ def binary_cross_entropy_with_logits(
 
 
 __all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "l1_loss", "mse_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss", "mse_loss",
     "nll_loss", "smooth_l1_loss",
 ]

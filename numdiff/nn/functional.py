@@ -1,7 +1,7 @@
 """numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join)."""
 
 from numdiff.nn._attention import scaled_dot_product_attention
-from numdiff.nn._distance import cosine_similarity, normalize, pairwise_distance
+from numdiff.nn._distance import cosine_similarity, normalize
 from numdiff.nn._functional_layers import (
     batch_norm,
     dropout,
@@ -15,14 +15,25 @@ from numdiff.nn._functional_layers import (
     one_hot,
     pad,
 )
+from numdiff.nn._likelihood_losses import gaussian_nll_loss, kl_div, poisson_nll_loss
 from numdiff.nn._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    huber_loss,
     l1_loss,
     mse_loss,
     nll_loss,
     smooth_l1_loss,
+)
+from numdiff.nn._margin_losses import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multilabel_soft_margin_loss,
+    pairwise_distance,
+    soft_margin_loss,
+    triplet_margin_loss,
 )
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops.activation import (
@@ -79,4 +90,8 @@ __all__ += [
 ]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
 __all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample"]
-__all__ += ["cosine_similarity", "normalize", "pairwise_distance"]
+__all__ += ["cosine_similarity", "normalize"]
+__all__ += [
+    "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
+    "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
+]

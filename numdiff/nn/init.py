@@ -13,6 +13,8 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
+
 from numdiff._random import Generator
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.tensor import Tensor
@@ -174,7 +176,163 @@ def kaiming_normal_(
     return normal_(tensor, 0.0, std, generator)
 
 
+def _host_values(tensor: Tensor) -> np.ndarray:
+    return tensor.detach().cpu().numpy()
+
+
+def _write(tensor: Tensor, values: np.ndarray) -> Tensor:
+    """Copy host `values` into `tensor` (on its device), under no_grad."""
+    from numdiff.creation import tensor as as_tensor
+
+    with no_grad():
+        return tensor.copy_(as_tensor(values.reshape(tuple(tensor.shape)), dtype=tensor.dtype))
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
+    """Fill with N(mean, std^2) truncated to [a, b], by the inverse CDF: uniform samples between
+    the CDF's values at a and b, mapped back through erfinv, then clamped to [a, b] against rounding.
+
+    >>> numdiff.nn.init.trunc_normal_(numdiff.empty(3, 5), std=0.02)   # ViT's weight init
+    """
+    _check("trunc_normal_", tensor)
+    if not a < b:
+        raise ValueError(f"init.trunc_normal_: expects a < b, got a={a}, b={b}")
+    if std < 0:
+        raise ValueError(f"init.trunc_normal_: std must be non-negative, got {std}")
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            f"init.trunc_normal_: mean={mean} is more than 2 std (std={std}) from [a, b] = [{a}, {b}]; "
+            "the distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+    from scipy.special import erfinv
+
+    low = _normal_cdf((a - mean) / std)
+    high = _normal_cdf((b - mean) / std)
+    # U(2 cdf(a) - 1, 2 cdf(b) - 1) is the range of erf((x - mean) / (std sqrt 2)) for x in [a, b].
+    with no_grad():
+        tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
+    values = erfinv(_host_values(tensor)) * (std * math.sqrt(2.0)) + mean
+    return _write(tensor, np.clip(values, a, b))
+
+
+def _normal_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix times `gain` (Saxe et al., 2013): Q of the QR of a
+    Gaussian matrix, each column's sign set by R's diagonal so Q is uniform over orthogonal
+    matrices. A tensor of more than 2 dimensions is viewed as (shape[0], product of the rest).
+
+    >>> w = numdiff.nn.init.orthogonal_(numdiff.empty(3, 5))   # w @ w.T is the identity
+    """
+    _check("orthogonal_", tensor)
+    if tensor.ndim < 2:
+        raise ValueError(
+            f"init.orthogonal_: only tensors with 2 or more dimensions are supported, got shape {tuple(tensor.shape)}"
+        )
+    if tensor.numel() == 0:
+        return tensor
+    from numdiff.creation import empty
+
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    gaussian = _host_values(empty(rows, cols, dtype=tensor.dtype).normal_(0, 1, generator=generator))
+    wide = rows < cols
+    if wide:
+        gaussian = gaussian.T
+    q, r = np.linalg.qr(gaussian)
+    q = q * np.sign(np.diagonal(r))
+    if wide:
+        q = q.T
+    return _write(tensor, q * gain)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
+    """Fill a 2-D tensor with N(0, std^2) samples, then zero ``ceil(sparsity * rows)`` randomly
+    chosen entries of every column (Martens, 2010).
+
+    >>> numdiff.nn.init.sparse_(numdiff.empty(10, 4), sparsity=0.3)   # 3 zeros per column
+    """
+    _check("sparse_", tensor)
+    if tensor.ndim != 2:
+        raise ValueError(f"init.sparse_: only tensors with 2 dimensions are supported, got shape {tuple(tensor.shape)}")
+    if not 0 <= sparsity <= 1:
+        raise ValueError(f"init.sparse_: sparsity must be in [0, 1], got {sparsity}")
+    from numdiff.creation import randperm
+
+    rows, cols = tensor.shape
+    zeros_per_column = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+    values = _host_values(tensor).copy()
+    for col in range(cols):
+        zero_rows = randperm(rows, generator=generator).numpy()[:zeros_per_column]
+        values[zero_rows, col] = 0
+    return _write(tensor, values)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta, so the convolution passes its
+    input through: out channel g*n + d (n = out channels per group) copies in channel d of group g.
+
+    >>> w = numdiff.nn.init.dirac_(numdiff.empty(4, 4, 3, 3))   # conv2d(x, w, padding=1) == x
+    """
+    _check("dirac_", tensor)
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"init.dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape {tuple(tensor.shape)}")
+    if groups < 1 or tensor.shape[0] % groups:
+        raise ValueError(f"init.dirac_: dim 0 (size {tensor.shape[0]}) must be divisible by groups={groups}")
+    out_per_group = tensor.shape[0] // groups
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    values = np.zeros(tuple(tensor.shape), dtype=_host_values(tensor).dtype)
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            values[(g * out_per_group + d, d, *centre)] = 1
+    return _write(tensor, values)
+
+
+def _deprecated(new: Any) -> Any:
+    """PyTorch's old init names without the trailing underscore: warn, then call the new one."""
+    old_name = new.__name__[:-1]
+
+    def old(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new.__name__}`.", FutureWarning, stacklevel=2
+        )
+        return new(*args, **kwargs)
+
+    old.__name__ = old.__qualname__ = old_name
+    old.__doc__ = f"Deprecated: use {new.__name__}."
+    return old
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
 __all__ = [
     "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
     "uniform_", "xavier_normal_", "xavier_uniform_", "zeros_",
+]
+__all__ += ["dirac_", "orthogonal_", "sparse_", "trunc_normal_"]
+__all__ += [
+    "constant", "dirac", "eye", "kaiming_normal", "kaiming_uniform", "normal", "orthogonal", "sparse", "uniform",
+    "xavier_normal", "xavier_uniform",
 ]

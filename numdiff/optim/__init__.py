@@ -6,12 +6,15 @@ from numdiff.optim.adadelta import Adadelta
 from numdiff.optim.adagrad import Adagrad
 from numdiff.optim.adam import Adam, AdamW
 from numdiff.optim.adamax import Adamax
+from numdiff.optim.asgd import ASGD
 from numdiff.optim.lbfgs import LBFGS
 from numdiff.optim.nadam import NAdam
 from numdiff.optim.optimizer import Optimizer
 from numdiff.optim.radam import RAdam
 from numdiff.optim.rmsprop import RMSprop
+from numdiff.optim.rprop import Rprop
 from numdiff.optim.sgd import SGD
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
 __all__ += ["LBFGS", "Adadelta", "Adamax", "NAdam", "RAdam"]
+__all__ += ["ASGD", "Rprop"]

@@ -1,4 +1,5 @@
-"""LambdaLR (your own factor per epoch), LinearLR (a linear ramp) and SequentialLR (schedulers in turn)."""
+"""LambdaLR (your own factor per epoch), LinearLR (a linear ramp), SequentialLR (schedulers in turn)
+and ChainedScheduler (schedulers together)."""
 
 from __future__ import annotations
 
@@ -167,3 +168,45 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state)
         for scheduler, scheduler_state in zip(self._schedulers, saved):
             scheduler.load_state_dict(scheduler_state)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step every one of `schedulers` at each step, in order, so their changes to the lr compose
+    (each one's recurrence starts from the lr the previous one left).
+
+    >>> sched = ChainedScheduler([ConstantLR(opt, factor=0.1, total_iters=2), ExponentialLR(opt, gamma=0.9)])
+    """
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.")
+        from numdiff.optim._lr_plateau import ReduceLROnPlateau  # it imports this module's base
+
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"ChainedScheduler: schedulers[{i}] is not a scheduler, got {type(scheduler).__name__}")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(
+                    "ChainedScheduler does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                    f"kwargs to be specified when calling `step`, but got one at index {i} in the given "
+                    "schedulers sequence."
+                )
+            if scheduler.optimizer is not optimizer:
+                raise ValueError(
+                    "ChainedScheduler expects all schedulers to belong to the same optimizer, but got "
+                    f"scheduler {type(scheduler).__name__} at index {i} with a different optimizer"
+                )
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+    def step(self) -> None:  # type: ignore[override]
+        """Step each scheduler in turn."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    # Own attributes plus each scheduler's state dict, as SequentialLR's.
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict

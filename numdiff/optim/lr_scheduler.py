@@ -1,6 +1,7 @@
 """Learning-rate schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR,
-and (from numdiff.optim._lr_composed and _lr_plateau) LambdaLR, LinearLR, SequentialLR and
-ReduceLROnPlateau.
+and (from numdiff.optim._lr_composed, _lr_factor, _lr_cyclic and _lr_plateau) LambdaLR, LinearLR,
+SequentialLR, ChainedScheduler, MultiplicativeLR, ConstantLR, PolynomialLR, CyclicLR,
+CosineAnnealingWarmRestarts and ReduceLROnPlateau: every scheduler of torch.optim.lr_scheduler.
 
 A scheduler rewrites ``group["lr"]`` of its optimizer's parameter groups each time `step()` is
 called, with PyTorch's recurrences (each value computed from the previous group lr, so schedulers
@@ -358,10 +359,20 @@ class OneCycleLR(LRScheduler):
 
 
 # Defined in their own modules (they build on LRScheduler above), importable from here as in PyTorch.
-from numdiff.optim._lr_composed import LambdaLR, LinearLR, SequentialLR  # noqa: E402
+from numdiff.optim._lr_composed import ChainedScheduler, LambdaLR, LinearLR, SequentialLR  # noqa: E402
+from numdiff.optim._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR  # noqa: E402
+from numdiff.optim._lr_factor import ConstantLR, MultiplicativeLR, PolynomialLR  # noqa: E402
 from numdiff.optim._lr_plateau import ReduceLROnPlateau  # noqa: E402
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name for LRScheduler, kept for code that subclasses it."""
+
 
 __all__ = [
     "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR", "OneCycleLR",
     "ReduceLROnPlateau", "SequentialLR", "StepLR",
+]
+__all__ += [
+    "ChainedScheduler", "ConstantLR", "CosineAnnealingWarmRestarts", "CyclicLR", "MultiplicativeLR", "PolynomialLR",
 ]

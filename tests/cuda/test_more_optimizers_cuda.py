@@ -35,8 +35,10 @@ def _fit(device: str, make_optimizer) -> list[float]:
         lambda p: numdiff.optim.RAdam(p, lr=0.1),
         lambda p: numdiff.optim.Adamax(p, lr=0.1),
         lambda p: numdiff.optim.Adadelta(p),
+        lambda p: numdiff.optim.Rprop(p, lr=0.1),
+        lambda p: numdiff.optim.ASGD(p, lr=0.1, t0=1, weight_decay=0.01),
     ],
-    ids=["LBFGS", "NAdam", "RAdam", "Adamax", "Adadelta"],
+    ids=["LBFGS", "NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD"],
 )
 def test_steps_on_the_device_match_the_cpu(make_optimizer):
     np.testing.assert_allclose(_fit("cuda", make_optimizer), _fit("cpu", make_optimizer), rtol=1e-12, atol=1e-14)

@@ -28,7 +28,7 @@ from numdiff.nn.modules.activation import (
     Threshold,
 )
 from numdiff.nn.modules.attention import MultiheadAttention
-from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
+from numdiff.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
@@ -36,11 +36,21 @@ from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unfla
 from numdiff.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelSoftMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.normalization import (
@@ -107,3 +117,7 @@ __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", 
 __all__ += ["CosineSimilarity", "PairwiseDistance"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
+__all__ += [
+    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+]
+__all__ += ["ParameterDict", "ParameterList"]
