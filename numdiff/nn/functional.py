@@ -2,19 +2,7 @@
 
 from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._distance import cosine_similarity, normalize
-from numdiff.nn._functional_layers import (
-    batch_norm,
-    dropout,
-    dropout1d,
-    dropout2d,
-    dropout3d,
-    embedding,
-    group_norm,
-    instance_norm,
-    layer_norm,
-    one_hot,
-    pad,
-)
+from numdiff.nn._functional_layers import dropout, dropout1d, dropout2d, dropout3d, embedding, one_hot, pad
 from numdiff.nn._likelihood_losses import gaussian_nll_loss, kl_div, poisson_nll_loss
 from numdiff.nn._losses import (
     binary_cross_entropy,
@@ -35,6 +23,7 @@ from numdiff.nn._margin_losses import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, layer_norm
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops.activation import (
     celu,

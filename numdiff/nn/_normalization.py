@@ -1,0 +1,182 @@
+"""Functional forms of the normalisation layers: batch_norm, instance_norm, group_norm, layer_norm.
+
+All are compositions of differentiable ops; running statistics are in-place updates made under
+no_grad, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.nn._functional_layers import _check_tensor
+from numdiff.tensor import Tensor
+
+
+def _channel_shape(input: Tensor) -> tuple[int, ...]:
+    return (1, input.shape[1]) + (1,) * (input.ndim - 2)
+
+
+def _check_channel_vectors(op: str, input: Tensor, **vectors: Tensor | None) -> None:
+    """Each given per-channel vector (running statistics, weight, bias) has one entry per channel."""
+    channels = input.shape[1]
+    for name, t in vectors.items():
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ValueError(f"{op}: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+
+
+def _scale_and_shift(out: Tensor, weight: Tensor | None, bias: Tensor | None, shape: tuple[int, ...]) -> Tensor:
+    """``out * weight + bias``, the per-channel vectors reshaped to broadcast as `shape`."""
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each channel (dim 1) of an (N, C, ...) input by its batch or running statistics.
+
+    In training the batch mean and biased variance normalise, and the running estimates move by
+    `momentum` towards the batch mean and the unbiased variance.
+    """
+    _check_tensor("batch_norm", "input", input)
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected input of shape (N, C, ...), got {tuple(input.shape)}")
+    channels = input.shape[1]
+    _check_channel_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
+    shape = _channel_shape(input)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = input.numel() // channels if channels else 0
+        if count <= 1:
+            raise ValueError(
+                f"batch_norm: expected more than 1 value per channel when training, got input of shape {tuple(input.shape)}"
+            )
+        mean = input.mean(dims)
+        var = input.var(dims, correction=0)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach().to(running_var.dtype) * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
+        mean, var = running_mean, running_var
+    return _scale_and_shift((input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt(), weight, bias, shape)
+
+
+def group_norm(
+    input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """Normalise each sample's channels in `num_groups` groups (biased variance over the group's
+    channels and positions), then scale and shift per channel."""
+    _check_tensor("group_norm", "input", input)
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected input of shape (N, C, *), got {tuple(input.shape)}")
+    n, channels = input.shape[0], input.shape[1]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups <= 0:
+        raise ValueError(f"group_norm: num_groups must be a positive int, got {num_groups!r}")
+    if channels % num_groups:
+        raise ValueError(
+            f"group_norm: expected the number of channels ({channels}) to be divisible by num_groups ({num_groups}), "
+            f"input of shape {tuple(input.shape)}"
+        )
+    _check_channel_vectors("group_norm", input, weight=weight, bias=bias)
+    grouped = input.reshape(n, num_groups, -1)
+    mean = grouped.mean(2, keepdim=True)
+    var = grouped.var(2, correction=0, keepdim=True)
+    out = ((grouped - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    return _scale_and_shift(out, weight, bias, _channel_shape(input))
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise each (sample, channel) of an (N, C, ...) input over its positions.
+
+    With `use_input_stats` the instance's own mean and biased variance normalise, and running
+    estimates, when given, move by `momentum` towards the batch's average instance mean and
+    unbiased variance; otherwise the running estimates normalise.
+    """
+    _check_tensor("instance_norm", "input", input)
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected input of shape (N, C, *) with at least one position dim, got {tuple(input.shape)}")
+    channels = input.shape[1]
+    _check_channel_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
+    shape = _channel_shape(input)
+    dims = tuple(range(2, input.ndim))
+    if use_input_stats:
+        count = int(np.prod(input.shape[2:]))
+        if count <= 1:
+            raise ValueError(
+                f"instance_norm: expected more than 1 spatial element when training, got input of shape {tuple(input.shape)}"
+            )
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, correction=0, keepdim=True)
+        with no_grad():
+            if running_mean is not None:
+                batch_mean = mean.detach().reshape(input.shape[0], channels).mean(0)
+                running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
+            if running_var is not None:
+                unbiased = var.detach().reshape(input.shape[0], channels).mean(0) * (count / (count - 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    return _scale_and_shift((input - mean) * (var + eps).rsqrt(), weight, bias, shape)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the trailing `normalized_shape` dims (biased variance), then scale and shift."""
+    _check_tensor("layer_norm", "input", input)
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    count = len(normalized_shape)
+    if count == 0 or tuple(input.shape[input.ndim - count :]) != normalized_shape or input.ndim < count:
+        raise ValueError(
+            f"layer_norm: given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"(*, {', '.join(map(str, normalized_shape))}), but got input of shape {tuple(input.shape)}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise ValueError(f"layer_norm: {name} must have shape {normalized_shape}, got {tuple(t.shape)}")
+    dims = tuple(range(input.ndim - count, input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, correction=0, keepdim=True)
+    out = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
