@@ -188,9 +188,6 @@ class OneHotCategorical(Distribution):
         values = values.reshape((n,) + (1,) * len(self._batch_shape) + (n,))
         return values.expand(Size((n,) + tuple(self._batch_shape) + (n,))) if expand else values
 
-    def __repr__(self) -> str:
-        return repr(self._categorical).replace("Categorical", type(self).__name__, 1)
-
 
 class Bernoulli(Distribution):
     """0/1 draws with probability `probs` of a one (or sigmoid(`logits`)), in the parameter's dtype.
