@@ -99,3 +99,10 @@ def test_categorical_log_prob_gradient_matches_torch_for_probs_and_logits() -> N
             grads[lib.__name__, kind] = np.asarray(param.grad.numpy())
     for kind in ("probs", "logits"):
         np.testing.assert_allclose(grads["numdiff", kind], grads["torch", kind], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["Normal", "Laplace"])
+def test_log_prob_is_differentiable_in_the_value(name: str) -> None:
+    value = numdiff.tensor([0.3, -0.7, 1.9], dtype=numdiff.float64, requires_grad=True)
+    make = getattr(numdiff.distributions, name)
+    assert gradcheck(lambda v: make(numdiff.tensor(0.1, dtype=numdiff.float64), 1.5).log_prob(v), (value,))
