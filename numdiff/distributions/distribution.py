@@ -189,8 +189,8 @@ def sum_rightmost(value: Tensor, dims: int) -> Tensor:
     return value if dims == 0 else value.reshape(*value.shape[: value.dim() - dims], -1).sum(-1)
 
 
-def noise(draw: str, shape: Any, like: Tensor, generator: Any = None) -> Tensor:
+def noise(draw: str, shape: Any, like: Tensor) -> Tensor:
     """Standard noise (`draw` is 'normal' or 'uniform') of `shape` with `like`'s dtype and device:
     a constant, so rsample's gradient flows only through the parameters it is combined with."""
     maker = numdiff.randn if draw == "normal" else numdiff.rand
-    return maker(Size(shape), dtype=like.dtype, device=like.device, generator=generator)
+    return maker(Size(shape), dtype=like.dtype, device=like.device)
