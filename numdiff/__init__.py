@@ -214,6 +214,7 @@ from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
+from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal

@@ -1,0 +1,33 @@
+"""numdiff.distributions: PyTorch's torch.distributions for the distributions that reinforcement
+learning and VAE programs use, composed from numdiff's differentiable ops.
+
+    >>> from numdiff.distributions import Categorical
+    >>> d = Categorical(logits=numdiff.zeros(4))
+    >>> d.entropy()
+    tensor(1.3863)
+
+Absent (their densities need lgamma/digamma, or linear algebra numdiff lacks): Gamma, Beta,
+Dirichlet, Poisson, Binomial, StudentT, Chi2, MultivariateNormal, LowRankMultivariateNormal.
+"""
+
+from numdiff.distributions import constraints
+from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from numdiff.distributions.distribution import Distribution
+from numdiff.distributions.independent import Independent
+from numdiff.distributions.kl import kl_divergence, register_kl
+
+__all__ = [
+    "Bernoulli",
+    "Categorical",
+    "Distribution",
+    "Exponential",
+    "Independent",
+    "Laplace",
+    "Normal",
+    "OneHotCategorical",
+    "Uniform",
+    "constraints",
+    "kl_divergence",
+    "register_kl",
+]

@@ -1,0 +1,138 @@
+"""The distribution cases every test in this folder walks: one builder written against a library
+module (numdiff or torch), so the same construction runs on both, and float64 parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+_rng = np.random.default_rng(7)
+
+
+def _positive(*shape: int) -> np.ndarray:
+    return _rng.uniform(0.5, 2.0, shape)
+
+
+def _real(*shape: int) -> np.ndarray:
+    return _rng.normal(size=shape)
+
+
+def _unit(*shape: int) -> np.ndarray:
+    return _rng.uniform(0.1, 0.9, shape)
+
+
+@dataclass
+class Case:
+    """`build(lib, *params)` makes the distribution from `params` (tensors of `lib`, or numbers
+    where `numbers` names their positions)."""
+
+    name: str
+    build: Callable[..., Any]
+    params: list[Any]
+    numbers: tuple[int, ...] = field(default=())
+    continuous: bool = True
+
+
+def _normal(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.Normal(loc, scale)
+
+
+def _uniform(lib: Any, low: Any, width: Any) -> Any:
+    return lib.distributions.Uniform(low, low + width)
+
+
+def _exponential(lib: Any, rate: Any) -> Any:
+    return lib.distributions.Exponential(rate)
+
+
+def _laplace(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.Laplace(loc, scale)
+
+
+def _categorical_probs(lib: Any, probs: Any) -> Any:
+    return lib.distributions.Categorical(probs=probs)
+
+
+def _categorical_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.Categorical(logits=logits)
+
+
+def _one_hot(lib: Any, probs: Any) -> Any:
+    return lib.distributions.OneHotCategorical(probs=probs)
+
+
+def _one_hot_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.OneHotCategorical(logits=logits)
+
+
+def _bernoulli_probs(lib: Any, probs: Any) -> Any:
+    return lib.distributions.Bernoulli(probs=probs)
+
+
+def _bernoulli_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.Bernoulli(logits=logits)
+
+
+def _independent_normal(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.Independent(lib.distributions.Normal(loc, scale), 1)
+
+
+def _independent_bernoulli(lib: Any, logits: Any) -> Any:
+    return lib.distributions.Independent(lib.distributions.Bernoulli(logits=logits), 2)
+
+
+CASES = [
+    Case("normal-vector", _normal, [_real(3), _positive(3)]),
+    Case("normal-broadcast", _normal, [_real(2, 3), _positive(3)]),
+    Case("normal-number-loc", _normal, [0.5, _positive(2, 2)], numbers=(0,)),
+    Case("normal-numbers", _normal, [0.5, 1.5], numbers=(0, 1)),
+    Case("uniform", _uniform, [_real(4), _positive(4)]),
+    Case("uniform-broadcast", _uniform, [_real(2, 1), _positive(3)]),
+    Case("exponential", _exponential, [_positive(2, 3)]),
+    Case("laplace", _laplace, [_real(2, 1), _positive(3)]),
+    Case("categorical-probs-1d", _categorical_probs, [_positive(5)], continuous=False),
+    Case("categorical-probs-2d", _categorical_probs, [_positive(2, 4)], continuous=False),
+    Case("categorical-logits-3d", _categorical_logits, [_real(2, 3, 4)], continuous=False),
+    Case("one-hot-probs", _one_hot, [_positive(2, 3)], continuous=False),
+    Case("one-hot-logits", _one_hot_logits, [_real(3)], continuous=False),
+    Case("bernoulli-probs", _bernoulli_probs, [_unit(4)], continuous=False),
+    Case("bernoulli-logits", _bernoulli_logits, [_real(2, 3)], continuous=False),
+    Case("independent-normal", _independent_normal, [_real(2, 3), _positive(2, 3)]),
+    Case("independent-bernoulli", _independent_bernoulli, [_real(2, 2, 3)], continuous=False),
+]
+
+# Pairs (p params, q params) for kl_divergence of two distributions built by the same builder.
+KL_CASES = [
+    Case("normal", _normal, [_real(3), _positive(3), _real(2, 3), _positive(3)]),
+    Case("uniform", _uniform, [_real(3), _positive(3), _real(3) - 3.0, _positive(3) + 6.0]),
+    Case("exponential", _exponential, [_positive(4), _positive(4)]),
+    Case("laplace", _laplace, [_real(2, 3), _positive(3), _real(3), _positive(2, 3)]),
+    Case("categorical", _categorical_probs, [_positive(2, 4), _positive(4)], continuous=False),
+    Case("categorical-logits", _categorical_logits, [_real(3, 5), _real(3, 5)], continuous=False),
+    Case("one-hot", _one_hot, [_positive(2, 3), _positive(2, 3)], continuous=False),
+    Case("bernoulli", _bernoulli_probs, [_unit(2, 3), _unit(2, 3)], continuous=False),
+    Case("bernoulli-logits", _bernoulli_logits, [_real(4), _real(4)], continuous=False),
+    Case("independent-normal", _independent_normal, [_real(2, 3), _positive(2, 3), _real(3), _positive(3)]),
+]
+
+
+def tensors(lib: Any, case: Case, requires_grad: bool = False) -> list[Any]:
+    """The case's parameters as float64 tensors of `lib` (numbers stay numbers)."""
+    out = []
+    for i, value in enumerate(case.params):
+        if i in case.numbers:
+            out.append(value)
+        else:
+            out.append(lib.tensor(np.asarray(value, dtype=np.float64), requires_grad=requires_grad))
+    return out
+
+
+def split_kl(case: Case) -> tuple[Case, Case]:
+    half = len(case.params) // 2
+    return (
+        Case(case.name + "-p", case.build, case.params[:half]),
+        Case(case.name + "-q", case.build, case.params[half:]),
+    )

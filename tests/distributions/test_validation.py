@@ -1,0 +1,138 @@
+"""validate_args: bad parameters and out-of-support values raise ValueError naming the parameter
+or value, with the message torch.distributions gives (first line, "torch." read as "numdiff.");
+validate_args=False and set_default_validate_args turn the checks off."""
+
+from __future__ import annotations
+
+import pytest
+
+import numdiff
+from numdiff.distributions import Laplace, Normal
+
+torch = pytest.importorskip("torch")
+
+BAD = [
+    ("normal-negative-scale", lambda lib: lib.distributions.Normal(0.0, -1.0)),
+    ("normal-zero-scale-tensor", lambda lib: lib.distributions.Normal(lib.zeros(2), lib.tensor([1.0, 0.0]))),
+    ("normal-nan-loc", lambda lib: lib.distributions.Normal(lib.tensor([float("nan")]), 1.0)),
+    ("laplace-negative-scale", lambda lib: lib.distributions.Laplace(0.0, -2.0)),
+    ("exponential-zero-rate", lambda lib: lib.distributions.Exponential(lib.tensor([1.0, 0.0]))),
+    ("categorical-negative-probs", lambda lib: lib.distributions.Categorical(probs=lib.tensor([-0.5, 1.0]))),
+    (
+        "categorical-nan-logits",
+        lambda lib: lib.distributions.Categorical(logits=lib.tensor([0.0, float("nan")])),
+    ),
+    ("categorical-scalar-probs", lambda lib: lib.distributions.Categorical(probs=lib.tensor(0.5))),
+    ("categorical-no-parameter", lambda lib: lib.distributions.Categorical()),
+    ("categorical-both-parameters", lambda lib: lib.distributions.Categorical(lib.ones(2), lib.ones(2))),
+    ("bernoulli-probs-above-one", lambda lib: lib.distributions.Bernoulli(probs=lib.tensor([0.5, 1.5]))),
+    ("bernoulli-no-parameter", lambda lib: lib.distributions.Bernoulli()),
+    (
+        "one-hot-negative-probs",
+        lambda lib: lib.distributions.OneHotCategorical(probs=lib.tensor([-1.0, 2.0])),
+    ),
+    (
+        "categorical-value-out-of-range",
+        lambda lib: lib.distributions.Categorical(logits=lib.zeros(3)).log_prob(lib.tensor(3)),
+    ),
+    (
+        "categorical-value-negative",
+        lambda lib: lib.distributions.Categorical(logits=lib.zeros(3)).log_prob(lib.tensor([-1])),
+    ),
+    ("bernoulli-value-half", lambda lib: lib.distributions.Bernoulli(0.3).log_prob(lib.tensor(0.5))),
+    ("exponential-negative-value", lambda lib: lib.distributions.Exponential(1.0).log_prob(lib.tensor(-1.0))),
+    ("uniform-value-above-high", lambda lib: lib.distributions.Uniform(0.0, 1.0).log_prob(lib.tensor(2.0))),
+    (
+        "one-hot-value-not-one-hot",
+        lambda lib: lib.distributions.OneHotCategorical(logits=lib.zeros(2)).log_prob(lib.ones(2)),
+    ),
+    ("value-not-a-tensor", lambda lib: lib.distributions.Normal(0.0, 1.0).log_prob(0.5)),
+    (
+        "value-not-broadcastable",
+        lambda lib: lib.distributions.Normal(lib.zeros(3), 1.0).log_prob(lib.zeros(2)),
+    ),
+    (
+        "value-wrong-event-size",
+        lambda lib: lib.distributions.OneHotCategorical(logits=lib.zeros(3)).log_prob(lib.zeros(2)),
+    ),
+    (
+        "independent-too-many-dims",
+        lambda lib: lib.distributions.Independent(lib.distributions.Normal(0.0, 1.0), 1),
+    ),
+]
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0].replace("torch.", "numdiff.")
+
+
+@pytest.mark.parametrize("make", [m for _, m in BAD], ids=[n for n, _ in BAD])
+def test_bad_input_raises_value_error_like_torch(make) -> None:
+    with pytest.raises(ValueError) as theirs:
+        make(torch)
+    with pytest.raises(ValueError) as ours:
+        make(numdiff)
+    assert _first_line(ours.value) == _first_line(theirs.value)
+
+
+def test_parameter_errors_name_the_parameter_and_show_its_values() -> None:
+    with pytest.raises(
+        ValueError, match=r"Expected parameter scale .*GreaterThan\(lower_bound=0.0\)"
+    ) as info:
+        numdiff.distributions.Normal(numdiff.zeros(2), numdiff.tensor([1.0, -3.0]))
+    assert "-3." in str(info.value)
+    with pytest.raises(ValueError, match=r"Expected parameter probs .*Simplex\(\)"):
+        numdiff.distributions.Categorical(probs=numdiff.tensor([[0.2, 0.8], [-0.1, 1.1]]))
+
+
+def test_validate_args_false_skips_the_checks() -> None:
+    d = numdiff.distributions.Normal(0.0, -1.0, validate_args=False)
+    assert d.scale.item() == -1.0
+    c = numdiff.distributions.Categorical(logits=numdiff.zeros(3), validate_args=False)
+    assert c.log_prob(numdiff.tensor([0, 2])).shape == (2,)
+    assert numdiff.distributions.Bernoulli(0.3, validate_args=False).log_prob(numdiff.tensor(0.5)).shape == ()
+
+
+def test_set_default_validate_args_turns_validation_off_everywhere() -> None:
+    numdiff.distributions.Distribution.set_default_validate_args(False)
+    try:
+        numdiff.distributions.Exponential(-1.0)
+        numdiff.distributions.Bernoulli(0.3).log_prob(numdiff.tensor(0.5))
+    finally:
+        numdiff.distributions.Distribution.set_default_validate_args(True)
+    with pytest.raises(ValueError, match="rate"):
+        numdiff.distributions.Exponential(-1.0)
+    with pytest.raises(ValueError, match="True or False"):
+        numdiff.distributions.Distribution.set_default_validate_args(None)
+
+
+def test_kl_divergence_of_an_unregistered_pair_raises_not_implemented() -> None:
+    with pytest.raises(NotImplementedError, match="Normal.*Categorical"):
+        numdiff.distributions.kl_divergence(
+            numdiff.distributions.Normal(0.0, 1.0), numdiff.distributions.Categorical(logits=numdiff.zeros(2))
+        )
+
+
+def test_register_kl_adds_a_pair_and_subclasses_dispatch_to_the_most_specific() -> None:
+    class WideNormal(Normal):
+        pass
+
+    @numdiff.distributions.register_kl(Normal, Laplace)
+    def normal_laplace(p, q):
+        return p.loc * 0 + 1.0
+
+    @numdiff.distributions.register_kl(WideNormal, Laplace)
+    def wide_laplace(p, q):
+        return p.loc * 0 + 2.0
+
+    try:
+        assert numdiff.distributions.kl_divergence(Normal(0.0, 1.0), Laplace(0.0, 1.0)).item() == 1.0
+        assert numdiff.distributions.kl_divergence(WideNormal(0.0, 1.0), Laplace(0.0, 1.0)).item() == 2.0
+        # The Normal-Normal closed form still serves the subclass.
+        assert numdiff.distributions.kl_divergence(WideNormal(0.0, 1.0), Normal(0.0, 1.0)).item() == 0.0
+    finally:
+        from numdiff.distributions.kl import _KL_REGISTRY
+
+        del _KL_REGISTRY[Normal, Laplace], _KL_REGISTRY[WideNormal, Laplace]
+    with pytest.raises(TypeError, match="Distribution subclass"):
+        numdiff.distributions.register_kl(int, Normal)
