@@ -32,13 +32,17 @@ block may span images): per block, transform the input tiles into ``V`` (16, C, 
 GEMMs (single-threaded BLAS, as in the im2col cores), and transform back into the output (or
 into the thread's weight-gradient accumulator). Blocks go round-robin to the Numba threads; a
 block owns its output tiles, so no two threads write one output element. Extra memory per
-thread: ``V`` and ``M`` (16 * (C + Co) * T elements, T the tiles of a block, sized by
-``conv.WINOGRAD_BLOCK_ELEMENTS`` to stay in L2), one 4-row staging strip, and for the weight
-gradient one (G, 16, C, Co) accumulator.
+thread: ``V`` and ``M`` (16 * (C + Co) * T elements, T = rows * (tiles_w + 1) the tiles of a
+block with their spare columns, sized by ``conv.WINOGRAD_BLOCK_ELEMENTS`` to stay in L2), a
+staging strip of 2*(rows + 1) padded rows and the row transforms (8*(rows + 1)*(tiles_w + 1)),
+and for the weight gradient one (G, 16, C, Co) accumulator.
 
 Accuracy: the transforms add at most 4 terms (with factors 1 and 1/2, exact in binary), so the
 rounding error stays within a few ulp of the sum of the absolute values of the products, as for
-the direct sum (measured in tests/kernels/test_winograd_kernels.py against float64 NumPy).
+the direct sum (measured in tests/kernels/test_winograd_kernels.py against float64 NumPy). With
+a non-finite input the transformed sums may turn inf into NaN inside the 2x2 output tiles that
+read it; the weight gradient mixes all nine taps of a filter, so an inf in x can give NaN in
+taps that never read it (im2col keeps those finite).
 """
 
 from __future__ import annotations

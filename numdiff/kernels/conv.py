@@ -33,6 +33,20 @@ oneDNN reaches 75-80% (NumPy's own OpenBLAS 0.3.31 was 10-20% faster on the forw
 no faster on the backward ones). A direct loop nest in Numba cannot close that gap: Numba's
 LLVM target on this Xeon emits 256-bit vectors only, half of the AVX-512 peak.
 
+Winograd route (numdiff.kernels._winograd, method there): a stride-1, undilated 3x3 convolution
+runs as Winograd F(2x2, 3x3) when the harmonic mean of its input and output channels per group
+is at least :data:`WINOGRAD_MIN_CHANNELS` and the routine writes rows at least
+:data:`WINOGRAD_MIN_WIDTH` wide (per kernel; the input gradient is itself a 3x3 convolution of
+the output gradient, from Cog to Cg channels). It does 16 multiplies per 2x2 output tile and
+channel pair against im2col's 36, in 16 GEMMs with K = the input channels that OpenBLAS runs at
+115-120 GFLOP/s on one core (70-75% of its peak), and adds input and output transforms
+(20-30% of its time). Measured (one thread, thread CPU time, Winograd / im2col, forward, input
+gradient, weight gradient): 32x16->32 32x32 0.62 0.75 0.84; 8x64->64 56x56 0.58 0.59 0.80;
+32x32->32 24x24 0.50 0.59 0.74; 8x64->64 14x14 0.82 0.87 1.09; 32x16->32 16x16 0.73 1.01 1.14;
+32x16->16 16x16 0.91 1.02 1.02; 32x16->16 12x12 1.23 1.30 1.18; 32x16->32 8x8 1.41 1.84 1.37.
+Small images lose because each image's tile rows are transformed by loops only as long as the
+image, and one spare tile column per tile row (see _winograd.py) is a larger share of narrow rows.
+
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
 gradient is :func:`conv2d_backward_weight` with input and output-gradient swapped. conv1d is
