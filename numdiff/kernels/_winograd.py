@@ -261,13 +261,6 @@ def grad_tiles(src, plane0, oh_size, ow_size, top, rows, qc, stage, half, dst, o
         _column(dst, o3 + t, p4, e, d)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _matrix(buf, xi, first, rows, ld, count):
-    """Rows first .. first + rows - 1 of matrix xi of a transformed buffer ``buf`` (16, plane),
-    whose matrices are (channels, ld), columns :count."""
-    return buf[xi, first * ld : (first + rows) * ld].reshape((rows, ld))[:, :count]
-
-
 @njit(cache=True, nogil=True)
 def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, r0, r1, bufs):
     """One work item of the forward routine: tile rows r0..r1-1 (over images) of the output.
@@ -280,7 +273,7 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
     groups = u.shape[0]
     tiles_h, qc = (oh_size + 1) // 2, (ow_size + 1) // 2 + 1
     in_plane, out_plane = height * width, oh_size * ow_size
-    vp, mp = v.shape[1], m.shape[1]
+    vp, mp = v.shape[1] * v.shape[2], m.shape[1] * m.shape[2]
     vf, mf = v.reshape(-1), m.reshape(-1)
     r = r0
     while r < r1:
@@ -301,9 +294,9 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
                 False,
                 1.0,
                 u[g, xi],
-                _matrix(v, xi, g * ci, ci, ld, count),
+                v[xi, g * ci : (g + 1) * ci, :count],
                 0.0,
-                _matrix(m, xi, g * co, co, ld, count),
+                m[xi, g * co : (g + 1) * co, :count],
             )
     r = r0
     while r < r1:
@@ -319,18 +312,16 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
 @njit(cache=True, nogil=True)
 def _buffers(ci, co, rows, tiles_w, like):
     """One thread's buffers for blocks of ``rows`` tile rows: (ld, half, v, m, stage, h) with
-    v (16, >= ci*ld) and m (16, >= co*ld) the transformed matrices (rows of ld = rows*qc),
-    stage (2*half) and h the transforms' scratch. The distance between matrices xi and xi + 1
-    is an odd number of cache lines: at a multiple of 4 KiB (64 channels, 112 tiles a block)
-    the 16 streams of a transform loop fell into one set of the L1 cache and the input
-    transform ran 6x slower."""
+    v (16, >= ci, ld) and m (16, >= co, ld) the transformed matrices, ld >= rows*qc, stage
+    (2*half) and h the transforms' scratch. The distance between matrices xi and xi + 1 is an
+    odd number of cache lines: at a multiple of 4 KiB (64 channels, 112 tiles a block) the 16
+    streams of a transform loop fell into one set of the L1 cache and the input transform ran
+    6x slower."""
     qc = tiles_w + 1
-    ld = rows * qc
     line = max(1, 64 // like.itemsize)
-    v_lines = (ci * ld + line - 1) // line
-    m_lines = (co * ld + line - 1) // line
-    v = np.empty((16, (v_lines | 1) * line), like.dtype)
-    m = np.empty((16, (m_lines | 1) * line), like.dtype)
+    ld = (((rows * qc + line - 1) // line) | 1) * line
+    v = np.empty((16, ci | 1, ld), like.dtype)
+    m = np.empty((16, co | 1, ld), like.dtype)
     half = (rows + 1) * 2 * qc + 2
     stage = np.zeros(2 * half, like.dtype)
     h = np.empty(8 * (rows + 1) * qc, like.dtype)
@@ -384,7 +375,7 @@ def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, r0, 
     groups = acc.shape[0]
     tiles_h, qc = (oh_size + 1) // 2, (ow_size + 1) // 2 + 1
     in_plane, out_plane = height * width, oh_size * ow_size
-    vp, yp = v.shape[1], y.shape[1]
+    vp, yp = v.shape[1] * v.shape[2], y.shape[1] * y.shape[2]
     vf, yf = v.reshape(-1), y.reshape(-1)
     r = r0
     while r < r1:
@@ -407,8 +398,8 @@ def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, r0, 
                 False,
                 True,
                 1.0,
-                _matrix(v, xi, g * cg, cg, ld, count),
-                _matrix(y, xi, g * cog, cog, ld, count),
+                v[xi, g * cg : (g + 1) * cg, :count],
+                y[xi, g * cog : (g + 1) * cog, :count],
                 1.0,
                 acc[g, xi],
             )
