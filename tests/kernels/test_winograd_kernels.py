@@ -170,3 +170,28 @@ def test_conv2d_gradcheck_through_winograd(padding, winograd):
     assert numdiff.autograd.gradcheck(
         lambda x, w, b: numdiff.nn.functional.conv2d(x, w, b, padding=padding), (x, w, b)
     )
+
+
+def test_compiled_step_plans_winograd_and_matches_eager(winograd):
+    # numdiff.compile plans each conv once (conv.conv2d_plan) and calls the planned core directly.
+    nn = numdiff.nn
+    numdiff.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 5, 3))
+    model = model.to(dtype=numdiff.float64)
+    x = numdiff.randn(2, 3, 6, 5, dtype=numdiff.float64, requires_grad=True)
+    y = numdiff.tensor(np.array([0, 2]))
+    _check_route((2, 3, 6, 5), (4, 3, 3, 3), (2, 4, 6, 5), (1, 1, 1, 1), 1)
+
+    def grads(compiled):
+        for p in model.parameters():
+            p.grad = None
+        x.grad = None
+
+        def loss_of(a, b):
+            return numdiff.nn.functional.cross_entropy(model(a), b)
+
+        (numdiff.compile(loss_of) if compiled else loss_of)(x, y).backward()
+        return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+    for got, want in zip(grads(True), grads(False)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
