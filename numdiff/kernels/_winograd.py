@@ -55,8 +55,9 @@ from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
 # Geometry tuple shared by the cores: (pt, pl, oh_size, ow_size, rows, parts), where
-# (oh_size, ow_size) is the size of what the routine writes (the output, or the input gradient)
-# and rows the tile rows per block; for backward_input, pt/pl are already 2 - pad.
+# (oh_size, ow_size) is the forward output's size (what forward writes, what the input gradient
+# reads) and rows the tile rows per block of what the core writes; for backward_input, pt/pl are
+# already 2 - pad.
 
 
 @njit(cache=True, nogil=True)
