@@ -33,6 +33,20 @@ oneDNN reaches 75-80% (NumPy's own OpenBLAS 0.3.31 was 10-20% faster on the forw
 no faster on the backward ones). A direct loop nest in Numba cannot close that gap: Numba's
 LLVM target on this Xeon emits 256-bit vectors only, half of the AVX-512 peak.
 
+Winograd route (numdiff.kernels._winograd, method there): a stride-1, undilated 3x3 convolution
+runs as Winograd F(2x2, 3x3) when the harmonic mean of its input and output channels per group
+is at least :data:`WINOGRAD_MIN_CHANNELS` and the routine writes rows at least
+:data:`WINOGRAD_MIN_WIDTH` wide (per kernel; the input gradient is itself a 3x3 convolution of
+the output gradient, from Cog to Cg channels). It does 16 multiplies per 2x2 output tile and
+channel pair against im2col's 36, in 16 GEMMs with K = the input channels that OpenBLAS runs at
+115-120 GFLOP/s on one core (70-75% of its peak), and adds input and output transforms
+(20-30% of its time). Measured (one thread, thread CPU time, Winograd / im2col, forward, input
+gradient, weight gradient): 32x16->32 32x32 0.62 0.75 0.84; 8x64->64 56x56 0.58 0.59 0.80;
+32x32->32 24x24 0.50 0.59 0.74; 8x64->64 14x14 0.82 0.87 1.09; 32x16->32 16x16 0.73 1.01 1.14;
+32x16->16 16x16 0.91 1.02 1.02; 32x16->16 12x12 1.23 1.30 1.18; 32x16->32 8x8 1.41 1.84 1.37.
+Small images lose because each image's tile rows are transformed by loops only as long as the
+image, and one spare tile column per tile row (see _winograd.py) is a larger share of narrow rows.
+
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
 gradient is :func:`conv2d_backward_weight` with input and output-gradient swapped. conv1d is
@@ -55,6 +69,11 @@ from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
 from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
+from numdiff.kernels._winograd import (
+    winograd_backward_input_core,
+    winograd_backward_weight_core,
+    winograd_forward_core,
+)
 
 __all__ = [
     "TILE_ELEMENTS",
@@ -72,18 +91,44 @@ TILE_ELEMENTS = 1 << 17
 PARALLEL_MIN_MACS = 1 << 21
 """Multiply-adds below which a convolution runs on the calling thread (numdiff.kernels._parallel)."""
 
+WINOGRAD_MIN_CHANNELS = 20
+"""Harmonic mean of the input and output channels per group from which a 3x3 stride-1
+convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
+with ``ci + co``."""
 
-def _check_conv(op, core, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
-    """Validate a conv2d configuration; return the build of `core` to run (serial below
-    :data:`PARALLEL_MIN_MACS`) and the sizes it takes, or (None, None) for an empty batch, where
-    there is nothing to compute."""
-    n_img, _, _, _, _, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = conv2d_geometry(
-        op, x_shape, w_shape, go_shape, stride, padding, dilation, groups
+WINOGRAD_MIN_WIDTH = {"forward": 14, "backward_input": 14, "backward_weight": 20}
+"""Output width (the routine's: the input's for the input gradient) from which it may."""
+
+WINOGRAD_BLOCK_ELEMENTS = 3 << 17
+"""Target size of one thread's transformed input and output tiles together, in elements."""
+
+
+def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
+    """Validate a conv2d configuration; return the build of the core to run for `kind` (serial
+    below :data:`PARALLEL_MIN_MACS`; Winograd where :func:`_use_winograd` says so, else im2col)
+    and the sizes it takes, or (None, None) for an empty batch, where there is nothing to compute."""
+    n_img, _, height, width, c_out, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = (
+        conv2d_geometry(op, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
     )
     if n_img == 0:
         return None, None
+    macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
+    if kh == kw == 3 and sh == sw == dh == dw == 1:
+        cog = c_out // groups
+        if kind == "backward_input":
+            # The input gradient is a 3x3 convolution of the output gradient: Cog -> Cg channels,
+            # written at the input's size, padded by 2 - pad.
+            ci, co, out_h, out_w, top, left = cog, cg, height, width, 2 - pt, 2 - pl
+        else:
+            ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
+        if _use_winograd(kind, ci, co, out_w):
+            kernel, parts = _WINOGRAD_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
+            rows = _winograd_rows(n_img * ((out_h + 1) // 2), groups * (ci + co), (out_w + 1) // 2 + 1, parts)
+            # (oh_size, ow_size): the forward output's size, which is the routine's output or,
+            # for the input gradient, its input.
+            return kernel, (top, left, oh_size, ow_size, rows, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
-    kernel, parts = core.pick(n_img * w_shape[0] * cg * kh * kw * oh_size * ow_size, PARALLEL_MIN_MACS)
+    kernel, parts = _CORES[kind].pick(macs, PARALLEL_MIN_MACS)
     rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
     planes = n_img * groups
     if planes < parts:
@@ -99,7 +144,29 @@ def _check_conv(op, core, x_shape, w_shape, go_shape, stride, padding, dilation,
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
 
 
+def _use_winograd(kind, ci, co, out_w):
+    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
+    per group, writing rows of out_w, runs faster as Winograd F(2x2, 3x3) than as im2col (see
+    the module docstring for the measurements behind the bounds)."""
+    return 2 * ci * co >= WINOGRAD_MIN_CHANNELS * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
+
+
+def _winograd_rows(tile_rows, channels, qc, parts):
+    """Tile rows per Winograd block: as many as keep the block's transformed input and output
+    (16 * channels * rows * qc elements) within :data:`WINOGRAD_BLOCK_ELEMENTS`, at least one,
+    few enough that every thread gets a block, and equal blocks."""
+    rows = max(1, min(tile_rows, WINOGRAD_BLOCK_ELEMENTS // (16 * channels * qc)))
+    rows = min(rows, -(-tile_rows // parts))
+    blocks = -(-tile_rows // rows)
+    return -(-tile_rows // blocks)
+
+
 _CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}
+_WINOGRAD_CORES = {
+    "forward": winograd_forward_core,
+    "backward_input": winograd_backward_input_core,
+    "backward_weight": winograd_backward_weight_core,
+}
 
 
 def conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
@@ -114,7 +181,7 @@ def conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, gro
     >>> sizes[:4]
     (2, 2, 1, 1)
     """
-    return _check_conv(f"conv2d_{kind}", _CORES[kind], x_shape, w_shape, go_shape, stride, padding, dilation, groups)
+    return _check_conv(f"conv2d_{kind}", kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
 
 
 def conv2d_views(x_shape, w_shape, out_shape, groups):
@@ -164,7 +231,7 @@ def conv2d_forward(
     """
     op = "conv2d_forward"
     check_float_arrays(op, x=x, weight=weight, out=out)
-    core, sizes = _check_conv(op, forward_core, x.shape, weight.shape, out.shape, stride, padding, dilation, groups)
+    core, sizes = _check_conv(op, "forward", x.shape, weight.shape, out.shape, stride, padding, dilation, groups)
     if bias is None:
         bias_arr, has_bias = np.zeros(0, x.dtype), False
     else:
@@ -205,7 +272,7 @@ def conv2d_backward_input(
     op = "conv2d_backward_input"
     check_float_arrays(op, grad_out=grad_out, weight=weight, grad_in=grad_in)
     core, sizes = _check_conv(
-        op, backward_input_core, grad_in.shape, weight.shape, grad_out.shape, stride, padding, dilation, groups
+        op, "backward_input", grad_in.shape, weight.shape, grad_out.shape, stride, padding, dilation, groups
     )
     check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
     if sizes is None:
@@ -242,7 +309,7 @@ def conv2d_backward_weight(
     op = "conv2d_backward_weight"
     check_float_arrays(op, x=x, grad_out=grad_out, grad_weight=grad_weight)
     core, sizes = _check_conv(
-        op, backward_weight_core, x.shape, grad_weight.shape, grad_out.shape, stride, padding, dilation, groups
+        op, "backward_weight", x.shape, grad_weight.shape, grad_out.shape, stride, padding, dilation, groups
     )
     check_disjoint(op, {"grad_weight": grad_weight}, {"x": x, "grad_out": grad_out})
     if sizes is None:

@@ -1,0 +1,197 @@
+"""Winograd F(2x2, 3x3) convolution cores (numdiff.kernels._winograd) against float64 NumPy.
+
+Every test here forces the Winograd route (the `winograd` fixture lowers conv.py's thresholds)
+and checks that the plan really picked a Winograd core, so a routing change cannot turn these
+into im2col tests unnoticed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.kernels import _winograd, conv
+from numdiff.kernels._parallel import always_parallel
+from tests.kernels import kernel_reference as ref
+
+WINOGRAD_CORES = {
+    "forward": _winograd.winograd_forward_core,
+    "backward_input": _winograd.winograd_backward_input_core,
+    "backward_weight": _winograd.winograd_backward_weight_core,
+}
+
+# float32 error bound, in units of float32's epsilon times the sum of the absolute values of the
+# terms (the same convolution of |x| and |w|; for the weight gradient summed over the filter's
+# nine taps, which its output transform mixes). A direct sum's worst case is about the number of
+# terms (up to 9*64 here); Winograd adds transforms of at most 4 terms with factors 1 and 1/2 on
+# each side. Largest seen: CASES forward 2.2, input gradient 2.9, weight gradient 0.3;
+# 4x32x20x20 and 2x64x28x28 at most 1.1. 16 leaves room and still catches a wrong or missing
+# term, which costs O(1) of the bound.
+F32_ULPS = 16.0
+
+# (N, C, H, W, Co, padding (t, b, l, r), groups)
+CASES = [
+    (2, 3, 7, 6, 4, (1, 1, 1, 1), 1),  # odd height: a last tile row of one output row
+    (2, 3, 8, 8, 4, (0, 0, 0, 0), 1),  # no padding
+    (3, 4, 5, 9, 6, (2, 1, 0, 2), 2),  # asymmetric pads, groups
+    (2, 2, 9, 7, 3, (2, 2, 2, 2), 1),  # pads of 2: the input gradient's pads are 0
+    (1, 2, 3, 3, 2, (0, 0, 0, 0), 1),  # 1x1 output
+    (1, 2, 4, 4, 2, (0, 0, 0, 0), 1),  # 2x2 output: one tile
+    (2, 2, 1, 1, 2, (1, 1, 1, 1), 1),  # 1x1 image, all padding around it
+    (2, 2, 6, 6, 1, (1, -1, 2, -1), 1),  # negative pads crop
+    (2, 2, 6, 6, 3, (3, 2, 4, 0), 1),  # pads above 2: the input gradient's pads are negative
+    (5, 3, 4, 5, 2, (1, 1, 1, 1), 1),  # blocks span several images
+    (2, 6, 5, 5, 6, (1, 1, 1, 1), 3),  # three groups
+]
+
+
+@pytest.fixture
+def winograd(monkeypatch):
+    monkeypatch.setattr(conv, "WINOGRAD_MIN_CHANNELS", 0)
+    monkeypatch.setattr(conv, "WINOGRAD_MIN_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})
+
+
+def _check_route(x_shape, w_shape, out_shape, padding, groups):
+    for kind in WINOGRAD_CORES:
+        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
+        assert core in WINOGRAD_CORES[kind], kind
+
+
+def _run(case, dtype, rng):
+    n, c, h, w, co, padding, groups = case
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((co, c // groups, 3, 3)).astype(dtype)
+    bias = rng.standard_normal(co).astype(dtype)
+    expected = ref.conv2d(x, weight, bias, (1, 1), padding, (1, 1), groups)
+    _check_route(x.shape, weight.shape, expected.shape, padding, groups)
+    out = np.full(expected.shape, np.nan, dtype)
+    conv.conv2d_forward(x, weight, bias, out, (1, 1), padding, (1, 1), groups)
+    go = rng.standard_normal(expected.shape).astype(dtype)
+    gi = conv.conv2d_backward_input(go, weight, np.full_like(x, np.nan), (1, 1), padding, (1, 1), groups)
+    gw = conv.conv2d_backward_weight(x, go, np.full_like(weight, np.nan), (1, 1), padding, (1, 1), groups)
+    return x, weight, bias, go, expected, out, gi, gw
+
+
+def _check_all(case, dtype, rng):
+    _, _, _, _, _, padding, groups = case
+    x, weight, bias, go, expected, out, gi, gw = _run(case, dtype, rng)
+    args = ((1, 1), padding, (1, 1), groups)
+    want_gi = ref.conv2d_backward_input(go, weight, x.shape, *args)
+    want_gw = ref.conv2d_backward_weight(x, go, weight.shape, *args)
+    if dtype == np.float64:
+        for got, want in ((out, expected), (gi, want_gi), (gw, want_gw)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        return
+    # float32: within F32_ULPS * eps * (the same sum over absolute values) of the float64 result.
+    eps = np.finfo(np.float32).eps
+    bounds = (
+        ref.conv2d(np.abs(x), np.abs(weight), np.abs(bias), *args),
+        ref.conv2d_backward_input(np.abs(go), np.abs(weight), x.shape, *args),
+        # The weight gradient's output transform mixes the 16 products of all nine taps of a
+        # filter, so its bound is the sum over the filter's taps, the same for each tap.
+        ref.conv2d_backward_weight(np.abs(x), np.abs(go), weight.shape, *args).sum(axis=(2, 3), keepdims=True),
+    )
+    names = ("forward", "input grad", "weight grad")
+    for name, got, want, bound in zip(names, (out, gi, gw), (expected, want_gi, want_gw), bounds):
+        ulps = np.abs(got.astype(np.float64) - want) / (eps * bound + 1e-300)
+        assert ulps.max() <= F32_ULPS, (name, float(ulps.max()))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_winograd_matches_reference(case, dtype, rng, winograd):
+    _check_all(case, dtype, rng)
+
+
+def test_winograd_default_route_matches_reference(dtype, rng):
+    # Wide and many-channel enough for conv.py's own thresholds, all three kernels.
+    _check_all((3, 32, 20, 21, 24, (1, 1, 1, 1), 1), dtype, rng)
+
+
+@pytest.mark.parametrize("case", CASES[:4] + CASES[9:])
+def test_winograd_parallel_build_matches_reference(case, dtype, rng, winograd):
+    with always_parallel():
+        _check_all(case, dtype, rng)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[9]])
+def test_winograd_with_one_tile_row_blocks_matches_reference(case, rng, winograd, monkeypatch):
+    monkeypatch.setattr(conv, "WINOGRAD_BLOCK_ELEMENTS", 1)
+    _check_all(case, np.float64, rng)
+
+
+def test_winograd_empty_batch(winograd):
+    x = np.ones((0, 2, 5, 5))
+    w = np.ones((3, 2, 3, 3))
+    out = conv.conv2d_forward(x, w, None, np.empty((0, 3, 5, 5)), padding=(1, 1, 1, 1))
+    assert out.shape == (0, 3, 5, 5)
+    gw = conv.conv2d_backward_weight(x, np.ones((0, 3, 5, 5)), np.full_like(w, np.nan), padding=(1, 1, 1, 1))
+    assert np.array_equal(gw, np.zeros_like(w))
+
+
+def test_winograd_route_is_taken_by_default_for_a_wide_many_channel_convolution():
+    shapes = ((2, 32, 32, 32), (32, 32, 3, 3), (2, 32, 32, 32))
+    for kind in WINOGRAD_CORES:
+        core, _ = conv.conv2d_plan(kind, *shapes, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+        assert core in WINOGRAD_CORES[kind], kind
+    # Stride 2, dilation 2, 5x5 kernels and few channels stay on im2col.
+    for stride, dilation, w_shape, x_shape in (
+        ((2, 2), (1, 1), (32, 32, 3, 3), (2, 32, 32, 32)),
+        ((1, 1), (2, 2), (32, 32, 3, 3), (2, 32, 32, 32)),
+        ((1, 1), (1, 1), (32, 32, 5, 5), (2, 32, 32, 32)),
+        ((1, 1), (1, 1), (32, 4, 3, 3), (2, 4, 32, 32)),
+    ):
+        kh, kw = w_shape[2:]
+        oh = conv.conv_output_size(32, kh, stride[0], 1, 1, dilation[0])
+        out_shape = (2, 32, oh, oh)
+        core, _ = conv.conv2d_plan("forward", x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
+        assert core not in WINOGRAD_CORES["forward"]
+
+
+def test_winograd_forward_keeps_a_non_finite_input_inside_its_tile(winograd):
+    # An inf reaches only the 2x2 output tile whose windows cover it (there as inf or NaN: the
+    # transformed sums may add inf and -inf), never the neighbouring tiles nor the spare column.
+    x = np.zeros((1, 2, 6, 6))
+    x[0, 0, 5, 5] = np.inf
+    w = np.ones((2, 2, 3, 3))
+    out = conv.conv2d_forward(x, w, None, np.empty((1, 2, 6, 6)), padding=(1, 1, 1, 1))
+    assert not np.isfinite(out[0, :, 4:, 4:]).any()
+    assert np.array_equal(out[0, :, :4, :], np.zeros((2, 4, 6)))
+    assert np.array_equal(out[0, :, :, :4], np.zeros((2, 6, 4)))
+
+
+@pytest.mark.parametrize("padding", [0, 1, 2])
+def test_conv2d_gradcheck_through_winograd(padding, winograd):
+    rng = np.random.default_rng(padding)
+    x = numdiff.tensor(rng.standard_normal((2, 3, 5, 6)), requires_grad=True)
+    w = numdiff.tensor(rng.standard_normal((4, 3, 3, 3)), requires_grad=True)
+    b = numdiff.tensor(rng.standard_normal(4), requires_grad=True)
+    _check_route((2, 3, 5, 6), (4, 3, 3, 3), (2, 4, 3 + 2 * padding, 4 + 2 * padding), (padding,) * 4, 1)
+    assert numdiff.autograd.gradcheck(
+        lambda x, w, b: numdiff.nn.functional.conv2d(x, w, b, padding=padding), (x, w, b)
+    )
+
+
+def test_compiled_step_plans_winograd_and_matches_eager(winograd):
+    # numdiff.compile plans each conv once (conv.conv2d_plan) and calls the planned core directly.
+    nn = numdiff.nn
+    numdiff.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 5, 3))
+    model = model.to(dtype=numdiff.float64)
+    x = numdiff.randn(2, 3, 6, 5, dtype=numdiff.float64, requires_grad=True)
+    y = numdiff.tensor(np.array([0, 2]))
+    _check_route((2, 3, 6, 5), (4, 3, 3, 3), (2, 4, 6, 5), (1, 1, 1, 1), 1)
+
+    def grads(compiled):
+        for p in model.parameters():
+            p.grad = None
+        x.grad = None
+
+        def loss_of(a, b):
+            return numdiff.nn.functional.cross_entropy(model(a), b)
+
+        (numdiff.compile(loss_of) if compiled else loss_of)(x, y).backward()
+        return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+    for got, want in zip(grads(True), grads(False)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
