@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from numdiff.compile import cuda_fusion, fusion
+from numdiff.compile import cuda_fusion, fusion, schedule
 from numdiff.compile.codegen import Emitter, attr_refs, base_namespace, needed_calls
 from numdiff.compile.graph import Graph
 from numdiff.compile.trace import Tracer
@@ -77,7 +77,12 @@ def build(tracer: Tracer, outputs: list, grad_results: list, cuda: bool = False)
             continue
         fwd.lines.append(_load_line(values[index], tracer, fwd))
     live_after = set(outputs) | set(saved)
-    fusion.emit_calls(fwd, forward_calls, values, live_after, kernels, check_shapes=True, cuda=cuda)
+    forward_values = values
+    if not cuda:  # (fused CUDA groups take no sums; a GEMM's bias add is as cheap there as anywhere)
+        forward_calls, forward_values = schedule.split_linear_bias(forward_calls, values)
+        forward_calls = schedule.hoist_sums(forward_calls, forward_values)
+        backward_calls = schedule.hoist_sums(backward_calls, values)
+    fusion.emit_calls(fwd, forward_calls, forward_values, live_after, kernels, check_shapes=True, cuda=cuda)
     # Buffers holding saved rows travel too, so fused backward groups take one buffer argument.
     saved_buffers = sorted({fwd.packed[i][0] for i in saved if i in fwd.packed})
     returned = "".join(f"v{i}, " for i in saved) + "".join(f"{b}, " for b in saved_buffers)

@@ -1,0 +1,116 @@
+"""numdiff.compile.schedule and the column sums of fusion.py: linear bias adds fused with the
+op after them, bias gradients summed inside the loop that computes them, results as eager's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numdiff
+
+TOLERANCE = {numdiff.float64: 1e-12, numdiff.float32: 1e-5}
+
+
+def _mlp(dtype, in_features=6):
+    numdiff.manual_seed(0)
+    nn = numdiff.nn
+    model = nn.Sequential(nn.Linear(in_features, 8), nn.ReLU(), nn.Linear(8, 7), nn.Tanh(), nn.Linear(7, 3))
+    return model.to(dtype=dtype)
+
+
+def _loss_and_grads(fn, model, x, y):
+    for p in model.parameters():
+        p.grad = None
+    x.grad = None
+    loss = fn(x, y)
+    loss.backward()
+    return [loss.detach().numpy()] + [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("dtype", [numdiff.float64, numdiff.float32])
+def test_mlp_fuses_bias_adds_and_bias_gradients_and_matches_eager(dtype):
+    model = _mlp(dtype)
+
+    def loss_of(a, b):
+        return numdiff.nn.functional.cross_entropy(model(a), b)
+
+    compiled = numdiff.compile(loss_of)
+    rng = np.random.default_rng(0)
+    y = numdiff.tensor(rng.integers(0, 3, 5))
+    x = numdiff.tensor(rng.standard_normal((5, 6)), dtype=dtype, requires_grad=True)
+    _loss_and_grads(compiled, model, x, y)  # traced on this draw, replayed on the next
+    x = numdiff.tensor(rng.standard_normal((5, 6)), dtype=dtype, requires_grad=True)
+    got = _loss_and_grads(compiled, model, x, y)
+    want = _loss_and_grads(loss_of, model, x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+    (source,) = compiled.compiled.sources
+    forward, backward = source.split("def forward(")[1].split("def backward(")
+    # The two hidden layers' GEMMs run bias-free, their bias add fused with relu and tanh; the
+    # last layer (read by cross_entropy, not fusible) keeps its bias.
+    assert forward.count("None, v") == 2 and "Relu_forward" not in forward and "Tanh_forward" not in forward
+    # All three bias gradients are summed inside the fused loops of the backward.
+    assert "np.add.reduce" not in backward and source.count("] += ") == 3
+
+
+@pytest.mark.parametrize("dtype", [numdiff.float64, numdiff.float32])
+def test_linear_on_a_batch_of_sequences_splits_its_bias_and_matches_eager(dtype):
+    # 3-D input: linear has no direct form; the bias-free Linear forward and the fused add run.
+    numdiff.manual_seed(1)
+    layer = numdiff.nn.Linear(4, 5).to(dtype=dtype)
+    x = numdiff.randn(2, 3, 4, dtype=dtype, requires_grad=True)
+
+    def fn(a):
+        return (layer(a).relu() * 2.0).sum()
+
+    compiled = numdiff.compile(fn)
+    got = _grads_of(compiled, layer, x)
+    want = _grads_of(fn, layer, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+    assert "Relu_forward" not in compiled.compiled.sources[0]
+
+
+def _grads_of(fn, layer, x):
+    for t in (x, *layer.parameters()):
+        t.grad = None
+    out = fn(x)
+    out.backward()
+    return [out.detach().numpy(), x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in layer.parameters()]
+
+
+@pytest.mark.parametrize("dims, keepdim", [(0, False), ((0, 1), False), ((0, 1), True), (0, True)])
+def test_sums_over_leading_dims_fuse_and_match_numpy(dims, keepdim):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 5))
+
+    def fn(x, y):
+        z = x * y + 1.0
+        # z is also read by a non-fused op after the sum in trace order: the sum moves up to join z's loop.
+        return z.sum(dims, keepdim=keepdim), (z.exp() @ y.transpose(1, 2)).sum()
+
+    compiled = numdiff.compile(fn)
+    x = numdiff.tensor(a, requires_grad=True)
+    y = numdiff.tensor(b, requires_grad=True)
+    column, total = compiled(x, y)
+    z = a * b + 1.0
+    np.testing.assert_allclose(column.detach().numpy(), z.sum(dims, keepdims=keepdim), rtol=1e-12)
+    np.testing.assert_allclose(total.detach().numpy(), (np.exp(z) @ b.transpose(0, 2, 1)).sum(), rtol=1e-12)
+    (source,) = compiled.compiled.sources
+    assert "] += " in source and "Sum_forward" not in source.split("def forward(")[1].split("def backward(")[0]
+    weights = numdiff.tensor(rng.standard_normal(column.shape))
+    (column * weights).sum().backward()
+    # d/dx sum(z * w) = y * w broadcast over the summed dims (and likewise for y).
+    w = weights.numpy() if keepdim else np.expand_dims(weights.numpy(), tuple(range(np.ndim(dims))))
+    np.testing.assert_allclose(x.grad.numpy(), b * w, rtol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), a * w, rtol=1e-12)
+
+
+def test_float32_column_sums_equal_numpys_reduction_bit_for_bit():
+    # No multiply in the summands: fused loops may contract a multiply and an add into one FMA.
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 70)).astype(np.float32)
+    compiled = numdiff.compile(lambda x: (x - 0.5).relu().sum(0))
+    x = numdiff.tensor(a)
+    np.testing.assert_array_equal(compiled(x).numpy(), np.add.reduce(np.maximum(a - np.float32(0.5), 0), axis=0))
+    assert "] += " in compiled.compiled.sources[0]
