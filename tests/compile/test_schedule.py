@@ -51,6 +51,8 @@ def test_mlp_fuses_bias_adds_and_bias_gradients_and_matches_eager(dtype):
     assert forward.count("None, v") == 2 and "Relu_forward" not in forward and "Tanh_forward" not in forward
     # All three bias gradients are summed inside the fused loops of the backward.
     assert "np.add.reduce" not in backward and source.count("] += ") == 3
+    # cross_entropy's backward reads the first-order term its forward saved, no second softmax.
+    assert "LogSoftmax_forward" not in backward
 
 
 @pytest.mark.parametrize("dtype", [numdiff.float64, numdiff.float32])
