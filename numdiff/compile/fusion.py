@@ -179,7 +179,8 @@ class _Inline:
                 self.emitter.emit_call(call, _GraphView(self.values), False)
 
 
-def _reads(call: OpCall) -> set:
+def value_reads(call: OpCall) -> set:
+    """The values a call reads: its inputs and the values its attrs refer to."""
     return {i for i in call.inputs if not isinstance(i, tuple)} | set(attr_refs(call))
 
 
@@ -192,7 +193,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
     """
     readers: dict[int, set] = {}
     for call in calls:
-        for i in _reads(call):
+        for i in value_reads(call):
             readers.setdefault(i, set()).add(id(call))
     fusible_ids = {id(c) for c in calls
                if fuse and (fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
@@ -207,7 +208,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             group = None
 
     for call in calls:
-        reads = _reads(call)
+        reads = value_reads(call)
         if (id(call) in fusible_ids and _scalar_broadcast(call, values) and call.output not in live_after
                 and readers.get(call.output, set()) <= fusible_ids):
             inline.pending[call.output] = call
@@ -248,7 +249,7 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
         group = _hoist_math(emitter, group, values, inline)
     if len(group.calls) == 1 or large and any(_rule_calls_math(c) for c in group.calls):
         for call in group.calls:
-            inline.materialize(_reads(call))
+            inline.materialize(value_reads(call))
             emitter.emit_call(call, _GraphView(values), False)
         return
     if not group.calls:
@@ -393,7 +394,7 @@ def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) 
     rest = _Group(group.shape)
     hoisted = []
     for call in group.calls:
-        if _rule_calls_math(call) and not _reads(call) & rest.produced:
+        if _rule_calls_math(call) and not value_reads(call) & rest.produced:
             hoisted.append(call)
             continue
         rest.calls.append(call)
@@ -405,7 +406,7 @@ def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) 
     if any(_rule_calls_math(c) for c in rest.calls):
         return group  # a chain through transcendental calls: op by op
     for call in hoisted:
-        inline.materialize(_reads(call))
+        inline.materialize(value_reads(call))
         emitter.emit_call(call, _GraphView(values), False)
     return rest
 

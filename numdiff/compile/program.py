@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from numba import get_num_threads
+
 from numdiff.compile import cuda_fusion, fusion, schedule
 from numdiff.compile.codegen import Emitter, attr_refs, base_namespace, needed_calls
 from numdiff.compile.graph import Graph
@@ -81,7 +83,8 @@ def build(tracer: Tracer, outputs: list, grad_results: list, cuda: bool = False)
     if not cuda:  # (fused CUDA groups take no sums; a GEMM's bias add is as cheap there as anywhere)
         forward_calls, forward_values = schedule.split_linear_bias(forward_calls, values)
         forward_calls = schedule.hoist_sums(forward_calls, forward_values)
-        backward_calls = schedule.hoist_sums(backward_calls, values)
+        backward_calls = schedule.pair_products(schedule.hoist_sums(backward_calls, values), values,
+                                                get_num_threads())
     fusion.emit_calls(fwd, forward_calls, forward_values, live_after, kernels, check_shapes=True, cuda=cuda)
     # Buffers holding saved rows travel too, so fused backward groups take one buffer argument.
     saved_buffers = sorted({fwd.packed[i][0] for i in saved if i in fwd.packed})

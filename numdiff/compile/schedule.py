@@ -10,14 +10,28 @@
   that call's fused group. A traced backward computes the bias gradient after the two GEMMs that
   also read ``g``, and a GEMM reading the group's value closes the group.
 
+- Two independent 2-D matmuls of similar size, with only views between them (a
+  linear layer's input gradient ``g @ W`` and weight gradient ``g.T @ x``), become one
+  "gemm_pair" call: one parallel region in which half the threads compute each product
+  (numdiff.kernels.matmul.run_pair_checked), instead of two regions each splitting one product
+  across all threads.
+
 Every call writes a fresh array and reads only values computed before it, so a call may run as
 early as its inputs exist; the emitted order changes, the values do not.
 """
 
 from __future__ import annotations
 
-from numdiff.compile import fusion
+from numdiff.compile import direct, fusion
 from numdiff.compile.graph import OpCall, Value
+
+_VIEWS = ("permute", "reshape", "expand")
+"""Ops between two products that may move ahead of the pair: transposes and seed broadcasts."""
+
+PAIR_MIN_MACS = 1 << 22
+"""Products of fewer multiply-adds (under about 0.06 ms on one thread here) are not paired: their
+time follows their shape more than their size (a classifier head's ``g @ W`` with k = 10 is bound
+by writing its output), so a pair of them balances badly; each keeps splitting across all threads."""
 
 
 def split_linear_bias(calls: list, values: list) -> tuple[list, list]:
@@ -71,3 +85,36 @@ def hoist_sums(calls: list, values: list) -> list:
         if id(call) not in hoisted:
             place(call)
     return ordered
+
+
+def pair_products(calls: list, values: list, parts: int) -> list:
+    """The calls with each pair of independent 2-D matmuls of at least PAIR_MIN_MACS, the larger
+    at most twice the smaller, that only views (_VIEWS) separate, made one "gemm_pair" call (the
+    views move ahead of it). `parts` is the thread count the program is planned for."""
+    if parts < 2:
+        return calls
+    calls = list(calls)
+    i = 0
+    while i < len(calls):
+        first = calls[i]
+        size = direct.product_macs(first, values)
+        partner, views = None, []
+        for j in range(i + 1, len(calls) if size is not None and size >= PAIR_MIN_MACS else i + 1):
+            call = calls[j]
+            if first.output in fusion.value_reads(call):
+                break
+            other = direct.product_macs(call, values)
+            if other is not None and other >= PAIR_MIN_MACS and 2 * min(size, other) >= max(size, other):
+                partner = call
+                break
+            if call.op_name not in _VIEWS or call.special or call.host:
+                break
+            views.append(call)
+        if partner is None:
+            i += 1
+            continue
+        pair = OpCall(first.function, [*first.inputs, *partner.inputs],
+                      {"second_output": partner.output, "parts": parts}, first.output, special="gemm_pair")
+        calls[i:i + len(views) + 2] = views + [pair]
+        i += len(views) + 1
+    return calls

@@ -116,3 +116,77 @@ def test_float32_column_sums_equal_numpys_reduction_bit_for_bit():
     x = numdiff.tensor(a)
     np.testing.assert_array_equal(compiled(x).numpy(), np.add.reduce(np.maximum(a - np.float32(0.5), 0), axis=0))
     assert "] += " in compiled.compiled.sources[0]
+
+
+@pytest.fixture
+def two_threads():
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads")
+    previous = numba.get_num_threads()
+    numdiff.set_num_threads(2)
+    yield
+    numdiff.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("dtype", [numdiff.float64, numdiff.float32])
+def test_a_layers_input_and_weight_gradients_run_as_one_pair_and_match_eager(dtype, two_threads):
+    # 64 x 256 x 256 = 2**22 multiply-adds each: the smallest products schedule.PAIR_MIN_MACS pairs.
+    numdiff.manual_seed(3)
+    nn = numdiff.nn
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 4))
+    model = model.to(dtype=dtype)
+
+    def loss_of(a, b):
+        return numdiff.nn.functional.cross_entropy(model(a), b)
+
+    compiled = numdiff.compile(loss_of)
+    rng = np.random.default_rng(4)
+    y = numdiff.tensor(rng.integers(0, 4, 64))
+    x = numdiff.tensor(rng.standard_normal((64, 256)), dtype=dtype, requires_grad=True)
+    got = _loss_and_grads(compiled, model, x, y)
+    got = _loss_and_grads(compiled, model, x, y)  # the second call runs the parallel build
+    want = _loss_and_grads(loss_of, model, x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+    backward = compiled.compiled.sources[0].split("def backward(")[1]
+    # Layers 2 and 3 (x needs a gradient too, so layer 1 as well); the head's k = 4 products are small.
+    assert backward.count("matmul_pair(") == 2
+
+
+def test_independent_balanced_products_pair_and_dependent_or_unbalanced_ones_do_not(two_threads):
+    rng = np.random.default_rng(5)
+    a = numdiff.tensor(rng.standard_normal((256, 256)), requires_grad=True)
+    b, b2 = numdiff.tensor(rng.standard_normal((256, 256))), numdiff.tensor(rng.standard_normal((256, 256)))
+    c = numdiff.tensor(rng.standard_normal((256, 64)))
+
+    def backward_of(fn):
+        compiled = numdiff.compile(fn)
+        a.grad = None
+        compiled(a).backward()
+        return compiled.compiled.sources[0].split("def backward(")[1], a.grad.numpy().copy()
+
+    # The backward's g1 @ b.T and g2 @ b2.T (2**24 multiply-adds each) are independent.
+    source, grad = backward_of(lambda a: (a @ b).sum() + (a @ b2).sum())
+    assert "matmul_pair(" in source
+    np.testing.assert_allclose(grad, np.ones((256, 256)) @ (b.numpy() + b2.numpy()).T, rtol=1e-12)
+    # g2 @ c.T has a quarter of the multiply-adds of g1 @ b.T.
+    assert "matmul_pair(" not in backward_of(lambda a: (a @ b).sum() + (a @ c).sum())[0]
+    # Each backward product reads the one before it.
+    assert "matmul_pair(" not in backward_of(lambda a: ((a @ b) @ b2).sum())[0]
+
+
+def test_one_thread_runs_no_pairs():
+    import numba
+
+    previous = numba.get_num_threads()
+    numdiff.set_num_threads(1)
+    try:
+        a = numdiff.tensor(np.ones((256, 256)), requires_grad=True)
+        f = numdiff.compile(lambda a: (a @ a).sum())
+        f(a).backward()
+    finally:
+        numdiff.set_num_threads(previous)
+    assert "matmul_pair(" not in f.compiled.sources[0]
+    np.testing.assert_allclose(a.grad.numpy(), np.full((256, 256), 512.0))
