@@ -6,7 +6,10 @@ and all its array inputs broadcast to its output shape. Fusible calls of one out
 dtype join one group; a call that is not fusible is emitted at once unless it reads a value of
 the open group, which is then emitted first. A group becomes one ``@njit(cache=True)`` loop over
 the output shape: every value stays a scalar local, and only values read after the group (by
-other calls, the outputs, or the backward) are stored to arrays allocated by the driver.
+other calls, the outputs, or the backward) are stored to arrays allocated by the driver. A sum of
+a value of the group's shape over all its dims, or over its leading dims (a bias gradient), joins
+the group as a reduction of the loop (numdiff.compile.schedule moves such sums next to the call
+computing their input).
 """
 
 from __future__ import annotations
@@ -196,7 +199,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
         for i in value_reads(call):
             readers.setdefault(i, set()).add(id(call))
     fusible_ids = {id(c) for c in calls
-               if fuse and (fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
+                   if fuse and (fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
     view = _GraphView(values)
     inline = _Inline(emitter, values)
     group: _Group | None = None

@@ -80,9 +80,10 @@ def build(tracer: Tracer, outputs: list, grad_results: list, cuda: bool = False)
         fwd.lines.append(_load_line(values[index], tracer, fwd))
     live_after = set(outputs) | set(saved)
     forward_values = values
-    if not cuda:  # (fused CUDA groups take no sums; a GEMM's bias add is as cheap there as anywhere)
+    if not cuda:  # fused CUDA groups take no sums, and CUDA graphs call no direct kernels
         forward_calls, forward_values = schedule.split_linear_bias(forward_calls, values)
-        forward_calls = schedule.hoist_sums(forward_calls, forward_values)
+        forward_calls = schedule.pair_products(schedule.hoist_sums(forward_calls, forward_values),
+                                               forward_values, get_num_threads())
         backward_calls = schedule.pair_products(schedule.hoist_sums(backward_calls, values), values,
                                                 get_num_threads())
     fusion.emit_calls(fwd, forward_calls, forward_values, live_after, kernels, check_shapes=True, cuda=cuda)
