@@ -12,6 +12,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class _State(threading.local):
     enabled = True
+    # Set while numdiff.compile traces a backward (numdiff/compile/backward.py): ops record
+    # themselves, but the gradients they compute are never differentiated again.
+    tracing_backward = False
 
 
 _state = _State()
@@ -20,6 +23,17 @@ _state = _State()
 def is_grad_enabled() -> bool:
     """True when ops record themselves for backward (the default)."""
     return _state.enabled
+
+
+def backward_is_differentiated() -> bool:
+    """In an op's backward: whether its result may itself be differentiated (create_graph=True).
+
+    False while numdiff.compile traces a backward, although ops record themselves then: the
+    generated backward is never differentiated (a second derivative through a compiled call
+    re-runs the function eagerly), so a backward may use a first-order shortcut it saved, as
+    long as what it reads is a saved tensor (a value of the traced graph).
+    """
+    return _state.enabled and not _state.tracing_backward
 
 
 class _GradMode:

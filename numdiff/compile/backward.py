@@ -44,9 +44,10 @@ def trace_backward(tracer: Tracer, outputs: list[Tensor], differentiable: list[T
         node = out._grad_fn
         buffers[node] = grad if node not in buffers else buffers[node] + grad
     # Backward formulas run as with create_graph=True: that is the form every op writes with
-    # numdiff ops (elementwise ops otherwise run one raw kernel, which a trace cannot see).
+    # numdiff ops (elementwise ops otherwise run one raw kernel, which a trace cannot see). The
+    # traced backward is never differentiated itself, which ops may ask (backward_is_differentiated).
     previous = _state.enabled
-    _state.enabled = True
+    _state.enabled = _state.tracing_backward = True
     try:
         for node in sorted(tracer.node_call, key=tracer.node_call.get, reverse=True):
             grad = buffers.pop(node, None)
@@ -67,6 +68,7 @@ def trace_backward(tracer: Tracer, outputs: list[Tensor], differentiable: list[T
                 buffers[next_node] = g if pending is None else pending + g
     finally:
         _state.enabled = previous
+        _state.tracing_backward = False
     results = []
     seen: set = set()
     for tensor in differentiable:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.compile.direct import NEEDS_BLAS, RUNTIME, direct_lines
+from numdiff.compile.direct import NEEDS_BLAS, RUNTIME, direct_lines, pair_lines
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 
 
@@ -130,6 +130,10 @@ class Emitter:
             grad, ctx = call.inputs
             needs = call.attrs["needs"]
             self.lines.append(f"v{call.output} = eager_backward({function}, v{ctx}, v{grad}, {needs!r})")
+            return
+        if call.special == "gemm_pair":
+            self.lines.extend(pair_lines(call, graph.values))
+            self.uses_blas = True
             return
         if call.special == "item":
             self.lines.append(f"v{call.output} = v{call.inputs[0]}[{call.attrs['position']}]")

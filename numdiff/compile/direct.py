@@ -29,7 +29,7 @@ from numdiff.compile.graph import OpCall, ValueRef
 from numdiff.kernels import conv, pool
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import FLOAT_DTYPES
-from numdiff.kernels.matmul import run_checked
+from numdiff.kernels.matmul import run_checked, run_pair_checked
 from numdiff.ops.linalg import _operand
 
 
@@ -46,6 +46,18 @@ def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, parts: int) -> np.n
     return out
 
 
+def matmul_pair(a1: np.ndarray, b1: np.ndarray, out1: np.ndarray, a2: np.ndarray, b2: np.ndarray,
+                out2: np.ndarray, parts: int) -> None:
+    """out1 = a1 @ b1 and out2 = a2 @ b2 (planned 2-D shapes), in one parallel region."""
+    (a1_c, a1_t), (b1_c, b1_t) = _operand(a1), _operand(b1)
+    if a1_t and b1_t:
+        b1_c, b1_t = np.ascontiguousarray(b1), False
+    (a2_c, a2_t), (b2_c, b2_t) = _operand(a2), _operand(b2)
+    if a2_t and b2_t:
+        b2_c, b2_t = np.ascontiguousarray(b2), False
+    run_pair_checked(a1_t, b1_t, a1_c, b1_c, out1, a2_t, b2_t, a2_c, b2_c, out2, parts)
+
+
 def linear_2d(x: np.ndarray, weight: np.ndarray, bias: Any, out: np.ndarray, parts: int) -> np.ndarray:
     """out = x @ weight.T (+ bias) for 2-D x of planned shapes."""
     run_checked(False, True, np.ascontiguousarray(x)[None], np.ascontiguousarray(weight)[None], out[None], parts)
@@ -54,7 +66,8 @@ def linear_2d(x: np.ndarray, weight: np.ndarray, bias: Any, out: np.ndarray, par
     return out
 
 
-RUNTIME = {"_c": _c, "matmul_2d": matmul_2d, "linear_2d": linear_2d, "prepare_blas": prepare_blas}
+RUNTIME = {"_c": _c, "matmul_2d": matmul_2d, "matmul_pair": matmul_pair, "linear_2d": linear_2d,
+           "prepare_blas": prepare_blas}
 """Names the emitted lines use besides the cores (added to every program's namespace)."""
 
 
@@ -225,6 +238,25 @@ def _matmul(call: OpCall, values: list, ref: Callable) -> list | None:
     if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != b_shape[0] or 0 in a_shape + b_shape:
         return None
     return [_alloc(values, out), f"matmul_2d(v{a}, v{b}, v{out}, {get_num_threads()})"]
+
+
+def product_macs(call: OpCall, values: list) -> int | None:
+    """Multiply-adds of a 2-D matmul that has a direct form (see `_matmul`), else None."""
+    if call.op_name != "matmul" or call.special or call.host or call.tensor_forward or call.ctx_outputs:
+        return None
+    if _matmul(call, values, lambda obj, hint: hint) is None:
+        return None
+    (m, k), n = values[call.inputs[0]].shape, values[call.inputs[1]].shape[1]
+    return m * n * k
+
+
+def pair_lines(call: OpCall, values: list) -> list:
+    """The lines of a "gemm_pair" call (numdiff.compile.schedule.pair_products): two products of
+    `product_macs`, inputs (a1, b1, a2, b2), outputs call.output and attrs["second_output"]."""
+    a1, b1, a2, b2 = call.inputs
+    out1, out2 = call.output, call.attrs["second_output"]
+    return [_alloc(values, out1), _alloc(values, out2),
+            f"matmul_pair(v{a1}, v{b1}, v{out1}, v{a2}, v{b2}, v{out2}, {call.attrs['parts']})"]
 
 
 def _linear(call: OpCall, values: list, ref: Callable) -> list | None:

@@ -6,7 +6,10 @@ and all its array inputs broadcast to its output shape. Fusible calls of one out
 dtype join one group; a call that is not fusible is emitted at once unless it reads a value of
 the open group, which is then emitted first. A group becomes one ``@njit(cache=True)`` loop over
 the output shape: every value stays a scalar local, and only values read after the group (by
-other calls, the outputs, or the backward) are stored to arrays allocated by the driver.
+other calls, the outputs, or the backward) are stored to arrays allocated by the driver. A sum of
+a value of the group's shape over all its dims, or over its leading dims (a bias gradient), joins
+the group as a reduction of the loop (numdiff.compile.schedule moves such sums next to the call
+computing their input).
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ def _expression(call: OpCall, operands: list[str]) -> str | None:
     return scalar_code(rule.forward, reads)
 
 
-def _fusible(call: OpCall, values: list) -> bool:
+def fusible(call: OpCall, values: list) -> bool:
+    """Whether the call can be a statement of a fused loop (see the module docstring)."""
     if call.special:
         return False
     out = values[call.output]
@@ -124,6 +128,22 @@ def _full_sum(call: OpCall, values: list) -> bool:
             and values[call.output].dtype == source.dtype)
 
 
+def _leading_sum(call: OpCall, values: list) -> bool:
+    """A sum over some leading dims of a float value (a bias gradient, ``g.sum(0)``): fused as a
+    column sum accumulated inside the loop."""
+    if call.op_name != "sum" or call.host or call.special or isinstance(call.inputs[0], tuple):
+        return False
+    source = values[call.inputs[0]]
+    dims = tuple(call.attrs.get("dims", ()))
+    return (0 < len(dims) < len(source.shape) and dims == tuple(range(len(dims))) and source.dtype.kind == "f"
+            and values[call.output].dtype == source.dtype and isinstance(call.attrs.get("keepdim"), bool))
+
+
+def fusible_sum(call: OpCall, values: list) -> bool:
+    """A sum that joins the fused group computing its input (see numdiff.compile.schedule)."""
+    return _full_sum(call, values) or _leading_sum(call, values)
+
+
 def _scalar_broadcast(call: OpCall, values: list) -> bool:
     """A reshape or expand of a one-element value (a seed gradient): inlined as that element."""
     if call.op_name not in ("reshape", "expand") or call.special or isinstance(call.inputs[0], tuple):
@@ -138,6 +158,7 @@ class _Group:
         self.calls: list[OpCall] = []
         self.produced: set[int] = set()
         self.reductions: set[int] = set()
+        self.leading_sums: dict[int, int] = {}  # reduction value -> how many leading dims it sums
         self.math_calls = 0
 
 
@@ -163,7 +184,8 @@ class _Inline:
                 self.emitter.emit_call(call, _GraphView(self.values), False)
 
 
-def _reads(call: OpCall) -> set:
+def value_reads(call: OpCall) -> set:
+    """The values a call reads: its inputs and the values its attrs refer to."""
     return {i for i in call.inputs if not isinstance(i, tuple)} | set(attr_refs(call))
 
 
@@ -176,10 +198,10 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
     """
     readers: dict[int, set] = {}
     for call in calls:
-        for i in _reads(call):
+        for i in value_reads(call):
             readers.setdefault(i, set()).add(id(call))
-    fusible = {id(c) for c in calls
-               if fuse and (_fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
+    fusible_ids = {id(c) for c in calls
+                   if fuse and (fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
     view = _GraphView(values)
     inline = _Inline(emitter, values)
     group: _Group | None = None
@@ -191,20 +213,22 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             group = None
 
     for call in calls:
-        reads = _reads(call)
-        if (id(call) in fusible and _scalar_broadcast(call, values) and call.output not in live_after
-                and readers.get(call.output, set()) <= fusible):
+        reads = value_reads(call)
+        if (id(call) in fusible_ids and _scalar_broadcast(call, values) and call.output not in live_after
+                and readers.get(call.output, set()) <= fusible_ids):
             inline.pending[call.output] = call
             continue
-        if fuse and not cuda and group is not None and _full_sum(call, values) and values[call.inputs[0]].shape == group.shape \
-                and not reads & group.reductions:
+        if fuse and not cuda and group is not None and fusible_sum(call, values) \
+                and values[call.inputs[0]].shape == group.shape and not reads & group.reductions:
             group.calls.append(call)
             group.produced.add(call.output)
             group.reductions.add(call.output)
+            if _leading_sum(call, values):
+                group.leading_sums[call.output] = len(call.attrs["dims"])
             continue
         # A scalar broadcast that could not be inlined (a non-fused op reads it, or it outlives
         # the graph) has no scalar expression: it runs as an ordinary call below.
-        if id(call) in fusible and _fusible(call, values):
+        if id(call) in fusible_ids and fusible(call, values):
             shape = values[call.output].shape
             math_calls = _math_calls(call)
             if group is not None and (group.shape != shape or reads & group.reductions
@@ -230,7 +254,7 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
         group = _hoist_math(emitter, group, values, inline)
     if len(group.calls) == 1 or large and any(_rule_calls_math(c) for c in group.calls):
         for call in group.calls:
-            inline.materialize(_reads(call))
+            inline.materialize(value_reads(call))
             emitter.emit_call(call, _GraphView(values), False)
         return
     if not group.calls:
@@ -247,9 +271,10 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     body: list[str] = []
     names: dict[int, str] = {}
     # Flat: every operand has the group's shape (or one element), so one loop over the elements of
-    # C-contiguous reshaped views replaces the N-d nest (which LLVM does not vectorise).
+    # C-contiguous reshaped views replaces the N-d nest (which LLVM does not vectorise). A column sum
+    # needs the nest: it accumulates into the element of its trailing indices.
     produced = {c.output for c in group.calls}
-    flat = len(group.shape) > 1 and all(
+    flat = len(group.shape) > 1 and not group.leading_sums and all(
         inline.source(i) in produced or values[inline.source(i)].shape == group.shape
         or int(np.prod(values[inline.source(i)].shape)) == 1
         for c in group.calls for i in c.inputs if not isinstance(i, tuple)
@@ -291,6 +316,13 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                     at = _broadcast_index(shape, ndim)
                 names[source] = f"a{len(external) - 1}[{at or '()'}]"
                 operands.append(names[source])
+        if call.output in group.leading_sums:
+            # One running sum per trailing position, over the leading indices in order: the loop
+            # stays vectorisable along the trailing dims, and the result is NumPy's reduction over
+            # leading axes (which adds row after row) bit for bit.
+            trailing = ", ".join(f"i{d}" for d in range(group.leading_sums[call.output], ndim))
+            body.append(f"s{reductions.index(call.output)}[{trailing}] += {operands[0]}")
+            continue
         if call.output in group.reductions:
             # Stored, and summed after the loop: a running float sum inside it would keep LLVM from
             # vectorising the loop (it may not reorder the additions).
@@ -319,20 +351,23 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
     params += [f"s{k}" for k in range(len(reductions))]
     kernel = f"fused_{len(kernels)}"
-    # Reductions accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
-    # float32 running sum).
+    # Full sums accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
+    # float32 running sum); column sums in their own dtype, as NumPy's row-after-row reduction does.
     lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
-    # The summands keep their own dtype (a float64 buffer would halve the float32 lanes); the sum
-    # after the loop runs in float64.
-    lines += [f"    q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
+    # The summands of a full sum keep their own dtype (a float64 buffer would halve the float32
+    # lanes); the sum after the loop runs in float64.
+    for k, value in enumerate(reductions):
+        lines.append(f"    s{k}[...] = 0" if value in group.leading_sums
+                     else f"    q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})")
     indent = "    "
     for d, size in enumerate(loop_shape):
         lines.append(f"{indent}for i{d} in range({size}):")
         indent += "    "
     lines += [indent + line for line in body]
     for k, value in enumerate(reductions):
-        lines += [f"    r{value} = 0.0", f"    for v in q{value}.ravel():", f"        r{value} += v",
-                  f"    s{k}[0] = r{value}"]
+        if value not in group.leading_sums:
+            lines += [f"    r{value} = 0.0", f"    for v in q{value}.ravel():", f"        r{value} += v",
+                      f"    s{k}[0] = r{value}"]
     kernels.append(vector_math_source("\n".join(lines), header=False))
     flat_view = ".reshape(-1)" if flat else ""
     args = [f"{e}.reshape(-1)" if isinstance(e, str) and ndim == 1 else e if isinstance(e, str)
@@ -342,7 +377,8 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
         emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
         args.append(f"{buffer}.reshape(-1)" if ndim == 1 else buffer)
     for value in reductions:
-        emitter.lines.append(f"v{value} = np.empty(1, {values[value].dtype.name!r})")
+        kept = group.shape[group.leading_sums[value]:] if value in group.leading_sums else (1,)
+        emitter.lines.append(f"v{value} = np.empty({kept!r}, {values[value].dtype.name!r})")
         args.append(f"v{value}")
     emitter.lines.append(f"{kernel}({', '.join(args)})")
     for k, rows in enumerate(buffers.values()):
@@ -352,7 +388,8 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
             emitter.packed[value] = (buffer, row)
             emitter.lines.append(f"v{value} = {buffer}[{row}, ...]")  # 0-d: an array, not a scalar
     for value in reductions:
-        emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
+        if values[value].shape != (group.shape[group.leading_sums[value]:] if value in group.leading_sums else (1,)):
+            emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
 
 
 def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) -> _Group:
@@ -362,17 +399,19 @@ def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) 
     rest = _Group(group.shape)
     hoisted = []
     for call in group.calls:
-        if _rule_calls_math(call) and not _reads(call) & rest.produced:
+        if _rule_calls_math(call) and not value_reads(call) & rest.produced:
             hoisted.append(call)
             continue
         rest.calls.append(call)
         rest.produced.add(call.output)
         if call.output in group.reductions:
             rest.reductions.add(call.output)
+        if call.output in group.leading_sums:
+            rest.leading_sums[call.output] = group.leading_sums[call.output]
     if any(_rule_calls_math(c) for c in rest.calls):
         return group  # a chain through transcendental calls: op by op
     for call in hoisted:
-        inline.materialize(_reads(call))
+        inline.materialize(value_reads(call))
         emitter.emit_call(call, _GraphView(values), False)
     return rest
 

@@ -56,7 +56,9 @@ class OpCall:
     output: int
     tensor_forward: bool = False
     host: bool = False  # a public function without an op (a comparison): replayed on tensors
-    special: str = ""  # "eager_backward" (an op's own backward run on its replayed ctx) or "item"
+    # "eager_backward" (an op's own backward run on its replayed ctx), "item", or "gemm_pair" (two
+    # independent matmuls run together, made by numdiff.compile.schedule after tracing)
+    special: str = ""
     ctx_outputs: dict = field(default_factory=dict)
 
     @property

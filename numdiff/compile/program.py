@@ -16,7 +16,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from numdiff.compile import cuda_fusion, fusion
+from numba import get_num_threads
+
+from numdiff.compile import cuda_fusion, fusion, schedule
 from numdiff.compile.codegen import Emitter, attr_refs, base_namespace, needed_calls
 from numdiff.compile.graph import Graph
 from numdiff.compile.trace import Tracer
@@ -77,7 +79,14 @@ def build(tracer: Tracer, outputs: list, grad_results: list, cuda: bool = False)
             continue
         fwd.lines.append(_load_line(values[index], tracer, fwd))
     live_after = set(outputs) | set(saved)
-    fusion.emit_calls(fwd, forward_calls, values, live_after, kernels, check_shapes=True, cuda=cuda)
+    forward_values = values
+    if not cuda:  # fused CUDA groups take no sums, and CUDA graphs call no direct kernels
+        forward_calls, forward_values = schedule.split_linear_bias(forward_calls, values)
+        forward_calls = schedule.pair_products(schedule.hoist_sums(forward_calls, forward_values),
+                                               forward_values, get_num_threads())
+        backward_calls = schedule.pair_products(schedule.hoist_sums(backward_calls, values), values,
+                                                get_num_threads())
+    fusion.emit_calls(fwd, forward_calls, forward_values, live_after, kernels, check_shapes=True, cuda=cuda)
     # Buffers holding saved rows travel too, so fused backward groups take one buffer argument.
     saved_buffers = sorted({fwd.packed[i][0] for i in saved if i in fwd.packed})
     returned = "".join(f"v{i}, " for i in saved) + "".join(f"{b}, " for b in saved_buffers)

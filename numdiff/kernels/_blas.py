@@ -137,18 +137,24 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
     )
 
 
+@njit(cache=True, nogil=True, inline="always")
+def gemm_block(trans_a, trans_b, alpha, a, b, beta, c, t, parts, by_rows):
+    """Block ``t`` of ``parts`` of :func:`gemm`: a block of c's rows (``by_rows``) or columns."""
+    m, n = c.shape
+    if by_rows:
+        lo, hi = t * m // parts, (t + 1) * m // parts
+        a_part = a[:, lo:hi] if trans_a else a[lo:hi]
+        gemm(trans_a, trans_b, alpha, a_part, b, beta, c[lo:hi])
+    else:
+        lo, hi = t * n // parts, (t + 1) * n // parts
+        b_part = b[lo:hi] if trans_b else b[:, lo:hi]
+        gemm(trans_a, trans_b, alpha, a, b_part, beta, c[:, lo:hi])
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _gemm_split(trans_a, trans_b, alpha, a, b, beta, c, parts, by_rows):
-    m, n = c.shape
     for t in prange(parts):
-        if by_rows:
-            lo, hi = t * m // parts, (t + 1) * m // parts
-            a_part = a[:, lo:hi] if trans_a else a[lo:hi]
-            gemm(trans_a, trans_b, alpha, a_part, b, beta, c[lo:hi])
-        else:
-            lo, hi = t * n // parts, (t + 1) * n // parts
-            b_part = b[lo:hi] if trans_b else b[:, lo:hi]
-            gemm(trans_a, trans_b, alpha, a, b_part, beta, c[:, lo:hi])
+        gemm_block(trans_a, trans_b, alpha, a, b, beta, c, t, parts, by_rows)
 
 
 @njit(cache=True, nogil=True)

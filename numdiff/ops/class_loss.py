@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.autograd.grad_mode import backward_is_differentiated
 from numdiff.kernels.class_loss import cross_entropy_rows
 from numdiff.ops.activation import softmax
 from numdiff.ops.registry import register
@@ -127,7 +127,7 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, grad):
         x, coeff, coeff_sum, first_order = ctx.saved_tensors
-        if is_grad_enabled():  # create_graph: the softmax must stay a function of x
+        if backward_is_differentiated():  # create_graph: the softmax must stay a function of x
             first_order = coeff - softmax(x, ctx.class_dim) * coeff_sum
         return (first_order * _grad_like_input(grad, ctx.reduction, ctx.class_dim),)
 

@@ -109,6 +109,24 @@ def test_second_derivative_falls_back_to_eager():
     np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
 
 
+def test_second_derivative_of_a_compiled_cross_entropy_differentiates_the_softmax():
+    # The traced backward reads the saved first-order term (backward_is_differentiated() is False
+    # while tracing); create_graph re-runs eagerly, where the softmax stays a function of x.
+    target = numdiff.tensor(np.array([2, 0]))
+    f = numdiff.compile(lambda x: numdiff.nn.functional.cross_entropy(x, target))
+    x = _f64(2, 3)
+    f(x).backward()
+    (g,) = numdiff.autograd.grad(f(x), x, create_graph=True)
+    (gg,) = numdiff.autograd.grad((g * g).sum(), x)
+    y = x.detach().clone().requires_grad_()
+    (g_eager,) = numdiff.autograd.grad(numdiff.nn.functional.cross_entropy(y, target), y, create_graph=True)
+    (gg_eager,) = numdiff.autograd.grad((g_eager * g_eager).sum(), y)
+    np.testing.assert_allclose(g.detach().numpy(), g_eager.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gg.numpy(), gg_eager.numpy(), rtol=1e-12)
+    assert np.abs(gg.numpy()).max() > 1e-3  # a softmax treated as a constant would give zeros
+    assert not numdiff.autograd.grad_mode._state.tracing_backward  # reset after the trace
+
+
 def test_second_backward_without_retain_graph_raises():
     out = numdiff.compile(lambda x: x.exp().sum())(_f64(2))
     out.backward()
