@@ -7,7 +7,13 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim._tensor_update import check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+from numdiff.optim.optimizer import (
+    Optimizer,
+    check_implementation_flags,
+    increment_step,
+    step_tensor,
+    zeros_state,
+)
 
 
 class Adadelta(Optimizer):
@@ -27,7 +33,13 @@ class Adadelta(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "Adadelta", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         check_nonnegative(learning_rate=lr, epsilon_value=eps, weight_decay_value=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")

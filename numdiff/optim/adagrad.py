@@ -10,6 +10,7 @@ from numdiff.kernels.optim import adagrad_hyper
 from numdiff.optim.optimizer import (
     GroupUpdate,
     Optimizer,
+    check_implementation_flags,
     flat_state,
     increment_step,
     step_tensor,
@@ -33,7 +34,13 @@ class Adagrad(Optimizer):
         eps: float = 1e-10,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation_flags(
+            "Adagrad", foreach=foreach, differentiable=differentiable, fused=fused
+        )
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:

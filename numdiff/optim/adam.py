@@ -11,6 +11,7 @@ from numdiff.optim._adam_family import adam_family_defaults, start_state
 from numdiff.optim.optimizer import (
     GroupUpdate,
     Optimizer,
+    check_implementation_flags,
     flat_state,
     increment_step,
     unused_buffer,
@@ -40,7 +41,14 @@ class Adam(Optimizer):
         *,
         maximize: bool = False,
         decoupled_weight_decay: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation_flags(
+            "Adam", foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused
+        )
         defaults = adam_family_defaults(
             lr, betas, eps, weight_decay,
             amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
@@ -91,7 +99,14 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation_flags(
+            "AdamW", foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused
+        )
         super().__init__(
             params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, decoupled_weight_decay=True
         )

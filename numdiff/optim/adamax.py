@@ -14,7 +14,7 @@ from numdiff.optim._adam_family import (
     update_first_moment,
 )
 from numdiff.optim._tensor_update import gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step
+from numdiff.optim.optimizer import Optimizer, check_implementation_flags, increment_step
 
 
 class Adamax(Optimizer):
@@ -34,7 +34,13 @@ class Adamax(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "Adamax", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         super().__init__(params, adam_family_defaults(lr, betas, eps, weight_decay, maximize=maximize))
 
     @no_grad()

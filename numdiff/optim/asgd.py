@@ -9,7 +9,13 @@ import numpy as np
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim._tensor_update import check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+from numdiff.optim.optimizer import (
+    Optimizer,
+    check_implementation_flags,
+    increment_step,
+    step_tensor,
+    zeros_state,
+)
 
 
 class ASGD(Optimizer):
@@ -36,7 +42,13 @@ class ASGD(Optimizer):
         weight_decay: float = 0,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "ASGD", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         check_nonnegative(learning_rate=lr, weight_decay_value=weight_decay)
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay, "maximize": maximize}
         super().__init__(params, defaults)

@@ -14,7 +14,7 @@ from numdiff.optim._adam_family import (
     update_second_moment,
 )
 from numdiff.optim._tensor_update import check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step
+from numdiff.optim.optimizer import Optimizer, check_implementation_flags, increment_step
 
 
 class NAdam(Optimizer):
@@ -39,7 +39,13 @@ class NAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "NAdam", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         defaults = adam_family_defaults(
             lr, betas, eps, weight_decay,
             momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,

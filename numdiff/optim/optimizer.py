@@ -331,3 +331,20 @@ class GroupUpdate:
             if not data.flags.c_contiguous:
                 data[...] = flat.reshape(data.shape)
             param._version_counter[0] += 1
+
+
+def check_implementation_flags(
+    optimizer: str, *, foreach: Any = None, capturable: bool = False, differentiable: bool = False, fused: Any = None
+) -> None:
+    """PyTorch's arguments that choose among its implementations of a step. numdiff has one per
+    optimizer (a fused kernel call per parameter group for SGD, Adam, AdamW, RMSprop and Adagrad,
+    tensor ops for the others), so `foreach` and `fused` are accepted and change nothing; a step
+    captured in a CUDA graph (`capturable`) or recorded by autograd (`differentiable`) does not
+    exist here, so asking for one is an error."""
+    for name, value in (("foreach", foreach), ("fused", fused)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{optimizer}: {name} must be None, True or False, got {value!r}")
+    if capturable:
+        raise ValueError(f"{optimizer}: capturable=True (a step captured in a CUDA graph) is not supported by numdiff")
+    if differentiable:
+        raise ValueError(f"{optimizer}: differentiable=True (a step recorded by autograd) is not supported by numdiff")

@@ -15,7 +15,7 @@ from numdiff.optim._adam_family import (
     update_second_moment,
 )
 from numdiff.optim._tensor_update import gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step
+from numdiff.optim.optimizer import Optimizer, check_implementation_flags, increment_step
 
 
 class RAdam(Optimizer):
@@ -37,7 +37,13 @@ class RAdam(Optimizer):
         decoupled_weight_decay: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "RAdam", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         defaults = adam_family_defaults(
             lr, betas, eps, weight_decay, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize
         )

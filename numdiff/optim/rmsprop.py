@@ -9,6 +9,7 @@ from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim.optimizer import (
     GroupUpdate,
     Optimizer,
+    check_implementation_flags,
     flat_state,
     increment_step,
     step_tensor,
@@ -35,7 +36,13 @@ class RMSprop(Optimizer):
         centered: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "RMSprop", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

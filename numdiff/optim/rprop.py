@@ -9,7 +9,13 @@ from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import full_like
 from numdiff.ops.selection import where
 from numdiff.optim._tensor_update import check_nonnegative, gradients, store
-from numdiff.optim.optimizer import Optimizer, increment_step, step_tensor, zeros_state
+from numdiff.optim.optimizer import (
+    Optimizer,
+    check_implementation_flags,
+    increment_step,
+    step_tensor,
+    zeros_state,
+)
 
 
 class Rprop(Optimizer):
@@ -30,7 +36,13 @@ class Rprop(Optimizer):
         step_sizes: tuple[float, float] = (1e-6, 50),
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        check_implementation_flags(
+            "Rprop", foreach=foreach, capturable=capturable, differentiable=differentiable
+        )
         check_nonnegative(learning_rate=lr)
         if len(etas) != 2 or not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas}: Rprop needs 0 < etas[0] < 1 < etas[1]")

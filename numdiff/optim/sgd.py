@@ -6,7 +6,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.optim.optimizer import GroupUpdate, Optimizer, flat_state, unused_buffer, zeros_state
+from numdiff.optim.optimizer import (
+    GroupUpdate,
+    Optimizer,
+    check_implementation_flags,
+    flat_state,
+    unused_buffer,
+    zeros_state,
+)
 
 
 class SGD(Optimizer):
@@ -27,7 +34,13 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        check_implementation_flags(
+            "SGD", foreach=foreach, differentiable=differentiable, fused=fused
+        )
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
