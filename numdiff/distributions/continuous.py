@@ -23,13 +23,9 @@ def _batch_shape(params: tuple[Any, ...], broadcast: Tensor) -> Size:
     return Size() if all(isinstance(p, Number) for p in params) else broadcast.shape
 
 
-class Normal(Distribution):
-    """Gaussian with mean `loc` and standard deviation `scale`.
-
-    >>> d = numdiff.distributions.Normal(numdiff.tensor([0.0]), numdiff.tensor([2.0]))
-    >>> d.log_prob(numdiff.tensor([0.0]))
-    tensor([-1.6121])
-    """
+class _LocationScale(Distribution):
+    """A distribution on the real line given by a location `loc` (its mean and mode) and a positive
+    `scale`: what Normal and Laplace share."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -46,6 +42,15 @@ class Normal(Distribution):
     @property
     def mode(self) -> Tensor:
         return self.loc
+
+
+class Normal(_LocationScale):
+    """Gaussian with mean `loc` and standard deviation `scale`.
+
+    >>> d = numdiff.distributions.Normal(numdiff.tensor([0.0]), numdiff.tensor([2.0]))
+    >>> d.log_prob(numdiff.tensor([0.0]))
+    tensor([-1.6121])
+    """
 
     @property
     def stddev(self) -> Tensor:
@@ -186,28 +191,12 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """Laplace (double exponential) with location `loc` and scale `scale`.
 
     >>> numdiff.distributions.Laplace(0.0, 1.0).variance
     tensor(2.)
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape((loc, scale), self.loc), validate_args=validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        return self.loc
 
     @property
     def stddev(self) -> Tensor:
