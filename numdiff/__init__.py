@@ -88,6 +88,7 @@ from numdiff.ops.arithmetic import (
     true_divide,
 )
 from numdiff.ops.conversion import clone
+from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
@@ -111,16 +112,13 @@ from numdiff.ops.logical import (
     lt,
     ne,
 )
-from numdiff.ops.norms import cdist, count_nonzero, nanmean, nansum, norm
+from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
 from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
 from numdiff.ops.rearrange import (
     atleast_1d,
     atleast_2d,
     atleast_3d,
     column_stack,
-    diag,
-    diag_embed,
-    diagonal,
     dstack,
     hstack,
     meshgrid,
@@ -129,12 +127,13 @@ from numdiff.ops.rearrange import (
     narrow,
     repeat_interleave,
     roll,
+    rot90,
     row_stack,
     select,
     swapaxes,
     swapdims,
+    tensor_split,
     tile,
-    trace,
     unbind,
     vstack,
 )
@@ -149,8 +148,10 @@ from numdiff.ops.reduction import (
     min,
     prod,
     std,
+    std_mean,
     sum,
     var,
+    var_mean,
 )
 from numdiff.ops.scan import cummax, cummin, cumprod, cumsum, diff
 from numdiff.ops.scatter import index_add, masked_select, scatter, take
@@ -274,7 +275,7 @@ __all__ += [
     "searchsorted", "select", "swapaxes", "swapdims", "take", "tensordot", "tile", "trace", "unbind", "unique", "vstack",
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
-__all__ += ["e", "inf", "nan", "pi", "set_printoptions"]
+__all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi

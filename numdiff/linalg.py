@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from numdiff.ops import norms, products, rearrange
+from numdiff.ops import diagonals, norms, products
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.linalg import matmul
 from numdiff.ops.reduction import amax, amin
@@ -92,4 +92,4 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: N803
     """The diagonals of the matrices in the last two dims (a view), as torch.linalg.diagonal."""
-    return rearrange.diagonal(A, offset, dim1, dim2)
+    return diagonals.diagonal(A, offset, dim1, dim2)

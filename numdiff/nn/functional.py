@@ -38,6 +38,7 @@ from numdiff.ops.activation import (
     log_softmax,
     logsigmoid,
     mish,
+    prelu,
     relu,
     relu6,
     selu,
@@ -84,3 +85,4 @@ __all__ += [
     "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
     "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
+__all__ += ["prelu"]

@@ -158,6 +158,30 @@ def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
     return softmax(-input, dim, dtype)
 
 
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, else weight * x, with one learned slope for all channels or one per channel
+    (dim 1, or dim 0 of a 1-D input)."""
+    _check_float("prelu", input)
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu: weight must be a Tensor, got {type(weight).__name__}")
+    slopes = weight.numel()
+    if slopes != 1:
+        channel = 1 if input.ndim >= 2 else 0
+        if input.ndim == 0 or input.shape[channel] != slopes:
+            raise ValueError(
+                f"prelu: weight has {slopes} slopes but input of shape {tuple(input.shape)} has "
+                f"{input.shape[channel] if input.ndim else 0} channels (dim {channel}); give 1 slope or one per channel"
+            )
+        shape = [1] * input.ndim
+        shape[channel] = slopes
+        weight = weight.reshape(tuple(shape))
+    else:
+        weight = weight.reshape(())
+    from numdiff.ops.selection import where
+
+    return where(input > 0, input, weight * input)
+
+
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """The gated linear unit: a * sigmoid(b), with a and b the two halves of `input` along `dim`."""
     if not isinstance(input, Tensor):

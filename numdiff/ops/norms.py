@@ -142,3 +142,10 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """
     input = ensure_tensor("count_nonzero", input)
     return sum_(input != 0, _reduction_dims("count_nonzero", dim, input.ndim))
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The `p`-norm of ``input - other`` over all their (broadcast) elements."""
+    from numdiff.linalg import vector_norm
+
+    return vector_norm(input - other, p)

@@ -1,6 +1,6 @@
 """Rearranging ops composed of the shape and indexing primitives: movedim, swapaxes, unbind,
-narrow, roll, tile, the stacks, repeat_interleave and meshgrid. diagonal is a primitive (a
-strided view on the CPU); diag and trace are composed of it.
+narrow, roll, tile, rot90, tensor_split, the stacks, repeat_interleave and meshgrid (the
+diagonal family is in numdiff/ops/diagonals.py).
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.autograd.function import Function
 from numdiff.ops._util import ensure_tensor, normalize_dim
-from numdiff.ops.registry import register
-from numdiff.ops.shape import _as_view, _shape_arg, cat, permute, transpose
+from numdiff.ops.shape import _shape_arg, cat, permute, transpose
 from numdiff.tensor import Tensor
 
 
@@ -307,114 +305,62 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
     return tuple(out)
 
 
-@register("diagonal")
-class Diagonal(Function):
-    """The diagonal `offset` of the (dim1, dim2) planes, as a last dim: a writable strided view
-    (NumPy's own np.diagonal view is read-only). Gradient: the diagonal written into zeros (index_add_into_zeros)
-    laid out with dim1 and dim2 last, where the two index arrays sit side by side and give the
-    gradient's own layout (which also lets vmap batch it), then permuted back."""
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """`input` turned by 90 degrees `k` times in the plane of `dims`, from the first dim toward
+    the second (PyTorch's direction).
 
-    @staticmethod
-    def forward(ctx, x, *, offset, dim1, dim2):
-        keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
-        ctx.order = tuple(keep) + (dim1, dim2)
-        ctx.moved_shape = tuple(x.shape[d] for d in ctx.order)
-        ctx.key = _diagonal_key(ctx.moved_shape, offset)
-        if type(x) is not np.ndarray:
-            return np.diagonal(x, offset, dim1, dim2)  # numdiff.cuda's is a writable view
-        corner = [slice(None)] * x.ndim
-        corner[dim1] = slice(max(-offset, 0), None)
-        corner[dim2] = slice(max(offset, 0), None)
-        shape = tuple(x.shape[d] for d in keep) + (len(ctx.key[-1]),)
-        strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
-        return np.lib.stride_tricks.as_strided(x[tuple(corner)], shape, strides)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from numdiff.ops.indexing import IndexAddIntoZeros
-
-        moved = IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.moved_shape)
-        return (moved.permute(tuple(int(i) for i in np.argsort(ctx.order))),)
-
-
-def _diagonal_key(shape: tuple, offset: int) -> tuple:
-    """The index of diagonal `offset` of the last two dims of `shape`: two arrays, side by side."""
-    rows, cols = shape[-2:]
-    length = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
-    positions = np.arange(length, dtype=np.int64)
-    return (slice(None),) * (len(shape) - 2) + (positions + max(-offset, 0), positions + max(offset, 0))
-
-
-def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The diagonal of the (dim1, dim2) planes, `offset` above (> 0) or below (< 0) the main
-    one, as the last dim; a view, so in-place edits of it reach `input`.
-
-    >>> numdiff.diagonal(numdiff.tensor([[1, 2], [3, 4]]))
-    tensor([1, 4])
+    >>> numdiff.rot90(numdiff.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 4],
+            [1, 3]])
     """
-    return _diagonal("diagonal", input, offset, dim1, dim2)
-
-
-def _diagonal(op: str, input: Tensor, offset: int, dim1: int, dim2: int) -> Tensor:
-    input = ensure_tensor(op, input)
+    input = ensure_tensor("rot90", input)
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise ValueError(f"rot90: dims must name 2 dimensions, got {dims!r}")
     if input.ndim < 2:
-        raise ValueError(f"{op}: expects a tensor with at least 2 dimensions, got shape {tuple(input.shape)}")
-    d1 = normalize_dim(op, dim1, input.ndim)
-    d2 = normalize_dim(op, dim2, input.ndim)
-    if d1 == d2:
-        raise ValueError(f"{op}: dim1 and dim2 name the same dimension {d1} (dim1={dim1}, dim2={dim2})")
-    return _as_view(Diagonal.apply(input, offset=int(offset), dim1=d1, dim2=d2), input)
+        raise ValueError(f"rot90: expects a tensor with at least 2 dimensions, got shape {tuple(input.shape)}")
+    d0, d1 = (normalize_dim("rot90", d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise ValueError(f"rot90: dims must name 2 different dimensions, got {dims!r}")
+    turns = int(k) % 4
+    if turns == 1:
+        return transpose(input.flip(d1), d0, d1)
+    if turns == 2:
+        return input.flip((d0, d1))
+    if turns == 3:
+        return transpose(input.flip(d0), d0, d1)
+    return input.clone()
 
 
-def diag(input: Tensor, diagonal: int = 0) -> Tensor:
-    """1-D input: a square matrix with `input` on diagonal `diagonal`; 2-D input: that diagonal.
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of `input` split along `dim`: into `indices_or_sections` pieces whose sizes differ by
+    at most one (the first ones larger), or at the given indices.
 
-    >>> numdiff.diag(numdiff.tensor([1, 2]))
-    tensor([[1, 0],
-            [0, 2]])
+    >>> [t.tolist() for t in numdiff.tensor_split(numdiff.arange(5), 2)]
+    [[0, 1, 2], [3, 4]]
     """
-    from numdiff.ops.indexing import IndexAddIntoZeros
-
-    input = ensure_tensor("diag", input)
-    offset = int(diagonal)
-    if input.ndim == 2:
-        return _diagonal("diag", input, offset, 0, 1)
-    if input.ndim != 1:
-        raise ValueError(f"diag: expects a 1-D or 2-D tensor, got shape {tuple(input.shape)}")
-    n = input.shape[0] + abs(offset)
-    return IndexAddIntoZeros.apply(input, key=_diagonal_key((n, n), offset), shape=(n, n))
-
-
-def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    """Tensors whose (dim1, dim2) planes have the last dim of `input` on diagonal `offset` and
-    zeros elsewhere: the transpose of `diagonal` (diagonal(diag_embed(x, o, a, b), o, a, b) == x).
-
-    >>> numdiff.diag_embed(numdiff.tensor([[1, 2]])).shape
-    numdiff.Size([1, 2, 2])
-    """
-    from numdiff.ops.indexing import IndexAddIntoZeros
-
-    input = ensure_tensor("diag_embed", input)
-    if input.ndim == 0:
-        raise ValueError("diag_embed: expects a tensor with at least 1 dimension, got a 0-d tensor")
-    d1 = normalize_dim("diag_embed", dim1, input.ndim + 1)
-    d2 = normalize_dim("diag_embed", dim2, input.ndim + 1)
-    if d1 == d2:
-        raise ValueError(f"diag_embed: dim1 and dim2 name the same dimension {d1} (dim1={dim1}, dim2={dim2})")
-    n = input.shape[-1] + abs(int(offset))
-    shape = tuple(input.shape[:-1]) + (n, n)
-    planes = IndexAddIntoZeros.apply(input, key=_diagonal_key(shape, int(offset)), shape=shape)
-    return movedim(planes, (-2, -1), (d1, d2))
-
-
-def trace(input: Tensor) -> Tensor:
-    """Sum of the main diagonal of a 2-D tensor (integer inputs give int64).
-
-    >>> numdiff.trace(numdiff.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    tensor(5.)
-    """
-    input = ensure_tensor("trace", input)
-    if input.ndim != 2:
-        raise ValueError(f"trace: expects a 2-D tensor, got shape {tuple(input.shape)}")
-    return _diagonal("trace", input, 0, 0, 1).sum()
-
+    input = ensure_tensor("tensor_split", input)
+    axis = normalize_dim("tensor_split", dim, input.ndim)
+    size = input.shape[axis]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, (int, np.integer)) and not isinstance(indices_or_sections, bool):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError(f"tensor_split: number of sections must be larger than 0, got {sections}")
+        small, extra = divmod(size, sections)
+        bounds = np.cumsum([0] + [small + 1] * extra + [small] * (sections - extra)).tolist()
+    elif isinstance(indices_or_sections, (list, tuple)):
+        points = [int(i) for i in indices_or_sections]
+        bounds = [0, *(min(max(p + size if p < 0 else p, 0), size) for p in points), size]
+    else:
+        raise TypeError(
+            f"tensor_split: indices_or_sections must be an int, a sequence of ints or a tensor, "
+            f"got {type(indices_or_sections).__name__}"
+        )
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        key = [slice(None)] * input.ndim
+        key[axis] = slice(lo, max(lo, hi))
+        pieces.append(input[tuple(key)])
+    return tuple(pieces)

@@ -273,3 +273,17 @@ def _extreme(op: str, full, arg, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if not keepdim and input.ndim:
         values, indices = values.squeeze(axis), indices.squeeze(axis)
     return values_indices(values, indices)
+
+
+def std_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
+    """``(std(input, ...), mean(input, ...))`` over the same dims."""
+    return std(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), _mean_over(input, dim, keepdim)
+
+
+def var_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
+    """``(var(input, ...), mean(input, ...))`` over the same dims."""
+    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), _mean_over(input, dim, keepdim)
+
+
+def _mean_over(input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    return mean(input, _reduction_dims("mean", dim, input.ndim), keepdim=keepdim)

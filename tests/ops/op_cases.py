@@ -384,6 +384,23 @@ CORE_CASES: list[OpCase] = [
     ),
     OpCase(None, "glu", args(normal(2, 4)), nf.glu, lambda x: x[:, :2] / (1 + np.exp(-x[:, 2:]))),
     OpCase(
+        None, "prelu-per-channel", args(away_from_zero(2, 3, 2), normal(3)), nf.prelu,
+        lambda x, w: np.where(x > 0, x, w.reshape(1, 3, 1) * x),
+    ),
+    OpCase(None, "rot90", args(normal(2, 3, 2)), lambda x: numdiff.rot90(x, 1, (1, 2)) * 2.0, lambda x: np.rot90(x, 1, (1, 2)) * 2.0),
+    OpCase(
+        None, "tensor_split", args(normal(5, 2)), lambda x: numdiff.tensor_split(x, 2),
+        lambda x: tuple(np.array_split(x, 2)),
+    ),
+    OpCase(
+        None, "std_mean", args(normal(3, 4)), lambda x: numdiff.std_mean(x, 1),
+        lambda x: (x.std(1, ddof=1), x.mean(1)),
+    ),
+    OpCase(
+        None, "dist", args(normal(3, 4), normal(4)), lambda a, b: numdiff.dist(a, b, 3),
+        lambda a, b: (np.abs(a - b) ** 3).sum() ** (1 / 3),
+    ),
+    OpCase(
         None, "softmin", args(normal(2, 3)), lambda x: nf.softmin(x, 1),
         lambda x: np.exp(-x) / np.exp(-x).sum(1, keepdims=True),
     ),

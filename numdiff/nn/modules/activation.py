@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import warnings
 
+from numdiff.creation import full
 from numdiff.nn import functional
 from numdiff.nn.modules.attention import MultiheadAttention  # PyTorch keeps it in this module
 from numdiff.nn.modules.module import Module
+from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor
 
 
@@ -276,3 +278,25 @@ class Softmin(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """x for x > 0, else a learned slope times x: one slope, or `num_parameters` (one per channel),
+    starting at `init`."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: object = None, dtype: object = None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
+
+    def reset_parameters(self) -> None:
+        from numdiff.nn import init
+
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
