@@ -263,6 +263,27 @@ def grad_tiles(src, plane0, oh_size, ow_size, top, rows, qc, stage, half, dst, o
 
 
 @njit(cache=True, nogil=True)
+def input_block(src, channels, height, width, pt, pl, tiles_h, qc, r0, r1, bufs):
+    """Transform the input tiles of tile rows r0..r1-1 (over images) into the buffers' v: channel
+    c's at row c of each matrix, one block of qc columns per tile row. src is the input
+    (N, channels, H, W) flat, read from (2a - pt, -pl) for tile row a of an image."""
+    ld, half, v, _, stage, h = bufs
+    in_plane = height * width
+    vp, vf = v.shape[1] * v.shape[2], v.reshape(-1)
+    r = r0
+    while r < r1:
+        n, a = r // tiles_h, r % tiles_h
+        rows = min(r1 - r, tiles_h - a)
+        col = (r - r0) * qc
+        for c in range(channels):
+            plane0 = (n * channels + c) * in_plane
+            input_tiles(
+                src, plane0, height, width, 2 * a - pt, -pl, rows, qc, stage, half, h, vf, c * ld + col, vp
+            )
+        r += rows
+
+
+@njit(cache=True, nogil=True)
 def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, r0, r1, bufs):
     """One work item of the forward routine: tile rows r0..r1-1 (over images) of the output.
 
@@ -270,23 +291,12 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
     u (G, 16, Co, Ci); shifts (G*Co,) added to each output channel; bufs: the thread's
     buffers from :func:`_buffers`, v holding the transformed input and m the products.
     """
-    ld, half, v, m, stage, h = bufs
+    ld, _, v, m, stage, _ = bufs
     groups = u.shape[0]
     tiles_h, qc = (oh_size + 1) // 2, (ow_size + 1) // 2 + 1
-    in_plane, out_plane = height * width, oh_size * ow_size
-    vp, mp = v.shape[1] * v.shape[2], m.shape[1] * m.shape[2]
-    vf, mf = v.reshape(-1), m.reshape(-1)
-    r = r0
-    while r < r1:
-        n, a = r // tiles_h, r % tiles_h
-        rows = min(r1 - r, tiles_h - a)
-        col = (r - r0) * qc
-        for c in range(groups * ci):
-            plane0 = (n * groups * ci + c) * in_plane
-            input_tiles(
-                src, plane0, height, width, 2 * a - pt, -pl, rows, qc, stage, half, h, vf, c * ld + col, vp
-            )
-        r += rows
+    out_plane = oh_size * ow_size
+    mp, mf = m.shape[1] * m.shape[2], m.reshape(-1)
+    input_block(src, groups * ci, height, width, pt, pl, tiles_h, qc, r0, r1, bufs)
     count = (r1 - r0) * qc
     for g in range(groups):
         for xi in range(16):
@@ -372,22 +382,17 @@ def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, r0, 
     gradient ``go`` (N, G, Co, OH, OW) flat, against the input ``src`` (N, G, C, H, W) flat,
     accumulated into ``acc`` (G, 16, C, Co). Buffers as for :func:`conv_block`, the
     transformed output gradient in m's place."""
-    ld, half, v, y, stage, h = bufs
+    ld, half, v, y, stage, _ = bufs
     groups = acc.shape[0]
     tiles_h, qc = (oh_size + 1) // 2, (ow_size + 1) // 2 + 1
-    in_plane, out_plane = height * width, oh_size * ow_size
-    vp, yp = v.shape[1] * v.shape[2], y.shape[1] * y.shape[2]
-    vf, yf = v.reshape(-1), y.reshape(-1)
+    out_plane = oh_size * ow_size
+    yp, yf = y.shape[1] * y.shape[2], y.reshape(-1)
+    input_block(src, groups * cg, height, width, pt, pl, tiles_h, qc, r0, r1, bufs)
     r = r0
     while r < r1:
         n, a = r // tiles_h, r % tiles_h
         rows = min(r1 - r, tiles_h - a)
         col = (r - r0) * qc
-        for c in range(groups * cg):
-            plane0 = (n * groups * cg + c) * in_plane
-            input_tiles(
-                src, plane0, height, width, 2 * a - pt, -pl, rows, qc, stage, half, h, vf, c * ld + col, vp
-            )
         for k in range(groups * cog):
             plane0 = (n * groups * cog + k) * out_plane
             grad_tiles(go, plane0, oh_size, ow_size, 2 * a, rows, qc, stage, half, yf, k * ld + col, yp)
