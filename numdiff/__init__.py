@@ -186,6 +186,7 @@ from numdiff.ops.shape import (
     unsqueeze,
 )
 from numdiff.ops.sorting import argsort, sort, topk
+from numdiff.ops.special_functions import logit, mvlgamma, polygamma
 from numdiff.ops.triangular import tril, triu
 from numdiff.ops.unary import (
     abs,
@@ -220,6 +221,7 @@ from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd,
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
+from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
@@ -276,6 +278,7 @@ __all__ += [
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
+__all__ += ["logit", "mvlgamma", "polygamma", "special"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
