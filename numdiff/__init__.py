@@ -87,12 +87,14 @@ from numdiff.ops.arithmetic import (
     subtract,
     true_divide,
 )
+from numdiff.ops.combinations import block_diag, cartesian_prod, histc, kron
 from numdiff.ops.conversion import clone
 from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
 from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
+from numdiff.ops.log_scan import logcumsumexp
 from numdiff.ops.logical import (
     all,
     allclose,
@@ -113,6 +115,7 @@ from numdiff.ops.logical import (
     ne,
 )
 from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
+from numdiff.ops.order_statistics import median, mode, nanmedian
 from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
 from numdiff.ops.rearrange import (
     atleast_1d,
@@ -279,6 +282,7 @@ __all__ += [
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
+__all__ += ["block_diag", "cartesian_prod", "histc", "kron", "logcumsumexp", "median", "mode", "nanmedian"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi

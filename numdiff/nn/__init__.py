@@ -46,6 +46,7 @@ from numdiff.nn.modules import (
     Dropout3d,
     Embedding,
     Flatten,
+    Fold,
     GaussianNLLLoss,
     GroupNorm,
     Hardshrink,
@@ -104,6 +105,7 @@ from numdiff.nn.modules import (
     Threshold,
     TripletMarginLoss,
     Unflatten,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
@@ -142,3 +144,4 @@ __all__ += [
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
 __all__ += ["ParameterDict", "ParameterList"]
+__all__ += ["Fold", "Unfold"]

@@ -3,6 +3,7 @@
 from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._distance import cosine_similarity, normalize
 from numdiff.nn._functional_layers import dropout, dropout1d, dropout2d, dropout3d, embedding, one_hot, pad
+from numdiff.nn._im2col import fold, unfold
 from numdiff.nn._likelihood_losses import gaussian_nll_loss, kl_div, poisson_nll_loss
 from numdiff.nn._losses import (
     binary_cross_entropy,
@@ -86,3 +87,4 @@ __all__ += [
     "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
 __all__ += ["prelu"]
+__all__ += ["fold", "unfold"]

@@ -9,7 +9,6 @@ numdiff/kernels/_special.py.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from numdiff.ops.elementwise import PUBLIC
 from numdiff.tensor import Tensor
@@ -64,21 +63,3 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 
         input = clamp(input, float(eps), 1.0 - float(eps))
     return PUBLIC["logit"](input)
-
-
-def _method_polygamma(self: Tensor, n: int) -> Tensor:
-    """``x.polygamma(n)``: numdiff.polygamma(n, x)."""
-    return polygamma(n, self)
-
-
-def _method_logit(self: Tensor, eps: Any = None) -> Tensor:
-    """``x.logit(eps=None)``: numdiff.logit(x, eps)."""
-    return logit(self, eps)
-
-
-def _method_mvlgamma(self: Tensor, p: int) -> Tensor:
-    """``x.mvlgamma(p)``: numdiff.mvlgamma(x, p)."""
-    return mvlgamma(self, p)
-
-
-METHODS = {"polygamma": _method_polygamma, "logit": _method_logit, "mvlgamma": _method_mvlgamma}

@@ -33,6 +33,7 @@ from numdiff.nn.modules.container import ModuleDict, ModuleList, ParameterDict, 
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from numdiff.nn.modules.im2col import Fold, Unfold
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
     BCELoss,
@@ -123,3 +124,4 @@ __all__ += [
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
 __all__ += ["ParameterDict", "ParameterList"]
+__all__ += ["Fold", "Unfold"]
