@@ -20,6 +20,7 @@ from numdiff.nn.modules import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
+    AlphaDropout,
     AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
@@ -45,6 +46,8 @@ from numdiff.nn.modules import (
     Dropout2d,
     Dropout3d,
     Embedding,
+    EmbeddingBag,
+    FeatureAlphaDropout,
     Flatten,
     Fold,
     GaussianNLLLoss,
@@ -63,6 +66,7 @@ from numdiff.nn.modules import (
     LayerNorm,
     LeakyReLU,
     Linear,
+    LocalResponseNorm,
     LogSigmoid,
     LogSoftmax,
     MarginRankingLoss,
@@ -145,3 +149,4 @@ __all__ += [
 ]
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
+__all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
