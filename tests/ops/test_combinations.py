@@ -189,3 +189,12 @@ def test_compiled_function_replays_the_picks_on_new_values():
         expected.backward()
         np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-14)
         np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-14)
+
+
+def test_logcumsumexp_under_vmap_and_jacrev():
+    x = np.random.default_rng(5).standard_normal((4, 3, 5))
+    batched = numdiff.func.vmap(lambda t: numdiff.logcumsumexp(t, 1))(numdiff.tensor(x)).numpy()
+    np.testing.assert_array_equal(batched, np.stack([numdiff.logcumsumexp(numdiff.tensor(x[i]), 1).numpy() for i in range(4)]))
+    jacobian = numdiff.func.jacrev(lambda t: numdiff.logcumsumexp(t, 0))(numdiff.tensor(x[0, 0]))
+    expected = torch.func.jacrev(lambda t: torch.logcumsumexp(t, 0))(torch.tensor(x[0, 0]))
+    np.testing.assert_allclose(jacobian.numpy(), expected.numpy(), rtol=1e-14)
