@@ -32,7 +32,7 @@ _SQRT_HALF = math.sqrt(0.5)
 
 
 def ndtr(input: Tensor) -> Tensor:
-    """The standard normal CDF, (1 + erf(x / sqrt 2)) / 2 (as erfc(-x / sqrt 2) / 2, exact in the lower tail).
+    """The standard normal CDF, (1 + erf(x / sqrt 2)) / 2, computed as erfc(-x / sqrt 2) / 2 (accurate in the lower tail).
 
     >>> numdiff.special.ndtr(numdiff.tensor([0.0]))
     tensor([0.5000])
