@@ -87,12 +87,14 @@ from numdiff.ops.arithmetic import (
     subtract,
     true_divide,
 )
+from numdiff.ops.combinations import block_diag, cartesian_prod, histc, kron
 from numdiff.ops.conversion import clone
 from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
 from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
+from numdiff.ops.log_scan import logcumsumexp
 from numdiff.ops.logical import (
     all,
     allclose,
@@ -113,6 +115,7 @@ from numdiff.ops.logical import (
     ne,
 )
 from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
+from numdiff.ops.order_statistics import median, mode, nanmedian
 from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
 from numdiff.ops.rearrange import (
     atleast_1d,
@@ -186,6 +189,7 @@ from numdiff.ops.shape import (
     unsqueeze,
 )
 from numdiff.ops.sorting import argsort, sort, topk
+from numdiff.ops.special_functions import logit, mvlgamma, polygamma
 from numdiff.ops.triangular import tril, triu
 from numdiff.ops.unary import (
     abs,
@@ -220,6 +224,7 @@ from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd,
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
+from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
@@ -276,6 +281,8 @@ __all__ += [
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
+__all__ += ["logit", "mvlgamma", "polygamma", "special"]
+__all__ += ["block_diag", "cartesian_prod", "histc", "kron", "logcumsumexp", "median", "mode", "nanmedian"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi

@@ -8,6 +8,7 @@ from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, samplin
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
     activation,
+    added_methods,
     arithmetic,
     conversion,
     diagonals,
@@ -334,7 +335,7 @@ METHODS = {
 _UNARY = (
     "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "erf", "atan",
     "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "square",
-    "reciprocal", "floor", "ceil", "trunc", "frac", "round", "neg",
+    "reciprocal", "floor", "ceil", "trunc", "frac", "round", "neg", "lgamma", "digamma", "erfinv", "erfc",
 )  # fmt: skip
 
 
@@ -346,7 +347,7 @@ def attach() -> None:
     in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
-    for name, fn in _tensor_extras.EXTRA_METHODS.items():
+    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

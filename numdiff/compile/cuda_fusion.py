@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.compile.codegen import Emitter
+from numdiff.kernels import _special
 
 HEADER = "from numba import cuda\nfrom numdiff.cuda.kernels._index import strided_offset\n"
 
@@ -38,7 +39,7 @@ def emit_cuda_group(emitter: Emitter, calls: list, values: list, stored: list, k
                 k = len(external) - 1
                 names[i] = f"a{k}[strided_offset(i, shape, m{k})]"
                 operands.append(names[i])
-        body.append(f"t{call.output} = {expression_of(call, operands)}")
+        body.append(f"t{call.output} = {_device_special(expression_of(call, operands))}")
         names[call.output] = f"t{call.output}"
     body += [f"o{k}[strided_offset(i, shape, q{k})] = t{value}" for k, value in enumerate(stored)]
     kernel = f"cuda_fused_{len(kernels)}"
@@ -72,7 +73,17 @@ def launch_cuda_fused(kernel: Any, inputs: tuple, outputs: tuple) -> None:
     kernel[blocks, threads](*args)
 
 
+def _device_special(source: str) -> str:
+    """``math.digamma(`` -> ``m_digamma(``: the functions math lacks (numdiff.kernels._special) are
+    numdiff.cuda.kernels._scalar_math's device functions, put in the namespace by `cuda_namespace`."""
+    for name in _special.FUNCTIONS:
+        source = source.replace(f"math.{name}(", f"m_{name}(")
+    return source
+
+
 def cuda_namespace() -> dict:
     from numdiff.cuda.array import CudaArray
+    from numdiff.cuda.kernels import _scalar_math
 
-    return {"CudaArray": CudaArray, "launch_cuda_fused": launch_cuda_fused, "np": np}
+    special = {f"m_{name}": getattr(_scalar_math, name) for name in _special.FUNCTIONS}
+    return {"CudaArray": CudaArray, "launch_cuda_fused": launch_cuda_fused, "np": np, **special}

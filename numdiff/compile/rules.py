@@ -31,7 +31,7 @@ _CALL = (
     "abs", "amax", "amin", "binary_cross_entropy", "cat", "clamp", "clone", "expand", "flip", "gather", "getitem",
     "index_add_into_zeros", "index_put", "log_softmax", "permute", "prod", "reshape", "scatter_add", "sign", "sum",
     "to_device", "to_dtype", "tril", "triu", "nll_loss", "cross_entropy", "cumsum", "diagonal", "scatter", "fmod",
-    "remainder",
+    "remainder", "logcumsumexp",
 )
 _EAGER_BACKWARD: tuple[str, ...] = ("cumprod",)
 

@@ -227,13 +227,15 @@ def _refuse(what: str):
 
 def host_functions() -> list:
     """Public functions that compute tensors without an op (comparisons, argmax): traced as calls."""
-    from numdiff.ops import arithmetic, logical, reduction, scan, search, sorting
+    from numdiff.nn import _embedding_bag
+    from numdiff.ops import arithmetic, combinations, logical, reduction, scan, search, sorting
 
     names = ("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
              "logical_not", "isfinite", "isnan", "isinf", "all", "any")
     return [getattr(logical, n) for n in names] + [
         reduction.argmax, reduction.argmin, arithmetic.div, sorting.argsort, sorting.topk_indices,
         search.nonzero, search.unique_part, search.searchsorted, scan.cumulative_extreme_indices,
+        combinations.histc, _embedding_bag.bag_max_positions,
     ]
 
 
@@ -270,10 +272,12 @@ class Tracing:
             self._patch(Tensor, name, read)
         self._patch(inplace, "apply_inplace", _refuse("an in-place tensor update"))
         import numdiff
-        from numdiff.ops import arithmetic, logical, reduction, scan, search, sorting
+        from numdiff.nn import _embedding_bag
+        from numdiff.ops import arithmetic, combinations, logical, reduction, scan, search, sorting
 
         hosts = {id(f): f for f in host_functions()}
-        for owner in (Tensor, numdiff, logical, reduction, arithmetic, sorting, search, scan):
+        owners = (Tensor, numdiff, logical, reduction, arithmetic, sorting, search, scan, combinations, _embedding_bag)
+        for owner in owners:
             for name, value in list(owner.__dict__.items()):
                 if id(value) in hosts:
                     self._patch(owner, name, _traced_host(value))

@@ -178,6 +178,7 @@ RULES.update(
         "scatter": _shift_dims("dim"),
         "cumsum": _shift_dims("dim"),
         "cumprod": _shift_dims("dim"),
+        "logcumsumexp": _shift_dims("dim"),
         "diagonal": diagonal_rule,
         "reshape": reshape_rule,
         "permute": permute_rule,
@@ -200,6 +201,6 @@ BATCHED_BACKWARD = frozenset(
         *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
         "sum", "amax", "amin", "log_softmax", "flip", "cat", "gather",
         "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
-        "diagonal",
+        "diagonal", "logcumsumexp",
     }
 )

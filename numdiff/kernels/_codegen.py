@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from numdiff.kernels import _vecmath
+from numdiff.kernels import _special, _vecmath
 from numdiff.ops.scalar_rules import ScalarRule, vjp_expression
 
 _loaded: dict[str, ModuleType] = {}
@@ -153,6 +153,24 @@ class _VectorMath(ast.NodeTransformer):
         return node
 
 
+# ``math.<f>`` calls of functions the math module lacks (digamma, erfinv, ...): numdiff.kernels._special.
+_SPECIAL_MATH = frozenset(_special.FUNCTIONS)
+_SPECIAL_DIGEST = hashlib.sha256(Path(_special.__file__).read_bytes()).hexdigest()[:16]
+
+
+class _SpecialMath(ast.NodeTransformer):
+    """``math.digamma`` -> ``_special.digamma``, for every function of `_SPECIAL_MATH`."""
+
+    def __init__(self) -> None:
+        self.used = False
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        if isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _SPECIAL_MATH:
+            self.used = True
+            return ast.Attribute(ast.Name("_special", ast.Load()), node.attr, ast.Load())
+        return self.generic_visit(node)
+
+
 def _innermost_body(loop: ast.For) -> list[ast.stmt]:
     """The statement list of the deepest ``for`` in a loop nest (where the element is computed)."""
     while True:
@@ -271,9 +289,12 @@ def vector_math_source(source: str, header: bool = True) -> str:
     calls replaced by the _vecmath functions of the same name, which LLVM vectorises. If the loop
     calls sin or cos it also flags an element whose argument lies beyond _vecmath's range, and
     when there is one the function runs its original loop (C library calls) again after the fast
-    one, so every result is the accurate one. Functions compile with `_loop_options`.
+    one, so every result is the accurate one. Functions compile with `_loop_options`. Calls of
+    the functions math lacks (``math.digamma``, ...) become calls of numdiff.kernels._special.
     """
     tree = ast.parse(source)
+    special = _SpecialMath()
+    tree = special.visit(tree)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             _loop_options(node)
@@ -281,5 +302,7 @@ def vector_math_source(source: str, header: bool = True) -> str:
     # The digest of _vecmath's source is part of the generated text, hence of the file name the
     # kernel is cached under: Numba's cache would not notice a change in code it inlined.
     code = f"# numdiff.kernels._vecmath {_VECMATH_DIGEST}\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    if special.used:  # the same for _special, imported here as the caller's header does not
+        code = f"# numdiff.kernels._special {_SPECIAL_DIGEST}\nfrom numdiff.kernels import _special\n" + code
     # Without `header` the caller's module imports _vecmath (numdiff/compile/program.py).
     return "import numpy as np\n\nfrom numdiff.kernels import _vecmath\n" + code if header else code

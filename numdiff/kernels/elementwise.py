@@ -34,7 +34,6 @@ On CUDA the kernels always run.
 from __future__ import annotations
 
 import functools
-import math
 import re
 
 import numpy as np
@@ -119,15 +118,19 @@ class _NumpyMath:
     sqrt = staticmethod(np.sqrt)
 
     def __getattr__(self, name: str):
-        if name == "erf":
-            return _erf
-        return NUMPY_FUNCTIONS[name]
+        function = NUMPY_FUNCTIONS.get(name)
+        if function is None:  # erf, lgamma, digamma, ...: the function's own rule computes it
+            return functools.partial(_by_rule, RULES[name])
+        return function
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """The error function of an array, in its dtype (float32/float64 through the erf rule's loop)."""
+def _by_rule(rule: ScalarRule, x: np.ndarray, *values: float) -> np.ndarray:
+    """A unary rule's forward on an array (its attrs by position), in the array's dtype (float32 and
+    float64 through the rule's loop)."""
     x = np.ascontiguousarray(x).reshape(np.shape(x))  # ascontiguousarray makes a 0-d array 1-d
-    return forward_contiguous(RULES["erf"], x, ()) if x.dtype.char in "fd" else np.vectorize(math.erf)(x)
+    if x.dtype.char in "fd":
+        return forward_contiguous(rule, x, values)
+    return forward_contiguous(rule, x.astype(np.float64), values).astype(x.dtype)
 
 
 _NUMPY_SCOPE = {"math": _NumpyMath(), "where": np.where, "__builtins__": {}}

@@ -20,6 +20,7 @@ from numdiff.nn.modules import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
+    AlphaDropout,
     AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
@@ -45,7 +46,10 @@ from numdiff.nn.modules import (
     Dropout2d,
     Dropout3d,
     Embedding,
+    EmbeddingBag,
+    FeatureAlphaDropout,
     Flatten,
+    Fold,
     GaussianNLLLoss,
     GroupNorm,
     Hardshrink,
@@ -62,6 +66,7 @@ from numdiff.nn.modules import (
     LayerNorm,
     LeakyReLU,
     Linear,
+    LocalResponseNorm,
     LogSigmoid,
     LogSoftmax,
     MarginRankingLoss,
@@ -104,6 +109,7 @@ from numdiff.nn.modules import (
     Threshold,
     TripletMarginLoss,
     Unflatten,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
@@ -142,3 +148,5 @@ __all__ += [
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
 __all__ += ["ParameterDict", "ParameterList"]
+__all__ += ["Fold", "Unfold"]
+__all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]

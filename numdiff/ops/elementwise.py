@@ -218,7 +218,11 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
 
     elif rule.arity == 1:
 
-        def public(input: Tensor, **attrs: float) -> Tensor:
+        def public(input: Tensor, *values: float, **attrs: float) -> Tensor:
+            if values:  # attrs by position too, in the rule's order (polygamma's vjp: math.polygamma(x, order))
+                if len(values) > len(defaults):
+                    raise TypeError(f"{rule.name}: takes at most {len(defaults)} attributes {list(defaults)}, got {len(values)}")
+                attrs = {**dict(zip(defaults, values)), **attrs}
             return function.apply(_float_tensor(rule.name, input, rule.dtypes), **check_attrs(attrs))
 
     elif rule.dtypes == "any" and not defaults:

@@ -157,6 +157,11 @@ _TABLE = (
         ("where(x == 0.0, where(y <= 0.0, 0.0, math.log(y)), math.log(y))", "x / y"),
         doc="Elementwise x * log(y), 0 where x is 0 (unless y is NaN).",
     ),
+    ScalarRule(
+        "xlog1py", 2, "where(y != y, y, where(x == 0.0, 0.0, x * math.log1p(y)))",
+        ("where(x == 0.0, where(y <= -1.0, 0.0, math.log1p(y)), math.log1p(y))", "x / (1.0 + y)"),
+        method=False, export=False, doc="Elementwise x * log1p(y), 0 where x is 0 (unless y is NaN).",
+    ),
     # unary functions
     ScalarRule("exp", 1, "math.exp(x)", ("out",), ufunc="exp", doc="Elementwise e ** x."),
     ScalarRule("log", 1, "math.log(x)", ("1.0 / x",), ufunc="log", doc="Elementwise natural logarithm."),
@@ -219,6 +224,35 @@ _TABLE = (
     ScalarRule(
         "erf", 1, "math.erf(x)", ("1.1283791670955126 * math.exp(-(x * x))",),  # 2 / sqrt(pi)
         doc="Elementwise error function.",
+    ),
+    ScalarRule(
+        "erfc", 1, "math.erfc(x)", ("-1.1283791670955126 * math.exp(-(x * x))",),  # -2 / sqrt(pi)
+        doc="Elementwise complementary error function 1 - erf(x), accurate where erf(x) is near 1.",
+    ),
+    ScalarRule(
+        "erfinv", 1, "math.erfinv(x)", ("0.886226925452758 * math.exp(out * out)",),  # sqrt(pi) / 2
+        doc="Elementwise inverse error function: erfinv(erf(x)) = x; +-inf at +-1, NaN beyond.",
+    ),
+    # special functions: math.digamma and math.polygamma are numdiff.kernels._special's
+    ScalarRule(
+        "lgamma", 1, "math.lgamma(x)", ("math.digamma(x)",),
+        doc="Elementwise log |Gamma(x)|; inf at 0 and the negative integers.",
+    ),
+    ScalarRule(
+        "digamma", 1, "math.digamma(x)", ("math.polygamma(x, 1.0)",),
+        doc="Elementwise psi(x), the derivative of lgamma; NaN at the negative integers, -inf at 0.",
+    ),
+    ScalarRule(
+        "polygamma", 1, "math.polygamma(x, order)", ("math.polygamma(x, order + 1.0)",),
+        attrs=(("order", 1.0),),
+        method=False, export=False,  # numdiff.polygamma(n, input): PyTorch's argument order
+        doc="Elementwise derivative of digamma of the given order >= 1.",
+    ),
+    ScalarRule(
+        "logit", 1, "math.log(x / (1.0 - x))",
+        # NaN outside [0, 1], where the result is NaN, as PyTorch's gradient.
+        ("where(out != out, out, 1.0 / (x * (1.0 - x)))",), method=False, export=False,
+        doc="Elementwise log(x / (1 - x)), the inverse of sigmoid.",  # numdiff.logit adds eps
     ),
     # activations (floating point inputs only, as PyTorch's)
     ScalarRule(

@@ -12,6 +12,8 @@ import math
 
 from numba import cuda
 
+from numdiff.kernels import _special
+
 # Above this, exp overflows float64 (and so float32 too); the GPU gives inf, Python would raise.
 _EXP_OVERFLOW = 709.78
 
@@ -113,3 +115,40 @@ def floor(a):
 @cuda.jit(device=True)
 def ceil(a):
     return math.ceil(float(a))
+
+
+# The functions math lacks, from the one source the CPU loops compile too (numdiff.kernels._special).
+# float() makes a simulator's NumPy float32 a Python float (see floor above); on a GPU it widens.
+_lgamma = cuda.jit(device=True)(_special.lgamma_scalar)
+_erfc = cuda.jit(device=True)(_special.erfc_scalar)
+_digamma = cuda.jit(device=True)(_special.digamma_scalar)
+_polygamma = cuda.jit(device=True)(_special.polygamma_scalar)
+_erfinv = cuda.jit(device=True)(_special.erfinv_scalar)
+
+
+@cuda.jit(device=True)
+def digamma(a):
+    return _digamma(float(a))
+
+
+@cuda.jit(device=True)
+def polygamma(a, order):
+    return _polygamma(float(a), order)
+
+
+@cuda.jit(device=True)
+def erfinv(a):
+    return _erfinv(float(a))
+
+
+@cuda.jit(device=True)
+def lgamma(a):
+    # The GPU's lgamma is inf at +-inf and the poles (0 and the negative integers); Python's raises at the poles.
+    if math.isinf(a) or a <= 0 and a == math.floor(float(a)):
+        return math.inf
+    return _lgamma(float(a))
+
+
+@cuda.jit(device=True)
+def erfc(a):
+    return _erfc(float(a))

@@ -33,6 +33,8 @@ from numdiff.nn.modules.container import ModuleDict, ModuleList, ParameterDict, 
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from numdiff.nn.modules.extra_layers import AlphaDropout, EmbeddingBag, FeatureAlphaDropout, LocalResponseNorm
+from numdiff.nn.modules.im2col import Fold, Unfold
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
     BCELoss,
@@ -123,3 +125,5 @@ __all__ += [
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
 __all__ += ["ParameterDict", "ParameterList"]
+__all__ += ["Fold", "Unfold"]
+__all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]

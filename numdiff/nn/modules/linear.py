@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numdiff
 from numdiff.creation import empty
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input
@@ -100,12 +99,7 @@ class Bilinear(Module):
             input2.shape[-1:] == (self.in2_features,) and input2.shape[:-1] == input1.shape[:-1],
             f"{tuple(input1.shape[:-1]) + (self.in2_features,)} for input2 (input1 is {tuple(input1.shape)})",
         )
-        out, in1, in2 = self.out_features, self.in1_features, self.in2_features
-        # x1 A_k for every k at once: (*, in1) @ (in1, out * in2), then contract with x2 over in2.
-        stacked = self.weight.permute(1, 0, 2).reshape(in1, out * in2)
-        left = numdiff.matmul(input1, stacked).reshape(tuple(input1.shape[:-1]) + (out, in2))
-        result = (left * input2.unsqueeze(-2)).sum(-1)
-        return result + self.bias if self.bias is not None else result
+        return functional.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (

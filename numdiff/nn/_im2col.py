@@ -1,0 +1,111 @@
+"""unfold (im2col) and fold (col2im): sliding 2-D blocks as columns, and columns summed back.
+
+unfold(input (N, C, H, W)) is (N, C * kh * kw, L): column l holds the block at output position
+l = oy * ow + ox, row c * kh * kw + i * kw + j the element padded[c, oy * sh + i * dh, ox * sw + j * dw].
+fold is its adjoint: every column's elements are added back at those positions of an (N, C, H, W)
+output (overlapping blocks sum). Both are one index computed on the host (the flat position in the
+padded image of every (i, j, l)) and one differentiable op: unfold an index_select along the
+flattened image, fold an index_add into zeros, each the other's backward. So gradients of any
+order come from those ops, and numdiff.compile replays them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.ops._util import ensure_tensor
+from numdiff.tensor import Tensor
+
+
+def _pair(op: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
+        raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
+    if min(pair) < minimum:
+        raise ValueError(f"{op}: {name} must be at least {minimum}, got {value!r}")
+    return pair
+
+
+def _block_positions(size: tuple[int, int], kernel: tuple, dilation: tuple, padding: tuple, stride: tuple,
+                     op: str) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
+    """(flat positions in the padded image, shape (kh * kw, L); the padded size; the block grid (oh, ow))."""
+    padded = (size[0] + 2 * padding[0], size[1] + 2 * padding[1])
+    span = tuple(dilation[d] * (kernel[d] - 1) + 1 for d in range(2))
+    blocks = tuple((padded[d] - span[d]) // stride[d] + 1 for d in range(2))
+    if min(blocks) <= 0:
+        raise ValueError(
+            f"{op}: a kernel of {kernel} with dilation {dilation} spans {span}, more than the padded size "
+            f"{padded} (input {size}, padding {padding}): no block fits"
+        )
+    rows = np.arange(kernel[0])[:, None, None, None] * dilation[0] + np.arange(blocks[0])[None, None, :, None] * stride[0]
+    cols = np.arange(kernel[1])[None, :, None, None] * dilation[1] + np.arange(blocks[1])[None, None, None, :] * stride[1]
+    positions = (rows * padded[1] + cols).reshape(kernel[0] * kernel[1], blocks[0] * blocks[1])
+    return positions, padded, blocks
+
+
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
+    """Sliding blocks of a (N, C, H, W) or (C, H, W) input as columns: (N, C * kh * kw, L).
+
+    >>> F.unfold(numdiff.arange(9.0).reshape(1, 1, 3, 3), 2).shape
+    numdiff.Size([1, 4, 4])
+    """
+    from numdiff.creation import tensor
+    from numdiff.nn._functional_layers import pad
+    from numdiff.ops.indexing import index_select
+
+    input = ensure_tensor("unfold", input)
+    if input.ndim not in (3, 4):
+        raise ValueError(f"unfold: expects a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape {tuple(input.shape)}")
+    kernel = _pair("unfold", "kernel_size", kernel_size, 1)
+    dilation, stride = _pair("unfold", "dilation", dilation, 1), _pair("unfold", "stride", stride, 1)
+    padding = _pair("unfold", "padding", padding, 0)
+    batched = input if input.ndim == 4 else input.unsqueeze(0)
+    n, c, h, w = batched.shape
+    positions, padded, blocks = _block_positions((h, w), kernel, dilation, padding, stride, "unfold")
+    if padding != (0, 0):
+        batched = pad(batched, (padding[1], padding[1], padding[0], padding[0]))
+    flat = batched.reshape(n, c, padded[0] * padded[1])
+    index = tensor(positions.reshape(-1), device=input.device)
+    columns = index_select(flat, 2, index).reshape(n, c * kernel[0] * kernel[1], blocks[0] * blocks[1])
+    return columns if input.ndim == 4 else columns.squeeze(0)
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
+    """Columns (N, C * kh * kw, L) summed back into a (N, C, H, W) image of `output_size`:
+    unfold's adjoint (overlapping blocks add up).
+
+    >>> F.fold(numdiff.ones(1, 4, 4), (3, 3), 2)[0, 0]
+    tensor([[1., 2., 1.],
+            [2., 4., 2.],
+            [1., 2., 1.]])
+    """
+    from numdiff.creation import tensor, zeros
+    from numdiff.ops.scatter import index_add
+
+    input = ensure_tensor("fold", input)
+    if input.ndim not in (2, 3):
+        raise ValueError(f"fold: expects a 2-D (C * kh * kw, L) or 3-D (N, C * kh * kw, L) input, got shape {tuple(input.shape)}")
+    size = _pair("fold", "output_size", output_size, 1)
+    kernel = _pair("fold", "kernel_size", kernel_size, 1)
+    dilation, stride = _pair("fold", "dilation", dilation, 1), _pair("fold", "stride", stride, 1)
+    padding = _pair("fold", "padding", padding, 0)
+    batched = input if input.ndim == 3 else input.unsqueeze(0)
+    n, rows, length = batched.shape
+    area = kernel[0] * kernel[1]
+    if rows % area:
+        raise ValueError(f"fold: the input's {rows} rows (shape {tuple(input.shape)}) are not a multiple of kernel_size {kernel} = {area}")
+    positions, padded, blocks = _block_positions(size, kernel, dilation, padding, stride, "fold")
+    if length != blocks[0] * blocks[1]:
+        raise ValueError(
+            f"fold: the input has {length} blocks (shape {tuple(input.shape)}), but output_size {size} with kernel_size "
+            f"{kernel}, dilation {dilation}, padding {padding} and stride {stride} gives {blocks[0]} x {blocks[1]} = "
+            f"{blocks[0] * blocks[1]}"
+        )
+    c = rows // area
+    index = tensor(positions.reshape(-1), device=input.device)
+    image = zeros((n, c, padded[0] * padded[1]), dtype=input.dtype, device=input.device)
+    image = index_add(image, 2, index, batched.reshape(n, c, area * length)).reshape(n, c, *padded)
+    image = image[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]]
+    return image if input.ndim == 3 else image.squeeze(0)

@@ -1,0 +1,122 @@
+"""median, nanmedian and mode: which element of a slice they pick, then that element gathered.
+
+Each finds an int64 index per slice from ops numdiff.compile can replay (a stable argsort, counts
+of NaNs, comparisons, cummax), and gathers the values at those indices, so the gradient goes to
+the element picked, as PyTorch's does. No new primitive: the gradient checks in
+tests/ops/cases_order_statistics.py run through gather's backward.
+
+PyTorch's rules: the median of n values is the lower one, sorted position (n - 1) // 2; a slice
+holding NaN has median NaN (the first NaN's index); nanmedian takes the lower median of the
+non-NaN values (NaN only for an all-NaN slice). mode is the most frequent value, the smallest
+on ties, at the index of its last occurrence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.ops.indexing import gather
+from numdiff.ops.reduction import values_indices
+from numdiff.ops.shape import cat
+from numdiff.tensor import Tensor
+
+
+def _prepare(op: str, input: Any, dim: Any) -> tuple[Tensor, int, bool]:
+    """(a tensor of at least one dimension, the dim, whether the input was 0-d) for a dim= call."""
+    input = ensure_tensor(op, input)
+    scalar = input.ndim == 0
+    if scalar:
+        input = input.reshape(1)
+    dim = normalize_dim(op, dim, input.ndim)
+    if input.shape[dim] == 0:
+        raise IndexError(f"{op}: cannot take it over dimension {dim} of size 0 (shape {tuple(input.shape)})")
+    return input, dim, scalar
+
+
+def _picked(op: str, input: Tensor, dim: int, position: Tensor, order: Tensor, keepdim: bool, scalar: bool):
+    """(values, indices): the element at sorted `position` (keepdim-shaped int64) of each slice."""
+    indices = gather(order, dim, position)
+    values = gather(input, dim, indices)
+    if scalar:
+        return values_indices(values.reshape(()), indices.reshape(()))
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values_indices(values, indices)
+
+
+def _median(op: str, input: Any, dim: Any, keepdim: bool, ignore_nan: bool):
+    from numdiff.ops.selection import where
+    from numdiff.ops.sorting import argsort
+
+    if dim is None:  # the whole tensor: the value only
+        input = ensure_tensor(op, input)
+        if input.numel() == 0:
+            raise IndexError(f"{op}: cannot take the median of an empty tensor (shape {tuple(input.shape)})")
+        return _median(op, input.reshape(-1), 0, False, ignore_nan).values
+    input, dim, scalar = _prepare(op, input, dim)
+    order = argsort(input, dim, stable=True)  # NaNs sort last, in their order
+    n = input.shape[dim]
+    nans = (input != input).sum(dim, keepdim=True)
+    if ignore_nan:  # the lower median of the others; an all-NaN slice gives its first NaN
+        position = ((n - 1 - nans) // 2).clamp(min=0)
+    else:  # a slice with NaN: its first NaN
+        position = where(nans > 0, n - nans, nans * 0 + (n - 1) // 2)
+    return _picked(op, input, dim, position, order, keepdim, scalar)
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The lower median: of the whole tensor (a 0-d tensor), or along `dim` as (values, indices).
+    NaN if the slice holds one.
+
+    >>> numdiff.median(numdiff.tensor([[3.0, 1.0, 2.0, 4.0]]), dim=1)
+    torch.return_types.median(values=tensor([2.]), indices=tensor([2]))  # doctest: +SKIP
+    """
+    return _median("median", input, dim, keepdim, ignore_nan=False)
+
+
+def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """median, ignoring NaNs (NaN only where a slice is all NaN).
+
+    >>> numdiff.nanmedian(numdiff.tensor([3.0, float("nan"), 1.0]))
+    tensor(1.)
+    """
+    return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+    """(values, indices): the most frequent value along `dim` (the smallest on ties) and the index
+    of its last occurrence.
+
+    >>> numdiff.mode(numdiff.tensor([2.0, 1.0, 2.0, 1.0])).indices
+    tensor(3)
+    """
+    from numdiff.creation import arange
+    from numdiff.ops.scan import cummax
+    from numdiff.ops.selection import where
+    from numdiff.ops.sorting import argsort
+
+    input, dim, scalar = _prepare("mode", input, dim)
+    n = input.shape[dim]
+    order = argsort(input, dim, stable=True)
+    ordered = gather(input.detach(), dim, order)
+    shape = [1] * input.ndim
+    shape[dim] = n
+    positions = arange(n, device=input.device).reshape(shape).expand(tuple(ordered.shape))
+    # A run of equal values starts where the sorted value changes; run length at each position.
+    starts = ordered.narrow(dim, 1, n - 1) != ordered.narrow(dim, 0, n - 1)
+    first = positions.narrow(dim, 0, 1) >= 0
+    starts = cat([first, starts], dim)
+    run_start = cummax(where(starts, positions, 0), dim).values
+    lengths = positions - run_start + 1
+    longest = lengths.amax(dim, keepdim=True)
+    # The first sorted position reaching the longest run ends the smallest such value's run.
+    end = (lengths == longest).long().argmax(dim, keepdim=True)
+    value = gather(ordered, dim, end)
+    indices = where(input.detach() == value, positions, -1).amax(dim, keepdim=True)
+    values = gather(input, dim, indices)
+    if scalar:
+        return values_indices(values.reshape(()), indices.reshape(()))
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values_indices(values, indices)

@@ -1,0 +1,92 @@
+"""Cases for logcumsumexp (registered) and the compositions kron, cartesian_prod, block_diag,
+median, nanmedian, mode, unfold and fold, with NumPy references."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import numdiff
+import numdiff.nn.functional as nf
+from tests.ops.op_cases import OpCase, args, distinct, normal
+
+
+def _logcumsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.logaddexp.accumulate(x, axis=axis)
+
+
+def _block_diag(*blocks: np.ndarray) -> np.ndarray:
+    blocks = [np.atleast_2d(b) for b in blocks]
+    out = np.zeros((sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)))
+    r = c = 0
+    for b in blocks:
+        out[r:r + b.shape[0], c:c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+def _lower_median(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.take(np.sort(x, axis=axis), (x.shape[axis] - 1) // 2, axis=axis)
+
+
+def _unfold(x: np.ndarray, k: int, stride: int, padding: int) -> np.ndarray:
+    """im2col by loops: row c * k * k + i * k + j, column oy * ow + ox."""
+    n, c, h, w = x.shape
+    p = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh, ow = (h + 2 * padding - k) // stride + 1, (w + 2 * padding - k) // stride + 1
+    out = np.zeros((n, c * k * k, oh * ow))
+    for ch in range(c):
+        for i in range(k):
+            for j in range(k):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        out[:, ch * k * k + i * k + j, oy * ow + ox] = p[:, ch, oy * stride + i, ox * stride + j]
+    return out
+
+
+def _fold(cols: np.ndarray, size: tuple, k: int, stride: int, padding: int) -> np.ndarray:
+    n, rows, _ = cols.shape
+    c = rows // (k * k)
+    h, w = size
+    out = np.zeros((n, c, h + 2 * padding, w + 2 * padding))
+    ow = (w + 2 * padding - k) // stride + 1
+    for ch in range(c):
+        for i in range(k):
+            for j in range(k):
+                for col in range(cols.shape[2]):
+                    oy, ox = divmod(col, ow)
+                    out[:, ch, oy * stride + i, ox * stride + j] += cols[:, ch * k * k + i * k + j, col]
+    return out[:, :, padding:padding + h, padding:padding + w]
+
+
+def _mode_reference(x: np.ndarray) -> np.ndarray:
+    """Along the last axis: the most frequent value, the smallest on ties."""
+    out = []
+    for row in x.reshape(-1, x.shape[-1]):
+        values, counts = np.unique(row, return_counts=True)
+        out.append(values[np.argmax(counts)])
+    return np.array(out).reshape(x.shape[:-1])
+
+
+CASES = [
+    OpCase("logcumsumexp", "dim1", args(normal(2, 4)), lambda x: numdiff.logcumsumexp(x, 1),
+           lambda x: _logcumsumexp(x, 1)),
+    OpCase("logcumsumexp", "method-dim0-wide-range", args(lambda rng: rng.standard_normal((4, 3)) * 20),
+           lambda x: x.logcumsumexp(0), lambda x: _logcumsumexp(x, 0)),
+    OpCase(None, "kron-2d", args(normal(2, 3), normal(3, 2)), numdiff.kron, np.kron),
+    OpCase(None, "kron-mixed-ndim", args(normal(2, 2, 1), normal(3, 2)), lambda a, b: a.kron(b), np.kron),
+    OpCase(None, "cartesian_prod", args(normal(2), normal(3)), numdiff.cartesian_prod,
+           lambda a, b: np.stack([np.repeat(a, 3), np.tile(b, 2)], axis=1)),
+    OpCase(None, "block_diag", args(normal(2, 2), normal(3), normal(1, 2)), numdiff.block_diag, _block_diag),
+    OpCase(None, "median-dim", args(distinct(3, 4)), lambda x: numdiff.median(x, 1).values,
+           lambda x: _lower_median(x, 1)),
+    OpCase(None, "median-global-even", args(distinct(2, 3)), numdiff.median, lambda x: _lower_median(x.reshape(-1), 0)),
+    OpCase(None, "nanmedian-keepdim", args(distinct(4, 3)), lambda x: x.nanmedian(0, keepdim=True).values,
+           lambda x: _lower_median(x, 0)[None]),
+    # Distinct values (each occurs once: the mode is the smallest), as a perturbation would break ties;
+    # tests/ops/test_combinations.py checks ties against torch.
+    OpCase(None, "mode", args(distinct(3, 5)), lambda x: numdiff.mode(x).values, _mode_reference),
+    OpCase(None, "unfold", args(normal(2, 2, 4, 5)), lambda x: nf.unfold(x, 2, padding=1, stride=2),
+           lambda x: _unfold(x, 2, 2, 1)),
+    OpCase(None, "fold", args(normal(1, 8, 6)), lambda x: nf.fold(x, (3, 4), 2, padding=1, stride=2),
+           lambda x: _fold(x, (3, 4), 2, 2, 1)),
+]
