@@ -43,7 +43,7 @@ channel pair against im2col's 36, in 16 GEMMs with K = the input channels that O
 (20-30% of its time). Measured (one thread, thread CPU time, Winograd / im2col, forward, input
 gradient, weight gradient): 32x16->32 32x32 0.62 0.75 0.84; 8x64->64 56x56 0.58 0.59 0.80;
 32x32->32 24x24 0.50 0.59 0.74. Small images run several to a block, side by side, so that the
-transforms run loops over all of them (see _winograd.py); measured so (thread CPU time, median
+transforms run loops over all of them (see _winograd.py); measured so (thread CPU time, best
 of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.89-0.91;
 32x16->32 16x16 0.52-0.61 0.66-0.76 0.73-0.84; 32x16->32 12x12 0.69-0.73 0.89-0.94 0.73-0.75;
 32x16->32 8x8 0.79-0.80 0.99-1.08 0.90-0.95; 32x32->32 8x8 0.76 0.86 0.83-0.89; 8x64->64 8x8
@@ -101,8 +101,11 @@ WINOGRAD_MIN_CHANNELS = 20
 convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
 with ``ci + co``."""
 
-WINOGRAD_MIN_WIDTH = {"forward": 4, "backward_input": 14, "backward_weight": 12}
-"""Output width (the routine's: the input's for the input gradient) from which it may."""
+WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 14, "backward_weight": 12}
+"""Output width (the routine's: the input's for the input gradient) from which it may. The
+forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digits CNN's 4x4
+convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
+more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
 WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 """Target size of one thread's transformed input and output tiles together, in elements."""
