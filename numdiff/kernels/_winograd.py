@@ -27,15 +27,20 @@ V the transformed input tiles: 16 multiplies per 4 outputs and input channel aga
   ``A dy A^T`` (4x4), 16 GEMMs accumulate ``M[xi] (C, Co) += V[xi] (C, T) @ Y[xi]^T (T, Co)``
   over all tiles, and ``dW[co, c] = G^T M[:, c, co] G`` (3x3) once at the end.
 
-Work items are blocks of whole tile rows (a tile row is one image's row of output tiles, so a
-block may span images): per block, transform the input tiles into ``V`` (16, C, T), run the 16
-GEMMs (single-threaded BLAS, as in the im2col cores), and transform back into the output (or
-into the thread's weight-gradient accumulator). Blocks go round-robin to the Numba threads; a
-block owns its output tiles, so no two threads write one output element. Extra memory per
-thread: ``V`` and ``M`` (16 * (C + Co) * T elements, T = rows * (tiles_w + 1) the tiles of a
-block with their spare columns, sized by ``conv.WINOGRAD_BLOCK_ELEMENTS`` to stay in L2), a
-staging strip of 2*(rows + 1) padded rows and the row transforms (8*(rows + 1)*(tiles_w + 1)),
-and for the weight gradient one (G, 16, C, Co) accumulator.
+Work items are blocks: ``rows`` tile rows (a tile row is one image's row of 2x2 output tiles)
+of ``images`` images, the images side by side: a block's staged input rows hold one padded row
+of each image in turn, so every transform is one loop over all the block's tiles, however narrow
+the images (measured for 32 images 16->32 8x8: per-image loops made the forward 1.4x slower than
+im2col, side by side 0.8x). Large images come one to a block, in chunks of tile rows; small ones
+several whole images to a block (conv.py's ``_winograd_blocks`` chooses). Per block, transform
+the input tiles into ``V`` (16, C, T), run the 16 GEMMs (single-threaded BLAS, as in the im2col
+cores), and transform back into the output (or into the thread's weight-gradient accumulator).
+Blocks go round-robin to the Numba threads; a block owns its output tiles, so no two threads
+write one output element. Extra memory per thread: ``V`` and ``M`` (16 * (C + Co) * T elements,
+T = rows * images * (tiles_w + 1) the tiles of a block with their spare columns, sized by
+``conv.WINOGRAD_BLOCK_ELEMENTS`` to stay in L2), a staging strip of 2*(rows + 1) padded rows
+of 2T/rows elements and the row transforms (8*(rows + 1)*T/rows), and for the weight gradient
+one (G, 16, C, Co) accumulator.
 
 Accuracy: the transforms add at most 4 terms (with factors 1 and 1/2, exact in binary), so the
 rounding error stays within a few ulp of the sum of the absolute values of the products, as for
@@ -54,10 +59,10 @@ from numdiff.kernels._blas import gemm
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
-# Geometry tuple shared by the cores: (pt, pl, oh_size, ow_size, rows, parts), where
+# Geometry tuple shared by the cores: (pt, pl, oh_size, ow_size, images, rows, parts), where
 # (oh_size, ow_size) is the forward output's size (what forward writes, what the input gradient
-# reads) and rows the tile rows per block of what the core writes; for backward_input, pt/pl are
-# already 2 - pad.
+# reads), and a block is `rows` tile rows of `images` images of what the core writes; for
+# backward_input, pt/pl are already 2 - pad.
 
 
 @njit(cache=True, nogil=True)
@@ -94,12 +99,13 @@ def filter_transform(w3, swap, u):
                     u[g, row + 3, a, b] = t2
 
 
-# Layout of a block's transformed tiles: tile b of the block's tile row a is column a*qc + b
-# of each matrix, qc = tiles_w + 1. The spare column b = tiles_w makes the distance between
-# vertically adjacent tiles the same as between the staged rows they read, so every transform
-# is one flat loop over the whole block (measured: per-tile-row loops of 16 tiles spent more
-# time in loop set-up than in arithmetic, and the input transform cost 2x the GEMMs). Spare
-# columns cost 1/qc of the GEMM work and are never written out.
+# Layout of a block's transformed tiles: tile b of image n's tile row a is column
+# a*lq + n*qc + b of each matrix, qc = tiles_w + 1, lq = images*qc. The spare column
+# b = tiles_w makes the distance between vertically adjacent tiles the same as between the
+# staged rows they read, so every transform is one flat loop over the whole block (measured:
+# per-tile-row loops of 16 tiles spent more time in loop set-up than in arithmetic, and the
+# input transform cost 2x the GEMMs). Spare columns cost 1/qc of the GEMM work and are never
+# written out.
 #
 # The helpers take flat arrays and element offsets rather than views: a view costs
 # reference-count updates, and two threads updating the count of one shared buffer slowed the
@@ -107,14 +113,15 @@ def filter_transform(w3, swap, u):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _stage_rows(src, plane0, height, width, top, count, left, pw, stage, half):
+def _stage_rows(src, plane0, height, width, top, count, left, pw, stage, half, ld, offset):
     """Rows ``top .. top + count - 1`` of the plane at ``src[plane0:]`` (H, W), columns
     ``left .. left + pw - 1``, zero outside the image: row ``top + i`` goes to
-    ``stage[(i % 2)*half + (i // 2)*pw:]`` (even and odd rows apart)."""
+    ``stage[(i % 2)*half + (i // 2)*ld + offset:]`` (even and odd rows apart; staged rows are
+    ``ld`` long, holding ``ld // pw`` images side by side)."""
     lo = min(max(-left, 0), pw)
     hi = max(min(width - left, pw), lo)
     for i in range(count):
-        d0 = (i % 2) * half + (i // 2) * pw
+        d0 = (i % 2) * half + (i // 2) * ld + offset
         ih = top + i
         if ih < 0 or ih >= height:
             for p in range(pw):
@@ -164,22 +171,25 @@ def _vertical(h, even, odd, qc, dst, o, plane, count):
 
 
 @njit(cache=True, nogil=True)
-def input_tiles(src, plane0, height, width, top, left, rows, qc, stage, half, h, dst, o, plane):
-    """``dst[o + xi*plane + a*qc + b] = (B^T d B)[xi]`` for the tiles (a, b), a < rows,
-    b < qc, of one channel: tile (a, b) reads rows ``top + 2a ..`` and columns ``left + 2b ..``
-    (4x4) of the plane at ``src[plane0:]`` (H, W), zero outside the image; b = qc - 1 is the
-    spare column. Rows are staged zero-padded (``stage``: two halves of ``half`` >=
-    (rows + 1)*2qc + 2 elements), transformed along rows into ``h`` (8*(rows + 1)*qc), then
-    along columns into ``dst``."""
+def input_tiles(src, plane0, image_step, images, height, width, top, left, rows, qc, stage, half, h, dst, o, plane):
+    """``dst[o + xi*plane + a*lq + n*qc + b] = (B^T d B)[xi]``, lq = images*qc, for the tiles
+    (a, b), a < rows, b < qc, of one channel of images n < `images`: tile (a, b) of image n reads
+    rows ``top + 2a ..`` and columns ``left + 2b ..`` (4x4) of the plane at
+    ``src[plane0 + n*image_step:]`` (H, W), zero outside the image; b = qc - 1 is the spare
+    column. The images' rows are staged zero-padded and side by side (``stage``: two halves of
+    ``half`` >= (rows + 1)*2lq + 2 elements), so that the transforms along rows into ``h``
+    (8*(rows + 1)*lq) and then along columns into ``dst`` each run one loop over all of them."""
     pw = 2 * qc
-    hsize = (rows + 1) * qc
-    _stage_rows(src, plane0, height, width, top, 2 * rows + 2, left, pw, stage, half)
-    # The last pair of a row reads two elements past it (the next row, or the half's 2 spare):
-    # only the spare column sees them.
+    lq = images * qc
+    hsize = (rows + 1) * lq
+    for n in range(images):
+        _stage_rows(src, plane0 + n * image_step, height, width, top, 2 * rows + 2, left, pw, stage, half, 2 * lq, n * pw)
+    # The last pair of a row reads two elements past it (the next image or row, or the half's
+    # 2 spare): only the spare column sees them.
     _horizontal(stage, 0, h, 0, hsize, hsize)
     _horizontal(stage, half, h, 4 * hsize, hsize, hsize)
     for j in range(4):
-        _vertical(h, j * hsize, (4 + j) * hsize, qc, dst, o + j * plane, plane, rows * qc)
+        _vertical(h, j * hsize, (4 + j) * hsize, lq, dst, o + j * plane, plane, rows * lq)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -198,13 +208,14 @@ def _untransform(mf, o, plane):
 
 
 @njit(cache=True, nogil=True)
-def output_tiles(mf, o, plane, rows, qc, shift, stage, dst, o0, out_rows, ow_size):
-    """Write ``A^T M A + shift`` of the tiles (a, b), a < rows, b < qc - 1, of one channel,
-    whose transformed values are ``mf[o + xi*plane + a*qc + b]``, as output rows
-    ``2a, 2a + 1 < out_rows`` of ``ow_size`` elements from ``dst[o0]``. The tiles go first,
-    in one loop, to ``stage`` (2*rows*2qc elements) as rows of 2qc, then row by row to dst."""
+def output_tiles(mf, o, plane, rows, qc, images, shift, stage, dst, o0, image_step, out_rows, ow_size):
+    """Write ``A^T M A + shift`` of the tiles (a, b), a < rows, b < qc - 1, of one channel of
+    images n < `images`, whose transformed values are ``mf[o + xi*plane + a*lq + n*qc + b]``
+    (lq = images*qc), as output rows ``2a, 2a + 1 < out_rows`` of ``ow_size`` elements from
+    ``dst[o0 + n*image_step]``. The tiles go first, in one loop, to ``stage`` (4*rows*lq
+    elements) as rows of 2lq, then row by row and image by image to dst."""
     pw = 2 * qc
-    count = rows * qc
+    count = rows * images * qc
     odd = np.uint64(count * 2)
     base, step = np.uint64(o), np.uint64(plane)
     one, two = np.uint64(1), np.uint64(2)
@@ -214,11 +225,12 @@ def output_tiles(mf, o, plane, rows, qc, shift, stage, dst, o0, out_rows, ow_siz
         stage[two * t], stage[two * t + one] = y00, y01
         stage[odd + two * t], stage[odd + two * t + one] = y10, y11
     for r in range(min(2 * rows, out_rows)):
-        s0 = np.uint64((r % 2) * 2 * count + (r // 2) * pw)
-        d0 = np.uint64(o0 + r * ow_size)
-        for pp in range(ow_size):
-            p = np.uint64(pp)
-            dst[d0 + p] = stage[s0 + p] + shift
+        for n in range(images):
+            s0 = np.uint64((r % 2) * 2 * count + (r // 2) * images * pw + n * pw)
+            d0 = np.uint64(o0 + n * image_step + r * ow_size)
+            for pp in range(ow_size):
+                p = np.uint64(pp)
+                dst[d0 + p] = stage[s0 + p] + shift
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -228,15 +240,18 @@ def _column(dst, o, step, e, d):
 
 
 @njit(cache=True, nogil=True)
-def grad_tiles(src, plane0, oh_size, ow_size, top, rows, qc, stage, half, dst, o, plane):
-    """``dst[o + xi*plane + a*qc + b] = (A dy A^T)[xi]`` for the 2x2 output-gradient tiles
-    (a, b), a < rows, b < qc, of one channel: rows ``top + 2a, top + 2a + 1``, columns
-    ``2b, 2b + 1`` of the plane at ``src[plane0:]`` (OH, OW), zero past its edge (so the spare
-    column b = qc - 1 is zero). With (p, q) a row of dy, ``A (p, q) = (p, p + q, p - q, -q)``;
-    the rows of A dy are (dy0, dy0 + dy1, dy0 - dy1, -dy1)."""
+def grad_tiles(src, plane0, image_step, images, oh_size, ow_size, top, rows, qc, stage, half, dst, o, plane):
+    """``dst[o + xi*plane + a*lq + n*qc + b] = (A dy A^T)[xi]`` (lq = images*qc) for the 2x2
+    output-gradient tiles (a, b), a < rows, b < qc, of one channel of images n < `images`: rows
+    ``top + 2a, top + 2a + 1``, columns ``2b, 2b + 1`` of the plane at
+    ``src[plane0 + n*image_step:]`` (OH, OW), zero past its edge (so the spare column
+    b = qc - 1 is zero). With (p, q) a row of dy, ``A (p, q) = (p, p + q, p - q, -q)``; the
+    rows of A dy are (dy0, dy0 + dy1, dy0 - dy1, -dy1)."""
     pw = 2 * qc
-    _stage_rows(src, plane0, oh_size, ow_size, top, 2 * rows, 0, pw, stage, half)
-    count = rows * qc
+    lq = images * qc
+    for n in range(images):
+        _stage_rows(src, plane0 + n * image_step, oh_size, ow_size, top, 2 * rows, 0, pw, stage, half, 2 * lq, n * pw)
+    count = rows * lq
     hf = np.uint64(half)
     one, two = np.uint64(1), np.uint64(2)
     o0, o1, o2, o3 = np.uint64(o), np.uint64(o + plane), np.uint64(o + 2 * plane), np.uint64(o + 3 * plane)
@@ -263,29 +278,25 @@ def grad_tiles(src, plane0, oh_size, ow_size, top, rows, qc, stage, half, dst, o
 
 
 @njit(cache=True, nogil=True)
-def input_block(src, channels, height, width, pt, pl, tiles_h, qc, r0, r1, bufs):
-    """Transform the input tiles of tile rows r0..r1-1 (over images) into the buffers' v: channel
-    c's at row c of each matrix, one block of qc columns per tile row. src is the input
-    (N, channels, H, W) flat, read from (2a - pt, -pl) for tile row a of an image."""
+def input_block(src, channels, height, width, pt, pl, qc, n0, images, a0, rows, bufs):
+    """Transform the input tiles of tile rows a0..a0+rows-1 of images n0..n0+images-1 into the
+    buffers' v: channel c's at row c of each matrix, in the column layout of
+    :func:`input_tiles`. src is the input (N, channels, H, W) flat, read from (2a - pt, -pl)
+    for tile row a of an image."""
     ld, half, v, _, stage, h = bufs
     in_plane = height * width
     vp, vf = v.shape[1] * v.shape[2], v.reshape(-1)
-    r = r0
-    while r < r1:
-        n, a = r // tiles_h, r % tiles_h
-        rows = min(r1 - r, tiles_h - a)
-        col = (r - r0) * qc
-        for c in range(channels):
-            plane0 = (n * channels + c) * in_plane
-            input_tiles(
-                src, plane0, height, width, 2 * a - pt, -pl, rows, qc, stage, half, h, vf, c * ld + col, vp
-            )
-        r += rows
+    for c in range(channels):
+        plane0 = (n0 * channels + c) * in_plane
+        input_tiles(
+            src, plane0, channels * in_plane, images, height, width, 2 * a0 - pt, -pl, rows, qc, stage, half, h, vf, c * ld, vp
+        )
 
 
 @njit(cache=True, nogil=True)
-def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, r0, r1, bufs):
-    """One work item of the forward routine: tile rows r0..r1-1 (over images) of the output.
+def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, n0, images, a0, rows, bufs):
+    """One work item of the forward routine: tile rows a0..a0+rows-1 of the output of images
+    n0..n0+images-1.
 
     src: the input (N, G, Ci, H, W) flat; dst: the output (N, G, Co, OH, OW) flat;
     u (G, 16, Co, Ci); shifts (G*Co,) added to each output channel; bufs: the thread's
@@ -293,11 +304,11 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
     """
     ld, _, v, m, stage, _ = bufs
     groups = u.shape[0]
-    tiles_h, qc = (oh_size + 1) // 2, (ow_size + 1) // 2 + 1
+    qc = (ow_size + 1) // 2 + 1
     out_plane = oh_size * ow_size
     mp, mf = m.shape[1] * m.shape[2], m.reshape(-1)
-    input_block(src, groups * ci, height, width, pt, pl, tiles_h, qc, r0, r1, bufs)
-    count = (r1 - r0) * qc
+    input_block(src, groups * ci, height, width, pt, pl, qc, n0, images, a0, rows, bufs)
+    count = rows * images * qc
     for g in range(groups):
         for xi in range(16):
             gemm(
@@ -309,95 +320,89 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
                 0.0,
                 m[xi, g * co : (g + 1) * co, :count],
             )
-    r = r0
-    while r < r1:
-        n, a = r // tiles_h, r % tiles_h
-        rows = min(r1 - r, tiles_h - a)
-        col = (r - r0) * qc
-        for k in range(groups * co):
-            o0 = (n * groups * co + k) * out_plane + 2 * a * ow_size
-            output_tiles(mf, k * ld + col, mp, rows, qc, shifts[k], stage, dst, o0, oh_size - 2 * a, ow_size)
-        r += rows
+    image_step = groups * co * out_plane
+    for k in range(groups * co):
+        o0 = n0 * image_step + k * out_plane + 2 * a0 * ow_size
+        output_tiles(mf, k * ld, mp, rows, qc, images, shifts[k], stage, dst, o0, image_step, oh_size - 2 * a0, ow_size)
 
 
 @njit(cache=True, nogil=True)
-def _buffers(ci, co, rows, tiles_w, like):
-    """One thread's buffers for blocks of ``rows`` tile rows: (ld, half, v, m, stage, h) with
-    v (16, >= ci, ld) and m (16, >= co, ld) the transformed matrices, ld >= rows*qc, stage
+def _buffers(ci, co, images, rows, tiles_w, like):
+    """One thread's buffers for blocks of ``rows`` tile rows of ``images`` images:
+    (ld, half, v, m, stage, h) with v (16, >= ci, ld) and m (16, >= co, ld) the transformed
+    matrices, ld >= rows*lq (lq = images*qc, the tile columns of a block row), stage
     (2*half) and h the transforms' scratch. The distance between matrices xi and xi + 1 is an
     odd number of cache lines: at a multiple of 4 KiB (64 channels, 112 tiles a block) the 16
     streams of a transform loop fell into one set of the L1 cache and the input transform ran
     6x slower."""
-    qc = tiles_w + 1
+    lq = images * (tiles_w + 1)
     line = max(1, 64 // like.itemsize)
-    ld = (((rows * qc + line - 1) // line) | 1) * line
+    ld = (((rows * lq + line - 1) // line) | 1) * line
     v = np.empty((16, ci | 1, ld), like.dtype)
     m = np.empty((16, co | 1, ld), like.dtype)
-    half = (rows + 1) * 2 * qc + 2
+    half = (rows + 1) * 2 * lq + 2
     stage = np.zeros(2 * half, like.dtype)
-    h = np.empty(8 * (rows + 1) * qc, like.dtype)
+    h = np.empty(8 * (rows + 1) * lq, like.dtype)
     return ld, half, v, m, stage, h
 
 
-def winograd_forward_core(x5, w3, bias, has_bias, out4, pt, pl, oh_size, ow_size, rows, parts):
+def winograd_forward_core(x5, w3, bias, has_bias, out4, pt, pl, oh_size, ow_size, images, rows, parts):
     n_img, groups, cg, height, width = x5.shape
     cog = w3.shape[1]
     u = np.empty((groups, 16, cog, cg), x5.dtype)
     filter_transform(w3, False, u)
-    total = n_img * ((oh_size + 1) // 2)
-    items = (total + rows - 1) // rows
+    tiles_h = (oh_size + 1) // 2
+    chunks = (tiles_h + rows - 1) // rows
+    items = (n_img + images - 1) // images * chunks
     shifts = np.zeros(groups * cog, x5.dtype)
     if has_bias:
         for q in range(groups * cog):
             shifts[q] = bias[q]
     src, dst = x5.reshape(-1), out4.reshape(-1)
     for t in prange(parts):
-        bufs = _buffers(groups * cg, groups * cog, rows, (ow_size + 1) // 2, x5)
+        bufs = _buffers(groups * cg, groups * cog, images, rows, (ow_size + 1) // 2, x5)
         for item in range(t, items, parts):
-            r0 = item * rows
-            r1 = min(total, r0 + rows)
-            conv_block(src, cg, height, width, u, shifts, dst, cog, oh_size, ow_size, pt, pl, r0, r1, bufs)
+            n0, a0 = (item // chunks) * images, (item % chunks) * rows
+            nb, ra = min(images, n_img - n0), min(rows, tiles_h - a0)
+            conv_block(src, cg, height, width, u, shifts, dst, cog, oh_size, ow_size, pt, pl, n0, nb, a0, ra, bufs)
 
 
-def winograd_backward_input_core(go4, w3, dx5, pt, pl, go_h, go_w, rows, parts):
+def winograd_backward_input_core(go4, w3, dx5, pt, pl, go_h, go_w, images, rows, parts):
     n_img, groups, cg, height, width = dx5.shape
     cog = w3.shape[1]
     u = np.empty((groups, 16, cg, cog), go4.dtype)
     filter_transform(w3, True, u)
-    total = n_img * ((height + 1) // 2)
-    items = (total + rows - 1) // rows
+    tiles_h = (height + 1) // 2
+    chunks = (tiles_h + rows - 1) // rows
+    items = (n_img + images - 1) // images * chunks
     shifts = np.zeros(groups * cg, go4.dtype)
     src, dst = go4.reshape(-1), dx5.reshape(-1)
     for t in prange(parts):
-        bufs = _buffers(groups * cog, groups * cg, rows, (width + 1) // 2, go4)
+        bufs = _buffers(groups * cog, groups * cg, images, rows, (width + 1) // 2, go4)
         for item in range(t, items, parts):
-            r0 = item * rows
-            r1 = min(total, r0 + rows)
-            conv_block(src, cog, go_h, go_w, u, shifts, dst, cg, height, width, pt, pl, r0, r1, bufs)
+            n0, a0 = (item // chunks) * images, (item % chunks) * rows
+            nb, ra = min(images, n_img - n0), min(rows, tiles_h - a0)
+            conv_block(src, cog, go_h, go_w, u, shifts, dst, cg, height, width, pt, pl, n0, nb, a0, ra, bufs)
 
 
 @njit(cache=True, nogil=True)
-def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, r0, r1, bufs, acc):
-    """One work item of the weight gradient: tile rows r0..r1-1 (over images) of the output
-    gradient ``go`` (N, G, Co, OH, OW) flat, against the input ``src`` (N, G, C, H, W) flat,
+def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, n0, images, a0, rows, bufs, acc):
+    """One work item of the weight gradient: tile rows a0..a0+rows-1 of images
+    n0..n0+images-1 of the output gradient ``go`` (N, G, Co, OH, OW) flat, against the input
+    ``src`` (N, G, C, H, W) flat,
     accumulated into ``acc`` (G, 16, C, Co). Buffers as for :func:`conv_block`, the
     transformed output gradient in m's place."""
     ld, half, v, y, stage, _ = bufs
     groups = acc.shape[0]
-    tiles_h, qc = (oh_size + 1) // 2, (ow_size + 1) // 2 + 1
+    qc = (ow_size + 1) // 2 + 1
     out_plane = oh_size * ow_size
     yp, yf = y.shape[1] * y.shape[2], y.reshape(-1)
-    input_block(src, groups * cg, height, width, pt, pl, tiles_h, qc, r0, r1, bufs)
-    r = r0
-    while r < r1:
-        n, a = r // tiles_h, r % tiles_h
-        rows = min(r1 - r, tiles_h - a)
-        col = (r - r0) * qc
-        for k in range(groups * cog):
-            plane0 = (n * groups * cog + k) * out_plane
-            grad_tiles(go, plane0, oh_size, ow_size, 2 * a, rows, qc, stage, half, yf, k * ld + col, yp)
-        r += rows
-    count = (r1 - r0) * qc
+    input_block(src, groups * cg, height, width, pt, pl, qc, n0, images, a0, rows, bufs)
+    image_step = groups * cog * out_plane
+    for k in range(groups * cog):
+        plane0 = n0 * image_step + k * out_plane
+        grad_tiles(go, plane0, image_step, images, oh_size, ow_size, 2 * a0, rows, qc, stage, half, yf, k * ld, yp)
+    count = rows * images * qc
     for g in range(groups):
         for xi in range(16):
             gemm(
@@ -411,19 +416,20 @@ def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, r0, 
             )
 
 
-def winograd_backward_weight_core(x5, go4, gw3, pt, pl, oh_size, ow_size, rows, parts):
+def winograd_backward_weight_core(x5, go4, gw3, pt, pl, oh_size, ow_size, images, rows, parts):
     n_img, groups, cg, height, width = x5.shape
     cog = gw3.shape[1]
-    total = n_img * ((oh_size + 1) // 2)
-    items = (total + rows - 1) // rows
+    tiles_h = (oh_size + 1) // 2
+    chunks = (tiles_h + rows - 1) // rows
+    items = (n_img + images - 1) // images * chunks
     acc = np.zeros((parts, groups, 16, cg, cog), x5.dtype)
     src, go = x5.reshape(-1), go4.reshape(-1)
     for t in prange(parts):
-        bufs = _buffers(groups * cg, groups * cog, rows, (ow_size + 1) // 2, x5)
+        bufs = _buffers(groups * cg, groups * cog, images, rows, (ow_size + 1) // 2, x5)
         for item in range(t, items, parts):
-            r0 = item * rows
-            r1 = min(total, r0 + rows)
-            weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, r0, r1, bufs, acc[t])
+            n0, a0 = (item // chunks) * images, (item % chunks) * rows
+            nb, ra = min(images, n_img - n0), min(rows, tiles_h - a0)
+            weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, n0, nb, a0, ra, bufs, acc[t])
     weight_from_transformed(acc, gw3)
 
 

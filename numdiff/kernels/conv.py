@@ -42,10 +42,15 @@ channel pair against im2col's 36, in 16 GEMMs with K = the input channels that O
 115-120 GFLOP/s on one core (70-75% of its peak), and adds input and output transforms
 (20-30% of its time). Measured (one thread, thread CPU time, Winograd / im2col, forward, input
 gradient, weight gradient): 32x16->32 32x32 0.62 0.75 0.84; 8x64->64 56x56 0.58 0.59 0.80;
-32x32->32 24x24 0.50 0.59 0.74; 8x64->64 14x14 0.82 0.87 1.09; 32x16->32 16x16 0.73 1.01 1.14;
-32x16->16 16x16 0.91 1.02 1.02; 32x16->16 12x12 1.23 1.30 1.18; 32x16->32 8x8 1.41 1.84 1.37.
-Small images lose because each image's tile rows are transformed by loops only as long as the
-image, and one spare tile column per tile row (see _winograd.py) is a larger share of narrow rows.
+32x32->32 24x24 0.50 0.59 0.74. Small images run several to a block, side by side, so that the
+transforms run loops over all of them (see _winograd.py); measured so (thread CPU time, best
+of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.89-0.91;
+32x16->32 16x16 0.52-0.61 0.66-0.76 0.73-0.84; 32x16->32 12x12 0.69-0.73 0.89-0.94 0.73-0.75;
+32x16->32 8x8 0.79-0.80 0.99-1.08 0.90-0.95; 32x32->32 8x8 0.76 0.86 0.83-0.89; 8x64->64 8x8
+0.91-0.97 0.94-0.99 1.24-1.37 (8 images: narrow blocks); 32x16->32 6x6 0.73 0.84 1.00;
+32x16->32 4x4 0.70 0.90 1.12. Before the images were stacked, 32x16->32 8x8 measured 1.41 1.84
+1.37: each image's tile rows were transformed by loops only as long as the image. What is left
+against small images is the spare tile column per image row (a quarter of the tiles at 8 wide).
 
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
@@ -96,8 +101,11 @@ WINOGRAD_MIN_CHANNELS = 20
 convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
 with ``ci + co``."""
 
-WINOGRAD_MIN_WIDTH = {"forward": 14, "backward_input": 14, "backward_weight": 20}
-"""Output width (the routine's: the input's for the input gradient) from which it may."""
+WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 14, "backward_weight": 12}
+"""Output width (the routine's: the input's for the input gradient) from which it may. The
+forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digits CNN's 4x4
+convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
+more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
 WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 """Target size of one thread's transformed input and output tiles together, in elements."""
@@ -123,10 +131,10 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
         if _use_winograd(kind, ci, co, out_w):
             kernel, parts = _WINOGRAD_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
-            rows = _winograd_rows(n_img * ((out_h + 1) // 2), groups * (ci + co), (out_w + 1) // 2 + 1, parts)
+            images, rows = _winograd_blocks(n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts)
             # (oh_size, ow_size): the forward output's size, which is the routine's output or,
             # for the input gradient, its input.
-            return kernel, (top, left, oh_size, ow_size, rows, parts)
+            return kernel, (top, left, oh_size, ow_size, images, rows, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     kernel, parts = _CORES[kind].pick(macs, PARALLEL_MIN_MACS)
     rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
@@ -151,14 +159,21 @@ def _use_winograd(kind, ci, co, out_w):
     return 2 * ci * co >= WINOGRAD_MIN_CHANNELS * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
 
 
-def _winograd_rows(tile_rows, channels, qc, parts):
-    """Tile rows per Winograd block: as many as keep the block's transformed input and output
-    (16 * channels * rows * qc elements) within :data:`WINOGRAD_BLOCK_ELEMENTS`, at least one,
-    few enough that every thread gets a block, and equal blocks."""
-    rows = max(1, min(tile_rows, WINOGRAD_BLOCK_ELEMENTS // (16 * channels * qc)))
-    rows = min(rows, -(-tile_rows // parts))
-    blocks = -(-tile_rows // rows)
-    return -(-tile_rows // blocks)
+def _winograd_blocks(n_img, tiles_h, channels, qc, parts):
+    """``(images, rows)``: a Winograd block is `rows` tile rows of `images` images side by side
+    (see numdiff.kernels._winograd). A block holds as much as keeps its transformed input and
+    output (16 * channels * images * rows * qc elements) within :data:`WINOGRAD_BLOCK_ELEMENTS`:
+    several whole images where one fits, else at least one tile row of one image; few enough
+    that every thread gets a block, and equal blocks."""
+    fit = WINOGRAD_BLOCK_ELEMENTS // (16 * channels * qc)
+    images = min(n_img, fit // tiles_h, -(-n_img // parts))
+    if images > 1 or (images == 1 and n_img >= parts):
+        blocks = -(-n_img // images)
+        return -(-n_img // blocks), tiles_h
+    rows = max(1, min(tiles_h, fit))
+    rows = min(rows, -(-tiles_h // -(-parts // n_img)))
+    chunks = -(-tiles_h // rows)
+    return 1, -(-tiles_h // chunks)
 
 
 _CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}

@@ -120,6 +120,64 @@ def test_winograd_with_one_tile_row_blocks_matches_reference(case, rng, winograd
     _check_all(case, np.float64, rng)
 
 
+# Several images side by side in one block, the last block short: (N, C, H, W, Co, padding, groups).
+STACKED_CASES = [
+    (7, 3, 5, 6, 4, (1, 1, 1, 1), 1),  # odd height, even width
+    (7, 4, 6, 7, 6, (2, 0, 0, 2), 2),  # odd width, asymmetric pads, groups
+    (5, 2, 4, 5, 3, (0, 0, 0, 0), 1),  # no padding: the input gradient's pads are 2
+    (4, 2, 3, 3, 2, (3, 1, -1, 2), 1),  # a crop and pads above 2
+    (4, 1, 1, 2, 2, (1, 1, 1, 1), 1),  # one-row images
+]
+
+
+@pytest.fixture(params=[2, 3], ids=["2-images", "3-images"])
+def stacked(request, winograd, monkeypatch):
+    """Blocks of whole images, a fixed number of them (the block chooser is tested on its own)."""
+    images = request.param
+    monkeypatch.setattr(conv, "_winograd_blocks", lambda n_img, tiles_h, channels, qc, parts: (images, tiles_h))
+    return images
+
+
+@pytest.mark.parametrize("case", STACKED_CASES)
+def test_winograd_with_images_side_by_side_matches_reference(case, dtype, rng, stacked):
+    _check_all(case, dtype, rng)
+
+
+@pytest.mark.parametrize("case", STACKED_CASES[:2])
+def test_winograd_parallel_build_with_images_side_by_side_matches_reference(case, rng, stacked):
+    with always_parallel():
+        _check_all(case, np.float64, rng)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+@pytest.mark.parametrize("n_img", [1, 2, 5, 32, 33])
+@pytest.mark.parametrize("width", [1, 4, 8, 14, 56])
+def test_winograd_blocks_cover_the_batch_in_equal_blocks_within_budget(parts, n_img, width):
+    tiles_h = qc_minus_one = (width + 1) // 2
+    qc, channels = qc_minus_one + 1, 48
+    images, rows = conv._winograd_blocks(n_img, tiles_h, channels, qc, parts)
+    assert 1 <= images <= n_img and 1 <= rows <= tiles_h
+    if images > 1:
+        assert rows == tiles_h  # whole images side by side
+        assert 16 * channels * images * rows * qc <= conv.WINOGRAD_BLOCK_ELEMENTS
+    # No block holds more than a thread's share of the images, or of one image's tile rows
+    # where there are fewer images than threads.
+    assert images <= -(-n_img // parts)
+    assert rows <= -(-tiles_h // -(-parts // n_img))
+    # Equal blocks: the last one is at most one image (or tile row) short of the others.
+    assert -(-n_img // images) * images - n_img < -(-n_img // images)
+    assert -(-tiles_h // rows) * rows - tiles_h < -(-tiles_h // rows)
+
+
+def test_small_images_run_forward_as_winograd_several_to_a_block():
+    # The 8x8 benchmark convolution (numdiff.kernels.conv docstring: 0.8x im2col's time).
+    shapes = ((32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
+    core, sizes = conv.conv2d_plan("forward", *shapes, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    assert core in WINOGRAD_CORES["forward"]
+    images, rows = sizes[4], sizes[5]
+    assert images > 1 and rows == 4
+
+
 def test_winograd_empty_batch(winograd):
     x = np.ones((0, 2, 5, 5))
     w = np.ones((3, 2, 3, 3))
