@@ -140,11 +140,7 @@ class Node:
     @property
     def saved_tensors(self) -> tuple[Tensor, ...]:
         if self._freed:
-            raise SavedTensorFreedError(
-                f"Trying to backward through {self.name()} a second time: its saved values were "
-                "freed after the first backward. Pass retain_graph=True to the first backward() "
-                "(or autograd.grad) if you need to backward through the graph again."
-            )
+            raise self._freed_error()
         result = []
         for item, version in zip(self._saved, self._saved_versions):
             if type(item) is _SavedOutput:
@@ -157,14 +153,45 @@ class Node:
                 tensor = item
                 counter = item._version_counter
             if version is not None and counter[0] != version:
-                raise SavedTensorModifiedError(
-                    f"A tensor of shape {tuple(tensor.shape)} saved by {self.name()} for backward "
-                    f"was modified in place: it was saved at version {version} and is now at "
-                    f"version {counter[0]}. Use an out-of-place op (e.g. x = x + 1 instead of "
-                    "x += 1), or clone() the tensor before modifying it."
-                )
+                raise self._modified_error(tensor._data.shape, version, counter[0])
             result.append(tensor)
         return tuple(result)
+
+    def saved_arrays(self) -> list:
+        """The arrays of `saved_tensors`, checked the same way, without making a Tensor of each:
+        for a backward formula that computes on arrays (the elementwise kernels)."""
+        if self._freed:
+            raise self._freed_error()
+        result = []
+        for item, version in zip(self._saved, self._saved_versions):
+            if type(item) is _SavedOutput:
+                counter = item.version_counter
+                array = item.data
+            elif type(item) is _SavedNumber:
+                result.append(item.array())
+                continue
+            else:
+                counter = item._version_counter
+                array = item._data
+            if version is not None and counter[0] != version:
+                raise self._modified_error(array.shape, version, counter[0])
+            result.append(array)
+        return result
+
+    def _freed_error(self) -> SavedTensorFreedError:
+        return SavedTensorFreedError(
+            f"Trying to backward through {self.name()} a second time: its saved values were "
+            "freed after the first backward. Pass retain_graph=True to the first backward() "
+            "(or autograd.grad) if you need to backward through the graph again."
+        )
+
+    def _modified_error(self, shape: tuple, version: int, now: int) -> SavedTensorModifiedError:
+        return SavedTensorModifiedError(
+            f"A tensor of shape {tuple(shape)} saved by {self.name()} for backward "
+            f"was modified in place: it was saved at version {version} and is now at "
+            f"version {now}. Use an out-of-place op (e.g. x = x + 1 instead of "
+            "x += 1), or clone() the tensor before modifying it."
+        )
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
         """Accepted for PyTorch compatibility; integer and bool outputs never require grad."""

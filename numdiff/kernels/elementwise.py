@@ -248,7 +248,7 @@ def forward_contiguous(rule: ScalarRule, x: np.ndarray, attrs: tuple) -> np.ndar
         kernel = KERNELS.get((rule.name, "forward", (), "A", "flat", parallel))
         if kernel is None:
             kernel = _kernel(rule, "forward", (), "A", "flat", parallel)
-        kernel(out.reshape(-1), x.reshape(-1), *attrs)
+        kernel(out.ravel(), x.ravel(), *attrs)  # flat views: both are C-contiguous
     return out
 
 
@@ -261,27 +261,31 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     [array([4., 4.]), array([2., 3.])]
     """
     g = values["g"]
-    shape, dtype = g.shape, g.dtype
+    shape, dtype, size = g.shape, g.dtype, g.size
     reads, codes, compiled = _backward_plan(rule.name, needed)
-    if codes is not None or g.size <= SMALL:
+    if codes is not None or size <= SMALL:
         names = values | dict(zip(rule.attr_names, attrs)) if attrs else values
         return [_evaluate(code, names, shape, dtype) for code in compiled]
-    results = [np.empty(shape, dtype) for _ in needed]
-    size = g.size
-    if size:
-        operands = [values[name] for name in reads]
-        for value in operands:
-            if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
-                _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
-                return results
-        # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly.
-        parallel = size > GRAIN and get_num_threads() > 1
-        key = (rule.name, "backward", needed, "A" * len(operands), "flat", parallel)
-        kernel = KERNELS.get(key)
-        if kernel is None:
-            kernel = _kernel(rule, "backward", needed, key[3], "flat", parallel)
-        kernel(*[r.reshape(-1) for r in results], *[v.reshape(-1) for v in operands], *attrs)
-    return results
+    operands = [values[name] for name in reads]
+    for value in operands:
+        if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
+            results = [np.empty(shape, dtype) for _ in needed]
+            _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
+            return results
+    # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly,
+    # on flat views (ravel of a contiguous array) and into flat results reshaped once.
+    parallel = size > GRAIN and get_num_threads() > 1
+    key = (rule.name, "backward", needed, "A" * len(operands), "flat", parallel)
+    kernel = KERNELS.get(key)
+    if kernel is None:
+        kernel = _kernel(rule, "backward", needed, key[3], "flat", parallel)
+    if len(needed) == 1:
+        result = np.empty(size, dtype)
+        kernel(result, *[v.ravel() for v in operands], *attrs)
+        return [result.reshape(shape)]
+    results = [np.empty(size, dtype) for _ in needed]
+    kernel(*results, *[v.ravel() for v in operands], *attrs)
+    return [r.reshape(shape) for r in results]
 
 
 @functools.cache
