@@ -72,7 +72,7 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
         raise RuntimeError(
             f"gradient for output {index} is on {grad.device} but the output is on {tensor.device}"
         )
-    if grad_data.dtype != data.dtype:
+    if grad_data.dtype is not data.dtype and grad_data.dtype != data.dtype:
         # As PyTorch does: the gradient takes the output's dtype, so `.grad` keeps the leaf's.
         grad = grad.to(tensor.dtype)
     return grad
@@ -81,8 +81,13 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
 def _discover(roots: Iterable[Node | AccumulateGrad]) -> dict:
     """Count, for each reachable node, how many edges lead into it."""
     dependencies: dict = {}
-    stack = list(dict.fromkeys(roots)) if len(roots) > 1 else list(roots)
-    roots = set(stack)
+    if len(roots) > 1:
+        stack = list(dict.fromkeys(roots))
+        # A root that another root reaches is already on the stack.
+        roots = set(stack)
+    else:
+        stack = list(roots)
+        roots = ()  # a graph has no cycle: nothing leads back to the one root
     get = dependencies.get
     while stack:
         node = stack.pop()

@@ -261,42 +261,50 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     [array([4., 4.]), array([2., 3.])]
     """
     g = values["g"]
-    shape, dtype, size = g.shape, g.dtype, g.size
-    reads, codes, compiled = _backward_plan(rule.name, needed)
-    if codes is not None or size <= SMALL:
+    size = g.size
+    plan = _backward_plan(rule.name, needed)
+    if plan.numpy_first or size <= SMALL:
         names = values | dict(zip(rule.attr_names, attrs)) if attrs else values
-        return [_evaluate(code, names, shape, dtype) for code in compiled]
-    operands = [values[name] for name in reads]
+        return [_evaluate(code, names, g.shape, g.dtype) for code in plan.expressions]
+    shape = g.shape
+    operands = [values[name] for name in plan.reads]
     for value in operands:
         if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
-            results = [np.empty(shape, dtype) for _ in needed]
-            _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
+            results = [np.empty(shape, g.dtype) for _ in needed]
+            _launch(rule, "backward", needed, results, operands, shape, g.dtype, attrs)
             return results
     # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly,
     # on flat views (ravel of a contiguous array) and into flat results reshaped once.
     parallel = size > GRAIN and get_num_threads() > 1
-    key = (rule.name, "backward", needed, "A" * len(operands), "flat", parallel)
-    kernel = KERNELS.get(key)
+    kernel = plan.flat_kernels[parallel]
     if kernel is None:
-        kernel = _kernel(rule, "backward", needed, key[3], "flat", parallel)
+        kernel = plan.flat_kernels[parallel] = _kernel(rule, "backward", needed, "A" * len(operands), "flat", parallel)
     if len(needed) == 1:
-        result = np.empty(size, dtype)
+        result = np.empty(size, g.dtype)
         kernel(result, *[v.ravel() for v in operands], *attrs)
         return [result.reshape(shape)]
-    results = [np.empty(size, dtype) for _ in needed]
+    results = [np.empty(size, g.dtype) for _ in needed]
     kernel(*results, *[v.ravel() for v in operands], *attrs)
     return [r.reshape(shape) for r in results]
 
 
+class _BackwardPlan:
+    """What a rule's backward for one set of needed inputs reads and runs, worked out once."""
+
+    __slots__ = ("reads", "expressions", "numpy_first", "flat_kernels")
+
+    def __init__(self, rule: ScalarRule, needed: tuple[int, ...]) -> None:
+        expressions = vjp_expressions(rule, needed)
+        self.reads = backward_reads(rule, needed)  # the operands the loop reads
+        self.expressions = [compile(e, f"<vjp of {rule.name}>", "eval") for e in expressions]
+        # An expression calling a NUMPY_FUNCTIONS function runs as NumPy at every size.
+        self.numpy_first = any(_numpy_code(e) is not None for e in expressions)
+        self.flat_kernels = [None, None]  # the all-contiguous loop: serial, parallel
+
+
 @functools.cache
-def _backward_plan(name: str, needed: tuple[int, ...]) -> tuple[tuple[str, ...], list | None, list]:
-    """(operands the loop reads, the NumPy expressions if one calls NUMPY_FUNCTIONS else None,
-    the NumPy expressions)."""
-    rule = RULES[name]
-    expressions = vjp_expressions(rule, needed)
-    compiled = [compile(e, f"<vjp of {name}>", "eval") for e in expressions]
-    slow_in_loop = any(_numpy_code(e) is not None for e in expressions)
-    return backward_reads(rule, needed), compiled if slow_in_loop else None, compiled
+def _backward_plan(name: str, needed: tuple[int, ...]) -> _BackwardPlan:
+    return _BackwardPlan(RULES[name], needed)
 
 
 # What numdiff.warmup compiles ahead: the rules a typical training step calls.
