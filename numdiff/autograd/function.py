@@ -84,10 +84,12 @@ class Node:
         self.attrs = attrs if attrs is not None else {}
         next_nodes = []
         shapes = []
+        needs = []
         for t in inputs:
             if not isinstance(t, Tensor):
                 shapes.append(None)
                 next_nodes.append(None)
+                needs.append(False)
                 continue
             shapes.append(t._data.shape)
             next_node = t._grad_fn
@@ -98,14 +100,15 @@ class Node:
                 if next_node is None:
                     next_node = leaf_accumulator(t)
             next_nodes.append(next_node)
+            needs.append(next_node is not None)
         self.next_nodes = next_nodes
         self.input_shapes = shapes
+        self._needs_input_grad = tuple(needs)
         self._saved = ()
         self._saved_versions = ()
         self._freed = False
         self._pre_hooks = None
         self._retained = None
-        self._needs_input_grad = None
         self.creation_site = anomaly.creation_site() if anomaly._state.enabled else None
 
     @property
@@ -116,10 +119,7 @@ class Node:
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """Per input, whether backward must compute its gradient."""
-        needs = self._needs_input_grad
-        if needs is None:
-            needs = self._needs_input_grad = tuple([n is not None for n in self.next_nodes])
-        return needs
+        return self._needs_input_grad
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"

@@ -112,22 +112,23 @@ NUMPY_FUNCTIONS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.
                    "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10}  # fmt: skip
 
 
-class _NumpyMath:
-    """``math`` in an expression evaluated on arrays."""
-
-    fabs = staticmethod(np.abs)
-    sqrt = staticmethod(np.sqrt)
-
-    def __getattr__(self, name: str):
-        if name == "erf":
-            return _erf
-        return NUMPY_FUNCTIONS[name]
-
-
 def _erf(x: np.ndarray) -> np.ndarray:
     """The error function of an array, in its dtype (float32/float64 through the erf rule's loop)."""
     x = np.ascontiguousarray(x).reshape(np.shape(x))  # ascontiguousarray makes a 0-d array 1-d
     return forward_contiguous(RULES["erf"], x, ()) if x.dtype.char in "fd" else np.vectorize(math.erf)(x)
+
+
+class _NumpyMath:
+    """``math`` in an expression evaluated on arrays, each function a plain attribute: a small
+    backward evaluates one such expression per op, and a __getattr__ call per use showed there."""
+
+    fabs = staticmethod(np.abs)
+    sqrt = staticmethod(np.sqrt)
+    erf = staticmethod(_erf)
+
+
+for _name, _function in NUMPY_FUNCTIONS.items():
+    setattr(_NumpyMath, _name, staticmethod(_function))
 
 
 _NUMPY_SCOPE = {"math": _NumpyMath(), "where": np.where, "__builtins__": {}}
