@@ -19,6 +19,7 @@ from numdiff import _dtype
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
 from numdiff.autograd import function as _function_module
+from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.backend import backend_for
@@ -55,7 +56,7 @@ class Tensor:
         "_hooks",
         "_grad_accumulator",
         "_base",
-        "_post_accumulate_hooks",  # set only by register_post_accumulate_grad_hook
+        "_post_accumulate_hooks",  # None until register_post_accumulate_grad_hook
         "__weakref__",
     )
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
@@ -77,6 +78,7 @@ class Tensor:
         self._hooks = None
         self._grad_accumulator = None
         self._base = None
+        self._post_accumulate_hooks = None
 
     @classmethod
     def _wrap(cls, data: Any, grad_fn: Any, version_counter: list[int] | None) -> Tensor:
@@ -91,6 +93,7 @@ class Tensor:
         t._hooks = None
         t._grad_accumulator = None
         t._base = None
+        t._post_accumulate_hooks = None
         return t
 
     # ----------------------------------------------------------------- metadata
@@ -282,7 +285,7 @@ class Tensor:
             )
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        hooks = getattr(self, "_post_accumulate_hooks", None)
+        hooks = self._post_accumulate_hooks
         if hooks is None:
             hooks = self._post_accumulate_hooks = {}
         handle = RemovableHandle(hooks)
@@ -322,8 +325,6 @@ class Tensor:
         inputs: Any = None,
     ) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad."""
-        from numdiff.autograd.engine import run_backward
-
         if retain_graph is None:
             retain_graph = create_graph
         if inputs is not None:

@@ -72,7 +72,7 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
         raise RuntimeError(
             f"gradient for output {index} is on {grad.device} but the output is on {tensor.device}"
         )
-    if grad_data.dtype != data.dtype:
+    if grad_data.dtype is not data.dtype and grad_data.dtype != data.dtype:
         # As PyTorch does: the gradient takes the output's dtype, so `.grad` keeps the leaf's.
         grad = grad.to(tensor.dtype)
     return grad
@@ -81,8 +81,13 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
 def _discover(roots: Iterable[Node | AccumulateGrad]) -> dict:
     """Count, for each reachable node, how many edges lead into it."""
     dependencies: dict = {}
-    stack = list(dict.fromkeys(roots))
-    roots = set(stack)
+    if len(roots) > 1:
+        stack = list(dict.fromkeys(roots))
+        # A root that another root reaches is already on the stack.
+        roots = set(stack)
+    else:
+        stack = list(roots)
+        roots = ()  # a graph has no cycle: nothing leads back to the one root
     get = dependencies.get
     while stack:
         node = stack.pop()
@@ -219,8 +224,16 @@ def run_backward(
     that require grad (only those in `inputs`, if given). With ``capture=True``
     (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched.
     """
-    roots = [_root_node(t, i) for i, t in enumerate(outputs)]
-    seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, grad_outputs))]
+    if len(outputs) == 1:  # Tensor.backward: one root, nothing to merge
+        root = _root_node(outputs[0], 0)
+        roots = [root]
+        buffers: dict = {root: _seed(outputs[0], grad_outputs[0], 0)}
+    else:
+        roots = [_root_node(t, i) for i, t in enumerate(outputs)]
+        seeds = [_seed(t, g, i) for i, (t, g) in enumerate(zip(outputs, grad_outputs))]
+        buffers = {}
+        for node, seed in zip(roots, seeds):
+            buffers[node] = buffers[node] + seed if node in buffers else seed
     dependencies = _discover(roots)
 
     target_nodes: dict = {}
@@ -240,12 +253,9 @@ def run_backward(
         needed = None
     captured: dict = {}
 
-    buffers: dict = {}
-    for node, seed in zip(roots, seeds):
-        buffers[node] = buffers[node] + seed if node in buffers else seed
-    ready = [r for r in dict.fromkeys(roots) if r not in dependencies]
+    ready = [r for r in buffers if r not in dependencies]  # buffers: the roots, each once, in order
     previous_mode = _state.enabled
-    check = anomaly.is_enabled()
+    check = anomaly._state.enabled
     pop_buffer = buffers.pop
     get_buffer = buffers.get
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
@@ -274,7 +284,7 @@ def run_backward(
                     unshared = _unshared(grad, refs)
                     with _GRAD_LOCKS[(id(variable) >> 4) & _GRAD_LOCK_MASK]:
                         _accumulate_into(variable, grad, create_graph, unshared)
-                    post_hooks = getattr(variable, "_post_accumulate_hooks", None)
+                    post_hooks = variable._post_accumulate_hooks
                     if post_hooks:
                         for hook in tuple(post_hooks.values()):
                             hook(variable)

@@ -84,10 +84,12 @@ class Node:
         self.attrs = attrs if attrs is not None else {}
         next_nodes = []
         shapes = []
+        needs = []
         for t in inputs:
             if not isinstance(t, Tensor):
                 shapes.append(None)
                 next_nodes.append(None)
+                needs.append(False)
                 continue
             shapes.append(t._data.shape)
             next_node = t._grad_fn
@@ -98,14 +100,15 @@ class Node:
                 if next_node is None:
                     next_node = leaf_accumulator(t)
             next_nodes.append(next_node)
+            needs.append(next_node is not None)
         self.next_nodes = next_nodes
         self.input_shapes = shapes
+        self._needs_input_grad = tuple(needs)
         self._saved = ()
         self._saved_versions = ()
         self._freed = False
         self._pre_hooks = None
         self._retained = None
-        self._needs_input_grad = None
         self.creation_site = anomaly.creation_site() if anomaly._state.enabled else None
 
     @property
@@ -116,10 +119,7 @@ class Node:
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
         """Per input, whether backward must compute its gradient."""
-        needs = self._needs_input_grad
-        if needs is None:
-            needs = self._needs_input_grad = tuple([n is not None for n in self.next_nodes])
-        return needs
+        return self._needs_input_grad
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -140,11 +140,7 @@ class Node:
     @property
     def saved_tensors(self) -> tuple[Tensor, ...]:
         if self._freed:
-            raise SavedTensorFreedError(
-                f"Trying to backward through {self.name()} a second time: its saved values were "
-                "freed after the first backward. Pass retain_graph=True to the first backward() "
-                "(or autograd.grad) if you need to backward through the graph again."
-            )
+            raise self._freed_error()
         result = []
         for item, version in zip(self._saved, self._saved_versions):
             if type(item) is _SavedOutput:
@@ -157,14 +153,45 @@ class Node:
                 tensor = item
                 counter = item._version_counter
             if version is not None and counter[0] != version:
-                raise SavedTensorModifiedError(
-                    f"A tensor of shape {tuple(tensor.shape)} saved by {self.name()} for backward "
-                    f"was modified in place: it was saved at version {version} and is now at "
-                    f"version {counter[0]}. Use an out-of-place op (e.g. x = x + 1 instead of "
-                    "x += 1), or clone() the tensor before modifying it."
-                )
+                raise self._modified_error(tensor._data.shape, version, counter[0])
             result.append(tensor)
         return tuple(result)
+
+    def saved_arrays(self) -> list:
+        """The arrays of `saved_tensors`, checked the same way, without making a Tensor of each:
+        for a backward formula that computes on arrays (the elementwise kernels)."""
+        if self._freed:
+            raise self._freed_error()
+        result = []
+        for item, version in zip(self._saved, self._saved_versions):
+            if type(item) is _SavedOutput:
+                counter = item.version_counter
+                array = item.data
+            elif type(item) is _SavedNumber:
+                result.append(item.array())
+                continue
+            else:
+                counter = item._version_counter
+                array = item._data
+            if version is not None and counter[0] != version:
+                raise self._modified_error(array.shape, version, counter[0])
+            result.append(array)
+        return result
+
+    def _freed_error(self) -> SavedTensorFreedError:
+        return SavedTensorFreedError(
+            f"Trying to backward through {self.name()} a second time: its saved values were "
+            "freed after the first backward. Pass retain_graph=True to the first backward() "
+            "(or autograd.grad) if you need to backward through the graph again."
+        )
+
+    def _modified_error(self, shape: tuple, version: int, now: int) -> SavedTensorModifiedError:
+        return SavedTensorModifiedError(
+            f"A tensor of shape {tuple(shape)} saved by {self.name()} for backward "
+            f"was modified in place: it was saved at version {version} and is now at "
+            f"version {now}. Use an out-of-place op (e.g. x = x + 1 instead of "
+            "x += 1), or clone() the tensor before modifying it."
+        )
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
         """Accepted for PyTorch compatibility; integer and bool outputs never require grad."""

@@ -111,19 +111,6 @@ NUMPY_FUNCTIONS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.
                    "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10}  # fmt: skip
 
 
-class _NumpyMath:
-    """``math`` in an expression evaluated on arrays."""
-
-    fabs = staticmethod(np.abs)
-    sqrt = staticmethod(np.sqrt)
-
-    def __getattr__(self, name: str):
-        function = NUMPY_FUNCTIONS.get(name)
-        if function is None:  # erf, lgamma, digamma, ...: the function's own rule computes it
-            return functools.partial(_by_rule, RULES[name])
-        return function
-
-
 def _by_rule(rule: ScalarRule, x: np.ndarray, *values: float) -> np.ndarray:
     """A unary rule's forward on an array (its attrs by position), in the array's dtype (float32 and
     float64 through the rule's loop)."""
@@ -131,6 +118,22 @@ def _by_rule(rule: ScalarRule, x: np.ndarray, *values: float) -> np.ndarray:
     if x.dtype.char in "fd":
         return forward_contiguous(rule, x, values)
     return forward_contiguous(rule, x.astype(np.float64), values).astype(x.dtype)
+
+
+class _NumpyMath:
+    """``math`` in an expression evaluated on arrays. NumPy's functions are plain attributes (a small
+    backward evaluates one such expression per op, and a __getattr__ call per use showed there); the
+    functions NumPy lacks (erf, lgamma, digamma, ...) run their own rule's loop."""
+
+    fabs = staticmethod(np.abs)
+    sqrt = staticmethod(np.sqrt)
+
+    def __getattr__(self, name: str):
+        return functools.partial(_by_rule, RULES[name])
+
+
+for _name, _function in NUMPY_FUNCTIONS.items():
+    setattr(_NumpyMath, _name, staticmethod(_function))
 
 
 _NUMPY_SCOPE = {"math": _NumpyMath(), "where": np.where, "__builtins__": {}}
@@ -251,7 +254,7 @@ def forward_contiguous(rule: ScalarRule, x: np.ndarray, attrs: tuple) -> np.ndar
         kernel = KERNELS.get((rule.name, "forward", (), "A", "flat", parallel))
         if kernel is None:
             kernel = _kernel(rule, "forward", (), "A", "flat", parallel)
-        kernel(out.reshape(-1), x.reshape(-1), *attrs)
+        kernel(out.ravel(), x.ravel(), *attrs)  # flat views: both are C-contiguous
     return out
 
 
@@ -264,38 +267,50 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     [array([4., 4.]), array([2., 3.])]
     """
     g = values["g"]
-    shape, dtype = g.shape, g.dtype
-    reads, codes, compiled = _backward_plan(rule.name, needed)
-    if codes is not None or g.size <= SMALL:
-        names = values | dict(zip(rule.attr_names, attrs)) if attrs else values
-        return [_evaluate(code, names, shape, dtype) for code in compiled]
-    results = [np.empty(shape, dtype) for _ in needed]
     size = g.size
-    if size:
-        operands = [values[name] for name in reads]
-        for value in operands:
-            if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
-                _launch(rule, "backward", needed, results, operands, shape, dtype, attrs)
-                return results
-        # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly.
-        parallel = size > GRAIN and get_num_threads() > 1
-        key = (rule.name, "backward", needed, "A" * len(operands), "flat", parallel)
-        kernel = KERNELS.get(key)
-        if kernel is None:
-            kernel = _kernel(rule, "backward", needed, key[3], "flat", parallel)
-        kernel(*[r.reshape(-1) for r in results], *[v.reshape(-1) for v in operands], *attrs)
-    return results
+    plan = _backward_plan(rule.name, needed)
+    if plan.numpy_first or size <= SMALL:
+        names = values | dict(zip(rule.attr_names, attrs)) if attrs else values
+        return [_evaluate(code, names, g.shape, g.dtype) for code in plan.expressions]
+    shape = g.shape
+    operands = [values[name] for name in plan.reads]
+    for value in operands:
+        if type(value) is not np.ndarray or value.shape != shape or not value.flags.c_contiguous:
+            results = [np.empty(shape, g.dtype) for _ in needed]
+            _launch(rule, "backward", needed, results, operands, shape, g.dtype, attrs)
+            return results
+    # Every operand contiguous in the output's shape (relu's g and out): the flat loop directly,
+    # on flat views (ravel of a contiguous array) and into flat results reshaped once.
+    parallel = size > GRAIN and get_num_threads() > 1
+    kernel = plan.flat_kernels[parallel]
+    if kernel is None:
+        kernel = plan.flat_kernels[parallel] = _kernel(rule, "backward", needed, "A" * len(operands), "flat", parallel)
+    if len(needed) == 1:
+        result = np.empty(size, g.dtype)
+        kernel(result, *[v.ravel() for v in operands], *attrs)
+        return [result.reshape(shape)]
+    results = [np.empty(size, g.dtype) for _ in needed]
+    kernel(*results, *[v.ravel() for v in operands], *attrs)
+    return [r.reshape(shape) for r in results]
+
+
+class _BackwardPlan:
+    """What a rule's backward for one set of needed inputs reads and runs, worked out once."""
+
+    __slots__ = ("reads", "expressions", "numpy_first", "flat_kernels")
+
+    def __init__(self, rule: ScalarRule, needed: tuple[int, ...]) -> None:
+        expressions = vjp_expressions(rule, needed)
+        self.reads = backward_reads(rule, needed)  # the operands the loop reads
+        self.expressions = [compile(e, f"<vjp of {rule.name}>", "eval") for e in expressions]
+        # An expression calling a NUMPY_FUNCTIONS function runs as NumPy at every size.
+        self.numpy_first = any(_numpy_code(e) is not None for e in expressions)
+        self.flat_kernels = [None, None]  # the all-contiguous loop: serial, parallel
 
 
 @functools.cache
-def _backward_plan(name: str, needed: tuple[int, ...]) -> tuple[tuple[str, ...], list | None, list]:
-    """(operands the loop reads, the NumPy expressions if one calls NUMPY_FUNCTIONS else None,
-    the NumPy expressions)."""
-    rule = RULES[name]
-    expressions = vjp_expressions(rule, needed)
-    compiled = [compile(e, f"<vjp of {name}>", "eval") for e in expressions]
-    slow_in_loop = any(_numpy_code(e) is not None for e in expressions)
-    return backward_reads(rule, needed), compiled if slow_in_loop else None, compiled
+def _backward_plan(name: str, needed: tuple[int, ...]) -> _BackwardPlan:
+    return _BackwardPlan(RULES[name], needed)
 
 
 # What numdiff.warmup compiles ahead: the rules a typical training step calls.

@@ -97,6 +97,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     vjp_code = [compile(expression, f"<vjp of {rule.name}>", "eval") for expression in vjps]
 
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
+    splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> _backward_split
 
     def forward(ctx, *inputs, **attrs):
         x = inputs[0]
@@ -124,15 +125,18 @@ def _make_function(rule: ScalarRule) -> type[Function]:
 
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
-        saved_tensors = ctx.saved_tensors if saved else ()
         if _state.enabled:  # create_graph: the tensor form, recorded for higher derivatives
+            saved_tensors = ctx.saved_tensors if saved else ()
             scope = {**ctx.attrs, **dict(zip(saved, saved_tensors)), "g": grad}
             scope.update(math=_TensorMath(), where=_tensor_where)
             return tuple(
                 _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
             )
         attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
-        return _kernel_backward(rule, vjps, needs, grad, saved, saved_tensors, attrs)
+        split = splits.get(needs)
+        if split is None:
+            split = splits[needs] = _backward_split(vjps, needs)
+        return _kernel_backward(rule, split, grad, saved, ctx.saved_arrays() if saved else (), attrs)
 
     name = "".join(part.capitalize() for part in rule.name.split("_"))
     cls = type(name, (Function,), {
@@ -150,27 +154,28 @@ def _as_gradient(value: Any, grad: Tensor) -> Tensor:
     return value if isinstance(value, Tensor) else grad * 0.0 + value
 
 
-def _kernel_backward(rule, vjps, needs, grad, saved, saved_tensors, attrs) -> tuple:
+def _backward_split(vjps: list[str], needs: tuple[bool, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(inputs whose gradient is the output gradient itself, as add's are; inputs a kernel computes)."""
+    passed = tuple(i for i, need in enumerate(needs) if need and vjps[i] == "g")
+    computed = tuple(i for i, need in enumerate(needs) if need and vjps[i] != "g")
+    return passed, computed
+
+
+def _kernel_backward(rule, split, grad, saved, saved_arrays, attrs) -> tuple:
+    passed, needed = split
     gradients: list[Any] = [None] * rule.arity
-    needed = []
-    for i in range(rule.arity):
-        if not needs[i]:
-            continue
-        if vjps[i] == "g":  # add's gradients: the output gradient itself, no kernel
-            gradients[i] = grad
-        else:
-            needed.append(i)
+    for i in passed:
+        gradients[i] = grad
     if needed:
         g = grad._data
-        arrays = {"g": g}
-        for name, tensor in zip(saved, saved_tensors):
-            arrays[name] = tensor._data
+        arrays = dict(zip(saved, saved_arrays))
+        arrays["g"] = g
         if type(g) is np.ndarray:
-            results = cpu.backward(rule, tuple(needed), arrays, attrs)
+            results = cpu.backward(rule, needed, arrays, attrs)
         else:
             from numdiff.cuda.kernels import elementwise as cuda_rules
 
-            results = cuda_rules.rule_backward(rule, tuple(needed), arrays, attrs)
+            results = cuda_rules.rule_backward(rule, needed, arrays, attrs)
         for i, result in zip(needed, results):
             gradients[i] = Tensor._wrap(result, None, None)
     return tuple(gradients)

@@ -160,6 +160,23 @@ def test_saved_tensors_of_a_function_are_checked_for_inplace_changes():
         y.sum().backward()
 
 
+def test_saved_arrays_are_the_saved_values_checked_like_saved_tensors():
+    x = _leaf(3)
+    h = x * 1
+    y = h.exp()  # saves its output
+    node = y.grad_fn
+    (saved,) = node.saved_arrays()
+    assert saved is y._data
+    z = h * 3.0  # saves h (an input) and the number 3.0
+    assert [a.tolist() for a in z.grad_fn.saved_arrays()] == [h.tolist(), 3.0]
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"ExpBackward.*version 0.*version 1"):
+        node.saved_arrays()
+    z.sum().backward()
+    with pytest.raises(RuntimeError, match=r"MulBackward.*second time"):
+        z.grad_fn.saved_arrays()
+
+
 def test_function_with_two_outputs_of_backward_for_one_input_is_refused():
     class TooMany(Function):
         @staticmethod

@@ -363,6 +363,24 @@ def test_generated_loops_above_the_parallel_grain_match_numpy(shape):
         np.testing.assert_array_equal(g, np.where(out > 0, view, 0))
 
 
+@pytest.mark.parametrize("shape", [(25, 40), (4, 100, 101)])
+def test_contiguous_backward_writes_every_needed_gradient_in_the_output_shape(shape):
+    """The all-contiguous loop above SMALL (and above GRAIN for the second shape) writes each
+    needed gradient into a flat buffer that comes back in the output's shape."""
+    rng = np.random.default_rng(2)
+    a, b, g = (rng.standard_normal(shape) for _ in range(3))
+    b += np.sign(b)  # away from zero: the division's gradients stay moderate
+    assert a.size > cpu_kernels.SMALL
+    quotient = a / b
+    ga, gb = cpu_kernels.backward(RULES["div"], (0, 1), {"g": g, "y": b, "out": quotient}, ())
+    assert ga.shape == gb.shape == shape
+    np.testing.assert_allclose(ga, g / b, rtol=1e-12)
+    np.testing.assert_allclose(gb, -g * quotient / b, rtol=1e-12)
+    (gy,) = cpu_kernels.backward(RULES["mul"], (1,), {"g": g, "x": a, "y": b}, ())
+    assert gy.shape == shape
+    np.testing.assert_array_equal(gy, g * a)
+
+
 def test_generated_source_lives_in_a_file_and_a_damaged_file_is_rewritten():
     source = "VALUE = 1\n"
     module = _codegen.load_source("test_probe", source)
