@@ -42,23 +42,35 @@ def _math_calls(node: ast.AST) -> int:
                and n.value.id == "math" and n.attr not in ("fabs", "sqrt"))
 
 
+def _sin_cos_arguments(node: ast.AST) -> set:
+    """The arguments (as source) of the sin and cos calls in `node`."""
+    return {ast.unparse(n.args[0]) for n in ast.walk(node) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "math" and n.func.attr in ("sin", "cos")}
+
+
 def _stages(body: list[ast.stmt]) -> list[list[ast.stmt]]:
     """The body cut greedily into runs of at most STAGE_MATH calls; stores join the stage that
-    computes what they store."""
+    computes what they store. A sin or cos of an argument whose cos or sin the stage already
+    computes is free: the two share their reduction and polynomials once inlined in one loop."""
     stages: list[list[ast.stmt]] = [[]]
     count = 0
     defined_in: dict[str, int] = {}
     stores = []
+    shared: set = set()
     for statement in _as_soon_as_possible(body):
         target = statement.targets[0]
         if isinstance(target, ast.Subscript):
             stores.append(statement)
             continue
-        calls = _math_calls(statement.value)
+        arguments = _sin_cos_arguments(statement.value)
+        calls = _math_calls(statement.value) - len(arguments & shared)
         if calls and count + calls > STAGE_MATH and stages[-1]:
             stages.append([])
             count = 0
+            shared = set()
         count += calls
+        shared |= arguments
         stages[-1].append(statement)
         defined_in[target.id] = len(stages) - 1
     for statement in stores:
@@ -81,7 +93,14 @@ def _as_soon_as_possible(body: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
             level[target.id] = depth
         levels.append(depth)
-    order = sorted(range(len(body)), key=lambda k: levels[k])
+    # A sin and a cos of one argument sit side by side, so that one stage computes both.
+    first_of: dict = {}
+    partner = []
+    for k, statement in enumerate(body):
+        arguments = sorted(_sin_cos_arguments(statement.value))
+        key = (levels[k], arguments[0]) if arguments else None
+        partner.append(first_of.setdefault(key, k) if key else k)
+    order = sorted(range(len(body)), key=lambda k: (levels[k], partner[k], k))
     return [body[k] for k in order]
 
 
