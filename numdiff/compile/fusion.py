@@ -27,15 +27,16 @@ from numdiff.compile.tiling import tiled_kernel
 from numdiff.kernels._codegen import scalar_code, vector_math_source
 from numdiff.ops.scalar_rules import RULES
 
-# Above this many elements a group's transcendental calls run as NumPy ufuncs, op by op, and only the
-# arithmetic between them fuses: NumPy's hand-tuned SIMD sin/exp beat the generated loops calling
-# numdiff.kernels._vecmath on large arrays (100-op sin/exp chain, float32[65536], one thread: 4.9 ms
-# through ufuncs, 10.6 fused), while below it one fused loop wins (float32[16]: 0.04 ms against 0.9).
+# Above this many elements a group calling transcendental functions runs as a parallel loop over
+# tiles in short stages (numdiff/compile/tiling.py), or, when it is no flat loop, its calls run as
+# NumPy ufuncs op by op with the arithmetic between them fused. Below it one plain fused loop wins
+# (100-op sin/exp chain, float32[16]: 0.04 ms against 0.9 through ufuncs).
 FUSE_MAX_ELEMENTS = 8192
 
-# Most calls of transcendental functions (numdiff.kernels._vecmath, inlined) in one fused loop. Past
-# about 20 LLVM stops vectorising the loop body well: on float32[65536] an exp(sin(x) * 0.9) + 0.1
-# chain costs 1.4-1.5 ns per function call with 6 to 20 calls in the loop, 2.7 with 30, 28 with 50.
+# Most calls of transcendental functions (numdiff.kernels._vecmath, inlined) in one fused loop of a
+# small group (tiled groups cut themselves into stages). Past about 20 LLVM stops vectorising the loop
+# body well: on float32[65536] an exp(sin(x) * 0.9) + 0.1 chain costs 1.4-1.5 ns per function call
+# with 6 to 20 calls in the loop, 2.7 with 30, 28 with 50.
 MAX_GROUP_MATH = 16
 
 # Casts a fused loop computes (np.float32(x), np.float64(x)); float16 and bfloat16 stay op calls.
