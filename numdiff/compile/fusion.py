@@ -23,19 +23,24 @@ import numpy as np
 from numdiff.compile.codegen import Emitter, attr_refs
 from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
+from numdiff.compile.tiling import tiled_kernel
 from numdiff.kernels._codegen import scalar_code, vector_math_source
 from numdiff.ops.scalar_rules import RULES
 
-# Above this many elements a group's transcendental calls run as NumPy ufuncs, op by op, and only the
-# arithmetic between them fuses: NumPy's hand-tuned SIMD sin/exp beat the generated loops calling
-# numdiff.kernels._vecmath on large arrays (100-op sin/exp chain, float32[65536], one thread: 4.9 ms
-# through ufuncs, 10.6 fused), while below it one fused loop wins (float32[16]: 0.04 ms against 0.9).
+# Above this many elements a group calling transcendental functions runs as a parallel loop over
+# tiles in short stages (numdiff/compile/tiling.py), or, when it is no flat loop, its calls run as
+# NumPy ufuncs op by op with the arithmetic between them fused. Below it one plain fused loop wins
+# (100-op sin/exp chain, float32[16]: 0.04 ms against 0.9 through ufuncs).
 FUSE_MAX_ELEMENTS = 8192
 
-# Most calls of transcendental functions (numdiff.kernels._vecmath, inlined) in one fused loop. Past
-# about 20 LLVM stops vectorising the loop body well: on float32[65536] an exp(sin(x) * 0.9) + 0.1
-# chain costs 1.4-1.5 ns per function call with 6 to 20 calls in the loop, 2.7 with 30, 28 with 50.
+# Most calls of transcendental functions (numdiff.kernels._vecmath, inlined) in one fused loop of a
+# small group (tiled groups cut themselves into stages). Past about 20 LLVM stops vectorising the loop
+# body well: on float32[65536] an exp(sin(x) * 0.9) + 0.1 chain costs 1.4-1.5 ns per function call
+# with 6 to 20 calls in the loop, 2.7 with 30, 28 with 50.
 MAX_GROUP_MATH = 16
+
+# Casts a fused loop computes (np.float32(x), np.float64(x)); float16 and bfloat16 stay op calls.
+_CASTS = (np.dtype(np.float32), np.dtype(np.float64))
 
 # Structural elementwise forms beside the rule table: they have no derivative of their own.
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -57,6 +62,9 @@ def _expression(call: OpCall, operands: list[str]) -> str | None:
         return None
     if call.op_name == "where":
         return f"({operands[1]} if {operands[0]} else {operands[2]})"
+    if call.op_name == "to_dtype":
+        # A float-to-float cast (fusible() checks the dtypes): NumPy's conversion, rounding to nearest.
+        return f"np.{call.attrs['dtype'].name}({operands[0]})" if len(operands) == 1 else None
     rule = _rule_of(call)
     if rule is None or len(operands) != rule.arity:
         return None
@@ -78,6 +86,9 @@ def fusible(call: OpCall, values: list) -> bool:
     if out.dtype.kind not in "fb" or call.ctx_outputs or call.tensor_forward and not call.host:
         return False
     if call.host and call.op_name not in _COMPARISONS:
+        return False
+    if call.op_name == "to_dtype" and (isinstance(call.inputs[0], tuple) or out.dtype not in _CASTS
+                                       or values[call.inputs[0]].dtype not in _CASTS):
         return False
     for i in call.inputs:
         if isinstance(i, tuple):
@@ -232,7 +243,8 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             shape = values[call.output].shape
             math_calls = _math_calls(call)
             if group is not None and (group.shape != shape or reads & group.reductions
-                                      or group.math_calls + math_calls > MAX_GROUP_MATH):
+                                      or group.math_calls + math_calls > MAX_GROUP_MATH
+                                      and (cuda or int(np.prod(shape)) <= FUSE_MAX_ELEMENTS)):
                 flush()
             if group is None:
                 group = _Group(shape)
@@ -250,9 +262,13 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
 def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, live_after: set,
                 kernels: list, inline: _Inline, cuda: bool = False) -> None:
     large = int(np.prod(group.shape)) > FUSE_MAX_ELEMENTS and not cuda
-    if large and any(_rule_calls_math(c) for c in group.calls):
+    # A large group calling transcendental functions runs as a tiled parallel loop (tiling.py) when
+    # it is one flat loop; otherwise its calls that read nothing the group computes run as NumPy
+    # ufuncs and the rest fuses, or everything runs op by op.
+    tiled = large and any(_rule_calls_math(c) for c in group.calls) and _is_flat(group, values, inline)
+    if large and not tiled and any(_rule_calls_math(c) for c in group.calls):
         group = _hoist_math(emitter, group, values, inline)
-    if len(group.calls) == 1 or large and any(_rule_calls_math(c) for c in group.calls):
+    if len(group.calls) == 1 or large and not tiled and any(_rule_calls_math(c) for c in group.calls):
         for call in group.calls:
             inline.materialize(value_reads(call))
             emitter.emit_call(call, _GraphView(values), False)
@@ -273,12 +289,7 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     # Flat: every operand has the group's shape (or one element), so one loop over the elements of
     # C-contiguous reshaped views replaces the N-d nest (which LLVM does not vectorise). A column sum
     # needs the nest: it accumulates into the element of its trailing indices.
-    produced = {c.output for c in group.calls}
-    flat = len(group.shape) > 1 and not group.leading_sums and all(
-        inline.source(i) in produced or values[inline.source(i)].shape == group.shape
-        or int(np.prod(values[inline.source(i)].shape)) == 1
-        for c in group.calls for i in c.inputs if not isinstance(i, tuple)
-    )
+    flat = len(group.shape) > 1 and _is_flat(group, values, inline)
     loop_shape = (int(np.prod(group.shape)),) if flat else group.shape
     ndim = len(loop_shape)
     index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
@@ -351,6 +362,22 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
     params += [f"s{k}" for k in range(len(reductions))]
     kernel = f"fused_{len(kernels)}"
+    if tiled:
+        sums = [f"q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
+        finish = [line for k, value in enumerate(reductions)
+                  for line in (f"r{value} = 0.0", f"for v in q{value}.ravel():", f"    r{value} += v", f"s{k}[0] = r{value}")]
+        dtypes = {f"t{c.output}": values[c.output].dtype.name for c in group.calls}
+        stages: dict = {}
+        source = tiled_kernel(kernel, params, sums, body, loop_shape[0], dtypes, finish, stages)
+        kernels += [stage for stage in stages.values() if stage not in kernels]
+        kernels.append(vector_math_source(source, header=False))
+    else:
+        _append_flat_kernel(kernels, kernel, params, reductions, group, loop_shape, body, values)
+    _emit_driver(emitter, kernel, external, buffers, reductions, group, values, ndim, flat)
+
+
+def _append_flat_kernel(kernels: list, kernel: str, params: list, reductions: list, group: _Group,
+                        loop_shape: tuple, body: list, values: list) -> None:
     # Full sums accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
     # float32 running sum); column sums in their own dtype, as NumPy's row-after-row reduction does.
     lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
@@ -369,6 +396,11 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
             lines += [f"    r{value} = 0.0", f"    for v in q{value}.ravel():", f"        r{value} += v",
                       f"    s{k}[0] = r{value}"]
     kernels.append(vector_math_source("\n".join(lines), header=False))
+
+
+def _emit_driver(emitter: Emitter, kernel: str, external: list, buffers: dict, reductions: list, group: _Group,
+                 values: list, ndim: int, flat: bool) -> None:
+    """The driver's lines around a fused kernel: its buffers, the call, and the stored values' views."""
     flat_view = ".reshape(-1)" if flat else ""
     args = [f"{e}.reshape(-1)" if isinstance(e, str) and ndim == 1 else e if isinstance(e, str)
             else f"v{e}{flat_view}" for e in external]
@@ -390,6 +422,17 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     for value in reductions:
         if values[value].shape != (group.shape[group.leading_sums[value]:] if value in group.leading_sums else (1,)):
             emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
+
+
+def _is_flat(group: _Group, values: list, inline: _Inline) -> bool:
+    """Whether every operand of the group has its shape (or one element) and no column sum needs
+    the N-d loop nest: then one loop over the elements computes the group."""
+    produced = {c.output for c in group.calls}
+    return not group.leading_sums and all(
+        inline.source(i) in produced or values[inline.source(i)].shape == group.shape
+        or int(np.prod(values[inline.source(i)].shape)) == 1
+        for c in group.calls for i in c.inputs if not isinstance(i, tuple)
+    )
 
 
 def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) -> _Group:

@@ -16,11 +16,17 @@
   (numdiff.kernels.matmul.run_pair_checked), instead of two regions each splitting one product
   across all threads.
 
+- One-element elementwise calls that read only inputs and constants (the scalar factors of a chain's
+  forward-mode derivative, cast to float64) move to the front, where they form one group of
+  their own instead of splitting the group of full-size calls around them.
+
 Every call writes a fresh array and reads only values computed before it, so a call may run as
 early as its inputs exist; the emitted order changes, the values do not.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from numdiff.compile import direct, fusion
 from numdiff.compile.graph import OpCall, Value
@@ -32,6 +38,23 @@ PAIR_MIN_MACS = 1 << 22
 """Products of fewer multiply-adds (under about 0.06 ms on one thread here) are not paired: their
 time follows their shape more than their size (a classifier head's ``g @ W`` with k = 10 is bound
 by writing its output), so a pair of them balances badly; each keeps splitting across all threads."""
+
+
+def hoist_scalars(calls: list, values: list) -> list:
+    """The calls with every fusible one-element call that reads no array an earlier call computes
+    (a scalar operand cast to a wider dtype, ``to_dtype(0.9)``) moved to the front, in order: left
+    in place, a call of another shape closes the fused group around it."""
+    produced = {c.output for c in calls}
+    hoisted, rest, early = [], [], set()
+    for call in calls:
+        reads = fusion.value_reads(call)
+        if (fusion.fusible(call, values) and int(np.prod(values[call.output].shape)) == 1
+                and all(i in early or i not in produced for i in reads)):
+            hoisted.append(call)
+            early.add(call.output)
+        else:
+            rest.append(call)
+    return hoisted + rest
 
 
 def split_linear_bias(calls: list, values: list) -> tuple[list, list]:

@@ -190,3 +190,25 @@ def test_one_thread_runs_no_pairs():
         numdiff.set_num_threads(previous)
     assert "matmul_pair(" not in f.compiled.sources[0]
     np.testing.assert_allclose(a.grad.numpy(), np.full((256, 256), 512.0))
+
+
+def test_one_element_calls_of_inputs_move_ahead_and_casts_fuse():
+    from numdiff.compile import schedule
+
+    scale = numdiff.tensor(0.75, dtype=numdiff.float32)
+
+    def widened(x):
+        return (x.to(numdiff.float64) * numdiff.sin(x).to(numdiff.float64) * scale.to(numdiff.float64)).sum()
+
+    x = numdiff.tensor(np.linspace(-1, 1, 24), dtype=numdiff.float32, requires_grad=True)
+    compiled = numdiff.compile(widened)
+    out = compiled(x)
+    eager = widened(x.detach())
+    np.testing.assert_allclose(out.item(), eager.item(), rtol=1e-6)  # float32 sin: _vecmath against NumPy
+    trace = next(iter(compiled.compiled.traces.values()))[0]
+    graph = trace.program.graph
+    calls = schedule.hoist_scalars(graph.calls, graph.values)
+    first = calls[0]
+    assert first.op_name == "to_dtype" and graph.values[first.output].shape == ()
+    forward = trace.program.source.split("def forward(")[1].split("def backward(")[0]
+    assert forward.count("ToDtype_forward") == 1  # the scalar's cast alone; the full-size ones fuse
