@@ -37,7 +37,12 @@ def _prepare(op: str, input: Any, dim: Any) -> tuple[Tensor, int, bool]:
 def _picked(op: str, input: Tensor, dim: int, position: Tensor, order: Tensor, keepdim: bool, scalar: bool):
     """(values, indices): the element at sorted `position` (keepdim-shaped int64) of each slice."""
     indices = gather(order, dim, position)
-    values = gather(input, dim, indices)
+    return _shaped(gather(input, dim, indices), indices, dim, keepdim, scalar)
+
+
+def _shaped(values: Tensor, indices: Tensor, dim: int, keepdim: bool, scalar: bool):
+    """(values, indices) of keepdim-shaped picks, as the caller asked: 0-d for a 0-d input, the
+    reduced dim dropped unless `keepdim`."""
     if scalar:
         return values_indices(values.reshape(()), indices.reshape(()))
     if not keepdim:
@@ -114,9 +119,4 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     end = (lengths == longest).long().argmax(dim, keepdim=True)
     value = gather(ordered, dim, end)
     indices = where(input.detach() == value, positions, -1).amax(dim, keepdim=True)
-    values = gather(input, dim, indices)
-    if scalar:
-        return values_indices(values.reshape(()), indices.reshape(()))
-    if not keepdim:
-        values, indices = values.squeeze(dim), indices.squeeze(dim)
-    return values_indices(values, indices)
+    return _shaped(gather(input, dim, indices), indices, dim, keepdim, scalar)
