@@ -156,10 +156,13 @@ def fusible_sum(call: OpCall, values: list) -> bool:
 
 
 def _scalar_broadcast(call: OpCall, values: list) -> bool:
-    """A reshape or expand of a one-element value (a seed gradient): inlined as that element."""
-    if call.op_name not in ("reshape", "expand") or call.special or isinstance(call.inputs[0], tuple):
+    """A reshape or expand of a one-element value (a seed gradient), or a float cast of one (a
+    chain's scalar factor widened to float64): inlined as that element, cast where it is read."""
+    if call.op_name not in ("reshape", "expand", "to_dtype") or call.special or isinstance(call.inputs[0], tuple):
         return False
     source = values[call.inputs[0]]
+    if call.op_name == "to_dtype" and (source.dtype not in _CASTS or values[call.output].dtype not in _CASTS):
+        return False
     return source.dtype.kind == "f" and int(np.prod(source.shape)) == 1
 
 
@@ -293,6 +296,33 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
     loop_shape = (int(np.prod(group.shape)),) if flat else group.shape
     ndim = len(loop_shape)
     index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
+    def name_of(source: int, i: int) -> str:
+        """The expression reading `source` (read through `i`, a pending broadcast of it) in the loop."""
+        if source in names:
+            return names[source]
+        packed = emitter.packed.get(source)
+        if packed is not None and packed[0] in emitter.available_buffers and values[source].shape == group.shape:
+            if packed[0] not in external:
+                external.append(packed[0])
+            buffer = f"a{external.index(packed[0])}"
+            if ndim == 1:  # rows of a 1-D buffer at constant offsets (see the stores below)
+                names[source] = f"{buffer}[{packed[1] * loop_shape[0]} + i0]"
+            else:
+                names[source] = f"{buffer}[{packed[1]}, {index}]" if ndim else f"{buffer}[{packed[1]}]"
+        elif _is_scalar_constant(values[source]):
+            names[source] = repr(values[source].constant.item())
+        else:
+            external.append(source)
+            shape = values[source].shape
+            if flat:
+                at = "i0" if shape == group.shape else "0"
+            elif source != i:
+                at = ", ".join("0" for _ in shape)
+            else:
+                at = _broadcast_index(shape, ndim)
+            names[source] = f"a{len(external) - 1}[{at or '()'}]"
+        return names[source]
+
     for call in group.calls:
         operands = []
         for i in call.inputs:
@@ -300,33 +330,10 @@ def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, li
                 operands.append(repr(float(i[1])) if not isinstance(i[1], bool) else repr(i[1]))
                 continue
             source = inline.source(i)
-            packed = emitter.packed.get(source)
-            if source in names:
-                operands.append(names[source])
-            elif packed is not None and packed[0] in emitter.available_buffers \
-                    and values[source].shape == group.shape:
-                if packed[0] not in external:
-                    external.append(packed[0])
-                buffer = f"a{external.index(packed[0])}"
-                if ndim == 1:  # rows of a 1-D buffer at constant offsets (see the stores below)
-                    names[source] = f"{buffer}[{packed[1] * loop_shape[0]} + i0]"
-                else:
-                    names[source] = f"{buffer}[{packed[1]}, {index}]" if ndim else f"{buffer}[{packed[1]}]"
-                operands.append(names[source])
-            elif _is_scalar_constant(values[source]):
-                names[source] = repr(values[source].constant.item())
-                operands.append(names[source])
-            else:
-                external.append(source)
-                shape = values[source].shape
-                if flat:
-                    at = "i0" if shape == group.shape else "0"
-                elif source != i:
-                    at = ", ".join("0" for _ in shape)
-                else:
-                    at = _broadcast_index(shape, ndim)
-                names[source] = f"a{len(external) - 1}[{at or '()'}]"
-                operands.append(names[source])
+            operand = name_of(source, i)
+            if values[source].dtype != values[i].dtype:  # an inlined cast of a one-element value
+                operand = f"np.{values[i].dtype.name}({operand})"
+            operands.append(operand)
         if call.output in group.leading_sums:
             # One running sum per trailing position, over the leading indices in order: the loop
             # stays vectorisable along the trailing dims, and the result is NumPy's reduction over
