@@ -9,7 +9,7 @@ the output shape: every value stays a scalar local, and only values read after t
 other calls, the outputs, or the backward) are stored to arrays allocated by the driver. A sum of
 a value of the group's shape over all its dims, or over its leading dims (a bias gradient), joins
 the group as a reduction of the loop (numdiff.compile.schedule moves such sums next to the call
-computing their input).
+computing their input). numdiff/compile/group_kernel.py writes each group's loop and driver lines.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.compile import group_kernel
 from numdiff.compile.codegen import Emitter, attr_refs
-from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
-from numdiff.compile.tiling import tiled_kernel
-from numdiff.kernels._codegen import scalar_code, vector_math_source
+from numdiff.kernels._codegen import scalar_code
 from numdiff.ops.scalar_rules import RULES
 
 # Above this many elements a group calling transcendental functions runs as a parallel loop over
@@ -54,7 +53,7 @@ def _rule_of(call: OpCall) -> Any:
     return RULES.get(name) if not call.host else None
 
 
-def _expression(call: OpCall, operands: list[str]) -> str | None:
+def expression_of(call: OpCall, operands: list[str]) -> str | None:
     """The scalar source of a call given its operands' sources, or None if not fusible."""
     if call.host:
         if call.op_name in _COMPARISONS and len(operands) == 2 and not call.attrs:
@@ -99,7 +98,7 @@ def fusible(call: OpCall, values: list) -> bool:
         if value.dtype.kind not in "fb" or not _broadcasts_to(value.shape, out.shape):
             return False
     operands = ["x"] * len(call.inputs)
-    return _expression(call, operands) is not None
+    return expression_of(call, operands) is not None
 
 
 def _broadcasts_to(shape: tuple, target: tuple) -> bool:
@@ -108,13 +107,13 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
     return all(a == 1 or a == b for a, b in zip(shape[::-1], target[::-1]))
 
 
-def _is_scalar_constant(value: Any) -> bool:
+def is_scalar_constant(value: Any) -> bool:
     """A baked one-element float (a Python number saved for backward): inlined as a literal."""
     c = value.constant
     return c is not None and c.size == 1 and c.dtype.kind == "f" and np.isfinite(c).all()
 
 
-def _rule_calls_math(call: OpCall) -> bool:
+def calls_math(call: OpCall) -> bool:
     """Whether the call's forward calls a transcendental function (see FUSE_MAX_ELEMENTS)."""
     return _math_calls(call) > 0
 
@@ -166,7 +165,7 @@ def _scalar_broadcast(call: OpCall, values: list) -> bool:
     return source.dtype.kind == "f" and int(np.prod(source.shape)) == 1
 
 
-class _Group:
+class Group:
     def __init__(self, shape: tuple) -> None:
         self.shape = shape
         self.calls: list[OpCall] = []
@@ -176,7 +175,7 @@ class _Group:
         self.math_calls = 0
 
 
-class _Inline:
+class Inline:
     """Scalar broadcasts waiting for a reader: a fused group reads the element, others get a call."""
 
     def __init__(self, emitter: Emitter, values: list) -> None:
@@ -195,7 +194,7 @@ class _Inline:
             call = self.pending.pop(index, None)
             if call is not None:
                 self.materialize({call.inputs[0]})
-                self.emitter.emit_call(call, _GraphView(self.values), False)
+                self.emitter.emit_call(call, group_kernel.GraphView(self.values), False)
 
 
 def value_reads(call: OpCall) -> set:
@@ -216,14 +215,14 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             readers.setdefault(i, set()).add(id(call))
     fusible_ids = {id(c) for c in calls
                    if fuse and (fusible(c, values) or not cuda and _scalar_broadcast(c, values))}
-    view = _GraphView(values)
-    inline = _Inline(emitter, values)
-    group: _Group | None = None
+    view = group_kernel.GraphView(values)
+    inline = Inline(emitter, values)
+    group: Group | None = None
 
     def flush() -> None:
         nonlocal group
         if group is not None:
-            _emit_group(emitter, group, values, readers, live_after, kernels, inline, cuda)
+            group_kernel.emit_group(emitter, group, values, readers, live_after, kernels, inline, cuda)
             group = None
 
     for call in calls:
@@ -250,7 +249,7 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
                                       and (cuda or int(np.prod(shape)) <= FUSE_MAX_ELEMENTS)):
                 flush()
             if group is None:
-                group = _Group(shape)
+                group = Group(shape)
             group.calls.append(call)
             group.produced.add(call.output)
             group.math_calls += math_calls
@@ -260,243 +259,3 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
         inline.materialize(reads)
         emitter.emit_call(call, view, check_shapes)
     flush()
-
-
-def _emit_group(emitter: Emitter, group: _Group, values: list, readers: dict, live_after: set,
-                kernels: list, inline: _Inline, cuda: bool = False) -> None:
-    large = int(np.prod(group.shape)) > FUSE_MAX_ELEMENTS and not cuda
-    # A large group calling transcendental functions runs as a tiled parallel loop (tiling.py) when
-    # it is one flat loop; otherwise its calls that read nothing the group computes run as NumPy
-    # ufuncs and the rest fuses, or everything runs op by op.
-    tiled = large and any(_rule_calls_math(c) for c in group.calls) and _is_flat(group, values, inline)
-    if large and not tiled and any(_rule_calls_math(c) for c in group.calls):
-        group = _hoist_math(emitter, group, values, inline)
-    if len(group.calls) == 1 or large and not tiled and any(_rule_calls_math(c) for c in group.calls):
-        for call in group.calls:
-            inline.materialize(value_reads(call))
-            emitter.emit_call(call, _GraphView(values), False)
-        return
-    if not group.calls:
-        return
-    members = {id(c) for c in group.calls}
-    stored = [c.output for c in group.calls if c.output not in group.reductions
-              and (c.output in live_after or readers.get(c.output, set()) - members)]
-    reductions = [c.output for c in group.calls if c.output in group.reductions]
-    if cuda:
-        if stored:
-            emit_cuda_group(emitter, group.calls, values, stored, kernels, _typed_expression(values))
-        return
-    external: list = []  # value indices, or names of buffers whose rows the group reads
-    body: list[str] = []
-    names: dict[int, str] = {}
-    # Flat: every operand has the group's shape (or one element), so one loop over the elements of
-    # C-contiguous reshaped views replaces the N-d nest (which LLVM does not vectorise). A column sum
-    # needs the nest: it accumulates into the element of its trailing indices.
-    flat = len(group.shape) > 1 and _is_flat(group, values, inline)
-    loop_shape = (int(np.prod(group.shape)),) if flat else group.shape
-    ndim = len(loop_shape)
-    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
-    def name_of(source: int, i: int) -> str:
-        """The expression reading `source` (read through `i`, a pending broadcast of it) in the loop."""
-        if source in names:
-            return names[source]
-        packed = emitter.packed.get(source)
-        if packed is not None and packed[0] in emitter.available_buffers and values[source].shape == group.shape:
-            if packed[0] not in external:
-                external.append(packed[0])
-            buffer = f"a{external.index(packed[0])}"
-            if ndim == 1:  # rows of a 1-D buffer at constant offsets (see the stores below)
-                names[source] = f"{buffer}[{packed[1] * loop_shape[0]} + i0]"
-            else:
-                names[source] = f"{buffer}[{packed[1]}, {index}]" if ndim else f"{buffer}[{packed[1]}]"
-        elif _is_scalar_constant(values[source]):
-            names[source] = repr(values[source].constant.item())
-        else:
-            external.append(source)
-            shape = values[source].shape
-            if flat:
-                at = "i0" if shape == group.shape else "0"
-            elif source != i:
-                at = ", ".join("0" for _ in shape)
-            else:
-                at = _broadcast_index(shape, ndim)
-            names[source] = f"a{len(external) - 1}[{at or '()'}]"
-        return names[source]
-
-    for call in group.calls:
-        operands = []
-        for i in call.inputs:
-            if isinstance(i, tuple):
-                operands.append(repr(float(i[1])) if not isinstance(i[1], bool) else repr(i[1]))
-                continue
-            source = inline.source(i)
-            operand = name_of(source, i)
-            if values[source].dtype != values[i].dtype:  # an inlined cast of a one-element value
-                operand = f"np.{values[i].dtype.name}({operand})"
-            operands.append(operand)
-        if call.output in group.leading_sums:
-            # One running sum per trailing position, over the leading indices in order: the loop
-            # stays vectorisable along the trailing dims, and the result is NumPy's reduction over
-            # leading axes (which adds row after row) bit for bit.
-            trailing = ", ".join(f"i{d}" for d in range(group.leading_sums[call.output], ndim))
-            body.append(f"s{reductions.index(call.output)}[{trailing}] += {operands[0]}")
-            continue
-        if call.output in group.reductions:
-            # Stored, and summed after the loop: a running float sum inside it would keep LLVM from
-            # vectorising the loop (it may not reorder the additions).
-            body.append(f"q{call.output}[{index}] = {operands[0]}")
-            continue
-        expression = _expression(call, operands)
-        if values[call.output].dtype == np.float32:
-            # Rounded to float32 after each op, as eager float32 ops round (the _vecmath functions
-            # compute in float64).
-            expression = f"np.float32({_single_precision(expression)})"
-        body.append(f"t{call.output} = {expression}")
-        names[call.output] = f"t{call.output}"
-    # Stored values share one buffer per dtype: one allocation and one kernel argument each.
-    buffers: dict[str, list[int]] = {}
-    for value in stored:
-        buffers.setdefault(values[value].dtype.name, []).append(value)
-    for k, rows in enumerate(buffers.values()):
-        # In a one-level loop the buffer is passed 1-D and row r starts at the constant r * size: LLVM
-        # then sees that the rows cannot overlap, where row strides read from the array would need a
-        # runtime overlap check per pair of rows, and past a few checks it gives up vectorising.
-        body += [f"b{k}[{row * loop_shape[0]} + i0] = t{value}" if ndim == 1
-                 else f"b{k}[{row}, {index}] = t{value}" if ndim else f"b{k}[{row}] = t{value}"
-                 for row, value in enumerate(rows)]
-    if not stored and not reductions:
-        return
-    params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
-    params += [f"s{k}" for k in range(len(reductions))]
-    kernel = f"fused_{len(kernels)}"
-    if tiled:
-        sums = [f"q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
-        finish = [line for k, value in enumerate(reductions)
-                  for line in (f"r{value} = 0.0", f"for v in q{value}.ravel():", f"    r{value} += v", f"s{k}[0] = r{value}")]
-        dtypes = {f"t{c.output}": values[c.output].dtype.name for c in group.calls}
-        stages: dict = {}
-        source = tiled_kernel(kernel, params, sums, body, loop_shape[0], dtypes, finish, stages)
-        kernels += [stage for stage in stages.values() if stage not in kernels]
-        kernels.append(vector_math_source(source, header=False))
-    else:
-        _append_flat_kernel(kernels, kernel, params, reductions, group, loop_shape, body, values)
-    _emit_driver(emitter, kernel, external, buffers, reductions, group, values, ndim, flat)
-
-
-def _append_flat_kernel(kernels: list, kernel: str, params: list, reductions: list, group: _Group,
-                        loop_shape: tuple, body: list, values: list) -> None:
-    # Full sums accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
-    # float32 running sum); column sums in their own dtype, as NumPy's row-after-row reduction does.
-    lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
-    # The summands of a full sum keep their own dtype (a float64 buffer would halve the float32
-    # lanes); the sum after the loop runs in float64.
-    for k, value in enumerate(reductions):
-        lines.append(f"    s{k}[...] = 0" if value in group.leading_sums
-                     else f"    q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})")
-    indent = "    "
-    for d, size in enumerate(loop_shape):
-        lines.append(f"{indent}for i{d} in range({size}):")
-        indent += "    "
-    lines += [indent + line for line in body]
-    for k, value in enumerate(reductions):
-        if value not in group.leading_sums:
-            lines += [f"    r{value} = 0.0", f"    for v in q{value}.ravel():", f"        r{value} += v",
-                      f"    s{k}[0] = r{value}"]
-    kernels.append(vector_math_source("\n".join(lines), header=False))
-
-
-def _emit_driver(emitter: Emitter, kernel: str, external: list, buffers: dict, reductions: list, group: _Group,
-                 values: list, ndim: int, flat: bool) -> None:
-    """The driver's lines around a fused kernel: its buffers, the call, and the stored values' views."""
-    flat_view = ".reshape(-1)" if flat else ""
-    args = [f"{e}.reshape(-1)" if isinstance(e, str) and ndim == 1 else e if isinstance(e, str)
-            else f"v{e}{flat_view}" for e in external]
-    for k, (dtype, rows) in enumerate(buffers.items()):
-        buffer = f"buffer_{kernel}_{k}"
-        emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
-        args.append(f"{buffer}.reshape(-1)" if ndim == 1 else buffer)
-    for value in reductions:
-        kept = group.shape[group.leading_sums[value]:] if value in group.leading_sums else (1,)
-        emitter.lines.append(f"v{value} = np.empty({kept!r}, {values[value].dtype.name!r})")
-        args.append(f"v{value}")
-    emitter.lines.append(f"{kernel}({', '.join(args)})")
-    for k, rows in enumerate(buffers.values()):
-        buffer = f"buffer_{kernel}_{k}"
-        emitter.available_buffers.add(buffer)
-        for row, value in enumerate(rows):
-            emitter.packed[value] = (buffer, row)
-            emitter.lines.append(f"v{value} = {buffer}[{row}, ...]")  # 0-d: an array, not a scalar
-    for value in reductions:
-        if values[value].shape != (group.shape[group.leading_sums[value]:] if value in group.leading_sums else (1,)):
-            emitter.lines.append(f"v{value} = v{value}.reshape({values[value].shape!r})")
-
-
-def _is_flat(group: _Group, values: list, inline: _Inline) -> bool:
-    """Whether every operand of the group has its shape (or one element) and no column sum needs
-    the N-d loop nest: then one loop over the elements computes the group."""
-    produced = {c.output for c in group.calls}
-    return not group.leading_sums and all(
-        inline.source(i) in produced or values[inline.source(i)].shape == group.shape
-        or int(np.prod(values[inline.source(i)].shape)) == 1
-        for c in group.calls for i in c.inputs if not isinstance(i, tuple)
-    )
-
-
-def _hoist_math(emitter: Emitter, group: _Group, values: list, inline: _Inline) -> _Group:
-    """Emit, as NumPy ufunc calls, the transcendental calls of a large group that read nothing the
-    rest of the group computes (a backward's cos(x) of saved inputs); return the rest, which fuses
-    into one loop if no transcendental call is left in it."""
-    rest = _Group(group.shape)
-    hoisted = []
-    for call in group.calls:
-        if _rule_calls_math(call) and not value_reads(call) & rest.produced:
-            hoisted.append(call)
-            continue
-        rest.calls.append(call)
-        rest.produced.add(call.output)
-        if call.output in group.reductions:
-            rest.reductions.add(call.output)
-        if call.output in group.leading_sums:
-            rest.leading_sums[call.output] = group.leading_sums[call.output]
-    if any(_rule_calls_math(c) for c in rest.calls):
-        return group  # a chain through transcendental calls: op by op
-    for call in hoisted:
-        inline.materialize(value_reads(call))
-        emitter.emit_call(call, _GraphView(values), False)
-    return rest
-
-
-def _typed_expression(values: list) -> Any:
-    def expression_of(call: OpCall, operands: list) -> str:
-        expression = _expression(call, operands)
-        return _single_precision(expression) if values[call.output].dtype == np.float32 else expression
-
-    return expression_of
-
-
-class _Float32Literals(ast.NodeTransformer):
-    def visit_Constant(self, node: ast.Constant) -> ast.expr:
-        if type(node.value) is float:
-            return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "float32", ast.Load()), [node], [])
-        return node
-
-
-def _single_precision(expression: str) -> str:
-    """float32 groups compute in float32, as eager float32 ops do (float64 literals would widen
-    every step and call the slower double-precision math.sin/exp)."""
-    tree = _Float32Literals().visit(ast.parse(expression, mode="eval"))
-    return ast.unparse(ast.fix_missing_locations(tree))
-
-
-def _broadcast_index(shape: tuple, ndim: int) -> str:
-    """The index of a loop position into an input broadcast to the loop's shape (NumPy's rule)."""
-    lead = ndim - len(shape)
-    parts = [f"i{lead + d}" if size != 1 else "0" for d, size in enumerate(shape)]
-    return ", ".join(parts) if parts else "()"
-
-
-class _GraphView:
-    """What Emitter.emit_call reads of a graph: its values."""
-
-    def __init__(self, values: list) -> None:
-        self.values = values
