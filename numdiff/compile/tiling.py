@@ -49,12 +49,29 @@ def _sin_cos_arguments(node: ast.AST) -> set:
             and n.func.value.id == "math" and n.func.attr in ("sin", "cos")}
 
 
+def _math_width(statement: ast.stmt, dtypes: dict) -> int | None:
+    """The float width (32 or 64) the math calls of `statement` compute in, None without calls.
+
+    _vecmath computes a float32 sin or cos in float64 (for its rounding) and the other float32
+    functions in float32. LLVM vectorises a loop at the lanes of its widest type, so a float32 exp
+    beside a float32 sin runs at half its lanes: a float32[65536] sin/exp chain's step took 1.19 ns
+    an element with both in one loop, 1.07 in two.
+    """
+    if not _math_calls(statement.value):
+        return None
+    if dtypes.get(statement.targets[0].id) == "float64" or _sin_cos_arguments(statement.value):
+        return 64
+    return 32
+
+
 def _stages(body: list[ast.stmt], dtypes: dict) -> list[list[ast.stmt]]:
-    """The body cut greedily into runs of at most STAGE_MATH calls; stores join the stage that
-    computes what they store. A sin or cos of an argument whose cos or sin the stage already
-    computes is free: the two share their reduction and polynomials once inlined in one loop."""
+    """The body cut greedily into runs of at most STAGE_MATH calls, all computing in one width
+    (`_math_width`); stores join the stage that computes what they store. A sin or cos of an
+    argument whose cos or sin the stage already computes is free: the two share their reduction
+    and polynomials once inlined in one loop."""
     stages: list[list[ast.stmt]] = [[]]
     count = 0
+    width = None
     defined_in: dict[str, int] = {}
     stores = []
     shared: set = set()
@@ -65,10 +82,14 @@ def _stages(body: list[ast.stmt], dtypes: dict) -> list[list[ast.stmt]]:
             continue
         arguments = _sin_cos_arguments(statement.value)
         calls = _math_calls(statement.value) - len(arguments & shared)
-        if calls and count + calls > STAGE_MATH and stages[-1]:
+        this_width = _math_width(statement, dtypes)
+        crowded = calls and count + calls > STAGE_MATH
+        if (crowded or (this_width and width and this_width != width)) and stages[-1]:
             stages.append([])
             count = 0
+            width = None
             shared = set()
+        width = this_width or width
         count += calls
         shared |= arguments
         stages[-1].append(statement)
@@ -77,17 +98,18 @@ def _stages(body: list[ast.stmt], dtypes: dict) -> list[list[ast.stmt]]:
         read = statement.value
         stage = defined_in.get(read.id, 0) if isinstance(read, ast.Name) else len(stages) - 1
         stages[stage].append(statement)
-    return [part for stage in stages for part in _by_precision(stage, dtypes)]
+    return _join_wide([part for stage in stages for part in _by_precision(stage, dtypes)], dtypes)
 
 
 def _by_precision(stage: list[ast.stmt], dtypes: dict) -> list[list[ast.stmt]]:
-    """A stage as two loops when it computes in two precisions and its math calls' precision reads
-    nothing of the other: LLVM vectorises a loop at the lanes of its widest type, so float64 work
+    """A stage as two loops when its math computes in float32 beside float64 arithmetic that the
+    math reads nothing of: LLVM vectorises a loop at the lanes of its widest type, so float64 work
     beside float32 math halves the math's lanes (a float32 chain's step with its float64 derivative:
-    1.93 ns an element in one loop, 1.43 in two)."""
+    1.93 ns an element in one loop, 1.43 in two). Math computing in float64 (a float32 sin) runs at
+    those lanes anyway, and keeps the float64 work beside it."""
     computed = [s for s in stage if isinstance(s.targets[0], ast.Name)]
     with_math = [s for s in computed if _math_calls(s.value)]
-    if not with_math:
+    if not with_math or _math_width(with_math[0], dtypes) == 64:
         return [stage]
     precision = dtypes[with_math[0].targets[0].id]
     first = [s for s in computed if dtypes[s.targets[0].id] == precision]
@@ -103,6 +125,23 @@ def _by_precision(stage: list[ast.stmt], dtypes: dict) -> list[list[ast.stmt]]:
     first_names = {s.targets[0].id for s in first}
     rest = [s for s in stores if not (isinstance(s.value, ast.Name) and s.value.id in first_names)]
     return [first + stores_of(first_names), second + rest]
+
+
+def _join_wide(stages: list[list[ast.stmt]], dtypes: dict) -> list[list[ast.stmt]]:
+    """The stages with each stage of float64 arithmetic alone joined to the next stage when that one's
+    math computes in float64 (a float32 chain's derivative factor from its exp, multiplied in while
+    the next step's sin runs): one loop fewer, at no cost in lanes."""
+    joined: list[list[ast.stmt]] = []
+    for stage in stages:
+        previous = joined[-1] if joined else None
+        widths = {_math_width(s, dtypes) for s in stage if isinstance(s.targets[0], ast.Name)}
+        if (previous is not None and 64 in widths
+                and all(isinstance(s.targets[0], ast.Subscript) or (not _math_calls(s.value)
+                        and dtypes.get(s.targets[0].id) == "float64") for s in previous)):
+            joined[-1] = previous + stage
+        else:
+            joined.append(stage)
+    return joined
 
 
 def _as_soon_as_possible(body: list[ast.stmt]) -> list[ast.stmt]:
