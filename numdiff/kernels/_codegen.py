@@ -128,7 +128,9 @@ def backward_reads(rule: ScalarRule, needed: tuple[int, ...]) -> tuple[str, ...]
 
 # ``math.<f>`` calls a generated CPU loop makes through numdiff.kernels._vecmath instead.
 _VECTOR_MATH = frozenset(_vecmath.FUNCTIONS)
-_VECMATH_DIGEST = hashlib.sha256(Path(_vecmath.__file__).read_bytes()).hexdigest()[:16]
+_VECMATH_DIGEST = hashlib.sha256(
+    b"".join((Path(_vecmath.__file__).parent / name).read_bytes() for name in _vecmath.SOURCES)
+).hexdigest()[:16]
 _GUARDED_MATH = frozenset(_vecmath.GUARDED)
 
 

@@ -247,3 +247,12 @@ def test_float32_sin_and_cos_are_correctly_rounded_but_for_rare_halfway_cases(na
     x = np.concatenate([_samples(name, np.float32), near, -near])
     exact = getattr(np, name)(x.astype(np.float64))
     assert _ulps(_run(name, x), exact, np.float32).max() <= 0.503
+
+
+def test_the_generated_kernels_digest_covers_every_vecmath_file():
+    # Generated kernels carry a digest of _vecmath's sources in their text (so in their cache key):
+    # a file left out would let a stale cached kernel survive a change to it.
+    from pathlib import Path
+
+    here = Path(_vecmath.__file__).parent
+    assert sorted(_vecmath.SOURCES) == sorted(p.name for p in here.glob("_vecmath*.py"))
