@@ -47,14 +47,15 @@ def test_a_large_group_runs_tiled_in_stages_and_matches_eager(dtype):
     assert "prange(" in source and "def stage_" in source
 
 
-def test_repeated_steps_share_one_stage_function():
-    def repeated(x):
-        for _ in range(6):
-            x = numdiff.exp(numdiff.sin(x) * 0.9) + 0.1
-        return x
+def _repeated(x):
+    for _ in range(6):
+        x = numdiff.exp(numdiff.sin(x) * 0.9) + 0.1
+    return x
 
+
+def test_repeated_steps_share_one_stage_function():
     data = np.random.default_rng(1).standard_normal(LARGE)
-    compiled, out, grad, expected, expected_grad = _run_both(repeated, data, numdiff.float64)
+    compiled, out, grad, expected, expected_grad = _run_both(_repeated, data, numdiff.float64)
     _close(out, expected, numdiff.float64)
     _close(grad, expected_grad, numdiff.float64)
     source = compiled.compiled.sources[0]
@@ -64,13 +65,8 @@ def test_repeated_steps_share_one_stage_function():
 def test_a_float32_chain_keeps_sin_and_exp_in_loops_of_their_own_width():
     # A float32 sin computes in float64 lanes and a float32 exp in float32 ones: each step runs as
     # two loops, the sin's taking the float64 derivative factor of the step before.
-    def repeated(x):
-        for _ in range(6):
-            x = numdiff.exp(numdiff.sin(x) * 0.9) + 0.1
-        return x
-
     data = np.random.default_rng(4).standard_normal(LARGE)
-    compiled, out, grad, expected, expected_grad = _run_both(repeated, data, numdiff.float32)
+    compiled, out, grad, expected, expected_grad = _run_both(_repeated, data, numdiff.float32)
     # Six steps of float32 leave eager's own gradient 2.7e-6 from the float64 one (the compiled
     # gradient: 2.2e-6), so the float32 agreement, 1e-5, not TOLERANCE.
     for got, want in ((out, expected), (grad, expected_grad)):
