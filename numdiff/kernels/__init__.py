@@ -151,7 +151,7 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         for name in elementwise.WARMUP_RULES:
             calls.append((f"elementwise.{name}[forward]", lambda name=name: elementwise.warm(name, dtype)))
     try:
-        from numdiff.kernels import optim
+        from numdiff.kernels import optim, optim_steps
     except ImportError:
         return calls
     large = int(getattr(optim, "PARALLEL_MIN_ELEMENTS", 1))
@@ -164,28 +164,28 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         calls += [
             (
                 f"optim.sgd[{build}]",
-                lambda vec=vec: optim.sgd_step(
+                lambda vec=vec: optim_steps.sgd_step(
                     vec(), vec(), vec(), lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0,
                     nesterov=False, maximize=False, first_step=True,
                 ),
             ),
             (
                 f"optim.adam[{build}]",
-                lambda vec=vec: optim.adam_step(
+                lambda vec=vec: optim_steps.adam_step(
                     vec(), vec(), vec(), vec(), vec(), step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8,
                     weight_decay=0.0, decoupled_weight_decay=False, amsgrad=True, maximize=False,
                 ),
             ),
             (
                 f"optim.rmsprop[{build}]",
-                lambda vec=vec: optim.rmsprop_step(
+                lambda vec=vec: optim_steps.rmsprop_step(
                     vec(), vec(), vec(), vec(), vec(), lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0,
                     momentum=0.9, centered=True, maximize=False,
                 ),
             ),
             (
                 f"optim.adagrad[{build}]",
-                lambda vec=vec: optim.adagrad_step(
+                lambda vec=vec: optim_steps.adagrad_step(
                     vec(), vec(), vec(), step=1, lr=0.1, lr_decay=0.0, eps=1e-10, weight_decay=0.0,
                     maximize=False,
                 ),
