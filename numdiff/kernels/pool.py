@@ -102,9 +102,11 @@ def max_pool2d_plan(x_shape, out_shape, kernel_size, stride, padding=(0, 0), dil
     ``core(x3, out3, indices3, *sizes)`` on the (N*C, H, W) planes of C-contiguous arrays.
     Raises as the kernel does for a bad window. numdiff.compile works this out once per graph.
 
-    >>> core, sizes = max_pool2d_plan((1, 1, 4, 4), (1, 1, 2, 2), (2, 2), (2, 2))
-    >>> sizes
-    (2, 2, 2, 2, 1, 1)
+    >>> core, sizes = max_pool2d_plan((1, 1, 4, 4), (1, 1, 3, 3), (2, 2), (1, 1))
+    >>> sizes  # kh, kw, sh, sw, dh, dw: every window inside a narrow plane takes the inside core
+    (2, 2, 1, 1, 1, 1)
+    >>> max_pool2d_plan((1, 1, 4, 4), (1, 1, 2, 2), (2, 2), (2, 2))[1]  # MaxPool2d(2): no sizes
+    ()
     """
     kh, kw, sh, sw, ph, pw, dh, dw = check_window(
         "max_pool2d_forward", x_shape, out_shape, kernel_size, stride, padding, dilation, ceil_mode
