@@ -150,7 +150,7 @@ def test_warmup_runs_compile_all_and_times_every_kernel_it_calls():
             kernel = table[dispatcher]
             assert kernel.warmup_seconds is not None and kernel.warmup_seconds >= calls[key]
             assert any("float32" in s.signature for s in kernel.signatures), kernel.name
-    for family in ("matmul._bgemm", "_conv_cores.forward_core", "pool._max_pool_core"):
+    for family in ("matmul._bgemm", "_conv_cores.forward_core", "_max_pool_cores.max_pool_core"):
         assert table[family].warmup_seconds is not None, f"compile_all no longer names {family}"
 
 

@@ -17,7 +17,8 @@ import math
 import textwrap
 from collections.abc import Callable
 
-from numdiff.ops.scalar_rules import MATH_RULES, RULES
+from numdiff.ops.scalar_expressions import MATH_RULES
+from numdiff.ops.scalar_rules import RULES
 
 
 class ElementwiseSyntaxError(ValueError):

@@ -26,7 +26,7 @@ import numpy as np
 from numba import get_num_threads
 
 from numdiff.compile.graph import OpCall, ValueRef
-from numdiff.kernels import conv, pool
+from numdiff.kernels import _max_pool_cores, conv, pool
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.kernels.matmul import run_checked, run_pair_checked
@@ -213,7 +213,7 @@ def _max_pool_scatter(call: OpCall, values: list, ref: Callable) -> list | None:
         return None
     g2 = (planes, int(np.prod(g_shape[2:])))
     out2 = (planes, int(np.prod(out_shape[2:])))
-    core = pool._scatter_core.pick(int(np.prod(out_shape)))[0]
+    core = _max_pool_cores.scatter_core.pick(int(np.prod(out_shape)))[0]
     # The core tests each index against the plane before it writes: indices need no check here.
     lines = [
         _alloc(values, out),

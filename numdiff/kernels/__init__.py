@@ -97,27 +97,27 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             lambda: conv.conv2d_backward_weight(z(1, 20, 1, 20), z(1, 20, 1, 20), z(20, 20, 3, 3), padding=(1, 1, 1, 1)),
         ),
         (
-            "pool._max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
+            "_max_pool_cores.max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
         ),
         (
-            "pool._max_pool_inside_core",  # narrow planes, every window inside the image
+            "_max_pool_cores.max_pool_inside_core",  # narrow planes, every window inside the image
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 2), z(1, 1, 1, 1), idx(), (1, 2), (1, 2)),
         ),
         (
-            "pool._max_pool_2x2_core",  # MaxPool2d(2) with every window inside the plane
+            "_max_pool_cores.max_pool_2x2_core",  # MaxPool2d(2) with every window inside the plane
             lambda: pool.max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx(), (2, 2), (2, 2)),
         ),
         (
-            "pool._max_pool_direct_core",  # narrow planes, windows reaching into padding
+            "_max_pool_cores.max_pool_direct_core",  # narrow planes, windows reaching into padding
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 2), z(1, 1, 1, 2), idx(2), (1, 2), (1, 2), (0, 1)),
         ),
         (
-            "pool._adaptive_max_core",
+            "_max_pool_cores.adaptive_max_core",
             lambda: pool.adaptive_max_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), idx()),
         ),
-        ("pool._scatter_core", lambda: pool.max_pool_backward(z(1, 1, 1, 1), idx(), z(1, 1, 2, 2))),
-        ("pool._gather_core", lambda: pool.max_pool_gather(z(1, 1, 2, 2), idx(), z(1, 1, 1, 1))),
+        ("_max_pool_cores.scatter_core", lambda: pool.max_pool_backward(z(1, 1, 1, 1), idx(), z(1, 1, 2, 2))),
+        ("_max_pool_cores.gather_core", lambda: pool.max_pool_gather(z(1, 1, 2, 2), idx(), z(1, 1, 1, 1))),
         (
             "avg_pool._avg_pool_forward_core",
             lambda: pool.avg_pool2d_forward(z(1, 1, 2, 2), z(1, 1, 1, 1), (2, 2), (2, 2)),
@@ -151,7 +151,7 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         for name in elementwise.WARMUP_RULES:
             calls.append((f"elementwise.{name}[forward]", lambda name=name: elementwise.warm(name, dtype)))
     try:
-        from numdiff.kernels import optim
+        from numdiff.kernels import optim, optim_steps
     except ImportError:
         return calls
     large = int(getattr(optim, "PARALLEL_MIN_ELEMENTS", 1))
@@ -164,28 +164,28 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         calls += [
             (
                 f"optim.sgd[{build}]",
-                lambda vec=vec: optim.sgd_step(
+                lambda vec=vec: optim_steps.sgd_step(
                     vec(), vec(), vec(), lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0,
                     nesterov=False, maximize=False, first_step=True,
                 ),
             ),
             (
                 f"optim.adam[{build}]",
-                lambda vec=vec: optim.adam_step(
+                lambda vec=vec: optim_steps.adam_step(
                     vec(), vec(), vec(), vec(), vec(), step=1, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8,
                     weight_decay=0.0, decoupled_weight_decay=False, amsgrad=True, maximize=False,
                 ),
             ),
             (
                 f"optim.rmsprop[{build}]",
-                lambda vec=vec: optim.rmsprop_step(
+                lambda vec=vec: optim_steps.rmsprop_step(
                     vec(), vec(), vec(), vec(), vec(), lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0,
                     momentum=0.9, centered=True, maximize=False,
                 ),
             ),
             (
                 f"optim.adagrad[{build}]",
-                lambda vec=vec: optim.adagrad_step(
+                lambda vec=vec: optim_steps.adagrad_step(
                     vec(), vec(), vec(), step=1, lr=0.1, lr_decay=0.0, eps=1e-10, weight_decay=0.0,
                     maximize=False,
                 ),

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 
 from numdiff.kernels import _special, _vecmath
-from numdiff.ops.scalar_rules import ScalarRule, vjp_expression
+from numdiff.ops.scalar_expressions import ScalarRule, vjp_expression
 
 _loaded: dict[str, ModuleType] = {}
 _directory: Path | None = None

@@ -48,7 +48,8 @@ from numdiff.kernels._codegen import (
     vjp_expressions,
 )
 from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
-from numdiff.ops.scalar_rules import RULES, ScalarRule, math_functions_in
+from numdiff.ops.scalar_expressions import ScalarRule, math_functions_in
+from numdiff.ops.scalar_rules import RULES
 
 # Work below this many elements runs serially (PyTorch's grain size).
 GRAIN = 32768

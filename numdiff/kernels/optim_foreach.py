@@ -17,7 +17,7 @@ contiguous, of the parameter's dtype and length or empty where unused) and keeps
 each until the call has returned, so no address outlives its array.
 
 Parameters of at least ``PARALLEL_MIN_ELEMENTS`` elements, and arrays on a CUDA device, are
-updated one by one through :mod:`numdiff.kernels.optim`'s launchers (threads, or one CUDA
+updated one by one through :func:`numdiff.kernels.optim_steps.run_kernel` (threads, or one CUDA
 launch per parameter).
 """
 
@@ -31,6 +31,7 @@ from numba.extending import intrinsic
 
 from numdiff.kernels import optim
 from numdiff.kernels._self_healing_cache import njit
+from numdiff.kernels.optim_steps import run_kernel
 
 __all__ = ["ForeachUpdate"]
 
@@ -176,6 +177,6 @@ class ForeachUpdate:
             FOREACH_KERNELS[self.name](addresses, lengths, hyper, np.empty(0, dtype), self.flags)
         for arrays, hyper in self._one_by_one:
             flags = self.flags + ((bool(hyper[4]),) if self.name == "sgd" else ())
-            optim.run_kernel(self.name, arrays, hyper[:4] if self.name == "sgd" else hyper, flags)
+            run_kernel(self.name, arrays, hyper[:4] if self.name == "sgd" else hyper, flags)
         self._rows.clear()
         self._one_by_one.clear()

@@ -29,7 +29,8 @@ from numdiff.autograd.grad_mode import _state
 from numdiff.kernels import elementwise as cpu
 from numdiff.ops._util import data_of, operands
 from numdiff.ops.registry import register
-from numdiff.ops.scalar_rules import MATH_RULES, RULES, ScalarRule, vjp_expression
+from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, vjp_expression
+from numdiff.ops.scalar_rules import RULES
 from numdiff.tensor import Tensor
 
 FUNCTIONS: dict[str, type[Function]] = {}

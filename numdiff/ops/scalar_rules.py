@@ -8,38 +8,9 @@ A compiler that fuses elementwise chains reads the same expressions. Adding an o
 
     ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",)),
 
-The fields of `ScalarRule`:
-
-- ``name``: the op's name in ``numdiff.ops.OPS`` (and of its public function and Tensor method).
-- ``arity``: how many tensor inputs (1 or 2), named ``x`` and ``y`` in the expressions.
-- ``forward``: the result as a scalar expression in ``x``, ``y`` and the attrs.
-- ``derivatives``: per input, the local partial derivative d out / d input as an expression in
-  ``x``, ``y``, ``out`` (the forward's result) and the attrs. The backward computes
-  ``grad * derivative`` (see `vjp_expression`), so ``out`` saves recomputing the forward where the
-  derivative is cheap in terms of it (exp: ``"out"``).
-- ``ufunc``: the NumPy ufunc computing the same forward (``"exp"``), or None. Integer and bool
-  inputs of ops that accept them (add, abs, maximum, ...) run through it, with NumPy's promotion.
-- ``dtypes``: what the public function does with integer/bool inputs: ``"any"`` keeps them (the
-  ufunc computes), ``"to_float"`` converts them to float32 first (exp, as PyTorch), ``"float"``
-  refuses them with a TypeError (the activations), ``"integral"`` returns a copy of an integer
-  input (floor and the other roundings, the identity there) and refuses bool.
-- ``attrs``: keyword attributes with their defaults, as ``(("negative_slope", 0.01),)``. They are
-  Python floats, passed to forward and recorded on the node (``node.attrs``); the expressions read
-  them by name.
-- ``method``: whether the public function is also attached as a Tensor method.
-- ``export``: whether it is also ``numdiff.<name>`` (activations with PyTorch-only-in-functional
-  names, such as leaky_relu, are reached through numdiff.nn.functional instead).
-- ``doc``: the public function's docstring summary.
-
-The expression language (a subset of Python that Numba compiles on both targets, and that can also
-be evaluated on numdiff Tensors, which is how backward stays differentiable):
-
-- numbers, ``x``/``y``/``out``/attr names, ``+ - * / **``, unary minus, comparisons;
-- ``where(condition, a, b)``: ``a if condition else b``, only the taken branch is evaluated in the
-  kernels (so ``exp`` of a large number in the other branch costs nothing);
-- ``math.f(v)`` for a function ``f`` of Python's math module that is itself a rule (``math.exp``,
-  ``math.tanh``, ``math.erf``, ...; ``math.fabs`` is the rule ``abs``), so the tensor form of every
-  derivative is built from differentiable ops.
+The fields of `ScalarRule` and the expression language the forward and derivatives are written in
+are described in numdiff/ops/scalar_expressions.py, which also derives the backward expressions
+(`vjp_expression`) and checks this table (`check_rules`).
 
 NaN semantics follow PyTorch 2.13 and are encoded in the expressions: relu's derivative is
 ``where(out <= 0.0, 0.0, 1.0)``, so a NaN input passes its gradient (1, as PyTorch) and a NaN
@@ -50,43 +21,18 @@ gradient is NaN or inf, as PyTorch's masked backwards do.
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass
+from numdiff.ops.scalar_expressions import (
+    MATH_RULES,
+    ScalarRule,
+    check_rules,
+    math_functions_in,
+    names_in,
+    vjp_expression,
+)
 
-INPUT_NAMES = ("x", "y", "z")
-
-
-@dataclass(frozen=True)
-class ScalarRule:
-    """One elementwise op: forward scalar expression and per-input partial derivatives."""
-
-    name: str
-    arity: int
-    forward: str
-    derivatives: tuple[str, ...]
-    ufunc: str | None = None
-    dtypes: str = "to_float"
-    attrs: tuple[tuple[str, float], ...] = ()
-    method: bool = True
-    export: bool = True
-    doc: str = ""
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        """The names of the tensor inputs in the expressions: ("x",) or ("x", "y")."""
-        return INPUT_NAMES[: self.arity]
-
-    @property
-    def attr_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.attrs)
-
-    @property
-    def saved(self) -> tuple[str, ...]:
-        """What backward reads (inputs and/or "out"), in the order ``x, y, out``: what forward saves."""
-        used = set()
-        for expression in self.derivatives:
-            used |= names_in(expression)
-        return tuple(n for n in (*self.inputs, "out") if n in used)
+# MATH_RULES, ScalarRule and the expression helpers live in numdiff.ops.scalar_expressions; they
+# are importable from here too, where code built on the table has always found them.
+__all__ = ["MATH_RULES", "RULES", "ScalarRule", "math_functions_in", "names_in", "vjp_expression"]
 
 
 # The roundings. math.floor and math.ceil give an int (in Numba as in Python), so each is taken only
@@ -366,81 +312,4 @@ _TABLE = (
 
 RULES: dict[str, ScalarRule] = {rule.name: rule for rule in _TABLE}
 
-# math.<name> in an expression means the rule of this name (the rest share their math name).
-MATH_RULES = {"fabs": "abs"}
-
-
-def names_in(expression: str) -> set[str]:
-    """The variable names an expression reads (``math`` and ``where`` excluded)."""
-    tree = ast.parse(expression, mode="eval")
-    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    return names - {"math", "where"}
-
-
-def math_functions_in(expression: str) -> set[str]:
-    """The ``math.f`` functions an expression calls."""
-    tree = ast.parse(expression, mode="eval")
-    return {
-        node.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math"
-    }
-
-
-def _is_number(node: ast.expr, value: float) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _is_number(node.operand, -value)
-    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and node.value == value
-
-
-def _vjp(node: ast.expr, grad: str) -> ast.expr:
-    """``grad * node``, pushed into where() branches, with literal 0 and 1 branches folded."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "where"
-        and len(node.args) == 3
-    ):
-        condition, a, b = node.args
-        return ast.Call(node.func, [condition, _vjp(a, grad), _vjp(b, grad)], [])
-    if _is_number(node, 0.0):
-        return ast.Constant(0.0)
-    if _is_number(node, 1.0):
-        return ast.Name(grad, ast.Load())
-    if _is_number(node, -1.0):
-        return ast.UnaryOp(ast.USub(), ast.Name(grad, ast.Load()))
-    return ast.BinOp(ast.Name(grad, ast.Load()), ast.Mult(), node)
-
-
-def vjp_expression(rule: ScalarRule, index: int, grad: str = "g") -> str:
-    """The gradient of input `index` as an expression in `grad`, the inputs, ``out`` and attrs.
-
-    >>> vjp_expression(RULES["relu"], 0)
-    'where(out <= 0.0, 0.0, g)'
-    >>> vjp_expression(RULES["mul"], 1)
-    'g * x'
-    """
-    tree = ast.parse(rule.derivatives[index], mode="eval")
-    return ast.unparse(ast.fix_missing_locations(_vjp(tree.body, grad)))
-
-
-def _check_table() -> None:
-    for rule in _TABLE:
-        if rule.arity not in (1, 2) or len(rule.derivatives) != rule.arity:
-            raise ValueError(f"scalar rule {rule.name!r}: arity {rule.arity} with {len(rule.derivatives)} derivatives")
-        allowed_forward = set(rule.inputs) | set(rule.attr_names)
-        allowed = allowed_forward | {"out"}
-        for expression, names in [(rule.forward, allowed_forward)] + [(d, allowed) for d in rule.derivatives]:
-            unknown = names_in(expression) - names
-            if unknown:
-                raise ValueError(f"scalar rule {rule.name!r}: {expression!r} reads unknown names {sorted(unknown)}")
-        for expression in rule.derivatives:
-            for function in math_functions_in(expression):
-                if MATH_RULES.get(function, function) not in RULES:
-                    raise ValueError(
-                        f"scalar rule {rule.name!r}: derivative {expression!r} calls math.{function}, "
-                        "which is not a rule, so its tensor form would not be differentiable"
-                    )
-
-
-_check_table()
+check_rules(_TABLE)

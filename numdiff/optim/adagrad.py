@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.kernels.optim import adagrad_hyper
+from numdiff.kernels.optim_steps import adagrad_hyper
 from numdiff.optim.optimizer import (
     GroupUpdate,
     Optimizer,

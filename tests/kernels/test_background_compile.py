@@ -1,7 +1,7 @@
 """Parallel builds compiled by a helper process (numdiff.kernels._background).
 
 Each case runs in a fresh Python process with an empty Numba cache and two Numba threads, so that
-a 2x2 max pooling over 65536 elements picks the parallel build of ``_max_pool_2x2_core`` and the
+a 2x2 max pooling over 65536 elements picks the parallel build of ``max_pool_2x2_core`` and the
 build has to be compiled. The cases check what a call returns and which build compiled where; none
 depends on how long anything takes (the wait for the helper has a generous limit).
 """
@@ -25,10 +25,11 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import numdiff
     from numdiff.kernels import _background, pool
+    from numdiff.kernels import _max_pool_cores as cores
 
     mode = sys.argv[1]
     numdiff.set_num_threads(2)
-    core = pool._max_pool_2x2_core.parallel
+    core = cores.max_pool_2x2_core.parallel
     x = np.random.default_rng(0).standard_normal((2, 8, 64, 64)).astype(np.float32)
     expected = x.reshape(2, 8, 32, 2, 32, 2).max(axis=(3, 5))
 

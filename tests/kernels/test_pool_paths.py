@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from numdiff.kernels import _max_pool_cores as cores
 from numdiff.kernels import pool
 from numdiff.kernels._pool_geometry import pool_output_size
 from numdiff.kernels._pool_planes import planes
@@ -29,7 +30,7 @@ def test_direct_and_sweep_cores_give_the_same_values_and_indices(kernel, stride,
         pool_output_size(x.shape[2 + d], kernel[d], stride[d], padding[d], dilation[d], False) for d in (0, 1)
     )
     results = []
-    for core in (pool._max_pool_core.serial, pool._max_pool_direct_core.serial):
+    for core in (cores.max_pool_core.serial, cores.max_pool_direct_core.serial):
         out, at = np.empty((2, 3, oh, ow)), np.empty((2, 3, oh, ow), np.int64)
         core(planes(x), planes(out), planes(at), *kernel, *stride, *padding, *dilation)
         results.append((out, at))
@@ -50,8 +51,8 @@ def test_2x2_core_matches_the_direct_core_on_ties_nans_and_infinities(shape, dty
     oh, ow = shape[2] // 2, shape[3] // 2  # odd sizes: the last row/column is never read
     results = []
     for core, extra in (
-        (pool._max_pool_2x2_core.serial, ()),
-        (pool._max_pool_direct_core.serial, (2, 2, 2, 2, 0, 0, 1, 1)),
+        (cores.max_pool_2x2_core.serial, ()),
+        (cores.max_pool_direct_core.serial, (2, 2, 2, 2, 0, 0, 1, 1)),
     ):
         out, at = np.empty(shape[:2] + (oh, ow), dtype), np.empty(shape[:2] + (oh, ow), np.int64)
         core(planes(x), planes(out), planes(at), *extra)
@@ -69,7 +70,7 @@ def test_max_pool2d_forward_takes_the_2x2_core_only_when_every_window_is_inside(
     out, at = np.empty((2, 2, oh, ow)), np.empty((2, 2, oh, ow), np.int64)
     pool.max_pool2d_forward(x, out, at, (2, 2), (2, 2), ceil_mode=ceil_mode)
     ref_out, ref_at = np.empty_like(out), np.empty_like(at)
-    pool._max_pool_direct_core.serial(planes(x), planes(ref_out), planes(ref_at), 2, 2, 2, 2, 0, 0, 1, 1)
+    cores.max_pool_direct_core.serial(planes(x), planes(ref_out), planes(ref_at), 2, 2, 2, 2, 0, 0, 1, 1)
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_array_equal(at, ref_at)
 
@@ -87,9 +88,9 @@ def test_inside_core_matches_the_sweep_when_every_window_lies_in_the_image(kerne
     oh, ow = (pool_output_size(x.shape[2 + d], kernel[d], stride[d], 0, dilation[d], False) for d in (0, 1))
     assert pool._windows_inside(x.shape, (2, 3, oh, ow), *kernel, *stride, 0, 0, *dilation)
     out, at = np.empty((2, 3, oh, ow)), np.empty((2, 3, oh, ow), np.int64)
-    pool._max_pool_inside_core.serial(planes(x), planes(out), planes(at), *kernel, *stride, *dilation)
+    cores.max_pool_inside_core.serial(planes(x), planes(out), planes(at), *kernel, *stride, *dilation)
     ref_out, ref_at = np.empty_like(out), np.empty_like(at)
-    pool._max_pool_core.serial(planes(x), planes(ref_out), planes(ref_at), *kernel, *stride, 0, 0, *dilation)
+    cores.max_pool_core.serial(planes(x), planes(ref_out), planes(ref_at), *kernel, *stride, 0, 0, *dilation)
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_array_equal(at, ref_at)
 
@@ -104,6 +105,6 @@ def test_windows_past_the_image_or_in_padding_are_not_inside():
     out, at = np.empty((1, 2, 3, 3)), np.empty((1, 2, 3, 3), np.int64)
     pool.max_pool2d_forward(x, out, at, (2, 2), (2, 2), ceil_mode=True)
     ref_out, ref_at = np.empty_like(out), np.empty_like(at)
-    pool._max_pool_core.serial(planes(x), planes(ref_out), planes(ref_at), 2, 2, 2, 2, 0, 0, 1, 1)
+    cores.max_pool_core.serial(planes(x), planes(ref_out), planes(ref_at), 2, 2, 2, 2, 0, 0, 1, 1)
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_array_equal(at, ref_at)

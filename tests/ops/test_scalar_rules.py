@@ -20,7 +20,8 @@ from numdiff.kernels import _codegen
 from numdiff.kernels import elementwise as cpu_kernels
 from numdiff.ops import OPS
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
-from numdiff.ops.scalar_rules import RULES, ScalarRule, vjp_expression
+from numdiff.ops.scalar_expressions import ScalarRule, check_rules, vjp_expression
+from numdiff.ops.scalar_rules import RULES
 
 torch = pytest.importorskip("torch")
 tnf = torch.nn.functional
@@ -426,16 +427,16 @@ def test_vjp_expressions_fold_constants_and_distribute_into_where():
 
 
 def test_a_rule_reading_an_unknown_name_is_refused():
-    from numdiff.ops import scalar_rules
-
     bad = ScalarRule("bad", 1, "x + z", ("1.0",))
-    original = scalar_rules._TABLE
-    scalar_rules._TABLE = (bad,)
-    try:
-        with pytest.raises(ValueError, match=r"'bad'.*unknown names \['z'\]"):
-            scalar_rules._check_table()
-    finally:
-        scalar_rules._TABLE = original
+    with pytest.raises(ValueError, match=r"'bad'.*unknown names \['z'\]"):
+        check_rules((bad,))
+
+
+def test_a_derivative_calling_a_math_function_with_no_rule_is_refused():
+    bad = ScalarRule("bad", 1, "math.gamma(x)", ("math.gamma(x)",))
+    with pytest.raises(ValueError, match=r"'bad'.*calls math.gamma, which is not a rule"):
+        check_rules((bad,))
+    check_rules(tuple(RULES.values()))  # the table itself passes
 
 
 def test_generated_functions_refuse_bad_input_naming_the_op():

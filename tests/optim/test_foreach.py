@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numdiff.kernels import optim
+from numdiff.kernels import optim, optim_steps
 from numdiff.kernels.optim_foreach import ForeachUpdate
 
 SIZES = (3, 17, 1, optim.PARALLEL_MIN_ELEMENTS + 5)  # the last one takes the threaded kernel
 CASES = {
     "sgd": (3, (True, False), lambda j: (0.1, 0.9, 0.1, 0.01, float(j % 2))),
-    "adam": (5, (True, True, False), lambda j: optim.adam_hyper(j + 1, 0.01, 0.9, 0.99, 1e-8, 0.1)),
+    "adam": (5, (True, True, False), lambda j: optim_steps.adam_hyper(j + 1, 0.01, 0.9, 0.99, 1e-8, 0.1)),
     "rmsprop": (5, (True, False), lambda j: (0.01, 0.9, 1e-8, 0.1, 0.5)),
-    "adagrad": (3, (False,), lambda j: optim.adagrad_hyper(j + 1, 0.1, 0.01, 1e-10, 0.1)),
+    "adagrad": (3, (False,), lambda j: optim_steps.adagrad_hyper(j + 1, 0.1, 0.01, 1e-10, 0.1)),
 }
 
 
@@ -35,7 +35,7 @@ def test_one_call_per_group_equals_one_call_per_parameter(name, dtype):
     for j, arrays in enumerate(copies):
         h = hyper(j)
         f = flags + ((bool(h[4]),) if name == "sgd" else ())
-        optim.run_kernel(name, tuple(arrays), h[:4] if name == "sgd" else h, f)
+        optim_steps.run_kernel(name, tuple(arrays), h[:4] if name == "sgd" else h, f)
     for ours, theirs in zip(group, copies):
         assert not np.array_equal(ours[0], ours[1])  # the update ran
         for a, b in zip(ours, theirs):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from numdiff.kernels import optim as kernels
+from numdiff.kernels import optim_steps
 
 ADAM = {
     "step": 1, "lr": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0,
@@ -25,44 +26,44 @@ def _arrays(n: int = 4, dtype=np.float32, count: int = 4):
 def test_mismatched_lengths_are_refused_and_nothing_is_written():
     p, g, m, v = _arrays()
     with pytest.raises(ValueError, match="adam_step: exp_avg_sq has 3 elements but param has 4"):
-        kernels.adam_step(p, g, m, v[:3], np.empty(0, np.float32), **ADAM)
+        optim_steps.adam_step(p, g, m, v[:3], np.empty(0, np.float32), **ADAM)
     np.testing.assert_array_equal(p, 1.0)
 
 
 def test_mixed_dtypes_are_refused_naming_both():
     p, g, m, v = _arrays()
     with pytest.raises(TypeError, match="grad has dtype float64 but param has dtype float32"):
-        kernels.adam_step(p, g.astype(np.float64), m, v, np.empty(0, np.float32), **ADAM)
+        optim_steps.adam_step(p, g.astype(np.float64), m, v, np.empty(0, np.float32), **ADAM)
 
 
 def test_integer_params_non_flat_and_strided_arrays_are_refused():
     p, g, m, v = _arrays()
     empty = np.empty(0, np.float32)
     with pytest.raises(TypeError, match="param must be float32 or float64, got int64"):
-        kernels.adagrad_step(np.ones(4, np.int64), g, m, step=1, lr=0.1, lr_decay=0, eps=1e-10,
+        optim_steps.adagrad_step(np.ones(4, np.int64), g, m, step=1, lr=0.1, lr_decay=0, eps=1e-10,
                              weight_decay=0, maximize=False)  # fmt: skip
     with pytest.raises(ValueError, match=r"must be a flat \(1-D\) array, got shape \(2, 2\)"):
-        kernels.adam_step(p.reshape(2, 2), g, m, v, empty, **ADAM)
+        optim_steps.adam_step(p.reshape(2, 2), g, m, v, empty, **ADAM)
     with pytest.raises(ValueError, match="exp_avg must be contiguous"):
-        kernels.adam_step(p[:2], g[:2], np.ones(4, np.float32)[::2], v[:2], empty, **ADAM)
+        optim_steps.adam_step(p[:2], g[:2], np.ones(4, np.float32)[::2], v[:2], empty, **ADAM)
 
 
 def test_a_buffer_that_an_option_needs_must_be_full_and_an_unused_one_empty():
     p, g, m, v = _arrays()
     empty = np.empty(0, np.float32)
     with pytest.raises(ValueError, match="max_exp_avg_sq has 0 elements but param has 4"):
-        kernels.adam_step(p, g, m, v, empty, **{**ADAM, "amsgrad": True})
+        optim_steps.adam_step(p, g, m, v, empty, **{**ADAM, "amsgrad": True})
     with pytest.raises(
         ValueError, match="momentum_buffer has 4 elements but the options in use need no such"
     ):
-        kernels.sgd_step(p, g, m, lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+        optim_steps.sgd_step(p, g, m, lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
                          maximize=False, first_step=False)  # fmt: skip
 
 
 def test_step_counts_from_one():
     p, g, m, v = _arrays()
     with pytest.raises(ValueError, match="step counts from 1, got 0"):
-        kernels.adam_step(p, g, m, v, np.empty(0, np.float32), **{**ADAM, "step": 0})
+        optim_steps.adam_step(p, g, m, v, np.empty(0, np.float32), **{**ADAM, "step": 0})
 
 
 def test_sgd_momentum_first_step_copies_then_averages():
@@ -75,9 +76,9 @@ def test_sgd_momentum_first_step_copies_then_averages():
         "nesterov": False,
         "maximize": False,
     }
-    kernels.sgd_step(p, g, buf, first_step=True, **options)
+    optim_steps.sgd_step(p, g, buf, first_step=True, **options)
     np.testing.assert_array_equal(buf, [1.0, -2.0])
-    kernels.sgd_step(p, g, buf, first_step=False, **options)
+    optim_steps.sgd_step(p, g, buf, first_step=False, **options)
     np.testing.assert_array_equal(buf, [1.0, -2.0])  # 0.5*buf + 0.5*g
     np.testing.assert_array_equal(p, [-2.0, 4.0])
 
@@ -85,7 +86,7 @@ def test_sgd_momentum_first_step_copies_then_averages():
 def test_large_arrays_are_updated_everywhere_by_the_parallel_loop():
     n = 100_003
     p, g, s = np.zeros(n), np.arange(n, dtype=np.float64), np.zeros(n)
-    kernels.adagrad_step(p, g, s, step=1, lr=1.0, lr_decay=0.0, eps=0.0, weight_decay=0.0, maximize=True)
+    optim_steps.adagrad_step(p, g, s, step=1, lr=1.0, lr_decay=0.0, eps=0.0, weight_decay=0.0, maximize=True)
     np.testing.assert_array_equal(s, g * g)
     np.testing.assert_array_equal(p[1:], 1.0)
 
@@ -159,3 +160,8 @@ def test_serial_and_parallel_builds_compute_the_same_update(name):
     assert not np.array_equal(arrays[0], rng.random(n) + 0.5)  # the parameter really changed
     for a, b in zip(arrays, copies):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_checked_steps_stay_importable_from_numdiff_kernels_optim():
+    for name in optim_steps.__all__:
+        assert getattr(kernels, name) is getattr(optim_steps, name), name

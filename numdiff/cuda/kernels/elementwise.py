@@ -17,7 +17,7 @@ from numba import cuda
 from numdiff.cuda.kernels import _scalar_math
 from numdiff.cuda.kernels._index import grid_1d, strided_offset
 from numdiff.kernels._codegen import backward_reads, load_source, scalar_code, vjp_expressions
-from numdiff.ops.scalar_rules import ScalarRule, math_functions_in
+from numdiff.ops.scalar_expressions import ScalarRule, math_functions_in
 
 
 def _device(fn: Callable) -> Callable:

@@ -29,7 +29,7 @@ from numdiff.nn.modules.activation import (
     Threshold,
 )
 from numdiff.nn.modules.attention import MultiheadAttention
-from numdiff.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
 from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
@@ -81,6 +81,7 @@ from numdiff.nn.modules.padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from numdiff.nn.modules.parameter_containers import ParameterDict, ParameterList
 from numdiff.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
