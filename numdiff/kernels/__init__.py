@@ -97,6 +97,11 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             lambda: conv.conv2d_backward_weight(z(1, 20, 1, 20), z(1, 20, 1, 20), z(20, 20, 3, 3), padding=(1, 1, 1, 1)),
         ),
         (
+            # The weight gradient of narrow 3x3 stride-1 convolutions runs as a direct loop.
+            "_conv_direct.direct_backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(1, 1, 1, 16), z(1, 1, 1, 16), z(1, 1, 3, 3), padding=(1, 1, 1, 1)),
+        ),
+        (
             "pool._max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
         ),

@@ -52,6 +52,17 @@ of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.8
 1.37: each image's tile rows were transformed by loops only as long as the image. What is left
 against small images is the spare tile column per image row (a quarter of the tiles at 8 wide).
 
+Direct route for the weight gradient of small images (numdiff.kernels._conv_direct, method
+there): a stride-1, undilated 3x3 convolution with outputs at most :data:`DIRECT_MAX_WIDTH` wide
+(and at least :data:`DIRECT_MIN_ROW` positions in a row of the batch) sums its weight gradient
+in one vectorised loop per input channel and pair of output channels, no GEMM. Measured (one
+thread, thread CPU time, direct / what ran before, im2col unless said): 32x16->32 4x4 0.60;
+6x6 0.68; 8x8 0.66-0.69; 12x12 0.92 (Winograd); 16x16 0.98 (Winograd); 32x32->32 8x8 0.67;
+8x64->64 8x8 0.84; 64x6->16 8x8 0.60; 32x3->8 8x8 0.70; 32x64->64 4x4 0.65; 128x32->64 7x7
+0.75; 16x16->16 14x14 0.65; 2x32->32 16x16 0.59; 1x32->32 16x16 0.43; 4x16->32 8x8 0.79; 2x16->32
+8x8 0.99; but 1x16->32 8x8 1.38 (a row of 8 rounded up to 16), 32x16->32 24x24 1.17 and
+32x32 1.28, 8x64->64 56x56 1.56 (Winograd).
+
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
 gradient is :func:`conv2d_backward_weight` with input and output-gradient swapped. conv1d is
@@ -73,6 +84,7 @@ import numpy as np
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
+from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
@@ -107,6 +119,19 @@ forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digit
 convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
 more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
+DIRECT_MAX_WIDTH = 16
+"""Output width up to which the weight gradient of a stride-1, undilated 3x3 convolution runs
+as the direct loop of numdiff.kernels._conv_direct instead of im2col or Winograd (see the module
+docstring for the measurements)."""
+
+DIRECT_MIN_ROW = 16
+"""Output positions of one row of the whole batch (images x output width) from which it does:
+the direct loop's block rows are rounded up to 16 elements."""
+
+DIRECT_BLOCK_ELEMENTS = 1 << 18
+"""Target size of one thread's output-gradient planes and staged input, in elements (1 MiB
+float32): the images in a direct weight-gradient block."""
+
 WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 """Target size of one thread's transformed input and output tiles together, in elements."""
 
@@ -123,6 +148,10 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
     if kh == kw == 3 and sh == sw == dh == dw == 1:
         cog = c_out // groups
+        if kind == "backward_weight" and ow_size <= DIRECT_MAX_WIDTH and n_img * ow_size >= DIRECT_MIN_ROW:
+            kernel, parts = direct_backward_weight_core.pick(macs, PARALLEL_MIN_MACS)
+            images = _direct_images(n_img, cog, oh_size, ow_size, parts)
+            return kernel, (pt, pl, oh_size, ow_size, images, parts)
         if kind == "backward_input":
             # The input gradient is a 3x3 convolution of the output gradient: Cog -> Cg channels,
             # written at the input's size, padded by 2 - pad.
@@ -157,6 +186,17 @@ def _use_winograd(kind, ci, co, out_w):
     per group, writing rows of out_w, runs faster as Winograd F(2x2, 3x3) than as im2col (see
     the module docstring for the measurements behind the bounds)."""
     return 2 * ci * co >= WINOGRAD_MIN_CHANNELS * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
+
+
+def _direct_images(n_img, cog, oh_size, ow_size, parts):
+    """The images in a block of the direct weight gradient: as many as keep a block's
+    output-gradient planes and staged input (about ``(cog + 4) * (oh_size + 2) * ow_size``
+    elements an image) within :data:`DIRECT_BLOCK_ELEMENTS`, at least one; few enough that every
+    thread gets a block, and equal blocks."""
+    fit = max(1, DIRECT_BLOCK_ELEMENTS // ((cog + 4) * (oh_size + 2) * ow_size))
+    images = min(fit, -(-n_img // parts))
+    blocks = -(-n_img // images)
+    return -(-n_img // blocks)
 
 
 def _winograd_blocks(n_img, tiles_h, channels, qc, parts):
