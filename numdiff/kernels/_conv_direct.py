@@ -83,11 +83,19 @@ def _edges(nb, ow_size, ld, inner):
         inner[ld + q] = q < nb * ow_size and w < ow_size - 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row(r, rows, ld, split):
+    """Where staged row r of `rows` starts in a copy: at r*ld, or with split the even rows
+    first, then the odd ones."""
+    return ((r % 2) * ((rows + 1) // 2) + r // 2) * ld if split else r * ld
+
+
 @njit(cache=True, nogil=True)
-def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, inner, xs):
+def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, split, inner, xs):
     """The three column-shifted copies of channel c of images n0 .. n0 + nb - 1 of ``src5``
     (N, G, C, H, W): ``xs[j*rows*ld + r*ld + k*ow_size + w] = src5[n0 + k, g, c, r - top,
-    w + j - left]``, zero outside the image and in the columns past nb*ow_size.
+    w + j - left]``, zero outside the image and in the columns past nb*ow_size; with split, each
+    copy holds its even rows first, then its odd rows (:func:`_row`).
 
     Copy 1 is gathered row by row; copies 0 and 2 are copy 1 moved by one column, in loops
     over whole rows of the block, masked by `inner` (:func:`_edges`) at the images' edges, where
@@ -101,7 +109,7 @@ def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, inner, xs):
     hi = max(lo, min(ow_size, width - shift))
     for r in range(rows):
         h = r - top
-        at = plane + r * ld
+        at = plane + _row(r, rows, ld, split)
         if h < 0 or h >= height:
             for q in range(ld):
                 xs[np.uint64(at + q)] = 0
@@ -118,7 +126,7 @@ def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, inner, xs):
         for q in range(nb * ow_size, ld):
             xs[np.uint64(at + q)] = 0
     for r in range(rows):
-        at = r * ld
+        at = _row(r, rows, ld, split)
         for q in range(ld):
             moved = xs[np.uint64(plane + at + q - 1)]
             xs[np.uint64(at + q)] = moved if inner[q] else 0
@@ -129,7 +137,7 @@ def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, inner, xs):
     if 0 <= first < width or 0 <= last < width:
         for r in range(max(0, top), min(rows, height + top)):
             for k in range(nb):
-                at = r * ld + k * ow_size
+                at = _row(r, rows, ld, split) + k * ow_size
                 if 0 <= first < width:
                     xs[at] = src5[n0 + k, g, c, r - top, first]
                 if 0 <= last < width:
@@ -185,7 +193,7 @@ def _weight_part(t, parts, x5, go4, gw, top, left, oh_size, ow_size, images):
                 gt[p] = 0
             _gather_planes(go4, n0, nb, g, ow_size, ld, gt)
             for i in range(c_in):
-                _stage(x5, n0, nb, g, i, top, left, rows, ow_size, ld, inner, xs)
+                _stage(x5, n0, nb, g, i, top, left, rows, ow_size, ld, False, inner, xs)
                 x0, x1, x2 = xs[0:plane], xs[srows : srows + plane], xs[2 * srows : 2 * srows + plane]
                 x3, x4, x5_ = xs[ld : ld + plane], xs[srows + ld : srows + ld + plane], xs[2 * srows + ld : 2 * srows + ld + plane]
                 x6, x7 = xs[2 * ld : 2 * ld + plane], xs[srows + 2 * ld : srows + 2 * ld + plane]

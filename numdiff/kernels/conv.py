@@ -52,16 +52,19 @@ of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.8
 1.37: each image's tile rows were transformed by loops only as long as the image. What is left
 against small images is the spare tile column per image row (a quarter of the tiles at 8 wide).
 
-Direct route for the weight gradient of small images (numdiff.kernels._conv_direct, method
-there): a stride-1, undilated 3x3 convolution with outputs at most :data:`DIRECT_MAX_WIDTH` wide
-(and at least :data:`DIRECT_MIN_ROW` positions in a row of the batch) sums its weight gradient
-in one vectorised loop per input channel and pair of output channels, no GEMM. Measured (one
-thread, thread CPU time, direct / what ran before, im2col unless said): 32x16->32 4x4 0.60;
-6x6 0.68; 8x8 0.66-0.69; 12x12 0.92 (Winograd); 16x16 0.98 (Winograd); 32x32->32 8x8 0.67;
-8x64->64 8x8 0.84; 64x6->16 8x8 0.60; 32x3->8 8x8 0.70; 32x64->64 4x4 0.65; 128x32->64 7x7
-0.75; 16x16->16 14x14 0.65; 2x32->32 16x16 0.59; 1x32->32 16x16 0.43; 4x16->32 8x8 0.79; 2x16->32
-8x8 0.99; but 1x16->32 8x8 1.38 (a row of 8 rounded up to 16), 32x16->32 24x24 1.17 and
-32x32 1.28, 8x64->64 56x56 1.56 (Winograd).
+Direct route for small images (numdiff.kernels._conv_direct for the weight gradient,
+_conv_direct_forward for the forward and the input gradient, methods there): a stride-1,
+undilated 3x3 convolution writing rows at most :data:`DIRECT_MAX_WIDTH` wide (per kernel, the
+routine's rows; up to :data:`DIRECT_MAX_IM2COL_WIDTH` where Winograd does not apply), with at least
+:data:`DIRECT_MIN_POSITIONS` output positions, :data:`DIRECT_MIN_ROW` in a row of the batch and
+:data:`DIRECT_MIN_CHANNELS` output channels, runs as vectorised loops over all the images' rows
+side by side, no GEMM. Measured (one thread, thread CPU time, direct / what ran before,
+forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0.92 0.66-0.69; 4x4 0.69 0.71
+0.60; 6x6 0.65 0.66 0.68; 32x32->32 8x8 0.89 0.73 0.67; 8x64->64 8x8 0.80 0.80 0.84; 64x6->16
+8x8 0.70 0.75 0.60; 128x32->64 7x7 0.74 0.73 0.75; 16x16->16 14x14 (im2col) 0.58 0.61 0.65;
+32x16->32 12x12 (Winograd) 1.07 0.81 0.92; 16x16 (Winograd) 1.20 1.03 0.98; 24x24 1.23 1.14 1.17;
+small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8 0.95
+0.90, 4x16->32 4x4 1.30 1.49; few output channels: 64x2->16 8x8 input gradient (to 2) 1.11.
 
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
@@ -85,6 +88,7 @@ from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
+from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
@@ -119,15 +123,25 @@ forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digit
 convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
 more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
-DIRECT_MAX_WIDTH = 16
-"""Output width up to which the weight gradient of a stride-1, undilated 3x3 convolution runs
-as the direct loop of numdiff.kernels._conv_direct instead of im2col or Winograd (see the module
-docstring for the measurements)."""
+DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 16, "backward_weight": 16}
+"""Output width (the routine's: the input's for the input gradient) up to which a stride-1,
+undilated 3x3 convolution runs as a direct loop (numdiff.kernels._conv_direct and
+_conv_direct_forward) instead of im2col or Winograd; up to :data:`DIRECT_MAX_IM2COL_WIDTH`
+instead of im2col only. See the module docstring for the measurements."""
+
+DIRECT_MAX_IM2COL_WIDTH = 16
+
+DIRECT_MIN_POSITIONS = {"forward": 256, "backward_input": 512, "backward_weight": 128}
+"""Output positions of the whole batch (the routine's) from which the direct loops may run:
+below, staging each input channel costs more than the loop saves."""
 
 DIRECT_MIN_ROW = 16
-"""Output positions of one row of the whole batch (images x output width) from which it does:
-the direct loop's block rows are rounded up to 16 elements."""
+"""Positions in a row of the batch (images x output width) from which they may: a block's rows
+are rounded up to 16 elements."""
 
+DIRECT_MIN_CHANNELS = 4
+"""Output channels per group (the routine's) from which they may: they run in pairs, and each
+pair reads every staged input channel once (measured: 16 -> 2 channels 1.1x im2col's time)."""
 DIRECT_BLOCK_ELEMENTS = 1 << 18
 """Target size of one thread's output-gradient planes and staged input, in elements (1 MiB
 float32): the images in a direct weight-gradient block."""
@@ -148,17 +162,18 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
     if kh == kw == 3 and sh == sw == dh == dw == 1:
         cog = c_out // groups
-        if kind == "backward_weight" and ow_size <= DIRECT_MAX_WIDTH and n_img * ow_size >= DIRECT_MIN_ROW:
-            kernel, parts = direct_backward_weight_core.pick(macs, PARALLEL_MIN_MACS)
-            images = _direct_images(n_img, cog, oh_size, ow_size, parts)
-            return kernel, (pt, pl, oh_size, ow_size, images, parts)
         if kind == "backward_input":
             # The input gradient is a 3x3 convolution of the output gradient: Cog -> Cg channels,
             # written at the input's size, padded by 2 - pad.
             ci, co, out_h, out_w, top, left = cog, cg, height, width, 2 - pt, 2 - pl
         else:
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
-        if _use_winograd(kind, ci, co, out_w):
+        winograd = _use_winograd(kind, ci, co, out_w)
+        if _use_direct(kind, n_img, co, out_h, out_w, winograd):
+            kernel, parts = _DIRECT_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
+            images = _direct_images(n_img, co, out_h, out_w, parts)
+            return kernel, (top, left, oh_size, ow_size, images, parts)
+        if winograd:
             kernel, parts = _WINOGRAD_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
             images, rows = _winograd_blocks(n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts)
             # (oh_size, ow_size): the forward output's size, which is the routine's output or,
@@ -179,6 +194,19 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     tiles = -(-oh_size // rows)
     rows = -(-oh_size // tiles)
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
+
+
+def _use_direct(kind, n_img, co, out_h, out_w, winograd):
+    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution to co channels per
+    group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
+    Winograd (where `winograd`) or im2col (see the module docstring for the measurements)."""
+    widest = DIRECT_MAX_WIDTH[kind] if winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
+    return (
+        out_w <= widest
+        and n_img * out_w >= DIRECT_MIN_ROW
+        and n_img * out_h * out_w >= DIRECT_MIN_POSITIONS[kind]
+        and co >= DIRECT_MIN_CHANNELS
+    )
 
 
 def _use_winograd(kind, ci, co, out_w):
@@ -217,6 +245,11 @@ def _winograd_blocks(n_img, tiles_h, channels, qc, parts):
 
 
 _CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}
+_DIRECT_CORES = {
+    "forward": direct_forward_core,
+    "backward_input": direct_backward_input_core,
+    "backward_weight": direct_backward_weight_core,
+}
 _WINOGRAD_CORES = {
     "forward": winograd_forward_core,
     "backward_input": winograd_backward_input_core,

@@ -1,8 +1,8 @@
-"""Direct weight-gradient core for small 3x3 convolutions (numdiff.kernels._conv_direct)
-against float64 NumPy.
+"""Direct cores for small 3x3 convolutions (numdiff.kernels._conv_direct: weight gradient,
+_conv_direct_forward: forward and input gradient) against float64 NumPy.
 
 Every test here that forces the direct route (the `direct` fixture lowers conv.py's thresholds)
-checks that the plan really picked the direct core, so a routing change cannot turn these into
+checks that the plan really picked the direct cores, so a routing change cannot turn these into
 im2col or Winograd tests unnoticed.
 """
 
@@ -15,14 +15,22 @@ import pytest
 import numdiff
 from numdiff.kernels import conv
 from numdiff.kernels._conv_direct import direct_backward_weight_core
+from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._parallel import always_parallel
 from tests.kernels import kernel_reference as ref
 
+DIRECT_CORES = {
+    "forward": direct_forward_core,
+    "backward_input": direct_backward_input_core,
+    "backward_weight": direct_backward_weight_core,
+}
+
 # float32 error bound, in units of float32's epsilon times the sum of the absolute values of the
-# terms (the same weight gradient of |x| and |grad_out|). A sum of m terms in any order stays
-# within about m ulps of that; the direct loop adds each vector lane's share in turn and then the
-# 16 lanes, so about m/16 + 4. Largest seen: 0.53 over CASES, 0.19 at 32x16->32 8x8. 8 still
-# catches a wrong or missing term, which costs O(1) of the bound.
+# terms (the same convolution of |x|, |w| and |grad_out|). A sum of m terms in any order stays
+# within about m ulps of that (the weight gradient adds each vector lane's share in turn and then
+# the 16 lanes: about m/16 + 4). Largest seen over CASES: forward 1.2, input gradient 1.5, weight
+# gradient 0.45; at 32x16->32 8x8 (144 and 288 terms) 2.0, 2.6 and 0.22. 8 still catches a wrong
+# or missing term, which costs O(1) of the bound.
 F32_ULPS = 8.0
 
 # (N, C, H, W, Co, padding (t, b, l, r), groups)
@@ -43,35 +51,51 @@ CASES = [
 
 @pytest.fixture
 def direct(monkeypatch):
-    monkeypatch.setattr(conv, "DIRECT_MAX_WIDTH", 1 << 20)
+    monkeypatch.setattr(conv, "DIRECT_MAX_WIDTH", {kind: 1 << 20 for kind in DIRECT_CORES})
+    monkeypatch.setattr(conv, "DIRECT_MIN_POSITIONS", {kind: 0 for kind in DIRECT_CORES})
     monkeypatch.setattr(conv, "DIRECT_MIN_ROW", 0)
+    monkeypatch.setattr(conv, "DIRECT_MIN_CHANNELS", 0)
 
 
 def _check_route(x_shape, w_shape, out_shape, padding, groups):
-    core, _ = conv.conv2d_plan("backward_weight", x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
-    assert core in direct_backward_weight_core
+    for kind, cores in DIRECT_CORES.items():
+        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
+        assert core in cores, kind
 
 
 def _check(case, dtype, rng):
     n, c, h, w, co, padding, groups = case
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
-    w_shape = (co, c // groups, 3, 3)
-    out_shape = (n, co, h + padding[0] + padding[1] - 2, w + padding[2] + padding[3] - 2)
-    go = rng.standard_normal(out_shape).astype(dtype)
-    _check_route(x.shape, w_shape, out_shape, padding, groups)
+    weight = rng.standard_normal((co, c // groups, 3, 3)).astype(dtype)
+    bias = rng.standard_normal(co).astype(dtype)
     args = ((1, 1), padding, (1, 1), groups)
-    gw = conv.conv2d_backward_weight(x, go, np.full(w_shape, np.nan, dtype), *args)
-    want = ref.conv2d_backward_weight(x, go, w_shape, *args)
+    expected = ref.conv2d(x, weight, bias, *args)
+    _check_route(x.shape, weight.shape, expected.shape, padding, groups)
+    go = rng.standard_normal(expected.shape).astype(dtype)
+    out = conv.conv2d_forward(x, weight, bias, np.full(expected.shape, np.nan, dtype), *args)
+    gi = conv.conv2d_backward_input(go, weight, np.full_like(x, np.nan), *args)
+    gw = conv.conv2d_backward_weight(x, go, np.full_like(weight, np.nan), *args)
+    wants = (
+        expected,
+        ref.conv2d_backward_input(go, weight, x.shape, *args),
+        ref.conv2d_backward_weight(x, go, weight.shape, *args),
+    )
     if dtype == np.float64:
-        np.testing.assert_allclose(gw, want, rtol=1e-12, atol=1e-12)
+        for got, want in zip((out, gi, gw), wants):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         return
-    bound = ref.conv2d_backward_weight(np.abs(x), np.abs(go), w_shape, *args)
-    ulps = np.abs(gw.astype(np.float64) - want) / (np.finfo(np.float32).eps * bound + 1e-300)
-    assert ulps.max() <= F32_ULPS, float(ulps.max())
+    bounds = (
+        ref.conv2d(np.abs(x), np.abs(weight), np.abs(bias), *args),
+        ref.conv2d_backward_input(np.abs(go), np.abs(weight), x.shape, *args),
+        ref.conv2d_backward_weight(np.abs(x), np.abs(go), weight.shape, *args),
+    )
+    for kind, got, want, bound in zip(DIRECT_CORES, (out, gi, gw), wants, bounds):
+        ulps = np.abs(got.astype(np.float64) - want) / (np.finfo(np.float32).eps * bound + 1e-300)
+        assert ulps.max() <= F32_ULPS, (kind, float(ulps.max()))
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_direct_weight_gradient_matches_reference(case, dtype, rng, direct):
+def test_direct_convolution_matches_reference(case, dtype, rng, direct):
     _check(case, dtype, rng)
 
 
@@ -94,26 +118,31 @@ def test_direct_with_one_image_blocks_matches_reference(case, rng, direct, monke
 
 
 def test_direct_default_route_matches_reference(dtype, rng):
-    # The benchmark's shape class: 8x8 images, batch x width >= DIRECT_MIN_ROW.
-    _check((4, 16, 8, 8, 32, (1, 1, 1, 1), 1), dtype, rng)
+    # The benchmark's shape class, at the smallest batch conv.py's thresholds take.
+    _check((8, 16, 8, 8, 32, (1, 1, 1, 1), 1), dtype, rng)
 
 
 def test_direct_route_is_taken_only_for_narrow_stride_one_3x3():
-    def plan(x_shape, w_shape, out_shape, stride=(1, 1), dilation=(1, 1)):
-        core, _ = conv.conv2d_plan("backward_weight", x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
-        return core in direct_backward_weight_core
+    def direct(kind, x_shape, w_shape, out_shape, stride=(1, 1), dilation=(1, 1)):
+        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
+        return core in DIRECT_CORES[kind]
 
-    assert plan((32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
-    assert plan((1, 16, 16, 16), (32, 16, 3, 3), (1, 32, 16, 16))
-    assert not plan((1, 16, 8, 8), (32, 16, 3, 3), (1, 32, 8, 8))  # a row of 8: below DIRECT_MIN_ROW
-    assert not plan((32, 16, 32, 32), (32, 16, 3, 3), (32, 32, 32, 32))  # wide: Winograd
-    assert not plan((32, 16, 8, 8), (32, 16, 5, 5), (32, 32, 6, 6))
-    assert not plan((32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 4, 4), stride=(2, 2))
-    assert not plan((32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 6, 6), dilation=(2, 2))
-    # The forward and the input gradient keep their routes.
-    for kind in ("forward", "backward_input"):
-        core, _ = conv.conv2d_plan(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8), (1, 1), (1, 1, 1, 1), (1, 1), 1)
-        assert core not in direct_backward_weight_core
+    for kind in DIRECT_CORES:
+        assert direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
+        assert direct(kind, (16, 16, 14, 14), (16, 16, 3, 3), (16, 16, 14, 14))  # instead of im2col
+        assert not direct(kind, (1, 16, 8, 8), (32, 16, 3, 3), (1, 32, 8, 8))  # a batch row of 8
+        assert not direct(kind, (32, 16, 32, 32), (32, 16, 3, 3), (32, 32, 32, 32))  # wide: Winograd
+        assert not direct(kind, (32, 16, 8, 8), (32, 16, 5, 5), (32, 32, 6, 6))
+        assert not direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 4, 4), stride=(2, 2))
+        assert not direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 6, 6), dilation=(2, 2))
+    # 12 wide with channels enough for Winograd: the forward keeps Winograd, the gradients do not.
+    shapes = ((32, 16, 12, 12), (32, 16, 3, 3), (32, 32, 12, 12))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, True]
+    # An input gradient to 2 channels stays on im2col, the weight gradient to 2 channels too.
+    shapes = ((64, 2, 8, 8), (16, 2, 3, 3), (64, 16, 8, 8))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [True, False, True]
+    shapes = ((64, 16, 8, 8), (2, 16, 3, 3), (64, 2, 8, 8))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, False]
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 8])
@@ -139,6 +168,19 @@ def test_direct_keeps_a_non_finite_input_to_the_taps_that_read_it(direct):
     gw = conv.conv2d_backward_weight(x, go, np.empty((1, 1, 3, 3)), padding=(1, 1, 1, 1))
     assert np.isinf(gw[0, 0, :2, :2]).all()
     assert np.array_equal(gw[0, 0, 2, :], np.zeros(3)) and np.array_equal(gw[0, 0, :, 2], np.zeros(3))
+
+
+def test_direct_forward_keeps_a_non_finite_input_to_the_outputs_that_read_it(direct):
+    # Its row and column neighbours, the other images in the block and the rounding columns
+    # stay exactly zero.
+    x = np.zeros((3, 2, 5, 5))
+    x[1, 0, 4, 4] = np.inf
+    w = np.ones((4, 2, 3, 3))
+    _check_route(x.shape, w.shape, (3, 4, 5, 5), (1, 1, 1, 1), 1)
+    out = conv.conv2d_forward(x, w, None, np.empty((3, 4, 5, 5)), padding=(1, 1, 1, 1))
+    assert np.isinf(out[1, :, 3:, 3:]).all()
+    out[1, :, 3:, 3:] = 0
+    assert np.array_equal(out, np.zeros_like(out))
 
 
 def test_direct_empty_batch(direct):
