@@ -96,10 +96,18 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_winograd.winograd_backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 20, 1, 20), z(1, 20, 1, 20), z(20, 20, 3, 3), padding=(1, 1, 1, 1)),
         ),
+        # Narrow 3x3 stride-1 convolutions with work, positions and channels enough run direct.
         (
-            # The weight gradient of narrow 3x3 stride-1 convolutions runs as a direct loop.
+            "_conv_direct_forward.direct_forward_core",
+            lambda: conv.conv2d_forward(z(128, 32, 1, 8), z(32, 32, 3, 3), z(32), z(128, 32, 1, 8), padding=(1, 1, 1, 1)),
+        ),
+        (
+            "_conv_direct_forward.direct_backward_input_core",
+            lambda: conv.conv2d_backward_input(z(128, 32, 1, 8), z(32, 32, 3, 3), z(128, 32, 1, 8), padding=(1, 1, 1, 1)),
+        ),
+        (
             "_conv_direct.direct_backward_weight_core",
-            lambda: conv.conv2d_backward_weight(z(1, 1, 1, 16), z(1, 1, 1, 16), z(1, 1, 3, 3), padding=(1, 1, 1, 1)),
+            lambda: conv.conv2d_backward_weight(z(128, 32, 1, 8), z(128, 32, 1, 8), z(32, 32, 3, 3), padding=(1, 1, 1, 1)),
         ),
         (
             "pool._max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide

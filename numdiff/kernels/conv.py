@@ -56,8 +56,8 @@ Direct route for small images (numdiff.kernels._conv_direct for the weight gradi
 _conv_direct_forward for the forward and the input gradient, methods there): a stride-1,
 undilated 3x3 convolution writing rows at most :data:`DIRECT_MAX_WIDTH` wide (per kernel, the
 routine's rows; up to :data:`DIRECT_MAX_IM2COL_WIDTH` where Winograd does not apply), with at least
-:data:`DIRECT_MIN_POSITIONS` output positions, :data:`DIRECT_MIN_ROW` in a row of the batch and
-:data:`DIRECT_MIN_CHANNELS` output channels, runs as vectorised loops over all the images' rows
+:data:`DIRECT_MIN_MACS` multiply-adds, :data:`DIRECT_MIN_POSITIONS` output positions,
+:data:`DIRECT_MIN_ROW` in a row of the batch and :data:`DIRECT_MIN_CHANNELS` output channels, runs as vectorised loops over all the images' rows
 side by side, no GEMM. Measured (one thread, thread CPU time, direct / what ran before,
 forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0.92 0.66-0.69; 4x4 0.69 0.71
 0.60; 6x6 0.65 0.66 0.68; 32x32->32 8x8 0.89 0.73 0.67; 8x64->64 8x8 0.80 0.80 0.84; 64x6->16
@@ -135,6 +135,12 @@ DIRECT_MIN_POSITIONS = {"forward": 256, "backward_input": 512, "backward_weight"
 """Output positions of the whole batch (the routine's) from which the direct loops may run:
 below, staging each input channel costs more than the loop saves."""
 
+DIRECT_MIN_MACS = 1 << 22
+"""Multiply-adds from which they may: below, a call saves under ~0.05 ms, not worth compiling
+another core on a cold start (the digits CNN's 8x8 and 4x4 convolutions, 0.3 and 2.4 M: its
+compiled model's first call took 10.0-10.2 s with direct cores against 5.0-5.2 s without, for
+0.05-0.1 ms of a 1.3-1.5 ms step)."""
+
 DIRECT_MIN_ROW = 16
 """Positions in a row of the batch (images x output width) from which they may: a block's rows
 are rounded up to 16 elements."""
@@ -169,7 +175,7 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         else:
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
         winograd = _use_winograd(kind, ci, co, out_w)
-        if _use_direct(kind, n_img, co, out_h, out_w, winograd):
+        if macs >= DIRECT_MIN_MACS and _use_direct(kind, n_img, co, out_h, out_w, winograd):
             kernel, parts = _DIRECT_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
             images = _direct_images(n_img, co, out_h, out_w, parts)
             return kernel, (top, left, oh_size, ow_size, images, parts)
