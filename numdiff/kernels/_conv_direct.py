@@ -27,15 +27,16 @@ channel. The copies are unsigned-indexed loops in functions of their own, withou
 rows of 8 elements then copy as 256-bit moves.
 
 Measured (N32 C16->32 8x8, one thread, thread CPU time): the loop alone runs at 135-160 GFLOP/s
-(65-80% of the float32 peak); staging x takes 14 us, the output gradient's layout 15 us; the
-kernel 0.21 ms against the im2col core's 0.31-0.35 ms (PyTorch: 0.19). The work buffers start
-on 64-byte boundaries and ``ld`` is a multiple of 16, so each 512-bit float32 load stays in one
-cache line (unaligned, the loop ran a quarter slower). Tried and dropped: the same layout for the
-forward and the input gradient (``o[co][p] += sum_ij w * xs[j][p + i*ld]``): the loop's loads
-and stores of the output planes and the filter values LLVM spilled from registers kept it at
-~110 GFLOP/s, and the kernels at 0.23-0.26 ms (forward) and 0.28-0.29 ms (input gradient),
-no faster than Winograd's 0.22 and im2col's 0.25; summing 32 positions at a time over all
-input channels (output chunk in L1) or four output channels per tap row was slower still.
+(65-80% of the float32 peak), 0.15 ms of the kernel's 0.20-0.22 ms (im2col's core: 0.31-0.34,
+PyTorch: 0.19); the rest is staging x (16 channels: 14-17 us timed alone, but 50 us inside the
+kernel, not understood yet; marking the copies noinline did not change it) and the output
+gradient's layout (15 us). The work buffers start on 64-byte boundaries and ``ld`` is a multiple
+of 16, so each 512-bit float32 load stays in one cache line (unaligned, the loop ran a quarter
+slower). Three output channels at once (27 accumulators) spilled registers and ran at 90
+GFLOP/s; smaller blocks of images (16, 8, 4) were no faster. The same layout for the forward
+(``o[co][p] += sum_ij w * xs[j][p + i*ld]``, one output row at a time) ran at ~110 GFLOP/s, the
+loads and stores of the output planes and filter values spilled from registers bounding it; see
+numdiff.kernels._conv_direct_forward for the layout that does better.
 
 Work items are image blocks, round-robin over the Numba threads, each thread adding into its own
 weight-sized accumulator; the accumulators are summed at the end. Extra memory per thread: the

@@ -17,9 +17,12 @@ of copy j and q = a*ld + (k, w) one flat index over a half plane,
 
 per input channel, for a pair of output channels at once: 12 loads of the staged input and 4
 loads and stores of the output feed 36 multiply-adds, the 18 filter values in registers; LLVM
-vectorises the loop 512 bits wide (numdiff.kernels._vecmath.wide_vectors). Measured (loop alone,
-N32 16->32 8x8, one thread): 130 GFLOP/s, where one output row at a time (9 loads + 2 loads and
-stores per 18 multiply-adds, the filter values partly spilled to the stack) ran at 105-110. An
+vectorises the loop 512 bits wide (numdiff.kernels._vecmath.wide_vectors). Measured (N32
+16->32 8x8, one thread, thread CPU time): the loop alone 130 GFLOP/s, where one output row at a
+time (9 loads + 2 loads and stores per 18 multiply-adds, the filter values partly spilled to the
+stack) ran at 105-110, and four output channels of one tap row at a time at 85; the kernels
+0.20-0.22 ms (forward; Winograd 0.22-0.29) and 0.21-0.22 ms (input gradient; im2col 0.25-0.27),
+the rest of their time staging the input and writing the output back. An
 odd output height computes a spare last row that is not written out; an odd last output channel
 pairs with a zero filter. Extra memory per thread: the block's output planes ``(Co + 1)*(OH + 1)
 *ld`` and the staged copies of one channel ``3*(OH + 3)*ld`` elements.
