@@ -52,19 +52,15 @@ of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.8
 1.37: each image's tile rows were transformed by loops only as long as the image. What is left
 against small images is the spare tile column per image row (a quarter of the tiles at 8 wide).
 
-Direct route for small images (numdiff.kernels._conv_direct for the weight gradient,
-_conv_direct_forward for the forward and the input gradient, methods there): a stride-1,
-undilated 3x3 convolution writing rows at most :data:`DIRECT_MAX_WIDTH` wide (per kernel, the
-routine's rows; up to :data:`DIRECT_MAX_IM2COL_WIDTH` where Winograd does not apply), with at least
-:data:`DIRECT_MIN_MACS` multiply-adds, :data:`DIRECT_MIN_POSITIONS` output positions,
-:data:`DIRECT_MIN_ROW` in a row of the batch and :data:`DIRECT_MIN_CHANNELS` output channels, runs as vectorised loops over all the images' rows
-side by side, no GEMM. Measured (one thread, thread CPU time, direct / what ran before,
-forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0.92 0.66-0.69; 4x4 0.69 0.71
-0.60; 6x6 0.65 0.66 0.68; 32x32->32 8x8 0.89 0.73 0.67; 8x64->64 8x8 0.80 0.80 0.84; 64x6->16
-8x8 0.70 0.75 0.60; 128x32->64 7x7 0.74 0.73 0.75; 16x16->16 14x14 (im2col) 0.58 0.61 0.65;
-32x16->32 12x12 (Winograd) 1.07 0.81 0.92; 16x16 (Winograd) 1.20 1.03 0.98; 24x24 1.23 1.14 1.17;
-small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8 0.95
-0.90, 4x16->32 4x4 1.30 1.49; few output channels: 64x2->16 8x8 input gradient (to 2) 1.11.
+Direct route for small images (numdiff.kernels._conv_direct, _conv_direct_forward; methods
+there): stride-1, undilated 3x3 convolutions that pass :func:`_use_direct` run as vectorised loops
+over all the images' rows side by side, no GEMM. Measured (one thread, thread CPU time, direct /
+what ran before, forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0.92 0.66-0.69;
+4x4 0.69 0.71 0.60; 6x6 0.65 0.66 0.68; 32x32->32 8x8 0.89 0.73 0.67; 8x64->64 8x8 0.80 0.80
+0.84; 64x6->16 8x8 0.70 0.75 0.60; 128x32->64 7x7 0.74 0.73 0.75; 16x16->16 14x14 (im2col) 0.58
+0.61 0.65; 32x16->32 12x12 (Winograd) 1.07 0.81 0.92; 16x16 1.20 1.03 0.98; 24x24 1.23 1.14
+1.17; small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8
+0.95 0.90, 4x16->32 4x4 1.30 1.49; input gradient to 2 channels (64x2->16 8x8) 1.11.
 
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
@@ -124,33 +120,29 @@ convolution would then compile the Winograd forward core too on a cold start (me
 more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
 DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 16, "backward_weight": 16}
-"""Output width (the routine's: the input's for the input gradient) up to which a stride-1,
-undilated 3x3 convolution runs as a direct loop (numdiff.kernels._conv_direct and
-_conv_direct_forward) instead of im2col or Winograd; up to :data:`DIRECT_MAX_IM2COL_WIDTH`
-instead of im2col only. See the module docstring for the measurements."""
-
+"""Widest rows (the routine's: the input's for the input gradient) a direct loop writes instead
+of Winograd's; instead of im2col's, up to :data:`DIRECT_MAX_IM2COL_WIDTH`."""
 DIRECT_MAX_IM2COL_WIDTH = 16
 
 DIRECT_MIN_POSITIONS = {"forward": 256, "backward_input": 512, "backward_weight": 128}
-"""Output positions of the whole batch (the routine's) from which the direct loops may run:
-below, staging each input channel costs more than the loop saves."""
+"""Fewest output positions of the batch (the routine's) for a direct loop: below, staging each
+input channel costs more than the loop saves."""
 
 DIRECT_MIN_MACS = 1 << 22
-"""Multiply-adds from which they may: below, a call saves under ~0.05 ms, not worth compiling
+"""Fewest multiply-adds for a direct loop: below, a call saves under ~0.05 ms, not worth compiling
 another core on a cold start (the digits CNN's 8x8 and 4x4 convolutions, 0.3 and 2.4 M: its
-compiled model's first call took 10.0-10.2 s with direct cores against 5.0-5.2 s without, for
-0.05-0.1 ms of a 1.3-1.5 ms step)."""
+compiled model's first call took 10.0-10.2 s with direct cores, 4.8-5.2 s without, for 0.05-0.1
+ms of a 1.3-1.5 ms step)."""
 
 DIRECT_MIN_ROW = 16
-"""Positions in a row of the batch (images x output width) from which they may: a block's rows
-are rounded up to 16 elements."""
+"""Fewest positions in a row of the batch (images x width): a block's rows round up to 16."""
 
 DIRECT_MIN_CHANNELS = 4
-"""Output channels per group (the routine's) from which they may: they run in pairs, and each
-pair reads every staged input channel once (measured: 16 -> 2 channels 1.1x im2col's time)."""
+"""Fewest output channels per group (the routine's): they run in pairs, each pair reading every
+staged input channel (measured: an input gradient 16 -> 2 channels 1.1x im2col's time)."""
+
 DIRECT_BLOCK_ELEMENTS = 1 << 18
-"""Target size of one thread's output-gradient planes and staged input, in elements (1 MiB
-float32): the images in a direct weight-gradient block."""
+"""Target size of one thread's output (or output-gradient) planes in a direct block, in elements."""
 
 WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 """Target size of one thread's transformed input and output tiles together, in elements."""
@@ -158,7 +150,8 @@ WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 
 def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
     """Validate a conv2d configuration; return the build of the core to run for `kind` (serial
-    below :data:`PARALLEL_MIN_MACS`; Winograd where :func:`_use_winograd` says so, else im2col)
+    below :data:`PARALLEL_MIN_MACS`; direct or Winograd where :func:`_use_direct` or
+    :func:`_use_winograd` says so, else im2col)
     and the sizes it takes, or (None, None) for an empty batch, where there is nothing to compute."""
     n_img, _, height, width, c_out, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = (
         conv2d_geometry(op, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
@@ -205,7 +198,8 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
 def _use_direct(kind, n_img, co, out_h, out_w, winograd):
     """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution to co channels per
     group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
-    Winograd (where `winograd`) or im2col (see the module docstring for the measurements)."""
+    Winograd (where `winograd`) or im2col (see the module docstring for the measurements). The
+    caller checks :data:`DIRECT_MIN_MACS`."""
     widest = DIRECT_MAX_WIDTH[kind] if winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
     return (
         out_w <= widest
@@ -223,10 +217,10 @@ def _use_winograd(kind, ci, co, out_w):
 
 
 def _direct_images(n_img, cog, oh_size, ow_size, parts):
-    """The images in a block of the direct weight gradient: as many as keep a block's
-    output-gradient planes and staged input (about ``(cog + 4) * (oh_size + 2) * ow_size``
-    elements an image) within :data:`DIRECT_BLOCK_ELEMENTS`, at least one; few enough that every
-    thread gets a block, and equal blocks."""
+    """The images in a block of a direct loop writing (or reading the gradient of) cog planes of
+    oh_size x ow_size: as many as keep them and the staged input (about ``(cog + 4) * (oh_size +
+    2) * ow_size`` elements an image) within :data:`DIRECT_BLOCK_ELEMENTS`, at least one; few
+    enough that every thread gets a block, and equal blocks."""
     fit = max(1, DIRECT_BLOCK_ELEMENTS // ((cog + 4) * (oh_size + 2) * ow_size))
     images = min(fit, -(-n_img // parts))
     blocks = -(-n_img // images)
