@@ -31,7 +31,7 @@ import numpy as np
 
 from numdiff.kernels import avg_pool, conv, matmul, pool
 from numdiff.kernels._background import foreground
-from numdiff.kernels._parallel import always_parallel
+from numdiff.kernels._parallel import always_parallel, always_serial
 
 __all__ = ["avg_pool", "compile_all", "compile_times", "conv", "matmul", "pool"]
 
@@ -50,9 +50,14 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         if name.startswith("matmul."):  # one build each: the serial loop and the parallel driver
             calls.append((name, call))
             continue
-        calls.append((f"{name}[serial]", call))
+        calls.append((f"{name}[serial]", lambda call=call: _serial_build(call)))
         calls.append((name, lambda call=call: _parallel_build(call)))
     return calls
+
+
+def _serial_build(call: Callable[[], object]) -> object:
+    with always_serial():
+        return call()
 
 
 def _parallel_build(call: Callable[[], object]) -> object:
