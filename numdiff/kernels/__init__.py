@@ -31,7 +31,7 @@ import numpy as np
 
 from numdiff.kernels import avg_pool, conv, matmul, pool
 from numdiff.kernels._background import foreground
-from numdiff.kernels._parallel import always_parallel
+from numdiff.kernels._parallel import always_parallel, always_serial
 
 __all__ = ["avg_pool", "compile_all", "compile_times", "conv", "matmul", "pool"]
 
@@ -50,9 +50,14 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
         if name.startswith("matmul."):  # one build each: the serial loop and the parallel driver
             calls.append((name, call))
             continue
-        calls.append((f"{name}[serial]", call))
+        calls.append((f"{name}[serial]", lambda call=call: _serial_build(call)))
         calls.append((name, lambda call=call: _parallel_build(call)))
     return calls
+
+
+def _serial_build(call: Callable[[], object]) -> object:
+    with always_serial():
+        return call()
 
 
 def _parallel_build(call: Callable[[], object]) -> object:
@@ -95,6 +100,19 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
         (
             "_winograd.winograd_backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 20, 1, 20), z(1, 20, 1, 20), z(20, 20, 3, 3), padding=(1, 1, 1, 1)),
+        ),
+        # Narrow 3x3 stride-1 convolutions with work, positions and channels enough run direct.
+        (
+            "_conv_direct_forward.direct_forward_core",
+            lambda: conv.conv2d_forward(z(128, 32, 1, 8), z(32, 32, 3, 3), z(32), z(128, 32, 1, 8), padding=(1, 1, 1, 1)),
+        ),
+        (
+            "_conv_direct_forward.direct_backward_input_core",
+            lambda: conv.conv2d_backward_input(z(128, 32, 1, 8), z(32, 32, 3, 3), z(128, 32, 1, 8), padding=(1, 1, 1, 1)),
+        ),
+        (
+            "_conv_direct.direct_backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(128, 32, 1, 8), z(128, 32, 1, 8), z(32, 32, 3, 3), padding=(1, 1, 1, 1)),
         ),
         (
             "_max_pool_cores.max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide

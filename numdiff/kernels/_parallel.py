@@ -25,12 +25,12 @@ from numba import get_num_threads
 from numdiff.kernels._background import defer_to_helper
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["GRAIN_ELEMENTS", "KernelPair", "always_parallel", "serial_and_parallel"]
+__all__ = ["GRAIN_ELEMENTS", "KernelPair", "always_parallel", "always_serial", "serial_and_parallel"]
 
 GRAIN_ELEMENTS = 1 << 15
 """Elements below which a memory-bound loop (pooling, bias sums) runs on the calling thread."""
 
-_forced = {"parallel": False}
+_forced = {"parallel": False, "serial": False}
 
 
 class KernelPair(NamedTuple):
@@ -43,6 +43,8 @@ class KernelPair(NamedTuple):
         """``(kernel, parts)``: the serial build and 1 part below `grain` units of work (or on one
         thread), else the parallel build and one part per Numba thread."""
         parts = get_num_threads()
+        if _forced["serial"]:
+            return self.serial, 1
         if _forced["parallel"] or (parts > 1 and work >= grain):
             return self.parallel, parts
         return self.serial, 1
@@ -71,3 +73,15 @@ def always_parallel() -> Iterator[None]:
         yield
     finally:
         _forced["parallel"] = previous
+
+
+@contextmanager
+def always_serial() -> Iterator[None]:
+    """Make every :meth:`KernelPair.pick` choose the serial build (compile_all warms it up even
+    where its warm-up call is enough work for the parallel one: the direct convolution cores)."""
+    previous = _forced["serial"]
+    _forced["serial"] = True
+    try:
+        yield
+    finally:
+        _forced["serial"] = previous

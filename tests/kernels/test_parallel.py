@@ -9,7 +9,7 @@ import pytest
 import numdiff
 from numdiff.kernels import conv, pool
 from numdiff.kernels._conv_cores import forward_core
-from numdiff.kernels._parallel import GRAIN_ELEMENTS, always_parallel
+from numdiff.kernels._parallel import GRAIN_ELEMENTS, always_parallel, always_serial
 
 
 @pytest.fixture
@@ -27,6 +27,12 @@ def test_small_work_runs_the_serial_build_on_one_part(two_threads):
     assert kernel is forward_core.serial and parts == 1
     kernel, parts = forward_core.pick(GRAIN_ELEMENTS)
     assert kernel is forward_core.parallel and parts == 2
+
+
+def test_always_serial_picks_the_serial_build_for_any_work(two_threads):
+    with always_serial():
+        assert forward_core.pick(10**9) == (forward_core.serial, 1)
+    assert forward_core.pick(10**9) == (forward_core.parallel, 2)
 
 
 def test_one_thread_always_runs_serially():

@@ -1,0 +1,230 @@
+"""Direct cores for small 3x3 convolutions (numdiff.kernels._conv_direct: weight gradient,
+_conv_direct_forward: forward and input gradient) against float64 NumPy.
+
+Every test here that forces the direct route (the `direct` fixture lowers conv.py's thresholds)
+checks that the plan really picked the direct cores, so a routing change cannot turn these into
+im2col or Winograd tests unnoticed.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.kernels import conv
+from numdiff.kernels._conv_direct import direct_backward_weight_core
+from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
+from numdiff.kernels._parallel import always_parallel
+from tests.kernels import kernel_reference as ref
+
+DIRECT_CORES = {
+    "forward": direct_forward_core,
+    "backward_input": direct_backward_input_core,
+    "backward_weight": direct_backward_weight_core,
+}
+
+# float32 error bound, in units of float32's epsilon times the sum of the absolute values of the
+# terms (the same convolution of |x|, |w| and |grad_out|). A sum of m terms in any order stays
+# within about m ulps of that (the weight gradient adds each vector lane's share in turn and then
+# the 16 lanes: about m/16 + 4). Largest seen over CASES: forward 1.2, input gradient 1.5, weight
+# gradient 0.45; at 32x16->32 8x8 (144 and 288 terms) 2.0, 2.6 and 0.22. 8 still catches a wrong
+# or missing term, which costs O(1) of the bound.
+F32_ULPS = 8.0
+
+# (N, C, H, W, Co, padding (t, b, l, r), groups)
+CASES = [
+    (2, 3, 7, 6, 4, (1, 1, 1, 1), 1),  # rows of 12 rounded up to 16: zero columns in the block
+    (4, 2, 8, 8, 5, (1, 1, 1, 1), 1),  # odd output channels: the last pair has a zero channel
+    (1, 2, 5, 5, 1, (1, 1, 1, 1), 1),  # batch 1, one output channel
+    (3, 4, 5, 9, 6, (2, 1, 0, 2), 2),  # asymmetric pads, groups
+    (2, 2, 9, 7, 3, (0, 0, 0, 0), 1),  # no padding: copies 0 and 2 read image columns at the edges
+    (2, 2, 6, 6, 3, (2, 2, 2, 2), 1),  # pads of 2: output wider than the image
+    (2, 2, 6, 6, 2, (1, -1, 2, -1), 1),  # negative pads crop
+    (2, 2, 1, 1, 2, (1, 1, 1, 1), 1),  # 1x1 image, all padding around it
+    (3, 1, 4, 1, 2, (0, 0, 1, 1), 1),  # one-column images
+    (2, 6, 5, 5, 6, (1, 1, 1, 1), 3),  # three groups
+    (17, 3, 4, 4, 3, (1, 1, 1, 1), 1),  # 68 positions a row: more than one vector of 16
+]
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    monkeypatch.setattr(conv, "DIRECT_MAX_WIDTH", {kind: 1 << 20 for kind in DIRECT_CORES})
+    monkeypatch.setattr(conv, "DIRECT_MIN_POSITIONS", {kind: 0 for kind in DIRECT_CORES})
+    monkeypatch.setattr(conv, "DIRECT_MIN_MACS", 0)
+    monkeypatch.setattr(conv, "DIRECT_MIN_ROW", 0)
+    monkeypatch.setattr(conv, "DIRECT_MIN_CHANNELS", 0)
+
+
+def _check_route(x_shape, w_shape, out_shape, padding, groups):
+    for kind, cores in DIRECT_CORES.items():
+        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
+        assert core in cores, kind
+
+
+def _check(case, dtype, rng):
+    n, c, h, w, co, padding, groups = case
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((co, c // groups, 3, 3)).astype(dtype)
+    bias = rng.standard_normal(co).astype(dtype)
+    args = ((1, 1), padding, (1, 1), groups)
+    expected = ref.conv2d(x, weight, bias, *args)
+    _check_route(x.shape, weight.shape, expected.shape, padding, groups)
+    go = rng.standard_normal(expected.shape).astype(dtype)
+    out = conv.conv2d_forward(x, weight, bias, np.full(expected.shape, np.nan, dtype), *args)
+    gi = conv.conv2d_backward_input(go, weight, np.full_like(x, np.nan), *args)
+    gw = conv.conv2d_backward_weight(x, go, np.full_like(weight, np.nan), *args)
+    wants = (
+        expected,
+        ref.conv2d_backward_input(go, weight, x.shape, *args),
+        ref.conv2d_backward_weight(x, go, weight.shape, *args),
+    )
+    if dtype == np.float64:
+        for got, want in zip((out, gi, gw), wants):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        return
+    bounds = (
+        ref.conv2d(np.abs(x), np.abs(weight), np.abs(bias), *args),
+        ref.conv2d_backward_input(np.abs(go), np.abs(weight), x.shape, *args),
+        ref.conv2d_backward_weight(np.abs(x), np.abs(go), weight.shape, *args),
+    )
+    for kind, got, want, bound in zip(DIRECT_CORES, (out, gi, gw), wants, bounds):
+        ulps = np.abs(got.astype(np.float64) - want) / (np.finfo(np.float32).eps * bound + 1e-300)
+        assert ulps.max() <= F32_ULPS, (kind, float(ulps.max()))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_direct_convolution_matches_reference(case, dtype, rng, direct):
+    _check(case, dtype, rng)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[3], CASES[10]])
+def test_direct_parallel_build_matches_reference(case, threads, dtype, rng, direct):
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with always_parallel():
+            _check(case, dtype, rng)
+    finally:
+        numba.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[10]])
+def test_direct_with_one_image_blocks_matches_reference(case, rng, direct, monkeypatch):
+    monkeypatch.setattr(conv, "DIRECT_BLOCK_ELEMENTS", 1)
+    _check(case, np.float64, rng)
+
+
+def test_direct_default_route_matches_reference(dtype, rng):
+    # The benchmark's shape class, at the smallest batch conv.py's thresholds take.
+    _check((16, 16, 8, 8, 32, (1, 1, 1, 1), 1), dtype, rng)
+
+
+def test_direct_route_is_taken_only_for_narrow_stride_one_3x3():
+    def direct(kind, x_shape, w_shape, out_shape, stride=(1, 1), dilation=(1, 1)):
+        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
+        return core in DIRECT_CORES[kind]
+
+    for kind in DIRECT_CORES:
+        assert direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
+        assert direct(kind, (16, 16, 14, 14), (16, 16, 3, 3), (16, 16, 14, 14))  # instead of im2col
+        assert not direct(kind, (1, 16, 8, 8), (32, 16, 3, 3), (1, 32, 8, 8))  # a batch row of 8
+        assert not direct(kind, (32, 16, 32, 32), (32, 16, 3, 3), (32, 32, 32, 32))  # wide: Winograd
+        assert not direct(kind, (32, 16, 8, 8), (32, 16, 5, 5), (32, 32, 6, 6))
+        assert not direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 4, 4), stride=(2, 2))
+        assert not direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 6, 6), dilation=(2, 2))
+    # 12 wide with channels enough for Winograd: the forward keeps Winograd, the gradients do not.
+    shapes = ((32, 16, 12, 12), (32, 16, 3, 3), (32, 32, 12, 12))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, True]
+    # An input gradient to 2 channels stays on im2col, the weight gradient to 2 channels too.
+    shapes = ((256, 2, 8, 8), (16, 2, 3, 3), (256, 16, 8, 8))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [True, False, True]
+    shapes = ((256, 16, 8, 8), (2, 16, 3, 3), (256, 2, 8, 8))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, False]
+    # The digits CNN's convolutions are too little work to compile the direct cores for.
+    for shapes in (((32, 1, 8, 8), (16, 1, 3, 3), (32, 16, 8, 8)), ((32, 16, 4, 4), (32, 16, 3, 3), (32, 32, 4, 4))):
+        assert not any(direct(kind, *shapes) for kind in DIRECT_CORES)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+@pytest.mark.parametrize("n_img", [1, 2, 5, 32, 33])
+@pytest.mark.parametrize("width", [1, 4, 8, 16])
+def test_direct_blocks_cover_the_batch_in_equal_blocks_within_budget(parts, n_img, width):
+    cog = 48
+    images = conv._direct_images(n_img, cog, width, width, parts)
+    assert 1 <= images <= -(-n_img // parts)
+    if images > 1:
+        assert images * (cog + 4) * (width + 2) * width <= conv.DIRECT_BLOCK_ELEMENTS
+    blocks = -(-n_img // images)
+    assert blocks * images - n_img < blocks  # the last block at most one image short per block
+
+
+def test_direct_keeps_a_non_finite_input_to_the_taps_that_read_it(direct):
+    # x[0, 0, 0, 0] = inf is read by taps (i, j) <= (1, 1) only (output (1 - i, 1 - j), pad 1):
+    # padding, the rounding columns and a neighbouring image must not carry it to the others.
+    x = np.zeros((4, 1, 4, 4))
+    x[0, 0, 0, 0] = np.inf
+    go = np.ones((4, 1, 4, 4))
+    _check_route(x.shape, (1, 1, 3, 3), go.shape, (1, 1, 1, 1), 1)
+    gw = conv.conv2d_backward_weight(x, go, np.empty((1, 1, 3, 3)), padding=(1, 1, 1, 1))
+    assert np.isinf(gw[0, 0, :2, :2]).all()
+    assert np.array_equal(gw[0, 0, 2, :], np.zeros(3)) and np.array_equal(gw[0, 0, :, 2], np.zeros(3))
+
+
+def test_direct_forward_keeps_a_non_finite_input_to_the_outputs_that_read_it(direct):
+    # Its row and column neighbours, the other images in the block and the rounding columns
+    # stay exactly zero.
+    x = np.zeros((3, 2, 5, 5))
+    x[1, 0, 4, 4] = np.inf
+    w = np.ones((4, 2, 3, 3))
+    _check_route(x.shape, w.shape, (3, 4, 5, 5), (1, 1, 1, 1), 1)
+    out = conv.conv2d_forward(x, w, None, np.empty((3, 4, 5, 5)), padding=(1, 1, 1, 1))
+    assert np.isinf(out[1, :, 3:, 3:]).all()
+    out[1, :, 3:, 3:] = 0
+    assert np.array_equal(out, np.zeros_like(out))
+
+
+def test_direct_empty_batch(direct):
+    x = np.ones((0, 2, 5, 5))
+    gw = conv.conv2d_backward_weight(x, np.ones((0, 3, 5, 5)), np.full((3, 2, 3, 3), np.nan), padding=(1, 1, 1, 1))
+    assert np.array_equal(gw, np.zeros((3, 2, 3, 3)))
+
+
+@pytest.mark.parametrize("padding", [0, 1, 2])
+def test_conv2d_gradcheck_through_direct_weight_gradient(padding, direct):
+    rng = np.random.default_rng(padding)
+    x = numdiff.tensor(rng.standard_normal((3, 3, 5, 6)), requires_grad=True)
+    w = numdiff.tensor(rng.standard_normal((5, 3, 3, 3)), requires_grad=True)
+    b = numdiff.tensor(rng.standard_normal(5), requires_grad=True)
+    _check_route((3, 3, 5, 6), (5, 3, 3, 3), (3, 5, 3 + 2 * padding, 4 + 2 * padding), (padding,) * 4, 1)
+    assert numdiff.autograd.gradcheck(
+        lambda x, w, b: numdiff.nn.functional.conv2d(x, w, b, padding=padding), (x, w, b)
+    )
+
+
+def test_compiled_step_plans_direct_weight_gradient_and_matches_eager(direct):
+    # numdiff.compile plans each conv once (conv.conv2d_plan) and calls the planned core directly.
+    nn = numdiff.nn
+    numdiff.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(5 * 6 * 5, 3))
+    model = model.to(dtype=numdiff.float64)
+    x = numdiff.randn(4, 3, 6, 5, dtype=numdiff.float64, requires_grad=True)
+    y = numdiff.tensor(np.array([0, 2, 1, 1]))
+    _check_route((4, 3, 6, 5), (5, 3, 3, 3), (4, 5, 6, 5), (1, 1, 1, 1), 1)
+
+    def grads(compiled):
+        for p in model.parameters():
+            p.grad = None
+        x.grad = None
+
+        def loss_of(a, b):
+            return numdiff.nn.functional.cross_entropy(model(a), b)
+
+        (numdiff.compile(loss_of) if compiled else loss_of)(x, y).backward()
+        return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+    for got, want in zip(grads(True), grads(False)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
