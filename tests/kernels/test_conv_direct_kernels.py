@@ -12,12 +12,12 @@ import numba
 import numpy as np
 import pytest
 
-import numdiff
 from numdiff.kernels import conv
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._parallel import always_parallel
 from tests.kernels import kernel_reference as ref
+from tests.kernels.conv_route_checks import assert_compiled_step_matches_eager, assert_conv2d_gradcheck
 
 DIRECT_CORES = {
     "forward": direct_forward_core,
@@ -195,36 +195,10 @@ def test_direct_empty_batch(direct):
 
 @pytest.mark.parametrize("padding", [0, 1, 2])
 def test_conv2d_gradcheck_through_direct_weight_gradient(padding, direct):
-    rng = np.random.default_rng(padding)
-    x = numdiff.tensor(rng.standard_normal((3, 3, 5, 6)), requires_grad=True)
-    w = numdiff.tensor(rng.standard_normal((5, 3, 3, 3)), requires_grad=True)
-    b = numdiff.tensor(rng.standard_normal(5), requires_grad=True)
     _check_route((3, 3, 5, 6), (5, 3, 3, 3), (3, 5, 3 + 2 * padding, 4 + 2 * padding), (padding,) * 4, 1)
-    assert numdiff.autograd.gradcheck(
-        lambda x, w, b: numdiff.nn.functional.conv2d(x, w, b, padding=padding), (x, w, b)
-    )
+    assert_conv2d_gradcheck((3, 3, 5, 6), 5, padding)
 
 
 def test_compiled_step_plans_direct_weight_gradient_and_matches_eager(direct):
-    # numdiff.compile plans each conv once (conv.conv2d_plan) and calls the planned core directly.
-    nn = numdiff.nn
-    numdiff.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(5 * 6 * 5, 3))
-    model = model.to(dtype=numdiff.float64)
-    x = numdiff.randn(4, 3, 6, 5, dtype=numdiff.float64, requires_grad=True)
-    y = numdiff.tensor(np.array([0, 2, 1, 1]))
     _check_route((4, 3, 6, 5), (5, 3, 3, 3), (4, 5, 6, 5), (1, 1, 1, 1), 1)
-
-    def grads(compiled):
-        for p in model.parameters():
-            p.grad = None
-        x.grad = None
-
-        def loss_of(a, b):
-            return numdiff.nn.functional.cross_entropy(model(a), b)
-
-        (numdiff.compile(loss_of) if compiled else loss_of)(x, y).backward()
-        return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
-
-    for got, want in zip(grads(True), grads(False)):
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert_compiled_step_matches_eager([0, 2, 1, 1], 5)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import numdiff
 from numdiff.kernels import _winograd, conv
 from numdiff.kernels._parallel import always_parallel
 from tests.kernels import kernel_reference as ref
+from tests.kernels.conv_route_checks import assert_compiled_step_matches_eager, assert_conv2d_gradcheck
 
 WINOGRAD_CORES = {
     "forward": _winograd.winograd_forward_core,
@@ -221,36 +221,10 @@ def test_winograd_forward_keeps_a_non_finite_input_inside_its_tile(winograd):
 
 @pytest.mark.parametrize("padding", [0, 1, 2])
 def test_conv2d_gradcheck_through_winograd(padding, winograd):
-    rng = np.random.default_rng(padding)
-    x = numdiff.tensor(rng.standard_normal((2, 3, 5, 6)), requires_grad=True)
-    w = numdiff.tensor(rng.standard_normal((4, 3, 3, 3)), requires_grad=True)
-    b = numdiff.tensor(rng.standard_normal(4), requires_grad=True)
     _check_route((2, 3, 5, 6), (4, 3, 3, 3), (2, 4, 3 + 2 * padding, 4 + 2 * padding), (padding,) * 4, 1)
-    assert numdiff.autograd.gradcheck(
-        lambda x, w, b: numdiff.nn.functional.conv2d(x, w, b, padding=padding), (x, w, b)
-    )
+    assert_conv2d_gradcheck((2, 3, 5, 6), 4, padding)
 
 
 def test_compiled_step_plans_winograd_and_matches_eager(winograd):
-    # numdiff.compile plans each conv once (conv.conv2d_plan) and calls the planned core directly.
-    nn = numdiff.nn
-    numdiff.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 5, 3))
-    model = model.to(dtype=numdiff.float64)
-    x = numdiff.randn(2, 3, 6, 5, dtype=numdiff.float64, requires_grad=True)
-    y = numdiff.tensor(np.array([0, 2]))
     _check_route((2, 3, 6, 5), (4, 3, 3, 3), (2, 4, 6, 5), (1, 1, 1, 1), 1)
-
-    def grads(compiled):
-        for p in model.parameters():
-            p.grad = None
-        x.grad = None
-
-        def loss_of(a, b):
-            return numdiff.nn.functional.cross_entropy(model(a), b)
-
-        (numdiff.compile(loss_of) if compiled else loss_of)(x, y).backward()
-        return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
-
-    for got, want in zip(grads(True), grads(False)):
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert_compiled_step_matches_eager([0, 2], 4)
