@@ -141,6 +141,15 @@ def test_a_float64_chain_keeps_reverse_mode():
     assert len(trace.program.saved) > 1
 
 
+def _assert_float32_grads_match(fn, data):
+    """fn's float32 gradient at data, compiled and eager, to float32 agreement."""
+    x = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
+    numdiff.compile(fn)(x).backward()
+    eager = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
+    fn(eager).backward()
+    np.testing.assert_allclose(x.grad.numpy(), eager.grad.numpy(), rtol=2e-6, atol=1e-7)
+
+
 def test_a_link_read_twice_ends_the_chain_and_gradients_stay_right():
     def branched(x):
         y = numdiff.sin(x) * 0.5
@@ -148,11 +157,7 @@ def test_a_link_read_twice_ends_the_chain_and_gradients_stay_right():
         return (numdiff.tanh(z) * 2.0 + y).sum()
 
     data = np.random.default_rng(5).standard_normal(64)
-    x = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
-    numdiff.compile(branched)(x).backward()
-    eager = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
-    branched(eager).backward()
-    np.testing.assert_allclose(x.grad.numpy(), eager.grad.numpy(), rtol=2e-6, atol=1e-7)
+    _assert_float32_grads_match(branched, data)
 
 
 def test_a_chain_with_a_tensor_operand_that_needs_no_grad():
@@ -162,11 +167,7 @@ def test_a_chain_with_a_tensor_operand_that_needs_no_grad():
         return (numdiff.sigmoid(numdiff.sin(x) * w) * w).sum()
 
     data = np.random.default_rng(6).standard_normal(32)
-    x = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
-    numdiff.compile(scaled)(x).backward()
-    eager = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
-    scaled(eager).backward()
-    np.testing.assert_allclose(x.grad.numpy(), eager.grad.numpy(), rtol=2e-6, atol=1e-7)
+    _assert_float32_grads_match(scaled, data)
 
 
 def test_leaf_grad_accumulates_through_a_folded_chain():
