@@ -12,10 +12,21 @@ argument and the value.
 
 from __future__ import annotations
 
+import functools
 import operator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["GEOMETRY_LIMIT", "MAX_OUTPUT_ELEMENTS", "check_output_elements", "int_tuple", "is_int"]
+__all__ = [
+    "GEOMETRY_LIMIT",
+    "MAX_OUTPUT_ELEMENTS",
+    "check_output_elements",
+    "int_tuple",
+    "is_int",
+    "remember_checks",
+]
+
+_Check = TypeVar("_Check", bound=Callable[..., Any])
 
 GEOMETRY_LIMIT = 2**31 - 1
 """Largest kernel size, stride, padding, dilation or adaptive output size accepted."""
@@ -109,3 +120,37 @@ def check_output_elements(op: str, shape: tuple[int, ...]) -> None:
             f"{op}: the output would have shape {tuple(shape)} ({count} elements, more than "
             f"{MAX_OUTPUT_ELEMENTS}); check padding, stride and output_size"
         )
+
+
+def remember_checks(check: _Check) -> _Check:
+    """`check` (a pure function that validates and sizes a layer's configuration, returning a
+    result or raising) remembering its results for arguments that are plain: ints, strings, None,
+    or tuples of ints, as shapes and the normalised stride/padding are.
+
+    Other arguments are checked afresh on every call: 1.0 and True compare (and hash) equal to 1,
+    so remembering them would let a call with a float or bool stride reuse the result of an int one
+    instead of raising. Errors are never remembered (functools.lru_cache keeps only returns).
+    A small convolution's Python checks cost more than its kernel without this.
+
+    >>> calls = []
+    >>> @remember_checks
+    ... def double(n): calls.append(n); return 2 * n
+    >>> double(3), double(3), double(3.0), len(calls)
+    (6, 6, 6.0, 2)
+    """
+    remembered = functools.lru_cache(maxsize=1024)(check)
+
+    @functools.wraps(check)
+    def call(*args: Any) -> Any:
+        for arg in args:
+            kind = type(arg)
+            if kind is tuple:
+                for item in arg:
+                    if type(item) is not int:
+                        return check(*args)
+            elif kind is not int and kind is not str and arg is not None:
+                return check(*args)
+        return remembered(*args)
+
+    call.cache_clear = remembered.cache_clear  # type: ignore[attr-defined]
+    return call  # type: ignore[return-value]

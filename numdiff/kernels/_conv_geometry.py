@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple
+from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple, remember_checks
 
 __all__ = ["Conv2dGeometry", "conv2d_geometry", "conv_output_size"]
 
@@ -49,10 +49,12 @@ class Conv2dGeometry(NamedTuple):
     ow: int
 
 
+@remember_checks
 def conv2d_geometry(op, x_shape, w_shape, out_shape, stride, padding, dilation, groups) -> Conv2dGeometry:
     """Validate a conv2d configuration (shared by these kernels and numdiff.cuda's) and size it.
 
-    `out_shape` is the output's (forward) or the output gradient's (backward) shape.
+    `out_shape` is the output's (forward) or the output gradient's (backward) shape. Results are
+    remembered per configuration (:func:`numdiff.kernels._args.remember_checks`).
     """
     sh, sw = int_tuple(op, "stride", stride, 2, 1)
     pt, pb, pl, pr = int_tuple(op, "padding", padding, 4, -GEOMETRY_LIMIT)

@@ -22,7 +22,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
-from numdiff.kernels._args import check_output_elements, int_tuple, is_int
+from numdiff.kernels._args import check_output_elements, int_tuple, is_int, remember_checks
 from numdiff.kernels._conv_geometry import conv_output_size
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
@@ -110,35 +110,39 @@ class Conv2dWeightGrad(Function):
 # ----------------------------------------------------------------------------- argument checks
 
 
-def _tensors(
-    op: str, input: Any, weight: Any, bias: Any, dims: int
-) -> tuple[Tensor, Tensor, Tensor | None, bool]:
-    """Check input/weight/bias ranks, dtypes and devices; returns (x, w, b, unbatched)."""
+def _tensors(op: str, input: Any, weight: Any, bias: Any) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Check that input, weight and bias are Tensors of one floating dtype on one device."""
     x = ensure_tensor(op, input, "input")
     w = ensure_tensor(op, weight, "weight")
-    if x.ndim not in (dims + 1, dims + 2):
-        raise ValueError(
-            f"{op}: expected a {dims + 2}-D (batched) or {dims + 1}-D (unbatched) input, got shape {tuple(x.shape)}"
-        )
-    if w.ndim != dims + 2:
-        raise ValueError(f"{op}: expected a {dims + 2}-D weight, got shape {tuple(w.shape)}")
-    if 0 in w.shape:
-        raise ValueError(f"{op}: weight must have no zero-size dimension, got shape {tuple(w.shape)}")
-    if 0 in x.shape[-dims:]:
-        raise ValueError(f"{op}: spatial dimensions must be non-empty, got input {tuple(x.shape)}")
     tensors = [x, w]
     if bias is not None:
         bias = ensure_tensor(op, bias, "bias")
         tensors.append(bias)
-    for t, name in zip(tensors, ("input", "weight", "bias")):
-        if t.dtype.numpy.kind != "f":
-            raise TypeError(f"{op}: {name} must be a floating-point tensor, got {t.dtype}")
-    if len({t.dtype for t in tensors}) > 1:
-        listed = ", ".join(f"{n}={t.dtype}" for t, n in zip(tensors, ("input", "weight", "bias")))
-        raise TypeError(f"{op}: input, weight and bias must share one dtype, got {listed}")
+    dtype = x._data.dtype
+    if not (w._data.dtype is dtype and (bias is None or bias._data.dtype is dtype) and dtype.kind == "f"):
+        for t, name in zip(tensors, ("input", "weight", "bias")):
+            if t.dtype.numpy.kind != "f":
+                raise TypeError(f"{op}: {name} must be a floating-point tensor, got {t.dtype}")
+        if len({t.dtype for t in tensors}) > 1:
+            listed = ", ".join(f"{n}={t.dtype}" for t, n in zip(tensors, ("input", "weight", "bias")))
+            raise TypeError(f"{op}: input, weight and bias must share one dtype, got {listed}")
     check_same_device(op, *tensors)
-    unbatched = x.ndim == dims + 1
-    return (x.unsqueeze(0) if unbatched else x), w, bias, unbatched
+    return x, w, bias
+
+
+def _check_ranks(op: str, dims: int, x_shape: tuple, w_shape: tuple) -> bool:
+    """Input and weight ranks and sizes; returns whether the input is unbatched."""
+    if len(x_shape) not in (dims + 1, dims + 2):
+        raise ValueError(
+            f"{op}: expected a {dims + 2}-D (batched) or {dims + 1}-D (unbatched) input, got shape {x_shape}"
+        )
+    if len(w_shape) != dims + 2:
+        raise ValueError(f"{op}: expected a {dims + 2}-D weight, got shape {w_shape}")
+    if 0 in w_shape:
+        raise ValueError(f"{op}: weight must have no zero-size dimension, got shape {w_shape}")
+    if 0 in x_shape[-dims:]:
+        raise ValueError(f"{op}: spatial dimensions must be non-empty, got input {x_shape}")
+    return len(x_shape) == dims + 1
 
 
 def _check_groups(op: str, groups: Any, in_channels: int, out_channels: int) -> int:
@@ -153,9 +157,9 @@ def _check_groups(op: str, groups: Any, in_channels: int, out_channels: int) -> 
     return int(groups)
 
 
-def _check_bias(op: str, bias: Tensor | None, channels: int) -> None:
-    if bias is not None and tuple(bias.shape) != (channels,):
-        raise ValueError(f"{op}: bias must have shape ({channels},), got {tuple(bias.shape)}")
+def _check_bias(op: str, bias_shape: tuple | None, channels: int) -> None:
+    if bias_shape is not None and bias_shape != (channels,):
+        raise ValueError(f"{op}: bias must have shape ({channels},), got {bias_shape}")
 
 
 def _conv_padding(op: str, padding: Any, kernel: tuple, dilation: tuple, stride: tuple) -> tuple[int, ...]:
@@ -191,25 +195,41 @@ def _check_fits(op: str, spatial: tuple, kernel: tuple, dilation: tuple, sides: 
 # ----------------------------------------------------------------------------- public functions
 
 
-def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
-    x, w, b, unbatched = _tensors(op, input, weight, bias, dims)
+@remember_checks
+def _conv_config(op, dims, x_shape, w_shape, b_shape, stride, padding, dilation, groups):
+    """Check a convolution's shapes and arguments; returns the normalised ``(stride, sides,
+    dilation, groups, unbatched)``, sides being the per-side padding."""
+    unbatched = _check_ranks(op, dims, x_shape, w_shape)
+    if unbatched:
+        x_shape = (1,) + x_shape
     stride = int_tuple(op, "stride", stride, dims, 1, expand=True)
     dilation = int_tuple(op, "dilation", dilation, dims, 1, expand=True)
-    kernel = tuple(w.shape[2:])
-    groups = _check_groups(op, groups, x.shape[1], w.shape[0])
-    if w.shape[1] * groups != x.shape[1]:
+    kernel = w_shape[2:]
+    groups = _check_groups(op, groups, x_shape[1], w_shape[0])
+    if w_shape[1] * groups != x_shape[1]:
         raise ValueError(
-            f"{op}: weight {tuple(w.shape)} with groups={groups} expects input with {w.shape[1] * groups} "
-            f"channels, got input {tuple(x.shape)} with {x.shape[1]}"
+            f"{op}: weight {w_shape} with groups={groups} expects input with {w_shape[1] * groups} "
+            f"channels, got input {x_shape} with {x_shape[1]}"
         )
-    _check_bias(op, b, w.shape[0])
+    _check_bias(op, b_shape, w_shape[0])
     sides = _conv_padding(op, padding, kernel, dilation, stride)
-    _check_fits(op, tuple(x.shape[2:]), kernel, dilation, sides)
+    _check_fits(op, x_shape[2:], kernel, dilation, sides)
     spatial = tuple(
         conv_output_size(n, k, s, sides[2 * i], sides[2 * i + 1], d)
-        for i, (n, k, s, d) in enumerate(zip(x.shape[2:], kernel, stride, dilation))
+        for i, (n, k, s, d) in enumerate(zip(x_shape[2:], kernel, stride, dilation))
     )
-    check_output_elements(op, (x.shape[0], w.shape[0]) + spatial)
+    check_output_elements(op, (x_shape[0], w_shape[0]) + spatial)
+    return stride, sides, dilation, groups, unbatched
+
+
+def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
+    x, w, b = _tensors(op, input, weight, bias)
+    b_shape = None if b is None else b._data.shape
+    stride, sides, dilation, groups, unbatched = _conv_config(
+        op, dims, x._data.shape, w._data.shape, b_shape, stride, padding, dilation, groups
+    )
+    if unbatched:
+        x = x.unsqueeze(0)
     if dims == 1:
         out = Conv2d.apply(
             x.unsqueeze(2), w.unsqueeze(2), b, stride=(1,) + stride, padding=(0, 0) + sides,
@@ -248,24 +268,28 @@ def conv2d(
     return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
-def _conv_transposend(
-    op: str, dims: int, input, weight, bias, stride, padding, output_padding, groups, dilation
-) -> Tensor:
-    x, w, b, unbatched = _tensors(op, input, weight, bias, dims)
+@remember_checks
+def _conv_transpose_config(op, dims, x_shape, w_shape, b_shape, stride, padding, output_padding, groups, dilation):
+    """Check a transposed convolution's shapes and arguments; returns the normalised ``(size,
+    stride, sides, dilation, groups, unbatched)``: the output's spatial size and the per-side
+    padding of the conv whose adjoint it is."""
+    unbatched = _check_ranks(op, dims, x_shape, w_shape)
+    if unbatched:
+        x_shape = (1,) + x_shape
     stride = int_tuple(op, "stride", stride, dims, 1, expand=True)
     dilation = int_tuple(op, "dilation", dilation, dims, 1, expand=True)
     if isinstance(padding, str):  # no "same"/"valid" here: a string is a wrong type, as in PyTorch
         raise TypeError(f"{op}: padding must be an int or a tuple, got {padding!r}")
     pads = int_tuple(op, "padding", padding, dims, 0, expand=True)
     extra = int_tuple(op, "output_padding", output_padding, dims, 0, expand=True)
-    kernel = tuple(w.shape[2:])
-    if w.shape[0] != x.shape[1]:
+    kernel = w_shape[2:]
+    if w_shape[0] != x_shape[1]:
         raise ValueError(
-            f"{op}: weight {tuple(w.shape)} expects input with {w.shape[0]} channels, got input "
-            f"{tuple(x.shape)} with {x.shape[1]}"
+            f"{op}: weight {w_shape} expects input with {w_shape[0]} channels, got input "
+            f"{x_shape} with {x_shape[1]}"
         )
-    groups = _check_groups(op, groups, x.shape[1], x.shape[1])  # out_channels = w.shape[1] * groups
-    _check_bias(op, b, w.shape[1] * groups)
+    groups = _check_groups(op, groups, x_shape[1], x_shape[1])  # out_channels = w.shape[1] * groups
+    _check_bias(op, b_shape, w_shape[1] * groups)
     for e, s, d in zip(extra, stride, dilation):
         if e >= max(s, d):
             raise ValueError(
@@ -273,15 +297,26 @@ def _conv_transposend(
             )
     size = tuple(
         (n - 1) * s - 2 * p + d * (k - 1) + e + 1
-        for n, s, p, d, k, e in zip(x.shape[2:], stride, pads, dilation, kernel, extra)
+        for n, s, p, d, k, e in zip(x_shape[2:], stride, pads, dilation, kernel, extra)
     )
     if any(n < 1 for n in size):
-        raise ValueError(
-            f"{op}: output size {size} is not positive for input {tuple(x.shape)} and padding {pads}"
-        )
-    check_output_elements(op, (x.shape[0], w.shape[1] * groups) + size)
+        raise ValueError(f"{op}: output size {size} is not positive for input {x_shape} and padding {pads}")
+    check_output_elements(op, (x_shape[0], w_shape[1] * groups) + size)
     # As the adjoint of a conv of the output: bottom/right padding shrinks by output_padding.
     sides = tuple(v for p, e in zip(pads, extra) for v in (p, p - e))
+    return size, stride, sides, dilation, groups, unbatched
+
+
+def _conv_transposend(
+    op: str, dims: int, input, weight, bias, stride, padding, output_padding, groups, dilation
+) -> Tensor:
+    x, w, b = _tensors(op, input, weight, bias)
+    b_shape = None if b is None else b._data.shape
+    size, stride, sides, dilation, groups, unbatched = _conv_transpose_config(
+        op, dims, x._data.shape, w._data.shape, b_shape, stride, padding, output_padding, groups, dilation
+    )
+    if unbatched:
+        x = x.unsqueeze(0)
     if dims == 1:
         out = ConvTranspose2d.apply(
             x.unsqueeze(2), w.unsqueeze(2), size=(1,) + size, stride=(1,) + stride, padding=(0, 0) + sides,
