@@ -124,21 +124,23 @@ def check_output_elements(op: str, shape: tuple[int, ...]) -> None:
 
 def remember_checks(check: _Check) -> _Check:
     """`check` (a pure function that validates and sizes a layer's configuration, returning a
-    result or raising) remembering its results for arguments that are plain: ints, strings, None,
-    or tuples of ints, as shapes and the normalised stride/padding are.
+    result or raising) remembering its results for plain arguments: ints, bools, strings, None,
+    and tuples of ints, as shapes and normalised strides and paddings are.
 
-    Other arguments are checked afresh on every call: 1.0 and True compare (and hash) equal to 1,
-    so remembering them would let a call with a float or bool stride reuse the result of an int one
-    instead of raising. Errors are never remembered (functools.lru_cache keeps only returns).
-    A small convolution's Python checks cost more than its kernel without this.
+    Other arguments are checked afresh on every call. Inside a tuple only ints count as plain:
+    1.0 and True compare (and hash) equal to 1, so remembering ``(1.0, 1)`` would let it reuse the
+    result of ``(1, 1)`` instead of raising. Top-level arguments are remembered by type as well
+    as value (``lru_cache(typed=True)``), so ``stride=True`` is never taken for ``stride=1``.
+    Errors are never remembered (lru_cache keeps only returns). A small convolution's or pooling's
+    Python checks cost more than its kernel without this.
 
     >>> calls = []
     >>> @remember_checks
     ... def double(n): calls.append(n); return 2 * n
-    >>> double(3), double(3), double(3.0), len(calls)
-    (6, 6, 6.0, 2)
+    >>> double(3), double(3), double(True), double(3.0), len(calls)
+    (6, 6, 2, 6.0, 3)
     """
-    remembered = functools.lru_cache(maxsize=1024)(check)
+    remembered = functools.lru_cache(maxsize=1024, typed=True)(check)
 
     @functools.wraps(check)
     def call(*args: Any) -> Any:
@@ -148,7 +150,7 @@ def remember_checks(check: _Check) -> _Check:
                 for item in arg:
                     if type(item) is not int:
                         return check(*args)
-            elif kind is not int and kind is not str and arg is not None:
+            elif kind is not int and kind is not str and kind is not bool and arg is not None:
                 return check(*args)
         return remembered(*args)
 

@@ -13,7 +13,7 @@ before any compiled code and use :func:`numdiff.kernels._args.int_tuple` for eve
 
 from __future__ import annotations
 
-from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple, is_int
+from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple, is_int, remember_checks
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
@@ -118,11 +118,13 @@ def pool_output_size(
     return out
 
 
+@remember_checks
 def check_window(
     op: str, x_shape: tuple, out_shape: tuple, kernel, stride, padding, dilation, ceil_mode
 ) -> tuple[int, ...]:
     """Validate a pooling window of x (N, C, H, W) -> out (N, C, OH, OW) (shapes); return
-    (kh, kw, sh, sw, ph, pw, dh, dw).
+    (kh, kw, sh, sw, ph, pw, dh, dw). Results are remembered per configuration
+    (:func:`numdiff.kernels._args.remember_checks`).
 
     >>> check_window("max_pool2d", (1, 1, 4, 4), (1, 1, 2, 2), (2, 2), (2, 2), (0, 0), (1, 1), False)
     (2, 2, 2, 2, 0, 0, 1, 1)

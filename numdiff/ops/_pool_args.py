@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff.kernels._args import check_output_elements, int_tuple, is_int
+from numdiff.kernels._args import check_output_elements, int_tuple, is_int, remember_checks
 from numdiff.kernels._pool_geometry import check_divisor, pool_output_size
 from numdiff.ops._util import ensure_tensor
 from numdiff.tensor import Tensor
@@ -25,8 +25,10 @@ def batched_input(op: str, input: Any, dims: int) -> tuple[Tensor, bool]:
     return (x.unsqueeze(0) if unbatched else x), unbatched
 
 
-def pool_window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
-    """Validated (kernel, stride, padding, dilation) tuples of length `dims`."""
+@remember_checks
+def pool_window(op, x_shape, dims, kernel_size, stride, padding, dilation, ceil_mode):
+    """Validated (kernel, stride, padding, dilation) tuples of length `dims`, for a batched input
+    of shape `x_shape`."""
     kernel = int_tuple(op, "kernel_size", kernel_size, dims, 1, expand=True)
     if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0):
         stride = kernel  # PyTorch's default
@@ -37,14 +39,14 @@ def pool_window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError(f"{op}: padding {padding} must be at most half the kernel size {kernel}")
     spatial = []
     for i in range(dims):
-        size = x.shape[2 + i]
+        size = x_shape[2 + i]
         spatial.append(pool_output_size(size, kernel[i], stride[i], padding[i], dilation[i], bool(ceil_mode)))
         if spatial[-1] < 1:
             raise ValueError(
-                f"{op}: kernel_size {kernel} with dilation {dilation} does not fit input {tuple(x.shape)} "
+                f"{op}: kernel_size {kernel} with dilation {dilation} does not fit input {x_shape} "
                 f"with padding {padding}"
             )
-    check_output_elements(op, tuple(x.shape[:2]) + tuple(spatial))
+    check_output_elements(op, x_shape[:2] + tuple(spatial))
     return kernel, stride, padding, dilation
 
 

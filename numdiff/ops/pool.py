@@ -240,7 +240,7 @@ class AdaptiveAvgPool2dBackward(Function):
 
 def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, unbatched = batched_input(op, input, dims)
-    k, s, p, d = pool_window(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode)
+    k, s, p, d = pool_window(op, x._data.shape, dims, kernel_size, stride, padding, dilation, ceil_mode)
     if dims == 1:
         x, k, s, p, d = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p, (1,) + d
     attrs = dict(kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
@@ -305,7 +305,7 @@ def _avg_poolnd(
     op, dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
 ):
     x, unbatched = batched_input(op, input, dims)
-    k, s, p, _ = pool_window(op, x, dims, kernel_size, stride, padding, 1, ceil_mode)
+    k, s, p, _ = pool_window(op, x._data.shape, dims, kernel_size, stride, padding, 1, ceil_mode)
     divisor_override = divisor(op, divisor_override)
     if dims == 1:
         x, k, s, p = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p

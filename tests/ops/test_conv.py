@@ -192,23 +192,24 @@ def test_bad_arguments_raise_before_any_kernel_runs(call, error, message):
 
 
 @pytest.mark.parametrize(
-    "kwargs,message",
+    "valid,bad,message",
     [
-        (dict(stride=True), "conv2d: stride must be an int or 2 ints, got True"),
-        (dict(stride=(1.0, 1)), r"conv2d: stride must be an int or 2 ints, got \(1.0, 1\) \(holding float\)"),
-        (dict(padding=(True, 1)), r"conv2d: padding must be an int or 2 ints, got \(True, 1\)"),
-        (dict(groups=1.0), r"conv2d: groups must be a positive int, got 1.0"),
+        (dict(stride=1), dict(stride=True), "conv2d: stride must be an int or 2 ints, got True"),
+        (dict(stride=(1, 1)), dict(stride=(1.0, 1)), r"conv2d: stride must be an int or 2 ints, got \(1.0, 1\) \(holding float\)"),
+        (dict(padding=(1, 1)), dict(padding=(True, 1)), r"conv2d: padding must be an int or 2 ints, got \(True, 1\)"),
+        (dict(groups=1), dict(groups=1.0), r"conv2d: groups must be a positive int, got 1.0"),
     ],
-)
-def test_remembered_checks_still_refuse_values_equal_to_a_valid_one(kwargs, message):
+)  # fmt: skip
+def test_remembered_checks_still_refuse_values_equal_to_a_valid_one(valid, bad, message):
     # conv2d remembers the checks of a configuration it has seen (numdiff.kernels._args.
-    # remember_checks); True and 1.0 compare equal to 1, so a call with them must not reuse the
-    # remembered result of the int call before it. Both calls below raise, every time.
+    # remember_checks); True and 1.0 compare equal to 1, so the bad call must not reuse the
+    # remembered result of the valid call before it, which differs only in those values.
     x, w = numdiff.ones(1, 1, 5, 5), numdiff.ones(1, 1, 3, 3)
-    F.conv2d(x, w, stride=1, padding=1, groups=1)
+    base = {"stride": 1, "padding": 1, "groups": 1}
+    F.conv2d(x, w, **{**base, **valid})
     for _ in range(2):
         with pytest.raises(TypeError, match=message):
-            F.conv2d(x, w, **{"stride": 1, "padding": 1, "groups": 1, **kwargs})
+            F.conv2d(x, w, **{**base, **bad})
 
 
 def test_remembered_checks_raise_every_time_for_a_bad_configuration():

@@ -244,3 +244,23 @@ BAD = [
 def test_bad_arguments_raise_before_any_kernel_runs(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "pool,valid,bad,message",
+    [
+        (F.max_pool2d, dict(kernel_size=1), dict(kernel_size=True), "max_pool2d: kernel_size must be an int or 2 ints, got True"),
+        (F.avg_pool2d, dict(stride=(2, 2)), dict(stride=(2.0, 2)), r"avg_pool2d: stride must be an int or 2 ints, got \(2.0, 2\)"),
+        (F.max_pool2d, dict(padding=(0, 0)), dict(padding=(False, 0)), r"max_pool2d: padding must be an int or 2 ints, got \(False, 0\)"),
+    ],
+)  # fmt: skip
+def test_remembered_window_checks_still_refuse_values_equal_to_a_valid_one(pool, valid, bad, message):
+    # The pooling ops remember the checks of a window they have seen (numdiff.kernels._args.
+    # remember_checks): True, False and 2.0 compare equal to 1, 0 and 2, so the bad call must not
+    # reuse the remembered result of the valid call before it, which differs only in those values.
+    x = numdiff.ones(1, 1, 4, 4)
+    base = {"kernel_size": 2, "stride": 2, "padding": 0}
+    pool(x, **{**base, **valid})
+    for _ in range(2):
+        with pytest.raises(TypeError, match=message):
+            pool(x, **{**base, **bad})
