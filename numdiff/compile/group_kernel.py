@@ -99,8 +99,8 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
             body.append(f"s{reductions.index(call.output)}[{trailing}] += {operands[0]}")
             continue
         if call.output in group.reductions:
-            # Stored, and summed after the loop: a running float sum inside it would keep LLVM from
-            # vectorising the loop (it may not reorder the additions).
+            # Stored, and summed after the loop (_vecmath.lane_sum, in float64): a running float sum
+            # inside it would keep LLVM from vectorising the loop (it may not reorder the additions).
             body.append(f"q{call.output}[{index}] = {operands[0]}")
             continue
         expression = fusion.expression_of(call, operands)
@@ -127,12 +127,12 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
     params += [f"s{k}" for k in range(len(reductions))]
     kernel = f"fused_{len(kernels)}"
     if tiled:
-        sums = [f"q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
-        finish = [line for k, value in enumerate(reductions)
-                  for line in (f"r{value} = 0.0", f"for v in q{value}.ravel():", f"    r{value} += v", f"s{k}[0] = r{value}")]
+        summands = [f"q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
+        finish = [f"s{k}[0] = r{value}" for k, value in enumerate(reductions)]
         dtypes = {f"t{c.output}": values[c.output].dtype.name for c in group.calls}
         stages: dict = {}
-        source = tiled_kernel(kernel, params, sums, body, loop_shape[0], dtypes, finish, stages)
+        sums = {f"q{value}": f"r{value}" for value in reductions}
+        source = tiled_kernel(kernel, params, summands, body, loop_shape[0], dtypes, finish, stages, sums)
         kernels += [stage for stage in stages.values() if stage not in kernels]
         kernels.append(vector_math_source(source, header=False))
     else:
@@ -157,8 +157,7 @@ def _append_flat_kernel(kernels: list, kernel: str, params: list, reductions: li
     lines += [indent + line for line in body]
     for k, value in enumerate(reductions):
         if value not in group.leading_sums:
-            lines += [f"    r{value} = 0.0", f"    for v in q{value}.ravel():", f"        r{value} += v",
-                      f"    s{k}[0] = r{value}"]
+            lines.append(f"    s{k}[0] = _vecmath.lane_sum(q{value}.ravel())")
     kernels.append(vector_math_source("\n".join(lines), header=False))
 
 

@@ -271,13 +271,16 @@ def _scratch_slots(cut: list, stage_of: dict, dtypes: dict) -> dict:
 
 
 def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[str], size: int,
-                 dtypes: dict[str, str], epilogue: list[str], stages: dict) -> str:
+                 dtypes: dict[str, str], epilogue: list[str], stages: dict, sums: dict[str, str]) -> str:
     """The source of a parallel tiled kernel computing what ``for i0 in range(size): body`` does.
 
     `body` holds the flat loop's statements (``tN = ...`` and array stores indexed by ``i0``),
     `dtypes` the NumPy dtype name of each ``tN``; `prologue` and `epilogue` run before and after
-    the loop (zeroing and finishing reductions). The stage functions the kernel calls are added to
-    `stages` (function name -> source), shared by the kernels of one program.
+    the loop (allocating and finishing reductions). `sums` maps arrays of `size` elements that the
+    body stores to names the epilogue reads their float64 sums by: each tile adds up its own part
+    (_vecmath.lane_sum) in parallel, and the epilogue's name holds the sum of the tiles' sums. The
+    stage functions the kernel calls are added to `stages` (function name -> source), shared by the
+    kernels of one program.
     """
     statements = [ast.parse(line).body[0] for line in body]
     cut = _stages(statements, dtypes)
@@ -301,6 +304,9 @@ def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[s
                   for (array, offset), view in sorted(indexer.views.items())]
     tile_body += [f"{slot} = np.empty({TILE}, np.{slot.split('_')[1]})" for slot in sorted(set(slot_of.values()))]
     tile_body += calls
+    tile_body += [f"{total}_tiles[tile] = _vecmath.lane_sum({array}[lo:lo + m])" for array, total in sums.items()]
+    prologue = prologue + [f"{total}_tiles = np.empty({ntiles}, np.float64)" for total in sums.values()]
+    epilogue = [f"{total} = _vecmath.lane_sum({total}_tiles)" for total in sums.values()] + epilogue
     lines = ["@njit(cache=True, parallel=True)", f"def {name}({', '.join(params)}):", *("    " + p for p in prologue)]
     lines += [f"    {scalar} = {source}" for source, scalar in indexer.scalars.items()]
     lines.append(f"    for tile in prange({ntiles}):")

@@ -31,11 +31,12 @@ from numba import types
 from numba.extending import overload
 
 from numdiff.kernels._vecmath32 import cos32, exp32, expm1_32, log1p32, log32, sin32, tanh32
-from numdiff.kernels._vecmath64 import (  # noqa: F401 (kernels call outside_sin_cos and wide_vectors here)
+from numdiff.kernels._vecmath64 import (  # noqa: F401 (kernels call lane_sum, outside_sin_cos, wide_vectors here)
     SIN_COS_LIMIT,
     cos64,
     exp64,
     expm1_64,
+    lane_sum,
     log1p64,
     log64,
     outside_sin_cos,

@@ -323,3 +323,19 @@ def outside_sin_cos(x):
     x = float(x)
     magnitude = x if x >= 0.0 else -x
     return SIN_COS_LIMIT <= magnitude < np.inf
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def lane_sum(values):
+    """The sum of a 1-D array in float64, in SIMD lanes: LLVM may reorder these additions (and
+    only these), so it keeps a running sum per vector lane, added up at the end, where a single
+    running sum is one chain of dependent adds. The order is fixed by the compiled loop, the same
+    on every call and with any number of threads.
+
+    The generated kernels' full sums use it (numdiff/compile/group_kernel.py). Whatever the order,
+    the error stays at float64's, far below a float32 result's rounding.
+    """
+    total = 0.0
+    for j in range(values.size):
+        total += values[j]
+    return total

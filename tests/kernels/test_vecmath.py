@@ -256,3 +256,24 @@ def test_the_generated_kernels_digest_covers_every_vecmath_file():
 
     here = Path(_vecmath.__file__).parent
     assert sorted(_vecmath.SOURCES) == sorted(p.name for p in here.glob("_vecmath*.py"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 31, 1024, 65537])
+def test_lane_sum_adds_in_float64(dtype, size):
+    values = np.random.default_rng(size).standard_normal(size).astype(dtype) * 1e3
+    exact = math.fsum(values.astype(np.float64).tolist())
+    total = _vecmath.lane_sum(values)
+    assert type(total) is float
+    # float64 accumulation: within a few float64 ulps of the magnitude of the summands' sum.
+    assert abs(total - exact) <= 4 * size * np.finfo(np.float64).eps * max(1.0, np.abs(values).sum(dtype=np.float64))
+    if size:
+        assert _vecmath.lane_sum(values[::-1].copy()) == pytest.approx(exact, rel=1e-12, abs=1e-9)
+
+
+def test_lane_sum_keeps_nan_and_inf():
+    assert math.isnan(_vecmath.lane_sum(np.array([1.0, np.nan] + [0.0] * 20)))
+    assert math.isnan(_vecmath.lane_sum(np.array([np.inf, -np.inf] + [1.0] * 9)))
+    assert _vecmath.lane_sum(np.array([np.inf] + [1.0] * 30, np.float32)) == math.inf
+    # float32 summands past float32's range still add up in float64.
+    assert _vecmath.lane_sum(np.full(40, 3e38, np.float32)) == pytest.approx(40 * float(np.float32(3e38)))
