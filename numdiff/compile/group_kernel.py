@@ -16,6 +16,7 @@ from numdiff.compile.codegen import Emitter
 from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
 from numdiff.compile.tiling import tiled_kernel
+from numdiff.kernels import _vecmath
 from numdiff.kernels._codegen import vector_math_source
 
 
@@ -80,6 +81,10 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
             names[source] = f"a{len(external) - 1}[{at or '()'}]"
         return names[source]
 
+    # float32 sin/cos values of the group, as float64 expressions before their rounding: a cast of
+    # one to float64 (a chain's derivative factor, numdiff/compile/backward.py) takes that value
+    # (_vecmath.sin_wide / cos_wide), which the rounding to float32 and back would only worsen.
+    unrounded: dict[int, str] = {}
     for call in group.calls:
         operands = []
         for i in call.inputs:
@@ -104,6 +109,10 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
             body.append(f"q{call.output}[{index}] = {operands[0]}")
             continue
         expression = fusion.expression_of(call, operands)
+        if call.op_name == "to_dtype" and values[call.output].dtype == np.float64:
+            expression = unrounded.get(inline.source(call.inputs[0]), expression)
+        elif call.op_name in _vecmath.WIDE and values[call.output].dtype == np.float32 and not call.attrs:
+            unrounded[call.output] = f"np.float64(math.{call.op_name}({operands[0]}))"
         if values[call.output].dtype == np.float32:
             # Rounded to float32 after each op, as eager float32 ops round (the _vecmath functions
             # compute in float64).

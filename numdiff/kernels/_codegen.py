@@ -132,25 +132,45 @@ _VECMATH_DIGEST = hashlib.sha256(
     b"".join((Path(_vecmath.__file__).parent / name).read_bytes() for name in _vecmath.SOURCES)
 ).hexdigest()[:16]
 _GUARDED_MATH = frozenset(_vecmath.GUARDED)
+_WIDE_MATH = frozenset(_vecmath.WIDE)
+
+
+def _math_call(node: ast.expr, names: frozenset) -> str | None:
+    """The function's name if `node` is a one-argument call ``math.<name>(a)`` of one of `names`."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.func, ast.Attribute)):
+        return None
+    function = node.func
+    if isinstance(function.value, ast.Name) and function.value.id == "math" and function.attr in names:
+        return function.attr
+    return None
 
 
 class _VectorMath(ast.NodeTransformer):
-    """``math.f(a)`` -> ``_vecmath.f(a)`` for the functions _vecmath has; collects sin/cos arguments."""
+    """``math.f(a)`` -> ``_vecmath.f(a)`` for the functions _vecmath has, and ``np.float64(math.f(a))``
+    -> ``_vecmath.f_wide(a)`` for those it has in float64 before a float32 rounding; collects the
+    sin/cos arguments."""
 
     def __init__(self) -> None:
         self.guarded: list[ast.expr] = []
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)
         function = node.func
         if (
-            isinstance(function, ast.Attribute)
-            and isinstance(function.value, ast.Name)
-            and function.value.id == "math"
-            and function.attr in _VECTOR_MATH
+            isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
+            and function.value.id == "np" and function.attr == "float64" and len(node.args) == 1
         ):
-            node.func = ast.Attribute(ast.Name("_vecmath", ast.Load()), function.attr, ast.Load())
-            if function.attr in _GUARDED_MATH:
+            name = _math_call(node.args[0], _WIDE_MATH)
+            if name is not None:
+                (argument,) = node.args[0].args
+                argument = self.visit(argument)
+                if name in _GUARDED_MATH:
+                    self.guarded.append(argument)
+                return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), f"{name}_wide", ast.Load()), [argument], [])
+        self.generic_visit(node)
+        name = _math_call(node, _VECTOR_MATH)
+        if name is not None:
+            node.func = ast.Attribute(ast.Name("_vecmath", ast.Load()), name, ast.Load())
+            if name in _GUARDED_MATH:
                 self.guarded.append(node.args[0])
         return node
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from numba import types
 from numba.extending import overload
 
-from numdiff.kernels._vecmath32 import cos32, exp32, expm1_32, log1p32, log32, sin32, tanh32
+from numdiff.kernels._vecmath32 import cos32, exp32, expm1_32, log1p32, log32, sin32, sin_cos32_wide, tanh32
 from numdiff.kernels._vecmath64 import (  # noqa: F401 (kernels call lane_sum, outside_sin_cos, wide_vectors here)
     SIN_COS_LIMIT,
     cos64,
@@ -49,6 +49,9 @@ from numdiff.kernels._vecmath64 import (  # noqa: F401 (kernels call lane_sum, o
 FUNCTIONS = ("exp", "expm1", "log", "log1p", "sin", "cos", "tanh")
 # Functions whose calls need the range guard (`outside_sin_cos`).
 GUARDED = ("sin", "cos")
+# ``np.float64(math.<name>(x))`` -> ``_vecmath.<name>_wide(x)``: the float64 value before a float32
+# result's rounding (numdiff/kernels/_codegen.py), for the functions that compute it in float64.
+WIDE = ("sin", "cos")
 # The files whose text decides what a kernel calling these functions compiles to.
 SOURCES = ("_vecmath.py", "_vecmath32.py", "_vecmath64.py")
 
@@ -88,3 +91,34 @@ log1p = _by_precision("log1p", log1p64, log1p32)
 sin = _by_precision("sin", sin64, sin32)
 cos = _by_precision("cos", cos64, cos32)
 tanh = _by_precision("tanh", tanh64, tanh32)
+
+
+def _wide(name: str, double, cosine: bool):
+    """The function _vecmath exports as `name`_wide: a float32 argument's `name` in float64, not
+    rounded to float32 (sin_cos32_wide); a float64 argument's, `double`. For a float64 calculation
+    that goes on from a float32 sin or cos: a compiled chain's derivative factor cos(x) (see
+    numdiff/compile/group_kernel.py), which a rounding to float32 and back would only make worse
+    (and slower: two conversions per vector)."""
+
+    def function(x):
+        return double(x)
+
+    def single_precision(x):
+        return sin_cos32_wide(x, cosine)
+
+    def double_precision(x):
+        return double(x)
+
+    function.__name__ = function.__qualname__ = f"{name}_wide"
+    for implementation, suffix in ((single_precision, "float32"), (double_precision, "float64")):
+        implementation.__name__ = implementation.__qualname__ = f"{name}_wide_{suffix}"
+
+    @overload(function)
+    def _typed(x):
+        return single_precision if x is types.float32 else double_precision
+
+    return function
+
+
+sin_wide = _wide("sin", sin64, False)
+cos_wide = _wide("cos", cos64, True)

@@ -178,8 +178,9 @@ _PIO2_TAIL = 6.123233995736766e-17
 
 
 @njit(inline="always", cache=True, error_model="numpy")
-def _sin_cos32(x, cosine):
-    """sin(x) (or cos(x)) of a float32 for |x| < SIN_COS_LIMIT, computed in float64 and rounded once.
+def sin_cos32_wide(x, cosine):
+    """sin(x) (or cos(x)) of a float32 for |x| < SIN_COS_LIMIT, in float64 before its rounding to
+    float32: relative error below 2 ** -33 (the polynomials'), for a caller that goes on in float64.
 
     No special cases cost a lane: sin(-0.0) is r (1 + ...) with r = -0.0, so -0.0; an infinite or NaN
     x makes r NaN (inf - inf), so NaN.
@@ -190,14 +191,16 @@ def _sin_cos32(x, cosine):
     z = r * r
     s = r * _fma(z, _fma(_fma(_fma(_SIN_Q[0], z, _SIN_Q[1]), z, _SIN_Q[2]), z, _SIN_Q[3]), 1.0)
     c = _fma(z, _fma(_fma(_fma(_COS_P[0], z, _COS_P[1]), z, _COS_P[2]), z, _COS_P[3]), 1.0)
-    return _F32(sin_cos_quadrant(s, c, k, cosine))
+    return sin_cos_quadrant(s, c, k, cosine)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
 def sin32(x):
-    return _sin_cos32(x, False)
+    """sin of a float32 for |x| < SIN_COS_LIMIT, computed in float64 and rounded once."""
+    return _F32(sin_cos32_wide(x, False))
 
 
 @njit(inline="always", cache=True, error_model="numpy")
 def cos32(x):
-    return _sin_cos32(x, True)
+    """cos of a float32 for |x| < SIN_COS_LIMIT, computed in float64 and rounded once."""
+    return _F32(sin_cos32_wide(x, True))

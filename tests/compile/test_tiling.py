@@ -181,3 +181,30 @@ def test_leaf_grad_accumulates_through_a_folded_chain():
     once = x.grad.numpy().copy()
     compiled(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * once, rtol=1e-6)
+
+
+@pytest.mark.parametrize("size", [16, LARGE])
+def test_a_float32_chain_multiplies_unrounded_cos_into_its_derivative(size):
+    # The derivative factor of sin is cos(x): the float64 product takes the float32 cos's value
+    # before its rounding (_vecmath.cos_wide), and still agrees with eager; past the fast range
+    # (x[1] = 1e6) the loop reruns with the C library.
+    def chain(x):
+        for _ in range(3):
+            x = numdiff.exp(numdiff.sin(x) * 0.9) + 0.1
+        return x.sum()
+
+    data = np.random.default_rng(12).standard_normal(size)
+    for far in (False, True):
+        if far:
+            data[1] = 1e6
+        x = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
+        compiled = numdiff.compile(chain)
+        compiled(x).backward()
+        assert "_vecmath.cos_wide(" in compiled.compiled.sources[0]
+        eager = numdiff.tensor(data, dtype=numdiff.float32, requires_grad=True)
+        chain(eager).backward()
+        # Where a cos(x) factor is near zero, a one-ulp difference in x (the fused loop may contract
+        # a multiply and the add after it) moves the product by far more than its rounding: the
+        # absolute tolerance is relative to the largest gradient.
+        expected = eager.grad.numpy()
+        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())

@@ -277,3 +277,41 @@ def test_lane_sum_keeps_nan_and_inf():
     assert _vecmath.lane_sum(np.array([np.inf] + [1.0] * 30, np.float32)) == math.inf
     # float32 summands past float32's range still add up in float64.
     assert _vecmath.lane_sum(np.full(40, 3e38, np.float32)) == pytest.approx(40 * float(np.float32(3e38)))
+
+
+@numba.njit(error_model="numpy", fastmath={"contract"})
+def _apply_wide(cosine, out, x):
+    for i in range(x.size):
+        out[i] = _vecmath.cos_wide(x[i]) if cosine else _vecmath.sin_wide(x[i])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_wide_sin_and_cos_are_the_float32_results_before_their_rounding(name):
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-5e4, 5e4, 20000), rng.uniform(-7, 7, 20000), [0.0, -0.0, np.inf, np.nan]])
+    x32 = x.astype(np.float32)
+    wide = np.empty(x32.size)
+    _apply_wide(name == "cos", wide, x32)
+    # Rounded, they are the float32 functions exactly; unrounded, within the polynomials' 2 ** -33.
+    np.testing.assert_array_equal(wide.astype(np.float32), _run(name, x32))
+    exact = getattr(np, name)(x32.astype(np.float64))
+    finite = np.isfinite(exact) & (exact != 0)
+    assert (np.abs(wide[finite] - exact[finite]) <= 2.0**-33 * np.abs(exact[finite]) + 2.0**-60).all()
+    assert np.signbit(wide[x32.size - 3]) == (name == "sin")  # sin(-0.0) is -0.0
+    assert np.isnan(wide[-2:]).all()
+    # A float64 argument takes the float64 function.
+    wide64 = np.empty(x.size)
+    _apply_wide(name == "cos", wide64, x)
+    np.testing.assert_array_equal(wide64, _run(name, x))
+
+
+def test_a_widened_float32_sin_or_cos_becomes_the_wide_function_and_stays_guarded():
+    from numdiff.kernels._codegen import vector_math_source
+
+    source = vector_math_source(
+        "@njit\ndef k(a, b):\n    for i in range(a.size):\n        b[i] = np.float64(math.cos(a[i])) * math.exp(a[i])\n"
+    )
+    fast, exact = source.split("if outside_sin_cos:")
+    assert "_vecmath.cos_wide(a[i])" in fast and "_vecmath.outside_sin_cos(a[i])" in fast
+    assert "_vecmath.exp(a[i])" in fast
+    assert "np.float64(math.cos(a[i]))" in exact  # the C library's, for arguments past the range
