@@ -346,25 +346,47 @@ def _buffers(ci, co, images, rows, tiles_w, like):
     return ld, half, v, m, stage, h
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _items(n_img, images, tiles_h, rows):
+    """How many work items there are when each is `rows` of the tiles_h tile rows of `images`
+    of the n_img images (numbered image block by image block, tile rows fastest)."""
+    return (n_img + images - 1) // images * ((tiles_h + rows - 1) // rows)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block(item, n_img, images, tiles_h, rows):
+    """``(n0, nb, a0, ra)``: work item `item` (numbered as in :func:`_items`) is tile rows
+    a0..a0+ra-1 of images n0..n0+nb-1 (the last block of each kind may be short)."""
+    chunks = (tiles_h + rows - 1) // rows
+    n0, a0 = (item // chunks) * images, (item % chunks) * rows
+    return n0, min(images, n_img - n0), a0, min(rows, tiles_h - a0)
+
+
+@njit(cache=True, nogil=True)
+def conv_blocks(t, parts, src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, n_img, images, rows):
+    """Thread t's share of a forward routine (the forward, or the input gradient as one): work
+    items t, t + parts, ... of :func:`_items`, each a :func:`conv_block` (arguments as there),
+    with buffers of the thread's own."""
+    groups = u.shape[0]
+    tiles_h = (oh_size + 1) // 2
+    bufs = _buffers(groups * ci, groups * co, images, rows, (ow_size + 1) // 2, src)
+    for item in range(t, _items(n_img, images, tiles_h, rows), parts):
+        n0, nb, a0, ra = _block(item, n_img, images, tiles_h, rows)
+        conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, n0, nb, a0, ra, bufs)
+
+
 def winograd_forward_core(x5, w3, bias, has_bias, out4, pt, pl, oh_size, ow_size, images, rows, parts):
     n_img, groups, cg, height, width = x5.shape
     cog = w3.shape[1]
     u = np.empty((groups, 16, cog, cg), x5.dtype)
     filter_transform(w3, False, u)
-    tiles_h = (oh_size + 1) // 2
-    chunks = (tiles_h + rows - 1) // rows
-    items = (n_img + images - 1) // images * chunks
     shifts = np.zeros(groups * cog, x5.dtype)
     if has_bias:
         for q in range(groups * cog):
             shifts[q] = bias[q]
     src, dst = x5.reshape(-1), out4.reshape(-1)
     for t in prange(parts):
-        bufs = _buffers(groups * cg, groups * cog, images, rows, (ow_size + 1) // 2, x5)
-        for item in range(t, items, parts):
-            n0, a0 = (item // chunks) * images, (item % chunks) * rows
-            nb, ra = min(images, n_img - n0), min(rows, tiles_h - a0)
-            conv_block(src, cg, height, width, u, shifts, dst, cog, oh_size, ow_size, pt, pl, n0, nb, a0, ra, bufs)
+        conv_blocks(t, parts, src, cg, height, width, u, shifts, dst, cog, oh_size, ow_size, pt, pl, n_img, images, rows)
 
 
 def winograd_backward_input_core(go4, w3, dx5, pt, pl, go_h, go_w, images, rows, parts):
@@ -372,17 +394,10 @@ def winograd_backward_input_core(go4, w3, dx5, pt, pl, go_h, go_w, images, rows,
     cog = w3.shape[1]
     u = np.empty((groups, 16, cg, cog), go4.dtype)
     filter_transform(w3, True, u)
-    tiles_h = (height + 1) // 2
-    chunks = (tiles_h + rows - 1) // rows
-    items = (n_img + images - 1) // images * chunks
     shifts = np.zeros(groups * cg, go4.dtype)
     src, dst = go4.reshape(-1), dx5.reshape(-1)
     for t in prange(parts):
-        bufs = _buffers(groups * cog, groups * cg, images, rows, (width + 1) // 2, go4)
-        for item in range(t, items, parts):
-            n0, a0 = (item // chunks) * images, (item % chunks) * rows
-            nb, ra = min(images, n_img - n0), min(rows, tiles_h - a0)
-            conv_block(src, cog, go_h, go_w, u, shifts, dst, cg, height, width, pt, pl, n0, nb, a0, ra, bufs)
+        conv_blocks(t, parts, src, cog, go_h, go_w, u, shifts, dst, cg, height, width, pt, pl, n_img, images, rows)
 
 
 @njit(cache=True, nogil=True)
@@ -420,15 +435,13 @@ def winograd_backward_weight_core(x5, go4, gw3, pt, pl, oh_size, ow_size, images
     n_img, groups, cg, height, width = x5.shape
     cog = gw3.shape[1]
     tiles_h = (oh_size + 1) // 2
-    chunks = (tiles_h + rows - 1) // rows
-    items = (n_img + images - 1) // images * chunks
+    items = _items(n_img, images, tiles_h, rows)
     acc = np.zeros((parts, groups, 16, cg, cog), x5.dtype)
     src, go = x5.reshape(-1), go4.reshape(-1)
     for t in prange(parts):
         bufs = _buffers(groups * cg, groups * cog, images, rows, (ow_size + 1) // 2, x5)
         for item in range(t, items, parts):
-            n0, a0 = (item // chunks) * images, (item % chunks) * rows
-            nb, ra = min(images, n_img - n0), min(rows, tiles_h - a0)
+            n0, nb, a0, ra = _block(item, n_img, images, tiles_h, rows)
             weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, n0, nb, a0, ra, bufs, acc[t])
     weight_from_transformed(acc, gw3)
 
