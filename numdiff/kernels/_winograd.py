@@ -1,8 +1,9 @@
 """Winograd F(2x2, 3x3) cores for stride-1, undilated 3x3 convolutions (CPU, Numba + BLAS).
 
-:mod:`numdiff.kernels.conv` validates the arguments, decides when these run (see its docstring
-for the rule and the measurements) and calls them with the same array arguments as the im2col
-cores of :mod:`numdiff.kernels._conv_cores`; only the sizes after the arrays differ.
+:mod:`numdiff.kernels.conv` validates the arguments, decides when these run (the rule and
+its measurements: numdiff.kernels._conv_routing) and calls them with the same array arguments
+as the im2col cores of :mod:`numdiff.kernels._conv_cores`; only the sizes after the arrays
+differ.
 
 Method (Lavin and Gray's minimal filtering). The output is cut into 2x2 tiles; tile (a, b) of
 one image reads the 4x4 input patch ``d`` from row ``2a - pt``, column ``2b - pl`` (zero outside
@@ -28,15 +29,15 @@ of ``images`` images, the images side by side: a block's staged input rows hold 
 of each image in turn, so every transform is one loop over all the block's tiles, however narrow
 the images (measured for 32 images 16->32 8x8: per-image loops made the forward 1.4x slower than
 im2col, side by side 0.8x). Large images come one to a block, in chunks of tile rows; small ones
-several whole images to a block (conv.py's ``_winograd_blocks`` chooses). Per block, transform
+several whole images to a block (``_conv_routing.winograd_blocks`` chooses). Per block, transform
 the input tiles into ``V`` (16, C, T), run the 16 GEMMs (single-threaded BLAS, as in the im2col
 cores), and transform back into the output (or into the thread's weight-gradient accumulator).
 Blocks go round-robin to the Numba threads; a block owns its output tiles, so no two threads
 write one output element. Extra memory per thread: ``V`` and ``M`` (16 * (C + Co) * T elements,
 T = rows * images * (tiles_w + 1) the tiles of a block with their spare columns, sized by
-``conv.WINOGRAD_BLOCK_ELEMENTS`` to stay in L2), a staging strip of 2*(rows + 1) padded rows
-of 2T/rows elements and the row transforms (8*(rows + 1)*T/rows), and for the weight gradient
-one (G, 16, C, Co) accumulator.
+``_conv_routing.WINOGRAD_BLOCK_ELEMENTS`` to stay in L2), a staging strip of 2*(rows + 1)
+padded rows of 2T/rows elements and the row transforms (8*(rows + 1)*T/rows), and for the
+weight gradient one (G, 16, C, Co) accumulator.
 
 Accuracy: the transforms add at most 4 terms (with factors 1 and 1/2, exact in binary), so the
 rounding error stays within a few ulp of the sum of the absolute values of the products, as for
