@@ -154,7 +154,7 @@ def _block(item, n_img, images, tiles_h, rows):
     return n0, min(images, n_img - n0), a0, min(rows, tiles_h - a0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def conv_blocks(t, parts, src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, n_img, images, rows):
     """Thread t's share of a forward routine (the forward, or the input gradient as one): work
     items t, t + parts, ... of :func:`_items`, each a :func:`conv_block` (arguments as there),
