@@ -88,7 +88,7 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_cores.backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1, 1, 2, 2)),
         ),
-        # 3x3 stride-1 convolutions with enough channels and width run as Winograd (conv.py's rule).
+        # 3x3 stride-1 convolutions with enough channels and width run as Winograd (_conv_routing's rule).
         (
             "_winograd.winograd_forward_core",
             lambda: conv.conv2d_forward(z(1, 20, 1, 20), z(20, 20, 3, 3), z(20), z(1, 20, 1, 20), padding=(1, 1, 1, 1)),

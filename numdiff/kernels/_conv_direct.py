@@ -1,8 +1,8 @@
 """Direct weight gradient of 3x3 convolutions on small images (CPU, Numba, no BLAS).
 
 :mod:`numdiff.kernels.conv` validates the arguments, decides when this runs (stride 1,
-undilated 3x3 filters on narrow images; see its docstring for the rule and the measurements)
-and calls it with the same array arguments as the im2col core of
+undilated 3x3 filters on narrow images; numdiff.kernels._conv_routing has the rule and the
+measurements) and calls it with the same array arguments as the im2col core of
 :mod:`numdiff.kernels._conv_cores`; only the sizes after the arrays differ.
 
 Layout. A block of ``nb`` images is laid out one channel plane at a time with the images' rows
@@ -61,7 +61,7 @@ from numdiff.kernels._vecmath import wide_vectors
 _SUMS = {"reassoc", "contract"}
 
 # Sizes after the arrays: (top, left, oh_size, ow_size, images, parts): the top and left pads,
-# the output's size, the images in a block (conv.py's ``_direct_images``), the work items' count.
+# the output's size, the images in a block (``_conv_routing.direct_images``), the work items' count.
 
 
 @njit(cache=True, nogil=True)

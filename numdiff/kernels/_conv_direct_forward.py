@@ -1,10 +1,11 @@
 """Direct forward and input gradient of 3x3 convolutions on small images (CPU, Numba, no BLAS).
 
-:mod:`numdiff.kernels.conv` validates the arguments, decides when these run (see its docstring)
-and calls them with the same array arguments as the im2col cores of
-:mod:`numdiff.kernels._conv_cores`; only the sizes after the arrays differ. The input gradient
-of a stride-1 3x3 convolution is itself one, from the output gradient (padded by ``2 - pad``)
-with the filters rotated by 180 degrees and their channel axes swapped, so both run one loop.
+:mod:`numdiff.kernels.conv` validates the arguments, decides when these run (the rule and
+its measurements: numdiff.kernels._conv_routing) and calls them with the same array arguments
+as the im2col cores of :mod:`numdiff.kernels._conv_cores`; only the sizes after the arrays
+differ. The input gradient of a stride-1 3x3 convolution is itself one, from the output
+gradient (padded by ``2 - pad``) with the filters rotated by 180 degrees and their channel axes
+swapped, so both run one loop.
 
 Layout: as for the direct weight gradient (numdiff.kernels._conv_direct: a block of images with
 their rows side by side, rows ``ld`` long, three column-shifted copies of each input channel),

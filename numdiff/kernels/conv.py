@@ -8,8 +8,9 @@ output positions, then
 * backward_input:   ``dcol = W_g[:, block].T @ dout[n, g-block, tile]``, then col2im scatter-add
 * backward_weight:  ``dW_g.T += col @ dout[n, g-block, tile].T``     (per-thread accumulator)
 
-Tiles hold whole output rows, as many as keep ``K*T <= TILE_ELEMENTS`` (at least one row), so
-``col`` stays near the core's L2 cache while BLAS reads it. Extra memory per call is bounded by
+Tiles hold whole output rows, as many as keep ``K*T <= TILE_ELEMENTS`` (at least one row; the
+rule and its threshold are in numdiff.kernels._conv_routing), so ``col`` stays near the core's
+L2 cache while BLAS reads it. Extra memory per call is bounded by
 ``threads * max(TILE_ELEMENTS, K*OW)`` elements for the column buffers, plus per thread a
 zero-padded copy of the input rows one tile reads (numdiff.kernels._im2col), plus, for
 backward_weight, one weight-sized accumulator per thread; never a whole-batch im2col.
@@ -33,34 +34,10 @@ oneDNN reaches 75-80% (NumPy's own OpenBLAS 0.3.31 was 10-20% faster on the forw
 no faster on the backward ones). A direct loop nest in Numba cannot close that gap: Numba's
 LLVM target on this Xeon emits 256-bit vectors only, half of the AVX-512 peak.
 
-Winograd route (numdiff.kernels._winograd, method there): a stride-1, undilated 3x3 convolution
-runs as Winograd F(2x2, 3x3) when the harmonic mean of its input and output channels per group
-is at least :data:`WINOGRAD_MIN_CHANNELS` and the routine writes rows at least
-:data:`WINOGRAD_MIN_WIDTH` wide (per kernel; the input gradient is itself a 3x3 convolution of
-the output gradient, from Cog to Cg channels). It does 16 multiplies per 2x2 output tile and
-channel pair against im2col's 36, in 16 GEMMs with K = the input channels that OpenBLAS runs at
-115-120 GFLOP/s on one core (70-75% of its peak), and adds input and output transforms
-(20-30% of its time). Measured (one thread, thread CPU time, Winograd / im2col, forward, input
-gradient, weight gradient): 32x16->32 32x32 0.62 0.75 0.84; 8x64->64 56x56 0.58 0.59 0.80;
-32x32->32 24x24 0.50 0.59 0.74. Small images run several to a block, side by side, so that the
-transforms run loops over all of them (see _winograd.py); measured so (thread CPU time, best
-of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.89-0.91;
-32x16->32 16x16 0.52-0.61 0.66-0.76 0.73-0.84; 32x16->32 12x12 0.69-0.73 0.89-0.94 0.73-0.75;
-32x16->32 8x8 0.79-0.80 0.99-1.08 0.90-0.95; 32x32->32 8x8 0.76 0.86 0.83-0.89; 8x64->64 8x8
-0.91-0.97 0.94-0.99 1.24-1.37 (8 images: narrow blocks); 32x16->32 6x6 0.73 0.84 1.00;
-32x16->32 4x4 0.70 0.90 1.12. Before the images were stacked, 32x16->32 8x8 measured 1.41 1.84
-1.37: each image's tile rows were transformed by loops only as long as the image. What is left
-against small images is the spare tile column per image row (a quarter of the tiles at 8 wide).
-
-Direct route for small images (numdiff.kernels._conv_direct, _conv_direct_forward; methods
-there): stride-1, undilated 3x3 convolutions that pass :func:`_use_direct` run as vectorised loops
-over all the images' rows side by side, no GEMM. Measured (one thread, thread CPU time, direct /
-what ran before, forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0.92 0.66-0.69;
-4x4 0.69 0.71 0.60; 6x6 0.65 0.66 0.68; 32x32->32 8x8 0.89 0.73 0.67; 8x64->64 8x8 0.80 0.80
-0.84; 64x6->16 8x8 0.70 0.75 0.60; 128x32->64 7x7 0.74 0.73 0.75; 16x16->16 14x14 (im2col) 0.58
-0.61 0.65; 32x16->32 12x12 (Winograd) 1.07 0.81 0.92; 16x16 1.20 1.03 0.98; 24x24 1.23 1.14
-1.17; small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8
-0.95 0.90, 4x16->32 4x4 1.30 1.49; input gradient to 2 channels (64x2->16 8x8) 1.11.
+Which core runs (im2col, the Winograd route of numdiff.kernels._winograd or the direct route of
+numdiff.kernels._conv_direct and _conv_direct_forward), its serial or parallel build, and how its
+work is cut into items: the rules of numdiff.kernels._conv_routing, with the measurements behind
+each threshold; :func:`_check_conv` applies them.
 
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
@@ -80,6 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels import _conv_routing as routing
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
@@ -93,7 +71,6 @@ from numdiff.kernels._winograd import (
 )
 
 __all__ = [
-    "TILE_ELEMENTS",
     "conv_output_size",
     "conv2d_forward",
     "conv2d_backward_input",
@@ -102,57 +79,12 @@ __all__ = [
     "conv2d_views",
 ]
 
-TILE_ELEMENTS = 1 << 17
-"""Target size of one thread's im2col tile, in elements (512 KiB float32)."""
-
-PARALLEL_MIN_MACS = 1 << 21
-"""Multiply-adds below which a convolution runs on the calling thread (numdiff.kernels._parallel)."""
-
-WINOGRAD_MIN_CHANNELS = 20
-"""Harmonic mean of the input and output channels per group from which a 3x3 stride-1
-convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
-with ``ci + co``."""
-
-WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 14, "backward_weight": 12}
-"""Output width (the routine's: the input's for the input gradient) from which it may. The
-forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digits CNN's 4x4
-convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
-more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
-
-DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 16, "backward_weight": 16}
-"""Widest rows (the routine's: the input's for the input gradient) a direct loop writes instead
-of Winograd's; instead of im2col's, up to :data:`DIRECT_MAX_IM2COL_WIDTH`."""
-DIRECT_MAX_IM2COL_WIDTH = 16
-
-DIRECT_MIN_POSITIONS = {"forward": 256, "backward_input": 512, "backward_weight": 128}
-"""Fewest output positions of the batch (the routine's) for a direct loop: below, staging each
-input channel costs more than the loop saves."""
-
-DIRECT_MIN_MACS = 1 << 22
-"""Fewest multiply-adds for a direct loop: below, a call saves under ~0.05 ms, not worth compiling
-another core on a cold start (the digits CNN's 8x8 and 4x4 convolutions, 0.3 and 2.4 M: its
-compiled model's first call took 10.0-10.2 s with direct cores, 4.8-5.2 s without, for 0.05-0.1
-ms of a 1.3-1.5 ms step)."""
-
-DIRECT_MIN_ROW = 16
-"""Fewest positions in a row of the batch (images x width): a block's rows round up to 16."""
-
-DIRECT_MIN_CHANNELS = 4
-"""Fewest output channels per group (the routine's): they run in pairs, each pair reading every
-staged input channel (measured: an input gradient 16 -> 2 channels 1.1x im2col's time)."""
-
-DIRECT_BLOCK_ELEMENTS = 1 << 18
-"""Target size of one thread's output (or output-gradient) planes in a direct block, in elements."""
-
-WINOGRAD_BLOCK_ELEMENTS = 3 << 17
-"""Target size of one thread's transformed input and output tiles together, in elements."""
-
 
 def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
     """Validate a conv2d configuration; return the build of the core to run for `kind` (serial
-    below :data:`PARALLEL_MIN_MACS`; direct or Winograd where :func:`_use_direct` or
-    :func:`_use_winograd` says so, else im2col)
-    and the sizes it takes, or (None, None) for an empty batch, where there is nothing to compute."""
+    below ``routing.PARALLEL_MIN_MACS``; direct or Winograd where ``routing.use_direct`` or
+    ``routing.use_winograd`` says so, else im2col) and the sizes it takes, or (None, None) for an
+    empty batch, where there is nothing to compute."""
     n_img, _, height, width, c_out, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = (
         conv2d_geometry(op, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
     )
@@ -167,81 +99,21 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             ci, co, out_h, out_w, top, left = cog, cg, height, width, 2 - pt, 2 - pl
         else:
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
-        winograd = _use_winograd(kind, ci, co, out_w)
-        if macs >= DIRECT_MIN_MACS and _use_direct(kind, n_img, co, out_h, out_w, winograd):
-            kernel, parts = _DIRECT_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
-            images = _direct_images(n_img, co, out_h, out_w, parts)
+        winograd = routing.use_winograd(kind, ci, co, out_w)
+        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(kind, n_img, co, out_h, out_w, winograd):
+            kernel, parts = _DIRECT_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+            images = routing.direct_images(n_img, co, out_h, out_w, parts)
             return kernel, (top, left, oh_size, ow_size, images, parts)
         if winograd:
-            kernel, parts = _WINOGRAD_CORES[kind].pick(macs, PARALLEL_MIN_MACS)
-            images, rows = _winograd_blocks(n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts)
+            kernel, parts = _WINOGRAD_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+            images, rows = routing.winograd_blocks(n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts)
             # (oh_size, ow_size): the forward output's size, which is the routine's output or,
             # for the input gradient, its input.
             return kernel, (top, left, oh_size, ow_size, images, rows, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
-    kernel, parts = _CORES[kind].pick(macs, PARALLEL_MIN_MACS)
-    rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, cg * kh * kw * ow_size)))
-    planes = n_img * groups
-    if planes < parts:
-        # Too few images to go round: cut each into at least parts/planes tiles or blocks.
-        share = -(-parts // planes)
-        rows = min(rows, -(-oh_size // share))
-        blocks = min(cg, share)
-    else:
-        blocks = 1
-    # Equal tiles: 32 rows in tiles of 28 would leave a 4-row tile whose GEMM runs inefficiently.
-    tiles = -(-oh_size // rows)
-    rows = -(-oh_size // tiles)
+    kernel, parts = _CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+    rows, blocks = routing.im2col_tiles(n_img, groups, cg * kh * kw, oh_size, ow_size, cg, parts)
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
-
-
-def _use_direct(kind, n_img, co, out_h, out_w, winograd):
-    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution to co channels per
-    group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
-    Winograd (where `winograd`) or im2col (see the module docstring for the measurements). The
-    caller checks :data:`DIRECT_MIN_MACS`."""
-    widest = DIRECT_MAX_WIDTH[kind] if winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
-    return (
-        out_w <= widest
-        and n_img * out_w >= DIRECT_MIN_ROW
-        and n_img * out_h * out_w >= DIRECT_MIN_POSITIONS[kind]
-        and co >= DIRECT_MIN_CHANNELS
-    )
-
-
-def _use_winograd(kind, ci, co, out_w):
-    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
-    per group, writing rows of out_w, runs faster as Winograd F(2x2, 3x3) than as im2col (see
-    the module docstring for the measurements behind the bounds)."""
-    return 2 * ci * co >= WINOGRAD_MIN_CHANNELS * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
-
-
-def _direct_images(n_img, cog, oh_size, ow_size, parts):
-    """The images in a block of a direct loop writing (or reading the gradient of) cog planes of
-    oh_size x ow_size: as many as keep them and the staged input (about ``(cog + 4) * (oh_size +
-    2) * ow_size`` elements an image) within :data:`DIRECT_BLOCK_ELEMENTS`, at least one; few
-    enough that every thread gets a block, and equal blocks."""
-    fit = max(1, DIRECT_BLOCK_ELEMENTS // ((cog + 4) * (oh_size + 2) * ow_size))
-    images = min(fit, -(-n_img // parts))
-    blocks = -(-n_img // images)
-    return -(-n_img // blocks)
-
-
-def _winograd_blocks(n_img, tiles_h, channels, qc, parts):
-    """``(images, rows)``: a Winograd block is `rows` tile rows of `images` images side by side
-    (see numdiff.kernels._winograd). A block holds as much as keeps its transformed input and
-    output (16 * channels * images * rows * qc elements) within :data:`WINOGRAD_BLOCK_ELEMENTS`:
-    several whole images where one fits, else at least one tile row of one image; few enough
-    that every thread gets a block, and equal blocks."""
-    fit = WINOGRAD_BLOCK_ELEMENTS // (16 * channels * qc)
-    images = min(n_img, fit // tiles_h, -(-n_img // parts))
-    if images > 1 or (images == 1 and n_img >= parts):
-        blocks = -(-n_img // images)
-        return -(-n_img // blocks), tiles_h
-    rows = max(1, min(tiles_h, fit))
-    rows = min(rows, -(-tiles_h // -(-parts // n_img)))
-    chunks = -(-tiles_h // rows)
-    return 1, -(-tiles_h // chunks)
 
 
 _CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}

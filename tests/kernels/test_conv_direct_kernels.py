@@ -1,9 +1,9 @@
 """Direct cores for small 3x3 convolutions (numdiff.kernels._conv_direct: weight gradient,
 _conv_direct_forward: forward and input gradient) against float64 NumPy.
 
-Every test here that forces the direct route (the `direct` fixture lowers conv.py's thresholds)
-checks that the plan really picked the direct cores, so a routing change cannot turn these into
-im2col or Winograd tests unnoticed.
+Every test here that forces the direct route (the `direct` fixture lowers the thresholds of
+numdiff.kernels._conv_routing) checks that the plan really picked the direct cores, so a routing
+change cannot turn these into im2col or Winograd tests unnoticed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import pytest
 
-from numdiff.kernels import conv
+from numdiff.kernels import _conv_routing, conv
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._parallel import always_parallel
@@ -51,17 +51,21 @@ CASES = [
 
 @pytest.fixture
 def direct(monkeypatch):
-    monkeypatch.setattr(conv, "DIRECT_MAX_WIDTH", {kind: 1 << 20 for kind in DIRECT_CORES})
-    monkeypatch.setattr(conv, "DIRECT_MIN_POSITIONS", {kind: 0 for kind in DIRECT_CORES})
-    monkeypatch.setattr(conv, "DIRECT_MIN_MACS", 0)
-    monkeypatch.setattr(conv, "DIRECT_MIN_ROW", 0)
-    monkeypatch.setattr(conv, "DIRECT_MIN_CHANNELS", 0)
+    monkeypatch.setattr(_conv_routing, "DIRECT_MAX_WIDTH", {kind: 1 << 20 for kind in DIRECT_CORES})
+    monkeypatch.setattr(_conv_routing, "DIRECT_MIN_POSITIONS", {kind: 0 for kind in DIRECT_CORES})
+    monkeypatch.setattr(_conv_routing, "DIRECT_MIN_MACS", 0)
+    monkeypatch.setattr(_conv_routing, "DIRECT_MIN_ROW", 0)
+    monkeypatch.setattr(_conv_routing, "DIRECT_MIN_CHANNELS", 0)
 
 
 def _check_route(x_shape, w_shape, out_shape, padding, groups):
+    """Assert that every kernel's plan picks its direct core; return the images in a block of each."""
+    images = []
     for kind, cores in DIRECT_CORES.items():
-        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
+        core, sizes = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
         assert core in cores, kind
+        images.append(sizes[4])
+    return images
 
 
 def _check(case, dtype, rng):
@@ -114,12 +118,16 @@ def test_direct_parallel_build_matches_reference(case, threads, dtype, rng, dire
 
 @pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[10]])
 def test_direct_with_one_image_blocks_matches_reference(case, rng, direct, monkeypatch):
-    monkeypatch.setattr(conv, "DIRECT_BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(_conv_routing, "DIRECT_BLOCK_ELEMENTS", 1)
+    n, c, h, w, co, padding, groups = case
+    out_shape = (n, co, conv.conv_output_size(h, 3, 1, *padding[:2], 1), conv.conv_output_size(w, 3, 1, *padding[2:], 1))
+    # The plans read the patched budget: one image a block.
+    assert _check_route((n, c, h, w), (co, c // groups, 3, 3), out_shape, padding, groups) == [1, 1, 1]
     _check(case, np.float64, rng)
 
 
 def test_direct_default_route_matches_reference(dtype, rng):
-    # The benchmark's shape class, at the smallest batch conv.py's thresholds take.
+    # The benchmark's shape class, at the smallest batch the routing's thresholds take.
     _check((16, 16, 8, 8, 32, (1, 1, 1, 1), 1), dtype, rng)
 
 
@@ -154,10 +162,10 @@ def test_direct_route_is_taken_only_for_narrow_stride_one_3x3():
 @pytest.mark.parametrize("width", [1, 4, 8, 16])
 def test_direct_blocks_cover_the_batch_in_equal_blocks_within_budget(parts, n_img, width):
     cog = 48
-    images = conv._direct_images(n_img, cog, width, width, parts)
+    images = _conv_routing.direct_images(n_img, cog, width, width, parts)
     assert 1 <= images <= -(-n_img // parts)
     if images > 1:
-        assert images * (cog + 4) * (width + 2) * width <= conv.DIRECT_BLOCK_ELEMENTS
+        assert images * (cog + 4) * (width + 2) * width <= _conv_routing.DIRECT_BLOCK_ELEMENTS
     blocks = -(-n_img // images)
     assert blocks * images - n_img < blocks  # the last block at most one image short per block
 

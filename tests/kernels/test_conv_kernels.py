@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from numdiff.kernels import conv
+from numdiff.kernels import _conv_routing, conv
 from tests.kernels import kernel_reference as ref
 
 # (N, C, H, W, Co, KH, KW, stride, padding (t, b, l, r), dilation, groups)
@@ -54,9 +54,12 @@ def test_conv2d_forward_and_backward_match_reference(case, dtype, rng):
 
 @pytest.mark.parametrize("case", CASES[:3])
 def test_conv2d_with_one_row_tiles_matches_reference(case, rng, monkeypatch):
-    monkeypatch.setattr(conv, "TILE_ELEMENTS", 1)
+    monkeypatch.setattr(_conv_routing, "TILE_ELEMENTS", 1)
     x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
     _, _, _, _, _, _, _, stride, padding, dilation, groups = case
+    for kind in ("forward", "backward_input", "backward_weight"):  # the plans read the patched size
+        _, sizes = conv.conv2d_plan(kind, x.shape, weight.shape, out.shape, stride, padding, dilation, groups)
+        assert sizes[10] == 1, kind  # one output row a tile
     _close(out, expected, np.float64)
     _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
     _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)

@@ -1,8 +1,8 @@
 """Winograd F(2x2, 3x3) convolution cores (numdiff.kernels._winograd) against float64 NumPy.
 
-Every test here forces the Winograd route (the `winograd` fixture lowers conv.py's thresholds)
-and checks that the plan really picked a Winograd core, so a routing change cannot turn these
-into im2col tests unnoticed.
+Every test here forces the Winograd route (the `winograd` fixture lowers the thresholds of
+numdiff.kernels._conv_routing) and checks that the plan really picked a Winograd core, so a
+routing change cannot turn these into im2col tests unnoticed.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numdiff.kernels import _winograd, conv
+from numdiff.kernels import _conv_routing, _winograd, conv
 from numdiff.kernels._parallel import always_parallel
 from tests.kernels import kernel_reference as ref
 from tests.kernels.conv_route_checks import assert_compiled_step_matches_eager, assert_conv2d_gradcheck
@@ -48,15 +48,23 @@ CASES = [
 
 @pytest.fixture
 def winograd(monkeypatch):
-    monkeypatch.setattr(conv, "WINOGRAD_MIN_CHANNELS", 0)
-    monkeypatch.setattr(conv, "WINOGRAD_MIN_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})
-    monkeypatch.setattr(conv, "DIRECT_MAX_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})  # else direct
+    monkeypatch.setattr(_conv_routing, "WINOGRAD_MIN_CHANNELS", 0)
+    monkeypatch.setattr(_conv_routing, "WINOGRAD_MIN_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})
+    monkeypatch.setattr(_conv_routing, "DIRECT_MAX_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})  # else direct
 
 
 def _check_route(x_shape, w_shape, out_shape, padding, groups):
     for kind in WINOGRAD_CORES:
         core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
         assert core in WINOGRAD_CORES[kind], kind
+
+
+def _planned_blocks(case):
+    """The set of (images, rows) of a Winograd block that the three kernels' plans give `case`."""
+    n, c, h, w, co, padding, groups = case
+    out_shape = (n, co, conv.conv_output_size(h, 3, 1, *padding[:2], 1), conv.conv_output_size(w, 3, 1, *padding[2:], 1))
+    shapes = ((n, c, h, w), (co, c // groups, 3, 3), out_shape)
+    return {conv.conv2d_plan(kind, *shapes, (1, 1), padding, (1, 1), groups)[1][4:6] for kind in WINOGRAD_CORES}
 
 
 def _run(case, dtype, rng):
@@ -105,7 +113,7 @@ def test_winograd_matches_reference(case, dtype, rng, winograd):
 
 
 def test_winograd_default_route_matches_reference(dtype, rng):
-    # Wide and many-channel enough for conv.py's own thresholds, all three kernels.
+    # Wide and many-channel enough for the routing's own thresholds, all three kernels.
     _check_all((3, 32, 20, 21, 24, (1, 1, 1, 1), 1), dtype, rng)
 
 
@@ -117,7 +125,8 @@ def test_winograd_parallel_build_matches_reference(case, dtype, rng, winograd):
 
 @pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[9]])
 def test_winograd_with_one_tile_row_blocks_matches_reference(case, rng, winograd, monkeypatch):
-    monkeypatch.setattr(conv, "WINOGRAD_BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(_conv_routing, "WINOGRAD_BLOCK_ELEMENTS", 1)
+    assert _planned_blocks(case) == {(1, 1)}  # the plans read the patched budget
     _check_all(case, np.float64, rng)
 
 
@@ -135,12 +144,13 @@ STACKED_CASES = [
 def stacked(request, winograd, monkeypatch):
     """Blocks of whole images, a fixed number of them (the block chooser is tested on its own)."""
     images = request.param
-    monkeypatch.setattr(conv, "_winograd_blocks", lambda n_img, tiles_h, channels, qc, parts: (images, tiles_h))
+    monkeypatch.setattr(_conv_routing, "winograd_blocks", lambda n_img, tiles_h, channels, qc, parts: (images, tiles_h))
     return images
 
 
 @pytest.mark.parametrize("case", STACKED_CASES)
 def test_winograd_with_images_side_by_side_matches_reference(case, dtype, rng, stacked):
+    assert {images for images, _ in _planned_blocks(case)} == {stacked}  # the plans call the patched chooser
     _check_all(case, dtype, rng)
 
 
@@ -156,11 +166,11 @@ def test_winograd_parallel_build_with_images_side_by_side_matches_reference(case
 def test_winograd_blocks_cover_the_batch_in_equal_blocks_within_budget(parts, n_img, width):
     tiles_h = qc_minus_one = (width + 1) // 2
     qc, channels = qc_minus_one + 1, 48
-    images, rows = conv._winograd_blocks(n_img, tiles_h, channels, qc, parts)
+    images, rows = _conv_routing.winograd_blocks(n_img, tiles_h, channels, qc, parts)
     assert 1 <= images <= n_img and 1 <= rows <= tiles_h
     if images > 1:
         assert rows == tiles_h  # whole images side by side
-        assert 16 * channels * images * rows * qc <= conv.WINOGRAD_BLOCK_ELEMENTS
+        assert 16 * channels * images * rows * qc <= _conv_routing.WINOGRAD_BLOCK_ELEMENTS
     # No block holds more than a thread's share of the images, or of one image's tile rows
     # where there are fewer images than threads.
     assert images <= -(-n_img // parts)

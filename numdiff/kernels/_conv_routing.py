@@ -1,0 +1,158 @@
+"""Which convolution core runs, and how its work is cut: the routing rules that
+:mod:`numdiff.kernels.conv` applies after checking a configuration (``conv._check_conv``), with
+the measurements behind their thresholds.
+
+Everything here is read at call time, and conv.py reads it through this module
+(``routing.NAME``) and keeps no copies, so a test can lower a threshold or replace a rule with
+``monkeypatch.setattr(_conv_routing, NAME, ...)`` and see the plan change.
+
+Serial or parallel: a convolution below :data:`PARALLEL_MIN_MACS` multiply-adds runs the serial
+build of its core (numdiff.kernels._parallel). im2col (numdiff.kernels._conv_cores, the method
+in conv.py) takes whatever neither route below takes, in tiles of whole output rows
+(:func:`im2col_tiles`).
+
+Winograd route (numdiff.kernels._winograd, method there): a stride-1, undilated 3x3 convolution
+runs as Winograd F(2x2, 3x3) when the harmonic mean of its input and output channels per group
+is at least :data:`WINOGRAD_MIN_CHANNELS` and the routine writes rows at least
+:data:`WINOGRAD_MIN_WIDTH` wide (per kernel; the input gradient is itself a 3x3 convolution of
+the output gradient, from Cog to Cg channels). It does 16 multiplies per 2x2 output tile and
+channel pair against im2col's 36, in 16 GEMMs with K = the input channels that OpenBLAS runs at
+115-120 GFLOP/s on one core (70-75% of its peak), and adds input and output transforms
+(20-30% of its time). Measured (one thread, thread CPU time, Winograd / im2col, forward, input
+gradient, weight gradient): 32x16->32 32x32 0.62 0.75 0.84; 8x64->64 56x56 0.58 0.59 0.80;
+32x32->32 24x24 0.50 0.59 0.74. Small images run several to a block, side by side, so that the
+transforms run loops over all of them (see _winograd.py); measured so (thread CPU time, best
+of 3-7 alternations on a busy machine, +-10%): 8x64->64 14x14 0.65 0.63-0.68 0.89-0.91;
+32x16->32 16x16 0.52-0.61 0.66-0.76 0.73-0.84; 32x16->32 12x12 0.69-0.73 0.89-0.94 0.73-0.75;
+32x16->32 8x8 0.79-0.80 0.99-1.08 0.90-0.95; 32x32->32 8x8 0.76 0.86 0.83-0.89; 8x64->64 8x8
+0.91-0.97 0.94-0.99 1.24-1.37 (8 images: narrow blocks); 32x16->32 6x6 0.73 0.84 1.00;
+32x16->32 4x4 0.70 0.90 1.12. Before the images were stacked, 32x16->32 8x8 measured 1.41 1.84
+1.37: each image's tile rows were transformed by loops only as long as the image. What is left
+against small images is the spare tile column per image row (a quarter of the tiles at 8 wide).
+
+Direct route for small images (numdiff.kernels._conv_direct, _conv_direct_forward; methods
+there): stride-1, undilated 3x3 convolutions that pass :func:`use_direct` run as vectorised loops
+over all the images' rows side by side, no GEMM. Measured (one thread, thread CPU time, direct /
+what ran before, forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0.92 0.66-0.69;
+4x4 0.69 0.71 0.60; 6x6 0.65 0.66 0.68; 32x32->32 8x8 0.89 0.73 0.67; 8x64->64 8x8 0.80 0.80
+0.84; 64x6->16 8x8 0.70 0.75 0.60; 128x32->64 7x7 0.74 0.73 0.75; 16x16->16 14x14 (im2col) 0.58
+0.61 0.65; 32x16->32 12x12 (Winograd) 1.07 0.81 0.92; 16x16 1.20 1.03 0.98; 24x24 1.23 1.14
+1.17; small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8
+0.95 0.90, 4x16->32 4x4 1.30 1.49; input gradient to 2 channels (64x2->16 8x8) 1.11.
+"""
+
+from __future__ import annotations
+
+TILE_ELEMENTS = 1 << 17
+"""Target size of one thread's im2col tile, in elements (512 KiB float32)."""
+
+PARALLEL_MIN_MACS = 1 << 21
+"""Multiply-adds below which a convolution runs on the calling thread (numdiff.kernels._parallel)."""
+
+WINOGRAD_MIN_CHANNELS = 20
+"""Harmonic mean of the input and output channels per group from which a 3x3 stride-1
+convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
+with ``ci + co``."""
+
+WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 14, "backward_weight": 12}
+"""Output width (the routine's: the input's for the input gradient) from which it may. The
+forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digits CNN's 4x4
+convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
+more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
+
+DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 16, "backward_weight": 16}
+"""Widest rows (the routine's: the input's for the input gradient) a direct loop writes instead
+of Winograd's; instead of im2col's, up to :data:`DIRECT_MAX_IM2COL_WIDTH`."""
+DIRECT_MAX_IM2COL_WIDTH = 16
+
+DIRECT_MIN_POSITIONS = {"forward": 256, "backward_input": 512, "backward_weight": 128}
+"""Fewest output positions of the batch (the routine's) for a direct loop: below, staging each
+input channel costs more than the loop saves."""
+
+DIRECT_MIN_MACS = 1 << 22
+"""Fewest multiply-adds for a direct loop: below, a call saves under ~0.05 ms, not worth compiling
+another core on a cold start (the digits CNN's 8x8 and 4x4 convolutions, 0.3 and 2.4 M: its
+compiled model's first call took 10.0-10.2 s with direct cores, 4.8-5.2 s without, for 0.05-0.1
+ms of a 1.3-1.5 ms step)."""
+
+DIRECT_MIN_ROW = 16
+"""Fewest positions in a row of the batch (images x width): a block's rows round up to 16."""
+
+DIRECT_MIN_CHANNELS = 4
+"""Fewest output channels per group (the routine's): they run in pairs, each pair reading every
+staged input channel (measured: an input gradient 16 -> 2 channels 1.1x im2col's time)."""
+
+DIRECT_BLOCK_ELEMENTS = 1 << 18
+"""Target size of one thread's output (or output-gradient) planes in a direct block, in elements."""
+
+WINOGRAD_BLOCK_ELEMENTS = 3 << 17
+"""Target size of one thread's transformed input and output tiles together, in elements."""
+
+
+def use_direct(kind, n_img, co, out_h, out_w, winograd):
+    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution to co channels per
+    group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
+    Winograd (where `winograd`) or im2col (see the module docstring for the measurements). The
+    caller checks :data:`DIRECT_MIN_MACS`."""
+    widest = DIRECT_MAX_WIDTH[kind] if winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
+    return (
+        out_w <= widest
+        and n_img * out_w >= DIRECT_MIN_ROW
+        and n_img * out_h * out_w >= DIRECT_MIN_POSITIONS[kind]
+        and co >= DIRECT_MIN_CHANNELS
+    )
+
+
+def use_winograd(kind, ci, co, out_w):
+    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
+    per group, writing rows of out_w, runs faster as Winograd F(2x2, 3x3) than as im2col (see
+    the module docstring for the measurements behind the bounds)."""
+    return 2 * ci * co >= WINOGRAD_MIN_CHANNELS * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
+
+
+def direct_images(n_img, cog, oh_size, ow_size, parts):
+    """The images in a block of a direct loop writing (or reading the gradient of) cog planes of
+    oh_size x ow_size: as many as keep them and the staged input (about ``(cog + 4) * (oh_size +
+    2) * ow_size`` elements an image) within :data:`DIRECT_BLOCK_ELEMENTS`, at least one; few
+    enough that every thread gets a block, and equal blocks."""
+    fit = max(1, DIRECT_BLOCK_ELEMENTS // ((cog + 4) * (oh_size + 2) * ow_size))
+    images = min(fit, -(-n_img // parts))
+    blocks = -(-n_img // images)
+    return -(-n_img // blocks)
+
+
+def winograd_blocks(n_img, tiles_h, channels, qc, parts):
+    """``(images, rows)``: a Winograd block is `rows` tile rows of `images` images side by side
+    (see numdiff.kernels._winograd). A block holds as much as keeps its transformed input and
+    output (16 * channels * images * rows * qc elements) within :data:`WINOGRAD_BLOCK_ELEMENTS`:
+    several whole images where one fits, else at least one tile row of one image; few enough
+    that every thread gets a block, and equal blocks."""
+    fit = WINOGRAD_BLOCK_ELEMENTS // (16 * channels * qc)
+    images = min(n_img, fit // tiles_h, -(-n_img // parts))
+    if images > 1 or (images == 1 and n_img >= parts):
+        blocks = -(-n_img // images)
+        return -(-n_img // blocks), tiles_h
+    rows = max(1, min(tiles_h, fit))
+    rows = min(rows, -(-tiles_h // -(-parts // n_img)))
+    chunks = -(-tiles_h // rows)
+    return 1, -(-tiles_h // chunks)
+
+
+def im2col_tiles(n_img, groups, k, oh_size, ow_size, cg, parts):
+    """``(rows, blocks)`` of the im2col cores: a tile is `rows` whole output rows, as many as keep
+    its column buffer (k = Cg*KH*KW, rows*ow_size) within :data:`TILE_ELEMENTS`, at least one;
+    the input gradient's work items are `blocks` blocks of an image's cg input channels. With
+    fewer images x groups than threads, tiles (or channel blocks) are made smaller so every
+    thread gets work. Tiles are equal."""
+    rows = max(1, min(oh_size, TILE_ELEMENTS // max(1, k * ow_size)))
+    planes = n_img * groups
+    if planes < parts:
+        # Too few images to go round: cut each into at least parts/planes tiles or blocks.
+        share = -(-parts // planes)
+        rows = min(rows, -(-oh_size // share))
+        blocks = min(cg, share)
+    else:
+        blocks = 1
+    # Equal tiles: 32 rows in tiles of 28 would leave a 4-row tile whose GEMM runs inefficiently.
+    tiles = -(-oh_size // rows)
+    return -(-oh_size // tiles), blocks
