@@ -14,7 +14,13 @@ parent then asks the workers in turn, round by round and starting from a differe
 round (as numdiff.benchmark.compare does in one process), to time `number` calls; `number` is
 picked once per candidate so that a round lasts about 20 ms. Each worker times its own round, so
 the pipe's round trip (about 20 us) falls between rounds, outside the timed calls. An idle worker
-sits in a blocking read, so its threads sleep while another one is timed.
+sits in a blocking read, so its threads sleep while another one is timed, once they stop
+spinning: an OpenMP thread polls for a while after its last parallel region before it sleeps
+(libgomp's default, PyTorch's: about 4 ms here; numdiff's pool: about 0.1 ms, see
+numdiff/_threads.py), so the parent waits :data:`SETTLE_S` after each round before the next
+candidate's starts. Without the wait each round began beside the previous candidate's spinning
+thread, which on two cores takes one of them (2026-12-02: numdiff's conv 8x8 step at two threads
+0.60 ms right after torch rounds, 0.41-0.47 ms otherwise).
 
 Protocol: one JSON object per line on the worker's stdin, one JSON reply per line on a private
 copy of its stdout (whatever the libraries print goes to stderr):
@@ -221,6 +227,10 @@ class Rounds:
         return min(self.samples)
 
 
+SETTLE_S = 0.01
+"""Seconds between two rounds: longer than an idle OpenMP thread spins (see the module docstring)."""
+
+
 def compare(
     started: Mapping[str, Candidate], repeat: int, numbers: Mapping[str, int] | None = None
 ) -> dict[str, Rounds]:
@@ -233,6 +243,7 @@ def compare(
     for round_index in range(repeat):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
+            time.sleep(SETTLE_S)
             samples[name].append(started[name].request("time", number=numbers[name])["seconds"])
     return {name: Rounds(tuple(samples[name]), numbers[name]) for name in names}
 

@@ -5,13 +5,51 @@ with that many threads; BLAS products are split into that many blocks, one singl
 SciPy OpenBLAS call per Numba thread (numdiff.kernels._blas explains why OpenBLAS never runs its
 own pool next to Numba's), so setting the count here also pins OpenBLAS to one thread.
 Kernels with little work run on the calling thread whatever the count (numdiff.kernels._parallel).
+
+Numba's pool runs on libgomp here (its "omp" threading layer). Between parallel regions, and at
+the barrier that ends each, an idle libgomp thread spins for GOMP_SPINCOUNT polls before it
+sleeps: 300,000 by default, about 4 ms of a core here. Beside another busy process that spinning
+is what makes a small step slow: the thread that finished first keeps its core busy, so the
+scheduler does not move the other thread, which shares its core with the other process, onto
+it, and the region waits out the other process's time slice. So numdiff sets GOMP_SPINCOUNT to
+:data:`SPIN_COUNT` in its process's environment at import, unless GOMP_SPINCOUNT or
+OMP_WAIT_POLICY is set already (then yours applies). libgomp reads it when it loads, which for
+Numba's pool is its first parallel call; a libgomp that is already loaded keeps its setting, and
+one that loads later (another library's OpenMP, a child process's) takes this one too.
+
+The pool is not started at import: GNU OpenMP cannot be used again in a process forked after it
+started, so a program that forks workers before it runs a parallel kernel keeps working.
 """
 
 from __future__ import annotations
 
+import os
+
 import numba
 
-__all__ = ["get_num_threads", "set_num_threads"]
+__all__ = ["SPIN_COUNT", "get_num_threads", "set_num_threads"]
+
+SPIN_COUNT = 10_000
+"""libgomp's idle polls before a thread of Numba's pool sleeps (about 0.1 ms here). Measured
+(bench_cpu.py --busy, two threads, 2026-12-02, one or two runs each, GOMP_SPINCOUNT set for both
+libraries' processes), numdiff's time alone and its slowdown beside one process spinning on a
+core, digits CNN / LeNet / conv 8x8 / max_pool2d:
+300,000 (libgomp's default) 1.31 ms x8.8 / 2.75 ms x8.6 / 0.47 ms x7.7 / 0.41 ms x6.6;
+30,000 1.17-1.20 x4.5-6.1 / 2.32-2.52 x5.8-6.5 / 0.40-0.41 x5.4-5.6 / 0.38-0.39 x4.1-4.5;
+10,000 1.26-1.29 x2.2-2.9 / 2.51-2.65 x3.1-3.2 / 0.44-0.45 x2.2-3.1 / 0.40-0.44 x2.6-2.8;
+3,000 1.43-1.44 x1.4-1.5 / 2.85-2.99 x1.8 / 0.44 x2.6 / 0.51-0.54 x1.6; 0 (sleep at once)
+1.42 x1.0 / 4.07 x0.9 / 0.77 x0.9 / 0.57 x1.2. 10,000 keeps the time alone and cuts the
+slowdown by about three; fewer polls cost small steps their wake-ups."""
+
+
+def _shorten_spin() -> None:
+    """Set GOMP_SPINCOUNT to :data:`SPIN_COUNT` unless the user chose libgomp's spin count or wait
+    policy (see the module docstring)."""
+    if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+
+
+_shorten_spin()
 
 
 def set_num_threads(n: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 import pytest
@@ -72,3 +74,27 @@ def test_set_num_threads_rejects_bad_counts(value, error, message):
     with pytest.raises(error, match=message):
         numdiff.set_num_threads(value)
     assert numdiff.get_num_threads() == before
+
+
+_POOL = """
+import os
+import numba.np.ufunc.parallel as pool
+import numdiff
+print(pool._is_initialized, os.environ.get("GOMP_SPINCOUNT"), numdiff._threads.SPIN_COUNT)
+"""
+
+
+@pytest.mark.parametrize("environment", [{}, {"GOMP_SPINCOUNT": "123"}, {"OMP_WAIT_POLICY": "passive"}])
+def test_numdiff_shortens_libgomps_spin_unless_the_user_set_it(environment):
+    # Importing numdiff sets GOMP_SPINCOUNT (libgomp reads it when Numba's pool starts) unless the
+    # user set a spin count or wait policy, and does not start the pool (fork safety).
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    result = subprocess.run([sys.executable, "-c", _POOL], env={**env, **environment},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    started, spin, ours = result.stdout.split()
+    expected = environment.get("GOMP_SPINCOUNT", "None" if environment else ours)
+    assert started == "False" and spin == expected
