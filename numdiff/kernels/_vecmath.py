@@ -30,7 +30,17 @@ from __future__ import annotations
 from numba import types
 from numba.extending import overload
 
-from numdiff.kernels._vecmath32 import cos32, exp32, expm1_32, log1p32, log32, sin32, sin_cos32_wide, tanh32
+from numdiff.kernels._vecmath32 import (
+    cos32,
+    cos32_wide,
+    exp32,
+    expm1_32,
+    log1p32,
+    log32,
+    sin32,
+    sin32_wide,
+    tanh32,
+)
 from numdiff.kernels._vecmath64 import (  # noqa: F401 (kernels call lane_sum, outside_sin_cos, wide_vectors here)
     SIN_COS_LIMIT,
     cos64,
@@ -72,7 +82,7 @@ def _by_precision(name: str, double, single):
     function.__doc__ = double.py_func.__doc__
     # Numba names compiled code after the module and qualified name plus a per-process counter, and
     # a kernel loaded from its disk cache can resolve a callee by that name: two implementations
-    # sharing a qualified name (these closures, across the seven functions) could then be swapped
+    # sharing a qualified name (these closures, across the functions made here) could then be swapped
     # between processes (a cached kernel calling sin where it compiled tanh). Each gets its own.
     for implementation, suffix in ((single_precision, "float32"), (double_precision, "float64")):
         implementation.__name__ = implementation.__qualname__ = f"{name}_{suffix}"
@@ -93,32 +103,9 @@ cos = _by_precision("cos", cos64, cos32)
 tanh = _by_precision("tanh", tanh64, tanh32)
 
 
-def _wide(name: str, double, cosine: bool):
-    """The function _vecmath exports as `name`_wide: a float32 argument's `name` in float64, not
-    rounded to float32 (sin_cos32_wide); a float64 argument's, `double`. For a float64 calculation
-    that goes on from a float32 sin or cos: a compiled chain's derivative factor cos(x) (see
-    numdiff/compile/group_kernel.py), which a rounding to float32 and back would only make worse
-    (and slower: two conversions per vector)."""
-
-    def function(x):
-        return double(x)
-
-    def single_precision(x):
-        return sin_cos32_wide(x, cosine)
-
-    def double_precision(x):
-        return double(x)
-
-    function.__name__ = function.__qualname__ = f"{name}_wide"
-    for implementation, suffix in ((single_precision, "float32"), (double_precision, "float64")):
-        implementation.__name__ = implementation.__qualname__ = f"{name}_wide_{suffix}"
-
-    @overload(function)
-    def _typed(x):
-        return single_precision if x is types.float32 else double_precision
-
-    return function
-
-
-sin_wide = _wide("sin", sin64, False)
-cos_wide = _wide("cos", cos64, True)
+# The float64 value of a float32 argument's sin or cos before its rounding (a float64 argument's, as
+# sin/cos): for a float64 calculation that goes on from it, such as a compiled chain's derivative
+# factor cos(x) (numdiff/compile/group_kernel.py), which a rounding to float32 and back would only
+# make worse, and slower (two conversions per vector).
+sin_wide = _by_precision("sin_wide", sin64, sin32_wide)
+cos_wide = _by_precision("cos_wide", cos64, cos32_wide)

@@ -195,6 +195,18 @@ def sin_cos32_wide(x, cosine):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
+def sin32_wide(x):
+    """sin of a float32 in float64, before the rounding sin32 applies (see sin_cos32_wide)."""
+    return sin_cos32_wide(x, False)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def cos32_wide(x):
+    """cos of a float32 in float64, before the rounding cos32 applies (see sin_cos32_wide)."""
+    return sin_cos32_wide(x, True)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
 def sin32(x):
     """sin of a float32 for |x| < SIN_COS_LIMIT, computed in float64 and rounded once."""
     return _F32(sin_cos32_wide(x, False))
