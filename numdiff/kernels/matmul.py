@@ -30,7 +30,15 @@ import numpy as np
 from numba import get_num_threads, prange
 
 from numdiff.kernels._background import defer_to_helper
-from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, gemm_batch, gemm_block, gemm_parallel, prepare_blas
+from numdiff.kernels._blas import (
+    PARALLEL_MIN_MACS,
+    gemm,
+    gemm_batch,
+    gemm_block,
+    gemm_parallel,
+    prepare_blas,
+    split_by_rows,
+)
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
@@ -74,16 +82,19 @@ defer_to_helper(_bgemm, lambda trans_a, trans_b, a, b, out, parts: gemm_batch(tr
 @njit(cache=True, nogil=True, parallel=True)
 def _gemm_pair(trans_a1, trans_b1, a1, b1, out1, trans_a2, trans_b2, a2, b2, out2, parts):
     """out1 = op(a1) @ op(b1) and out2 = op(a2) @ op(b2), two independent products in one parallel
-    region: threads 0 .. parts//2 - 1 split the first (blocks of rows or columns, whichever is
-    longer), the rest the second. At two threads each product is one whole BLAS call on a thread
-    of its own."""
+    region: threads 0 .. parts//2 - 1 split the first (blocks of rows or columns, as
+    numdiff.kernels._blas.split_by_rows says), the rest the second. At two threads each product is
+    one whole BLAS call on a thread of its own."""
     first = parts // 2
+    k1 = a1.shape[0] if trans_a1 else a1.shape[1]
+    k2 = a2.shape[0] if trans_a2 else a2.shape[1]
+    rows1 = split_by_rows(out1.shape[0], out1.shape[1], k1, first)
+    rows2 = split_by_rows(out2.shape[0], out2.shape[1], k2, parts - first)
     for t in prange(parts):
         if t < first:
-            gemm_block(trans_a1, trans_b1, 1.0, a1, b1, 0.0, out1, t, first, out1.shape[0] >= out1.shape[1])
+            gemm_block(trans_a1, trans_b1, 1.0, a1, b1, 0.0, out1, t, first, rows1)
         else:
-            gemm_block(trans_a2, trans_b2, 1.0, a2, b2, 0.0, out2, t - first, parts - first,
-                       out2.shape[0] >= out2.shape[1])
+            gemm_block(trans_a2, trans_b2, 1.0, a2, b2, 0.0, out2, t - first, parts - first, rows2)
 
 
 @njit(cache=True, nogil=True)

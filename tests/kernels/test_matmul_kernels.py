@@ -117,3 +117,31 @@ def test_batched_gemm_refuses_an_output_overlapping_an_operand():
     a = np.ones((2, 3, 3))
     with pytest.raises(ValueError, match="bgemm_nn: out .* overlaps a"):
         matmul.bgemm_nn(a, np.ones((2, 3, 3)), a)
+
+
+@pytest.mark.parametrize("m,k,n,by_rows", [(256, 10, 512, True), (128, 256, 512, True), (32, 256, 512, False),
+                                           (256, 512, 520, False), (300, 200, 260, True)])
+def test_products_split_by_rows_or_columns_match_the_reference(m, k, n, by_rows, rng):
+    # Every split a product can take across two threads (numdiff.kernels._blas.split_by_rows: a
+    # short product with enough rows goes by rows even when its output is wider than tall), for
+    # each operand layout, against float64 NumPy.
+    import numba
+
+    import numdiff
+    from numdiff.kernels._blas import split_by_rows
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a Numba pool of at least two threads")
+    assert split_by_rows(m, n, k, 2) is by_rows
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    previous = numdiff.get_num_threads()
+    numdiff.set_num_threads(2)
+    try:
+        got = [matmul.gemm_nn(a, b, np.empty((m, n), np.float32)),
+               matmul.gemm_nt(a, np.ascontiguousarray(b.T), np.empty((m, n), np.float32)),
+               matmul.gemm_tn(np.ascontiguousarray(a.T), b, np.empty((m, n), np.float32))]
+    finally:
+        numdiff.set_num_threads(previous)
+    for out in got:
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.sqrt(k))
