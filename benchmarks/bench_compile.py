@@ -186,6 +186,8 @@ def main() -> int:
         _isolated.configure("numdiff", args.threads)
         print(f"first call of the compiled digits model: {first_call():.2f} s")
         return 0
+    if args.only and not any(args.only in workload for workload in WORKLOADS):
+        parser.error(f"--only {args.only!r} matches no workload; the workloads are: {', '.join(WORKLOADS)}")
     installed = {library for library in ("torch", "jax") if importlib.util.find_spec(library) is not None}
     installed.add("numdiff")
     if args.cpu_time:

@@ -322,12 +322,15 @@ def main() -> None:
         "--same-process", action="store_true", help="both libraries in this one process (the old mode, to compare)"
     )
     args = parser.parse_args()
+    only = args.only.split(",") if args.only else None
+    if only and not any(word in name for name in WORKLOADS for word in only):
+        parser.error(f"--only {args.only!r} matches no workload; the workloads are: {', '.join(WORKLOADS)}")
     global THREADS, CLOCK
     THREADS = args.threads
     if args.cpu_time:
         THREADS, CLOCK = 1, time.thread_time
     print(_cpu_report.header(args.busy), flush=True)
-    rows, info = run(args.repeat, args.busy, args.only.split(",") if args.only else None, args.same_process)
+    rows, info = run(args.repeat, args.busy, only, args.same_process)
     text = _cpu_report.markdown(rows, info)
     print()
     print(text)
