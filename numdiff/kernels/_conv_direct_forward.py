@@ -37,6 +37,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._conv_direct import _SUMS, _aligned, _edges, _stage
+from numdiff.kernels._moves import move8
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels._vecmath import wide_vectors
@@ -70,7 +71,7 @@ def _pair_filters(w3, g, rotate, f):
 def _scatter_rows(acc, n0, nb, g, out_h, out_w, ld, bias, has_bias, dst4):
     """``dst4[n0 + k, g, o, oh*out_w + w] = bias[g*Co + o] + acc[...]`` (bias where has_bias)
     from the block's output planes: channel o's even rows, then its odd rows, each half
-    ``(out_h + 1) // 2`` rows of ``ld``."""
+    ``(out_h + 1) // 2`` rows of ``ld``. Rows move 8 elements at a time (numdiff.kernels._moves)."""
     groups, c_out = dst4.shape[1], dst4.shape[2]
     half = (out_h + 1) // 2
     size = out_h * out_w
@@ -81,8 +82,11 @@ def _scatter_rows(acc, n0, nb, g, out_h, out_w, ld, bias, has_bias, dst4):
             d0 = (((n0 + k) * groups + g) * c_out + o) * size
             for oh in range(out_h):
                 s0 = (2 * o * half + (oh % 2) * half + oh // 2) * ld + k * out_w
-                for w in range(out_w):
-                    dst[np.uint64(d0 + oh * out_w + w)] = acc[np.uint64(s0 + w)] + shift
+                d1 = d0 + oh * out_w
+                for w in range(0, out_w - 7, 8):
+                    move8(dst, d1 + w, acc, s0 + w, shift)
+                for w in range(out_w - out_w % 8, out_w):
+                    dst[np.uint64(d1 + w)] = acc[np.uint64(s0 + w)] + shift
 
 
 @njit(cache=True, nogil=True, fastmath=_SUMS)
