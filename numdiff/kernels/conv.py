@@ -31,8 +31,9 @@ included). With im2col vectorised (see numdiff.kernels._im2col), the GEMMs are 6
 kernel's time, and the gap to PyTorch's oneDNN direct convolution is GEMM efficiency: SciPy's
 OpenBLAS runs these short products, e.g. (32x144)@(144x1024), at 55-60% of the fp32 peak where
 oneDNN reaches 75-80% (NumPy's own OpenBLAS 0.3.31 was 10-20% faster on the forward products and
-no faster on the backward ones). A direct loop nest in Numba cannot close that gap: Numba's
-LLVM target on this Xeon emits 256-bit vectors only, half of the AVX-512 peak.
+no faster on the backward ones). For small images 3x3 convolutions run as direct loop nests
+instead, 512 bits wide (numdiff.kernels._vecmath.wide_vectors: LLVM's tuning for this Xeon
+prefers 256-bit vectors unless a function asks), at 65-80% of the float32 peak.
 
 Which core runs (im2col, the Winograd route of numdiff.kernels._winograd or the direct route of
 numdiff.kernels._conv_direct and _conv_direct_forward), its serial or parallel build, and how its
