@@ -43,6 +43,18 @@ PUBLIC: dict[str, Callable[..., Tensor]] = {}
 UFUNC_FORWARD = frozenset(name for name, rule in RULES.items() if rule.ufunc)
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_HALF = np.dtype(np.float16)
+
+
+def _all_half(arrays: Any) -> bool:
+    """Whether every array among `arrays` is a float16 NumPy array (the kernels take float32/64)."""
+    return all(type(a) is not np.ndarray or a.dtype == _HALF for a in arrays if not isinstance(a, (int, float)))
+
+
+def _widened(values: Any) -> list:
+    """float16 arrays as float32, everything else as it is: float16 computes per element in float32
+    and rounds once, as PyTorch's CPU build does."""
+    return [v.astype(np.float32) if type(v) is np.ndarray and v.dtype == _HALF else v for v in values]
 
 
 def _kernel_dtype(arrays: list) -> np.dtype | None:
@@ -62,6 +74,8 @@ def _forward_array(rule: ScalarRule, ufunc: Any, inputs: tuple, attrs: tuple) ->
     dtype = _kernel_dtype(arrays)
     on_cpu = type(first) is np.ndarray
     if dtype is None or (on_cpu and ufunc is not None and rule.name in UFUNC_FORWARD):
+        if ufunc is None and on_cpu and first.dtype == _HALF and _all_half(arrays):
+            return _forward_array(rule, ufunc, tuple(_widened(inputs)), attrs).astype(np.float16)
         if ufunc is None:
             raise TypeError(f"{rule.name}: expected floating point arrays, got {[str(a.dtype) for a in arrays]}")
         return ufunc(*inputs)
@@ -171,7 +185,10 @@ def _kernel_backward(rule, split, grad, saved, saved_arrays, attrs) -> tuple:
         g = grad._data
         arrays = dict(zip(saved, saved_arrays))
         arrays["g"] = g
-        if type(g) is np.ndarray:
+        if type(g) is np.ndarray and g.dtype == _HALF and _all_half(arrays.values()):
+            wide = dict(zip(arrays, _widened(arrays.values())))
+            results = [r.astype(np.float16) for r in cpu.backward(rule, needed, wide, attrs)]
+        elif type(g) is np.ndarray:
             results = cpu.backward(rule, needed, arrays, attrs)
         else:
             from numdiff.cuda.kernels import elementwise as cuda_rules

@@ -195,3 +195,36 @@ def test_python_number_operand_keeps_dtype_like_torch(expression, dtype):
     theirs = eval(expression, {"x": torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))})
     assert repr(ours.dtype) == repr(theirs.dtype).replace("torch.", "numdiff.")
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+
+def _half_ulps_apart(ours: np.ndarray, reference: np.ndarray) -> int:
+    """The largest distance between two float16 arrays in units in the last place (0.0 == -0.0)."""
+    bits = [a.view(np.int16).astype(np.int32) for a in (ours, reference)]
+    ordered = [np.where(b < 0, -0x8000 - b, b) for b in bits]  # monotone in the value
+    return int(np.abs(ordered[0] - ordered[1]).max(initial=0))
+
+
+@pytest.mark.parametrize("size", [100, 1024])  # below and above the size where backward runs a kernel
+@pytest.mark.parametrize("name", sorted(UNARY) + sorted(BINARY))
+def test_float16_ops_compute_in_float32_and_round_once(name, size):
+    # The kernels take float32/float64 only: float16 used to raise for the ops without a NumPy ufunc
+    # (relu, gelu, sigmoid...) and leak Numba's NotImplementedError from backward past 256 elements.
+    # The forward is within an ulp of torch's float64 result rounded to float16. The gradients are
+    # compared with torch's float16 ones: both read the float16 output where the rule does (sigmoid's
+    # out * (1 - out)), and torch rounds after every op of its formula (up to 7 ulps for erf).
+    rng = np.random.default_rng(size)
+    ours_fn, torch_fn, *ranges = UNARY[name] if name in UNARY else BINARY[name]
+    arrays = [rng.uniform(low, high, size).astype(np.float16) for low, high in ranges]
+    ours = [numdiff.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, tout = ours_fn(*ours), torch_fn(*theirs)
+    exact = torch_fn(*[torch.tensor(a.astype(np.float64)) for a in arrays])
+    assert out.dtype == numdiff.float16
+    assert _half_ulps_apart(out.detach().numpy(), exact.numpy().astype(np.float16)) <= 1
+    grad = rng.uniform(-1, 1, size).astype(np.float16)
+    out.backward(numdiff.tensor(grad))
+    tout.backward(torch.tensor(grad))
+    for x, tx in zip(ours, theirs):
+        assert x.grad.dtype == numdiff.float16
+        np.testing.assert_allclose(x.grad.numpy().astype(np.float32), tx.grad.numpy().astype(np.float32), rtol=8e-3, atol=1e-3)
