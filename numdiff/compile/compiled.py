@@ -1,7 +1,8 @@
 """`CompiledFunction`: guards, the trace cache, recompiles, and running a compiled call.
 
 A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the
-Python value of a non-tensor), and whether grad mode is on. Each key maps to traces, each with
+Python value of a non-tensor), which arguments are one and the same tensor (a trace of ``f(x, x)``
+reads one input, so ``f(x, y)`` needs its own), and whether grad mode is on. Each key maps to traces, each with
 guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
 device, requires_grad; their data is read afresh on every call) and the values of integer inputs
 that Python code branched on.
@@ -110,8 +111,12 @@ class CompiledFunction:
 
     def _key(self, args: tuple, kwargs: dict) -> tuple:
         parts = [_state.enabled]
+        first_seen: dict = {}  # id of an argument's array -> the number of distinct arrays before it
         for a in args:
-            parts.append(_tensor_key(a) if isinstance(a, Tensor) else ("py", type(a), _hashable(a)))
+            if isinstance(a, Tensor):
+                parts.append((*_tensor_key(a), first_seen.setdefault(id(a._data), len(first_seen))))
+            else:
+                parts.append(("py", type(a), _hashable(a)))
         parts.extend((name, _hashable(value)) for name, value in sorted(kwargs.items()))
         if self.key_extra is not None:
             parts.append(self.key_extra())

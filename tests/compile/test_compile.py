@@ -248,3 +248,17 @@ def test_large_groups_fuse_vectorised_math_and_match_eager():
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
     (source,) = f.compiled.sources[-1:]
     assert "@njit" in source
+
+
+def test_one_tensor_passed_twice_and_two_tensors_get_separate_traces():
+    f = numdiff.compile(lambda x, y: x * 2 + y * 3)
+    same = _f64(3)
+    f(same, same).sum().backward()
+    np.testing.assert_allclose(same.grad.numpy(), [5.0, 5.0, 5.0])
+    x, y = _f64(3), _f64(3)
+    out = f(x, y)
+    np.testing.assert_allclose(out.detach().numpy(), 2 * x.detach().numpy() + 3 * y.detach().numpy())
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(y.grad.numpy(), [3.0, 3.0, 3.0])
+    assert f.compiled.compile_count == 2
