@@ -262,3 +262,29 @@ def test_one_tensor_passed_twice_and_two_tensors_get_separate_traces():
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
     np.testing.assert_allclose(y.grad.numpy(), [3.0, 3.0, 3.0])
     assert f.compiled.compile_count == 2
+
+
+def test_attention_compiles_and_a_later_fully_masked_row_gives_zeros_as_in_eager():
+    layer = numdiff.nn.MultiheadAttention(4, 2, batch_first=True, dtype=numdiff.float64)
+    f = numdiff.compile(lambda q, mask: layer(q, q, q, key_padding_mask=mask, need_weights=False)[0])
+    q = _f64(2, 3, 4)
+    open_mask = numdiff.tensor(np.zeros((2, 3), dtype=bool))
+    closed_mask = numdiff.tensor(np.array([[False, True, False], [True, True, True]]))
+    for mask in (open_mask, closed_mask):
+        out = f(q, mask)
+        expected = layer(q, q, q, key_padding_mask=mask, need_weights=False)[0]
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-14)
+        (grad,) = numdiff.autograd.grad(out.sum(), q)
+        (expected_grad,) = numdiff.autograd.grad(expected.sum(), q)
+        np.testing.assert_allclose(grad.numpy(), expected_grad.numpy(), rtol=1e-12, atol=1e-14)
+    assert not np.isnan(out.detach().numpy()).any()
+
+
+def test_a_compiled_transformer_encoder_layer_matches_eager():
+    numdiff.manual_seed(0)
+    layer = numdiff.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, dtype=numdiff.float64)
+    compiled = numdiff.compile(layer)
+    x = _f64(2, 5, 8)
+    causal = numdiff.nn.Transformer.generate_square_subsequent_mask(5, dtype=numdiff.float64)
+    out = compiled(x, causal)
+    np.testing.assert_allclose(out.detach().numpy(), layer(x, causal).detach().numpy(), rtol=1e-12, atol=1e-14)
