@@ -288,3 +288,63 @@ def test_a_compiled_transformer_encoder_layer_matches_eager():
     causal = numdiff.nn.Transformer.generate_square_subsequent_mask(5, dtype=numdiff.float64)
     out = compiled(x, causal)
     np.testing.assert_allclose(out.detach().numpy(), layer(x, causal).detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+SCALE = 2.0
+
+
+def test_changing_a_global_number_the_function_reads_retraces():
+    global SCALE
+    f = numdiff.compile(lambda x: x * SCALE)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    try:
+        np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+        SCALE = 5.0
+        np.testing.assert_array_equal(f(x).numpy(), [5.0, 5.0])
+    finally:
+        SCALE = 2.0
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+    assert f.compiled.compile_count == 2
+
+
+def test_a_module_the_function_closes_over_retraces_on_train_and_eval():
+    numdiff.manual_seed(0)
+    net = numdiff.nn.Sequential(numdiff.nn.Linear(3, 4, dtype=numdiff.float64),
+                                numdiff.nn.BatchNorm1d(4, dtype=numdiff.float64))
+    f = numdiff.compile(lambda x: net(x).sum(0))
+    x = _f64(5, 3)
+    net.eval()
+    np.testing.assert_allclose(f(x).detach().numpy(), net(x).sum(0).detach().numpy(), rtol=1e-12)
+    net.train()
+    with pytest.warns(UserWarning, match="in-place"):  # running statistics: eager from here
+        out = f(x)
+    np.testing.assert_allclose(out.detach().numpy(), 0.0, atol=1e-12)  # batch statistics, not running ones
+
+
+def test_changing_an_attribute_or_a_submodule_of_a_compiled_module_retraces():
+    net = numdiff.nn.Sequential(numdiff.nn.Linear(3, 3, dtype=numdiff.float64), numdiff.nn.LeakyReLU(0.1))
+    compiled = numdiff.compile(net)
+    x = _f64(4, 3)
+    compiled(x)
+    net[1].negative_slope = 0.5
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-12)
+    net[1] = numdiff.nn.Tanh()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-12)
+    assert compiled.compile_count == 3
+
+
+def test_a_function_that_changes_the_python_state_it_reads_runs_eagerly_with_a_warning():
+    class Counter(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+
+    compiled = numdiff.compile(Counter())
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match="changes the Python state"):
+        np.testing.assert_array_equal(compiled(x).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(compiled(x).numpy(), [2.0, 2.0])
