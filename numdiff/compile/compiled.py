@@ -1,12 +1,13 @@
 """`CompiledFunction`: guards, the trace cache, recompiles, and running a compiled call.
 
-A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the
-Python value of a non-tensor), which arguments are one and the same tensor (a trace of ``f(x, x)``
-reads one input, so ``f(x, y)`` needs its own), and whether grad mode is on. Each key maps to traces, each with
-guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
-device, requires_grad; their data is read afresh on every call), the values of integer inputs
-that Python code branched on, and the Python state its free names held (guards.py: closure and
-global tensors, numbers and Modules, whose training flags and attributes steer the trace).
+A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the Python
+value of a non-tensor), which arguments are one and the same tensor (a trace of ``f(x, x)`` reads
+one input, so ``f(x, y)`` needs its own), and whether grad mode is on. Each key maps to traces, each
+with guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
+device, requires_grad; their data is read afresh on every call), the values of integer inputs and
+captured integer tensors (a step counter) that Python code branched on, and the Python state its
+free names held (guards.py: closure and global tensors, numbers and Modules, whose training flags
+and attributes steer the trace).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Trace:
         self.program = program
         self.captured = captured
         self.captured_guard = [_tensor_key(t) for t in captured]
-        self.guarded_values = guarded_values  # input slot -> bytes of its traced value
+        self.guarded_values = guarded_values  # (kind, slot) of an integer tensor -> bytes of its traced value
         self.python_guard = python_guard
         self.output_form = output_form
 
@@ -47,7 +48,7 @@ class Trace:
         if not self.python_guard.holds():
             return False
         for slot, data in self.guarded_values.items():
-            if tensors[slot]._data.tobytes() != data:
+            if _tensor_at(slot, tensors, self.captured)._data.tobytes() != data:
                 return False
         return True
 
@@ -154,7 +155,7 @@ class CompiledFunction:
             return None, None
         on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
         program = build(tracer, output_values, grads, cuda=not on_host)
-        guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
+        guarded = {slot: _tensor_at(slot, tensors, tracer.captured)._data.tobytes() for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]

@@ -56,7 +56,7 @@ class Tracer:
         self.alive: list = []  # arrays whose id() is a key of value_of must outlive the trace
         self.captured: list[Tensor] = []
         self.constants: dict[int, Any] = {}  # value index -> baked array
-        self.value_guarded: set[int] = set()  # input slots whose values the trace depends on
+        self.value_guarded: set[tuple] = set()  # ("input" | "captured", slot): values the trace depends on
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
 
     # ------------------------------------------------------------------ values
@@ -150,12 +150,17 @@ class Tracer:
     # ------------------------------------------------------------------ host reads
     def check_host_read(self, tensor: Tensor, what: str) -> None:
         index = self.value_of.get(id(tensor._data))
+        if index is None and self.graph is self.forward and tensor._data.dtype.kind in "biu":
+            # An integer tensor from outside (a step counter in a closure): captured, so that its
+            # value guards the trace below.
+            index = self.value_for(tensor)
         value = self.forward.values[index] if index is not None else None
-        if value is not None and value.kind == "input" and value.dtype.kind in "biu":
-            # Branching on an integer input is safe once its values are part of the cache key.
-            self.value_guarded.add(value.slot)
+        if value is not None and value.kind in ("input", "captured") and value.dtype.kind in "biu":
+            # Branching on an integer input, or on a step counter the function closes over, is
+            # safe once the trace is guarded on its values.
+            self.value_guarded.add((value.kind, value.slot))
             return
-        if value is None or value.kind in ("const", "captured") and value.dtype.kind in "biu":
+        if value is None or value.kind == "const" and value.dtype.kind in "biu":
             return
         raise GraphBreakError(
             f"numdiff.compile: {what} reads the value of a tensor computed inside the compiled "

@@ -348,3 +348,19 @@ def test_a_function_that_changes_the_python_state_it_reads_runs_eagerly_with_a_w
     with pytest.warns(UserWarning, match="changes the Python state"):
         np.testing.assert_array_equal(compiled(x).numpy(), [1.0, 1.0])
     np.testing.assert_array_equal(compiled(x).numpy(), [2.0, 2.0])
+
+
+def test_branching_on_a_captured_integer_tensor_retraces_when_its_value_changes():
+    step = numdiff.tensor(np.array(0))
+
+    def warm_up(x):
+        return x * 3 if step.item() == 0 else x * 2
+
+    f = numdiff.compile(warm_up)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    step += 1
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+    step.zero_()
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    assert f.compiled.compile_count == 2
