@@ -39,6 +39,7 @@ class Trace:
         self.captured_guard = [_tensor_key(t) for t in captured]
         self.guarded_values = guarded_values  # (kind, slot) of an integer tensor -> bytes of its traced value
         self.python_guard = python_guard
+        self.aliases: list = []  # (input slot, the outside tensor that argument was while tracing)
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
@@ -47,6 +48,9 @@ class Trace:
                 return False
         if not self.python_guard.holds():
             return False
+        for slot, outside in self.aliases:
+            if tensors[slot]._data is not outside._data:
+                return False
         for slot, data in self.guarded_values.items():
             if _tensor_at(slot, tensors, self.captured)._data.tobytes() != data:
                 return False
@@ -157,6 +161,10 @@ class CompiledFunction:
         program = build(tracer, output_values, grads, cuda=not on_host)
         guarded = {slot: _tensor_at(slot, tensors, tracer.captured)._data.tobytes() for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
+        # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
+        slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
+        trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
+                         if id(t._data) in slot_of_array]
         values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
         # An output that is an argument (``return x``) is that argument, as in eager mode.

@@ -109,7 +109,16 @@ class PythonGuard:
         for root in roots:
             for module in root.modules():
                 unique[id(module)] = module
-        self.module_state = _ModuleState(list(unique.values())) if unique else None
+        self.modules = list(unique.values())
+        self.module_state = _ModuleState(self.modules) if unique else None
+
+    def outside_tensors(self) -> list:
+        """The tensors the function can reach without arguments: free names, Parameters, buffers."""
+        found = [value for _, _, value in self.references if isinstance(value, Tensor)]
+        for module in self.modules:
+            found.extend(t for t in module._parameters.values() if t is not None)
+            found.extend(t for t in module._buffers.values() if t is not None)
+        return found
 
     def holds(self) -> bool:
         for holder, name, expected in self.references:

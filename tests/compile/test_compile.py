@@ -364,3 +364,20 @@ def test_branching_on_a_captured_integer_tensor_retraces_when_its_value_changes(
     step.zero_()
     np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
     assert f.compiled.compile_count == 2
+
+
+def test_passing_the_tensor_the_function_also_closes_over_does_not_alias_later_calls():
+    w = numdiff.full((3,), 2.0, dtype=numdiff.float64, requires_grad=True)
+    f = numdiff.compile(lambda x: x * w)
+    np.testing.assert_array_equal(f(w).detach().numpy(), [4.0, 4.0, 4.0])
+    v = numdiff.full((3,), 5.0, dtype=numdiff.float64, requires_grad=True)
+    out = f(v)
+    np.testing.assert_array_equal(out.detach().numpy(), [10.0, 10.0, 10.0])
+    out.sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [5.0, 5.0, 5.0])
+    net = numdiff.nn.Linear(2, 2, bias=False, dtype=numdiff.float64)
+    compiled = numdiff.compile(net)
+    compiled(net.weight)
+    other = numdiff.eye(2, dtype=numdiff.float64)
+    np.testing.assert_allclose(compiled(other).detach().numpy(), net(other).detach().numpy(), rtol=1e-12)
