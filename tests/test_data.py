@@ -170,6 +170,16 @@ def test_samplers_lengths_and_replacement():
     assert list(BatchSampler(range(5), 2, drop_last=True)) == [[0, 1], [2, 3]]
 
 
+def test_shuffling_an_empty_dataset_is_refused_with_a_clear_error():
+    empty = TensorDataset(numdiff.zeros(0, 2))
+    with pytest.raises(ValueError, match=r"num_samples=0 \(the dataset is empty\)"):
+        DataLoader(empty, batch_size=2, shuffle=True)
+    with pytest.raises(ValueError, match="cannot draw 3 samples from an empty dataset"):
+        list(RandomSampler(empty, replacement=True, num_samples=3))
+    with pytest.raises(ValueError, match="cannot draw 3 samples from an empty dataset"):
+        list(RandomSampler(empty, num_samples=3))
+
+
 def test_subset_and_random_split():
     ds = _dataset(10)
     sub = Subset(ds, [7, 2])

@@ -165,6 +165,11 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
+        if self.num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={self.num_samples} "
+                "(the dataset is empty)"
+            )
 
     @property
     def num_samples(self) -> int:
@@ -172,6 +177,8 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
+        if n == 0:
+            raise ValueError(f"RandomSampler: cannot draw {self.num_samples} samples from an empty dataset")
         if self.generator is None:
             source = np.random.default_rng(int(rng(None).integers(0, 2**63 - 1)))
         else:
