@@ -242,6 +242,13 @@ def _nested_tensors(args: tuple, kwargs: dict) -> bool:
 
 
 def _hashable(value: Any) -> Any:
+    """A key part equal for equal values: NumPy arrays by their bytes (repr elides long ones)."""
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if type(value) in (list, tuple):
+        return (type(value), tuple(_hashable(item) for item in value))
+    if type(value) is dict:
+        return (dict, tuple((_hashable(k), _hashable(v)) for k, v in value.items()))
     try:
         hash(value)
         return value

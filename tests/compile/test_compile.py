@@ -381,3 +381,16 @@ def test_passing_the_tensor_the_function_also_closes_over_does_not_alias_later_c
     compiled(net.weight)
     other = numdiff.eye(2, dtype=numdiff.float64)
     np.testing.assert_allclose(compiled(other).detach().numpy(), net(other).detach().numpy(), rtol=1e-12)
+
+
+def test_a_long_numpy_array_argument_is_keyed_by_its_values_not_its_elided_repr():
+    f = numdiff.compile(lambda x, scale: x * numdiff.tensor(scale))
+    x = numdiff.ones(2000, dtype=numdiff.float64)
+    first = np.arange(2000.0)
+    second = first.copy()
+    second[1000] = -5.0  # repr(first) == repr(second): NumPy elides the middle
+    f(x, first)
+    assert f(x, second).numpy()[1000] == -5.0
+    g = numdiff.compile(lambda x, scales: x * numdiff.tensor(scales[0]))
+    g(x, [first])
+    assert g(x, [second]).numpy()[1000] == -5.0
