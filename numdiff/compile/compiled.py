@@ -136,7 +136,7 @@ class CompiledFunction:
                 "dtypes, devices, requires_grad patterns or Python state each retrace); see .compile_count",
                 stacklevel=3,
             )
-        python_guard = PythonGuard(self.fn)
+        python_guard = PythonGuard(self.fn, args + tuple(kwargs.values()))
         tracer = Tracer()
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)

@@ -4,13 +4,15 @@ A trace bakes in what Python decided while it ran: which tensor a closure variab
 number a global held (``x * scale``), and, for each Module the function reaches, its training
 flag, its Parameters, buffers, submodules and hooks, and its plain attributes (``eps``,
 ``negative_slope``, a user's ``temperature``). A later call made under different Python state
-must retrace, not replay the old graph. Looked at: the function's closure cells and the globals
-its code names (a bound method's and a compiled Module's own module tree too); state reached only
-through other functions, or mutated inside lists and dicts, is not seen.
+must retrace, not replay the old graph. Looked at: the function's closure cells, the globals its
+code names and its arguments (a bound method's and a compiled Module's own module tree too; the
+numeric attributes of plain objects among them, such as a config); state reached only through
+other functions, or mutated inside lists and dicts, is not seen.
 """
 
 from __future__ import annotations
 
+import types
 from operator import itemgetter
 from typing import Any
 
@@ -43,6 +45,13 @@ def _free_names(fn: Any) -> list:
         if name in globals_:
             found.append((globals_, name, globals_[name]))
     return found
+
+
+def _is_plain_object(value: Any) -> bool:
+    """An instance with attributes a function may read (a config object), not code or a tensor."""
+    return hasattr(value, "__dict__") and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType, Tensor)
+    )
 
 
 def _read(holder: Any, name: str | None) -> Any:
@@ -89,7 +98,7 @@ class PythonGuard:
     True
     """
 
-    def __init__(self, fn: Any) -> None:
+    def __init__(self, fn: Any, arguments: tuple = ()) -> None:
         from numdiff.nn import Module  # numdiff.nn imports numdiff.compile's tracer
 
         self.references: list = []  # (holder, name, object): tensors and Modules, by identity
@@ -98,11 +107,19 @@ class PythonGuard:
         owner = getattr(fn, "__self__", None)
         if isinstance(owner, Module):
             roots.append(owner)
-        for holder, name, value in _free_names(fn):
+        # Arguments are keyed by identity (or value); the Modules and objects among them are
+        # also guarded on their state, as the ones reached through free names are.
+        named = _free_names(fn) + [(None, None, value) for value in arguments]
+        for holder, name, value in named:
+            if isinstance(value, Module):
+                roots.append(value)
+            elif _is_plain_object(value):
+                state = value.__dict__
+                self.values.extend((state, key, item) for key, item in state.items() if _is_scalar(item))
+            if holder is None:
+                continue
             if isinstance(value, (Tensor, Module)):
                 self.references.append((holder, name, value))
-                if isinstance(value, Module):
-                    roots.append(value)
             elif _is_scalar(value):
                 self.values.append((holder, name, value))
         unique = {}

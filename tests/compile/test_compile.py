@@ -394,3 +394,25 @@ def test_a_long_numpy_array_argument_is_keyed_by_its_values_not_its_elided_repr(
     g = numdiff.compile(lambda x, scales: x * numdiff.tensor(scales[0]))
     g(x, [first])
     assert g(x, [second]).numpy()[1000] == -5.0
+
+
+def test_a_config_object_or_a_module_passed_as_an_argument_is_guarded_on_its_state():
+    class Config:
+        def __init__(self, scale):
+            self.scale = scale
+
+    f = numdiff.compile(lambda x, config: x * config.scale)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    config = Config(2.0)
+    f(x, config)
+    config.scale = 4.0
+    np.testing.assert_array_equal(f(x, config).numpy(), [4.0, 4.0])
+    layer = numdiff.nn.Dropout(0.5)
+    g = numdiff.compile(lambda x, module: module(x) * 1)
+    layer.eval()
+    g(x, layer)
+    layer.train()
+    numdiff.manual_seed(0)
+    with pytest.warns(UserWarning, match="random numbers"):  # dropout is live again: eager
+        out = g(x, layer).numpy()
+    assert set(out.tolist()) <= {0.0, 2.0}
