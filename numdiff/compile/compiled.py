@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.grad_mode import _state
+from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.guards import PythonGuard
@@ -52,9 +53,15 @@ class Trace:
             if tensors[slot]._data is not outside._data:
                 return False
         for slot, data in self.guarded_values.items():
-            if _tensor_at(slot, tensors, self.captured)._data.tobytes() != data:
+            if _value_bytes(_tensor_at(slot, tensors, self.captured)) != data:
                 return False
         return True
+
+
+def _value_bytes(t: Tensor) -> bytes:
+    """The bytes of a tensor's values, copied to the host first when it lives on a GPU."""
+    data = t._data
+    return data.tobytes() if type(data) is np.ndarray else backend_for(data).to_host(data).tobytes()
 
 
 def _tensor_key(t: Tensor) -> tuple:
@@ -159,7 +166,7 @@ class CompiledFunction:
             return None, None
         on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
         program = build(tracer, output_values, grads, cuda=not on_host)
-        guarded = {slot: _tensor_at(slot, tensors, tracer.captured)._data.tobytes() for slot in tracer.value_guarded}
+        guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
