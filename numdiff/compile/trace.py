@@ -5,13 +5,14 @@ tape, so the backward can be traced from the real nodes afterwards), and the cal
 the graph with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
 Reading a computed tensor's value on the host (``if x.sum() > 0:``, ``.item()``, ``.numpy()``)
 raises `GraphBreakError` naming the user's line, since replaying the graph would silently keep
-the branch taken while tracing. In-place updates and random numbers are not traced
-(`UnsupportedInCompileError`); the compiled function then runs eagerly.
+the branch taken while tracing. In-place updates, random numbers and a backward pass inside the
+function are not traced (`UnsupportedInCompileError`); the compiled function then runs eagerly.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from typing import Any
 
@@ -259,6 +260,29 @@ def _traced_host(function: Any) -> Any:
 _HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
 
 
+def _guarded_backward(original: Any) -> Any:
+    """engine.run_backward, refusing a backward pass inside the traced function.
+
+    ``loss.backward()`` writes ``.grad`` and frees the graph the trace still needs, and
+    ``autograd.grad`` without create_graph computes outside the recorded ops, so a replay would
+    return the first call's gradient. ``autograd.grad(create_graph=True)`` records its ops and is
+    traced like any other computation.
+    """
+
+    def run_backward(outputs: Any, grad_outputs: Any, retain_graph: bool, create_graph: bool,
+                     inputs: Any = None, capture: bool = False, allow_unused: bool = False) -> Any:
+        tracer = _active[-1] if _active else None
+        if tracer is not None and not (capture and create_graph):
+            what = "autograd.grad without create_graph=True" if capture else "backward()"
+            raise UnsupportedInCompileError(
+                f"numdiff.compile: {what} inside the compiled function cannot be replayed by a compiled "
+                f"graph (at {user_line()}); compile the forward and loss and call backward() outside"
+            )
+        return original(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, allow_unused)
+
+    return run_backward
+
+
 class Tracing:
     """Context manager: install the tracing hooks for `tracer` (one trace at a time)."""
 
@@ -287,6 +311,12 @@ class Tracing:
                 if id(value) in hosts:
                     self._patch(owner, name, _traced_host(value))
         self._patch(creation, "rng", _refuse("drawing random numbers"))
+        from numdiff.autograd import engine
+
+        guarded_backward = _guarded_backward(engine.run_backward)
+        self._patch(engine, "run_backward", guarded_backward)
+        # Tensor.backward's module (``numdiff.tensor`` as an attribute is the factory function).
+        self._patch(sys.modules[Tensor.__module__], "run_backward", guarded_backward)
         return self.tracer
 
     def _patch(self, owner: Any, name: str, value: Any) -> None:

@@ -416,3 +416,24 @@ def test_a_config_object_or_a_module_passed_as_an_argument_is_guarded_on_its_sta
     with pytest.warns(UserWarning, match="random numbers"):  # dropout is live again: eager
         out = g(x, layer).numpy()
     assert set(out.tolist()) <= {0.0, 2.0}
+
+
+def test_a_backward_pass_inside_the_function_runs_it_eagerly_with_a_warning():
+    def train_step(x, w):
+        loss = (x * w).sum()
+        loss.backward()
+        return loss
+
+    step = numdiff.compile(train_step)
+    w = _f64(2)
+    x = numdiff.tensor([3.0, 4.0], dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match=r"backward\(\) inside the compiled function"):
+        step(x, w)
+    step(x, w)
+    np.testing.assert_array_equal(w.grad.numpy(), [6.0, 8.0])  # two backward passes, no error
+
+    gradient = numdiff.compile(lambda x: numdiff.autograd.grad((x ** 2).sum(), x)[0] * 1)
+    with pytest.warns(UserWarning, match="autograd.grad without create_graph"):
+        gradient(_f64(2))
+    x = numdiff.tensor([5.0, 1.0], dtype=numdiff.float64, requires_grad=True)
+    np.testing.assert_array_equal(gradient(x).numpy(), [10.0, 2.0])  # not the first call's gradient
