@@ -1,7 +1,7 @@
 """Guards on the Python state a trace was made under: what the function's free names held.
 
 A trace bakes in what Python decided while it ran: which tensor a closure variable named, the
-number a global held (``x * scale``), and, for each Module the function reaches, its training
+number a global held (``x * scale``), which function a global name called, and, for each Module the function reaches, its training
 flag, its Parameters, buffers, submodules and hooks, and its plain attributes (``eps``,
 ``negative_slope``, a user's ``temperature``). A later call made under different Python state
 must retrace, not replay the old graph. Looked at: the function's closure cells, the globals its
@@ -12,6 +12,7 @@ other functions, or mutated inside lists and dicts, is not seen.
 
 from __future__ import annotations
 
+import dis
 import types
 from operator import itemgetter
 from typing import Any
@@ -41,10 +42,23 @@ def _free_names(fn: Any) -> list:
         except ValueError:  # an empty cell
             continue
     globals_ = getattr(function, "__globals__", {})
-    for name in code.co_names:
+    for name in sorted(_global_loads(code)):
         if name in globals_:
             found.append((globals_, name, globals_[name]))
     return found
+
+
+def _global_loads(code: types.CodeType) -> set:
+    """Names the code (and its nested lambdas and comprehensions) loads as globals.
+
+    Not ``co_names``, which also lists attribute names: a global ``data`` rebound every step
+    must not retrace a function that only reads ``p.data``.
+    """
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _global_loads(constant)
+    return names
 
 
 def _is_plain_object(value: Any) -> bool:
@@ -101,7 +115,7 @@ class PythonGuard:
     def __init__(self, fn: Any, arguments: tuple = ()) -> None:
         from numdiff.nn import Module  # numdiff.nn imports numdiff.compile's tracer
 
-        self.references: list = []  # (holder, name, object): tensors and Modules, by identity
+        self.references: list = []  # (holder, name, object): everything else, by identity
         self.values: list = []  # (holder, name, value): numbers, strings, None, by value
         roots = [fn] if isinstance(fn, Module) else []
         owner = getattr(fn, "__self__", None)
@@ -118,10 +132,10 @@ class PythonGuard:
                 self.values.extend((state, key, item) for key, item in state.items() if _is_scalar(item))
             if holder is None:
                 continue
-            if isinstance(value, (Tensor, Module)):
-                self.references.append((holder, name, value))
-            elif _is_scalar(value):
+            if _is_scalar(value):
                 self.values.append((holder, name, value))
+            else:  # a tensor, a Module, a helper function redefined in a notebook, ...
+                self.references.append((holder, name, value))
         unique = {}
         for root in roots:
             for module in root.modules():

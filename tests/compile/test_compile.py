@@ -437,3 +437,38 @@ def test_a_backward_pass_inside_the_function_runs_it_eagerly_with_a_warning():
         gradient(_f64(2))
     x = numdiff.tensor([5.0, 1.0], dtype=numdiff.float64, requires_grad=True)
     np.testing.assert_array_equal(gradient(x).numpy(), [10.0, 2.0])  # not the first call's gradient
+
+
+def _double(x):
+    return x * 2
+
+
+def _times_ten(x):
+    return x * 10
+
+
+HELPER = _double
+
+
+def test_rebinding_a_global_helper_function_retraces():
+    global HELPER
+    f = numdiff.compile(lambda x: HELPER(x) + 1)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    try:
+        HELPER = _times_ten  # as a notebook redefining the helper does
+        np.testing.assert_array_equal(f(x).numpy(), [11.0, 11.0])
+    finally:
+        HELPER = _double
+
+
+data = numdiff.ones(2)  # a notebook's loop variable, rebound every step
+
+
+def test_an_attribute_named_like_a_rebound_global_does_not_retrace():
+    global data
+    f = numdiff.compile(lambda x: x.data * 2)
+    for _ in range(3):
+        data = numdiff.ones(2)
+        f(numdiff.ones(2))
+    assert f.compiled.compile_count == 1
