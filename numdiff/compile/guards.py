@@ -1,13 +1,13 @@
 """Guards on the Python state a trace was made under: what the function's free names held.
 
-A trace bakes in what Python decided while it ran: which tensor a closure variable named, the
-number a global held (``x * scale``), which function a global name called, and, for each Module the function reaches, its training
-flag, its Parameters, buffers, submodules and hooks, and its plain attributes (``eps``,
-``negative_slope``, a user's ``temperature``). A later call made under different Python state
-must retrace, not replay the old graph. Looked at: the function's closure cells, the globals its
-code names and its arguments (a bound method's and a compiled Module's own module tree too; the
-numeric attributes of plain objects among them, such as a config); state reached only through
-other functions, or mutated inside lists and dicts, is not seen.
+A trace bakes in what Python decided while it ran: which tensor a closure variable named, the number
+a global held (``x * scale``), which function a global name called, and, for each Module the
+function reaches, its training flag, its Parameters, buffers, submodules and hooks, and its plain
+attributes (``eps``, ``negative_slope``, a user's ``temperature``). A later call made under
+different Python state must retrace, not replay the old graph. Looked at: the function's closure
+cells, the globals its code names and its arguments (a bound method's and a compiled Module's own
+module tree too; the numeric attributes and tensors of plain objects among them, such as a config);
+state reached only through other functions, or mutated inside lists and dicts, is not seen.
 """
 
 from __future__ import annotations
@@ -130,6 +130,8 @@ class PythonGuard:
             elif _is_plain_object(value):
                 state = value.__dict__
                 self.values.extend((state, key, item) for key, item in state.items() if _is_scalar(item))
+                # A tensor attribute is read afresh, but rebinding it must retrace (cfg.w = other).
+                self.references.extend((state, key, item) for key, item in state.items() if isinstance(item, Tensor))
             if holder is None:
                 continue
             if _is_scalar(value):

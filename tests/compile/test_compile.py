@@ -491,3 +491,16 @@ def test_a_float16_chain_runs_as_op_calls_and_matches_eager():
     assert out.dtype is numdiff.float16
     np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
     np.testing.assert_array_equal(x.grad.numpy(), y.grad.numpy())
+
+
+def test_rebinding_a_tensor_attribute_of_a_config_object_retraces():
+    class Config:
+        def __init__(self, weight):
+            self.weight = weight
+
+    config = Config(numdiff.ones(2, dtype=numdiff.float64))
+    f = numdiff.compile(lambda x: x * config.weight)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    f(x)
+    config.weight = numdiff.full((2,), 3.0, dtype=numdiff.float64)
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
