@@ -73,9 +73,10 @@ def _read(holder: Any, name: str | None) -> Any:
 
 
 class _ModuleState:
-    """Each module's plain attributes by value and its tables (Parameters, buffers, ...) by identity.
+    """Each module's plain attributes by value, and its plain tensor attributes (``self.mask``, not
+    a buffer) and tables (Parameters, buffers, ...) by identity.
 
-    The names are picked once; a call reads them all with one itemgetter per module (~7 us for a
+    The names are picked once; a call reads them all with one itemgetter per module (~9 us for a
     ten-module network, against ~400 us for its compiled call).
     """
 
@@ -84,16 +85,18 @@ class _ModuleState:
         for module in modules:
             state = module.__dict__
             plain = [name for name, value in state.items() if name not in _MODULE_TABLES and _is_scalar(value)]
+            tensors = [name for name, value in state.items() if isinstance(value, Tensor)]
             tables = [name for name in _MODULE_TABLES if name in state]
-            self.readers.append((state, itemgetter(*plain, *tables), len(plain)))
+            self.readers.append((state, itemgetter(*plain, *tensors, *tables), len(plain), len(plain) + len(tensors)))
         self.expected = self.read()
 
     def read(self) -> list:
         found = []
-        for state, reader, plain_count in self.readers:
+        for state, reader, plain_end, tensors_end in self.readers:
             values = reader(state)
-            found.append(values[:plain_count])
-            found.append(tuple(id(item) for table in values[plain_count:] for item in table.values()))
+            found.append(values[:plain_end])
+            found.append(tuple(map(id, values[plain_end:tensors_end])))
+            found.append(tuple(id(item) for table in values[tensors_end:] for item in table.values()))
         return found
 
     def holds(self) -> bool:

@@ -504,3 +504,20 @@ def test_rebinding_a_tensor_attribute_of_a_config_object_retraces():
     f(x)
     config.weight = numdiff.full((2,), 3.0, dtype=numdiff.float64)
     np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+
+
+def test_rebinding_a_plain_tensor_attribute_of_a_compiled_module_retraces():
+    class Masked(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = numdiff.ones(2, dtype=numdiff.float64)  # a plain attribute, not a buffer
+
+        def forward(self, x):
+            return x * self.mask
+
+    module = Masked()
+    compiled = numdiff.compile(module)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    compiled(x)
+    module.mask = numdiff.tensor([0.0, 5.0], dtype=numdiff.float64)
+    np.testing.assert_array_equal(compiled(x).numpy(), [0.0, 5.0])
