@@ -188,3 +188,13 @@ def test_subset_and_random_split():
     assert (len(a), len(b)) == (7, 3) and sorted(a.indices + b.indices) == list(range(10))
     with pytest.raises(ValueError, match=r"Sum of input lengths \(9\) does not equal the length"):
         random_split(ds, [4, 5])
+
+
+def test_random_split_refuses_negative_or_fractional_lengths_that_sum_to_the_size():
+    ds = _dataset(6)
+    # Both sum to 6: a -1 made splits of 5 and 1, and 2.5 + 3.5 silently dropped a sample.
+    with pytest.raises(ValueError, match=r"non-negative whole numbers .*got \[-1, 7\]: the one at index 0 is -1"):
+        random_split(ds, [-1, 7])
+    with pytest.raises(ValueError, match=r"the one at index 0 is 2\.5"):
+        random_split(ds, [2.5, 3.5])
+    assert [len(s) for s in random_split(ds, [2.0, 4])] == [2, 4]

@@ -106,6 +106,12 @@ def random_split(
         for i in range(n - sum(counts)):  # spread the remainder round-robin, as PyTorch does
             counts[i % len(counts)] += 1
         lengths = counts
+    for i, length in enumerate(lengths):
+        if isinstance(length, bool) or not float(length).is_integer() or length < 0:
+            raise ValueError(
+                f"random_split: lengths must be non-negative whole numbers (or fractions summing to 1), "
+                f"got {list(lengths)}: the one at index {i} is {length!r}"
+            )
     if sum(lengths) != n:
         raise ValueError(
             f"Sum of input lengths ({sum(lengths)}) does not equal the length of the input dataset ({n})"
