@@ -12,6 +12,7 @@ from numdiff.utils.data import (
     BatchSampler,
     DataLoader,
     Dataset,
+    IterableDataset,
     RandomSampler,
     SequentialSampler,
     Subset,
@@ -198,3 +199,27 @@ def test_random_split_refuses_negative_or_fractional_lengths_that_sum_to_the_siz
     with pytest.raises(ValueError, match=r"the one at index 0 is 2\.5"):
         random_split(ds, [2.5, 3.5])
     assert [len(s) for s in random_split(ds, [2.0, 4])] == [2, 4]
+
+
+class _Stream(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter({"x": numdiff.tensor([float(i)]), "i": i} for i in range(self.n))
+
+
+def test_an_iterable_dataset_is_batched_in_its_order_with_a_short_last_batch():
+    batches = list(DataLoader(_Stream(5), batch_size=2))
+    assert [b["i"].tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    assert batches[0]["x"].tolist() == [[0.0], [1.0]]
+    assert [b["i"].tolist() for b in DataLoader(_Stream(5), batch_size=2, drop_last=True)] == [[0, 1], [2, 3]]
+    with pytest.raises(TypeError, match="_Stream defines no __len__"):
+        len(DataLoader(_Stream(5), batch_size=2))
+
+
+def test_an_iterable_dataset_refuses_shuffle_and_samplers():
+    with pytest.raises(ValueError, match="IterableDataset: expected unspecified shuffle option, but got shuffle=True"):
+        DataLoader(_Stream(3), shuffle=True)
+    with pytest.raises(ValueError, match="expected unspecified sampler option"):
+        DataLoader(_Stream(3), sampler=[0, 1])
