@@ -56,6 +56,7 @@ class _Encoder:
         self.arrays: dict[str, np.ndarray] = {}
         self._names: dict[int, str] = {}
         self._keep_alive: list[Any] = []  # ids stay unique only while the objects live
+        self._open: set[int] = set()  # ids of the containers being encoded, outermost to current
 
     def _store(self, obj: Any, array: np.ndarray) -> tuple[str, bool]:
         name = self._names.get(id(obj))
@@ -91,10 +92,26 @@ class _Encoder:
             return ["device", str(obj)]
         if isinstance(obj, Size):
             return ["size", [int(n) for n in obj]]
-        if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        if type(obj) in (list, tuple) or isinstance(obj, dict):
+            if id(obj) in self._open:
+                raise TypeError(f"numdiff.save: the {type(obj).__name__} at {where} contains itself; "
+                                "a checkpoint holds trees of containers, not cycles")
+            self._open.add(id(obj))
+            try:
+                return self._container(obj, where)
+            finally:
+                self._open.discard(id(obj))
+        raise TypeError(
+            f"numdiff.save: cannot save an object of type {type(obj).__name__} at {where}; supported are "
+            "tensors, NumPy numeric arrays, None, bool, int, float, str, dtype, device, and lists, tuples "
+            "and dicts of these"
+        )
+
+    def _container(self, obj: Any, where: str) -> list[Any]:
+        if type(obj) in (list, tuple):
             kind = "list" if isinstance(obj, list) else "tuple"
             return [kind, [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]]
-        if isinstance(obj, dict) and type(obj) in (dict, OrderedDict):
+        if type(obj) in (dict, OrderedDict):
             kind = "odict" if isinstance(obj, OrderedDict) else "dict"
             items = []
             for key, value in obj.items():
@@ -104,13 +121,7 @@ class _Encoder:
                     )
                 items.append([self.encode(key, where), self.encode(value, f"{where}[{key!r}]")])
             return [kind, items]
-        if isinstance(obj, dict):  # dict subclasses such as Counter save as plain dicts
-            return self.encode(dict(obj), where)
-        raise TypeError(
-            f"numdiff.save: cannot save an object of type {type(obj).__name__} at {where}; supported are "
-            "tensors, NumPy numeric arrays, None, bool, int, float, str, dtype, device, and lists, tuples "
-            "and dicts of these"
-        )
+        return self._container(dict(obj), where)  # dict subclasses such as Counter save as plain dicts
 
     def _tensor(self, t: Tensor, where: str) -> list[Any]:
         data = t._data

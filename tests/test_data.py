@@ -12,6 +12,7 @@ from numdiff.utils.data import (
     BatchSampler,
     DataLoader,
     Dataset,
+    IterableDataset,
     RandomSampler,
     SequentialSampler,
     Subset,
@@ -170,6 +171,16 @@ def test_samplers_lengths_and_replacement():
     assert list(BatchSampler(range(5), 2, drop_last=True)) == [[0, 1], [2, 3]]
 
 
+def test_shuffling_an_empty_dataset_is_refused_with_a_clear_error():
+    empty = TensorDataset(numdiff.zeros(0, 2))
+    with pytest.raises(ValueError, match=r"num_samples=0 \(the dataset is empty\)"):
+        DataLoader(empty, batch_size=2, shuffle=True)
+    with pytest.raises(ValueError, match="cannot draw 3 samples from an empty dataset"):
+        list(RandomSampler(empty, replacement=True, num_samples=3))
+    with pytest.raises(ValueError, match="cannot draw 3 samples from an empty dataset"):
+        list(RandomSampler(empty, num_samples=3))
+
+
 def test_subset_and_random_split():
     ds = _dataset(10)
     sub = Subset(ds, [7, 2])
@@ -178,3 +189,37 @@ def test_subset_and_random_split():
     assert (len(a), len(b)) == (7, 3) and sorted(a.indices + b.indices) == list(range(10))
     with pytest.raises(ValueError, match=r"Sum of input lengths \(9\) does not equal the length"):
         random_split(ds, [4, 5])
+
+
+def test_random_split_refuses_negative_or_fractional_lengths_that_sum_to_the_size():
+    ds = _dataset(6)
+    # Both sum to 6: a -1 made splits of 5 and 1, and 2.5 + 3.5 silently dropped a sample.
+    with pytest.raises(ValueError, match=r"non-negative whole numbers .*got \[-1, 7\]: the one at index 0 is -1"):
+        random_split(ds, [-1, 7])
+    with pytest.raises(ValueError, match=r"the one at index 0 is 2\.5"):
+        random_split(ds, [2.5, 3.5])
+    assert [len(s) for s in random_split(ds, [2.0, 4])] == [2, 4]
+
+
+class _Stream(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter({"x": numdiff.tensor([float(i)]), "i": i} for i in range(self.n))
+
+
+def test_an_iterable_dataset_is_batched_in_its_order_with_a_short_last_batch():
+    batches = list(DataLoader(_Stream(5), batch_size=2))
+    assert [b["i"].tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    assert batches[0]["x"].tolist() == [[0.0], [1.0]]
+    assert [b["i"].tolist() for b in DataLoader(_Stream(5), batch_size=2, drop_last=True)] == [[0, 1], [2, 3]]
+    with pytest.raises(TypeError, match="_Stream defines no __len__"):
+        len(DataLoader(_Stream(5), batch_size=2))
+
+
+def test_an_iterable_dataset_refuses_shuffle_and_samplers():
+    with pytest.raises(ValueError, match="IterableDataset: expected unspecified shuffle option, but got shuffle=True"):
+        DataLoader(_Stream(3), shuffle=True)
+    with pytest.raises(ValueError, match="expected unspecified sampler option"):
+        DataLoader(_Stream(3), sampler=[0, 1])

@@ -270,3 +270,20 @@ def test_map_location_and_missing_cuda(tmp_path):
     if not numdiff.cuda.is_available():
         with pytest.raises(RuntimeError, match="map_location='cpu'"):
             load(path)
+
+
+def test_a_container_that_contains_itself_is_refused_naming_where(tmp_path):
+    loop = [numdiff.ones(2)]
+    loop.append({"again": loop})
+    with pytest.raises(TypeError, match=r"list at obj\[1\]\['again'\] contains itself"):
+        save(loop, tmp_path / "x.pt")
+    shared = [1, 2]
+    assert _round_trip({"a": shared, "b": shared}) == {"a": [1, 2], "b": [1, 2]}  # shared, not a cycle
+    assert not os.listdir(tmp_path)
+
+
+def _round_trip(obj):
+    buffer = io.BytesIO()
+    save(obj, buffer)
+    buffer.seek(0)
+    return load(buffer)

@@ -1,10 +1,13 @@
 """`CompiledFunction`: guards, the trace cache, recompiles, and running a compiled call.
 
-A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the
-Python value of a non-tensor), and whether grad mode is on. Each key maps to traces, each with
-guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
-device, requires_grad; their data is read afresh on every call) and the values of integer inputs
-that Python code branched on.
+A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the Python
+value of a non-tensor), which arguments are one and the same tensor (a trace of ``f(x, x)`` reads
+one input, so ``f(x, y)`` needs its own), and whether grad mode is on. Each key maps to traces, each
+with guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
+device, requires_grad; their data is read afresh on every call), the values of integer inputs and
+captured integer tensors (a step counter) that Python code branched on, and the Python state its
+free names held (guards.py: closure and global tensors, numbers and Modules, whose training flags
+and attributes steer the trace).
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.grad_mode import _state
+from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
+from numdiff.compile.guards import PythonGuard
 from numdiff.compile.program import Program, build
 from numdiff.compile.region import RegionState, attach
 from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, tracing_now
@@ -28,26 +33,35 @@ RECOMPILE_LIMIT = 8
 class Trace:
     """One trace of the function and its compiled program, with the guards it was made under."""
 
-    def __init__(self, program: Program, captured: list, guarded_values: dict, output_form: Any) -> None:
+    def __init__(self, program: Program, captured: list, guarded_values: dict, python_guard: PythonGuard,
+                 output_form: Any) -> None:
         self.program = program
         self.captured = captured
         self.captured_guard = [_tensor_key(t) for t in captured]
-        self.guarded_values = guarded_values  # input slot -> bytes of its traced value
-        self.bindings: list = []  # (closure cell or globals dict, name, captured tensor)
+        self.guarded_values = guarded_values  # (kind, slot) of an integer tensor -> bytes of its traced value
+        self.python_guard = python_guard
+        self.aliases: list = []  # (input slot, the outside tensor that argument was while tracing)
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
         for t, expected in zip(self.captured, self.captured_guard):
             if _tensor_key(t) != expected:
                 return False
-        for holder, name, expected in self.bindings:
-            current = holder.cell_contents if name is None else holder.get(name)
-            if current is not expected:
+        if not self.python_guard.holds():
+            return False
+        for slot, outside in self.aliases:
+            if tensors[slot]._data is not outside._data:
                 return False
         for slot, data in self.guarded_values.items():
-            if tensors[slot]._data.tobytes() != data:
+            if _value_bytes(_tensor_at(slot, tensors, self.captured)) != data:
                 return False
         return True
+
+
+def _value_bytes(t: Tensor) -> bytes:
+    """The bytes of a tensor's values, copied to the host first when it lives on a GPU."""
+    data = t._data
+    return data.tobytes() if type(data) is np.ndarray else backend_for(data).to_host(data).tobytes()
 
 
 def _tensor_key(t: Tensor) -> tuple:
@@ -78,10 +92,9 @@ class CompiledFunction:
     numdiff.Size([8])
     """
 
-    def __init__(self, fn: Any, dynamic: bool = False, key_extra: Any = None) -> None:
+    def __init__(self, fn: Any, dynamic: bool = False) -> None:
         self.fn = fn
         self.dynamic = dynamic
-        self.key_extra = key_extra
         self.traces: dict = {}
         self.compile_count = 0
         self.eager_reason: str | None = None
@@ -102,49 +115,63 @@ class CompiledFunction:
         for candidate in self.traces.get(key, ()):
             if candidate.matches(tensors):
                 return self._run(candidate, tensors, args, kwargs)
-        trace = self._trace(args, kwargs, tensors)
+        trace, eager_result = self._trace(args, kwargs, tensors)
         if trace is None:
-            return self.fn(*args, **kwargs)
+            # The trace's own run is this call's eager result when it ran to the end.
+            return self.fn(*args, **kwargs) if eager_result is None else eager_result
         self.traces.setdefault(key, []).append(trace)
         return self._run(trace, tensors, args, kwargs)
 
     def _key(self, args: tuple, kwargs: dict) -> tuple:
         parts = [_state.enabled]
+        first_seen: dict = {}  # id of an argument's array -> the number of distinct arrays before it
         for a in args:
-            parts.append(_tensor_key(a) if isinstance(a, Tensor) else ("py", type(a), _hashable(a)))
+            if isinstance(a, Tensor):
+                parts.append((*_tensor_key(a), first_seen.setdefault(id(a._data), len(first_seen))))
+            else:
+                parts.append(("py", type(a), _hashable(a)))
         parts.extend((name, _hashable(value)) for name, value in sorted(kwargs.items()))
-        if self.key_extra is not None:
-            parts.append(self.key_extra())
         return tuple(parts)
 
     # ------------------------------------------------------------------ tracing
-    def _trace(self, args: tuple, kwargs: dict, tensors: list) -> Trace | None:
+    def _trace(self, args: tuple, kwargs: dict, tensors: list) -> tuple[Trace | None, Any]:
         self.compile_count += 1
         if self.compile_count > RECOMPILE_LIMIT and not self._warned_recompiles:
             self._warned_recompiles = True
             warnings.warn(
                 f"numdiff.compile: {_name(self.fn)} was traced {self.compile_count} times (new shapes, "
-                "dtypes, devices or requires_grad patterns each retrace); see .compile_count",
+                "dtypes, devices, requires_grad patterns or Python state each retrace); see .compile_count",
                 stacklevel=3,
             )
+        python_guard = PythonGuard(self.fn, args + tuple(kwargs.values()))
         tracer = Tracer()
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
         try:
             with Tracing(tracer):
-                outputs, form = _flatten_output(self.fn(*args, **kwargs))
+                result = self.fn(*args, **kwargs)
+                if not python_guard.holds():
+                    # Every call would find other Python state than its trace was made under.
+                    self.eager_reason = "it changes the Python state it reads (attributes, globals, submodules)"
+                    warnings.warn(f"numdiff.compile: {_name(self.fn)} cannot be replayed: {self.eager_reason}; "
+                                  "it runs eagerly from now on", stacklevel=3)
+                    return None, result
+                outputs, form = _flatten_output(result)
                 output_values = [tracer.value_for(t) for t in outputs]
                 differentiable = self._differentiable(tensors, tracer)
                 grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
         except UnsupportedInCompileError as error:
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
-            return None
+            return None, None
         on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
         program = build(tracer, output_values, grads, cuda=not on_host)
-        guarded = {slot: tensors[slot]._data.tobytes() for slot in tracer.value_guarded}
-        trace = Trace(program, tracer.captured, guarded, form)
-        trace.bindings = _bindings(self.fn, tracer.captured)
+        guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
+        trace = Trace(program, tracer.captured, guarded, python_guard, form)
+        # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
+        slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
+        trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
+                         if id(t._data) in slot_of_array]
         values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
         # An output that is an argument (``return x``) is that argument, as in eager mode.
@@ -154,7 +181,7 @@ class CompiledFunction:
         trace.grad_output_slots = {
             slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
         }
-        return trace
+        return trace, None
 
     @staticmethod
     def _differentiable(tensors: list, tracer: Tracer) -> list:
@@ -208,33 +235,6 @@ def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
     return tensors[index] if kind == "input" else captured[index]
 
 
-def _bindings(fn: Any, captured: list) -> list:
-    """Where the function found its captured tensors: closure cells and globals it names.
-
-    A later call whose closure variable or global was rebound to another tensor must retrace,
-    not read the old one. (Tensors reached through attributes are read from the traced object;
-    Modules guard their parameters separately.)
-    """
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return []
-    wanted = {id(t): t for t in captured}
-    found = []
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if id(value) in wanted:
-            found.append((cell, None, value))
-    globals_ = getattr(fn, "__globals__", {})
-    for name in code.co_names:
-        value = globals_.get(name)
-        if isinstance(value, Tensor) and id(value) in wanted:
-            found.append((globals_, name, value))
-    return found
-
-
 def _nested_tensors(args: tuple, kwargs: dict) -> bool:
     stack = [a for a in args if not isinstance(a, Tensor)] + list(kwargs.values())
     while stack:
@@ -249,6 +249,13 @@ def _nested_tensors(args: tuple, kwargs: dict) -> bool:
 
 
 def _hashable(value: Any) -> Any:
+    """A key part equal for equal values: NumPy arrays by their bytes (repr elides long ones)."""
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if type(value) in (list, tuple):
+        return (type(value), tuple(_hashable(item) for item in value))
+    if type(value) is dict:
+        return (dict, tuple((_hashable(k), _hashable(v)) for k, v in value.items()))
     try:
         hash(value)
         return value

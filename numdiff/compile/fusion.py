@@ -41,6 +41,12 @@ MAX_GROUP_MATH = 16
 # Casts a fused loop computes (np.float32(x), np.float64(x)); float16 and bfloat16 stay op calls.
 _CASTS = (np.dtype(np.float32), np.dtype(np.float64))
 
+
+def _in_loops(dtype: np.dtype) -> bool:
+    """Whether a fused loop can hold values of `dtype`: float32, float64 and bool (Numba has no
+    float16 arrays; those ops run as op calls)."""
+    return dtype in _CASTS or dtype.kind == "b"
+
 # Structural elementwise forms beside the rule table: they have no derivative of their own.
 _COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -82,7 +88,7 @@ def fusible(call: OpCall, values: list) -> bool:
     if call.special:
         return False
     out = values[call.output]
-    if out.dtype.kind not in "fb" or call.ctx_outputs or call.tensor_forward and not call.host:
+    if not _in_loops(out.dtype) or call.ctx_outputs or call.tensor_forward and not call.host:
         return False
     if call.host and call.op_name not in _COMPARISONS:
         return False
@@ -95,7 +101,7 @@ def fusible(call: OpCall, values: list) -> bool:
                 return False
             continue
         value = values[i]
-        if value.dtype.kind not in "fb" or not _broadcasts_to(value.shape, out.shape):
+        if not _in_loops(value.dtype) or not _broadcasts_to(value.shape, out.shape):
             return False
     operands = ["x"] * len(call.inputs)
     return expression_of(call, operands) is not None
@@ -110,7 +116,7 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
 def is_scalar_constant(value: Any) -> bool:
     """A baked one-element float (a Python number saved for backward): inlined as a literal."""
     c = value.constant
-    return c is not None and c.size == 1 and c.dtype.kind == "f" and np.isfinite(c).all()
+    return c is not None and c.size == 1 and c.dtype in _CASTS and np.isfinite(c).all()
 
 
 def calls_math(call: OpCall) -> bool:
@@ -134,7 +140,7 @@ def _full_sum(call: OpCall, values: list) -> bool:
         return False
     source = values[call.inputs[0]]
     ndim = len(source.shape)
-    return (ndim > 0 and source.dtype.kind == "f" and tuple(call.attrs.get("dims", ())) == tuple(range(ndim))
+    return (ndim > 0 and source.dtype in _CASTS and tuple(call.attrs.get("dims", ())) == tuple(range(ndim))
             and values[call.output].dtype == source.dtype)
 
 
@@ -145,7 +151,7 @@ def _leading_sum(call: OpCall, values: list) -> bool:
         return False
     source = values[call.inputs[0]]
     dims = tuple(call.attrs.get("dims", ()))
-    return (0 < len(dims) < len(source.shape) and dims == tuple(range(len(dims))) and source.dtype.kind == "f"
+    return (0 < len(dims) < len(source.shape) and dims == tuple(range(len(dims))) and source.dtype in _CASTS
             and values[call.output].dtype == source.dtype and isinstance(call.attrs.get("keepdim"), bool))
 
 
@@ -162,7 +168,7 @@ def _scalar_broadcast(call: OpCall, values: list) -> bool:
     source = values[call.inputs[0]]
     if call.op_name == "to_dtype" and (source.dtype not in _CASTS or values[call.output].dtype not in _CASTS):
         return False
-    return source.dtype.kind == "f" and int(np.prod(source.shape)) == 1
+    return source.dtype in _CASTS and int(np.prod(source.shape)) == 1
 
 
 class Group:

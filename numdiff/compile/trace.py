@@ -5,13 +5,14 @@ tape, so the backward can be traced from the real nodes afterwards), and the cal
 the graph with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
 Reading a computed tensor's value on the host (``if x.sum() > 0:``, ``.item()``, ``.numpy()``)
 raises `GraphBreakError` naming the user's line, since replaying the graph would silently keep
-the branch taken while tracing. In-place updates and random numbers are not traced
-(`UnsupportedInCompileError`); the compiled function then runs eagerly.
+the branch taken while tracing. In-place updates, random numbers and a backward pass inside the
+function are not traced (`UnsupportedInCompileError`); the compiled function then runs eagerly.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from typing import Any
 
@@ -56,7 +57,7 @@ class Tracer:
         self.alive: list = []  # arrays whose id() is a key of value_of must outlive the trace
         self.captured: list[Tensor] = []
         self.constants: dict[int, Any] = {}  # value index -> baked array
-        self.value_guarded: set[int] = set()  # input slots whose values the trace depends on
+        self.value_guarded: set[tuple] = set()  # ("input" | "captured", slot): values the trace depends on
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
 
     # ------------------------------------------------------------------ values
@@ -150,12 +151,17 @@ class Tracer:
     # ------------------------------------------------------------------ host reads
     def check_host_read(self, tensor: Tensor, what: str) -> None:
         index = self.value_of.get(id(tensor._data))
+        if index is None and self.graph is self.forward and tensor._data.dtype.kind in "biu":
+            # An integer tensor from outside (a step counter in a closure): captured, so that its
+            # value guards the trace below.
+            index = self.value_for(tensor)
         value = self.forward.values[index] if index is not None else None
-        if value is not None and value.kind == "input" and value.dtype.kind in "biu":
-            # Branching on an integer input is safe once its values are part of the cache key.
-            self.value_guarded.add(value.slot)
+        if value is not None and value.kind in ("input", "captured") and value.dtype.kind in "biu":
+            # Branching on an integer input, or on a step counter the function closes over, is
+            # safe once the trace is guarded on its values.
+            self.value_guarded.add((value.kind, value.slot))
             return
-        if value is None or value.kind in ("const", "captured") and value.dtype.kind in "biu":
+        if value is None or value.kind == "const" and value.dtype.kind in "biu":
             return
         raise GraphBreakError(
             f"numdiff.compile: {what} reads the value of a tensor computed inside the compiled "
@@ -254,6 +260,29 @@ def _traced_host(function: Any) -> Any:
 _HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
 
 
+def _guarded_backward(original: Any) -> Any:
+    """engine.run_backward, refusing a backward pass inside the traced function.
+
+    ``loss.backward()`` writes ``.grad`` and frees the graph the trace still needs, and
+    ``autograd.grad`` without create_graph computes outside the recorded ops, so a replay would
+    return the first call's gradient. ``autograd.grad(create_graph=True)`` records its ops and is
+    traced like any other computation.
+    """
+
+    def run_backward(outputs: Any, grad_outputs: Any, retain_graph: bool, create_graph: bool,
+                     inputs: Any = None, capture: bool = False, allow_unused: bool = False) -> Any:
+        tracer = _active[-1] if _active else None
+        if tracer is not None and not (capture and create_graph):
+            what = "autograd.grad without create_graph=True" if capture else "backward()"
+            raise UnsupportedInCompileError(
+                f"numdiff.compile: {what} inside the compiled function cannot be replayed by a compiled "
+                f"graph (at {user_line()}); compile the forward and loss and call backward() outside"
+            )
+        return original(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, allow_unused)
+
+    return run_backward
+
+
 class Tracing:
     """Context manager: install the tracing hooks for `tracer` (one trace at a time)."""
 
@@ -282,6 +311,12 @@ class Tracing:
                 if id(value) in hosts:
                     self._patch(owner, name, _traced_host(value))
         self._patch(creation, "rng", _refuse("drawing random numbers"))
+        from numdiff.autograd import engine
+
+        guarded_backward = _guarded_backward(engine.run_backward)
+        self._patch(engine, "run_backward", guarded_backward)
+        # Tensor.backward's module (``numdiff.tensor`` as an attribute is the factory function).
+        self._patch(sys.modules[Tensor.__module__], "run_backward", guarded_backward)
         return self.tracer
 
     def _patch(self, owner: Any, name: str, value: Any) -> None:

@@ -46,8 +46,12 @@ def _mask_as_bias(op: str, name: str, mask: Tensor, allowed_when_true: bool, lik
 def _safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the last dim, giving 0 (not NaN) on rows where every score is -inf, as PyTorch's
     scaled_dot_product_attention does. Those rows are zeroed before the softmax so no NaN reaches backward."""
+    from numdiff.compile.trace import tracing_now  # not at the top: numdiff.compile imports numdiff.nn
+
     fully_masked = (scores == -math.inf).all(-1, keepdim=True)
-    if not fully_masked.any().item():
+    # A compiled trace cannot branch on the mask's values (it would keep the first call's branch
+    # for every later mask), so there the guarded form always runs.
+    if not tracing_now() and not fully_masked.any().item():
         return softmax(scores, -1)
     return where(fully_masked, 0.0, softmax(where(fully_masked, 0.0, scores), -1))
 

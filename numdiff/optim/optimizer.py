@@ -232,7 +232,13 @@ class Optimizer:
 
 
 def _cast_state(param: Tensor, value: Any, key: Any) -> Any:
-    """A copy of one loaded state value, cast to match `param` the way PyTorch does."""
+    """A copy of one loaded state value, cast to match `param` the way PyTorch does.
+
+    NumPy arrays and other libraries' tensors (anything with ``__array__``, such as a state dict
+    of torch.optim) become numdiff tensors first.
+    """
+    if not isinstance(value, Tensor) and hasattr(value, "__array__") and hasattr(value, "shape"):
+        value = Tensor._wrap(np.array(value), None, None)
     if isinstance(value, Tensor):
         if key == "step":
             out = value.detach().clone()

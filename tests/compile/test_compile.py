@@ -248,3 +248,276 @@ def test_large_groups_fuse_vectorised_math_and_match_eager():
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
     (source,) = f.compiled.sources[-1:]
     assert "@njit" in source
+
+
+def test_one_tensor_passed_twice_and_two_tensors_get_separate_traces():
+    f = numdiff.compile(lambda x, y: x * 2 + y * 3)
+    same = _f64(3)
+    f(same, same).sum().backward()
+    np.testing.assert_allclose(same.grad.numpy(), [5.0, 5.0, 5.0])
+    x, y = _f64(3), _f64(3)
+    out = f(x, y)
+    np.testing.assert_allclose(out.detach().numpy(), 2 * x.detach().numpy() + 3 * y.detach().numpy())
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(y.grad.numpy(), [3.0, 3.0, 3.0])
+    assert f.compiled.compile_count == 2
+
+
+def test_attention_compiles_and_a_later_fully_masked_row_gives_zeros_as_in_eager():
+    layer = numdiff.nn.MultiheadAttention(4, 2, batch_first=True, dtype=numdiff.float64)
+    f = numdiff.compile(lambda q, mask: layer(q, q, q, key_padding_mask=mask, need_weights=False)[0])
+    q = _f64(2, 3, 4)
+    open_mask = numdiff.tensor(np.zeros((2, 3), dtype=bool))
+    closed_mask = numdiff.tensor(np.array([[False, True, False], [True, True, True]]))
+    for mask in (open_mask, closed_mask):
+        out = f(q, mask)
+        expected = layer(q, q, q, key_padding_mask=mask, need_weights=False)[0]
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-14)
+        (grad,) = numdiff.autograd.grad(out.sum(), q)
+        (expected_grad,) = numdiff.autograd.grad(expected.sum(), q)
+        np.testing.assert_allclose(grad.numpy(), expected_grad.numpy(), rtol=1e-12, atol=1e-14)
+    assert not np.isnan(out.detach().numpy()).any()
+
+
+def test_a_compiled_transformer_encoder_layer_matches_eager():
+    numdiff.manual_seed(0)
+    layer = numdiff.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, dtype=numdiff.float64)
+    compiled = numdiff.compile(layer)
+    x = _f64(2, 5, 8)
+    causal = numdiff.nn.Transformer.generate_square_subsequent_mask(5, dtype=numdiff.float64)
+    out = compiled(x, causal)
+    np.testing.assert_allclose(out.detach().numpy(), layer(x, causal).detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+SCALE = 2.0
+
+
+def test_changing_a_global_number_the_function_reads_retraces():
+    global SCALE
+    f = numdiff.compile(lambda x: x * SCALE)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    try:
+        np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+        SCALE = 5.0
+        np.testing.assert_array_equal(f(x).numpy(), [5.0, 5.0])
+    finally:
+        SCALE = 2.0
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+    assert f.compiled.compile_count == 2
+
+
+def test_a_module_the_function_closes_over_retraces_on_train_and_eval():
+    numdiff.manual_seed(0)
+    net = numdiff.nn.Sequential(numdiff.nn.Linear(3, 4, dtype=numdiff.float64),
+                                numdiff.nn.BatchNorm1d(4, dtype=numdiff.float64))
+    f = numdiff.compile(lambda x: net(x).sum(0))
+    x = _f64(5, 3)
+    net.eval()
+    np.testing.assert_allclose(f(x).detach().numpy(), net(x).sum(0).detach().numpy(), rtol=1e-12)
+    net.train()
+    with pytest.warns(UserWarning, match="in-place"):  # running statistics: eager from here
+        out = f(x)
+    np.testing.assert_allclose(out.detach().numpy(), 0.0, atol=1e-12)  # batch statistics, not running ones
+
+
+def test_changing_an_attribute_or_a_submodule_of_a_compiled_module_retraces():
+    net = numdiff.nn.Sequential(numdiff.nn.Linear(3, 3, dtype=numdiff.float64), numdiff.nn.LeakyReLU(0.1))
+    compiled = numdiff.compile(net)
+    x = _f64(4, 3)
+    compiled(x)
+    net[1].negative_slope = 0.5
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-12)
+    net[1] = numdiff.nn.Tanh()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-12)
+    assert compiled.compile_count == 3
+
+
+def test_a_function_that_changes_the_python_state_it_reads_runs_eagerly_with_a_warning():
+    class Counter(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+
+    compiled = numdiff.compile(Counter())
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match="changes the Python state"):
+        np.testing.assert_array_equal(compiled(x).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(compiled(x).numpy(), [2.0, 2.0])
+
+
+def test_branching_on_a_captured_integer_tensor_retraces_when_its_value_changes():
+    step = numdiff.tensor(np.array(0))
+
+    def warm_up(x):
+        return x * 3 if step.item() == 0 else x * 2
+
+    f = numdiff.compile(warm_up)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    step += 1
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+    step.zero_()
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    assert f.compiled.compile_count == 2
+
+
+def test_passing_the_tensor_the_function_also_closes_over_does_not_alias_later_calls():
+    w = numdiff.full((3,), 2.0, dtype=numdiff.float64, requires_grad=True)
+    f = numdiff.compile(lambda x: x * w)
+    np.testing.assert_array_equal(f(w).detach().numpy(), [4.0, 4.0, 4.0])
+    v = numdiff.full((3,), 5.0, dtype=numdiff.float64, requires_grad=True)
+    out = f(v)
+    np.testing.assert_array_equal(out.detach().numpy(), [10.0, 10.0, 10.0])
+    out.sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [5.0, 5.0, 5.0])
+    net = numdiff.nn.Linear(2, 2, bias=False, dtype=numdiff.float64)
+    compiled = numdiff.compile(net)
+    compiled(net.weight)
+    other = numdiff.eye(2, dtype=numdiff.float64)
+    np.testing.assert_allclose(compiled(other).detach().numpy(), net(other).detach().numpy(), rtol=1e-12)
+
+
+def test_a_long_numpy_array_argument_is_keyed_by_its_values_not_its_elided_repr():
+    f = numdiff.compile(lambda x, scale: x * numdiff.tensor(scale))
+    x = numdiff.ones(2000, dtype=numdiff.float64)
+    first = np.arange(2000.0)
+    second = first.copy()
+    second[1000] = -5.0  # repr(first) == repr(second): NumPy elides the middle
+    f(x, first)
+    assert f(x, second).numpy()[1000] == -5.0
+    g = numdiff.compile(lambda x, scales: x * numdiff.tensor(scales[0]))
+    g(x, [first])
+    assert g(x, [second]).numpy()[1000] == -5.0
+
+
+def test_a_config_object_or_a_module_passed_as_an_argument_is_guarded_on_its_state():
+    class Config:
+        def __init__(self, scale):
+            self.scale = scale
+
+    f = numdiff.compile(lambda x, config: x * config.scale)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    config = Config(2.0)
+    f(x, config)
+    config.scale = 4.0
+    np.testing.assert_array_equal(f(x, config).numpy(), [4.0, 4.0])
+    layer = numdiff.nn.Dropout(0.5)
+    g = numdiff.compile(lambda x, module: module(x) * 1)
+    layer.eval()
+    g(x, layer)
+    layer.train()
+    numdiff.manual_seed(0)
+    with pytest.warns(UserWarning, match="random numbers"):  # dropout is live again: eager
+        out = g(x, layer).numpy()
+    assert set(out.tolist()) <= {0.0, 2.0}
+
+
+def test_a_backward_pass_inside_the_function_runs_it_eagerly_with_a_warning():
+    def train_step(x, w):
+        loss = (x * w).sum()
+        loss.backward()
+        return loss
+
+    step = numdiff.compile(train_step)
+    w = _f64(2)
+    x = numdiff.tensor([3.0, 4.0], dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match=r"backward\(\) inside the compiled function"):
+        step(x, w)
+    step(x, w)
+    np.testing.assert_array_equal(w.grad.numpy(), [6.0, 8.0])  # two backward passes, no error
+
+    gradient = numdiff.compile(lambda x: numdiff.autograd.grad((x ** 2).sum(), x)[0] * 1)
+    with pytest.warns(UserWarning, match="autograd.grad without create_graph"):
+        gradient(_f64(2))
+    x = numdiff.tensor([5.0, 1.0], dtype=numdiff.float64, requires_grad=True)
+    np.testing.assert_array_equal(gradient(x).numpy(), [10.0, 2.0])  # not the first call's gradient
+
+
+def _double(x):
+    return x * 2
+
+
+def _times_ten(x):
+    return x * 10
+
+
+HELPER = _double
+
+
+def test_rebinding_a_global_helper_function_retraces():
+    global HELPER
+    f = numdiff.compile(lambda x: HELPER(x) + 1)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    try:
+        HELPER = _times_ten  # as a notebook redefining the helper does
+        np.testing.assert_array_equal(f(x).numpy(), [11.0, 11.0])
+    finally:
+        HELPER = _double
+
+
+data = numdiff.ones(2)  # a notebook's loop variable, rebound every step
+
+
+def test_an_attribute_named_like_a_rebound_global_does_not_retrace():
+    global data
+    f = numdiff.compile(lambda x: x.data * 2)
+    for _ in range(3):
+        data = numdiff.ones(2)
+        f(numdiff.ones(2))
+    assert f.compiled.compile_count == 1
+
+
+def test_a_float16_chain_runs_as_op_calls_and_matches_eager():
+    # Numba has no float16 arrays: such values must stay out of the generated loops.
+    def chain(x):
+        return ((x * 2).exp() + x.sin()).sum(0)
+
+    f = numdiff.compile(chain)
+    values = np.array([[0.1, -0.5, 1.0], [0.25, 0.75, -1.0]], dtype=np.float16)
+    for _ in range(2):
+        x = numdiff.tensor(values, requires_grad=True)
+        out = f(x)
+        out.sum().backward()
+    y = numdiff.tensor(values, requires_grad=True)
+    expected = chain(y)
+    expected.sum().backward()
+    assert out.dtype is numdiff.float16
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), y.grad.numpy())
+
+
+def test_rebinding_a_tensor_attribute_of_a_config_object_retraces():
+    class Config:
+        def __init__(self, weight):
+            self.weight = weight
+
+    config = Config(numdiff.ones(2, dtype=numdiff.float64))
+    f = numdiff.compile(lambda x: x * config.weight)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    f(x)
+    config.weight = numdiff.full((2,), 3.0, dtype=numdiff.float64)
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+
+
+def test_rebinding_a_plain_tensor_attribute_of_a_compiled_module_retraces():
+    class Masked(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = numdiff.ones(2, dtype=numdiff.float64)  # a plain attribute, not a buffer
+
+        def forward(self, x):
+            return x * self.mask
+
+    module = Masked()
+    compiled = numdiff.compile(module)
+    x = numdiff.ones(2, dtype=numdiff.float64)
+    compiled(x)
+    module.mask = numdiff.tensor([0.0, 5.0], dtype=numdiff.float64)
+    np.testing.assert_array_equal(compiled(x).numpy(), [0.0, 5.0])

@@ -54,3 +54,13 @@ def test_compiled_tiny_cnn_gradients_on_cuda_match_the_cpu():
     cpu(images).sum().backward()
     for (name, p), q in zip(cpu.named_parameters(), gpu.parameters()):
         np.testing.assert_allclose(q.grad.cpu().numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_branching_on_an_integer_cuda_input_retraces_on_its_value():
+    f = numdiff.compile(lambda x, n: x * 2 if n.item() > 0 else x * 3)
+    x = numdiff.ones(2, device="cuda")
+    positive = numdiff.tensor(np.array([1]), device="cuda")
+    np.testing.assert_array_equal(f(x, positive).cpu().numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(f(x, numdiff.tensor(np.array([-1]), device="cuda")).cpu().numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(f(x, positive).cpu().numpy(), [2.0, 2.0])
+    assert f.compiled.compile_count == 2

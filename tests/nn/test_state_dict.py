@@ -102,8 +102,18 @@ def test_loading_casts_to_the_parameter_dtype():
 
 
 def test_a_non_tensor_entry_is_refused_with_its_key():
-    with pytest.raises(TypeError, match=r'entry "bias" must be a Tensor.*got list'):
+    with pytest.raises(TypeError, match=r'entry "bias" must be a numdiff Tensor.*got list$'):
         nn.Linear(2, 1).load_state_dict({"weight": numdiff.ones(1, 2), "bias": [0.0]})
+
+
+def test_another_librarys_tensor_is_named_with_its_module_and_how_to_convert_it():
+    class Tensor:  # as torch.Tensor is named: "got Tensor" alone would read as a contradiction
+        def numpy(self):
+            return np.zeros(1)
+
+    with pytest.raises(TypeError, match=r'"bias" must be a numdiff Tensor .*got tests\.nn\.test_state_dict\..*Tensor; '
+                       r"convert it with numdiff\.tensor\(value\.numpy\(\)\)"):
+        nn.Linear(2, 1).load_state_dict({"weight": numdiff.ones(1, 2), "bias": Tensor()})
 
 
 def test_loss_class_weights_are_buffers_in_the_state_dict():

@@ -196,6 +196,33 @@ def test_load_state_dict_casts_state_to_the_parameter_dtype_but_keeps_step():
     assert adam64.state[w64]["exp_avg"].dtype is numdiff.float64
 
 
+def test_state_held_as_numpy_arrays_or_another_librarys_tensors_loads_and_steps():
+    class ForeignTensor:  # as a torch.optim state dict holds torch.Tensor values
+        def __init__(self, values):
+            self.values = np.asarray(values, dtype=np.float32)
+            self.shape = self.values.shape
+
+        def __array__(self, dtype=None, copy=None):
+            return self.values
+
+    w = _param(1.0, 2.0)
+    opt = optim.Adam([w], lr=0.1)
+    saved = {
+        "state": {0: {"step": ForeignTensor(3.0), "exp_avg": ForeignTensor([0.1, 0.2]),
+                      "exp_avg_sq": np.array([0.01, 0.04], dtype=np.float32)}},
+        "param_groups": [dict(opt.param_groups[0], params=[0])],
+    }
+    opt.load_state_dict(saved)
+    assert all(isinstance(v, numdiff.Tensor) for v in opt.state[w].values())
+    _grad(w, 1.0, 1.0)
+    opt.step()
+    assert opt.state[w]["step"].item() == 4.0
+    m = 0.9 * np.array([0.1, 0.2]) + 0.1
+    v = 0.999 * np.array([0.01, 0.04]) + 0.001
+    expected = np.array([1.0, 2.0]) - 0.1 * (m / (1 - 0.9**4)) / (np.sqrt(v / (1 - 0.999**4)) + 1e-8)
+    np.testing.assert_allclose(w.detach().numpy(), expected, rtol=1e-6)
+
+
 def test_load_state_dict_refuses_mismatched_groups_with_counts():
     a, b = _param(1.0), _param(2.0)
     sd = optim.SGD([a, b], lr=0.1).state_dict()

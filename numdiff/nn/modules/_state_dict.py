@@ -54,8 +54,12 @@ def _as_tensor(key: str, value: Any) -> Tensor:
         from numdiff.creation import from_numpy
 
         return from_numpy(value)
+    kind = type(value)
+    # Another library's tensor class is often also called Tensor: name its module too.
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    hint = "; convert it with numdiff.tensor(value.numpy())" if hasattr(value, "numpy") else ""
     raise TypeError(
-        f'load_state_dict: the entry "{key}" must be a Tensor (or a NumPy array), got {type(value).__name__}'
+        f'load_state_dict: the entry "{key}" must be a numdiff Tensor (or a NumPy array), got {name}{hint}'
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "BatchSampler",
     "DataLoader",
     "Dataset",
+    "IterableDataset",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
@@ -45,6 +46,24 @@ class Dataset:
 
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} must implement __len__")
+
+
+class IterableDataset(Dataset):
+    """An iterable-style dataset: subclasses define ``__iter__()``, yielding samples (a stream,
+    a file read line by line). A DataLoader batches them in the order they come.
+
+    >>> class Counting(IterableDataset):
+    ...     def __iter__(self):
+    ...         return iter(range(5))
+    >>> [b.tolist() for b in DataLoader(Counting(), batch_size=2)]
+    [[0, 1], [2, 3], [4]]
+    """
+
+    def __iter__(self) -> Iterator[Any]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __len__(self) -> int:
+        raise TypeError(f"{type(self).__name__} defines no __len__: how many samples it yields is unknown")
 
 
 class TensorDataset(Dataset):
@@ -106,6 +125,12 @@ def random_split(
         for i in range(n - sum(counts)):  # spread the remainder round-robin, as PyTorch does
             counts[i % len(counts)] += 1
         lengths = counts
+    for i, length in enumerate(lengths):
+        if isinstance(length, bool) or not float(length).is_integer() or length < 0:
+            raise ValueError(
+                f"random_split: lengths must be non-negative whole numbers (or fractions summing to 1), "
+                f"got {list(lengths)}: the one at index {i} is {length!r}"
+            )
     if sum(lengths) != n:
         raise ValueError(
             f"Sum of input lengths ({sum(lengths)}) does not equal the length of the input dataset ({n})"
@@ -165,6 +190,11 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
+        if self.num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={self.num_samples} "
+                "(the dataset is empty)"
+            )
 
     @property
     def num_samples(self) -> int:
@@ -172,6 +202,8 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
+        if n == 0:
+            raise ValueError(f"RandomSampler: cannot draw {self.num_samples} samples from an empty dataset")
         if self.generator is None:
             source = np.random.default_rng(int(rng(None).integers(0, 2**63 - 1)))
         else:
@@ -307,6 +339,14 @@ class DataLoader:
                 "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing, "
                 f"got {num_workers!r}"
             )
+        if isinstance(dataset, IterableDataset):
+            # Its samples come in its own order: there are no indices to shuffle or sample.
+            for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value not in (None, False):
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} option, "
+                                     f"but got {name}={value!r}")
+            if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+                raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -315,9 +355,11 @@ class DataLoader:
                     "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
                 )
             batch_size = None
-        if sampler is None:
+        if isinstance(dataset, IterableDataset):
+            pass
+        elif sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_sampler is None:
+        if batch_sampler is None and not isinstance(dataset, IterableDataset):
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -329,11 +371,29 @@ class DataLoader:
         self.collate_fn = default_collate if collate_fn is None else collate_fn
 
     def __iter__(self) -> Iterator[Any]:
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._stream()
+            return
         for indices in self.batch_sampler:
             yield self._fetch(indices)
 
     def __len__(self) -> int:
+        if isinstance(self.dataset, IterableDataset):
+            # PyTorch's estimate: known only when the dataset says how many samples it yields.
+            samples = len(self.dataset)
+            return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
         return len(self.batch_sampler)
+
+    def _stream(self) -> Iterator[Any]:
+        """Batches of an IterableDataset: consecutive samples, the last one short unless drop_last."""
+        batch: list = []
+        for sample in self.dataset:
+            batch.append(sample)
+            if len(batch) == self.batch_size:
+                yield self.collate_fn(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self.collate_fn(batch)
 
     def _fetch(self, indices: list[int]) -> Any:
         dataset = self.dataset
