@@ -303,6 +303,24 @@ class Tensor:
         """
         return Tensor._wrap(self._data, None, self._version_counter)
 
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A leaf with its own copy of the data (and of ``.grad``), as PyTorch's. A tensor some op
+        produced is refused, as in PyTorch: a copy would hold that op's node of the original graph."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                f"deepcopy: only leaf tensors can be deep-copied; this one was produced by "
+                f"{self._grad_fn.name()}. Copy it with t.detach().clone() (add .requires_grad_() for a "
+                "new leaf)"
+            )
+        result = type(self)._wrap(self._data.copy(), None, None)
+        result._requires_grad = self._requires_grad
+        if self._grad is not None:
+            result._grad = Tensor._wrap(self._grad._data.copy(), None, None)
+        memo[id(self)] = result
+        return result
+
     def detach_(self) -> Tensor:
         """Make this tensor a leaf that does not require grad, in place."""
         self._grad_fn = None

@@ -56,3 +56,19 @@ def test_layout_and_introspection_methods_answer_as_torch():
     x, tx = numdiff.arange(24.0).reshape(2, 3, 4), torch.arange(24.0).reshape(2, 3, 4)
     for number, question in enumerate(questions):
         assert question(x) == question(tx), number
+
+
+def test_deepcopy_copies_a_leaf_with_its_grad_and_refuses_an_op_result():
+    import copy
+
+    a = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    (a * 3).sum().backward()
+    c = copy.deepcopy(a)
+    assert c.is_leaf and c.requires_grad and c is not a
+    np.testing.assert_array_equal(c.grad.numpy(), [3.0, 3.0])
+    c.detach().add_(1)  # its own storage: the original is untouched
+    np.testing.assert_array_equal(a.detach().numpy(), [1.0, 2.0])
+    pair = copy.deepcopy([a, a])
+    assert pair[0] is pair[1]  # the memo keeps shared tensors shared
+    with pytest.raises(RuntimeError, match=r"deepcopy: only leaf tensors .* produced by MulBackward"):
+        copy.deepcopy(a * 2)
