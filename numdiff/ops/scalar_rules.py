@@ -270,7 +270,9 @@ _TABLE = (
     ScalarRule(
         "logsigmoid", 1,
         # -softplus(-x) without overflow on either side.
-        "where(x < 0.0, x - math.log1p(math.exp(x)), -math.log1p(math.exp(-x)))", ("1.0 / (1.0 + math.exp(x))",),
+        "where(x < 0.0, x - math.log1p(math.exp(x)), -math.log1p(math.exp(-x)))",
+        # sigmoid(-x), with exp of a non-positive argument only (no overflow warning past x = 709).
+        ("where(x > 0.0, math.exp(-x) / (1.0 + math.exp(-x)), 1.0 / (1.0 + math.exp(x)))",),
         dtypes="float", export=False, method=False, doc="log(sigmoid(x)), computed stably.",
     ),
     ScalarRule(

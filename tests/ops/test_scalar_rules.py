@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -507,3 +509,17 @@ def test_a_new_process_loads_generated_kernels_from_numbas_disk_cache():
     )
     runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True) for _ in range(2)]
     assert "disk cache" in runs[1].stdout, (runs[0].stdout, runs[1].stdout, runs[1].stderr)
+
+
+@pytest.mark.parametrize("size", [7, 700])  # NumPy's expression and the generated loop
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsigmoid_gradient_in_the_far_tails_matches_torch_without_warnings(dtype, size):
+    # Its vjp was 1 / (1 + exp(x)), which overflowed (a RuntimeWarning) for large x.
+    values = np.resize(np.array([-800.0, -100.0, -5.0, 0.0, 3.0, 100.0, 800.0], dtype), size)
+    x = numdiff.tensor(values, requires_grad=True)
+    tx = torch.tensor(values, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nf.logsigmoid(x).sum().backward()
+    tnf.logsigmoid(tx).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=4 * np.finfo(dtype).eps, atol=0)
