@@ -157,18 +157,7 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise over the trailing `normalized_shape` dims (biased variance), then scale and shift."""
-    _check_tensor("layer_norm", "input", input)
-    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    count = len(normalized_shape)
-    if count == 0 or tuple(input.shape[input.ndim - count :]) != normalized_shape or input.ndim < count:
-        raise ValueError(
-            f"layer_norm: given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"(*, {', '.join(map(str, normalized_shape))}), but got input of shape {tuple(input.shape)}"
-        )
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != normalized_shape:
-            raise ValueError(f"layer_norm: {name} must have shape {normalized_shape}, got {tuple(t.shape)}")
-    dims = tuple(range(input.ndim - count, input.ndim))
+    dims = _trailing_dims("layer_norm", input, normalized_shape, weight=weight, bias=bias)
     mean = input.mean(dims, keepdim=True)
     var = input.var(dims, correction=0, keepdim=True)
     out = (input - mean) * (var + eps).rsqrt()
@@ -179,4 +168,40 @@ def layer_norm(
     return out
 
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
+def rms_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    """``input / sqrt(mean(input**2) + eps) * weight``, the mean over the trailing
+    `normalized_shape` dims; eps None is the machine epsilon of input's dtype, as in PyTorch.
+
+    >>> rms_norm(numdiff.tensor([[3.0, 4.0]]), 2)
+    tensor([[0.8485, 1.1314]])
+    """
+    dims = _trailing_dims("rms_norm", input, normalized_shape, weight=weight)
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps)
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def _trailing_dims(op: str, input: Tensor, normalized_shape: Sequence[int] | int, **params: Tensor | None) -> tuple:
+    """The dims `op` normalises over: the trailing ones, which must have `normalized_shape`, as must
+    each of `params` that is not None."""
+    _check_tensor(op, "input", input)
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    count = len(normalized_shape)
+    if count == 0 or tuple(input.shape[input.ndim - count :]) != normalized_shape or input.ndim < count:
+        raise ValueError(
+            f"{op}: given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"(*, {', '.join(map(str, normalized_shape))}), but got input of shape {tuple(input.shape)}"
+        )
+    for name, t in params.items():
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise ValueError(f"{op}: {name} must have shape {normalized_shape}, got {tuple(t.shape)}")
+    return tuple(range(input.ndim - count, input.ndim))
+
+
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm"]

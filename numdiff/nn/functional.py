@@ -26,7 +26,7 @@ from numdiff.nn._margin_losses import (
     soft_margin_loss,
     triplet_margin_loss,
 )
-from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, layer_norm
+from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops.activation import (
     celu,
@@ -70,7 +70,7 @@ from numdiff.ops.unary import sigmoid, tanh
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
 __all__ += [
     "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
-    "embedding", "l1_loss", "layer_norm", "mse_loss", "nll_loss", "one_hot", "pad", "smooth_l1_loss",
+    "embedding", "l1_loss", "layer_norm", "rms_norm", "mse_loss", "nll_loss", "one_hot", "pad", "smooth_l1_loss",
 ]
 __all__ += [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "conv1d",

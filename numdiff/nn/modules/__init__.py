@@ -63,6 +63,7 @@ from numdiff.nn.modules.normalization import (
     InstanceNorm1d,
     InstanceNorm2d,
     LayerNorm,
+    RMSNorm,
 )
 from numdiff.nn.modules.padding import (
     CircularPad1d,
@@ -111,7 +112,7 @@ from numdiff.nn.modules.transformer import (
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
-    "Flatten", "GELU", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
+    "Flatten", "GELU", "Identity", "L1Loss", "LayerNorm", "RMSNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
     "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten",
 ]

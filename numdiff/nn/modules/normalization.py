@@ -172,6 +172,44 @@ class LayerNorm(Module):
         )
 
 
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing `normalized_shape` dims of each sample,
+    then a learned scale (no shift): ``x / sqrt(mean(x**2) + eps) * weight``. eps None is the
+    machine epsilon of the input's dtype.
+
+    >>> RMSNorm(4)(numdiff.randn(2, 4)).shape
+    numdiff.Size([2, 4])
+    """
+
+    def __init__(
+        self,
+        normalized_shape: int | Sequence[int],
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
 class _InstanceNorm(_BatchNorm):
     """InstanceNorm1d/2d: BatchNorm's state with PyTorch's instance defaults (no affine, no running
     statistics); each (sample, channel) is normalised over its own positions."""
