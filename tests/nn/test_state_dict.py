@@ -131,3 +131,30 @@ def test_state_dict_loads_into_torch_and_back():
     back.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
     for name, value in ours.state_dict().items():
         np.testing.assert_array_equal(back.state_dict()[name].numpy(), value.numpy(), err_msg=name)
+
+
+def test_load_state_dict_assign_puts_the_state_dicts_tensors_in_place():
+    model = numdiff.nn.Sequential(numdiff.nn.Linear(2, 3), numdiff.nn.BatchNorm1d(3))
+    model[0].bias.requires_grad_(False)
+    state = {k: v.clone().double() if v.is_floating_point() else v.clone() for k, v in model.state_dict().items()}
+    old_weight = model[0].weight
+    result = model.load_state_dict(state, assign=True)
+    assert repr(result) == "<All keys matched successfully>"
+    weight = model[0].weight
+    assert isinstance(weight, numdiff.nn.Parameter) and weight is not old_weight
+    assert weight.dtype == numdiff.float64 and weight.requires_grad
+    assert not model[0].bias.requires_grad  # the module's requires_grad is kept
+    assert np.shares_memory(weight.detach().numpy(), state["0.weight"].numpy())
+    assert model[1].running_mean is state["1.running_mean"]
+    assert [name for name, _ in model.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    model(numdiff.ones(4, 2, dtype=numdiff.float64)).sum().backward()
+    assert weight.grad is not None and weight.grad.shape == (3, 2)
+
+
+def test_load_state_dict_assign_checks_shapes_before_assigning_anything():
+    model = numdiff.nn.Linear(2, 3)
+    state = {"weight": numdiff.zeros(3, 2), "bias": numdiff.zeros(4)}
+    weight = model.weight
+    with pytest.raises(RuntimeError, match=r"size mismatch for bias: copying a param with shape \(4,\)"):
+        model.load_state_dict(state, assign=True)
+    assert model.weight is weight

@@ -63,8 +63,9 @@ def _as_tensor(key: str, value: Any) -> Tensor:
     )
 
 
-def load(module: Module, state_dict: Mapping, strict: bool) -> IncompatibleKeys:
-    """Check every key and shape first, then copy all values under no_grad (all or nothing)."""
+def load(module: Module, state_dict: Mapping, strict: bool, assign: bool = False) -> IncompatibleKeys:
+    """Check every key and shape first, then copy all values under no_grad (all or nothing); with
+    `assign`, put the state dict's tensors themselves in place instead (see :func:`_assign`)."""
     if not isinstance(state_dict, Mapping):
         raise TypeError(f"load_state_dict: expected state_dict to be dict-like, got {type(state_dict).__name__}")
     expected = collect(module, None, "", keep_vars=True)
@@ -85,12 +86,34 @@ def load(module: Module, state_dict: Mapping, strict: bool) -> IncompatibleKeys:
                 f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from checkpoint, "
                 f"the shape in current model is {tuple(target.shape)}."
             )
-        pairs.append((target, value))
+        pairs.append((key, target, value))
     if errors:
         raise RuntimeError(
             f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(errors)
         )
     with no_grad():
-        for target, value in pairs:
-            target.copy_(value)
+        for key, target, value in pairs:
+            if assign:
+                _assign(module, key, target, value)
+            else:
+                target.copy_(value)
     return IncompatibleKeys(missing, unexpected)
+
+
+def _assign(module: Module, key: str, target: Tensor, value: Tensor) -> None:
+    """Make `value` the tensor at `key`, as PyTorch's assign=True: it keeps its own dtype, device
+    and memory; a parameter stays a Parameter and keeps the module's requires_grad."""
+    from numdiff.nn.parameter import Parameter
+
+    *path, name = key.split(".")
+    owner = module
+    for part in path:
+        owner = owner._modules[part]
+    if name in owner._parameters:
+        if not isinstance(value, Parameter):
+            value = Parameter(value.detach(), requires_grad=target.requires_grad)
+        elif value.requires_grad != target.requires_grad:
+            value.requires_grad_(target.requires_grad)
+        owner._parameters[name] = value
+    else:
+        owner._buffers[name] = value

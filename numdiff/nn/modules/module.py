@@ -284,13 +284,15 @@ class Module:
         """Parameters and persistent buffers by dotted name (detached unless `keep_vars`)."""
         return _state_dict.collect(self, destination, prefix, keep_vars)
 
-    def load_state_dict(self, state_dict: dict, strict: bool = True) -> Any:
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> Any:
         """Copy values into parameters and buffers in place; returns (missing_keys, unexpected_keys).
 
         Shape mismatches always raise; with `strict`, so do missing and unexpected keys. Nothing is
-        copied unless every check passes.
+        copied unless every check passes. With `assign`, the state dict's tensors themselves take
+        the places (their dtype and memory kept; parameters stay Parameters with the module's
+        requires_grad), as in PyTorch: an optimizer made before holds the old parameters.
         """
-        return _state_dict.load(self, state_dict, strict)
+        return _state_dict.load(self, state_dict, strict, assign)
 
     # ------------------------------------------------------------------ dtype and device
     def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
