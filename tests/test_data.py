@@ -223,3 +223,35 @@ def test_an_iterable_dataset_refuses_shuffle_and_samplers():
         DataLoader(_Stream(3), shuffle=True)
     with pytest.raises(ValueError, match="expected unspecified sampler option"):
         DataLoader(_Stream(3), sampler=[0, 1])
+
+
+def test_batch_size_none_yields_each_sample_converted_like_torch():
+    torch = pytest.importorskip("torch")
+
+    class Samples:
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return {"x": np.full(2, float(i)), "n": i, "pair": (np.float32(i), "tag")}
+
+    ours = list(DataLoader(Samples(), batch_size=None))
+    theirs = list(torch.utils.data.DataLoader(Samples(), batch_size=None))
+    assert len(DataLoader(Samples(), batch_size=None)) == 3
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a["x"].numpy(), b["x"].numpy())
+        assert a["x"].dtype == numdiff.float64 and a["n"] == b["n"]
+        assert float(a["pair"][0]) == float(b["pair"][0]) and a["pair"][1] == "tag"
+        assert isinstance(a["pair"], list)
+    order = [s["n"] for s in DataLoader(Samples(), batch_size=None, shuffle=True, generator=numdiff.Generator().manual_seed(3))]
+    assert sorted(order) == [0, 1, 2]
+    with pytest.raises(ValueError, match="batch_size=None option disables auto-batching and is mutually exclusive with drop_last"):
+        DataLoader(Samples(), batch_size=None, drop_last=True)
+
+
+def test_batch_size_none_streams_an_iterable_dataset_sample_by_sample():
+    class Stream(numdiff.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter([np.ones(1), np.zeros(1)])
+
+    assert [t.tolist() for t in DataLoader(Stream(), batch_size=None)] == [[1.0], [0.0]]

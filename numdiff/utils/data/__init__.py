@@ -31,6 +31,7 @@ __all__ = [
     "Subset",
     "TensorDataset",
     "default_collate",
+    "default_convert",
     "random_split",
 ]
 
@@ -309,6 +310,38 @@ def default_collate(batch: Sequence[Any]) -> Any:
     )
 
 
+def default_convert(data: Any) -> Any:
+    """One sample made tensor-ready without batching, as PyTorch's default_convert (the collate_fn
+    of a DataLoader with batch_size=None): NumPy arrays and scalars become tensors, recursively
+    through dicts, namedtuples, tuples (returned as lists) and lists; anything else is kept.
+
+    >>> default_convert({"x": np.zeros(2), "label": 3})
+    {'x': tensor([0., 0.], dtype=numdiff.float64), 'label': 3}
+    """
+    from numdiff import tensor as make_tensor
+
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        return make_tensor(data)
+    if isinstance(data, np.generic) and data.dtype.kind in "biuf":
+        return make_tensor(data)
+    if isinstance(data, Mapping):
+        converted = {key: default_convert(value) for key, value in data.items()}
+        try:
+            return type(data)(converted)
+        except TypeError:
+            return converted
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            return type(data)([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
+    return data
+
+
 # --------------------------------------------------------------------------- loader
 
 
@@ -319,7 +352,8 @@ class DataLoader:
     >>> for xb, yb in loader: ...
 
     Loading runs in the calling process; `num_workers` is accepted for PyTorch code and changes
-    nothing about the batches produced.
+    nothing about the batches produced. ``batch_size=None`` turns batching off, as in PyTorch:
+    each sample comes alone, through `collate_fn` (default :func:`default_convert`).
     """
 
     def __init__(
@@ -345,8 +379,13 @@ class DataLoader:
                 if value not in (None, False):
                     raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} option, "
                                      f"but got {name}={value!r}")
-            if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
                 raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        batched = batch_size is not None or batch_sampler is not None
+        if not batched and drop_last:
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+            )
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -359,7 +398,7 @@ class DataLoader:
             pass
         elif sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_sampler is None and not isinstance(dataset, IterableDataset):
+        if batch_sampler is None and batched and not isinstance(dataset, IterableDataset):
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -368,9 +407,17 @@ class DataLoader:
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
         self.generator = generator
-        self.collate_fn = default_collate if collate_fn is None else collate_fn
+        self._batched = batched
+        if collate_fn is None:
+            collate_fn = default_collate if batched else default_convert
+        self.collate_fn = collate_fn
 
     def __iter__(self) -> Iterator[Any]:
+        if not self._batched:
+            samples = self.dataset if isinstance(self.dataset, IterableDataset) else map(self.dataset.__getitem__, self.sampler)
+            for sample in samples:
+                yield self.collate_fn(sample)
+            return
         if isinstance(self.dataset, IterableDataset):
             yield from self._stream()
             return
@@ -378,6 +425,8 @@ class DataLoader:
             yield self._fetch(indices)
 
     def __len__(self) -> int:
+        if not self._batched:
+            return len(self.dataset) if isinstance(self.dataset, IterableDataset) else len(self.sampler)
         if isinstance(self.dataset, IterableDataset):
             # PyTorch's estimate: known only when the dataset says how many samples it yields.
             samples = len(self.dataset)
