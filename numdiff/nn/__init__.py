@@ -25,6 +25,7 @@ from numdiff.nn.modules import (
     AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     BCELoss,
     BCEWithLogitsLoss,
     Bilinear,
@@ -132,7 +133,7 @@ from numdiff.nn.parameter import Parameter
 
 __all__ = [
     "ELU", "GELU", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
-    "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Embedding",
+    "BatchNorm2d", "BatchNorm3d", "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Embedding",
     "Flatten", "Identity", "L1Loss", "LayerNorm", "RMSNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool1d",
     "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",

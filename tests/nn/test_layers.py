@@ -75,7 +75,8 @@ def _batch_norm_pair(cls_name, channels, **kwargs):
 
 
 @pytest.mark.parametrize(
-    "cls_name, shape", [("BatchNorm1d", (5, 3)), ("BatchNorm1d", (4, 3, 2)), ("BatchNorm2d", (2, 3, 2, 3))]
+    "cls_name, shape",
+    [("BatchNorm1d", (5, 3)), ("BatchNorm1d", (4, 3, 2)), ("BatchNorm2d", (2, 3, 2, 3)), ("BatchNorm3d", (2, 3, 2, 3, 2))],
 )
 @pytest.mark.parametrize("momentum", [0.1, None], ids=["momentum", "cumulative"])
 def test_batch_norm_training_steps_then_eval_match_torch(rng, cls_name, shape, momentum):
@@ -111,6 +112,8 @@ def test_batch_norm_wrong_input_names_the_layer_and_expected_shape():
     )
     with pytest.raises(ValueError, match=r"expected input of shape \(N, 3\) or \(N, 3, L\), got \(2, 3, 4, 4\)"):
         nn.BatchNorm1d(3)(numdiff.ones(2, 3, 4, 4))
+    with pytest.raises(ValueError, match=r"expected input of shape \(N, 3, D, H, W\), got \(2, 3, 4, 4\)"):
+        nn.BatchNorm3d(3)(numdiff.ones(2, 3, 4, 4))
 
 
 def test_batch_norm_single_sample_in_training_is_refused():

@@ -59,6 +59,7 @@ from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.normalization import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -110,7 +111,7 @@ from numdiff.nn.modules.transformer import (
 )
 
 __all__ = [
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "Bilinear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding",
     "Flatten", "GELU", "Identity", "L1Loss", "LayerNorm", "RMSNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss",
     "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "ReLU", "Sequential", "Sigmoid",

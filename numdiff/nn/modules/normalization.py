@@ -133,6 +133,13 @@ class BatchNorm2d(_BatchNorm):
     _ndims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) inputs over N, D, H and W, per channel C."""
+
+    _expected = "(N, {c}, D, H, W)"
+    _ndims = (5,)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing `normalized_shape` dims of each sample, then scale and shift.
 
