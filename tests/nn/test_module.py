@@ -329,3 +329,27 @@ def test_train_goes_through_each_childs_own_train():
     net.eval()
     net.train()
     assert net[0][0].modes == [False, True]
+
+
+def test_forward_hooks_with_kwargs_and_always_call_run_as_in_torch():
+    class Scaled(nn.Module):
+        def forward(self, x, scale=1.0):
+            return x * scale
+
+    module, log = Scaled(), []
+    module.register_forward_pre_hook(lambda m, args, kwargs: (args, {**kwargs, "scale": 3.0}), with_kwargs=True)
+    module.register_forward_hook(lambda m, args, kwargs, out: log.append(dict(kwargs)) or out + 1, with_kwargs=True)
+    module.register_forward_hook(lambda m, args, out: log.append(out), always_call=True)
+    out = module(numdiff.ones(2), scale=2.0)
+    assert out.tolist() == [4.0, 4.0]
+    assert log[0] == {"scale": 3.0} and log[1].tolist() == [4.0, 4.0]
+    log.clear()
+    with pytest.raises(TypeError):
+        module("not a tensor")
+    assert log == [None]  # the always_call hook ran before the error went on; the other did not
+    bad = Scaled()
+    bad.register_forward_pre_hook(lambda m, args, kwargs: 5, with_kwargs=True)
+    with pytest.raises(RuntimeError, match=r"forward pre-hook must return None or a tuple of \(new_args, new_kwargs\)"):
+        bad(numdiff.ones(1))
+    with pytest.raises(TypeError, match="hook must be callable, got int"):
+        bad.register_forward_hook(3, with_kwargs=True)

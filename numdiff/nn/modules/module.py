@@ -49,22 +49,53 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)  # the usual case: no hooks to copy and walk
         for hook in list(self._forward_pre_hooks.values()):
+            if type(hook) is _KeywordHook:
+                result = hook.function(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                            f"but got {result!r}"
+                        )
+                    args, kwargs = result
+                continue
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            result = hook(self, args, output)
+        hooks = list(self._forward_hooks.values())
+        try:
+            output = self.forward(*args, **kwargs)
+        except BaseException:
+            for hook in hooks:  # those registered with always_call run on the way out too
+                if type(hook) is _KeywordHook and hook.always_call:
+                    hook.call(self, args, kwargs, None)
+            raise
+        for hook in hooks:
+            result = hook.call(self, args, kwargs, output) if type(hook) is _KeywordHook else hook(self, args, output)
             if result is not None:
                 output = result
         return output
 
-    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
-        """Call ``hook(module, args)`` before forward; a returned value replaces the inputs."""
-        return _add_hook(self._forward_pre_hooks, hook, prepend)
+    def register_forward_pre_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args)`` before forward; a returned value replaces the inputs. With
+        `with_kwargs`, ``hook(module, args, kwargs)``, which may return ``(new_args, new_kwargs)``."""
+        return _add_hook(self._forward_pre_hooks, _KeywordHook(hook) if with_kwargs else hook, prepend)
 
-    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
-        """Call ``hook(module, args, output)`` after forward; a returned value replaces the output."""
+    def register_forward_hook(
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after forward; a returned value replaces the output.
+        With `with_kwargs`, ``hook(module, args, kwargs, output)``; with `always_call`, the hook also
+        runs (its result unused) when forward raises, before the exception goes on."""
+        if with_kwargs or always_call:
+            hook = _KeywordHook(hook, with_kwargs, always_call)
         return _add_hook(self._forward_hooks, hook, prepend)
 
     # ------------------------------------------------------------------ registration
@@ -374,9 +405,27 @@ class Module:
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
+class _KeywordHook:
+    """A forward (pre-)hook registered with PyTorch's with_kwargs or always_call options."""
+
+    __slots__ = ("function", "with_kwargs", "always_call")
+
+    def __init__(self, function: Callable[..., Any], with_kwargs: bool = True, always_call: bool = False) -> None:
+        self.function, self.with_kwargs, self.always_call = function, with_kwargs, always_call
+
+    def __call__(self, *args: Any) -> Any:
+        return self.function(*args)
+
+    def call(self, module: Module, args: tuple, kwargs: dict, output: Any) -> Any:
+        if self.with_kwargs:
+            return self.function(module, args, kwargs, output)
+        return self.function(module, args, output)
+
+
 def _add_hook(registry: OrderedDict, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
-    if not callable(hook):
-        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    target = hook.function if type(hook) is _KeywordHook else hook
+    if not callable(target):
+        raise TypeError(f"hook must be callable, got {type(target).__name__}")
     handle = RemovableHandle(registry)
     registry[handle.id] = hook
     if prepend:
