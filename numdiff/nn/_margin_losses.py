@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 
+from numdiff._dtype import bool_ as numdiff_bool
 from numdiff.linalg import vector_norm
+from numdiff.nn._functional_layers import one_hot
 from numdiff.nn._losses import LossArgumentError, _check_float, _reduce, _reduction
 from numdiff.ops.activation import logsigmoid, softplus
 from numdiff.ops.selection import minimum, where
@@ -193,7 +195,58 @@ def multilabel_soft_margin_loss(
     return _reduce(loss.sum(input.ndim - 1) / classes, reduction)
 
 
+def multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Multi-class hinge loss of scores (N, C) or (C,) against class indices (N,) or ():
+    ``sum over i != y of w_y * max(0, margin - x_y + x_i)**p / C``, p 1 or 2.
+
+    >>> multi_margin_loss(numdiff.tensor([[0.1, 0.2, 0.4, 0.8]]), numdiff.tensor([3]))
+    tensor(0.3250)
+    """
+    op = "multi_margin_loss"
+    reduction = _reduction(op, size_average, reduce, reduction)
+    _check_float(op, "input", input)
+    if p not in (1, 2):
+        raise ValueError(f"{op}: only p == 1 and p == 2 are supported, got p={p!r}")
+    if input.ndim not in (1, 2) or input.shape[-1] == 0:
+        raise ValueError(f"{op}: expected input of shape (N, C) or (C,) with C > 0, got {tuple(input.shape)}")
+    rows = input if input.ndim == 2 else input.reshape(1, -1)
+    samples, classes = rows.shape
+    if not isinstance(target, Tensor) or target.dtype.is_floating_point or target.dtype == numdiff_bool:
+        raise TypeError(f"{op}: target must be a tensor of class indices (an integer dtype), got {_describe(target)}")
+    if target.ndim > 1 or target.numel() != samples:
+        raise ValueError(
+            f"{op}: target {tuple(target.shape)} must hold one class index per row of input {tuple(input.shape)}"
+        )
+    labels = target.reshape(samples).long()
+    if samples and (int(labels.min()) < 0 or int(labels.max()) >= classes):
+        raise ValueError(f"{op}: target out of range: indices must lie in [0, {classes}), got {labels.tolist()}")
+    hinge = (margin - rows.gather(1, labels.reshape(samples, 1)) + rows).clamp_min(0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        _check_float(op, "weight", weight)
+        if tuple(weight.shape) != (classes,):
+            raise ValueError(f"{op}: weight must have shape ({classes},), got {tuple(weight.shape)}")
+        hinge = hinge * weight[labels].reshape(samples, 1)
+    others = 1 - one_hot(labels, classes).to(hinge.dtype)  # the target's own term is left out
+    loss = (hinge * others).sum(1) / classes
+    return _reduce(loss if input.ndim == 2 else loss.reshape(()), reduction)
+
+
+def _describe(value: object) -> str:
+    return f"dtype {value.dtype!r}" if isinstance(value, Tensor) else type(value).__name__
+
+
 __all__ = [
-    "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "multilabel_soft_margin_loss",
-    "pairwise_distance", "soft_margin_loss", "triplet_margin_loss",
+    "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
+    "multilabel_soft_margin_loss", "pairwise_distance", "soft_margin_loss", "triplet_margin_loss",
 ]

@@ -21,6 +21,7 @@ from numdiff.nn._margin_losses import (
     cosine_embedding_loss,
     hinge_embedding_loss,
     margin_ranking_loss,
+    multi_margin_loss,
     multilabel_soft_margin_loss,
     pairwise_distance,
     soft_margin_loss,
@@ -86,7 +87,7 @@ __all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample"]
 __all__ += ["cosine_similarity", "normalize"]
 __all__ += [
     "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
-    "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
+    "multi_margin_loss", "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
 __all__ += ["prelu"]
 __all__ += ["fold", "unfold"]

@@ -296,3 +296,58 @@ def test_pairwise_distance_matches_torch_and_passes_gradcheck(rng, p):
     assert_close(ours, TF.pairwise_distance(torch.tensor(x1), torch.tensor(x2), p=p, eps=1e-3), 1e-12, 0, "value")
     inputs = (numdiff.tensor(x1, requires_grad=True), numdiff.tensor(x2, requires_grad=True))
     assert gradcheck(lambda a, b: nnf.pairwise_distance(a, b, p=p, eps=1e-3), inputs)
+
+
+def _multi_margin_reference(x: np.ndarray, y: np.ndarray, p: int, margin: float, w: np.ndarray | None) -> np.ndarray:
+    rows = np.atleast_2d(x)
+    picked = rows[np.arange(len(rows)), y][:, None]
+    hinge = np.maximum(0.0, margin - picked + rows) ** p
+    hinge[np.arange(len(rows)), y] = 0.0
+    if w is not None:
+        hinge = hinge * w[y][:, None]
+    return hinge.sum(1) / rows.shape[1]
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multi_margin_loss_matches_numpy_and_torch(p, weighted, reduction):
+    rng = np.random.default_rng(p)
+    x, y = rng.standard_normal((6, 4)), rng.integers(0, 4, 6)
+    w = rng.uniform(0.5, 2.0, 4) if weighted else None
+    ours, theirs = twins(x)
+    loss = nnf.multi_margin_loss(ours, numdiff.tensor(y), p, 0.7, None if w is None else numdiff.tensor(w), reduction=reduction)
+    expected = _multi_margin_reference(x, y, p, 0.7, w)
+    expected = {"mean": expected.mean(), "sum": expected.sum(), "none": expected}[reduction]
+    np.testing.assert_allclose(loss.detach().numpy(), expected, rtol=1e-12)
+    torch_loss = torch.nn.MultiMarginLoss(p, 0.7, None if w is None else torch.tensor(w), reduction=reduction)
+    loss.sum().backward()
+    torch_loss(theirs, torch.tensor(y)).sum().backward()
+    assert_close(ours.grad, theirs.grad, rtol=1e-12, atol=1e-15)
+
+
+def test_multi_margin_loss_gradient_matches_central_differences():
+    rng = np.random.default_rng(3)
+    x = numdiff.tensor(rng.standard_normal((5, 3)), requires_grad=True)
+    w = numdiff.tensor(rng.uniform(0.5, 2.0, 3), requires_grad=True)
+    y = numdiff.tensor([0, 2, 1, 1, 0])
+    assert gradcheck(lambda a, b: nnf.multi_margin_loss(a, y, 2, 0.9, b), (x, w))
+    assert gradcheck(lambda a: nnf.multi_margin_loss(a[0], y[0], 1, 0.9, reduction="none"), (x,))
+
+
+def test_multi_margin_loss_refuses_bad_arguments_naming_them():
+    x = numdiff.zeros(2, 3)
+    with pytest.raises(ValueError, match=r"only p == 1 and p == 2 are supported, got p=3"):
+        nnf.multi_margin_loss(x, numdiff.tensor([0, 1]), p=3)
+    with pytest.raises(ValueError, match=r"target out of range: indices must lie in \[0, 3\), got \[0, 3\]"):
+        nnf.multi_margin_loss(x, numdiff.tensor([0, 3]))
+    with pytest.raises(ValueError, match=r"target \(3,\) must hold one class index per row of input \(2, 3\)"):
+        nnf.multi_margin_loss(x, numdiff.tensor([0, 1, 2]))
+    with pytest.raises(TypeError, match=r"target must be a tensor of class indices .* got dtype numdiff.float32"):
+        nnf.multi_margin_loss(x, numdiff.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"weight must have shape \(3,\), got \(2,\)"):
+        nnf.multi_margin_loss(x, numdiff.tensor([0, 1]), weight=numdiff.ones(2))
+    with pytest.raises(ValueError, match=r"expected input of shape \(N, C\) or \(C,\)"):
+        nnf.multi_margin_loss(numdiff.zeros(2, 3, 4), numdiff.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"MultiMarginLoss: only p == 1 and p == 2"):
+        nn.MultiMarginLoss(p=0)

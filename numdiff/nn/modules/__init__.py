@@ -49,6 +49,7 @@ from numdiff.nn.modules.loss import (
     MarginRankingLoss,
     MSELoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
@@ -125,7 +126,7 @@ __all__ += ["PReLU"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
 __all__ += [
-    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
+    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
 ]
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]

@@ -273,6 +273,34 @@ class SoftMarginLoss(_Loss):
         return _margin_losses.soft_margin_loss(input, target, reduction=self.reduction)
 
 
+class MultiMarginLoss(_WeightedLoss):
+    """multi_margin_loss: the multi-class hinge loss of scores against class indices; `weight` (a
+    buffer) weights each target class.
+
+    >>> MultiMarginLoss()(numdiff.randn(4, 3), numdiff.tensor([0, 2, 1, 0])).shape
+    numdiff.Size([])
+    """
+
+    def __init__(
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError(f"MultiMarginLoss: only p == 1 and p == 2 are supported, got p={p!r}")
+        self.p, self.margin = p, margin
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return _margin_losses.multi_margin_loss(
+            input, target, self.p, self.margin, self.weight, reduction=self.reduction
+        )
+
+
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     """multilabel_soft_margin_loss: one binary cross entropy of logits per class, averaged over classes;
     `weight` (a buffer) weights each class."""
