@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import TRACERS
 from numdiff.autograd.function import Function, _SavedOutput
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
@@ -127,6 +128,12 @@ class Tracer:
         # After the ctx arrays: a forward that returns an array it also saved maps to the output.
         self._bind(data, out)
 
+    def record_host(self, function: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        """A call of a host function (numdiff._host_functions): a step rerun on each call's arrays,
+        unless its result is already a value of the graph (it returned an op's output)."""
+        if isinstance(result, Tensor) and id(result._data) not in self.value_of:
+            self.record(function, args, kwargs, result, host=True)
+
     def _record_ctx(self, node: Any, call: OpCall, inputs: tuple, out: Any) -> None:
         """Arrays the forward left on ctx that are not its inputs or output become values."""
         input_arrays = {id(t._data) for t in inputs if isinstance(t, Tensor)}
@@ -171,7 +178,7 @@ class Tracer:
         )
 
 
-_active: list[Tracer] = []
+_active: list[Tracer] = TRACERS  # shared with the host functions (numdiff._host_functions)
 
 
 def tracing_now() -> bool:
@@ -231,32 +238,6 @@ def _refuse(what: str):
     return refuse
 
 
-def host_functions() -> list:
-    """Public functions that compute tensors without an op (comparisons, argmax): traced as calls."""
-    from numdiff.nn import _embedding_bag
-    from numdiff.ops import arithmetic, combinations, logical, reduction, scan, search, sorting
-
-    names = ("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-             "logical_not", "isfinite", "isnan", "isinf", "all", "any")
-    return [getattr(logical, n) for n in names] + [
-        reduction.argmax, reduction.argmin, arithmetic.div, sorting.argsort, sorting.topk_indices,
-        search.nonzero, search.unique_part, search.searchsorted, scan.cumulative_extreme_indices,
-        combinations.histc, _embedding_bag.bag_max_positions,
-    ]
-
-
-def _traced_host(function: Any) -> Any:
-    def traced(*args: Any, **kwargs: Any) -> Any:
-        result = function(*args, **kwargs)
-        tracer = _active[-1] if _active else None
-        if tracer is not None and isinstance(result, Tensor) and id(result._data) not in tracer.value_of:
-            tracer.record(function, args, kwargs, result, host=True)
-        return result
-
-    traced.__name__ = function.__name__
-    return traced
-
-
 _HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
 
 
@@ -300,16 +281,7 @@ class Tracing:
             original, read = _guarded_read(name)
             self._patch(Tensor, name, read)
         self._patch(inplace, "apply_inplace", _refuse("an in-place tensor update"))
-        import numdiff
-        from numdiff.nn import _embedding_bag
-        from numdiff.ops import arithmetic, combinations, logical, reduction, scan, search, sorting
-
-        hosts = {id(f): f for f in host_functions()}
-        owners = (Tensor, numdiff, logical, reduction, arithmetic, sorting, search, scan, combinations, _embedding_bag)
-        for owner in owners:
-            for name, value in list(owner.__dict__.items()):
-                if id(value) in hosts:
-                    self._patch(owner, name, _traced_host(value))
+        # Functions that compute without an op record themselves (numdiff._host_functions).
         self._patch(creation, "rng", _refuse("drawing random numbers"))
         from numdiff.autograd import engine
 

@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import host_function
 from numdiff.ops._util import ensure_tensor
 from numdiff.tensor import Tensor
 
 _MODES = ("sum", "mean", "max")
 
 
+@host_function
 def bag_max_positions(embedded: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
     """(bags, dim) int64: for each bag and column, the first row of `embedded` (T, dim) in that bag
     holding the bag's maximum (0 for a bag with no included row)."""

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _inplace
+from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import backend_for
 from numdiff.creation import full, rand
@@ -223,6 +224,7 @@ def _pad_by_index(input: Tensor, dim: int, before: int, after: int, mode: str) -
     return input[(slice(None),) * dim + (positions,)]
 
 
+@host_function
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 tensor of shape (*tensor.shape, num_classes) with a 1 at each index (no gradient).
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.ops._util import batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
@@ -41,6 +42,7 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     return Sub.apply(*operands("sub", input, other))
 
 
+@host_function
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division (``rounding_mode`` "floor"/"trunc" give non-differentiable results)."""
     a, b = operands("div", input, other)

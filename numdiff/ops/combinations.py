@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._host_functions import host_function
 from numdiff.ops._util import ensure_tensor
 from numdiff.tensor import Tensor
 
@@ -95,6 +96,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
     return cat(rows, dim=0)
 
 
+@host_function
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """Counts of the elements in `bins` equal-width bins over [min, max] (the data's own range
     when both are 0); elements outside are ignored, max falls in the last bin. Same dtype as the

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._host_functions import host_function
 from numdiff.ops._util import as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.tensor import Tensor
 
@@ -20,7 +21,7 @@ def _compare(op: str, ufunc):
 
     compare.__name__ = op
     compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
-    return compare
+    return host_function(compare)
 
 
 eq = _compare("eq", np.equal)
@@ -45,7 +46,7 @@ def _logical(op: str, ufunc):
         return Tensor._wrap(as_result(ufunc(da, db)), None, None)
 
     combine.__name__ = op
-    return combine
+    return host_function(combine)
 
 
 bitwise_and = _logical("bitwise_and", np.bitwise_and)
@@ -53,6 +54,7 @@ bitwise_or = _logical("bitwise_or", np.bitwise_or)
 bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
 
 
+@host_function
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise not (nonzero counts as True)."""
     if vmapped(input):
@@ -60,6 +62,7 @@ def logical_not(input: Tensor) -> Tensor:
     return Tensor._wrap(as_result(np.logical_not(input._data)), None, None)
 
 
+@host_function
 def bitwise_not(input: Tensor) -> Tensor:
     """~x: logical not for bool tensors, bitwise for integers."""
     if vmapped(input):
@@ -69,24 +72,28 @@ def bitwise_not(input: Tensor) -> Tensor:
     return Tensor._wrap(as_result(np.invert(input._data)), None, None)
 
 
+@host_function
 def isfinite(input: Tensor) -> Tensor:
     if vmapped(input):
         return batch_nondifferentiable(isfinite, input)
     return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
 
 
+@host_function
 def isnan(input: Tensor) -> Tensor:
     if vmapped(input):
         return batch_nondifferentiable(isnan, input)
     return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
 
 
+@host_function
 def isinf(input: Tensor) -> Tensor:
     if vmapped(input):
         return batch_nondifferentiable(isinf, input)
     return Tensor._wrap(as_result(np.isinf(input._data)), None, None)
 
 
+@host_function
 def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where all elements (along `dim`) are nonzero."""
     if vmapped(input):
@@ -94,6 +101,7 @@ def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return Tensor._wrap(as_result(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
 
 
+@host_function
 def any(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where any element (along `dim`) is nonzero."""
     if vmapped(input):

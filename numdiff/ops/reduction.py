@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.ops._util import as_result, normalize_dim, normalize_dims, vmapped
@@ -222,11 +223,13 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return out
 
 
+@host_function
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum (over the flattened tensor when dim is None); no gradient."""
     return _arg_extreme("argmax", np.argmax, input, dim, keepdim)
 
 
+@host_function
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum (over the flattened tensor when dim is None); no gradient."""
     return _arg_extreme("argmin", np.argmin, input, dim, keepdim)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.ops._util import ensure_tensor, normalize_dim
@@ -208,6 +209,7 @@ def _cumulative_extreme(op: str, input: Tensor, dim: int) -> Any:
     return values_indices(values, indices)
 
 
+@host_function
 def cumulative_extreme_indices(input: Tensor, op: str, dim: int) -> Tensor:
     """Where each running maximum (op "cummax") or minimum ("cummin") along `dim` was found:
     the latest position holding the running extreme, or the latest NaN once one was seen. Read

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import host_function
 from numdiff.backend import backend_for
 from numdiff.ops._util import ensure_tensor, normalize_dim, operands, vmapped
 from numdiff.tensor import Tensor
@@ -35,6 +36,7 @@ def _on_device_of(array: np.ndarray, like: Tensor) -> Tensor:
     return Tensor._wrap(array, None, None)
 
 
+@host_function
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, one row per element in
     row-major order; with as_tuple=True, one 1-D tensor per dim (a 0-d input counts as 1-D).
@@ -82,6 +84,7 @@ def unique(
     return out[0] if len(out) == 1 else out
 
 
+@host_function
 def unique_part(input: Tensor, part: str, dim: int | None) -> Tensor:
     """One result of `unique`: "values", "inverse" or "counts" (dim already checked)."""
     data = _host("unique", input)
@@ -105,6 +108,7 @@ def _side(op: str, right: bool, side: str | None) -> str:
     return side
 
 
+@host_function
 def searchsorted(
     sorted_sequence: Tensor,
     input: Any,

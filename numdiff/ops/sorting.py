@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import host_function
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
@@ -49,6 +50,7 @@ def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int
     return _indices(_stable_order(data, axis, descending), input), axis
 
 
+@host_function
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """Indices that sort `input` along `dim` (always stable: equal values keep their order).
 
@@ -96,6 +98,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return topk_result(gather(input, axis, indices), indices)
 
 
+@host_function
 def topk_indices(input: Tensor, k: int, dim: int, largest: bool) -> Tensor:
     """The indices `topk` picks along `dim` (already checked), in order, as an int64 tensor.
 

@@ -521,3 +521,19 @@ def test_rebinding_a_plain_tensor_attribute_of_a_compiled_module_retraces():
     compiled(x)
     module.mask = numdiff.tensor([0.0, 5.0], dtype=numdiff.float64)
     np.testing.assert_array_equal(compiled(x).numpy(), [0.0, 5.0])
+
+
+def test_functions_without_an_op_are_rerun_on_every_call_however_they_were_imported():
+    # They were traced by patching the modules that hold them, which missed names imported before
+    # compiling and logical_and/or/xor and one_hot, so a compiled call kept the first call's result.
+    from numdiff import argmax, eq, logical_and, logical_xor
+    from numdiff.nn.functional import one_hot
+
+    def body(x):
+        flags = logical_and(x > 1, x < 6).long() + logical_xor(x > 1, x < 6).long() * 10
+        return eq(x, 5.0).long() + argmax(x) + flags + one_hot(x.argmax(), 3).sum() * 100
+
+    compiled = numdiff.compile(body)
+    for values in ([1.0, 5.0, 2.0], [5.0, 1.0, 9.0], [7.0, 9.0, 0.5]):
+        x = numdiff.tensor(values)
+        assert compiled(x).tolist() == body(x).tolist()
