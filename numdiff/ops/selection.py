@@ -59,10 +59,25 @@ class Clamp(Function):
         return (where(inside, grad, grad * 0) if inside is not None else grad,)
 
 
-def where(condition: Any, input: Any, other: Any) -> Tensor:
-    """Elements of `input` where `condition` holds, else of `other` (scalars allowed)."""
+_UNSET: Any = object()
+
+
+def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
+    """Elements of `input` where `condition` holds, else of `other` (scalars allowed). With the
+    condition alone, as in PyTorch, ``nonzero(condition, as_tuple=True)``: the indices of its
+    true elements, one tensor per dimension."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
+    if input is _UNSET and other is _UNSET:
+        from numdiff.ops.search import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    if input is _UNSET or other is _UNSET:
+        raise TypeError("where: pass both input and other, or the condition alone (the indices where it holds)")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two scalars, as torch allows
+        from numdiff.creation import tensor
+
+        input = tensor(input, device=condition.device)
     if condition._data.dtype.kind != "b":
         condition = condition != 0
     a, b = operands("where", input, other)

@@ -589,3 +589,15 @@ def test_keywords_are_torch_names(name):
     got = _as_tuple(getattr(numdiff, name)(*([_t(numdiff, [1.0])] if name == "meshgrid" else []), **KEYWORD_CALLS[name](numdiff)))
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
+def test_where_with_the_condition_alone_or_two_scalars_matches_torch():
+    values = np.array([[True, False, True], [False, False, True]])
+    cond, tcond = numdiff.tensor(values), torch.tensor(values)
+    for ours, theirs in zip(numdiff.where(cond), torch.where(tcond)):
+        assert ours.tolist() == theirs.tolist() and ours.dtype == numdiff.int64
+    for args in ((1.0, 0.0), (1, 0), (1, 0.5), (True, False)):
+        ours, theirs = numdiff.where(cond, *args), torch.where(tcond, *args)
+        assert ours.tolist() == theirs.tolist() and str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    with pytest.raises(TypeError, match="where: pass both input and other, or the condition alone"):
+        numdiff.where(cond, 1.0)
