@@ -87,7 +87,7 @@ from numdiff.ops.arithmetic import (
     subtract,
     true_divide,
 )
-from numdiff.ops.combinations import block_diag, cartesian_prod, histc, kron
+from numdiff.ops.combinations import bincount, block_diag, cartesian_prod, histc, isin, kron
 from numdiff.ops.conversion import clone
 from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
@@ -282,7 +282,7 @@ __all__ += [
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
-__all__ += ["block_diag", "cartesian_prod", "histc", "kron", "logcumsumexp", "median", "mode", "nanmedian"]
+__all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "logcumsumexp", "median", "mode", "nanmedian"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi

@@ -39,4 +39,6 @@ METHODS = {
     "mode": order_statistics.mode,
     "kron": combinations.kron,
     "histc": combinations.histc,
+    "bincount": combinations.bincount,
+    "isin": combinations.isin,
 }

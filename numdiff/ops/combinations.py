@@ -1,8 +1,9 @@
-"""Products and arrangements of whole tensors: kron, cartesian_prod, block_diag, and histc.
+"""Products and arrangements of whole tensors: kron, cartesian_prod, block_diag; and the counts
+histc and bincount, and isin.
 
 kron, cartesian_prod and block_diag are compositions of reshapes, a broadcast multiply, meshgrid,
-stack and cat, so their gradients (and numdiff.compile's replay) come from those ops. histc counts
-on the host and has no gradient, as in PyTorch.
+stack and cat, so their gradients (and numdiff.compile's replay) come from those ops. histc,
+bincount and isin compute on the host and have no gradient, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -127,3 +128,54 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     index = np.minimum(((inside - low) * bins / (high - low)).astype(np.int64), bins - 1)
     counts = np.bincount(index, minlength=bins).astype(values.dtype)
     return _on_device_of(counts, input)
+
+
+@host_function
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How often each value 0, 1, ... occurs in the 1-D non-negative integer `input` (at least
+    `minlength` counts); with `weights`, the sum of each value's weights instead (float64 for
+    integer weights, else their dtype), as in PyTorch. No gradient.
+
+    >>> numdiff.bincount(numdiff.tensor([0, 1, 1, 3]))
+    tensor([1, 2, 0, 1])
+    """
+    from numdiff.ops.search import _host, _on_device_of
+
+    input = ensure_tensor("bincount", input)
+    if isinstance(minlength, bool) or not isinstance(minlength, int) or minlength < 0:
+        raise ValueError(f"bincount: minlength must be a non-negative int, got {minlength!r}")
+    values = _host("bincount", input)
+    if input.ndim != 1 or values.dtype.kind not in "iub":
+        raise ValueError(
+            f"bincount: only 1-d non-negative integral inputs are supported, got shape {tuple(input.shape)} "
+            f"and dtype {input.dtype}"
+        )
+    if values.size and values.min() < 0:
+        raise ValueError(f"bincount: only non-negative values can be counted, got {values.min()}")
+    if weights is None:
+        return _on_device_of(np.bincount(values, minlength=minlength).astype(np.int64), input)
+    weights = ensure_tensor("bincount", weights, "weights")
+    if tuple(weights.shape) != tuple(input.shape):
+        raise ValueError(f"bincount: weights {tuple(weights.shape)} must have the input's shape {tuple(input.shape)}")
+    w = _host("bincount", weights)
+    dtype = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
+    return _on_device_of(np.bincount(values, weights=w, minlength=minlength).astype(dtype), input)
+
+
+@host_function
+def isin(elements: Tensor | float, test_elements: Tensor | float, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each of `elements` occurs in `test_elements` (either may be a Python number), a bool
+    tensor of the elements' shape; with `invert`, whether it does not. No gradient.
+
+    >>> numdiff.isin(numdiff.tensor([1, 2, 3]), numdiff.tensor([2, 5]))
+    tensor([False,  True, False])
+    """
+    from numdiff.ops.search import _host, _on_device_of
+
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin: expected elements or test_elements to be a Tensor, got two numbers")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    a = _host("isin", elements) if isinstance(elements, Tensor) else np.asarray(elements)
+    b = _host("isin", test_elements) if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    found = np.isin(a, b, assume_unique=assume_unique, invert=invert)
+    return _on_device_of(np.asarray(found, dtype=np.bool_), like)

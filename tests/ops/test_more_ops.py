@@ -601,3 +601,37 @@ def test_where_with_the_condition_alone_or_two_scalars_matches_torch():
         assert ours.tolist() == theirs.tolist() and str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     with pytest.raises(TypeError, match="where: pass both input and other, or the condition alone"):
         numdiff.where(cond, 1.0)
+
+
+def test_bincount_matches_torch_and_refuses_what_it_cannot_count():
+    values = np.array([0, 1, 1, 3, 7])
+    ours, theirs = numdiff.tensor(values), torch.tensor(values)
+    assert numdiff.bincount(ours).tolist() == torch.bincount(theirs).tolist()
+    assert ours.bincount(minlength=10).tolist() == theirs.bincount(minlength=10).tolist()
+    for weights in (np.array([0.5, 1, 1, 2, 3], np.float32), np.array([1, 2, 3, 4, 5])):
+        got = numdiff.bincount(ours, numdiff.tensor(weights))
+        expected = torch.bincount(theirs, torch.tensor(weights))
+        assert got.tolist() == expected.tolist() and str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+    assert numdiff.bincount(numdiff.tensor([], dtype=numdiff.int64)).tolist() == []
+    with pytest.raises(ValueError, match="bincount: only non-negative values can be counted, got -1"):
+        numdiff.bincount(numdiff.tensor([2, -1]))
+    with pytest.raises(ValueError, match=r"bincount: only 1-d .* got shape \(1, 1\)"):
+        numdiff.bincount(numdiff.tensor([[1]]))
+    with pytest.raises(ValueError, match=r"bincount: only 1-d .* dtype numdiff.float32"):
+        numdiff.bincount(numdiff.tensor([1.5]))
+    with pytest.raises(ValueError, match=r"bincount: weights \(2,\) must have the input's shape \(5,\)"):
+        numdiff.bincount(ours, numdiff.ones(2))
+
+
+def test_isin_matches_torch():
+    cases = [
+        (numdiff.tensor([1, 2, 3]), numdiff.tensor([2, 5]), torch.tensor([1, 2, 3]), torch.tensor([2, 5]), {}),
+        (numdiff.tensor([[1.0, 2.0]]), 2.0, torch.tensor([[1.0, 2.0]]), 2.0, {}),
+        (3, numdiff.tensor([3]), 3, torch.tensor([3]), {}),
+        (numdiff.tensor([1, 2]), numdiff.tensor([2]), torch.tensor([1, 2]), torch.tensor([2]), {"invert": True}),
+    ]
+    for a, b, ta, tb, options in cases:
+        got, expected = numdiff.isin(a, b, **options), torch.isin(ta, tb, **options)
+        assert got.tolist() == expected.tolist() and got.dtype == numdiff.bool and tuple(got.shape) == tuple(expected.shape)
+    with pytest.raises(TypeError, match="isin: expected elements or test_elements to be a Tensor"):
+        numdiff.isin(1, 2)
