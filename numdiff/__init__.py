@@ -115,7 +115,7 @@ from numdiff.ops.logical import (
     ne,
 )
 from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
-from numdiff.ops.order_statistics import median, mode, nanmedian
+from numdiff.ops.order_statistics import kthvalue, median, mode, nanmedian
 from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
 from numdiff.ops.rearrange import (
     atleast_1d,
@@ -282,7 +282,7 @@ __all__ += [
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
-__all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "logcumsumexp", "median", "mode", "nanmedian"]
+__all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "kthvalue", "logcumsumexp", "median", "mode", "nanmedian"]
 
 # PyTorch's constants and small predicates.
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi

@@ -37,6 +37,7 @@ METHODS = {
     "median": order_statistics.median,
     "nanmedian": order_statistics.nanmedian,
     "mode": order_statistics.mode,
+    "kthvalue": order_statistics.kthvalue,
     "kron": combinations.kron,
     "histc": combinations.histc,
     "bincount": combinations.bincount,

@@ -1,4 +1,5 @@
-"""median, nanmedian and mode: which element of a slice they pick, then that element gathered.
+"""median, nanmedian, kthvalue and mode: which element of a slice they pick, then that element
+gathered.
 
 Each finds an int64 index per slice from ops numdiff.compile can replay (a stable argsort, counts
 of NaNs, comparisons, cummax), and gathers the values at those indices, so the gradient goes to
@@ -7,8 +8,9 @@ tests/ops/cases_order_statistics.py run through gather's backward.
 
 PyTorch's rules: the median of n values is the lower one, sorted position (n - 1) // 2; a slice
 holding NaN has median NaN (the first NaN's index); nanmedian takes the lower median of the
-non-NaN values (NaN only for an all-NaN slice). mode is the most frequent value, the smallest
-on ties, at the index of its last occurrence.
+non-NaN values (NaN only for an all-NaN slice). kthvalue is the k-th smallest, NaN counting as
+larger than every number. mode is the most frequent value, the smallest on ties, at the index of
+its last occurrence.
 """
 
 from __future__ import annotations
@@ -87,6 +89,26 @@ def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     tensor(1.)
     """
     return _median("nanmedian", input, dim, keepdim, ignore_nan=True)
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+    """(values, indices): the k-th smallest element along `dim` (k from 1), NaN counting as the
+    largest: the k-th of the elements sorted stably, so equal elements count in the input's
+    order. The gradient goes to it.
+
+    >>> numdiff.kthvalue(numdiff.tensor([3.0, 1.0, 2.0]), 2).indices
+    tensor(2)
+    """
+    from numdiff.ops.sorting import argsort
+
+    input, dim, scalar = _prepare("kthvalue", input, dim)
+    n = input.shape[dim]
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
+        raise IndexError(f"kthvalue: k={k!r} is out of range for dimension {dim} of size {n} (shape "
+                         f"{tuple(input.shape)}); k counts from 1")
+    order = argsort(input, dim, stable=True)
+    position = order.narrow(dim, 0, 1) * 0 + (k - 1)
+    return _picked("kthvalue", input, dim, position, order, keepdim, scalar)
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:

@@ -82,6 +82,10 @@ CASES = [
     OpCase(None, "median-global-even", args(distinct(2, 3)), numdiff.median, lambda x: _lower_median(x.reshape(-1), 0)),
     OpCase(None, "nanmedian-keepdim", args(distinct(4, 3)), lambda x: x.nanmedian(0, keepdim=True).values,
            lambda x: _lower_median(x, 0)[None]),
+    OpCase(None, "kthvalue-dim", args(distinct(3, 5)), lambda x: numdiff.kthvalue(x, 2, 1).values,
+           lambda x: np.sort(x, 1)[:, 1]),
+    OpCase(None, "kthvalue-method-keepdim", args(distinct(4, 3)), lambda x: x.kthvalue(4, 0, keepdim=True).values,
+           lambda x: np.sort(x, 0)[3:4]),
     # Distinct values (each occurs once: the mode is the smallest), as a perturbation would break ties;
     # tests/ops/test_combinations.py checks ties against torch.
     OpCase(None, "mode", args(distinct(3, 5)), lambda x: numdiff.mode(x).values, _mode_reference),

@@ -198,3 +198,22 @@ def test_logcumsumexp_under_vmap_and_jacrev():
     jacobian = numdiff.func.jacrev(lambda t: numdiff.logcumsumexp(t, 0))(numdiff.tensor(x[0, 0]))
     expected = torch.func.jacrev(lambda t: torch.logcumsumexp(t, 0))(torch.tensor(x[0, 0]))
     np.testing.assert_allclose(jacobian.numpy(), expected.numpy(), rtol=1e-14)
+
+
+def test_kthvalue_matches_torch_with_nan_and_ties_and_refuses_a_bad_k():
+    # Which of several equal elements torch's selection returns varies; ours go in input order. So the
+    # indices are compared with torch's where a row has no ties, and must point at the value anyway.
+    values = np.array([[3.0, 1.0, 2.0, 5.0, 2.0], [np.nan, 0.0, 4.0, -1.0, 0.0], [np.nan, 7.0, 4.0, -1.0, 0.5]])
+    for k in range(1, 6):
+        ours = numdiff.kthvalue(numdiff.tensor(values), k, 1)
+        theirs = torch.kthvalue(torch.tensor(values), k, 1)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        picked = np.take_along_axis(values, ours.indices.numpy()[:, None], 1)[:, 0]
+        np.testing.assert_array_equal(picked, ours.values.numpy())
+        assert ours.indices.tolist()[2] == theirs.indices.tolist()[2]  # the row without ties
+        assert ours.indices.tolist()[0] == [1, 2, 4, 0, 3][k - 1]  # tied 2.0s in the input's order
+    assert numdiff.kthvalue(numdiff.tensor(5.0), 1).indices.item() == 0
+    with pytest.raises(IndexError, match=r"kthvalue: k=6 is out of range for dimension 1 of size 5 \(shape \(3, 5\)\)"):
+        numdiff.kthvalue(numdiff.tensor(values), 6)
+    with pytest.raises(IndexError, match="kthvalue: k=0 is out of range"):
+        numdiff.tensor(values).kthvalue(0)
