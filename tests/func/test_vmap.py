@@ -116,3 +116,29 @@ def test_chunk_size_gives_the_same_result_in_slices():
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match="chunk_size must be a positive int"):
         func.vmap(lambda r: r, chunk_size=0)
+
+
+def test_sort_topk_median_and_mode_order_every_example_not_the_first():
+    # argsort and topk read the values on the host: under vmap they must order each example's
+    # values (they once ordered every example by the first's), nested vmaps and grad included.
+    data = RNG.standard_normal((4, 2, 5))
+    data[:, :, 3] = data[:, :, 1]  # ties, for mode and the stable order
+    x, tx = numdiff.tensor(data), torch.tensor(data)
+
+    def per_example(lib, r):
+        values, indices = r.sort(-1, descending=True)
+        top_values = r.topk(2, dim=1, largest=False).values  # (torch orders tied indices its own way)
+        return lib.cat([
+            values, indices.to(r.dtype), top_values, r.topk(2, 0).indices.to(r.dtype), r.argsort(0).to(r.dtype),
+            r.median(1).values.unsqueeze(1), r.mode(1).values.unsqueeze(1),
+        ], 1)
+
+    ours = func.vmap(lambda r: per_example(numdiff, r))(x)
+    theirs = torch.func.vmap(lambda r: per_example(torch, r))(tx)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    nested = func.vmap(func.vmap(lambda r: r.sort().values), in_dims=1)(x)
+    np.testing.assert_allclose(nested.numpy(), np.sort(data, -1).transpose(1, 0, 2), rtol=1e-12)
+    distinct = RNG.standard_normal((4, 2, 5))  # no ties: torch sends a tie's gradient its own way
+    grads = func.vmap(func.grad(lambda r: (r.topk(2, dim=1).values ** 2).sum()))(numdiff.tensor(distinct))
+    their_grads = torch.func.vmap(torch.func.grad(lambda r: (r.topk(2, dim=1).values ** 2).sum()))(torch.tensor(distinct))
+    np.testing.assert_allclose(grads.numpy(), their_grads.numpy(), rtol=1e-12)
