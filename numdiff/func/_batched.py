@@ -287,20 +287,44 @@ _VIEW_OPS = frozenset({"reshape", "permute", "expand", "getitem"})
 _warned_ops: set[str] = set()
 
 
-def _loop(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
-    """The fallback: the op once per batch entry, results stacked (correct, not fast)."""
-    from numdiff.ops.shape import stack
-
-    name = getattr(cls, "op_name", cls.__name__)
+def _warn_loop(name: str, stacklevel: int) -> None:
     if name not in _warned_ops:
         _warned_ops.add(name)
         warnings.warn(
             f"vmap: op {name!r} has no batching rule; it runs once per batch entry in a Python loop",
             VmapPerformanceWarning,
-            stacklevel=4,
+            stacklevel=stacklevel + 1,
         )
+
+
+def _loop(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """The fallback: the op once per batch entry, results stacked (correct, not fast)."""
+    from numdiff.ops.shape import stack
+
+    _warn_loop(getattr(cls, "op_name", cls.__name__), 4)
     results = []
     for index in range(size):
         args = [v[index] if b else v for v, b in zip(values, batched)]
         results.append(cls.apply(*args, **attrs))
     return stack(results)
+
+
+def per_example(name: str, fn: Callable[..., Tensor], *operands: Any) -> Tensor:
+    """``fn(*operands)`` one example at a time of the innermost vmap level an operand is batched at,
+    the results stacked: for a public op that reads an operand's values on the host (an index
+    tensor, class labels), which for a batched tensor would be its first example only. Each call
+    sees that example's operands (still batched at the outer levels, which recurse here)."""
+    from numdiff.ops.shape import stack
+
+    _warn_loop(name, 3)
+    level = max(level_of(t) for t in operands)
+    pairs = [unwrap_level(t, level) for t in operands]
+    size = transforms.batch_sizes[level - 1]
+    results = [fn(*(value[index] if is_batched else value for value, is_batched in pairs)) for index in range(size)]
+    shapes = {tuple(r.shape) for r in results}
+    if len(shapes) > 1:
+        raise VmapDataDependentError(
+            f"vmap: {name} gives results of different shapes {sorted(shapes)} for the batch entries (the "
+            "shape depends on the values); vmap needs one shape for every entry"
+        )
+    return wrap(stack(results), level)

@@ -142,3 +142,45 @@ def test_sort_topk_median_and_mode_order_every_example_not_the_first():
     grads = func.vmap(func.grad(lambda r: (r.topk(2, dim=1).values ** 2).sum()))(numdiff.tensor(distinct))
     their_grads = torch.func.vmap(torch.func.grad(lambda r: (r.topk(2, dim=1).values ** 2).sum()))(torch.tensor(distinct))
     np.testing.assert_allclose(grads.numpy(), their_grads.numpy(), rtol=1e-12)
+
+
+def test_index_tensors_batched_by_vmap_index_each_example_with_its_own_indices():
+    # An index tensor's values were read from its array, which for a batched tensor is the first
+    # example only: every example was indexed with the first example's indices.
+    data = RNG.standard_normal((4, 5))
+    indices = np.array([[0, 1, 2], [4, 3, 2], [1, 1, 1], [0, 4, 0]])
+    x, tx = numdiff.tensor(data), torch.tensor(data)
+    i, ti = numdiff.tensor(indices), torch.tensor(indices)
+
+    def per_example(lib, fn, r, k):
+        written = r.clone()
+        written[k] = -1.0
+        return lib.cat([
+            r[k], r.index_select(0, k), written, r.index_add(0, k, r[:3] * 2),
+            fn.embedding(k, r.reshape(5, 1)).reshape(3), fn.one_hot(k, 5).to(r.dtype).reshape(15),
+        ])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", func.VmapPerformanceWarning)
+        ours = func.vmap(lambda r, k: per_example(numdiff, nf, r, k))(x, i)
+        grads = func.vmap(func.grad(lambda r, k: (r[k] ** 2).sum()))(x, i)
+        nested = func.vmap(func.vmap(lambda r, k: r[k]), in_dims=(0, None))(numdiff.tensor(data[None].repeat(2, 0)), i)
+    theirs = torch.func.vmap(lambda r, k: per_example(torch, torch.nn.functional, r, k))(tx, ti)
+    their_grads = torch.func.vmap(torch.func.grad(lambda r, k: (r[k] ** 2).sum()))(tx, ti)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads.numpy(), their_grads.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(nested.numpy(), np.take_along_axis(data, indices, 1)[None].repeat(2, 0), rtol=1e-12)
+
+
+def test_data_dependent_shapes_from_batched_values_raise():
+    x = numdiff.tensor(RNG.standard_normal((3, 4)))
+    counts = numdiff.tensor(np.array([[1, 0, 2, 1], [0, 1, 1, 0], [4, 0, 0, 0]]))
+    mask = numdiff.tensor(np.array([[True, False, True, True], [False, True, True, False], [True, False, False, False]]))
+    with pytest.raises(func.VmapDataDependentError, match="repeat_interleave"):
+        func.vmap(lambda r, c: r.repeat_interleave(c))(x, counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", func.VmapPerformanceWarning)
+        with pytest.raises(func.VmapDataDependentError, match="different shapes"):
+            func.vmap(lambda r, m: r[m])(x, mask)
+        with pytest.raises(func.VmapDataDependentError, match="num_classes"):
+            func.vmap(lambda c: nf.one_hot(c))(counts)
