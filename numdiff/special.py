@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from numdiff._dtype import float64, get_default_dtype
+from numdiff.ops._util import ensure_tensor
 from numdiff.ops.activation import log_softmax, softmax
 from numdiff.ops.elementwise import PUBLIC
 from numdiff.ops.reduction import logsumexp
@@ -49,13 +51,31 @@ def ndtri(input: Tensor) -> Tensor:
     return erfinv(input * 2.0 - 1.0) * math.sqrt(2.0)
 
 
-def log_ndtr(input: Tensor) -> Tensor:
-    """log(ndtr(x)).
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
-    >>> numdiff.special.log_ndtr(numdiff.tensor([0.0]))
-    tensor([-0.6931])
+
+def log_ndtr(input: Tensor) -> Tensor:
+    """log(ndtr(x)), finite far into the lower tail, where ndtr itself underflows to 0.
+
+    Below a threshold (-20 in float64, -10 otherwise) it is the asymptotic expansion
+    log ndtr(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + ...),
+    whose first omitted term is below the dtype's rounding there.
+
+    >>> numdiff.special.log_ndtr(numdiff.tensor([0.0, -40.0]))
+    tensor([  -0.6931, -804.6084])
     """
-    return ndtr(input).log()
+    input = ensure_tensor("special.log_ndtr", input)
+    if not input.is_floating_point():
+        input = input.to(get_default_dtype())
+    threshold = -20.0 if input.dtype == float64 else -10.0
+    tail = input < threshold
+    # Each branch sees only inputs it is finite at, so the other's gradient is an exact zero, not 0 * inf.
+    body = ndtr(where(tail, 0.0, input)).log()
+    x = where(tail, input, threshold)
+    r = 1.0 / (x * x)
+    series = 1.0 + r * (-1.0 + r * (3.0 + r * (-15.0 + r * (105.0 + r * (-945.0 + r * 10395.0)))))
+    asymptotic = x * x * -0.5 - (-x).log() - _LOG_SQRT_2PI + series.log()
+    return where(tail, asymptotic, body)
 
 
 def xlog1py(input: Any, other: Any) -> Tensor:
