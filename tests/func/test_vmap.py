@@ -184,3 +184,17 @@ def test_data_dependent_shapes_from_batched_values_raise():
             func.vmap(lambda r, m: r[m])(x, mask)
         with pytest.raises(func.VmapDataDependentError, match="num_classes"):
             func.vmap(lambda c: nf.one_hot(c))(counts)
+
+
+def test_an_empty_batch_maps_to_an_empty_result():
+    # A batched tensor's stand-in array was its first example, which an empty batch lacks: every
+    # vmap over a size-0 dim raised an IndexError from NumPy.
+    empty = numdiff.zeros(0, 3, dtype=numdiff.float64)
+    assert func.vmap(lambda r: (r * 2).softmax(0))(empty).shape == (0, 3)
+    assert func.vmap(lambda r: r @ r)(empty).shape == (0,)
+    assert func.vmap(func.grad(lambda r: (r ** 2).sum()))(empty).shape == (0, 3)
+    assert func.jacrev(lambda r: r.sin())(numdiff.zeros(0, dtype=numdiff.float64)).shape == (0, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", func.VmapPerformanceWarning)
+        picked = func.vmap(lambda r, i: r[i])(empty, numdiff.zeros(0, 2, dtype=numdiff.int64))
+    assert picked.shape == (0, 2)
