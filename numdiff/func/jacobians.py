@@ -8,6 +8,7 @@ jacfwd maps jvp over its columns (forward mode by double vjp, see numdiff.func.t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +41,7 @@ def _shape_jacobian(rows: Tensor, out_shape: tuple, in_shape: tuple, rows_are_ou
     """(numel_out, *in) rows, or (numel_in, *out) columns, as a (*out, *in) Jacobian."""
     if rows_are_outputs:
         return rows.reshape(*out_shape, *in_shape)
-    columns = rows.reshape(rows.shape[0], -1).t()
+    columns = rows.reshape(rows.shape[0], math.prod(out_shape)).t()  # (not -1: rows may be empty)
     return columns.reshape(*out_shape, *in_shape)
 
 

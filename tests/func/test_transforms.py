@@ -181,3 +181,11 @@ def test_vmap_of_hessian_and_doubly_vmapped_grad_match_torch():
     ours = func.vmap(func.grad(lambda b, a: f(numdiff, a, b)), in_dims=(None, 0))(w, x[0])
     theirs = torch.func.vmap(torch.func.grad(lambda b, a: f(torch, a, b)), in_dims=(None, 0))(tw, tx[0])
     _close(ours, theirs)
+
+
+def test_jacfwd_of_empty_inputs_and_outputs_has_the_empty_shape():
+    # Its columns were reshaped with -1, which a zero-size Jacobian cannot resolve.
+    cases = [((0,), lambda a: a * 2), ((0, 3), lambda a: a.sum(0)), ((3,), lambda a: a[:0]), ((0,), lambda a: a.sum())]
+    for shape, fn in cases:
+        ours = func.jacfwd(fn)(numdiff.zeros(*shape, dtype=numdiff.float64))
+        assert ours.shape == torch.func.jacfwd(fn)(torch.zeros(*shape, dtype=torch.float64)).shape
