@@ -286,8 +286,15 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
         out_leaves, out_spec = tree_flatten(out)
         values = [_batched.physical(_check_float("jvp", o, "each output"))[0] for o in out_leaves]
         dummies = [zeros_like(v).requires_grad_() for v in values]
-        with enable_grad():
-            pulled = autograd_grad(values, [v for v, _ in level.fresh], grad_outputs=dummies, create_graph=True, allow_unused=True)
+        # An output that no recorded op produced (a constant, a detached value) has tangent zero.
+        tracked = [k for k, v in enumerate(values) if v._grad_fn is not None or v._requires_grad]
+        pulled = [None] * len(level.fresh)
+        if tracked:
+            with enable_grad():
+                pulled = autograd_grad(
+                    [values[k] for k in tracked], [v for v, _ in level.fresh],
+                    grad_outputs=[dummies[k] for k in tracked], create_graph=True, allow_unused=True,
+                )  # fmt: skip
         used = [(g, t) for g, t in zip(pulled, tangents) if g is not None]
         tangent_values = [_batched.physical(_batched.promote(t))[0] for _, t in used]
         if used:

@@ -189,3 +189,19 @@ def test_jacfwd_of_empty_inputs_and_outputs_has_the_empty_shape():
     for shape, fn in cases:
         ours = func.jacfwd(fn)(numdiff.zeros(*shape, dtype=numdiff.float64))
         assert ours.shape == torch.func.jacfwd(fn)(torch.zeros(*shape, dtype=torch.float64)).shape
+
+
+def test_jvp_jacfwd_and_hessian_of_outputs_that_do_not_depend_on_the_inputs_are_zero():
+    # Forward mode pulled every output back through autograd, which raised for an output no
+    # recorded op produced (a constant, a detached value), as torch.func gives zeros for.
+    (x, tx) = _pair(2)
+
+    def fn(lib, a):
+        return a * 2, lib.ones(3, dtype=a.dtype), a.detach() ** 2
+
+    ours = func.jvp(lambda a: fn(numdiff, a), (x,), (x,))
+    theirs = torch.func.jvp(lambda a: fn(torch, a), (tx,), (tx,))
+    _close(ours, theirs)
+    _close(func.jacfwd(lambda a: fn(numdiff, a))(x), torch.func.jacfwd(lambda a: fn(torch, a))(tx))
+    _close(func.vmap(func.jacfwd(lambda a: fn(numdiff, a)[1]))(x.reshape(2, 1)), torch.zeros(2, 3, 1))
+    _close(func.hessian(lambda a: a[:0].sum() + 1.0)(x), torch.zeros(2, 2))
