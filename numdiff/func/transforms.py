@@ -99,11 +99,16 @@ class _Level:
 
 
 def _argnums_tuple(argnums: Any, count: int, op: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums) if isinstance(argnums, (tuple, list)) else None
+    if nums is None or not nums or any(not isinstance(n, int) or isinstance(n, bool) for n in nums):
+        raise TypeError(f"{op}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     for n in nums:
         if not -count <= n < count:
             raise ValueError(f"{op}: argnums {argnums!r} is out of range for {count} positional arguments")
-    return tuple(n % count for n in nums)
+    normalized = tuple(n % count for n in nums)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"{op}: argnums {argnums!r} names an argument more than once")
+    return normalized
 
 
 def _split_aux(op: str, out: Any, has_aux: bool) -> tuple[Any, Any]:

@@ -90,3 +90,15 @@ def test_per_sample_gradients_run_without_fallback_loops():
         warnings.simplefilter("error", func.VmapPerformanceWarning)
         grads = func.vmap(func.grad(loss), in_dims=(None, 0, 0))(params, numdiff.randn(5, 4), numdiff.tensor([0, 1, 2, 0, 1]))
     assert grads["weight"].shape == (5, 3, 4)
+
+
+def test_argnums_must_name_each_argument_once():
+    # Repeated argnums made jacrev overwrite one primal with the other (a wrong, all-zero block),
+    # and () or a float were accepted or leaked a TypeError from iterating them.
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64)
+    for transform in (func.grad, func.jacrev, func.jacfwd):
+        with pytest.raises(ValueError, match=r"argnums \(0, -2\) names an argument more than once"):
+            transform(lambda a, b: (a * b).sum(), argnums=(0, -2))(x, x)
+        for bad in ((), 0.0, True, "0"):
+            with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple of ints"):
+                transform(lambda a, b: (a * b).sum(), argnums=bad)(x, x)
