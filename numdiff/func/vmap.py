@@ -49,6 +49,11 @@ def _move_to_front(t: Tensor, dim: int) -> Tensor:
 
 
 def _move_from_front(value: Tensor, dim: int) -> Tensor:
+    if not -value.ndim <= dim < value.ndim:
+        raise ValueError(
+            f"vmap: out_dim {dim} is out of range for an output of shape {tuple(value.shape[1:])} "
+            f"(with the batch dim it has {value.ndim} dims: out_dim must be in [{-value.ndim}, {value.ndim - 1}])"
+        )
     dim = dim % value.ndim
     if dim == 0:
         return value
@@ -94,6 +99,8 @@ def vmap(
         for index, (leaf, dim) in enumerate(zip(leaves, dims)):
             if dim is None:
                 continue
+            if not isinstance(dim, int) or isinstance(dim, bool):
+                raise TypeError(f"vmap: in_dims must be ints or None, got {dim!r} for input {index} (in_dims={in_dims!r})")
             if not isinstance(leaf, Tensor):
                 raise ValueError(f"vmap: in_dims gives dim {dim} for input {index}, which is a {type(leaf).__name__}, not a Tensor")
             if not -leaf.ndim <= dim < max(leaf.ndim, 1) or leaf.ndim == 0:
@@ -164,6 +171,8 @@ def _unbatch_outputs(out: Any, out_dims: Any, level: int, size: int) -> Any:
     for leaf, dim in zip(leaves, dims):
         if not isinstance(leaf, Tensor):
             raise ValueError(f"vmap: the function must return tensors, got a {type(leaf).__name__}")
+        if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool)):
+            raise TypeError(f"vmap: out_dims must be ints or None, got {dim!r} in out_dims={out_dims!r}")
         value, is_batched = _batched.unwrap_level(leaf, level)
         if dim is None:
             if is_batched:

@@ -102,3 +102,18 @@ def test_argnums_must_name_each_argument_once():
         for bad in ((), 0.0, True, "0"):
             with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple of ints"):
                 transform(lambda a, b: (a * b).sum(), argnums=bad)(x, x)
+
+
+def test_vmap_out_dims_out_of_range_or_not_an_int_raise():
+    # An out_dim past the output's dims was taken modulo them (out_dims=3 on a 2-D result acted as
+    # 1, and out_dims=1 on a scalar result was ignored); torch.func raises.
+    x = numdiff.ones(4, 3)
+    with pytest.raises(ValueError, match=r"out_dim 3 is out of range for an output of shape \(3,\).*\[-2, 1\]"):
+        func.vmap(lambda r: r * 2, out_dims=3)(x)
+    with pytest.raises(ValueError, match=r"out_dim 1 is out of range for an output of shape \(\)"):
+        func.vmap(lambda r: r.sum(), out_dims=1)(x)
+    with pytest.raises(TypeError, match="out_dims must be ints or None, got 1.5"):
+        func.vmap(lambda r: r, out_dims=1.5)(x)
+    with pytest.raises(TypeError, match="in_dims must be ints or None, got 0.0 for input 0"):
+        func.vmap(lambda r: r, in_dims=(0.0,))(x)
+    assert func.vmap(lambda r: r * 2, out_dims=-2)(x).shape == (4, 3)
