@@ -42,6 +42,9 @@ BAD = [
     ("bernoulli-value-half", lambda lib: lib.distributions.Bernoulli(0.3).log_prob(lib.tensor(0.5))),
     ("exponential-negative-value", lambda lib: lib.distributions.Exponential(1.0).log_prob(lib.tensor(-1.0))),
     ("uniform-value-above-high", lambda lib: lib.distributions.Uniform(0.0, 1.0).log_prob(lib.tensor(2.0))),
+    # low >= high was accepted (the docstring said PyTorch does not check it; 2.13 does).
+    ("uniform-low-above-high", lambda lib: lib.distributions.Uniform(lib.tensor([0.0, 2.0]), lib.tensor([1.0, 1.0]))),
+    ("uniform-low-equal-to-high", lambda lib: lib.distributions.Uniform(lib.tensor(1.0), lib.tensor(1.0))),
     (
         "one-hot-value-not-one-hot",
         lambda lib: lib.distributions.OneHotCategorical(logits=lib.zeros(2)).log_prob(lib.ones(2)),
