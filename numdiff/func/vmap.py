@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from numdiff._random import SameDrawReplay, same_draw_replays
 from numdiff.autograd.transform_state import transforms
 from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_unflatten
@@ -79,7 +80,7 @@ def vmap(
     'different' (an independent draw per batch entry) or 'same' (one draw shared by the batch; a
     random op whose own input is batched then raises, as in torch.func). Each level of nested vmaps
     keeps its own mode. chunk_size runs the batch in slices of that many entries (less memory, same
-    result; with 'different', other draws).
+    result; with 'different', other draws; with 'same', every chunk replays the first chunk's draws).
 
     >>> x = numdiff.randn(8, 3); w = numdiff.randn(3)
     >>> numdiff.func.vmap(numdiff.dot, in_dims=(0, None))(x, w).shape
@@ -113,11 +114,20 @@ def vmap(
             listing = ", ".join(f"input {i} of shape {shape} has size {s}" for i, shape, s in sizes)
             raise ValueError(f"vmap: the batched inputs have different sizes along their in_dims: {listing}")
         if chunk_size is not None and size > chunk_size:
-            chunks = []
-            for start in range(0, size, chunk_size):
-                stop = min(start + chunk_size, size)
-                sliced = [leaf if dim is None else _narrow(leaf, dim % leaf.ndim, start, stop) for leaf, dim in zip(leaves, dims)]
-                chunks.append(_run_batch(func, sliced, dims, spec, kwargs, stop - start, out_dims, randomness))
+            replay = SameDrawReplay() if randomness == "same" else None
+            if replay is not None:
+                same_draw_replays.append(replay)
+            try:
+                chunks = []
+                for start in range(0, size, chunk_size):
+                    stop = min(start + chunk_size, size)
+                    sliced = [leaf if dim is None else _narrow(leaf, dim % leaf.ndim, start, stop) for leaf, dim in zip(leaves, dims)]
+                    if replay is not None:
+                        replay.next_chunk()
+                    chunks.append(_run_batch(func, sliced, dims, spec, kwargs, stop - start, out_dims, randomness))
+            finally:
+                if replay is not None:
+                    same_draw_replays.remove(replay)
             return _concatenate(chunks, out_dims)
         return _run_batch(func, leaves, dims, spec, kwargs, size, out_dims, randomness)
 
