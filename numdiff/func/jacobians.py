@@ -14,7 +14,7 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.func._pytree import tree_flatten, tree_unflatten
-from numdiff.func.transforms import _argnums_tuple, _split_aux, jvp, vjp
+from numdiff.func.transforms import _argnums_tuple, _check_float, _split_aux, jvp, vjp
 from numdiff.func.vmap import vmap
 from numdiff.tensor import Tensor
 
@@ -67,8 +67,12 @@ def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False)
                 return vjp_fn([v if k == j else zeros_like(o) for k, o in enumerate(out_leaves)])
 
             rows = vmap(pull)(_basis(out))
-            jac = tuple(_shape_jacobian(r, tuple(out.shape), tuple(p.shape), True) for r, p in zip(rows, primals))
-            per_output.append(jac[0] if isinstance(argnums, int) else jac)
+            jac = []
+            for r, p in zip(rows, primals):  # a primal may be a tuple/list/dict of tensors
+                (r_leaves, spec), p_leaves = tree_flatten(r), tree_flatten(p)[0]
+                blocks = [_shape_jacobian(a, tuple(out.shape), tuple(b.shape), True) for a, b in zip(r_leaves, p_leaves)]
+                jac.append(tree_unflatten(blocks, spec))
+            per_output.append(jac[0] if isinstance(argnums, int) else tuple(jac))
         result = tree_unflatten(per_output, out_spec)
         return (result, aux[0]) if has_aux else result
 
@@ -93,15 +97,26 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False)
         with no_grad():
             output, aux = _split_aux("jacfwd", partial(*primals), has_aux)
         out_leaves, out_spec = tree_flatten(output)
+        flat = [tree_flatten(p) for p in primals]  # a primal may be a tuple/list/dict of tensors
+        for n, (leaves, _) in zip(nums, flat):
+            for leaf in leaves:
+                _check_float("jacfwd", leaf, f"argument {n}")
         per_input = []
-        for i, p in enumerate(primals):
+        for i, (leaves, spec) in enumerate(flat):
+            blocks: list[list] = [[] for _ in out_leaves]
+            for m, leaf in enumerate(leaves):
 
-            def push(t: Tensor, i: int = i) -> Any:
-                tangents = tuple(t if k == i else zeros_like(q) for k, q in enumerate(primals))
-                return jvp(partial, primals, tangents, has_aux=has_aux)[1]
+                def push(t: Tensor, i: int = i, m: int = m) -> Any:
+                    tangents = tuple(
+                        tree_unflatten([t if (k, n) == (i, m) else zeros_like(q) for n, q in enumerate(qs)], q_spec)
+                        for k, (qs, q_spec) in enumerate(flat)
+                    )
+                    return jvp(partial, primals, tangents, has_aux=has_aux)[1]
 
-            columns = tree_flatten(vmap(push)(_basis(p)))[0]
-            per_input.append([_shape_jacobian(c, tuple(o.shape), tuple(p.shape), False) for c, o in zip(columns, out_leaves)])
+                columns = tree_flatten(vmap(push)(_basis(leaf)))[0]
+                for block, c, o in zip(blocks, columns, out_leaves):
+                    block.append(_shape_jacobian(c, tuple(o.shape), tuple(leaf.shape), False))
+            per_input.append([tree_unflatten(block, spec) for block in blocks])
         per_output = []
         for j in range(len(out_leaves)):
             jac = tuple(per_input[i][j] for i in range(len(primals)))

@@ -19,6 +19,11 @@ def _pair(*shape: int) -> tuple[numdiff.Tensor, torch.Tensor]:
 
 
 def _close(ours, theirs) -> None:
+    if isinstance(theirs, dict):
+        assert sorted(ours) == sorted(theirs)
+        for key in theirs:
+            _close(ours[key], theirs[key])
+        return
     if isinstance(theirs, (tuple, list)):
         assert len(ours) == len(theirs)
         for a, b in zip(ours, theirs):
@@ -205,3 +210,26 @@ def test_jvp_jacfwd_and_hessian_of_outputs_that_do_not_depend_on_the_inputs_are_
     _close(func.jacfwd(lambda a: fn(numdiff, a))(x), torch.func.jacfwd(lambda a: fn(torch, a))(tx))
     _close(func.vmap(func.jacfwd(lambda a: fn(numdiff, a)[1]))(x.reshape(2, 1)), torch.zeros(2, 3, 1))
     _close(func.hessian(lambda a: a[:0].sum() + 1.0)(x), torch.zeros(2, 2))
+
+
+def test_vjp_jvp_jacrev_jacfwd_take_tuples_lists_and_dicts_of_tensors_as_primals():
+    # grad took nested primals, but vjp, jvp and jacrev raised "primal 0 must be a Tensor, got
+    # dict", and jacfwd leaked an AttributeError ('dict' object has no attribute 'numel').
+    (w, tw), (u, tu), (s, ts), (z, tz) = _pair(2, 3), _pair(3), _pair(3), _pair(3)
+
+    def fn(params, x):
+        return (params["w"] @ (params["v"][0] * x)).sin() * params["v"][1].sum()
+
+    ours, theirs = ({"w": w, "v": [u, s]}, z), ({"w": tw, "v": [tu, ts]}, tz)
+    _close(func.vjp(fn, *ours)[1](numdiff.ones(2, dtype=numdiff.float64)), torch.func.vjp(fn, *theirs)[1](torch.ones(2, dtype=torch.float64)))
+    basis, their_basis = numdiff.eye(2, dtype=numdiff.float64), torch.eye(2, dtype=torch.float64)
+    _close(func.vmap(func.vjp(fn, *ours)[1])(basis), torch.func.vmap(torch.func.vjp(fn, *theirs)[1])(their_basis))
+    tangents, their_tangents = ({"w": w * 2, "v": [s, u]}, u), ({"w": tw * 2, "v": [ts, tu]}, tu)
+    _close(func.jvp(fn, ours, tangents), torch.func.jvp(fn, theirs, their_tangents))
+    for transform, reference in ((func.jacrev, torch.func.jacrev), (func.jacfwd, torch.func.jacfwd)):
+        _close(transform(fn, argnums=(0, 1))(*ours), reference(fn, argnums=(0, 1))(*theirs))
+    _close(func.hessian(lambda p, x: fn(p, x).sum())(*ours), torch.func.hessian(lambda p, x: fn(p, x).sum())(*theirs))
+    with pytest.raises(ValueError, match="tangent 0 does not have the structure of its primal"):
+        func.jvp(fn, ours, ({"w": w}, u))
+    with pytest.raises(TypeError, match="jacfwd: argument 0 must be a Tensor, got float"):
+        func.jacfwd(lambda p: p["a"] * p["n"])({"a": u, "n": 2.0})
