@@ -254,3 +254,25 @@ def test_log_ndtr_stays_finite_and_accurate_in_the_lower_tail():
     np.testing.assert_allclose(out32.detach().numpy(), value, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(single.grad.numpy(), slope, rtol=1e-5)
     numdiff.autograd.gradcheck(numdiff.special.log_ndtr, numdiff.tensor([-25.0, -20.0001, -15.0, -1.0], dtype=numdiff.float64, requires_grad=True))
+
+
+def test_ndtri_keeps_its_digits_in_the_lower_tail():
+    # sqrt(2) erfinv(2p - 1) loses p's digits to the cancellation in 2p - 1: 1e-5 relative error at
+    # p = 1e-12, and -inf from p = 1e-17 on (torch: -9.26 at 1e-20).
+    p = np.array([0.0, 1e-300, 1e-100, 1e-20, 1e-12, 1e-5, 0.00999, 0.0100001, 0.3, 0.5, 0.9, 1.0, -0.1])
+    leaf = numdiff.tensor(p, requires_grad=True)
+    out = numdiff.special.ndtri(leaf)
+    out.backward(numdiff.ones_like(out))  # (not .sum(): -inf + inf would warn)
+    t = torch.tensor(p, requires_grad=True)
+    expected = torch.special.ndtri(t)
+    expected.backward(torch.ones_like(expected))
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(leaf.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    slope = [float(1 / mpmath.npdf(mpmath.mpf(v))) for v in expected.detach().numpy()[1:-2]]
+    np.testing.assert_allclose(leaf.grad.numpy()[1:-2], slope, rtol=1e-12)
+    single = numdiff.special.ndtri(numdiff.tensor(p[3:-2].astype(np.float32)))  # (1e-100 is 0 in float32)
+    assert single.dtype == numdiff.float32
+    np.testing.assert_allclose(single.numpy(), expected.detach().numpy()[3:-2], rtol=1e-6)
+    tail = numdiff.tensor([1e-4, 0.004, 0.0099], dtype=numdiff.float64, requires_grad=True)  # (p > eps)
+    assert numdiff.autograd.gradcheck(numdiff.special.ndtri, tail)
+    assert numdiff.autograd.gradgradcheck(numdiff.special.ndtri, tail)
