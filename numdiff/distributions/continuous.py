@@ -74,6 +74,9 @@ class Normal(_LocationScale):
             self._validate_sample(value)
         return 0.5 * (1 + numdiff.erf((value - self.loc) / (self.scale * math.sqrt(2))))
 
+    def icdf(self, value: Tensor) -> Tensor:
+        return self.loc + self.scale * numdiff.special.ndtri(value)
+
     def entropy(self) -> Tensor:
         return 0.5 + _HALF_LOG_TWO_PI + self.scale.log()
 
