@@ -158,13 +158,36 @@ def _narrow(t: Tensor, dim: int, start: int, stop: int) -> Tensor:
     return t[(slice(None),) * dim + (slice(start, stop),)]
 
 
+def _out_dims_per_leaf(out_dims: Any, out: Any) -> list:
+    """out_dims matched to the output's structure: an int or None stands for every leaf below it
+    (out_dims=(1, 0) with an output (a, (b, c)) gives a 1 and b and c 0), as torch.func."""
+    if isinstance(out_dims, tuple) and len(out_dims) == 1 and not isinstance(out, (tuple, list, dict)):
+        out_dims = out_dims[0]  # (torch.func reads a 1-tuple as the out_dim of a single output)
+    if out_dims is None or isinstance(out_dims, int):
+        return [out_dims] * len(tree_flatten(out)[0])
+    if not isinstance(out_dims, (tuple, list, dict)):
+        raise TypeError(f"vmap: out_dims must be ints or None, got {out_dims!r}")
+    matches = (
+        isinstance(out_dims, dict) and isinstance(out, dict) and sorted(out_dims) == sorted(out)
+        or isinstance(out_dims, (tuple, list)) and isinstance(out, (tuple, list)) and len(out_dims) == len(out)
+    )
+    if not matches:
+        raise ValueError(
+            f"vmap: out_dims {out_dims!r} does not match the structure of the function's output: give an int "
+            "or None for each output, or for a group of them"
+        )
+    if isinstance(out, dict):
+        return [d for key in out for d in _out_dims_per_leaf(out_dims[key], out[key])]
+    return [d for sub_dims, sub in zip(out_dims, out) for d in _out_dims_per_leaf(sub_dims, sub)]
+
+
 def _concatenate(chunks: list, out_dims: Any) -> Any:
     """The chunks' outputs joined along their out_dims (outputs with out_dim None from the first)."""
     from numdiff.ops.shape import cat
 
     flat = [tree_flatten(chunk)[0] for chunk in chunks]
     spec = tree_flatten(chunks[0])[1]
-    dims = [out_dims] * len(flat[0]) if out_dims is None or isinstance(out_dims, int) else tree_flatten(out_dims)[0]
+    dims = _out_dims_per_leaf(out_dims, chunks[0])
     joined = [
         flat[0][i] if dim is None else cat([pieces[i] for pieces in flat], dim)
         for i, dim in enumerate(dims)
@@ -174,9 +197,7 @@ def _concatenate(chunks: list, out_dims: Any) -> Any:
 
 def _unbatch_outputs(out: Any, out_dims: Any, level: int, size: int) -> Any:
     leaves, spec = tree_flatten(out)
-    dims = [out_dims] * len(leaves) if out_dims is None or isinstance(out_dims, int) else tree_flatten(out_dims)[0]
-    if len(dims) != len(leaves):
-        raise ValueError(f"vmap: out_dims {out_dims!r} does not match the {len(leaves)} outputs")
+    dims = _out_dims_per_leaf(out_dims, out)
     results = []
     for leaf, dim in zip(leaves, dims):
         if not isinstance(leaf, Tensor):

@@ -198,3 +198,22 @@ def test_an_empty_batch_maps_to_an_empty_result():
         warnings.simplefilter("ignore", func.VmapPerformanceWarning)
         picked = func.vmap(lambda r, i: r[i])(empty, numdiff.zeros(0, 2, dtype=numdiff.int64))
     assert picked.shape == (0, 2)
+
+
+def test_out_dims_match_the_output_structure_as_a_prefix():
+    # out_dims were flattened and paired with the outputs by position: (1, 0) for an output
+    # (a, (b, c)) was refused, and ((1, 0), 0) for it was silently applied as 1, 0, 0.
+    (x, tx) = _pair(4, 3)
+
+    def fn(r):
+        return r, (r * 3, r.sum(0, keepdim=True))
+
+    for out_dims in ((1, 0), (0, (1, 0)), (0, 1)):
+        for chunk_size in (None, 3):
+            ours = func.vmap(fn, out_dims=out_dims, chunk_size=chunk_size)(x)
+            theirs = torch.func.vmap(fn, out_dims=out_dims, chunk_size=chunk_size)(tx)
+            for a, b in zip((ours[0], *ours[1]), (theirs[0], *theirs[1])):
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"out_dims .* does not match the structure of the function's output"):
+        func.vmap(fn, out_dims=((1, 0), 0))(x)
+    assert func.vmap(lambda r: r * 2, out_dims=(1,))(x).shape == (3, 4)
