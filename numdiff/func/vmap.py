@@ -28,17 +28,7 @@ def _dims_per_leaf(in_dims: Any, args: tuple) -> list:
             f"vmap: in_dims must be an int, None, or a tuple with one entry per argument; got in_dims="
             f"{in_dims!r} for {len(args)} positional arguments"
         )
-    dims = []
-    for arg, dim in zip(args, in_dims):
-        leaves = tree_flatten(arg)[0]
-        if dim is None or isinstance(dim, int):
-            dims.extend([dim] * len(leaves))
-        else:
-            sub = tree_flatten(dim)[0]
-            if len(sub) != len(leaves):
-                raise ValueError(f"vmap: in_dims entry {dim!r} does not match the structure of its argument")
-            dims.extend(sub)
-    return dims
+    return [d for arg, dim in zip(args, in_dims) for d in _prefix_dims(dim, arg, "in_dims")]
 
 
 def _move_to_front(t: Tensor, dim: int) -> Tensor:
@@ -158,27 +148,33 @@ def _narrow(t: Tensor, dim: int, start: int, stop: int) -> Tensor:
     return t[(slice(None),) * dim + (slice(start, stop),)]
 
 
-def _out_dims_per_leaf(out_dims: Any, out: Any) -> list:
-    """out_dims matched to the output's structure: an int or None stands for every leaf below it
-    (out_dims=(1, 0) with an output (a, (b, c)) gives a 1 and b and c 0), as torch.func."""
-    if isinstance(out_dims, tuple) and len(out_dims) == 1 and not isinstance(out, (tuple, list, dict)):
-        out_dims = out_dims[0]  # (torch.func reads a 1-tuple as the out_dim of a single output)
-    if out_dims is None or isinstance(out_dims, int):
-        return [out_dims] * len(tree_flatten(out)[0])
-    if not isinstance(out_dims, (tuple, list, dict)):
-        raise TypeError(f"vmap: out_dims must be ints or None, got {out_dims!r}")
+def _prefix_dims(dims: Any, tree: Any, what: str) -> list:
+    """in_dims or out_dims (`what`) matched to a structure of tensors, one entry per leaf: an int or
+    None stands for every leaf below it (out_dims=(1, 0) with an output (a, (b, c)) gives a 1 and
+    b and c 0), as torch.func."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(tree_flatten(tree)[0])
+    if not isinstance(dims, (tuple, list, dict)):
+        raise TypeError(f"vmap: {what} must be ints or None, got {dims!r}")
     matches = (
-        isinstance(out_dims, dict) and isinstance(out, dict) and sorted(out_dims) == sorted(out)
-        or isinstance(out_dims, (tuple, list)) and isinstance(out, (tuple, list)) and len(out_dims) == len(out)
+        isinstance(dims, dict) and isinstance(tree, dict) and sorted(dims) == sorted(tree)
+        or isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) and len(dims) == len(tree)
     )
     if not matches:
+        owner = "the function's output" if what == "out_dims" else "its argument"
         raise ValueError(
-            f"vmap: out_dims {out_dims!r} does not match the structure of the function's output: give an int "
-            "or None for each output, or for a group of them"
+            f"vmap: {what} {dims!r} does not match the structure of {owner}: give an int or None for each "
+            "tensor, or for a group of them"
         )
-    if isinstance(out, dict):
-        return [d for key in out for d in _out_dims_per_leaf(out_dims[key], out[key])]
-    return [d for sub_dims, sub in zip(out_dims, out) for d in _out_dims_per_leaf(sub_dims, sub)]
+    if isinstance(tree, dict):
+        return [d for key in tree for d in _prefix_dims(dims[key], tree[key], what)]
+    return [d for sub_dims, sub in zip(dims, tree) for d in _prefix_dims(sub_dims, sub, what)]
+
+
+def _out_dims_per_leaf(out_dims: Any, out: Any) -> list:
+    if isinstance(out_dims, tuple) and len(out_dims) == 1 and not isinstance(out, (tuple, list, dict)):
+        out_dims = out_dims[0]  # (torch.func reads a 1-tuple as the out_dim of a single output)
+    return _prefix_dims(out_dims, out, "out_dims")
 
 
 def _concatenate(chunks: list, out_dims: Any) -> Any:

@@ -114,6 +114,6 @@ def test_vmap_out_dims_out_of_range_or_not_an_int_raise():
         func.vmap(lambda r: r.sum(), out_dims=1)(x)
     with pytest.raises(TypeError, match="out_dims must be ints or None, got 1.5"):
         func.vmap(lambda r: r, out_dims=1.5)(x)
-    with pytest.raises(TypeError, match="in_dims must be ints or None, got 0.0 for input 0"):
+    with pytest.raises(TypeError, match="in_dims must be ints or None, got 0.0"):
         func.vmap(lambda r: r, in_dims=(0.0,))(x)
     assert func.vmap(lambda r: r * 2, out_dims=-2)(x).shape == (4, 3)

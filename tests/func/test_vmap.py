@@ -217,3 +217,19 @@ def test_out_dims_match_the_output_structure_as_a_prefix():
     with pytest.raises(ValueError, match=r"out_dims .* does not match the structure of the function's output"):
         func.vmap(fn, out_dims=((1, 0), 0))(x)
     assert func.vmap(lambda r: r * 2, out_dims=(1,))(x).shape == (3, 4)
+
+
+def test_in_dims_match_each_argument_as_a_prefix():
+    # A nested in_dims entry was flattened and paired with the argument's tensors by position:
+    # (0, None) for an argument (a, (b, c)) was refused, and ((0, 0), 0) silently read as 0, 0, 0.
+    (x, tx), (v, tv) = _pair(4, 3), _pair(3)
+
+    def fn(p):
+        return p[0] * p[1][0] + p[1][1]
+
+    for in_dims in (((0, None),), ((0, (0, None)),)):
+        ours = func.vmap(fn, in_dims=in_dims)((x, (x, v)))
+        theirs = torch.func.vmap(fn, in_dims=in_dims)((tx, (tx, tv)))
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"in_dims \(0, 0\) does not match the structure of its argument"):
+        func.vmap(fn, in_dims=(((0, 0), 0),))((x, (x, x)))
