@@ -233,3 +233,19 @@ def test_vjp_jvp_jacrev_jacfwd_take_tuples_lists_and_dicts_of_tensors_as_primals
         func.jvp(fn, ours, ({"w": w}, u))
     with pytest.raises(TypeError, match="jacfwd: argument 0 must be a Tensor, got float"):
         func.jacfwd(lambda p: p["a"] * p["n"])({"a": u, "n": 2.0})
+
+
+def test_jacrev_chunk_size_and_jacfwd_positional_has_aux_and_randomness_as_torch_func():
+    # torch.func's signatures: jacrev(..., chunk_size=), jacfwd(func, argnums, has_aux, *,
+    # randomness=); numdiff raised TypeError for each.
+    (x, tx) = _pair(5)
+
+    def fn(a):
+        return a.sin() * a.sum(), a.cos()
+
+    _close(func.jacrev(fn, chunk_size=2)(x), torch.func.jacrev(fn, chunk_size=2)(tx))
+    _close(func.jacfwd(fn, 0, True)(x), torch.func.jacfwd(fn, 0, True)(tx))
+    noisy = func.jacfwd(lambda a: a * numdiff.rand(5, dtype=numdiff.float64), randomness="same")(x)
+    assert np.count_nonzero(noisy.numpy() - np.diag(np.diag(noisy.numpy()))) == 0
+    with pytest.raises(func.VmapRandomnessError):
+        func.jacfwd(lambda a: a * numdiff.rand(5, dtype=numdiff.float64))(x)
