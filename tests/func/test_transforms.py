@@ -249,3 +249,18 @@ def test_jacrev_chunk_size_and_jacfwd_positional_has_aux_and_randomness_as_torch
     assert np.count_nonzero(noisy.numpy() - np.diag(np.diag(noisy.numpy()))) == 0
     with pytest.raises(func.VmapRandomnessError):
         func.jacfwd(lambda a: a * numdiff.rand(5, dtype=numdiff.float64))(x)
+
+
+def test_functional_call_with_args_none_calls_the_module_without_arguments():
+    # args=None (torch.func's default) was passed on as the one argument: module(None).
+    class Doubler(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = numdiff.nn.Parameter(numdiff.ones(2))
+
+        def forward(self):
+            return self.w * 2
+
+    replaced = {"w": numdiff.tensor([1.0, 3.0])}
+    np.testing.assert_array_equal(func.functional_call(Doubler(), replaced).numpy(), [2.0, 6.0])
+    np.testing.assert_array_equal(func.functional_call(Doubler(), replaced, None).numpy(), [2.0, 6.0])
