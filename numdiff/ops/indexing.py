@@ -182,7 +182,11 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
         raise TypeError(f"{op}: index must be an integer Tensor, got {getattr(index, 'dtype', type(index).__name__)}")
     if index.ndim != input.ndim:
         raise ValueError(f"{op}: index has {index.ndim} dims (shape {tuple(index.shape)}) but input has {input.ndim} (shape {tuple(input.shape)})")
-    data = index._data
+    # Every example's indices under vmap (a batched tensor's own array is its first example only):
+    # a kernel reached with an unchecked index would read or write out of bounds.
+    from numdiff.func._batched import physical
+
+    data = physical(index)[0]._data
     if data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
         raise IndexError(
             f"{op}: index values must be in [0, {input.shape[dim]}) for dimension {dim} of input "

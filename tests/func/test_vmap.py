@@ -233,3 +233,18 @@ def test_in_dims_match_each_argument_as_a_prefix():
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match=r"in_dims \(0, 0\) does not match the structure of its argument"):
         func.vmap(fn, in_dims=(((0, 0), 0),))((x, (x, x)))
+
+
+def test_gather_and_scatter_check_the_indices_of_every_example():
+    # The range check read a batched index's array, the first example only: a bad index in another
+    # example reached the op unchecked (NumPy's IndexError on the CPU; a kernel elsewhere would
+    # read or write out of bounds).
+    x = numdiff.tensor(RNG.standard_normal((3, 4)))
+    bad = numdiff.tensor(np.array([[0, 1], [2, 9], [1, 1]]))
+    for name, fn in (
+        ("gather", lambda a, k: a.gather(0, k)),
+        ("scatter_add", lambda a, k: a.scatter_add(0, k, a[:2] * 1.0)),
+        ("scatter", lambda a, k: a.scatter(0, k, 1.0)),
+    ):
+        with pytest.raises(IndexError, match=rf"{name}: index values must be in \[0, 4\).*got values in \[0, 9\]"):
+            func.vmap(fn)(x, bad)
