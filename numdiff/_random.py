@@ -40,6 +40,33 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
+class SameDrawReplay:
+    """Makes every chunk of a vmap(randomness='same', chunk_size=...) draw what the first chunk
+    drew: each generator's state at its first use in the first chunk is put back at its first use
+    in each later chunk, so the whole batch shares one draw, as without chunks."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[Generator, dict] = {}
+        self.seen: set[Generator] = set()
+
+    def next_chunk(self) -> None:
+        self.seen = set()
+
+    def use(self, generator: Generator) -> None:
+        if generator in self.seen:
+            return
+        self.seen.add(generator)
+        state = self.recorded.get(generator)
+        if state is None:
+            self.recorded[generator] = generator._rng.bit_generator.state
+        else:
+            generator._rng.bit_generator.state = state
+
+
+# The replays of the chunked vmap(randomness='same') calls in progress, outermost first.
+same_draw_replays: list[SameDrawReplay] = []
+
+
 def rng(generator: Generator | None) -> np.random.Generator:
     if transforms.vmap_depth and "error" in transforms.randomness:
         from numdiff.func.vmap import VmapRandomnessError
@@ -48,7 +75,10 @@ def rng(generator: Generator | None) -> np.random.Generator:
             "vmap: a random op ran inside vmap(randomness='error'); pass randomness='different' for "
             "an independent draw per batch entry, or 'same' for one draw shared by the whole batch"
         )
-    return (generator or default_generator).numpy
+    generator = generator or default_generator
+    for replay in same_draw_replays:
+        replay.use(generator)
+    return generator.numpy
 
 
 def different_levels() -> tuple[list[int], tuple[int, ...]]:

@@ -30,6 +30,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from numdiff._dtype import bfloat16, float16, float32
 from numdiff._elementwise._derive import derive, mul
 from numdiff._elementwise._parse import ElementwiseSyntaxError, parse_function
 from numdiff.autograd.function import Function
@@ -155,9 +156,19 @@ class ElementwiseOp:
             np.broadcast_shapes(*shapes)
         except ValueError:
             raise ValueError(f"{self.__name__}: the tensor arguments of shapes {shapes} do not broadcast") from None
+        if any(t.dtype == bfloat16 for t in tensors):
+            raise TypeError(
+                f"{self.__name__}: numdiff stores bfloat16 but does not compute in it; convert the "
+                "arguments with .float() first"
+            )
         dtypes = {t.dtype for t in tensors}
+        wide = max(tensors, key=lambda t: t.element_size()).dtype
+        if wide == float16:
+            # Numba's math has no float16: compute in float32 and round once, as numdiff's own
+            # elementwise ops do for float16.
+            args = tuple(a.to(float32) if isinstance(a, Tensor) else a for a in args)
+            return self.function.apply(*args).to(float16)
         if len(dtypes) > 1:
-            wide = max(tensors, key=lambda t: t.element_size()).dtype
             args = tuple(a.to(wide) if isinstance(a, Tensor) else a for a in args)
         return self.function.apply(*args)
 

@@ -69,6 +69,17 @@ class GreaterThanEq(GreaterThan):
         return value >= self.lower_bound
 
 
+class LessThan(Constraint):
+    def __init__(self, upper_bound: Any) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(upper_bound={self.upper_bound})"
+
+
 class Interval(Constraint):
     """Closed interval [lower_bound, upper_bound]."""
 
@@ -139,6 +150,7 @@ independent = IndependentConstraint
 interval = Interval
 integer_interval = IntegerInterval
 greater_than = GreaterThan
+less_than = LessThan
 
 __all__ = [
     "Constraint",
@@ -149,6 +161,7 @@ __all__ = [
     "integer_interval",
     "interval",
     "is_dependent",
+    "less_than",
     "nonnegative",
     "one_hot",
     "positive",

@@ -74,23 +74,27 @@ class Normal(_LocationScale):
             self._validate_sample(value)
         return 0.5 * (1 + numdiff.erf((value - self.loc) / (self.scale * math.sqrt(2))))
 
+    def icdf(self, value: Tensor) -> Tensor:
+        return self.loc + self.scale * numdiff.special.ndtri(value)
+
     def entropy(self) -> Tensor:
         return 0.5 + _HALF_LOG_TWO_PI + self.scale.log()
 
 
 class Uniform(Distribution):
-    """Uniform on [low, high). `low < high` is not checked (PyTorch does not either); values outside
-    get log_prob -inf, or a ValueError when validation is on.
+    """Uniform on [low, high). With validation on, `low < high` is checked (as in PyTorch) and
+    values outside get a ValueError; without it they get log_prob -inf.
 
     >>> numdiff.distributions.Uniform(0.0, 4.0).entropy()
     tensor(1.3863)
     """
 
-    arg_constraints = {
-        "low": constraints.Dependent(is_discrete=False, event_dim=0),
-        "high": constraints.Dependent(is_discrete=False, event_dim=0),
-    }
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
+        # Each bound is constrained by the other, so the constraints are made per instance.
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Tensor | float, high: Tensor | float, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)

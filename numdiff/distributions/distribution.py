@@ -47,11 +47,11 @@ class Distribution:
                 if constraints.is_dependent(constraint) or param not in self.__dict__:
                     continue  # bounds that depend on other parameters, or a parameter not yet computed
                 value = self.__dict__[param]
-                if not bool(constraint.check(value).all()):
+                if not _all_hold(constraint.check(value)):
                     raise ValueError(
                         f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "
                         f"of distribution {self!r} to satisfy the constraint {constraint!r}, "
-                        f"but found invalid values:\n{value}"
+                        f"but found invalid values:\n{_shown(value)}"
                     )
 
     @property
@@ -138,11 +138,11 @@ class Distribution:
                     f"Value is not broadcastable with batch_shape+event_shape: {value.shape} vs {expected}."
                 )
         support = self.support
-        if not bool(support.check(value).all()):
+        if not _all_hold(support.check(value)):
             raise ValueError(
                 f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) "
                 f"to be within the support ({support!r}) of the distribution {self!r}, "
-                f"but found invalid values:\n{value}"
+                f"but found invalid values:\n{_shown(value)}"
             )
 
     def __repr__(self) -> str:
@@ -150,8 +150,24 @@ class Distribution:
         for name in self.arg_constraints:
             if name in self.__dict__:
                 value = self.__dict__[name]
-                shown.append(f"{name}: {value if value.numel() == 1 else value.size()}")
+                shown.append(f"{name}: {_shown(value) if value.numel() == 1 else value.size()}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _shown(value: Tensor) -> Tensor:
+    """`value` for an error message: under vmap the whole batch (formatting one entry would be
+    data-dependent, and raise)."""
+    from numdiff.func._batched import physical
+
+    return physical(value)[0]
+
+
+def _all_hold(valid: Tensor) -> bool:
+    """Whether every element of a constraint check holds; under numdiff.func.vmap, in every batch
+    entry (bool() of a batched tensor would be data-dependent control flow, and raise)."""
+    from numdiff.func._batched import physical
+
+    return bool(physical(valid)[0].all())
 
 
 def broadcast_all(*values: Tensor | Number) -> tuple[Tensor, ...]:

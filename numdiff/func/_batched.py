@@ -19,6 +19,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from numdiff.autograd.transform_state import transforms
 from numdiff.tensor import Tensor
 
@@ -34,8 +36,12 @@ class VmapDataDependentError(RuntimeError):
 def logical_view(value: Tensor) -> Any:
     """The first example's view: a plain array, since ops tell devices apart by its type.
 
-    Indexed with ``(0, ...)`` so a logical 0-d value stays a 0-d array, not a NumPy scalar."""
-    return value._data[0, ...]
+    Indexed with ``(0, ...)`` so a logical 0-d value stays a 0-d array, not a NumPy scalar. An
+    empty batch has no first example: zeros of the logical shape stand in for it."""
+    data = value._data
+    if data.shape[0] == 0:
+        return np.zeros(data.shape[1:], dtype=data.dtype, like=data)
+    return data[0, ...]
 
 
 class BatchedTensor(Tensor):
@@ -287,20 +293,52 @@ _VIEW_OPS = frozenset({"reshape", "permute", "expand", "getitem"})
 _warned_ops: set[str] = set()
 
 
-def _loop(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
-    """The fallback: the op once per batch entry, results stacked (correct, not fast)."""
-    from numdiff.ops.shape import stack
-
-    name = getattr(cls, "op_name", cls.__name__)
+def _warn_loop(name: str, stacklevel: int) -> None:
     if name not in _warned_ops:
         _warned_ops.add(name)
         warnings.warn(
             f"vmap: op {name!r} has no batching rule; it runs once per batch entry in a Python loop",
             VmapPerformanceWarning,
-            stacklevel=4,
+            stacklevel=stacklevel + 1,
         )
-    results = []
-    for index in range(size):
-        args = [v[index] if b else v for v, b in zip(values, batched)]
-        results.append(cls.apply(*args, **attrs))
-    return stack(results)
+
+
+def _each_example(call: Callable[..., Tensor], values: list, batched: list, size: int) -> Tensor:
+    """``call`` once per batch entry (a batched value sliced at it), the results stacked. An empty
+    batch makes one call on zeros of an example's shape, for the result's shape, and keeps none."""
+    from numdiff.ops.shape import stack
+
+    if size == 0:
+        # Zeros (a valid index) summed out of the empty batch dim, still batched at outer levels.
+        stand_in = [v.sum(0).to(v.dtype) if b else v for v, b in zip(values, batched)]
+        return stack([call(*stand_in)])[:0]
+    return stack([call(*(v[index] if b else v for v, b in zip(values, batched))) for index in range(size)])
+
+
+def _loop(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """The fallback: the op once per batch entry, results stacked (correct, not fast)."""
+    _warn_loop(getattr(cls, "op_name", cls.__name__), 4)
+    return _each_example(lambda *args: cls.apply(*args, **attrs), values, batched, size)
+
+
+def per_example(name: str, fn: Callable[..., Tensor], *operands: Any) -> Tensor:
+    """``fn(*operands)`` one example at a time of the innermost vmap level an operand is batched at,
+    the results stacked: for a public op that reads an operand's values on the host (an index
+    tensor, class labels), which for a batched tensor would be its first example only. Each call
+    sees that example's operands (still batched at the outer levels, which recurse here)."""
+    _warn_loop(name, 3)
+    level = max(level_of(t) for t in operands)
+    values, batched = zip(*(unwrap_level(t, level) for t in operands))
+    shapes = set()
+
+    def call(*args: Any) -> Tensor:
+        result = fn(*args)
+        shapes.add(tuple(result.shape))
+        if len(shapes) > 1:
+            raise VmapDataDependentError(
+                f"vmap: {name} gives results of different shapes {sorted(shapes)} for the batch entries "
+                "(the shape depends on the values); vmap needs one shape for every entry"
+            )
+        return result
+
+    return wrap(_each_example(call, list(values), list(batched), transforms.batch_sizes[level - 1]), level)

@@ -24,7 +24,7 @@ def _owner(module: Any, name: str) -> tuple[Any, str, str]:
     raise KeyError(f"functional_call: {type(module).__name__} has no parameter or buffer named {name!r}")
 
 
-def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = (), kwargs: Mapping | None = None, *, strict: bool = False) -> Any:
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: Mapping | None = None, *, strict: bool = False) -> Any:
     """Call `module` with some parameters and buffers replaced by the given tensors, as torch.func.
 
     The module's own tensors are put back afterwards, also when the call raises.
@@ -54,7 +54,9 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = ()
             owner, attribute, table = _owner(module, key)
             originals.append((getattr(owner, table), attribute, getattr(owner, table)[attribute]))
             getattr(owner, table)[attribute] = value
-        if not isinstance(args, tuple):
+        if args is None:
+            args = ()
+        elif not isinstance(args, tuple):
             args = (args,)
         return module(*args, **(kwargs or {}))
     finally:

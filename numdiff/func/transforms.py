@@ -99,11 +99,16 @@ class _Level:
 
 
 def _argnums_tuple(argnums: Any, count: int, op: str) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums) if isinstance(argnums, (tuple, list)) else None
+    if nums is None or not nums or any(not isinstance(n, int) or isinstance(n, bool) for n in nums):
+        raise TypeError(f"{op}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
     for n in nums:
         if not -count <= n < count:
             raise ValueError(f"{op}: argnums {argnums!r} is out of range for {count} positional arguments")
-    return tuple(n % count for n in nums)
+    normalized = tuple(n % count for n in nums)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"{op}: argnums {argnums!r} names an argument more than once")
+    return normalized
 
 
 def _split_aux(op: str, out: Any, has_aux: bool) -> tuple[Any, Any]:
@@ -191,7 +196,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """
     depth_at_call = transforms.vmap_depth
     with _Level("vjp") as level:
-        fresh = [level.track(p, f"primal {i}") for i, p in enumerate(primals)]
+        fresh, specs = _track_primals(level, primals)
         with enable_grad():
             out = func(*fresh)
         out, aux = _split_aux("vjp", out, has_aux)
@@ -213,17 +218,37 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 # One reverse pass over the recorded graph, with the batch of cotangents.
                 with _Level("vjp") as again:
                     again.nested = level.nested or transforms.grad_depth > 1
-                    return tuple(again.gradients(out_leaves, cot_leaves, inputs=inputs, retain=True, batched=True))
+                    return _regroup(again.gradients(out_leaves, cot_leaves, inputs=inputs, retain=True, batched=True), specs)
             return _vjp_rerun(func, primals, cot_leaves, has_aux)
         values = [_batched.physical(o)[0] for o in out_leaves]
         cot_values = [_batched.physical(_batched.promote(c))[0] for c in cot_leaves]
         cot_values = [c.expand(*v.shape) for c, v in zip(cot_values, values)]
         with _Level("vjp") as again:
             again.nested = level.nested or transforms.grad_depth > 1
-            return tuple(again.gradients(values, cot_values, inputs=inputs, retain=True))
+            return _regroup(again.gradients(values, cot_values, inputs=inputs, retain=True), specs)
 
     result = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
     return (result, vjp_fn, tree_map(level.result, aux)) if has_aux else (result, vjp_fn)
+
+
+def _track_primals(level: _Level, primals: tuple) -> tuple[list, list]:
+    """Each primal (a tensor, or a tuple/list/dict of them) with fresh nodes for its tensors, and
+    (leaf count, spec) per primal for `_regroup`."""
+    fresh, specs = [], []
+    for i, primal in enumerate(primals):
+        leaves, spec = tree_flatten(primal)
+        fresh.append(tree_unflatten([level.track(leaf, f"primal {i}") for leaf in leaves], spec))
+        specs.append((len(leaves), spec))
+    return fresh, specs
+
+
+def _regroup(flat: list, specs: list) -> tuple:
+    """Per-tensor results rebuilt into one structure per primal (the inverse of _track_primals)."""
+    pieces, start = [], 0
+    for count, spec in specs:
+        pieces.append(tree_unflatten(flat[start : start + count], spec))
+        start += count
+    return tuple(pieces)
 
 
 def _backward_runs_batched(outputs: list) -> bool:
@@ -268,27 +293,42 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
     (tensor([0.]), tensor([2.]))
     """
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
-        raise TypeError("jvp: primals and tangents must be tuples of tensors")
+        raise TypeError("jvp: primals and tangents must be tuples (of tensors, or tuples/lists/dicts of them)")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
+    tangent_leaves = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        _check_float("jvp", p, f"primal {i}")
-        _check_float("jvp", t, f"tangent {i}")
-        if tuple(p.shape) != tuple(t.shape):
-            raise ValueError(f"jvp: tangent {i} of shape {tuple(t.shape)} does not match its primal of shape {tuple(p.shape)}")
+        (p_leaves, p_spec), (t_leaves, t_spec) = tree_flatten(p), tree_flatten(t)
+        if p_spec != t_spec:
+            raise ValueError(f"jvp: tangent {i} does not have the structure of its primal")
+        for p_leaf, t_leaf in zip(p_leaves, t_leaves):
+            _check_float("jvp", p_leaf, f"primal {i}")
+            _check_float("jvp", t_leaf, f"tangent {i}")
+            if tuple(p_leaf.shape) != tuple(t_leaf.shape):
+                raise ValueError(
+                    f"jvp: tangent {i} of shape {tuple(t_leaf.shape)} does not match its primal of shape {tuple(p_leaf.shape)}"
+                )
+        tangent_leaves.extend(t_leaves)
     from numdiff.creation import zeros_like
 
     with _Level("jvp") as level:
-        fresh = [level.track(p, f"primal {i}") for i, p in enumerate(primals)]
+        fresh, _ = _track_primals(level, primals)
         with enable_grad():
             out = func(*fresh)
         out, aux = _split_aux("jvp", out, has_aux)
         out_leaves, out_spec = tree_flatten(out)
         values = [_batched.physical(_check_float("jvp", o, "each output"))[0] for o in out_leaves]
         dummies = [zeros_like(v).requires_grad_() for v in values]
-        with enable_grad():
-            pulled = autograd_grad(values, [v for v, _ in level.fresh], grad_outputs=dummies, create_graph=True, allow_unused=True)
-        used = [(g, t) for g, t in zip(pulled, tangents) if g is not None]
+        # An output that no recorded op produced (a constant, a detached value) has tangent zero.
+        tracked = [k for k, v in enumerate(values) if v._grad_fn is not None or v._requires_grad]
+        pulled = [None] * len(level.fresh)
+        if tracked:
+            with enable_grad():
+                pulled = autograd_grad(
+                    [values[k] for k in tracked], [v for v, _ in level.fresh],
+                    grad_outputs=[dummies[k] for k in tracked], create_graph=True, allow_unused=True,
+                )  # fmt: skip
+        used = [(g, t) for g, t in zip(pulled, tangent_leaves) if g is not None]
         tangent_values = [_batched.physical(_batched.promote(t))[0] for _, t in used]
         if used:
             pushed = autograd_grad(

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from numdiff._random import SameDrawReplay, same_draw_replays
 from numdiff.autograd.transform_state import transforms
 from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_unflatten
@@ -27,17 +28,7 @@ def _dims_per_leaf(in_dims: Any, args: tuple) -> list:
             f"vmap: in_dims must be an int, None, or a tuple with one entry per argument; got in_dims="
             f"{in_dims!r} for {len(args)} positional arguments"
         )
-    dims = []
-    for arg, dim in zip(args, in_dims):
-        leaves = tree_flatten(arg)[0]
-        if dim is None or isinstance(dim, int):
-            dims.extend([dim] * len(leaves))
-        else:
-            sub = tree_flatten(dim)[0]
-            if len(sub) != len(leaves):
-                raise ValueError(f"vmap: in_dims entry {dim!r} does not match the structure of its argument")
-            dims.extend(sub)
-    return dims
+    return [d for arg, dim in zip(args, in_dims) for d in _prefix_dims(dim, arg, "in_dims")]
 
 
 def _move_to_front(t: Tensor, dim: int) -> Tensor:
@@ -49,6 +40,11 @@ def _move_to_front(t: Tensor, dim: int) -> Tensor:
 
 
 def _move_from_front(value: Tensor, dim: int) -> Tensor:
+    if not -value.ndim <= dim < value.ndim:
+        raise ValueError(
+            f"vmap: out_dim {dim} is out of range for an output of shape {tuple(value.shape[1:])} "
+            f"(with the batch dim it has {value.ndim} dims: out_dim must be in [{-value.ndim}, {value.ndim - 1}])"
+        )
     dim = dim % value.ndim
     if dim == 0:
         return value
@@ -74,7 +70,7 @@ def vmap(
     'different' (an independent draw per batch entry) or 'same' (one draw shared by the batch; a
     random op whose own input is batched then raises, as in torch.func). Each level of nested vmaps
     keeps its own mode. chunk_size runs the batch in slices of that many entries (less memory, same
-    result; with 'different', other draws).
+    result; with 'different', other draws; with 'same', every chunk replays the first chunk's draws).
 
     >>> x = numdiff.randn(8, 3); w = numdiff.randn(3)
     >>> numdiff.func.vmap(numdiff.dot, in_dims=(0, None))(x, w).shape
@@ -94,6 +90,8 @@ def vmap(
         for index, (leaf, dim) in enumerate(zip(leaves, dims)):
             if dim is None:
                 continue
+            if not isinstance(dim, int) or isinstance(dim, bool):
+                raise TypeError(f"vmap: in_dims must be ints or None, got {dim!r} for input {index} (in_dims={in_dims!r})")
             if not isinstance(leaf, Tensor):
                 raise ValueError(f"vmap: in_dims gives dim {dim} for input {index}, which is a {type(leaf).__name__}, not a Tensor")
             if not -leaf.ndim <= dim < max(leaf.ndim, 1) or leaf.ndim == 0:
@@ -106,11 +104,20 @@ def vmap(
             listing = ", ".join(f"input {i} of shape {shape} has size {s}" for i, shape, s in sizes)
             raise ValueError(f"vmap: the batched inputs have different sizes along their in_dims: {listing}")
         if chunk_size is not None and size > chunk_size:
-            chunks = []
-            for start in range(0, size, chunk_size):
-                stop = min(start + chunk_size, size)
-                sliced = [leaf if dim is None else _narrow(leaf, dim % leaf.ndim, start, stop) for leaf, dim in zip(leaves, dims)]
-                chunks.append(_run_batch(func, sliced, dims, spec, kwargs, stop - start, out_dims, randomness))
+            replay = SameDrawReplay() if randomness == "same" else None
+            if replay is not None:
+                same_draw_replays.append(replay)
+            try:
+                chunks = []
+                for start in range(0, size, chunk_size):
+                    stop = min(start + chunk_size, size)
+                    sliced = [leaf if dim is None else _narrow(leaf, dim % leaf.ndim, start, stop) for leaf, dim in zip(leaves, dims)]
+                    if replay is not None:
+                        replay.next_chunk()
+                    chunks.append(_run_batch(func, sliced, dims, spec, kwargs, stop - start, out_dims, randomness))
+            finally:
+                if replay is not None:
+                    same_draw_replays.remove(replay)
             return _concatenate(chunks, out_dims)
         return _run_batch(func, leaves, dims, spec, kwargs, size, out_dims, randomness)
 
@@ -141,13 +148,42 @@ def _narrow(t: Tensor, dim: int, start: int, stop: int) -> Tensor:
     return t[(slice(None),) * dim + (slice(start, stop),)]
 
 
+def _prefix_dims(dims: Any, tree: Any, what: str) -> list:
+    """in_dims or out_dims (`what`) matched to a structure of tensors, one entry per leaf: an int or
+    None stands for every leaf below it (out_dims=(1, 0) with an output (a, (b, c)) gives a 1 and
+    b and c 0), as torch.func."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(tree_flatten(tree)[0])
+    if not isinstance(dims, (tuple, list, dict)):
+        raise TypeError(f"vmap: {what} must be ints or None, got {dims!r}")
+    matches = (
+        isinstance(dims, dict) and isinstance(tree, dict) and sorted(dims) == sorted(tree)
+        or isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) and len(dims) == len(tree)
+    )
+    if not matches:
+        owner = "the function's output" if what == "out_dims" else "its argument"
+        raise ValueError(
+            f"vmap: {what} {dims!r} does not match the structure of {owner}: give an int or None for each "
+            "tensor, or for a group of them"
+        )
+    if isinstance(tree, dict):
+        return [d for key in tree for d in _prefix_dims(dims[key], tree[key], what)]
+    return [d for sub_dims, sub in zip(dims, tree) for d in _prefix_dims(sub_dims, sub, what)]
+
+
+def _out_dims_per_leaf(out_dims: Any, out: Any) -> list:
+    if isinstance(out_dims, tuple) and len(out_dims) == 1 and not isinstance(out, (tuple, list, dict)):
+        out_dims = out_dims[0]  # (torch.func reads a 1-tuple as the out_dim of a single output)
+    return _prefix_dims(out_dims, out, "out_dims")
+
+
 def _concatenate(chunks: list, out_dims: Any) -> Any:
     """The chunks' outputs joined along their out_dims (outputs with out_dim None from the first)."""
     from numdiff.ops.shape import cat
 
     flat = [tree_flatten(chunk)[0] for chunk in chunks]
     spec = tree_flatten(chunks[0])[1]
-    dims = [out_dims] * len(flat[0]) if out_dims is None or isinstance(out_dims, int) else tree_flatten(out_dims)[0]
+    dims = _out_dims_per_leaf(out_dims, chunks[0])
     joined = [
         flat[0][i] if dim is None else cat([pieces[i] for pieces in flat], dim)
         for i, dim in enumerate(dims)
@@ -157,13 +193,13 @@ def _concatenate(chunks: list, out_dims: Any) -> Any:
 
 def _unbatch_outputs(out: Any, out_dims: Any, level: int, size: int) -> Any:
     leaves, spec = tree_flatten(out)
-    dims = [out_dims] * len(leaves) if out_dims is None or isinstance(out_dims, int) else tree_flatten(out_dims)[0]
-    if len(dims) != len(leaves):
-        raise ValueError(f"vmap: out_dims {out_dims!r} does not match the {len(leaves)} outputs")
+    dims = _out_dims_per_leaf(out_dims, out)
     results = []
     for leaf, dim in zip(leaves, dims):
         if not isinstance(leaf, Tensor):
             raise ValueError(f"vmap: the function must return tensors, got a {type(leaf).__name__}")
+        if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool)):
+            raise TypeError(f"vmap: out_dims must be ints or None, got {dim!r} in out_dims={out_dims!r}")
         value, is_batched = _batched.unwrap_level(leaf, level)
         if dim is None:
             if is_batched:

@@ -17,6 +17,8 @@ from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import backend_for
 from numdiff.creation import full, rand
+from numdiff.func._batched import VmapDataDependentError
+from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
@@ -114,6 +116,16 @@ def embedding(
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {tuple(weight.shape)}")
     if sparse:
         raise ValueError("embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
+    if vmapped(input):
+        # The indices differ per vmap example (range checks, max_norm's rows): one example at a time.
+        from numdiff.func._batched import per_example
+
+        return per_example(
+            "embedding",
+            lambda i, w: embedding(i, w, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse),
+            input,
+            weight,
+        )
     rows = weight.shape[0]
     indices = _host(input)
     if indices.size and (indices.min() < 0 or indices.max() >= rows):
@@ -235,6 +247,15 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     _check_tensor("one_hot", "tensor", tensor, floating=False)
     if tensor._data.dtype.kind not in "iu":
         raise TypeError(f"one_hot: expected an integer tensor of class indices, got dtype {tensor.dtype!r}")
+    if vmapped(tensor):
+        if num_classes == -1:
+            raise VmapDataDependentError(
+                "one_hot: under vmap num_classes must be given (inferring it from the values would give "
+                "each example its own shape)"
+            )
+        from numdiff.func._batched import per_example
+
+        return per_example("one_hot", lambda t: one_hot(t, num_classes), tensor)
     values = _host(tensor)
     if num_classes == -1:
         if values.size == 0:

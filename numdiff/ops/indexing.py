@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import normalize_dim, scalar_like
+from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -182,7 +182,11 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
         raise TypeError(f"{op}: index must be an integer Tensor, got {getattr(index, 'dtype', type(index).__name__)}")
     if index.ndim != input.ndim:
         raise ValueError(f"{op}: index has {index.ndim} dims (shape {tuple(index.shape)}) but input has {input.ndim} (shape {tuple(input.shape)})")
-    data = index._data
+    # Every example's indices under vmap (a batched tensor's own array is its first example only):
+    # a kernel reached with an unchecked index would read or write out of bounds.
+    from numdiff.func._batched import physical
+
+    data = physical(index)[0]._data
     if data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
         raise IndexError(
             f"{op}: index values must be in [0, {input.shape[dim]}) for dimension {dim} of input "
@@ -222,8 +226,42 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return input[(slice(None),) * dim + (index.reshape(-1),)]
 
 
+def _key_parts(key: Any) -> tuple:
+    """The parts of an index, as normalize_key reads them (a list holding tensors is a tuple)."""
+    if isinstance(key, tuple):
+        return key
+    if isinstance(key, list) and any(isinstance(k, Tensor) for k in key):
+        return tuple(key)
+    return (key,)
+
+
+def _batched_index(key: Any) -> bool:
+    """Whether an index tensor in `key` is batched by numdiff.func.vmap: its values differ per
+    example, so the index cannot be turned into one array (a batched tensor's own array is its
+    first example only)."""
+    return vmapped(*(k for k in _key_parts(key) if isinstance(k, Tensor)))
+
+
+def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:
+    """compute(input, key, *rest) one vmap example at a time (numdiff.func._batched.per_example)."""
+    from numdiff.func._batched import per_example
+
+    parts = _key_parts(key)
+    where = [i for i, k in enumerate(parts) if isinstance(k, Tensor)]
+
+    def one(example_input: Tensor, *tensors: Any) -> Tensor:
+        example_key = list(parts)
+        for i, t in zip(where, tensors):
+            example_key[i] = t
+        return compute(example_input, tuple(example_key), *tensors[len(where):])
+
+    return per_example(op, one, input, *(parts[i] for i in where), *rest)
+
+
 def getitem(input: Tensor, key: Any) -> Tensor:
     """``input[key]`` with ints, slices, None, Ellipsis, integer and bool tensors."""
+    if _batched_index(key):
+        return _per_example_index("getitem", getitem, input, key)
     key = normalize_key("index", key, input._data.shape)
     from numdiff.ops.shape import _as_view
 
@@ -233,6 +271,8 @@ def getitem(input: Tensor, key: Any) -> Tensor:
 
 def index_put(input: Tensor, key: Any, value: Any) -> Tensor:
     """Out-of-place ``input[key] = value``; the engine of __setitem__."""
+    if _batched_index(key):
+        return _per_example_index("index_put", index_put, input, key, value if isinstance(value, Tensor) else scalar_like(value, input))
     key = normalize_key("index_put", key, input._data.shape)
     if not isinstance(value, Tensor):
         value = scalar_like(value, input)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.shape import _shape_arg, cat, permute, transpose
 from numdiff.tensor import Tensor
 
@@ -259,6 +259,13 @@ def _check_counts(repeats: Any, size: int | None) -> np.ndarray:
         raise TypeError(
             f"repeat_interleave: repeats must be an int or a 1-D integer tensor, got {getattr(repeats, 'dtype', type(repeats).__name__)}"
             + (f" of shape {tuple(repeats.shape)}" if isinstance(repeats, Tensor) else "")
+        )
+    if vmapped(repeats):
+        from numdiff.func._batched import VmapDataDependentError
+
+        raise VmapDataDependentError(
+            "repeat_interleave: repeats batched by vmap would give each batch entry its own result "
+            "shape; pass repeats that are the same for every entry (in_dims None)"
         )
     data = repeats._data
     counts = (data if type(data) is np.ndarray else data.to_host()).reshape(-1)

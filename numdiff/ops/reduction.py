@@ -100,8 +100,9 @@ class _Extreme(Function):
 
     @classmethod
     def forward(cls, ctx, x, *, dims, keepdim):
-        if x.size == 0:
-            raise RuntimeError(f"{cls.op_name}: cannot reduce an empty tensor of shape {x.shape}")
+        if x.size == 0 and any(x.shape[d] == 0 for d in (range(x.ndim) if dims is None else dims)):
+            # (An empty tensor reduced over dims that are not empty is an empty result, as in torch.)
+            raise RuntimeError(f"{cls.op_name}: cannot reduce over an empty dimension of a tensor of shape {x.shape}")
         _remember(ctx, x, dims, keepdim)
         out = cls.reduce(x, axis=dims, keepdims=keepdim)
         ctx.save_for_backward(x, out)

@@ -11,7 +11,14 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor, normalize_dim, scalar_like
+from numdiff.ops._util import (
+    broadcast_shape,
+    check_same_device,
+    ensure_tensor,
+    normalize_dim,
+    scalar_like,
+    vmapped,
+)
 from numdiff.ops.indexing import IndexAddIntoZeros, _check_index_tensor, _scatter_key, gather, scatter_add
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -93,6 +100,11 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
         raise TypeError(f"index_add: index must be a 0-d or 1-D integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
     if source.dtype is not input.dtype:
         raise TypeError(f"index_add: source is {source.dtype} but input is {input.dtype}; they must have the same dtype")
+    if vmapped(index):
+        # The positions differ per vmap example; a batched index's own array is the first example's.
+        from numdiff.func._batched import per_example
+
+        return per_example("index_add", lambda i, x, s: index_add(x, dim, i, s, alpha=alpha), index, input, source)
     positions = index._data if type(index._data) is np.ndarray else index._data.to_host()
     positions = positions.reshape(-1).astype(np.int64, copy=False)
     size = input.shape[dim] if input.ndim else 1

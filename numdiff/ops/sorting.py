@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
-from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
 
@@ -43,8 +43,13 @@ def _indices(order: np.ndarray, like: Tensor) -> Tensor:
 
 def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int]:
     """Stable sorting indices along `dim`, as an int64 tensor on the input's device."""
-    input, data = _host(op, input)
+    input = ensure_tensor(op, input)
     axis = normalize_dim(op, dim, input.ndim)
+    if vmapped(input):
+        # A batched tensor's own array is its first example only: order the whole batch, whose
+        # dim 0 is the batch (nested levels unwrap one per call).
+        return batch_nondifferentiable(lambda value: _order(op, value, axis + 1, descending)[0], input), axis
+    input, data = _host(op, input)
     if data.ndim == 0:
         return Tensor._wrap(np.zeros((), np.int64), None, None), axis
     return _indices(_stable_order(data, axis, descending), input), axis
@@ -106,6 +111,9 @@ def topk_indices(input: Tensor, k: int, dim: int, largest: bool) -> Tensor:
     tensor([1, 2])
     """
     axis = dim
+    if vmapped(input):
+        # As in _order: pick along the logical dim of every example in the batch, not the first's.
+        return batch_nondifferentiable(lambda value: topk_indices(value, k, axis + 1, largest), input)
     size = input.shape[axis]
     _, data = _host("topk", input)
     if 0 < k < size:

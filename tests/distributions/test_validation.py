@@ -4,6 +4,7 @@ validate_args=False and set_default_validate_args turn the checks off."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import numdiff
@@ -42,6 +43,9 @@ BAD = [
     ("bernoulli-value-half", lambda lib: lib.distributions.Bernoulli(0.3).log_prob(lib.tensor(0.5))),
     ("exponential-negative-value", lambda lib: lib.distributions.Exponential(1.0).log_prob(lib.tensor(-1.0))),
     ("uniform-value-above-high", lambda lib: lib.distributions.Uniform(0.0, 1.0).log_prob(lib.tensor(2.0))),
+    # low >= high was accepted (the docstring said PyTorch does not check it; 2.13 does).
+    ("uniform-low-above-high", lambda lib: lib.distributions.Uniform(lib.tensor([0.0, 2.0]), lib.tensor([1.0, 1.0]))),
+    ("uniform-low-equal-to-high", lambda lib: lib.distributions.Uniform(lib.tensor(1.0), lib.tensor(1.0))),
     (
         "one-hot-value-not-one-hot",
         lambda lib: lib.distributions.OneHotCategorical(logits=lib.zeros(2)).log_prob(lib.ones(2)),
@@ -136,3 +140,22 @@ def test_register_kl_adds_a_pair_and_subclasses_dispatch_to_the_most_specific() 
         del _KL_REGISTRY[Normal, Laplace], _KL_REGISTRY[WideNormal, Laplace]
     with pytest.raises(TypeError, match="Distribution subclass"):
         numdiff.distributions.register_kl(int, Normal)
+
+
+def test_validation_runs_under_vmap_over_every_batch_entry() -> None:
+    # The checks called bool() on a batched tensor, so with validation on (the default) a
+    # distribution could not be made or scored under numdiff.func.vmap (VmapDataDependentError);
+    # torch.func allows it.
+    loc = numdiff.tensor([0.1, -0.4, 2.0], dtype=numdiff.float64)
+    value = numdiff.tensor(0.5, dtype=numdiff.float64)
+    ours = numdiff.func.vmap(lambda m: numdiff.distributions.Normal(m, 1.0).log_prob(value))(loc)
+    theirs = torch.func.vmap(lambda m: torch.distributions.Normal(m, 1.0).log_prob(torch.tensor(0.5, dtype=torch.float64)))(
+        torch.tensor(loc.numpy())
+    )
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
+    grads = numdiff.func.vmap(numdiff.func.grad(lambda m: numdiff.distributions.Normal(m, 1.0).log_prob(value)))(loc)
+    np.testing.assert_allclose(grads.numpy(), 0.5 - loc.numpy(), rtol=1e-14)
+    with pytest.raises(ValueError, match=r"Expected parameter scale .*GreaterThan.*\n.*-1\."):
+        numdiff.func.vmap(lambda s: numdiff.distributions.Normal(0.0, s))(numdiff.tensor([1.0, -1.0]))
+    with pytest.raises(ValueError, match=r"within the support \(GreaterThanEq"):
+        numdiff.func.vmap(lambda v: numdiff.distributions.Exponential(1.0).log_prob(v))(numdiff.tensor([1.0, -1.0]))

@@ -88,11 +88,9 @@ def test_cdf_and_icdf_match_torch(case) -> None:
     ours, theirs = _pair(case)
     value, torch_value = _values(theirs)
     _close(ours.cdf(value), theirs.cdf(torch_value))
-    if not case.name.startswith("normal"):  # Normal.icdf needs erfinv, which numdiff lacks
-        q = torch.rand(
-            (5,) + tuple(theirs.batch_shape), dtype=torch.float64, generator=torch.Generator().manual_seed(1)
-        )
-        _close(ours.icdf(numdiff.tensor(q.numpy())), theirs.icdf(q))
+    # (Normal.icdf was missing, left out when numdiff had no erfinv.)
+    q = torch.rand((5,) + tuple(theirs.batch_shape), dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    _close(ours.icdf(numdiff.tensor(q.numpy())), theirs.icdf(q))
 
 
 @pytest.mark.parametrize(

@@ -150,3 +150,18 @@ def test_bad_arguments_raise():
         softclip(numdiff.ones(2), 0.0, numdiff.ones(3))
     with pytest.raises(TypeError, match="at least one argument must be a Tensor"):
         softclip(1.0, 0.0, 1.0)
+
+
+def test_float16_computes_in_float32_and_bfloat16_raises_a_type_error():
+    # Both once leaked a Numba TypingError (Numba's math has no float16 or bfloat16).
+    rng = np.random.default_rng(5)
+    x, hi = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    half = numdiff.tensor(x).half().requires_grad_()
+    out = softclip(half, -1.0, numdiff.tensor(hi).half())
+    assert out.dtype == numdiff.float16
+    expected = softclip(numdiff.tensor(x).half().float(), -1.0, numdiff.tensor(hi).half().float()).half()
+    np.testing.assert_array_equal(out.detach().numpy(), expected.numpy())
+    out.sum().backward()
+    assert half.grad.dtype == numdiff.float16
+    with pytest.raises(TypeError, match="softclip: numdiff stores bfloat16"):
+        softclip(numdiff.tensor(x).bfloat16(), -1.0, 1.0)

@@ -90,3 +90,30 @@ def test_per_sample_gradients_run_without_fallback_loops():
         warnings.simplefilter("error", func.VmapPerformanceWarning)
         grads = func.vmap(func.grad(loss), in_dims=(None, 0, 0))(params, numdiff.randn(5, 4), numdiff.tensor([0, 1, 2, 0, 1]))
     assert grads["weight"].shape == (5, 3, 4)
+
+
+def test_argnums_must_name_each_argument_once():
+    # Repeated argnums made jacrev overwrite one primal with the other (a wrong, all-zero block),
+    # and () or a float were accepted or leaked a TypeError from iterating them.
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64)
+    for transform in (func.grad, func.jacrev, func.jacfwd):
+        with pytest.raises(ValueError, match=r"argnums \(0, -2\) names an argument more than once"):
+            transform(lambda a, b: (a * b).sum(), argnums=(0, -2))(x, x)
+        for bad in ((), 0.0, True, "0"):
+            with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple of ints"):
+                transform(lambda a, b: (a * b).sum(), argnums=bad)(x, x)
+
+
+def test_vmap_out_dims_out_of_range_or_not_an_int_raise():
+    # An out_dim past the output's dims was taken modulo them (out_dims=3 on a 2-D result acted as
+    # 1, and out_dims=1 on a scalar result was ignored); torch.func raises.
+    x = numdiff.ones(4, 3)
+    with pytest.raises(ValueError, match=r"out_dim 3 is out of range for an output of shape \(3,\).*\[-2, 1\]"):
+        func.vmap(lambda r: r * 2, out_dims=3)(x)
+    with pytest.raises(ValueError, match=r"out_dim 1 is out of range for an output of shape \(\)"):
+        func.vmap(lambda r: r.sum(), out_dims=1)(x)
+    with pytest.raises(TypeError, match="out_dims must be ints or None, got 1.5"):
+        func.vmap(lambda r: r, out_dims=1.5)(x)
+    with pytest.raises(TypeError, match="in_dims must be ints or None, got 0.0"):
+        func.vmap(lambda r: r, in_dims=(0.0,))(x)
+    assert func.vmap(lambda r: r * 2, out_dims=-2)(x).shape == (4, 3)

@@ -19,6 +19,11 @@ def _pair(*shape: int) -> tuple[numdiff.Tensor, torch.Tensor]:
 
 
 def _close(ours, theirs) -> None:
+    if isinstance(theirs, dict):
+        assert sorted(ours) == sorted(theirs)
+        for key in theirs:
+            _close(ours[key], theirs[key])
+        return
     if isinstance(theirs, (tuple, list)):
         assert len(ours) == len(theirs)
         for a, b in zip(ours, theirs):
@@ -181,3 +186,81 @@ def test_vmap_of_hessian_and_doubly_vmapped_grad_match_torch():
     ours = func.vmap(func.grad(lambda b, a: f(numdiff, a, b)), in_dims=(None, 0))(w, x[0])
     theirs = torch.func.vmap(torch.func.grad(lambda b, a: f(torch, a, b)), in_dims=(None, 0))(tw, tx[0])
     _close(ours, theirs)
+
+
+def test_jacfwd_of_empty_inputs_and_outputs_has_the_empty_shape():
+    # Its columns were reshaped with -1, which a zero-size Jacobian cannot resolve.
+    cases = [((0,), lambda a: a * 2), ((0, 3), lambda a: a.sum(0)), ((3,), lambda a: a[:0]), ((0,), lambda a: a.sum())]
+    for shape, fn in cases:
+        ours = func.jacfwd(fn)(numdiff.zeros(*shape, dtype=numdiff.float64))
+        assert ours.shape == torch.func.jacfwd(fn)(torch.zeros(*shape, dtype=torch.float64)).shape
+
+
+def test_jvp_jacfwd_and_hessian_of_outputs_that_do_not_depend_on_the_inputs_are_zero():
+    # Forward mode pulled every output back through autograd, which raised for an output no
+    # recorded op produced (a constant, a detached value), as torch.func gives zeros for.
+    (x, tx) = _pair(2)
+
+    def fn(lib, a):
+        return a * 2, lib.ones(3, dtype=a.dtype), a.detach() ** 2
+
+    ours = func.jvp(lambda a: fn(numdiff, a), (x,), (x,))
+    theirs = torch.func.jvp(lambda a: fn(torch, a), (tx,), (tx,))
+    _close(ours, theirs)
+    _close(func.jacfwd(lambda a: fn(numdiff, a))(x), torch.func.jacfwd(lambda a: fn(torch, a))(tx))
+    _close(func.vmap(func.jacfwd(lambda a: fn(numdiff, a)[1]))(x.reshape(2, 1)), torch.zeros(2, 3, 1))
+    _close(func.hessian(lambda a: a[:0].sum() + 1.0)(x), torch.zeros(2, 2))
+
+
+def test_vjp_jvp_jacrev_jacfwd_take_tuples_lists_and_dicts_of_tensors_as_primals():
+    # grad took nested primals, but vjp, jvp and jacrev raised "primal 0 must be a Tensor, got
+    # dict", and jacfwd leaked an AttributeError ('dict' object has no attribute 'numel').
+    (w, tw), (u, tu), (s, ts), (z, tz) = _pair(2, 3), _pair(3), _pair(3), _pair(3)
+
+    def fn(params, x):
+        return (params["w"] @ (params["v"][0] * x)).sin() * params["v"][1].sum()
+
+    ours, theirs = ({"w": w, "v": [u, s]}, z), ({"w": tw, "v": [tu, ts]}, tz)
+    _close(func.vjp(fn, *ours)[1](numdiff.ones(2, dtype=numdiff.float64)), torch.func.vjp(fn, *theirs)[1](torch.ones(2, dtype=torch.float64)))
+    basis, their_basis = numdiff.eye(2, dtype=numdiff.float64), torch.eye(2, dtype=torch.float64)
+    _close(func.vmap(func.vjp(fn, *ours)[1])(basis), torch.func.vmap(torch.func.vjp(fn, *theirs)[1])(their_basis))
+    tangents, their_tangents = ({"w": w * 2, "v": [s, u]}, u), ({"w": tw * 2, "v": [ts, tu]}, tu)
+    _close(func.jvp(fn, ours, tangents), torch.func.jvp(fn, theirs, their_tangents))
+    for transform, reference in ((func.jacrev, torch.func.jacrev), (func.jacfwd, torch.func.jacfwd)):
+        _close(transform(fn, argnums=(0, 1))(*ours), reference(fn, argnums=(0, 1))(*theirs))
+    _close(func.hessian(lambda p, x: fn(p, x).sum())(*ours), torch.func.hessian(lambda p, x: fn(p, x).sum())(*theirs))
+    with pytest.raises(ValueError, match="tangent 0 does not have the structure of its primal"):
+        func.jvp(fn, ours, ({"w": w}, u))
+    with pytest.raises(TypeError, match="jacfwd: argument 0 must be a Tensor, got float"):
+        func.jacfwd(lambda p: p["a"] * p["n"])({"a": u, "n": 2.0})
+
+
+def test_jacrev_chunk_size_and_jacfwd_positional_has_aux_and_randomness_as_torch_func():
+    # torch.func's signatures: jacrev(..., chunk_size=), jacfwd(func, argnums, has_aux, *,
+    # randomness=); numdiff raised TypeError for each.
+    (x, tx) = _pair(5)
+
+    def fn(a):
+        return a.sin() * a.sum(), a.cos()
+
+    _close(func.jacrev(fn, chunk_size=2)(x), torch.func.jacrev(fn, chunk_size=2)(tx))
+    _close(func.jacfwd(fn, 0, True)(x), torch.func.jacfwd(fn, 0, True)(tx))
+    noisy = func.jacfwd(lambda a: a * numdiff.rand(5, dtype=numdiff.float64), randomness="same")(x)
+    assert np.count_nonzero(noisy.numpy() - np.diag(np.diag(noisy.numpy()))) == 0
+    with pytest.raises(func.VmapRandomnessError):
+        func.jacfwd(lambda a: a * numdiff.rand(5, dtype=numdiff.float64))(x)
+
+
+def test_functional_call_with_args_none_calls_the_module_without_arguments():
+    # args=None (torch.func's default) was passed on as the one argument: module(None).
+    class Doubler(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = numdiff.nn.Parameter(numdiff.ones(2))
+
+        def forward(self):
+            return self.w * 2
+
+    replaced = {"w": numdiff.tensor([1.0, 3.0])}
+    np.testing.assert_array_equal(func.functional_call(Doubler(), replaced).numpy(), [2.0, 6.0])
+    np.testing.assert_array_equal(func.functional_call(Doubler(), replaced, None).numpy(), [2.0, 6.0])

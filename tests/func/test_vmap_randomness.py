@@ -117,3 +117,22 @@ def test_per_sample_noise_inside_grad_is_the_unbatched_draw():
 def test_unknown_randomness_lists_the_modes():
     with pytest.raises(ValueError, match=r"\('error', 'different', 'same'\), got 'random'"):
         func.vmap(lambda x: x, randomness="random")
+
+
+def test_same_with_chunk_size_shares_one_draw_across_the_chunks():
+    # Each chunk drew afresh, so randomness='same' with chunk_size gave one draw per chunk, not
+    # one for the batch (torch.func gives the unchunked result); the generator then advanced once.
+    def draw(x):
+        return x + numdiff.rand(3, dtype=F64) + numdiff.nn.functional.dropout(numdiff.ones(3, dtype=F64), 0.5)
+
+    x = numdiff.zeros(5, 3, dtype=F64)
+    numdiff.manual_seed(0)
+    chunked = func.vmap(draw, randomness="same", chunk_size=2)(x)
+    after_chunked = numdiff.rand(2)
+    numdiff.manual_seed(0)
+    whole = func.vmap(draw, randomness="same")(x)
+    np.testing.assert_array_equal(chunked.numpy(), whole.numpy())
+    np.testing.assert_array_equal(after_chunked.numpy(), numdiff.rand(2).numpy())
+    own = numdiff.Generator().manual_seed(3)
+    rows = func.vmap(lambda r: r + numdiff.rand(3, generator=own, dtype=F64), randomness="same", chunk_size=1)(x)
+    np.testing.assert_array_equal(rows.numpy(), np.broadcast_to(rows.numpy()[0], (5, 3)))

@@ -635,3 +635,17 @@ def test_isin_matches_torch():
         assert got.tolist() == expected.tolist() and got.dtype == numdiff.bool and tuple(got.shape) == tuple(expected.shape)
     with pytest.raises(TypeError, match="isin: expected elements or test_elements to be a Tensor"):
         numdiff.isin(1, 2)
+
+
+def test_inf_norms_and_logsumexp_of_an_empty_tensor_over_non_empty_dims_are_empty():
+    # amax refused every empty tensor, also reduced over dims that are not empty, where torch
+    # gives an empty result: vector_norm(ord=inf, dim=1) and logsumexp(dim=1) of a (0, 3) raised.
+    empty = numdiff.zeros(0, 3, dtype=numdiff.float64, requires_grad=True)
+    norm = numdiff.linalg.vector_norm(empty, float("inf"), 1)
+    assert norm.shape == (0,)
+    assert numdiff.special.logsumexp(empty, 1).shape == (0,)
+    assert numdiff.linalg.matrix_norm(numdiff.zeros(0, 2, 3), float("inf")).shape == (0,)
+    norm.sum().backward()
+    assert empty.grad.shape == (0, 3)
+    with pytest.raises(RuntimeError, match=r"amax: cannot reduce over an empty dimension of a tensor of shape \(0, 3\)"):
+        empty.amax(0)

@@ -235,3 +235,44 @@ def test_scalar_code_is_the_same_in_python_and_compiled():
         assert _special.polygamma(x, 2.0) == _special.polygamma_scalar(x, 2.0)
     for x in [-0.999, -1e-12, 0.5, 0.75, 1 - 1e-15]:
         assert _special.erfinv(x) == _special.erfinv_scalar(x)
+
+
+def test_log_ndtr_stays_finite_and_accurate_in_the_lower_tail():
+    # log(ndtr(x)) once gave -inf (and a NaN gradient) wherever ndtr underflows, x < -38 in float64.
+    x = np.array([-1000.0, -40.0, -20.5, -19.5, -12.0, -10.5, -9.5, -3.0, 0.0, 2.0])
+    leaf = numdiff.tensor(x, requires_grad=True)
+    out = numdiff.special.log_ndtr(leaf)
+    out.sum().backward()
+    value = [float(mpmath.log(mpmath.ncdf(mpmath.mpf(v)))) for v in x]
+    slope = [float(mpmath.npdf(mpmath.mpf(v)) / mpmath.ncdf(mpmath.mpf(v))) for v in x]
+    np.testing.assert_allclose(out.detach().numpy(), value, rtol=1e-14)
+    np.testing.assert_allclose(leaf.grad.numpy(), slope, rtol=1e-12)
+    single = numdiff.tensor(x.astype(np.float32), requires_grad=True)
+    out32 = numdiff.special.log_ndtr(single)
+    out32.sum().backward()
+    assert out32.dtype == numdiff.float32
+    np.testing.assert_allclose(out32.detach().numpy(), value, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(single.grad.numpy(), slope, rtol=1e-5)
+    numdiff.autograd.gradcheck(numdiff.special.log_ndtr, numdiff.tensor([-25.0, -20.0001, -15.0, -1.0], dtype=numdiff.float64, requires_grad=True))
+
+
+def test_ndtri_keeps_its_digits_in_the_lower_tail():
+    # sqrt(2) erfinv(2p - 1) loses p's digits to the cancellation in 2p - 1: 1e-5 relative error at
+    # p = 1e-12, and -inf from p = 1e-17 on (torch: -9.26 at 1e-20).
+    p = np.array([0.0, 1e-300, 1e-100, 1e-20, 1e-12, 1e-5, 0.00999, 0.0100001, 0.3, 0.5, 0.9, 1.0, -0.1])
+    leaf = numdiff.tensor(p, requires_grad=True)
+    out = numdiff.special.ndtri(leaf)
+    out.backward(numdiff.ones_like(out))  # (not .sum(): -inf + inf would warn)
+    t = torch.tensor(p, requires_grad=True)
+    expected = torch.special.ndtri(t)
+    expected.backward(torch.ones_like(expected))
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(leaf.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    slope = [float(1 / mpmath.npdf(mpmath.mpf(v))) for v in expected.detach().numpy()[1:-2]]
+    np.testing.assert_allclose(leaf.grad.numpy()[1:-2], slope, rtol=1e-12)
+    single = numdiff.special.ndtri(numdiff.tensor(p[3:-2].astype(np.float32)))  # (1e-100 is 0 in float32)
+    assert single.dtype == numdiff.float32
+    np.testing.assert_allclose(single.numpy(), expected.detach().numpy()[3:-2], rtol=1e-6)
+    tail = numdiff.tensor([1e-4, 0.004, 0.0099], dtype=numdiff.float64, requires_grad=True)  # (p > eps)
+    assert numdiff.autograd.gradcheck(numdiff.special.ndtri, tail)
+    assert numdiff.autograd.gradgradcheck(numdiff.special.ndtri, tail)
