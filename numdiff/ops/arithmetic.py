@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import batch_nondifferentiable, data_of, operands, vmapped
+from numdiff.ops._util import as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -55,7 +55,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return batch_nondifferentiable(lambda x, y: div(x, y, rounding_mode=rounding_mode), a, b)
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
-    return Tensor._wrap(quotient, None, None)
+    # as_result: NumPy gives a scalar, not a 0-d array, for two 0-d operands.
+    return Tensor._wrap(as_result(quotient), None, None)
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
