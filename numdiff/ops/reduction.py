@@ -100,7 +100,7 @@ class _Extreme(Function):
     @classmethod
     def forward(cls, ctx, x, *, dims, keepdim):
         if x.size == 0:
-            raise RuntimeError(f"{cls.op_name}: cannot reduce an empty tensor of shape {x.shape}")
+            _refuse_empty_reduced_dim(cls.op_name, x.shape, dims)
         _remember(ctx, x, dims, keepdim)
         out = cls.reduce(x, axis=dims, keepdims=keepdim)
         ctx.save_for_backward(x, out)
@@ -112,6 +112,17 @@ class _Extreme(Function):
         hits = (x == _expand_back(out, ctx)).to(grad.dtype)
         count = hits.sum(dim=ctx.dims, keepdim=True) if ctx.dims else hits
         return (_expand_back(grad, ctx) * hits / count,)
+
+
+def _refuse_empty_reduced_dim(op: str, shape: tuple, dims: tuple) -> None:
+    """max/min have no identity, so reducing over a size-0 dim is an error; reducing a non-empty
+    dim of a tensor that is empty elsewhere gives an empty result, as in PyTorch."""
+    for d in dims:
+        if shape[d] == 0:
+            raise RuntimeError(
+                f"{op}: cannot reduce over dim {d}, which has size 0 (input shape {tuple(shape)}): the "
+                "operation has no identity"
+            )
 
 
 @register("amax")
@@ -236,7 +247,7 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
     if vmapped(input):
         return getattr(input, op)(dim, keepdim)  # the batched tensor's own argmax/argmin
     data = input._data
-    if data.size == 0:
+    if data.size == 0 and dim is None:
         raise RuntimeError(f"{op}: cannot take the {op} of an empty tensor of shape {tuple(data.shape)}")
     if dim is None:
         out = as_result(fn(data.reshape(-1))).astype(np.int64)
@@ -244,6 +255,8 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
             out = out.reshape((1,) * data.ndim)
     else:
         axis = normalize_dim(op, dim, data.ndim)
+        if data.size == 0:
+            _refuse_empty_reduced_dim(op, data.shape, (axis,) if data.ndim else ())
         # as_result: reducing a 1-D array to 0-d gives a NumPy scalar, not an array.
         out = as_result(fn(data, axis=axis, keepdims=keepdim)).astype(np.int64) if data.ndim else np.zeros((), dtype=np.int64, like=data)
     return Tensor._wrap(out, None, None)

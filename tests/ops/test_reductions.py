@@ -174,3 +174,25 @@ def test_prod_gradient_does_not_underflow_in_grad_times_output():
     x.prod(0).backward(numdiff.tensor(0.5, dtype=numdiff.float32))
     tx.prod(0).backward(torch.tensor(0.5))
     assert_close(x.grad, tx.grad, np.float32)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin", "max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("shape, dim", [((0, 5), 1), ((0, 5), -1), ((3, 0), 0), ((2, 0, 3), 2)])
+def test_extremes_over_a_nonempty_dim_of_an_empty_tensor_give_an_empty_result_like_torch(name, shape, dim):
+    # Only the reduced dim needs elements; numdiff refused any input with a zero anywhere.
+    x = numdiff.zeros(shape, dtype=numdiff.float64, requires_grad=name not in ("argmax", "argmin"))
+    out = getattr(numdiff, name)(x, dim)
+    expected = getattr(torch, name)(torch.zeros(shape, dtype=torch.float64), dim)
+    for ours, theirs in zip(out if isinstance(out, tuple) else (out,), expected if isinstance(expected, tuple) else (expected,)):
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype == getattr(numdiff, str(theirs.dtype).split(".")[1])
+    if x.requires_grad:
+        (out[0] if isinstance(out, tuple) else out).sum().backward()
+        assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("name", ["amax", "amin", "max", "min", "argmax", "argmin"])
+def test_extremes_over_an_empty_dim_raise_naming_the_dim(name):
+    with pytest.raises(RuntimeError, match=rf"{name}: cannot reduce over dim 0, which has size 0 \(input shape \(0, 5\)\)"):
+        getattr(numdiff, name)(numdiff.zeros(0, 5), 0)
+    with pytest.raises(RuntimeError, match="has size 0|empty tensor"):
+        getattr(numdiff, name)(numdiff.zeros(0, 5))
