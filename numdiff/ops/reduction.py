@@ -212,7 +212,12 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
     dims = _reduction_dims("std", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
     centred = input - mean(input, dims, keepdim=True)
-    scale = amax(centred.abs(), dims, keepdim=True).detach() if dims else centred.abs().detach()
+    if not dims:
+        scale = centred.abs().detach()
+    elif input.numel() == 0:  # amax has no identity; any scale does for no elements (1 below)
+        scale = sum(centred.abs(), dims, keepdim=True).detach()
+    else:
+        scale = amax(centred.abs(), dims, keepdim=True).detach()
     scale = where((scale == 0) | ~scale.isfinite(), 1.0, scale)
     scaled = centred / scale
     variance = sum(scaled * scaled, dims, keepdim) / builtins.max(count - correction, 0)
@@ -225,9 +230,12 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim`, stable for large inputs (shifted by the detached max)."""
     dims = normalize_dims("logsumexp", dim, input.ndim)
-    shift = amax(input, dims, keepdim=True).detach()
-    shift = shift.masked_fill(~shift.isfinite(), 0.0)
-    out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
+    if input.numel() == 0:  # nothing to overflow; a sum over no elements is 0, so its log is -inf
+        out = input.exp().sum(dims, keepdim=True).log()
+    else:
+        shift = amax(input, dims, keepdim=True).detach()
+        shift = shift.masked_fill(~shift.isfinite(), 0.0)
+        out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
     if not keepdim:
         out = out.squeeze(dims) if dims else out
     return out
