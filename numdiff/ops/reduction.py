@@ -83,6 +83,8 @@ def _product_of_others_differentiable(x: Tensor, dims: tuple) -> Tensor:
 
 def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
     """For each element, the product of the other elements in its reduction group."""
+    if x.size == 0:  # no elements, no products (the reshape below cannot infer -1 from 0)
+        return np.zeros_like(x)
     moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
     flat = moved.reshape(moved.shape[: x.ndim - len(dims)] + (-1,))
     ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype, like=x)

@@ -212,3 +212,17 @@ def test_logsumexp_and_std_of_empty_tensors_match_torch(name, shape, dim):
     np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
     out.sum().backward()
     assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("shape, dim", [((0, 5), None), ((0, 5), 0), ((0, 5), 1), ((3, 0), 1), ((3, 0), 0)])
+def test_prod_of_an_empty_tensor_has_an_empty_gradient_like_torch(shape, dim, create_graph):
+    # Its backward reshaped the reduction groups with -1, which NumPy cannot infer for 0 elements.
+    x = numdiff.zeros(shape, dtype=numdiff.float64, requires_grad=True)
+    t_x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    out = numdiff.prod(x) if dim is None else numdiff.prod(x, dim)
+    expected = torch.prod(t_x) if dim is None else torch.prod(t_x, dim)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    (grad,) = numdiff.autograd.grad(out.sum(), x, create_graph=create_graph)
+    (t_grad,) = torch.autograd.grad(expected.sum(), t_x)
+    np.testing.assert_array_equal(grad.detach().numpy(), t_grad.numpy())
