@@ -38,6 +38,25 @@ class SavedTensorModifiedError(RuntimeError):
     """A tensor saved for backward was changed in place before backward used it."""
 
 
+class StaleViewError(RuntimeError):
+    """A view was used after a recorded in-place op gave its base a new history."""
+
+
+def check_view_is_current(view: Tensor, op: str) -> None:
+    """Refuse a view whose base was modified in place, with gradient recording on, after the view
+    was made. The view's history reads the base's old value, so a gradient through it would miss
+    the modification (PyTorch replays the view on the base's new history; numdiff does not)."""
+    base = view._base
+    if base._grad_fn is view._base_node:
+        return
+    raise StaleViewError(
+        f"{op}: a view (shape {tuple(view.shape)}) of a tensor of shape {tuple(base.shape)} is used "
+        f"after that tensor was modified in place by a recorded {base._grad_fn.name()}; the view "
+        "was made before, so its gradient would miss the modification. Make the view again after "
+        "the in-place op (v = base[...]), or make it from a clone() of the base."
+    )
+
+
 class _SavedOutput:
     """The op's own output saved for backward, held without a reference back to the Tensor.
 
@@ -277,6 +296,8 @@ class Function:
                 args.append(t._data)
                 if t._requires_grad:
                     record = True
+                if t._base is not None and _state.enabled:
+                    check_view_is_current(t, cls.op_name)
             else:
                 args.append(t)
         try:
@@ -294,6 +315,10 @@ class Function:
 def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Tensor:
     """apply for user Functions: forward gets Tensors and runs with grad mode off."""
     record = _state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs)
+    if _state.enabled:
+        for t in inputs:
+            if isinstance(t, Tensor) and t._base is not None:
+                check_view_is_current(t, cls.__name__)
     previous = _state.enabled
     _state.enabled = False
     try:

@@ -15,10 +15,12 @@ from numdiff.tensor import Tensor
 
 
 def _as_view(out: Tensor, base: Tensor) -> Tensor:
-    """Share `base`'s version counter when `out` aliases its memory, so in-place edits are seen."""
+    """Share `base`'s version counter when `out` aliases its memory, so in-place edits are seen,
+    and remember the base's history at this point (see `check_view_is_current`)."""
     if np.may_share_memory(out._data, base._data):
         out._version_counter = base._version_counter
         out._base = base._base if base._base is not None else base
+        out._base_node = out._base._grad_fn
     return out
 
 
