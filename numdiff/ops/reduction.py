@@ -95,15 +95,21 @@ def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
 
 
 class _Extreme(Function):
-    """amax/amin: gradient shared evenly among the elements that reach the extreme."""
+    """amax/amin: gradient shared evenly among the elements that reach the extreme.
+
+    A NaN extreme equals no element, so amax's gradient is NaN for its whole group, as
+    PyTorch's is; with `nan_is_hit` (max() and min() of a whole tensor) the NaNs share it, as
+    PyTorch's max() and min() do.
+    """
 
     reduce = staticmethod(np.max)
 
     @classmethod
-    def forward(cls, ctx, x, *, dims, keepdim):
+    def forward(cls, ctx, x, *, dims, keepdim, nan_is_hit=False):
         if x.size == 0:
             _refuse_empty_reduced_dim(cls.op_name, x.shape, dims)
         _remember(ctx, x, dims, keepdim)
+        ctx.nan_is_hit = nan_is_hit
         out = cls.reduce(x, axis=dims, keepdims=keepdim)
         ctx.save_for_backward(x, out)
         return out
@@ -111,7 +117,11 @@ class _Extreme(Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
-        hits = (x == _expand_back(out, ctx)).to(grad.dtype)
+        out = _expand_back(out, ctx)
+        hits = x == out
+        if ctx.nan_is_hit:
+            hits = hits | (x.isnan() & out.isnan())
+        hits = hits.to(grad.dtype)
         count = hits.sum(dim=ctx.dims, keepdim=True) if ctx.dims else hits
         return (_expand_back(grad, ctx) * hits / count,)
 
@@ -289,7 +299,9 @@ def _extreme(op: str, full, arg, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if isinstance(dim, Tensor):
         return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:
-        return full(input)
+        if not isinstance(input, Tensor):
+            return full(input)  # amax's own message
+        return (Amax if op == "max" else Amin).apply(input, dims=tuple(range(input.ndim)), keepdim=False, nan_is_hit=True)
     axis = normalize_dim(op, dim, input.ndim)
     indices = arg(input, axis, keepdim=True)
     values = gather(input, axis, indices) if input.ndim else input

@@ -226,3 +226,17 @@ def test_prod_of_an_empty_tensor_has_an_empty_gradient_like_torch(shape, dim, cr
     (grad,) = numdiff.autograd.grad(out.sum(), x, create_graph=create_graph)
     (t_grad,) = torch.autograd.grad(expected.sum(), t_x)
     np.testing.assert_array_equal(grad.detach().numpy(), t_grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin"])
+def test_whole_tensor_extreme_with_nan_has_torchs_gradient(name):
+    # max() and min() of a tensor holding NaN shared the gradient among no element (0 / 0), so
+    # every element got NaN; PyTorch shares it among the NaNs. amax/amin keep PyTorch's NaNs.
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, -np.inf, 2.0]])
+    ours = numdiff.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    getattr(numdiff, name)(ours).backward()
+    getattr(torch, name)(theirs).backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+    (grad,) = numdiff.autograd.grad(getattr(numdiff, name)(ours), ours, create_graph=True)
+    np.testing.assert_array_equal(grad.detach().numpy(), theirs.grad.numpy())
