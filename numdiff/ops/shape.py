@@ -251,8 +251,10 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
     tiled = []
     for r, n in zip(repeats, shape):
         tiled += [r, n]
-    out = reshape(input, interleaved).expand(tiled)
-    return out.reshape(tuple(r * n for r, n in zip(repeats, shape)))
+    out = reshape(input, interleaved).expand(tiled).reshape(tuple(r * n for r, n in zip(repeats, shape)))
+    # Where no dim really repeats (or only ahead of size-1 dims) reshape keeps a view, writable
+    # into the input or read-only with stride 0; repeat's result is new memory, as in PyTorch.
+    return out.clone() if out._base is not None else out
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

@@ -258,3 +258,22 @@ def test_integer_indexing_one_element_returns_a_view_as_pytorch():
     x = numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with pytest.raises(numdiff._inplace.InPlaceOnViewError):
         (x * 1.0)[0].mul_(3.0)
+
+
+@pytest.mark.parametrize("repeats", [(1, 1), (3, 1), (1, 1, 1), (2, 1, 1)])
+def test_repeat_and_tile_return_new_memory_that_inplace_ops_may_write(repeats):
+    # With no real repetition repeat returned a view: writing into it changed the input (1, 1), or
+    # raised NumPy's "assignment destination is read-only" (a stride-0 view, for (3, 1)).
+    for make in (lambda x: x.repeat(*repeats), lambda x: numdiff.tile(x, repeats)):
+        x = numdiff.tensor([[1.0, 2.0]])
+        out = make(x)
+        out.add_(10.0)
+        out[(0,) * out.ndim] = -1.0
+        assert x.tolist() == [[1.0, 2.0]]
+        expected = torch.tensor([[1.0, 2.0]]).repeat(*repeats) + 10.0
+        expected[(0,) * out.ndim] = -1.0
+        np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    leaf = numdiff.tensor([[1.0, 2.0]], dtype=numdiff.float64, requires_grad=True)
+    out = leaf.repeat(*repeats) * 1
+    out.sum().backward()
+    assert leaf.grad.tolist() == [[float(np.prod(repeats))] * 2]
