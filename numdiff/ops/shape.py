@@ -251,10 +251,16 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
     tiled = []
     for r, n in zip(repeats, shape):
         tiled += [r, n]
-    out = reshape(input, interleaved).expand(tiled).reshape(tuple(r * n for r, n in zip(repeats, shape)))
-    # Where no dim really repeats (or only ahead of size-1 dims) reshape keeps a view, writable
-    # into the input or read-only with stride 0; repeat's result is new memory, as in PyTorch.
-    return out.clone() if out._base is not None else out
+    out = reshape(input, interleaved).expand(tiled)
+    return new_memory(out.reshape(tuple(r * n for r, n in zip(repeats, shape))))
+
+
+def new_memory(out: Tensor) -> Tensor:
+    """`out` copied if it is a view, for ops composed of expand and reshape that PyTorch documents
+    as copying (repeat, repeat_interleave). Where nothing really repeats, or only ahead of size-1
+    dims, reshape keeps a view: writable into the input, or read-only with stride 0 (an empty
+    broadcast is read-only too)."""
+    return out.clone() if out._base is not None or out.numel() == 0 else out
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

@@ -277,3 +277,23 @@ def test_repeat_and_tile_return_new_memory_that_inplace_ops_may_write(repeats):
     out = leaf.repeat(*repeats) * 1
     out.sum().backward()
     assert leaf.grad.tolist() == [[float(np.prod(repeats))] * 2]
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda x: x.repeat_interleave(1, dim=1), lambda t: t.repeat_interleave(1, dim=1)),
+        (lambda x: x.repeat_interleave(3, dim=0), lambda t: t.repeat_interleave(3, dim=0)),
+        (lambda x: numdiff.repeat_interleave(x, 1), lambda t: torch.repeat_interleave(t, 1)),
+        (lambda x: x.repeat(0, 1), lambda t: t.repeat(0, 1)),
+        (lambda x: numdiff.tile(x, (0,)), lambda t: torch.tile(t, (0,))),
+    ],
+)
+def test_repeat_interleave_and_empty_repeats_return_writable_new_memory(make, expected):
+    # repeat_interleave by an int is expand + reshape too: a view of the input (written through by
+    # in-place ops) or a read-only stride-0 one; an empty repeat was a read-only broadcast.
+    x = numdiff.tensor([[1.0, 2.0]])
+    out = make(x)
+    out.add_(10.0)
+    assert x.tolist() == [[1.0, 2.0]]
+    np.testing.assert_array_equal(out.numpy(), (expected(torch.tensor([[1.0, 2.0]])) + 10.0).numpy())
