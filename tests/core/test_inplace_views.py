@@ -144,3 +144,19 @@ def test_views_stay_usable_after_inplace_ops_that_are_not_recorded():
         v = c[:2]
         c.add_(1)
         assert v.sum().item() == 5.0
+
+
+@pytest.mark.parametrize(
+    "write",
+    [lambda t: t.add_(1.0), lambda t: t.__setitem__(0, 5.0), lambda t: t.zero_(), lambda t: t.copy_(nd.ones(3, 2))],
+)
+def test_inplace_write_into_an_expanded_view_names_the_op_and_the_cause(write):
+    # NumPy's "assignment destination is read-only" came out instead, naming neither.
+    x = nd.tensor([[1.0, 2.0]])
+    with pytest.raises(RuntimeError, match=r"cannot write in place into the tensor of shape \(3, 2\): it is an expanded view"):
+        write(x.expand(3, 2))
+    assert x.tolist() == [[1.0, 2.0]]
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    with pytest.raises(RuntimeError, match="add_: .* read-only memory"):
+        nd.as_tensor(frozen).add_(1.0)
