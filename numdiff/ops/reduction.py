@@ -164,13 +164,21 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
     """Sum over `dim` (int, tuple, or all dims when None)."""
     if dtype is not None:
         input = input.to(dtype)
-    elif input._data.dtype.kind == "b" or input._data.dtype == np.int32:
-        input = input.long()
+    else:
+        input = _integers_as_int64(input)
     return Sum.apply(input, dims=_reduction_dims("sum", dim, input.ndim), keepdim=keepdim)
+
+
+def _integers_as_int64(input: Tensor) -> Tensor:
+    """PyTorch sums and multiplies bool and every integer dtype in int64. NumPy would give uint8
+    uint64, which numdiff does not hold, and int32 int32."""
+    kind = input._data.dtype.kind
+    return input.long() if kind == "b" or (kind in "iu" and input._data.dtype != np.int64) else input
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Product over one dim, or all elements."""
+    input = _integers_as_int64(input)
     dims = normalize_dims("prod", dim, input.ndim) if dim is not None else tuple(range(input.ndim))
     return Prod.apply(input, dims=dims, keepdim=keepdim if dim is not None else False)
 

@@ -240,3 +240,15 @@ def test_whole_tensor_extreme_with_nan_has_torchs_gradient(name):
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
     (grad,) = numdiff.autograd.grad(getattr(numdiff, name)(ours), ours, create_graph=True)
     np.testing.assert_array_equal(grad.detach().numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "nansum", "trace"])
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_sum_and_prod_of_every_integer_dtype_give_int64_like_torch(name, dtype):
+    # uint8 raised "numdiff does not support NumPy dtype uint64" (NumPy's accumulator type).
+    if (name, dtype) == ("trace", "bool"):
+        return  # torch has no bool trace
+    values = [[200, 100], [3, 1]] if dtype != "bool" else [[1, 1], [0, 1]]
+    ours = getattr(numdiff, name)(numdiff.tensor(values).to(getattr(numdiff, dtype)))
+    theirs = getattr(torch, name)(torch.tensor(values).to(getattr(torch, dtype)))
+    assert ours.dtype == numdiff.int64 and ours.item() == theirs.item()
