@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import broadcast_shape, check_same_device, operands, scalar_like
+from numdiff.ops._util import _scalar_operand, broadcast_shape, check_same_device, operands, scalar_like
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -97,6 +97,9 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         if max is not None:
             out = minimum(out, max)
         return out
+    for bound in (min, max):
+        if bound is not None:  # a float bound makes an integer input float, as in PyTorch
+            _, input = _scalar_operand("clamp", bound, input)
     return Clamp.apply(input, min=min, max=max)
 
 

@@ -195,3 +195,15 @@ def test_python_number_operand_keeps_dtype_like_torch(expression, dtype):
     theirs = eval(expression, {"x": torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))})
     assert repr(ours.dtype) == repr(theirs.dtype).replace("torch.", "numdiff.")
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bounds", [{"min": -1.5, "max": 1.5}, {"min": 0.5}, {"max": 2.5}, {"min": -1, "max": 1}])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "bool"])
+def test_clamp_of_an_integer_tensor_by_float_bounds_promotes_like_torch(bounds, dtype):
+    # The bounds were cast to the input's integer dtype: clamp(int [-3, 0, 3], -1.5, 1.5) gave
+    # int64 [-1, 0, 1] where PyTorch gives float32 [-1.5, 0.0, 1.5].
+    values = [-3, 0, 3] if dtype != "bool" else [True, False, True]
+    ours = numdiff.clamp(numdiff.tensor(values).to(getattr(numdiff, dtype)), **bounds)
+    theirs = torch.clamp(torch.tensor(values).to(getattr(torch, dtype)), **bounds)
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
