@@ -151,4 +151,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to the input's "
             f"shape {tuple(input.shape)}"
         )
-    return where(mask, value, input)
+    out = where(mask, value, input)
+    # The input's dtype, as in PyTorch: the value is cast to it (2.5 into an int tensor is 2).
+    return out if out._data.dtype == input._data.dtype else out.to(input.dtype)

@@ -207,3 +207,23 @@ def test_clamp_of_an_integer_tensor_by_float_bounds_promotes_like_torch(bounds, 
     theirs = torch.clamp(torch.tensor(values).to(getattr(torch, dtype)), **bounds)
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("value", [2.5, 7, True, "tensor"])
+def test_masked_fill_keeps_the_inputs_dtype_like_torch(dtype, value):
+    # The result took where()'s promoted dtype: an int tensor filled with 2.5 became float32 holding
+    # 2.5, a bool one filled with 7 int64 (PyTorch casts the value: int 2, bool True), and the
+    # in-place form raised that the result could not be cast back.
+    values, mask = [1, 0, 3], [True, False, True]
+    for lib in (numdiff, torch):
+        fill = lib.tensor(2.5, dtype=lib.float64) if value == "tensor" else value
+        x = lib.tensor(values).to(getattr(lib, dtype))
+        out = lib.masked_fill(x, lib.tensor(mask), fill)
+        x.masked_fill_(lib.tensor(mask), fill)
+        if lib is numdiff:
+            ours, ours_inplace = out, x
+        else:
+            assert str(ours.dtype).split(".")[1] == str(out.dtype).split(".")[1]
+            np.testing.assert_array_equal(ours.numpy(), out.numpy())
+            np.testing.assert_array_equal(ours_inplace.numpy(), x.numpy())
