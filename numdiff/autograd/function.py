@@ -153,7 +153,8 @@ class Node:
 
     # ctx API used inside forward/backward
     def save_for_backward(self, *items: Any) -> None:
-        """Keep inputs, the output, or helper arrays for backward; read back as `saved_tensors`."""
+        """Keep inputs, the output, or helper arrays for backward; read back as `saved_tensors`
+        (None keeps a slot empty)."""
         self._saved = items
 
     @property
@@ -167,6 +168,9 @@ class Node:
                 tensor = Tensor._wrap(item.data, self, counter)
             elif type(item) is _SavedNumber:
                 result.append(Tensor._wrap(item.array(), None, None))
+                continue
+            elif item is None:  # a slot the forward left empty (not needed for this backward)
+                result.append(None)
                 continue
             else:
                 tensor = item
@@ -188,6 +192,9 @@ class Node:
                 array = item.data
             elif type(item) is _SavedNumber:
                 result.append(item.array())
+                continue
+            elif item is None:
+                result.append(None)
                 continue
             else:
                 counter = item._version_counter
@@ -377,6 +384,10 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
     saved = []
     versions = []
     for item in node._saved:
+        if item is None:
+            saved.append(None)
+            versions.append(None)
+            continue
         if item is out or (isinstance(item, Tensor) and item._data is result._data):
             saved.append(_SavedOutput(result._data, result._version_counter))
             versions.append(result._version_counter[0])

@@ -29,7 +29,7 @@ from numdiff.autograd.grad_mode import _state
 from numdiff.kernels import elementwise as cpu
 from numdiff.ops._util import data_of, operands
 from numdiff.ops.registry import register
-from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, vjp_expression
+from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
 from numdiff.ops.scalar_rules import RULES
 from numdiff.tensor import Tensor
 
@@ -99,6 +99,22 @@ def _make_function(rule: ScalarRule) -> type[Function]:
 
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
     splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> _backward_split
+    # needs_input_grad -> per saved input, whether a needed vjp reads it. x * 2 keeps no x: only
+    # the gradient of the 2 would read it. Saving it anyway held it alive and made an in-place
+    # change to x after the product fail backward with SavedTensorModifiedError, unlike PyTorch.
+    keeps: dict[tuple[bool, ...], tuple[bool, ...]] = {}
+    vjp_names = [names_in(expression) for expression in vjps]
+
+    def _saved_items(ctx, inputs: tuple, out: Any) -> list:
+        needs = ctx.needs_input_grad
+        kept = keeps.get(needs)
+        if kept is None:
+            read = set().union(*(vjp_names[i] for i, need in enumerate(needs) if need)) if len(needs) == rule.arity else None
+            kept = keeps[needs] = tuple(read is None or saved[k] in read for k in range(len(saved_inputs)))
+        items = [inputs[i] if keep else None for i, keep in zip(saved_inputs, kept)]
+        if saves_out:
+            items.append(out)
+        return items
 
     def forward(ctx, *inputs, **attrs):
         x = inputs[0]
@@ -106,10 +122,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             # On the CPU the ufunc wins wherever there is one (UFUNC_FORWARD): no more Python than that.
             out = ufunc(*inputs)
             if saved:
-                items = [inputs[i] for i in saved_inputs]
-                if saves_out:
-                    items.append(out)
-                ctx.save_for_backward(*items)
+                ctx.save_for_backward(*_saved_items(ctx, inputs, out))
             return out
         values = tuple([attrs[name] for name in attr_names]) if attr_names else ()
         if kernel_first and len(inputs) == 1 and type(x) is np.ndarray and x.dtype.char in "fd" and x.flags.c_contiguous:
@@ -118,10 +131,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         else:
             out = _forward_array(rule, ufunc, inputs, values)
         if saved:
-            items = [inputs[i] for i in saved_inputs]
-            if saves_out:
-                items.append(out)
-            ctx.save_for_backward(*items)
+            ctx.save_for_backward(*_saved_items(ctx, inputs, out))
         return out
 
     def backward(ctx, grad):
