@@ -297,3 +297,27 @@ def test_repeat_interleave_and_empty_repeats_return_writable_new_memory(make, ex
     out.add_(10.0)
     assert x.tolist() == [[1.0, 2.0]]
     np.testing.assert_array_equal(out.numpy(), (expected(torch.tensor([[1.0, 2.0]])) + 10.0).numpy())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.gather(x, 0, m.tensor(0)),
+        lambda m, x: m.gather(x, -1, m.tensor(0)),
+        lambda m, x: m.scatter_add(x, 0, m.tensor(0), x * 2),
+        lambda m, x: m.scatter(x, 0, m.tensor(0), x * 3),
+        lambda m, x: m.scatter(x, 0, m.tensor(0), 4.0),
+    ],
+)
+def test_gather_and_scatter_of_a_zero_dim_tensor_by_a_zero_dim_index_match_torch(call):
+    # Their checks indexed the input's shape by dim: IndexError "tuple index out of range".
+    ours_in = numdiff.tensor(1.5, dtype=numdiff.float64, requires_grad=True)
+    theirs_in = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    ours, theirs = call(numdiff, ours_in), call(torch, theirs_in)
+    assert ours.shape == () and ours.item() == theirs.item()
+    ours.backward()
+    theirs.backward()
+    assert ours_in.grad.item() == theirs_in.grad.item()
+    with pytest.raises(IndexError, match=r"gather: index values must be in \[0, 1\)"):
+        numdiff.gather(numdiff.tensor(1.5), 0, numdiff.tensor(1))
+
