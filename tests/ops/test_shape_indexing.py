@@ -321,3 +321,10 @@ def test_gather_and_scatter_of_a_zero_dim_tensor_by_a_zero_dim_index_match_torch
     with pytest.raises(IndexError, match=r"gather: index values must be in \[0, 1\)"):
         numdiff.gather(numdiff.tensor(1.5), 0, numdiff.tensor(1))
 
+
+
+def test_cat_of_a_zero_dim_tensor_says_so():
+    with pytest.raises(ValueError, match=r"cat: tensor 1 is zero-dimensional and cannot be concatenated; stack\(\)"):
+        numdiff.cat([numdiff.ones(2), numdiff.tensor(1.0)])
+    with pytest.raises(ValueError, match="cat: tensor 0 is zero-dimensional"):
+        numdiff.cat([numdiff.tensor(1.0), numdiff.tensor(2.0)])
