@@ -330,13 +330,27 @@ def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Te
     _state.enabled = False
     try:
         if not record:
-            out = cls.forward(_Unrecorded(), *inputs, **attrs)
+            out = _one_output(cls, cls.forward(_Unrecorded(), *inputs, **attrs))
             return Tensor._wrap(_as_array(out), None, None)
         node = Node(cls, inputs, attrs)
-        out = cls.forward(node, *inputs, **attrs)
+        out = _one_output(cls, cls.forward(node, *inputs, **attrs))
     finally:
         _state.enabled = previous
     return _record_output(node, inputs, inputs, out)
+
+
+def _one_output(cls: type[Function], out: Any) -> Any:
+    """A node has one output: a tuple from forward would be wrapped as the tensor's data, and
+    fail later far from here (AttributeError: 'tuple' object has no attribute 'dtype')."""
+    if isinstance(out, Tensor) or hasattr(out, "dtype"):
+        return out
+    if isinstance(out, (tuple, list)):
+        raise TypeError(
+            f"{cls.__name__}.forward returned a {type(out).__name__} of {len(out)} values, but a numdiff "
+            "Function has one output: split it into one Function per output, or return one tensor "
+            "(e.g. stacked) and take it apart after apply"
+        )
+    raise TypeError(f"{cls.__name__}.forward must return a Tensor, got {type(out).__name__}")
 
 
 def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:

@@ -204,3 +204,21 @@ def test_variable_is_pytorchs_pre_0_4_wrapper():
     assert alias.grad_fn is None and not alias.requires_grad
     with pytest.raises(TypeError, match="Variable: data must be a Tensor, got list"):
         Variable([1.0])
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_function_whose_forward_returns_several_outputs_is_refused_naming_it(requires_grad):
+    # The tuple became the tensor's data: AttributeError "'tuple' object has no attribute 'dtype'"
+    # while recording, and a Tensor wrapping a tuple without.
+    class TwoOutputs(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, first, second):
+            return first * 2 + second * 3
+
+    x = numdiff.ones(2, requires_grad=requires_grad)
+    with pytest.raises(TypeError, match=r"TwoOutputs.forward returned a tuple of 2 values, but a numdiff Function has one output"):
+        TwoOutputs.apply(x)
