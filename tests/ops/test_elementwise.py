@@ -227,3 +227,26 @@ def test_masked_fill_keeps_the_inputs_dtype_like_torch(dtype, value):
             assert str(ours.dtype).split(".")[1] == str(out.dtype).split(".")[1]
             np.testing.assert_array_equal(ours.numpy(), out.numpy())
             np.testing.assert_array_equal(ours_inplace.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("bounds", ["min", "max", "both", "both-broadcast"])
+def test_clamp_by_tensor_bounds_gives_the_gradient_to_the_operand_the_value_is_like_torch(bounds):
+    # Composed of maximum/minimum, it halved the gradient between input and a bound it ties with
+    # (input 2 clamped at min 2 got 0.5) and gave it to both where the input is NaN.
+    nan = float("nan")
+    x = np.array([1.0, 2.0, 3.0, nan, 1.0, 0.5, 5.0, 2.5])
+    low = np.array([2.0, 2.0, 2.0, 0.0, nan, 3.0, 3.0, 2.0])
+    high = np.array([2.5, 2.5, 2.5, 2.5, 2.5, 1.0, 1.0, 2.5])
+    if bounds == "both-broadcast":
+        x, low, high = x.reshape(2, 4), low[:4].reshape(1, 4), high[:2].reshape(2, 1)
+    upstream = np.arange(1.0, x.size + 1).reshape(x.shape) ** 2
+    grads = []
+    for lib in (numdiff, torch):
+        leaves = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in (x, low, high)]
+        t, lo, hi = leaves
+        kwargs = {"min": {"min": lo}, "max": {"max": hi}}.get(bounds, {"min": lo, "max": hi})
+        out = lib.clamp(t, **kwargs)
+        out.backward(lib.tensor(upstream, dtype=lib.float64))
+        grads.append([out.detach().numpy()] + [np.zeros(a.shape) if a.grad is None else a.grad.numpy() for a in leaves])
+    for ours, theirs in zip(*grads):
+        np.testing.assert_array_equal(ours, theirs)
