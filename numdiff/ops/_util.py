@@ -13,6 +13,15 @@ from numdiff.backend import backend_for
 from numdiff.tensor import Tensor
 
 
+def half_computed_in_float32(input: Tensor, compute: Any) -> Tensor:
+    """``compute(input)``, in float32 and rounded once when `input` is float16, as PyTorch's CPU
+    build reduces half: in float16 a sum of squares or exps, or the count a mean divides by,
+    overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0)."""
+    if input._data.dtype != np.float16:
+        return compute(input)
+    return compute(input.float()).half()
+
+
 class DeviceMismatchError(RuntimeError):
     """An op received tensors on different devices."""
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.ops._util import as_result, normalize_dim, normalize_dims, vmapped
+from numdiff.ops._util import as_result, half_computed_in_float32, normalize_dim, normalize_dims, vmapped
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -205,7 +205,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
         )
     dims = _reduction_dims("mean", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    return sum(input, dims, keepdim) / count
+    return half_computed_in_float32(input, lambda x: sum(x, dims, keepdim) / count)
 
 
 def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
@@ -214,8 +214,12 @@ def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
         correction = 1 if unbiased else 0
     dims = _reduction_dims("var", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    centred = input - mean(input, dims, keepdim=True)
-    return sum(centred * centred, dims, keepdim) / builtins.max(count - correction, 0)
+
+    def variance(x: Tensor) -> Tensor:
+        centred = x - mean(x, dims, keepdim=True)
+        return sum(centred * centred, dims, keepdim) / builtins.max(count - correction, 0)
+
+    return half_computed_in_float32(input, variance)
 
 
 def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
@@ -229,6 +233,8 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if input._data.dtype == np.float16:
+        return half_computed_in_float32(input, lambda x: std(x, dim, correction=correction, keepdim=keepdim))
     dims = _reduction_dims("std", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
     centred = input - mean(input, dims, keepdim=True)
@@ -250,6 +256,8 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim`, stable for large inputs (shifted by the detached max)."""
     dims = normalize_dims("logsumexp", dim, input.ndim)
+    if input._data.dtype == np.float16:
+        return half_computed_in_float32(input, lambda x: logsumexp(x, dim, keepdim))
     if input.numel() == 0:  # nothing to overflow; a sum over no elements is 0, so its log is -inf
         out = input.exp().sum(dims, keepdim=True).log()
     else:

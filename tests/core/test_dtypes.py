@@ -235,3 +235,27 @@ def test_new_factories_and_type_as_take_dtype_and_device_from_the_tensor():
     assert ours.new_tensor([1.0], requires_grad=True).requires_grad
     with pytest.raises(TypeError, match="type_as: expected a Tensor"):
         ours.type_as(nd.float32)
+
+
+@pytest.mark.parametrize(
+    "reduce",
+    [
+        lambda m, x: x.mean(),
+        lambda m, x: x.var(),
+        lambda m, x: x.std(),
+        lambda m, x: m.var_mean(x)[1],
+        lambda m, x: m.softmax(x, 0)[:3],
+        lambda m, x: x.norm(),
+        lambda m, x: m.linalg.vector_norm(x, 3),
+        lambda m, x: x.reshape(4, -1).mean(1),
+    ],
+)
+def test_float16_reductions_past_half_range_compute_in_float32_like_torch(reduce):
+    # The sums (and a mean's count, 100000 as float16 is inf) overflowed in float16: the mean of
+    # 100,000 ones was NaN, its std NaN, softmax 0 and norm inf (PyTorch: 1, 0, 1e-5, 316.25).
+    torch = pytest.importorskip("torch")
+    values = np.ones(100_000, np.float16)
+    ours = reduce(nd, nd.tensor(values, requires_grad=True))
+    theirs = reduce(torch, torch.tensor(values, requires_grad=True))
+    assert ours.dtype is nd.float16
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
