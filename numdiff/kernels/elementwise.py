@@ -270,7 +270,9 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     g = values["g"]
     size = g.size
     plan = _backward_plan(rule.name, needed)
-    if plan.numpy_first or size <= SMALL:
+    # float16: NumPy evaluates it (per element in float32, rounded); Numba has no float16 arrays,
+    # so the loops raised NotImplementedError past SMALL elements.
+    if plan.numpy_first or size <= SMALL or g.dtype.char not in "fd":
         names = values | dict(zip(rule.attr_names, attrs)) if attrs else values
         return [_evaluate(code, names, g.shape, g.dtype) for code in plan.expressions]
     shape = g.shape

@@ -259,3 +259,25 @@ def test_float16_reductions_past_half_range_compute_in_float32_like_torch(reduce
     theirs = reduce(torch, torch.tensor(values, requires_grad=True))
     assert ours.dtype is nd.float16
     np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+@pytest.mark.parametrize(
+    "op",
+    [lambda x, y: x * y, lambda x, y: x / y, lambda x, y: y**x, lambda x, y: x.exp(), lambda x, y: y.log(), lambda x, y: x.tanh(),
+     lambda x, y: x.maximum(y), lambda x, y: x.abs()],
+)
+def test_float16_elementwise_backward_past_the_small_size_matches_torch(op):
+    # Past 256 elements the backward ran a Numba loop, which has no float16 arrays: it raised
+    # NotImplementedError("float16") from inside Numba.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(1000) * 0.5).astype(np.float16)
+    b = (rng.standard_normal(1000) * 0.5 + 2.0).astype(np.float16)
+    grads = []
+    for lib in (nd, torch):
+        x, y = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        op(x, y).float().sum().backward()
+        grads.append([t.grad.float().numpy() if t.grad is not None else np.zeros(1000, np.float32) for t in (x, y)])
+    for ours, theirs in zip(*grads):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=1e-3)
