@@ -430,7 +430,8 @@ class _SavedNumber:
 
     def __init__(self, value: float, like: Any) -> None:
         self.value = value
-        self.dtype = like.dtype
+        # float16 would round the number first (1e5 to inf): the backward rounds its result instead.
+        self.dtype = like.dtype if like.dtype != np.float16 else np.dtype(np.float32)
         # On a GPU the constant is made on the result's device (numdiff.cuda's array type).
         self.device_like = None if type(like) is np.ndarray else like
 

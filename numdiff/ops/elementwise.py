@@ -121,6 +121,8 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         if ufunc is not None and (type(x) is np.ndarray or type(inputs[-1]) is np.ndarray):
             # On the CPU the ufunc wins wherever there is one (UFUNC_FORWARD): no more Python than that.
             out = ufunc(*inputs)
+            if out.dtype.char == "e" and len(inputs) == 2:
+                out = _half_with_number(ufunc, inputs, out)
             if saved:
                 ctx.save_for_backward(*_saved_items(ctx, inputs, out))
             return out
@@ -158,6 +160,15 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         "backward": staticmethod(backward),
     })  # fmt: skip
     return register(rule.name)(cls)
+
+
+def _half_with_number(ufunc: Any, inputs: tuple, out: Any) -> Any:
+    """A float16 array with a Python number: NumPy rounds the number to float16 first, so 1e5
+    became inf and x / 1e5 was 0; PyTorch computes in float32 and rounds the result once."""
+    if type(inputs[0]) not in (int, float) and type(inputs[1]) not in (int, float):
+        return out
+    widened = [v if type(v) in (int, float) else v.astype(np.float32) for v in inputs]
+    return ufunc(*widened).astype(np.float16)
 
 
 def _as_gradient(value: Any, grad: Tensor) -> Tensor:

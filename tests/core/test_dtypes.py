@@ -281,3 +281,20 @@ def test_float16_elementwise_backward_past_the_small_size_matches_torch(op):
     for ours, theirs in zip(*grads):
         assert ours.dtype == theirs.dtype
         np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "op", [lambda x: x / 100000, lambda x: x / 1e5, lambda x: x * 1e-5, lambda x: x - 70000, lambda x: x / 7, lambda x: 0.1 - x]
+)
+def test_float16_with_a_python_number_computes_in_float32_like_torch(op):
+    # NumPy rounds the number to float16 first: 1e5 became inf, so x / 1e5 was 0 with gradient 0.
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (nd, torch):
+        x = lib.tensor([1.0, 2.0, 1000.0], dtype=lib.float16, requires_grad=True)
+        out = op(x)
+        out.float().sum().backward()
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
