@@ -32,7 +32,7 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
     if isinstance(value, bool) or isinstance(value, (int, np.integer)):
         dtype = data.dtype if data.dtype.kind != "b" or isinstance(value, bool) else np.int64
     elif isinstance(value, (float, np.floating)):
-        dtype = data.dtype if data.dtype.kind == "f" else np.float32
+        dtype = data.dtype if data.dtype.kind == "f" else _dtype.get_default_dtype().numpy
     else:
         raise TypeError(f"unsupported operand type {type(value).__name__} with a Tensor")
     array = backend_for(data).from_host(np.asarray(value, dtype=dtype), data)
@@ -40,7 +40,8 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
 
 
 def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
-    """A Python number joins a tensor without widening its dtype; ints meet floats as float32."""
+    """A Python number joins a tensor without widening its dtype; ints meet floats in the default
+    float dtype (float32 unless set_default_dtype changed it), as in PyTorch."""
     kind = tensor._data.dtype.kind
     if kind == "V":  # bfloat16 would otherwise pass as float32 below
         _dtype.check_computable(op, tensor._data)
@@ -49,8 +50,14 @@ def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     if isinstance(value, (int, np.integer)):
         return int(value), (tensor.long() if kind == "b" else tensor)
     if isinstance(value, (float, np.floating)):
-        return float(value), (tensor if kind == "f" else tensor.float())
+        return float(value), (tensor if kind == "f" else as_default_float(tensor))
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")
+
+
+def as_default_float(tensor: Tensor) -> Tensor:
+    """An integer or bool tensor in the default float dtype, where an op needs floats: PyTorch's
+    int / int, sqrt(int), int + 2.5 are float64 after set_default_dtype(float64), not float32."""
+    return tensor.to(_dtype.get_default_dtype())
 
 
 def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import as_result, batch_nondifferentiable, data_of, operands, vmapped
+from numdiff.ops._util import as_default_float, as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -46,8 +46,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     a, b = operands("div", input, other)
     if rounding_mode is None:
         if np.result_type(data_of(a), data_of(b)).kind != "f":
-            a = a.float() if isinstance(a, Tensor) else float(a)
-            b = b.float() if isinstance(b, Tensor) else float(b)
+            a = as_default_float(a) if isinstance(a, Tensor) else float(a)
+            b = as_default_float(b) if isinstance(b, Tensor) else float(b)
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")

@@ -27,7 +27,7 @@ from numdiff._dtype import check_computable
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.kernels import elementwise as cpu
-from numdiff.ops._util import data_of, operands
+from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
 from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
 from numdiff.ops.scalar_rules import RULES
@@ -212,7 +212,7 @@ def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
         check_computable(op, x._data)  # bfloat16 storage would pass as float32 here, silently
         if dtypes == "float":
             raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
-        return x.float()
+        return as_default_float(x)
     return x
 
 
@@ -264,8 +264,8 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
             if rule.dtypes != "any" and np.result_type(data_of(a), data_of(b)).kind != "f":
                 if rule.dtypes == "float":
                     raise TypeError(f"{rule.name}: expected floating point operands")
-                a = a.float() if isinstance(a, Tensor) else float(a)
-                b = b.float() if isinstance(b, Tensor) else float(b)
+                a = as_default_float(a) if isinstance(a, Tensor) else float(a)
+                b = as_default_float(b) if isinstance(b, Tensor) else float(b)
             return function.apply(a, b, **check_attrs(attrs))
 
     public.__name__ = public.__qualname__ = rule.name

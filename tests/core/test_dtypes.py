@@ -298,3 +298,25 @@ def test_float16_with_a_python_number_computes_in_float32_like_torch(op):
     for ours, theirs in zip(*results):
         assert ours.dtype == theirs.dtype
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [lambda m, a: a + 2.5, lambda m, a: a * 0.5, lambda m, a: a / 2, lambda m, a: a / a, lambda m, a: m.sqrt(a), lambda m, a: m.exp(a),
+     lambda m, a: m.atan2(a, a), lambda m, a: 2.5**a, lambda m, a: m.clamp(a, 0.5, 1.5), lambda m, a: m.where(a > 1, a, 2.5),
+     lambda m, a: (a > 1) + 1.5],
+)
+def test_integer_to_float_promotion_takes_the_default_dtype_like_torch(op):
+    # An integer meeting a float (or an op that needs floats) became float32 even after
+    # set_default_dtype(float64): PyTorch takes the default dtype.
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (nd, torch):
+        lib.set_default_dtype(lib.float64)
+        try:
+            out = op(lib, lib.tensor([1, 2, 3]))
+        finally:
+            lib.set_default_dtype(lib.float32)
+        results.append((str(out.dtype).split(".")[1], out.numpy()))
+    assert results[0][0] == results[1][0] == "float64"
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)  # 1 ulp: sqrt's last bit
