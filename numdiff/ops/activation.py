@@ -237,5 +237,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`: exp of the stable log_softmax."""
     if dtype is not None:
         input = input.to(dtype)
+    _check_float("softmax", input)  # checked here too, so that a bad call names softmax
+    dim = normalize_dim("softmax", dim, input.ndim)
     # float16: exp of a log_softmax already rounded to half would lose a few ulps more.
     return half_computed_in_float32(input, lambda x: log_softmax(x, dim).exp())

@@ -250,3 +250,11 @@ def test_clamp_by_tensor_bounds_gives_the_gradient_to_the_operand_the_value_is_l
         grads.append([out.detach().numpy()] + [np.zeros(a.shape) if a.grad is None else a.grad.numpy() for a in leaves])
     for ours, theirs in zip(*grads):
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_softmax_argument_errors_name_softmax():
+    # They came from the log_softmax it is composed of, naming log_softmax.
+    with pytest.raises(IndexError, match=r"^softmax: dimension 3 is out of range"):
+        numdiff.softmax(numdiff.ones(2, 3), 3)
+    with pytest.raises(TypeError, match=r"^softmax: expected a floating point tensor, got dtype numdiff.int64"):
+        numdiff.ones(2, dtype=numdiff.int64).softmax(0)
