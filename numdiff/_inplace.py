@@ -116,6 +116,9 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             )
         if alias is not None:
             _snapshot_saved_alias(node, alias)
+    flags = getattr(self._data, "flags", None)
+    if flags is not None and not flags.writeable:
+        _refuse_read_only(self, op)
     self._data[...] = out._data
     self._version_counter[0] += 1
     if node is not None:
@@ -126,6 +129,19 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
         if self._retains_grad:
             node._retained = weakref.ref(self)
     return self
+
+
+def _refuse_read_only(self: Tensor, op: str) -> None:
+    """NumPy's own message ("assignment destination is read-only") names neither the op nor why."""
+    array = self._data
+    if array.size > 1 and 0 in array.strides:
+        why = "an expanded view (expand, broadcast_to), in which several elements share one memory location"
+    else:
+        why = "backed by read-only memory (a NumPy array marked read-only, passed to as_tensor or from_numpy)"
+    raise RuntimeError(
+        f"{op}: cannot write in place into the tensor of shape {tuple(self.shape)}: it is {why}. "
+        "clone() it first and write into the clone."
+    )
 
 
 def _refuse_inplace_on_view_of_tracked_base(view: Tensor, op: str) -> None:

@@ -56,6 +56,7 @@ class Tensor:
         "_hooks",
         "_grad_accumulator",
         "_base",
+        "_base_node",  # a view's: its base's grad_fn when the view was made (set with _base)
         "_post_accumulate_hooks",  # None until register_post_accumulate_grad_hook
         "__weakref__",
     )

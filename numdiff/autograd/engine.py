@@ -34,6 +34,8 @@ _GRAD_LOCKS = tuple(threading.Lock() for _ in range(_GRAD_LOCK_MASK + 1))
 
 
 def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
+    if tensor._base is not None:
+        _function.check_view_is_current(tensor, "backward")
     if tensor._grad_fn is not None:
         return tensor._grad_fn
     if tensor._requires_grad:

@@ -38,6 +38,25 @@ class SavedTensorModifiedError(RuntimeError):
     """A tensor saved for backward was changed in place before backward used it."""
 
 
+class StaleViewError(RuntimeError):
+    """A view was used after a recorded in-place op gave its base a new history."""
+
+
+def check_view_is_current(view: Tensor, op: str) -> None:
+    """Refuse a view whose base was modified in place, with gradient recording on, after the view
+    was made. The view's history reads the base's old value, so a gradient through it would miss
+    the modification (PyTorch replays the view on the base's new history; numdiff does not)."""
+    base = view._base
+    if base._grad_fn is view._base_node:
+        return
+    raise StaleViewError(
+        f"{op}: a view (shape {tuple(view.shape)}) of a tensor of shape {tuple(base.shape)} is used "
+        f"after that tensor was modified in place by a recorded {base._grad_fn.name()}; the view "
+        "was made before, so its gradient would miss the modification. Make the view again after "
+        "the in-place op (v = base[...]), or make it from a clone() of the base."
+    )
+
+
 class _SavedOutput:
     """The op's own output saved for backward, held without a reference back to the Tensor.
 
@@ -134,7 +153,8 @@ class Node:
 
     # ctx API used inside forward/backward
     def save_for_backward(self, *items: Any) -> None:
-        """Keep inputs, the output, or helper arrays for backward; read back as `saved_tensors`."""
+        """Keep inputs, the output, or helper arrays for backward; read back as `saved_tensors`
+        (None keeps a slot empty)."""
         self._saved = items
 
     @property
@@ -148,6 +168,9 @@ class Node:
                 tensor = Tensor._wrap(item.data, self, counter)
             elif type(item) is _SavedNumber:
                 result.append(Tensor._wrap(item.array(), None, None))
+                continue
+            elif item is None:  # a slot the forward left empty (not needed for this backward)
+                result.append(None)
                 continue
             else:
                 tensor = item
@@ -169,6 +192,9 @@ class Node:
                 array = item.data
             elif type(item) is _SavedNumber:
                 result.append(item.array())
+                continue
+            elif item is None:
+                result.append(None)
                 continue
             else:
                 counter = item._version_counter
@@ -277,6 +303,8 @@ class Function:
                 args.append(t._data)
                 if t._requires_grad:
                     record = True
+                if t._base is not None and _state.enabled:
+                    check_view_is_current(t, cls.op_name)
             else:
                 args.append(t)
         try:
@@ -294,17 +322,35 @@ class Function:
 def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Tensor:
     """apply for user Functions: forward gets Tensors and runs with grad mode off."""
     record = _state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs)
+    if _state.enabled:
+        for t in inputs:
+            if isinstance(t, Tensor) and t._base is not None:
+                check_view_is_current(t, cls.__name__)
     previous = _state.enabled
     _state.enabled = False
     try:
         if not record:
-            out = cls.forward(_Unrecorded(), *inputs, **attrs)
+            out = _one_output(cls, cls.forward(_Unrecorded(), *inputs, **attrs))
             return Tensor._wrap(_as_array(out), None, None)
         node = Node(cls, inputs, attrs)
-        out = cls.forward(node, *inputs, **attrs)
+        out = _one_output(cls, cls.forward(node, *inputs, **attrs))
     finally:
         _state.enabled = previous
     return _record_output(node, inputs, inputs, out)
+
+
+def _one_output(cls: type[Function], out: Any) -> Any:
+    """A node has one output: a tuple from forward would be wrapped as the tensor's data, and
+    fail later far from here (AttributeError: 'tuple' object has no attribute 'dtype')."""
+    if isinstance(out, Tensor) or hasattr(out, "dtype"):
+        return out
+    if isinstance(out, (tuple, list)):
+        raise TypeError(
+            f"{cls.__name__}.forward returned a {type(out).__name__} of {len(out)} values, but a numdiff "
+            "Function has one output: split it into one Function per output, or return one tensor "
+            "(e.g. stacked) and take it apart after apply"
+        )
+    raise TypeError(f"{cls.__name__}.forward must return a Tensor, got {type(out).__name__}")
 
 
 def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:
@@ -352,6 +398,10 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
     saved = []
     versions = []
     for item in node._saved:
+        if item is None:
+            saved.append(None)
+            versions.append(None)
+            continue
         if item is out or (isinstance(item, Tensor) and item._data is result._data):
             saved.append(_SavedOutput(result._data, result._version_counter))
             versions.append(result._version_counter[0])
@@ -380,7 +430,8 @@ class _SavedNumber:
 
     def __init__(self, value: float, like: Any) -> None:
         self.value = value
-        self.dtype = like.dtype
+        # float16 would round the number first (1e5 to inf): the backward rounds its result instead.
+        self.dtype = like.dtype if like.dtype != np.float16 else np.dtype(np.float32)
         # On a GPU the constant is made on the result's device (numdiff.cuda's array type).
         self.device_like = None if type(like) is np.ndarray else like
 

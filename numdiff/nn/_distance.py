@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff.linalg import vector_norm
+from numdiff.ops._util import broadcast_shape
 from numdiff.tensor import Tensor
 
 
@@ -31,4 +32,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """The cosine of the angle between `x1` and `x2` along `dim` (they broadcast), each norm held
     at least `eps`; `dim` is reduced away."""
     _check("cosine_similarity", x1=x1, x2=x2)
+    # Broadcast before normalizing: a size-1 `dim` must be normalized at its broadcast length.
+    shape = broadcast_shape("cosine_similarity", x1.shape, x2.shape)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
     return (normalize(x1, 2.0, dim, eps) * normalize(x2, 2.0, dim, eps)).sum(dim)

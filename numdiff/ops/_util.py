@@ -13,6 +13,15 @@ from numdiff.backend import backend_for
 from numdiff.tensor import Tensor
 
 
+def half_computed_in_float32(input: Tensor, compute: Any) -> Tensor:
+    """``compute(input)``, in float32 and rounded once when `input` is float16, as PyTorch's CPU
+    build reduces half: in float16 a sum of squares or exps, or the count a mean divides by,
+    overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0)."""
+    if input._data.dtype != np.float16:
+        return compute(input)
+    return compute(input.float()).half()
+
+
 class DeviceMismatchError(RuntimeError):
     """An op received tensors on different devices."""
 
@@ -23,7 +32,7 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
     if isinstance(value, bool) or isinstance(value, (int, np.integer)):
         dtype = data.dtype if data.dtype.kind != "b" or isinstance(value, bool) else np.int64
     elif isinstance(value, (float, np.floating)):
-        dtype = data.dtype if data.dtype.kind == "f" else np.float32
+        dtype = data.dtype if data.dtype.kind == "f" else _dtype.get_default_dtype().numpy
     else:
         raise TypeError(f"unsupported operand type {type(value).__name__} with a Tensor")
     array = backend_for(data).from_host(np.asarray(value, dtype=dtype), data)
@@ -31,7 +40,8 @@ def scalar_like(value: Any, like: Tensor) -> Tensor:
 
 
 def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
-    """A Python number joins a tensor without widening its dtype; ints meet floats as float32."""
+    """A Python number joins a tensor without widening its dtype; ints meet floats in the default
+    float dtype (float32 unless set_default_dtype changed it), as in PyTorch."""
     kind = tensor._data.dtype.kind
     if kind == "V":  # bfloat16 would otherwise pass as float32 below
         _dtype.check_computable(op, tensor._data)
@@ -40,8 +50,14 @@ def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     if isinstance(value, (int, np.integer)):
         return int(value), (tensor.long() if kind == "b" else tensor)
     if isinstance(value, (float, np.floating)):
-        return float(value), (tensor if kind == "f" else tensor.float())
+        return float(value), (tensor if kind == "f" else as_default_float(tensor))
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")
+
+
+def as_default_float(tensor: Tensor) -> Tensor:
+    """An integer or bool tensor in the default float dtype, where an op needs floats: PyTorch's
+    int / int, sqrt(int), int + 2.5 are float64 after set_default_dtype(float64), not float32."""
+    return tensor.to(_dtype.get_default_dtype())
 
 
 def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:

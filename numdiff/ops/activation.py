@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import normalize_dim
+from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -230,9 +230,14 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     dim = normalize_dim("log_softmax", dim, input.ndim)
     if input._data.size == 0:
         return input * 1
-    return LogSoftmax.apply(input, dim=dim)
+    return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim))
 
 
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`: exp of the stable log_softmax."""
-    return log_softmax(input, dim, dtype).exp()
+    if dtype is not None:
+        input = input.to(dtype)
+    _check_float("softmax", input)  # checked here too, so that a bad call names softmax
+    dim = normalize_dim("softmax", dim, input.ndim)
+    # float16: exp of a log_softmax already rounded to half would lose a few ulps more.
+    return half_computed_in_float32(input, lambda x: log_softmax(x, dim).exp())

@@ -13,7 +13,7 @@ import numpy as np
 
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
-from numdiff.ops._util import batch_nondifferentiable, data_of, operands, vmapped
+from numdiff.ops._util import as_default_float, as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -48,8 +48,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     a, b = operands("div", input, other)
     if rounding_mode is None:
         if np.result_type(data_of(a), data_of(b)).kind != "f":
-            a = a.float() if isinstance(a, Tensor) else float(a)
-            b = b.float() if isinstance(b, Tensor) else float(b)
+            a = as_default_float(a) if isinstance(a, Tensor) else float(a)
+            b = as_default_float(b) if isinstance(b, Tensor) else float(b)
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
@@ -57,7 +57,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return batch_nondifferentiable(lambda x, y: div(x, y, rounding_mode=rounding_mode), a, b)
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
-    return Tensor._wrap(quotient, None, None)
+    # as_result: NumPy gives a scalar, not a 0-d array, for two 0-d operands.
+    return Tensor._wrap(as_result(quotient), None, None)
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:

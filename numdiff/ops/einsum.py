@@ -74,7 +74,7 @@ def _sizes(equation: str, subscripts: list[str], operands: tuple[Tensor, ...]) -
                     f"{tuple(operand.shape)}), which does not broadcast with the size {seen} seen before "
                     f"in {equation!r}"
                 )
-            sizes[letter] = max(seen, size)
+            sizes[letter] = size if seen == 1 else seen  # a size 1 broadcasts, to 0 too (max would keep 1)
     return sizes
 
 

@@ -27,9 +27,9 @@ from numdiff._dtype import check_computable
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.kernels import elementwise as cpu
-from numdiff.ops._util import data_of, operands
+from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
-from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, vjp_expression
+from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
 from numdiff.ops.scalar_rules import RULES
 from numdiff.tensor import Tensor
 
@@ -113,17 +113,32 @@ def _make_function(rule: ScalarRule) -> type[Function]:
 
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
     splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> _backward_split
+    # needs_input_grad -> per saved input, whether a needed vjp reads it. x * 2 keeps no x: only
+    # the gradient of the 2 would read it. Saving it anyway held it alive and made an in-place
+    # change to x after the product fail backward with SavedTensorModifiedError, unlike PyTorch.
+    keeps: dict[tuple[bool, ...], tuple[bool, ...]] = {}
+    vjp_names = [names_in(expression) for expression in vjps]
+
+    def _saved_items(ctx, inputs: tuple, out: Any) -> list:
+        needs = ctx.needs_input_grad
+        kept = keeps.get(needs)
+        if kept is None:
+            read = set().union(*(vjp_names[i] for i, need in enumerate(needs) if need)) if len(needs) == rule.arity else None
+            kept = keeps[needs] = tuple(read is None or saved[k] in read for k in range(len(saved_inputs)))
+        items = [inputs[i] if keep else None for i, keep in zip(saved_inputs, kept)]
+        if saves_out:
+            items.append(out)
+        return items
 
     def forward(ctx, *inputs, **attrs):
         x = inputs[0]
         if ufunc is not None and (type(x) is np.ndarray or type(inputs[-1]) is np.ndarray):
             # On the CPU the ufunc wins wherever there is one (UFUNC_FORWARD): no more Python than that.
             out = ufunc(*inputs)
+            if out.dtype.char == "e" and len(inputs) == 2:
+                out = _half_with_number(ufunc, inputs, out)
             if saved:
-                items = [inputs[i] for i in saved_inputs]
-                if saves_out:
-                    items.append(out)
-                ctx.save_for_backward(*items)
+                ctx.save_for_backward(*_saved_items(ctx, inputs, out))
             return out
         values = tuple([attrs[name] for name in attr_names]) if attr_names else ()
         if kernel_first and len(inputs) == 1 and type(x) is np.ndarray and x.dtype.char in "fd" and x.flags.c_contiguous:
@@ -132,10 +147,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         else:
             out = _forward_array(rule, ufunc, inputs, values)
         if saved:
-            items = [inputs[i] for i in saved_inputs]
-            if saves_out:
-                items.append(out)
-            ctx.save_for_backward(*items)
+            ctx.save_for_backward(*_saved_items(ctx, inputs, out))
         return out
 
     def backward(ctx, grad):
@@ -164,6 +176,15 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     return register(rule.name)(cls)
 
 
+def _half_with_number(ufunc: Any, inputs: tuple, out: Any) -> Any:
+    """A float16 array with a Python number: NumPy rounds the number to float16 first, so 1e5
+    became inf and x / 1e5 was 0; PyTorch computes in float32 and rounds the result once."""
+    if type(inputs[0]) not in (int, float) and type(inputs[1]) not in (int, float):
+        return out
+    widened = [v if type(v) in (int, float) else v.astype(np.float32) for v in inputs]
+    return ufunc(*widened).astype(np.float16)
+
+
 def _as_gradient(value: Any, grad: Tensor) -> Tensor:
     # A vjp that folded to a constant (sign's 0) still answers with a tensor in grad's shape.
     return value if isinstance(value, Tensor) else grad * 0.0 + value
@@ -185,7 +206,7 @@ def _kernel_backward(rule, split, grad, saved, saved_arrays, attrs) -> tuple:
         g = grad._data
         arrays = dict(zip(saved, saved_arrays))
         arrays["g"] = g
-        if type(g) is np.ndarray and g.dtype == _HALF and _all_half(arrays.values()):
+        if type(g) is np.ndarray and g.dtype == _HALF:  # computed in float32, rounded once
             wide = dict(zip(arrays, _widened(arrays.values())))
             results = [r.astype(np.float16) for r in cpu.backward(rule, needed, wide, attrs)]
         elif type(g) is np.ndarray:
@@ -208,7 +229,7 @@ def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
         check_computable(op, x._data)  # bfloat16 storage would pass as float32 here, silently
         if dtypes == "float":
             raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
-        return x.float()
+        return as_default_float(x)
     return x
 
 
@@ -260,8 +281,8 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
             if rule.dtypes != "any" and np.result_type(data_of(a), data_of(b)).kind != "f":
                 if rule.dtypes == "float":
                     raise TypeError(f"{rule.name}: expected floating point operands")
-                a = a.float() if isinstance(a, Tensor) else float(a)
-                b = b.float() if isinstance(b, Tensor) else float(b)
+                a = as_default_float(a) if isinstance(a, Tensor) else float(a)
+                b = as_default_float(b) if isinstance(b, Tensor) else float(b)
             return function.apply(a, b, **check_attrs(attrs))
 
     public.__name__ = public.__qualname__ = rule.name

@@ -177,6 +177,12 @@ def _scatter_key(index: np.ndarray, dim: int) -> tuple:
     return tuple(grids)
 
 
+def _both_zero_dim(input: Tensor, index: Any) -> bool:
+    """A 0-d input with a 0-d index: PyTorch reads both as one element along dim 0 (the checks
+    below index the input's shape by dim, which a 0-d input has none of)."""
+    return input.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0
+
+
 def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None:
     if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
         raise TypeError(f"{op}: index must be an integer Tensor, got {getattr(index, 'dtype', type(index).__name__)}")
@@ -197,6 +203,8 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[i][j] = input[index[i][j]][j] (for dim=0), PyTorch's gather."""
     dim = normalize_dim("gather", dim, input.ndim)
+    if _both_zero_dim(input, index):
+        return gather(input.reshape(1), 0, index.reshape(1)).reshape(())
     _check_index_tensor("gather", input, dim, index)
     for d, (a, b) in enumerate(zip(index.shape, input.shape)):
         if d != dim and a > b:
@@ -209,6 +217,8 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` values added at `index` along `dim` (PyTorch's scatter_add)."""
     dim = normalize_dim("scatter_add", dim, input.ndim)
+    if _both_zero_dim(input, index) and isinstance(src, Tensor):
+        return scatter_add(input.reshape(1), 0, index.reshape(1), src.reshape(1) if src.ndim == 0 else src).reshape(())
     _check_index_tensor("scatter_add", input, dim, index)
     if any(a > b for a, b in zip(index.shape, src.shape)):
         raise ValueError(f"scatter_add: index shape {tuple(index.shape)} exceeds src shape {tuple(src.shape)}")

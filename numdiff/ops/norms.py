@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import ensure_tensor
+from numdiff.ops._util import ensure_tensor, half_computed_in_float32
 from numdiff.ops.reduction import _reduction_dims, amax, amin
 from numdiff.ops.reduction import sum as sum_
 from numdiff.tensor import Tensor
@@ -57,6 +57,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     elif isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
         raise TypeError(f"norm: p must be a number or 'fro', got {type(p).__name__}")
     p = float(p)
+    if input._data.dtype == np.float16:
+        return half_computed_in_float32(input, lambda x: norm(x, p, dim, keepdim))
     dims = _reduction_dims("norm", dim, input.ndim)
     magnitude = input.abs()
     if p == math.inf or p == -math.inf:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
-from numdiff.ops.shape import _shape_arg, cat, permute, transpose
+from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
 from numdiff.tensor import Tensor
 
 
@@ -244,7 +244,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
         shape = tuple(input.shape)
         spread = shape[: dim + 1] + (int(repeats),) + shape[dim + 1 :]
         out = input.unsqueeze(dim + 1).expand(spread)
-        result = out.reshape(shape[:dim] + (size * int(repeats),) + shape[dim + 1 :])
+        result = new_memory(out.reshape(shape[:dim] + (size * int(repeats),) + shape[dim + 1 :]))
     else:
         counts = _check_counts(repeats, size)
         index = np.repeat(np.arange(size, dtype=np.int64), counts)

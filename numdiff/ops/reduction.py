@@ -11,7 +11,7 @@ import numpy as np
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.ops._util import as_result, normalize_dim, normalize_dims, vmapped
+from numdiff.ops._util import as_result, half_computed_in_float32, normalize_dim, normalize_dims, vmapped
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -84,6 +84,8 @@ def _product_of_others_differentiable(x: Tensor, dims: tuple) -> Tensor:
 
 def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
     """For each element, the product of the other elements in its reduction group."""
+    if x.size == 0:  # no elements, no products (the reshape below cannot infer -1 from 0)
+        return np.zeros_like(x)
     moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
     flat = moved.reshape(moved.shape[: x.ndim - len(dims)] + (-1,))
     ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype, like=x)
@@ -94,16 +96,21 @@ def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
 
 
 class _Extreme(Function):
-    """amax/amin: gradient shared evenly among the elements that reach the extreme."""
+    """amax/amin: gradient shared evenly among the elements that reach the extreme.
+
+    A NaN extreme equals no element, so amax's gradient is NaN for its whole group, as
+    PyTorch's is; with `nan_is_hit` (max() and min() of a whole tensor) the NaNs share it, as
+    PyTorch's max() and min() do.
+    """
 
     reduce = staticmethod(np.max)
 
     @classmethod
-    def forward(cls, ctx, x, *, dims, keepdim):
-        if x.size == 0 and any(x.shape[d] == 0 for d in (range(x.ndim) if dims is None else dims)):
-            # (An empty tensor reduced over dims that are not empty is an empty result, as in torch.)
-            raise RuntimeError(f"{cls.op_name}: cannot reduce over an empty dimension of a tensor of shape {x.shape}")
+    def forward(cls, ctx, x, *, dims, keepdim, nan_is_hit=False):
+        if x.size == 0:
+            _refuse_empty_reduced_dim(cls.op_name, x.shape, dims)
         _remember(ctx, x, dims, keepdim)
+        ctx.nan_is_hit = nan_is_hit
         out = cls.reduce(x, axis=dims, keepdims=keepdim)
         ctx.save_for_backward(x, out)
         return out
@@ -111,9 +118,24 @@ class _Extreme(Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
-        hits = (x == _expand_back(out, ctx)).to(grad.dtype)
+        out = _expand_back(out, ctx)
+        hits = x == out
+        if ctx.nan_is_hit:
+            hits = hits | (x.isnan() & out.isnan())
+        hits = hits.to(grad.dtype)
         count = hits.sum(dim=ctx.dims, keepdim=True) if ctx.dims else hits
         return (_expand_back(grad, ctx) * hits / count,)
+
+
+def _refuse_empty_reduced_dim(op: str, shape: tuple, dims: tuple) -> None:
+    """max/min have no identity, so reducing over a size-0 dim is an error; reducing a non-empty
+    dim of a tensor that is empty elsewhere gives an empty result, as in PyTorch."""
+    for d in range(len(shape)) if dims is None else dims:
+        if shape[d] == 0:
+            raise RuntimeError(
+                f"{op}: cannot reduce over dim {d}, which has size 0 (input shape {tuple(shape)}): the "
+                "operation has no identity"
+            )
 
 
 @register("amax")
@@ -143,13 +165,21 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
     """Sum over `dim` (int, tuple, or all dims when None)."""
     if dtype is not None:
         input = input.to(dtype)
-    elif input._data.dtype.kind == "b" or input._data.dtype == np.int32:
-        input = input.long()
+    else:
+        input = _integers_as_int64(input)
     return Sum.apply(input, dims=_reduction_dims("sum", dim, input.ndim), keepdim=keepdim)
+
+
+def _integers_as_int64(input: Tensor) -> Tensor:
+    """PyTorch sums and multiplies bool and every integer dtype in int64. NumPy would give uint8
+    uint64, which numdiff does not hold, and int32 int32."""
+    kind = input._data.dtype.kind
+    return input.long() if kind == "b" or (kind in "iu" and input._data.dtype != np.int64) else input
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Product over one dim, or all elements."""
+    input = _integers_as_int64(input)
     dims = normalize_dims("prod", dim, input.ndim) if dim is not None else tuple(range(input.ndim))
     return Prod.apply(input, dims=dims, keepdim=keepdim if dim is not None else False)
 
@@ -176,7 +206,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
         )
     dims = _reduction_dims("mean", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    return sum(input, dims, keepdim) / count
+    return half_computed_in_float32(input, lambda x: sum(x, dims, keepdim) / count)
 
 
 def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
@@ -185,8 +215,12 @@ def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
         correction = 1 if unbiased else 0
     dims = _reduction_dims("var", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    centred = input - mean(input, dims, keepdim=True)
-    return sum(centred * centred, dims, keepdim) / builtins.max(count - correction, 0)
+
+    def variance(x: Tensor) -> Tensor:
+        centred = x - mean(x, dims, keepdim=True)
+        return sum(centred * centred, dims, keepdim) / builtins.max(count - correction, 0)
+
+    return half_computed_in_float32(input, variance)
 
 
 def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
@@ -200,10 +234,17 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if input._data.dtype == np.float16:
+        return half_computed_in_float32(input, lambda x: std(x, dim, correction=correction, keepdim=keepdim))
     dims = _reduction_dims("std", dim, input.ndim)
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
     centred = input - mean(input, dims, keepdim=True)
-    scale = amax(centred.abs(), dims, keepdim=True).detach() if dims else centred.abs().detach()
+    if not dims:
+        scale = centred.abs().detach()
+    elif input.numel() == 0:  # amax has no identity; any scale does for no elements (1 below)
+        scale = sum(centred.abs(), dims, keepdim=True).detach()
+    else:
+        scale = amax(centred.abs(), dims, keepdim=True).detach()
     scale = where((scale == 0) | ~scale.isfinite(), 1.0, scale)
     scaled = centred / scale
     variance = sum(scaled * scaled, dims, keepdim) / builtins.max(count - correction, 0)
@@ -216,9 +257,14 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim`, stable for large inputs (shifted by the detached max)."""
     dims = normalize_dims("logsumexp", dim, input.ndim)
-    shift = amax(input, dims, keepdim=True).detach()
-    shift = shift.masked_fill(~shift.isfinite(), 0.0)
-    out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
+    if input._data.dtype == np.float16:
+        return half_computed_in_float32(input, lambda x: logsumexp(x, dim, keepdim))
+    if input.numel() == 0:  # nothing to overflow; a sum over no elements is 0, so its log is -inf
+        out = input.exp().sum(dims, keepdim=True).log()
+    else:
+        shift = amax(input, dims, keepdim=True).detach()
+        shift = shift.masked_fill(~shift.isfinite(), 0.0)
+        out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
     if not keepdim:
         out = out.squeeze(dims) if dims else out
     return out
@@ -240,7 +286,7 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
     if vmapped(input):
         return getattr(input, op)(dim, keepdim)  # the batched tensor's own argmax/argmin
     data = input._data
-    if data.size == 0:
+    if data.size == 0 and dim is None:
         raise RuntimeError(f"{op}: cannot take the {op} of an empty tensor of shape {tuple(data.shape)}")
     if dim is None:
         out = as_result(fn(data.reshape(-1))).astype(np.int64)
@@ -248,6 +294,8 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
             out = out.reshape((1,) * data.ndim)
     else:
         axis = normalize_dim(op, dim, data.ndim)
+        if data.size == 0:
+            _refuse_empty_reduced_dim(op, data.shape, (axis,) if data.ndim else ())
         # as_result: reducing a 1-D array to 0-d gives a NumPy scalar, not an array.
         out = as_result(fn(data, axis=axis, keepdims=keepdim)).astype(np.int64) if data.ndim else np.zeros((), dtype=np.int64, like=data)
     return Tensor._wrap(out, None, None)
@@ -270,7 +318,9 @@ def _extreme(op: str, full, arg, input: Tensor, dim: Any, keepdim: bool) -> Any:
     if isinstance(dim, Tensor):
         return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:
-        return full(input)
+        if not isinstance(input, Tensor):
+            return full(input)  # amax's own message
+        return (Amax if op == "max" else Amin).apply(input, dims=tuple(range(input.ndim)), keepdim=False, nan_is_hit=True)
     axis = normalize_dim(op, dim, input.ndim)
     indices = arg(input, axis, keepdim=True)
     values = gather(input, axis, indices) if input.ndim else input

@@ -19,7 +19,14 @@ from numdiff.ops._util import (
     scalar_like,
     vmapped,
 )
-from numdiff.ops.indexing import IndexAddIntoZeros, _check_index_tensor, _scatter_key, gather, scatter_add
+from numdiff.ops.indexing import (
+    IndexAddIntoZeros,
+    _both_zero_dim,
+    _check_index_tensor,
+    _scatter_key,
+    gather,
+    scatter_add,
+)
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -67,6 +74,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         raise TypeError("scatter: give either src or value, not both")
     src = value if src is None else src
     dim = normalize_dim("scatter", dim, input.ndim)
+    if _both_zero_dim(input, index):
+        lifted = src.reshape(1) if isinstance(src, Tensor) and src.ndim == 0 else src
+        return scatter(input.reshape(1), 0, index.reshape(1), lifted, reduce=reduce).reshape(())
     _check_index_tensor("scatter", input, dim, index)
     for d, (a, b) in enumerate(zip(index.shape, input.shape)):
         if d != dim and a > b:

@@ -89,7 +89,8 @@ def unique_part(input: Tensor, part: str, dim: int | None) -> Tensor:
     """One result of `unique`: "values", "inverse" or "counts" (dim already checked)."""
     data = _host("unique", input)
     if dim is None:
-        values, inverse, counts = np.unique(data.reshape(-1), return_inverse=True, return_counts=True)
+        # equal_nan=False: every NaN is distinct, as in PyTorch (NumPy merges them by default).
+        values, inverse, counts = np.unique(data.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
         inverse = inverse.reshape(data.shape)
     else:
         values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True, axis=dim)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import broadcast_shape, check_same_device, operands, scalar_like
+from numdiff.ops._util import _scalar_operand, broadcast_shape, check_same_device, operands, scalar_like
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -106,16 +106,43 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     if min is None and max is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return _clamp_by_tensors(input, min, max)
+    for bound in (min, max):
+        if bound is not None:  # a float bound makes an integer input float, as in PyTorch
+            _, input = _scalar_operand("clamp", bound, input)
     return Clamp.apply(input, min=min, max=max)
 
 
 clip = clamp
+
+
+def _clamp_by_tensors(input: Tensor, low: Any, high: Any) -> Tensor:
+    """clamp with a tensor bound. The value is maximum/minimum's (NaN wherever an operand is NaN);
+    the gradient goes whole to the one operand the value is, as for scalar bounds and in PyTorch:
+    to input where low <= input <= high (ties included), to low where input < low < high, to high
+    where input > high or high < low, and to none where the value is NaN. maximum and minimum
+    alone would halve it between input and a bound they tie with, and give it to both where the
+    input is NaN."""
+    value = input
+    if low is not None:
+        value = maximum(value, low)
+    if high is not None:
+        value = minimum(value, high)
+    inside = takes_low = takes_high = None  # bool masks: comparisons record nothing
+    if low is not None:
+        inside = input >= low
+        takes_low = input < low if high is None else (input < low) & (low < high)
+    if high is not None:
+        below = input <= high
+        inside = below if inside is None else inside & below
+        crosses = input > high if low is None else (input > high) | (high < low)
+        takes_high = crosses & ~value.isnan()
+    out = value.detach()
+    if takes_high is not None:
+        out = where(takes_high, high, out)
+    if takes_low is not None:
+        out = where(takes_low, low, out)
+    return where(inside, input, out)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's name
@@ -163,4 +190,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to the input's "
             f"shape {tuple(input.shape)}"
         )
-    return where(mask, value, input)
+    out = where(mask, value, input)
+    # The input's dtype, as in PyTorch: the value is cast to it (2.5 into an int tensor is 2).
+    return out if out._data.dtype == input._data.dtype else out.to(input.dtype)

@@ -15,10 +15,12 @@ from numdiff.tensor import Tensor
 
 
 def _as_view(out: Tensor, base: Tensor) -> Tensor:
-    """Share `base`'s version counter when `out` aliases its memory, so in-place edits are seen."""
+    """Share `base`'s version counter when `out` aliases its memory, so in-place edits are seen,
+    and remember the base's history at this point (see `check_view_is_current`)."""
     if np.may_share_memory(out._data, base._data):
         out._version_counter = base._version_counter
         out._base = base._base if base._base is not None else base
+        out._base_node = out._base._grad_fn
     return out
 
 
@@ -250,7 +252,15 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
     for r, n in zip(repeats, shape):
         tiled += [r, n]
     out = reshape(input, interleaved).expand(tiled)
-    return out.reshape(tuple(r * n for r, n in zip(repeats, shape)))
+    return new_memory(out.reshape(tuple(r * n for r, n in zip(repeats, shape))))
+
+
+def new_memory(out: Tensor) -> Tensor:
+    """`out` copied if it is a view, for ops composed of expand and reshape that PyTorch documents
+    as copying (repeat, repeat_interleave). Where nothing really repeats, or only ahead of size-1
+    dims, reshape keeps a view: writable into the input, or read-only with stride 0 (an empty
+    broadcast is read-only too)."""
+    return out.clone() if out._base is not None or out.numel() == 0 else out
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -259,6 +269,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
+    for i, t in enumerate(tensors):
+        if isinstance(t, Tensor) and t.ndim == 0:  # else the size checks below index its empty shape
+            raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
     dim = normalize_dim("cat", dim, first.ndim)
     for i, other in enumerate(tensors[1:], 1):
         if other.ndim != first.ndim or any(

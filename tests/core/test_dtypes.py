@@ -235,3 +235,88 @@ def test_new_factories_and_type_as_take_dtype_and_device_from_the_tensor():
     assert ours.new_tensor([1.0], requires_grad=True).requires_grad
     with pytest.raises(TypeError, match="type_as: expected a Tensor"):
         ours.type_as(nd.float32)
+
+
+@pytest.mark.parametrize(
+    "reduce",
+    [
+        lambda m, x: x.mean(),
+        lambda m, x: x.var(),
+        lambda m, x: x.std(),
+        lambda m, x: m.var_mean(x)[1],
+        lambda m, x: m.softmax(x, 0)[:3],
+        lambda m, x: x.norm(),
+        lambda m, x: m.linalg.vector_norm(x, 3),
+        lambda m, x: x.reshape(4, -1).mean(1),
+    ],
+)
+def test_float16_reductions_past_half_range_compute_in_float32_like_torch(reduce):
+    # The sums (and a mean's count, 100000 as float16 is inf) overflowed in float16: the mean of
+    # 100,000 ones was NaN, its std NaN, softmax 0 and norm inf (PyTorch: 1, 0, 1e-5, 316.25).
+    torch = pytest.importorskip("torch")
+    values = np.ones(100_000, np.float16)
+    ours = reduce(nd, nd.tensor(values, requires_grad=True))
+    theirs = reduce(torch, torch.tensor(values, requires_grad=True))
+    assert ours.dtype is nd.float16
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+@pytest.mark.parametrize(
+    "op",
+    [lambda x, y: x * y, lambda x, y: x / y, lambda x, y: y**x, lambda x, y: x.exp(), lambda x, y: y.log(), lambda x, y: x.tanh(),
+     lambda x, y: x.maximum(y), lambda x, y: x.abs()],
+)
+def test_float16_elementwise_backward_past_the_small_size_matches_torch(op):
+    # Past 256 elements the backward ran a Numba loop, which has no float16 arrays: it raised
+    # NotImplementedError("float16") from inside Numba.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(1000) * 0.5).astype(np.float16)
+    b = (rng.standard_normal(1000) * 0.5 + 2.0).astype(np.float16)
+    grads = []
+    for lib in (nd, torch):
+        x, y = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        op(x, y).float().sum().backward()
+        grads.append([t.grad.float().numpy() if t.grad is not None else np.zeros(1000, np.float32) for t in (x, y)])
+    for ours, theirs in zip(*grads):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "op", [lambda x: x / 100000, lambda x: x / 1e5, lambda x: x * 1e-5, lambda x: x - 70000, lambda x: x / 7, lambda x: 0.1 - x]
+)
+def test_float16_with_a_python_number_computes_in_float32_like_torch(op):
+    # NumPy rounds the number to float16 first: 1e5 became inf, so x / 1e5 was 0 with gradient 0.
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (nd, torch):
+        x = lib.tensor([1.0, 2.0, 1000.0], dtype=lib.float16, requires_grad=True)
+        out = op(x)
+        out.float().sum().backward()
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [lambda m, a: a + 2.5, lambda m, a: a * 0.5, lambda m, a: a / 2, lambda m, a: a / a, lambda m, a: m.sqrt(a), lambda m, a: m.exp(a),
+     lambda m, a: m.atan2(a, a), lambda m, a: 2.5**a, lambda m, a: m.clamp(a, 0.5, 1.5), lambda m, a: m.where(a > 1, a, 2.5),
+     lambda m, a: (a > 1) + 1.5],
+)
+def test_integer_to_float_promotion_takes_the_default_dtype_like_torch(op):
+    # An integer meeting a float (or an op that needs floats) became float32 even after
+    # set_default_dtype(float64): PyTorch takes the default dtype.
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (nd, torch):
+        lib.set_default_dtype(lib.float64)
+        try:
+            out = op(lib, lib.tensor([1, 2, 3]))
+        finally:
+            lib.set_default_dtype(lib.float32)
+        results.append((str(out.dtype).split(".")[1], out.numpy()))
+    assert results[0][0] == results[1][0] == "float64"
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)  # 1 ulp: sqrt's last bit

@@ -171,3 +171,40 @@ def test_inplace_result_of_a_different_shape_is_refused():
     with pytest.raises(ValueError, match=r"\(2, 3\).*\(3,\)"):
         t.add_(numdiff.ones(2, 3))
     assert t.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "product",
+    [
+        lambda lib, v: v * 2,
+        lambda lib, v: 2 * v,
+        lambda lib, v: v / 3,
+        lambda lib, v: v * lib.tensor([1.0, 2.0], dtype=lib.float64),
+        lambda lib, v: v - lib.tensor([1.0, 2.0], dtype=lib.float64) ** 2,
+    ],
+)
+def test_an_elementwise_op_keeps_no_input_that_no_needed_gradient_reads(product):
+    # x * 2 saved x for the gradient of the constant 2, so changing x in place afterwards made
+    # backward raise SavedTensorModifiedError where PyTorch (which keeps no x) computes it.
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (numdiff, torch):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64, requires_grad=True)
+        b = a * 1
+        c = product(lib, b.t())
+        b.add_(1)
+        d = a * 1
+        d[1] = product(lib, d[0])  # reads d[0] before writing into d: PyTorch's own idiom
+        (c.sum() + d.sum()).backward()
+        results.append(a.grad.numpy())
+    np.testing.assert_allclose(*results, rtol=1e-15)
+
+
+def test_an_input_a_needed_gradient_reads_is_still_checked():
+    a = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    w = numdiff.tensor([3.0, 4.0], requires_grad=True)
+    b = a * 1
+    c = b * w  # w's gradient reads b
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="MulBackward.*version 0.*version 1"):
+        c.sum().backward()

@@ -90,3 +90,73 @@ def test_views_of_tensors_that_need_no_grad_and_of_detached_leaves_stay_writable
     w.detach()[0:2].add_(1)  # detach() leaves autograd: PyTorch allows this as well
     np.testing.assert_array_equal(x.numpy(), [2.0, 2.0])
     np.testing.assert_array_equal(w.detach().numpy(), [2.0, 3.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "make_view",
+    [lambda b: b[:2], lambda b: b.reshape(3, 1), lambda b: b.unsqueeze(0).expand(2, 3), lambda b: b.unsqueeze(1).permute(1, 0)[0, ::2]],
+)
+def test_a_view_used_after_a_recorded_inplace_op_on_its_base_raises_instead_of_a_wrong_gradient(make_view):
+    # The view's history reads the base's old value: its gradient missed the later b.mul_(3)
+    # (grad [1, 1, 0] where PyTorch gives [3, 3, 0]).
+    from numdiff.autograd.function import StaleViewError
+
+    a = nd.tensor([1.0, 2.0, 3.0], dtype=nd.float64, requires_grad=True)
+    b = a * 1
+    view = make_view(b)
+    b.mul_(3)
+    with pytest.raises(StaleViewError, match=r"sum: a view \(shape .*\) of a tensor of shape \(3,\) is used after .* MulBackward"):
+        view.sum()
+    with pytest.raises(StaleViewError, match="backward: a view"):
+        view.backward(nd.ones_like(view))
+    fresh = make_view(b)  # made again after the in-place op: its gradient includes it
+    fresh.sum().backward()
+    t_a = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    t_b = t_a * 1
+    t_view = make_view(t_b)
+    t_b.mul_(3)
+    t_view.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), t_a.grad.numpy())
+
+
+def test_a_view_made_before_its_base_took_a_value_that_requires_grad_raises():
+    # The view records no history at all, so its result silently required no gradient.
+    from numdiff.autograd.function import StaleViewError
+
+    a = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = nd.zeros(3)
+    view = b[1:]
+    b[:] = a * 2
+    with pytest.raises(StaleViewError, match="recorded SetItemBackward|recorded .*Backward"):
+        view * 2
+
+
+def test_views_stay_usable_after_inplace_ops_that_are_not_recorded():
+    a = nd.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1
+    view = b[:2]
+    with nd.no_grad():
+        b.mul_(3)  # not recorded: torch's gradient through the view ignores it too
+    view.sum().backward()
+    assert a.grad.tolist() == [1.0, 1.0, 0.0]
+    with nd.no_grad():
+        c = a * 1
+        v = c[:2]
+        c.add_(1)
+        assert v.sum().item() == 5.0
+
+
+@pytest.mark.parametrize(
+    "write",
+    [lambda t: t.add_(1.0), lambda t: t.__setitem__(0, 5.0), lambda t: t.zero_(), lambda t: t.copy_(nd.ones(3, 2))],
+)
+def test_inplace_write_into_an_expanded_view_names_the_op_and_the_cause(write):
+    # NumPy's "assignment destination is read-only" came out instead, naming neither.
+    x = nd.tensor([[1.0, 2.0]])
+    with pytest.raises(RuntimeError, match=r"cannot write in place into the tensor of shape \(3, 2\): it is an expanded view"):
+        write(x.expand(3, 2))
+    assert x.tolist() == [[1.0, 2.0]]
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    with pytest.raises(RuntimeError, match="add_: .* read-only memory"):
+        nd.as_tensor(frozen).add_(1.0)

@@ -32,6 +32,11 @@ def _values_and_gradients(fn, *arrays, library):
         ("normalize", (A,), {"p": float("inf")}),
         ("cosine_similarity", (A, B), {}),
         ("cosine_similarity", (A[:, :1], B), {"dim": 0}),
+        # broadcast along `dim` itself: normalizing before broadcasting gave |cos| > 1
+        ("cosine_similarity", (A[:, :1], B), {}),
+        ("cosine_similarity", (A, B[:1, :1]), {"dim": 1}),
+        ("cosine_similarity", (A[:1, :], B[:, :1]), {"dim": -1}),
+        ("cosine_similarity", (A[0, 0], B), {"dim": 0}),
         ("pairwise_distance", (A, B), {}),
         ("pairwise_distance", (A, B), {"p": 1, "keepdim": True}),
         ("pairwise_distance", (A[0], B[0]), {}),

@@ -197,6 +197,68 @@ def test_python_number_operand_keeps_dtype_like_torch(expression, dtype):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("bounds", [{"min": -1.5, "max": 1.5}, {"min": 0.5}, {"max": 2.5}, {"min": -1, "max": 1}])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "bool"])
+def test_clamp_of_an_integer_tensor_by_float_bounds_promotes_like_torch(bounds, dtype):
+    # The bounds were cast to the input's integer dtype: clamp(int [-3, 0, 3], -1.5, 1.5) gave
+    # int64 [-1, 0, 1] where PyTorch gives float32 [-1.5, 0.0, 1.5].
+    values = [-3, 0, 3] if dtype != "bool" else [True, False, True]
+    ours = numdiff.clamp(numdiff.tensor(values).to(getattr(numdiff, dtype)), **bounds)
+    theirs = torch.clamp(torch.tensor(values).to(getattr(torch, dtype)), **bounds)
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("value", [2.5, 7, True, "tensor"])
+def test_masked_fill_keeps_the_inputs_dtype_like_torch(dtype, value):
+    # The result took where()'s promoted dtype: an int tensor filled with 2.5 became float32 holding
+    # 2.5, a bool one filled with 7 int64 (PyTorch casts the value: int 2, bool True), and the
+    # in-place form raised that the result could not be cast back.
+    values, mask = [1, 0, 3], [True, False, True]
+    for lib in (numdiff, torch):
+        fill = lib.tensor(2.5, dtype=lib.float64) if value == "tensor" else value
+        x = lib.tensor(values).to(getattr(lib, dtype))
+        out = lib.masked_fill(x, lib.tensor(mask), fill)
+        x.masked_fill_(lib.tensor(mask), fill)
+        if lib is numdiff:
+            ours, ours_inplace = out, x
+        else:
+            assert str(ours.dtype).split(".")[1] == str(out.dtype).split(".")[1]
+            np.testing.assert_array_equal(ours.numpy(), out.numpy())
+            np.testing.assert_array_equal(ours_inplace.numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("bounds", ["min", "max", "both", "both-broadcast"])
+def test_clamp_by_tensor_bounds_gives_the_gradient_to_the_operand_the_value_is_like_torch(bounds):
+    # Composed of maximum/minimum, it halved the gradient between input and a bound it ties with
+    # (input 2 clamped at min 2 got 0.5) and gave it to both where the input is NaN.
+    nan = float("nan")
+    x = np.array([1.0, 2.0, 3.0, nan, 1.0, 0.5, 5.0, 2.5])
+    low = np.array([2.0, 2.0, 2.0, 0.0, nan, 3.0, 3.0, 2.0])
+    high = np.array([2.5, 2.5, 2.5, 2.5, 2.5, 1.0, 1.0, 2.5])
+    if bounds == "both-broadcast":
+        x, low, high = x.reshape(2, 4), low[:4].reshape(1, 4), high[:2].reshape(2, 1)
+    upstream = np.arange(1.0, x.size + 1).reshape(x.shape) ** 2
+    grads = []
+    for lib in (numdiff, torch):
+        leaves = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in (x, low, high)]
+        t, lo, hi = leaves
+        kwargs = {"min": {"min": lo}, "max": {"max": hi}}.get(bounds, {"min": lo, "max": hi})
+        out = lib.clamp(t, **kwargs)
+        out.backward(lib.tensor(upstream, dtype=lib.float64))
+        grads.append([out.detach().numpy()] + [np.zeros(a.shape) if a.grad is None else a.grad.numpy() for a in leaves])
+    for ours, theirs in zip(*grads):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_softmax_argument_errors_name_softmax():
+    # They came from the log_softmax it is composed of, naming log_softmax.
+    with pytest.raises(IndexError, match=r"^softmax: dimension 3 is out of range"):
+        numdiff.softmax(numdiff.ones(2, 3), 3)
+    with pytest.raises(TypeError, match=r"^softmax: expected a floating point tensor, got dtype numdiff.int64"):
+        numdiff.ones(2, dtype=numdiff.int64).softmax(0)
+
 
 def _half_ulps_apart(ours: np.ndarray, reference: np.ndarray) -> int:
     """The largest distance between two float16 arrays in units in the last place (0.0 == -0.0)."""

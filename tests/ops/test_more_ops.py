@@ -217,6 +217,11 @@ PARITY = {
         lambda m, x: x.unique(sorted=False, return_inverse=True, return_counts=True),
         np.array([[3.0, 1.0], [3.0, 2.0]], dtype=np.float32),
     ),
+    # each NaN is its own value in PyTorch; NumPy's default merged them (values, inverse, counts)
+    "unique-nan": (
+        lambda m, x: m.unique(x, return_inverse=True, return_counts=True),
+        np.array([2.0, math.nan, 1.0, math.nan, 2.0]),
+    ),
     "unique-dim": (
         lambda m, x: m.unique(x, return_inverse=True, return_counts=True, dim=0),
         np.array([[1, 2], [0, 5], [1, 2]]),
@@ -262,8 +267,8 @@ PARITY = {
 }
 
 
-# torch has no gradient for scatter with reduce.
-VALUES_ONLY = {"scatter-reduce-add"}
+# torch has no gradient for scatter with reduce, nor for unique (its float result still requires grad).
+VALUES_ONLY = {"scatter-reduce-add", "unique-nan"}
 
 
 @pytest.mark.parametrize("name", sorted(PARITY))

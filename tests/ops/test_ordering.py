@@ -92,6 +92,12 @@ EINSUM_CASES = [
     ("bi,bi->b", [(1, 3), (4, 3)]),
     ("jii->ij", [(2, 3, 3)]),
     ("i ,->i", [(3,), ()]),
+    # a summed or kept letter of size 0 (the size-1 default of the broadcast rule kept it at 1)
+    ("ij,ij->i", [(3, 0), (3, 0)]),
+    ("ij,jk->ik", [(3, 0), (0, 2)]),
+    ("i,i->", [(0,), (0,)]),
+    ("bi,bi->b", [(1, 0), (4, 0)]),
+    ("bi,bj->bij", [(0, 2), (1, 3)]),
 ]
 
 

@@ -174,3 +174,81 @@ def test_prod_gradient_does_not_underflow_in_grad_times_output():
     x.prod(0).backward(numdiff.tensor(0.5, dtype=numdiff.float32))
     tx.prod(0).backward(torch.tensor(0.5))
     assert_close(x.grad, tx.grad, np.float32)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin", "max", "min", "argmax", "argmin"])
+@pytest.mark.parametrize("shape, dim", [((0, 5), 1), ((0, 5), -1), ((3, 0), 0), ((2, 0, 3), 2)])
+def test_extremes_over_a_nonempty_dim_of_an_empty_tensor_give_an_empty_result_like_torch(name, shape, dim):
+    # Only the reduced dim needs elements; numdiff refused any input with a zero anywhere.
+    x = numdiff.zeros(shape, dtype=numdiff.float64, requires_grad=name not in ("argmax", "argmin"))
+    out = getattr(numdiff, name)(x, dim)
+    expected = getattr(torch, name)(torch.zeros(shape, dtype=torch.float64), dim)
+    for ours, theirs in zip(out if isinstance(out, tuple) else (out,), expected if isinstance(expected, tuple) else (expected,)):
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype == getattr(numdiff, str(theirs.dtype).split(".")[1])
+    if x.requires_grad:
+        (out[0] if isinstance(out, tuple) else out).sum().backward()
+        assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("name", ["amax", "amin", "max", "min", "argmax", "argmin"])
+def test_extremes_over_an_empty_dim_raise_naming_the_dim(name):
+    with pytest.raises(RuntimeError, match=rf"{name}: cannot reduce over dim 0, which has size 0 \(input shape \(0, 5\)\)"):
+        getattr(numdiff, name)(numdiff.zeros(0, 5), 0)
+    with pytest.raises(RuntimeError, match="has size 0|empty tensor"):
+        getattr(numdiff, name)(numdiff.zeros(0, 5))
+
+
+@pytest.mark.parametrize("name", ["logsumexp", "std", "var", "std_mean"])
+@pytest.mark.parametrize("shape, dim", [((0, 5), 0), ((0, 5), 1), ((3, 0), 1), ((3, 0), None), ((0, 5), (0, 1))])
+def test_logsumexp_and_std_of_empty_tensors_match_torch(name, shape, dim):
+    # They shift or scale by amax, which has no identity: any empty input raised from inside amax.
+    if name == "logsumexp" and dim is None:
+        return
+    x = numdiff.zeros(shape, dtype=numdiff.float64, requires_grad=True)
+    t_x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    out = getattr(numdiff, name)(x, dim) if name == "logsumexp" else getattr(numdiff, name)(x, dim=dim)
+    expected = getattr(torch, name)(t_x, _torch_dim(dim)) if name == "logsumexp" else getattr(torch, name)(t_x, dim=_torch_dim(dim))
+    out, expected = (out[0], expected[0]) if name == "std_mean" else (out, expected)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    out.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("shape, dim", [((0, 5), None), ((0, 5), 0), ((0, 5), 1), ((3, 0), 1), ((3, 0), 0)])
+def test_prod_of_an_empty_tensor_has_an_empty_gradient_like_torch(shape, dim, create_graph):
+    # Its backward reshaped the reduction groups with -1, which NumPy cannot infer for 0 elements.
+    x = numdiff.zeros(shape, dtype=numdiff.float64, requires_grad=True)
+    t_x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    out = numdiff.prod(x) if dim is None else numdiff.prod(x, dim)
+    expected = torch.prod(t_x) if dim is None else torch.prod(t_x, dim)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    (grad,) = numdiff.autograd.grad(out.sum(), x, create_graph=create_graph)
+    (t_grad,) = torch.autograd.grad(expected.sum(), t_x)
+    np.testing.assert_array_equal(grad.detach().numpy(), t_grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin"])
+def test_whole_tensor_extreme_with_nan_has_torchs_gradient(name):
+    # max() and min() of a tensor holding NaN shared the gradient among no element (0 / 0), so
+    # every element got NaN; PyTorch shares it among the NaNs. amax/amin keep PyTorch's NaNs.
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, -np.inf, 2.0]])
+    ours = numdiff.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    getattr(numdiff, name)(ours).backward()
+    getattr(torch, name)(theirs).backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+    (grad,) = numdiff.autograd.grad(getattr(numdiff, name)(ours), ours, create_graph=True)
+    np.testing.assert_array_equal(grad.detach().numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "nansum", "trace"])
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_sum_and_prod_of_every_integer_dtype_give_int64_like_torch(name, dtype):
+    # uint8 raised "numdiff does not support NumPy dtype uint64" (NumPy's accumulator type).
+    if (name, dtype) == ("trace", "bool"):
+        return  # torch has no bool trace
+    values = [[200, 100], [3, 1]] if dtype != "bool" else [[1, 1], [0, 1]]
+    ours = getattr(numdiff, name)(numdiff.tensor(values).to(getattr(numdiff, dtype)))
+    theirs = getattr(torch, name)(torch.tensor(values).to(getattr(torch, dtype)))
+    assert ours.dtype == numdiff.int64 and ours.item() == theirs.item()

@@ -181,6 +181,19 @@ def test_modulo_and_floor_division_operators_match_python_and_torch():
         numdiff.fmod(a, numdiff.tensor([1, 2, 3]))
 
 
+def test_rounding_division_of_zero_dim_tensors_gives_a_usable_zero_dim_tensor():
+    # NumPy returns a scalar for 0-d operands; wrapped as it was, the result's .device (read by the
+    # next op, and by fmod's backward) raised "no numdiff backend runs on arrays of type numpy.float32".
+    a, b = numdiff.tensor(7.5), numdiff.tensor(2.0)
+    for quotient, expected in ((a // b, 3.0), (numdiff.div(a, b, rounding_mode="trunc"), 3.0), (numdiff.tensor(7) // 2, 3)):
+        assert quotient.shape == () and quotient.device.type == "cpu"
+        assert (quotient + 1).item() == expected + 1
+    for op in (numdiff.fmod, numdiff.remainder):
+        x, y = numdiff.tensor(7.5, dtype=numdiff.float64, requires_grad=True), numdiff.tensor(2.0, dtype=numdiff.float64, requires_grad=True)
+        op(x, y).backward()
+        assert (x.grad.item(), y.grad.item()) == (1.0, -3.0)
+
+
 def test_composed_functions_refuse_bad_arguments_naming_the_op():
     with pytest.raises(TypeError, match="lerp: weight must be a number or a Tensor, got str"):
         numdiff.lerp(numdiff.ones(2), numdiff.zeros(2), "half")

@@ -258,3 +258,73 @@ def test_integer_indexing_one_element_returns_a_view_as_pytorch():
     x = numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with pytest.raises(numdiff._inplace.InPlaceOnViewError):
         (x * 1.0)[0].mul_(3.0)
+
+
+@pytest.mark.parametrize("repeats", [(1, 1), (3, 1), (1, 1, 1), (2, 1, 1)])
+def test_repeat_and_tile_return_new_memory_that_inplace_ops_may_write(repeats):
+    # With no real repetition repeat returned a view: writing into it changed the input (1, 1), or
+    # raised NumPy's "assignment destination is read-only" (a stride-0 view, for (3, 1)).
+    for make in (lambda x: x.repeat(*repeats), lambda x: numdiff.tile(x, repeats)):
+        x = numdiff.tensor([[1.0, 2.0]])
+        out = make(x)
+        out.add_(10.0)
+        out[(0,) * out.ndim] = -1.0
+        assert x.tolist() == [[1.0, 2.0]]
+        expected = torch.tensor([[1.0, 2.0]]).repeat(*repeats) + 10.0
+        expected[(0,) * out.ndim] = -1.0
+        np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    leaf = numdiff.tensor([[1.0, 2.0]], dtype=numdiff.float64, requires_grad=True)
+    out = leaf.repeat(*repeats) * 1
+    out.sum().backward()
+    assert leaf.grad.tolist() == [[float(np.prod(repeats))] * 2]
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda x: x.repeat_interleave(1, dim=1), lambda t: t.repeat_interleave(1, dim=1)),
+        (lambda x: x.repeat_interleave(3, dim=0), lambda t: t.repeat_interleave(3, dim=0)),
+        (lambda x: numdiff.repeat_interleave(x, 1), lambda t: torch.repeat_interleave(t, 1)),
+        (lambda x: x.repeat(0, 1), lambda t: t.repeat(0, 1)),
+        (lambda x: numdiff.tile(x, (0,)), lambda t: torch.tile(t, (0,))),
+    ],
+)
+def test_repeat_interleave_and_empty_repeats_return_writable_new_memory(make, expected):
+    # repeat_interleave by an int is expand + reshape too: a view of the input (written through by
+    # in-place ops) or a read-only stride-0 one; an empty repeat was a read-only broadcast.
+    x = numdiff.tensor([[1.0, 2.0]])
+    out = make(x)
+    out.add_(10.0)
+    assert x.tolist() == [[1.0, 2.0]]
+    np.testing.assert_array_equal(out.numpy(), (expected(torch.tensor([[1.0, 2.0]])) + 10.0).numpy())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x: m.gather(x, 0, m.tensor(0)),
+        lambda m, x: m.gather(x, -1, m.tensor(0)),
+        lambda m, x: m.scatter_add(x, 0, m.tensor(0), x * 2),
+        lambda m, x: m.scatter(x, 0, m.tensor(0), x * 3),
+        lambda m, x: m.scatter(x, 0, m.tensor(0), 4.0),
+    ],
+)
+def test_gather_and_scatter_of_a_zero_dim_tensor_by_a_zero_dim_index_match_torch(call):
+    # Their checks indexed the input's shape by dim: IndexError "tuple index out of range".
+    ours_in = numdiff.tensor(1.5, dtype=numdiff.float64, requires_grad=True)
+    theirs_in = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    ours, theirs = call(numdiff, ours_in), call(torch, theirs_in)
+    assert ours.shape == () and ours.item() == theirs.item()
+    ours.backward()
+    theirs.backward()
+    assert ours_in.grad.item() == theirs_in.grad.item()
+    with pytest.raises(IndexError, match=r"gather: index values must be in \[0, 1\)"):
+        numdiff.gather(numdiff.tensor(1.5), 0, numdiff.tensor(1))
+
+
+
+def test_cat_of_a_zero_dim_tensor_says_so():
+    with pytest.raises(ValueError, match=r"cat: tensor 1 is zero-dimensional and cannot be concatenated; stack\(\)"):
+        numdiff.cat([numdiff.ones(2), numdiff.tensor(1.0)])
+    with pytest.raises(ValueError, match="cat: tensor 0 is zero-dimensional"):
+        numdiff.cat([numdiff.tensor(1.0), numdiff.tensor(2.0)])
