@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dis
 import types
-from operator import itemgetter
+from operator import getitem, is_
 from typing import Any
 
 from numdiff.tensor import Tensor
@@ -74,35 +74,46 @@ def _read(holder: Any, name: str | None) -> Any:
 
 class _ModuleState:
     """Each module's plain attributes by value, and its plain tensor attributes (``self.mask``, not
-    a buffer) and tables (Parameters, buffers, ...) by identity.
+    a buffer), its tables (Parameters, buffers, submodules, hooks) and their entries by identity.
 
-    The names are picked once; a call reads them all with one itemgetter per module (~9 us for a
-    ten-module network, against ~400 us for its compiled call).
+    Everything is listed once, as (dict, key) pairs, so that a call checks them all in a few
+    C-level passes (``map`` over ``operator.getitem``/``is_``): 2-3 us for a ten-module network,
+    against 13 us for a Python loop building a tuple per module, and ~750 us for its compiled
+    call. A table that gains or loses an entry changes length; a deleted attribute or entry
+    raises KeyError: both fail the guard.
     """
 
     def __init__(self, modules: list) -> None:
-        self.readers = []
+        plain, objects, self.tables = [], [], []
         for module in modules:
             state = module.__dict__
-            plain = [name for name, value in state.items() if name not in _MODULE_TABLES and _is_scalar(value)]
-            tensors = [name for name, value in state.items() if isinstance(value, Tensor)]
-            tables = [name for name in _MODULE_TABLES if name in state]
-            self.readers.append((state, itemgetter(*plain, *tensors, *tables), len(plain), len(plain) + len(tensors)))
-        self.expected = self.read()
+            for name, value in state.items():
+                if name in _MODULE_TABLES or isinstance(value, Tensor):
+                    objects.append((state, name))
+                elif _is_scalar(value):
+                    plain.append((state, name))
+            for name in _MODULE_TABLES:
+                table = state.get(name)
+                if isinstance(table, dict):
+                    self.tables.append(table)
+                    objects.extend((table, key) for key in table)
+        self.plain_dicts, self.plain_keys = [d for d, _ in plain], [k for _, k in plain]
+        self.object_dicts, self.object_keys = [d for d, _ in objects], [k for _, k in objects]
+        self.plain_values = self._plain()
+        self.objects = list(map(getitem, self.object_dicts, self.object_keys))
+        self.lengths = list(map(len, self.tables))
 
-    def read(self) -> list:
-        found = []
-        for state, reader, plain_end, tensors_end in self.readers:
-            values = reader(state)
-            found.append(values[:plain_end])
-            found.append(tuple(map(id, values[plain_end:tensors_end])))
-            found.append(tuple(id(item) for table in values[tensors_end:] for item in table.values()))
-        return found
+    def _plain(self) -> list:
+        return list(map(getitem, self.plain_dicts, self.plain_keys))
 
     def holds(self) -> bool:
         try:
-            return self.read() == self.expected
-        except KeyError:  # an attribute was deleted
+            return (
+                list(map(len, self.tables)) == self.lengths
+                and all(map(is_, map(getitem, self.object_dicts, self.object_keys), self.objects))
+                and self._plain() == self.plain_values
+            )
+        except KeyError:  # an attribute or entry was deleted
             return False
 
 
