@@ -116,8 +116,7 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             )
         if alias is not None:
             _snapshot_saved_alias(node, alias)
-    flags = getattr(self._data, "flags", None)
-    if flags is not None and not flags.writeable:
+    if type(self._data) is np.ndarray and not self._data.flags.writeable:  # device arrays are writeable
         _refuse_read_only(self, op)
     self._data[...] = out._data
     self._version_counter[0] += 1
