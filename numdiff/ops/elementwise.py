@@ -53,7 +53,8 @@ def _all_half(arrays: Any) -> bool:
 
 def _widened(values: Any) -> list:
     """float16 arrays as float32, everything else as it is: float16 computes per element in float32
-    and rounds once, as PyTorch's CPU build does."""
+    and rounds once, as PyTorch's CPU build does (so x / 1e5 is not x / inf, NumPy's rounding of the
+    number to float16)."""
     return [v.astype(np.float32) if type(v) is np.ndarray and v.dtype == _HALF else v for v in values]
 
 
@@ -135,8 +136,8 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         if ufunc is not None and (type(x) is np.ndarray or type(inputs[-1]) is np.ndarray):
             # On the CPU the ufunc wins wherever there is one (UFUNC_FORWARD): no more Python than that.
             out = ufunc(*inputs)
-            if out.dtype.char == "e" and len(inputs) == 2:
-                out = _half_with_number(ufunc, inputs, out)
+            if out.dtype.char == "e":  # float16: in float32, rounded once (NumPy rounds a number to float16 first)
+                out = ufunc(*_widened(inputs)).astype(np.float16)
             if saved:
                 ctx.save_for_backward(*_saved_items(ctx, inputs, out))
             return out
@@ -174,15 +175,6 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         "backward": staticmethod(backward),
     })  # fmt: skip
     return register(rule.name)(cls)
-
-
-def _half_with_number(ufunc: Any, inputs: tuple, out: Any) -> Any:
-    """A float16 array with a Python number: NumPy rounds the number to float16 first, so 1e5
-    became inf and x / 1e5 was 0; PyTorch computes in float32 and rounds the result once."""
-    if type(inputs[0]) not in (int, float) and type(inputs[1]) not in (int, float):
-        return out
-    widened = [v if type(v) in (int, float) else v.astype(np.float32) for v in inputs]
-    return ufunc(*widened).astype(np.float16)
 
 
 def _as_gradient(value: Any, grad: Tensor) -> Tensor:
