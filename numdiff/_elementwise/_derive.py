@@ -1,7 +1,7 @@
 """Symbolic differentiation of a checked scalar expression (see _parse) into expression trees.
 
 Branches differentiate branch-wise (d(a if c else b) = da if c else db); a math function's
-derivative comes from its scalar rule (numdiff.ops.scalar_rules.RULES), with the rule's ``x``
+derivative comes from its scalar rule (numdiff._ground.scalar_rules.RULES), with the rule's ``x``
 replaced by the argument and ``out`` by the call itself. The builders fold 0 and 1 away, so the
 derivative of a 10-op function stays a compact kernel.
 """
@@ -12,7 +12,7 @@ import ast
 import copy
 
 from numdiff._elementwise._parse import MATH_FUNCTIONS
-from numdiff.ops.scalar_rules import RULES
+from numdiff._ground.scalar_rules import RULES
 
 
 def _is(node: ast.expr, value: float) -> bool:

@@ -4,7 +4,7 @@ Accepted: one ``return`` (after optional ``name = expression`` lines, which are 
 numbers (also math.pi and friends, and global or closed-over numbers, read once at decoration),
 the arguments, ``+ - * / **``, unary minus, comparisons, ``and``/``or``/``not`` in
 conditions, ``a if condition else b``, ``math.f(...)`` for a math function numdiff has a scalar
-rule for (numdiff.ops.scalar_rules), and abs, min and max of two values. Anything else raises `ElementwiseSyntaxError` naming the
+rule for (numdiff._ground.scalar_rules), and abs, min and max of two values. Anything else raises `ElementwiseSyntaxError` naming the
 function and the line.
 """
 
@@ -17,8 +17,8 @@ import math
 import textwrap
 from collections.abc import Callable
 
-from numdiff.ops.scalar_expressions import MATH_RULES
-from numdiff.ops.scalar_rules import RULES
+from numdiff._ground.scalar_expressions import MATH_RULES
+from numdiff._ground.scalar_rules import RULES
 
 
 class ElementwiseSyntaxError(ValueError):

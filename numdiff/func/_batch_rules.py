@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
 from numdiff.func._batched import align, logical_ndim
-from numdiff.ops.scalar_rules import RULES as SCALAR_RULES
 from numdiff.tensor import Tensor
 
 Rule = Callable[[Any, list, list, dict, int], Any]

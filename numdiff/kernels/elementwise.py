@@ -1,4 +1,4 @@
-"""CPU elementwise kernels generated from the scalar rules (numdiff/ops/scalar_rules.py).
+"""CPU elementwise kernels generated from the scalar rules (numdiff/_ground/scalar_rules.py).
 
 For each rule, `forward` writes ``out = f(x[, y])`` and `backward` writes every requested input
 gradient (``g * df/dx``, ``g * df/dy``) in one pass over the broadcast output shape, so an op
@@ -40,6 +40,8 @@ import numpy as np
 from numba import get_num_threads
 from numba.core.dispatcher import Dispatcher
 
+from numdiff._ground.scalar_expressions import ScalarRule, math_functions_in
+from numdiff._ground.scalar_rules import RULES
 from numdiff.kernels._codegen import (
     backward_reads,
     load_source,
@@ -48,8 +50,6 @@ from numdiff.kernels._codegen import (
     vjp_expressions,
 )
 from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
-from numdiff.ops.scalar_expressions import ScalarRule, math_functions_in
-from numdiff.ops.scalar_rules import RULES
 
 # Work below this many elements runs serially (PyTorch's grain size).
 GRAIN = 32768

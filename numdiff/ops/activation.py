@@ -1,7 +1,7 @@
 """Activations and log_softmax/softmax.
 
 The elementwise activations (relu, leaky_relu, elu, softplus, gelu) are rows of the scalar rule
-table (numdiff/ops/scalar_rules.py); this module adds PyTorch's arguments (``inplace``, gelu's
+table (numdiff/_ground/scalar_rules.py); this module adds PyTorch's arguments (``inplace``, gelu's
 ``approximate``) and their checks.
 """
 

@@ -1,7 +1,7 @@
 """Broadcasting arithmetic: + - * / ** // % and negation, fmod and lerp.
 
 The ops themselves (forward, derivatives, kernels) are rows of the scalar rule table
-(numdiff/ops/scalar_rules.py); this module adds PyTorch's extra arguments (``alpha``,
+(numdiff/_ground/scalar_rules.py); this module adds PyTorch's extra arguments (``alpha``,
 ``rounding_mode``) and pow's integer check.
 """
 

@@ -1,4 +1,4 @@
-"""The elementwise ops, generated from the scalar rules (numdiff/ops/scalar_rules.py).
+"""The elementwise ops, generated from the scalar rules (numdiff/_ground/scalar_rules.py).
 
 For each `ScalarRule` this module makes and registers a `Function` (``FUNCTIONS["exp"]``, class
 ``Exp``) and a public function (``PUBLIC["exp"]``, exported as ``numdiff.exp`` and, where the rule
@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from numdiff._dtype import check_computable
+from numdiff._ground.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
+from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.kernels import elementwise as cpu
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
-from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
-from numdiff.ops.scalar_rules import RULES
 from numdiff.tensor import Tensor
 
 FUNCTIONS: dict[str, type[Function]] = {}

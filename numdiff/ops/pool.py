@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.pool_geometry import pool_output_size
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
-from numdiff.kernels._pool_geometry import pool_output_size
 from numdiff.ops._pool_args import (
     batched_input,
     divisor,

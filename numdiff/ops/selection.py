@@ -88,14 +88,14 @@ def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
 
 
 def maximum(input: Any, other: Any) -> Tensor:
-    """Elementwise maximum with broadcasting (a rule of numdiff/ops/scalar_rules.py)."""
+    """Elementwise maximum with broadcasting (a rule of numdiff/_ground/scalar_rules.py)."""
     from numdiff.ops.elementwise import PUBLIC
 
     return PUBLIC["maximum"](input, other)
 
 
 def minimum(input: Any, other: Any) -> Tensor:
-    """Elementwise minimum with broadcasting (a rule of numdiff/ops/scalar_rules.py)."""
+    """Elementwise minimum with broadcasting (a rule of numdiff/_ground/scalar_rules.py)."""
     from numdiff.ops.elementwise import PUBLIC
 
     return PUBLIC["minimum"](input, other)

@@ -1,6 +1,6 @@
 """The gamma-function family and the error-function inverses, with PyTorch's arguments.
 
-lgamma, digamma, erfc and erfinv are scalar rules (numdiff/ops/scalar_rules.py) exported as they
+lgamma, digamma, erfc and erfinv are scalar rules (numdiff/_ground/scalar_rules.py) exported as they
 are; this module adds ``polygamma(n, input)`` (n first, as PyTorch, where the rule takes n as an
 attribute) and ``logit(input, eps=None)``. The scalar code of digamma, polygamma and erfinv is in
 numdiff/kernels/_special.py.
