@@ -18,6 +18,7 @@ import numpy as np
 
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import transforms
+from numdiff.backend import is_host
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
@@ -116,7 +117,7 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             )
         if alias is not None:
             _snapshot_saved_alias(node, alias)
-    if type(self._data) is np.ndarray and not self._data.flags.writeable:  # device arrays are writeable
+    if is_host(self._data) and not self._data.flags.writeable:  # device arrays are writeable
         _refuse_read_only(self, op)
     self._data[...] = out._data
     self._version_counter[0] += 1

@@ -11,6 +11,7 @@ import numpy as np
 from numdiff import _dtype
 from numdiff._device import get_default_device, to_device
 from numdiff._random import Generator, batched_sample, different_levels, rng
+from numdiff.backend import is_numpy, move_array
 from numdiff.tensor import Tensor
 
 
@@ -26,9 +27,9 @@ def as_array(data: Any, dtype: Any) -> np.ndarray:
         target = _dtype.to_dtype(dtype)
         return array if array.dtype == target.numpy else _dtype.cast_array(array, target)
     kind = array.dtype.kind
-    if kind == "f" and not isinstance(data, (np.ndarray, np.floating, Tensor)):
+    if kind == "f" and not (is_numpy(data) or isinstance(data, (np.floating, Tensor))):
         return array.astype(_dtype.get_default_dtype().numpy)  # float32 unless set_default_dtype
-    if kind in "iu" and not isinstance(data, (np.ndarray, np.integer, Tensor)):
+    if kind in "iu" and not (is_numpy(data) or isinstance(data, (np.integer, Tensor))):
         return array.astype(np.int64)
     if kind in "US" or array.dtype == object:
         raise TypeError(f"tensor: could not build a numeric tensor from {type(data).__name__} data of dtype {array.dtype}")
@@ -49,8 +50,6 @@ def _place(array: np.ndarray, device: Any, requires_grad: bool, dtype: Any = Non
         array = _dtype.cast_array(array, _dtype.bfloat16)  # made in float32 (see _float_dtype)
     target = get_default_device() if device is None else to_device(device)
     if target.type != "cpu":
-        from numdiff.cuda import move_array
-
         array = move_array(array, target)
     t = Tensor._wrap(array, None, None)
     if requires_grad:
@@ -79,14 +78,14 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """`data` itself if it already is a matching tensor, else a new tensor (sharing NumPy memory)."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
-    if isinstance(data, np.ndarray) and dtype is None and to_device(device).type == "cpu":
+    if is_numpy(data) and dtype is None and to_device(device).type == "cpu":
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor that shares memory with a NumPy array."""
-    if not isinstance(array, np.ndarray):
+    if not is_numpy(array):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     _dtype.from_numpy(array.dtype)
     return Tensor._wrap(array, None, None)

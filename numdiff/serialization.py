@@ -32,7 +32,8 @@ from numdiff import _dtype
 from numdiff._atomic_file import replace_file
 from numdiff._checkpoint_archive import CheckpointArchive, CheckpointError
 from numdiff._device import device, to_device
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, is_numpy, move_array
+from numdiff.cuda import CudaUnavailableError
 from numdiff.tensor import Size, Tensor
 
 FORMAT = "numdiff"
@@ -81,7 +82,7 @@ class _Encoder:
             return ["str", obj]
         if isinstance(obj, Tensor):
             return self._tensor(obj, where)
-        if isinstance(obj, np.ndarray):
+        if is_numpy(obj):
             if obj.dtype.kind not in _ARRAY_KINDS:
                 raise TypeError(f"numdiff.save: cannot save a NumPy array of dtype {obj.dtype} at {where}")
             name, _ = self._store(obj, _c_order(obj))
@@ -115,7 +116,7 @@ class _Encoder:
             kind = "odict" if isinstance(obj, OrderedDict) else "dict"
             items = []
             for key, value in obj.items():
-                if isinstance(key, (Tensor, np.ndarray, list, dict)):
+                if isinstance(key, (Tensor, list, dict)) or is_numpy(key):
                     raise TypeError(
                         f"numdiff.save: dict key of type {type(key).__name__} at {where} is not supported"
                     )
@@ -255,8 +256,6 @@ class _Decoder:
         target = self._target_device(meta.get("device"))
         data = array
         if target.type != "cpu":
-            from numdiff.cuda import CudaUnavailableError, move_array
-
             try:
                 data = move_array(array, target)
             except CudaUnavailableError as err:

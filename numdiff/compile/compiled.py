@@ -15,10 +15,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
-
 from numdiff.autograd.grad_mode import _state
-from numdiff.backend import backend_for
+from numdiff.backend import is_host, is_numpy, to_host
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.guards import PythonGuard
@@ -61,12 +59,12 @@ class Trace:
 def _value_bytes(t: Tensor) -> bytes:
     """The bytes of a tensor's values, copied to the host first when it lives on a GPU."""
     data = t._data
-    return data.tobytes() if type(data) is np.ndarray else backend_for(data).to_host(data).tobytes()
+    return to_host(data).tobytes()
 
 
 def _tensor_key(t: Tensor) -> tuple:
     data = t._data
-    if type(data) is np.ndarray:
+    if is_host(data):
         return (data.shape, data.dtype, t._requires_grad)
     return (data.shape, data.dtype, t._requires_grad, str(data.device))
 
@@ -164,7 +162,7 @@ class CompiledFunction:
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None, None
-        on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
+        on_host = all(is_host(t._data) for t in tensors + tracer.captured)
         program = build(tracer, output_values, grads, cuda=not on_host)
         guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
@@ -250,7 +248,7 @@ def _nested_tensors(args: tuple, kwargs: dict) -> bool:
 
 def _hashable(value: Any) -> Any:
     """A key part equal for equal values: NumPy arrays by their bytes (repr elides long ones)."""
-    if isinstance(value, np.ndarray):
+    if is_numpy(value):
         return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     if type(value) in (list, tuple):
         return (type(value), tuple(_hashable(item) for item in value))

@@ -16,10 +16,9 @@ import sys
 import traceback
 from typing import Any
 
-import numpy as np
-
 from numdiff._host_functions import TRACERS
 from numdiff.autograd.function import Function, _SavedOutput
+from numdiff.backend import is_host
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
 from numdiff.tensor import Tensor
@@ -44,7 +43,7 @@ def user_line() -> str:
 
 
 def _is_array(x: Any) -> bool:
-    return type(x) is np.ndarray or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
+    return is_host(x) or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
 
 
 class Tracer:

@@ -295,6 +295,32 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     return [r.reshape(shape) for r in results]
 
 
+def rule_forward(rule: ScalarRule, inputs: tuple, attrs: tuple, shape: tuple, dtype, like) -> np.ndarray:
+    """`forward` under the backend's launcher name (numdiff.backend; `like` places the result on
+    CUDA and is not needed on the host)."""
+    return forward(rule, inputs, attrs, shape, dtype)
+
+
+def rule_backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tuple) -> list[np.ndarray]:
+    """`backward` under the backend's launcher name. A float16 gradient is computed in float32 and
+    rounded once, as PyTorch's CPU build does (the loops take float32 and float64).
+
+    >>> rule_backward(RULES["exp"], (0,), {"g": np.ones(1, np.float16), "out": np.ones(1, np.float16)}, ())
+    [array([1.], dtype=float16)]
+    """
+    if values["g"].dtype == _HALF:
+        wide = {name: _wide(value) for name, value in values.items()}
+        return [result.astype(_HALF) for result in backward(rule, needed, wide, attrs)]
+    return backward(rule, needed, values, attrs)
+
+
+_HALF = np.dtype(np.float16)
+
+
+def _wide(value):
+    return value.astype(np.float32) if type(value) is np.ndarray and value.dtype == _HALF else value
+
+
 class _BackwardPlan:
     """What a rule's backward for one set of needed inputs reads and runs, worked out once."""
 

@@ -15,7 +15,7 @@ import numpy as np
 from numdiff import _inplace
 from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.backend import backend_for
+from numdiff.backend import to_host
 from numdiff.creation import full, rand
 from numdiff.func._batched import VmapDataDependentError
 from numdiff.ops._util import vmapped
@@ -25,7 +25,7 @@ from numdiff.tensor import Tensor
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return backend_for(t._data).to_host(t._data)
+    return to_host(t._data)
 
 
 def _check_tensor(op: str, name: str, t: Any, floating: bool = True) -> Tensor:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.transform_state import transforms
-from numdiff.backend import backend_for
+from numdiff.backend import is_host, to_host
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.class_loss import CrossEntropy, NllLoss
 from numdiff.ops.indexing import gather
@@ -28,7 +28,7 @@ class LossArgumentError(ValueError, RuntimeError):
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return backend_for(t._data).to_host(t._data)
+    return to_host(t._data)
 
 
 def _reduction(op: str, size_average: bool | None, reduce: bool | None, reduction: str) -> str:
@@ -136,10 +136,10 @@ def _one_op(input: Tensor, target: Tensor, weight: Tensor | None) -> bool:
     return (
         not transforms.vmap_depth
         and isinstance(target, Tensor)
-        and type(input._data) is np.ndarray
-        and type(target._data) is np.ndarray
+        and is_host(input._data)
+        and is_host(target._data)
         and target._data.dtype.kind in "iu"
-        and (weight is None or (type(weight._data) is np.ndarray and not weight.requires_grad))
+        and (weight is None or (is_host(weight._data) and not weight.requires_grad))
     )
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
+from numdiff.backend import is_host
 from numdiff.ops._util import as_default_float, as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
@@ -70,7 +71,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
 def _check_integer_divisor(op: str, input: Any, other: Any) -> None:
     """An integer division by zero is an error, as in PyTorch (floats give inf or NaN)."""
     a, b = data_of(input), data_of(other)
-    if np.result_type(a, b).kind in "iub" and (np.asarray(b == 0) if type(b) is not np.ndarray else b == 0).any():
+    if np.result_type(a, b).kind in "iub" and (b == 0 if is_host(b) else np.asarray(b == 0)).any():
         raise ZeroDivisionError(f"{op}: integer division by zero")
 
 

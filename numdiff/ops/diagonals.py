@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import is_host
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.rearrange import movedim
 from numdiff.ops.registry import register
@@ -26,7 +27,7 @@ class Diagonal(Function):
         ctx.order = tuple(keep) + (dim1, dim2)
         ctx.moved_shape = tuple(x.shape[d] for d in ctx.order)
         ctx.key = _diagonal_key(ctx.moved_shape, offset)
-        if type(x) is not np.ndarray:
+        if not is_host(x):
             return np.diagonal(x, offset, dim1, dim2)  # numdiff.cuda's is a writable view
         corner = [slice(None)] * x.ndim
         corner[dim1] = slice(max(-offset, 0), None)

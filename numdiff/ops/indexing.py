@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import is_numpy, to_host
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -31,10 +32,10 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
         if isinstance(k, range):
             k = np.arange(k.start, k.stop, k.step, dtype=np.int64)  # a range indexes like its list
         if isinstance(k, Tensor):
-            k = k._data if type(k._data) is np.ndarray else k._data.to_host()
+            k = to_host(k._data)
             if k.dtype.kind not in "iub":
                 raise IndexError(f"{op}: tensors used as indices must be long, int or bool, got {k.dtype}")
-        elif isinstance(k, (list, np.ndarray)):
+        elif isinstance(k, list) or is_numpy(k):
             k = np.asarray(k)
             if k.dtype.kind not in "iub" and k.size:
                 raise IndexError(f"{op}: arrays used as indices must be integer or bool, got {k.dtype}")
@@ -58,7 +59,7 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
 
 def _describe(key: tuple) -> str:
     return "[" + ", ".join(
-        f"array(shape={k.shape}, dtype={k.dtype})" if isinstance(k, np.ndarray) else repr(k) for k in key
+        f"array(shape={k.shape}, dtype={k.dtype})" if is_numpy(k) else repr(k) for k in key
     ) + "]"
 
 

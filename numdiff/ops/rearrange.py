@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import to_host
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
 from numdiff.tensor import Tensor
@@ -268,7 +269,7 @@ def _check_counts(repeats: Any, size: int | None) -> np.ndarray:
             "shape; pass repeats that are the same for every entry (in_dims None)"
         )
     data = repeats._data
-    counts = (data if type(data) is np.ndarray else data.to_host()).reshape(-1)
+    counts = to_host(data).reshape(-1)
     if size is not None and counts.shape[0] != size:
         raise ValueError(f"repeat_interleave: repeats has {counts.shape[0]} counts but the dimension has size {size}")
     if counts.size and counts.min() < 0:

@@ -12,6 +12,7 @@ import numpy as np
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.backend import is_host
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -60,7 +61,7 @@ class Cumprod(Function):
 def _running(scan: Any, x: Any, dim: int) -> Any:
     """np.cumsum or np.cumprod along dim; float16/float32 CPU arrays accumulate in float64 and
     round once per element, as PyTorch's CPU kernels do (NumPy would round at every step)."""
-    if type(x) is np.ndarray and x.dtype in (np.float16, np.float32):
+    if is_host(x) and x.dtype in (np.float16, np.float32):
         return scan(x, axis=dim, dtype=np.float64).astype(x.dtype)
     return scan(x, axis=dim)
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
-from numdiff.backend import backend_for
+from numdiff.backend import like_host, to_host
 from numdiff.ops._util import ensure_tensor, normalize_dim, operands, vmapped
 from numdiff.tensor import Tensor
 
@@ -25,15 +25,11 @@ def _host(op: str, t: Tensor) -> np.ndarray:
             f"{op}: not supported on a tensor batched by numdiff.func.vmap (it reads the values on the "
             "host, and nonzero's and unique's result shapes depend on them); loop over the batch instead"
         )
-    data = t._data
-    return data if type(data) is np.ndarray else data.to_host()
+    return to_host(t._data)
 
 
 def _on_device_of(array: np.ndarray, like: Tensor) -> Tensor:
-    data = like._data
-    if type(data) is not np.ndarray:
-        array = backend_for(data).from_host(np.ascontiguousarray(array), data)
-    return Tensor._wrap(array, None, None)
+    return Tensor._wrap(like_host(array, like._data), None, None)
 
 
 @host_function

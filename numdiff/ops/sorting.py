@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
+from numdiff.backend import is_host, to_host
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
@@ -33,12 +34,12 @@ def _host(op: str, input: Any) -> tuple[Tensor, np.ndarray]:
     input = ensure_tensor(op, input)
     if input._data.dtype.kind == "V":
         raise TypeError(f"{op}: numdiff stores bfloat16 but does not compute in it; convert with .float() first")
-    return input, (input._data if type(input._data) is np.ndarray else input._data.to_host())
+    return input, to_host(input._data)
 
 
 def _indices(order: np.ndarray, like: Tensor) -> Tensor:
     indices = Tensor._wrap(np.ascontiguousarray(order, dtype=np.int64), None, None)
-    return indices if type(like._data) is np.ndarray else indices.to(like.device)
+    return indices if is_host(like._data) else indices.to(like.device)
 
 
 def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int]:

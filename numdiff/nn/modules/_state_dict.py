@@ -6,9 +6,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import is_numpy
 from numdiff.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ def _quoted(keys: list[str]) -> str:
 def _as_tensor(key: str, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, np.ndarray):
+    if is_numpy(value):
         from numdiff.creation import from_numpy
 
         return from_numpy(value)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import is_numpy
 from numdiff.tensor import Tensor
 
 
@@ -34,7 +35,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
                 f"default_collate: stack expects each tensor to be equal size, but got {sizes}"
             )
         return stack(list(batch))
-    if isinstance(elem, np.ndarray):
+    if is_numpy(elem):
         if elem.dtype.kind not in "biuf":
             raise TypeError(
                 f"default_collate: numpy arrays of dtype {elem.dtype} cannot be made into tensors"
@@ -78,7 +79,7 @@ def default_convert(data: Any) -> Any:
     """
     from numdiff import tensor as make_tensor
 
-    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+    if is_numpy(data) and data.dtype.kind in "biuf":
         return make_tensor(data)
     if isinstance(data, np.generic) and data.dtype.kind in "biuf":
         return make_tensor(data)
