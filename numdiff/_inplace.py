@@ -19,6 +19,7 @@ import numpy as np
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import transforms
 from numdiff.backend import is_host
+from numdiff.func import _batched
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
@@ -65,8 +66,6 @@ def _apply_inplace_batched(self: Tensor, op: str, compute: Callable[[Tensor], Te
 
     compute gets a copy of the old batch rather than an alias of it: the ops it runs may save a
     reshaped or broadcast view of their input for backward, which the write would overwrite."""
-    from numdiff.func import _batched
-
     target, levels = _batched.physical(self)
     _refuse_inplace_on_leaf(target, op, tuple(self.shape))
     if _state.enabled and target._base is not None and target._base._requires_grad:

@@ -6,6 +6,7 @@ from typing import Any
 
 from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, sampling
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import rand, randn
 from numdiff.ops import (
     activation,
     added_methods,
@@ -28,6 +29,7 @@ from numdiff.ops import (
     triangular,
     unary,
 )
+from numdiff.ops.elementwise import METHODS as RULE_METHODS
 from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
 from numdiff.tensor import Tensor
 
@@ -67,15 +69,11 @@ def _zero(old: Tensor) -> Tensor:
 
 
 def _uniform(old: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
-    from numdiff.creation import rand
-
     with no_grad():
         return rand(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * (b - a) + a
 
 
 def _normal(old: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
-    from numdiff.creation import randn
-
     with no_grad():
         return randn(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * std + mean
 
@@ -340,8 +338,6 @@ _UNARY = (
 
 
 def attach() -> None:
-    from numdiff.ops.elementwise import METHODS as RULE_METHODS
-
     # Every one-input function has its in-place form, as in PyTorch (x.log_(), x.floor_()).
     unary_methods = {name: fn for name, fn in {**RULE_METHODS, **METHODS}.items() if name in _UNARY}
     in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}

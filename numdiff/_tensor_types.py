@@ -13,6 +13,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff.backend import is_numpy
+from numdiff.creation import empty, tensor
 from numdiff.tensor import Tensor
 
 
@@ -25,8 +26,6 @@ class TensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __call__(cls, *args: Any) -> Tensor:
-        from numdiff.creation import empty, tensor
-
         if not args:
             return empty(0, dtype=cls.dtype)
         if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):

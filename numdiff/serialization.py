@@ -34,6 +34,7 @@ from numdiff._checkpoint_archive import CheckpointArchive, CheckpointError
 from numdiff._device import device, to_device
 from numdiff.backend import backend_for, is_numpy, move_array
 from numdiff.cuda import CudaUnavailableError
+from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Size, Tensor
 
 FORMAT = "numdiff"
@@ -128,7 +129,6 @@ class _Encoder:
         data = t._data
         host = _c_order(backend_for(data).to_host(data))
         name, _ = self._store(t, host)
-        from numdiff.nn.parameter import Parameter
 
         meta = {
             "array": name,
@@ -265,8 +265,6 @@ class _Decoder:
                 ) from None
         requires_grad = meta.get("requires_grad") is True and dtype.is_floating_point
         if meta.get("parameter") is True:
-            from numdiff.nn.parameter import Parameter
-
             t = Parameter(Tensor._wrap(data, None, None), requires_grad=requires_grad)
         else:
             t = Tensor._wrap(data, None, None)

@@ -18,6 +18,7 @@ import numpy as np
 from numdiff import _dtype
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
+from numdiff._tensor_str import tensor_repr
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import leaf_accumulator
@@ -387,8 +388,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        from numdiff._tensor_str import tensor_repr
-
         return tensor_repr(self)
 
 _function_module.Tensor = Tensor

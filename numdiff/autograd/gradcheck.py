@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.tensor import Tensor
+
 
 class GradcheckError(RuntimeError):
     """Analytic and numerical derivatives disagree."""
@@ -17,8 +19,6 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _differentiable(inputs: Sequence[Any]) -> list[int]:
-    from numdiff.tensor import Tensor
-
     return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
 

@@ -17,6 +17,7 @@ import types
 from operator import getitem, is_
 from typing import Any
 
+from numdiff.nn import Module
 from numdiff.tensor import Tensor
 
 _SCALAR_TYPES = (bool, int, float, complex, str, type(None))
@@ -127,8 +128,6 @@ class PythonGuard:
     """
 
     def __init__(self, fn: Any, arguments: tuple = ()) -> None:
-        from numdiff.nn import Module  # numdiff.nn imports numdiff.compile's tracer
-
         self.references: list = []  # (holder, name, object): everything else, by identity
         self.values: list = []  # (holder, name, value): numbers, strings, None, by value
         roots = [fn] if isinstance(fn, Module) else []

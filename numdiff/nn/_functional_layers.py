@@ -17,7 +17,7 @@ from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import to_host
 from numdiff.creation import full, rand
-from numdiff.func._batched import VmapDataDependentError
+from numdiff.func._batched import VmapDataDependentError, per_example
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
@@ -118,7 +118,6 @@ def embedding(
         raise ValueError("embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
     if vmapped(input):
         # The indices differ per vmap example (range checks, max_norm's rows): one example at a time.
-        from numdiff.func._batched import per_example
 
         return per_example(
             "embedding",
@@ -253,7 +252,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                 "one_hot: under vmap num_classes must be given (inferring it from the values would give "
                 "each example its own shape)"
             )
-        from numdiff.func._batched import per_example
 
         return per_example("one_hot", lambda t: one_hot(t, num_classes), tensor)
     values = _host(tensor)

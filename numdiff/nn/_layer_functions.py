@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from numdiff import _inplace
+from numdiff.creation import rand
+from numdiff.nn._functional_layers import pad
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.linalg import matmul
 from numdiff.tensor import Tensor
 
 # SELU's negative saturation value, -scale * alpha (Klambauer et al.): where alpha_dropout drops to.
@@ -18,8 +22,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     >>> F.bilinear(numdiff.ones(2, 3), numdiff.ones(2, 4), numdiff.ones(5, 3, 4)).shape
     numdiff.Size([2, 5])
     """
-    from numdiff.ops.linalg import matmul
-
     input1, input2 = ensure_tensor("bilinear", input1, "input1"), ensure_tensor("bilinear", input2, "input2")
     weight = ensure_tensor("bilinear", weight, "weight")
     if weight.ndim != 3:
@@ -41,9 +43,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 
 def _alpha_dropout(op: str, input: Any, p: float, training: bool, inplace: bool, mask_shape: Any = None) -> Tensor:
     """alpha_dropout with one draw per element of `mask_shape` (broadcast over the input)."""
-    from numdiff import _inplace
-    from numdiff.creation import rand
-
     input = ensure_tensor(op, input)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{op}: probability has to be between 0 and 1, but got {p}")
@@ -94,8 +93,6 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     >>> F.local_response_norm(numdiff.ones(1, 3, 2), 2).shape
     numdiff.Size([1, 3, 2])
     """
-    from numdiff.nn._functional_layers import pad
-
     input = ensure_tensor("local_response_norm", input)
     if input.ndim < 3:
         raise ValueError(f"local_response_norm: expects an input of at least 3 dims (N, C, *), got shape {tuple(input.shape)}")

@@ -17,6 +17,7 @@ from numdiff.backend import is_host
 from numdiff.ops._util import as_default_float, as_result, batch_nondifferentiable, data_of, operands, vmapped
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -146,8 +147,6 @@ def lerp(input: Any, end: Any, weight: Any) -> Tensor:
     """``input + weight * (end - input)``, computed as PyTorch does: from `end` where |weight| >= 0.5,
     ``end - (end - input) * (1 - weight)``, so a weight of 1 gives `end` exactly. `weight` is a number
     or a tensor; all three broadcast."""
-    from numdiff.ops.selection import where
-
     if not isinstance(input, Tensor):
         raise TypeError(f"lerp: input must be a Tensor, got {type(input).__name__}")
     difference = sub(end, input)

@@ -32,6 +32,7 @@ from numdiff.backend import backend_for, is_host
 from numdiff.kernels import elementwise as cpu
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 FUNCTIONS: dict[str, type[Function]] = {}
@@ -95,8 +96,6 @@ class _TensorMath:
 
 
 def _tensor_where(condition: Tensor, a: Any, b: Any) -> Tensor:
-    from numdiff.ops.selection import where
-
     return where(condition, a, b)
 
 

@@ -10,10 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.backend import is_numpy, to_host
+from numdiff.func._batched import per_example, physical
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
+from numdiff.ops.shape import _as_view
 from numdiff.tensor import Tensor
 
 
@@ -120,8 +123,6 @@ class IndexPut(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from numdiff.autograd.engine import sum_to_shape
-
         grad_x = grad_value = None
         if ctx.needs_input_grad[0]:
             grad_x = IndexPut.apply(grad, scalar_like(0, grad), key=ctx.key)
@@ -191,7 +192,6 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
         raise ValueError(f"{op}: index has {index.ndim} dims (shape {tuple(index.shape)}) but input has {input.ndim} (shape {tuple(input.shape)})")
     # Every example's indices under vmap (a batched tensor's own array is its first example only):
     # a kernel reached with an unchecked index would read or write out of bounds.
-    from numdiff.func._batched import physical
 
     data = physical(index)[0]._data
     if data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
@@ -255,8 +255,6 @@ def _batched_index(key: Any) -> bool:
 
 def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:
     """compute(input, key, *rest) one vmap example at a time (numdiff.func._batched.per_example)."""
-    from numdiff.func._batched import per_example
-
     parts = _key_parts(key)
     where = [i for i, k in enumerate(parts) if isinstance(k, Tensor)]
 
@@ -274,7 +272,6 @@ def getitem(input: Tensor, key: Any) -> Tensor:
     if _batched_index(key):
         return _per_example_index("getitem", getitem, input, key)
     key = normalize_key("index", key, input._data.shape)
-    from numdiff.ops.shape import _as_view
 
     out = GetItem.apply(input, key=key)
     return _as_view(out, input) if _is_basic(key) else out

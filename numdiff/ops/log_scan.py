@@ -18,6 +18,7 @@ from numdiff.autograd.function import Function
 from numdiff.backend import is_host, like_host, to_host
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.registry import register
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
@@ -37,8 +38,6 @@ class Logcumsumexp(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from numdiff.ops.selection import where
-
         x, out = ctx.saved_tensors
         dims = (ctx.dim,)
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.backend import to_host
+from numdiff.func._batched import per_example
 from numdiff.ops._util import (
     broadcast_shape,
     check_same_device,
@@ -113,7 +114,6 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
         raise TypeError(f"index_add: source is {source.dtype} but input is {input.dtype}; they must have the same dtype")
     if vmapped(index):
         # The positions differ per vmap example; a batched index's own array is the first example's.
-        from numdiff.func._batched import per_example
 
         return per_example("index_add", lambda i, x, s: index_add(x, dim, i, s, alpha=alpha), index, input, source)
     positions = to_host(index._data)

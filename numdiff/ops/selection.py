@@ -7,8 +7,11 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.creation import tensor
 from numdiff.ops._util import _scalar_operand, broadcast_shape, check_same_device, operands, scalar_like
+from numdiff.ops.logical import isinf, isnan
 from numdiff.ops.registry import register
+from numdiff.ops.search import nonzero
 from numdiff.tensor import Tensor
 
 
@@ -69,13 +72,10 @@ def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
     if input is _UNSET and other is _UNSET:
-        from numdiff.ops.search import nonzero
-
         return nonzero(condition, as_tuple=True)
     if input is _UNSET or other is _UNSET:
         raise TypeError("where: pass both input and other, or the condition alone (the indices where it holds)")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two scalars, as torch allows
-        from numdiff.creation import tensor
 
         input = tensor(input, device=condition.device)
     if condition._data.dtype.kind != "b":
@@ -158,8 +158,6 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002 - PyTorch's name
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's
     largest and lowest finite values); the gradient passes where the input is finite, as in PyTorch."""
-    from numdiff.ops.logical import isinf, isnan
-
     if not isinstance(input, Tensor):
         raise TypeError(f"nan_to_num: expected a Tensor, got {type(input).__name__}")
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):

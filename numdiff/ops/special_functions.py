@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from numdiff.ops.elementwise import PUBLIC
+from numdiff.ops.selection import clamp
 from numdiff.tensor import Tensor
 
 lgamma = PUBLIC["lgamma"]
@@ -59,7 +60,6 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     if eps is not None:
         if isinstance(eps, bool) or not isinstance(eps, (int, float)):
             raise TypeError(f"logit: eps must be a number or None, got {type(eps).__name__}")
-        from numdiff.ops.selection import clamp
 
         input = clamp(input, float(eps), 1.0 - float(eps))
     return PUBLIC["logit"](input)

@@ -19,6 +19,7 @@ import numpy as np
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
 from numdiff.backend import is_host
+from numdiff.creation import full
 from numdiff.tensor import Tensor
 
 
@@ -272,8 +273,6 @@ def increment_step(step: Tensor) -> float:
 
 def zeros_state(param: Tensor, fill: float = 0.0) -> Tensor:
     """A contiguous state buffer shaped, typed and placed like `param`, filled with `fill`."""
-    from numdiff.creation import full
-
     return full(tuple(param.shape), fill, dtype=param.dtype, device=param.device)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 
 from numdiff.creation import full
-from numdiff.nn import functional
+from numdiff.nn import functional, init
 from numdiff.nn.modules.attention import MultiheadAttention  # PyTorch keeps it in this module
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
@@ -291,8 +291,6 @@ class PReLU(Module):
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
 
     def reset_parameters(self) -> None:
-        from numdiff.nn import init
-
         init.constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import tensor as make_tensor
 from numdiff.backend import is_numpy
+from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
 
@@ -23,9 +25,6 @@ def default_collate(batch: Sequence[Any]) -> Any:
     [tensor([[1., 1.],
             [0., 0.]]), tensor([0, 1])]
     """
-    from numdiff import tensor as make_tensor
-    from numdiff.ops.shape import stack
-
     elem = batch[0]
     if isinstance(elem, Tensor):
         shapes = {tuple(t.shape) for t in batch}
@@ -77,8 +76,6 @@ def default_convert(data: Any) -> Any:
     >>> default_convert({"x": np.zeros(2), "label": 3})
     {'x': tensor([0., 0.], dtype=numdiff.float64), 'label': 3}
     """
-    from numdiff import tensor as make_tensor
-
     if is_numpy(data) and data.dtype.kind in "biuf":
         return make_tensor(data)
     if isinstance(data, np.generic) and data.dtype.kind in "biuf":
