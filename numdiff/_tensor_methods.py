@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, sampling
+from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import rand, randn
 from numdiff.ops import (
@@ -133,20 +134,8 @@ METHODS = {
     "any": logical.any,
     "allclose": logical.allclose,
     "equal": logical.equal,
-    # unary and activations
-    "exp": unary.exp,
-    "log": unary.log,
-    "log1p": unary.log1p,
-    "expm1": unary.expm1,
-    "sqrt": unary.sqrt,
-    "rsqrt": unary.rsqrt,
+    # unary and activations (the scalar rules' methods, exp, sin, ..., come from ops.elementwise.METHODS)
     "abs": unary.abs,
-    "sign": unary.sign,
-    "sin": unary.sin,
-    "cos": unary.cos,
-    "tanh": unary.tanh,
-    "sigmoid": unary.sigmoid,
-    "erf": unary.erf,
     "round": unary.round,
     "relu": activation.relu,
     "softmax": activation.softmax,
@@ -329,12 +318,9 @@ METHODS = {
 }
 
 
-# One-input elementwise functions, whose in-place forms `attach` makes.
-_UNARY = (
-    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "erf", "atan",
-    "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "square",
-    "reciprocal", "floor", "ceil", "trunc", "frac", "round", "neg", "lgamma", "digamma", "erfinv", "erfc",
-)  # fmt: skip
+# One-input elementwise functions without attributes, read from the scalar rules: each that is a
+# Tensor method gets its in-place form from `attach` (activations with a hand-written one, relu_, keep it).
+_UNARY = frozenset(name for name, rule in RULES.items() if rule.arity == 1 and not rule.attrs)
 
 
 def attach() -> None:

@@ -105,11 +105,15 @@ def _loop_source(
     return vector_math_source(_HEADER + "\n".join(lines) + "\n")
 
 
-# math functions NumPy has as SIMD ufuncs (erf has none: math.erf in a loop is the fastest there is).
-NUMPY_FUNCTIONS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin,
-                   "cos": np.cos, "tanh": np.tanh, "atan": np.arctan, "tan": np.tan, "asin": np.arcsin,
-                   "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-                   "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10}  # fmt: skip
+# math functions NumPy has as SIMD ufuncs, read from the rules: each unary rule whose forward is the
+# one call ``math.<name>(x)`` and that names its ufunc (exp -> np.exp, atan -> np.arctan). sqrt is
+# left to the loops, where it is one instruction; erf has no ufunc (math.erf in a loop is the fastest
+# there is).
+NUMPY_FUNCTIONS = {
+    name: getattr(np, rule.ufunc)
+    for name, rule in RULES.items()
+    if rule.arity == 1 and rule.ufunc and rule.forward == f"math.{name}(x)" and name != "sqrt"
+}
 
 
 def _by_rule(rule: ScalarRule, x: np.ndarray, *values: float) -> np.ndarray:
