@@ -224,6 +224,7 @@ from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd,
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
+from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
