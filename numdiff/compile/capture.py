@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.compile.compiled import _flatten_output
 from numdiff.compile.graph import Graph
 from numdiff.compile.trace import Tracer, Tracing
 from numdiff.tensor import Tensor
@@ -25,6 +24,18 @@ class CapturedGraph:
     inputs: list
     captured: list
     result: Any
+
+
+def _tensors_in(result: Any) -> Any:
+    """The tensors of a result, depth first: a tensor, or tuples, lists and dicts holding them."""
+    if isinstance(result, Tensor):
+        yield result
+    elif isinstance(result, (tuple, list)):
+        for item in result:
+            yield from _tensors_in(item)
+    elif isinstance(result, dict):
+        for item in result.values():
+            yield from _tensors_in(item)
 
 
 def capture_forward(fn: Any, args: tuple, kwargs: dict | None = None) -> CapturedGraph:
@@ -41,6 +52,6 @@ def capture_forward(fn: Any, args: tuple, kwargs: dict | None = None) -> Capture
         tracer.add_input(t, slot)
     with no_grad(), Tracing(tracer):
         result = fn(*args, **kwargs)
-        outputs, _ = _flatten_output(result)
+        outputs = list(_tensors_in(result))
         tracer.forward.outputs = [tracer.value_for(t) for t in outputs]
     return CapturedGraph(tracer.forward, inputs, tracer.captured, result)
