@@ -225,6 +225,7 @@ from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
+from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
 from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader

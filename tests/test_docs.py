@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "numdiff", "numdiff.nn", "numdiff.nn.functional", "numdiff.optim", "numdiff.optim.lr_scheduler",
     "numdiff.autograd", "numdiff.func", "numdiff.linalg", "numdiff.special", "numdiff.utils.data",
-    "numdiff.distributions", "numdiff.compile", "numdiff.safetensors", "numdiff.utils.dlpack",
+    "numdiff.distributions", "numdiff.compile", "numdiff.safetensors", "numdiff.utils.dlpack", "numdiff.profiler",
 ]  # fmt: skip
 
 
