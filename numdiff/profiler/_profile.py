@@ -35,6 +35,7 @@ class ProfilerActivity(enum.Enum):
 
 
 def supported_activities() -> set[ProfilerActivity]:
+    """The activities numdiff's profiler records: the CPU."""
     return {ProfilerActivity.CPU}
 
 
