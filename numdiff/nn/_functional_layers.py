@@ -24,10 +24,6 @@ from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
-def _host(t: Tensor) -> np.ndarray:
-    return to_host(t._data)
-
-
 def _check_tensor(op: str, name: str, t: Any, floating: bool = True) -> Tensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(t).__name__}")
@@ -126,7 +122,7 @@ def embedding(
             weight,
         )
     rows = weight.shape[0]
-    indices = _host(input)
+    indices = to_host(input._data)
     if indices.size and (indices.min() < 0 or indices.max() >= rows):
         raise IndexError(
             f"embedding: indices must be in [0, {rows - 1}] for a weight of shape {tuple(weight.shape)}, "
@@ -254,7 +250,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             )
 
         return per_example("one_hot", lambda t: one_hot(t, num_classes), tensor)
-    values = _host(tensor)
+    values = to_host(tensor._data)
     if num_classes == -1:
         if values.size == 0:
             raise ValueError("one_hot: can not infer the number of classes from an empty tensor; pass num_classes")
