@@ -29,6 +29,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.ops import _lapack
 from numdiff.ops.linalg_solve import Inv, SolveTriangular
 from numdiff.ops.registry import register
 from numdiff.ops.shape import stack
@@ -53,7 +54,7 @@ def _diag_embed(v):
 class Cholesky(Function):
     @staticmethod
     def forward(ctx, a):
-        out = np.linalg.cholesky(a)
+        out = _lapack.cholesky(a)
         ctx.save_for_backward(out)
         return out
 
@@ -72,7 +73,7 @@ class Cholesky(Function):
 class EighValues(Function):
     @staticmethod
     def forward(ctx, a, *, upper):
-        values, vectors = np.linalg.eigh(a, UPLO="U" if upper else "L")
+        values, vectors = _lapack.eigh(a, upper)
         ctx.save_for_backward(a)
         ctx.vectors, ctx.upper = vectors, upper
         return values
@@ -87,7 +88,7 @@ class EighValues(Function):
 class EighVectors(Function):
     @staticmethod
     def forward(ctx, a, *, upper):
-        values, vectors = np.linalg.eigh(a, UPLO="U" if upper else "L")
+        values, vectors = _lapack.eigh(a, upper)
         ctx.save_for_backward(a, vectors)
         ctx.values, ctx.upper = values, upper
         return vectors
@@ -106,7 +107,7 @@ class EighVectors(Function):
 
 
 def _svd(a: np.ndarray) -> tuple:
-    return np.linalg.svd(a, full_matrices=False)
+    return _lapack.svd(a)
 
 
 @register("linalg_svdvals")
@@ -180,7 +181,7 @@ class SvdVh(Function):
 
 
 def _qr(a: np.ndarray) -> tuple:
-    return np.linalg.qr(a, mode="reduced")
+    return _lapack.qr(a)
 
 
 def _copyltu(m):
@@ -228,7 +229,8 @@ class QrR(Function):
 class Det(Function):
     @staticmethod
     def forward(ctx, a):
-        out = np.asarray(np.linalg.det(a))
+        sign, logabs = _lapack.slogdet(a)
+        out = np.asarray(sign * np.exp(logabs))
         ctx.save_for_backward(a, out)
         return out
 
@@ -256,7 +258,7 @@ def _cofactor(a):
 class LogAbsDet(Function):
     @staticmethod
     def forward(ctx, a):
-        _, logabs = np.linalg.slogdet(a)
+        _, logabs = _lapack.slogdet(a)
         ctx.save_for_backward(a)
         return np.asarray(logabs)
 

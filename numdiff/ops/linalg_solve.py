@@ -21,7 +21,9 @@ import numpy as np
 import scipy.linalg
 
 from numdiff.autograd.function import Function
+from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels.triangular import solve_lower_batched, solve_upper_batched
+from numdiff.ops import _lapack
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat
 
@@ -43,6 +45,7 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(-1, n, k)
     out = np.empty_like(b3)
     if len(a3) == 1 or n > _KERNEL_MAX_ORDER:
+        prepare_blas()
         for p in range(len(a3)):
             out[p] = scipy.linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
                                                    check_finite=False)
@@ -83,7 +86,7 @@ class SolveTriangular(Function):
 class Solve(Function):
     @staticmethod
     def forward(ctx, a, b):
-        out = np.linalg.solve(a, b)
+        out = _lapack.solve(a, b)
         ctx.save_for_backward(a, out)
         return out
 
@@ -99,7 +102,7 @@ class Solve(Function):
 class Inv(Function):
     @staticmethod
     def forward(ctx, a):
-        out = np.linalg.inv(a)
+        out = _lapack.inv(a)
         ctx.save_for_backward(out)
         return out
 
