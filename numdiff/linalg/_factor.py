@@ -46,10 +46,6 @@ def _on_host(op: str, a: Tensor, compute: Any) -> Any:
     return result.to(a.device)
 
 
-def _not_positive_definite(op: str, a: Tensor) -> int | None:
-    return first_failure(op, a, np.linalg.cholesky)
-
-
 def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:  # noqa: N803
     """L with A = L L^T (or U with A = U^T U when `upper`), for symmetric positive-definite A.
 
@@ -69,12 +65,13 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:  # n
 
 def _cholesky(A: Tensor, upper: bool, op: str) -> tuple[Tensor | None, tuple | None]:  # noqa: N803
     A = matrix(op, A)  # noqa: N806
-    failing = _not_positive_definite(op, A)
-    if failing is not None:
+    try:
+        low = _on_host(op, A, ops.Cholesky.apply)
+    except np.linalg.LinAlgError:  # LAPACK's potrf stopped at a minor: find the entry and the order
+        failing = first_failure(op, A, np.linalg.cholesky)
         m = host_batches(A)[failing]
         order = next(k for k in range(1, len(m) + 1) if _minor_fails(m, k))
         return None, (failing, order)
-    low = _on_host(op, A, ops.Cholesky.apply)
     return (low.mT if upper else low), None
 
 

@@ -52,12 +52,12 @@ def _as_matrix_rhs(op: str, A: Tensor, B: Tensor, left: bool = True) -> tuple[Te
     return B, vector
 
 
-def _singular(op: str, A: Tensor) -> None:  # noqa: N803
-    failing = first_failure(op, A, np.linalg.inv)
-    if failing is not None:
-        raise LinAlgError(
-            f"{op}: {batch_entry(failing, A.shape[:-2])}The solver failed because the input matrix is singular."
-        )
+def _singular(op: str, A: Tensor) -> LinAlgError:  # noqa: N803
+    """The error for a solve LAPACK found singular, naming the (first) singular entry."""
+    failing = first_failure(op, A, np.linalg.inv) or 0
+    return LinAlgError(
+        f"{op}: {batch_entry(failing, A.shape[:-2])}The solver failed because the input matrix is singular."
+    )
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:  # noqa: N803
@@ -68,11 +68,10 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:  # noqa: N803
     """
     A = matrix("linalg.solve", A)  # noqa: N806
     B, vector = _as_matrix_rhs("linalg.solve", A, B, left)  # noqa: N806
-    _singular("linalg.solve", A)
-    if left:
-        X = ops.Solve.apply(A, B)  # noqa: N806
-    else:
-        X = ops.Solve.apply(A.mT, B.mT).mT  # noqa: N806
+    try:
+        X = ops.Solve.apply(A, B) if left else ops.Solve.apply(A.mT, B.mT).mT  # noqa: N806
+    except np.linalg.LinAlgError:
+        raise _singular("linalg.solve", A) from None
     return X.squeeze(-1) if vector else X
 
 
@@ -116,12 +115,13 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,  #
 def inv(A: Tensor) -> Tensor:  # noqa: N803
     """The inverse; LinAlgError naming the entry for a singular matrix."""
     A = matrix("linalg.inv", A)  # noqa: N806
-    failing = first_failure("linalg.inv", A, np.linalg.inv)
-    if failing is not None:
+    try:
+        return _on_host("linalg.inv", A, ops.Inv.apply)
+    except np.linalg.LinAlgError:
+        failing = first_failure("linalg.inv", A, np.linalg.inv) or 0
         raise LinAlgError(f"linalg.inv: {batch_entry(failing, A.shape[:-2])}The diagonal element "
                           f"{_zero_pivot(host_batches(A)[failing])} is zero, the inversion could not be completed "
-                          "because the input matrix is singular.")
-    return _on_host("linalg.inv", A, ops.Inv.apply)
+                          "because the input matrix is singular.") from None
 
 
 def _zero_pivot(m: np.ndarray) -> int:
