@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
@@ -44,7 +44,14 @@ _NOT_BATCHED = (
 
 
 def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
-    """Run ``compute(old_value)`` and store its result in `self`'s storage."""
+    """Run ``compute(old_value)`` and store its result in `self`'s storage. This thread's
+    innermost interpreter may refuse the update or take it over first (numdiff.compile)."""
+    if anywhere.levels:
+        top = transforms.interpreter
+        if top is not None:
+            taken = top.inplace(self, op, compute)
+            if taken is not None:
+                return taken
     if transforms.vmap_depth and type(self) is not Tensor:
         return _apply_inplace_batched(self, op, compute)
     _refuse_inplace_on_leaf(self, op, tuple(self.shape))
