@@ -1,7 +1,8 @@
 """Threads running compile, vmap and eager training at once: each thread's transforms are its own.
 
 Each test forces the interleaving it is about with barriers (one thread is inside a vmap or a
-trace while the other runs), so the outcome never depends on the scheduler. Results are compared
+trace while the other runs), or takes its steps in a schedule Hypothesis draws, so the outcome
+never depends on the scheduler. Results are compared
 with the same work run in one thread.
 """
 
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numdiff as nd
 from numdiff import func
@@ -219,3 +222,71 @@ def test_the_first_matrix_product_from_several_threads_at_once_compiles_once():
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+class _Turns:
+    """A schedule of which thread runs its next step: a thread waits for its turn before each step."""
+
+    def __init__(self, schedule: list[int]) -> None:
+        self.schedule = schedule
+        self.position = 0
+        self.failed = False
+        self.condition = threading.Condition()
+
+    def step(self, who: int, work: Callable[[], object]) -> object:
+        with self.condition:
+            if not self.condition.wait_for(lambda: self.failed or self.schedule[self.position] == who, timeout=60):
+                self.failed = True
+            if self.failed:
+                self.condition.notify_all()
+                raise RuntimeError(f"thread {who} gave up waiting at step {self.position} of {self.schedule}")
+        try:
+            return work()
+        except BaseException:
+            self.failed = True
+            raise
+        finally:
+            with self.condition:
+                self.position += 1
+                self.condition.notify_all()
+
+
+STEPS = 4
+
+
+@settings(max_examples=12)
+@given(st.permutations([0] * STEPS + [1] * STEPS + [2] * STEPS))
+def test_vmap_tracing_and_training_interleaved_in_any_order_match_one_thread(schedule):
+    turns = _Turns(list(schedule))
+    x, w = _data(6, 3, 4), _data(7, 4)
+    column = w.unsqueeze(1)
+
+    def vmapped() -> nd.Tensor:
+        def per_example(r: nd.Tensor) -> nd.Tensor:
+            h = r
+            for i in range(STEPS):  # every turn is taken inside the vmap
+                h = turns.step(0, lambda h=h, i=i: (h * w).sin() + i)
+            return h.sum()
+
+        return func.vmap(per_example)(x)
+
+    def traced() -> Tracer:
+        tracer = Tracer()
+        tracer.add_input(x, 0)
+        with Tracing(tracer):
+            h = x
+            for _ in range(STEPS):
+                h = turns.step(1, lambda h=h: (h @ column).tanh() * h)
+        return tracer
+
+    def trained() -> list[float]:
+        pauses = iter(range(STEPS))
+        return _train_steps(STEPS, lambda step: turns.step(2, lambda: next(pauses)))
+
+    batched, tracer, losses = _run_together(vmapped, traced, trained)
+    h = x.numpy()
+    for i in range(STEPS):
+        h = np.sin(h * w.numpy()) + i
+    np.testing.assert_allclose(batched.numpy(), h.sum(1), rtol=1e-12)
+    assert [getattr(c.function, "op_name", None) for c in tracer.forward.calls] == ["matmul", "tanh", "mul"] * STEPS
+    assert losses == _train_steps(STEPS)
