@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from numdiff import _profiling
 from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly
 from numdiff.autograd.grad_mode import _state
@@ -291,6 +292,14 @@ class Function:
     def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
         """Run the op: through the innermost interpreter of this thread (numdiff.func.vmap's
         batching, numdiff.compile's tracing; numdiff.autograd.transform_state), else eagerly."""
+        recorder = _profiling.recorder
+        if recorder is not None and recorder.enter_op(cls, inputs):
+            try:
+                result = cls.apply(*inputs, **attrs)  # the op itself, timed (enter_op lets it through)
+            except BaseException:
+                recorder.exit_op(None)
+                raise
+            return recorder.exit_op(result)
         if anywhere.levels:
             top = transforms.interpreter
             if top is not None:
