@@ -6,6 +6,10 @@ active in the calling thread, the call goes to the innermost one. numdiff.compil
 records it as a step of the traced graph, which every later call reruns on its own arrays.
 Marking the functions themselves also catches one the user imported by name (``from numdiff
 import eq``), where patching the modules that hold them missed it.
+
+A host function marked ``elementwise=True`` (comparisons, logical ops, isnan...) says how vmap
+runs it: once on whole batches, the operands aligned (numdiff.func._batched.VmapLevel), so its
+body never needs to ask whether an operand is batched.
 """
 
 from __future__ import annotations
@@ -16,9 +20,17 @@ from typing import Any
 
 from numdiff.autograd.transform_state import anywhere, transforms
 
+ELEMENTWISE: dict[Callable[..., Any], Callable[..., Any]] = {}
+"""Elementwise host functions: the function -> its public (door) form, which vmap reruns on the
+batches so that operands batched at outer levels come through the door again."""
 
-def host_function(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function`, handed to this thread's innermost interpreter when one is active."""
+
+def host_function(function: Callable[..., Any] | None = None, *, elementwise: bool = False) -> Any:
+    """`function`, handed to this thread's innermost interpreter when one is active. With
+    `elementwise`, each result element depends only on the operands' elements at its position
+    (after broadcasting), so vmap may run it on whole batches."""
+    if function is None:
+        return functools.partial(host_function, elementwise=elementwise)
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -28,4 +40,6 @@ def host_function(function: Callable[..., Any]) -> Callable[..., Any]:
                 return top.host_call(function, args, kwargs)
         return function(*args, **kwargs)
 
+    if elementwise:
+        ELEMENTWISE[function] = call
     return call

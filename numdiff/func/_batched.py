@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._host_functions import ELEMENTWISE
 from numdiff.autograd.transform_state import Interpreter, transforms
 from numdiff.tensor import Tensor
 
@@ -48,6 +49,14 @@ class VmapLevel(Interpreter):
 
     def apply(self, cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         return batched_apply(cls, inputs, attrs)
+
+    def host_call(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        """An elementwise host function with a batched operand runs once on the whole batches
+        (again through the door for operands batched at outer levels); others run as written."""
+        public = ELEMENTWISE.get(function)
+        if public is not None and any(type(a) is BatchedTensor for a in args):
+            return nondifferentiable(lambda *operands: public(*operands, **kwargs), *args)
+        return super().host_call(function, args, kwargs)
 
     def draw(self, generator: Any) -> None:
         if self.randomness == "error":

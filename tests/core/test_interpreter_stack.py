@@ -113,3 +113,18 @@ def test_the_stack_unwinds_when_a_transformed_function_raises():
         fails(nd.ones(2))
     assert transforms.interpreter is None and transforms.vmap_depth == 0
     assert anywhere.levels == levels
+
+
+def test_elementwise_host_functions_batch_at_every_vmap_level():
+    a = nd.tensor(np.arange(24.0).reshape(2, 3, 4) % 5)
+    b = nd.tensor(np.arange(4.0) % 3)
+    nested = func.vmap(func.vmap(lambda x, y: nd.eq(x, y) | nd.isinf(x / (y - 1)), in_dims=(0, None)), in_dims=(0, None))
+    with np.errstate(divide="ignore"):
+        expected = (a.numpy() == b.numpy()) | np.isinf(a.numpy() / (b.numpy() - 1))
+    np.testing.assert_array_equal(nested(a, b).numpy(), expected)
+    # An operand batched only at the outer level, compared inside the inner vmap.
+    x = nd.tensor(np.arange(12.0).reshape(3, 4) % 3)
+    columns = b.unsqueeze(1).expand(4, 4)
+    outer = func.vmap(lambda r: func.vmap(lambda c: nd.lt(r, c))(columns))(x)
+    np.testing.assert_array_equal(outer.numpy(), x.numpy()[:, None, :] < columns.numpy()[None, :, :])
+    assert func.vmap(nd.isnan)(nd.tensor([[0.0, np.nan], [np.nan, 1.0]])).tolist() == [[False, True], [True, False]]
