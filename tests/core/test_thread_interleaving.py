@@ -159,6 +159,32 @@ def test_vmap_with_randomness_error_in_one_thread_leaves_dropout_in_another_alon
         func.vmap(lambda x: nd.nn.functional.dropout(x, p=0.5))(nd.ones(3, 2))
 
 
+def test_func_grad_in_one_thread_leaves_another_threads_in_place_updates_alone():
+    inside = threading.Event()
+    done = threading.Event()
+
+    def loss(w: nd.Tensor) -> nd.Tensor:
+        inside.set()
+        done.wait(timeout=60)
+        return (w * w).sum()
+
+    def accumulate() -> nd.Tensor:
+        # Eager: a buffer updated in place with a value that requires grad (no transform here).
+        inside.wait(timeout=60)
+        try:
+            x = nd.tensor([1.0, 2.0], requires_grad=True)
+            buffer = nd.zeros(2)
+            buffer.add_(x * 3)
+            buffer.sum().backward()
+            return x.grad
+        finally:
+            done.set()
+
+    gradient, x_grad = _run_together(lambda: func.grad(loss)(nd.tensor([1.0, -2.0])), accumulate)
+    np.testing.assert_array_equal(gradient.numpy(), [2.0, -4.0])
+    np.testing.assert_array_equal(x_grad.numpy(), [3.0, 3.0])
+
+
 def test_chunked_same_randomness_in_one_thread_does_not_replay_another_threads_draws():
     second_chunk = threading.Event()
     drawn = threading.Event()
