@@ -37,10 +37,6 @@ class TransformState(threading.local):
         self.randomness: list[str] = []
         self.same_draw_replays: list = []  # numdiff._random.SameDrawReplay, outermost first
 
-    @property
-    def active(self) -> bool:
-        return bool(self.vmap_depth or self.grad_depth)
-
 
 transforms = TransformState()
 

@@ -43,8 +43,7 @@ class VmapLevel(Interpreter):
     """The interpreter of one vmap level: ops go to their batching rules (`batched_apply`), and a
     random draw is refused under randomness='error' (at this level or an outer one)."""
 
-    def __init__(self, level: int, randomness: str) -> None:
-        self.level = level
+    def __init__(self, randomness: str) -> None:
         self.randomness = randomness
 
     def apply(self, cls: Any, inputs: tuple, attrs: dict) -> Tensor:
