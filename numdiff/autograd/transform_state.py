@@ -7,9 +7,10 @@ one: `Function.apply` (every op), `numdiff._host_functions.host_function` (compu
 an op: comparisons, argmax), and the effects an interpreter may refuse or take over: host reads
 (``item``, ``numpy``, ``bool(t)``...), in-place updates, random draws and backward passes.
 
-An interpreter hands an op to the level below by running it under `lowered` (JAX's bind: the
-level below is the interpreter that was innermost when this one was pushed), so nesting (vmap
-inside compile, compile inside vmap) follows from the order of the stack. Nothing is patched.
+An interpreter hands an op to the level below by running it with its parent as the innermost
+(`Interpreter.apply`; JAX's bind: the parent is the interpreter that was innermost when this one
+was pushed), so nesting (vmap inside compile, compile inside vmap) follows from the order of the
+stack. Nothing is patched.
 
 The stack and the transform levels are per thread (PyTorch keeps grad mode and functorch levels
 in thread-local storage): a vmap or a trace in one thread is never seen by another. `anywhere`
@@ -127,26 +128,9 @@ def interpreting(interpreter: Interpreter) -> Iterator[Interpreter]:
         pop(interpreter)
 
 
-@contextmanager
-def lowered(interpreter: Interpreter) -> Iterator[None]:
-    """Run the block at the level below `interpreter` (the ops it runs skip it and those above)."""
-    state = transforms
-    previous = state.interpreter
-    state.interpreter = interpreter.parent
-    try:
-        yield
-    finally:
-        state.interpreter = previous
-
-
-def current() -> Interpreter | None:
-    """This thread's innermost interpreter, None when ops run eagerly (cheap when none anywhere)."""
-    return transforms.interpreter if anywhere.levels else None
-
-
 def innermost(kind: type) -> Any:
     """The innermost interpreter of type `kind` below and at the current top, or None."""
-    level = current()
+    level = transforms.interpreter if anywhere.levels else None
     while level is not None and not isinstance(level, kind):
         level = level.parent
     return level
