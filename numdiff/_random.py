@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from numdiff.autograd.transform_state import anywhere, transforms
+from numdiff.autograd.transform_state import anywhere, transforms, vmap_active
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -84,15 +84,16 @@ def rng(generator: Generator | None) -> np.random.Generator:
             top.draw(generator)
     generator = generator or default_generator
     # The replays of this thread's chunked vmap(randomness='same') calls, outermost first.
-    for replay in transforms.same_draw_replays:
-        replay.use(generator)
+    if anywhere.levels:
+        for replay in transforms.same_draw_replays:
+            replay.use(generator)
     return generator.numpy
 
 
 def different_levels() -> tuple[list[int], tuple[int, ...]]:
     """The active vmap levels with randomness='different', outermost first, and their batch sizes:
     a fresh random tensor gets one batch dim for each (leading its shape) and is batched at them."""
-    if not transforms.vmap_depth:
+    if not vmap_active():
         return [], ()
     levels = [level for level, mode in enumerate(transforms.randomness, start=1) if mode == "different"]
     return levels, tuple(transforms.batch_sizes[level - 1] for level in levels)

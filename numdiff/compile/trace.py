@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import _SavedOutput
-from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, transforms
+from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, transforms, vmap_active
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
 from numdiff.tensor import Tensor
@@ -242,7 +242,7 @@ def runs_inline() -> bool:
     level: inside another trace (whose ops are recorded there), or under numdiff.func.vmap in this
     thread, where each op goes to its batching rule; a graph traced on batched tensors would see
     one example's view of each."""
-    return transforms.vmap_depth > 0 or tracing_now()
+    return vmap_active() or tracing_now()
 
 
 class Suspended:
