@@ -135,6 +135,7 @@ CPU = _HostBackend(
         ),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.kernels.elementwise": ("rule_forward", "rule_backward"),
+        "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
@@ -158,6 +159,7 @@ CUDA = _CudaBackend(
         ),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.cuda.kernels.elementwise": ("rule_forward", "rule_backward"),
+        "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

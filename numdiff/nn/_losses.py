@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import is_host, to_host
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.class_loss import CrossEntropy, NllLoss
@@ -128,7 +128,7 @@ def _one_op(input: Tensor, target: Tensor, weight: Tensor | None) -> bool:
     targets on the CPU and class weights that need no gradient, outside vmap (whose batching
     rules cover the composed form's ops); else the composed form runs."""
     return (
-        not transforms.vmap_depth
+        not vmap_active()
         and isinstance(target, Tensor)
         and is_host(input._data)
         and is_host(target._data)

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
-from numdiff.linalg import vector_norm
 from numdiff.ops._util import broadcast_shape, ensure_tensor, half_computed_in_float32
 from numdiff.ops.reduction import _reduction_dims, amax, amin
 from numdiff.ops.reduction import sum as sum_
@@ -143,4 +142,6 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The `p`-norm of ``input - other`` over all their (broadcast) elements."""
+    from numdiff.linalg import vector_norm  # numdiff.linalg builds on this module
+
     return vector_norm(input - other, p)

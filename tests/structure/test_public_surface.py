@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import pathlib
+import types
 
 import pytest
 
@@ -37,9 +38,22 @@ def _resolve(surface: str) -> object:
     return getattr(obj, attribute) if attribute else obj
 
 
+def _defined_in(value: object, package: str) -> bool:
+    """Whether `value` (a module, or an object with __module__) belongs to module `package` or below."""
+    home = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+    return isinstance(home, str) and (home == package or home.startswith(package + "."))
+
+
 def public_names(surface: str) -> list[str]:
-    """The names `dir()` lists for a surface, less those starting with an underscore."""
-    return sorted(name for name in dir(_resolve(surface)) if not name.startswith("_"))
+    """The names `dir()` lists for a surface, less those starting with an underscore. For a module,
+    names it merely imported for its own use (``math``, ``Any``, another package's helper) are left
+    out: a public name is in its ``__all__`` or defined in the module or below it."""
+    obj = _resolve(surface)
+    names = [name for name in dir(obj) if not name.startswith("_")]
+    if not isinstance(obj, types.ModuleType):
+        return sorted(names)
+    exported = set(getattr(obj, "__all__", ()))
+    return sorted(n for n in names if n in exported or _defined_in(getattr(obj, n), obj.__name__))
 
 
 def missing_names(surface: str, recorded: list[str]) -> list[str]:
