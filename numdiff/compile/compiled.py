@@ -17,6 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._device import get_default_device
+from numdiff._dtype import get_default_dtype
+from numdiff.autograd import anomaly
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
@@ -101,8 +104,9 @@ class CompiledFunction:
         self._warned_recompiles = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None or tracing_now():
-            # Inside another compiled function's trace the ops are recorded into that trace.
+        if self.eager_reason is not None or tracing_now() or anomaly.is_enabled():
+            # Inside another compiled function's trace the ops are recorded into that trace;
+            # anomaly detection checks each op's gradient, which only the eager graph has.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):
@@ -123,7 +127,8 @@ class CompiledFunction:
         return self._run(trace, tensors, args, kwargs)
 
     def _key(self, args: tuple, kwargs: dict) -> tuple:
-        parts = [_state.enabled]
+        # Global state a trace bakes in: grad mode at the call, the default dtype and device.
+        parts = [_state.enabled, get_default_dtype(), get_default_device()]
         first_seen: dict = {}  # id of an argument's array -> the number of distinct arrays before it
         for a in args:
             if isinstance(a, Tensor):
@@ -158,7 +163,7 @@ class CompiledFunction:
                     return None, result
                 outputs, form = _flatten_output(result)
                 output_values = [tracer.value_for(t) for t in outputs]
-                differentiable = self._differentiable(tensors, tracer)
+                differentiable = self._differentiable(tensors, tracer, outputs)
                 grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
         except UnsupportedInCompileError as error:
             self.eager_reason = str(error)
@@ -184,8 +189,9 @@ class CompiledFunction:
         return trace, None
 
     @staticmethod
-    def _differentiable(tensors: list, tracer: Tracer) -> list:
-        if not _state.enabled:
+    def _differentiable(tensors: list, tracer: Tracer, outputs: list) -> list:
+        # Not grad mode at the call: ``enable_grad`` inside the function records under no_grad.
+        if not any(t._grad_fn is not None and t._grad_fn in tracer.node_call for t in outputs):
             return []
         seen: dict = {}
         for t in tensors + tracer.captured:

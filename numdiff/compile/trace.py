@@ -60,6 +60,7 @@ class Tracer:
         self.constants: dict[int, Any] = {}  # value index -> baked array
         self.value_guarded: set[tuple] = set()  # ("input" | "captured", slot): values the trace depends on
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
+        self.producer: dict = {}  # forward value index -> the OpCall that computes it
 
     # ------------------------------------------------------------------ values
     def _bind(self, array: Any, index: int) -> int:
@@ -118,6 +119,8 @@ class Tracer:
         out = self.graph.add_value(data.shape, data.dtype, "op")
         call = OpCall(cls, call_inputs, recorded_attrs, out, tensor_forward=host or not cls.array_forward, host=host)
         self.graph.calls.append(call)
+        if self.graph is self.forward:
+            self.producer[out] = call
         node = result._grad_fn
         if node is not None and not host and self.graph is self.forward:
             self.node_call[node] = len(self.graph.calls) - 1
@@ -141,6 +144,7 @@ class Tracer:
             if _is_array(value) and id(value) not in input_arrays and value is not out:
                 index = self.graph.add_value(value.shape, value.dtype, "ctx")
                 call.ctx_outputs[("attr", name)] = self._bind(value, index)
+                self.producer[index] = call
         for position, item in enumerate(node._saved):
             if type(item) is _SavedOutput or not isinstance(item, Tensor):
                 continue
@@ -151,24 +155,29 @@ class Tracer:
                 continue
             index = self.graph.add_value(data.shape, data.dtype, "ctx")
             call.ctx_outputs[("saved", position)] = self._bind(data, index)
+            self.producer[index] = call
 
     def begin_backward(self) -> None:
         self.graph = self.backward
 
     # ------------------------------------------------------------------ host reads
     def check_host_read(self, tensor: Tensor, what: str) -> None:
+        """A host read of `tensor`'s value (``.item()``, ``bool()``, ``.tolist()``, ``.numpy()``).
+
+        Python code then decides on the value, so the trace holds only while the value is the
+        same. A value computed from tensors outside the function (a global, a Parameter, a
+        buffer, a step counter) and integer arguments guards the trace on those tensors' bytes:
+        a later call whose values differ retraces. A value that depends on a float argument, a
+        random draw or a gradient would retrace on every call: that raises GraphBreakError.
+        """
         index = self.value_of.get(id(tensor._data))
-        if index is None and self.graph is self.forward and tensor._data.dtype.kind in "biu":
-            # An integer tensor from outside (a step counter in a closure): captured, so that its
-            # value guards the trace below.
-            index = self.value_for(tensor)
-        value = self.forward.values[index] if index is not None else None
-        if value is not None and value.kind in ("input", "captured") and value.dtype.kind in "biu":
-            # Branching on an integer input, or on a step counter the function closes over, is
-            # safe once the trace is guarded on its values.
-            self.value_guarded.add((value.kind, value.slot))
-            return
-        if value is None or value.kind == "const" and value.dtype.kind in "biu":
+        if index is None:
+            if self.graph is not self.forward:
+                return
+            index = self.value_for(tensor)  # a tensor from outside: captured, so its value guards
+        sources = self._sources(index)
+        if sources is not None:
+            self.value_guarded.update(sources)
             return
         raise GraphBreakError(
             f"numdiff.compile: {what} reads the value of a tensor computed inside the compiled "
@@ -176,6 +185,41 @@ class Tracer:
             f"branch taken on the first call. At {user_line()}. Move the value-dependent Python "
             "code outside the compiled function, or express it with tensor ops (numdiff.where)."
         )
+
+    def _sources(self, index: int) -> set | None:
+        """The ("input" | "captured", slot) values that value `index` is computed from, or None
+        when it depends on anything a guard cannot compare (a float argument, a random draw)."""
+        found: set = set()
+        pending, seen = [index], set()
+        values = self.forward.values
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            value = values[current]
+            if value.kind == "captured" or value.kind == "input" and value.dtype.kind in "biu":
+                found.add((value.kind, value.slot))
+            elif value.kind in ("op", "ctx") and current in self.producer:
+                call = self.producer[current]
+                if call.random:
+                    return None
+                pending.extend(i for i in call.inputs if not isinstance(i, tuple))
+                pending.extend(_value_refs(call.attrs.values()))
+            elif value.kind != "const":
+                return None
+        return found
+
+
+def _value_refs(attrs: Any) -> list:
+    """The value indices among recorded attrs (ValueRef, possibly inside tuples)."""
+    found = []
+    for item in attrs:
+        if isinstance(item, ValueRef):
+            found.append(item.index)
+        elif type(item) is tuple:
+            found.extend(_value_refs(item))
+    return found
 
 
 _active: list[Tracer] = TRACERS  # shared with the host functions (numdiff._host_functions)

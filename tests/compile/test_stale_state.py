@@ -1,0 +1,227 @@
+"""numdiff.compile never returns a stale result: every piece of Python state a trace reads is
+guarded (a change retraces) or makes the function run eagerly, with a warning saying why."""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import numdiff
+
+
+def _x():
+    return numdiff.tensor([1.0, 2.0, 3.0], dtype=numdiff.float64)
+
+
+def _check(compiled, eager, mutate, *args):
+    """compiled(*args) equals eager(*args) before and after `mutate()` changes what it reads."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            np.testing.assert_allclose(compiled(*args).numpy(), eager(*args).numpy())
+        mutate()
+        for _ in range(2):
+            np.testing.assert_allclose(compiled(*args).numpy(), eager(*args).numpy())
+
+
+SCALE_TENSOR = numdiff.tensor(2.0, dtype=numdiff.float64)
+
+
+def _scaled_by_item(x):
+    return x * SCALE_TENSOR.item()
+
+
+def test_a_global_0d_tensor_read_with_item_then_changed_in_place():
+    def mutate():
+        SCALE_TENSOR.fill_(5.0)
+
+    _check(numdiff.compile(_scaled_by_item), _scaled_by_item, mutate, _x())
+
+
+def test_a_parameter_read_with_item_inside_a_compiled_module():
+    class Scale(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.s = numdiff.nn.Parameter(numdiff.tensor(2.0, dtype=numdiff.float64))
+
+        def forward(self, x):
+            return x * self.s.item()
+
+    module = Scale()
+    compiled = numdiff.compile(module)
+
+    def mutate():
+        with numdiff.no_grad():
+            module.s.add_(1.5)
+
+    _check(compiled, module, mutate, _x())
+
+
+@pytest.mark.parametrize("what", ["tolist", "float", "bool", "numpy", "int"])
+def test_every_host_read_of_an_outside_tensor_is_guarded_on_its_value(what):
+    weights = numdiff.tensor([2.0, 3.0, 4.0], dtype=numdiff.float64)
+    reads = {
+        "tolist": lambda: weights.tolist()[1],
+        "float": lambda: float(weights[1]),
+        "bool": lambda: 10.0 if bool(weights[1] > 3.5) else 1.0,
+        "numpy": lambda: weights.numpy()[1],
+        "int": lambda: int(weights[1]),
+    }
+
+    def f(x):
+        return x * reads[what]()
+
+    def mutate():
+        weights.add_(1.0)
+
+    _check(numdiff.compile(f), f, mutate, _x())
+
+
+CONFIG_LIST = [1.0, 2.0]
+CONFIG_DICT = {"scale": 2.0}
+CONFIG = types.SimpleNamespace(inner=types.SimpleNamespace(s=2.0))
+GLOBAL_ARRAY = np.array([1.0, 2.0, 3.0])
+
+
+def _reads_list(x):
+    return x * CONFIG_LIST[1]
+
+
+def _reads_dict(x):
+    return x * CONFIG_DICT["scale"]
+
+
+def _reads_nested(x):
+    return x * CONFIG.inner.s
+
+
+def _reads_array(x):
+    return x * numdiff.tensor(GLOBAL_ARRAY)
+
+
+def test_a_list_entry():
+    _check(numdiff.compile(_reads_list), _reads_list, lambda: CONFIG_LIST.__setitem__(1, 7.0), _x())
+
+
+def test_a_dict_value():
+    _check(numdiff.compile(_reads_dict), _reads_dict, lambda: CONFIG_DICT.__setitem__("scale", 7.0), _x())
+
+
+def test_a_nested_config_attribute():
+    _check(numdiff.compile(_reads_nested), _reads_nested, lambda: setattr(CONFIG.inner, "s", 7.0), _x())
+
+
+def test_a_global_numpy_array_changed_in_place():
+    def mutate():
+        GLOBAL_ARRAY[:] = [5.0, 6.0, 7.0]
+
+    _check(numdiff.compile(_reads_array), _reads_array, mutate, _x())
+
+
+def test_a_module_attribute_that_is_a_list_of_floats():
+    class Weighted(numdiff.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weights = [1.0, 2.0, 3.0]
+
+        def forward(self, x):
+            return x * numdiff.tensor(self.weights, dtype=numdiff.float64)
+
+    module = Weighted()
+    _check(numdiff.compile(module), module, lambda: module.weights.__setitem__(0, 9.0), _x())
+
+
+HELPER_SCALE = 2.0
+
+
+def _helper(x):
+    return x * HELPER_SCALE
+
+
+def _calls_helper(x):
+    return _helper(x) + 1
+
+
+def test_a_helpers_own_global():
+    def mutate():
+        global HELPER_SCALE
+        HELPER_SCALE = 7.0
+
+    _check(numdiff.compile(_calls_helper), _calls_helper, mutate, _x())
+
+
+def test_a_mutable_default_argument():
+    def f(x, factors=[2.0]):  # noqa: B006 - the default's mutation is the point
+        return x * factors[0]
+
+    _check(numdiff.compile(f), f, lambda: f.__defaults__[0].__setitem__(0, 7.0), _x())
+
+
+def test_a_class_attribute_read_through_self():
+    class Scaled(numdiff.nn.Module):
+        factor = 2.0
+
+        def forward(self, x):
+            return x * self.factor
+
+    module = Scaled()
+    _check(numdiff.compile(module), module, lambda: setattr(Scaled, "factor", 7.0), _x())
+
+
+def test_set_default_dtype_changed_between_calls():
+    def f(x):
+        return x * numdiff.tensor(1.0 / 3.0)
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64)
+    previous = numdiff.get_default_dtype()
+    try:
+        assert compiled(x).dtype == f(x).dtype
+        numdiff.set_default_dtype(numdiff.float64)
+        assert compiled(x).dtype == f(x).dtype == numdiff.float64
+        np.testing.assert_array_equal(compiled(x).numpy(), f(x).numpy())
+    finally:
+        numdiff.set_default_dtype(previous)
+
+
+def test_enable_grad_inside_the_function_when_called_under_no_grad():
+    def f(x):
+        with numdiff.enable_grad():
+            return (x * 2).sum()
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64, requires_grad=True)
+    for _ in range(2):
+        with numdiff.no_grad():
+            out, expected = compiled(x), f(x)
+        assert out.requires_grad == expected.requires_grad is True
+        out.backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+        x.grad = None
+
+
+def test_no_grad_inside_the_function_when_called_with_grad():
+    def f(x):
+        with numdiff.no_grad():
+            y = x * 2
+        return y * x
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64, requires_grad=True)
+    for _ in range(2):
+        compiled(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+        x.grad = None
+
+
+def test_inference_mode_at_the_call_is_part_of_the_key():
+    compiled = numdiff.compile(lambda x: x * 2)
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64, requires_grad=True)
+    assert compiled(x).requires_grad
+    with numdiff.inference_mode():
+        out = compiled(x)
+        assert not out.requires_grad
+    assert compiled(x).requires_grad
