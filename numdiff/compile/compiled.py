@@ -25,6 +25,7 @@ from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.guards import PythonGuard
+from numdiff.compile.outputs import link_outputs, output_links, watch_saved_outputs
 from numdiff.compile.program import Program, build
 from numdiff.compile.region import RegionState, attach
 from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, tracing_now
@@ -155,6 +156,7 @@ class CompiledFunction:
         try:
             with Tracing(tracer):
                 result = self.fn(*args, **kwargs)
+                tracer.check_hooks()
                 if not python_guard.holds():
                     # Every call would find other Python state than its trace was made under.
                     self.eager_reason = "it changes the Python state it reads (attributes, globals, submodules)"
@@ -177,12 +179,10 @@ class CompiledFunction:
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
         trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
                          if id(t._data) in slot_of_array]
-        values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
-        # An output that is an argument (``return x``) is that argument, as in eager mode.
-        trace.passthrough = [(position, (values[index].kind, values[index].slot))
-                             for position, index in enumerate(output_values)
-                             if values[index].kind in ("input", "captured")]
+        # An output that is an argument (``return x``) is that argument, as in eager mode; one
+        # that views it or shares its storage shares its version counter (outputs.py).
+        trace.output_links = output_links(outputs, tensors, tracer.captured)
         trace.grad_output_slots = {
             slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
         }
@@ -219,8 +219,8 @@ class CompiledFunction:
             state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
                                 lambda: _flatten_output(self.fn(*args, **kwargs))[0])
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
-        for position, slot in trace.passthrough:
-            results[position] = _tensor_at(slot, tensors, trace.captured)
+            watch_saved_outputs(state, results, saved)
+        link_outputs(results, trace.output_links, tensors, trace.captured)
         return results[0] if trace.output_form is None else trace.output_form(results)
 
     @property

@@ -61,8 +61,13 @@ class Tracer:
         self.value_guarded: set[tuple] = set()  # ("input" | "captured", slot): values the trace depends on
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
         self.producer: dict = {}  # forward value index -> the OpCall that computes it
+        self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
 
     # ------------------------------------------------------------------ values
+    def _note_hooks(self, tensor: Tensor) -> None:
+        if id(tensor) not in self.leaf_hooks:
+            self.leaf_hooks[id(tensor)] = (tensor, _hook_ids(tensor))
+
     def _bind(self, array: Any, index: int) -> int:
         self.value_of[id(array)] = index
         self.alive.append(array)
@@ -73,6 +78,7 @@ class Tracer:
         if known is not None:
             return known
         data = tensor._data
+        self._note_hooks(tensor)
         return self._bind(data, self.graph.add_value(data.shape, data.dtype, "input", slot))
 
     def add_grad(self, array: Any, slot: int) -> int:
@@ -86,6 +92,7 @@ class Tracer:
         if self.graph is self.forward:
             # A tensor from outside (a Parameter, a buffer, a closure): read afresh on every call.
             self.captured.append(tensor)
+            self._note_hooks(tensor)
             return self._bind(data, self.graph.add_value(data.shape, data.dtype, "captured", len(self.captured) - 1))
         return self.constant(data)
 
@@ -157,6 +164,32 @@ class Tracer:
             call.ctx_outputs[("saved", position)] = self._bind(data, index)
             self.producer[index] = call
 
+    def hook_registered(self, what: str, shape: tuple) -> None:
+        """A hook or ``retain_grad()`` on a tensor while tracing: the compiled backward would not
+        call it (nor keep the gradient), so the function runs eagerly."""
+        raise UnsupportedInCompileError(
+            f"numdiff.compile: {what} on a tensor of shape {tuple(shape)} inside the compiled "
+            f"function would be ignored by the compiled backward (at {user_line()}); register it on "
+            "the compiled function's output or inputs, outside the function"
+        )
+
+    def check_hooks(self) -> None:
+        """After the forward trace: refuse (via `hook_registered`) any hook or retain_grad that the
+        function registered on a tensor it computed, or on an argument or captured tensor; those
+        on outside tensors are removed first, since the eager rerun registers them again."""
+        for node, position in self.node_call.items():
+            shape = self.forward.values[self.forward.calls[position].output].shape
+            if node._pre_hooks:
+                self.hook_registered("register_hook()", shape)
+            if node._retained is not None:
+                self.hook_registered("retain_grad()", shape)
+        for tensor, before in self.leaf_hooks.values():
+            if _hook_ids(tensor) != before:
+                for table, ids in zip((tensor._hooks, tensor._post_accumulate_hooks), before):
+                    for key in set(table or ()) - ids:
+                        del table[key]
+                self.hook_registered("a tensor hook", tuple(tensor.shape))
+
     def begin_backward(self) -> None:
         self.graph = self.backward
 
@@ -209,6 +242,10 @@ class Tracer:
             elif value.kind != "const":
                 return None
         return found
+
+
+def _hook_ids(tensor: Tensor) -> tuple:
+    return tuple(set(table or ()) for table in (tensor._hooks, tensor._post_accumulate_hooks))
 
 
 def _value_refs(attrs: Any) -> list:

@@ -225,3 +225,102 @@ def test_inference_mode_at_the_call_is_part_of_the_key():
         out = compiled(x)
         assert not out.requires_grad
     assert compiled(x).requires_grad
+
+
+def _leaf():
+    return numdiff.tensor([1.0, 2.0, 3.0], dtype=numdiff.float64, requires_grad=True)
+
+
+def _grads_of(f, x):
+    f(x).sum().backward()
+    return x.grad.numpy().copy()
+
+
+def test_a_hook_on_an_intermediate_runs_as_in_eager():
+    seen = []
+
+    def f(x):
+        y = x * 2
+        y.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 10)
+        return y.exp()
+
+    compiled = numdiff.compile(f)
+    with pytest.warns(UserWarning, match="register_hook"):
+        got = _grads_of(compiled, _leaf())
+    expected = _grads_of(f, _leaf())
+    got_again = _grads_of(compiled, _leaf())
+    np.testing.assert_allclose(got, expected)
+    np.testing.assert_allclose(got_again, expected)
+    assert len(seen) == 3
+
+
+def test_retain_grad_on_an_intermediate_keeps_its_gradient():
+    kept = []
+
+    def f(x):
+        y = x * 2
+        y.retain_grad()
+        kept.append(y)
+        return (y * y).sum()
+
+    compiled = numdiff.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            compiled(_leaf()).backward()
+            np.testing.assert_allclose(kept[-1].grad.numpy(), [4.0, 8.0, 12.0])
+
+
+def test_a_hook_registered_on_an_argument_inside_fires_once_per_call():
+    calls = []
+
+    def f(x):
+        x.register_hook(lambda g: calls.append(1))
+        return x * 3
+
+    compiled = numdiff.compile(f)
+    x = _leaf()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(x).sum().backward()
+    assert len(calls) == 1  # the trace's registration was undone before the eager rerun
+
+
+def _mutate_then_backward(f, x):
+    out = f(x)
+    out.add_(1)
+    out.sum().backward()
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("exp (backward saves its output)", lambda x: x.exp()),
+    ("a view of a saved output", lambda x: x.exp().view(3)),
+    ("sigmoid", lambda x: (x * 2).sigmoid()),
+])
+def test_an_in_place_op_on_an_output_that_backward_saved_raises_as_in_eager(name, fn):
+    with pytest.raises(RuntimeError, match="modified in place|modified by an inplace"):
+        _mutate_then_backward(fn, _leaf())
+    with pytest.raises(RuntimeError, match="modified in place"):
+        _mutate_then_backward(numdiff.compile(fn), _leaf())
+
+
+def test_an_in_place_op_on_an_output_that_views_a_leaf_raises_as_in_eager():
+    f = numdiff.compile(lambda x: x[:2])
+    x = _leaf()
+    with pytest.raises(RuntimeError, match="view"):
+        f(x).add_(1)
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0, 3.0])
+
+
+def test_outputs_aliasing_an_argument_share_its_version_and_autograd_state():
+    x = _leaf()
+    detached = numdiff.compile(lambda x: x.detach())(x)
+    assert not detached.requires_grad and detached.grad_fn is None
+    assert numdiff.compile(lambda x: x)(x) is x
+    with numdiff.no_grad():
+        plain = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64)
+        view = numdiff.compile(lambda t: t[:1])(plain)
+    version = plain._version
+    view.add_(1)
+    assert plain._version == version + 1
+    np.testing.assert_array_equal(plain.numpy(), [2.0, 2.0])
