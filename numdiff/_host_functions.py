@@ -29,3 +29,17 @@ def host_function(function: Callable[..., Any]) -> Callable[..., Any]:
         return result
 
     return call
+
+
+def random_function(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, which draws from a random generator: while a trace records, the active tracer
+    runs it (``Tracer.random_call``) as a step that draws afresh on every call of the compiled
+    function, in the order eager mode draws."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if TRACERS and TRACERS[-1] is not None:
+            return TRACERS[-1].random_call(function, args, kwargs)
+        return function(*args, **kwargs)
+
+    return call

@@ -20,10 +20,12 @@ import numpy as np
 from numdiff._device import get_default_device
 from numdiff._dtype import get_default_dtype
 from numdiff.autograd import anomaly
+from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
+from numdiff.compile.effects import write_back
 from numdiff.compile.guards import PythonGuard
 from numdiff.compile.outputs import link_outputs, output_links, watch_saved_outputs
 from numdiff.compile.program import Program, build
@@ -117,15 +119,27 @@ class CompiledFunction:
                           stacklevel=2)
             return self.fn(*args, **kwargs)
         key = self._key(args, kwargs)
-        for candidate in self.traces.get(key, ()):
+        candidates = self.traces.get(key, ())
+        for candidate in candidates:
             if candidate.matches(tensors):
                 return self._run(candidate, tensors, args, kwargs)
+        if len(candidates) >= RECOMPILE_LIMIT:
+            # Each trace would be checked on every call, and the next one would not hold either.
+            self._run_eagerly(f"the Python state or tensor values it reads (a global, a Parameter's .item()) "
+                              f"changed on {len(candidates)} calls with the same arguments", stacklevel=3)
+            return self.fn(*args, **kwargs)
         trace, eager_result = self._trace(args, kwargs, tensors)
         if trace is None:
             # The trace's own run is this call's eager result when it ran to the end.
             return self.fn(*args, **kwargs) if eager_result is None else eager_result
         self.traces.setdefault(key, []).append(trace)
         return self._run(trace, tensors, args, kwargs)
+
+    def _run_eagerly(self, reason: str, stacklevel: int) -> None:
+        """Run the function eagerly from now on, with a warning saying why."""
+        self.eager_reason = reason
+        warnings.warn(f"numdiff.compile: {_name(self.fn)} runs eagerly from now on: {reason}",
+                      stacklevel=stacklevel + 1)
 
     def _key(self, args: tuple, kwargs: dict) -> tuple:
         # Global state a trace bakes in: grad mode at the call, the default dtype and device.
@@ -150,6 +164,9 @@ class CompiledFunction:
                 stacklevel=3,
             )
         python_guard = PythonGuard(self.fn, args + tuple(kwargs.values()))
+        if python_guard.unguardable is not None:
+            self._run_eagerly(f"its Python state cannot be guarded ({python_guard.unguardable})", stacklevel=3)
+            return None, None
         tracer = Tracer()
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
@@ -165,16 +182,30 @@ class CompiledFunction:
                     return None, result
                 outputs, form = _flatten_output(result)
                 output_values = [tracer.value_for(t) for t in outputs]
+                writes = tracer.write_targets()
                 differentiable = self._differentiable(tensors, tracer, outputs)
-                grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
+                try:
+                    grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
+                except SavedTensorModifiedError as error:
+                    # Eager raises this at backward(); the eager function will, too.
+                    raise UnsupportedInCompileError(f"numdiff.compile: its backward cannot run ({error})") from None
         except UnsupportedInCompileError as error:
+            tracer.effects.undo()
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None, None
+        # The program (or the eager function) runs this call again: undo the trace's writes and draws.
+        tracer.effects.undo()
         on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
-        program = build(tracer, output_values, grads, cuda=not on_host)
+        # Tensors written in place get their last values as extra outputs, written back (effects.py).
+        program = build(tracer, output_values + [index for _, index in writes], grads, cuda=not on_host)
+        write_slots = [_slot_of(target, tensors, tracer.captured) for target, _ in writes]
+        if any((kind, slot) in write_slots for _, slot, kind in program.saved_inputs):
+            self._run_eagerly("it writes in place into a tensor that its backward reads", stacklevel=3)
+            return None, None
         guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
+        trace.write_slots = write_slots
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
         trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
@@ -209,6 +240,10 @@ class CompiledFunction:
         except ShapeChangedError:
             # A data-dependent shape: this call's data needs another graph; eager is always right.
             return self.fn(*args, **kwargs)
+        if trace.write_slots:
+            count = len(outputs) - len(trace.write_slots)
+            write_back([_tensor_at(slot, tensors, trace.captured) for slot in trace.write_slots], outputs[count:])
+            outputs = outputs[:count]
         if not trace.grad_output_slots:
             results = attach(list(outputs), None, [], set())
         else:

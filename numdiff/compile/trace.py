@@ -20,6 +20,7 @@ import numpy as np
 
 from numdiff._host_functions import TRACERS
 from numdiff.autograd.function import Function, _SavedOutput
+from numdiff.compile.effects import Effects, root, unreplayable_inplace
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
 from numdiff.tensor import Tensor
@@ -61,6 +62,7 @@ class Tracer:
         self.value_guarded: set[tuple] = set()  # ("input" | "captured", slot): values the trace depends on
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
         self.producer: dict = {}  # forward value index -> the OpCall that computes it
+        self.effects = Effects()
         self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
 
     # ------------------------------------------------------------------ values
@@ -91,6 +93,10 @@ class Tracer:
         data = tensor._data
         if self.graph is self.forward:
             # A tensor from outside (a Parameter, a buffer, a closure): read afresh on every call.
+            if id(root(data)) in self.effects.written_roots:
+                # It shares memory with a tensor written earlier in the trace: its value at the
+                # start of each call would not be the one this read saw.
+                self.unsupported("reading a tensor that views one the function wrote in place")
             self.captured.append(tensor)
             self._note_hooks(tensor)
             return self._bind(data, self.graph.add_value(data.shape, data.dtype, "captured", len(self.captured) - 1))
@@ -163,6 +169,61 @@ class Tracer:
             index = self.graph.add_value(data.shape, data.dtype, "ctx")
             call.ctx_outputs[("saved", position)] = self._bind(data, index)
             self.producer[index] = call
+
+    def unsupported(self, what: str) -> None:
+        raise UnsupportedInCompileError(
+            f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})"
+        )
+
+    # ------------------------------------------------------------------ effects (effects.py)
+    def inplace_update(self, target: Tensor, op: str, compute: Any, apply: Any) -> Tensor:
+        """An in-place op while tracing: ``apply(target, op, compute)`` runs it (the eager
+        numdiff._inplace.apply_inplace), and the value it computed becomes `target`'s from here
+        on; an argument or outside tensor (a buffer) written gets it written back after each call."""
+        reason = unreplayable_inplace(target, op, self.alive) if self.graph is self.forward else op
+        if reason is not None:
+            self.unsupported(reason)
+        before = self.forward.values[self.value_for(target)]
+        if before.kind in ("input", "captured"):
+            self.effects.note_write(before.kind, before.slot, target)
+        computed: list = []
+        result = apply(target, op, lambda old: computed.append(compute(old)) or computed[-1])
+        node = computed[-1]._grad_fn
+        if node in self.node_call:
+            # The op saved a copy of the old value (numdiff._inplace snapshots it): that value.
+            for item in node._saved:
+                if isinstance(item, Tensor) and id(item._data) not in self.value_of:
+                    self._bind(item._data, before.index)
+        written = self.value_for(computed[-1])
+        value = self.forward.values[written]
+        if (value.shape, value.dtype) != (target._data.shape, target._data.dtype):
+            written = self.value_for(computed[-1].to(target.dtype))
+        self.effects.written_roots.add(id(root(target._data)))
+        self._bind(target._data, written)
+        return result
+
+    def random_call(self, function: Any, args: tuple, kwargs: dict) -> Tensor:
+        """A call of a random function (numdiff._host_functions.random_function) while tracing:
+        run it, recorded as a step that draws afresh on every call."""
+        self.effects.note_generators(args, kwargs)
+        _active.append(None)  # its draws are this step's, not refused
+        try:
+            result = function(*args, **kwargs)
+        finally:
+            _active.pop()
+        if self.graph is not self.forward:
+            self.unsupported("drawing random numbers in a backward")
+        self.record(function, args, kwargs, result, host=True)
+        self.graph.calls[-1].random = True
+        return result
+
+    def random_draw(self) -> None:
+        """A draw from a generator outside numdiff's random functions while tracing."""
+        self.unsupported("drawing random numbers outside numdiff's random functions")
+
+    def write_targets(self) -> list:
+        """The tensors the function wrote in place that outlive the call, and their last values."""
+        return [(target, self.value_of[id(target._data)]) for target in self.effects.writes.values()]
 
     def hook_registered(self, what: str, shape: tuple) -> None:
         """A hook or ``retain_grad()`` on a tensor while tracing: the compiled backward would not
@@ -310,13 +371,24 @@ def _guarded_read(name: str):
     return original, read
 
 
-def _refuse(what: str):
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedInCompileError(
-            f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})"
-        )
+def _traced_inplace(original: Any) -> Any:
+    def apply_inplace(target: Tensor, op: str, compute: Any) -> Tensor:
+        tracer = _active[-1] if _active else None
+        if tracer is None:
+            return original(target, op, compute)
+        return tracer.inplace_update(target, op, compute, original)
 
-    return refuse
+    return apply_inplace
+
+
+def _traced_rng(original: Any) -> Any:
+    def rng(generator: Any) -> Any:
+        tracer = _active[-1] if _active else None
+        if tracer is not None:
+            tracer.random_draw()
+        return original(generator)
+
+    return rng
 
 
 _HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
@@ -361,9 +433,9 @@ class Tracing:
         for name in _HOST_READS:
             original, read = _guarded_read(name)
             self._patch(Tensor, name, read)
-        self._patch(inplace, "apply_inplace", _refuse("an in-place tensor update"))
+        self._patch(inplace, "apply_inplace", _traced_inplace(inplace.apply_inplace))
         # Functions that compute without an op record themselves (numdiff._host_functions).
-        self._patch(creation, "rng", _refuse("drawing random numbers"))
+        self._patch(creation, "rng", _traced_rng(creation.rng))
         from numdiff.autograd import engine
 
         guarded_backward = _guarded_backward(engine.run_backward)
