@@ -18,6 +18,7 @@ import numpy as np
 from numdiff import _dtype
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
+from numdiff._host_functions import TRACERS
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import leaf_accumulator
@@ -230,6 +231,8 @@ class Tensor:
                 UserWarning,
                 stacklevel=2,
             )
+        if TRACERS and TRACERS[-1] is not None:  # numdiff.compile guards what a trace read
+            TRACERS[-1].grad_read(self)
         return self._grad
 
     @grad.setter

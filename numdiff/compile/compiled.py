@@ -22,6 +22,7 @@ from numdiff._dtype import get_default_dtype
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
@@ -47,6 +48,7 @@ class Trace:
         self.guarded_values = guarded_values  # (kind, slot) of an integer tensor -> bytes of its traced value
         self.python_guard = python_guard
         self.aliases: list = []  # (input slot, the outside tensor that argument was while tracing)
+        self.grad_guards: dict = {}  # (kind, slot) -> the .grad object the trace read
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
@@ -57,6 +59,9 @@ class Trace:
             return False
         for slot, outside in self.aliases:
             if tensors[slot]._data is not outside._data:
+                return False
+        for slot, grad in self.grad_guards.items():
+            if _tensor_at(slot, tensors, self.captured)._grad is not grad:
                 return False
         for slot, data in self.guarded_values.items():
             if _value_bytes(_tensor_at(slot, tensors, self.captured)) != data:
@@ -107,9 +112,10 @@ class CompiledFunction:
         self._warned_recompiles = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None or tracing_now() or anomaly.is_enabled():
+        if self.eager_reason is not None or tracing_now() or anomaly.is_enabled() or transforms.active:
             # Inside another compiled function's trace the ops are recorded into that trace;
-            # anomaly detection checks each op's gradient, which only the eager graph has.
+            # anomaly detection checks each op's gradient, which only the eager graph has; under
+            # vmap or func.grad the ops must reach the transform, which a replay would bypass.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):
@@ -174,6 +180,12 @@ class CompiledFunction:
             with Tracing(tracer):
                 result = self.fn(*args, **kwargs)
                 tracer.check_hooks()
+                if tracer.effects.drew_from_global_generators():
+                    raise UnsupportedInCompileError(
+                        "numdiff.compile: it draws from Python's or NumPy's global random generator "
+                        "(random.random(), np.random.rand()), which a compiled graph would replay as a "
+                        "constant; draw with numdiff.rand/randn instead"
+                    )
                 if not python_guard.holds():
                     # Every call would find other Python state than its trace was made under.
                     self.eager_reason = "it changes the Python state it reads (attributes, globals, submodules)"
@@ -206,6 +218,7 @@ class CompiledFunction:
         guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         trace.write_slots = write_slots
+        trace.grad_guards = tracer.grad_guards
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
         trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()

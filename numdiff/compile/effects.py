@@ -23,7 +23,10 @@ functions.
 
 from __future__ import annotations
 
+import random
 from typing import Any
+
+import numpy as np
 
 from numdiff._random import Generator, default_generator
 from numdiff.tensor import Tensor
@@ -44,6 +47,11 @@ class Effects:
         self.written_roots: set = set()  # ids of the memory owners of every written tensor
         self.saved_data: dict = {}  # id of a written outside array -> (array, copy of its old values)
         self.generator_states: dict = {}  # Generator -> its state before the trace's first draw
+        # Draws from these are invisible to the trace (np.random.rand() would become a constant).
+        self.global_random = (random.getstate(), np.random.get_state(), _global_random_state())
+
+    def drew_from_global_generators(self) -> bool:
+        return _global_random_state() != self.global_random[2]
 
     def note_generators(self, args: tuple, kwargs: dict) -> None:
         """Remember, before a draw, the state of each generator it may use."""
@@ -63,6 +71,14 @@ class Effects:
             data[...] = old
         for generator, state in self.generator_states.items():
             generator._rng.bit_generator.state = state
+        random.setstate(self.global_random[0])
+        np.random.set_state(self.global_random[1])
+
+
+def _global_random_state() -> tuple:
+    """Python's and NumPy's global generator states, comparable with ==."""
+    _, keys, position, has_gauss, gauss = np.random.get_state()
+    return random.getstate(), (keys.tobytes(), position, has_gauss, gauss)
 
 
 def unreplayable_inplace(target: Tensor, op: str, alive: list) -> str | None:

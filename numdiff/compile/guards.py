@@ -23,7 +23,7 @@ import types
 from operator import getitem, is_
 from typing import Any
 
-from numdiff.compile.python_state import SCALAR_TYPES, StateWalk, TooMuchStateError, is_user_class
+from numdiff.compile.python_state import SCALAR_TYPES, StateWalk, UnguardableStateError, is_user_class
 from numdiff.tensor import Tensor
 
 _MODULE_TABLES = ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks")
@@ -141,7 +141,7 @@ class PythonGuard:
         self._walk = StateWalk(Module)
         try:
             self._collect(fn, arguments)
-        except TooMuchStateError as error:
+        except UnguardableStateError as error:
             self.unguardable = str(error)
 
     def _collect(self, fn: Any, arguments: tuple) -> None:
@@ -241,6 +241,6 @@ class PythonGuard:
             walk = StateWalk(self.module_type)
             try:
                 return all(walk.snap(_read(holder, name)) == expected for holder, name, expected in self.deep)
-            except TooMuchStateError:
+            except UnguardableStateError:
                 return False
         return True

@@ -7,8 +7,8 @@ depth, and tensors and Modules by identity (a tensor's data is read afresh on ev
 host reads are guarded by the tracer; a Module's state is guarded by guards.py). User
 functions met on the way (a helper the function calls, a hook in a list) are collected, so that
 their own free names are guarded too. A walk that meets more than `limit` objects raises
-`TooMuchStateError`: the compiled function then runs eagerly, since a guard it cannot afford
-would be one it cannot trust.
+`UnguardableStateError`, as does an iterator or generator (its next value is not in its state):
+the compiled function then runs eagerly, since a guard it cannot afford would be one it cannot trust.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ _LIBRARY_ROOTS = frozenset(sys.stdlib_module_names) | {
 }
 
 
-class TooMuchStateError(RuntimeError):
-    """The state a function reaches is too large to compare on every call."""
+class UnguardableStateError(RuntimeError):
+    """The state a function reaches cannot be compared on every call (too large, an iterator)."""
 
 
 def is_library(module_name: str | None) -> bool:
@@ -71,7 +71,7 @@ class StateWalk:
     def snap(self, value: Any) -> Any:
         self.count += 1
         if self.count > self.limit:
-            raise TooMuchStateError(f"it reaches more than {self.limit} Python objects")
+            raise UnguardableStateError(f"it reaches more than {self.limit} Python objects")
         kind = type(value)
         if kind in SCALAR_TYPES:
             return (kind, value)
@@ -97,6 +97,8 @@ class StateWalk:
         return ("id", id(value))
 
     def _compound(self, value: Any, kind: type) -> Any:
+        if hasattr(kind, "__next__"):
+            raise UnguardableStateError(f"it reads an iterator ({kind.__name__}), whose next value no guard can know")
         if kind in (list, tuple) or isinstance(value, (list, tuple)):
             return (kind, tuple(map(self.snap, value)))
         if isinstance(value, dict):

@@ -63,6 +63,7 @@ class Tracer:
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
         self.producer: dict = {}  # forward value index -> the OpCall that computes it
         self.effects = Effects()
+        self.grad_guards: dict = {}  # (kind, slot) of a tensor whose .grad was read -> that grad
         self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
 
     # ------------------------------------------------------------------ values
@@ -224,6 +225,15 @@ class Tracer:
     def write_targets(self) -> list:
         """The tensors the function wrote in place that outlive the call, and their last values."""
         return [(target, self.value_of[id(target._data)]) for target in self.effects.writes.values()]
+
+    def grad_read(self, tensor: Tensor) -> None:
+        """``t.grad`` read while tracing: the trace holds while t's .grad is the same object (or
+        None); the gradient's values are read afresh on every call, as any captured tensor's."""
+        if self.graph is not self.forward:
+            return
+        value = self.forward.values[self.value_for(tensor)]
+        if value.kind in ("input", "captured"):
+            self.grad_guards.setdefault((value.kind, value.slot), tensor._grad)
 
     def hook_registered(self, what: str, shape: tuple) -> None:
         """A hook or ``retain_grad()`` on a tensor while tracing: the compiled backward would not

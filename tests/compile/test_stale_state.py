@@ -324,3 +324,101 @@ def test_outputs_aliasing_an_argument_share_its_version_and_autograd_state():
     view.add_(1)
     assert plain._version == version + 1
     np.testing.assert_array_equal(plain.numpy(), [2.0, 2.0])
+
+
+GRAD_OWNER = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64, requires_grad=True)
+
+
+def _scaled_by_grad(x):
+    return x * GRAD_OWNER.grad
+
+
+def test_a_grad_attribute_replaced_between_calls():
+    GRAD_OWNER.grad = numdiff.tensor([1.0, 1.0], dtype=numdiff.float64)
+
+    def mutate():
+        GRAD_OWNER.grad = numdiff.tensor([5.0, 6.0], dtype=numdiff.float64)
+
+    _check(numdiff.compile(_scaled_by_grad), _scaled_by_grad, mutate, numdiff.tensor([1.0, 3.0], dtype=numdiff.float64))
+
+
+@pytest.mark.parametrize("source", ["numpy", "python"])
+def test_a_draw_from_a_global_generator_runs_eagerly_and_says_why(source):
+    import random
+
+    draw = {"numpy": np.random.rand, "python": random.random}[source]
+
+    def f(x):
+        return x * draw()
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([1.0, 3.0], dtype=numdiff.float64)
+    for call in range(3):
+        state = (random.getstate(), np.random.get_state())
+        if call == 0:
+            with pytest.warns(UserWarning, match="global random generator"):
+                got = compiled(x).numpy()
+        else:
+            got = compiled(x).numpy()
+        random.setstate(state[0])
+        np.random.set_state(state[1])
+        np.testing.assert_array_equal(got, f(x).numpy())
+
+
+SCALES = iter([1.0, 2.0, 3.0, 4.0])
+
+
+def _reads_an_iterator(x):
+    return x * next(SCALES)
+
+
+def test_an_iterator_it_reads_runs_it_eagerly_and_says_why():
+    compiled = numdiff.compile(_reads_an_iterator)
+    x = numdiff.tensor([1.0], dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match="iterator"):
+        assert compiled(x).item() == 1.0
+    assert compiled(x).item() == 2.0
+
+
+def test_a_compiled_function_under_vmap_and_func_grad_matches_eager():
+    def f(x):
+        return (x.sin() * 2).sum()
+
+    compiled = numdiff.compile(f)
+    numdiff.manual_seed(0)
+    xs = numdiff.randn(4, 3, dtype=numdiff.float64)
+    np.testing.assert_allclose(numdiff.func.vmap(compiled)(xs).numpy(), numdiff.func.vmap(f)(xs).numpy())
+    grads = numdiff.func.vmap(numdiff.func.grad(compiled))(xs).numpy()
+    np.testing.assert_allclose(grads, 2 * np.cos(xs.numpy()), rtol=1e-12)
+
+
+def test_a_value_that_changes_on_every_call_ends_in_eager_mode_with_a_warning():
+    weight = numdiff.nn.Parameter(numdiff.tensor(1.0, dtype=numdiff.float64))
+
+    def f(x):
+        return x * weight.item()
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([2.0], dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match="changed on 8 calls"):
+        for step in range(12):
+            with numdiff.no_grad():
+                weight.fill_(float(step))
+            assert compiled(x).item() == 2.0 * step
+    assert compiled.compiled.compile_count == 8
+
+
+BIG_TABLE = [float(i) for i in range(30000)]
+
+
+def _reads_a_big_table(x):
+    return x * BIG_TABLE[3]
+
+
+def test_state_too_large_to_compare_runs_eagerly_and_says_why():
+    compiled = numdiff.compile(_reads_a_big_table)
+    x = numdiff.tensor([1.0], dtype=numdiff.float64)
+    with pytest.warns(UserWarning, match="cannot be guarded"):
+        assert compiled(x).item() == 3.0
+    BIG_TABLE[3] = 5.0
+    assert compiled(x).item() == 5.0
