@@ -2,12 +2,13 @@
 
 A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the Python
 value of a non-tensor), which arguments are one and the same tensor (a trace of ``f(x, x)`` reads
-one input, so ``f(x, y)`` needs its own), and whether grad mode is on. Each key maps to traces, each
-with guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
-device, requires_grad; their data is read afresh on every call), the values of integer inputs and
-captured integer tensors (a step counter) that Python code branched on, and the Python state its
-free names held (guards.py: closure and global tensors, numbers and Modules, whose training flags
-and attributes steer the trace).
+one input, so ``f(x, y)`` needs its own), grad mode, and the default dtype and device. Each key
+maps to traces, each with guards on what the trace found on its own: the tensors it captured
+(Parameters: shape, dtype, device, requires_grad; their data is read afresh on every call), the
+values of outside tensors and integer inputs that Python code read on the host (``.item()``), the
+``.grad`` objects it read, and the Python state it can reach (guards.py). A call runs the
+generated forward, writes back what the function wrote in place (effects.py) and links outputs
+that alias arguments (outputs.py).
 """
 
 from __future__ import annotations
