@@ -23,7 +23,13 @@ import types
 from operator import getitem, is_
 from typing import Any
 
-from numdiff.compile.python_state import SCALAR_TYPES, StateWalk, UnguardableStateError, is_user_class
+from numdiff.compile.python_state import (
+    SCALAR_TYPES,
+    StateWalk,
+    UnguardableStateError,
+    is_library,
+    is_user_class,
+)
 from numdiff.tensor import Tensor
 
 _MODULE_TABLES = ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks")
@@ -39,12 +45,38 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _free_names(function: types.FunctionType) -> list:
-    """(holder, name) of each closure cell (name None), default and global the code names."""
+    """(holder, name) of each closure cell (name None), default and global the code names, and of
+    each attribute it reads of a user's module (``settings.scale``, ``config.model.depth``)."""
     found: list = [(cell, None) for cell in function.__closure__ or ()]
     found.extend((function, name) for name in ("__defaults__", "__kwdefaults__"))
     globals_ = function.__globals__
     found.extend((globals_, name) for name in sorted(_global_loads(function.__code__)) if name in globals_)
+    for chain in sorted(_attribute_chains(function.__code__)):
+        holder = globals_.get(chain[0])
+        for name in chain[1:]:
+            if type(holder) is not types.ModuleType or is_library(holder.__name__):
+                break
+            found.append((vars(holder), name))
+            holder = vars(holder).get(name)
     return found
+
+
+def _attribute_chains(code: types.CodeType) -> set:
+    """(global, attribute, ...) for each ``name.attr.attr`` the code (or nested code) reads."""
+    chains, chain = set(), None
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and chain is not None:
+            chain.append(ins.argval)
+            continue
+        if chain is not None and len(chain) > 1:
+            chains.add(tuple(chain))
+        chain = [ins.argval] if ins.opname == "LOAD_GLOBAL" else None
+    if chain is not None and len(chain) > 1:
+        chains.add(tuple(chain))
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            chains |= _attribute_chains(constant)
+    return chains
 
 
 def _global_loads(code: types.CodeType) -> set:

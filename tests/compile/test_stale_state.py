@@ -422,3 +422,23 @@ def test_state_too_large_to_compare_runs_eagerly_and_says_why():
         assert compiled(x).item() == 3.0
     BIG_TABLE[3] = 5.0
     assert compiled(x).item() == 5.0
+
+
+SETTINGS = types.ModuleType("user_settings")  # a user's settings module, imported as a name
+SETTINGS.scale = 2.0
+SETTINGS.model = types.ModuleType("user_settings.model")
+SETTINGS.model.depth = 1
+
+
+def _reads_a_module_attribute(x):
+    return x * SETTINGS.scale + SETTINGS.model.depth
+
+
+def test_attributes_of_a_users_module():
+    compiled = numdiff.compile(_reads_a_module_attribute)
+
+    def mutate():
+        SETTINGS.scale = 7.0
+        SETTINGS.model.depth = 3
+
+    _check(compiled, _reads_a_module_attribute, mutate, _x())
