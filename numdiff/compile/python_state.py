@@ -39,10 +39,12 @@ def is_library(module_name: str | None) -> bool:
 
 
 def is_user_function(value: Any) -> bool:
+    """True for a plain Python function defined outside numdiff, its dependencies and the stdlib."""
     return type(value) is types.FunctionType and not is_library(value.__globals__.get("__name__"))
 
 
 def is_user_class(value: Any) -> bool:
+    """True for a class defined outside numdiff, its dependencies and the standard library."""
     return isinstance(value, type) and not is_library(getattr(value, "__module__", None))
 
 
