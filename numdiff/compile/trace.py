@@ -5,51 +5,37 @@ tape, so the backward can be traced from the real nodes afterwards), and the cal
 the graph with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
 Reading a computed tensor's value on the host (``if x.sum() > 0:``, ``.item()``, ``.numpy()``)
 raises `GraphBreakError` naming the user's line, since replaying the graph would silently keep
-the branch taken while tracing. In-place updates, random numbers and a backward pass inside the
-function are not traced (`UnsupportedInCompileError`); the compiled function then runs eagerly.
+the branch taken while tracing, unless it depends only on tensors from outside (then it guards
+the trace). In-place updates are functionalized and random draws recorded (effects.py); hooks and a
+backward pass inside the function are not traced (`UnsupportedInCompileError`): the compiled
+function then runs eagerly. The Tracer's handling of each is in trace_events.py.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-import traceback
 from typing import Any
 
 import numpy as np
 
 from numdiff._host_functions import TRACERS
 from numdiff.autograd.function import Function, _SavedOutput
-from numdiff.compile.effects import Effects, root, unreplayable_inplace
+from numdiff.compile.effects import Effects, root
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
+from numdiff.compile.trace_events import GraphBreakError, TraceEvents, UnsupportedInCompileError, user_line
 from numdiff.tensor import Tensor
 
-_NUMDIFF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class GraphBreakError(RuntimeError):
-    """Python control flow read a tensor's value while tracing a compiled function."""
-
-
-class UnsupportedInCompileError(RuntimeError):
-    """The traced function did something a compiled graph cannot replay (in-place, random)."""
-
-
-def user_line() -> str:
-    """The innermost stack frame outside numdiff: the user's line that triggered something."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        if not os.path.abspath(frame.filename).startswith(_NUMDIFF_DIR):
-            return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}: {frame.line}'
-    return "<unknown line>"
+__all__ = ["GraphBreakError", "Suspended", "Tracer", "Tracing", "UnsupportedInCompileError", "tracing_now", "user_line"]
 
 
 def _is_array(x: Any) -> bool:
     return type(x) is np.ndarray or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
 
 
-class Tracer:
-    """Records op calls into a forward graph, then (with `begin_backward`) into a backward one."""
+class Tracer(TraceEvents):
+    """Records op calls into a forward graph, then (with `begin_backward`) into a backward one;
+    what it does on host reads, in-place ops, draws and hooks is in trace_events.py."""
 
     def __init__(self) -> None:
         self.forward = Graph()
@@ -67,10 +53,6 @@ class Tracer:
         self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
 
     # ------------------------------------------------------------------ values
-    def _note_hooks(self, tensor: Tensor) -> None:
-        if id(tensor) not in self.leaf_hooks:
-            self.leaf_hooks[id(tensor)] = (tensor, _hook_ids(tensor))
-
     def _bind(self, array: Any, index: int) -> int:
         self.value_of[id(array)] = index
         self.alive.append(array)
@@ -171,165 +153,10 @@ class Tracer:
             call.ctx_outputs[("saved", position)] = self._bind(data, index)
             self.producer[index] = call
 
-    def unsupported(self, what: str) -> None:
-        raise UnsupportedInCompileError(
-            f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})"
-        )
-
-    # ------------------------------------------------------------------ effects (effects.py)
-    def inplace_update(self, target: Tensor, op: str, compute: Any, apply: Any) -> Tensor:
-        """An in-place op while tracing: ``apply(target, op, compute)`` runs it (the eager
-        numdiff._inplace.apply_inplace), and the value it computed becomes `target`'s from here
-        on; an argument or outside tensor (a buffer) written gets it written back after each call."""
-        reason = unreplayable_inplace(target, op, self.alive) if self.graph is self.forward else op
-        if reason is not None:
-            self.unsupported(reason)
-        before = self.forward.values[self.value_for(target)]
-        if before.kind in ("input", "captured"):
-            self.effects.note_write(before.kind, before.slot, target)
-        computed: list = []
-        result = apply(target, op, lambda old: computed.append(compute(old)) or computed[-1])
-        node = computed[-1]._grad_fn
-        if node in self.node_call:
-            # The op saved a copy of the old value (numdiff._inplace snapshots it): that value.
-            for item in node._saved:
-                if isinstance(item, Tensor) and id(item._data) not in self.value_of:
-                    self._bind(item._data, before.index)
-        written = self.value_for(computed[-1])
-        value = self.forward.values[written]
-        if (value.shape, value.dtype) != (target._data.shape, target._data.dtype):
-            written = self.value_for(computed[-1].to(target.dtype))
-        self.effects.written_roots.add(id(root(target._data)))
-        self._bind(target._data, written)
-        return result
-
-    def random_call(self, function: Any, args: tuple, kwargs: dict) -> Tensor:
-        """A call of a random function (numdiff._host_functions.random_function) while tracing:
-        run it, recorded as a step that draws afresh on every call."""
-        self.effects.note_generators(args, kwargs)
-        _active.append(None)  # its draws are this step's, not refused
-        try:
-            result = function(*args, **kwargs)
-        finally:
-            _active.pop()
-        if self.graph is not self.forward:
-            self.unsupported("drawing random numbers in a backward")
-        self.record(function, args, kwargs, result, host=True)
-        self.graph.calls[-1].random = True
-        return result
-
-    def random_draw(self) -> None:
-        """A draw from a generator outside numdiff's random functions while tracing."""
-        self.unsupported("drawing random numbers outside numdiff's random functions")
-
-    def write_targets(self) -> list:
-        """The tensors the function wrote in place that outlive the call, and their last values."""
-        return [(target, self.value_of[id(target._data)]) for target in self.effects.writes.values()]
-
-    def grad_read(self, tensor: Tensor) -> None:
-        """``t.grad`` read while tracing: the trace holds while t's .grad is the same object (or
-        None); the gradient's values are read afresh on every call, as any captured tensor's."""
-        if self.graph is not self.forward:
-            return
-        value = self.forward.values[self.value_for(tensor)]
-        if value.kind in ("input", "captured"):
-            self.grad_guards.setdefault((value.kind, value.slot), tensor._grad)
-
-    def hook_registered(self, what: str, shape: tuple) -> None:
-        """A hook or ``retain_grad()`` on a tensor while tracing: the compiled backward would not
-        call it (nor keep the gradient), so the function runs eagerly."""
-        raise UnsupportedInCompileError(
-            f"numdiff.compile: {what} on a tensor of shape {tuple(shape)} inside the compiled "
-            f"function would be ignored by the compiled backward (at {user_line()}); register it on "
-            "the compiled function's output or inputs, outside the function"
-        )
-
-    def check_hooks(self) -> None:
-        """After the forward trace: refuse (via `hook_registered`) any hook or retain_grad that the
-        function registered on a tensor it computed, or on an argument or captured tensor; those
-        on outside tensors are removed first, since the eager rerun registers them again."""
-        for node, position in self.node_call.items():
-            shape = self.forward.values[self.forward.calls[position].output].shape
-            if node._pre_hooks:
-                self.hook_registered("register_hook()", shape)
-            if node._retained is not None:
-                self.hook_registered("retain_grad()", shape)
-        for tensor, before in self.leaf_hooks.values():
-            if _hook_ids(tensor) != before:
-                for table, ids in zip((tensor._hooks, tensor._post_accumulate_hooks), before):
-                    for key in set(table or ()) - ids:
-                        del table[key]
-                self.hook_registered("a tensor hook", tuple(tensor.shape))
-
     def begin_backward(self) -> None:
         self.graph = self.backward
 
     # ------------------------------------------------------------------ host reads
-    def check_host_read(self, tensor: Tensor, what: str) -> None:
-        """A host read of `tensor`'s value (``.item()``, ``bool()``, ``.tolist()``, ``.numpy()``).
-
-        Python code then decides on the value, so the trace holds only while the value is the
-        same. A value computed from tensors outside the function (a global, a Parameter, a
-        buffer, a step counter) and integer arguments guards the trace on those tensors' bytes:
-        a later call whose values differ retraces. A value that depends on a float argument, a
-        random draw or a gradient would retrace on every call: that raises GraphBreakError.
-        """
-        index = self.value_of.get(id(tensor._data))
-        if index is None:
-            if self.graph is not self.forward:
-                return
-            index = self.value_for(tensor)  # a tensor from outside: captured, so its value guards
-        sources = self._sources(index)
-        if sources is not None:
-            self.value_guarded.update(sources)
-            return
-        raise GraphBreakError(
-            f"numdiff.compile: {what} reads the value of a tensor computed inside the compiled "
-            f"function (shape {tuple(tensor.shape)}), so the traced graph would silently keep the "
-            f"branch taken on the first call. At {user_line()}. Move the value-dependent Python "
-            "code outside the compiled function, or express it with tensor ops (numdiff.where)."
-        )
-
-    def _sources(self, index: int) -> set | None:
-        """The ("input" | "captured", slot) values that value `index` is computed from, or None
-        when it depends on anything a guard cannot compare (a float argument, a random draw)."""
-        found: set = set()
-        pending, seen = [index], set()
-        values = self.forward.values
-        while pending:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            value = values[current]
-            if value.kind == "captured" or value.kind == "input" and value.dtype.kind in "biu":
-                found.add((value.kind, value.slot))
-            elif value.kind in ("op", "ctx") and current in self.producer:
-                call = self.producer[current]
-                if call.random:
-                    return None
-                pending.extend(i for i in call.inputs if not isinstance(i, tuple))
-                pending.extend(_value_refs(call.attrs.values()))
-            elif value.kind != "const":
-                return None
-        return found
-
-
-def _hook_ids(tensor: Tensor) -> tuple:
-    return tuple(set(table or ()) for table in (tensor._hooks, tensor._post_accumulate_hooks))
-
-
-def _value_refs(attrs: Any) -> list:
-    """The value indices among recorded attrs (ValueRef, possibly inside tuples)."""
-    found = []
-    for item in attrs:
-        if isinstance(item, ValueRef):
-            found.append(item.index)
-        elif type(item) is tuple:
-            found.extend(_value_refs(item))
-    return found
-
-
 _active: list[Tracer] = TRACERS  # shared with the host functions (numdiff._host_functions)
 
 
