@@ -210,6 +210,9 @@ class PythonGuard:
                    and not isinstance(value, Tensor) and not _is_scalar(value)]
         if is_user_class(type(module)):
             entries.append((None, None, type(module)))
+        # A forward hook's own free names (``lambda m, i, out: out * SCALE``).
+        for name in ("_forward_hooks", "_forward_pre_hooks"):
+            entries.extend((None, None, hook) for hook in (state.get(name) or {}).values())
         return entries
 
     def _guard(self, holder: Any, name: Any, value: Any) -> None:

@@ -228,7 +228,7 @@ def _traced_rng(original: Any) -> Any:
     return rng
 
 
-_HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
+_HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__", "__deepcopy__")
 
 
 def _guarded_backward(original: Any) -> Any:

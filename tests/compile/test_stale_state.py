@@ -3,6 +3,7 @@ guarded (a change retraces) or makes the function run eagerly, with a warning sa
 
 from __future__ import annotations
 
+import copy
 import types
 import warnings
 
@@ -442,3 +443,28 @@ def test_attributes_of_a_users_module():
         SETTINGS.model.depth = 3
 
     _check(compiled, _reads_a_module_attribute, mutate, _x())
+
+
+HOOK_SCALE = 2.0
+
+
+def test_a_forward_hooks_own_global():
+    layer = numdiff.nn.Identity()
+    layer.register_forward_hook(lambda module, inputs, out: out * HOOK_SCALE)
+
+    def mutate():
+        global HOOK_SCALE
+        HOOK_SCALE = 7.0
+
+    _check(numdiff.compile(layer), layer, mutate, _x())
+
+
+DEEPCOPIED = numdiff.tensor([1.0, 2.0, 3.0], dtype=numdiff.float64)
+
+
+def _adds_a_deep_copy(x):
+    return x + copy.deepcopy(DEEPCOPIED)
+
+
+def test_a_deep_copy_of_an_outside_tensor():
+    _check(numdiff.compile(_adds_a_deep_copy), _adds_a_deep_copy, lambda: DEEPCOPIED.mul_(3.0), _x())
