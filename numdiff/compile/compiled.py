@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._device import get_default_device
-from numdiff._dtype import get_default_dtype
+from numdiff._device import get_default_device, set_default_device
+from numdiff._dtype import get_default_dtype, set_default_dtype
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
@@ -177,10 +177,17 @@ class CompiledFunction:
         tracer = Tracer()
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
+        state_before = _global_state()
         try:
             with Tracing(tracer):
                 result = self.fn(*args, **kwargs)
                 tracer.check_hooks()
+                if _global_state() != state_before or tracer.effects.reseeded():
+                    raise UnsupportedInCompileError(
+                        "numdiff.compile: it changes global state (grad mode, the default dtype or "
+                        "device, anomaly detection, or reseeds numdiff's generator), which a compiled "
+                        "replay would not do"
+                    )
                 if tracer.effects.drew_from_global_generators():
                     raise UnsupportedInCompileError(
                         "numdiff.compile: it draws from Python's or NumPy's global random generator "
@@ -204,6 +211,7 @@ class CompiledFunction:
                     raise UnsupportedInCompileError(f"numdiff.compile: its backward cannot run ({error})") from None
         except UnsupportedInCompileError as error:
             tracer.effects.undo()
+            _restore_global_state(state_before)
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None, None
@@ -276,6 +284,18 @@ class CompiledFunction:
     def sources(self) -> list[str]:
         """The generated source of every trace so far."""
         return [t.program.source for traces in self.traces.values() for t in traces]
+
+
+def _global_state() -> tuple:
+    """The global modes a call runs under (grad mode is also part of the key)."""
+    return _state.enabled, get_default_dtype(), get_default_device(), anomaly.is_enabled()
+
+
+def _restore_global_state(state: tuple) -> None:
+    _state.enabled, dtype, device, anomaly_enabled = state
+    set_default_dtype(dtype)
+    set_default_device(device)
+    anomaly.set_detect_anomaly(anomaly_enabled)
 
 
 def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:

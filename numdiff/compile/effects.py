@@ -46,18 +46,25 @@ class Effects:
         self.writes: dict = {}  # (kind, slot) of an argument or captured tensor -> that tensor
         self.written_roots: set = set()  # ids of the memory owners of every written tensor
         self.saved_data: dict = {}  # id of a written outside array -> (array, copy of its old values)
-        self.generator_states: dict = {}  # Generator -> its state before the trace's first draw
+        self.generator_states: dict = {}  # Generator -> (its NumPy generator, state) before the first draw
+        self.default_source = default_generator._rng  # manual_seed inside the function replaces it
         # Draws from these are invisible to the trace (np.random.rand() would become a constant).
         self.global_random = (random.getstate(), np.random.get_state(), _global_random_state())
 
     def drew_from_global_generators(self) -> bool:
         return _global_random_state() != self.global_random[2]
 
+    def reseeded(self) -> bool:
+        """Whether the function called numdiff.manual_seed (or a generator's) while tracing."""
+        return default_generator._rng is not self.default_source or any(
+            generator._rng is not source for generator, (source, _) in self.generator_states.items()
+        )
+
     def note_generators(self, args: tuple, kwargs: dict) -> None:
         """Remember, before a draw, the state of each generator it may use."""
         for generator in (default_generator, *args, *kwargs.values()):
             if isinstance(generator, Generator) and generator not in self.generator_states:
-                self.generator_states[generator] = generator._rng.bit_generator.state
+                self.generator_states[generator] = (generator._rng, generator._rng.bit_generator.state)
 
     def note_write(self, kind: str, slot: int, target: Tensor) -> None:
         data = target._data
@@ -69,8 +76,10 @@ class Effects:
         """Put back what the trace's own run wrote and drew."""
         for data, old in self.saved_data.values():
             data[...] = old
-        for generator, state in self.generator_states.items():
-            generator._rng.bit_generator.state = state
+        for generator, (source, state) in self.generator_states.items():
+            generator._rng = source
+            source.bit_generator.state = state
+        default_generator._rng = self.default_source
         random.setstate(self.global_random[0])
         np.random.set_state(self.global_random[1])
 

@@ -468,3 +468,39 @@ def _adds_a_deep_copy(x):
 
 def test_a_deep_copy_of_an_outside_tensor():
     _check(numdiff.compile(_adds_a_deep_copy), _adds_a_deep_copy, lambda: DEEPCOPIED.mul_(3.0), _x())
+
+
+@pytest.mark.parametrize("change", ["grad mode", "default dtype", "manual_seed"])
+def test_a_function_that_changes_global_state_runs_eagerly_and_says_why(change):
+    def f(x):
+        if change == "grad mode":
+            numdiff.set_grad_enabled(False)
+        elif change == "default dtype":
+            numdiff.set_default_dtype(numdiff.float64)
+        else:
+            numdiff.manual_seed(7)
+        return x * numdiff.rand(1, dtype=numdiff.float64)
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64)
+    previous = numdiff.get_default_dtype()
+    try:
+        for call in range(2):
+            numdiff.manual_seed(call)
+            if call == 0:
+                with pytest.warns(UserWarning, match="global state"):
+                    got = compiled(x)
+            else:
+                got = compiled(x)
+            after = (numdiff.is_grad_enabled(), numdiff.get_default_dtype(), numdiff.rand(1).item())
+            numdiff.set_grad_enabled(True)
+            numdiff.set_default_dtype(previous)
+            numdiff.manual_seed(call)
+            expected = f(x)
+            assert after == (numdiff.is_grad_enabled(), numdiff.get_default_dtype(), numdiff.rand(1).item())
+            numdiff.set_grad_enabled(True)
+            numdiff.set_default_dtype(previous)
+            np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    finally:
+        numdiff.set_grad_enabled(True)
+        numdiff.set_default_dtype(previous)
