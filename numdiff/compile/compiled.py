@@ -175,6 +175,7 @@ class CompiledFunction:
             self._run_eagerly(f"its Python state cannot be guarded ({python_guard.unguardable})", stacklevel=3)
             return None, None
         tracer = Tracer()
+        tracer.outside = {id(t._data) for t in python_guard.outside_tensors()}
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
         state_before = _global_state()
@@ -235,7 +236,8 @@ class CompiledFunction:
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
         # An output that is an argument (``return x``) is that argument, as in eager mode; one
         # that views it or shares its storage shares its version counter (outputs.py).
-        trace.output_links = output_links(outputs, tensors, tracer.captured)
+        trace.fresh_slots = tracer.fresh_slots()
+        trace.output_links = output_links(outputs, tensors, tracer.captured, set(trace.fresh_slots))
         trace.grad_output_slots = {
             slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
         }
@@ -257,6 +259,8 @@ class CompiledFunction:
         program = trace.program
         inputs = [t._data for t in tensors]
         captured = [t._data for t in trace.captured]
+        for slot in trace.fresh_slots:  # as eager makes them anew: no call sees another's writes
+            captured[slot] = captured[slot].copy()
         try:
             outputs, saved = program.forward(inputs, captured)
         except ShapeChangedError:

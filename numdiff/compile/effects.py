@@ -67,8 +67,13 @@ class Effects:
                 self.generator_states[generator] = (generator._rng, generator._rng.bit_generator.state)
 
     def note_write(self, kind: str, slot: int, target: Tensor) -> None:
-        data = target._data
+        """`target` (an argument or outside tensor) is written: written back after each call."""
         self.writes[(kind, slot)] = target
+        self.note_undo(target)
+
+    def note_undo(self, target: Tensor) -> None:
+        """Keep `target`'s values from before its first write, for `undo`."""
+        data = target._data
         if id(data) not in self.saved_data:
             self.saved_data[id(data)] = (data, data.copy())
 

@@ -119,6 +119,7 @@ class _ModuleState:
         plain, objects, self.tables = [], [], []
         for module in modules:
             state = module.__dict__
+            self.tables.append(state)  # an attribute added later (getattr(self, "boost", 1.0))
             for name, value in state.items():
                 if name in _MODULE_TABLES or isinstance(value, Tensor):
                     objects.append((state, name))

@@ -17,33 +17,33 @@ from typing import Any
 from numdiff.tensor import Tensor
 
 
-def _slot(t: Tensor, tensors: list, captured: list) -> tuple | None:
-    for kind, candidates in (("input", tensors), ("captured", captured)):
-        for slot, candidate in enumerate(candidates):
-            if candidate is t:
-                return (kind, slot)
-    return None
-
-
-def output_links(outputs: list, tensors: list, captured: list) -> list:
+def output_links(outputs: list, tensors: list, captured: list, fresh: set) -> list:
     """(position, how, slot) for each traced output that is ("same"), views ("view") or shares the
-    storage of ("alias", as detach does) an argument or a captured tensor at `slot`."""
-    links = []
-    by_array = {}
+    storage of ("alias", as detach does) an argument or a captured tensor at `slot`. Captured
+    tensors the function made itself (`fresh` slots) are new on every call, so nothing links to them."""
+    slots = {}
     for kind, candidates in (("input", tensors), ("captured", captured)):
         for slot, candidate in enumerate(candidates):
-            by_array.setdefault(id(candidate._data), (kind, slot))
+            if kind == "input" or slot not in fresh:
+                slots.setdefault(id(candidate), (kind, slot))
+    by_array = {id(_tensor_at(slot, tensors, captured)._data): slot for slot in slots.values()}
+    links = []
     for position, out in enumerate(outputs):
-        same = _slot(out, tensors, captured)
+        same = slots.get(id(out))
         if same is not None:
             links.append((position, "same", same))
             continue
-        base = _slot(out._base, tensors, captured) if out._base is not None else None
+        base = slots.get(id(out._base)) if out._base is not None else None
         if base is not None:
             links.append((position, "view", base))
         elif id(out._data) in by_array:
             links.append((position, "alias", by_array[id(out._data)]))
     return links
+
+
+def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
+    kind, index = slot
+    return tensors[index] if kind == "input" else captured[index]
 
 
 def link_outputs(results: list, links: list, tensors: list, captured: list) -> None:

@@ -49,10 +49,22 @@ class Tracer(TraceEvents):
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
         self.producer: dict = {}  # forward value index -> the OpCall that computes it
         self.effects = Effects()
+        # ids of the arrays of tensors reachable from outside the function (its arguments and the
+        # state the guards walk); None: unknown, every captured tensor counts as outside.
+        self.outside: set | None = None
         self.grad_guards: dict = {}  # (kind, slot) of a tensor whose .grad was read -> that grad
         self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
 
     # ------------------------------------------------------------------ values
+    def is_outside(self, tensor: Tensor) -> bool:
+        """Whether a captured tensor outlives the call (a Parameter, a global), rather than being
+        made by the function from Python values (``numdiff.zeros(3)``, ``tensor(WEIGHTS)``)."""
+        return self.outside is None or id(tensor._data) in self.outside
+
+    def fresh_slots(self) -> list:
+        """The captured slots of tensors the function made: each call gets a copy of their values."""
+        return [slot for slot, t in enumerate(self.captured) if not self.is_outside(t)]
+
     def _bind(self, array: Any, index: int) -> int:
         self.value_of[id(array)] = index
         self.alive.append(array)

@@ -69,8 +69,10 @@ class TraceEvents:
         if reason is not None:
             self.unsupported(reason)
         before = self.forward.values[self.value_for(target)]
-        if before.kind in ("input", "captured"):
+        if before.kind == "input" or before.kind == "captured" and self.is_outside(target):
             self.effects.note_write(before.kind, before.slot, target)
+        elif before.kind == "captured":  # made by the function (zeros(3)): each call starts afresh
+            self.effects.note_undo(target)
         computed: list = []
         result = apply(target, op, lambda old: computed.append(compute(old)) or computed[-1])
         node = computed[-1]._grad_fn
@@ -118,6 +120,8 @@ class TraceEvents:
         value = self.forward.values[self.value_for(tensor)]
         if value.kind in ("input", "captured"):
             self.grad_guards.setdefault((value.kind, value.slot), tensor._grad)
+            if tensor._grad is not None and self.outside is not None and self.is_outside(tensor):
+                self.outside.add(id(tensor._grad._data))  # written in place (clipping): written back
 
     def hook_registered(self, what: str, shape: tuple) -> None:
         """A hook or ``retain_grad()`` on a tensor while tracing: the compiled backward would not

@@ -190,3 +190,36 @@ def test_a_write_into_a_tensor_the_backward_reads_runs_eagerly_and_raises_at_bac
     np.testing.assert_allclose(scale.detach().numpy(), [1.0])  # written once, by the eager rerun
     with pytest.raises(RuntimeError, match="modified in place"):
         out.backward()
+
+
+def test_a_tensor_the_function_makes_and_writes_in_place_starts_afresh_on_every_call():
+    def f(x):
+        total = numdiff.zeros(3, dtype=numdiff.float64)
+        total.add_(x)
+        return total * 2, numdiff.ones(3, dtype=numdiff.float64)
+
+    compiled = numdiff.compile(f)
+    x = numdiff.tensor([1.0, 2.0, 3.0], dtype=numdiff.float64)
+    for _ in range(3):
+        doubled, ones = compiled(x)
+        np.testing.assert_array_equal(doubled.numpy(), [2.0, 4.0, 6.0])
+        np.testing.assert_array_equal(ones.numpy(), [1.0, 1.0, 1.0])
+        ones.add_(5)  # the caller's tensor: the next call's is new
+
+
+def test_a_gradient_clipped_in_place_inside_the_function_is_written_back():
+    weight = numdiff.tensor([1.0, 2.0], dtype=numdiff.float64, requires_grad=True)
+
+    def clip():
+        with numdiff.no_grad():
+            weight.grad.clamp_(-1.0, 1.0)
+        return weight.grad * 1
+
+    compiled = numdiff.compile(clip)
+    for scale in (3.0, -4.0):
+        weight.grad = numdiff.tensor([scale, 0.5], dtype=numdiff.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = compiled()
+        np.testing.assert_array_equal(weight.grad.numpy(), [np.sign(scale), 0.5])
+        np.testing.assert_array_equal(out.numpy(), [np.sign(scale), 0.5])

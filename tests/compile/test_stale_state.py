@@ -504,3 +504,12 @@ def test_a_function_that_changes_global_state_runs_eagerly_and_says_why(change):
     finally:
         numdiff.set_grad_enabled(True)
         numdiff.set_default_dtype(previous)
+
+
+def test_an_attribute_added_to_a_module_after_compiling():
+    class Boosted(numdiff.nn.Module):
+        def forward(self, x):
+            return x * getattr(self, "boost", 1.0)
+
+    module = Boosted()
+    _check(numdiff.compile(module), module, lambda: setattr(module, "boost", 3.0), _x())
