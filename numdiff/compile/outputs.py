@@ -19,7 +19,8 @@ from numdiff.tensor import Tensor
 
 def output_links(outputs: list, tensors: list, captured: list, fresh: set) -> list:
     """(position, how, slot) for each traced output that is ("same"), views ("view") or shares the
-    storage of ("alias", as detach does) an argument or a captured tensor at `slot`. Captured
+    storage of ("alias", as detach does) an argument or a captured tensor at `slot`, or that is
+    the output at an earlier position (("repeat", that position)). Captured
     tensors the function made itself (`fresh` slots) are new on every call, so nothing links to them."""
     slots = {}
     for kind, candidates in (("input", tensors), ("captured", captured)):
@@ -28,7 +29,12 @@ def output_links(outputs: list, tensors: list, captured: list, fresh: set) -> li
                 slots.setdefault(id(candidate), (kind, slot))
     by_array = {id(_tensor_at(slot, tensors, captured)._data): slot for slot in slots.values()}
     links = []
+    first_at: dict = {}
     for position, out in enumerate(outputs):
+        earlier = first_at.setdefault(id(out), position)
+        if earlier != position:  # ``return y, y``: one tensor, twice
+            links.append((position, "repeat", earlier))
+            continue
         same = slots.get(id(out))
         if same is not None:
             links.append((position, "same", same))
@@ -48,8 +54,11 @@ def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
 
 def link_outputs(results: list, links: list, tensors: list, captured: list) -> None:
     """Make each linked result the argument itself, or share its version counter (and base)."""
-    for position, how, (kind, slot) in links:
-        source = tensors[slot] if kind == "input" else captured[slot]
+    for position, how, slot in links:
+        if how == "repeat":
+            results[position] = results[slot]
+            continue
+        source = _tensor_at(slot, tensors, captured)
         if how == "same":
             results[position] = source
             continue

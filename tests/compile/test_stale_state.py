@@ -513,3 +513,8 @@ def test_an_attribute_added_to_a_module_after_compiling():
 
     module = Boosted()
     _check(numdiff.compile(module), module, lambda: setattr(module, "boost", 3.0), _x())
+
+
+def test_one_tensor_returned_twice_is_one_tensor():
+    first, second = numdiff.compile(lambda x: (lambda y: (y, y))(x * 2))(_leaf())
+    assert first is second
