@@ -50,6 +50,8 @@ class Trace:
         self.python_guard = python_guard
         self.aliases: list = []  # (input slot, the outside tensor that argument was while tracing)
         self.grad_guards: dict = {}  # (kind, slot) -> the .grad object the trace read
+        self.grad_owners: list = []  # outside tensors: whether each had a .grad steers Python code
+        self.grad_absent: list = []
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
@@ -61,6 +63,8 @@ class Trace:
         for slot, outside in self.aliases:
             if tensors[slot]._data is not outside._data:
                 return False
+        if [t._grad is None for t in self.grad_owners] != self.grad_absent:
+            return False  # code reading p._grad directly (an optimizer) took the other branch
         for slot, grad in self.grad_guards.items():
             if _tensor_at(slot, tensors, self.captured)._grad is not grad:
                 return False
@@ -179,10 +183,17 @@ class CompiledFunction:
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
         state_before = _global_state()
+        reachable = [(t, _tensor_state(t)) for t in tensors + python_guard.outside_tensors()]
         try:
             with Tracing(tracer):
                 result = self.fn(*args, **kwargs)
                 tracer.check_hooks()
+                if _changed_outside_the_graph(reachable, tracer.effects.saved_data):
+                    # Its run here was an eager call: its result and effects are this call's.
+                    self._run_eagerly("it changes tensors it can reach without ops a trace records (.grad "
+                                      "or .data assigned, requires_grad_(), an optimizer's fused step)",
+                                      stacklevel=3)
+                    return None, result
                 if _global_state() != state_before or tracer.effects.reseeded():
                     raise UnsupportedInCompileError(
                         "numdiff.compile: it changes global state (grad mode, the default dtype or "
@@ -229,6 +240,8 @@ class CompiledFunction:
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         trace.write_slots = write_slots
         trace.grad_guards = tracer.grad_guards
+        trace.grad_owners = list({id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
+        trace.grad_absent = [t._grad is None for t in trace.grad_owners]
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
         trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
@@ -288,6 +301,22 @@ class CompiledFunction:
     def sources(self) -> list[str]:
         """The generated source of every trace so far."""
         return [t.program.source for traces in self.traces.values() for t in traces]
+
+
+def _tensor_state(t: Tensor) -> tuple:
+    """What a replay could not redo about a tensor: its array and .grad objects, requires_grad and
+    version (a write by an op the trace recorded is redone by the write-back)."""
+    return t._data, t._grad, t._requires_grad, t._version_counter[0]
+
+
+def _changed_outside_the_graph(reachable: list, written: dict) -> bool:
+    for t, (data, grad, requires_grad, version) in reachable:
+        if id(data) in written:
+            continue
+        now = _tensor_state(t)
+        if now[0] is not data or now[1] is not grad or now[2:] != (requires_grad, version):
+            return True
+    return False
 
 
 def _global_state() -> tuple:

@@ -155,7 +155,9 @@ def test_module_shares_parameters_and_trains_like_eager():
     np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
     net.double()
     assert compiled(x.double()).dtype == numdiff.float64
-    assert compiled.compile_count == 2
+    # The first trace saw no .grad on the parameters (code reading p._grad may branch on that),
+    # the second call did, and the third a new dtype.
+    assert compiled.compile_count == 3
 
 
 def test_source_is_readable_and_written_under_the_cache_folder():

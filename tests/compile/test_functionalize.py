@@ -29,8 +29,8 @@ def _train(model: nn.Module, forward, steps: int) -> list:
     data = [(numdiff.randn(8, 3, 8, 8), numdiff.randint(0, 10, (8,))) for _ in range(steps)]
     for step, (x, y) in enumerate(data):
         numdiff.manual_seed(step)  # the same dropout draws in both runs
+        optimizer.zero_grad()  # before the call: every call sees parameters without .grad
         loss = nn.functional.cross_entropy(forward(x), y)
-        optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
@@ -223,3 +223,41 @@ def test_a_gradient_clipped_in_place_inside_the_function_is_written_back():
             out = compiled()
         np.testing.assert_array_equal(weight.grad.numpy(), [np.sign(scale), 0.5])
         np.testing.assert_array_equal(out.numpy(), [np.sign(scale), 0.5])
+
+
+def _train_step_with(inside: str):
+    numdiff.manual_seed(0)
+    model = nn.Linear(3, 1, dtype=numdiff.float64)
+    optimizer = numdiff.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        if inside == "zero_grad":
+            optimizer.zero_grad()
+        else:
+            optimizer.step()  # with the gradients of the previous calls
+        return model(x).sum()
+
+    return model, optimizer, step
+
+
+@pytest.mark.parametrize("inside", ["zero_grad", "step"])
+def test_an_optimizer_call_inside_the_function_runs_it_eagerly_and_says_why(inside):
+    results = []
+    for compiled in (False, True):
+        model, optimizer, step = _train_step_with(inside)
+        run = numdiff.compile(step) if compiled else step
+        x = numdiff.tensor([[1.0, 2.0, 3.0]], dtype=numdiff.float64)
+        losses = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(4):
+                loss = run(x)
+                loss.backward()
+                if inside == "zero_grad":
+                    optimizer.step()  # else the gradients accumulate, and the step inside uses them
+                losses.append(loss.item())
+        if compiled:
+            assert any("without ops a trace records" in str(w.message) for w in caught)
+        results.append((losses, model.weight.detach().numpy().copy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-12)
