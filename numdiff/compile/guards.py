@@ -249,11 +249,11 @@ class PythonGuard:
             for name, item in table.items():
                 if name.startswith("__") and name.endswith("__"):
                     continue
-                item = item.__func__ if isinstance(item, (staticmethod, classmethod)) else item
-                if type(item) is types.FunctionType or isinstance(item, property):
-                    self._walk.snap(item if type(item) is types.FunctionType else (item.fget, item.fset))
-                else:
-                    self._guard(table, name, item)
+                self._guard(table, name, item)  # a method replaced on the class retraces
+                if isinstance(item, (staticmethod, classmethod)):
+                    self._walk.snap(item.__func__)
+                elif isinstance(item, property):
+                    self._walk.snap((item.fget, item.fset))
 
     def outside_tensors(self) -> list:
         """The tensors the function can reach without arguments: free names, Parameters, buffers."""

@@ -518,3 +518,15 @@ def test_an_attribute_added_to_a_module_after_compiling():
 def test_one_tensor_returned_twice_is_one_tensor():
     first, second = numdiff.compile(lambda x: (lambda y: (y, y))(x * 2))(_leaf())
     assert first is second
+
+
+def test_a_method_replaced_on_the_modules_class():
+    class Doubling(numdiff.nn.Module):
+        def forward(self, x):
+            return self.scale(x)
+
+        def scale(self, x):
+            return x * 2
+
+    module = Doubling()
+    _check(numdiff.compile(module), module, lambda: setattr(Doubling, "scale", lambda self, x: x * 5), _x())
