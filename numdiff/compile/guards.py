@@ -247,8 +247,8 @@ class PythonGuard:
                 continue
             table = vars(klass)
             for name, item in table.items():
-                if name.startswith("__") and name.endswith("__"):
-                    continue
+                if name.startswith("__") and name.endswith("__") and type(item) is not types.FunctionType:
+                    continue  # __module__, __doc__, __dict__; but __call__'s globals count
                 self._guard(table, name, item)  # a method replaced on the class retraces
                 if isinstance(item, (staticmethod, classmethod)):
                     self._walk.snap(item.__func__)

@@ -142,8 +142,8 @@ class StateWalk:
             if not is_user_class(klass):
                 continue
             for name, item in vars(klass).items():
-                if name.startswith("__") and name.endswith("__"):
-                    continue
+                if name.startswith("__") and name.endswith("__") and type(item) is not types.FunctionType:
+                    continue  # __module__, __doc__, __dict__; but __call__'s globals count
                 if isinstance(item, (staticmethod, classmethod)):
                     item = item.__func__
                 if type(item) is types.FunctionType:

@@ -530,3 +530,21 @@ def test_a_method_replaced_on_the_modules_class():
 
     module = Doubling()
     _check(numdiff.compile(module), module, lambda: setattr(Doubling, "scale", lambda self, x: x * 5), _x())
+
+
+CALL_SCALE = 2.0
+
+
+class _ScaledCall:
+    def __call__(self, x):
+        return x * CALL_SCALE
+
+
+def test_a_callable_objects_call_method_globals():
+    scaled = _ScaledCall()
+
+    def mutate():
+        global CALL_SCALE
+        CALL_SCALE = 7.0
+
+    _check(numdiff.compile(scaled), scaled, mutate, _x())
