@@ -18,11 +18,11 @@ import numpy as np
 from numdiff import _dtype, _tensor_dlpack
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
-from numdiff._host_functions import TRACERS
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import backend_for
 
 
@@ -231,8 +231,8 @@ class Tensor:
                 UserWarning,
                 stacklevel=2,
             )
-        if TRACERS and TRACERS[-1] is not None:  # numdiff.compile guards what a trace read
-            TRACERS[-1].grad_read(self)
+        if anywhere.levels and transforms.interpreter is not None:  # numdiff.compile guards it
+            transforms.interpreter.grad_read(self)
         return self._grad
 
     @grad.setter
@@ -318,6 +318,7 @@ class Tensor:
                 f"{self._grad_fn.name()}. Copy it with t.detach().clone() (add .requires_grad_() for a "
                 "new leaf)"
             )
+        _conversion._host_read(self, "copy.deepcopy()")  # the copy holds this call's values
         result = type(self)._wrap(self._data.copy(), None, None)
         result._requires_grad = self._requires_grad
         if self._grad is not None:

@@ -23,7 +23,6 @@ from numdiff._dtype import get_default_dtype, set_default_dtype
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
@@ -32,7 +31,7 @@ from numdiff.compile.guards import PythonGuard
 from numdiff.compile.outputs import link_outputs, output_links, watch_saved_outputs
 from numdiff.compile.program import Program, build
 from numdiff.compile.region import RegionState, attach
-from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, tracing_now
+from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, runs_inline
 from numdiff.tensor import Tensor
 
 RECOMPILE_LIMIT = 8
@@ -117,10 +116,10 @@ class CompiledFunction:
         self._warned_recompiles = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None or tracing_now() or anomaly.is_enabled() or transforms.active:
-            # Inside another compiled function's trace the ops are recorded into that trace;
-            # anomaly detection checks each op's gradient, which only the eager graph has; under
-            # vmap or func.grad the ops must reach the transform, which a replay would bypass.
+        if self.eager_reason is not None or runs_inline() or anomaly.is_enabled():
+            # Inside another compiled function's trace the ops are recorded into that trace; under
+            # vmap they are batched; anomaly detection checks each op's gradient, which only the
+            # eager graph has.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):

@@ -1,13 +1,13 @@
 """What a trace does when the traced code does more than call ops: the Tracer's events.
 
-Each method here is what one entry point calls while a trace records (numdiff.compile.trace
-installs them; an interpreter stack can route its door to them):
+Each method here is what one door of the interpreter stack reaches while a trace records
+(numdiff.compile.trace.TraceLevel routes them):
 
 - ``check_host_read(tensor, what)``: a host read (``.item()``, ``bool()``, ``.tolist()``,
   ``.numpy()``) guards the trace on the values of the outside tensors it depends on, or raises
   `GraphBreakError` when it depends on a float argument or a random draw;
 - ``inplace_update(target, op, compute, apply)``: an in-place op, functionalized (effects.py);
-- ``random_call(function, args, kwargs)`` / ``random_draw()``: a draw, recorded as a step that
+- ``random_call(function, args, kwargs, run)`` / ``random_draw()``: a draw, recorded as a step that
   draws on every call, or refused outside numdiff's random functions;
 - ``grad_read(tensor)``: ``t.grad`` guards the trace on that .grad object;
 - ``hook_registered(what, shape)`` / ``check_hooks()``: hooks and ``retain_grad()`` inside the
@@ -23,7 +23,6 @@ import os
 import traceback
 from typing import Any
 
-from numdiff._host_functions import TRACERS
 from numdiff.compile.effects import root, unreplayable_inplace
 from numdiff.compile.graph import ValueRef
 from numdiff.tensor import Tensor
@@ -89,15 +88,12 @@ class TraceEvents:
         self._bind(target._data, written)
         return result
 
-    def random_call(self, function: Any, args: tuple, kwargs: dict) -> Tensor:
+    def random_call(self, function: Any, args: tuple, kwargs: dict, run: Any) -> Tensor:
         """A call of a random function (numdiff._host_functions.random_function) while tracing:
-        run it, recorded as a step that draws afresh on every call."""
+        `run()` runs it below the trace (its draw is allowed, its ops not recorded), and the call
+        is recorded as a step that draws afresh on every call."""
         self.effects.note_generators(args, kwargs)
-        TRACERS.append(None)  # its draws are this step's, not refused
-        try:
-            result = function(*args, **kwargs)
-        finally:
-            TRACERS.pop()
+        result = run()
         if self.graph is not self.forward:
             self.unsupported("drawing random numbers in a backward")
         self.record(function, args, kwargs, result, host=True)
