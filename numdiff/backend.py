@@ -124,6 +124,7 @@ CPU = _HostBackend(
             "adaptive_avg_pool2d_forward",
             "adaptive_avg_pool2d_backward",
         ),
+        "numdiff.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
     },
 )
@@ -146,6 +147,7 @@ CUDA = _CudaBackend(
             "adaptive_avg_pool2d_forward",
             "adaptive_avg_pool2d_backward",
         ),
+        "numdiff.cuda.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
     },
 )
