@@ -51,7 +51,7 @@ def _adam_step(lib: Any, modules: list, loss_of: Callable, *inputs: Any) -> Call
 
 
 def _token_lm(lib: Any, quick: bool, compile_fn: Callable, cell: str) -> Callable[[], None]:
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     steps, batch, vocab = (8, 2, 65) if quick else (64, 16, 65)
 
     class CharRNN(nn.Module):
@@ -69,7 +69,7 @@ def _token_lm(lib: Any, quick: bool, compile_fn: Callable, cell: str) -> Callabl
     rng = _data(1)
     x = lib.tensor(rng.integers(0, vocab, (steps, batch)))
     y = lib.tensor(rng.integers(0, vocab, (steps * batch,)))
-    loss_of = compile_fn(lambda x, y: F.cross_entropy(model(x).reshape(-1, vocab), y))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x).reshape(-1, vocab), y))
     return _adam_step(lib, [model], loss_of, x, y)
 
 
@@ -86,7 +86,7 @@ def char_gru(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
 def word_transformer(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """Embedding 1000x128 + learned positions, 2 TransformerEncoderLayers (4 heads, ff 512,
     causal mask), Linear to the vocabulary; batch 16 x 35 tokens (word_language_model)."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     vocab, d, tokens, batch = (50, 16, 6, 2) if quick else (1000, 128, 35, 16)
 
     class WordLM(nn.Module):
@@ -107,14 +107,14 @@ def word_transformer(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[]
     x = lib.tensor(rng.integers(0, vocab, (batch, tokens)))
     y = lib.tensor(rng.integers(0, vocab, (batch * tokens,)))
     mask = nn.Transformer.generate_square_subsequent_mask(tokens)
-    loss_of = compile_fn(lambda x, y: F.cross_entropy(model(x, mask).reshape(-1, vocab), y))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x, mask).reshape(-1, vocab), y))
     return _adam_step(lib, [model], loss_of, x, y)
 
 
 def min_gpt(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """A minGPT-sized decoder: 4 pre-norm blocks (causal scaled_dot_product_attention, GELU MLP),
     d 128, 4 heads, 64 tokens, batch 16, vocabulary 65 (minGPT's char demo)."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     vocab, d, heads, tokens, batch, depth = (17, 16, 2, 8, 2, 2) if quick else (65, 128, 4, 64, 16, 4)
 
     class Block(nn.Module):
@@ -128,7 +128,7 @@ def min_gpt(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
             b, t, _ = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
             q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = fn.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
             return x + self.mlp(self.ln2(x))
 
@@ -150,13 +150,13 @@ def min_gpt(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     x = lib.tensor(rng.integers(0, vocab, (batch, tokens)))
     y = lib.tensor(rng.integers(0, vocab, (batch * tokens,)))
     positions = lib.arange(tokens)
-    loss_of = compile_fn(lambda x, y: F.cross_entropy(model(x, positions).reshape(-1, vocab), y))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x, positions).reshape(-1, vocab), y))
     return _adam_step(lib, [model], loss_of, x, y)
 
 
 def cifar_bn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """CIFAR-style CNN with BatchNorm2d: (conv-BN-ReLU) x2, max-pool, x2, max-pool, Linear; 64x3x32x32."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     batch, size = (4, 8) if quick else (64, 32)
 
     def unit(c_in: int, c_out: int) -> list:
@@ -170,14 +170,14 @@ def cifar_bn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     rng = _data(4)
     x = lib.tensor(rng.standard_normal((batch, 3, size, size)).astype(np.float32))
     y = lib.tensor(rng.integers(0, 10, (batch,)))
-    loss_of = compile_fn(lambda x, y: F.cross_entropy(model(x), y))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x), y))
     return _adam_step(lib, [model], loss_of, x, y)
 
 
 def resnet(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """A small ResNet: stem conv 16, three stages of one BasicBlock (16, 32 and 64 channels, the
     last two stride 2 with 1x1 shortcuts), global average pool, Linear; 32x3x32x32."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     batch, size = (2, 8) if quick else (32, 32)
 
     class BasicBlock(nn.Module):
@@ -192,8 +192,8 @@ def resnet(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
                 self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
 
         def forward(self, x: Any) -> Any:
-            out = F.relu(self.bn1(self.conv1(x)))
-            return F.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+            out = fn.relu(self.bn1(self.conv1(x)))
+            return fn.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
 
     model = nn.Sequential(
         nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
@@ -204,7 +204,7 @@ def resnet(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     rng = _data(5)
     x = lib.tensor(rng.standard_normal((batch, 3, size, size)).astype(np.float32))
     y = lib.tensor(rng.integers(0, 10, (batch,)))
-    loss_of = compile_fn(lambda x, y: F.cross_entropy(model(x), y))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x), y))
     return _adam_step(lib, [model], loss_of, x, y)
 
 
@@ -212,7 +212,7 @@ def dcgan(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """DCGAN on 32x32x3: generator (latent 64 -> ConvTranspose2d 4x4 -> 8 -> 16 -> 32, BatchNorm,
     ReLU, Tanh), discriminator (strided convs, LeakyReLU, BatchNorm, Sigmoid); one step trains D on
     real and fake, then G, with binary cross-entropy (the dcgan example); batch 32."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     batch, width = (2, 8) if quick else (32, 32)
     generator = nn.Sequential(
         nn.ConvTranspose2d(64, 4 * width, 4, 1, 0, bias=False), nn.BatchNorm2d(4 * width), nn.ReLU(),
@@ -234,10 +234,10 @@ def dcgan(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     opt_d = lib.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
     opt_g = lib.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
     d_loss_of = compile_fn(
-        lambda real, fake: F.binary_cross_entropy(discriminator(real), ones)
-        + F.binary_cross_entropy(discriminator(fake), zeros)
+        lambda real, fake: fn.binary_cross_entropy(discriminator(real), ones)
+        + fn.binary_cross_entropy(discriminator(fake), zeros)
     )
-    g_loss_of = compile_fn(lambda noise: F.binary_cross_entropy(discriminator(generator(noise)), ones))
+    g_loss_of = compile_fn(lambda noise: fn.binary_cross_entropy(discriminator(generator(noise)), ones))
 
     def step() -> None:
         opt_d.zero_grad()
@@ -253,7 +253,7 @@ def dcgan(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
 def vae(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """The VAE example: 784-400-(20, 20), reparameterised with fixed noise, 20-400-784 sigmoid;
     binary cross-entropy (sum) + KL divergence; batch 128."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     batch = 4 if quick else 128
     encoder, mean, log_var = nn.Linear(784, 400), nn.Linear(400, 20), nn.Linear(400, 20)
     decoder = nn.Sequential(nn.Linear(20, 400), nn.ReLU(), nn.Linear(400, 784), nn.Sigmoid())
@@ -264,11 +264,11 @@ def vae(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     eps = lib.tensor(rng.standard_normal((batch, 20)).astype(np.float32))
 
     def loss_of(x: Any, eps: Any) -> Any:
-        hidden = F.relu(encoder(x))
+        hidden = fn.relu(encoder(x))
         mu, logvar = mean(hidden), log_var(hidden)
         recon = decoder(mu + eps * (0.5 * logvar).exp())
         kld = -0.5 * (1 + logvar - mu * mu - logvar.exp()).sum()
-        return F.binary_cross_entropy(recon, x, reduction="sum") + kld
+        return fn.binary_cross_entropy(recon, x, reduction="sum") + kld
 
     return _adam_step(lib, modules, compile_fn(loss_of), x, eps)
 
@@ -276,7 +276,7 @@ def vae(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
 def super_resolution(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """The super_resolution example (upscale 3): conv 5x5 64, conv 3x3 64, conv 3x3 32, conv 3x3 9,
     PixelShuffle(3); MSE against a 96x96 target; 16x1x32x32."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     batch, size = (2, 8) if quick else (16, 32)
     model = nn.Sequential(
         nn.Conv2d(1, 64, 5, padding=2), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
@@ -286,14 +286,14 @@ def super_resolution(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[]
     rng = _data(8)
     x = lib.tensor(rng.uniform(0, 1, (batch, 1, size, size)).astype(np.float32))
     target = lib.tensor(rng.uniform(0, 1, (batch, 1, 3 * size, 3 * size)).astype(np.float32))
-    return _adam_step(lib, [model], compile_fn(lambda x, t: F.mse_loss(model(x), t)), x, target)
+    return _adam_step(lib, [model], compile_fn(lambda x, t: fn.mse_loss(model(x), t)), x, target)
 
 
 def style_transfer(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """A fast-neural-style transformer net, shrunk: conv 9x9 16, two stride-2 convs (32, 64) with
     InstanceNorm2d, two residual blocks, two nearest Upsample(2) + conv, conv 9x9 3; MSE against a
     target image (the perceptual loss's VGG left out); 4x3x64x64."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     batch, size = (1, 16) if quick else (4, 64)
 
     def conv(c_in: int, c_out: int, k: int, stride: int = 1) -> list:
@@ -316,13 +316,13 @@ def style_transfer(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], 
     rng = _data(9)
     x = lib.tensor(rng.uniform(0, 1, (batch, 3, size, size)).astype(np.float32))
     target = lib.tensor(rng.uniform(0, 1, (batch, 3, size, size)).astype(np.float32))
-    return _adam_step(lib, [model], compile_fn(lambda x, t: F.mse_loss(model(x), t)), x, target)
+    return _adam_step(lib, [model], compile_fn(lambda x, t: fn.mse_loss(model(x), t)), x, target)
 
 
 def per_sample_grads(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """Per-sample gradients of an MLP 784-128-10 through vmap(grad(functional_call)) (the
     per_sample_grads tutorial), batch 64; the step computes them and their mean norm."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     func = lib.func
     batch = 4 if quick else 64
     model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -334,7 +334,7 @@ def per_sample_grads(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[]
 
     def loss_of(params: dict, sample: Any, target: Any) -> Any:
         out = func.functional_call(model, params, (sample.unsqueeze(0),))
-        return F.cross_entropy(out, target.unsqueeze(0))
+        return fn.cross_entropy(out, target.unsqueeze(0))
 
     grads_of = compile_fn(lambda x, y: func.vmap(func.grad(loss_of), in_dims=(None, 0, 0))(params, x, y)["0.weight"])
 
@@ -348,7 +348,7 @@ def gcn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """A two-layer graph convolutional network (Kipf & Welling; PyG's gcn example) on a random
     graph of 1024 nodes with a dense normalised adjacency: A relu(A X W1) W2, 64 features, 32
     hidden, 7 classes; cross-entropy on every node."""
-    nn, F = lib.nn, lib.nn.functional
+    nn, fn = lib.nn, lib.nn.functional
     nodes, features = (16, 8) if quick else (1024, 64)
     rng = _data(11)
     adjacency = (rng.uniform(0, 1, (nodes, nodes)) < 8 / nodes).astype(np.float32)
@@ -361,8 +361,8 @@ def gcn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     y = lib.tensor(rng.integers(0, 7, (nodes,)))
 
     def loss_of(x: Any, y: Any) -> Any:
-        hidden = F.relu(a_hat @ layer1(x))
-        return F.cross_entropy(a_hat @ layer2(hidden), y)
+        hidden = fn.relu(a_hat @ layer1(x))
+        return fn.cross_entropy(a_hat @ layer2(hidden), y)
 
     return _adam_step(lib, [layer1, layer2], compile_fn(loss_of), x, y)
 
