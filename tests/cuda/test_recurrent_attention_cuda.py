@@ -134,3 +134,39 @@ def test_sequence_launcher_refuses_bad_shapes_and_host_arrays():
         gpu.lstm_sequence_forward(z(3, 2, 12), z(2, 4), z(2, 3), z(12, 3), z(3, 2, 18))
     with pytest.raises(TypeError, match="rnn_sequence_forward: h0 must be a CUDA array"):
         gpu.rnn_sequence_forward(z(3, 2, 3), np.zeros((2, 3)), z(3, 3), z(3, 2, 3), False)
+
+
+@pytest.mark.parametrize("causal, bias_heads", [(False, 0), (True, 1), (False, 2)])
+def test_attention_kernels_match_the_cpu_kernels(causal, bias_heads):
+    from numdiff.cuda.array import CudaArray
+    from numdiff.cuda.kernels import attention as gpu
+    from numdiff.kernels import attention as cpu
+
+    rng = np.random.default_rng(3)
+    cuda = numdiff.device("cuda")
+    q, k, v = (rng.standard_normal(s) for s in ((2, 3, 2), (2, 4, 2), (2, 4, 3)))
+    bias = rng.standard_normal((bias_heads, 3, 4)) if bias_heads else np.zeros((0, 0, 0))
+    if bias_heads:
+        bias[0, 1] = -np.inf  # a row that sees no key
+    grad = rng.standard_normal((2, 3, 4))
+
+    def up(a):
+        return CudaArray.from_numpy(np.ascontiguousarray(a), cuda)
+
+    out = cpu.attention_forward(q, k, v, bias, 0.7, causal, np.empty((2, 3, 4)))
+    out_gpu = gpu.attention_forward(up(q), up(k), up(v), up(bias), 0.7, causal, CudaArray.empty((2, 3, 4), np.float64, cuda))
+    np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-10, atol=1e-12)
+    res = cpu.attention_backward(grad, out, q, k, v, bias, 0.7, causal, np.empty((2, 26)))
+    res_gpu = gpu.attention_backward(up(grad), out_gpu, up(q), up(k), up(v), up(bias), 0.7, causal,
+                                     CudaArray.empty((2, 26), np.float64, cuda))  # fmt: skip
+    np.testing.assert_allclose(res_gpu.to_host(), res, rtol=1e-10, atol=1e-12)
+
+
+def test_attention_launcher_refuses_bad_shapes():
+    from numdiff.cuda.array import CudaArray
+    from numdiff.cuda.kernels import attention as gpu
+
+    cuda = numdiff.device("cuda")
+    z = lambda *s: CudaArray.empty(s, np.float64, cuda)  # noqa: E731
+    with pytest.raises(ValueError, match=r"attention_forward: expected q \(B, L, E\), k \(B, S, E\), v \(B, S, Ev\)"):
+        gpu.attention_forward(z(2, 3, 4), z(2, 5, 3), z(2, 5, 4), z(0, 0, 0), 1.0, False, z(2, 3, 5))
