@@ -60,8 +60,9 @@ def _safe_softmax(scores: Tensor) -> Tensor:
 
     fully_masked = (scores == -math.inf).all(-1, keepdim=True)
     # A compiled trace cannot branch on the mask's values (it would keep the first call's branch
-    # for every later mask), so there the guarded form always runs.
-    if not tracing_now() and not fully_masked.any().item():
+    # for every later mask), nor can vmap (the values differ per batch entry), so there the
+    # guarded form always runs.
+    if not tracing_now() and not vmapped(scores) and not fully_masked.any().item():
         return softmax(scores, -1)
     return where(fully_masked, 0.0, softmax(where(fully_masked, 0.0, scores), -1))
 

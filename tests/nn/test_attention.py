@@ -261,3 +261,11 @@ def test_sdpa_with_dropout_or_a_mask_that_needs_grad_is_composed():
     out.sum().backward()
     assert mask.grad is not None and mask.grad.shape == (3, 3)
     assert "attention" not in _op_names(numdiff.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5))
+
+
+def test_sdpa_under_vmap_matches_a_loop_over_the_batch():
+    q = numdiff.randn(3, 2, 4, 5, dtype=numdiff.float64)
+    mask = numdiff.tensor(np.tril(np.ones((4, 4), dtype=bool)))
+    batched = numdiff.func.vmap(lambda a: functional.scaled_dot_product_attention(a, a, a, attn_mask=mask))(q)
+    looped = numdiff.stack([functional.scaled_dot_product_attention(q[i], q[i], q[i], attn_mask=mask) for i in range(3)])
+    np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-12, atol=1e-12)
