@@ -22,6 +22,7 @@ import numpy as np
 from numdiff._dtype import float32, float64
 from numdiff.creation import tensor, zeros
 from numdiff.nn._functional_layers import dropout
+from numdiff.onnx._state import exporting as onnx_exporting
 from numdiff.ops._util import broadcast_shape, vmapped
 from numdiff.ops.activation import softmax
 from numdiff.ops.attention import attention
@@ -135,13 +136,15 @@ def scaled_dot_product_attention(
 
 def _fused_applies(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None, dropout_p: float, batch: tuple) -> bool:
     """Whether the fused kernel (numdiff.ops.attention) runs: no dropout, float32/float64, one
-    batch shape for q, k and v, a constant mask, and no vmap (which has no rule for the fused op)."""
+    batch shape for q, k and v, a constant mask, no vmap (which has no rule for the fused op) and
+    no ONNX export (the fused op has no ONNX form)."""
     return (
         dropout_p == 0.0
         and query.dtype in _FUSED_DTYPES
         and query.shape[:-2] == key.shape[:-2] == value.shape[:-2] == batch
         and (bias is None or not bias.requires_grad)
         and not vmapped(query, key, value)
+        and not onnx_exporting[0]
     )
 
 

@@ -12,7 +12,8 @@ layer and direction whatever the sequence length. Two cases run step by step ins
 from differentiable ops with the step functions of rnn_cell.py (where the one-step cells live,
 importable from here too, as in PyTorch): LSTM with proj_size, and a PackedSequence input, which
 runs padded in its length-sorted order with each sequence's state held once the sequence has
-ended (so h_n is its last valid step's, as in PyTorch); also dtypes other than float32/float64.
+ended (so h_n is its last valid step's, as in PyTorch); also dtypes other than float32/float64,
+and an ONNX export (the sequence ops have no ONNX form).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from numdiff.nn.modules.rnn_cell import (
 )
 from numdiff.nn.parameter import Parameter
 from numdiff.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from numdiff.onnx._state import exporting as onnx_exporting
 from numdiff.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
 from numdiff.ops.selection import where
 from numdiff.ops.shape import cat, stack
@@ -184,7 +186,8 @@ class RNNBase(Module):
 
     def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool, running: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
-        if running is None and w_hr is None and input.dtype in _KERNEL_DTYPES and input.shape[0]:
+        fused = running is None and w_hr is None and input.dtype in _KERNEL_DTYPES and not onnx_exporting[0]
+        if fused and input.shape[0]:
             return self._run_sequence_op(input, state, w_ih, w_hh, b_ih, b_hh, reverse)
         projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
         if b_hh is not None and self.mode != "GRU":
