@@ -66,7 +66,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:  # n
 def _cholesky(A: Tensor, upper: bool, op: str) -> tuple[Tensor | None, tuple | None]:  # noqa: N803
     A = matrix(op, A)  # noqa: N806
     try:
-        low = _on_host(op, A, ops.Cholesky.apply)
+        low = ops.Cholesky.apply(A)  # on the host through LAPACK, on a GPU through the batched kernel
     except np.linalg.LinAlgError:  # LAPACK's potrf stopped at a minor: find the entry and the order
         failing = first_failure(op, A, np.linalg.cholesky)
         m = host_batches(A)[failing]

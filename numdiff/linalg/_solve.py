@@ -68,6 +68,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:  # noqa: N803
     """
     A = matrix("linalg.solve", A)  # noqa: N806
     B, vector = _as_matrix_rhs("linalg.solve", A, B, left)  # noqa: N806
+    if A.device.type != "cpu":  # the GPU kernels take matrices of one batch shape
+        A, B = _same_batch(A, B)  # noqa: N806
     try:
         X = ops.Solve.apply(A, B) if left else ops.Solve.apply(A.mT, B.mT).mT  # noqa: N806
     except np.linalg.LinAlgError:
@@ -108,8 +110,15 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,  #
         raise ValueError(f"linalg.solve_triangular: B must be a matrix or batch of matrices, got "
                          f"{tuple(B.shape) if isinstance(B, Tensor) else type(B).__name__}")
     B, _ = _as_matrix_rhs("linalg.solve_triangular", A, B, left)  # noqa: N806
-    return _on_host("linalg.solve_triangular", A, lambda a: ops.SolveTriangular.apply(
-        a, B.to(a.device), upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular)))
+    if A.device.type != "cpu":
+        A, B = _same_batch(A, B)  # noqa: N806
+    return ops.SolveTriangular.apply(A, B, upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))
+
+
+def _same_batch(A: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:  # noqa: N803
+    """A and B expanded to their common batch shape (differentiably), for the GPU kernels."""
+    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    return A.expand(*batch, *A.shape[-2:]), B.expand(*batch, *B.shape[-2:])
 
 
 def inv(A: Tensor) -> Tensor:  # noqa: N803

@@ -29,8 +29,9 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.backend import backend_for
 from numdiff.ops import _lapack
-from numdiff.ops.linalg_solve import Inv, SolveTriangular
+from numdiff.ops.linalg_solve import Inv, SolveTriangular, _stack3, device_info, on_device
 from numdiff.ops.registry import register
 from numdiff.ops.shape import stack
 
@@ -54,7 +55,16 @@ def _diag_embed(v):
 class Cholesky(Function):
     @staticmethod
     def forward(ctx, a):
-        out = _lapack.cholesky(a)
+        if on_device(a):
+            a3 = _stack3(a)
+            out = a3.copy()
+            info = device_info(a, a3.shape[0])
+            backend_for(a).cholesky_batched(a3, out, info)
+            if backend_for(info).to_host(info).any():
+                raise np.linalg.LinAlgError("Matrix is not positive definite")
+            out = out.reshape(tuple(a.shape))
+        else:
+            out = _lapack.cholesky(a)
         ctx.save_for_backward(out)
         return out
 

@@ -21,8 +21,8 @@ import numpy as np
 import scipy.linalg
 
 from numdiff.autograd.function import Function
+from numdiff.backend import backend_for
 from numdiff.kernels._blas import prepare_blas
-from numdiff.kernels.triangular import solve_lower_batched, solve_upper_batched
 from numdiff.ops import _lapack
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat
@@ -33,11 +33,37 @@ _KERNEL_MAX_ORDER = 64
 
 
 def _mT(x: Any) -> Any:  # noqa: N802 - PyTorch's name for the matrix transpose
-    return x.swapaxes(-1, -2)
+    return x.transpose(tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))  # CudaArray has no swapaxes
+
+
+def on_device(a: Any) -> bool:
+    """Whether `a` lives on a GPU, where the batched small-matrix kernels run instead of LAPACK."""
+    return backend_for(a).name != "cpu"
+
+
+def _stack3(x: Any) -> Any:
+    """A contiguous (batch, m, n) array of `x`'s matrices (copied only when not contiguous)."""
+    x = x if x.flags.c_contiguous else x.copy()
+    return x.reshape((-1,) + tuple(x.shape[-2:]))
+
+
+def device_triangular_solve(a: Any, b: Any, upper: bool, unit: bool) -> Any:
+    """The GPU's A^-1 B for same-batch A (..., n, n) and B (..., n, k) (public functions expand them)."""
+    b3 = _stack3(b)
+    out = b3.copy()
+    backend_for(a).triangular_solve(_stack3(a), b3, out, upper, unit)
+    return out.reshape(tuple(b.shape))
+
+
+def device_info(x: Any, batch: int) -> Any:
+    """A zeroed int32 info vector on `x`'s device."""
+    return backend_for(x).from_host(np.zeros(max(batch, 1), np.int32), x)
 
 
 def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
     """A^-1 B for triangular A (..., n, n) and B (..., n, k), broadcasting the batch dims."""
+    if on_device(a):
+        return device_triangular_solve(a, b, upper, unit)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n, k = a.shape[-1], b.shape[-1]
     dtype = np.result_type(a, b)
@@ -50,7 +76,7 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
             out[p] = scipy.linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
                                                    check_finite=False)
     elif len(a3):
-        (solve_upper_batched if upper else solve_lower_batched)(a3, b3, out, unit)
+        backend_for(a3).triangular_solve(a3, b3, out, upper, unit)
     return out.reshape(batch + (n, k))
 
 
@@ -86,7 +112,15 @@ class SolveTriangular(Function):
 class Solve(Function):
     @staticmethod
     def forward(ctx, a, b):
-        out = _lapack.solve(a, b)
+        if on_device(a):
+            out = _stack3(b).copy()
+            info = device_info(a, out.shape[0])
+            backend_for(a).lu_solve_batched(_stack3(a), _stack3(b), out, info)
+            if backend_for(info).to_host(info).any():
+                raise np.linalg.LinAlgError("Singular matrix")
+            out = out.reshape(tuple(b.shape))
+        else:
+            out = _lapack.solve(a, b)
         ctx.save_for_backward(a, out)
         return out
 
