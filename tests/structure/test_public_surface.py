@@ -49,7 +49,8 @@ def public_names(surface: str) -> list[str]:
     names it merely imported for its own use (``math``, ``Any``, another package's helper) are left
     out: a public name is in its ``__all__`` or defined in the module or below it."""
     obj = _resolve(surface)
-    names = [name for name in dir(obj) if not name.startswith("_")]
+    # hasattr, not dir alone: a module's __dir__ may list a name it no longer has.
+    names = [name for name in dir(obj) if not name.startswith("_") and hasattr(obj, name)]
     if not isinstance(obj, types.ModuleType):
         return sorted(names)
     exported = set(getattr(obj, "__all__", ()))
