@@ -99,6 +99,12 @@ from numdiff.ops.logical import (
     all,
     allclose,
     any,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
     eq,
     equal,
     ge,
@@ -271,6 +277,7 @@ __all__ += [
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
+__all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [
     "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",

@@ -28,6 +28,7 @@ from numdiff.ops import (
     triangular,
     unary,
 )
+from numdiff.ops._util import scalar_like
 from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
 from numdiff.tensor import Tensor
 
@@ -53,6 +54,8 @@ def _setitem(self: Tensor, key: Any, value: Any) -> None:
 
 
 def _fill(old: Tensor, value: Any) -> Tensor:
+    if not isinstance(value, Tensor):  # fill_ checks a float's range too: 1e5 into float16 is an error
+        value = scalar_like(value, old, "fill_", float_range=True)
     return indexing.index_put(old, Ellipsis, value)
 
 
@@ -120,6 +123,13 @@ METHODS = {
     "__xor__": logical.bitwise_xor,
     "__rand__": _reflected(logical.bitwise_and),
     "__ror__": _reflected(logical.bitwise_or),
+    "__rxor__": _reflected(logical.bitwise_xor),
+    "__lshift__": logical.bitwise_left_shift,
+    "__rshift__": logical.bitwise_right_shift,
+    "__rlshift__": _reflected(logical.bitwise_left_shift),
+    "__rrshift__": _reflected(logical.bitwise_right_shift),
+    "bitwise_left_shift": logical.bitwise_left_shift,
+    "bitwise_right_shift": logical.bitwise_right_shift,
     "__invert__": logical.bitwise_not,
     "eq": logical.eq,
     "ne": logical.ne,

@@ -11,29 +11,78 @@ import numpy as np
 from numdiff import _dtype
 from numdiff._device import get_default_device, to_device
 from numdiff._random import Generator, batched_sample, different_levels, rng
+from numdiff._scalar_convert import ScalarOverflowError, checked_array
 from numdiff.tensor import Tensor
 
 
 def as_array(data: Any, dtype: Any) -> np.ndarray:
-    """A fresh NumPy array from Python data, arrays or tensors, with PyTorch's dtype defaults."""
+    """A fresh NumPy array from Python data, arrays or tensors, with PyTorch's dtype defaults.
+
+    Python numbers are checked as PyTorch checks them: an int beyond int64 where the result is
+    integer, or a value outside an explicit integer dtype's range, is refused (ScalarOverflowError)
+    instead of wrapping or silently becoming a float."""
+    target = None if dtype is None else _dtype.to_dtype(dtype)
+    python_data = not isinstance(data, (np.ndarray, np.generic, Tensor))
     if isinstance(data, Tensor):
         array = np.array(data.detach().cpu().numpy())
     elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         array = np.array([as_array(x, None) for x in data])
+        python_data = False
     else:
-        array = np.array(data)
-    if dtype is not None:
-        target = _dtype.to_dtype(dtype)
+        array = _python_array(data, target) if python_data else np.array(data)
+    if target is not None:
+        if python_data:
+            _check_python_values("tensor", array, target)
         return array if array.dtype == target.numpy else _dtype.cast_array(array, target)
     kind = array.dtype.kind
-    if kind == "f" and not isinstance(data, (np.ndarray, np.floating, Tensor)):
+    if kind == "f" and python_data:
         return array.astype(_dtype.get_default_dtype().numpy)  # float32 unless set_default_dtype
-    if kind in "iu" and not isinstance(data, (np.ndarray, np.integer, Tensor)):
+    if kind in "iu" and python_data:
         return array.astype(np.int64)
     if kind in "US" or array.dtype == object:
         raise TypeError(f"tensor: could not build a numeric tensor from {type(data).__name__} data of dtype {array.dtype}")
-    _dtype.from_numpy(array.dtype)  # refuses float16, uint8 etc. with the supported list
+    _dtype.from_numpy(array.dtype)  # refuses uint32, complex etc. with the supported list
     return array
+
+
+def _python_array(data: Any, target: _dtype.dtype | None) -> np.ndarray:
+    """np.array(data) for Python numbers, where NumPy's own inference would hide an int beyond
+    int64: it makes [2**63] uint64, [1, 2**63] float64 and [2**64] an object array. PyTorch
+    refuses such ints unless the result is floating."""
+    array = np.array(data)
+    kind = array.dtype.kind
+    if kind == "f" and not (array.size and np.nanmax(np.abs(array), initial=0.0) >= 2.0**63):
+        return array
+    if kind not in "Ouf":
+        return array
+    items = list(_flat(data)) if isinstance(data, (list, tuple)) else [data]
+    integral = all(isinstance(x, (int, np.integer)) for x in items)
+    if integral and (target is None or not target.is_floating_point):
+        big = next((int(x) for x in items if not -(1 << 63) <= int(x) < (1 << 63)), None)
+        if big is not None:
+            raise ScalarOverflowError(
+                f"tensor: the Python int {big} does not fit int64, the largest integer dtype "
+                "(PyTorch: 'Overflow when unpacking long long'); pass dtype=numdiff.float64 to store it as a float"
+            )
+    if kind in "Ou" and all(isinstance(x, (int, float, np.number)) for x in items):
+        return array.astype(np.float64)  # an int beyond int64 among floats, or for a float dtype
+    return array
+
+
+def _check_python_values(op: str, array: np.ndarray, target: _dtype.dtype) -> None:
+    """Refuse Python numbers that do not fit an explicit integer dtype (PyTorch's checked rule,
+    see numdiff._scalar_convert): 300 or -0.5 into uint8, 1e20 into int64, NaN into an integer."""
+    if target.numpy.kind not in "iu" or array.dtype.kind not in "iuf" or array.size == 0:
+        return
+    info = np.iinfo(target.numpy)
+    if array.dtype.kind == "f":
+        bad = ~np.isfinite(array) | (array < info.min) | (array > info.max)
+    else:
+        low = -int(info.max) if target.numpy.kind == "u" else int(info.min)
+        bad = (array < low) | (array > info.max)
+    if bad.any():
+        value = array[bad].flat[0].item()
+        raise ScalarOverflowError(f"{op}: value {value!r} cannot be converted to type {target.name} without overflow")
 
 
 def _flat(data: Any):
@@ -124,18 +173,40 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor filled with `fill_value` (dtype inferred from it when not given)."""
-    if dtype is None:
-        dtype = as_array(fill_value, None).dtype
-    return _place(np.full(_shape((size,)), fill_value, _float_dtype(dtype)), device, requires_grad, dtype)
+    """A tensor filled with `fill_value` (dtype inferred from it when not given); a value that
+    does not fit the dtype (300 into uint8) is refused, as in PyTorch."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    target = _number_dtype("full", fill_value) if dtype is None else _dtype.to_dtype(dtype)
+    value = checked_array("full", fill_value, target)
+    return _place(np.full(_shape((size,)), value, value.dtype), device, requires_grad)
+
+
+def _number_dtype(op: str, value: Any) -> _dtype.dtype:
+    """The dtype PyTorch gives a Python number: bool, int64 or the default float dtype."""
+    if isinstance(value, (bool, np.bool_)):
+        return _dtype.bool_
+    if isinstance(value, np.generic):
+        return _dtype.from_numpy(value.dtype)
+    if isinstance(value, int):
+        return _dtype.int64
+    if isinstance(value, float):
+        return _dtype.get_default_dtype()
+    raise TypeError(f"{op}: expected a number, got {type(value).__name__}")
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Values from start (inclusive) to end (exclusive) in steps of `step`."""
+    """Values from start (inclusive) to end (exclusive) in steps of `step`; made in int64 or
+    float64 and cast (wrapping into a smaller integer dtype, as PyTorch's arange does)."""
     if end is None:
         start, end = 0, start
     if step == 0:
         raise ValueError("arange: step must be nonzero")
+    for name, bound in (("start", start), ("end", end), ("step", step)):
+        if isinstance(bound, Tensor):
+            bound = bound.item()
+        if isinstance(bound, (int, np.integer)) and not -(1 << 63) <= int(bound) < (1 << 63):
+            raise ScalarOverflowError(f"arange: {name}={bound} cannot be converted to type int64 without overflow")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._scalar_convert import checked_array, wrapped_int
 from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
 from numdiff.tensor import Tensor
@@ -26,29 +27,41 @@ class DeviceMismatchError(RuntimeError):
     """An op received tensors on different devices."""
 
 
-def scalar_like(value: Any, like: Tensor) -> Tensor:
-    """A Python number as a 0-d tensor that joins `like` without changing its dtype class."""
+def scalar_like(value: Any, like: Tensor, op: str = "index_put", *, float_range: bool = False) -> Tensor:
+    """A Python number as a 0-d tensor of `like`'s dtype and device, written by PyTorch's checked
+    rule: 300 into uint8 or 1e20 into int32 is an error naming `op`, 1.5 into bfloat16 is rounded
+    to its bits (see numdiff._scalar_convert; `float_range`: refuse finite floats past the dtype's
+    largest too, as fill_ does)."""
+    if isinstance(value, Tensor) or not isinstance(value, (int, float, np.number, np.bool_)):
+        raise TypeError(f"{op}: expected a number, got {type(value).__name__}")
     data = like._data
-    if isinstance(value, bool) or isinstance(value, (int, np.integer)):
-        dtype = data.dtype if data.dtype.kind != "b" or isinstance(value, bool) else np.int64
-    elif isinstance(value, (float, np.floating)):
-        dtype = data.dtype if data.dtype.kind == "f" else _dtype.get_default_dtype().numpy
-    else:
-        raise TypeError(f"unsupported operand type {type(value).__name__} with a Tensor")
-    array = backend_for(data).from_host(np.asarray(value, dtype=dtype), data)
-    return Tensor._wrap(array, None, None)
+    target = _dtype.from_numpy(data.dtype)
+    array = checked_array(op, value, target, float_range=float_range)
+    return Tensor._wrap(backend_for(data).from_host(array, data), None, None)
+
+
+def check_integer_scalar_fits(op: str, value: Any, tensor: Tensor) -> None:
+    """Refuse a Python int that an integer `tensor`'s dtype cannot hold, where PyTorch writes the
+    number in that dtype (where, clamp) instead of wrapping it as arithmetic does."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and tensor._data.dtype.kind in "iu":
+        checked_array(op, value, _dtype.from_numpy(tensor._data.dtype))
 
 
 def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     """A Python number joins a tensor without widening its dtype; ints meet floats in the default
-    float dtype (float32 unless set_default_dtype changed it), as in PyTorch."""
+    float dtype (float32 unless set_default_dtype changed it), as in PyTorch. An int is wrapped
+    into an integer tensor's dtype as PyTorch's kernels cast it (int8 + 300 adds 44)."""
     kind = tensor._data.dtype.kind
     if kind == "V":  # bfloat16 would otherwise pass as float32 below
         _dtype.check_computable(op, tensor._data)
     if isinstance(value, (bool, np.bool_)):
         return bool(value), tensor
     if isinstance(value, (int, np.integer)):
-        return int(value), (tensor.long() if kind == "b" else tensor)
+        if kind == "b":
+            tensor = tensor.long()
+        if kind in "iub":
+            return wrapped_int(op, int(value), tensor._data.dtype), tensor
+        return int(value), tensor
     if isinstance(value, (float, np.floating)):
         return float(value), (tensor if kind == "f" else as_default_float(tensor))
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")

@@ -49,6 +49,48 @@ def _logical(op: str, ufunc):
     return host_function(combine)
 
 
+def _shift_left(x: Any, shift: Any) -> Any:
+    """PyTorch's <<: bits shifted out are lost (int8 1 << 7 is -128); a shift below 0 or past the
+    width gives 0 (NumPy's, like C's, is undefined there)."""
+    x = np.asarray(x)
+    bits = 8 * x.dtype.itemsize
+    valid = (shift >= 0) & (shift < bits)
+    shifted = np.left_shift(x, np.where(valid, shift, 0).astype(x.dtype))
+    return np.where(valid, shifted, 0).astype(x.dtype)
+
+
+def _shift_right(x: Any, shift: Any) -> Any:
+    """PyTorch's >>: arithmetic for signed dtypes; a shift below 0 or past the width gives the
+    sign fill (-1 or 0)."""
+    x = np.asarray(x)
+    bits = 8 * x.dtype.itemsize
+    valid = (shift >= 0) & (shift < bits)
+    shifted = np.right_shift(x, np.where(valid, shift, 0).astype(x.dtype))
+    fill = np.right_shift(x, bits - 1) if x.dtype.kind == "i" else np.zeros_like(x)
+    return np.where(valid, shifted, fill).astype(x.dtype)
+
+
+def _shift(op: str, shift_array):
+    def shift(input: Any, other: Any) -> Tensor:
+        if vmapped(input, other):
+            return batch_nondifferentiable(shift, input, other)
+        a, b = operands(op, input, other)
+        da, db = data_of(a), data_of(b)
+        kind = np.result_type(da, db).kind
+        if kind not in "iu":
+            what = "bool" if kind == "b" else str(np.result_type(da, db))
+            raise TypeError(f"{op}: not implemented for {what} operands; shifts take integer tensors")
+        if not isinstance(a, Tensor):  # a Python int shifted by a tensor: shift in the tensor's dtype
+            da = np.asarray(da, dtype=db.dtype)
+        return Tensor._wrap(as_result(shift_array(da, db)), None, None)
+
+    shift.__name__ = op
+    shift.__doc__ = f"Elementwise `{op}` of integer tensors, with PyTorch's results for out-of-range shifts."
+    return host_function(shift)
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", _shift_left)
+bitwise_right_shift = _shift("bitwise_right_shift", _shift_right)
 bitwise_and = _logical("bitwise_and", np.bitwise_and)
 bitwise_or = _logical("bitwise_or", np.bitwise_or)
 bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)

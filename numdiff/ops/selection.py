@@ -7,7 +7,14 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import _scalar_operand, broadcast_shape, check_same_device, operands, scalar_like
+from numdiff.ops._util import (
+    _scalar_operand,
+    broadcast_shape,
+    check_integer_scalar_fits,
+    check_same_device,
+    operands,
+    scalar_like,
+)
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -80,6 +87,9 @@ def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
         input = tensor(input, device=condition.device)
     if condition._data.dtype.kind != "b":
         condition = condition != 0
+    if isinstance(input, Tensor) != isinstance(other, Tensor):
+        check_integer_scalar_fits("where", other if isinstance(input, Tensor) else input,
+                                  input if isinstance(input, Tensor) else other)
     a, b = operands("where", input, other)
     tensors = [t for t in (condition, a, b) if isinstance(t, Tensor)]
     check_same_device("where", *tensors)
@@ -109,6 +119,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         return _clamp_by_tensors(input, min, max)
     for bound in (min, max):
         if bound is not None:  # a float bound makes an integer input float, as in PyTorch
+            check_integer_scalar_fits("clamp", bound, input)
             _, input = _scalar_operand("clamp", bound, input)
     return Clamp.apply(input, min=min, max=max)
 
@@ -183,7 +194,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         if value.ndim != 0:
             raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
     else:
-        value = scalar_like(value, input)
+        value = scalar_like(value, input, "masked_fill")
     shape = broadcast_shape("masked_fill", input.shape, mask.shape)
     if tuple(shape) != tuple(input.shape):
         raise ValueError(
