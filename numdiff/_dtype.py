@@ -157,10 +157,12 @@ def promote(a: dtype, b: dtype) -> dtype:
 
 def float32_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
     """uint16 bfloat16 bit patterns of float32 values, rounded to nearest-even (NaN -> 0x7FC0)."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    values = np.asarray(values, dtype=np.float32)
+    # ascontiguousarray makes a 0-d array 1-d: the shape is put back at the end.
+    bits = np.ascontiguousarray(values).view(np.uint32).astype(np.uint64)
     round_up_bias = ((bits >> 16) & 1) + 0x7FFF
     rounded = ((bits + round_up_bias) >> 16).astype(np.uint16)
-    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded.reshape(values.shape))
 
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
@@ -175,11 +177,20 @@ def cast_array(array: np.ndarray, target: dtype) -> np.ndarray:
         # A device array: the bit arithmetic runs on the host, and the result goes back.
         return array.from_host(cast_array(array.to_host(), target))
     if array.dtype == BFLOAT16_STORAGE:
-        array = bfloat16_bits_to_float32(np.ascontiguousarray(array).view(np.uint16))
+        array = bfloat16_bits_to_float32(np.ascontiguousarray(array).view(np.uint16).reshape(array.shape))
     with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf, as in PyTorch
         if target is bfloat16:
             return float32_to_bfloat16_bits(array.astype(np.float32)).view(BFLOAT16_STORAGE)
         return array.astype(target.numpy)
+
+
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2}  # V: bfloat16's storage is a floating dtype
+
+
+def can_store(source: np.dtype, target: np.dtype) -> builtins.bool:
+    """Whether an op's result of dtype `source` may be written in place into `target`: PyTorch
+    allows it within a category or downwards (float into int is refused: int_tensor.add_(0.5))."""
+    return _KIND_ORDER[source.kind] <= _KIND_ORDER[target.kind]
 
 
 def check_computable(op: str, *arrays: Any, error: Exception | None = None) -> None:

@@ -17,10 +17,12 @@ from numdiff.tensor import Tensor
 def half_computed_in_float32(input: Tensor, compute: Any) -> Tensor:
     """``compute(input)``, in float32 and rounded once when `input` is float16, as PyTorch's CPU
     build reduces half: in float16 a sum of squares or exps, or the count a mean divides by,
-    overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0)."""
-    if input._data.dtype != np.float16:
+    overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0). bfloat16 likewise:
+    rounded once at the end, not after each op of the composition."""
+    kind = input._data.dtype
+    if kind != np.float16 and kind != _dtype.BFLOAT16_STORAGE:
         return compute(input)
-    return compute(input.float()).half()
+    return compute(input.float()).to(input.dtype)
 
 
 class DeviceMismatchError(RuntimeError):
@@ -52,8 +54,6 @@ def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     float dtype (float32 unless set_default_dtype changed it), as in PyTorch. An int is wrapped
     into an integer tensor's dtype as PyTorch's kernels cast it (int8 + 300 adds 44)."""
     kind = tensor._data.dtype.kind
-    if kind == "V":  # bfloat16 would otherwise pass as float32 below
-        _dtype.check_computable(op, tensor._data)
     if isinstance(value, (bool, np.bool_)):
         return bool(value), tensor
     if isinstance(value, (int, np.integer)):
@@ -63,7 +63,7 @@ def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
             return wrapped_int(op, int(value), tensor._data.dtype), tensor
         return int(value), tensor
     if isinstance(value, (float, np.floating)):
-        return float(value), (tensor if kind == "f" else as_default_float(tensor))
+        return float(value), (tensor if kind in "fV" else as_default_float(tensor))  # V: bfloat16
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")
 
 
@@ -98,7 +98,7 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # V: bfloat16
 
 
 def _result_dtype(da: Any, db: Any) -> _dtype.dtype:
@@ -134,8 +134,12 @@ def batch_nondifferentiable(compute: Any, *operands: Any) -> Tensor:
 
 
 def data_of(x: Any) -> Any:
-    """The array of a tensor operand, or a Python number as it is."""
-    return x._data if isinstance(x, Tensor) else x
+    """The array of a tensor operand to compute on (bfloat16 widened, exactly, to float32: NumPy
+    has no bfloat16 arithmetic), or a Python number as it is."""
+    if not isinstance(x, Tensor):
+        return x
+    data = x._data
+    return _dtype.cast_array(data, _dtype.float32) if data.dtype == _dtype.BFLOAT16_STORAGE else data
 
 
 def _check_broadcastable(op: str, sa: tuple, sb: tuple) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import bfloat16, cast_array
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.ops._util import (
@@ -70,10 +71,13 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
     refuse_bool_result(f"div (rounding_mode={rounding_mode!r})", a, b)
+    _check_integer_divisor(f"div (rounding_mode={rounding_mode!r})", a, b)
     if vmapped(a, b):
         return batch_nondifferentiable(lambda x, y: div(x, y, rounding_mode=rounding_mode), a, b)
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
+    if bfloat16 in (getattr(a, "dtype", None), getattr(b, "dtype", None)):
+        quotient = cast_array(np.asarray(quotient), bfloat16)  # computed in float32, rounded once
     # as_result: NumPy gives a scalar, not a 0-d array, for two 0-d operands.
     return Tensor._wrap(as_result(quotient), None, None)
 

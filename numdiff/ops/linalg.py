@@ -70,7 +70,7 @@ class Matmul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in "fV":
             return np.matmul(a, b)  # integer products: no kernel, no gradient
         m, k = a.shape[-2:]
         n = b.shape[-1]

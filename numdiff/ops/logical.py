@@ -101,7 +101,7 @@ def logical_not(input: Tensor) -> Tensor:
     """Elementwise not (nonzero counts as True)."""
     if vmapped(input):
         return batch_nondifferentiable(logical_not, input)
-    return Tensor._wrap(as_result(np.logical_not(input._data)), None, None)
+    return Tensor._wrap(as_result(np.logical_not(data_of(input))), None, None)
 
 
 @host_function
@@ -118,21 +118,21 @@ def bitwise_not(input: Tensor) -> Tensor:
 def isfinite(input: Tensor) -> Tensor:
     if vmapped(input):
         return batch_nondifferentiable(isfinite, input)
-    return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
+    return Tensor._wrap(as_result(np.isfinite(data_of(input))), None, None)
 
 
 @host_function
 def isnan(input: Tensor) -> Tensor:
     if vmapped(input):
         return batch_nondifferentiable(isnan, input)
-    return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
+    return Tensor._wrap(as_result(np.isnan(data_of(input))), None, None)
 
 
 @host_function
 def isinf(input: Tensor) -> Tensor:
     if vmapped(input):
         return batch_nondifferentiable(isinf, input)
-    return Tensor._wrap(as_result(np.isinf(input._data)), None, None)
+    return Tensor._wrap(as_result(np.isinf(data_of(input))), None, None)
 
 
 @host_function
@@ -140,7 +140,7 @@ def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """True where all elements (along `dim`) are nonzero."""
     if vmapped(input):
         return ~_any_under_vmap(input == 0, dim, keepdim)
-    return Tensor._wrap(as_result(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
+    return Tensor._wrap(_as_uint8_for_uint8(np.all(data_of(input), axis=dim, keepdims=keepdim), input), None, None)
 
 
 @host_function
@@ -148,7 +148,13 @@ def any(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """True where any element (along `dim`) is nonzero."""
     if vmapped(input):
         return _any_under_vmap(input, dim, keepdim)
-    return Tensor._wrap(as_result(np.any(input._data, axis=dim, keepdims=keepdim)), None, None)
+    return Tensor._wrap(_as_uint8_for_uint8(np.any(data_of(input), axis=dim, keepdims=keepdim), input), None, None)
+
+
+def _as_uint8_for_uint8(result: Any, input: Tensor) -> Any:
+    """all and any of a uint8 tensor are uint8 in PyTorch (a leftover of masks before bool)."""
+    result = as_result(result)
+    return result.astype(np.uint8) if input._data.dtype == np.uint8 else result
 
 
 def _any_under_vmap(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
@@ -159,9 +165,9 @@ def _any_under_vmap(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
     """True if all elements are close: |input - other| <= atol + rtol * |other|."""
-    return bool(np.allclose(input.detach().cpu().numpy(), other.detach().cpu().numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return bool(np.allclose(input._host_values(), other._host_values(), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True if both tensors have the same shape and elements."""
-    return input.shape == other.shape and bool(np.array_equal(input.detach().cpu().numpy(), other.detach().cpu().numpy()))
+    return input.shape == other.shape and bool(np.array_equal(input._host_values(), other._host_values()))
