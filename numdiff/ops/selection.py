@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype_info import finfo
 from numdiff.autograd.function import Function
 from numdiff.ops._util import (
     _scalar_operand,
@@ -176,9 +177,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise TypeError(f"nan_to_num: {name} must be a number or None, got {type(value).__name__}")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":  # V: bfloat16
         return input.clone()  # integers have no NaN or inf
-    info = np.finfo(input._data.dtype)
+    info = finfo(input.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
     out = where(isnan(input), nan, input)
