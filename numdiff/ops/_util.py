@@ -11,6 +11,7 @@ from numdiff import _dtype
 from numdiff._scalar_convert import checked_array, wrapped_int
 from numdiff.autograd.transform_state import transforms
 from numdiff.backend import backend_for
+from numdiff.kernels._args import is_int
 from numdiff.tensor import Tensor
 
 
@@ -172,6 +173,10 @@ def broadcast_shape(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in [-ndim, ndim) as a non-negative index (0-d tensors accept 0 and -1)."""
+    if type(dim) is not int:
+        if not is_int(dim):  # None, a float, a bool: say so instead of failing a comparison
+            raise TypeError(f"{op}: dim must be an int, got {dim!r} ({type(dim).__name__})")
+        dim = int(dim)
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise IndexError(
