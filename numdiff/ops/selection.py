@@ -118,11 +118,13 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_by_tensors(input, min, max)
+    bounds = []
     for bound in (min, max):
         if bound is not None:  # a float bound makes an integer input float, as in PyTorch
             check_integer_scalar_fits("clamp", bound, input)
-            _, input = _scalar_operand("clamp", bound, input)
-    return Clamp.apply(input, min=min, max=max)
+            bound, input = _scalar_operand("clamp", bound, input)  # -3 for uint8 is 253, as in PyTorch
+        bounds.append(bound)
+    return Clamp.apply(input, min=bounds[0], max=bounds[1])
 
 
 clip = clamp

@@ -185,3 +185,36 @@ def test_refusals_name_the_op_and_the_dtypes():
         nd.tensor([True]) ** nd.tensor([False])
     with pytest.raises(TypeError, match=r"bitwise_left_shift: not implemented for float32"):
         nd.tensor([1.0]) << 1
+
+
+INPLACE = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "&=": operator.iand,
+    "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift,
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_operator_over_every_dtype_pair_writes_in_place_like_torch(name):
+    """x op= y keeps x's dtype and storage (a view of x sees the result), or raises where the
+    promoted result cannot be cast back to x's dtype, as in PyTorch. Without __ipow__, __iand__,
+    ... Python fell back to x = x op y: a new tensor of the promoted dtype, x's views unchanged."""
+    op = INPLACE[name]
+    wrong = []
+    for a in DTYPES:
+        for other in [*((b, False) for b in DTYPES), *((b, True) for b in DTYPES), *((n, None) for n in SCALARS)]:
+            value, zero_dim = other
+            t_target, n_target = _make(torch, a), _make(nd, a)
+            t_view, n_view = t_target[1:], n_target[1:]
+            t_other = value if zero_dim is None else _make(torch, value, zero_dim)
+            n_other = value if zero_dim is None else _make(nd, value, zero_dim)
+            case = f"{a} {name} {value!r}{' 0-d' if zero_dim else ''}"
+            expected, got = _outcome(op, t_target, t_other), _outcome(op, n_target, n_other)
+            wrong.append(_mismatch(case, expected, got))
+            if got[0] == "ok" and (got[1] is not n_target or not np.array_equal(
+                    _as_float64(n_view), _as_float64(got[1][1:]), equal_nan=True)):
+                wrong.append(f"{case}: not written in place")
+            if expected[0] == "ok" and got[0] == "ok":
+                wrong.append(_mismatch(case + " (view)", ("ok", t_view), ("ok", n_view)))
+    wrong = [w for w in wrong if w]
+    assert not wrong, f"{len(wrong)} cases differ from torch:\n" + "\n".join(wrong[:40])
