@@ -8,89 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype
+from numdiff import _dtype, _dtype_info
 from numdiff._device import get_default_device, to_device
+from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff._scalar_convert import ScalarOverflowError, checked_array
 from numdiff.tensor import Tensor
-
-
-def as_array(data: Any, dtype: Any) -> np.ndarray:
-    """A fresh NumPy array from Python data, arrays or tensors, with PyTorch's dtype defaults.
-
-    Python numbers are checked as PyTorch checks them: an int beyond int64 where the result is
-    integer, or a value outside an explicit integer dtype's range, is refused (ScalarOverflowError)
-    instead of wrapping or silently becoming a float."""
-    target = None if dtype is None else _dtype.to_dtype(dtype)
-    python_data = not isinstance(data, (np.ndarray, np.generic, Tensor))
-    if isinstance(data, Tensor):
-        array = np.array(data.detach().cpu().numpy())
-    elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
-        array = np.array([as_array(x, None) for x in data])
-        python_data = False
-    else:
-        array = _python_array(data, target) if python_data else np.array(data)
-    if target is not None:
-        if python_data:
-            _check_python_values("tensor", array, target)
-        return array if array.dtype == target.numpy else _dtype.cast_array(array, target)
-    kind = array.dtype.kind
-    if kind == "f" and python_data:
-        return array.astype(_dtype.get_default_dtype().numpy)  # float32 unless set_default_dtype
-    if kind in "iu" and python_data:
-        return array.astype(np.int64)
-    if kind in "US" or array.dtype == object:
-        raise TypeError(f"tensor: could not build a numeric tensor from {type(data).__name__} data of dtype {array.dtype}")
-    _dtype.from_numpy(array.dtype)  # refuses uint32, complex etc. with the supported list
-    return array
-
-
-def _python_array(data: Any, target: _dtype.dtype | None) -> np.ndarray:
-    """np.array(data) for Python numbers, where NumPy's own inference would hide an int beyond
-    int64: it makes [2**63] uint64, [1, 2**63] float64 and [2**64] an object array. PyTorch
-    refuses such ints unless the result is floating."""
-    array = np.array(data)
-    kind = array.dtype.kind
-    if kind == "f" and not (array.size and np.nanmax(np.abs(array), initial=0.0) >= 2.0**63):
-        return array
-    if kind not in "Ouf":
-        return array
-    items = list(_flat(data)) if isinstance(data, (list, tuple)) else [data]
-    integral = all(isinstance(x, (int, np.integer)) for x in items)
-    if integral and (target is None or not target.is_floating_point):
-        big = next((int(x) for x in items if not -(1 << 63) <= int(x) < (1 << 63)), None)
-        if big is not None:
-            raise ScalarOverflowError(
-                f"tensor: the Python int {big} does not fit int64, the largest integer dtype "
-                "(PyTorch: 'Overflow when unpacking long long'); pass dtype=numdiff.float64 to store it as a float"
-            )
-    if kind in "Ou" and all(isinstance(x, (int, float, np.number)) for x in items):
-        return array.astype(np.float64)  # an int beyond int64 among floats, or for a float dtype
-    return array
-
-
-def _check_python_values(op: str, array: np.ndarray, target: _dtype.dtype) -> None:
-    """Refuse Python numbers that do not fit an explicit integer dtype (PyTorch's checked rule,
-    see numdiff._scalar_convert): 300 or -0.5 into uint8, 1e20 into int64, NaN into an integer."""
-    if target.numpy.kind not in "iu" or array.dtype.kind not in "iuf" or array.size == 0:
-        return
-    info = np.iinfo(target.numpy)
-    if array.dtype.kind == "f":
-        bad = ~np.isfinite(array) | (array < info.min) | (array > info.max)
-    else:
-        low = -int(info.max) if target.numpy.kind == "u" else int(info.min)
-        bad = (array < low) | (array > info.max)
-    if bad.any():
-        value = array[bad].flat[0].item()
-        raise ScalarOverflowError(f"{op}: value {value!r} cannot be converted to type {target.name} without overflow")
-
-
-def _flat(data: Any):
-    for x in data:
-        if isinstance(x, (list, tuple)):
-            yield from _flat(x)
-        else:
-            yield x
 
 
 def _place(array: np.ndarray, device: Any, requires_grad: bool, dtype: Any = None) -> Tensor:
@@ -177,22 +100,9 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
     does not fit the dtype (300 into uint8) is refused, as in PyTorch."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    target = _number_dtype("full", fill_value) if dtype is None else _dtype.to_dtype(dtype)
-    value = checked_array("full", fill_value, target)
+    target = number_dtype("full", fill_value) if dtype is None else _dtype.to_dtype(dtype)
+    value = checked_array("full", fill_value, target, float_range=True)
     return _place(np.full(_shape((size,)), value, value.dtype), device, requires_grad)
-
-
-def _number_dtype(op: str, value: Any) -> _dtype.dtype:
-    """The dtype PyTorch gives a Python number: bool, int64 or the default float dtype."""
-    if isinstance(value, (bool, np.bool_)):
-        return _dtype.bool_
-    if isinstance(value, np.generic):
-        return _dtype.from_numpy(value.dtype)
-    if isinstance(value, int):
-        return _dtype.int64
-    if isinstance(value, float):
-        return _dtype.get_default_dtype()
-    raise TypeError(f"{op}: expected a number, got {type(value).__name__}")
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -210,17 +120,45 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    target = _dtype.to_dtype(dtype)
+    if target is _dtype.bool_:
+        raise TypeError("arange: not implemented for bool (as in PyTorch); use arange(...) != 0 or .bool()")
+    if not target.is_floating_point:  # PyTorch truncates the bounds first: arange(0, 3.7, 1.5, dtype=int64) is [0, 1, 2]
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("arange: step must be nonzero (it is truncated to an int for an integer dtype)")
     return _place(np.arange(start, end, step).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
+    if dtype is not None:
+        for bound in (start, end):  # PyTorch writes the bounds in the dtype first: 300 into uint8 is an error
+            checked_array("linspace", bound, _dtype.to_dtype(dtype))
     return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """`steps` values from base ** start to base ** end, evenly spaced in the exponent.
+
+    >>> numdiff.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    exponents = np.linspace(start, end, steps, dtype=np.float64)
+    return _place(np.power(float(base), exponents).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A 2-D identity matrix."""
     return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def _floating_only(op: str, dtype: Any) -> None:
+    """rand and randn draw floats: an integer or bool dtype is refused, as in PyTorch (its values
+    would be all zeros, or truncated normals)."""
+    if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
+        raise TypeError(f"{op}: expected a floating point dtype, got {_dtype.to_dtype(dtype)!r}; use randint for integers")
 
 
 def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, requires_grad: bool, dtype: Any) -> Tensor:
@@ -234,6 +172,7 @@ def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, r
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
+    _floating_only("rand", dtype)
     numpy_dtype = _float_dtype(dtype)
     return _sample(
         lambda g, shape: g.random(shape, dtype=np.float64).astype(numpy_dtype),
@@ -243,6 +182,7 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
+    _floating_only("randn", dtype)
     numpy_dtype = _float_dtype(dtype)
     return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size), generator, device, requires_grad, dtype)
 
@@ -275,7 +215,16 @@ def randint(
         raise TypeError(f"randint: size must be a tuple of ints, got {size!r}")
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    for name, bound in (("low", low), ("high", high)):
+        if not -(1 << 63) <= bound < (1 << 63):
+            raise ScalarOverflowError(f"randint: {name}={bound} does not fit int64")
     target = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
+    if not target.is_floating_point:
+        low_limit, high_limit = (0, 1) if target is _dtype.bool_ else (_dtype_info.iinfo(target).min, _dtype_info.iinfo(target).max)
+        if low < low_limit:
+            raise ValueError(f"randint: low={low} is out of bounds for {target.name} (at least {low_limit})")
+        if high - 1 > high_limit:
+            raise ValueError(f"randint: high - 1 = {high - 1} is out of bounds for {target.name} (at most {high_limit})")
     numpy_dtype = _float_dtype(target)
     return _sample(
         lambda g, shape: g.integers(low, high, size=shape).astype(numpy_dtype),

@@ -4,6 +4,8 @@ Each case runs the same call on torch (reference only) and on numdiff, and compa
 the error, or the dtype and the values.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -89,12 +91,49 @@ CREATION_CASES = {
     "300 ** uint8 wraps the base": lambda lib: 300 ** lib.tensor([1, 2], dtype=lib.uint8),
     "int ** negative int tensor": lambda lib: lib.tensor([0, 1, -1, -1, 2]) ** lib.tensor([-2, -2, -3, -2, -1]),
     "int8 ** negative int8 tensor": lambda lib: lib.tensor([2, 2], dtype=lib.int8) ** lib.tensor([-1, 0], dtype=lib.int8),
+    "full 1e5 float16": lambda lib: lib.full((2,), 1e5, dtype=lib.float16),
+    "full 1e39 bfloat16": lambda lib: lib.full((2,), 1e39, dtype=lib.bfloat16),
+    "linspace to 300 uint8": lambda lib: lib.linspace(0, 300, 4, dtype=lib.uint8),
+    "linspace from 255.9 uint8": lambda lib: lib.linspace(255.9, 0, 3, dtype=lib.uint8),
+    "linspace int64": lambda lib: lib.linspace(0, 10, 4, dtype=lib.int64),
+    "arange float bounds int64": lambda lib: lib.arange(0.5, 3.7, 1.5, dtype=lib.int64),
+    "arange step 0.5 int64": lambda lib: lib.arange(0, 2, 0.5, dtype=lib.int64),
+    "logspace": lambda lib: lib.logspace(-1, 2, 4, base=2.0, dtype=lib.float64),
+    "tensor of 0-d float32 and int64": lambda lib: lib.tensor([lib.tensor(1.5), lib.tensor(2)]),
+    "tensor of 0-d float64 and int64": lambda lib: lib.tensor([lib.tensor(1.5, dtype=lib.float64), lib.tensor(2)]),
+    "tensor of 0-d int8": lambda lib: lib.tensor([lib.tensor(1, dtype=lib.int8), lib.tensor(-2, dtype=lib.int8)]),
+    "tensor of 0-d bfloat16 and bool": lambda lib: lib.tensor([lib.tensor(1.1, dtype=lib.bfloat16), lib.tensor(True)]),
+    "uint8 index is a mask": lambda lib: lib.arange(3)[lib.tensor([1, 0, 1], dtype=lib.uint8)],
 }
+
+RANDOM_CASES = {
+    "randint to 300 uint8": lambda lib: lib.randint(0, 300, (3,), dtype=lib.uint8),
+    "randint from -1 uint8": lambda lib: lib.randint(-1, 5, (3,), dtype=lib.uint8),
+    "randint to 256 uint8": lambda lib: lib.randint(0, 256, (3,), dtype=lib.uint8),
+    "randint from -200 int8": lambda lib: lib.randint(-200, 0, (3,), dtype=lib.int8),
+    "randint to 3 bool": lambda lib: lib.randint(0, 3, (3,), dtype=lib.bool),
+    "randint to 2**63": lambda lib: lib.randint(0, 2**63, (3,)),
+    "randint float32": lambda lib: lib.randint(0, 5, (3,), dtype=lib.float32),
+    "rand int64": lambda lib: lib.rand(2, dtype=lib.int64),
+    "randn int32": lambda lib: lib.randn(2, dtype=lib.int32),
+    "randn bfloat16": lambda lib: lib.randn(2, dtype=lib.bfloat16),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RANDOM_CASES))
+def test_random_factories_refuse_what_torch_refuses(case):
+    expected_kind, expected = _outcome(RANDOM_CASES[case], torch)
+    kind, got = _outcome(RANDOM_CASES[case], numdiff)
+    assert kind == expected_kind, f"{case}: torch gives {expected!r}, numdiff {got!r}"
+    if kind == "ok":
+        assert got.dtype.name == str(expected.dtype).removeprefix("torch.")
 
 
 def _outcome(fn, lib):
     try:
-        return "ok", fn(lib)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # uint8 indices: both warn that they are deprecated
+            return "ok", fn(lib)
     except (RuntimeError, ValueError, TypeError, OverflowError) as error:
         return "error", error
 
@@ -107,7 +146,8 @@ def test_out_of_range_numbers_are_refused_or_wrapped_like_torch(case):
     assert kind == expected_kind, f"{case}: torch gives {expected!r}, numdiff {got!r}"
     if kind == "ok":
         assert got.dtype.name == str(expected.dtype).removeprefix("torch.")
-        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        np.testing.assert_array_equal(got.float().numpy() if got.dtype is numdiff.bfloat16 else got.numpy(),
+                                      expected.float().numpy() if expected.dtype == torch.bfloat16 else expected.numpy())
 
 
 def test_overflow_errors_name_the_op_the_value_and_the_dtype():
