@@ -130,8 +130,14 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     return _place(np.arange(start, end, step).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
+def _check_steps(op: str, steps: Any) -> None:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"{op}: steps must be a non-negative int, got {steps!r}")
+
+
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
+    _check_steps("linspace", steps)
     if dtype is not None:
         for bound in (start, end):  # PyTorch writes the bounds in the dtype first: 300 into uint8 is an error
             checked_array("linspace", bound, _dtype.to_dtype(dtype))
@@ -145,6 +151,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: An
     >>> numdiff.logspace(0, 2, 3)
     tensor([  1.,  10., 100.])
     """
+    _check_steps("logspace", steps)
     exponents = np.linspace(start, end, steps, dtype=np.float64)
     return _place(np.power(float(base), exponents).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
