@@ -108,3 +108,50 @@ def test_a_half_state_dict_loads_into_a_float32_module_like_torch(half):
     reference.load_state_dict(state)
     assert target.weight.dtype is nd.float32
     np.testing.assert_array_equal(target.weight.detach().numpy(), reference.weight.detach().numpy())
+
+
+_RNG = np.random.default_rng(0)
+_X = _RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+
+
+def _bf16(lib, array):
+    return lib.tensor(array).to(lib.bfloat16)
+
+
+LAYERS = {
+    "linear": lambda lib: lib.nn.functional.linear(_bf16(lib, _X[0, 0]), _bf16(lib, _X[1, 0]), _bf16(lib, _X[0, 1, 0])),
+    "conv2d": lambda lib: lib.nn.functional.conv2d(_bf16(lib, _X), _bf16(lib, _X[:, :, :3, :3])),
+    "max_pool2d": lambda lib: lib.nn.functional.max_pool2d(_bf16(lib, _X), 2),
+    "layer_norm": lambda lib: lib.nn.functional.layer_norm(_bf16(lib, _X), (6,)),
+    "batch_norm": lambda lib: lib.nn.functional.batch_norm(_bf16(lib, _X), None, None, training=True),
+    "embedding": lambda lib: lib.nn.functional.embedding(lib.tensor([0, 2]), _bf16(lib, _X[0, 0])),
+    "cross_entropy": lambda lib: lib.nn.functional.cross_entropy(_bf16(lib, _X[0, 0]), lib.tensor([0, 1, 2, 3, 4, 5])),
+    "interpolate bilinear": lambda lib: lib.nn.functional.interpolate(_bf16(lib, _X), scale_factor=2, mode="bilinear"),
+    "attention": lambda lib: lib.nn.functional.scaled_dot_product_attention(_bf16(lib, _X[0]), _bf16(lib, _X[1]), _bf16(lib, _X[0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_bfloat16_layers_match_torch(name):
+    got, expected = LAYERS[name](nd), LAYERS[name](torch)
+    assert got.dtype is nd.bfloat16
+    np.testing.assert_allclose(got.float().numpy(), expected.float().numpy(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_half_parameters_train_with_the_fused_optimizers_like_torch(half, optimizer):
+    """The fused kernels take float32/float64: a half parameter's step runs on float32 copies of
+    it, its gradient and its state, rounded back (they raised 'param must be float32 or float64')."""
+    results = []
+    for lib in (torch, nd):
+        w = lib.tensor(_X[0, 0] * 0.1).to(getattr(lib, half)).requires_grad_()
+        options = {"momentum": 0.9} if optimizer == "SGD" else {}
+        opt = getattr(lib.optim, optimizer)([w], lr=0.05, **options)
+        for _ in range(3):
+            opt.zero_grad()
+            (w.float().exp() * w.float()).sum().backward()
+            opt.step()
+        assert w.dtype is getattr(lib, half)
+        results.append(w.detach().float().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=3e-2, atol=3e-2)
