@@ -46,6 +46,7 @@ def _logical(op: str, ufunc):
         return Tensor._wrap(as_result(ufunc(da, db)), None, None)
 
     combine.__name__ = op
+    combine.__doc__ = f"Elementwise `{op}` of bool or integer tensors (or one and a Python int), with broadcasting."
     return host_function(combine)
 
 
@@ -116,6 +117,7 @@ def bitwise_not(input: Tensor) -> Tensor:
 
 @host_function
 def isfinite(input: Tensor) -> Tensor:
+    """True where an element is neither inf nor NaN (integers and bools: everywhere)."""
     if vmapped(input):
         return batch_nondifferentiable(isfinite, input)
     return Tensor._wrap(as_result(np.isfinite(data_of(input))), None, None)
@@ -123,6 +125,7 @@ def isfinite(input: Tensor) -> Tensor:
 
 @host_function
 def isnan(input: Tensor) -> Tensor:
+    """True where an element is NaN."""
     if vmapped(input):
         return batch_nondifferentiable(isnan, input)
     return Tensor._wrap(as_result(np.isnan(data_of(input))), None, None)
@@ -130,6 +133,7 @@ def isnan(input: Tensor) -> Tensor:
 
 @host_function
 def isinf(input: Tensor) -> Tensor:
+    """True where an element is +inf or -inf."""
     if vmapped(input):
         return batch_nondifferentiable(isinf, input)
     return Tensor._wrap(as_result(np.isinf(data_of(input))), None, None)
