@@ -13,6 +13,7 @@ from numdiff._device import get_default_device, to_device
 from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff._scalar_convert import ScalarOverflowError, checked_array
+from numdiff.kernels._args import is_int
 from numdiff.tensor import Tensor
 
 
@@ -64,12 +65,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._wrap(array, None, None)
 
 
-def _shape(size: Sequence[Any]) -> tuple[int, ...]:
+def _shape(size: Sequence[Any], op: str) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
+    if not all(is_int(s) for s in size):
+        raise TypeError(f"{op}: size must be a sequence of ints, got {tuple(size)!r}")
     shape = tuple(int(s) for s in size)
     if any(s < 0 for s in shape):
-        raise ValueError(f"negative dimension in size {list(shape)}")
+        raise ValueError(f"{op}: negative dimension in size {list(shape)}")
     return shape
 
 
@@ -82,17 +85,17 @@ def _float_dtype(dtype: Any) -> np.dtype:
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _place(np.zeros(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.zeros(_shape(size, "zeros"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _place(np.ones(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.ones(_shape(size, "ones"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor with uninitialised values."""
-    return _place(np.empty(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.empty(_shape(size, "empty"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -102,7 +105,7 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
         fill_value = fill_value.item()
     target = number_dtype("full", fill_value) if dtype is None else _dtype.to_dtype(dtype)
     value = checked_array("full", fill_value, target, float_range=True)
-    return _place(np.full(_shape((size,)), value, value.dtype), device, requires_grad)
+    return _place(np.full(_shape((size,), "full"), value, value.dtype), device, requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -158,6 +161,9 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: An
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A 2-D identity matrix."""
+    for name, value in (("n", n), ("m", m)):
+        if (value is not None or name == "n") and not is_int(value):
+            raise TypeError(f"eye: {name} must be an int, got {value!r} ({type(value).__name__})")
     return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
 
 
@@ -183,7 +189,7 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
     numpy_dtype = _float_dtype(dtype)
     return _sample(
         lambda g, shape: g.random(shape, dtype=np.float64).astype(numpy_dtype),
-        _shape(size), generator, device, requires_grad, dtype,
+        _shape(size, "rand"), generator, device, requires_grad, dtype,
     )
 
 
@@ -191,7 +197,7 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
     """Standard normal samples."""
     _floating_only("randn", dtype)
     numpy_dtype = _float_dtype(dtype)
-    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size), generator, device, requires_grad, dtype)
+    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size, "randn"), generator, device, requires_grad, dtype)
 
 
 def randint(
@@ -235,7 +241,7 @@ def randint(
     numpy_dtype = _float_dtype(target)
     return _sample(
         lambda g, shape: g.integers(low, high, size=shape).astype(numpy_dtype),
-        _shape((size,)), generator, device, requires_grad, target,
+        _shape((size,), "randint"), generator, device, requires_grad, target,
     )
 
 

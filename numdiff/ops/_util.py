@@ -186,6 +186,18 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     return dim % bound
 
 
+def int_sequence(op: str, name: str, values: Any) -> tuple[int, ...]:
+    """`values` (a sequence of ints, NumPy ints or one-element integer tensors) as a tuple of Python
+    ints; anything else is a TypeError naming `op` and `name` instead of int()'s or iteration's own."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{op}: {name} must be a sequence of ints, got {values!r} ({type(values).__name__})")
+    values = tuple(values)
+    for v in values:
+        if not is_int(v):
+            raise TypeError(f"{op}: {name} must be ints, got {v!r} ({type(v).__name__}) in {values!r}")
+    return tuple(int(v) for v in values)
+
+
 def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
     """`dim` (None, an int or a sequence) as a sorted tuple of distinct non-negative dims."""
     if dim is None:
@@ -193,7 +205,7 @@ def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
     if isinstance(dim, (int, np.integer)):
         dims = (normalize_dim(op, int(dim), ndim),)
     else:
-        dims = tuple(normalize_dim(op, int(d), ndim) for d in dim)
+        dims = tuple(normalize_dim(op, d, ndim) for d in int_sequence(op, "dim", dim))
         if len(set(dims)) != len(dims):
             raise ValueError(f"{op}: dim {tuple(dim)} names a dimension more than once")
     if ndim == 0:

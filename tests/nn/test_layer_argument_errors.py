@@ -22,6 +22,22 @@ CALLS = {
     "Linear out_features": lambda v: nd.nn.Linear(2, v),
     "softmax dim": lambda v: F.softmax(x4, v),
     "dropout p": lambda v: F.dropout(x4, v),
+    "reshape shape": lambda v: x4.reshape(v, -1),
+    "view shape": lambda v: x4.view(v, -1),
+    "permute shape": lambda v: x4.permute(v, 0, 1, 2),
+    "repeat shape": lambda v: x4.repeat(v, 1, 1, 1),
+    "expand shape": lambda v: x4[:, :1].expand(1, v, 6, 6),
+    "flip dim": lambda v: x4.flip([v]),
+    "squeeze dim": lambda v: x4.squeeze([v]),
+    "sum dim": lambda v: x4.sum([v]),
+    "roll shifts": lambda v: x4.roll([v], [0]),
+    "narrow start": lambda v: x4.narrow(1, v, 1),
+    "chunk chunks": lambda v: x4.chunk(v),
+    "split split_size_or_sections": lambda v: x4.split([v, 1]),
+    "zeros size": lambda v: nd.zeros(2, v),
+    "eye n": lambda v: nd.eye(v),
+    "LayerNorm normalized_shape": lambda v: nd.nn.LayerNorm([v]),
+    "AvgPool1d kernel_size": lambda v: nd.nn.AvgPool1d(v),
 }
 BAD = [1.5, None, True, "2", (1.5, 1), [None]]
 
@@ -36,7 +52,7 @@ def test_a_bad_argument_is_an_error_naming_the_op_and_argument(call, value):
         CALLS[call](value)
     message = str(caught.value)
     assert message.startswith(f"{op}:"), message
-    assert argument in message or "dim" in message or argument == "pad", message
+    assert argument in message or "dim" in message or argument == "pad" or (argument == "size" and "size" in message), message
 
 
 @pytest.mark.parametrize("call", ["unfold kernel_size", "fold output_size", "Conv2d kernel_size", "one_hot num_classes",
