@@ -274,7 +274,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
     for i, t in enumerate(tensors):
-        if isinstance(t, Tensor) and t.ndim == 0:  # else the size checks below index its empty shape
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat: expected a Tensor as element {i} of tensors, got {type(t).__name__}")
+        if t.ndim == 0:  # else the size checks below index its empty shape
             raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
     dim = normalize_dim("cat", dim, first.ndim)
     for i, other in enumerate(tensors[1:], 1):

@@ -49,6 +49,8 @@ BINARY = {
     "where": lambda a, b: _lib(a, b).where(_lib(a, b).tensor([True, False, True, False, True]), a, b),
     "div trunc": lambda a, b: _lib(a, b).div(a, b, rounding_mode="trunc"),
     "div floor": lambda a, b: _lib(a, b).div(a, b, rounding_mode="floor"),
+    "outer": lambda a, b: _lib(a, b).outer(a, b),
+    "cat": lambda a, b: _lib(a, b).cat([a, b]),
 }
 # Python numbers where torch's signature takes only tensors: numdiff accepts them, computing
 # what the number as a 0-d tensor would give (torch raises a TypeError about the argument).
