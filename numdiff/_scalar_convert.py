@@ -71,9 +71,18 @@ def checked_array(op: str, value: Any, target: _dtype.dtype, *, float_range: boo
     return np.asarray(value, dtype=target.numpy)
 
 
+_INT_RANGES = {
+    np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+    for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)
+}
+
+
 def wrapped_int(op: str, value: int, target: np.dtype) -> int:
     """The Python int `value` wrapped into the integer dtype `target` (two's complement), as
     PyTorch's kernels cast an integer operand: ``int8 + 300`` adds 44."""
+    low, high = _INT_RANGES[target]
+    if low <= value <= high:  # the common case: nothing to wrap
+        return value
     if not -(1 << 63) <= value < (1 << 64):
         raise OverflowError(f"{op}: the Python int {value} is too big to convert to any tensor dtype")
     bits = 8 * target.itemsize
