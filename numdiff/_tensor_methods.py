@@ -158,6 +158,7 @@ METHODS = {
     "rsqrt": unary.rsqrt,
     "abs": unary.abs,
     "sign": unary.sign,
+    "square": unary.square,
     "sin": unary.sin,
     "cos": unary.cos,
     "tanh": unary.tanh,
