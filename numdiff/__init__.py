@@ -214,7 +214,6 @@ from numdiff.ops.unary import (
     sign,
     sin,
     sqrt,
-    square,
     tanh,
 )
 from numdiff.sampling import bernoulli, multinomial, normal
@@ -283,7 +282,7 @@ __all__ += [
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
-__all__ += ["floor_divide", "fmod", "remainder", "square"]
+__all__ += ["floor_divide", "fmod", "remainder"]
 __all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [

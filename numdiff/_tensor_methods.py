@@ -158,7 +158,6 @@ METHODS = {
     "rsqrt": unary.rsqrt,
     "abs": unary.abs,
     "sign": unary.sign,
-    "square": unary.square,
     "sin": unary.sin,
     "cos": unary.cos,
     "tanh": unary.tanh,

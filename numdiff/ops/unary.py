@@ -18,7 +18,7 @@ expm1 = PUBLIC["expm1"]
 sqrt = PUBLIC["sqrt"]
 rsqrt = PUBLIC["rsqrt"]
 abs = PUBLIC["abs"]  # noqa: A001 - PyTorch's name
-_sign_rule = PUBLIC["sign"]
+sign = PUBLIC["sign"]
 sin = PUBLIC["sin"]
 cos = PUBLIC["cos"]
 tanh = PUBLIC["tanh"]
@@ -34,29 +34,7 @@ atanh = PUBLIC["atanh"]
 log2 = PUBLIC["log2"]
 log10 = PUBLIC["log10"]
 exp2 = PUBLIC["exp2"]
-_square_rule = PUBLIC["square"]
-
-
-def sign(input: Tensor) -> Tensor:
-    """Elementwise sign: -1, 0 or 1 (NaN stays NaN); a bool tensor is its own sign, as in PyTorch.
-
-    >>> numdiff.sign(numdiff.tensor([-2.0, 0.0, 3.0]))
-    tensor([-1.,  0.,  1.])
-    """
-    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
-        return input.clone()  # NumPy has no sign of bool
-    return _sign_rule(input)
-
-
-def square(input: Tensor) -> Tensor:
-    """Elementwise ``x * x``; a bool tensor squares in int64, as ``x ** 2`` does in PyTorch.
-
-    >>> numdiff.square(numdiff.tensor([-2.0, 3.0]))
-    tensor([4., 9.])
-    """
-    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
-        input = input.long()
-    return _square_rule(input)
+square = PUBLIC["square"]
 reciprocal = PUBLIC["reciprocal"]
 floor = PUBLIC["floor"]
 ceil = PUBLIC["ceil"]

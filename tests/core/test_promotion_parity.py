@@ -118,8 +118,7 @@ def _relu(t):
 
 
 UNARY = {
-    "neg": lambda t: -t, "invert": lambda t: ~t, "sign": lambda t: t.sign(), "square": lambda t: t.square(),
-    "square function": lambda t: _lib(t).square(t), "abs": lambda t: t.abs(), "exp": lambda t: t.exp(),
+    "neg": lambda t: -t, "invert": lambda t: ~t, "abs": lambda t: t.abs(), "exp": lambda t: t.exp(),
     "log": lambda t: t.log(), "sqrt": lambda t: t.sqrt(), "sin": lambda t: t.sin(), "tanh": lambda t: t.tanh(),
     "sigmoid": lambda t: t.sigmoid(), "floor": lambda t: t.floor(), "ceil": lambda t: t.ceil(),
     "round": lambda t: t.round(), "trunc": lambda t: t.trunc(), "reciprocal": lambda t: t.reciprocal(),
