@@ -10,6 +10,7 @@ import numpy as np
 
 from numdiff import _dtype, _dtype_info
 from numdiff._device import get_default_device, to_device
+from numdiff._host_functions import random_function
 from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff._scalar_convert import ScalarOverflowError, checked_array
@@ -174,6 +175,7 @@ def _floating_only(op: str, dtype: Any) -> None:
         raise TypeError(f"{op}: expected a floating point dtype, got {_dtype.to_dtype(dtype)!r}; use randint for integers")
 
 
+@random_function
 def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, requires_grad: bool, dtype: Any) -> Tensor:
     """``draw(numpy_generator, shape)`` placed as a tensor. Under vmap(randomness='different') the
     shape gets those levels' batch sizes in front and the tensor is batched at them: one

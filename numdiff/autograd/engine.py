@@ -21,6 +21,7 @@ from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import anywhere, transforms
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -225,8 +226,13 @@ def run_backward(
 
     With ``capture=False`` (``Tensor.backward``) gradients accumulate into `.grad` of the leaves
     that require grad (only those in `inputs`, if given). With ``capture=True``
-    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched.
+    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched. This
+    thread's innermost interpreter may refuse the pass first (numdiff.compile's trace).
     """
+    if anywhere.levels:
+        top = transforms.interpreter
+        if top is not None:
+            top.backward(capture, create_graph)
     if len(outputs) == 1:  # Tensor.backward: one root, nothing to merge
         root = _root_node(outputs[0], 0)
         roots = [root]

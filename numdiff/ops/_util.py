@@ -9,7 +9,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._scalar_convert import checked_array, wrapped_int
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for
 from numdiff.kernels._args import is_int
 from numdiff.tensor import Tensor
@@ -124,7 +124,7 @@ def vmapped(*operands: Any) -> bool:
     """Whether an operand is batched by numdiff.func.vmap. Ops that compute on arrays outside
     Function.apply (comparisons, logical ops, argmax, rounding division) then go through
     `batch_nondifferentiable` instead of reading one example's data."""
-    return bool(transforms.vmap_depth) and any(isinstance(t, Tensor) and type(t) is not Tensor for t in operands)
+    return vmap_active() and any(isinstance(t, Tensor) and type(t) is not Tensor for t in operands)
 
 
 def batch_nondifferentiable(compute: Any, *operands: Any) -> Tensor:
