@@ -85,9 +85,11 @@ _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.
 
 
 def binary(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
-    """``a op b``, computed now (in float64, as the kernel would) when both are numbers."""
+    """``a op b``, computed now (in float64, as the kernel would) when both are numbers, except a
+    product that is 0: a rule writes ``0.0 * 1.0`` for a zero that multiplies the gradient (NaN
+    for an infinite one) where a literal 0.0 masks it (see abs)."""
     x, y = constant(a), constant(b)
-    if x is not None and y is not None:
+    if x is not None and y is not None and not (isinstance(op, ast.Mult) and x * y == 0.0):
         with np.errstate(all="ignore"):
             return number(_ARITHMETIC[type(op)](np.float64(x), np.float64(y)))
     return ast.BinOp(a, op, b)
@@ -110,11 +112,38 @@ def sub(a: ast.expr, b: ast.expr) -> ast.expr:
     return binary(a, ast.Sub(), b)
 
 
+def _conditionally_zero(node: ast.expr) -> bool:
+    """Whether `node` is 0 on some branch (a tangent through `a if c else b` where one side does not
+    depend on the variable): multiplying it must not turn that 0 into NaN."""
+    if isinstance(node, ast.IfExp):
+        return _is(node.body, 0.0) or _is(node.orelse, 0.0) or _conditionally_zero(node.body) or _conditionally_zero(node.orelse)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _conditionally_zero(node.left) or _conditionally_zero(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _conditionally_zero(node.operand)
+    return False
+
+
+def _distribute(factor: ast.expr, tangent: ast.expr, product) -> ast.expr:
+    """product(factor, tangent) taken into each branch and term of `tangent`, as autograd takes a
+    gradient along each path: on a branch where the tangent is 0, an inf or NaN factor gives 0."""
+    if isinstance(tangent, ast.IfExp):
+        return branch(tangent.test, product(factor, tangent.body), product(factor, tangent.orelse))
+    if isinstance(tangent, ast.BinOp):
+        combine = add if isinstance(tangent.op, ast.Add) else sub
+        return combine(product(factor, tangent.left), product(factor, tangent.right))
+    return neg(product(factor, tangent.operand))
+
+
 def mul(a: ast.expr, b: ast.expr) -> ast.expr:
     """a * b for a partial derivative times a tangent: a structural 0 (a tangent of something that
     does not depend on the variable) gives 0, as autograd never visits such a branch."""
     if _is(a, 0.0) or _is(b, 0.0):
         return number(0.0)
+    if _conditionally_zero(b):
+        return _distribute(a, b, mul)
+    if _conditionally_zero(a):
+        return _distribute(b, a, lambda x, y: mul(y, x))
     if _is(a, 1.0):
         return b
     if _is(b, 1.0):
@@ -125,6 +154,8 @@ def mul(a: ast.expr, b: ast.expr) -> ast.expr:
 def div(a: ast.expr, b: ast.expr) -> ast.expr:
     if _is(a, 0.0):
         return number(0.0)
+    if _conditionally_zero(a):
+        return _distribute(b, a, lambda x, y: div(y, x))
     if _is(b, 1.0):
         return a
     return binary(a, ast.Div(), b)

@@ -169,3 +169,15 @@ def test_random_compositions_match_torch(expression):
     assert_matches(f"{expression} value", (xs, ys), value, expected_value, rtol=1e-8, atol=1e-12)
     for k, (grad, expected) in enumerate(zip(grads, expected_grads)):
         assert_matches(f"{expression} d/d{'xy'[k]}", (xs, ys), grad, expected, rtol=1e-6, atol=1e-9)
+
+
+def test_abs_multiplies_the_gradient_by_its_zero_sign_as_torch_does():
+    # At 0 and NaN torch multiplies the incoming gradient by sgn(x) = 0: an infinite gradient gives NaN.
+    # The tensor op numdiff.abs and @elementwise's abs share the rule.
+    points = [0.0, -0.0, NAN, 2.0, NAN]
+    upstream = [INF, NAN, 1.0, INF, -INF]
+    x = numdiff.tensor(points, dtype=numdiff.float64, requires_grad=True)
+    numdiff.abs(x).backward(numdiff.tensor(upstream, dtype=numdiff.float64))
+    tx = torch.tensor(points, dtype=torch.float64, requires_grad=True)
+    torch.abs(tx).backward(torch.tensor(upstream, dtype=torch.float64))
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
