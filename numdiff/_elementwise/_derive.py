@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import ast
 
-from numdiff._elementwise._functions import add, branch, called, div, mul, neg, number, partials, sub
+from numdiff._elementwise._functions import add, branch, called, div, mul, neg, number, partials, sub, zero
 
 
 def derive(node: ast.expr, variable: str) -> ast.expr:
     """d node / d variable."""
     if isinstance(node, ast.Constant):
-        return number(0.0)
+        return zero()
     if isinstance(node, ast.Name):
-        return number(1.0 if node.id == variable else 0.0)
+        return number(1.0) if node.id == variable else zero()
     if isinstance(node, ast.UnaryOp):
         return neg(derive(node.operand, variable))
     if isinstance(node, ast.IfExp):
@@ -29,7 +29,7 @@ def derive(node: ast.expr, variable: str) -> ast.expr:
     if isinstance(node, ast.Tuple):
         return ast.Tuple([derive(e, variable) for e in node.elts], ast.Load())
     if called(node) is not None:
-        total = number(0.0)
+        total = zero()
         for partial, argument in zip(partials(node), node.args):
             tangent = derive(argument, variable)
             total = add(total, mul(partial, tangent))

@@ -76,38 +76,53 @@ def constant(node: ast.expr) -> float | None:
     return None
 
 
+def zero() -> ast.expr:
+    """A structural 0: the tangent of something that does not depend on the variable, or a rule's
+    mask (relu's where(x <= 0, 0, 1)). A product with it is 0 even against an inf or NaN factor,
+    as autograd never visits such a path; a 0 the user wrote, or computed from numbers, is a value."""
+    node = ast.Constant(0.0)
+    node.structural = True
+    return node
+
+
+def _is_zero(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and getattr(node, "structural", False)
+
+
 def _is(node: ast.expr, value: float) -> bool:
     c = constant(node)
-    return c is not None and c == value and math.copysign(1.0, c) == math.copysign(1.0, value)
+    return c is not None and c == value
 
 
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def binary(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
-    """``a op b``, computed now (in float64, as the kernel would) when both are numbers, except a
-    product that is 0: a rule writes ``0.0 * 1.0`` for a zero that multiplies the gradient (NaN
-    for an infinite one) where a literal 0.0 masks it (see abs)."""
+    """``a op b``, computed now (in float64, as the kernel would) when both are numbers, unless that
+    gives 0: a zero computed from numbers multiplies like any value, as in autograd (d(x - x) is
+    1.0 - 1.0, NaN against a NaN partial), and a rule writes ``0.0 * 1.0`` for such a 0 (see abs)."""
     x, y = constant(a), constant(b)
-    if x is not None and y is not None and not (isinstance(op, ast.Mult) and x * y == 0.0):
+    if x is not None and y is not None:
         with np.errstate(all="ignore"):
-            return number(_ARITHMETIC[type(op)](np.float64(x), np.float64(y)))
+            value = _ARITHMETIC[type(op)](np.float64(x), np.float64(y))
+        if value != 0.0:
+            return number(value)
     return ast.BinOp(a, op, b)
 
 
 def add(a: ast.expr, b: ast.expr) -> ast.expr:
     """a + b for chain-rule terms: a term that is exactly 0 is dropped."""
-    if _is(a, 0.0):
+    if _is_zero(a):
         return b
-    if _is(b, 0.0):
+    if _is_zero(b):
         return a
     return binary(a, ast.Add(), b)
 
 
 def sub(a: ast.expr, b: ast.expr) -> ast.expr:
-    if _is(b, 0.0):
+    if _is_zero(b):
         return a
-    if _is(a, 0.0):
+    if _is_zero(a):
         return neg(b)
     return binary(a, ast.Sub(), b)
 
@@ -116,7 +131,7 @@ def _conditionally_zero(node: ast.expr) -> bool:
     """Whether `node` is 0 on some branch (a tangent through `a if c else b` where one side does not
     depend on the variable): multiplying it must not turn that 0 into NaN."""
     if isinstance(node, ast.IfExp):
-        return _is(node.body, 0.0) or _is(node.orelse, 0.0) or _conditionally_zero(node.body) or _conditionally_zero(node.orelse)
+        return _is_zero(node.body) or _is_zero(node.orelse) or _conditionally_zero(node.body) or _conditionally_zero(node.orelse)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
         return _conditionally_zero(node.left) or _conditionally_zero(node.right)
     if isinstance(node, ast.UnaryOp):
@@ -136,10 +151,9 @@ def _distribute(factor: ast.expr, tangent: ast.expr, product) -> ast.expr:
 
 
 def mul(a: ast.expr, b: ast.expr) -> ast.expr:
-    """a * b for a partial derivative times a tangent: a structural 0 (a tangent of something that
-    does not depend on the variable) gives 0, as autograd never visits such a branch."""
-    if _is(a, 0.0) or _is(b, 0.0):
-        return number(0.0)
+    """a * b for a partial derivative times a tangent: a structural 0 (see `zero`) gives 0."""
+    if _is_zero(a) or _is_zero(b):
+        return zero()
     if _conditionally_zero(b):
         return _distribute(a, b, mul)
     if _conditionally_zero(a):
@@ -152,8 +166,8 @@ def mul(a: ast.expr, b: ast.expr) -> ast.expr:
 
 
 def div(a: ast.expr, b: ast.expr) -> ast.expr:
-    if _is(a, 0.0):
-        return number(0.0)
+    if _is_zero(a):
+        return zero()
     if _conditionally_zero(a):
         return _distribute(b, a, lambda x, y: div(y, x))
     if _is(b, 1.0):
@@ -162,6 +176,8 @@ def div(a: ast.expr, b: ast.expr) -> ast.expr:
 
 
 def neg(a: ast.expr) -> ast.expr:
+    if _is_zero(a):
+        return a
     c = constant(a)
     if c is not None:
         return number(-c)
@@ -173,8 +189,8 @@ def branch(test: ast.expr, a: ast.expr, b: ast.expr) -> ast.expr:
     decided = _decide(test)
     if decided is not None:
         return a if decided else b
-    if _is(a, 0.0) and _is(b, 0.0):
-        return number(0.0)
+    if _is_zero(a) and _is_zero(b):
+        return zero()
     return ast.IfExp(test, a, b)
 
 
@@ -223,7 +239,8 @@ class _FromRule(ast.NodeTransformer):
         return copy.deepcopy(self.values[node.id]) if node.id in self.values else node
 
     def visit_Constant(self, node: ast.Constant) -> ast.expr:
-        return number(node.value)
+        # A rule's literal 0 is a mask (its vjp, numdiff.ops.scalar_expressions, drops the gradient there).
+        return zero() if node.value == 0.0 else number(node.value)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
         left, right = self.visit(node.left), self.visit(node.right)

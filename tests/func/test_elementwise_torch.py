@@ -181,3 +181,11 @@ def test_abs_multiplies_the_gradient_by_its_zero_sign_as_torch_does():
     tx = torch.tensor(points, dtype=torch.float64, requires_grad=True)
     torch.abs(tx).backward(torch.tensor(upstream, dtype=torch.float64))
     np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_zero_tangents_that_autograd_would_compute_keep_their_nan():
+    # d(x - x) is 1 - 1 and d(y * 0.0) is 0.0 * 1: autograd computes them, so an inf or NaN partial
+    # outside gives NaN; only a path that does not depend on the variable at all is skipped (0).
+    (f,) = define("def f(x, y):\n    return math.acos(x - x) + math.acos(y * 0.0 - 2.0) + math.acos(3.0 + x * 0.0)\n").values()
+    xs, ys = np.array([INF, NAN, 1.0, 0.5]), np.array([1.0, 2.0, INF, 0.0])
+    _check("cancelling tangents", f, xs, ys)
