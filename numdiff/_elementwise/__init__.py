@@ -1,8 +1,9 @@
 """@numdiff.elementwise: a scalar Python function as a fused, differentiable tensor op.
 
-The function's body is parsed into one expression (numdiff._elementwise._parse), compiled into
-one Numba loop over the broadcast elements (serial below `PARALLEL_GRAIN` elements or on one
-thread, ``prange`` above; a grid-stride @cuda.jit kernel for CUDA tensors, see _cuda.py), written
+The function's body, statements included, is lowered to one expression (_parse, in the language
+of _functions), compiled into one Numba loop over the broadcast elements (serial below
+`PARALLEL_GRAIN` elements or on one thread, ``prange`` above; a grid-stride @cuda.jit kernel for
+CUDA tensors, see _cuda.py), written
 to a file so ``cache=True`` keeps it across processes. Its math calls run numdiff's vectorised
 functions (numdiff/kernels/_vecmath.py). The partial derivative with respect to every argument is
 derived symbolically (_derive), branches included, unless the user supplies them with
@@ -247,12 +248,15 @@ class _ElementwiseFunction(Function):
 
 
 def elementwise(fn: Callable) -> ElementwiseOp:
-    """Decorator: a scalar function (math.*, arithmetic, comparisons, `a if c else b`) as a fused,
+    """Decorator: a scalar function (arithmetic, comparisons, math.*, abs/min/max, locals,
+    if/elif/else, several returns, `for i in range(constant)`; see _parse) as a fused,
     differentiable, broadcasting tensor op.
 
     >>> @numdiff.elementwise
     ... def smooth_relu(x, k):
-    ...     return math.log1p(math.exp(k * x)) / k if x < 20.0 else x
+    ...     if x >= 20.0:
+    ...         return x
+    ...     return math.log1p(math.exp(k * x)) / k
     >>> smooth_relu(numdiff.tensor([-1.0, 0.0, 1.0]), 2.0)
     """
     arguments, (expression,) = parse_function(fn)
