@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import numdiff
 from numdiff._elementwise._functions import USER_MATH
 from tests.func.elementwise_reference import (
+    as_torch,
     assert_matches,
     define,
     numdiff_values_and_grads,
@@ -189,3 +190,22 @@ def test_zero_tangents_that_autograd_would_compute_keep_their_nan():
     (f,) = define("def f(x, y):\n    return math.acos(x - x) + math.acos(y * 0.0 - 2.0) + math.acos(3.0 + x * 0.0)\n").values()
     xs, ys = np.array([INF, NAN, 1.0, 0.5]), np.array([1.0, 2.0, INF, 0.0])
     _check("cancelling tangents", f, xs, ys)
+
+
+def _second_derivative_torch(fn, points: np.ndarray) -> np.ndarray:
+    torch_fn, out = as_torch(fn), []
+    for p in points:
+        x = torch.tensor(float(p), dtype=torch.float64, requires_grad=True)
+        (first,) = torch.autograd.grad(torch_fn(x), x, create_graph=True)
+        out.append(torch.autograd.grad(first, x)[0].item() if first.requires_grad else 0.0)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name", sorted(ONE))
+def test_second_derivative_of_every_math_function_matches_torch(name):
+    # The derivative is itself an @elementwise op of the inputs (create_graph=True), differentiated again.
+    points = np.array([1.25, 1.5, 3.0]) if name == "acosh" else np.array([0.2, 0.45, 0.7, -0.3])
+    x = numdiff.tensor(points, dtype=numdiff.float64, requires_grad=True)
+    (first,) = numdiff.autograd.grad(numdiff.elementwise(ONE[name])(x).sum(), x, create_graph=True)
+    second = numdiff.autograd.grad(first.sum(), x)[0].numpy() if first.requires_grad else np.zeros_like(points)
+    assert_matches(f"{name} second derivative", (points,), second, _second_derivative_torch(ONE[name], points), rtol=1e-9, atol=1e-12)
