@@ -122,7 +122,12 @@ class ElementwiseOp:
         op = self._vjp_ops.get(index)
         if op is None:
             grad_name = "g_" + "_".join(self.arguments)
-            expression = mul(ast.Name(grad_name, ast.Load()), self._partial(index))
+            grad = ast.Name(grad_name, ast.Load())
+            if self._partials is not None:
+                expression = mul(grad, self._partials[index])
+            else:
+                # The incoming gradient seeds the derivation: products in autograd's order.
+                expression = derive(self.expression, self.arguments[index], seed=grad)
             op = ElementwiseOp(f"{self.__name__}_vjp{index}", (grad_name, *self.arguments), expression)
             self._vjp_ops[index] = op
         return op

@@ -77,12 +77,23 @@ def constant(node: ast.expr) -> float | None:
 
 
 def zero() -> ast.expr:
-    """A structural 0: the tangent of something that does not depend on the variable, or a rule's
-    mask (relu's where(x <= 0, 0, 1)). A product with it is 0 even against an inf or NaN factor,
-    as autograd never visits such a path; a 0 the user wrote, or computed from numbers, is a value."""
+    """A structural 0: the gradient along a path that does not reach the variable (a branch not
+    taken). A product with it is 0 even against an inf or NaN factor, as autograd has no such
+    path; a 0 the user wrote, or computed from numbers, is a value."""
     node = ast.Constant(0.0)
     node.structural = True
     return node
+
+
+def mask() -> ast.expr:
+    """A 0 a rule writes (relu's where(x <= 0, 0, 1), floor's 0): see _derive."""
+    node = ast.Constant(0.0)
+    node.mask = True
+    return node
+
+
+def is_mask(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and getattr(node, "mask", False)
 
 
 def _is_zero(node: ast.expr) -> bool:
@@ -239,8 +250,7 @@ class _FromRule(ast.NodeTransformer):
         return copy.deepcopy(self.values[node.id]) if node.id in self.values else node
 
     def visit_Constant(self, node: ast.Constant) -> ast.expr:
-        # A rule's literal 0 is a mask (its vjp, numdiff.ops.scalar_expressions, drops the gradient there).
-        return zero() if node.value == 0.0 else number(node.value)
+        return mask() if node.value == 0.0 else number(node.value)
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
         left, right = self.visit(node.left), self.visit(node.right)
