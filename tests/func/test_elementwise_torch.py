@@ -209,3 +209,10 @@ def test_second_derivative_of_every_math_function_matches_torch(name):
     (first,) = numdiff.autograd.grad(numdiff.elementwise(ONE[name])(x).sum(), x, create_graph=True)
     second = numdiff.autograd.grad(first.sum(), x)[0].numpy() if first.requires_grad else np.zeros_like(points)
     assert_matches(f"{name} second derivative", (points,), second, _second_derivative_torch(ONE[name], points), rtol=1e-9, atol=1e-12)
+
+
+def test_a_masked_gradient_is_still_multiplied_down_the_chain():
+    # max(x, acosh(x)) at x = 1 takes x: torch masks the gradient to acosh's side to 0 and then multiplies
+    # it by acosh'(1) = inf, giving NaN; a masked 0 discards only what comes in from above.
+    (f,) = define("def f(x, y):\n    return x + max(x, math.acosh(x)) + y * math.floor(math.sqrt(x - 1.0))\n").values()
+    _check("masked chain", f, np.array([1.0, 2.0, 1.5, INF]), np.array([0.0, -0.0, 1.0, 2.0]))
