@@ -22,11 +22,12 @@ import numpy as np
 from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule
 from numdiff.ops.scalar_rules import RULES
 
-# Python's floor division and remainder (the sign of the divisor, as torch.remainder). PyTorch has no
+# Python's floor division and remainder (the sign of the divisor, as torch.remainder; a zero
+# remainder has the dividend's sign, as torch's, where Python's has the divisor's). PyTorch has no
 # derivative for floor_divide; a piecewise-constant function's is 0, as for floor.
 LOCAL_RULES = {
     "floor_divide": ScalarRule("floor_divide", 2, "x // y", ("0.0", "0.0")),
-    "remainder": ScalarRule("remainder", 2, "x % y", ("1.0", "-(x // y)")),
+    "remainder": ScalarRule("remainder", 2, "where(x % y == 0.0, x * 0.0, x % y)", ("1.0", "-(x // y)")),
 }
 FUNCTION_RULES: dict[str, ScalarRule] = {**RULES, **LOCAL_RULES}
 CALL = "_rule"  # the name that holds the calls: _rule.exp(x)

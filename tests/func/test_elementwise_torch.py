@@ -44,7 +44,7 @@ TWO_ARGUMENTS = {"pow": "math.pow(x, y)", "atan2": "math.atan2(x, y)", "hypot": 
 EXTRA_MATH = {"log_base": "math.log(x, 3.0)", "degrees": "math.degrees(x)", "radians": "math.radians(x)"}
 OPERATORS = {
     "add": "x + y", "sub": "x - y", "mul": "x * y", "div": "x / y", "pow_operator": "x ** y",
-    "remainder": "x % y", "neg": "-x + y", "abs": "abs(x) * y", "min": "min(x, y)", "max": "max(x, y)",
+    "remainder": "x % y", "remainder_zero_sign": "math.atan2(x % y, -1.0)", "neg": "-x + y", "abs": "abs(x) * y", "min": "min(x, y)", "max": "max(x, y)",
     "square": "(x ** 2.0) * (y ** 3)", "sqrt_power": "x ** 0.5 + y ** -1.0", "constant_base": "2.0 ** x + (-2.0) ** y",
     "ternary": "x * y if x > y else x - y", "chained": "x if -1.0 < x <= y else y * 2.0",
     "boolean": "x if (x > 0.0 and not y < 0.0) or x == y else -y", "isnan": "y if math.isnan(x) else x * y",
