@@ -142,6 +142,26 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
     return _place(np.arange(start, end, step).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
+def inclusive_range(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Values from start to end *inclusive* in steps of `step`, float by default; deprecated in
+    PyTorch (which warns) in favour of arange.
+
+    >>> numdiff.range(1, 3)
+    tensor([1., 2., 3.])
+    """
+    warnings.warn("numdiff.range is deprecated and will be removed in a future release because its behavior "
+                  "is inconsistent with Python's range builtin. Instead, use numdiff.arange, which produces "
+                  "values in [start, end).", UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    count = int(np.floor((end - start) / step)) + 1
+    values = start + step * np.arange(max(count, 0), dtype=np.float64)
+    dtype = _dtype.get_default_dtype() if dtype is None else dtype
+    return _place(values.astype(_float_dtype(dtype)), device, requires_grad, dtype)
+
+
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
     return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
