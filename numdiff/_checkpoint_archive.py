@@ -128,6 +128,29 @@ class CheckpointArchive:
             raise self.fail(f"{type(err).__name__}: {err}", name, readable=False) from err
         return array
 
+    def member_names(self) -> list[str]:
+        """The names of the archive's members, in the order the zip directory lists them."""
+        return self._zip.namelist()
+
+    def read_raw(self, name: str, dtype: np.dtype = np.dtype(np.uint8)) -> np.ndarray:
+        """Member `name` as a flat array of `dtype` (a PyTorch storage, a pickle), after the same
+        size checks as `read_array`; refused unless its size is a whole number of elements."""
+        info = self._zip.NameToInfo.get(name)
+        if info is None:
+            raise self.fail(f"it refers to a missing member {name!r}", name)
+        self._check_compressed_size(info, name)
+        if info.file_size % dtype.itemsize:
+            raise self.fail(f"its {info.file_size} bytes are not a whole number of {dtype} elements", name)
+        array = np.empty(info.file_size // dtype.itemsize, dtype)
+        try:
+            with self._zip.open(info) as stream:
+                self._read_into(stream, array, name)
+        except CheckpointError:
+            raise
+        except _READ_ERRORS as err:
+            raise self.fail(f"{type(err).__name__}: {err}", name, readable=False) from err
+        return array
+
     def _check_compressed_size(self, info: zipfile.ZipInfo, name: str) -> None:
         if info.compress_type == zipfile.ZIP_STORED:
             plausible = info.file_size == info.compress_size
