@@ -344,16 +344,20 @@ class Module:
                         module._buffers[name] = fn(buffer)
         return self
 
-    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Module:
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
+           memory_format: Any = None) -> Module:
         """Move and/or cast parameters and buffers in place: ``m.to(numdiff.float64)``, ``m.to("cuda")``.
 
-        A dtype applies to floating point tensors only (integer buffers keep theirs).
+        A dtype applies to floating point tensors only (integer buffers keep theirs). `non_blocking`
+        and `memory_format` are accepted as in Tensor.to.
         """
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
             elif isinstance(arg, (str, device_type)):
                 device = arg
+            elif isinstance(arg, bool):
+                continue  # PyTorch's positional non_blocking flag
             else:
                 dtype = arg
         if dtype is not None:
@@ -379,10 +383,17 @@ class Module:
     def bfloat16(self) -> Module:
         return self.to(_dtype.bfloat16)
 
+    def share_memory(self) -> Module:
+        """Move every parameter and buffer into shared memory (``Tensor.share_memory_``), for
+        processes of numdiff.multiprocessing to train one model together (Hogwild)."""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
+        return self
+
     def cpu(self) -> Module:
         return self.to("cpu")
 
-    def cuda(self, device: int | str | None = None) -> Module:
+    def cuda(self, device: int | str | None = None, non_blocking: bool = False) -> Module:
         return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
 
     # ------------------------------------------------------------------ printing

@@ -23,16 +23,22 @@ from numdiff.utils.data._collate import default_collate, default_convert
 
 __all__ = [
     "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
     "DataLoader",
     "Dataset",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
     "Subset",
+    "SubsetRandomSampler",
     "TensorDataset",
+    "WeightedRandomSampler",
     "default_collate",
     "default_convert",
+    "get_worker_info",
     "random_split",
 ]
 
@@ -147,6 +153,8 @@ def random_split(
 
 # --------------------------------------------------------------------------- samplers
 
+_DRAW_BLOCK = 4096  # indices a sampler with replacement draws at a time
+
 
 class Sampler:
     """Yields dataset indices; subclasses define ``__iter__`` (and ``__len__`` when known)."""
@@ -211,7 +219,10 @@ class RandomSampler(Sampler):
         else:
             source = self.generator.numpy
         if self.replacement:
-            yield from source.integers(0, n, size=self.num_samples).tolist()
+            # Drawn a block at a time, as PyTorch draws lazily: num_samples may be far larger
+            # than memory (RandomSampler(ds, replacement=True, num_samples=10**10)).
+            for start in range(0, self.num_samples, _DRAW_BLOCK):
+                yield from source.integers(0, n, size=min(_DRAW_BLOCK, self.num_samples - start)).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from source.permutation(n).tolist()
@@ -276,12 +287,22 @@ class DataLoader:
         collate_fn: Callable[[list[Any]], Any] | None = None,
         drop_last: bool = False,
         generator: Generator | None = None,
+        pin_memory: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
     ) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
                 "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing, "
                 f"got {num_workers!r}"
             )
+        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         if isinstance(dataset, IterableDataset):
             # Its samples come in its own order: there are no indices to shuffle or sample.
             for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
@@ -316,6 +337,12 @@ class DataLoader:
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
         self.generator = generator
+        # Accepted and kept for PyTorch code. Batches are loaded in this process, so there are no
+        # workers to start, time out or keep, and no page-locked copy to make: pin_memory is a
+        # no-op (a CPU array is already where the CPU kernels read it; CUDA copies need no pinning here).
+        self.pin_memory, self.timeout, self.worker_init_fn = pin_memory, timeout, worker_init_fn
+        self.multiprocessing_context, self.prefetch_factor = multiprocessing_context, prefetch_factor
+        self.persistent_workers, self.pin_memory_device, self.in_order = persistent_workers, pin_memory_device, in_order
         self._batched = batched
         if collate_fn is None:
             collate_fn = default_collate if batched else default_convert
@@ -367,6 +394,30 @@ class DataLoader:
     def _plain(dataset: TensorDataset) -> bool:
         """CPU tensors outside autograd, which can be gathered directly from their arrays."""
         return all(backend_for(t._data) is CPU and not t.requires_grad for t in dataset.tensors)
+
+
+def _check_worker_options(num_workers: int, timeout: float, prefetch_factor: int | None, persistent: bool) -> None:
+    """PyTorch's checks of the worker options, so that code it refuses is refused here too."""
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable "
+            "multiprocessing, otherwise set prefetch_factor to None."
+        )
+    if prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+
+
+def get_worker_info() -> None:
+    """Information about the current loader worker: None, as batches load in the calling process."""
+    return None
+
+
+from numdiff.utils.data.dataset import ChainDataset, ConcatDataset, StackDataset  # noqa: E402 - need Dataset
+from numdiff.utils.data.sampler import SubsetRandomSampler, WeightedRandomSampler  # noqa: E402 - need Sampler
 
 
 def __getattr__(name: str) -> object:
