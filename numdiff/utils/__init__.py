@@ -1,5 +1,5 @@
 """numdiff.utils: helpers around training; ``numdiff.utils.data`` holds datasets and the DataLoader."""
 
-from numdiff.utils import data, dlpack
+from numdiff.utils import benchmark, data, dlpack
 
-__all__ = ["data", "dlpack"]
+__all__ = ["benchmark", "data", "dlpack"]
