@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from numdiff import sparse
 from numdiff._shared_memory import in_shared_memory, move_to_shared_memory
 from numdiff.tensor import Tensor
 
 _ABSENT_DEVICES = ("xpu", "mps", "ipu", "hpu", "mtia", "vulkan", "mkldnn", "xla", "maia")
-_ABSENT_LAYOUTS = ("sparse", "sparse_csr", "quantized", "meta", "nested")
+_ABSENT_LAYOUTS = ("sparse", "sparse_csr", "quantized", "meta", "nested")  # a dense tensor's; see numdiff.sparse
 
 
 def _false(name: str) -> property:
@@ -42,7 +43,20 @@ def is_shared(self: Tensor) -> bool:
     return in_shared_memory(self)
 
 
+def to_sparse(self: Tensor, sparse_dims: int | None = None, *, layout: Any = None) -> Any:
+    """The COO sparse form of this dense tensor (numdiff.sparse.to_sparse)."""
+    return sparse.to_sparse(self, sparse_dims, layout=layout)
+
+
+def to_sparse_coo(self: Tensor) -> Any:
+    return sparse.to_sparse(self)
+
+
 PLACEMENT_ATTRIBUTES: dict[str, Any] = {
+    "layout": property(lambda self: sparse.strided, doc="numdiff.strided: numdiff tensors are dense."),
+    "to_sparse": to_sparse,
+    "to_sparse_coo": to_sparse_coo,
+    "to_dense": lambda self, dtype=None: self if dtype is None else self.to(dtype),
     **{f"is_{name}": _false(f"on a {name} device") for name in _ABSENT_DEVICES},
     **{f"is_{name}": _false(name) for name in _ABSENT_LAYOUTS},
     "pin_memory": pin_memory,

@@ -92,6 +92,15 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._wrap(array, None, None)
 
 
+def _sizes(sizes: tuple[Any, ...], size: Any) -> tuple[Any, ...]:
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=(2, 3)``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"got the shape both positionally {sizes} and as size={size!r}; give it once")
+    return (size,)
+
+
 def _shape(size: Sequence[Any]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
@@ -108,19 +117,19 @@ def _float_dtype(dtype: Any) -> np.dtype:
     return _dtype.get_default_dtype().numpy if dtype is None else _dtype.to_dtype(dtype).numpy
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _place(np.zeros(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.zeros(_shape(_sizes(sizes, size)), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _place(np.ones(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.ones(_shape(_sizes(sizes, size)), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor with uninitialised values."""
-    return _place(np.empty(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.empty(_shape(_sizes(sizes, size)), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -181,19 +190,19 @@ def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, r
     return batched_sample(_place(draw(source, batch + shape), device, requires_grad, dtype), levels)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     numpy_dtype = _float_dtype(dtype)
     return _sample(
         lambda g, shape: g.random(shape, dtype=np.float64).astype(numpy_dtype),
-        _shape(size), generator, device, requires_grad, dtype,
+        _shape(_sizes(sizes, size)), generator, device, requires_grad, dtype,
     )
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
     numpy_dtype = _float_dtype(dtype)
-    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size), generator, device, requires_grad, dtype)
+    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(_sizes(sizes, size)), generator, device, requires_grad, dtype)
 
 
 def randint(
