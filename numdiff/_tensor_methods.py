@@ -9,6 +9,7 @@ from numdiff import (
     _inplace,
     _tensor_extras,
     _tensor_factories,
+    _tensor_inplace_extras,
     _tensor_pickle,
     _tensor_placement,
     sampling,
@@ -356,7 +357,7 @@ def attach() -> None:
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
     for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **_tensor_pickle.PICKLE_METHODS,
-                     **_tensor_placement.PLACEMENT_ATTRIBUTES}.items():
+                     **_tensor_placement.PLACEMENT_ATTRIBUTES, **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))
