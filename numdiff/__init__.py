@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _tensor_methods
+from numdiff import _out_argument, _tensor_methods
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -214,6 +214,7 @@ from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
+globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
