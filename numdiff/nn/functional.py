@@ -4,6 +4,7 @@ from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._distance import cosine_similarity, normalize
 from numdiff.nn._embedding_bag import embedding_bag
 from numdiff.nn._functional_layers import dropout, dropout1d, dropout2d, dropout3d, embedding, one_hot, pad
+from numdiff.nn._grid_sampling import affine_grid, grid_sample
 from numdiff.nn._im2col import fold, unfold
 from numdiff.nn._layer_functions import (
     alpha_dropout,
@@ -93,6 +94,6 @@ __all__ += [
     "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
     "multi_margin_loss", "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
-__all__ += ["prelu", "rrelu"]
+__all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
