@@ -149,7 +149,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _forget(self, name)
+            _forget(self, name, "_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -161,7 +161,7 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            _forget(self, name)
+            _forget(self, name, "_modules")
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:
@@ -444,9 +444,12 @@ def _add_hook(registry: OrderedDict, hook: Callable[..., Any], prepend: bool) ->
     return handle
 
 
-def _forget(module: Module, name: str) -> None:
-    """Drop `name` from wherever it was registered, before it is registered as something else."""
+def _forget(module: Module, name: str, keep: str) -> None:
+    """Drop `name` from wherever else it was registered, before it is registered in `keep`; its
+    entry in `keep` stays where it is, so replacing a layer keeps its place in children() and
+    state_dict() (PyTorch's order, which programs rely on: ``list(resnet.children())[:-1]``)."""
     for kind in ("_parameters", "_buffers", "_modules"):
-        module.__dict__[kind].pop(name, None)
+        if kind != keep:
+            module.__dict__[kind].pop(name, None)
     module._non_persistent_buffers_set.discard(name)
     module.__dict__.pop(name, None)
