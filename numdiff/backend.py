@@ -126,6 +126,7 @@ CPU = _HostBackend(
         ),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm"),
+        "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
@@ -149,6 +150,7 @@ CUDA = _CudaBackend(
         ),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm"),
+        "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

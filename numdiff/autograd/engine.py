@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import anywhere, transforms
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -224,8 +226,13 @@ def run_backward(
 
     With ``capture=False`` (``Tensor.backward``) gradients accumulate into `.grad` of the leaves
     that require grad (only those in `inputs`, if given). With ``capture=True``
-    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched.
+    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched. This
+    thread's innermost interpreter may refuse the pass first (numdiff.compile's trace).
     """
+    if anywhere.levels:
+        top = transforms.interpreter
+        if top is not None:
+            top.backward(capture, create_graph)
     if len(outputs) == 1:  # Tensor.backward: one root, nothing to merge
         root = _root_node(outputs[0], 0)
         roots = [root]
@@ -307,7 +314,12 @@ def run_backward(
             else:
                 run = False
             if run:
-                grads = node.function.backward(node, grad)
+                if _profiling.recorder is None:
+                    grads = node.function.backward(node, grad)
+                else:
+                    grads = _profiling.recorder.record(
+                        f"{node.function.__name__}Backward", "backward", node.function.backward, node, grad
+                    )
                 if type(grads) is not tuple or len(grads) != len(node.next_nodes):
                     grads = _as_tuple(grads, node)
                 if check:

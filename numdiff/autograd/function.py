@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from numdiff import _profiling
 from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import anywhere, transforms
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -289,9 +290,20 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
-        if transforms.vmap_depth:
-            # Inside numdiff.func.vmap: batched inputs go to the op's batching rule.
-            return transforms.batched_apply(cls, inputs, attrs)
+        """Run the op: through the innermost interpreter of this thread (numdiff.func.vmap's
+        batching, numdiff.compile's tracing; numdiff.autograd.transform_state), else eagerly."""
+        recorder = _profiling.recorder
+        if recorder is not None and recorder.enter_op(cls, inputs):
+            try:
+                result = cls.apply(*inputs, **attrs)  # the op itself, timed (enter_op lets it through)
+            except BaseException:
+                recorder.exit_op(None)
+                raise
+            return recorder.exit_op(result)
+        if anywhere.levels:
+            top = transforms.interpreter
+            if top is not None:
+                return top.apply(cls, inputs, attrs)
         if not cls.array_forward:
             return _apply_tensor_forward(cls, inputs, attrs)
         # The hot path of every built-in op: one pass over the inputs, no generator expressions,
