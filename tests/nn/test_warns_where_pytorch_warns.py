@@ -64,3 +64,14 @@ def test_deprecated_clip_grad_norm_and_range_warn_and_work():
     assert values.dtype is numdiff.float32
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="range: step must be nonzero"):
         numdiff.range(0, 1, 0)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_regression_losses_promote_an_integer_target_as_pytorch_does(name):
+    torch = pytest.importorskip("torch")
+    output = np.linspace(-1, 12, 10).astype(np.float32).reshape(1, 10)
+    ours = getattr(nf, name)(numdiff.tensor(output, requires_grad=True), numdiff.arange(1, 11).view(1, -1))
+    theirs = getattr(torch.nn.functional, name)(torch.tensor(output), torch.arange(1, 11).view(1, -1))
+    assert ours.dtype is numdiff.float32
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.numpy(), rtol=1e-6)
+    ours.backward()  # the gradient reaches the float input
