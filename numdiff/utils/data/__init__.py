@@ -20,6 +20,7 @@ from numdiff._random import Generator, rng
 from numdiff.backend import CPU, backend_for
 from numdiff.tensor import Tensor
 from numdiff.utils.data._collate import default_collate, default_convert
+from numdiff.utils.data._workers import check_worker_options, get_worker_info
 
 __all__ = [
     "BatchSampler",
@@ -302,7 +303,7 @@ class DataLoader:
                 "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing, "
                 f"got {num_workers!r}"
             )
-        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
+        check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         if isinstance(dataset, IterableDataset):
             # Its samples come in its own order: there are no indices to shuffle or sample.
             for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
@@ -394,26 +395,6 @@ class DataLoader:
     def _plain(dataset: TensorDataset) -> bool:
         """CPU tensors outside autograd, which can be gathered directly from their arrays."""
         return all(backend_for(t._data) is CPU and not t.requires_grad for t in dataset.tensors)
-
-
-def _check_worker_options(num_workers: int, timeout: float, prefetch_factor: int | None, persistent: bool) -> None:
-    """PyTorch's checks of the worker options, so that code it refuses is refused here too."""
-    if timeout < 0:
-        raise ValueError("timeout option should be non-negative")
-    if num_workers == 0 and prefetch_factor is not None:
-        raise ValueError(
-            "prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable "
-            "multiprocessing, otherwise set prefetch_factor to None."
-        )
-    if prefetch_factor is not None and prefetch_factor < 0:
-        raise ValueError("prefetch_factor option should be non-negative")
-    if persistent and num_workers == 0:
-        raise ValueError("persistent_workers option needs num_workers > 0")
-
-
-def get_worker_info() -> None:
-    """Information about the current loader worker: None, as batches load in the calling process."""
-    return None
 
 
 from numdiff.utils.data.dataset import ChainDataset, ConcatDataset, StackDataset  # noqa: E402 - need Dataset
