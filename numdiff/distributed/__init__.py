@@ -56,3 +56,8 @@ __all__ = [
     "nn",
     "reduce_scatter",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)
