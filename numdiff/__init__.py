@@ -54,6 +54,7 @@ from numdiff.creation import (
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,
@@ -99,6 +100,12 @@ from numdiff.ops.logical import (
     all,
     allclose,
     any,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
     eq,
     equal,
     ge,
@@ -256,7 +263,7 @@ __all__ = [
     "enable_grad", "eq", "equal", "erf", "exp", "expm1", "eye", "flatten", "flip", "float32",
     "float64", "from_numpy", "full", "full_like", "gather", "ge", "gt", "index_select",
     "inference_mode", "int32", "int64", "is_grad_enabled", "isfinite", "isinf", "isnan", "le",
-    "linspace", "log", "log1p", "log_softmax", "logical_not", "logsumexp", "lt", "manual_seed",
+    "linspace", "logspace", "log", "log1p", "log_softmax", "logical_not", "logsumexp", "lt", "manual_seed",
     "masked_fill", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "nn", "no_grad",
     "ones", "ones_like", "permute", "pow", "prod", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "relu", "repeat", "reshape", "rsqrt", "scatter_add",
@@ -283,6 +290,7 @@ __all__ += [
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
+__all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [
     "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",

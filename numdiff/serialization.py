@@ -159,6 +159,8 @@ class _Encoder:
     def _tensor(self, t: Tensor, where: str) -> list[Any]:
         data = t._data
         host = _c_order(backend_for(data).to_host(data))
+        if host.dtype == _dtype.BFLOAT16_STORAGE:
+            host = host.view(np.uint16)  # bfloat16's bit patterns, as a numeric member load can check
         name, _ = self._store(t, host)
         from numdiff.nn.parameter import Parameter
 
@@ -303,7 +305,10 @@ class _Decoder:
         shape = meta.get("shape")
         if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
             raise self.fail(f"tensor {name!r:.40} has a bad shape {shape!r:.80}")
-        array = self._array(name, dtype.numpy, tuple(shape))
+        if dtype is _dtype.bfloat16:  # stored as its uint16 bit patterns (see _Encoder._tensor)
+            array = self._array(name, np.dtype(np.uint16), tuple(shape)).view(_dtype.BFLOAT16_STORAGE)
+        else:
+            array = self._array(name, dtype.numpy, tuple(shape))
         target = self._target_device(meta.get("device"))
         data = array
         if target.type != "cpu":

@@ -70,7 +70,7 @@ class Matmul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in "fV":
             return np.matmul(a, b)  # integer products: no kernel, no gradient
         m, k = a.shape[-2:]
         n = b.shape[-1]
@@ -231,7 +231,8 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     >>> numdiff.outer(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0, 5.0])).shape
     numdiff.Size([2, 3])
     """
-    a, b = _check_pair("outer", input, vec2)
+    a = ensure_tensor("outer", input, "input")
+    b = ensure_tensor("outer", vec2, "vec2")  # mixed dtypes promote (the product does), as in PyTorch
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(
             f"outer: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
