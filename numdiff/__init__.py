@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _tensor_methods
+from numdiff import _out_argument, _tensor_methods
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -221,6 +221,7 @@ from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
+globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
@@ -244,10 +245,13 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
 )
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
+from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
+from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
+from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 
 __version__ = "0.1.0"
@@ -297,6 +301,7 @@ __all__ += [
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
+__all__ += ["range", "vmap", "sparse", "sparse_coo", "sparse_coo_tensor", "spmm", "strided"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
 __all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "kthvalue", "logcumsumexp", "median", "mode", "nanmedian"]
 

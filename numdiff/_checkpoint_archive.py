@@ -34,6 +34,7 @@ import numpy as np
 
 _NUMERIC_KINDS = "biufc"
 _NPY_MAGIC = b"\x93NUMPY"
+_BYTES = np.dtype(np.uint8)
 _MAX_DEFLATE_RATIO = 1032  # the most a deflate stream can expand (258-byte matches, 2 bits each)
 _MAX_HEADER_BYTES = 10_000  # numpy's own limit for headers it reads without being told otherwise
 _CHUNK_BYTES = 1 << 18  # measured: 4 MiB chunks loaded a 100 MiB checkpoint 1.8x slower than 256 KiB
@@ -126,6 +127,29 @@ class CheckpointArchive:
                 self._read_into(stream, array, name)
                 if fortran_order:
                     array = np.ascontiguousarray(array.T)
+        except CheckpointError:
+            raise
+        except _READ_ERRORS as err:
+            raise self.fail(f"{type(err).__name__}: {err}", name, readable=False) from err
+        return array
+
+    def member_names(self) -> list[str]:
+        """The names of the archive's members, in the order the zip directory lists them."""
+        return self._zip.namelist()
+
+    def read_raw(self, name: str, dtype: np.dtype = _BYTES) -> np.ndarray:
+        """Member `name` as a flat array of `dtype` (a PyTorch storage, a pickle), after the same
+        size checks as `read_array`; refused unless its size is a whole number of elements."""
+        info = self._zip.NameToInfo.get(name)
+        if info is None:
+            raise self.fail(f"it refers to a missing member {name!r}", name)
+        self._check_compressed_size(info, name)
+        if info.file_size % dtype.itemsize:
+            raise self.fail(f"its {info.file_size} bytes are not a whole number of {dtype} elements", name)
+        array = np.empty(info.file_size // dtype.itemsize, dtype)
+        try:
+            with self._zip.open(info) as stream:
+                self._read_into(stream, array, name)
         except CheckpointError:
             raise
         except _READ_ERRORS as err:

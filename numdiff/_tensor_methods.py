@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, sampling
+from numdiff import (
+    _dtype,
+    _inplace,
+    _tensor_extras,
+    _tensor_factories,
+    _tensor_inplace_extras,
+    _tensor_pickle,
+    _tensor_placement,
+    sampling,
+)
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.linalg import _toplevel as linalg_toplevel
 from numdiff.ops import (
@@ -376,7 +385,9 @@ def attach() -> None:
     in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
-    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS}.items():
+    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS,
+                     **_tensor_pickle.PICKLE_METHODS, **_tensor_placement.PLACEMENT_ATTRIBUTES,
+                     **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -66,6 +66,15 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._wrap(array, None, None)
 
 
+def _sizes(sizes: tuple[Any, ...], size: Any) -> tuple[Any, ...]:
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=(2, 3)``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"got the shape both positionally {sizes} and as size={size!r}; give it once")
+    return (size,)
+
+
 def _shape(size: Sequence[Any], op: str) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
@@ -84,19 +93,19 @@ def _float_dtype(dtype: Any) -> np.dtype:
     return _dtype.get_default_dtype().numpy if dtype is None else _dtype.to_dtype(dtype).numpy
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _place(np.zeros(_shape(size, "zeros"), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.zeros(_shape(_sizes(sizes, size), "zeros"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _place(np.ones(_shape(size, "ones"), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.ones(_shape(_sizes(sizes, size), "ones"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor with uninitialised values."""
-    return _place(np.empty(_shape(size, "empty"), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.empty(_shape(_sizes(sizes, size), "empty"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -132,6 +141,26 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device
         if step == 0:
             raise ValueError("arange: step must be nonzero (it is truncated to an int for an integer dtype)")
     return _place(np.arange(start, end, step).astype(_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def inclusive_range(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Values from start to end *inclusive* in steps of `step`, float by default; deprecated in
+    PyTorch (which warns) in favour of arange.
+
+    >>> numdiff.range(1, 3)
+    tensor([1., 2., 3.])
+    """
+    warnings.warn("numdiff.range is deprecated and will be removed in a future release because its behavior "
+                  "is inconsistent with Python's range builtin. Instead, use numdiff.arange, which produces "
+                  "values in [start, end).", UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    count = int(np.floor((end - start) / step)) + 1
+    values = start + step * np.arange(max(count, 0), dtype=np.float64)
+    dtype = _dtype.get_default_dtype() if dtype is None else dtype
+    return _place(values.astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def _check_steps(op: str, steps: Any) -> None:
@@ -185,21 +214,21 @@ def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, r
     return batched_sample(_place(draw(source, batch + shape), device, requires_grad, dtype), levels)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     _floating_only("rand", dtype)
     numpy_dtype = _float_dtype(dtype)
     return _sample(
         lambda g, shape: g.random(shape, dtype=np.float64).astype(numpy_dtype),
-        _shape(size, "rand"), generator, device, requires_grad, dtype,
+        _shape(_sizes(sizes, size), "rand"), generator, device, requires_grad, dtype,
     )
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
     _floating_only("randn", dtype)
     numpy_dtype = _float_dtype(dtype)
-    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size, "randn"), generator, device, requires_grad, dtype)
+    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(_sizes(sizes, size), "randn"), generator, device, requires_grad, dtype)
 
 
 def randint(

@@ -7,6 +7,7 @@ in-place updates made under no_grad, as in PyTorch.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,9 +64,18 @@ def _channel_dropout(op: str, input: Tensor, p: float, training: bool, inplace: 
     """Zero whole channels (every element of an (n, c) pair at once) with probability p."""
     _check_tensor(op, "input", input)
     if input.ndim not in (batched_ndim - 1, batched_ndim):
-        raise ValueError(
-            f"{op}: expected a {batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) input, "
-            f"got shape {tuple(input.shape)}"
+        if op == "dropout1d" or input.ndim == 0:
+            raise ValueError(
+                f"{op}: expected a {batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) input, "
+                f"got shape {tuple(input.shape)}"
+            )
+        # PyTorch only warns here and treats the input as unbatched: its first dim is the channel.
+        warnings.warn(
+            f"{op}: received a {input.ndim}-D input of shape {tuple(input.shape)}; it expects "
+            f"{batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) inputs, so dim 0 is taken "
+            "as the channel dim (PyTorch's behaviour). Use dropout for element-wise dropout.",
+            UserWarning,
+            stacklevel=3,
         )
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{op}: probability has to be between 0 and 1, but got {p}")

@@ -78,7 +78,12 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     """Operands for a broadcasting op: tensors of one dtype and device, or a tensor and a number.
 
     Python numbers stay numbers (the array maths takes them directly, and they get no gradient).
+    A sparse operand joins as its dense form: dense (op) sparse is dense, as in PyTorch.
     """
+    if getattr(a, "is_sparse", False) is True:
+        a = a.to_dense()
+    if getattr(b, "is_sparse", False) is True:
+        b = b.to_dense()
     if not isinstance(b, Tensor):
         if not isinstance(a, Tensor):
             raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")

@@ -157,6 +157,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> numdiff.matmul(a, b).shape
     numdiff.Size([2, 3, 5])
     """
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        return input.__matmul__(other) if getattr(input, "is_sparse", False) else other.__rmatmul__(input)
     a, b = _check_pair("matmul", input, other)
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
@@ -185,6 +187,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
     numdiff.Size([2, 4])
     """
+    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        return matmul(input, mat2)  # the COO kernels (numdiff.sparse)
     a, b = _check_pair("mm", input, mat2)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(

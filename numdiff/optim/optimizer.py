@@ -231,6 +231,11 @@ class Optimizer:
         self.state = state
         self.param_groups = saved_groups
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled state, without the per-instance ``step`` wrapper an lr scheduler adds (it holds
+        a weak reference; a new scheduler wraps the unpickled optimizer again)."""
+        return {key: value for key, value in self.__dict__.items() if key != "step"}
+
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
