@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
-from numdiff.backend import is_host, to_host
+from numdiff.backend import is_host
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
@@ -32,9 +32,7 @@ def _stable_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 
 def _host(op: str, input: Any) -> tuple[Tensor, np.ndarray]:
     input = ensure_tensor(op, input)
-    if input._data.dtype.kind == "V":
-        raise TypeError(f"{op}: numdiff stores bfloat16 but does not compute in it; convert with .float() first")
-    return input, to_host(input._data)
+    return input, input._host_values()  # bfloat16 widened exactly to float32: the same order
 
 
 def _indices(order: np.ndarray, like: Tensor) -> Tensor:
