@@ -20,6 +20,7 @@ from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.engine import run_backward
+from numdiff.autograd.function import InPlaceOnLeafError as InPlaceOnLeafError
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.backend import backend_for
@@ -27,10 +28,6 @@ from numdiff.backend import backend_for
 
 class NonLeafRequiresGradError(RuntimeError):
     """`requires_grad` was switched on a tensor that a recorded op produced."""
-
-
-class InPlaceOnLeafError(RuntimeError):
-    """An in-place op would modify a leaf that requires grad while recording."""
 
 
 class Size(tuple):

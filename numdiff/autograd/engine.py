@@ -316,7 +316,7 @@ def run_backward(
                     if next_node is None:
                         continue
                     if g is not None:
-                        if g._data.shape != shape:
+                        if shape is not None and g._data.shape != shape:  # None: a Function's output port
                             g = _reduce(g, node, shape)
                         pending = get_buffer(next_node)
                         buffers[next_node] = g if pending is None else pending + g

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from numdiff._dtype import check_computable
-from numdiff.autograd import anomaly
+from numdiff.autograd import anomaly, custom_function
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import transforms
 
@@ -36,6 +36,10 @@ class SavedTensorFreedError(RuntimeError):
 
 class SavedTensorModifiedError(RuntimeError):
     """A tensor saved for backward was changed in place before backward used it."""
+
+
+class InPlaceOnLeafError(RuntimeError):
+    """An in-place op would modify a leaf that requires grad while recording."""
 
 
 class StaleViewError(RuntimeError):
@@ -97,6 +101,9 @@ class Node:
         "__weakref__",
     )
     materialize_grads = True
+    # Set by a user Function's forward through mark_dirty / mark_non_differentiable.
+    _dirty = ()
+    _non_differentiable = ()
 
     def __init__(self, function: type[Function], inputs: tuple[Tensor, ...], attrs: dict | None = None) -> None:
         self.function = function
@@ -220,7 +227,16 @@ class Node:
         )
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
-        """Accepted for PyTorch compatibility; integer and bool outputs never require grad."""
+        """These outputs of forward get no gradient (integer and bool outputs never do)."""
+        self.__dict__["_non_differentiable"] = outputs
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """forward modified these inputs in place (and returns them): they take this node's history."""
+        self.__dict__["_dirty"] = tensors
+
+    def save_for_forward(self, *items: Any) -> None:
+        """Keep values for the Function's jvp (read back as `saved_tensors` there too)."""
+        self.__dict__["saved_for_forward"] = items
 
     def set_materialize_grads(self, value: bool) -> None:
         self.__dict__["materialize_grads"] = value
@@ -319,38 +335,9 @@ class Function:
         return _record_output(node, args, inputs, out)
 
 
-def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Tensor:
+def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Any:
     """apply for user Functions: forward gets Tensors and runs with grad mode off."""
-    record = _state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs)
-    if _state.enabled:
-        for t in inputs:
-            if isinstance(t, Tensor) and t._base is not None:
-                check_view_is_current(t, cls.__name__)
-    previous = _state.enabled
-    _state.enabled = False
-    try:
-        if not record:
-            out = _one_output(cls, cls.forward(_Unrecorded(), *inputs, **attrs))
-            return Tensor._wrap(_as_array(out), None, None)
-        node = Node(cls, inputs, attrs)
-        out = _one_output(cls, cls.forward(node, *inputs, **attrs))
-    finally:
-        _state.enabled = previous
-    return _record_output(node, inputs, inputs, out)
-
-
-def _one_output(cls: type[Function], out: Any) -> Any:
-    """A node has one output: a tuple from forward would be wrapped as the tensor's data, and
-    fail later far from here (AttributeError: 'tuple' object has no attribute 'dtype')."""
-    if isinstance(out, Tensor) or hasattr(out, "dtype"):
-        return out
-    if isinstance(out, (tuple, list)):
-        raise TypeError(
-            f"{cls.__name__}.forward returned a {type(out).__name__} of {len(out)} values, but a numdiff "
-            "Function has one output: split it into one Function per output, or return one tensor "
-            "(e.g. stacked) and take it apart after apply"
-        )
-    raise TypeError(f"{cls.__name__}.forward must return a Tensor, got {type(out).__name__}")
+    return custom_function.apply_custom(cls, inputs, attrs)
 
 
 def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:
