@@ -20,6 +20,7 @@ import numpy as np
 
 from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly, custom_function
+from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import transforms
 
