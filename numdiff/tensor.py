@@ -264,7 +264,7 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
-            return self._grad_fn.register_prehook(hook)
+            return self._grad_fn._register_gradient_hook(hook)
         if self._hooks is None:
             self._hooks = {}
         handle = RemovableHandle(self._hooks)

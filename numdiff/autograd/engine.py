@@ -172,6 +172,15 @@ def _check_hook_result(hook: object, grad: Tensor, replacement: object) -> None:
             )
 
 
+def _refuse_post_hook_result(hook: object, variable: Tensor) -> None:
+    name = getattr(hook, "__qualname__", None) or repr(hook)
+    raise RuntimeError(
+        f"post-accumulate-grad hook '{name}' of the leaf of shape {tuple(variable.shape)} returned a "
+        "value, but such a hook must return None: it runs after .grad is written. Change the "
+        "gradient in place there (p.grad.mul_(...)), or use register_hook to replace it before."
+    )
+
+
 def _unshared(grad: Tensor, tensor_refs: int) -> bool:
     """True if nothing but the engine holds `grad` or its memory, so `.grad` may take it over.
 
@@ -289,7 +298,8 @@ def run_backward(
                     post_hooks = variable._post_accumulate_hooks
                     if post_hooks:
                         for hook in tuple(post_hooks.values()):
-                            hook(variable)
+                            if hook(variable) is not None:
+                                _refuse_post_hook_result(hook, variable)
                 continue
             if grad is not None:
                 if node._pre_hooks:

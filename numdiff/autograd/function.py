@@ -13,6 +13,7 @@ tensors through `save_for_backward`, sizes and flags as plain attributes.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -243,6 +244,12 @@ class Node:
         self.__dict__["materialize_grads"] = value
 
     def register_prehook(self, hook: Any) -> Any:
+        """Call ``hook(grad_outputs)`` (a tuple) before this node's backward; a returned tuple
+        replaces the gradients, as PyTorch's Node.register_prehook."""
+        return self._register_gradient_hook(functools.partial(tuple_prehook, hook))
+
+    def _register_gradient_hook(self, hook: Any) -> Any:
+        """A tensor hook of this node's output: ``hook(grad)`` may return a replacement tensor."""
         from numdiff.autograd.hooks import RemovableHandle
 
         if self._pre_hooks is None:
@@ -257,6 +264,27 @@ class Node:
         self._saved = ()
         self._saved_versions = ()
         self._freed = True
+
+
+def tuple_prehook(hook: Any, grad: Tensor) -> Tensor | None:
+    """Run a PyTorch-style node pre-hook (a tuple of gradients in, a tuple or None out) on the
+    one gradient a numdiff node receives."""
+    result = hook((grad,))
+    if result is None:
+        return None
+    name = getattr(hook, "__qualname__", None) or repr(hook)
+    if not isinstance(result, tuple):
+        raise TypeError(
+            f"node pre-hook '{name}' returned a {type(result).__name__}: a hook registered with "
+            "grad_fn.register_prehook gets a tuple of gradients and must return a tuple of the same "
+            "length, or None (use tensor.register_hook for a hook on one tensor's gradient)"
+        )
+    if len(result) != 1:
+        raise RuntimeError(
+            f"node pre-hook '{name}' returned {len(result)} gradients, but expected 1 (one per output of "
+            "the node)"
+        )
+    return result[0]
 
 
 class AccumulateGrad:
