@@ -20,6 +20,7 @@ from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import transforms
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 # loop. Two leaves that share a lock only wait for each other while one of them is written.
 _GRAD_LOCK_MASK = 63
 _GRAD_LOCKS = tuple(threading.Lock() for _ in range(_GRAD_LOCK_MASK + 1))
+
+
+class BackwardInTransformError(RuntimeError):
+    """backward() was called inside a numdiff.func transform (grad, vjp, jvp, vmap, jacrev...)."""
 
 
 def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
@@ -235,6 +240,13 @@ def run_backward(
     that require grad (only those in `inputs`, if given). With ``capture=True``
     (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched.
     """
+    if not capture and transforms.active:
+        raise BackwardInTransformError(
+            "backward() called inside a numdiff.func transform (grad, vjp, jvp, vmap, jacrev, "
+            "jacfwd or hessian): it would write .grad of the transform's own inputs and captured "
+            "tensors behind its back. Return the loss from the function and let numdiff.func.grad "
+            "or vjp differentiate it, or call backward() outside the transform."
+        )
     if len(outputs) == 1:  # Tensor.backward: one root, nothing to merge
         root = _root_node(outputs[0], 0)
         roots = [root]
