@@ -22,7 +22,7 @@ from numdiff.autograd import function as _function_module
 from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import InPlaceOnLeafError as InPlaceOnLeafError
 from numdiff.autograd.function import leaf_accumulator
-from numdiff.autograd.hooks import RemovableHandle
+from numdiff.autograd.hooks import RemovableHandle, check_callable
 from numdiff.backend import backend_for
 
 
@@ -261,6 +261,7 @@ class Tensor:
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces it."""
+        check_callable("register_hook", hook)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
@@ -281,6 +282,7 @@ class Tensor:
                 "post accumulate grad hooks cannot be registered on non-leaf tensors: this tensor was "
                 f"produced by {self._grad_fn.name()}"
             )
+        check_callable("register_post_accumulate_grad_hook", hook)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         hooks = self._post_accumulate_hooks

@@ -81,6 +81,8 @@ def _adapter(cls: type) -> type:
     if adapter is None:
 
         def backward(ctx: _function.Node, grad: Any) -> tuple:
+            if type(ctx) is not _function.Node:  # numdiff.compile replays it on a ctx of its own
+                return cls.backward(ctx, grad)
             output_nr = ctx.__dict__.get("output_nr")
             if output_nr is not None:
                 slots = [None] * ctx.output_count
@@ -89,7 +91,9 @@ def _adapter(cls: type) -> type:
             grads = _materialized(ctx, grad.grads) if type(grad) is _OutputGrads else (grad,)
             return _checked_gradients(cls, ctx, cls.backward(ctx, *grads))
 
-        adapter = type(cls.__name__, (), {"backward": staticmethod(backward), "user_function": cls})
+        # A subclass, so everything else the user's class defines (forward, jvp, vmap, flags)
+        # is still found on the node's function.
+        adapter = type(cls.__name__, (cls,), {"backward": staticmethod(backward), "user_function": cls})
         adapter.__qualname__ = cls.__qualname__
         _ADAPTERS[cls] = adapter
     return adapter
@@ -156,8 +160,29 @@ def _checked_gradients(cls: type, ctx: _function.Node, grads: Any) -> tuple:
     return tuple(checked)
 
 
+def _check_static(cls: type) -> None:
+    """forward and backward must be static methods (PyTorch's new-style Function)."""
+    if cls in _CHECKED:
+        return
+    for name in ("forward", "backward"):
+        for klass in cls.__mro__:
+            if name in klass.__dict__:
+                if not isinstance(klass.__dict__[name], (staticmethod, classmethod)):
+                    raise TypeError(
+                        f"{cls.__name__}.{name} must be a @staticmethod taking ctx first "
+                        f"(def {name}(ctx, ...)); it is an instance method, which Function.apply "
+                        "cannot call"
+                    )
+                break
+    _CHECKED.add(cls)
+
+
+_CHECKED: weakref.WeakSet = weakref.WeakSet()
+
+
 def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
     """Run a user Function's forward and record its outputs (see the module docstring)."""
+    _check_static(cls)
     tensor_type = _function.Tensor
     tensors = [(i, t) for i, t in enumerate(inputs) if isinstance(t, tensor_type)]
     enabled = _state.enabled
@@ -316,12 +341,12 @@ def _bind_saved(ctx: _function.Node, inputs: tuple, results: list) -> None:
                 continue
             saved.append(item)
             versions.append(item._version_counter[0])
-        elif isinstance(item, (int, float)):
-            saved.append(item)
-            versions.append(None)
         else:
-            saved.append(tensor_type._wrap(item, None, None))
-            versions.append(None)
+            raise TypeError(
+                f"{ctx.name()[: -len('Backward')]}: save_for_backward can only save tensors (or None), "
+                f"but argument {len(saved)} is a {type(item).__name__}; keep other values as ctx "
+                "attributes (ctx.scale = scale)"
+            )
     ctx._saved = saved
     ctx._saved_versions = versions
 

@@ -23,6 +23,7 @@ from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly, custom_function
 from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.hooks import check_callable
 from numdiff.autograd.transform_state import transforms
 
 if TYPE_CHECKING:
@@ -170,6 +171,11 @@ class Node:
     def saved_tensors(self) -> tuple[Tensor, ...]:
         if self._freed:
             raise self._freed_error()
+        if len(self._saved) != len(self._saved_versions):
+            raise RuntimeError(
+                f"{self.name()[: -len('Backward')]}.forward read ctx.saved_tensors: they can be read "
+                "in backward only (forward is still running); in forward use the tensors themselves"
+            )
         result = []
         for item, version in zip(self._saved, self._saved_versions):
             if type(item) is _SavedOutput:
@@ -246,6 +252,7 @@ class Node:
     def register_prehook(self, hook: Any) -> Any:
         """Call ``hook(grad_outputs)`` (a tuple) before this node's backward; a returned tuple
         replaces the gradients, as PyTorch's Node.register_prehook."""
+        check_callable("register_prehook", hook)
         return self._register_gradient_hook(functools.partial(tuple_prehook, hook))
 
     def _register_gradient_hook(self, hook: Any) -> Any:
@@ -323,6 +330,13 @@ class Function:
 
     # Built-in ops compute on arrays; user Functions, like PyTorch's, receive Tensors.
     array_forward = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = type(self).__name__
+        raise TypeError(
+            f"{name}() instances are not called: a Function is applied with {name}.apply(...) "
+            "(forward and backward are static methods; PyTorch removed the legacy instance call)"
+        )
 
     @staticmethod
     def forward(ctx: Node, *inputs: Any, **attrs: Any) -> Any:

@@ -8,6 +8,12 @@ from typing import Any
 _ids = itertools.count()
 
 
+def check_callable(method: str, hook: Any) -> None:
+    """Refuse a hook that cannot be called when it is registered, not when backward reaches it."""
+    if not callable(hook):
+        raise TypeError(f"{method}: the hook must be callable (a function of the gradient), got {type(hook).__name__}")
+
+
 class RemovableHandle:
     """``handle.remove()`` unregisters the hook it was returned for."""
 
