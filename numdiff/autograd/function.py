@@ -23,7 +23,7 @@ from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly, custom_function
 from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.hooks import check_callable
+from numdiff.autograd.hooks import RemovableHandle, check_callable, with_post_hooks
 from numdiff.autograd.transform_state import transforms
 
 if TYPE_CHECKING:
@@ -255,10 +255,20 @@ class Node:
         check_callable("register_prehook", hook)
         return self._register_gradient_hook(functools.partial(tuple_prehook, hook))
 
+    def register_hook(self, hook: Any) -> RemovableHandle:
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward; a returned tuple
+        replaces the input gradients, as PyTorch's Node.register_hook."""
+        check_callable("register_hook", hook)
+        hooks = self.__dict__.get("_post_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_post_hooks"] = {}
+            self.function = with_post_hooks(self.function)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
     def _register_gradient_hook(self, hook: Any) -> Any:
         """A tensor hook of this node's output: ``hook(grad)`` may return a replacement tensor."""
-        from numdiff.autograd.hooks import RemovableHandle
-
         if self._pre_hooks is None:
             self._pre_hooks = {}
         handle = RemovableHandle(self._pre_hooks)

@@ -69,3 +69,37 @@ def test_tensor_hook_on_a_non_leaf_still_gets_and_returns_a_tensor():
     y.register_hook(lambda g: g * 3)
     y.sum().backward()
     assert x.grad.tolist() == [6.0, 6.0]
+
+
+def _node_hook(lib, hook, make=lambda x: x * 2):
+    x = lib.ones(2, requires_grad=True)
+    y = make(x)
+    y.grad_fn.register_hook(hook)
+    y.sum().backward()
+    return x.grad.tolist()
+
+
+def test_node_post_hook_sees_input_and_output_gradients_and_may_replace_them_like_torch():
+    # grad_fn.register_hook was missing (AttributeError).
+    seen = []
+    for lib in (torch, numdiff):
+        assert _node_hook(lib, lambda gi, go: seen.append((len(gi), len(go), gi[0].tolist()))) == [2.0, 2.0]
+        assert _node_hook(lib, lambda gi, go: (gi[0] * 10,) + gi[1:]) == [20.0, 20.0]
+        assert _node_hook(lib, lambda gi, go: (gi[0] * 3,), make=lambda x: x.exp()) == pytest.approx([8.154845] * 2)
+    assert seen[0] == seen[1] == (2, 1, [2.0, 2.0])
+
+
+def test_node_post_hook_returning_a_tensor_or_the_wrong_count_is_refused_like_torch():
+    for hook, error in ((lambda gi, go: gi[0], TypeError), (lambda gi, go: (gi[0],), RuntimeError)):
+        for lib in (torch, numdiff):
+            with pytest.raises(error):
+                _node_hook(lib, hook)
+
+
+def test_node_post_hook_can_be_removed():
+    x = numdiff.ones(2, requires_grad=True)
+    y = x * 2
+    handle = y.grad_fn.register_hook(lambda gi, go: (gi[0] * 10,) + gi[1:])
+    handle.remove()
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
