@@ -54,6 +54,7 @@ class Tensor:
         "_grad_accumulator",
         "_base",
         "_base_node",  # a view's: its base's grad_fn when the view was made (set with _base)
+        "_view_replay",  # a view's: the view ops that make it from _base, or None (set with _base)
         "_post_accumulate_hooks",  # None until register_post_accumulate_grad_hook
         "__weakref__",
     )

@@ -21,10 +21,12 @@ import numpy as np
 
 from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly, custom_function
-from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
+from numdiff.autograd.backward_once import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.hooks import RemovableHandle, check_callable, with_post_hooks
+from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehook, with_post_hooks
 from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.views import StaleViewError as StaleViewError
+from numdiff.autograd.views import check_view_is_current
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -43,25 +45,6 @@ class SavedTensorModifiedError(RuntimeError):
 
 class InPlaceOnLeafError(RuntimeError):
     """An in-place op would modify a leaf that requires grad while recording."""
-
-
-class StaleViewError(RuntimeError):
-    """A view was used after a recorded in-place op gave its base a new history."""
-
-
-def check_view_is_current(view: Tensor, op: str) -> None:
-    """Refuse a view whose base was modified in place, with gradient recording on, after the view
-    was made. The view's history reads the base's old value, so a gradient through it would miss
-    the modification (PyTorch replays the view on the base's new history; numdiff does not)."""
-    base = view._base
-    if base._grad_fn is view._base_node:
-        return
-    raise StaleViewError(
-        f"{op}: a view (shape {tuple(view.shape)}) of a tensor of shape {tuple(base.shape)} is used "
-        f"after that tensor was modified in place by a recorded {base._grad_fn.name()}; the view "
-        "was made before, so its gradient would miss the modification. Make the view again after "
-        "the in-place op (v = base[...]), or make it from a clone() of the base."
-    )
 
 
 class _SavedOutput:
@@ -283,27 +266,6 @@ class Node:
         self._freed = True
 
 
-def tuple_prehook(hook: Any, grad: Tensor) -> Tensor | None:
-    """Run a PyTorch-style node pre-hook (a tuple of gradients in, a tuple or None out) on the
-    one gradient a numdiff node receives."""
-    result = hook((grad,))
-    if result is None:
-        return None
-    name = getattr(hook, "__qualname__", None) or repr(hook)
-    if not isinstance(result, tuple):
-        raise TypeError(
-            f"node pre-hook '{name}' returned a {type(result).__name__}: a hook registered with "
-            "grad_fn.register_prehook gets a tuple of gradients and must return a tuple of the same "
-            "length, or None (use tensor.register_hook for a hook on one tensor's gradient)"
-        )
-    if len(result) != 1:
-        raise RuntimeError(
-            f"node pre-hook '{name}' returned {len(result)} gradients, but expected 1 (one per output of "
-            "the node)"
-        )
-    return result[0]
-
-
 class AccumulateGrad:
     """The terminal node of a leaf that requires grad: backward adds into `leaf.grad`."""
 
@@ -370,10 +332,10 @@ class Function:
         for t in inputs:
             if isinstance(t, Tensor):
                 args.append(t._data)
+                if t._base is not None and _state.enabled:
+                    check_view_is_current(t, cls.op_name)  # may give the view its base's new history
                 if t._requires_grad:
                     record = True
-                if t._base is not None and _state.enabled:
-                    check_view_is_current(t, cls.op_name)
             else:
                 args.append(t)
         try:

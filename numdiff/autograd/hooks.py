@@ -15,6 +15,27 @@ def check_callable(method: str, hook: Any) -> None:
         raise TypeError(f"{method}: the hook must be callable (a function of the gradient), got {type(hook).__name__}")
 
 
+def tuple_prehook(hook: Any, grad: Any) -> Any:
+    """Run a PyTorch-style node pre-hook (a tuple of gradients in, a tuple or None out) on the
+    one gradient a numdiff node receives."""
+    result = hook((grad,))
+    if result is None:
+        return None
+    name = getattr(hook, "__qualname__", None) or repr(hook)
+    if not isinstance(result, tuple):
+        raise TypeError(
+            f"node pre-hook '{name}' returned a {type(result).__name__}: a hook registered with "
+            "grad_fn.register_prehook gets a tuple of gradients and must return a tuple of the same "
+            "length, or None (use tensor.register_hook for a hook on one tensor's gradient)"
+        )
+    if len(result) != 1:
+        raise RuntimeError(
+            f"node pre-hook '{name}' returned {len(result)} gradients, but expected 1 (one per output of "
+            "the node)"
+        )
+    return result[0]
+
+
 class RemovableHandle:
     """``handle.remove()`` unregisters the hook it was returned for."""
 
