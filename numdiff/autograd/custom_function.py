@@ -17,9 +17,7 @@ The leaf contract holds through a Function as through built-in ops:
 
 from __future__ import annotations
 
-import functools
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -164,7 +162,7 @@ def _check_static(cls: type) -> None:
     """forward and backward must be static methods (PyTorch's new-style Function)."""
     if cls in _CHECKED:
         return
-    for name in ("forward", "backward"):
+    for name in ("forward", "backward", "setup_context", "vmap"):
         for klass in cls.__mro__:
             if name in klass.__dict__:
                 if not isinstance(klass.__dict__[name], (staticmethod, classmethod)):
@@ -186,11 +184,11 @@ def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
     tensor_type = _function.Tensor
     tensors = [(i, t) for i, t in enumerate(inputs) if isinstance(t, tensor_type)]
     enabled = _state.enabled
-    record = enabled and any(t._requires_grad for _, t in tensors)
     if enabled:
         for _, t in tensors:
             if t._base is not None:
                 _function.check_view_is_current(t, cls.__name__)
+    record = enabled and any(t._requires_grad for _, t in tensors)
     versions = [t._version_counter[0] for _, t in tensors]
     if record:
         ctx = _function.Node(_adapter(cls), inputs, attrs)
@@ -198,7 +196,11 @@ def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
         ctx = _UnrecordedCtx(len(inputs))
     _state.enabled = False
     try:
-        raw = cls.forward(ctx, *inputs, **attrs)
+        if getattr(cls, "setup_context", None) is None:
+            raw = cls.forward(ctx, *inputs, **attrs)
+        else:  # PyTorch's functorch style: forward without ctx, then setup_context(ctx, inputs, output)
+            raw = cls.forward(*inputs, **attrs)
+            cls.setup_context(ctx, inputs, raw)
     finally:
         _state.enabled = enabled
     several = isinstance(raw, tuple)
@@ -308,6 +310,7 @@ def _output_tensor(
     base = aliased._base if aliased._base is not None else aliased
     result._base = base
     result._base_node = base._grad_fn
+    result._view_replay = None  # forward's own view: it cannot be replayed without running forward
     if grad_fn is None and base._requires_grad:
         # A view made without recording: PyTorch marks it requires_grad=False; in-place ops on it
         # with grad mode on are refused as for any view made under no_grad.
@@ -349,67 +352,3 @@ def _bind_saved(ctx: _function.Node, inputs: tuple, results: list) -> None:
             )
     ctx._saved = saved
     ctx._saved_versions = versions
-
-
-def once_differentiable(backward: Callable) -> Callable:
-    """Decorate a Function's backward that is not itself differentiable: it runs with grad mode
-    off, and differentiating its result (create_graph=True, then backward again) raises.
-
-    >>> class Exp(numdiff.autograd.Function):
-    ...     @staticmethod
-    ...     def forward(ctx, x):
-    ...         y = x.exp(); ctx.save_for_backward(y); return y
-    ...     @staticmethod
-    ...     @once_differentiable
-    ...     def backward(ctx, grad):
-    ...         (y,) = ctx.saved_tensors
-    ...         return grad * y
-    """
-
-    @functools.wraps(backward)
-    def wrapper(ctx: Any, *grads: Any) -> Any:
-        enabled = _state.enabled
-        _state.enabled = False
-        try:
-            result = backward(ctx, *grads)
-        finally:
-            _state.enabled = enabled
-        if not enabled:
-            return result
-        if not any(isinstance(g, _function.Tensor) and g._requires_grad for g in grads):
-            return result
-        anchors = [g for g in grads if isinstance(g, _function.Tensor) and g._requires_grad]
-        name = getattr(backward, "__qualname__", "backward")
-        single = not isinstance(result, tuple)
-        wrapped = tuple(
-            _delayed_error(g, anchors, name)
-            if isinstance(g, _function.Tensor) and g.is_floating_point()
-            else g
-            for g in ((result,) if single else result)
-        )
-        return wrapped[0] if single else wrapped
-
-    return wrapper
-
-
-class _DelayedError:
-    """The function of the node a once_differentiable backward's result hangs from: its own
-    backward raises."""
-
-    __name__ = "DelayedError"
-
-    @staticmethod
-    def backward(ctx: _function.Node, grad: Any) -> tuple:
-        raise CustomFunctionError(
-            f"trying to differentiate twice a function that was marked with @once_differentiable "
-            f"({ctx.backward_name}): its backward is not recorded. Write the backward with "
-            "differentiable numdiff ops and drop @once_differentiable to take higher derivatives."
-        )
-
-
-def _delayed_error(result: Any, anchors: list, name: str) -> Any:
-    """`result` (computed with grad mode off) recorded as depending on `anchors`, through a node
-    whose backward raises."""
-    node = _function.Node(_DelayedError, tuple(anchors))
-    node.__dict__["backward_name"] = name
-    return _function.Tensor._wrap(result._data, node, result._version_counter)
