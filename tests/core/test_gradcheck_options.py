@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 
 def _function(lib, kind):
-    class Cube(lib.autograd.Function):
+    class CheckedCube(lib.autograd.Function):
         calls = [0]
 
         @staticmethod
@@ -26,8 +26,8 @@ def _function(lib, kind):
             if kind == "wrong":
                 result = result * 1.5
             elif kind == "nondeterministic":
-                Cube.calls[0] += 1
-                result = result + 1e-3 * Cube.calls[0] * grad
+                CheckedCube.calls[0] += 1
+                result = result + 1e-3 * CheckedCube.calls[0] * grad
             elif kind == "undefined":  # a zero (undefined) gradient gives a nonzero one
                 if float(grad.abs().sum()) == 0:
                     result = result + 1.0
@@ -35,7 +35,7 @@ def _function(lib, kind):
                 result = result.float()
             return result
 
-    return Cube
+    return CheckedCube
 
 
 def _x(lib):
