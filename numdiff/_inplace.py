@@ -180,10 +180,10 @@ def _custom_function_view_message(view: Tensor, op: str) -> str:
     name = view._grad_fn.name()[: -len("Backward")]
     return (
         f"{op}: the output (shape {tuple(view.shape)}) of the custom Function {name} is a view of a "
-        f"tensor of shape {tuple(view._base.shape)} that requires grad, and is being modified in "
-        f"place: {name}.forward returned an input as-is or a view of it (or of another of its "
-        f"outputs), and an in-place op on it would change that tensor behind {name}'s backward. "
-        "Return a clone() from forward, or clone() the output before modifying it."
+        f"tensor of shape {tuple(view._base.shape)}, and is being modified in place: {name}.forward "
+        "returned a tensor it did not create (an input or a captured tensor) or a view, and an "
+        f"in-place op on it would change memory behind {name}'s backward. Return a clone() from "
+        "forward, or clone() the output before modifying it."
     )
 
 

@@ -304,6 +304,10 @@ def _output_tensor(
                 aliased = other
                 break
     if aliased is None:
+        # A view made inside forward (of a captured tensor, or of an intermediate), or a captured
+        # tensor that requires grad returned as-is (forward creates nothing that requires grad).
+        aliased = out._base if out._base is not None else out if out._requires_grad else None
+    if aliased is None:
         result = tensor_type._wrap(data, grad_fn, out._version_counter if grad_fn is None else None)
         return result
     result = tensor_type._wrap(data, grad_fn, aliased._version_counter)

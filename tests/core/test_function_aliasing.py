@@ -227,3 +227,34 @@ def test_mark_dirty_under_no_grad_leaves_the_leaf_rule_to_the_inplace_ops():
     with numdiff.no_grad():
         out = AddOneInPlace.make(numdiff).apply(x)
     assert out is x and x.tolist() == [1.0, 1.0, 1.0] and x.grad_fn is None
+
+
+def _returns(lib, forward):
+    class Returns(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return None
+
+    return Returns
+
+
+@pytest.mark.parametrize("what", ["view_of_captured", "captured_itself", "view_of_intermediate"])
+def test_output_that_is_a_captured_tensor_or_a_view_made_in_forward_refuses_inplace(what):
+    # These wrapped the memory in a new tensor: mul_ on the output changed the captured leaf w.
+    for lib in (torch, numdiff):
+        w = lib.ones(3, requires_grad=True)
+        forward = {
+            "view_of_captured": lambda x, w=w: w[:2],
+            "captured_itself": lambda x, w=w: w,
+            "view_of_intermediate": lambda x: (x * 2)[:2],
+        }[what]
+        out = _returns(lib, forward).apply(lib.ones(3, requires_grad=True))
+        if lib is torch and what == "captured_itself":
+            continue  # torch writes into the leaf w here without a word
+        with pytest.raises(RuntimeError):
+            out.mul_(2)
+        assert w.tolist() == [1.0, 1.0, 1.0]
