@@ -238,7 +238,7 @@ def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
     if record:
         ctx.__dict__["_output_meta"] = meta
         if ctx._saved:
-            _bind_saved(ctx, inputs, results)
+            _bind_saved(ctx, inputs, outputs, results, dirty)
     return tuple(results) if several else results[0]
 
 
@@ -322,14 +322,13 @@ def _output_tensor(
     return result
 
 
-def _bind_saved(ctx: _function.Node, inputs: tuple, results: list) -> None:
+def _bind_saved(ctx: _function.Node, inputs: tuple, outputs: list, results: list, dirty: set) -> None:
     """Saved outputs are kept as `_SavedOutput` (no reference cycle through the node); saved
-    inputs and other tensors as themselves, with the version each had when saved."""
+    inputs and other tensors as themselves, with the version each had when saved. A tensor that
+    forward got as an input and returned (as-is, not dirty) is saved as the input."""
     tensor_type = _function.Tensor
-    by_data = {}
-    for result in results:
-        if isinstance(result, tensor_type) and result._grad_fn is not None:
-            by_data[id(result._data)] = result
+    input_ids = {id(t) for t in inputs if isinstance(t, tensor_type)} - dirty
+    returned = {id(out): result for out, result in zip(outputs, results) if isinstance(result, tensor_type)}
     saved, versions = [], []
     for item in ctx._saved:
         if item is None:
@@ -337,7 +336,7 @@ def _bind_saved(ctx: _function.Node, inputs: tuple, results: list) -> None:
             versions.append(None)
             continue
         if isinstance(item, tensor_type):
-            result = by_data.get(id(item._data))
+            result = None if id(item) in input_ids else returned.get(id(item))
             if result is not None and result._grad_fn is ctx:
                 saved.append(_function._SavedOutput(result._data, result._version_counter))
                 versions.append(result._version_counter[0])

@@ -322,3 +322,25 @@ def test_vmap_staticmethod_returning_a_bad_out_dim_is_refused_naming_the_functio
 
     with pytest.raises(ValueError, match="Bad.vmap: out_dim 0 is not a dimension of size 4"):
         numdiff.func.vmap(Bad.apply)(numdiff.ones(4, 3))
+
+
+def test_an_input_saved_and_returned_as_is_is_saved_as_the_input_for_double_backward():
+    results = []
+    for lib in LIBS:
+
+        class Identity(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * x
+
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad((Identity.apply(x) * 3).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        results.append((g.tolist(), gg.tolist()))
+    assert results[0] == results[1]
