@@ -125,10 +125,12 @@ def fit(
     seed: int,
     device: str,
     compile_model: bool = False,
+    writer: Any = None,
 ) -> dict[str, Any]:
     """Train with Adam and CrossEntropyLoss; return accuracies and timings.
 
-    With `compile_model` the training steps run ``numdiff.compile(model)`` (same Parameters).
+    With `compile_model` the training steps run ``numdiff.compile(model)`` (same Parameters). With a
+    TensorBoard `writer`, each epoch's loss and accuracy are logged under the library's name.
     """
     x_train, y_train, x_test, y_test = data
     name = "numdiff" if torch is numdiff else "pytorch"
@@ -145,6 +147,13 @@ def fit(
         epoch_times.append(time.perf_counter() - epoch_start)
         history.append((loss, accuracy))
         first_step = step_time if first_step is None else first_step
+        if writer is not None:
+            writer.add_scalar(f"{name}/train_loss", loss, epoch)
+            writer.add_scalar(f"{name}/train_accuracy", accuracy, epoch)
+    test_accuracy = evaluate(torch, model, x_test, y_test, device)
+    if writer is not None:
+        writer.add_scalar(f"{name}/test_accuracy", test_accuracy, epochs)
+        writer.flush()
     return {
         "model": model,
         "compiled": compile_model,
@@ -153,7 +162,7 @@ def fit(
         "epoch_times_s": epoch_times,
         "train_loss": history[-1][0],
         "train_accuracy": history[-1][1],
-        "test_accuracy": evaluate(torch, model, x_test, y_test, device),
+        "test_accuracy": test_accuracy,
     }
 
 
@@ -184,11 +193,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     numdiff.manual_seed(args.seed)
     model = build_model(numdiff)
     initial = {key: value.detach().clone() for key, value in model.state_dict().items()}
+    writer = None
+    if args.tensorboard:
+        from numdiff.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(args.tensorboard)
+        print(f"logging loss and accuracy for TensorBoard to {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     results = {
         "numdiff": fit(
-            numdiff, model, data, args.epochs, args.batch_size, args.lr, args.seed, args.device, args.compile
+            numdiff, model, data, args.epochs, args.batch_size, args.lr, args.seed, args.device, args.compile, writer
         )
     }
+    if writer is not None:
+        writer.close()
     if args.save:
         result = results["numdiff"]
         checkpoint = {
@@ -253,6 +270,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--save", metavar="PATH", help="write a numdiff checkpoint (model + optimizer state)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison run")
+    parser.add_argument("--tensorboard", metavar="DIR", help="log numdiff's loss and accuracy per epoch to DIR")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N training images")
     parser.add_argument("--compile", action="store_true", help="train numdiff.compile(model) (PyTorch stays eager)")
     parser.add_argument(

@@ -223,7 +223,10 @@ from numdiff import distributions as distributions  # noqa: E402 - Normal, Categ
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
+from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
+from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
+from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
@@ -237,6 +240,7 @@ from numdiff.compile import compile as compile  # noqa: E402 - trace and compile
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
+from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 
 __version__ = "0.1.0"
 
@@ -256,6 +260,7 @@ __all__ = [
     "where", "zeros", "zeros_like",
 ]
 __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
+__all__ += ["from_dlpack"]
 __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype
+from numdiff import _dtype, _tensor_dlpack
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
 from numdiff.autograd import function as _function_module
@@ -363,6 +363,8 @@ class Tensor:
     __bool__ = _conversion.to_python_bool
     __index__ = _conversion.to_index
     to = _conversion.to
+    __dlpack__ = _tensor_dlpack.dlpack
+    __dlpack_device__ = _tensor_dlpack.dlpack_device
     float = _conversion.dtype_shortcut("float", _dtype.float32)
     double = _conversion.dtype_shortcut("double", _dtype.float64)
     long = _conversion.dtype_shortcut("long", _dtype.int64)

@@ -101,3 +101,16 @@ def test_compiled_training_ends_at_the_eager_model(train_digits, data, numdiff_r
     assert compiled["compiled"]
     for key, value in eager["model"].state_dict().items():
         np.testing.assert_allclose(compiled["model"].state_dict()[key].numpy(), value.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_command_line_run_logs_loss_and_accuracy_for_tensorboard(train_digits, tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    argv = ["--epochs", "2", "--limit", "200", "--batch-size", "16", "--no-torch", "--tensorboard", str(tmp_path)]
+    assert train_digits.main(argv) == 0
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [e.step for e in events.Scalars("numdiff/train_loss")] == [1, 2]
+    assert len(events.Scalars("numdiff/train_accuracy")) == 2
+    assert 0.0 <= events.Scalars("numdiff/test_accuracy")[0].value <= 1.0

@@ -474,7 +474,58 @@ plot_sweep(pool_results, "max_pool2d float32", "H = W", rate_label="GB/s moved",
 summary(pool_results)
 
 # %% [markdown]
-# ## 4. Reading the results
+# ## 4. Where a training step's time goes: `numdiff.profiler`
+#
+# The sweeps above time one op at a time. In a training step the question is which ops, backward
+# nodes and modules take the time. `numdiff.profiler` answers it with torch.profiler's names, so
+# the same few lines profile either library: here a small CNN on 8x8 images (the digits model's
+# shape), a few steps of Adam, with numdiff's table first and PyTorch's after it.
+
+# %%
+def cnn_step(lib, batch=8 if SMALL else 64):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(32 * 2 * 2, 10))
+    optimizer = lib.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = lib.randn(batch, 1, 8, 8), lib.randint(0, 10, (batch,))
+
+    def step():
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return step
+
+
+step = cnn_step(numdiff)
+for _ in range(3):
+    step()  # compile or load the kernels first: the profile is of steady steps
+steps = 2 if SMALL else 10
+with numdiff.profiler.profile(profile_memory=True) as prof:
+    start = time.perf_counter()
+    for _ in range(steps):
+        with numdiff.profiler.record_function("train step"):
+            step()
+    wall_ms = (time.perf_counter() - start) * 1e3
+print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
+accounted = sum(e.self_cpu_time_total for e in prof.events()) / 1e3
+print(f"wall time {wall_ms:.1f} ms for {steps} steps; the profile accounts for {accounted:.1f} ms "
+      f"({100 * accounted / wall_ms:.1f}%), Numba compilation {prof.compile_time_ms():.1f} ms")
+
+if HAVE_TORCH:
+    torch_step = cnn_step(torch)
+    for _ in range(3):
+        torch_step()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as torch_prof:
+        for _ in range(steps):
+            with torch.profiler.record_function("train step"):
+                torch_step()
+    print(torch_prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
+
+# %% [markdown]
+# ## 5. Reading the results
 #
 # In the run stored here (one thread per library; the ratios printed under each plot are this
 # run's, and change a little from run to run):
@@ -492,6 +543,10 @@ summary(pool_results)
 # - **max_pool2d**: numdiff's compiled window loop is 2 to 3 times faster than PyTorch's CPU
 #   kernel and 6 to 10 times faster than the NumPy reshape; at a few GB/s, none of them is close
 #   to what memory could deliver.
+# - **a training step**: the profiler's self times add up to the step's wall time, so its table
+#   is a complete account: in the CNN step most of the time is in the convolutions, their
+#   backward (`conv2d_weight_grad`, `conv_transpose2d`) and the pooling, and the optimizer step
+#   is a few percent. PyTorch's table names the same places (`aten::` ops and `...Backward0` nodes).
 # - **compile time**: compiling an op's kernels costs as much as ten thousand or more later calls;
 #   loading them from the disk cache, a few dozen to a few hundred. Call `numdiff.warmup()` at the
 #   start of a job, and keep the cache between runs, so that no training step pays for it.

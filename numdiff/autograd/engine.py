@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
@@ -329,7 +330,12 @@ def run_backward(
             else:
                 run = False
             if run:
-                grads = node.function.backward(node, grad)
+                if _profiling.recorder is None:
+                    grads = node.function.backward(node, grad)
+                else:
+                    grads = _profiling.recorder.record(
+                        f"{node.function.__name__}Backward", "backward", node.function.backward, node, grad
+                    )
                 if type(grads) is not tuple or len(grads) != len(node.next_nodes):
                     grads = _as_tuple(grads, node)
                 if check:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from numdiff import _profiling
 from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly, custom_function
 from numdiff.autograd.backward_once import once_differentiable as once_differentiable  # PyTorch's path
@@ -320,6 +321,14 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
+        recorder = _profiling.recorder
+        if recorder is not None and recorder.enter_op(cls, inputs):
+            try:
+                result = cls.apply(*inputs, **attrs)  # the op itself, timed (enter_op lets it through)
+            except BaseException:
+                recorder.exit_op(None)
+                raise
+            return recorder.exit_op(result)
         if transforms.vmap_depth:
             # Inside numdiff.func.vmap: batched inputs go to the op's batching rule.
             return transforms.batched_apply(cls, inputs, attrs)

@@ -160,6 +160,35 @@ class CudaArray:
             offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(axis)
         return offsets
 
+    @property
+    def data_pointer(self) -> int:
+        """The device address of this array's first element (for DLPack and other zero-copy exchange)."""
+        try:
+            base = self._buffer.__cuda_array_interface__["data"][0] or 0
+        except AttributeError as error:  # Numba's CUDA simulator keeps device arrays as host arrays
+            raise BufferError(
+                "this CUDA array has no device address (Numba's CUDA simulator has no device memory): "
+                "DLPack exchange of CUDA tensors needs a GPU"
+            ) from error
+        return base + self._offset * self.itemsize
+
+    @classmethod
+    def from_interface(cls, interface: dict, owner: Any, where: device_type) -> CudaArray:
+        """A CudaArray over foreign device memory described by a CUDA Array Interface dict (no copy).
+
+        `owner` is kept alive with the memory. Strides must be non-negative multiples of the item size.
+        """
+        dtype = np.dtype(interface["typestr"])
+        shape = tuple(int(n) for n in interface["shape"])
+        strides_bytes = interface.get("strides") or tuple(s * dtype.itemsize for s in _c_strides(shape))
+        if any(s < 0 or s % dtype.itemsize for s in strides_bytes):
+            raise BufferError(f"from_dlpack: device strides {strides_bytes} are negative or not whole items")
+        strides = tuple(s // dtype.itemsize for s in strides_bytes)
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if math.prod(shape) else 0
+        flat = {"shape": (span,), "strides": None, "typestr": dtype.str, "data": interface["data"], "version": 3}
+        buffer = cuda.from_cuda_array_interface(flat, owner=owner, sync=False)
+        return cls(buffer, shape, strides, 0, where)
+
     def as_numba(self) -> Any:
         """This (C-contiguous) array as a numba device array, for kernels written outside numdiff."""
         if not self.flags.c_contiguous:

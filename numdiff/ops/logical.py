@@ -74,6 +74,7 @@ def bitwise_not(input: Tensor) -> Tensor:
 
 @host_function
 def isfinite(input: Tensor) -> Tensor:
+    """True where an element is neither inf nor NaN (integers and bools: everywhere)."""
     if vmapped(input):
         return batch_nondifferentiable(isfinite, input)
     return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
@@ -81,6 +82,7 @@ def isfinite(input: Tensor) -> Tensor:
 
 @host_function
 def isnan(input: Tensor) -> Tensor:
+    """True where an element is NaN."""
     if vmapped(input):
         return batch_nondifferentiable(isnan, input)
     return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
@@ -88,6 +90,7 @@ def isnan(input: Tensor) -> Tensor:
 
 @host_function
 def isinf(input: Tensor) -> Tensor:
+    """True where an element is +inf or -inf."""
     if vmapped(input):
         return batch_nondifferentiable(isinf, input)
     return Tensor._wrap(as_result(np.isinf(input._data)), None, None)

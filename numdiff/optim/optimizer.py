@@ -8,6 +8,7 @@ parameter's version counter like any in-place op, so a graph that saved the old 
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import _profiling
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
 from numdiff.tensor import Tensor
@@ -35,6 +37,16 @@ def _typename(value: Any) -> str:
     return "numdiff.Tensor" if isinstance(value, Tensor) else type(value).__name__
 
 
+def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:
+    @functools.wraps(step)
+    def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if _profiling.recorder is None:
+            return step(self, *args, **kwargs)
+        return _profiling.recorder.record(name, "optimizer", lambda: step(self, *args, **kwargs))
+
+    return profiled
+
+
 class Optimizer:
     """Base class of all optimizers.
 
@@ -44,6 +56,13 @@ class Optimizer:
         optim.SGD([{"params": model.base.parameters()},
                    {"params": model.head.parameters(), "lr": 1e-3}], lr=1e-2, momentum=0.9)
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Each optimizer's step shows in numdiff.profiler as "Optimizer.step#<Name>.step", as in torch.
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None:
+            cls.step = _profiled_step(step, f"Optimizer.step#{cls.__name__}.step")
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults

@@ -1,5 +1,5 @@
 """numdiff.utils: helpers around training; ``numdiff.utils.data`` holds datasets and the DataLoader."""
 
-from numdiff.utils import data
+from numdiff.utils import data, dlpack
 
-__all__ = ["data"]
+__all__ = ["data", "dlpack"]

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from numdiff import _dtype
+from numdiff import _dtype, _profiling
 from numdiff._device import device as device_type
 from numdiff._device import to_device
 from numdiff.autograd.grad_mode import no_grad
@@ -46,8 +46,16 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _profiling.recorder is not None:
+            return _profiling.recorder.record(f"nn.Module: {type(self).__name__}", "module",
+                                              self._call_with_hooks, args, kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks):
             return self.forward(*args, **kwargs)  # the usual case: no hooks to copy and walk
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             if type(hook) is _KeywordHook:
                 result = hook.function(self, args, kwargs)
