@@ -22,7 +22,7 @@ import numpy as np
 from numdiff import _profiling
 from numdiff._dtype import check_computable
 from numdiff.autograd import anomaly, custom_function
-from numdiff.autograd.backward_once import once_differentiable as once_differentiable  # PyTorch's path
+from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehook, with_post_hooks
 from numdiff.autograd.transform_state import transforms

@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.creation import randn, zeros_like
+from numdiff.tensor import Tensor
+
 
 class GradcheckError(RuntimeError):
     """Analytic and numerical derivatives disagree."""
@@ -26,13 +29,11 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _differentiable(inputs: Sequence[Any]) -> list[int]:
-    from numdiff.tensor import Tensor
 
     return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
 
 def _outputs(fn: Callable, inputs: Sequence[Any]) -> list:
-    from numdiff.tensor import Tensor
 
     outputs = [o for o in _as_tuple(fn(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
     if not outputs:
@@ -69,7 +70,6 @@ def _numerical_jacobian(fn, inputs, index, eps):
 
 def _analytic_jacobian(fn, inputs, index, check_dtype=False):
     from numdiff.autograd import grad as autograd_grad
-    from numdiff.creation import zeros_like
 
     outputs = _outputs(fn, inputs)
     rows = []
@@ -107,7 +107,6 @@ def _compare(what: str, index: int, shape: tuple, analytic, numeric, atol: float
 def _fast_check(fn, inputs, index, eps, atol, rtol) -> str | None:
     """u^T J v, analytic (one backward) against numerical (one central difference along v)."""
     from numdiff.autograd import grad as autograd_grad
-    from numdiff.tensor import Tensor
 
     x = inputs[index]
     data = x._data
@@ -142,7 +141,6 @@ def _fast_check(fn, inputs, index, eps, atol, rtol) -> str | None:
 def _batched_backward_jacobian(fn, inputs, index) -> np.ndarray:
     """The Jacobian rows from one vmapped backward over the basis of cotangents."""
     from numdiff import func
-    from numdiff.tensor import Tensor
 
     others = list(inputs)
 
@@ -166,7 +164,6 @@ def _batched_backward_jacobian(fn, inputs, index) -> np.ndarray:
 def _forward_jacobian(fn, inputs, index, batched: bool) -> np.ndarray:
     """Jacobian columns J e_k by numdiff.func.jvp, one tangent at a time or vmapped over all."""
     from numdiff import func
-    from numdiff.tensor import Tensor
 
     others = list(inputs)
     x = inputs[index].detach()
@@ -282,7 +279,6 @@ def _check_input(
 def _zero_cotangents_give_zero(fn, inputs, index) -> str | None:
     """A backward is linear in its output gradient: zero in, zero out (torch checks it always)."""
     from numdiff.autograd import grad as autograd_grad
-    from numdiff.creation import zeros_like
 
     outputs = _outputs(fn, inputs)
     (g,) = autograd_grad(outputs, [inputs[index]], [zeros_like(o) for o in outputs], allow_unused=True)
@@ -299,7 +295,6 @@ def _undefined_output_gradients(fn, inputs, index) -> str | None:
     backward then gets zeros, or None after set_materialize_grads(False)): the backward must run
     and treat it as zero."""
     from numdiff.autograd import grad as autograd_grad
-    from numdiff.creation import zeros_like
 
     count = len(_outputs(fn, inputs))
     for skipped in range(count if count > 1 else 0):
@@ -343,7 +338,6 @@ def gradgradcheck(
 ) -> bool:
     """True if the second derivatives of `fn` (its backward, differentiated) match central differences."""
     from numdiff.autograd import grad as autograd_grad
-    from numdiff.creation import randn
 
     inputs = _as_tuple(inputs)
     wrt = _differentiable(inputs)

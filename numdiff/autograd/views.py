@@ -4,19 +4,16 @@ takes the base's new history when it is next used, by applying its view ops agai
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from typing import Any
 
 from numdiff.autograd.grad_mode import _state
-
-if TYPE_CHECKING:
-    from numdiff.tensor import Tensor
 
 
 class StaleViewError(RuntimeError):
     """A view was used after a recorded in-place op gave its base a new history."""
 
 
-def check_view_is_current(view: Tensor, op: str) -> None:
+def check_view_is_current(view: Any, op: str) -> None:
     """Bring a view up to date with its base after a recorded in-place op on the base: the view's
     history reads the base's old value, so, as PyTorch does, the view ops that made it are applied
     again to the base (recorded on its new history) and the view takes that history. A view
@@ -37,7 +34,7 @@ def check_view_is_current(view: Tensor, op: str) -> None:
     )
 
 
-def _replay_view(view: Tensor, base: Tensor, replay: tuple) -> None:
+def _replay_view(view: Any, base: Any, replay: tuple) -> None:
     previous = _state.enabled
     _state.enabled = True
     try:
