@@ -222,7 +222,7 @@ from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks 
 from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
-from numdiff import linalg as linalg  # noqa: E402 - torch.linalg's norms, cross, diagonal
+from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
@@ -238,6 +238,7 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
+from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
@@ -261,6 +262,8 @@ __all__ = [
 ]
 __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
 __all__ += ["from_dlpack"]
+globals().update({name: fn for name, fn in _LINALG_FUNCTIONS.items() if name not in globals()})
+__all__ += sorted(_LINALG_FUNCTIONS)
 __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",

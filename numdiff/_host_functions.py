@@ -1,11 +1,15 @@
 """Public functions that compute tensors without running an op: comparisons, argmax, one_hot...
 
-numdiff.compile traces a function by recording the ops it runs (``Function.apply``). These
-functions run none, so each is marked with :func:`host_function`: while a trace is active, a call
-records itself as a step of the traced graph, which every later call reruns on its own arrays.
+These functions run no `Function.apply`, so each is marked with :func:`host_function`, which is
+their door to the interpreter stack (numdiff.autograd.transform_state): while an interpreter is
+active in the calling thread, the call goes to the innermost one. numdiff.compile's tracer then
+records it as a step of the traced graph, which every later call reruns on its own arrays.
 Marking the functions themselves also catches one the user imported by name (``from numdiff
-import eq``); patching the modules that hold them during a trace, as before, missed those, and a
-compiled function then returned the first call's comparison on every call.
+import eq``), where patching the modules that hold them missed it.
+
+A host function marked ``elementwise=True`` (comparisons, logical ops, isnan...) says how vmap
+runs it: once on whole batches, the operands aligned (numdiff.func._batched.VmapLevel), so its
+body never needs to ask whether an operand is batched.
 """
 
 from __future__ import annotations
@@ -14,18 +18,28 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-TRACERS: list = []
-"""numdiff.compile's stack of active tracers, innermost last (None while a trace is suspended)."""
+from numdiff.autograd.transform_state import anywhere, transforms
+
+ELEMENTWISE: dict[Callable[..., Any], Callable[..., Any]] = {}
+"""Elementwise host functions: the function -> its public (door) form, which vmap reruns on the
+batches so that operands batched at outer levels come through the door again."""
 
 
-def host_function(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function`, recorded as a step of the active trace when one is recording."""
+def host_function(function: Callable[..., Any] | None = None, *, elementwise: bool = False) -> Any:
+    """`function`, handed to this thread's innermost interpreter when one is active. With
+    `elementwise`, each result element depends only on the operands' elements at its position
+    (after broadcasting), so vmap may run it on whole batches."""
+    if function is None:
+        return functools.partial(host_function, elementwise=elementwise)
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        result = function(*args, **kwargs)
-        if TRACERS and TRACERS[-1] is not None:
-            TRACERS[-1].record_host(function, args, kwargs, result)
-        return result
+        if anywhere.levels:
+            top = transforms.interpreter
+            if top is not None:
+                return top.host_call(function, args, kwargs)
+        return function(*args, **kwargs)
 
+    if elementwise:
+        ELEMENTWISE[function] = call
     return call

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
@@ -44,16 +44,23 @@ _NOT_BATCHED = (
 
 
 def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
-    """Run ``compute(old_value)`` and store its result in `self`'s storage."""
-    if transforms.vmap_depth and type(self) is not Tensor:
-        return _apply_inplace_batched(self, op, compute)
+    """Run ``compute(old_value)`` and store its result in `self`'s storage. This thread's
+    innermost interpreter may refuse the update or take it over first (numdiff.compile)."""
+    if anywhere.levels:
+        top = transforms.interpreter
+        if top is not None:
+            taken = top.inplace(self, op, compute)
+            if taken is not None:
+                return taken
+        if transforms.vmap_depth and type(self) is not Tensor:
+            return _apply_inplace_batched(self, op, compute)
     _refuse_inplace_on_leaf(self, op, tuple(self.shape))
     if _state.enabled and self._base is not None and self._base._requires_grad:
         _refuse_inplace_on_view_of_tracked_base(self, op)
     alias = Tensor._wrap(self._data, self._grad_fn, self._version_counter)
     alias._requires_grad = self._requires_grad
     out = compute(alias)
-    if transforms.vmap_depth and type(out) is not Tensor:
+    if anywhere.levels and transforms.vmap_depth and type(out) is not Tensor:
         _refuse_captured_mutation(op, self, _NOT_BATCHED)
     return _store(self, op, out, alias)
 
@@ -92,7 +99,7 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
     """Write `out` (computed from `alias`, an alias of self's old value, or from a copy when
     None) into `self`'s storage, and rebase self onto out's node. `view_shape`: self is a view
     of another tensor though it has no `_base` of its own (the logical shape of that view)."""
-    if transforms.grad_depth and out._requires_grad and self._grad_fn is None and not self._requires_grad:
+    if anywhere.levels and transforms.grad_depth and out._requires_grad and self._grad_fn is None and not self._requires_grad:
         _refuse_captured_mutation(op, self, (
             "that it did not create, with a value that depends on the inputs being differentiated; "
             "clone() it first or use the out-of-place op"

@@ -1,12 +1,20 @@
-"""numdiff's random number state: one default generator, reseeded by `manual_seed`."""
+"""numdiff's random number state: one default generator, reseeded by `manual_seed`.
+
+The default generator is process-wide, as in PyTorch (``manual_seed`` in one thread seeds the
+draws of all). Each draw is one call of NumPy's Generator, which holds the bit generator's lock
+for the call, so threads drawing at once get disjoint parts of one stream; reseeding and
+restoring a state swap the generator under `Generator._lock`. Every draw passes through `rng`,
+which asks this thread's innermost interpreter first (vmap's randomness modes, compile's trace).
+"""
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import anywhere, transforms, vmap_active
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -18,10 +26,14 @@ class Generator:
     def __init__(self, device: str = "cpu") -> None:
         self._rng = np.random.default_rng()
         self._seed: int | None = None
+        self._lock = threading.Lock()
 
     def manual_seed(self, seed: int) -> Generator:
-        self._seed = int(seed)
-        self._rng = np.random.default_rng(self._seed)
+        seed = int(seed)
+        rng = np.random.default_rng(seed)
+        with self._lock:
+            self._seed = seed
+            self._rng = rng
         return self
 
     def initial_seed(self) -> int | None:
@@ -63,28 +75,25 @@ class SameDrawReplay:
             generator._rng.bit_generator.state = state
 
 
-# The replays of the chunked vmap(randomness='same') calls in progress, outermost first.
-same_draw_replays: list[SameDrawReplay] = []
-
-
 def rng(generator: Generator | None) -> np.random.Generator:
-    if transforms.vmap_depth and "error" in transforms.randomness:
-        from numdiff.func.vmap import VmapRandomnessError
-
-        raise VmapRandomnessError(
-            "vmap: a random op ran inside vmap(randomness='error'); pass randomness='different' for "
-            "an independent draw per batch entry, or 'same' for one draw shared by the whole batch"
-        )
+    """The NumPy generator a random op draws from: `generator`'s, or the default one's. The
+    calling thread's interpreters may refuse the draw first (vmap(randomness='error'), compile)."""
+    if anywhere.levels:
+        top = transforms.interpreter
+        if top is not None:
+            top.draw(generator)
     generator = generator or default_generator
-    for replay in same_draw_replays:
-        replay.use(generator)
+    # The replays of this thread's chunked vmap(randomness='same') calls, outermost first.
+    if anywhere.levels:
+        for replay in transforms.same_draw_replays:
+            replay.use(generator)
     return generator.numpy
 
 
 def different_levels() -> tuple[list[int], tuple[int, ...]]:
     """The active vmap levels with randomness='different', outermost first, and their batch sizes:
     a fresh random tensor gets one batch dim for each (leading its shape) and is batched at them."""
-    if not transforms.vmap_depth:
+    if not vmap_active():
         return [], ()
     levels = [level for level, mode in enumerate(transforms.randomness, start=1) if mode == "different"]
     return levels, tuple(transforms.batch_sizes[level - 1] for level in levels)

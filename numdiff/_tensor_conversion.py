@@ -1,9 +1,11 @@
 """Tensor's conversions: to NumPy and Python values (``numpy``, ``item``, ``float(t)``, ``f"{t:.3f}"``)
 and to another dtype or device (``to``, ``float``, ``double``, ``cpu``, ``cuda``, ...).
 
-numdiff.tensor binds these functions as Tensor methods in its class body (so they sit in
-``Tensor.__dict__``, where numdiff.compile's tracer guards the host reads); they are written here
-so the Tensor file keeps to the array and its autograd state.
+numdiff.tensor binds these functions as Tensor methods in its class body; they are written here
+so the Tensor file keeps to the array and its autograd state. Each read of the values into Python
+(`numpy`, `item`, `tolist`, ``float``/``int``/``bool``/``index``) tells this thread's innermost
+interpreter first (`_host_read`): numdiff.compile's tracer refuses a read that a replay could not
+repeat.
 """
 
 from __future__ import annotations
@@ -14,14 +16,24 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._device import CPU, to_device
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import backend_for
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
 
 
+def _host_read(self: Tensor, what: str) -> None:
+    """Tell this thread's innermost interpreter that `what` reads `self`'s values into Python."""
+    if anywhere.levels:
+        top = transforms.interpreter
+        if top is not None:
+            top.host_read(self, what)
+
+
 def numpy(self: Tensor) -> np.ndarray:
     """The data as a NumPy array (shared memory on the CPU)."""
+    _host_read(self, "Tensor.numpy()")
     if self._requires_grad:
         raise RuntimeError(
             "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
@@ -54,6 +66,7 @@ def item(self: Tensor) -> float | int | bool:
     >>> numdiff.tensor([2.5]).item()
     2.5
     """
+    _host_read(self, "Tensor.item()")
     if self._data.size != 1:
         raise RuntimeError(
             f"a Tensor with {self._data.size} elements cannot be converted to a Python scalar "
@@ -64,6 +77,7 @@ def item(self: Tensor) -> float | int | bool:
 
 def tolist(self: Tensor) -> Any:
     """The values as nested Python lists (a Python number for a 0-d tensor)."""
+    _host_read(self, "Tensor.tolist()")
     return self._host_values().tolist()
 
 
@@ -76,20 +90,24 @@ def format_tensor(self: Tensor, format_spec: str) -> str:
 
 
 def to_python_float(self: Tensor) -> float:
+    _host_read(self, "Tensor.__float__()")
     return float(self.item())
 
 
 def to_python_int(self: Tensor) -> int:
+    _host_read(self, "Tensor.__int__()")
     return int(self.item())
 
 
 def to_python_bool(self: Tensor) -> bool:
+    _host_read(self, "Tensor.__bool__()")
     if self._data.size != 1:
         raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is ambiguous")
     return bool(self.item())
 
 
 def to_index(self: Tensor) -> int:
+    _host_read(self, "Tensor.__index__()")
     if self._data.dtype.kind not in "iu" or self._data.size != 1:
         raise TypeError("only integer tensors of a single element can be converted to an index")
     return int(self.item())

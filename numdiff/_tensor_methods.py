@@ -6,6 +6,7 @@ from typing import Any
 
 from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, sampling
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.linalg import _toplevel as linalg_toplevel
 from numdiff.ops import (
     activation,
     added_methods,
@@ -347,7 +348,7 @@ def attach() -> None:
     in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
-    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS}.items():
+    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -125,6 +125,7 @@ CPU = _HostBackend(
             "adaptive_avg_pool2d_backward",
         ),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
@@ -147,6 +148,7 @@ CUDA = _CudaBackend(
             "adaptive_avg_pool2d_backward",
         ),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

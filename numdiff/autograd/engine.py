@@ -21,7 +21,7 @@ from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import anywhere, transforms
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -239,15 +239,20 @@ def run_backward(
 
     With ``capture=False`` (``Tensor.backward``) gradients accumulate into `.grad` of the leaves
     that require grad (only those in `inputs`, if given). With ``capture=True``
-    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched.
+    (``autograd.grad``) the gradients of `inputs` are returned and no `.grad` is touched. This
+    thread's innermost interpreter may refuse the pass first (numdiff.compile's trace).
     """
-    if not capture and transforms.active:
-        raise BackwardInTransformError(
-            "backward() called inside a numdiff.func transform (grad, vjp, jvp, vmap, jacrev, "
-            "jacfwd or hessian): it would write .grad of the transform's own inputs and captured "
-            "tensors behind its back. Return the loss from the function and let numdiff.func.grad "
-            "or vjp differentiate it, or call backward() outside the transform."
-        )
+    if anywhere.levels:
+        if not capture and (transforms.vmap_depth or transforms.grad_depth):
+            raise BackwardInTransformError(
+                "backward() called inside a numdiff.func transform (grad, vjp, jvp, vmap, jacrev, "
+                "jacfwd or hessian): it would write .grad of the transform's own inputs and captured "
+                "tensors behind its back. Return the loss from the function and let numdiff.func.grad "
+                "or vjp differentiate it, or call backward() outside the transform."
+            )
+        top = transforms.interpreter
+        if top is not None:
+            top.backward(capture, create_graph)
     if len(outputs) == 1:  # Tensor.backward: one root, nothing to merge
         root = _root_node(outputs[0], 0)
         roots = [root]

@@ -25,7 +25,7 @@ from numdiff.autograd import anomaly, custom_function
 from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehook, with_post_hooks
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.autograd.views import StaleViewError as StaleViewError
 from numdiff.autograd.views import check_view_is_current
 
@@ -321,6 +321,8 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any) -> Tensor:
+        """Run the op: through the innermost interpreter of this thread (numdiff.func.vmap's
+        batching, numdiff.compile's tracing; numdiff.autograd.transform_state), else eagerly."""
         recorder = _profiling.recorder
         if recorder is not None and recorder.enter_op(cls, inputs):
             try:
@@ -329,9 +331,10 @@ class Function:
                 recorder.exit_op(None)
                 raise
             return recorder.exit_op(result)
-        if transforms.vmap_depth:
-            # Inside numdiff.func.vmap: batched inputs go to the op's batching rule.
-            return transforms.batched_apply(cls, inputs, attrs)
+        if anywhere.levels:
+            top = transforms.interpreter
+            if top is not None:
+                return top.apply(cls, inputs, attrs)
         if not cls.array_forward:
             return _apply_tensor_forward(cls, inputs, attrs)
         # The hot path of every built-in op: one pass over the inputs, no generator expressions,

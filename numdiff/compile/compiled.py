@@ -24,7 +24,7 @@ from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.guards import PythonGuard
 from numdiff.compile.program import Program, build
 from numdiff.compile.region import RegionState, attach
-from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, tracing_now
+from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, runs_inline
 from numdiff.tensor import Tensor
 
 RECOMPILE_LIMIT = 8
@@ -101,8 +101,9 @@ class CompiledFunction:
         self._warned_recompiles = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None or tracing_now():
-            # Inside another compiled function's trace the ops are recorded into that trace.
+        if self.eager_reason is not None or runs_inline():
+            # Inside another compiled function's trace the ops are recorded into that trace; under
+            # vmap they are batched.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):

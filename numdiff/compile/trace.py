@@ -1,8 +1,9 @@
 """Tracing: run the function once, eagerly, and record every `Function.apply` call into a graph.
 
-While a trace runs, `Function.apply` is wrapped: the op still runs (and records its node on the
-tape, so the backward can be traced from the real nodes afterwards), and the call is appended to
-the graph with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
+While a trace runs, a `TraceLevel` is the innermost interpreter of the tracing thread
+(numdiff.autograd.transform_state): each op still runs (and records its node on the tape, so the
+backward can be traced from the real nodes afterwards), and the call is appended to the graph
+with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
 Reading a computed tensor's value on the host (``if x.sum() > 0:``, ``.item()``, ``.numpy()``)
 raises `GraphBreakError` naming the user's line, since replaying the graph would silently keep
 the branch taken while tracing. In-place updates, random numbers and a backward pass inside the
@@ -12,14 +13,13 @@ function are not traced (`UnsupportedInCompileError`); the compiled function the
 from __future__ import annotations
 
 import os
-import sys
 import traceback
 from typing import Any
 
 import numpy as np
 
-from numdiff._host_functions import TRACERS
-from numdiff.autograd.function import Function, _SavedOutput
+from numdiff.autograd.function import _SavedOutput
+from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, transforms, vmap_active
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
 from numdiff.tensor import Tensor
@@ -178,125 +178,98 @@ class Tracer:
         )
 
 
-_active: list[Tracer] = TRACERS  # shared with the host functions (numdiff._host_functions)
+class TraceLevel(Interpreter):
+    """numdiff.compile's interpreter: each op runs at the level below (eagerly, recording its
+    node on the tape, so the backward can be traced from the real nodes afterwards) and is
+    recorded into the tracer's graph. A user Function's forward runs below too, so its own ops
+    are not recorded: it replays as one call. Host reads go to `Tracer.check_host_read`;
+    in-place updates, random draws and a backward pass are refused (`UnsupportedInCompileError`),
+    so the compiled function then runs eagerly."""
 
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
 
-def tracing_now() -> bool:
-    """True while a trace records op calls (a compiled function called inside another's trace)."""
-    return bool(_active) and _active[-1] is not None
+    def apply(self, cls: Any, inputs: tuple, attrs: dict) -> Tensor:
+        result = super().apply(cls, inputs, attrs)
+        self.tracer.record(cls, inputs, attrs, result)
+        return result
 
+    def host_call(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        # Run at this level: the ops the function runs are recorded before it is.
+        result = super().host_call(function, args, kwargs)
+        self.tracer.record_host(function, args, kwargs, result)
+        return result
 
-class Suspended:
-    """Context manager: op calls inside are not recorded (an eager backward while tracing)."""
+    def host_read(self, tensor: Tensor, what: str) -> None:
+        self.tracer.check_host_read(tensor, what)
+        super().host_read(tensor, what)
 
-    def __enter__(self) -> None:
-        _active.append(None)
+    def inplace(self, tensor: Tensor, op: str, compute: Any) -> Any:
+        _refuse("an in-place tensor update")
 
-    def __exit__(self, *exc: Any) -> None:
-        _active.pop()
+    def draw(self, generator: Any) -> None:
+        _refuse("drawing random numbers")
 
+    def backward(self, capture: bool, create_graph: bool) -> None:
+        """Refuse a backward pass inside the traced function.
 
-_original_apply = Function.__dict__["apply"].__func__
-
-
-def _traced_apply(cls: type, *inputs: Any, **attrs: Any) -> Tensor:
-    tracer = _active[-1]
-    if tracer is None:
-        return _original_apply(cls, *inputs, **attrs)
-    if not cls.array_forward:
-        # A user Function: its forward's own ops are not recorded, it replays as one call.
-        _active.append(None)
-        try:
-            result = _original_apply(cls, *inputs, **attrs)
-        finally:
-            _active.pop()
-    else:
-        result = _original_apply(cls, *inputs, **attrs)
-    tracer.record(cls, inputs, attrs, result)
-    return result
-
-
-def _guarded_read(name: str):
-    original = getattr(Tensor, name)
-
-    def read(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        tracer = _active[-1] if _active else None
-        if tracer is not None:
-            tracer.check_host_read(self, f"Tensor.{name}()")
-        return original(self, *args, **kwargs)
-
-    read.__name__ = name
-    return original, read
-
-
-def _refuse(what: str):
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedInCompileError(
-            f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})"
-        )
-
-    return refuse
-
-
-_HOST_READS = ("__bool__", "item", "numpy", "tolist", "__float__", "__int__", "__index__")
-
-
-def _guarded_backward(original: Any) -> Any:
-    """engine.run_backward, refusing a backward pass inside the traced function.
-
-    ``loss.backward()`` writes ``.grad`` and frees the graph the trace still needs, and
-    ``autograd.grad`` without create_graph computes outside the recorded ops, so a replay would
-    return the first call's gradient. ``autograd.grad(create_graph=True)`` records its ops and is
-    traced like any other computation.
-    """
-
-    def run_backward(outputs: Any, grad_outputs: Any, retain_graph: bool, create_graph: bool,
-                     inputs: Any = None, capture: bool = False, allow_unused: bool = False) -> Any:
-        tracer = _active[-1] if _active else None
-        if tracer is not None and not (capture and create_graph):
+        ``loss.backward()`` writes ``.grad`` and frees the graph the trace still needs, and
+        ``autograd.grad`` without create_graph computes outside the recorded ops, so a replay would
+        return the first call's gradient. ``autograd.grad(create_graph=True)`` records its ops and
+        is traced like any other computation.
+        """
+        if not (capture and create_graph):
             what = "autograd.grad without create_graph=True" if capture else "backward()"
             raise UnsupportedInCompileError(
                 f"numdiff.compile: {what} inside the compiled function cannot be replayed by a compiled "
                 f"graph (at {user_line()}); compile the forward and loss and call backward() outside"
             )
-        return original(outputs, grad_outputs, retain_graph, create_graph, inputs, capture, allow_unused)
+        super().backward(capture, create_graph)
 
-    return run_backward
+
+def _refuse(what: str) -> None:
+    raise UnsupportedInCompileError(f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})")
+
+
+def tracing_now() -> bool:
+    """True while a trace records op calls in this thread (a compiled function called inside
+    another's trace)."""
+    return innermost(TraceLevel) is not None
+
+
+def runs_inline() -> bool:
+    """Whether a compiled function called now runs its Python function as it is, at the current
+    level: inside another trace (whose ops are recorded there), or under numdiff.func.vmap in this
+    thread, where each op goes to its batching rule; a graph traced on batched tensors would see
+    one example's view of each."""
+    return vmap_active() or tracing_now()
+
+
+class Suspended:
+    """Context manager: op calls inside are not recorded (an eager backward while tracing): they
+    run at the level below the innermost trace."""
+
+    def __enter__(self) -> None:
+        self.previous = transforms.interpreter
+        level = innermost(TraceLevel)
+        if level is not None:
+            transforms.interpreter = level.parent
+
+    def __exit__(self, *exc: Any) -> None:
+        transforms.interpreter = self.previous
 
 
 class Tracing:
-    """Context manager: install the tracing hooks for `tracer` (one trace at a time)."""
+    """Context manager: record this thread's op calls into `tracer` (numdiff.compile's interpreter
+    on the thread's stack; other threads run eagerly meanwhile)."""
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
-        self.restore: list = []
+        self.level = TraceLevel(tracer)
 
     def __enter__(self) -> Tracer:
-        import numdiff._inplace as inplace
-        import numdiff.creation as creation
-
-        _active.append(self.tracer)
-        self._patch(Function, "apply", classmethod(_traced_apply))
-        for name in _HOST_READS:
-            original, read = _guarded_read(name)
-            self._patch(Tensor, name, read)
-        self._patch(inplace, "apply_inplace", _refuse("an in-place tensor update"))
-        # Functions that compute without an op record themselves (numdiff._host_functions).
-        self._patch(creation, "rng", _refuse("drawing random numbers"))
-        from numdiff.autograd import engine
-
-        guarded_backward = _guarded_backward(engine.run_backward)
-        self._patch(engine, "run_backward", guarded_backward)
-        # Tensor.backward's module (``numdiff.tensor`` as an attribute is the factory function).
-        self._patch(sys.modules[Tensor.__module__], "run_backward", guarded_backward)
+        push(self.level)
         return self.tracer
 
-    def _patch(self, owner: Any, name: str, value: Any) -> None:
-        self.restore.append((owner, name, owner.__dict__[name]))
-        setattr(owner, name, value)
-
     def __exit__(self, *exc: Any) -> None:
-        for owner, name, value in reversed(self.restore):
-            setattr(owner, name, value)
-        _active.pop()
-
+        pop(self.level)

@@ -191,6 +191,20 @@ RULES.update(
     }
 )
 
+
+def leading_batch_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """Ops on the last one or two dims that batch over any leading dims (numdiff.linalg's): the
+    vmap batch becomes one more leading dim of every input."""
+    return cls.apply(*(_materialize(v, b, size) for v, b in zip(values, batched)), **attrs)
+
+
+RULES.update(dict.fromkeys(
+    ("solve_triangular", "linalg_solve", "linalg_inv", "linalg_pinv", "linalg_matrix_exp", "linalg_cholesky",
+     "linalg_eigvalsh", "linalg_eigh_vectors", "linalg_svdvals", "linalg_svd_u", "linalg_svd_vh", "linalg_qr_q",
+     "linalg_qr_r", "linalg_det", "linalg_logabsdet"),
+    leading_batch_rule,
+))  # fmt: skip
+
 # Ops whose backward, run with grad mode on (the create_graph form), is made of ops that have a
 # batching rule above and reads the incoming gradient only through ops. A reverse pass over a graph
 # of these ops runs on a batch of cotangents as one batched pass (vjp_fn under vmap, and so jacrev);

@@ -7,8 +7,9 @@ Its own ``_data`` is the first example's view, for shape, dtype and device reads
 maths of every op goes through Function.apply, and the few Tensor methods that compute on arrays
 directly (comparisons, logical ops, isfinite, argmax) are overridden here to batch.
 
-Every op reaches `batched_apply` (installed into Function.apply by vmap), which picks the op's
-batching rule from numdiff.func._batch_rules and runs it on the values. The tape only ever records
+Every op reaches `batched_apply` through a `VmapLevel`, the interpreter vmap pushes for each of
+its levels (numdiff.autograd.transform_state), which picks the op's batching rule from
+numdiff.func._batch_rules and runs it on the values. The tape only ever records
 the values, so backward (and numdiff.func.grad inside vmap) works on whole batches at once.
 """
 
@@ -21,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.autograd.transform_state import transforms
+from numdiff._host_functions import ELEMENTWISE
+from numdiff.autograd.transform_state import Interpreter, transforms
 from numdiff.tensor import Tensor
 
 
@@ -31,6 +33,37 @@ class VmapPerformanceWarning(UserWarning):
 
 class VmapDataDependentError(RuntimeError):
     """A batched tensor's values were read as Python data (item, bool, numpy) inside vmap."""
+
+
+class VmapRandomnessError(RuntimeError):
+    """A random op ran inside vmap(randomness='error')."""
+
+
+class VmapLevel(Interpreter):
+    """The interpreter of one vmap level: ops go to their batching rules (`batched_apply`), and a
+    random draw is refused under randomness='error' (at this level or an outer one)."""
+
+    def __init__(self, randomness: str) -> None:
+        self.randomness = randomness
+
+    def apply(self, cls: Any, inputs: tuple, attrs: dict) -> Tensor:
+        return batched_apply(cls, inputs, attrs)
+
+    def host_call(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        """An elementwise host function with a batched operand runs once on the whole batches
+        (again through the door for operands batched at outer levels); others run as written."""
+        public = ELEMENTWISE.get(function)
+        if public is not None and any(type(a) is BatchedTensor for a in args):
+            return nondifferentiable(lambda *operands: public(*operands, **kwargs), *args)
+        return super().host_call(function, args, kwargs)
+
+    def draw(self, generator: Any) -> None:
+        if self.randomness == "error":
+            raise VmapRandomnessError(
+                "vmap: a random op ran inside vmap(randomness='error'); pass randomness='different' for "
+                "an independent draw per batch entry, or 'same' for one draw shared by the whole batch"
+            )
+        super().draw(generator)
 
 
 def logical_view(value: Tensor) -> Any:
@@ -248,16 +281,24 @@ def promote(t: Tensor, levels: list[int] | None = None) -> Tensor:
 
 
 def _plain_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
-    depth = transforms.vmap_depth
-    transforms.vmap_depth = 0
+    """An op none of whose inputs is batched: run by the interpreter below every vmap level."""
+    state = transforms
+    top = state.interpreter
+    depth = state.vmap_depth
+    below = top
+    while type(below) is VmapLevel:
+        below = below.parent
+    state.interpreter = below
+    state.vmap_depth = 0
     try:
         return cls.apply(*inputs, **attrs)
     finally:
-        transforms.vmap_depth = depth
+        state.interpreter = top
+        state.vmap_depth = depth
 
 
 def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
-    """Function.apply under vmap: run the op's batching rule for the outermost batched level."""
+    """Function.apply under vmap: run the op's batching rule for the innermost batched level."""
     from numdiff.func._batch_rules import RULES
 
     level = 0

@@ -20,7 +20,7 @@ from typing import Any
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import AccumulateGrad
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import enter_grad_level, exit_grad_level, transforms
 from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
 from numdiff.tensor import Tensor
@@ -48,11 +48,11 @@ class _Level:
         self.fresh: list[tuple[Tensor, list[int]]] = []
 
     def __enter__(self) -> _Level:
-        transforms.grad_depth += 1
+        enter_grad_level()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        transforms.grad_depth -= 1
+        exit_grad_level()
 
     def track(self, t: Any, what: str) -> Tensor:
         _check_float(self.op, t, what)

@@ -6,17 +6,15 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from numdiff._random import SameDrawReplay, same_draw_replays
-from numdiff.autograd.transform_state import transforms
+from numdiff._random import SameDrawReplay
+from numdiff.autograd.transform_state import interpreting, transforms
 from numdiff.func import _batched
+from numdiff.func._batched import VmapLevel, VmapRandomnessError
 from numdiff.func._pytree import tree_flatten, tree_unflatten
 from numdiff.tensor import Tensor
 
 _RANDOMNESS = ("error", "different", "same")
-
-
-class VmapRandomnessError(RuntimeError):
-    """A random op ran inside vmap(randomness='error')."""
+__all__ = ["VmapRandomnessError", "vmap"]
 
 
 def _dims_per_leaf(in_dims: Any, args: tuple) -> list:
@@ -106,7 +104,7 @@ def vmap(
         if chunk_size is not None and size > chunk_size:
             replay = SameDrawReplay() if randomness == "same" else None
             if replay is not None:
-                same_draw_replays.append(replay)
+                transforms.same_draw_replays.append(replay)
             try:
                 chunks = []
                 for start in range(0, size, chunk_size):
@@ -117,7 +115,7 @@ def vmap(
                     chunks.append(_run_batch(func, sliced, dims, spec, kwargs, stop - start, out_dims, randomness))
             finally:
                 if replay is not None:
-                    same_draw_replays.remove(replay)
+                    transforms.same_draw_replays.remove(replay)
             return _concatenate(chunks, out_dims)
         return _run_batch(func, leaves, dims, spec, kwargs, size, out_dims, randomness)
 
@@ -131,16 +129,17 @@ def _run_batch(func: Callable[..., Any], leaves: list, dims: list, spec: Any, kw
         leaf if dim is None else _batched.wrap(_move_to_front(leaf, dim % leaf.ndim), level)
         for leaf, dim in zip(leaves, dims)
     ]
-    transforms.batch_sizes.append(size)
-    transforms.vmap_depth = level
-    transforms.batched_apply = _batched.batched_apply
-    transforms.randomness.append(randomness)
+    state = transforms  # this thread's: a vmap in another thread never sees this level
+    state.batch_sizes.append(size)
+    state.vmap_depth = level
+    state.randomness.append(randomness)
     try:
-        out = func(*tree_unflatten(mapped, spec), **kwargs)
+        with interpreting(VmapLevel(randomness)):
+            out = func(*tree_unflatten(mapped, spec), **kwargs)
     finally:
-        transforms.vmap_depth = level - 1
-        transforms.batch_sizes.pop()
-        transforms.randomness.pop()
+        state.vmap_depth = level - 1
+        state.batch_sizes.pop()
+        state.randomness.pop()
     return _unbatch_outputs(out, out_dims, level, size)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import threading
 
 import numpy as np
 from numba import prange, types
@@ -248,22 +249,29 @@ def _find_thread_control() -> None:
                     return
 
 
+_setup_lock = threading.Lock()
+
+
 def prepare_blas() -> None:
     """Make SciPy's OpenBLAS single-threaded (every call; cheap) and warm up the GEMM lookup.
 
     Kernels call this before any compiled code that uses :func:`gemm`. If SciPy's BLAS is not
     an OpenBLAS whose thread count can be set, the kernels still work, only slower when BLAS
-    threads and Numba threads compete.
+    threads and Numba threads compete. The one-time set-up runs under a lock: a second thread
+    arriving meanwhile waits for it, rather than compiling :func:`gemm` again after the first
+    disabled its compilation (Numba's "compilation disabled") or using it half set up.
     """
     if not _state["ready"]:
-        ensure_blas()
-        _find_thread_control()
-        _fix_gemm_builds()
-        _state["ready"] = True
-        _set_one_thread()
-        _touch_blas()
-    else:
-        _set_one_thread()
+        with _setup_lock:
+            if not _state["ready"]:
+                ensure_blas()
+                _find_thread_control()
+                _fix_gemm_builds()
+                _set_one_thread()
+                _touch_blas()
+                _state["ready"] = True
+                return
+    _set_one_thread()
 
 
 def _set_one_thread() -> None:

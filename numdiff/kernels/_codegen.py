@@ -17,6 +17,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -25,6 +26,9 @@ from numdiff.ops.scalar_expressions import ScalarRule, vjp_expression
 
 _loaded: dict[str, ModuleType] = {}
 _directory: Path | None = None
+# Two threads asking for one new kernel at once would both write and import its module, and the
+# second would replace the first's sys.modules entry while the first still compiles from it.
+_load_lock = threading.RLock()
 
 
 def generated_dir() -> Path:
@@ -59,6 +63,16 @@ def load_source(stem: str, source: str) -> ModuleType:
     module = _loaded.get(name)
     if module is not None:
         return module
+    with _load_lock:
+        module = _loaded.get(name)
+        if module is None:
+            module = _load_file(name, stem, digest, source)
+            _loaded[name] = module
+    return module
+
+
+def _load_file(name: str, stem: str, digest: str, source: str) -> ModuleType:
+    """Write `source` to its file unless the file holds it already, and import it as `name`."""
     path = generated_dir() / f"{stem}_{digest}.py"
     try:
         current = path.read_text()
@@ -74,7 +88,6 @@ def load_source(stem: str, source: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    _loaded[name] = module
     return module
 
 

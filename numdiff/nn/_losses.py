@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.class_loss import CrossEntropy, NllLoss
@@ -134,7 +134,7 @@ def _one_op(input: Tensor, target: Tensor, weight: Tensor | None) -> bool:
     targets on the CPU and class weights that need no gradient, outside vmap (whose batching
     rules cover the composed form's ops); else the composed form runs."""
     return (
-        not transforms.vmap_depth
+        not vmap_active()
         and isinstance(target, Tensor)
         and type(input._data) is np.ndarray
         and type(target._data) is np.ndarray

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for
 from numdiff.tensor import Tensor
 
@@ -110,7 +110,7 @@ def vmapped(*operands: Any) -> bool:
     """Whether an operand is batched by numdiff.func.vmap. Ops that compute on arrays outside
     Function.apply (comparisons, logical ops, argmax, rounding division) then go through
     `batch_nondifferentiable` instead of reading one example's data."""
-    return bool(transforms.vmap_depth) and any(isinstance(t, Tensor) and type(t) is not Tensor for t in operands)
+    return vmap_active() and any(isinstance(t, Tensor) and type(t) is not Tensor for t in operands)
 
 
 def batch_nondifferentiable(compute: Any, *operands: Any) -> Tensor:

@@ -21,7 +21,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
-from numdiff.autograd.transform_state import transforms
+from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
@@ -264,7 +264,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         len(w_shape) == 2
         and x.dtype.is_floating_point
         and (bias is None or bias._data.dtype == dtype)
-        and not transforms.vmap_depth
+        and not vmap_active()
     ):
         return Linear.apply(x, w, bias)
     out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands

@@ -8,20 +8,18 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._host_functions import host_function
-from numdiff.ops._util import as_result, batch_nondifferentiable, data_of, operands, vmapped
+from numdiff.ops._util import as_result, data_of, operands, vmapped
 from numdiff.tensor import Tensor
 
 
 def _compare(op: str, ufunc):
     def compare(input: Any, other: Any) -> Tensor:
-        if vmapped(input, other):
-            return batch_nondifferentiable(compare, input, other)
         a, b = operands(op, input, other)
         return Tensor._wrap(as_result(ufunc(data_of(a), data_of(b))), None, None)
 
     compare.__name__ = op
     compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
-    return host_function(compare)
+    return host_function(compare, elementwise=True)
 
 
 eq = _compare("eq", np.equal)
@@ -37,8 +35,6 @@ logical_xor = _compare("logical_xor", np.logical_xor)
 
 def _logical(op: str, ufunc):
     def combine(input: Any, other: Any) -> Tensor:
-        if vmapped(input, other):
-            return batch_nondifferentiable(combine, input, other)
         a, b = operands(op, input, other)
         da, db = data_of(a), data_of(b)
         if np.result_type(da, db).kind not in "biu":
@@ -46,7 +42,7 @@ def _logical(op: str, ufunc):
         return Tensor._wrap(as_result(ufunc(da, db)), None, None)
 
     combine.__name__ = op
-    return host_function(combine)
+    return host_function(combine, elementwise=True)
 
 
 bitwise_and = _logical("bitwise_and", np.bitwise_and)
@@ -54,45 +50,35 @@ bitwise_or = _logical("bitwise_or", np.bitwise_or)
 bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
 
 
-@host_function
+@host_function(elementwise=True)
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise not (nonzero counts as True)."""
-    if vmapped(input):
-        return batch_nondifferentiable(logical_not, input)
     return Tensor._wrap(as_result(np.logical_not(input._data)), None, None)
 
 
-@host_function
+@host_function(elementwise=True)
 def bitwise_not(input: Tensor) -> Tensor:
     """~x: logical not for bool tensors, bitwise for integers."""
-    if vmapped(input):
-        return batch_nondifferentiable(bitwise_not, input)
     if input._data.dtype.kind not in "biu":
         raise TypeError(f"bitwise_not (~): expected a bool or integer tensor, got {input.dtype!r}")
     return Tensor._wrap(as_result(np.invert(input._data)), None, None)
 
 
-@host_function
+@host_function(elementwise=True)
 def isfinite(input: Tensor) -> Tensor:
     """True where an element is neither inf nor NaN (integers and bools: everywhere)."""
-    if vmapped(input):
-        return batch_nondifferentiable(isfinite, input)
     return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
 
 
-@host_function
+@host_function(elementwise=True)
 def isnan(input: Tensor) -> Tensor:
     """True where an element is NaN."""
-    if vmapped(input):
-        return batch_nondifferentiable(isnan, input)
     return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
 
 
-@host_function
+@host_function(elementwise=True)
 def isinf(input: Tensor) -> Tensor:
     """True where an element is +inf or -inf."""
-    if vmapped(input):
-        return batch_nondifferentiable(isinf, input)
     return Tensor._wrap(as_result(np.isinf(input._data)), None, None)
 
 

@@ -1,22 +1,17 @@
-"""torch.linalg's names for what numdiff composes from its ops: norms, cross, diagonal, matmul.
-
-Matrix functions that need a factorization (svd, eigh, inv, solve, the 2- and nuclear norms)
-are not here: numdiff has no factorization kernels.
-"""
+"""torch.linalg's norms (vector, matrix, both), cross and diagonal, composed of numdiff's ops; the
+spectral and nuclear matrix norms come from the singular values (numdiff.linalg._factor)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from numdiff.linalg._factor import svdvals
 from numdiff.ops import diagonals, norms, products
 from numdiff.ops._util import ensure_tensor, normalize_dim
-from numdiff.ops.linalg import matmul
 from numdiff.ops.reduction import amax, amin
 from numdiff.ops.reduction import sum as sum_
 from numdiff.tensor import Tensor
-
-__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "norm", "vector_norm"]
 
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A002
@@ -31,9 +26,9 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
 
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A002, N803
-    """The matrix norm over the two dims `dim`: "fro", or 1 / -1 (largest / smallest column sum
-    of magnitudes), inf / -inf (largest / smallest row sum). The 2- and nuclear norms need an
-    SVD, which numdiff does not have.
+    """The matrix norm over the two dims `dim`: "fro", "nuc" (the sum of the singular values), 2 / -2
+    (the largest / smallest singular value), 1 / -1 (largest / smallest column sum of magnitudes),
+    inf / -inf (largest / smallest row sum).
 
     >>> numdiff.linalg.matrix_norm(numdiff.tensor([[1.0, -2.0], [3.0, 4.0]]), ord=1)
     tensor(6.)
@@ -48,10 +43,15 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
         raise ValueError(f"linalg.matrix_norm: dims {tuple(dim)} name the same dimension")
     if ord == "fro":
         return norms.norm(A, "fro", (rows, cols), keepdim, dtype)
+    if ord in ("nuc", 2, -2):
+        s = svdvals(norms.floating_input("linalg.matrix_norm", A, dtype).movedim((rows, cols), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else (s[..., 0] if ord == 2 else s[..., -1])
+        for d in sorted((rows, cols)) if keepdim else ():
+            out = out.unsqueeze(d)
+        return out
     if ord not in (1, -1, math.inf, -math.inf):
         raise ValueError(
-            f"linalg.matrix_norm: ord={ord!r} is not supported ('fro', 1, -1, inf, -inf; the 2- and "
-            "nuclear norms need an SVD)"
+            f"linalg.matrix_norm: ord={ord!r} is not supported ('fro', 'nuc', 2, -2, 1, -1, inf, -inf)"
         )
     A = norms.floating_input("linalg.matrix_norm", A, dtype)  # noqa: N806
     summed, across = (rows, cols) if abs(ord) == 1 else (cols, rows)
