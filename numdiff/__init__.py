@@ -309,3 +309,13 @@ def is_floating_point(input: Tensor) -> bool:
 def numel(input: Tensor) -> int:
     """The number of elements of `input`."""
     return input.numel()
+
+__all__ += [
+    "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
+    "profiler", "safetensors", "save", "serialization", "utils", "viz", "warmup",
+]  # fmt: skip
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -43,3 +43,19 @@ def host_function(function: Callable[..., Any] | None = None, *, elementwise: bo
     if elementwise:
         ELEMENTWISE[function] = call
     return call
+
+
+def random_function(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, which draws from a random generator, handed to this thread's innermost
+    interpreter when one is active (``Interpreter.random_call``): numdiff.compile's tracer records
+    it as a step that draws afresh on every call of the compiled function, in eager's order."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if anywhere.levels:
+            top = transforms.interpreter
+            if top is not None:
+                return top.random_call(function, args, kwargs)
+        return function(*args, **kwargs)
+
+    return call

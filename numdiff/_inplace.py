@@ -54,6 +54,11 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
                 return taken
         if transforms.vmap_depth and type(self) is not Tensor:
             return _apply_inplace_batched(self, op, compute)
+    return run_inplace(self, op, compute)
+
+
+def run_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """The update itself, at the current level (an interpreter that takes it over calls this)."""
     _refuse_inplace_on_leaf(self, op, tuple(self.shape))
     if _state.enabled and self._base is not None and self._base._requires_grad:
         _refuse_inplace_on_view_of_tracked_base(self, op)

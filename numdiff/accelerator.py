@@ -88,3 +88,8 @@ __all__ = [
     "current_accelerator", "current_device_idx", "current_device_index", "device_count", "device_index",
     "is_available", "set_device_idx", "set_device_index", "synchronize",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

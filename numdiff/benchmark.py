@@ -321,3 +321,8 @@ def peak_gflops(
     notes.append(f"{fma_units} FMA units per core assumed")
     lanes = simd_bits // (32 if dtype == "float32" else 64)
     return PeakFlops(int(cores), fma_units, lanes, float(clock_ghz), dtype, "; ".join(notes))
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

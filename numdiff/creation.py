@@ -10,6 +10,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._device import get_default_device, to_device
+from numdiff._host_functions import random_function
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff.tensor import Tensor
 
@@ -152,6 +153,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, req
     return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
 
 
+@random_function
 def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, requires_grad: bool, dtype: Any) -> Tensor:
     """``draw(numpy_generator, shape)`` placed as a tensor. Under vmap(randomness='different') the
     shape gets those levels' batch sizes in front and the tensor is batched at them: one

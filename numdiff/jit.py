@@ -200,3 +200,8 @@ def warmup(dtypes: Iterable[str] = ("float32", "float64"), progress: bool = True
 
     kernels.compile_all(dtypes, progress)
     return compiled_kernels()
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

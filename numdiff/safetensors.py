@@ -329,3 +329,8 @@ def load_model(model: Any, filename: str | os.PathLike, strict: bool = True,
         )
     model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
     return missing, unexpected
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff._host_functions import random_function
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff.tensor import Tensor
 
 
+@random_function
 def multinomial(
     input: Tensor, num_samples: int, replacement: bool = False, *, generator: Generator | None = None
 ) -> Tensor:

@@ -137,3 +137,8 @@ __all__ = [
     "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
     "softmax", "xlog1py", "xlogy",
 ]  # fmt: skip
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

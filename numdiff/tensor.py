@@ -23,6 +23,7 @@ from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import InPlaceOnLeafError as InPlaceOnLeafError
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle, check_callable
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import backend_for
 
 
@@ -228,6 +229,8 @@ class Tensor:
                 UserWarning,
                 stacklevel=2,
             )
+        if anywhere.levels and transforms.interpreter is not None:  # numdiff.compile guards it
+            transforms.interpreter.grad_read(self)
         return self._grad
 
     @grad.setter
@@ -315,6 +318,7 @@ class Tensor:
                 f"{self._grad_fn.name()}. Copy it with t.detach().clone() (add .requires_grad_() for a "
                 "new leaf)"
             )
+        _conversion._host_read(self, "copy.deepcopy()")  # the copy holds this call's values
         result = type(self)._wrap(self._data.copy(), None, None)
         result._requires_grad = self._requires_grad
         if self._grad is not None:

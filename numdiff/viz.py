@@ -310,3 +310,8 @@ def _to_dot(boxes: dict[Any, Box], edges: list[tuple[Any, Any, int]]) -> str:
         lines.append(f"  {names[u]} -> {names[v]}{label};")
     lines.append("}")
     return "\n".join(lines)
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

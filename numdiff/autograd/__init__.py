@@ -109,3 +109,8 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module("numdiff.autograd.functional")
     raise AttributeError(f"module 'numdiff.autograd' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -92,3 +92,10 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     value = func(*args)
     _, product = _func.jvp(_func.grad(func, argnums=nums), args, tangents)
     return value.detach(), _single(product, single)
+
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -99,6 +99,19 @@ class Interpreter:
         if self.parent is not None:
             self.parent.draw(generator)
 
+    def random_call(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        """A call of a random function (numdiff._host_functions.random_function: rand, randn,
+        multinomial...). It runs at the current level (its draw comes through `draw`); an
+        interpreter that records it overrides this."""
+        if self.parent is not None:
+            return self.parent.random_call(function, args, kwargs)
+        return function(*args, **kwargs)
+
+    def grad_read(self, tensor: Any) -> None:
+        """``tensor.grad`` is read into Python."""
+        if self.parent is not None:
+            self.parent.grad_read(tensor)
+
     def backward(self, capture: bool, create_graph: bool) -> None:
         """A backward pass starts (``capture``: autograd.grad, else Tensor.backward)."""
         if self.parent is not None:

@@ -52,3 +52,8 @@ __all__ = [
     "RECOMPILE_LIMIT", "CompiledFunction", "CompiledModule", "GraphBreakError",
     "UnsupportedInCompileError", "compile",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

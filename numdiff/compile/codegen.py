@@ -52,7 +52,7 @@ def needed_calls(graph: Graph, wanted: set) -> tuple[list, set]:
     kept = []
     for call in reversed(graph.calls):
         produces = {call.output, *call.ctx_outputs.values()}
-        if not produces & wanted:
+        if not produces & wanted and not call.random:  # a draw advances the generator even if unused
             continue
         kept.append(call)
         wanted.update(i for i in call.inputs if not isinstance(i, tuple))

@@ -2,12 +2,13 @@
 
 A call's key holds, per argument, the tensor's shape, dtype, device and requires_grad (or the Python
 value of a non-tensor), which arguments are one and the same tensor (a trace of ``f(x, x)`` reads
-one input, so ``f(x, y)`` needs its own), and whether grad mode is on. Each key maps to traces, each
-with guards on what the trace found on its own: the tensors it captured (Parameters: shape, dtype,
-device, requires_grad; their data is read afresh on every call), the values of integer inputs and
-captured integer tensors (a step counter) that Python code branched on, and the Python state its
-free names held (guards.py: closure and global tensors, numbers and Modules, whose training flags
-and attributes steer the trace).
+one input, so ``f(x, y)`` needs its own), grad mode, and the default dtype and device. Each key
+maps to traces, each with guards on what the trace found on its own: the tensors it captured
+(Parameters: shape, dtype, device, requires_grad; their data is read afresh on every call), the
+values of outside tensors and integer inputs that Python code read on the host (``.item()``), the
+``.grad`` objects it read, and the Python state it can reach (guards.py). A call runs the
+generated forward, writes back what the function wrote in place (effects.py) and links outputs
+that alias arguments (outputs.py).
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._device import get_default_device, set_default_device
+from numdiff._dtype import get_default_dtype, set_default_dtype
+from numdiff.autograd import anomaly
+from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
+from numdiff.compile.effects import write_back
 from numdiff.compile.guards import PythonGuard
+from numdiff.compile.outputs import link_outputs, output_links, watch_saved_outputs
 from numdiff.compile.program import Program, build
 from numdiff.compile.region import RegionState, attach
 from numdiff.compile.trace import Tracer, Tracing, UnsupportedInCompileError, runs_inline
@@ -41,6 +48,9 @@ class Trace:
         self.guarded_values = guarded_values  # (kind, slot) of an integer tensor -> bytes of its traced value
         self.python_guard = python_guard
         self.aliases: list = []  # (input slot, the outside tensor that argument was while tracing)
+        self.grad_guards: dict = {}  # (kind, slot) -> the .grad object the trace read
+        self.grad_owners: list = []  # outside tensors: whether each had a .grad steers Python code
+        self.grad_absent: list = []
         self.output_form = output_form
 
     def matches(self, tensors: list) -> bool:
@@ -51,6 +61,11 @@ class Trace:
             return False
         for slot, outside in self.aliases:
             if tensors[slot]._data is not outside._data:
+                return False
+        if [t._grad is None for t in self.grad_owners] != self.grad_absent:
+            return False  # code reading p._grad directly (an optimizer) took the other branch
+        for slot, grad in self.grad_guards.items():
+            if _tensor_at(slot, tensors, self.captured)._grad is not grad:
                 return False
         for slot, data in self.guarded_values.items():
             if _value_bytes(_tensor_at(slot, tensors, self.captured)) != data:
@@ -101,9 +116,10 @@ class CompiledFunction:
         self._warned_recompiles = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None or runs_inline():
+        if self.eager_reason is not None or runs_inline() or anomaly.is_enabled():
             # Inside another compiled function's trace the ops are recorded into that trace; under
-            # vmap they are batched.
+            # vmap they are batched; anomaly detection checks each op's gradient, which only the
+            # eager graph has.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
         if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):
@@ -113,9 +129,15 @@ class CompiledFunction:
                           stacklevel=2)
             return self.fn(*args, **kwargs)
         key = self._key(args, kwargs)
-        for candidate in self.traces.get(key, ()):
+        candidates = self.traces.get(key, ())
+        for candidate in candidates:
             if candidate.matches(tensors):
                 return self._run(candidate, tensors, args, kwargs)
+        if len(candidates) >= RECOMPILE_LIMIT:
+            # Each trace would be checked on every call, and the next one would not hold either.
+            self._run_eagerly(f"the Python state or tensor values it reads (a global, a Parameter's .item()) "
+                              f"changed on {len(candidates)} calls with the same arguments", stacklevel=3)
+            return self.fn(*args, **kwargs)
         trace, eager_result = self._trace(args, kwargs, tensors)
         if trace is None:
             # The trace's own run is this call's eager result when it ran to the end.
@@ -123,8 +145,15 @@ class CompiledFunction:
         self.traces.setdefault(key, []).append(trace)
         return self._run(trace, tensors, args, kwargs)
 
+    def _run_eagerly(self, reason: str, stacklevel: int) -> None:
+        """Run the function eagerly from now on, with a warning saying why."""
+        self.eager_reason = reason
+        warnings.warn(f"numdiff.compile: {_name(self.fn)} runs eagerly from now on: {reason}",
+                      stacklevel=stacklevel + 1)
+
     def _key(self, args: tuple, kwargs: dict) -> tuple:
-        parts = [_state.enabled]
+        # Global state a trace bakes in: grad mode at the call, the default dtype and device.
+        parts = [_state.enabled, get_default_dtype(), get_default_device()]
         first_seen: dict = {}  # id of an argument's array -> the number of distinct arrays before it
         for a in args:
             if isinstance(a, Tensor):
@@ -145,12 +174,37 @@ class CompiledFunction:
                 stacklevel=3,
             )
         python_guard = PythonGuard(self.fn, args + tuple(kwargs.values()))
+        if python_guard.unguardable is not None:
+            self._run_eagerly(f"its Python state cannot be guarded ({python_guard.unguardable})", stacklevel=3)
+            return None, None
         tracer = Tracer()
+        tracer.outside = {id(t._data) for t in python_guard.outside_tensors()}
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
+        state_before = _global_state()
+        reachable = [(t, _tensor_state(t)) for t in tensors + python_guard.outside_tensors()]
         try:
             with Tracing(tracer):
                 result = self.fn(*args, **kwargs)
+                tracer.check_hooks()
+                if _changed_outside_the_graph(reachable, tracer.effects.saved_data):
+                    # Its run here was an eager call: its result and effects are this call's.
+                    self._run_eagerly("it changes tensors it can reach without ops a trace records (.grad "
+                                      "or .data assigned, requires_grad_(), an optimizer's fused step)",
+                                      stacklevel=3)
+                    return None, result
+                if _global_state() != state_before or tracer.effects.reseeded():
+                    raise UnsupportedInCompileError(
+                        "numdiff.compile: it changes global state (grad mode, the default dtype or "
+                        "device, anomaly detection, or reseeds numdiff's generator), which a compiled "
+                        "replay would not do"
+                    )
+                if tracer.effects.drew_from_global_generators():
+                    raise UnsupportedInCompileError(
+                        "numdiff.compile: it draws from Python's or NumPy's global random generator "
+                        "(random.random(), np.random.rand()), which a compiled graph would replay as a "
+                        "constant; draw with numdiff.rand/randn instead"
+                    )
                 if not python_guard.holds():
                     # Every call would find other Python state than its trace was made under.
                     self.eager_reason = "it changes the Python state it reads (attributes, globals, submodules)"
@@ -159,34 +213,52 @@ class CompiledFunction:
                     return None, result
                 outputs, form = _flatten_output(result)
                 output_values = [tracer.value_for(t) for t in outputs]
-                differentiable = self._differentiable(tensors, tracer)
-                grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
+                writes = tracer.write_targets()
+                differentiable = self._differentiable(tensors, tracer, outputs)
+                try:
+                    grads = trace_backward(tracer, outputs, differentiable) if differentiable else []
+                except SavedTensorModifiedError as error:
+                    # Eager raises this at backward(); the eager function will, too.
+                    raise UnsupportedInCompileError(f"numdiff.compile: its backward cannot run ({error})") from None
         except UnsupportedInCompileError as error:
+            tracer.effects.undo()
+            _restore_global_state(state_before)
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None, None
+        # The program (or the eager function) runs this call again: undo the trace's writes and draws.
+        tracer.effects.undo()
         on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
-        program = build(tracer, output_values, grads, cuda=not on_host)
+        # Tensors written in place get their last values as extra outputs, written back (effects.py).
+        program = build(tracer, output_values + [index for _, index in writes], grads, cuda=not on_host)
+        write_slots = [_slot_of(target, tensors, tracer.captured) for target, _ in writes]
+        if any((kind, slot) in write_slots for _, slot, kind in program.saved_inputs):
+            self._run_eagerly("it writes in place into a tensor that its backward reads", stacklevel=3)
+            return None, None
         guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
+        trace.write_slots = write_slots
+        trace.grad_guards = tracer.grad_guards
+        trace.grad_owners = list({id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
+        trace.grad_absent = [t._grad is None for t in trace.grad_owners]
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
         trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
                          if id(t._data) in slot_of_array]
-        values = program.graph.values
         trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
-        # An output that is an argument (``return x``) is that argument, as in eager mode.
-        trace.passthrough = [(position, (values[index].kind, values[index].slot))
-                             for position, index in enumerate(output_values)
-                             if values[index].kind in ("input", "captured")]
+        # An output that is an argument (``return x``) is that argument, as in eager mode; one
+        # that views it or shares its storage shares its version counter (outputs.py).
+        trace.fresh_slots = tracer.fresh_slots()
+        trace.output_links = output_links(outputs, tensors, tracer.captured, set(trace.fresh_slots))
         trace.grad_output_slots = {
             slot for slot, t in enumerate(outputs) if t._grad_fn is not None and t._grad_fn in tracer.node_call
         }
         return trace, None
 
     @staticmethod
-    def _differentiable(tensors: list, tracer: Tracer) -> list:
-        if not _state.enabled:
+    def _differentiable(tensors: list, tracer: Tracer, outputs: list) -> list:
+        # Not grad mode at the call: ``enable_grad`` inside the function records under no_grad.
+        if not any(t._grad_fn is not None and t._grad_fn in tracer.node_call for t in outputs):
             return []
         seen: dict = {}
         for t in tensors + tracer.captured:
@@ -199,11 +271,17 @@ class CompiledFunction:
         program = trace.program
         inputs = [t._data for t in tensors]
         captured = [t._data for t in trace.captured]
+        for slot in trace.fresh_slots:  # as eager makes them anew: no call sees another's writes
+            captured[slot] = captured[slot].copy()
         try:
             outputs, saved = program.forward(inputs, captured)
         except ShapeChangedError:
             # A data-dependent shape: this call's data needs another graph; eager is always right.
             return self.fn(*args, **kwargs)
+        if trace.write_slots:
+            count = len(outputs) - len(trace.write_slots)
+            write_back([_tensor_at(slot, tensors, trace.captured) for slot in trace.write_slots], outputs[count:])
+            outputs = outputs[:count]
         if not trace.grad_output_slots:
             results = attach(list(outputs), None, [], set())
         else:
@@ -214,14 +292,42 @@ class CompiledFunction:
             state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
                                 lambda: _flatten_output(self.fn(*args, **kwargs))[0])
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
-        for position, slot in trace.passthrough:
-            results[position] = _tensor_at(slot, tensors, trace.captured)
+            watch_saved_outputs(state, results, saved)
+        link_outputs(results, trace.output_links, tensors, trace.captured)
         return results[0] if trace.output_form is None else trace.output_form(results)
 
     @property
     def sources(self) -> list[str]:
         """The generated source of every trace so far."""
         return [t.program.source for traces in self.traces.values() for t in traces]
+
+
+def _tensor_state(t: Tensor) -> tuple:
+    """What a replay could not redo about a tensor: its array and .grad objects, requires_grad and
+    version (a write by an op the trace recorded is redone by the write-back)."""
+    return t._data, t._grad, t._requires_grad, t._version_counter[0]
+
+
+def _changed_outside_the_graph(reachable: list, written: dict) -> bool:
+    for t, (data, grad, requires_grad, version) in reachable:
+        if id(data) in written:
+            continue
+        now = _tensor_state(t)
+        if now[0] is not data or now[1] is not grad or now[2:] != (requires_grad, version):
+            return True
+    return False
+
+
+def _global_state() -> tuple:
+    """The global modes a call runs under (grad mode is also part of the key)."""
+    return _state.enabled, get_default_dtype(), get_default_device(), anomaly.is_enabled()
+
+
+def _restore_global_state(state: tuple) -> None:
+    _state.enabled, dtype, device, anomaly_enabled = state
+    set_default_dtype(dtype)
+    set_default_device(device)
+    anomaly.set_detect_anomaly(anomaly_enabled)
 
 
 def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:

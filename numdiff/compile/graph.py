@@ -59,6 +59,7 @@ class OpCall:
     # "eager_backward" (an op's own backward run on its replayed ctx), "item", or "gemm_pair" (two
     # independent matmuls run together, made by numdiff.compile.schedule after tracing)
     special: str = ""
+    random: bool = False  # a draw from a random generator: rerun on every call, never pruned
     ctx_outputs: dict = field(default_factory=dict)
 
     @property

@@ -6,49 +6,37 @@ backward can be traced from the real nodes afterwards), and the call is appended
 with its attrs, the values it read and wrote, and the arrays its forward left on ctx.
 Reading a computed tensor's value on the host (``if x.sum() > 0:``, ``.item()``, ``.numpy()``)
 raises `GraphBreakError` naming the user's line, since replaying the graph would silently keep
-the branch taken while tracing. In-place updates, random numbers and a backward pass inside the
-function are not traced (`UnsupportedInCompileError`); the compiled function then runs eagerly.
+the branch taken while tracing, unless it depends only on tensors from outside (then it guards
+the trace). In-place updates are functionalized and random draws recorded (effects.py); hooks and a
+backward pass inside the function are not traced (`UnsupportedInCompileError`): the compiled
+function then runs eagerly. The Tracer's handling of each is in trace_events.py.
 """
 
 from __future__ import annotations
 
-import os
-import traceback
 from typing import Any
 
 import numpy as np
 
+from numdiff._inplace import run_inplace
 from numdiff.autograd.function import _SavedOutput
 from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, transforms, vmap_active
+from numdiff.compile.effects import Effects, root
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
+from numdiff.compile.trace_events import GraphBreakError, TraceEvents, UnsupportedInCompileError, user_line
 from numdiff.tensor import Tensor
 
-_NUMDIFF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class GraphBreakError(RuntimeError):
-    """Python control flow read a tensor's value while tracing a compiled function."""
-
-
-class UnsupportedInCompileError(RuntimeError):
-    """The traced function did something a compiled graph cannot replay (in-place, random)."""
-
-
-def user_line() -> str:
-    """The innermost stack frame outside numdiff: the user's line that triggered something."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        if not os.path.abspath(frame.filename).startswith(_NUMDIFF_DIR):
-            return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}: {frame.line}'
-    return "<unknown line>"
+__all__ = ["GraphBreakError", "Suspended", "Tracer", "Tracing", "UnsupportedInCompileError", "tracing_now", "user_line"]
 
 
 def _is_array(x: Any) -> bool:
     return type(x) is np.ndarray or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
 
 
-class Tracer:
-    """Records op calls into a forward graph, then (with `begin_backward`) into a backward one."""
+class Tracer(TraceEvents):
+    """Records op calls into a forward graph, then (with `begin_backward`) into a backward one;
+    what it does on host reads, in-place ops, draws and hooks is in trace_events.py."""
 
     def __init__(self) -> None:
         self.forward = Graph()
@@ -60,8 +48,24 @@ class Tracer:
         self.constants: dict[int, Any] = {}  # value index -> baked array
         self.value_guarded: set[tuple] = set()  # ("input" | "captured", slot): values the trace depends on
         self.node_call: dict = {}  # recorded Node -> index of its call in the forward graph
+        self.producer: dict = {}  # forward value index -> the OpCall that computes it
+        self.effects = Effects()
+        # ids of the arrays of tensors reachable from outside the function (its arguments and the
+        # state the guards walk); None: unknown, every captured tensor counts as outside.
+        self.outside: set | None = None
+        self.grad_guards: dict = {}  # (kind, slot) of a tensor whose .grad was read -> that grad
+        self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
 
     # ------------------------------------------------------------------ values
+    def is_outside(self, tensor: Tensor) -> bool:
+        """Whether a captured tensor outlives the call (a Parameter, a global), rather than being
+        made by the function from Python values (``numdiff.zeros(3)``, ``tensor(WEIGHTS)``)."""
+        return self.outside is None or id(tensor._data) in self.outside
+
+    def fresh_slots(self) -> list:
+        """The captured slots of tensors the function made: each call gets a copy of their values."""
+        return [slot for slot, t in enumerate(self.captured) if not self.is_outside(t)]
+
     def _bind(self, array: Any, index: int) -> int:
         self.value_of[id(array)] = index
         self.alive.append(array)
@@ -72,6 +76,7 @@ class Tracer:
         if known is not None:
             return known
         data = tensor._data
+        self._note_hooks(tensor)
         return self._bind(data, self.graph.add_value(data.shape, data.dtype, "input", slot))
 
     def add_grad(self, array: Any, slot: int) -> int:
@@ -84,7 +89,12 @@ class Tracer:
         data = tensor._data
         if self.graph is self.forward:
             # A tensor from outside (a Parameter, a buffer, a closure): read afresh on every call.
+            if id(root(data)) in self.effects.written_roots:
+                # It shares memory with a tensor written earlier in the trace: its value at the
+                # start of each call would not be the one this read saw.
+                self.unsupported("reading a tensor that views one the function wrote in place")
             self.captured.append(tensor)
+            self._note_hooks(tensor)
             return self._bind(data, self.graph.add_value(data.shape, data.dtype, "captured", len(self.captured) - 1))
         return self.constant(data)
 
@@ -118,6 +128,8 @@ class Tracer:
         out = self.graph.add_value(data.shape, data.dtype, "op")
         call = OpCall(cls, call_inputs, recorded_attrs, out, tensor_forward=host or not cls.array_forward, host=host)
         self.graph.calls.append(call)
+        if self.graph is self.forward:
+            self.producer[out] = call
         node = result._grad_fn
         if node is not None and not host and self.graph is self.forward:
             self.node_call[node] = len(self.graph.calls) - 1
@@ -141,6 +153,7 @@ class Tracer:
             if _is_array(value) and id(value) not in input_arrays and value is not out:
                 index = self.graph.add_value(value.shape, value.dtype, "ctx")
                 call.ctx_outputs[("attr", name)] = self._bind(value, index)
+                self.producer[index] = call
         for position, item in enumerate(node._saved):
             if type(item) is _SavedOutput or not isinstance(item, Tensor):
                 continue
@@ -151,40 +164,19 @@ class Tracer:
                 continue
             index = self.graph.add_value(data.shape, data.dtype, "ctx")
             call.ctx_outputs[("saved", position)] = self._bind(data, index)
+            self.producer[index] = call
 
     def begin_backward(self) -> None:
         self.graph = self.backward
-
-    # ------------------------------------------------------------------ host reads
-    def check_host_read(self, tensor: Tensor, what: str) -> None:
-        index = self.value_of.get(id(tensor._data))
-        if index is None and self.graph is self.forward and tensor._data.dtype.kind in "biu":
-            # An integer tensor from outside (a step counter in a closure): captured, so that its
-            # value guards the trace below.
-            index = self.value_for(tensor)
-        value = self.forward.values[index] if index is not None else None
-        if value is not None and value.kind in ("input", "captured") and value.dtype.kind in "biu":
-            # Branching on an integer input, or on a step counter the function closes over, is
-            # safe once the trace is guarded on its values.
-            self.value_guarded.add((value.kind, value.slot))
-            return
-        if value is None or value.kind == "const" and value.dtype.kind in "biu":
-            return
-        raise GraphBreakError(
-            f"numdiff.compile: {what} reads the value of a tensor computed inside the compiled "
-            f"function (shape {tuple(tensor.shape)}), so the traced graph would silently keep the "
-            f"branch taken on the first call. At {user_line()}. Move the value-dependent Python "
-            "code outside the compiled function, or express it with tensor ops (numdiff.where)."
-        )
 
 
 class TraceLevel(Interpreter):
     """numdiff.compile's interpreter: each op runs at the level below (eagerly, recording its
     node on the tape, so the backward can be traced from the real nodes afterwards) and is
     recorded into the tracer's graph. A user Function's forward runs below too, so its own ops
-    are not recorded: it replays as one call. Host reads go to `Tracer.check_host_read`;
-    in-place updates, random draws and a backward pass are refused (`UnsupportedInCompileError`),
-    so the compiled function then runs eagerly."""
+    are not recorded: it replays as one call. Host reads, in-place updates, random draws, .grad
+    reads go to the Tracer's events (trace_events.py); a backward pass is refused
+    (`UnsupportedInCompileError`), so the compiled function then runs eagerly."""
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
@@ -205,10 +197,27 @@ class TraceLevel(Interpreter):
         super().host_read(tensor, what)
 
     def inplace(self, tensor: Tensor, op: str, compute: Any) -> Any:
-        _refuse("an in-place tensor update")
+        # Taken over: run here (its ops recorded), then functionalized (effects.py).
+        return self.tracer.inplace_update(tensor, op, compute, run_inplace)
 
     def draw(self, generator: Any) -> None:
-        _refuse("drawing random numbers")
+        self.tracer.random_draw()
+
+    def random_call(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        return self.tracer.random_call(function, args, kwargs, lambda: self.run_below(function, args, kwargs))
+
+    def grad_read(self, tensor: Tensor) -> None:
+        self.tracer.grad_read(tensor)
+        super().grad_read(tensor)
+
+    def run_below(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        """``function(*args, **kwargs)`` at the level below: its ops and draws are not this trace's."""
+        state = transforms
+        state.interpreter = self.parent
+        try:
+            return function(*args, **kwargs)
+        finally:
+            state.interpreter = self
 
     def backward(self, capture: bool, create_graph: bool) -> None:
         """Refuse a backward pass inside the traced function.
@@ -225,10 +234,6 @@ class TraceLevel(Interpreter):
                 f"graph (at {user_line()}); compile the forward and loss and call backward() outside"
             )
         super().backward(capture, create_graph)
-
-
-def _refuse(what: str) -> None:
-    raise UnsupportedInCompileError(f"numdiff.compile: {what} cannot be replayed by a compiled graph (at {user_line()})")
 
 
 def tracing_now() -> bool:

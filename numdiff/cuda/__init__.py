@@ -109,3 +109,13 @@ def move_array(array: Any, target: device) -> Any:
             return array
         return CudaArray.from_numpy(array.to_host(), target)
     return CudaArray.from_numpy(np.asarray(array), target)
+
+__all__ = [
+    "CudaUnavailableError", "current_device", "device_count", "is_available", "is_bf16_supported", "manual_seed",
+    "manual_seed_all", "move_array", "synchronize",
+]  # fmt: skip
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -60,3 +60,8 @@ __all__ = [
     "reduce",
     "reduce_scatter",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

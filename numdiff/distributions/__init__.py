@@ -31,3 +31,8 @@ __all__ = [
     "kl_divergence",
     "register_kl",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -170,3 +170,8 @@ __all__ = [
     "simplex",
     "unit_interval",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

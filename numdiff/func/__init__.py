@@ -28,3 +28,8 @@ __all__ = [
     "vjp",
     "vmap",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

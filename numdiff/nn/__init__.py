@@ -153,3 +153,10 @@ __all__ += [
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
+
+__all__ += [name for name in ("functional", "init", "utils") if name not in __all__]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

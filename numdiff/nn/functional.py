@@ -92,3 +92,8 @@ __all__ += [
 __all__ += ["prelu"]
 __all__ += ["fold", "unfold"]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

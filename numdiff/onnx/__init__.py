@@ -28,3 +28,8 @@ def __getattr__(name: str) -> Any:
             "(or pip install onnx)"
         ) from error
     return getattr(_export, name)
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -18,3 +18,8 @@ from numdiff.optim.sgd import SGD
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
 __all__ += ["LBFGS", "Adadelta", "Adamax", "NAdam", "RAdam"]
 __all__ += ["ASGD", "Rprop"]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

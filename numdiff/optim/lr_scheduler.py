@@ -376,3 +376,8 @@ __all__ = [
 __all__ += [
     "ChainedScheduler", "ConstantLR", "CosineAnnealingWarmRestarts", "CyclicLR", "MultiplicativeLR", "PolynomialLR",
 ]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -23,3 +23,8 @@ __all__ = [
     "EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction", "ProfilerActivity", "profile",
     "record_function", "schedule", "supported_activities", "tensorboard_trace_handler",
 ]  # fmt: skip
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

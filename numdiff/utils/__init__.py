@@ -3,3 +3,8 @@
 from numdiff.utils import data, dlpack
 
 __all__ = ["data", "dlpack"]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

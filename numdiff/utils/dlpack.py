@@ -50,3 +50,7 @@ def to_dlpack(tensor: Tensor) -> Any:
     """A DLPack capsule of `tensor` (``torch.utils.dlpack.to_dlpack``): read it once with from_dlpack."""
     return _tensor_dlpack.dlpack(tensor)
 
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

@@ -64,3 +64,23 @@ def test_branching_on_an_integer_cuda_input_retraces_on_its_value():
     np.testing.assert_array_equal(f(x, numdiff.tensor(np.array([-1]), device="cuda")).cpu().numpy(), [3.0, 3.0])
     np.testing.assert_array_equal(f(x, positive).cpu().numpy(), [2.0, 2.0])
     assert f.compiled.compile_count == 2
+
+
+def test_compiled_batchnorm_and_dropout_on_cuda_write_back_and_draw_like_eager():
+    numdiff.manual_seed(0)
+    model = numdiff.nn.Sequential(numdiff.nn.Linear(4, 6), numdiff.nn.BatchNorm1d(6), numdiff.nn.Dropout(0.5))
+    eager = numdiff.nn.Sequential(numdiff.nn.Linear(4, 6), numdiff.nn.BatchNorm1d(6), numdiff.nn.Dropout(0.5))
+    eager.load_state_dict(model.state_dict())
+    model.to("cuda")
+    compiled = numdiff.compile(model)
+    for step in range(3):
+        x = numdiff.randn(5, 4)
+        numdiff.manual_seed(10 + step)
+        got = compiled(x.to("cuda"))
+        numdiff.manual_seed(10 + step)
+        expected = eager(x)
+        np.testing.assert_allclose(got.detach().cpu().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.compile_count == 1 and compiled.compiled.eager_reason is None
+    for name, buffer in eager.named_buffers():
+        np.testing.assert_allclose(dict(model.named_buffers())[name].cpu().numpy(), buffer.numpy(), rtol=1e-5,
+                                   err_msg=name)

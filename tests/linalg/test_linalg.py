@@ -273,3 +273,20 @@ def test_top_level_names_and_tensor_methods():
     u, s, v = numdiff.svd(a)
     np.testing.assert_allclose(((u * s) @ v.mT).numpy(), a.numpy(), atol=1e-12)
     assert a.matrix_power(2).allclose(a @ a)
+
+
+@pytest.mark.parametrize(("ours", "theirs"), [
+    (linalg.cholesky, torch.linalg.cholesky), (linalg.eigvalsh, torch.linalg.eigvalsh), (linalg.inv, torch.linalg.inv),
+    (linalg.svdvals, torch.linalg.svdvals), (lambda a: linalg.slogdet(a).logabsdet, lambda a: torch.linalg.slogdet(a)[1]),
+])  # fmt: skip
+def test_forward_mode_and_hessians_match_torch_func(ours, theirs):
+    a, tangent = _spd(3, (2,)), RNG.standard_normal((2, 3, 3))
+    tangent = tangent + np.swapaxes(tangent, -1, -2)
+    _, got = numdiff.func.jvp(ours, (numdiff.tensor(a),), (numdiff.tensor(tangent),))
+    _, expected = torch.func.jvp(theirs, (torch.from_numpy(a),), (torch.from_numpy(tangent),))
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-9, atol=1e-11)
+    # On symmetric inputs (cholesky and eigvalsh read one triangle: off the symmetric subspace the
+    # second derivative depends on how the first was symmetrized, a convention).
+    hessian = numdiff.func.hessian(lambda m: ours((m + m.mT) / 2).sum())(numdiff.tensor(a[0]))
+    expected_hessian = torch.func.hessian(lambda m: theirs((m + m.mT) / 2).sum())(torch.from_numpy(a[0]))
+    np.testing.assert_allclose(hessian.numpy(), expected_hessian.numpy(), rtol=1e-8, atol=1e-10)

@@ -5,3 +5,8 @@ from numdiff.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)

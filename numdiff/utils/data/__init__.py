@@ -375,3 +375,8 @@ def __getattr__(name: str) -> object:
         distributed = importlib.import_module("numdiff.utils.data.distributed")
         return distributed if name == "distributed" else distributed.DistributedSampler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # dir() and tab completion show the public names only, not this module's imports.
+    return sorted(__all__)
