@@ -97,7 +97,7 @@ def test_a_rank_that_raises_still_aborts_the_job_naming_itself(tmp_path):
             raise ValueError("bad batch")
         dist.all_reduce(numdiff.ones(3))
         """,
-        timeout=120,
+        timeout=300,
     )
     assert job.returncode != 0
     assert "rank 1 of 2 failed with ValueError: bad batch" in job.stderr
@@ -114,7 +114,7 @@ def test_ranks_that_all_end_normally_exit_cleanly(tmp_path):
         if dist.get_rank() == 0:
             print("sum", t.tolist())
         """,
-        timeout=120,
+        timeout=300,
     )
     assert job.returncode == 0, job.stderr[-2000:]
     assert "sum [2.0, 2.0, 2.0]" in job.stdout
