@@ -2,9 +2,9 @@
 
     python benchmarks/bench_sequence.py [--repeat 7]
 
-The layers are composed from numdiff ops (no fused cell kernel), so an LSTM step costs about a
-dozen recorded ops; this measures what that composition costs against PyTorch's fused CPU cells
-and attention. float32, the same weights in both libraries, medians of alternating rounds
+The recurrent layers run each layer's sequence as one kernel op (numdiff.ops.recurrent) and
+attention one fused op (numdiff.ops.attention); this measures them against PyTorch's fused CPU
+cells and attention. float32, the same weights in both libraries, medians of alternating rounds
 (numdiff.benchmark.compare). Run it on a quiet machine and quote `uptime` with the numbers.
 """
 

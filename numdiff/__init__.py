@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _tensor_methods
+from numdiff import _out_argument, _tensor_methods
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -54,6 +54,7 @@ from numdiff.creation import (
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,
@@ -99,6 +100,12 @@ from numdiff.ops.logical import (
     all,
     allclose,
     any,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
     eq,
     equal,
     ge,
@@ -214,6 +221,7 @@ from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
+globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
@@ -237,10 +245,13 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
 )
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
+from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
+from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
+from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 
 __version__ = "0.1.0"
@@ -252,7 +263,7 @@ __all__ = [
     "enable_grad", "eq", "equal", "erf", "exp", "expm1", "eye", "flatten", "flip", "float32",
     "float64", "from_numpy", "full", "full_like", "gather", "ge", "gt", "index_select",
     "inference_mode", "int32", "int64", "is_grad_enabled", "isfinite", "isinf", "isnan", "le",
-    "linspace", "log", "log1p", "log_softmax", "logical_not", "logsumexp", "lt", "manual_seed",
+    "linspace", "logspace", "log", "log1p", "log_softmax", "logical_not", "logsumexp", "lt", "manual_seed",
     "masked_fill", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "nn", "no_grad",
     "ones", "ones_like", "permute", "pow", "prod", "rand", "rand_like", "randint", "randn",
     "randn_like", "randperm", "relu", "repeat", "reshape", "rsqrt", "scatter_add",
@@ -279,6 +290,7 @@ __all__ += [
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
+__all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [
     "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
@@ -289,6 +301,7 @@ __all__ += [
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
+__all__ += ["range", "vmap", "sparse", "sparse_coo", "sparse_coo_tensor", "spmm", "strided"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
 __all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "kthvalue", "logcumsumexp", "median", "mode", "nanmedian"]
 

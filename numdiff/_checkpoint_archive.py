@@ -6,8 +6,8 @@ small download allocate gigabytes. `CheckpointArchive` reads only the members th
 and, before inflating one, checks its ``.npy`` header against what the caller expects and
 against the sizes the zip directory records:
 
-- the header's dtype is a plain numeric one (no unicode, object or structured dtypes) and
-  C-ordered (``numdiff.save`` writes nothing else), and matches the expected dtype and shape;
+- the header's dtype is a plain numeric one (no unicode, object or structured dtypes), and
+  matches the expected dtype and shape (a Fortran-ordered member is read as NumPy reads it);
 - the header plus ``prod(shape) * itemsize`` bytes is exactly the member's uncompressed size;
 - that size is reachable from the member's compressed size (stored members are not compressed;
   deflate cannot expand more than 1032 times), and the compressed sizes of the members read add
@@ -34,6 +34,7 @@ import numpy as np
 
 _NUMERIC_KINDS = "biufc"
 _NPY_MAGIC = b"\x93NUMPY"
+_BYTES = np.dtype(np.uint8)
 _MAX_DEFLATE_RATIO = 1032  # the most a deflate stream can expand (258-byte matches, 2 bits each)
 _MAX_HEADER_BYTES = 10_000  # numpy's own limit for headers it reads without being told otherwise
 _CHUNK_BYTES = 1 << 18  # measured: 4 MiB chunks loaded a 100 MiB checkpoint 1.8x slower than 256 KiB
@@ -94,7 +95,7 @@ class CheckpointArchive:
         ndim: int | None = None,
     ) -> np.ndarray:
         """Member ``name + ".npy"`` as an array, refused before inflating unless its header is
-        numeric, C-ordered, of `dtype`/`shape`/`ndim` where given, and consistent with its sizes."""
+        numeric, of `dtype`/`shape`/`ndim` where given, and consistent with its sizes."""
         info = self._zip.NameToInfo.get(name + ".npy")
         if info is None:
             if name in self._zip.NameToInfo:
@@ -105,7 +106,7 @@ class CheckpointArchive:
         self._check_compressed_size(info, name)
         try:
             with self._zip.open(info) as stream:
-                header_dtype, header_shape, header_bytes = self._read_header(stream, name)
+                header_dtype, header_shape, fortran_order, header_bytes = self._read_header(stream, name)
                 self._check_header(name, header_dtype, header_shape, dtype, shape, ndim)
                 data_bytes = math.prod(header_shape) * header_dtype.itemsize
                 if header_bytes + data_bytes != info.file_size:
@@ -115,12 +116,39 @@ class CheckpointArchive:
                         name,
                     )
                 try:
-                    array = np.empty(header_shape, header_dtype)
+                    # A Fortran-ordered member (np.savez of a transposed array) is read as NumPy
+                    # reads it, its data being the C-ordered transpose, and made C-ordered.
+                    array = np.empty(header_shape[::-1] if fortran_order else header_shape, header_dtype)
                 except MemoryError:
                     raise MemoryError(
                         f"numdiff.load: {self.source} member {name!r} holds {data_bytes} bytes "
                         f"({header_dtype} of shape {header_shape}), more than this machine can allocate"
                     ) from None
+                self._read_into(stream, array, name)
+                if fortran_order:
+                    array = np.ascontiguousarray(array.T)
+        except CheckpointError:
+            raise
+        except _READ_ERRORS as err:
+            raise self.fail(f"{type(err).__name__}: {err}", name, readable=False) from err
+        return array
+
+    def member_names(self) -> list[str]:
+        """The names of the archive's members, in the order the zip directory lists them."""
+        return self._zip.namelist()
+
+    def read_raw(self, name: str, dtype: np.dtype = _BYTES) -> np.ndarray:
+        """Member `name` as a flat array of `dtype` (a PyTorch storage, a pickle), after the same
+        size checks as `read_array`; refused unless its size is a whole number of elements."""
+        info = self._zip.NameToInfo.get(name)
+        if info is None:
+            raise self.fail(f"it refers to a missing member {name!r}", name)
+        self._check_compressed_size(info, name)
+        if info.file_size % dtype.itemsize:
+            raise self.fail(f"its {info.file_size} bytes are not a whole number of {dtype} elements", name)
+        array = np.empty(info.file_size // dtype.itemsize, dtype)
+        try:
+            with self._zip.open(info) as stream:
                 self._read_into(stream, array, name)
         except CheckpointError:
             raise
@@ -147,7 +175,7 @@ class CheckpointArchive:
                 "its members overlap (their data adds up to more bytes than the file holds)", name
             )
 
-    def _read_header(self, stream: Any, name: str) -> tuple[np.dtype, tuple[int, ...], int]:
+    def _read_header(self, stream: Any, name: str) -> tuple[np.dtype, tuple[int, ...], bool, int]:
         prefix = stream.read(len(_NPY_MAGIC) + 2)
         if prefix[: len(_NPY_MAGIC)] != _NPY_MAGIC or len(prefix) != len(_NPY_MAGIC) + 2:
             raise self.fail("it is not a .npy array", name)
@@ -159,11 +187,7 @@ class CheckpointArchive:
         else:
             raise self.fail(f".npy format version {version} is not one numdiff.save writes", name)
         shape, fortran_order, dtype = header
-        if fortran_order and len(shape) > 1:
-            raise self.fail(
-                f"its array of shape {shape} is Fortran-ordered; numdiff.save writes C order", name
-            )
-        return dtype, tuple(shape), stream.tell()
+        return dtype, tuple(shape), fortran_order and len(shape) > 1, stream.tell()
 
     def _check_header(
         self,

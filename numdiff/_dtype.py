@@ -3,9 +3,9 @@
 bfloat16 has no NumPy dtype, so numdiff stores it as its bit pattern: 2-byte opaque items
 (NumPy's ``V2``), the upper half of the float32 with the same value. Converting to bfloat16
 rounds a float32 to nearest-even on the 16 dropped bits (NaN becomes 0x7FC0), as PyTorch does;
-converting back shifts the bits up, which is exact. Shape, indexing and copy ops work on
-bfloat16 tensors; an op that computes on values raises an error naming the op (see
-`check_computable`), so convert with ``.float()`` first.
+converting back shifts the bits up, which is exact. Shape, indexing and copy ops move the bits;
+an op that computes on values runs on the float32 values and rounds its result once to
+bfloat16 (Function.apply's fallback, and data_of for the ops that compute on arrays directly).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def set_default_dtype(d: Any) -> None:
     if d not in (float32, float64, float16):
         raise TypeError(
             f"set_default_dtype: only float32, float64 and float16 can be the default, got {d!r}"
-            + (" (numdiff stores bfloat16 but does not compute in it)" if d is bfloat16 else "")
+            + (" (bfloat16 tensors are made with dtype=numdiff.bfloat16 or .bfloat16())" if d is bfloat16 else "")
         )
     _default_float[0] = d
     _ALIASES[builtins.float] = d
@@ -157,10 +157,12 @@ def promote(a: dtype, b: dtype) -> dtype:
 
 def float32_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
     """uint16 bfloat16 bit patterns of float32 values, rounded to nearest-even (NaN -> 0x7FC0)."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    values = np.asarray(values, dtype=np.float32)
+    # ascontiguousarray makes a 0-d array 1-d: the shape is put back at the end.
+    bits = np.ascontiguousarray(values).view(np.uint32).astype(np.uint64)
     round_up_bias = ((bits >> 16) & 1) + 0x7FFF
     rounded = ((bits + round_up_bias) >> 16).astype(np.uint16)
-    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded.reshape(values.shape))
 
 
 def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
@@ -175,24 +177,17 @@ def cast_array(array: np.ndarray, target: dtype) -> np.ndarray:
         # A device array: the bit arithmetic runs on the host, and the result goes back.
         return array.from_host(cast_array(array.to_host(), target))
     if array.dtype == BFLOAT16_STORAGE:
-        array = bfloat16_bits_to_float32(np.ascontiguousarray(array).view(np.uint16))
+        array = bfloat16_bits_to_float32(np.ascontiguousarray(array).view(np.uint16).reshape(array.shape))
     with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf, as in PyTorch
         if target is bfloat16:
             return float32_to_bfloat16_bits(array.astype(np.float32)).view(BFLOAT16_STORAGE)
         return array.astype(target.numpy)
 
 
-def check_computable(op: str, *arrays: Any, error: Exception | None = None) -> None:
-    """Raise a TypeError naming `op` when an operand is bfloat16, or float16 that `op` has no kernel
-    for (`error` is what the kernel raised)."""
-    for array in arrays:
-        kind = getattr(array, "dtype", None)
-        if kind == BFLOAT16_STORAGE:
-            raise TypeError(
-                f"{op}: numdiff stores bfloat16 but does not compute in it (NumPy has no bfloat16 "
-                "arithmetic); convert first, e.g. t.float(), and back with .bfloat16() if needed"
-            )
-        if kind == np.float16 and error is not None and "float16" in str(error):
-            raise TypeError(
-                f"{op}: numdiff has no float16 kernel for this op ({error}); convert with .float() first"
-            ) from error
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2}  # V: bfloat16's storage is a floating dtype
+
+
+def can_store(source: np.dtype, target: np.dtype) -> builtins.bool:
+    """Whether an op's result of dtype `source` may be written in place into `target`: PyTorch
+    allows it within a category or downwards (float into int is refused: int_tensor.add_(0.5))."""
+    return _KIND_ORDER[source.kind] <= _KIND_ORDER[target.kind]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from numdiff import _dtype
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.tensor import InPlaceOnLeafError, Tensor
@@ -115,7 +116,8 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             f"{op}: the result of shape {tuple(out.shape)} cannot be written in place into a tensor "
             f"of shape {tuple(self.shape)}"
         )
-    if not np.can_cast(out._data.dtype, self._data.dtype, casting="same_kind"):
+    source = out._data
+    if source.dtype != self._data.dtype and not _dtype.can_store(source.dtype, self._data.dtype):
         raise TypeError(
             f"{op}: result type {out.dtype!r} can't be cast to the desired output type {self.dtype!r}"
         )
@@ -132,7 +134,9 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             _snapshot_saved_alias(node, alias)
     if type(self._data) is np.ndarray and not self._data.flags.writeable:  # device arrays are writeable
         _refuse_read_only(self, op)
-    self._data[...] = out._data
+    if source.dtype != self._data.dtype and _dtype.BFLOAT16_STORAGE in (source.dtype, self._data.dtype):
+        source = _dtype.cast_array(source, _dtype.from_numpy(self._data.dtype))  # NumPy would copy bits, not values
+    self._data[...] = source
     self._version_counter[0] += 1
     if node is not None:
         if self._retains_grad and self._grad_fn is not None:

@@ -39,6 +39,15 @@ class Generator:
     def initial_seed(self) -> int | None:
         return self._seed
 
+    def __getstate__(self) -> dict:
+        """Pickled (and deep-copied) without its lock, which is process-local."""
+        with self._lock:
+            return {"_rng": self._rng, "_seed": self._seed}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def numpy(self) -> np.random.Generator:
         return self._rng

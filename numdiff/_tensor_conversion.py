@@ -113,8 +113,14 @@ def to_index(self: Tensor) -> int:
     return int(self.item())
 
 
-def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> Tensor:
-    """Convert dtype and/or device: ``t.to(numdiff.float64)``, ``t.to("cuda")``, ``t.to(other)``."""
+def to(
+    self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False, non_blocking: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """Convert dtype and/or device: ``t.to(numdiff.float64)``, ``t.to("cuda")``, ``t.to(other)``.
+
+    `non_blocking` is accepted: copies complete before `to` returns (there is no pinned memory to
+    overlap them with). `memory_format` is accepted for the contiguous formats numdiff stores."""
     from numdiff.tensor import Tensor
 
     for arg in args:
@@ -122,6 +128,8 @@ def to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bo
             dtype, device = arg.dtype, arg.device
         elif isinstance(arg, (str, type(CPU))):
             device = arg
+        elif isinstance(arg, bool):
+            continue  # PyTorch's positional non_blocking / copy flags: copies here always complete
         else:
             dtype = arg
     from numdiff.ops.conversion import to_device_op, to_dtype_op
@@ -157,9 +165,9 @@ def type_or_convert(self: Tensor, dtype: Any = None) -> Any:
     return self.to(dtype=_dtype.to_dtype(dtype))
 
 
-def cpu(self: Tensor) -> Tensor:
+def cpu(self: Tensor, memory_format: Any = None) -> Tensor:
     return self.to("cpu")
 
 
-def cuda(self: Tensor, device: Any = None) -> Tensor:
+def cuda(self: Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Tensor:
     return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff import creation
+from numdiff.kernels._args import is_int
 from numdiff.ops._util import normalize_dim
 from numdiff.tensor import Tensor
 
@@ -41,6 +42,10 @@ def narrow(self: Tensor, dim: int, start: Any, length: int) -> Tensor:
         if start.ndim != 0 or start._data.dtype.kind not in "iu":
             raise TypeError(f"narrow: start must be an integer or a 0-d integer tensor, got {start!r}")
         start = int(start.item())
+    for name, value in (("start", start), ("length", length)):
+        if not is_int(value):
+            raise TypeError(f"narrow: {name} must be an int, got {value!r} ({type(value).__name__})")
+    start, length = int(start), int(length)
     if self.ndim == 0:
         raise IndexError("narrow: cannot narrow a 0-d tensor")
     dim = normalize_dim("narrow", dim, self.ndim)

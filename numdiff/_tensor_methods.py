@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _dtype, _inplace, _tensor_extras, _tensor_factories, sampling
+from numdiff import (
+    _dtype,
+    _inplace,
+    _tensor_extras,
+    _tensor_factories,
+    _tensor_inplace_extras,
+    _tensor_pickle,
+    _tensor_placement,
+    sampling,
+)
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.linalg import _toplevel as linalg_toplevel
 from numdiff.ops import (
@@ -29,6 +38,7 @@ from numdiff.ops import (
     triangular,
     unary,
 )
+from numdiff.ops._util import scalar_like
 from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
 from numdiff.tensor import Tensor
 
@@ -54,6 +64,8 @@ def _setitem(self: Tensor, key: Any, value: Any) -> None:
 
 
 def _fill(old: Tensor, value: Any) -> Tensor:
+    if not isinstance(value, Tensor):  # fill_ checks a float's range too: 1e5 into float16 is an error
+        value = scalar_like(value, old, "fill_", float_range=True)
     return indexing.index_put(old, Ellipsis, value)
 
 
@@ -121,6 +133,17 @@ METHODS = {
     "__xor__": logical.bitwise_xor,
     "__rand__": _reflected(logical.bitwise_and),
     "__ror__": _reflected(logical.bitwise_or),
+    "__rxor__": _reflected(logical.bitwise_xor),
+    "__lshift__": logical.bitwise_left_shift,
+    "__rshift__": logical.bitwise_right_shift,
+    "__rlshift__": _reflected(logical.bitwise_left_shift),
+    "bitwise_and": logical.bitwise_and,
+    "bitwise_or": logical.bitwise_or,
+    "bitwise_xor": logical.bitwise_xor,
+    "bitwise_not": logical.bitwise_not,
+    "__rrshift__": _reflected(logical.bitwise_right_shift),
+    "bitwise_left_shift": logical.bitwise_left_shift,
+    "bitwise_right_shift": logical.bitwise_right_shift,
     "__invert__": logical.bitwise_not,
     "eq": logical.eq,
     "ne": logical.ne,
@@ -329,6 +352,20 @@ METHODS = {
     "__isub__": _inplace_method("__isub__", arithmetic.sub),
     "__imul__": _inplace_method("__imul__", arithmetic.mul),
     "__itruediv__": _inplace_method("__itruediv__", arithmetic.div),
+    # Without these Python falls back to x = x ** y: a new tensor of the promoted dtype, and the
+    # old one (and every view of it) unchanged, where PyTorch writes in place.
+    "__ipow__": _inplace_method("__ipow__", arithmetic.pow),
+    "__iand__": _inplace_method("__iand__", logical.bitwise_and),
+    "__ior__": _inplace_method("__ior__", logical.bitwise_or),
+    "__ixor__": _inplace_method("__ixor__", logical.bitwise_xor),
+    "__ilshift__": _inplace_method("__ilshift__", logical.bitwise_left_shift),
+    "__irshift__": _inplace_method("__irshift__", logical.bitwise_right_shift),
+    "bitwise_and_": _inplace_method("bitwise_and_", logical.bitwise_and),
+    "bitwise_or_": _inplace_method("bitwise_or_", logical.bitwise_or),
+    "bitwise_xor_": _inplace_method("bitwise_xor_", logical.bitwise_xor),
+    "bitwise_not_": _inplace_method("bitwise_not_", logical.bitwise_not),
+    "bitwise_left_shift_": _inplace_method("bitwise_left_shift_", logical.bitwise_left_shift),
+    "bitwise_right_shift_": _inplace_method("bitwise_right_shift_", logical.bitwise_right_shift),
 }
 
 
@@ -348,7 +385,9 @@ def attach() -> None:
     in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
-    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS}.items():
+    for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS,
+                     **_tensor_pickle.PICKLE_METHODS, **_tensor_placement.PLACEMENT_ATTRIBUTES,
+                     **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -31,7 +31,7 @@ class TensorType(type):
         if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
             return empty(*args, dtype=cls.dtype)  # FloatTensor(2, 3): uninitialised, of that shape
         if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray, Tensor)):
-            data = args[0].detach() if isinstance(args[0], Tensor) else args[0]
+            data = args[0].detach().cpu().numpy() if isinstance(args[0], Tensor) else args[0]
             return tensor(data, dtype=cls.dtype)
         raise TypeError(
             f"{cls.__name__}(): expected sizes (ints) or one sequence of data, got "
@@ -40,6 +40,13 @@ class TensorType(type):
 
     def __repr__(cls) -> str:
         return f"<class 'numdiff.{cls.__name__}'>"
+
+
+def legacy_array(args: tuple[Any, ...]) -> Any:
+    """The array of ``numdiff.Tensor(*args)``: `args` are sizes or one piece of data, and the
+    dtype is the default one (``Tensor([1, 2])`` is float32, as in PyTorch)."""
+    made = TensorType.__call__(_make(_dtype.get_default_dtype()), *args)
+    return made._data
 
 
 def _make(d: _dtype.dtype) -> TensorType:

@@ -124,7 +124,10 @@ CPU = _HostBackend(
             "adaptive_avg_pool2d_forward",
             "adaptive_avg_pool2d_backward",
         ),
+        "numdiff.kernels.attention": ("attention_forward", "attention_backward"),
+        "numdiff.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
@@ -147,7 +150,10 @@ CUDA = _CudaBackend(
             "adaptive_avg_pool2d_forward",
             "adaptive_avg_pool2d_backward",
         ),
+        "numdiff.cuda.kernels.attention": ("attention_forward", "attention_backward"),
+        "numdiff.cuda.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm"),
         "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )

@@ -8,41 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype
+from numdiff import _dtype, _dtype_info
 from numdiff._device import get_default_device, to_device
 from numdiff._host_functions import random_function
+from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
+from numdiff._scalar_convert import ScalarOverflowError, checked_array
+from numdiff.kernels._args import is_int
 from numdiff.tensor import Tensor
-
-
-def as_array(data: Any, dtype: Any) -> np.ndarray:
-    """A fresh NumPy array from Python data, arrays or tensors, with PyTorch's dtype defaults."""
-    if isinstance(data, Tensor):
-        array = np.array(data.detach().cpu().numpy())
-    elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
-        array = np.array([as_array(x, None) for x in data])
-    else:
-        array = np.array(data)
-    if dtype is not None:
-        target = _dtype.to_dtype(dtype)
-        return array if array.dtype == target.numpy else _dtype.cast_array(array, target)
-    kind = array.dtype.kind
-    if kind == "f" and not isinstance(data, (np.ndarray, np.floating, Tensor)):
-        return array.astype(_dtype.get_default_dtype().numpy)  # float32 unless set_default_dtype
-    if kind in "iu" and not isinstance(data, (np.ndarray, np.integer, Tensor)):
-        return array.astype(np.int64)
-    if kind in "US" or array.dtype == object:
-        raise TypeError(f"tensor: could not build a numeric tensor from {type(data).__name__} data of dtype {array.dtype}")
-    _dtype.from_numpy(array.dtype)  # refuses float16, uint8 etc. with the supported list
-    return array
-
-
-def _flat(data: Any):
-    for x in data:
-        if isinstance(x, (list, tuple)):
-            yield from _flat(x)
-        else:
-            yield x
 
 
 def _place(array: np.ndarray, device: Any, requires_grad: bool, dtype: Any = None) -> Tensor:
@@ -93,12 +66,23 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._wrap(array, None, None)
 
 
-def _shape(size: Sequence[Any]) -> tuple[int, ...]:
+def _sizes(sizes: tuple[Any, ...], size: Any) -> tuple[Any, ...]:
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=(2, 3)``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"got the shape both positionally {sizes} and as size={size!r}; give it once")
+    return (size,)
+
+
+def _shape(size: Sequence[Any], op: str) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
+    if not all(is_int(s) for s in size):
+        raise TypeError(f"{op}: size must be a sequence of ints, got {tuple(size)!r}")
     shape = tuple(int(s) for s in size)
     if any(s < 0 for s in shape):
-        raise ValueError(f"negative dimension in size {list(shape)}")
+        raise ValueError(f"{op}: negative dimension in size {list(shape)}")
     return shape
 
 
@@ -109,48 +93,115 @@ def _float_dtype(dtype: Any) -> np.dtype:
     return _dtype.get_default_dtype().numpy if dtype is None else _dtype.to_dtype(dtype).numpy
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _place(np.zeros(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.zeros(_shape(_sizes(sizes, size), "zeros"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _place(np.ones(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.ones(_shape(_sizes(sizes, size), "ones"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor with uninitialised values."""
-    return _place(np.empty(_shape(size), _float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(np.empty(_shape(_sizes(sizes, size), "empty"), _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor filled with `fill_value` (dtype inferred from it when not given)."""
-    if dtype is None:
-        dtype = as_array(fill_value, None).dtype
-    return _place(np.full(_shape((size,)), fill_value, _float_dtype(dtype)), device, requires_grad, dtype)
+    """A tensor filled with `fill_value` (dtype inferred from it when not given); a value that
+    does not fit the dtype (300 into uint8) is refused, as in PyTorch."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    target = number_dtype("full", fill_value) if dtype is None else _dtype.to_dtype(dtype)
+    value = checked_array("full", fill_value, target, float_range=True)
+    return _place(np.full(_shape((size,), "full"), value, value.dtype), device, requires_grad)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Values from start (inclusive) to end (exclusive) in steps of `step`."""
+    """Values from start (inclusive) to end (exclusive) in steps of `step`; made in int64 or
+    float64 and cast (wrapping into a smaller integer dtype, as PyTorch's arange does)."""
     if end is None:
         start, end = 0, start
     if step == 0:
         raise ValueError("arange: step must be nonzero")
+    for name, bound in (("start", start), ("end", end), ("step", step)):
+        if isinstance(bound, Tensor):
+            bound = bound.item()
+        if isinstance(bound, (int, np.integer)) and not -(1 << 63) <= int(bound) < (1 << 63):
+            raise ScalarOverflowError(f"arange: {name}={bound} cannot be converted to type int64 without overflow")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    target = _dtype.to_dtype(dtype)
+    if target is _dtype.bool_:
+        raise TypeError("arange: not implemented for bool (as in PyTorch); use arange(...) != 0 or .bool()")
+    if not target.is_floating_point:  # PyTorch truncates the bounds first: arange(0, 3.7, 1.5, dtype=int64) is [0, 1, 2]
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("arange: step must be nonzero (it is truncated to an int for an integer dtype)")
     return _place(np.arange(start, end, step).astype(_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def inclusive_range(start: Any, end: Any = None, step: Any = 1, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Values from start to end *inclusive* in steps of `step`, float by default; deprecated in
+    PyTorch (which warns) in favour of arange.
+
+    >>> numdiff.range(1, 3)
+    tensor([1., 2., 3.])
+    """
+    warnings.warn("numdiff.range is deprecated and will be removed in a future release because its behavior "
+                  "is inconsistent with Python's range builtin. Instead, use numdiff.arange, which produces "
+                  "values in [start, end).", UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    count = int(np.floor((end - start) / step)) + 1
+    values = start + step * np.arange(max(count, 0), dtype=np.float64)
+    dtype = _dtype.get_default_dtype() if dtype is None else dtype
+    return _place(values.astype(_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def _check_steps(op: str, steps: Any) -> None:
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"{op}: steps must be a non-negative int, got {steps!r}")
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
+    _check_steps("linspace", steps)
+    if dtype is not None:
+        for bound in (start, end):  # PyTorch writes the bounds in the dtype first: 300 into uint8 is an error
+            checked_array("linspace", bound, _dtype.to_dtype(dtype))
     return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """`steps` values from base ** start to base ** end, evenly spaced in the exponent.
+
+    >>> numdiff.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    _check_steps("logspace", steps)
+    exponents = np.linspace(start, end, steps, dtype=np.float64)
+    return _place(np.power(float(base), exponents).astype(_float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A 2-D identity matrix."""
+    for name, value in (("n", n), ("m", m)):
+        if (value is not None or name == "n") and not is_int(value):
+            raise TypeError(f"eye: {name} must be an int, got {value!r} ({type(value).__name__})")
     return _place(np.eye(n, m, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
+
+
+def _floating_only(op: str, dtype: Any) -> None:
+    """rand and randn draw floats: an integer or bool dtype is refused, as in PyTorch (its values
+    would be all zeros, or truncated normals)."""
+    if dtype is not None and not _dtype.to_dtype(dtype).is_floating_point:
+        raise TypeError(f"{op}: expected a floating point dtype, got {_dtype.to_dtype(dtype)!r}; use randint for integers")
 
 
 @random_function
@@ -163,19 +214,21 @@ def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, r
     return batched_sample(_place(draw(source, batch + shape), device, requires_grad, dtype), levels)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
+    _floating_only("rand", dtype)
     numpy_dtype = _float_dtype(dtype)
     return _sample(
         lambda g, shape: g.random(shape, dtype=np.float64).astype(numpy_dtype),
-        _shape(size), generator, device, requires_grad, dtype,
+        _shape(_sizes(sizes, size), "rand"), generator, device, requires_grad, dtype,
     )
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """Standard normal samples."""
+    _floating_only("randn", dtype)
     numpy_dtype = _float_dtype(dtype)
-    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(size), generator, device, requires_grad, dtype)
+    return _sample(lambda g, shape: g.standard_normal(shape).astype(numpy_dtype), _shape(_sizes(sizes, size), "randn"), generator, device, requires_grad, dtype)
 
 
 def randint(
@@ -206,11 +259,20 @@ def randint(
         raise TypeError(f"randint: size must be a tuple of ints, got {size!r}")
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    for name, bound in (("low", low), ("high", high)):
+        if not -(1 << 63) <= bound < (1 << 63):
+            raise ScalarOverflowError(f"randint: {name}={bound} does not fit int64")
     target = _dtype.int64 if dtype is None else _dtype.to_dtype(dtype)
+    if not target.is_floating_point:
+        low_limit, high_limit = (0, 1) if target is _dtype.bool_ else (_dtype_info.iinfo(target).min, _dtype_info.iinfo(target).max)
+        if low < low_limit:
+            raise ValueError(f"randint: low={low} is out of bounds for {target.name} (at least {low_limit})")
+        if high - 1 > high_limit:
+            raise ValueError(f"randint: high - 1 = {high - 1} is out of bounds for {target.name} (at most {high_limit})")
     numpy_dtype = _float_dtype(target)
     return _sample(
         lambda g, shape: g.integers(low, high, size=shape).astype(numpy_dtype),
-        _shape((size,)), generator, device, requires_grad, target,
+        _shape((size,), "randint"), generator, device, requires_grad, target,
     )
 
 

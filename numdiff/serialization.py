@@ -13,6 +13,11 @@ types, and reads only the members the index names, each after checking its ``.np
 against the index and the archive's sizes (numdiff._checkpoint_archive), so a crafted file can
 neither allocate more than its members really hold nor produce arrays save would refuse.
 
+Any other object (a whole module, an optimizer, a user's class) is stored as a ``pickle`` node: a
+member holding a pickle whose tensors, arrays, dtypes, devices and sizes are nodes of the index
+(persistent ids). Loading it goes through numdiff._safe_unpickle's allow-list (``weights_only``,
+``add_safe_globals``, ``safe_globals``). A zip that PyTorch wrote is read by numdiff._torch_checkpoint.
+
 Saving to a path is atomic (numdiff._atomic_file): the archive goes to a temporary file in the
 same directory, is fsync'ed, and replaces the target with ``os.replace``; a path that is a
 symlink has its target replaced. An interrupted save leaves the previous checkpoint untouched
@@ -21,8 +26,10 @@ and removes its temporary file; the temporary of a killed save is removed by a l
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import pickle
 from collections import OrderedDict
 from typing import Any, BinaryIO
 
@@ -32,12 +39,22 @@ from numdiff import _dtype
 from numdiff._atomic_file import replace_file
 from numdiff._checkpoint_archive import CheckpointArchive, CheckpointError
 from numdiff._device import device, to_device
+from numdiff._safe_unpickle import (
+    RestrictedUnpickler,
+    add_safe_globals,
+    allowed_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    safe_globals,
+)
+from numdiff._torch_checkpoint import is_torch_archive, load_torch_archive
 from numdiff.backend import backend_for
 from numdiff.tensor import Size, Tensor
 
 FORMAT = "numdiff"
 VERSION = 1
 INDEX_MEMBER = "__index__"
+__all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load", "safe_globals", "save"]
 _ARRAY_KINDS = "biufc"
 
 
@@ -101,11 +118,27 @@ class _Encoder:
                 return self._container(obj, where)
             finally:
                 self._open.discard(id(obj))
-        raise TypeError(
-            f"numdiff.save: cannot save an object of type {type(obj).__name__} at {where}; supported are "
-            "tensors, NumPy numeric arrays, None, bool, int, float, str, dtype, device, and lists, tuples "
-            "and dicts of these"
-        )
+        return self._pickled(obj, where)
+
+    def _pickled(self, obj: Any, where: str) -> list[Any]:
+        """Any other object (a whole module, an optimizer, a user's class): a pickle member whose
+        tensors, arrays, dtypes, devices and sizes are nodes of this index (persistent ids), so
+        they are stored and checked as in a state dict. Loading it needs the allow-list."""
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=4)
+        pickler.persistent_id = lambda value: self._persistent_node(value, where)
+        try:
+            pickler.dump(obj)
+        except (pickle.PicklingError, TypeError, AttributeError) as err:
+            raise TypeError(f"numdiff.save: cannot save the {type(obj).__name__} at {where}: {err}") from err
+        name, _ = self._store(buffer, np.frombuffer(buffer.getvalue(), dtype=np.uint8))
+        return ["pickle", name]
+
+    def _persistent_node(self, value: Any, where: str) -> list[Any] | None:
+        numeric_array = isinstance(value, np.ndarray) and value.dtype.kind in _ARRAY_KINDS
+        if isinstance(value, (Tensor, _dtype.dtype, device, Size)) or numeric_array:
+            return self.encode(value, where)
+        return None
 
     def _container(self, obj: Any, where: str) -> list[Any]:
         if type(obj) in (list, tuple):
@@ -126,6 +159,8 @@ class _Encoder:
     def _tensor(self, t: Tensor, where: str) -> list[Any]:
         data = t._data
         host = _c_order(backend_for(data).to_host(data))
+        if host.dtype == _dtype.BFLOAT16_STORAGE:
+            host = host.view(np.uint16)  # bfloat16's bit patterns, as a numeric member load can check
         name, _ = self._store(t, host)
         from numdiff.nn.parameter import Parameter
 
@@ -162,9 +197,10 @@ class _Decoder:
     """Rebuilds objects from the node tree, checking every node; arrays are read from the
     archive only when a node names them, each member once."""
 
-    def __init__(self, archive: CheckpointArchive, map_location: Any) -> None:
+    def __init__(self, archive: CheckpointArchive, map_location: Any, weights_only: bool = True) -> None:
         self.archive = archive
         self.map_location = map_location
+        self.weights_only = weights_only
         self._arrays: dict[str, np.ndarray] = {}
         self._tensors: dict[str, Tensor] = {}
 
@@ -206,7 +242,25 @@ class _Decoder:
             return self._array(value)
         if kind == "tensor" and isinstance(value, dict):
             return self._tensor(value)
+        if kind == "pickle" and isinstance(value, str):
+            return self._unpickle(value)
         raise self.fail(f"unknown or malformed node kind {kind!r:.40}")
+
+    def _unpickle(self, name: str) -> Any:
+        data = self._array(name, np.dtype(np.uint8))
+        if data.ndim != 1:
+            raise self.fail("a pickle member must be 1-D bytes", name)
+        allowed = allowed_globals()
+        unpickler = RestrictedUnpickler(
+            io.BytesIO(data.tobytes()), self.archive.source, lambda module, qualname: allowed.get((module, qualname)),
+            self.decode, self.weights_only,
+        )
+        try:
+            return unpickler.load()
+        except (pickle.UnpicklingError, CheckpointError):
+            raise
+        except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as err:
+            raise self.fail(f"its pickle does not load: {type(err).__name__}: {err}", name) from None
 
     def _dict(self, kind: str, items: list[Any]) -> dict[Any, Any]:
         out: dict[Any, Any] = OrderedDict() if kind == "odict" else {}
@@ -251,7 +305,10 @@ class _Decoder:
         shape = meta.get("shape")
         if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
             raise self.fail(f"tensor {name!r:.40} has a bad shape {shape!r:.80}")
-        array = self._array(name, dtype.numpy, tuple(shape))
+        if dtype is _dtype.bfloat16:  # stored as its uint16 bit patterns (see _Encoder._tensor)
+            array = self._array(name, np.dtype(np.uint16), tuple(shape)).view(_dtype.BFLOAT16_STORAGE)
+        else:
+            array = self._array(name, dtype.numpy, tuple(shape))
         target = self._target_device(meta.get("device"))
         data = array
         if target.type != "cpu":
@@ -295,8 +352,11 @@ def load(
     """Load an object saved by `numdiff.save`.
 
     `map_location` moves tensors: a device (``"cpu"``), or a dict from saved device names to
-    devices (``{"cuda:0": "cpu"}``). `weights_only` is accepted for PyTorch compatibility: a numdiff
-    checkpoint never runs code (no pickle), so loading is always weights-only.
+    devices (``{"cuda:0": "cpu"}``). Tensors, arrays and containers load without any pickle. A
+    checkpoint of whole objects (``numdiff.save(model, f)``) carries a pickle: with `weights_only`
+    True or None (the default, as in PyTorch 2.6+) its classes must be allowed through
+    `add_safe_globals` or `safe_globals`; ``weights_only=False`` imports them (trusted files only).
+    A checkpoint that PyTorch wrote (``torch.save``'s zip) loads the same way, without torch.
 
     >>> state = numdiff.load("ckpt.pt", map_location="cpu")
     """
@@ -305,7 +365,9 @@ def load(
     if isinstance(handle, str) and not os.path.exists(handle):
         raise FileNotFoundError(f"numdiff.load: no such file {handle!r}")
     with CheckpointArchive(handle, source) as archive:
-        decoder = _Decoder(archive, map_location)
+        decoder = _Decoder(archive, map_location, weights_only is not False)
+        if INDEX_MEMBER not in archive and is_torch_archive(archive):
+            return load_torch_archive(archive, decoder._target_device, weights_only is not False)
         if INDEX_MEMBER not in archive:
             raise decoder.fail("it has no numdiff index (saved by another program?)")
         raw_index = archive.read_array(INDEX_MEMBER, np.dtype(np.uint8), ndim=1)

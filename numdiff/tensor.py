@@ -61,10 +61,12 @@ class Tensor:
     )
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
 
-    def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        from numdiff.creation import as_array
+    def __init__(self, *data: Any, requires_grad: bool = False) -> None:
+        """PyTorch's legacy constructor: ``Tensor(2, 3)`` (sizes, uninitialised) or ``Tensor([1, 2])``
+        (data), both of the default dtype; ``numdiff.tensor`` is the factory to prefer."""
+        from numdiff._tensor_types import legacy_array
 
-        self._init(as_array(data, None), None, None)
+        self._init(legacy_array(data), None, None)
         if requires_grad:
             self.requires_grad_(True)
 

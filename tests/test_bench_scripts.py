@@ -1,4 +1,5 @@
-"""The benchmark scripts' command lines: an --only that selects nothing is refused up front."""
+"""The benchmark scripts' command lines: an --only that selects nothing is refused up front, and
+bench_models.py's --quick smoke run builds and steps its models in every candidate."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.mark.parametrize("script", ["bench_cpu.py", "bench_compile.py"])
+@pytest.mark.parametrize("script", ["bench_cpu.py", "bench_compile.py", "bench_models.py"])
 def test_only_matching_no_workload_names_the_workloads(script):
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "--only", "no such workload"],
@@ -19,4 +20,15 @@ def test_only_matching_no_workload_names_the_workloads(script):
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--only 'no such workload' matches no workload" in done.stderr
-    assert "digits" in done.stderr  # the list of workloads it could have named
+    assert ("char_lstm" if script == "bench_models.py" else "digits") in done.stderr  # the workloads it could name
+
+
+def test_bench_models_quick_run_steps_every_candidate():
+    pytest.importorskip("torch")
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_models.py"), "--quick", "--only", "char_gru,gcn"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("| char_gru |", "| gcn |"))]
+    assert len(rows) == 2 and "error" not in done.stdout and "Failed to build" not in done.stdout, done.stdout

@@ -160,9 +160,12 @@ _CRAFTED = {
         {"root": ["ndarray", "a0"], "a0.npy": _npy_bytes(np.array([None, 1], dtype=object))},
         "'a0'.*dtype object",
     ),
-    "Fortran-ordered array": (
-        {"root": ["ndarray", "a0"], "a0.npy": _npy_bytes(np.asfortranarray(np.ones((2, 3))))},
-        "'a0'.*Fortran",
+    "tensor on a pickled object array": (
+        {
+            "root": ["tensor", {"array": "a0", "dtype": "float32", "shape": [2], "device": "cpu"}],
+            "a0.npy": _npy_bytes(np.array([{"x": 1}, [2]], dtype=object)),
+        },
+        "'a0'.*dtype object is not a numeric dtype",
     ),
     "tensor shape disagreeing with its header": (
         {
@@ -224,3 +227,21 @@ def test_running_out_of_memory_names_the_file_and_the_member(tmp_path, monkeypat
     monkeypatch.setattr(np, "empty", empty_without_memory_for_the_tensor)
     with pytest.raises(MemoryError, match=r"ckpt.pt' member 'a0' holds 12 bytes \(float32 of shape \(3,\)\)"):
         load(path)
+
+
+def test_a_fortran_ordered_member_is_read_as_numpy_reads_it(tmp_path):
+    """np.savez writes a Fortran-ordered array with fortran_order in its header; np.load reads its
+    values correctly, and so does numdiff.load (as C-ordered arrays and tensors)."""
+    values = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    path = tmp_path / "fortran.pt"
+    tensor_meta = {"array": "a1", "dtype": "float32", "shape": [3, 2], "device": "cpu"}
+    root = ["list", [["ndarray", "a0"], ["tensor", tensor_meta]]]
+    _write_zip(path, {
+        "__index__.npy": _index_bytes(root),
+        "a0.npy": _npy_bytes(values),
+        "a1.npy": _npy_bytes(np.asfortranarray(values.T.astype(np.float32))),
+    })
+    array, tensor = load(path)
+    np.testing.assert_array_equal(array, values)
+    assert array.flags.c_contiguous
+    np.testing.assert_array_equal(tensor.numpy(), values.T)

@@ -1,8 +1,9 @@
 """@numdiff.elementwise: a scalar Python function as a fused, differentiable tensor op.
 
-The function's body is parsed into one expression (numdiff._elementwise._parse), compiled into
-one Numba loop over the broadcast elements (serial below `PARALLEL_GRAIN` elements or on one
-thread, ``prange`` above; a grid-stride @cuda.jit kernel for CUDA tensors, see _cuda.py), written
+The function's body, statements included, is lowered to one expression (_parse, in the language
+of _functions), compiled into one Numba loop over the broadcast elements (serial below
+`PARALLEL_GRAIN` elements or on one thread, ``prange`` above; a grid-stride @cuda.jit kernel for
+CUDA tensors, see _cuda.py), written
 to a file so ``cache=True`` keeps it across processes. Its math calls run numdiff's vectorised
 functions (numdiff/kernels/_vecmath.py). The partial derivative with respect to every argument is
 derived symbolically (_derive), branches included, unless the user supplies them with
@@ -31,7 +32,8 @@ import numba
 import numpy as np
 
 from numdiff._dtype import bfloat16, float16, float32
-from numdiff._elementwise._derive import derive, mul
+from numdiff._elementwise._derive import derive
+from numdiff._elementwise._functions import expand, mul, unshare
 from numdiff._elementwise._parse import ElementwiseSyntaxError, parse_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
@@ -50,7 +52,7 @@ def _kernel_source(expressions: list[ast.expr], arguments: tuple[str, ...], scal
     # Each element is read once into a local: with the reads written inline, a store to out0 could
     # alias the next expression's reads, and LLVM would recompute what they share.
     reads = {name: (f"a{k}" if scalar else f"v{k}") for k, (name, scalar) in enumerate(zip(arguments, scalars))}
-    bodies = [scalar_code(ast.unparse(ast.fix_missing_locations(e)), reads) for e in expressions]
+    bodies = [scalar_code(expand(e), reads) for e in expressions]
     outputs = ", ".join(f"out{k}" for k in range(len(expressions)))
     parameters = ", ".join(f"a{k}" for k in range(len(arguments)))
     loads = "".join(f"        v{k} = a{k}[i]\n" for k, scalar in enumerate(scalars) if not scalar)
@@ -89,12 +91,12 @@ class ElementwiseOp:
         return f"<numdiff.elementwise {self.__name__}({', '.join(self.arguments)})>"
 
     def source(self) -> str:
-        """The forward expression as Python source."""
-        return ast.unparse(self.expression)
+        """The forward expression as Python source (function calls written out)."""
+        return expand(self.expression)
 
     def partial_source(self, index: int) -> str:
         """d out / d argument `index` as Python source (derived, or the user's)."""
-        return ast.unparse(self._partial(index))
+        return expand(self._partial(index))
 
     def derivative(self, fn: Callable) -> Callable:
         """Decorator: supply the partial derivatives, a function of the same arguments returning a
@@ -106,7 +108,7 @@ class ElementwiseOp:
                 f"{self.__name__} takes {len(self.arguments)}"
             )
         renames = dict(zip(arguments, self.arguments))
-        self._partials = [_Rename(renames).visit(p) for p in partials]
+        self._partials = [_Rename(renames).visit(unshare(p)) for p in partials]
         self._vjp_ops.clear()
         return fn
 
@@ -120,7 +122,12 @@ class ElementwiseOp:
         op = self._vjp_ops.get(index)
         if op is None:
             grad_name = "g_" + "_".join(self.arguments)
-            expression = mul(ast.Name(grad_name, ast.Load()), self._partial(index))
+            grad = ast.Name(grad_name, ast.Load())
+            if self._partials is not None:
+                expression = mul(grad, self._partials[index])
+            else:
+                # The incoming gradient seeds the derivation: products in autograd's order.
+                expression = derive(self.expression, self.arguments[index], seed=grad)
             op = ElementwiseOp(f"{self.__name__}_vjp{index}", (grad_name, *self.arguments), expression)
             self._vjp_ops[index] = op
         return op
@@ -167,10 +174,13 @@ class ElementwiseOp:
             # Numba's math has no float16: compute in float32 and round once, as numdiff's own
             # elementwise ops do for float16.
             args = tuple(a.to(float32) if isinstance(a, Tensor) else a for a in args)
-            return self.function.apply(*args).to(float16)
-        if len(dtypes) > 1:
+        elif len(dtypes) > 1:
             args = tuple(a.to(wide) if isinstance(a, Tensor) else a for a in args)
-        return self.function.apply(*args)
+        # Which partials the forward loop writes is an attribute of the call, not read from the ctx, so
+        # numdiff.compile records it and its replay saves the same arrays as the traced call.
+        wanted = tuple(k for k, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad) if is_grad_enabled() else ()
+        out = self.function.apply(*args, partials=wanted)
+        return out.to(float16) if wide == float16 else out
 
     def run(self, arrays: tuple, partials: tuple[int, ...] = ()) -> Any:
         """Forward on arrays and Python numbers: broadcast, one fused loop. With `partials`, the
@@ -217,24 +227,24 @@ class _ElementwiseFunction(Function):
     op: ElementwiseOp
 
     @classmethod
-    def forward(cls, ctx: Any, *arrays: Any) -> np.ndarray:
-        wanted = tuple(k for k, needed in enumerate(ctx.needs_input_grad) if needed)
-        if not wanted or not all(isinstance(a, (np.ndarray, int, float, np.generic)) for a in arrays):
+    def forward(cls, ctx: Any, *arrays: Any, partials: tuple[int, ...] = ()) -> np.ndarray:
+        if not partials or not all(isinstance(a, (np.ndarray, int, float, np.generic)) for a in arrays):
             ctx.save_for_backward(*arrays)
             return cls.op.run(arrays)
         # On the CPU the partial derivatives come out of the forward's loop, which shares their
         # work (a tanh, exp or sin computed once); backward is then one multiplication each.
-        out, partials = cls.op.run(arrays, wanted)
-        ctx.save_for_backward(*arrays, *partials)
-        ctx.partial_of = dict(zip(wanted, range(len(arrays), len(arrays) + len(partials))))
+        out, values = cls.op.run(arrays, partials)
+        ctx.save_for_backward(*arrays, *values)
+        ctx.partial_of = dict(zip(partials, range(len(arrays), len(arrays) + len(values))))
         return out
 
     @classmethod
     def backward(cls, ctx: Any, grad: Tensor) -> tuple:
         saved = ctx.saved_tensors
         inputs = saved[: len(cls.op.arguments)]
-        partial_of = getattr(ctx, "partial_of", None)
-        if partial_of is not None and not is_grad_enabled():
+        partial_of = getattr(ctx, "partial_of", {})
+        needed = [k for k, need in enumerate(ctx.needs_input_grad) if need]
+        if needed and all(k in partial_of for k in needed) and not is_grad_enabled():
             return tuple(grad * saved[partial_of[k]] if needed else None for k, needed in enumerate(ctx.needs_input_grad))
         # A differentiable backward (create_graph=True, transforms): the partials as ops of the inputs.
         return tuple(
@@ -243,12 +253,15 @@ class _ElementwiseFunction(Function):
 
 
 def elementwise(fn: Callable) -> ElementwiseOp:
-    """Decorator: a scalar function (math.*, arithmetic, comparisons, `a if c else b`) as a fused,
+    """Decorator: a scalar function (arithmetic, comparisons, math.*, abs/min/max, locals,
+    if/elif/else, several returns, `for i in range(constant)`; see _parse) as a fused,
     differentiable, broadcasting tensor op.
 
     >>> @numdiff.elementwise
     ... def smooth_relu(x, k):
-    ...     return math.log1p(math.exp(k * x)) / k if x < 20.0 else x
+    ...     if x >= 20.0:
+    ...         return x
+    ...     return math.log1p(math.exp(k * x)) / k
     >>> smooth_relu(numdiff.tensor([-1.0, 0.0, 1.0]), 2.0)
     """
     arguments, (expression,) = parse_function(fn)

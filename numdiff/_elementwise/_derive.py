@@ -1,131 +1,94 @@
-"""Symbolic differentiation of a checked scalar expression (see _parse) into expression trees.
+"""Symbolic differentiation of a checked expression (see _functions) into another expression, in
+reverse mode, as autograd computes it: the gradient flowing into each subexpression is the
+gradient of its parent times the parent's partial, starting from a seed (1, or the incoming
+gradient ``g`` of a vector-Jacobian product), and the derivative is the sum of what reaches each
+occurrence of the variable. So products are taken in PyTorch's order, and inf and NaN come out
+as in torch autograd:
 
-Branches differentiate branch-wise (d(a if c else b) = da if c else db); a math function's
-derivative comes from its scalar rule (numdiff.ops.scalar_rules.RULES), with the rule's ``x``
-replaced by the argument and ``out`` by the call itself. The builders fold 0 and 1 away, so the
-derivative of a 10-op function stays a compact kernel.
+- a branch (``a if c else b``) passes the gradient to the side taken at the point only (torch runs
+  the Python function per point, with no graph edge to the other side; torch.where would give
+  NaN there for an infinite partial). A path that does not reach the variable is a structural
+  zero, folded away even against an inf or NaN factor;
+- a function call's partials come from its rule (numdiff.ops.scalar_rules), the same expressions
+  the tensor op's backward uses, with ``out`` the call itself. A 0 the rule writes in a ``where``
+  is a mask, as in torch's masked_fill: the gradient there is 0 whatever came in, and is then
+  multiplied on down the chain like any value (0 * inf is NaN);
+- division follows torch's formula, -g * ((a / b) / b) for the divisor.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
 
-from numdiff._elementwise._parse import MATH_FUNCTIONS
-from numdiff.ops.scalar_rules import RULES
-
-
-def _is(node: ast.expr, value: float) -> bool:
-    return isinstance(node, ast.Constant) and node.value == value
-
-
-def number(value: float) -> ast.expr:
-    return ast.Constant(float(value))
-
-
-def add(a: ast.expr, b: ast.expr) -> ast.expr:
-    if _is(a, 0.0):
-        return b
-    if _is(b, 0.0):
-        return a
-    return ast.BinOp(a, ast.Add(), b)
+from numdiff._elementwise._functions import (
+    add,
+    branch,
+    called,
+    div,
+    is_mask,
+    mul,
+    neg,
+    number,
+    partials,
+    zero,
+)
 
 
-def sub(a: ast.expr, b: ast.expr) -> ast.expr:
-    if _is(b, 0.0):
-        return a
-    if _is(a, 0.0):
-        return neg(b)
-    return ast.BinOp(a, ast.Sub(), b)
+def derive(node: ast.expr, variable: str, seed: ast.expr | None = None) -> ast.expr:
+    """d node / d variable, times `seed` (which it multiplies first, as autograd's incoming gradient)."""
+    terms: list[ast.expr] = []
+    reaching: set[int] = set()
+    _reaching(node, variable, reaching)
+    _backward(node, variable, number(1.0) if seed is None else seed, terms, reaching)
+    total = zero()
+    for term in terms:
+        total = add(total, term)
+    return total
 
 
-def mul(a: ast.expr, b: ast.expr) -> ast.expr:
-    if _is(a, 0.0) or _is(b, 0.0):
+def _scale(gradient: ast.expr, partial: ast.expr) -> ast.expr:
+    """gradient * partial, where a mask in the partial discards the gradient."""
+    if isinstance(partial, ast.IfExp):
+        return branch(partial.test, _scale(gradient, partial.body), _scale(gradient, partial.orelse))
+    if is_mask(partial):
         return number(0.0)
-    if _is(a, 1.0):
-        return b
-    if _is(b, 1.0):
-        return a
-    return ast.BinOp(a, ast.Mult(), b)
+    return mul(gradient, partial)
 
 
-def div(a: ast.expr, b: ast.expr) -> ast.expr:
-    if _is(a, 0.0):
-        return number(0.0)
-    if _is(b, 1.0):
-        return a
-    return ast.BinOp(a, ast.Div(), b)
+def _reaching(node: ast.expr, variable: str, found: set[int]) -> bool:
+    """Adds to `found` the ids of the subexpressions of `node` that read `variable`."""
+    reaches = isinstance(node, ast.Name) and node.id == variable
+    for child in ast.iter_child_nodes(node):
+        reaches = _reaching(child, variable, found) or reaches
+    if reaches:
+        found.add(id(node))
+    return reaches
 
 
-def neg(a: ast.expr) -> ast.expr:
-    if isinstance(a, ast.Constant):
-        return number(-a.value)
-    return ast.UnaryOp(ast.USub(), a)
-
-
-def power(a: ast.expr, b: ast.expr) -> ast.expr:
-    return ast.BinOp(a, ast.Pow(), b)
-
-
-def call(function: str, argument: ast.expr) -> ast.expr:
-    return ast.Call(ast.Attribute(ast.Name("math", ast.Load()), function, ast.Load()), [argument], [])
-
-
-class _Substitute(ast.NodeTransformer):
-    """A rule's derivative expression with x and out replaced and where() as `a if c else b`."""
-
-    def __init__(self, values: dict[str, ast.expr]) -> None:
-        self.values = values
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        return copy.deepcopy(self.values[node.id]) if node.id in self.values else node
-
-    def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "where":
-            condition, a, b = node.args
-            return ast.IfExp(condition, a, b)
-        return node
-
-
-def rule_derivative(function: str, argument: ast.expr) -> ast.expr:
-    """d math.function(u) / du as an expression in u, from the scalar rule table."""
-    rule = RULES[MATH_FUNCTIONS[function]]
-    tree = ast.parse(rule.derivatives[0], mode="eval").body
-    return _Substitute({"x": argument, "out": call(function, argument)}).visit(tree)
-
-
-def derive(node: ast.expr, variable: str) -> ast.expr:
-    """d node / d variable."""
-    if isinstance(node, ast.Constant):
-        return number(0.0)
+def _backward(node: ast.expr, variable: str, gradient: ast.expr, terms: list[ast.expr], reaching: set[int]) -> None:
+    if id(node) not in reaching:
+        return
     if isinstance(node, ast.Name):
-        return number(1.0 if node.id == variable else 0.0)
-    if isinstance(node, ast.UnaryOp):
-        return neg(derive(node.operand, variable))
-    if isinstance(node, ast.IfExp):
-        da, db = derive(node.body, variable), derive(node.orelse, variable)
-        if _is(da, 0.0) and _is(db, 0.0):
-            return number(0.0)
-        return ast.IfExp(node.test, da, db)
-    if isinstance(node, ast.Call):
-        (argument,) = node.args
-        return mul(rule_derivative(node.func.attr, argument), derive(argument, variable))
-    if isinstance(node, ast.BinOp):
+        terms.append(gradient)
+    elif isinstance(node, ast.UnaryOp):
+        _backward(node.operand, variable, neg(gradient), terms, reaching)
+    elif isinstance(node, ast.IfExp):
+        _backward(node.body, variable, branch(node.test, gradient, zero()), terms, reaching)
+        _backward(node.orelse, variable, branch(node.test, zero(), gradient), terms, reaching)
+    elif called(node) is not None:
+        rule = called(node)
+        for partial, argument in zip(partials(node), node.args[: rule.arity]):
+            _backward(argument, variable, _scale(gradient, partial), terms, reaching)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
         a, b = node.left, node.right
-        da, db = derive(a, variable), derive(b, variable)
-        op = node.op
-        if isinstance(op, ast.Add):
-            return add(da, db)
-        if isinstance(op, ast.Sub):
-            return sub(da, db)
-        if isinstance(op, ast.Mult):
-            return add(mul(da, b), mul(a, db))
-        if isinstance(op, ast.Div):
-            return sub(div(da, b), div(mul(a, db), mul(b, b)))
-        if isinstance(op, ast.Pow):
-            if isinstance(b, ast.Constant):
-                return mul(mul(b, power(a, number(b.value - 1.0))), da)
-            # a ** b = exp(b log a): d = a ** b * (db log a + b da / a)
-            return mul(node, add(mul(db, call("log", a)), div(mul(b, da), a)))
-    raise TypeError(f"cannot differentiate {ast.unparse(node)}")
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            _backward(a, variable, gradient, terms, reaching)
+            _backward(b, variable, gradient if isinstance(node.op, ast.Add) else neg(gradient), terms, reaching)
+        elif isinstance(node.op, ast.Mult):
+            _backward(a, variable, mul(gradient, b), terms, reaching)
+            _backward(b, variable, mul(gradient, a), terms, reaching)
+        else:
+            _backward(a, variable, div(gradient, b), terms, reaching)
+            _backward(b, variable, mul(neg(gradient), div(div(a, b), b)), terms, reaching)
+    else:
+        raise TypeError(f"cannot differentiate {ast.unparse(node)}")

@@ -1,145 +1,190 @@
 """A scalar Python function as one expression tree, checked against what @elementwise compiles.
 
-Accepted: one ``return`` (after optional ``name = expression`` lines, which are inlined),
-numbers (also math.pi and friends, and global or closed-over numbers, read once at decoration),
-the arguments, ``+ - * / **``, unary minus, comparisons, ``and``/``or``/``not`` in
-conditions, ``a if condition else b``, ``math.f(...)`` for a math function numdiff has a scalar
-rule for (numdiff.ops.scalar_rules), and abs, min and max of two values. Anything else raises `ElementwiseSyntaxError` naming the
-function and the line.
+Accepted, as numba.vectorize accepts them: local variables (``y = ...``, ``y += ...``, ``a, b = u, v``),
+``if``/``elif``/``else`` statements, ``return`` anywhere (several of them), ``for i in range(n)``
+with a constant bound (unrolled), ``pass``, and the expressions of numdiff._elementwise._expressions:
+numbers (also math.pi and friends, and global or closed-over numbers, read once at decoration), the
+arguments, ``+ - * / // % **``, unary minus, comparisons, ``and``/``or``/``not`` in conditions,
+``a if condition else b``, ``math.f(...)`` for a math function numdiff has a scalar rule for,
+abs, min and max of two values.
+
+The statements become one expression: a local is replaced by its value; after an ``if`` whose
+branches assign a local differently, the local is ``value_a if condition else value_b``; a
+``return`` inside a branch makes the rest of the function the other branch's continuation.
+So the derivative (_derive) is that of the branch taken at each point, through every local by the
+chain rule. Anything else raises `ElementwiseSyntaxError` naming the function, the line and the
+construct.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
-import math
 import textwrap
 from collections.abc import Callable
 
-from numdiff.ops.scalar_expressions import MATH_RULES
-from numdiff.ops.scalar_rules import RULES
+from numdiff._elementwise._expressions import ElementwiseSyntaxError, Expressions
+from numdiff._elementwise._functions import CALL, branch, constant, number, size, unshare
+
+__all__ = ["ElementwiseSyntaxError", "parse_function"]
+
+# Past this many operations written out, unrolled loops and locals used in several places have made
+# a kernel too large to compile in reasonable time.
+MAX_SIZE = 20000
+MAX_ITERATIONS = 1000
+_AUGMENTED = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
+_RESERVED = ("math", CALL)
 
 
-class ElementwiseSyntaxError(ValueError):
-    """The decorated function uses a construct @elementwise cannot compile or differentiate."""
+class _Undefined:
+    """The value of a local assigned on some paths only (an error if read)."""
 
 
-def math_rules() -> dict[str, str]:
-    """math function name -> scalar rule name, for the rules whose forward is ``math.f(x)``."""
-    table = {}
-    for rule in RULES.values():
-        tree = ast.parse(rule.forward, mode="eval").body
-        if (
-            isinstance(tree, ast.Call)
-            and isinstance(tree.func, ast.Attribute)
-            and isinstance(tree.func.value, ast.Name)
-            and tree.func.value.id == "math"
-            and len(tree.args) == 1
-        ):
-            table[tree.func.attr] = rule.name
-    for function, rule_name in MATH_RULES.items():
-        table.setdefault(function, rule_name)
-    return table
+_UNDEFINED = _Undefined()
 
 
-MATH_FUNCTIONS = math_rules()
-_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
-_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+class _Lowering:
+    """Runs a function body symbolically: each statement updates the locals (name -> expression)."""
 
-
-class _Checker:
     def __init__(self, name: str, filename: str, first_line: int, arguments: tuple[str, ...], constants: dict) -> None:
-        self.constants = constants
-        self.name = name
-        self.filename = filename
-        self.first_line = first_line
         self.arguments = arguments
-        self.locals: dict[str, ast.expr] = {}
+        self.constants = constants
+        self.checker = Expressions(name, filename, first_line, self.lookup)
+        self.locals: dict[str, ast.expr | _Undefined] = {}
 
-    def fail(self, node: ast.AST, what: str) -> ElementwiseSyntaxError:
-        line = self.first_line + getattr(node, "lineno", 1) - 1
-        return ElementwiseSyntaxError(
-            f"@elementwise: {self.name} ({self.filename}, line {line}): {what} is not supported; use "
-            "arithmetic, comparisons, `a if cond else b` and math.* functions in one return expression"
-        )
+    def lookup(self, node: ast.Name) -> ast.expr:
+        value = self.locals.get(node.id)
+        if value is _UNDEFINED:
+            raise self.checker.fail(node, f"reading {node.id!r}, which is not assigned on every path to this line,")
+        if value is not None:
+            return value
+        value = self.constants.get(node.id)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            # A global or closed-over number is baked into the kernel as a constant.
+            return number(value)
+        raise self.checker.fail(node, f"the name {node.id!r} (not an argument, a local assigned above or a global number)")
 
-    def expression(self, node: ast.expr) -> ast.expr:
-        """A checked copy of `node` with local names inlined."""
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                raise self.fail(node, f"the constant {node.value!r}")
-            return ast.Constant(float(node.value))
-        if isinstance(node, ast.Name):
-            if node.id in self.locals:
-                return self.locals[node.id]
-            if node.id in self.arguments:
-                return ast.Name(node.id, ast.Load())
-            value = self.constants.get(node.id)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                # A global or closed-over number is baked into the kernel as a constant.
-                return ast.Constant(float(value))
-            raise self.fail(node, f"the name {node.id!r} (not an argument, a local defined above or a global number)")
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "math"
-            and isinstance(getattr(math, node.attr, None), float)
+    def assign(self, target: ast.expr, value: ast.expr, statement: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            if target.id in _RESERVED:
+                raise self.checker.fail(statement, f"assigning to {target.id!r}")
+            self.locals[target.id] = value
+            return
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                self.assign(t, v, statement)
+            return
+        raise self.checker.fail(statement, f"the assignment target {ast.unparse(target)!r}")
+
+    def value(self, node: ast.expr) -> ast.expr:
+        """An expression, or a tuple of them (a tuple assignment, or a derivative's return)."""
+        if isinstance(node, ast.Tuple):
+            return ast.Tuple([self.checker.expression(e) for e in node.elts], ast.Load())
+        return self.checker.expression(node)
+
+    def run(self, statements: list[ast.stmt]) -> ast.expr | None:
+        """The returned expression if every path through `statements` returns, else None (the
+        locals then hold their values at the end)."""
+        for index, statement in enumerate(statements):
+            rest = statements[index + 1 :]
+            if isinstance(statement, ast.Return):
+                if statement.value is None:
+                    raise self.checker.fail(statement, "`return` without a value")
+                return self.value(statement.value)
+            if isinstance(statement, ast.Assign):
+                value = self.value(statement.value)
+                for target in statement.targets:
+                    self.assign(target, value, statement)
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                self.assign(statement.target, self.value(statement.value), statement)
+            elif isinstance(statement, ast.AugAssign) and isinstance(statement.op, _AUGMENTED):
+                if not isinstance(statement.target, ast.Name):
+                    raise self.checker.fail(statement, f"the assignment target {ast.unparse(statement.target)!r}")
+                load = ast.Name(statement.target.id, ast.Load(), lineno=statement.lineno)
+                combined = ast.BinOp(load, statement.op, statement.value, lineno=statement.lineno)
+                self.assign(statement.target, self.checker.expression(combined), statement)
+            elif isinstance(statement, ast.If):
+                returned = self.branches(statement, rest)
+                if returned is not _FALLS_THROUGH:
+                    return returned
+            elif isinstance(statement, ast.For):
+                return self.run(self.unrolled(statement) + rest)
+            elif isinstance(statement, ast.Pass) or _is_docstring(statement):
+                continue
+            else:
+                raise self.checker.fail(statement, f"the statement {type(statement).__name__}")
+        return None
+
+    def branches(self, statement: ast.If, rest: list[ast.stmt]) -> ast.expr | None | object:
+        """An ``if`` statement: the function's result if a branch returns, else the locals merged."""
+        test = self.checker.condition(statement.test)
+        before = dict(self.locals)
+        if not any(isinstance(node, ast.Return) for node in ast.walk(statement)):
+            self.run(statement.body)
+            taken = self.locals
+            self.locals = dict(before)
+            self.run(statement.orelse)
+            for name in set(taken) | set(self.locals):
+                a, b = taken.get(name, _UNDEFINED), self.locals.get(name, _UNDEFINED)
+                if a is not b:
+                    self.locals[name] = _UNDEFINED if _UNDEFINED in (a, b) else _select(test, a, b)
+            return _FALLS_THROUGH
+        # A branch returns: each branch continues with the rest of the function (only a branch that
+        # does not always return ever reaches it).
+        results = []
+        for block in (statement.body, statement.orelse):
+            self.locals = dict(before)
+            result = self.run(block + rest)
+            if result is None:
+                raise self.checker.fail(statement, "a path that ends without `return`")
+            results.append(result)
+        return _select(test, *results)
+
+    def unrolled(self, loop: ast.For) -> list[ast.stmt]:
+        """``for i in range(...)`` with constant bounds as the body repeated, i assigned before each."""
+        iterator = loop.iter
+        if not (
+            isinstance(loop.target, ast.Name)
+            and isinstance(iterator, ast.Call)
+            and isinstance(iterator.func, ast.Name)
+            and iterator.func.id == "range"
+            and 1 <= len(iterator.args) <= 3
+            and not iterator.keywords
+            and not loop.orelse
         ):
-            return ast.Constant(getattr(math, node.attr))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, _BINARY):
-            return ast.BinOp(self.expression(node.left), node.op, self.expression(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            operand = self.expression(node.operand)
-            return ast.UnaryOp(ast.USub(), operand) if isinstance(node.op, ast.USub) else operand
-        if isinstance(node, ast.IfExp):
-            return ast.IfExp(self.condition(node.test), self.expression(node.body), self.expression(node.orelse))
-        if isinstance(node, ast.Call):
-            function = node.func
-            if (
-                isinstance(function, ast.Attribute)
-                and isinstance(function.value, ast.Name)
-                and function.value.id == "math"
-                and function.attr in MATH_FUNCTIONS
-                and len(node.args) == 1
-                and not node.keywords
-            ):
-                return ast.Call(ast.Attribute(ast.Name("math", ast.Load()), function.attr, ast.Load()), [self.expression(node.args[0])], [])
-            if isinstance(function, ast.Name) and not node.keywords:
-                return self.builtin(node, function.id)
-            raise self.fail(node, self.unsupported_call(node))
-        raise self.fail(node, f"the expression {ast.unparse(node)!r} ({type(node).__name__})")
+            raise self.checker.fail(loop, "this for loop (only `for name in range(constant, ...)` without else is)")
+        bounds = []
+        for argument in iterator.args:
+            value = constant(self.checker.expression(argument))
+            if value is None or value != int(value):
+                raise self.checker.fail(loop, f"the loop bound {ast.unparse(argument)!r}, which is not an integer constant,")
+            bounds.append(int(value))
+        steps = range(*bounds)
+        if len(steps) > MAX_ITERATIONS:
+            raise self.checker.fail(loop, f"a loop of {len(steps)} iterations (at most {MAX_ITERATIONS} are unrolled)")
+        for node in ast.walk(loop):
+            if isinstance(node, (ast.Break, ast.Continue)):
+                raise self.checker.fail(node, f"`{type(node).__name__.lower()}`")
+        statements: list[ast.stmt] = []
+        for step in steps:
+            index = ast.Assign([ast.Name(loop.target.id, ast.Store())], ast.Constant(step), lineno=loop.lineno)
+            statements += [index, *loop.body]
+        return statements
 
-    def builtin(self, node: ast.Call, name: str) -> ast.expr:
-        """abs(v) as math.fabs(v); min/max of two values as a branch (ties take the second)."""
-        args = [self.expression(a) for a in node.args]
-        if name == "abs" and len(args) == 1:
-            return ast.Call(ast.Attribute(ast.Name("math", ast.Load()), "fabs", ast.Load()), args, [])
-        if name in ("min", "max") and len(args) == 2:
-            a, b = args
-            op = ast.Lt() if name == "min" else ast.Gt()
-            return ast.IfExp(ast.Compare(a, [op], [b]), a, copy.deepcopy(b))
-        raise self.fail(node, self.unsupported_call(node))
 
-    def unsupported_call(self, node: ast.Call) -> str:
-        return (
-            f"the call {ast.unparse(node)!r} (supported: abs(v), min(a, b), max(a, b) and math functions of "
-            f"one argument with a scalar rule: {sorted(MATH_FUNCTIONS)})"
-        )
+_FALLS_THROUGH = object()
 
-    def condition(self, node: ast.expr) -> ast.expr:
-        if isinstance(node, ast.Compare):
-            if not all(isinstance(op, _COMPARE) for op in node.ops):
-                raise self.fail(node, f"the comparison {ast.unparse(node)!r} (in and is are not arithmetic comparisons)")
-            operands = [self.expression(node.left)] + [self.expression(c) for c in node.comparators]
-            # a < b < c is (a < b) and (b < c), as in Python.
-            pairs = [ast.Compare(operands[i], [op], [operands[i + 1]]) for i, op in enumerate(node.ops)]
-            return pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs)
-        if isinstance(node, ast.BoolOp):
-            return ast.BoolOp(node.op, [self.condition(v) for v in node.values])
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return ast.UnaryOp(ast.Not(), self.condition(node.operand))
-        raise self.fail(node, f"the condition {ast.unparse(node)!r}")
+
+def _select(test: ast.expr, a: ast.expr, b: ast.expr) -> ast.expr:
+    if isinstance(a, ast.Tuple) and isinstance(b, ast.Tuple) and len(a.elts) == len(b.elts):
+        return ast.Tuple([branch(test, x, y) for x, y in zip(a.elts, b.elts)], ast.Load())
+    if isinstance(a, ast.Tuple) or isinstance(b, ast.Tuple):
+        raise ElementwiseSyntaxError(f"@elementwise: the branches of `if {ast.unparse(test)}` return different kinds of value")
+    return branch(test, a, b)
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
 
 
 def parse_function(fn: Callable, outputs: int | None = None) -> tuple[tuple[str, ...], list[ast.expr]]:
@@ -161,21 +206,28 @@ def parse_function(fn: Callable, outputs: int | None = None) -> tuple[tuple[str,
     arguments = tuple(a.arg for a in spec.args)
     if not arguments:
         raise ElementwiseSyntaxError(f"@elementwise: {name} takes no arguments")
+    reserved = sorted(set(arguments) & set(_RESERVED))
+    if reserved:
+        raise ElementwiseSyntaxError(f"@elementwise: {name}: an argument may not be called {reserved[0]!r}")
     constants = dict(getattr(fn, "__globals__", {}))
     closure = inspect.getclosurevars(fn)
     constants.update(closure.globals)
     constants.update(closure.nonlocals)
-    checker = _Checker(name, filename, first_line, arguments, constants)
-    body = [s for s in definition.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
-    for statement in body[:-1]:
-        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
-            raise checker.fail(statement, f"the statement {type(statement).__name__}")
-        checker.locals[statement.targets[0].id] = checker.expression(statement.value)
-    last = body[-1] if body else definition
-    if not isinstance(last, ast.Return) or last.value is None:
-        raise checker.fail(last, "a function that does not end in `return expression`")
-    if outputs is None:
-        return arguments, [checker.expression(last.value)]
-    if not isinstance(last.value, ast.Tuple) or len(last.value.elts) != outputs:
-        raise checker.fail(last, f"a derivative that does not return a tuple of {outputs} partials (one per argument)")
-    return arguments, [checker.expression(e) for e in last.value.elts]
+    lowering = _Lowering(name, filename, first_line, arguments, constants)
+    lowering.locals = {a: ast.Name(a, ast.Load()) for a in arguments}
+    result = lowering.run(definition.body)
+    if result is None:
+        last = definition.body[-1]
+        raise lowering.checker.fail(last, "a function that can end without `return expression`")
+    expressions = list(result.elts) if isinstance(result, ast.Tuple) else [result]
+    if outputs is None and isinstance(result, ast.Tuple):
+        raise lowering.checker.fail(definition, "returning a tuple (an @elementwise function has one result)")
+    if outputs is not None and (not isinstance(result, ast.Tuple) or len(expressions) != outputs):
+        raise lowering.checker.fail(definition, f"a derivative that does not return a tuple of {outputs} partials (one per argument)")
+    total = sum(size(e) for e in expressions)
+    if total > MAX_SIZE:
+        raise lowering.checker.fail(
+            definition,
+            f"a body of {total} operations once its locals, branches and loops are written out (at most {MAX_SIZE})",
+        )
+    return arguments, [unshare(e) for e in expressions]

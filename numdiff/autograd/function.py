@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from numdiff import _profiling
-from numdiff._dtype import check_computable
+from numdiff._dtype import BFLOAT16_STORAGE
 from numdiff.autograd import anomaly, custom_function
 from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
@@ -356,10 +356,39 @@ class Function:
                 return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
             node = Node(cls, inputs, attrs)
             out = cls.forward(node, *args, **attrs)
-        except TypeError as error:
-            check_computable(cls.op_name, *args, error=error)  # the kernel's message may not name the op
+        except Exception as error:
+            narrow = _narrow_float_without_kernel(args, error)
+            if narrow is not None:
+                return _apply_in_float32(cls, inputs, attrs, narrow)
             raise
         return _record_output(node, args, inputs, out)
+
+
+def _narrow_float_without_kernel(args: list, error: Exception) -> Any:
+    """The dtype to compute in float32 for, when an op failed on bfloat16 operands (NumPy has no
+    bfloat16 arithmetic) or on float16 ones that its kernel refuses (its message names float16)."""
+    for a in args:
+        kind = getattr(a, "dtype", None)
+        if kind == BFLOAT16_STORAGE:
+            return kind
+    if isinstance(error, TypeError) and "float16" in str(error):
+        for a in args:
+            if getattr(a, "dtype", None) == np.float16:
+                return a.dtype
+    return None
+
+
+def _apply_in_float32(cls: type[Function], inputs: tuple, attrs: dict, narrow: np.dtype) -> Tensor:
+    """A built-in op on bfloat16 (or kernel-less float16) tensors: their values widened exactly to
+    float32, the op run, and a float32 result rounded once back when every floating input was of
+    that dtype, as PyTorch's CPU kernels compute half types in float. Gradients flow through both
+    casts. Ops that only move bits (views, indexing, cat) never get here."""
+    floating = [t for t in inputs if isinstance(t, Tensor) and t._data.dtype.kind in "fV"]
+    widened = [t.float() if isinstance(t, Tensor) and t._data.dtype == narrow else t for t in inputs]
+    out = cls.apply(*widened, **attrs)
+    if out._data.dtype == np.float32 and all(t._data.dtype == narrow for t in floating):
+        return out.to(floating[0].dtype)
+    return out
 
 
 def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Any:

@@ -2,7 +2,7 @@
 
 - ``"fused"``: an elementwise op with a scalar rule (numdiff.ops.scalar_rules), or ``where``:
   runs of them become one generated loop (fusion.py).
-- ``"kernel"``: matmul, convolution and pooling: the generated code calls the op's array forward,
+- ``"kernel"``: matmul, convolution, pooling, attention and the recurrent sequence ops: the generated code calls the op's array forward,
   which runs the Numba kernel on arrays with no Tensor or tape in between.
 - ``"call"``: shape, indexing, reduction, conversion and loss ops: a direct array-forward call.
 - ``"eager_backward"``: for an op whose backward cannot be traced (one that branches on values on
@@ -25,7 +25,8 @@ from numdiff.ops.scalar_rules import RULES
 _KERNEL = (
     "matmul", "linear", "conv2d", "conv_transpose2d", "conv2d_weight_grad", "max_pool2d", "adaptive_max_pool2d",
     "max_pool_scatter", "max_pool_gather", "avg_pool2d", "avg_pool2d_backward", "adaptive_avg_pool2d",
-    "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool2d_backward", "lstm_sequence", "lstm_sequence_backward", "gru_sequence",
+    "gru_sequence_backward", "rnn_sequence", "rnn_sequence_backward", "attention", "attention_backward",
 )
 _CALL = (
     "abs", "amax", "amin", "binary_cross_entropy", "cat", "clamp", "clone", "expand", "flip", "gather", "getitem",

@@ -109,8 +109,18 @@ def setitem(x: CudaArray, key: Any, value: Any) -> None:
     scatter(x, key, value, accumulate=False)
 
 
+_BFLOAT16_BITS = np.dtype("V2")  # numdiff._dtype.BFLOAT16_STORAGE: kernels cannot type opaque items
+
+
+def _as_bits(array: CudaArray) -> CudaArray:
+    """A bfloat16 array's storage as uint16 bit patterns (the same buffer), which kernels copy."""
+    return CudaArray(array._buffer.view(np.uint16), array.shape, array._strides, array._offset, array.device)
+
+
 def scatter(x: CudaArray, key: Any, value: Any, accumulate: bool) -> None:
     """x[key] = value, or x[key] += value with every repeat of an index counted (np.add.at)."""
+    if x.dtype == _BFLOAT16_BITS and not accumulate and isinstance(value, CudaArray) and value.dtype == x.dtype:
+        x, value = _as_bits(x), _as_bits(value)  # a copy of bits: bfloat16 is never summed here
     key = _normalize(key)
     values = _as_values(x, value)
     while values.ndim and values.shape[0] == 1 and values.ndim > len(_selected_shape(x, key)):

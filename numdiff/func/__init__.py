@@ -1,5 +1,5 @@
 """Function transforms with torch.func's names and semantics: grad, vjp, jvp, jacrev, jacfwd,
-hessian, vmap and functional_call.
+hessian, vmap, functional_call and stack_module_state.
 
 >>> from numdiff.func import grad, vmap
 >>> vmap(grad(lambda x: (x ** 2).sum()))(numdiff.randn(4, 3)).shape
@@ -9,6 +9,7 @@ numdiff.Size([4, 3])
 from numdiff.func._batched import BatchedTensor, VmapDataDependentError, VmapPerformanceWarning
 from numdiff.func.functional_call import functional_call
 from numdiff.func.jacobians import hessian, jacfwd, jacrev
+from numdiff.func.stack_module_state import stack_module_state
 from numdiff.func.transforms import TransformOutputError, grad, grad_and_value, jvp, vjp
 from numdiff.func.vmap import VmapRandomnessError, vmap
 
@@ -25,6 +26,7 @@ __all__ = [
     "jacfwd",
     "jacrev",
     "jvp",
+    "stack_module_state",
     "vjp",
     "vmap",
 ]

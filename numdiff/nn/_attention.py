@@ -1,5 +1,11 @@
-"""Attention, composed from differentiable ops: scaled_dot_product_attention and the multi-head
-attention forward that nn.MultiheadAttention runs.
+"""Attention: scaled_dot_product_attention and the multi-head attention forward that
+nn.MultiheadAttention (and with it the Transformer layers) runs.
+
+scaled_dot_product_attention runs the fused attention op (numdiff.ops.attention: one kernel per
+direction, the probabilities rebuilt in backward from each row's log-sum-exp) when it can: no
+dropout, float32/float64, q, k and v with one batch shape, a mask that needs no gradient, outside
+vmap. Otherwise, and for multi-head attention asked for its weights, it is composed from
+differentiable ops.
 
 Masks follow PyTorch: for scaled_dot_product_attention a bool mask is True where a query *may*
 attend; for multi-head attention's attn_mask and key_padding_mask a bool True marks a position
@@ -13,14 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import float32, float64
 from numdiff.creation import tensor, zeros
 from numdiff.nn._functional_layers import dropout
-from numdiff.ops._util import broadcast_shape
+from numdiff.onnx._state import exporting as onnx_exporting
+from numdiff.ops._util import broadcast_shape, vmapped
 from numdiff.ops.activation import softmax
+from numdiff.ops.attention import attention
 from numdiff.ops.linalg import linear, matmul
 from numdiff.ops.selection import where
 from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
+
+_FUSED_DTYPES = (float32, float64)  # the fused attention kernel's dtypes
 
 
 def _check_float(op: str, name: str, t: Any) -> Tensor:
@@ -50,8 +61,9 @@ def _safe_softmax(scores: Tensor) -> Tensor:
 
     fully_masked = (scores == -math.inf).all(-1, keepdim=True)
     # A compiled trace cannot branch on the mask's values (it would keep the first call's branch
-    # for every later mask), so there the guarded form always runs.
-    if not tracing_now() and not fully_masked.any().item():
+    # for every later mask), nor can vmap (the values differ per batch entry), so there the
+    # guarded form always runs.
+    if not tracing_now() and not vmapped(scores) and not fully_masked.any().item():
         return softmax(scores, -1)
     return where(fully_masked, 0.0, softmax(where(fully_masked, 0.0, scores), -1))
 
@@ -102,20 +114,55 @@ def scaled_dot_product_attention(
     batch = broadcast_shape(op, tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
     rows, cols = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = matmul(query, key.transpose(-2, -1)) * scale
-    if is_causal:
-        scores = scores + _causal_bias(rows, cols, query)
+    bias = None
     if attn_mask is not None:
         bias = _mask_as_bias(op, "attn_mask", attn_mask, True, query)
         try:
             broadcast_shape(op, tuple(bias.shape), batch + (rows, cols))
         except ValueError:
             raise ValueError(f"{op}: attn_mask of shape {tuple(bias.shape)} does not broadcast to the scores' shape {batch + (rows, cols)}") from None
+    if _fused_applies(query, key, value, bias, dropout_p, batch):
+        return _fused(query, key, value, bias, scale, is_causal, batch)
+    scores = matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        scores = scores + _causal_bias(rows, cols, query)
+    if bias is not None:
         scores = scores + bias
     weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return matmul(weights, value)
+
+
+def _fused_applies(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None, dropout_p: float, batch: tuple) -> bool:
+    """Whether the fused kernel (numdiff.ops.attention) runs: no dropout, float32/float64, one
+    batch shape for q, k and v, a constant mask, no vmap (which has no rule for the fused op) and
+    no ONNX export (the fused op has no ONNX form)."""
+    return (
+        dropout_p == 0.0
+        and query.dtype in _FUSED_DTYPES
+        and query.shape[:-2] == key.shape[:-2] == value.shape[:-2] == batch
+        and (bias is None or not bias.requires_grad)
+        and not vmapped(query, key, value)
+        and not onnx_exporting[0]
+    )
+
+
+def _fused(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None, scale: float, causal: bool, batch: tuple) -> Tensor:
+    """scaled_dot_product_attention through the fused attention op, heads flattened to one dim."""
+    rows, cols, width = query.shape[-2], key.shape[-2], value.shape[-1]
+    heads = math.prod(batch)
+    if bias is not None:
+        lead = tuple(bias.shape[:-2])
+        if all(n == 1 for n in lead):
+            bias = bias.reshape(1, *bias.shape[-2:]).expand(1, rows, cols)
+        else:
+            bias = bias.expand(*batch, rows, cols).reshape(heads, rows, cols)
+    out = attention(
+        query.reshape(heads, rows, query.shape[-1]), key.reshape(heads, cols, key.shape[-1]),
+        value.reshape(heads, cols, width), bias, scale, causal,
+    )  # fmt: skip
+    return out[..., :width].reshape(*batch, rows, width)
 
 
 def _repeat_kv_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:

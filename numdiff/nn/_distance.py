@@ -18,7 +18,7 @@ def _check(op: str, **tensors: Any) -> None:
     for name, t in tensors.items():
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
-        if t._data.dtype.kind != "f":
+        if t._data.dtype.kind not in "fV":
             raise TypeError(f"{op}: {name} must be a floating point tensor, got dtype {t.dtype!r}")
 
 

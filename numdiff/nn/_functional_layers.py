@@ -7,6 +7,7 @@ in-place updates made under no_grad, as in PyTorch.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import backend_for
 from numdiff.creation import full, rand
 from numdiff.func._batched import VmapDataDependentError
+from numdiff.kernels._args import is_int
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
@@ -42,6 +44,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     The mask comes from numdiff's default generator, so ``numdiff.manual_seed`` fixes it.
     """
     _check_tensor("dropout", "input", input)
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dropout: p must be a number, got {p!r} ({type(p).__name__})")
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -60,9 +64,18 @@ def _channel_dropout(op: str, input: Tensor, p: float, training: bool, inplace: 
     """Zero whole channels (every element of an (n, c) pair at once) with probability p."""
     _check_tensor(op, "input", input)
     if input.ndim not in (batched_ndim - 1, batched_ndim):
-        raise ValueError(
-            f"{op}: expected a {batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) input, "
-            f"got shape {tuple(input.shape)}"
+        if op == "dropout1d" or input.ndim == 0:
+            raise ValueError(
+                f"{op}: expected a {batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) input, "
+                f"got shape {tuple(input.shape)}"
+            )
+        # PyTorch only warns here and treats the input as unbatched: its first dim is the channel.
+        warnings.warn(
+            f"{op}: received a {input.ndim}-D input of shape {tuple(input.shape)}; it expects "
+            f"{batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched) inputs, so dim 0 is taken "
+            "as the channel dim (PyTorch's behaviour). Use dropout for element-wise dropout.",
+            UserWarning,
+            stacklevel=3,
         )
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"{op}: probability has to be between 0 and 1, but got {p}")
@@ -174,6 +187,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     tensor([[0., 1., 1., 0.]])
     """
     _check_tensor("pad", "input", input, floating=False)
+    if isinstance(pad, (str, bytes)) or not hasattr(pad, "__iter__") or not all(is_int(p) for p in pad):
+        raise TypeError(f"pad: pad must be a sequence of ints (left, right, top, bottom, ...), got {pad!r}")
     amounts = [int(p) for p in pad]
     if len(amounts) % 2:
         raise ValueError(f"pad: padding length must be divisible by 2, got {len(amounts)} values {tuple(amounts)}")
@@ -247,6 +262,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     _check_tensor("one_hot", "tensor", tensor, floating=False)
     if tensor._data.dtype.kind not in "iu":
         raise TypeError(f"one_hot: expected an integer tensor of class indices, got dtype {tensor.dtype!r}")
+    if not is_int(num_classes):
+        raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r} ({type(num_classes).__name__})")
     if vmapped(tensor):
         if num_classes == -1:
             raise VmapDataDependentError(

@@ -15,17 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.kernels._args import int_tuple
 from numdiff.ops._util import ensure_tensor
 from numdiff.tensor import Tensor
 
 
 def _pair(op: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) and not isinstance(value, bool) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
-        raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
-    if min(pair) < minimum:
-        raise ValueError(f"{op}: {name} must be at least {minimum}, got {value!r}")
-    return pair
+    """An int or two ints (NumPy ints too) as a pair; floats, bools, None and wrong lengths are a
+    TypeError or ValueError naming `op` and `name` (see numdiff.kernels._args)."""
+    return int_tuple(op, name, value, 2, minimum, expand=True)
 
 
 def _block_positions(size: tuple[int, int], kernel: tuple, dilation: tuple, padding: tuple, stride: tuple,

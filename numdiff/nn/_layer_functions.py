@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from numdiff import _inplace
+from numdiff.creation import rand
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.linalg import matmul
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 # SELU's negative saturation value, -scale * alpha (Klambauer et al.): where alpha_dropout drops to.
@@ -18,7 +22,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     >>> F.bilinear(numdiff.ones(2, 3), numdiff.ones(2, 4), numdiff.ones(5, 3, 4)).shape
     numdiff.Size([2, 5])
     """
-    from numdiff.ops.linalg import matmul
 
     input1, input2 = ensure_tensor("bilinear", input1, "input1"), ensure_tensor("bilinear", input2, "input2")
     weight = ensure_tensor("bilinear", weight, "weight")
@@ -41,8 +44,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 
 def _alpha_dropout(op: str, input: Any, p: float, training: bool, inplace: bool, mask_shape: Any = None) -> Tensor:
     """alpha_dropout with one draw per element of `mask_shape` (broadcast over the input)."""
-    from numdiff import _inplace
-    from numdiff.creation import rand
 
     input = ensure_tensor(op, input)
     if not 0.0 <= p <= 1.0:
@@ -110,3 +111,29 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     for offset in range(1, size):
         window = window + padded.narrow(1, offset, channels)
     return input / (window * (alpha / size) + k) ** beta
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: x for x >= 0, else a * x, with a drawn uniformly from [lower, upper]
+    per element while training (numdiff's generator, so manual_seed fixes it) and
+    ``(lower + upper) / 2`` otherwise. The gradient of a negative element is its slope.
+
+    >>> F.rrelu(numdiff.tensor([-3.0, 2.0]), 0.25, 0.75)
+    tensor([-1.5000,  2.0000])
+    """
+
+    input = ensure_tensor("rrelu", input)
+    if not input.is_floating_point():
+        raise TypeError(f"rrelu: expected a floating point input, got dtype {input.dtype!r}")
+    if not 0.0 <= lower <= upper:
+        raise ValueError(f"rrelu: expected 0 <= lower <= upper, got lower={lower} and upper={upper}")
+    if training:
+        slope = rand(*input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    else:
+        slope = (lower + upper) / 2.0
+
+    def compute(x: Tensor) -> Tensor:
+        return where(x >= 0, x, x * slope)
+
+    return _inplace.apply_inplace(input, "rrelu_", compute) if inplace else compute(input)

@@ -224,8 +224,12 @@ def _cross_entropy_soft(input, target, log_probs, class_weight, class_dim, reduc
     return total / (input.numel() // classes) if input.numel() else total * float("nan")
 
 
-def _pointwise_pair(op: str, input: Tensor, target: Tensor) -> None:
+def _pointwise_pair(op: str, input: Tensor, target: Tensor) -> Tensor:
+    """The target, checked; an integer or bool target joins the float input's dtype, as PyTorch's
+    type promotion does (``mse_loss(output, torch.arange(1, 11))`` in the 60-minute blitz)."""
     _check_float(op, "input", input)
+    if isinstance(target, Tensor) and target._data.dtype.kind in "iub":
+        target = target.to(input.dtype)
     _check_float(op, "target", target)
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(
@@ -235,6 +239,7 @@ def _pointwise_pair(op: str, input: Tensor, target: Tensor) -> None:
             UserWarning,
             stacklevel=3,
         )
+    return target
 
 
 def _weighted(op: str, loss: Tensor, input: Tensor, weight: Tensor | None, reduction: str) -> Tensor:
@@ -256,7 +261,7 @@ def mse_loss(
 ) -> Tensor:
     """Squared error (input - target)^2, reduced; a weighted mean divides by sum(weight)."""
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
-    _pointwise_pair("mse_loss", input, target)
+    target = _pointwise_pair("mse_loss", input, target)
     diff = input - target
     return _weighted("mse_loss", diff * diff, input, weight, reduction)
 
@@ -271,7 +276,7 @@ def l1_loss(
 ) -> Tensor:
     """Absolute error |input - target|, reduced; a weighted mean divides by sum(weight)."""
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
-    _pointwise_pair("l1_loss", input, target)
+    target = _pointwise_pair("l1_loss", input, target)
     return _weighted("l1_loss", (input - target).abs(), input, weight, reduction)
 
 
@@ -285,7 +290,7 @@ def smooth_l1_loss(
 ) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (plain L1 when beta is 0)."""
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
-    _pointwise_pair("smooth_l1_loss", input, target)
+    target = _pointwise_pair("smooth_l1_loss", input, target)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     distance = (input - target).abs()
@@ -306,7 +311,7 @@ def huber_loss(
     tensor(2.0625)
     """
     reduction = _reduction("huber_loss", None, None, reduction)
-    _pointwise_pair("huber_loss", input, target)
+    target = _pointwise_pair("huber_loss", input, target)
     if not delta > 0:
         raise LossArgumentError(f"huber_loss: delta must be positive, got {delta}")
     diff = input - target

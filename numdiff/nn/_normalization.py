@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.kernels._args import is_int
 from numdiff.nn._functional_layers import _check_tensor
 from numdiff.tensor import Tensor
 
@@ -191,7 +192,14 @@ def _trailing_dims(op: str, input: Tensor, normalized_shape: Sequence[int] | int
     """The dims `op` normalises over: the trailing ones, which must have `normalized_shape`, as must
     each of `params` that is not None."""
     _check_tensor(op, "input", input)
-    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if is_int(normalized_shape):
+        normalized_shape = (normalized_shape,)
+    elif isinstance(normalized_shape, (str, bytes)) or not hasattr(normalized_shape, "__iter__"):
+        raise TypeError(f"{op}: normalized_shape must be an int or a sequence of ints, got {normalized_shape!r}")
+    normalized_shape = tuple(normalized_shape)
+    if not all(is_int(n) for n in normalized_shape):
+        raise TypeError(f"{op}: normalized_shape must be an int or a sequence of ints, got {normalized_shape!r}")
+    normalized_shape = tuple(int(n) for n in normalized_shape)
     count = len(normalized_shape)
     if count == 0 or tuple(input.shape[input.ndim - count :]) != normalized_shape or input.ndim < count:
         raise ValueError(

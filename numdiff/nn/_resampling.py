@@ -107,8 +107,10 @@ def interpolate(
         raise ValueError(f"{op}: mode {mode!r} needs a {_LINEAR[mode] + 2}-D input, got shape {tuple(input.shape)}")
     if align_corners is not None and mode not in _LINEAR:
         raise ValueError(f"{op}: align_corners can only be set with the linear modes (linear, bilinear, trilinear), not {mode!r}")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point input, got dtype {input.dtype!r}")
+    if input._data.dtype.kind == "V":  # bfloat16: computed in float32 and rounded once, as PyTorch's CPU kernels
+        return interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor).bfloat16()
     sizes, scales = _output_sizes(op, input, size, scale_factor)
     if mode == "area":
         from numdiff.ops.pool import adaptive_avg_pool1d, adaptive_avg_pool2d

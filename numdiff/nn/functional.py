@@ -4,8 +4,16 @@ from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._distance import cosine_similarity, normalize
 from numdiff.nn._embedding_bag import embedding_bag
 from numdiff.nn._functional_layers import dropout, dropout1d, dropout2d, dropout3d, embedding, one_hot, pad
+from numdiff.nn._grid_sampling import affine_grid, grid_sample
 from numdiff.nn._im2col import fold, unfold
-from numdiff.nn._layer_functions import alpha_dropout, bilinear, feature_alpha_dropout, local_response_norm
+from numdiff.nn._layer_functions import (
+    alpha_dropout,
+    bilinear,
+    feature_alpha_dropout,
+    local_response_norm,
+    rrelu,
+)
+from numdiff.nn._legacy import log_softmax, softmax, softmin, upsample_bilinear, upsample_nearest
 from numdiff.nn._likelihood_losses import gaussian_nll_loss, kl_div, poisson_nll_loss
 from numdiff.nn._losses import (
     binary_cross_entropy,
@@ -39,7 +47,6 @@ from numdiff.ops.activation import (
     hardswish,
     hardtanh,
     leaky_relu,
-    log_softmax,
     logsigmoid,
     mish,
     prelu,
@@ -47,8 +54,6 @@ from numdiff.ops.activation import (
     relu6,
     selu,
     silu,
-    softmax,
-    softmin,
     softplus,
     softshrink,
     softsign,
@@ -83,13 +88,13 @@ __all__ += [
     "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
 ]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
-__all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample"]
+__all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample", "upsample_bilinear", "upsample_nearest"]
 __all__ += ["cosine_similarity", "normalize"]
 __all__ += [
     "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
     "multi_margin_loss", "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
-__all__ += ["prelu"]
+__all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from numdiff._tensor_pickle import rebuild_tensor, reduce_args
 from numdiff.tensor import Tensor
 
 
@@ -44,6 +45,9 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __reduce_ex__(self, protocol: int) -> tuple[Any, tuple[Any, ...]]:
+        return rebuild_parameter, reduce_args(self)
+
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
@@ -52,3 +56,8 @@ class Parameter(Tensor):
             result._grad = Tensor._wrap(self._grad._data.copy(), None, None)
         memo[id(self)] = result
         return result
+
+
+def rebuild_parameter(array: Any, dtype_name: str, where: str, requires_grad: bool) -> Parameter:
+    """The Parameter that ``Parameter.__reduce_ex__`` describes (numdiff._tensor_pickle)."""
+    return Parameter(rebuild_tensor(array, dtype_name, where, False), requires_grad=requires_grad)

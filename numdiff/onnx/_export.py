@@ -16,6 +16,7 @@ from numdiff.compile.capture import capture_forward
 from numdiff.compile.trace import GraphBreakError, UnsupportedInCompileError
 from numdiff.onnx import _ops
 from numdiff.onnx._builder import Builder, UnsupportedOperatorError, check, onnx_dtype, tensor_proto
+from numdiff.onnx._state import exporting
 from numdiff.tensor import Tensor
 
 DEFAULT_OPSET = 17
@@ -33,7 +34,7 @@ class TrainingMode(enum.IntEnum):
     TRAINING = 2
 
 
-_exporting = [False]
+_exporting = exporting  # numdiff.onnx._state's flag: layers read it without importing onnx
 
 
 def is_in_onnx_export() -> bool:

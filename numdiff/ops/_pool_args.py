@@ -17,7 +17,7 @@ def batched_input(op: str, input: Any, dims: int) -> tuple[Tensor, bool]:
         raise ValueError(
             f"{op}: expected a {dims + 2}-D (batched) or {dims + 1}-D (unbatched) input, got shape {tuple(x.shape)}"
         )
-    if x.dtype.numpy.kind != "f":
+    if x.dtype.numpy.kind not in "fV":
         raise TypeError(f"{op}: input must be a floating-point tensor, got {x.dtype}")
     if any(s == 0 for s in x.shape[-dims:]):
         raise ValueError(f"{op}: spatial dimensions must be non-empty, got input {tuple(x.shape)}")

@@ -8,49 +8,63 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._scalar_convert import checked_array, wrapped_int
 from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for
+from numdiff.kernels._args import is_int
 from numdiff.tensor import Tensor
 
 
 def half_computed_in_float32(input: Tensor, compute: Any) -> Tensor:
     """``compute(input)``, in float32 and rounded once when `input` is float16, as PyTorch's CPU
     build reduces half: in float16 a sum of squares or exps, or the count a mean divides by,
-    overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0)."""
-    if input._data.dtype != np.float16:
+    overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0). bfloat16 likewise:
+    rounded once at the end, not after each op of the composition."""
+    kind = input._data.dtype
+    if kind != np.float16 and kind != _dtype.BFLOAT16_STORAGE:
         return compute(input)
-    return compute(input.float()).half()
+    return compute(input.float()).to(input.dtype)
 
 
 class DeviceMismatchError(RuntimeError):
     """An op received tensors on different devices."""
 
 
-def scalar_like(value: Any, like: Tensor) -> Tensor:
-    """A Python number as a 0-d tensor that joins `like` without changing its dtype class."""
+def scalar_like(value: Any, like: Tensor, op: str = "index_put", *, float_range: bool = False) -> Tensor:
+    """A Python number as a 0-d tensor of `like`'s dtype and device, written by PyTorch's checked
+    rule: 300 into uint8 or 1e20 into int32 is an error naming `op`, 1.5 into bfloat16 is rounded
+    to its bits (see numdiff._scalar_convert; `float_range`: refuse finite floats past the dtype's
+    largest too, as fill_ does)."""
+    if isinstance(value, Tensor) or not isinstance(value, (int, float, np.number, np.bool_)):
+        raise TypeError(f"{op}: expected a number, got {type(value).__name__}")
     data = like._data
-    if isinstance(value, bool) or isinstance(value, (int, np.integer)):
-        dtype = data.dtype if data.dtype.kind != "b" or isinstance(value, bool) else np.int64
-    elif isinstance(value, (float, np.floating)):
-        dtype = data.dtype if data.dtype.kind == "f" else _dtype.get_default_dtype().numpy
-    else:
-        raise TypeError(f"unsupported operand type {type(value).__name__} with a Tensor")
-    array = backend_for(data).from_host(np.asarray(value, dtype=dtype), data)
-    return Tensor._wrap(array, None, None)
+    target = _dtype.from_numpy(data.dtype)
+    array = checked_array(op, value, target, float_range=float_range)
+    return Tensor._wrap(backend_for(data).from_host(array, data), None, None)
+
+
+def check_integer_scalar_fits(op: str, value: Any, tensor: Tensor) -> None:
+    """Refuse a Python int that an integer `tensor`'s dtype cannot hold, where PyTorch writes the
+    number in that dtype (where, clamp) instead of wrapping it as arithmetic does."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and tensor._data.dtype.kind in "iu":
+        checked_array(op, value, _dtype.from_numpy(tensor._data.dtype))
 
 
 def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     """A Python number joins a tensor without widening its dtype; ints meet floats in the default
-    float dtype (float32 unless set_default_dtype changed it), as in PyTorch."""
+    float dtype (float32 unless set_default_dtype changed it), as in PyTorch. An int is wrapped
+    into an integer tensor's dtype as PyTorch's kernels cast it (int8 + 300 adds 44)."""
     kind = tensor._data.dtype.kind
-    if kind == "V":  # bfloat16 would otherwise pass as float32 below
-        _dtype.check_computable(op, tensor._data)
     if isinstance(value, (bool, np.bool_)):
         return bool(value), tensor
     if isinstance(value, (int, np.integer)):
-        return int(value), (tensor.long() if kind == "b" else tensor)
+        if kind == "b":
+            tensor = tensor.long()
+        if kind in "iub":
+            return wrapped_int(op, int(value), tensor._data.dtype), tensor
+        return int(value), tensor
     if isinstance(value, (float, np.floating)):
-        return float(value), (tensor if kind == "f" else as_default_float(tensor))
+        return float(value), (tensor if kind in "fV" else as_default_float(tensor))  # V: bfloat16
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")
 
 
@@ -64,7 +78,12 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     """Operands for a broadcasting op: tensors of one dtype and device, or a tensor and a number.
 
     Python numbers stay numbers (the array maths takes them directly, and they get no gradient).
+    A sparse operand joins as its dense form: dense (op) sparse is dense, as in PyTorch.
     """
+    if getattr(a, "is_sparse", False) is True:
+        a = a.to_dense()
+    if getattr(b, "is_sparse", False) is True:
+        b = b.to_dense()
     if not isinstance(b, Tensor):
         if not isinstance(a, Tensor):
             raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
@@ -85,7 +104,7 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # V: bfloat16
 
 
 def _result_dtype(da: Any, db: Any) -> _dtype.dtype:
@@ -121,8 +140,12 @@ def batch_nondifferentiable(compute: Any, *operands: Any) -> Tensor:
 
 
 def data_of(x: Any) -> Any:
-    """The array of a tensor operand, or a Python number as it is."""
-    return x._data if isinstance(x, Tensor) else x
+    """The array of a tensor operand to compute on (bfloat16 widened, exactly, to float32: NumPy
+    has no bfloat16 arithmetic), or a Python number as it is."""
+    if not isinstance(x, Tensor):
+        return x
+    data = x._data
+    return _dtype.cast_array(data, _dtype.float32) if data.dtype == _dtype.BFLOAT16_STORAGE else data
 
 
 def _check_broadcastable(op: str, sa: tuple, sb: tuple) -> None:
@@ -155,6 +178,10 @@ def broadcast_shape(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in [-ndim, ndim) as a non-negative index (0-d tensors accept 0 and -1)."""
+    if type(dim) is not int:
+        if not is_int(dim):  # None, a float, a bool: say so instead of failing a comparison
+            raise TypeError(f"{op}: dim must be an int, got {dim!r} ({type(dim).__name__})")
+        dim = int(dim)
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise IndexError(
@@ -164,6 +191,18 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     return dim % bound
 
 
+def int_sequence(op: str, name: str, values: Any) -> tuple[int, ...]:
+    """`values` (a sequence of ints, NumPy ints or one-element integer tensors) as a tuple of Python
+    ints; anything else is a TypeError naming `op` and `name` instead of int()'s or iteration's own."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{op}: {name} must be a sequence of ints, got {values!r} ({type(values).__name__})")
+    values = tuple(values)
+    for v in values:
+        if not is_int(v):
+            raise TypeError(f"{op}: {name} must be ints, got {v!r} ({type(v).__name__}) in {values!r}")
+    return tuple(int(v) for v in values)
+
+
 def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
     """`dim` (None, an int or a sequence) as a sorted tuple of distinct non-negative dims."""
     if dim is None:
@@ -171,7 +210,7 @@ def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
     if isinstance(dim, (int, np.integer)):
         dims = (normalize_dim(op, int(dim), ndim),)
     else:
-        dims = tuple(normalize_dim(op, int(d), ndim) for d in dim)
+        dims = tuple(normalize_dim(op, d, ndim) for d in int_sequence(op, "dim", dim))
         if len(set(dims)) != len(dims):
             raise ValueError(f"{op}: dim {tuple(dim)} names a dimension more than once")
     if ndim == 0:

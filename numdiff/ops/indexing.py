@@ -6,6 +6,7 @@ differentiable. Repeated indices accumulate (np.add.at), as PyTorch's index back
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,12 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
             k = k._data if type(k._data) is np.ndarray else k._data.to_host()
             if k.dtype.kind not in "iub":
                 raise IndexError(f"{op}: tensors used as indices must be long, int or bool, got {k.dtype}")
+            if k.dtype == np.uint8:  # a uint8 tensor is a mask in PyTorch, not a list of indices
+                warnings.warn(
+                    f"{op}: indexing with a uint8 tensor is deprecated, as in PyTorch, which reads it as "
+                    "a bool mask (so does numdiff); use a bool tensor instead", UserWarning, stacklevel=3,
+                )
+                k = k.astype(np.bool_)
         elif isinstance(k, (list, np.ndarray)):
             k = np.asarray(k)
             if k.dtype.kind not in "iub" and k.size:

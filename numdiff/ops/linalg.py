@@ -70,7 +70,7 @@ class Matmul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in "fV":
             return np.matmul(a, b)  # integer products: no kernel, no gradient
         m, k = a.shape[-2:]
         n = b.shape[-1]
@@ -157,6 +157,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> numdiff.matmul(a, b).shape
     numdiff.Size([2, 3, 5])
     """
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        return input.__matmul__(other) if getattr(input, "is_sparse", False) else other.__rmatmul__(input)
     a, b = _check_pair("matmul", input, other)
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
@@ -185,6 +187,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
     numdiff.Size([2, 4])
     """
+    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        return matmul(input, mat2)  # the COO kernels (numdiff.sparse)
     a, b = _check_pair("mm", input, mat2)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(
@@ -227,7 +231,8 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     >>> numdiff.outer(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0, 5.0])).shape
     numdiff.Size([2, 3])
     """
-    a, b = _check_pair("outer", input, vec2)
+    a = ensure_tensor("outer", input, "input")
+    b = ensure_tensor("outer", vec2, "vec2")  # mixed dtypes promote (the product does), as in PyTorch
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(
             f"outer: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"

@@ -42,9 +42,50 @@ def _logical(op: str, ufunc):
         return Tensor._wrap(as_result(ufunc(da, db)), None, None)
 
     combine.__name__ = op
+    combine.__doc__ = f"Elementwise `{op}` of bool or integer tensors (or one and a Python int), with broadcasting."
     return host_function(combine, elementwise=True)
 
 
+def _shift_left(x: Any, shift: Any) -> Any:
+    """PyTorch's <<: bits shifted out are lost (int8 1 << 7 is -128); a shift below 0 or past the
+    width gives 0 (NumPy's, like C's, is undefined there)."""
+    x = np.asarray(x)
+    bits = 8 * x.dtype.itemsize
+    valid = (shift >= 0) & (shift < bits)
+    shifted = np.left_shift(x, np.where(valid, shift, 0).astype(x.dtype))
+    return np.where(valid, shifted, 0).astype(x.dtype)
+
+
+def _shift_right(x: Any, shift: Any) -> Any:
+    """PyTorch's >>: arithmetic for signed dtypes; a shift below 0 or past the width gives the
+    sign fill (-1 or 0)."""
+    x = np.asarray(x)
+    bits = 8 * x.dtype.itemsize
+    valid = (shift >= 0) & (shift < bits)
+    shifted = np.right_shift(x, np.where(valid, shift, 0).astype(x.dtype))
+    fill = np.right_shift(x, bits - 1) if x.dtype.kind == "i" else np.zeros_like(x)
+    return np.where(valid, shifted, fill).astype(x.dtype)
+
+
+def _shift(op: str, shift_array):
+    def shift(input: Any, other: Any) -> Tensor:
+        a, b = operands(op, input, other)
+        da, db = data_of(a), data_of(b)
+        kind = np.result_type(da, db).kind
+        if kind not in "iu":
+            what = "bool" if kind == "b" else str(np.result_type(da, db))
+            raise TypeError(f"{op}: not implemented for {what} operands; shifts take integer tensors")
+        if not isinstance(a, Tensor):  # a Python int shifted by a tensor: shift in the tensor's dtype
+            da = np.asarray(da, dtype=db.dtype)
+        return Tensor._wrap(as_result(shift_array(da, db)), None, None)
+
+    shift.__name__ = op
+    shift.__doc__ = f"Elementwise `{op}` of integer tensors, with PyTorch's results for out-of-range shifts."
+    return host_function(shift, elementwise=True)
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", _shift_left)
+bitwise_right_shift = _shift("bitwise_right_shift", _shift_right)
 bitwise_and = _logical("bitwise_and", np.bitwise_and)
 bitwise_or = _logical("bitwise_or", np.bitwise_or)
 bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
@@ -53,7 +94,7 @@ bitwise_xor = _logical("bitwise_xor", np.bitwise_xor)
 @host_function(elementwise=True)
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise not (nonzero counts as True)."""
-    return Tensor._wrap(as_result(np.logical_not(input._data)), None, None)
+    return Tensor._wrap(as_result(np.logical_not(data_of(input))), None, None)
 
 
 @host_function(elementwise=True)
@@ -67,19 +108,19 @@ def bitwise_not(input: Tensor) -> Tensor:
 @host_function(elementwise=True)
 def isfinite(input: Tensor) -> Tensor:
     """True where an element is neither inf nor NaN (integers and bools: everywhere)."""
-    return Tensor._wrap(as_result(np.isfinite(input._data)), None, None)
+    return Tensor._wrap(as_result(np.isfinite(data_of(input))), None, None)
 
 
 @host_function(elementwise=True)
 def isnan(input: Tensor) -> Tensor:
     """True where an element is NaN."""
-    return Tensor._wrap(as_result(np.isnan(input._data)), None, None)
+    return Tensor._wrap(as_result(np.isnan(data_of(input))), None, None)
 
 
 @host_function(elementwise=True)
 def isinf(input: Tensor) -> Tensor:
     """True where an element is +inf or -inf."""
-    return Tensor._wrap(as_result(np.isinf(input._data)), None, None)
+    return Tensor._wrap(as_result(np.isinf(data_of(input))), None, None)
 
 
 @host_function
@@ -87,7 +128,7 @@ def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """True where all elements (along `dim`) are nonzero."""
     if vmapped(input):
         return ~_any_under_vmap(input == 0, dim, keepdim)
-    return Tensor._wrap(as_result(np.all(input._data, axis=dim, keepdims=keepdim)), None, None)
+    return Tensor._wrap(_as_uint8_for_uint8(np.all(data_of(input), axis=dim, keepdims=keepdim), input), None, None)
 
 
 @host_function
@@ -95,7 +136,13 @@ def any(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """True where any element (along `dim`) is nonzero."""
     if vmapped(input):
         return _any_under_vmap(input, dim, keepdim)
-    return Tensor._wrap(as_result(np.any(input._data, axis=dim, keepdims=keepdim)), None, None)
+    return Tensor._wrap(_as_uint8_for_uint8(np.any(data_of(input), axis=dim, keepdims=keepdim), input), None, None)
+
+
+def _as_uint8_for_uint8(result: Any, input: Tensor) -> Any:
+    """all and any of a uint8 tensor are uint8 in PyTorch (a leftover of masks before bool)."""
+    result = as_result(result)
+    return result.astype(np.uint8) if input._data.dtype == np.uint8 else result
 
 
 def _any_under_vmap(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
@@ -106,9 +153,9 @@ def _any_under_vmap(input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
     """True if all elements are close: |input - other| <= atol + rtol * |other|."""
-    return bool(np.allclose(input.detach().cpu().numpy(), other.detach().cpu().numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return bool(np.allclose(input._host_values(), other._host_values(), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True if both tensors have the same shape and elements."""
-    return input.shape == other.shape and bool(np.array_equal(input.detach().cpu().numpy(), other.detach().cpu().numpy()))
+    return input.shape == other.shape and bool(np.array_equal(input._host_values(), other._host_values()))

@@ -26,7 +26,7 @@ def _root(total: Tensor, p: float) -> Tensor:
 def floating_input(op: str, input: Any, dtype: Any) -> Tensor:
     """A norm's input: a floating-point tensor, converted to `dtype` when given (never narrowed)."""
     input = ensure_tensor(op, input)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
     if dtype is not None:
         from numdiff import _dtype
@@ -116,7 +116,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
     input = ensure_tensor("nansum", input)
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind == "f":
+    if input._data.dtype.kind in "fV":
         input = input.masked_fill(input.isnan(), 0.0)
     return sum_(input, dim, keepdim)
 
@@ -130,7 +130,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     input = ensure_tensor("nanmean", input)
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
     present = ~input.isnan()
     return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)

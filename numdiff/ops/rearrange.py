@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
+from numdiff.kernels._args import is_int
+from numdiff.ops._util import ensure_tensor, int_sequence, normalize_dim, vmapped
 from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
 from numdiff.tensor import Tensor
 
@@ -111,7 +112,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     tensor([4, 1, 2, 3])
     """
     input = ensure_tensor("roll", input)
-    shift_list = [int(shifts)] if isinstance(shifts, (int, np.integer)) else [int(s) for s in shifts]
+    shift_list = [int(shifts)] if is_int(shifts) else list(int_sequence("roll", "shifts", shifts))
     if dims is None:
         if len(shift_list) != 1:
             raise ValueError(f"roll: with dims=None, shifts must be a single integer, got {shifts!r}")

@@ -8,10 +8,18 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import get_default_dtype
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.ops._util import as_result, half_computed_in_float32, normalize_dim, normalize_dims, vmapped
+from numdiff.ops._util import (
+    as_result,
+    data_of,
+    half_computed_in_float32,
+    normalize_dim,
+    normalize_dims,
+    vmapped,
+)
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -200,7 +208,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     """Arithmetic mean over `dim`."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype!r}"
         )
@@ -257,6 +265,8 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim`, stable for large inputs (shifted by the detached max)."""
     dims = normalize_dims("logsumexp", dim, input.ndim)
+    if input._data.dtype.kind in "biu":  # integers and bools in the default float dtype, as in PyTorch
+        input = input.to(get_default_dtype())
     if input._data.dtype == np.float16:
         return half_computed_in_float32(input, lambda x: logsumexp(x, dim, keepdim))
     if input.numel() == 0:  # nothing to overflow; a sum over no elements is 0, so its log is -inf
@@ -285,7 +295,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     if vmapped(input):
         return getattr(input, op)(dim, keepdim)  # the batched tensor's own argmax/argmin
-    data = input._data
+    data = data_of(input)
     if data.size == 0 and dim is None:
         raise RuntimeError(f"{op}: cannot take the {op} of an empty tensor of shape {tuple(data.shape)}")
     if dim is None:

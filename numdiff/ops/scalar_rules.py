@@ -115,8 +115,10 @@ _TABLE = (
     ScalarRule("expm1", 1, "math.expm1(x)", ("out + 1.0",), ufunc="expm1", doc="Elementwise exp(x) - 1."),
     ScalarRule("sqrt", 1, "math.sqrt(x)", ("0.5 / out",), ufunc="sqrt", doc="Elementwise square root."),
     ScalarRule("rsqrt", 1, "1.0 / math.sqrt(x)", ("-0.5 * out * out * out",), doc="Elementwise 1 / sqrt(x)."),
+    # At 0 and NaN PyTorch multiplies the gradient by sgn(x) = 0 (NaN for an infinite gradient): a
+    # product, 0.0 * 1.0, where a literal 0.0 would mask the gradient as relu's does.
     ScalarRule(
-        "abs", 1, "math.fabs(x)", ("where(x > 0.0, 1.0, where(x < 0.0, -1.0, 0.0))",),
+        "abs", 1, "math.fabs(x)", ("where(x > 0.0, 1.0, where(x < 0.0, -1.0, 0.0 * 1.0))",),
         ufunc="absolute", dtypes="any", method=False,
     ),
     ScalarRule(

@@ -88,7 +88,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
             raise ValueError(f"scatter: index shape {tuple(index.shape)} exceeds src shape {tuple(src.shape)}")
         check_same_device("scatter", input, index, src)
     else:
-        src = scalar_like(src, input).to(input.dtype).expand(tuple(index.shape))
+        src = scalar_like(src, input, "scatter").expand(tuple(index.shape))
     if reduce is not None:
         if reduce != "add":
             raise ValueError(f"scatter: reduce={reduce!r} is not supported (None or 'add'; see scatter_add)")

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import _dtype
 from numdiff._host_functions import host_function
 from numdiff.backend import backend_for
 from numdiff.ops._util import ensure_tensor, normalize_dim, operands, vmapped
@@ -25,12 +26,15 @@ def _host(op: str, t: Tensor) -> np.ndarray:
             f"{op}: not supported on a tensor batched by numdiff.func.vmap (it reads the values on the "
             "host, and nonzero's and unique's result shapes depend on them); loop over the batch instead"
         )
-    data = t._data
-    return data if type(data) is np.ndarray else data.to_host()
+    return t._host_values()  # bfloat16 widened exactly to float32 (see _on_device_of)
 
 
 def _on_device_of(array: np.ndarray, like: Tensor) -> Tensor:
+    """`array`, computed on the host from `like`'s values, as a tensor on `like`'s device; float32
+    values computed from a bfloat16 tensor go back to bfloat16 (exact: they are its own values)."""
     data = like._data
+    if data.dtype == _dtype.BFLOAT16_STORAGE and array.dtype == np.float32:
+        array = _dtype.cast_array(array, _dtype.bfloat16)
     if type(data) is not np.ndarray:
         array = backend_for(data).from_host(np.ascontiguousarray(array), data)
     return Tensor._wrap(array, None, None)
@@ -187,7 +191,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     a, b = operands("isclose", input, other)
     if a._data.dtype.kind == "b":
         return a == b
-    if a._data.dtype.kind != "f":
+    if a._data.dtype.kind not in "fV":
         a, b = a.double(), b.double()
     # Infinities are close only when equal: inf - (-inf) is inf, and inf <= inf would hold. Their
     # differences (inf - inf is NaN) are masked out, so NumPy's warning about them says nothing.

@@ -6,8 +6,16 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype_info import finfo
 from numdiff.autograd.function import Function
-from numdiff.ops._util import _scalar_operand, broadcast_shape, check_same_device, operands, scalar_like
+from numdiff.ops._util import (
+    _scalar_operand,
+    broadcast_shape,
+    check_integer_scalar_fits,
+    check_same_device,
+    operands,
+    scalar_like,
+)
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -80,6 +88,9 @@ def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
         input = tensor(input, device=condition.device)
     if condition._data.dtype.kind != "b":
         condition = condition != 0
+    if isinstance(input, Tensor) != isinstance(other, Tensor):
+        check_integer_scalar_fits("where", other if isinstance(input, Tensor) else input,
+                                  input if isinstance(input, Tensor) else other)
     a, b = operands("where", input, other)
     tensors = [t for t in (condition, a, b) if isinstance(t, Tensor)]
     check_same_device("where", *tensors)
@@ -107,10 +118,13 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_by_tensors(input, min, max)
+    bounds = []
     for bound in (min, max):
         if bound is not None:  # a float bound makes an integer input float, as in PyTorch
-            _, input = _scalar_operand("clamp", bound, input)
-    return Clamp.apply(input, min=min, max=max)
+            check_integer_scalar_fits("clamp", bound, input)
+            bound, input = _scalar_operand("clamp", bound, input)  # -3 for uint8 is 253, as in PyTorch
+        bounds.append(bound)
+    return Clamp.apply(input, min=bounds[0], max=bounds[1])
 
 
 clip = clamp
@@ -165,9 +179,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise TypeError(f"nan_to_num: {name} must be a number or None, got {type(value).__name__}")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":  # V: bfloat16
         return input.clone()  # integers have no NaN or inf
-    info = np.finfo(input._data.dtype)
+    info = finfo(input.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
     out = where(isnan(input), nan, input)
@@ -183,7 +197,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         if value.ndim != 0:
             raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
     else:
-        value = scalar_like(value, input)
+        value = scalar_like(value, input, "masked_fill")
     shape = broadcast_shape("masked_fill", input.shape, mask.shape)
     if tuple(shape) != tuple(input.shape):
         raise ValueError(

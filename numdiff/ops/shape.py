@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.ops._util import check_same_device, normalize_dim, normalize_dims
+from numdiff.kernels._args import is_int
+from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -107,10 +108,12 @@ class Cat(Function):
         return tuple(grads)
 
 
-def _shape_arg(shape: Sequence[Any]) -> tuple:
+def _shape_arg(shape: Sequence[Any], op: str = "reshape") -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    if all(type(s) is int for s in shape):  # the common call, without the checks' cost
+        return tuple(shape)
+    return int_sequence(op, "shape", shape)
 
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
@@ -131,6 +134,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 
 def view(input: Tensor, *shape: Any) -> Tensor:
     """Like reshape, but refuses layouts that would need a copy (as PyTorch's view)."""
+    _shape_arg(shape, "view")  # a bad size names view, not the reshape it calls
     out = reshape(input, *shape)
     if out is not input and not np.may_share_memory(out._data, input._data):
         raise RuntimeError(
@@ -142,7 +146,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
     """Reorder dimensions."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute")
     if len(dims) != input.ndim:
         raise ValueError(f"permute: got {len(dims)} dims {list(dims)} for a tensor with {input.ndim} dimensions")
     dims = tuple(normalize_dim("permute", d, input.ndim) for d in dims)
@@ -170,7 +174,7 @@ def t(input: Tensor) -> Tensor:
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to a larger shape without copying (-1 keeps a dimension)."""
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand")
     shape = input.shape
     if len(sizes) < len(shape):
         raise ValueError(f"expand: the number of sizes provided ({len(sizes)}) must be at least the number of dimensions ({len(shape)})")
@@ -250,7 +254,7 @@ def flip(input: Tensor, dims: Any) -> Tensor:
 
 def repeat(input: Tensor, *repeats: Any) -> Tensor:
     """Tile the tensor `repeats[i]` times along dim i (composed from expand and reshape)."""
-    repeats = _shape_arg(repeats)
+    repeats = _shape_arg(repeats, "repeat")
     if len(repeats) < input.ndim:
         raise ValueError(f"repeat: number of repeat dims {len(repeats)} can not be smaller than number of tensor dims {input.ndim}")
     if any(r < 0 for r in repeats):
@@ -281,7 +285,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
     for i, t in enumerate(tensors):
-        if isinstance(t, Tensor) and t.ndim == 0:  # else the size checks below index its empty shape
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat: expected a Tensor as element {i} of tensors, got {type(t).__name__}")
+        if t.ndim == 0:  # else the size checks below index its empty shape
             raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
     dim = normalize_dim("cat", dim, first.ndim)
     for i, other in enumerate(tensors[1:], 1):
@@ -326,14 +332,15 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
     """Split into chunks of a given size, or of the listed sizes, along `dim`."""
     dim = normalize_dim("split", dim, input.ndim)
     length = input.shape[dim]
-    if isinstance(split_size_or_sections, int):
+    if is_int(split_size_or_sections):
+        split_size_or_sections = int(split_size_or_sections)
         if split_size_or_sections <= 0:
             raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
         sizes = [split_size_or_sections] * (length // split_size_or_sections)
         if length % split_size_or_sections:
             sizes.append(length % split_size_or_sections)
     else:
-        sizes = list(split_size_or_sections)
+        sizes = list(int_sequence("split", "split_size_or_sections", split_size_or_sections))
         if sum(sizes) != length:
             raise ValueError(f"split: sections {sizes} do not sum to the size {length} of dimension {dim}")
     pieces = []
@@ -346,6 +353,8 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Ten
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into `chunks` pieces of (nearly) equal size along `dim`."""
+    if not is_int(chunks):
+        raise TypeError(f"chunk: chunks must be an int, got {chunks!r} ({type(chunks).__name__})")
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     dim = normalize_dim("chunk", dim, input.ndim)

@@ -31,9 +31,7 @@ def _stable_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
 
 def _host(op: str, input: Any) -> tuple[Tensor, np.ndarray]:
     input = ensure_tensor(op, input)
-    if input._data.dtype.kind == "V":
-        raise TypeError(f"{op}: numdiff stores bfloat16 but does not compute in it; convert with .float() first")
-    return input, (input._data if type(input._data) is np.ndarray else input._data.to_host())
+    return input, input._host_values()  # bfloat16 widened exactly to float32: the same order
 
 
 def _indices(order: np.ndarray, like: Tensor) -> Tensor:

@@ -53,7 +53,7 @@ def round(input: Any, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
         raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
     if decimals == 0:
         return PUBLIC["round"](input)
-    if not isinstance(input, Tensor) or input._data.dtype.kind != "f":
+    if not isinstance(input, Tensor) or input._data.dtype.kind not in "fV":
         what = f"dtype {input.dtype}" if isinstance(input, Tensor) else type(input).__name__
         raise TypeError(f"round: decimals={decimals} needs a floating point tensor, got {what}")
     if decimals > 0:

@@ -54,6 +54,12 @@ class LRScheduler:
         finally:
             self._is_initial = False
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling: the optimizer's ``step`` wrapper is not pickled, so wrap it again."""
+        self.__dict__.update(state)
+        if "optimizer" in state:
+            _track_optimizer_steps(self.optimizer)
+
     def get_lr(self) -> list[float]:
         """The next learning rate of each parameter group (called by `step`)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement get_lr()")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _profiling
+from numdiff import _dtype, _profiling
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
 from numdiff.tensor import Tensor
@@ -231,6 +231,11 @@ class Optimizer:
         self.state = state
         self.param_groups = saved_groups
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled state, without the per-instance ``step`` wrapper an lr scheduler adds (it holds
+        a weak reference; a new scheduler wraps the unpickled optimizer again)."""
+        return {key: value for key, value in self.__dict__.items() if key != "step"}
+
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, group in enumerate(self.param_groups):
@@ -326,6 +331,9 @@ def unused_buffer(flat_param: Any) -> Any:
     return flat_param[:0]
 
 
+_NARROW_FLOATS = (np.dtype(np.float16), _dtype.BFLOAT16_STORAGE)
+
+
 class GroupUpdate:
     """One step of one parameter group as a single fused kernel call (numdiff.kernels.optim_foreach).
 
@@ -339,6 +347,7 @@ class GroupUpdate:
 
         self._update = ForeachUpdate(name, flags)
         self._params: list[tuple[Tensor, Any]] = []
+        self._narrow: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
 
     def param(self, param: Tensor) -> Any:
         data = param._data
@@ -347,10 +356,21 @@ class GroupUpdate:
         return flat
 
     def add(self, arrays: tuple[Any, ...], hyper: tuple[float, ...]) -> None:
+        if arrays[0].dtype in _NARROW_FLOATS:
+            # float16 and bfloat16 parameters (the kernels take float32/float64): the step runs on
+            # float32 copies of the parameter, gradient and state, which run() rounds back, as
+            # PyTorch's CPU optimizers compute half types in float.
+            wide = tuple(_dtype.cast_array(a, _dtype.float32) for a in arrays)
+            self._narrow.append((arrays, wide))
+            arrays = wide
         self._update.add(arrays, hyper)
 
     def run(self) -> None:
         self._update.run()
+        for narrow, wide in self._narrow:
+            for index, (target, source) in enumerate(zip(narrow, wide)):
+                if index != 1 and target.size:  # index 1 is the gradient, which is only read
+                    target[...] = _dtype.cast_array(source, _dtype.from_numpy(target.dtype))
         for param, flat in self._params:
             data = param._data
             if not data.flags.c_contiguous:

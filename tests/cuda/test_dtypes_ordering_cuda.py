@@ -63,3 +63,30 @@ def test_diagonal_on_the_device_is_a_view_that_in_place_edits_reach():
     np.testing.assert_array_equal(x.cpu().numpy(), expected)
     x[0, 0, 1] = 7.0
     assert d.cpu().tolist() == [[7.0, 2.0], [2.0, 2.0]]
+
+
+def test_bfloat16_writes_and_ops_on_device_match_the_cpu():
+    """fill_, setitem and computing ops on a bfloat16 device tensor: the copy kernel moves its
+    bits as uint16 (it cannot type bfloat16's opaque items), ops compute in float32 and round."""
+    results = []
+    for where in ("cpu", "cuda"):
+        t = numdiff.zeros(2, 3, dtype=numdiff.bfloat16, device=where)
+        t.fill_(1.5)
+        t[0, 1] = 2.25
+        t[1] = t[0] * 3
+        results.append([t, (t * 3 + 1).exp(), t > 2, t.sum(), t.argmax(), t.softmax(1)])
+    for cpu, gpu in zip(*results):
+        assert gpu.device == "cuda" and gpu.dtype is cpu.dtype
+        np.testing.assert_array_equal(gpu.cpu().float().numpy(), cpu.float().numpy())
+
+
+def test_integer_overflow_rules_hold_on_device():
+    x = numdiff.tensor([1, 200], dtype=numdiff.uint8, device="cuda")
+    assert (x + 300).cpu().tolist() == [45, 244]
+    assert (x < -3).cpu().tolist() == [True, True]
+    try:
+        x.fill_(300)
+    except RuntimeError as error:
+        assert "fill_: value 300" in str(error)
+    else:
+        raise AssertionError("fill_(300) into uint8 must raise")

@@ -222,3 +222,50 @@ def test_multihead_attention_bad_input_names_the_layer(ctor, shapes, call, error
 def test_multihead_attention_bad_constructor():
     with pytest.raises(ValueError, match="embed_dim must be divisible by num_heads, got embed_dim=5 and num_heads=2"):
         nn.MultiheadAttention(5, 2)
+
+
+def _op_names(output):
+    names, seen, stack = [], set(), [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(getattr(getattr(node, "function", None), "op_name", None))
+        stack.extend(getattr(node, "next_nodes", ()))
+    return names
+
+
+def test_sdpa_runs_one_fused_attention_op_and_matches_torch_with_a_mask_and_causal():
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 3, 4, 5)) for _ in range(3))
+    mask = rng.standard_normal((4, 4))
+    for kwargs, kwargs_t in (({"attn_mask": numdiff.tensor(mask)}, {"attn_mask": torch.tensor(mask)}), ({"is_causal": True}, {"is_causal": True})):
+        tensors = [numdiff.tensor(a, requires_grad=True) for a in (q, k, v)]
+        theirs = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+        out = numdiff.nn.functional.scaled_dot_product_attention(*tensors, **kwargs)
+        expected = torch.nn.functional.scaled_dot_product_attention(*theirs, **kwargs_t)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+        assert _op_names(out).count("attention") == 1 and "softmax" not in _op_names(out)
+        out.square().sum().backward()
+        expected.square().sum().backward()
+        for mine, reference in zip(tensors, theirs):
+            np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_sdpa_with_dropout_or_a_mask_that_needs_grad_is_composed():
+    q = numdiff.randn(2, 3, 4, dtype=numdiff.float64, requires_grad=True)
+    mask = numdiff.zeros(3, 3, dtype=numdiff.float64, requires_grad=True)
+    out = numdiff.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    assert "attention" not in _op_names(out)
+    out.sum().backward()
+    assert mask.grad is not None and mask.grad.shape == (3, 3)
+    assert "attention" not in _op_names(numdiff.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5))
+
+
+def test_sdpa_under_vmap_matches_a_loop_over_the_batch():
+    q = numdiff.randn(3, 2, 4, 5, dtype=numdiff.float64)
+    mask = numdiff.tensor(np.tril(np.ones((4, 4), dtype=bool)))
+    batched = numdiff.func.vmap(lambda a: functional.scaled_dot_product_attention(a, a, a, attn_mask=mask))(q)
+    looped = numdiff.stack([functional.scaled_dot_product_attention(q[i], q[i], q[i], attn_mask=mask) for i in range(3)])
+    np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-12, atol=1e-12)

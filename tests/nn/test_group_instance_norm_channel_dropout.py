@@ -115,7 +115,7 @@ def test_channel_dropout_gradient_is_its_mask():
 
 
 def test_channel_dropout_refuses_bad_input():
-    with pytest.raises(ValueError, match=r"dropout2d: expected a 3-D \(unbatched\) or 4-D \(batched\) input, got shape \(2, 3\)"):
-        nf.dropout2d(numdiff.ones(2, 3))
+    with pytest.raises(ValueError, match=r"dropout1d: expected a 2-D \(unbatched\) or 3-D \(batched\) input, got shape \(2, 3, 4, 5\)"):
+        nf.dropout1d(numdiff.ones(2, 3, 4, 5))
     with pytest.raises(ValueError, match="dropout1d: probability has to be between 0 and 1, but got 1.5"):
         nf.dropout1d(numdiff.ones(2, 3), 1.5)

@@ -209,7 +209,7 @@ def test_pool_wrong_rank_is_refused():
         (lambda: nn.Conv2d(2, 4, 3, padding="full"), "padding must be 'same', 'valid'"),
         (lambda: nn.Conv2d(2, 4, 3, stride=2, padding="same"), "not supported for strided"),
         (lambda: nn.Conv2d(2, 4, 3, padding_mode="mirror"), "padding_mode must be one of"),
-        (lambda: nn.Conv2d(2, 4, (3, 3, 3)), r"kernel_size must be an int or a tuple of 2 ints"),
+        (lambda: nn.Conv2d(2, 4, (3, 3, 3)), r"kernel_size must be an int or 2 ints"),
         (lambda: nn.ConvTranspose2d(2, 4, 3, stride=2, output_padding=2), "output_padding"),
         (lambda: nn.ConvTranspose2d(2, 4, 3, padding_mode="reflect"), 'only "zeros" padding_mode'),
     ],

@@ -385,3 +385,24 @@ def test_cross_entropy_matches_torch_on_drawn_shapes(batch, classes, extra, smoo
                                 reduction=reduction, label_smoothing=smoothing)
 
     _compare_loss(ours, theirs, (logits,), rng)
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape, smoothing, weighted", [((0, 0), 0.0, False), ((3, 0), 0.0, False),
+                                                         ((3, 0), 0.1, False), ((3, 0), 0.0, True), ((0, 5), 0.0, False)])
+def test_losses_over_zero_classes_or_entries_match_torch(loss, reduction, shape, smoothing, weighted):
+    """No classes (every target ignore_index) or no entries: torch's nan, 0 or empty result and a
+    zero gradient of the input's shape, where max over zero classes leaked NumPy's ValueError."""
+    target = [-100] * shape[0]
+    kwargs = {"reduction": reduction}
+    if loss == "cross_entropy" and smoothing:
+        kwargs["label_smoothing"] = smoothing
+    weights = ({"weight": numdiff.zeros(shape[1])}, {"weight": torch.zeros(shape[1])}) if weighted else ({}, {})
+    x = numdiff.zeros(*shape, requires_grad=True)
+    got = getattr(numdiff.nn.functional, loss)(x, numdiff.tensor(target, dtype=numdiff.int64), **kwargs, **weights[0])
+    expected = getattr(torch.nn.functional, loss)(
+        torch.zeros(*shape), torch.tensor(target, dtype=torch.int64), **kwargs, **weights[1])
+    np.testing.assert_array_equal(got.detach().numpy(), expected.numpy())
+    got.sum().backward()
+    assert x.grad.shape == x.shape and not x.grad.numpy().any()

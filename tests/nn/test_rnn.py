@@ -209,3 +209,68 @@ def test_bad_constructor_arguments():
         nn.LSTM(3, 4, dropout=1.5)
     with pytest.warns(UserWarning, match="does nothing with num_layers=1"):
         nn.LSTM(3, 4, dropout=0.2)
+
+
+def _recorded_ops(output):
+    """The op names of every node the output's graph holds, with their counts."""
+    counts, seen, stack = {}, set(), [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        name = getattr(getattr(node, "function", None), "op_name", None)
+        if name is not None:
+            counts[name] = counts.get(name, 0) + 1
+        stack.extend(getattr(node, "next_nodes", ()))
+    return counts
+
+
+@pytest.mark.parametrize("cls_name, op", [("LSTM", "lstm_sequence"), ("GRU", "gru_sequence"), ("RNN", "rnn_sequence")])
+def test_a_sequence_records_one_op_per_layer_and_direction_whatever_its_length(rng, cls_name, op):
+    layer = getattr(nn, cls_name)(3, 4, num_layers=2, bidirectional=True).double()
+    sizes = set()
+    for steps in (2, 9):
+        output = layer(numdiff.tensor(rng.standard_normal((steps, 2, 3))))[0]
+        counts = _recorded_ops(output)
+        assert counts[op] == 4  # 2 layers x 2 directions
+        sizes.add(sum(counts.values()))
+    assert len(sizes) == 1  # the graph's size does not grow with the sequence
+
+
+def test_compiled_lstm_matches_eager_with_one_sequence_call_whatever_the_length(rng):
+    layer = nn.LSTM(3, 4).double()
+
+    def loss(x):
+        return layer(x)[0].square().sum()
+
+    listings = []
+    for steps in (3, 12):
+        x = numdiff.tensor(rng.standard_normal((steps, 2, 3)))
+        compiled = numdiff.compile(loss)
+        expected = loss(x)
+        got = compiled(x)
+        np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12)
+        eager_grads = numdiff.autograd.grad(expected, list(layer.parameters()))
+        compiled_grads = numdiff.autograd.grad(got, list(layer.parameters()))
+        for a, b in zip(compiled_grads, eager_grads):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+        (trace,) = [t for traces in compiled.compiled.traces.values() for t in traces]
+        calls = [call.op_name for call in trace.program.graph.calls]
+        assert calls.count("lstm_sequence") == 1
+        listings.append(calls)
+    assert listings[0] == listings[1]  # the traced graph does not grow with the sequence
+
+
+def test_sequence_op_refuses_mismatched_shapes_and_dtypes():
+    from numdiff.ops.recurrent import gru_sequence, lstm_sequence
+
+    z = numdiff.zeros
+    with pytest.raises(ValueError, match=r"lstm_sequence: h0 must have shape \(2, 3\), got \(2, 4\)"):
+        lstm_sequence(z(5, 2, 12), z(2, 4), z(2, 3), z(12, 3))
+    with pytest.raises(ValueError, match=r"gru_sequence: w_hh must have shape \(9, 3\)"):
+        gru_sequence(z(5, 2, 9), z(2, 3), z(9, 4))
+    with pytest.raises(TypeError, match="gru_sequence: expected float32 or float64 tensors of one dtype"):
+        gru_sequence(z(5, 2, 9), z(2, 3, dtype=numdiff.float64), z(9, 3))
+    with pytest.raises(ValueError, match="lstm_sequence: expected a sequence of length >= 1"):
+        lstm_sequence(z(0, 2, 12), z(2, 3), z(2, 3), z(12, 3))

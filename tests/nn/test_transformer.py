@@ -95,6 +95,14 @@ def test_generate_square_subsequent_mask_matches_torch():
     np.testing.assert_array_equal(generate_square_subsequent_mask(4).numpy(), torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())
 
 
+def test_subsequent_mask_takes_the_default_dtype_and_fits_a_float32_encoder():
+    assert generate_square_subsequent_mask(3).dtype == numdiff.get_default_dtype() == numdiff.float32
+    assert generate_square_subsequent_mask(3, dtype=numdiff.float64).dtype == numdiff.float64
+    layer = numdiff.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True)
+    out = layer(numdiff.randn(2, 3, 4), src_mask=numdiff.nn.Transformer.generate_square_subsequent_mask(3), is_causal=True)
+    assert out.shape == (2, 3, 4) and out.dtype == numdiff.float32
+
+
 # ----------------------------------------------------------------------------- decoder and nn.Transformer
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
 def test_decoder_layer_matches_torch(rng, norm_first):

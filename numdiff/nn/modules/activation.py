@@ -3,10 +3,9 @@ MultiheadAttention is importable from here)."""
 
 from __future__ import annotations
 
-import warnings
-
 from numdiff.creation import full
 from numdiff.nn import functional
+from numdiff.nn._legacy import implicit_softmax_dim
 from numdiff.nn.modules.attention import MultiheadAttention  # PyTorch keeps it in this module
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
@@ -225,16 +224,6 @@ class GLU(_Elementwise):
     _function, _arguments = "glu", (("dim", -1),)
 
 
-def _softmax_dim(name: str, dim: int | None, input: Tensor) -> int:
-    if dim is not None:
-        return dim
-    warnings.warn(
-        f"{name}: implicit dimension choice is deprecated, pass dim explicitly", UserWarning, stacklevel=3
-    )
-    # PyTorch's legacy choice when no dim is given.
-    return 0 if input.ndim in (0, 1, 3) else 1
-
-
 class Softmax(Module):
     """exp(x) / sum(exp(x)) along `dim`."""
 
@@ -243,7 +232,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return functional.softmax(input, _softmax_dim("Softmax", self.dim, input))
+        return functional.softmax(input, implicit_softmax_dim("Softmax", self.dim, input))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -257,7 +246,7 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return functional.log_softmax(input, _softmax_dim("LogSoftmax", self.dim, input))
+        return functional.log_softmax(input, implicit_softmax_dim("LogSoftmax", self.dim, input))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -274,7 +263,7 @@ class Softmin(Module):
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return functional.softmin(input, _softmax_dim("Softmin", self.dim, input))
+        return functional.softmin(input, implicit_softmax_dim("Softmin", self.dim, input))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -300,3 +289,18 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (F.rrelu): a random negative slope in [lower, upper] per element while
+    training, their mean in eval mode."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from numdiff.creation import empty
+from numdiff.kernels._args import int_tuple
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
@@ -16,12 +17,10 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _tuple(name: str, value: Any, n: int) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
-    if len(value) != n or not all(isinstance(v, int) for v in value):
-        raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
-    return value
+    """An int or n ints (NumPy ints too) of a layer's `name` ("Conv2d: stride"); floats, bools,
+    None and wrong lengths are a TypeError or ValueError naming the layer and the argument."""
+    layer, _, argument = name.partition(": ")
+    return int_tuple(layer, argument, value, n, 0, expand=True)
 
 
 class _ConvNd(Module):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numdiff.creation import empty
+from numdiff.kernels._args import is_int
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input
 from numdiff.nn.modules.module import Module
@@ -36,6 +37,9 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        for argument, value in (("in_features", in_features), ("out_features", out_features)):
+            if not is_int(value):
+                raise TypeError(f"Linear: {argument} must be an int, got {value!r} ({type(value).__name__})")
         if in_features < 0 or out_features < 0:
             raise ValueError(f"Linear: in_features and out_features must be non-negative, got {in_features} and {out_features}")
         self.in_features = in_features

@@ -157,7 +157,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _forget(self, name)
+            _forget(self, name, "_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -169,7 +169,7 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            _forget(self, name)
+            _forget(self, name, "_modules")
             self._modules[name] = value
         elif params is not None and name in self._modules:
             if value is not None:
@@ -352,16 +352,20 @@ class Module:
                         module._buffers[name] = fn(buffer)
         return self
 
-    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Module:
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
+           memory_format: Any = None) -> Module:
         """Move and/or cast parameters and buffers in place: ``m.to(numdiff.float64)``, ``m.to("cuda")``.
 
-        A dtype applies to floating point tensors only (integer buffers keep theirs).
+        A dtype applies to floating point tensors only (integer buffers keep theirs). `non_blocking`
+        and `memory_format` are accepted as in Tensor.to.
         """
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
             elif isinstance(arg, (str, device_type)):
                 device = arg
+            elif isinstance(arg, bool):
+                continue  # PyTorch's positional non_blocking flag
             else:
                 dtype = arg
         if dtype is not None:
@@ -387,10 +391,17 @@ class Module:
     def bfloat16(self) -> Module:
         return self.to(_dtype.bfloat16)
 
+    def share_memory(self) -> Module:
+        """Move every parameter and buffer into shared memory (``Tensor.share_memory_``), for
+        processes of numdiff.multiprocessing to train one model together (Hogwild)."""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
+        return self
+
     def cpu(self) -> Module:
         return self.to("cpu")
 
-    def cuda(self, device: int | str | None = None) -> Module:
+    def cuda(self, device: int | str | None = None, non_blocking: bool = False) -> Module:
         return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
 
     # ------------------------------------------------------------------ printing
@@ -441,9 +452,12 @@ def _add_hook(registry: OrderedDict, hook: Callable[..., Any], prepend: bool) ->
     return handle
 
 
-def _forget(module: Module, name: str) -> None:
-    """Drop `name` from wherever it was registered, before it is registered as something else."""
+def _forget(module: Module, name: str, keep: str) -> None:
+    """Drop `name` from wherever else it was registered, before it is registered in `keep`; its
+    entry in `keep` stays where it is, so replacing a layer keeps its place in children() and
+    state_dict() (PyTorch's order, which programs rely on: ``list(resnet.children())[:-1]``)."""
     for kind in ("_parameters", "_buffers", "_modules"):
-        module.__dict__[kind].pop(name, None)
+        if kind != keep:
+            module.__dict__[kind].pop(name, None)
     module._non_persistent_buffers_set.discard(name)
     module.__dict__.pop(name, None)

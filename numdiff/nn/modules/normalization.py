@@ -9,10 +9,12 @@ from typing import Any
 from numdiff import _dtype
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty, ones, tensor, zeros
+from numdiff.kernels._args import is_int
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
+from numdiff.ops._util import int_sequence
 from numdiff.tensor import Tensor
 
 
@@ -157,7 +159,8 @@ class LayerNorm(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = (int(normalized_shape),) if is_int(normalized_shape) else int_sequence(
+            "LayerNorm", "normalized_shape", normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
@@ -197,7 +200,8 @@ class RMSNorm(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = (int(normalized_shape),) if is_int(normalized_shape) else int_sequence(
+            "LayerNorm", "normalized_shape", normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:

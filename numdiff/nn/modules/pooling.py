@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from numdiff.kernels._args import int_tuple
 from numdiff.nn import functional
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
@@ -15,9 +16,9 @@ def _check_spatial(module: Module, input: Tensor, dims: int) -> None:
     check_input(module, input, input.ndim in (dims + 1, dims + 2), f"(N, C, {spatial}) or (C, {spatial})")
 
 
-def _single(value: Any) -> tuple:
+def _single(value: Any, name: str = "kernel_size") -> tuple:
     # AvgPool1d stores 1-tuples, as PyTorch's does (and prints them).
-    return (value,) if isinstance(value, int) else tuple(value)
+    return int_tuple("AvgPool1d", name, value, 1, 0, expand=True)
 
 
 class _MaxPoolNd(Module):
@@ -88,8 +89,8 @@ class AvgPool1d(Module):
     ) -> None:
         super().__init__()
         self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
+        self.stride = _single(stride if stride is not None else kernel_size, "stride")
+        self.padding = _single(padding, "padding")
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 

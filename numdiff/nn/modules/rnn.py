@@ -5,12 +5,15 @@ Parameter names, shapes, gate order and initialisation are PyTorch's, so a torch
 ``bias_ih_l{k}``, ``bias_hh_l{k}``, with ``_reverse`` for the backward direction (and LSTM's
 ``weight_hr_l{k}`` when proj_size > 0). Gates stack as LSTM (i, f, g, o) and GRU (r, z, n).
 
-The one-step cells and step functions live in rnn_cell.py (the cells importable from here too, as
-in PyTorch). Every step is composed from differentiable ops (matmul, sigmoid, tanh, mul, add), so
-gradients and second derivatives come from the ops themselves. The input projection of a whole sequence
-is one matmul per layer and direction; only the hidden-to-hidden product runs per time step.
-A PackedSequence input runs padded, in its length-sorted order, each sequence's state held once
-the sequence has ended (so h_n is its last valid step's, as in PyTorch).
+Each layer and direction projects the whole input sequence with one matmul, then runs the time
+loop as one recurrent op (numdiff.ops.recurrent: lstm_sequence, gru_sequence, rnn_sequence), whose
+kernels hold the loop and the backward through time; a tape or compiled graph gets one node per
+layer and direction whatever the sequence length. Two cases run step by step instead, composed
+from differentiable ops with the step functions of rnn_cell.py (where the one-step cells live,
+importable from here too, as in PyTorch): LSTM with proj_size, and a PackedSequence input, which
+runs padded in its length-sorted order with each sequence's state held once the sequence has
+ended (so h_n is its last valid step's, as in PyTorch); also dtypes other than float32/float64,
+and an ONNX export (the sequence ops have no ONNX form).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import float32, float64
 from numdiff.creation import empty, tensor, zeros
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import layer_name
@@ -36,10 +40,13 @@ from numdiff.nn.modules.rnn_cell import (
 )
 from numdiff.nn.parameter import Parameter
 from numdiff.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from numdiff.onnx._state import exporting as onnx_exporting
+from numdiff.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
 from numdiff.ops.selection import where
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
+_KERNEL_DTYPES = (float32, float64)  # the recurrent kernels' dtypes; others run step by step
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
@@ -179,6 +186,9 @@ class RNNBase(Module):
 
     def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool, running: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
+        fused = running is None and w_hr is None and input.dtype in _KERNEL_DTYPES and not onnx_exporting[0]
+        if fused and input.shape[0]:
+            return self._run_sequence_op(input, state, w_ih, w_hh, b_ih, b_hh, reverse)
         projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
         if b_hh is not None and self.mode != "GRU":
             projected, b_hh = projected + b_hh, None
@@ -203,6 +213,28 @@ class RNNBase(Module):
         if not outputs:
             raise ValueError(f"{layer_name(self)}: expected a sequence of length >= 1, got input of shape {tuple(input.shape)}")
         return stack(outputs, 0), h, c
+
+    def _run_sequence_op(
+        self, input: Tensor, state: Any, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None, reverse: bool
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The whole sequence as one recurrent op (numdiff.ops.recurrent): one node per layer and
+        direction, the time loop inside the kernel."""
+        hidden = self.hidden_size
+        if b_hh is not None and self.mode != "GRU":
+            b_ih, b_hh = b_ih + b_hh, None  # both add straight to the gates
+        projected = functional.linear(input, w_ih, b_ih)
+        if reverse:
+            projected = projected.flip(0)
+        c_n = None
+        if self.mode == "LSTM":
+            out = lstm_sequence(projected, state[0], state[1], w_hh)
+            c_n = out[-1, :, hidden : 2 * hidden]
+        elif self.mode == "GRU":
+            out = gru_sequence(projected, state, w_hh, b_hh)
+        else:
+            out = rnn_sequence(projected, state, w_hh, relu=self.mode == "RNN_RELU")
+        states = out[..., :hidden]
+        return (states.flip(0) if reverse else states), states[-1], c_n
 
     def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor, order: Tensor | None = None) -> list[Any]:
         """The per-layer-direction initial states (zeros when hx is None), each (N, H); `order`

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import get_default_dtype
 from numdiff.creation import tensor
 from numdiff.nn import functional, init
 from numdiff.nn.modules.attention import MultiheadAttention
@@ -22,12 +23,14 @@ from numdiff.tensor import Tensor
 
 def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
     """A (sz, sz) float mask, 0 on and below the diagonal and -inf above: position i sees 0..i only.
+    Its dtype is the default dtype unless given (as PyTorch's), so it fits float32 attention.
 
     >>> generate_square_subsequent_mask(3)
     tensor([[0., -inf, -inf],
             [0., 0., -inf],
             [0., 0., 0.]])
     """
+    dtype = get_default_dtype() if dtype is None else dtype
     return tensor(np.triu(np.full((sz, sz), -np.inf), k=1), dtype=dtype, device=device)
 
 

@@ -1,10 +1,10 @@
 """numdiff.nn.utils: gradient clipping, parameter/vector conversion and packed sequences (utils.rnn)."""
 
 from numdiff.nn.utils import rnn
-from numdiff.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_
+from numdiff.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
-__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["rnn", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
 
 def __dir__() -> list[str]:

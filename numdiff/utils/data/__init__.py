@@ -20,19 +20,26 @@ from numdiff._random import Generator, rng
 from numdiff.backend import CPU, backend_for
 from numdiff.tensor import Tensor
 from numdiff.utils.data._collate import default_collate, default_convert
+from numdiff.utils.data._workers import check_worker_options, get_worker_info
 
 __all__ = [
     "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
     "DataLoader",
     "Dataset",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
     "Subset",
+    "SubsetRandomSampler",
     "TensorDataset",
+    "WeightedRandomSampler",
     "default_collate",
     "default_convert",
+    "get_worker_info",
     "random_split",
 ]
 
@@ -147,6 +154,8 @@ def random_split(
 
 # --------------------------------------------------------------------------- samplers
 
+_DRAW_BLOCK = 4096  # indices a sampler with replacement draws at a time
+
 
 class Sampler:
     """Yields dataset indices; subclasses define ``__iter__`` (and ``__len__`` when known)."""
@@ -211,7 +220,10 @@ class RandomSampler(Sampler):
         else:
             source = self.generator.numpy
         if self.replacement:
-            yield from source.integers(0, n, size=self.num_samples).tolist()
+            # Drawn a block at a time, as PyTorch draws lazily: num_samples may be far larger
+            # than memory (RandomSampler(ds, replacement=True, num_samples=10**10)).
+            for start in range(0, self.num_samples, _DRAW_BLOCK):
+                yield from source.integers(0, n, size=min(_DRAW_BLOCK, self.num_samples - start)).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from source.permutation(n).tolist()
@@ -276,12 +288,22 @@ class DataLoader:
         collate_fn: Callable[[list[Any]], Any] | None = None,
         drop_last: bool = False,
         generator: Generator | None = None,
+        pin_memory: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
     ) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
                 "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing, "
                 f"got {num_workers!r}"
             )
+        check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         if isinstance(dataset, IterableDataset):
             # Its samples come in its own order: there are no indices to shuffle or sample.
             for name, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
@@ -316,6 +338,12 @@ class DataLoader:
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
         self.generator = generator
+        # Accepted and kept for PyTorch code. Batches are loaded in this process, so there are no
+        # workers to start, time out or keep, and no page-locked copy to make: pin_memory is a
+        # no-op (a CPU array is already where the CPU kernels read it; CUDA copies need no pinning here).
+        self.pin_memory, self.timeout, self.worker_init_fn = pin_memory, timeout, worker_init_fn
+        self.multiprocessing_context, self.prefetch_factor = multiprocessing_context, prefetch_factor
+        self.persistent_workers, self.pin_memory_device, self.in_order = persistent_workers, pin_memory_device, in_order
         self._batched = batched
         if collate_fn is None:
             collate_fn = default_collate if batched else default_convert
@@ -367,6 +395,10 @@ class DataLoader:
     def _plain(dataset: TensorDataset) -> bool:
         """CPU tensors outside autograd, which can be gathered directly from their arrays."""
         return all(backend_for(t._data) is CPU and not t.requires_grad for t in dataset.tensors)
+
+
+from numdiff.utils.data.dataset import ChainDataset, ConcatDataset, StackDataset  # noqa: E402 - need Dataset
+from numdiff.utils.data.sampler import SubsetRandomSampler, WeightedRandomSampler  # noqa: E402 - need Sampler
 
 
 def __getattr__(name: str) -> object:

@@ -1,0 +1,150 @@
+"""Scaled dot-product attention kernels (CPU, Numba): forward and backward, one head at a time.
+
+Shapes: q (B, L, E), k (B, S, E), v (B, S, Ev), all C-contiguous of one float dtype; ``bias``
+(Bb, L, S) added to the scores, Bb = 1 (one mask for every head) or B, or (0, 0, 0) for none;
+``causal`` hides key j from query i when j > i (PyTorch's top-left alignment).
+
+Forward writes ``out`` (B, L, Ev + 1): the attention output and, in the last column, each row's
+log-sum-exp of the scores (-inf for a row that sees no key; its output is 0, as PyTorch's).
+Backward recomputes the probabilities from q, k and that log-sum-exp instead of keeping them:
+
+    P = exp(scale * q k^T + bias - lse),  dV = P^T dO,  dP = dO V^T,
+    dS = P * (dP - rowsum(dO * O) + d lse),  dQ = scale * dS K,  dK = scale * dS^T Q
+
+and writes ``res`` (B, L*E + S*E + S*Ev): dQ, dK and dV of each head, flat, side by side.
+
+Loop nest: heads in parallel (prange over B), per head the products as BLAS GEMMs on the
+calling thread (numdiff.kernels._blas.gemm) and the softmax rows in between. Extra memory: one
+(L, S) score block per head being worked on (never the (B, L, S) scores of every head).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from numdiff.kernels import _vecmath
+from numdiff.kernels._blas import gemm, prepare_blas
+from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._self_healing_cache import njit
+
+__all__ = ["attention_backward", "attention_forward"]
+
+_OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract"})
+
+
+@njit(inline="always")
+def _scores(q, k, bias, b, scale, causal, scores):
+    """scores (L, S) <- scale * q[b] k[b]^T + bias, with -inf where a causal mask hides a key."""
+    gemm(False, True, scale, q[b], k[b], 0.0, scores)
+    rows, cols = scores.shape
+    if bias.shape[0]:
+        mask = bias[b % bias.shape[0]]
+        for i in range(rows):
+            for j in range(cols):
+                scores[i, j] += mask[i, j]
+    if causal:
+        for i in range(rows):
+            for j in range(i + 1, cols):
+                scores[i, j] = -np.inf
+
+
+@njit(**_OPTIONS)
+def _forward(q, k, v, bias, scale, causal, out):
+    heads, rows, _ = q.shape
+    cols, width = v.shape[1], v.shape[2]
+    for b in prange(heads):
+        scores = np.empty((rows, cols), q.dtype)
+        _scores(q, k, bias, b, scale, causal, scores)
+        for i in range(rows):
+            row = scores[i]
+            top = -np.inf
+            for j in range(cols):
+                top = max(top, row[j])
+            if top == -np.inf:  # sees no key: zero probabilities, output 0
+                row[:] = 0.0
+                out[b, i, width] = -np.inf
+                continue
+            total = 0.0
+            for j in range(cols):
+                row[j] = _vecmath.exp(row[j] - top)
+                total += row[j]
+            for j in range(cols):
+                row[j] /= total
+            out[b, i, width] = top + np.log(total)
+        gemm(False, False, 1.0, scores, v[b], 0.0, out[b, :, :width])
+
+
+@njit(**_OPTIONS)
+def _backward(grad, out, q, k, v, bias, scale, causal, res):
+    heads, rows, depth = q.shape
+    cols, width = v.shape[1], v.shape[2]
+    for b in prange(heads):
+        d_q = res[b, : rows * depth].reshape(rows, depth)
+        d_k = res[b, rows * depth : (rows + cols) * depth].reshape(cols, depth)
+        d_v = res[b, (rows + cols) * depth :].reshape(cols, width)
+        p = np.empty((rows, cols), q.dtype)
+        _scores(q, k, bias, b, scale, causal, p)
+        for i in range(rows):
+            lse = out[b, i, width]
+            for j in range(cols):
+                p[i, j] = 0.0 if lse == -np.inf else _vecmath.exp(p[i, j] - lse)
+        d_out = grad[b, :, :width]
+        gemm(True, False, 1.0, p, d_out, 0.0, d_v)
+        d_s = np.empty((rows, cols), q.dtype)
+        gemm(False, True, 1.0, d_out, v[b], 0.0, d_s)
+        for i in range(rows):
+            centre = grad[b, i, width]  # d lse_i: softmax's own gradient adds P * d lse
+            for c in range(width):
+                centre -= grad[b, i, c] * out[b, i, c]
+            for j in range(cols):
+                d_s[i, j] = p[i, j] * (d_s[i, j] + centre)
+        gemm(False, False, scale, d_s, k[b], 0.0, d_q)
+        gemm(True, False, scale, d_s, q[b], 0.0, d_k)
+
+
+def _check(op: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray) -> tuple[int, int, int, int, int]:
+    check_float_arrays(op, q=q, k=k, v=v, bias=bias)
+    if q.ndim != 3:
+        raise ValueError(f"{op}: q must be 3-D (B, L, E), got shape {q.shape}")
+    heads, rows, depth = q.shape
+    check_shape(op, "k", k, (heads, None, depth))
+    cols = k.shape[1]
+    check_shape(op, "v", v, (heads, cols, None))
+    if bias.shape != (0, 0, 0) and (bias.ndim != 3 or bias.shape[1:] != (rows, cols) or bias.shape[0] not in (1, heads)):
+        raise ValueError(f"{op}: bias must be (1, {rows}, {cols}), ({heads}, {rows}, {cols}) or (0, 0, 0), got {bias.shape}")
+    return heads, rows, cols, depth, v.shape[2]
+
+
+def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray, scale: float, causal: bool, out: np.ndarray) -> np.ndarray:
+    """out (B, L, Ev + 1) <- [softmax(scale * q k^T + bias) v, log-sum-exp of each row].
+
+    >>> q = np.zeros((1, 2, 3)); v = np.arange(4.0).reshape(1, 2, 2)
+    >>> attention_forward(q, q, v, np.zeros((0, 0, 0)), 1.0, True, np.empty((1, 2, 3)))[0, :, :2]
+    array([[0., 1.],
+           [1., 2.]])
+    """
+    heads, rows, cols, _, width = _check("attention_forward", q, k, v, bias)
+    check_float_arrays("attention_forward", q=q, out=out)
+    check_shape("attention_forward", "out", out, (heads, rows, width + 1))
+    check_disjoint("attention_forward", {"out": out}, {"q": q, "k": k, "v": v, "bias": bias})
+    prepare_blas()
+    _forward(q, k, v, bias, float(scale), bool(causal), out)
+    return out
+
+
+def attention_backward(
+    grad: np.ndarray, out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray,
+    scale: float, causal: bool, res: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """res (B, L*E + S*E + S*Ev) <- dQ, dK, dV from grad (B, L, Ev + 1), the gradient of
+    :func:`attention_forward`'s ``out``."""
+    heads, rows, cols, depth, width = _check("attention_backward", q, k, v, bias)
+    check_float_arrays("attention_backward", q=q, grad=grad, out=out, res=res)
+    for name, arr in (("grad", grad), ("out", out)):
+        check_shape("attention_backward", name, arr, (heads, rows, width + 1))
+    check_shape("attention_backward", "res", res, (heads, (rows + cols) * depth + cols * width))
+    check_disjoint("attention_backward", {"res": res}, {"grad": grad, "out": out, "q": q, "k": k, "v": v, "bias": bias})
+    prepare_blas()
+    _backward(grad, out, q, k, v, bias, float(scale), bool(causal), res)
+    return res

@@ -1,0 +1,331 @@
+"""Recurrent-layer kernels (CPU, Numba): RNN, LSTM and GRU over a whole sequence, and their
+backward through time.
+
+Each forward takes the input half of every gate already computed (``projected``, shape (L, N, G):
+one GEMM batched over time, done by the caller) and runs the time loop here: per step one BLAS
+GEMM ``h_{t-1} @ W_hh^T`` (:func:`numdiff.kernels._blas.gemm`, written straight into the step's
+gate block) and one fused loop over the gates. Backward walks the steps in reverse with one GEMM
+``dgates_t @ W_hh`` per step. No Python runs per step.
+
+Layouts (H hidden size; every array C-contiguous, one float dtype):
+
+* LSTM, gates i, f, g, o. ``out`` (L, N, 6H) = [h_t, c_t, i, f, g, o] with the gates activated.
+  Backward writes ``res`` (L, N, 6H) = [d(pre-activation gates) (4H), d h_{t-1} (H), d c_{t-1} (H)].
+* GRU, gates r, z, n. ``out`` (L, N, 5H) = [h_t, r, z, n, hn] with ``hn = h_{t-1} W_hn^T + b_hn``.
+  Backward writes ``res`` (L, N, 5H) = [d r_pre, d z_pre, d n_pre, d hn, d h_{t-1}].
+* RNN (tanh or relu). ``out`` (L, N, H) = h_t. Backward writes ``res`` (L, N, 2H) = [d pre, d h_{t-1}].
+
+``grad`` (the gradient of ``out``) has out's shape: every block of ``out`` may carry a gradient,
+so the kernels are the exact adjoint of the forward, not only of h. ``d h_{t-1}`` at t = 0 is the
+gradient of h_0 (and ``d c_{t-1}`` of c_0). The weight gradients are one GEMM each over the
+whole sequence, left to the caller.
+
+Loop nest per step: GEMM (BLAS, calling thread), then n over the batch, j over H in loops that
+vectorise (contiguous rows, gate functions from numdiff.kernels._vecmath). Extra memory:
+one (N, G) step buffer and the (N, H) running states. Parallel: none; at the sizes
+of a recurrent step (16 x 512) a parallel region costs more than the step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numdiff.kernels import _vecmath
+from numdiff.kernels._blas import gemm, prepare_blas
+from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._self_healing_cache import njit
+
+__all__ = [
+    "gru_sequence_backward",
+    "gru_sequence_forward",
+    "lstm_sequence_backward",
+    "lstm_sequence_forward",
+    "rnn_sequence_backward",
+    "rnn_sequence_forward",
+]
+
+
+# error_model="numpy": no ZeroDivisionError branch in the sigmoid's division, so the j loops
+# vectorise (with the gate functions of numdiff.kernels._vecmath: the LSTM gates of 64 steps x 16 x
+# 128 in float32 took 2.4 ms of CPU time, against 6.5 ms with the C library's exp and tanh).
+_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+
+
+@njit(inline="always")
+def _sigmoid(x):
+    return 1.0 / (1.0 + _vecmath.exp(-x))
+
+
+# --------------------------------------------------------------------------- LSTM
+@njit(**_OPTIONS)
+def _lstm_forward(projected, h0, c0, w_hh, out):
+    steps, batch, gates = projected.shape
+    hidden = gates // 4
+    pre = np.empty((batch, gates), projected.dtype)
+    c_state = c0.copy()
+    for t in range(steps):
+        pre[:, :] = projected[t]
+        gemm(False, True, 1.0, h0 if t == 0 else out[t - 1, :, :hidden], w_hh, 1.0, pre)
+        for n in range(batch):
+            a = pre[n]
+            for j in range(2 * hidden):
+                a[j] = _sigmoid(a[j])
+            for j in range(2 * hidden, 3 * hidden):
+                a[j] = _vecmath.tanh(a[j])
+            for j in range(3 * hidden, gates):
+                a[j] = _sigmoid(a[j])
+            c = c_state[n]
+            row = out[t, n]
+            for j in range(hidden):
+                c[j] = a[hidden + j] * c[j] + a[j] * a[2 * hidden + j]
+                row[j] = a[3 * hidden + j] * _vecmath.tanh(c[j])
+            row[hidden : 2 * hidden] = c
+            row[2 * hidden :] = a
+
+
+@njit(**_OPTIONS)
+def _lstm_backward(grad, out, c0, w_hh, res):
+    steps, batch, width = out.shape
+    hidden = width // 6
+    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t and d c_t from the steps after t
+    dc_state = np.zeros((batch, hidden), out.dtype)
+    for t in range(steps - 1, -1, -1):
+        for n in range(batch):
+            c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
+            row = out[t, n]
+            g_row = grad[t, n]
+            r_row = res[t, n]
+            dh_in = dh_state[n]
+            dc_in = dc_state[n]
+            for j in range(hidden):
+                dh = g_row[j] + dh_in[j]
+                c = row[hidden + j]
+                i = row[2 * hidden + j]
+                f = row[3 * hidden + j]
+                g = row[4 * hidden + j]
+                o = row[5 * hidden + j]
+                tanh_c = _vecmath.tanh(c)
+                do = dh * tanh_c + g_row[5 * hidden + j]
+                dc = g_row[hidden + j] + dc_in[j] + dh * o * (1.0 - tanh_c * tanh_c)
+                di = dc * g + g_row[2 * hidden + j]
+                df = dc * c_prev[j] + g_row[3 * hidden + j]
+                dg = dc * i + g_row[4 * hidden + j]
+                r_row[j] = di * i * (1.0 - i)
+                r_row[hidden + j] = df * f * (1.0 - f)
+                r_row[2 * hidden + j] = dg * (1.0 - g * g)
+                r_row[3 * hidden + j] = do * o * (1.0 - o)
+                dc_in[j] = dc * f
+        gemm(False, False, 1.0, res[t, :, : 4 * hidden], w_hh, 0.0, dh_state)
+        res[t, :, 4 * hidden : 5 * hidden] = dh_state
+        res[t, :, 5 * hidden :] = dc_state
+
+
+# --------------------------------------------------------------------------- GRU
+@njit(**_OPTIONS)
+def _gru_forward(projected, h0, w_hh, b_hh, out):
+    steps, batch, gates = projected.shape
+    hidden = gates // 3
+    hidden_part = np.empty((batch, gates), projected.dtype)
+    for t in range(steps):
+        for n in range(batch):
+            hidden_part[n, :] = b_hh
+        gemm(False, True, 1.0, h0 if t == 0 else out[t - 1, :, :hidden], w_hh, 1.0, hidden_part)
+        for n in range(batch):
+            h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
+            row = out[t, n]
+            x = projected[t, n]
+            a = hidden_part[n]
+            for j in range(hidden):
+                r = _sigmoid(x[j] + a[j])
+                z = _sigmoid(x[hidden + j] + a[hidden + j])
+                hn = a[2 * hidden + j]
+                n_gate = _vecmath.tanh(x[2 * hidden + j] + r * hn)
+                row[j] = n_gate + z * (h_prev[j] - n_gate)
+                row[hidden + j] = r
+                row[2 * hidden + j] = z
+                row[3 * hidden + j] = n_gate
+                row[4 * hidden + j] = hn
+
+
+@njit(**_OPTIONS)
+def _gru_backward(grad, out, h0, w_hh, res):
+    steps, batch, width = out.shape
+    hidden = width // 5
+    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t from the steps after t
+    d_hidden = np.empty((batch, 3 * hidden), out.dtype)  # [d r_pre, d z_pre, d hn]: the GEMM's operand
+    for t in range(steps - 1, -1, -1):
+        for n in range(batch):
+            h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
+            row = out[t, n]
+            g_row = grad[t, n]
+            r_row = res[t, n]
+            d_h = d_hidden[n]
+            dh_in = dh_state[n]
+            for j in range(hidden):
+                dh = g_row[j] + dh_in[j]
+                r = row[hidden + j]
+                z = row[2 * hidden + j]
+                n_gate = row[3 * hidden + j]
+                hn = row[4 * hidden + j]
+                dn = dh * (1.0 - z) + g_row[3 * hidden + j]
+                dz = dh * (h_prev[j] - n_gate) + g_row[2 * hidden + j]
+                dn_pre = dn * (1.0 - n_gate * n_gate)
+                dhn = dn_pre * r + g_row[4 * hidden + j]
+                dr = dn_pre * hn + g_row[hidden + j]
+                d_h[j] = dr * r * (1.0 - r)
+                d_h[hidden + j] = dz * z * (1.0 - z)
+                d_h[2 * hidden + j] = dhn
+                r_row[2 * hidden + j] = dn_pre
+                dh_in[j] = dh * z
+            r_row[: 2 * hidden] = d_h[: 2 * hidden]
+            r_row[3 * hidden : 4 * hidden] = d_h[2 * hidden :]
+        gemm(False, False, 1.0, d_hidden, w_hh, 1.0, dh_state)
+        res[t, :, 4 * hidden :] = dh_state
+
+
+# --------------------------------------------------------------------------- RNN
+@njit(**_OPTIONS)
+def _rnn_forward(projected, h0, w_hh, relu, out):
+    steps, batch, hidden = projected.shape
+    for t in range(steps):
+        out[t] = projected[t]
+        gemm(False, True, 1.0, h0 if t == 0 else out[t - 1], w_hh, 1.0, out[t])
+        for n in range(batch):
+            row = out[t, n]
+            if relu:
+                for j in range(hidden):
+                    row[j] = max(row[j], 0.0)
+            else:
+                for j in range(hidden):
+                    row[j] = _vecmath.tanh(row[j])
+
+
+@njit(**_OPTIONS)
+def _rnn_backward(grad, out, w_hh, relu, res):
+    steps, batch, hidden = out.shape
+    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t from the steps after t
+    for t in range(steps - 1, -1, -1):
+        for n in range(batch):
+            row = out[t, n]
+            g_row = grad[t, n]
+            r_row = res[t, n]
+            dh_in = dh_state[n]
+            for j in range(hidden):
+                dh = g_row[j] + dh_in[j]
+                r_row[j] = (dh if row[j] > 0.0 else 0.0) if relu else dh * (1.0 - row[j] * row[j])
+        gemm(False, False, 1.0, res[t, :, :hidden], w_hh, 0.0, dh_state)
+        res[t, :, hidden:] = dh_state
+
+
+# --------------------------------------------------------------------------- checked entry points
+def _check_sequence(op: str, gates: int, projected: np.ndarray, w_hh: np.ndarray) -> tuple[int, int, int]:
+    if projected.ndim != 3:
+        raise ValueError(f"{op}: projected must be 3-D (L, N, {gates}*H), got shape {projected.shape}")
+    steps, batch, width = projected.shape
+    if width % gates or w_hh.shape != (width, width // gates):
+        raise ValueError(
+            f"{op}: projected (L, N, {gates}*H) and w_hh ({gates}*H, H) disagree: {projected.shape} and {w_hh.shape}"
+        )
+    return steps, batch, width // gates
+
+
+def lstm_sequence_forward(projected: np.ndarray, h0: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """LSTM over a sequence: ``out`` (L, N, 6H) <- [h, c, i, f, g, o] per step.
+
+    Shapes: projected (L, N, 4H) = x W_ih^T + b_ih + b_hh, h0 and c0 (N, H), w_hh (4H, H).
+
+    >>> out = lstm_sequence_forward(np.zeros((2, 1, 4)), np.zeros((1, 1)), np.ones((1, 1)), np.zeros((4, 1)), np.empty((2, 1, 6)))
+    >>> round(float(out[0, 0, 1]), 3)   # c_1 = f * c_0 + i * g = 0.5
+    0.5
+    """
+    check_float_arrays("lstm_sequence_forward", projected=projected, h0=h0, c0=c0, w_hh=w_hh, out=out)
+    steps, batch, hidden = _check_sequence("lstm_sequence_forward", 4, projected, w_hh)
+    for name, state in (("h0", h0), ("c0", c0)):
+        check_shape("lstm_sequence_forward", name, state, (batch, hidden))
+    check_shape("lstm_sequence_forward", "out", out, (steps, batch, 6 * hidden))
+    check_disjoint("lstm_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "c0": c0, "w_hh": w_hh})
+    prepare_blas()
+    _lstm_forward(projected, h0, c0, w_hh, out)
+    return out
+
+
+def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
+    """Backward through time of :func:`lstm_sequence_forward`: ``res`` (L, N, 6H) <- [d gates
+    before activation (4H), d h_{t-1}, d c_{t-1}] from ``grad`` (L, N, 6H), the gradient of ``out``."""
+    check_float_arrays("lstm_sequence_backward", grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)
+    steps, batch, width = out.shape
+    hidden = width // 6
+    check_shape("lstm_sequence_backward", "w_hh", w_hh, (4 * hidden, hidden))
+    for name, arr in (("grad", grad), ("res", res)):
+        check_shape("lstm_sequence_backward", name, arr, out.shape)
+    check_shape("lstm_sequence_backward", "c0", c0, (batch, hidden))
+    check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
+    prepare_blas()
+    _lstm_backward(grad, out, c0, w_hh, res)
+    return res
+
+
+def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray, b_hh: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """GRU over a sequence: ``out`` (L, N, 5H) <- [h, r, z, n, hn] per step.
+
+    Shapes: projected (L, N, 3H) = x W_ih^T + b_ih, h0 (N, H), w_hh (3H, H), b_hh (3H,) (zeros
+    for a layer without bias).
+
+    >>> out = gru_sequence_forward(np.zeros((1, 1, 3)), np.ones((1, 1)), np.zeros((3, 1)), np.zeros(3), np.empty((1, 1, 5)))
+    >>> float(out[0, 0, 0])   # z = 0.5, n = 0: h_1 = 0.5 * h_0
+    0.5
+    """
+    check_float_arrays("gru_sequence_forward", projected=projected, h0=h0, w_hh=w_hh, b_hh=b_hh, out=out)
+    steps, batch, hidden = _check_sequence("gru_sequence_forward", 3, projected, w_hh)
+    check_shape("gru_sequence_forward", "h0", h0, (batch, hidden))
+    check_shape("gru_sequence_forward", "b_hh", b_hh, (3 * hidden,))
+    check_shape("gru_sequence_forward", "out", out, (steps, batch, 5 * hidden))
+    check_disjoint("gru_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh, "b_hh": b_hh})
+    prepare_blas()
+    _gru_forward(projected, h0, w_hh, b_hh, out)
+    return out
+
+
+def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
+    """Backward through time of :func:`gru_sequence_forward`: ``res`` (L, N, 5H) <- [d r_pre,
+    d z_pre, d n_pre, d hn, d h_{t-1}] from ``grad`` (L, N, 5H), the gradient of ``out``."""
+    check_float_arrays("gru_sequence_backward", grad=grad, out=out, h0=h0, w_hh=w_hh, res=res)
+    steps, batch, width = out.shape
+    hidden = width // 5
+    check_shape("gru_sequence_backward", "w_hh", w_hh, (3 * hidden, hidden))
+    for name, arr in (("grad", grad), ("res", res)):
+        check_shape("gru_sequence_backward", name, arr, out.shape)
+    check_shape("gru_sequence_backward", "h0", h0, (batch, hidden))
+    check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})
+    prepare_blas()
+    _gru_backward(grad, out, h0, w_hh, res)
+    return res
+
+
+def rnn_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray, out: np.ndarray, relu: bool) -> np.ndarray:
+    """Elman RNN over a sequence: ``out`` (L, N, H) <- h_t = act(projected_t + h_{t-1} W_hh^T).
+
+    >>> rnn_sequence_forward(np.ones((1, 1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), np.empty((1, 1, 1)), True)[0, 0, 0]
+    np.float64(1.0)
+    """
+    check_float_arrays("rnn_sequence_forward", projected=projected, h0=h0, w_hh=w_hh, out=out)
+    steps, batch, hidden = _check_sequence("rnn_sequence_forward", 1, projected, w_hh)
+    check_shape("rnn_sequence_forward", "h0", h0, (batch, hidden))
+    check_shape("rnn_sequence_forward", "out", out, projected.shape)
+    check_disjoint("rnn_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh})
+    prepare_blas()
+    _rnn_forward(projected, h0, w_hh, bool(relu), out)
+    return out
+
+
+def rnn_sequence_backward(grad: np.ndarray, out: np.ndarray, w_hh: np.ndarray, res: np.ndarray, relu: bool) -> np.ndarray:
+    """Backward through time of :func:`rnn_sequence_forward`: ``res`` (L, N, 2H) <- [d pre, d h_{t-1}]."""
+    check_float_arrays("rnn_sequence_backward", grad=grad, out=out, w_hh=w_hh, res=res)
+    steps, batch, hidden = out.shape
+    check_shape("rnn_sequence_backward", "w_hh", w_hh, (hidden, hidden))
+    check_shape("rnn_sequence_backward", "grad", grad, out.shape)
+    check_shape("rnn_sequence_backward", "res", res, (steps, batch, 2 * hidden))
+    check_disjoint("rnn_sequence_backward", {"res": res}, {"grad": grad, "out": out, "w_hh": w_hh})
+    prepare_blas()
+    _rnn_backward(grad, out, w_hh, bool(relu), res)
+    return res

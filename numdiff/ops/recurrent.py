@@ -1,0 +1,308 @@
+"""Recurrent layers as sequence ops: ``lstm_sequence``, ``gru_sequence`` and ``rnn_sequence``.
+
+Each runs a whole sequence of one layer and direction in one kernel call
+(numdiff.kernels.recurrent, numdiff.cuda.kernels.recurrent), so a tape or a compiled graph holds
+one node per layer whatever the sequence length. The caller computes the input half of every
+gate first, ``projected = x W_ih^T + b_ih`` (plus ``b_hh`` for LSTM and RNN, where it adds
+straight to the gates), as one GEMM over all time steps.
+
+Forward returns every step's state and activated gates in one array (layouts in
+numdiff.kernels.recurrent); callers slice h (and c) out of it. Backward is a second registered
+op per family, ``*_sequence_backward``, whose kernel walks the steps in reverse and returns the
+gradients of the pre-activation gates and of each step's incoming state; the weight gradients
+are then one GEMM over the whole sequence. The backward ops are differentiated by recomputing
+the same recurrence from numdiff ops (``_streams``), so second derivatives are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd import grad as autograd_grad
+from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
+from numdiff.backend import backend_for
+from numdiff.ops.registry import register
+from numdiff.ops.shape import cat, stack
+from numdiff.tensor import Tensor
+
+__all__ = ["gru_sequence", "lstm_sequence", "rnn_sequence"]
+
+
+def _c(x: Any) -> Any:
+    return np.ascontiguousarray(x, like=x)
+
+
+def _previous_states(first: Tensor, states: Tensor) -> Tensor:
+    """(L, N, H): the state each step starts from, h_0 then h_1 .. h_{L-1}."""
+    return cat([first.unsqueeze(0), states[:-1]], 0)
+
+
+def _weight_grad(d_hidden: Tensor, previous: Tensor) -> Tensor:
+    """sum over steps and batch of d_hidden_t^T h_{t-1}: one GEMM over the whole sequence."""
+    return d_hidden.reshape(-1, d_hidden.shape[-1]).t() @ previous.reshape(-1, previous.shape[-1])
+
+
+def _streams(recurrence: Callable[..., Tensor], grad: Tensor, inputs: list[Tensor | None], extra: int) -> tuple:
+    """The backward ops' own backward: rebuild the forward from numdiff ops with zero
+    perturbations added where each step reads its state (and GRU's hn), take the gradients the
+    kernel computes (d projected, d perturbations) as differentiable tensors, and differentiate
+    them. The caller gives out None: its dependence on the inputs is in the recomputation."""
+    create_graph = is_grad_enabled()
+    leaves = [
+        None if t is None else (t if create_graph and t.requires_grad else t.detach().requires_grad_())
+        for t in [grad, *inputs]
+    ]
+    seed, projected, rest = leaves[0], leaves[1], leaves[2:]
+    steps, batch = projected.shape[:2]
+    hidden = rest[0].shape[-1]
+    with enable_grad():
+        zeros = [projected.new_zeros((steps, batch, hidden)).requires_grad_() for _ in range(extra)]
+        out = recurrence(projected, *rest, *zeros)
+        streams = autograd_grad(out, [projected, *zeros], seed, create_graph=True)
+        return streams, leaves, create_graph
+
+
+def _backward_of_backward(recurrence: Callable[..., Tensor], ctx: Any, grad_res: Tensor, extra: int, split: Callable) -> tuple:
+    grad, _out, *inputs = ctx.saved_tensors
+    streams, leaves, create_graph = _streams(recurrence, grad, inputs, extra)
+    wanted = [leaf for leaf in leaves if leaf is not None]
+    with enable_grad():
+        res = split(*streams)
+        found = autograd_grad(res, wanted, grad_res, create_graph=create_graph, allow_unused=True)
+    by_leaf = dict(zip(map(id, wanted), found))
+    grads = [by_leaf.get(id(leaf)) if leaf is not None else None for leaf in leaves]
+    grads.insert(1, None)
+    return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
+
+
+# --------------------------------------------------------------------------- LSTM
+def _lstm_recurrence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, dh: Tensor | None = None, dc: Tensor | None = None) -> Tensor:
+    """lstm_sequence's output from numdiff ops (dh, dc: perturbations of each step's incoming state)."""
+    h, c, w_t, steps = h0, c0, w_hh.t(), []
+    for t in range(projected.shape[0]):
+        if dh is not None:
+            h, c = h + dh[t], c + dc[t]
+        i, f, g, o = (projected[t] + h @ w_t).chunk(4, -1)
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        c = f * c + i * g
+        h = o * c.tanh()
+        steps.append(cat([h, c, i, f, g, o], -1))
+    return stack(steps, 0)
+
+
+@register("lstm_sequence")
+class LSTMSequence(Function):
+    """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L, N, 6H) [h, c, i, f, g, o]."""
+
+    @staticmethod
+    def forward(ctx, projected, h0, c0, w_hh):
+        steps, batch, gates = projected.shape
+        out = np.empty((steps, batch, 6 * (gates // 4)), dtype=projected.dtype, like=projected)
+        backend_for(projected).lstm_sequence_forward(_c(projected), _c(h0), _c(c0), _c(w_hh), out)
+        ctx.save_for_backward(out, projected, h0, c0, w_hh)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, projected, h0, c0, w_hh = ctx.saved_tensors
+        hidden = h0.shape[-1]
+        res = LSTMSequenceBackward.apply(grad, out, projected, h0, c0, w_hh)
+        d_gates = res[..., : 4 * hidden]
+        needs = ctx.needs_input_grad
+        grad_w = _weight_grad(d_gates, _previous_states(h0, out[..., :hidden])) if needs[3] else None
+        return d_gates, res[0, :, 4 * hidden : 5 * hidden], res[0, :, 5 * hidden :], grad_w
+
+
+@register("lstm_sequence_backward")
+class LSTMSequenceBackward(Function):
+    """grad, out (L, N, 6H), projected, h0, c0, w_hh -> (L, N, 6H) [d gates (4H), d h_{t-1}, d c_{t-1}]."""
+
+    @staticmethod
+    def forward(ctx, grad, out, projected, h0, c0, w_hh):
+        res = np.empty(out.shape, dtype=out.dtype, like=out)
+        backend_for(out).lstm_sequence_backward(_c(grad), _c(out), _c(c0), _c(w_hh), res)
+        ctx.save_for_backward(grad, out, projected, h0, c0, w_hh)
+        return res
+
+    @staticmethod
+    def backward(ctx, grad_res):
+        return _backward_of_backward(_lstm_recurrence, ctx, grad_res, 2, lambda dp, dh, dc: cat([dp, dh, dc], -1))
+
+
+def lstm_sequence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
+    """One LSTM layer over a sequence: (L, N, 6H) holding [h_t, c_t, i, f, g, o] per step.
+
+    >>> out = lstm_sequence(numdiff.zeros(5, 2, 12), numdiff.zeros(2, 3), numdiff.zeros(2, 3), numdiff.zeros(12, 3))
+    >>> tuple(out[..., :3].shape)   # h_1 .. h_5
+    (5, 2, 3)
+    """
+    _check("lstm_sequence", 4, projected, w_hh, h0=h0, c0=c0)
+    return LSTMSequence.apply(projected, h0, c0, w_hh)
+
+
+# --------------------------------------------------------------------------- GRU
+def _gru_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | None, dh: Tensor | None = None, dhn: Tensor | None = None) -> Tensor:
+    """gru_sequence's output from numdiff ops (dh, dhn: perturbations of h_{t-1} and of hn)."""
+    h, w_t, steps = h0, w_hh.t(), []
+    for t in range(projected.shape[0]):
+        if dh is not None:
+            h = h + dh[t]
+        hidden_part = h @ w_t if b_hh is None else h @ w_t + b_hh
+        x_r, x_z, x_n = projected[t].chunk(3, -1)
+        h_r, h_z, hn = hidden_part.chunk(3, -1)
+        if dhn is not None:
+            hn = hn + dhn[t]
+        r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
+        n = (x_n + r * hn).tanh()
+        h = n + z * (h - n)
+        steps.append(cat([h, r, z, n, hn], -1))
+    return stack(steps, 0)
+
+
+@register("gru_sequence")
+class GRUSequence(Function):
+    """projected (L, N, 3H), h0 (N, H), w_hh (3H, H), b_hh (3H,) or None -> (L, N, 5H) [h, r, z, n, hn]."""
+
+    @staticmethod
+    def forward(ctx, projected, h0, w_hh, b_hh):
+        steps, batch, gates = projected.shape
+        out = np.empty((steps, batch, 5 * (gates // 3)), dtype=projected.dtype, like=projected)
+        bias = np.zeros(gates, dtype=projected.dtype, like=projected) if b_hh is None else _c(b_hh)
+        backend_for(projected).gru_sequence_forward(_c(projected), _c(h0), _c(w_hh), bias, out)
+        ctx.save_for_backward(out, projected, h0, w_hh, b_hh)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, projected, h0, w_hh, b_hh = ctx.saved_tensors
+        hidden = h0.shape[-1]
+        res = GRUSequenceBackward.apply(grad, out, projected, h0, w_hh, b_hh)
+        needs = ctx.needs_input_grad
+        d_hidden = cat([res[..., : 2 * hidden], res[..., 3 * hidden : 4 * hidden]], -1) if needs[2] or needs[3] else None
+        grad_w = _weight_grad(d_hidden, _previous_states(h0, out[..., :hidden])) if needs[2] else None
+        grad_b = d_hidden.sum((0, 1)) if len(needs) > 3 and needs[3] else None
+        return res[..., : 3 * hidden], res[0, :, 4 * hidden :], grad_w, grad_b
+
+
+@register("gru_sequence_backward")
+class GRUSequenceBackward(Function):
+    """grad, out (L, N, 5H), projected, h0, w_hh, b_hh -> (L, N, 5H) [d r_pre, d z_pre, d n_pre, d hn, d h_{t-1}]."""
+
+    @staticmethod
+    def forward(ctx, grad, out, projected, h0, w_hh, b_hh):
+        res = np.empty(out.shape, dtype=out.dtype, like=out)
+        backend_for(out).gru_sequence_backward(_c(grad), _c(out), _c(h0), _c(w_hh), res)
+        ctx.save_for_backward(grad, out, projected, h0, w_hh, b_hh)
+        return res
+
+    @staticmethod
+    def backward(ctx, grad_res):
+        return _backward_of_backward(_gru_recurrence, ctx, grad_res, 2, lambda dp, dh, dhn: cat([dp, dhn, dh], -1))
+
+
+def gru_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | None = None) -> Tensor:
+    """One GRU layer over a sequence: (L, N, 5H) holding [h_t, r, z, n, hn] per step.
+
+    >>> out = gru_sequence(numdiff.zeros(5, 2, 9), numdiff.zeros(2, 3), numdiff.zeros(9, 3))
+    >>> tuple(out[..., :3].shape)
+    (5, 2, 3)
+    """
+    hidden = _check("gru_sequence", 3, projected, w_hh, h0=h0)
+    if b_hh is not None and tuple(b_hh.shape) != (3 * hidden,):
+        raise ValueError(f"gru_sequence: b_hh must have shape ({3 * hidden},), got {tuple(b_hh.shape)}")
+    return GRUSequence.apply(projected, h0, w_hh, b_hh)
+
+
+# --------------------------------------------------------------------------- RNN
+def _rnn_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, dh: Tensor | None = None, *, relu: bool = False) -> Tensor:
+    h, w_t, steps = h0, w_hh.t(), []
+    for t in range(projected.shape[0]):
+        if dh is not None:
+            h = h + dh[t]
+        pre = projected[t] + h @ w_t
+        h = pre.relu() if relu else pre.tanh()
+        steps.append(h)
+    return stack(steps, 0)
+
+
+@register("rnn_sequence")
+class RNNSequence(Function):
+    """projected (L, N, H), h0 (N, H), w_hh (H, H) -> (L, N, H): h_t = act(projected_t + h_{t-1} W_hh^T)."""
+
+    @staticmethod
+    def forward(ctx, projected, h0, w_hh, *, relu):
+        ctx.relu = relu
+        out = np.empty(projected.shape, dtype=projected.dtype, like=projected)
+        backend_for(projected).rnn_sequence_forward(_c(projected), _c(h0), _c(w_hh), out, relu)
+        ctx.save_for_backward(out, projected, h0, w_hh)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, projected, h0, w_hh = ctx.saved_tensors
+        hidden = h0.shape[-1]
+        res = RNNSequenceBackward.apply(grad, out, projected, h0, w_hh, relu=ctx.relu)
+        d_pre = res[..., :hidden]
+        grad_w = _weight_grad(d_pre, _previous_states(h0, out)) if ctx.needs_input_grad[2] else None
+        return d_pre, res[0, :, hidden:], grad_w
+
+
+@register("rnn_sequence_backward")
+class RNNSequenceBackward(Function):
+    """grad, out (L, N, H), projected, h0, w_hh -> (L, N, 2H) [d pre, d h_{t-1}]."""
+
+    @staticmethod
+    def forward(ctx, grad, out, projected, h0, w_hh, *, relu):
+        ctx.relu = relu
+        res = np.empty(out.shape[:2] + (2 * out.shape[2],), dtype=out.dtype, like=out)
+        backend_for(out).rnn_sequence_backward(_c(grad), _c(out), _c(w_hh), res, relu)
+        ctx.save_for_backward(grad, out, projected, h0, w_hh)
+        return res
+
+    @staticmethod
+    def backward(ctx, grad_res):
+        def recurrence(projected, h0, w_hh, dh):
+            return _rnn_recurrence(projected, h0, w_hh, dh, relu=ctx.relu)
+
+        return _backward_of_backward(recurrence, ctx, grad_res, 1, lambda dp, dh: cat([dp, dh], -1))
+
+
+def rnn_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, relu: bool = False) -> Tensor:
+    """One Elman RNN layer over a sequence: (L, N, H), h_t = tanh or relu(projected_t + h_{t-1} W_hh^T).
+
+    >>> tuple(rnn_sequence(numdiff.zeros(5, 2, 3), numdiff.zeros(2, 3), numdiff.zeros(3, 3)).shape)
+    (5, 2, 3)
+    """
+    _check("rnn_sequence", 1, projected, w_hh, h0=h0)
+    return RNNSequence.apply(projected, h0, w_hh, relu=bool(relu))
+
+
+# --------------------------------------------------------------------------- checks
+def _check(op: str, gates: int, projected: Any, w_hh: Any, **states: Any) -> int:
+    """Validate shapes, dtypes and devices before any kernel runs; returns the hidden size."""
+    tensors = {"projected": projected, "w_hh": w_hh, **states}
+    for name, value in tensors.items():
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+    if projected.ndim != 3 or projected.shape[-1] % gates:
+        raise ValueError(f"{op}: projected must be (L, N, {gates}*H), got shape {tuple(projected.shape)}")
+    steps, batch, width = projected.shape
+    hidden = width // gates
+    if steps == 0:
+        raise ValueError(f"{op}: expected a sequence of length >= 1, got projected of shape {tuple(projected.shape)}")
+    if tuple(w_hh.shape) != (width, hidden):
+        raise ValueError(f"{op}: w_hh must have shape ({width}, {hidden}) for projected {tuple(projected.shape)}, got {tuple(w_hh.shape)}")
+    for name, state in states.items():
+        if tuple(state.shape) != (batch, hidden):
+            raise ValueError(f"{op}: {name} must have shape ({batch}, {hidden}), got {tuple(state.shape)}")
+    dtypes = {name: str(value.dtype) for name, value in tensors.items()}
+    if len(set(dtypes.values())) != 1 or dtypes["projected"] not in ("numdiff.float32", "numdiff.float64"):
+        raise TypeError(f"{op}: expected float32 or float64 tensors of one dtype, got {dtypes}")
+    devices = {name: str(value.device) for name, value in tensors.items()}
+    if len(set(devices.values())) != 1:
+        raise ValueError(f"{op}: tensors on different devices: {devices}")
+    return hidden

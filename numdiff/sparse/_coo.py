@@ -1,0 +1,256 @@
+"""SparseTensor: a COO tensor (PyTorch's ``layout=torch.sparse_coo``) of any number of sparse dims.
+
+It holds ``indices`` (int64, (ndim, nnz)) and ``values`` (nnz,), both numdiff Tensors on one
+device; gradients flow to the values. Products with dense matrices run the COO kernels
+(numdiff.ops.sparse); elementwise sums with a dense tensor give a dense tensor, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff import _dtype
+from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import tensor as make_tensor
+from numdiff.creation import zeros
+from numdiff.ops.shape import cat
+from numdiff.ops.sparse import coo_matmul
+from numdiff.tensor import Size, Tensor
+
+
+class layout:  # noqa: N801 - PyTorch's name
+    """A tensor layout: ``numdiff.strided`` (dense) or ``numdiff.sparse_coo``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"numdiff.{self.name}"
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+
+
+class SparseTensor:
+    """A sparse COO tensor; make one with ``numdiff.sparse_coo_tensor`` or ``t.to_sparse()``.
+
+    >>> a = numdiff.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
+    >>> a @ numdiff.ones(2, 1)
+    tensor([[2.],
+            [3.]])
+    """
+
+    is_sparse = True
+    is_sparse_csr = False
+    layout = sparse_coo
+
+    def __init__(self, indices: Tensor, values: Tensor, shape: tuple[int, ...], coalesced: bool = False) -> None:
+        self._indices, self._values, self._shape, self._coalesced = indices, values, Size(shape), coalesced
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return self._shape
+
+    def size(self, dim: int | None = None) -> Any:
+        return self._shape if dim is None else self._shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def sparse_dim(self) -> int:
+        return len(self._shape)
+
+    def dense_dim(self) -> int:
+        return 0
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        return self._values.dtype
+
+    @property
+    def device(self) -> Any:
+        return self._values.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._values.is_cuda
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._values.requires_grad
+
+    def requires_grad_(self, flag: bool = True) -> SparseTensor:
+        self._values.requires_grad_(flag)
+        return self
+
+    @property
+    def grad(self) -> Any:
+        """The gradient of the values, as a sparse tensor with these indices (None before backward)."""
+        g = self._values.grad
+        return None if g is None else SparseTensor(self._indices, g, self._shape, self._coalesced)
+
+    def indices(self) -> Tensor:
+        if not self._coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call .coalesce() first")
+        return self._indices
+
+    def values(self) -> Tensor:
+        if not self._coalesced:
+            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
+        return self._values
+
+    def _indices_(self) -> Tensor:
+        return self._indices
+
+    def _nnz(self) -> int:
+        return int(self._values.shape[0])
+
+    def is_coalesced(self) -> bool:
+        return self._coalesced
+
+    def __len__(self) -> int:
+        return self._shape[0]
+
+    # ------------------------------------------------------------------ conversions
+    def _linear(self) -> np.ndarray:
+        host = self._indices.detach().cpu().numpy()
+        return np.ravel_multi_index(tuple(host), tuple(self._shape)) if host.shape[1] else np.zeros(0, np.int64)
+
+    def coalesce(self) -> SparseTensor:
+        """Duplicate indices summed (differentiably), indices sorted; itself when already coalesced."""
+        if self._coalesced:
+            return self
+        unique, inverse = np.unique(self._linear(), return_inverse=True)
+        values = zeros(len(unique), dtype=self.dtype, device=self.device).index_add(
+            0, make_tensor(inverse.astype(np.int64), device=self.device), self._values
+        )
+        indices = np.stack(np.unravel_index(unique, tuple(self._shape))).astype(np.int64).reshape(self.ndim, -1)
+        return SparseTensor(make_tensor(indices, device=self.device), values, self._shape, coalesced=True)
+
+    def to_dense(self, dtype: Any = None) -> Tensor:
+        """The dense tensor (duplicates summed); gradients reach the values."""
+        flat = zeros(int(np.prod(self._shape, dtype=np.int64)), dtype=self.dtype, device=self.device)
+        linear = make_tensor(self._linear().astype(np.int64), device=self.device)
+        dense = flat.index_add(0, linear, self._values).reshape(tuple(self._shape))
+        return dense if dtype is None else dense.to(dtype)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """NumPy sees the dense values (``dense + sparse`` is dense, as in PyTorch)."""
+        with no_grad():
+            array = self.to_dense().cpu().numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def to_sparse(self) -> SparseTensor:
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
+        values = self._values.to(*args, **kwargs)
+        return SparseTensor(self._indices.to(values.device), values, self._shape, self._coalesced)
+
+    def cpu(self) -> SparseTensor:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> SparseTensor:
+        return self.to("cuda" if device is None else device)
+
+    def float(self) -> SparseTensor:
+        return self.to(_dtype.float32)
+
+    def double(self) -> SparseTensor:
+        return self.to(_dtype.float64)
+
+    def detach(self) -> SparseTensor:
+        return SparseTensor(self._indices, self._values.detach(), self._shape, self._coalesced)
+
+    def clone(self) -> SparseTensor:
+        return SparseTensor(self._indices.clone(), self._values.clone(), self._shape, self._coalesced)
+
+    def t(self) -> SparseTensor:
+        if self.ndim != 2:
+            raise ValueError(f"t(): expects a 2-D sparse tensor, got {self.ndim}-D")
+        return SparseTensor(self._indices.flip(0), self._values, (self._shape[1], self._shape[0]))
+
+    def transpose(self, dim0: int, dim1: int) -> SparseTensor:
+        order = list(range(self.ndim))
+        order[dim0], order[dim1] = order[dim1], order[dim0]
+        shape = tuple(self._shape[d] for d in order)
+        return SparseTensor(self._indices[order], self._values, shape)
+
+    # ------------------------------------------------------------------ arithmetic
+    def _matrix_parts(self, op: str) -> tuple[Tensor, Tensor, tuple[int, int]]:
+        if self.ndim != 2:
+            raise ValueError(f"{op}: expects a 2-D sparse matrix, got shape {tuple(self._shape)}")
+        return self._indices[0], self._indices[1], (self._shape[0], self._shape[1])
+
+    def __matmul__(self, other: Any) -> Any:
+        rows, cols, shape = self._matrix_parts("sparse matmul")
+        if isinstance(other, SparseTensor):
+            return (self @ other.to_dense()).to_sparse()
+        return coo_matmul(rows, cols, self._values, shape, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        """dense @ sparse = (sparse.T @ dense.T).T."""
+        if not isinstance(other, Tensor) or other.ndim != 2:
+            raise ValueError(f"sparse matmul: dense @ sparse needs a 2-D dense tensor, got {type(other).__name__}")
+        return (self.t() @ other.t()).t()
+
+    def mm(self, other: Any) -> Any:
+        return self @ other
+
+    matmul = mm
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, SparseTensor):
+            if other._shape != self._shape:
+                raise ValueError(f"sparse add: shapes {tuple(self._shape)} and {tuple(other._shape)} differ")
+            indices = make_tensor(np.concatenate([self._indices.cpu().numpy(), other._indices.cpu().numpy()], 1),
+                                  device=self.device)
+            return SparseTensor(indices, cat([self._values, other._values]), self._shape).coalesce()
+        return self.to_dense() + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return other + (-self)
+
+    def __neg__(self) -> SparseTensor:
+        return SparseTensor(self._indices, -self._values, self._shape, self._coalesced)
+
+    def __mul__(self, other: Any) -> Any:
+        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
+            return SparseTensor(self._indices, self._values * other, self._shape, self._coalesced)
+        raise TypeError("sparse mul: only a scalar multiplies a sparse tensor here; use to_dense() for more")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> SparseTensor:
+        return self * (1.0 / other)
+
+    def sum(self, dim: Any = None) -> Tensor:
+        """All values summed, or the dense sums along `dim` (int or tuple) without densifying."""
+        if dim is None:
+            return self._values.sum()
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = tuple(d % self.ndim for d in dims)
+        kept = [d for d in range(self.ndim) if d not in dims]
+        shape = tuple(self._shape[d] for d in kept)
+        host = self._indices.detach().cpu().numpy()
+        linear = np.ravel_multi_index(tuple(host[kept]), shape) if kept else np.zeros(host.shape[1], np.int64)
+        flat = zeros(int(np.prod(shape, dtype=np.int64)), dtype=self.dtype, device=self.device)
+        index = make_tensor(np.asarray(linear, dtype=np.int64), device=self.device)
+        return flat.index_add(0, index, self._values).reshape(shape)
+
+    def __repr__(self) -> str:
+        return (f"tensor(indices={self._indices!r},\n       values={self._values!r},\n       size={tuple(self._shape)}, "
+                f"nnz={self._nnz()}, layout=numdiff.sparse_coo)")

@@ -1,0 +1,47 @@
+"""numdiff.kernels.attention: forward against a NumPy softmax in float32 and float64, backward in
+float32 against float64, and the argument checks that run before any compiled code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numdiff.kernels import attention
+from tests.ops.cases_attention import attention_reference
+
+NO_BIAS = np.zeros((0, 0, 0))
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_matches_numpy(dtype, tol, causal):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in ((3, 6, 4), (3, 6, 4), (3, 6, 5)))
+    bias = rng.standard_normal((1, 6, 6)).astype(dtype)
+    out = attention.attention_forward(q, k, v, bias, 0.5, causal, np.empty((3, 6, 6), dtype))
+    np.testing.assert_allclose(out, attention_reference(q, k, v, bias, causal, 0.5), rtol=tol, atol=tol)
+
+
+def test_float32_backward_matches_float64():
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s) for s in ((2, 5, 3), (2, 7, 3), (2, 7, 4), (2, 5, 5))]
+    results = []
+    for dtype in (np.float64, np.float32):
+        q, k, v, grad = (a.astype(dtype) for a in arrays)
+        bias = NO_BIAS.astype(dtype)
+        out = attention.attention_forward(q, k, v, bias, 0.6, False, np.empty((2, 5, 5), dtype))
+        res = np.empty((2, (5 + 7) * 3 + 7 * 4), dtype)
+        results.append(attention.attention_backward(grad, out, q, k, v, bias, 0.6, False, res))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-4, atol=1e-4)
+
+
+def test_bad_arguments_name_the_kernel_and_the_shapes():
+    q, v = np.zeros((2, 3, 4)), np.zeros((2, 5, 4))
+    with pytest.raises(ValueError, match=r"attention_forward: k must have shape \(2, \*, 4\), got \(2, 5, 3\)"):
+        attention.attention_forward(q, np.zeros((2, 5, 3)), v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"attention_forward: bias must be \(1, 3, 5\), \(2, 3, 5\) or \(0, 0, 0\), got \(3, 3, 5\)"):
+        attention.attention_forward(q, v, v, np.zeros((3, 3, 5)), 1.0, False, np.empty((2, 3, 5)))
+    with pytest.raises(TypeError, match="attention_forward: all arrays must share one dtype"):
+        attention.attention_forward(q.astype(np.float32), v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"attention_forward: out must have shape \(2, 3, 5\)"):
+        attention.attention_forward(q, v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 4)))

@@ -1,0 +1,52 @@
+"""F.affine_grid and F.grid_sample (spatial transformer networks): forward against PyTorch for every
+mode, padding mode and align_corners, float64 gradient checks to input, grid and theta, refusals."""
+
+import numpy as np
+import pytest
+
+import numdiff
+import numdiff.nn.functional as nf
+from numdiff.autograd import gradcheck
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_of_an_affine_grid_matches_pytorch(mode, padding_mode, align_corners):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 4))
+    theta = rng.standard_normal((2, 2, 3)) * 0.7  # reaches outside the image, so padding matters
+    grid_t = torch.nn.functional.affine_grid(torch.tensor(theta), (2, 3, 6, 7), align_corners=align_corners)
+    grid_n = nf.affine_grid(numdiff.tensor(theta), (2, 3, 6, 7), align_corners=align_corners)
+    np.testing.assert_allclose(grid_n.numpy(), grid_t.numpy(), rtol=1e-12, atol=1e-12)
+    expected = torch.nn.functional.grid_sample(torch.tensor(x), grid_t, mode=mode, padding_mode=padding_mode,
+                                               align_corners=align_corners)
+    ours = nf.grid_sample(numdiff.tensor(x), grid_n, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflection"])
+def test_gradients_reach_input_grid_and_theta_in_float64(padding_mode):
+    rng = np.random.default_rng(1)
+    x = numdiff.tensor(rng.standard_normal((1, 2, 4, 5)), requires_grad=True)
+    grid = numdiff.tensor(rng.uniform(-1.2, 1.2, (1, 3, 3, 2)), requires_grad=True)
+    assert gradcheck(lambda a, g: nf.grid_sample(a, g, padding_mode=padding_mode, align_corners=False), (x, grid))
+    theta = numdiff.tensor(rng.standard_normal((1, 2, 3)) * 0.5, requires_grad=True)
+    assert gradcheck(lambda a, t: nf.grid_sample(a, nf.affine_grid(t, (1, 2, 3, 3), align_corners=True),
+                                                 align_corners=True), (x, theta))
+
+
+def test_bad_arguments_are_refused_naming_the_op():
+    x, grid = numdiff.ones(1, 1, 2, 2), numdiff.zeros(1, 2, 2, 2)
+    with pytest.raises(ValueError, match="grid_sample: mode must be one of"):
+        nf.grid_sample(x, grid, mode="bicubic")
+    with pytest.raises(ValueError, match="grid_sample: padding_mode must be one of"):
+        nf.grid_sample(x, grid, padding_mode="wrap")
+    with pytest.raises(ValueError, match=r"grid_sample: expected a grid of shape \(1, H_out, W_out, 2\)"):
+        nf.grid_sample(x, numdiff.zeros(1, 2, 2, 3))
+    with pytest.raises(NotImplementedError, match="only 4-D inputs"):
+        nf.grid_sample(numdiff.ones(1, 1, 2, 2, 2), numdiff.zeros(1, 2, 2, 2, 3))
+    with pytest.raises(ValueError, match=r"affine_grid: expected a floating theta of shape \(2, 2, 3\)"):
+        nf.affine_grid(numdiff.zeros(1, 2, 3), (2, 1, 4, 4))

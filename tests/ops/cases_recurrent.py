@@ -1,0 +1,131 @@
+"""Cases for numdiff/ops/recurrent.py: lstm_sequence, gru_sequence, rnn_sequence against NumPy
+loops, and their backward ops (reached only from a backward, so called here as registered ops)
+against the gradients of the same recurrence composed from numdiff ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import numdiff
+from numdiff.ops import recurrent
+from tests.ops.op_cases import OpCase, args, normal
+
+CLOSE = dict(forward_rtol=1e-10, forward_atol=1e-12)
+L, N, H = 3, 2, 2
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def lstm_reference(projected, h0, c0, w_hh):
+    h, c, steps = h0, c0, []
+    for x in projected:
+        i, f, g, o = np.split(x + h @ w_hh.T, 4, -1)
+        i, f, g, o = _sigmoid(i), _sigmoid(f), np.tanh(g), _sigmoid(o)
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        steps.append(np.concatenate([h, c, i, f, g, o], -1))
+    return np.stack(steps)
+
+
+def gru_reference(projected, h0, w_hh, b_hh):
+    h, steps = h0, []
+    for x in projected:
+        x_r, x_z, x_n = np.split(x, 3, -1)
+        h_r, h_z, hn = np.split(h @ w_hh.T + b_hh, 3, -1)
+        r, z = _sigmoid(x_r + h_r), _sigmoid(x_z + h_z)
+        n = np.tanh(x_n + r * hn)
+        h = (1 - z) * n + z * h
+        steps.append(np.concatenate([h, r, z, n, hn], -1))
+    return np.stack(steps)
+
+
+def rnn_reference(projected, h0, w_hh, relu):
+    h, steps = h0, []
+    for x in projected:
+        pre = x + h @ w_hh.T
+        h = np.maximum(pre, 0.0) if relu else np.tanh(pre)
+        steps.append(h)
+    return np.stack(steps)
+
+
+def _streams(recurrence, grad, projected, *rest, extra):
+    """What a backward op returns, from autograd over the composed recurrence (NumPy in and out)."""
+    leaves = [numdiff.tensor(a, requires_grad=True) for a in (projected, *rest)]
+    zeros = [numdiff.zeros(projected.shape[0], projected.shape[1], rest[0].shape[-1], dtype=numdiff.float64, requires_grad=True) for _ in range(extra)]
+    out = recurrence(*leaves, *zeros)
+    return [g.numpy() for g in numdiff.autograd.grad(out, [leaves[0], *zeros], numdiff.tensor(grad))]
+
+
+def _lstm_backward(grad, projected, h0, c0, w_hh):
+    out = recurrent.lstm_sequence(projected.detach(), h0.detach(), c0.detach(), w_hh.detach())
+    return recurrent.LSTMSequenceBackward.apply(grad, out, projected, h0, c0, w_hh)
+
+
+def _lstm_backward_reference(grad, projected, h0, c0, w_hh):
+    return np.concatenate(_streams(recurrent._lstm_recurrence, grad, projected, h0, c0, w_hh, extra=2), -1)
+
+
+def _gru_backward(grad, projected, h0, w_hh, b_hh):
+    out = recurrent.gru_sequence(projected.detach(), h0.detach(), w_hh.detach(), b_hh.detach())
+    return recurrent.GRUSequenceBackward.apply(grad, out, projected, h0, w_hh, b_hh)
+
+
+def _gru_backward_reference(grad, projected, h0, w_hh, b_hh):
+    d_projected, dh, dhn = _streams(recurrent._gru_recurrence, grad, projected, h0, w_hh, b_hh, extra=2)
+    return np.concatenate([d_projected, dhn, dh], -1)
+
+
+def _rnn_backward(grad, projected, h0, w_hh):
+    out = recurrent.rnn_sequence(projected.detach(), h0.detach(), w_hh.detach())
+    return recurrent.RNNSequenceBackward.apply(grad, out, projected, h0, w_hh, relu=False)
+
+
+def _rnn_backward_reference(grad, projected, h0, w_hh):
+    return np.concatenate(_streams(recurrent._rnn_recurrence, grad, projected, h0, w_hh, extra=1), -1)
+
+
+def _away_from_zero_relu_input(rng):
+    """A relu RNN whose pre-activations stay clear of 0 (gradcheck steps over no kink)."""
+    return (rng.uniform(0.5, 1.0, (L, N, H)) * rng.choice([-1.0, 1.0], (L, N, H)), rng.uniform(0.0, 0.1, (N, H)), rng.uniform(-0.1, 0.1, (H, H)))
+
+
+CASES = [
+    OpCase(
+        "lstm_sequence", "3-steps", args(normal(L, N, 4 * H), normal(N, H), normal(N, H), normal(4 * H, H)),
+        recurrent.lstm_sequence, lstm_reference, **CLOSE,
+    ),
+    OpCase(
+        "gru_sequence", "3-steps-bias", args(normal(L, N, 3 * H), normal(N, H), normal(3 * H, H), normal(3 * H)),
+        recurrent.gru_sequence, gru_reference, **CLOSE,
+    ),
+    OpCase(
+        "gru_sequence", "no-bias", args(normal(L, N, 3 * H), normal(N, H), normal(3 * H, H)),
+        recurrent.gru_sequence, lambda p, h0, w: gru_reference(p, h0, w, np.zeros(3 * H)), **CLOSE,
+    ),
+    OpCase(
+        "rnn_sequence", "tanh", args(normal(L, N, H), normal(N, H), normal(H, H)),
+        recurrent.rnn_sequence, lambda p, h0, w: rnn_reference(p, h0, w, False), **CLOSE,
+    ),
+    OpCase(
+        "rnn_sequence", "relu", _away_from_zero_relu_input,
+        lambda p, h0, w: recurrent.rnn_sequence(p, h0, w, relu=True),
+        lambda p, h0, w: rnn_reference(p, h0, w, True), **CLOSE,
+    ),
+    OpCase(
+        "lstm_sequence_backward", "3-steps",
+        args(normal(L, N, 6 * H), normal(L, N, 4 * H), normal(N, H), normal(N, H), normal(4 * H, H)),
+        _lstm_backward, _lstm_backward_reference, second_order=False, **CLOSE,
+    ),
+    OpCase(
+        "gru_sequence_backward", "3-steps",
+        args(normal(L, N, 5 * H), normal(L, N, 3 * H), normal(N, H), normal(3 * H, H), normal(3 * H)),
+        _gru_backward, _gru_backward_reference, second_order=False, **CLOSE,
+    ),
+    OpCase(
+        "rnn_sequence_backward", "tanh",
+        args(normal(L, N, H), normal(L, N, H), normal(N, H), normal(H, H)),
+        _rnn_backward, _rnn_backward_reference, second_order=False, **CLOSE,
+    ),
+]  # fmt: skip
