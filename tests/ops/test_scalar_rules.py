@@ -51,7 +51,9 @@ UNARY_NAN |= {
 }  # fmt: skip
 # PyTorch's own gradient of these at NaN depends on where the element falls (its vectorised loop
 # body or the scalar tail): a finite value or NaN. numdiff gives NaN; the NaN input is left out.
-NAN_GRADIENT_VARIES = {"hardswish", "selu", "celu", "hardtanh", "relu6", "softshrink", "hardshrink"}
+# torch's gradient at a NaN input depends on which loop it lands in: elu's is 1 in the scalar tail of its
+# vectorised loop and NaN in an AVX2 lane (measured on this Haswell machine), so it is not pinned.
+NAN_GRADIENT_VARIES = {"hardswish", "selu", "celu", "hardtanh", "relu6", "softshrink", "hardshrink", "elu"}
 # The functions with a restricted domain or a pole: values at and beyond its edges too.
 UNARY_NAN |= {
     name: (getattr(numdiff, name), getattr(torch, name))
@@ -88,10 +90,13 @@ def test_nan_and_inf_inputs_give_torchs_values_and_gradients(name, dtype, create
     grad = np.ones_like(x)
     out, g = _grads(ours, x, grad, create_graph)
     t_out, t_g = _torch_grads(theirs, x, grad)
-    np.testing.assert_allclose(out, t_out, rtol=1e-6, equal_nan=True)
+    # torch's AVX2 float32 gelu evaluates erf to about 4e-6 relative (gelu(-2): -0.0455001 against the
+    # exact -0.04550026, which numdiff gives): compare float32 gelu to that accuracy.
+    value_rtol = 1e-5 if name == "gelu" and dtype == np.float32 else 1e-6
+    np.testing.assert_allclose(out, t_out, rtol=value_rtol, equal_nan=True)
     # PyTorch's float32 softsign gradient, 1 / (1 + |x|) - |x| / (1 + |x|) ** 2, loses digits to
     # cancellation at large |x| (2e-5 at 800); numdiff's 1 / (1 + |x|) ** 2 does not.
-    rtol = 3e-5 if name == "softsign" and dtype == np.float32 else 1e-6
+    rtol = 3e-5 if name == "softsign" and dtype == np.float32 else value_rtol
     np.testing.assert_allclose(g, t_g, rtol=rtol, equal_nan=True)
 
 
