@@ -14,7 +14,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.distributed._group import current, mpi
-from numdiff.distributed.collectives import ReduceOp
+from numdiff.distributed.collectives import ReduceOp, wait_for
 from numdiff.tensor import Tensor
 
 
@@ -22,7 +22,7 @@ def _summed(x: Tensor, comm: Any) -> Tensor:
     data = x._data
     host = np.ascontiguousarray(data if type(data) is np.ndarray else data.to_host())
     result = np.empty_like(host)
-    comm.Allreduce(host, result, mpi().SUM)
+    wait_for("all_reduce", comm.Iallreduce(host, result, mpi().SUM))
     if type(data) is not np.ndarray:
         result = data.from_host(result)
     return Tensor._wrap(result, None, None)
