@@ -120,6 +120,8 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             f"{op}: result type {out.dtype!r} can't be cast to the desired output type {self.dtype!r}"
         )
     if node is not None:
+        if self._base is not None and _made_by_custom_function(self):
+            raise InPlaceOnViewError(_custom_function_view_message(self, op))
         if self._base is not None or view_shape is not None:
             raise InPlaceOnViewError(
                 f"{op}: in-place modification of a view (shape {view_shape or tuple(self.shape)}) while recording "
@@ -173,11 +175,30 @@ def _refuse_inplace_on_view_of_tracked_base(view: Tensor, op: str) -> None:
             "the in-place op both inside the no_grad block (not recorded) or both outside it."
         )
     if base._grad_fn is None:
+        if _made_by_custom_function(view):
+            raise InPlaceOnLeafError(_custom_function_view_message(view, op))
         raise InPlaceOnLeafError(
             f"{op}: a view (shape {tuple(view.shape)}) of {described} that requires grad is being "
             "used in an in-place operation. Update the leaf inside `with numdiff.no_grad():`, or "
             "use an out-of-place op."
         )
+
+
+def _made_by_custom_function(t: Tensor) -> bool:
+    return hasattr(getattr(t._grad_fn, "function", None), "user_function")
+
+
+def _custom_function_view_message(view: Tensor, op: str) -> str:
+    """A user Function returned an input, or a view of one: its backward, not the view's, is
+    recorded, so an in-place op on the output would bypass it (PyTorch refuses it too)."""
+    name = view._grad_fn.name()[: -len("Backward")]
+    return (
+        f"{op}: the output (shape {tuple(view.shape)}) of the custom Function {name} is a view of a "
+        f"tensor of shape {tuple(view._base.shape)}, and is being modified in place: {name}.forward "
+        "returned a tensor it did not create (an input or a captured tensor) or a view, and an "
+        f"in-place op on it would change memory behind {name}'s backward. Return a clone() from "
+        "forward, or clone() the output before modifying it."
+    )
 
 
 def _snapshot_saved_alias(node, alias: Tensor) -> None:

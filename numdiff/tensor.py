@@ -18,21 +18,17 @@ import numpy as np
 from numdiff import _dtype, _tensor_dlpack
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
-from numdiff._tensor_str import tensor_repr
 from numdiff.autograd import function as _function_module
 from numdiff.autograd.engine import run_backward
+from numdiff.autograd.function import InPlaceOnLeafError as InPlaceOnLeafError
 from numdiff.autograd.function import leaf_accumulator
-from numdiff.autograd.hooks import RemovableHandle
+from numdiff.autograd.hooks import RemovableHandle, check_callable
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import backend_for
 
 
 class NonLeafRequiresGradError(RuntimeError):
     """`requires_grad` was switched on a tensor that a recorded op produced."""
-
-
-class InPlaceOnLeafError(RuntimeError):
-    """An in-place op would modify a leaf that requires grad while recording."""
 
 
 class Size(tuple):
@@ -59,6 +55,7 @@ class Tensor:
         "_grad_accumulator",
         "_base",
         "_base_node",  # a view's: its base's grad_fn when the view was made (set with _base)
+        "_view_replay",  # a view's: the view ops that make it from _base, or None (set with _base)
         "_post_accumulate_hooks",  # None until register_post_accumulate_grad_hook
         "__weakref__",
     )
@@ -270,10 +267,11 @@ class Tensor:
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces it."""
+        check_callable("register_hook", hook)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
-            return self._grad_fn.register_prehook(hook)
+            return self._grad_fn._register_gradient_hook(hook)
         if self._hooks is None:
             self._hooks = {}
         handle = RemovableHandle(self._hooks)
@@ -290,6 +288,7 @@ class Tensor:
                 "post accumulate grad hooks cannot be registered on non-leaf tensors: this tensor was "
                 f"produced by {self._grad_fn.name()}"
             )
+        check_callable("register_post_accumulate_grad_hook", hook)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         hooks = self._post_accumulate_hooks
@@ -396,6 +395,8 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
+        from numdiff._tensor_str import tensor_repr  # _tensor_str formats Tensors: it imports this module
+
         return tensor_repr(self)
 
 _function_module.Tensor = Tensor

@@ -26,6 +26,14 @@ def _as_list(x: Any) -> list:
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
+def _tensors(op: str, what: str, items: Any) -> list:
+    items = _as_list(items)
+    for index, item in enumerate(items):
+        if not isinstance(item, Variable):  # every Tensor is a Variable
+            raise TypeError(f"{op}: {what} must be Tensors (or a sequence of them), but item {index} is a {type(item).__name__}")
+    return items
+
+
 def grad(
     outputs: Any,
     inputs: Any,
@@ -43,8 +51,8 @@ def grad(
     """
     from numdiff.autograd.engine import run_backward
 
-    outputs = _as_list(outputs)
-    inputs = _as_list(inputs)
+    outputs = _tensors("grad", "outputs", outputs)
+    inputs = _tensors("grad", "inputs", inputs)
     grad_outputs = [None] * len(outputs) if grad_outputs is None else _as_list(grad_outputs)
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
@@ -65,7 +73,7 @@ def backward(
     """Accumulate gradients of `tensors` into the leaves' `.grad` (Tensor.backward for many roots)."""
     from numdiff.autograd.engine import run_backward
 
-    tensors = _as_list(tensors)
+    tensors = _tensors("backward", "tensors", tensors)
     grad_tensors = [None] * len(tensors) if grad_tensors is None else _as_list(grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph

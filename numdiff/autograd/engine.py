@@ -36,6 +36,10 @@ _GRAD_LOCK_MASK = 63
 _GRAD_LOCKS = tuple(threading.Lock() for _ in range(_GRAD_LOCK_MASK + 1))
 
 
+class BackwardInTransformError(RuntimeError):
+    """backward() was called inside a numdiff.func transform (grad, vjp, jvp, vmap, jacrev...)."""
+
+
 def _root_node(tensor: Tensor, index: int) -> Node | AccumulateGrad:
     if tensor._base is not None:
         _function.check_view_is_current(tensor, "backward")
@@ -175,6 +179,15 @@ def _check_hook_result(hook: object, grad: Tensor, replacement: object) -> None:
             )
 
 
+def _refuse_post_hook_result(hook: object, variable: Tensor) -> None:
+    name = getattr(hook, "__qualname__", None) or repr(hook)
+    raise RuntimeError(
+        f"post-accumulate-grad hook '{name}' of the leaf of shape {tuple(variable.shape)} returned a "
+        "value, but such a hook must return None: it runs after .grad is written. Change the "
+        "gradient in place there (p.grad.mul_(...)), or use register_hook to replace it before."
+    )
+
+
 def _unshared(grad: Tensor, tensor_refs: int) -> bool:
     """True if nothing but the engine holds `grad` or its memory, so `.grad` may take it over.
 
@@ -231,6 +244,13 @@ def run_backward(
     thread's innermost interpreter may refuse the pass first (numdiff.compile's trace).
     """
     if anywhere.levels:
+        if not capture and (transforms.vmap_depth or transforms.grad_depth):
+            raise BackwardInTransformError(
+                "backward() called inside a numdiff.func transform (grad, vjp, jvp, vmap, jacrev, "
+                "jacfwd or hessian): it would write .grad of the transform's own inputs and captured "
+                "tensors behind its back. Return the loss from the function and let numdiff.func.grad "
+                "or vjp differentiate it, or call backward() outside the transform."
+            )
         top = transforms.interpreter
         if top is not None:
             top.backward(capture, create_graph)
@@ -297,7 +317,8 @@ def run_backward(
                     post_hooks = variable._post_accumulate_hooks
                     if post_hooks:
                         for hook in tuple(post_hooks.values()):
-                            hook(variable)
+                            if hook(variable) is not None:
+                                _refuse_post_hook_result(hook, variable)
                 continue
             if grad is not None:
                 if node._pre_hooks:
@@ -329,7 +350,7 @@ def run_backward(
                     if next_node is None:
                         continue
                     if g is not None:
-                        if g._data.shape != shape:
+                        if shape is not None and g._data.shape != shape:  # None: a Function's output port
                             g = _reduce(g, node, shape)
                         pending = get_buffer(next_node)
                         buffers[next_node] = g if pending is None else pending + g

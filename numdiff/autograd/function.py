@@ -13,6 +13,7 @@ tensors through `save_for_backward`, sizes and flags as plain attributes.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +21,13 @@ import numpy as np
 
 from numdiff import _profiling
 from numdiff._dtype import BFLOAT16_STORAGE
-from numdiff.autograd import anomaly
+from numdiff.autograd import anomaly, custom_function
+from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehook, with_post_hooks
 from numdiff.autograd.transform_state import anywhere, transforms
+from numdiff.autograd.views import StaleViewError as StaleViewError
+from numdiff.autograd.views import check_view_is_current
 from numdiff.backend import is_host, like_host
 
 if TYPE_CHECKING:
@@ -40,23 +45,8 @@ class SavedTensorModifiedError(RuntimeError):
     """A tensor saved for backward was changed in place before backward used it."""
 
 
-class StaleViewError(RuntimeError):
-    """A view was used after a recorded in-place op gave its base a new history."""
-
-
-def check_view_is_current(view: Tensor, op: str) -> None:
-    """Refuse a view whose base was modified in place, with gradient recording on, after the view
-    was made. The view's history reads the base's old value, so a gradient through it would miss
-    the modification (PyTorch replays the view on the base's new history; numdiff does not)."""
-    base = view._base
-    if base._grad_fn is view._base_node:
-        return
-    raise StaleViewError(
-        f"{op}: a view (shape {tuple(view.shape)}) of a tensor of shape {tuple(base.shape)} is used "
-        f"after that tensor was modified in place by a recorded {base._grad_fn.name()}; the view "
-        "was made before, so its gradient would miss the modification. Make the view again after "
-        "the in-place op (v = base[...]), or make it from a clone() of the base."
-    )
+class InPlaceOnLeafError(RuntimeError):
+    """An in-place op would modify a leaf that requires grad while recording."""
 
 
 class _SavedOutput:
@@ -99,6 +89,9 @@ class Node:
         "__weakref__",
     )
     materialize_grads = True
+    # Set by a user Function's forward through mark_dirty / mark_non_differentiable.
+    _dirty = ()
+    _non_differentiable = ()
 
     def __init__(self, function: type[Function], inputs: tuple[Tensor, ...], attrs: dict | None = None) -> None:
         self.function = function
@@ -163,6 +156,11 @@ class Node:
     def saved_tensors(self) -> tuple[Tensor, ...]:
         if self._freed:
             raise self._freed_error()
+        if len(self._saved) != len(self._saved_versions):
+            raise RuntimeError(
+                f"{self.name()[: -len('Backward')]}.forward read ctx.saved_tensors: they can be read "
+                "in backward only (forward is still running); in forward use the tensors themselves"
+            )
         result = []
         for item, version in zip(self._saved, self._saved_versions):
             if type(item) is _SavedOutput:
@@ -222,14 +220,40 @@ class Node:
         )
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
-        """Accepted for PyTorch compatibility; integer and bool outputs never require grad."""
+        """These outputs of forward get no gradient (integer and bool outputs never do)."""
+        self.__dict__["_non_differentiable"] = outputs
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """forward modified these inputs in place (and returns them): they take this node's history."""
+        self.__dict__["_dirty"] = tensors
+
+    def save_for_forward(self, *items: Any) -> None:
+        """Keep values for the Function's jvp (read back as `saved_tensors` there too)."""
+        self.__dict__["saved_for_forward"] = items
 
     def set_materialize_grads(self, value: bool) -> None:
         self.__dict__["materialize_grads"] = value
 
     def register_prehook(self, hook: Any) -> Any:
-        from numdiff.autograd.hooks import RemovableHandle
+        """Call ``hook(grad_outputs)`` (a tuple) before this node's backward; a returned tuple
+        replaces the gradients, as PyTorch's Node.register_prehook."""
+        check_callable("register_prehook", hook)
+        return self._register_gradient_hook(functools.partial(tuple_prehook, hook))
 
+    def register_hook(self, hook: Any) -> RemovableHandle:
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward; a returned tuple
+        replaces the input gradients, as PyTorch's Node.register_hook."""
+        check_callable("register_hook", hook)
+        hooks = self.__dict__.get("_post_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_post_hooks"] = {}
+            self.function = with_post_hooks(self.function)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def _register_gradient_hook(self, hook: Any) -> Any:
+        """A tensor hook of this node's output: ``hook(grad)`` may return a replacement tensor."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
         handle = RemovableHandle(self._pre_hooks)
@@ -281,6 +305,13 @@ class Function:
     # Built-in ops compute on arrays; user Functions, like PyTorch's, receive Tensors.
     array_forward = False
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = type(self).__name__
+        raise TypeError(
+            f"{name}() instances are not called: a Function is applied with {name}.apply(...) "
+            "(forward and backward are static methods; PyTorch removed the legacy instance call)"
+        )
+
     @staticmethod
     def forward(ctx: Node, *inputs: Any, **attrs: Any) -> Any:
         raise NotImplementedError("a Function subclass must define forward(ctx, ...)")
@@ -314,10 +345,10 @@ class Function:
         for t in inputs:
             if isinstance(t, Tensor):
                 args.append(t._data)
+                if t._base is not None and _state.enabled:
+                    check_view_is_current(t, cls.op_name)  # may give the view its base's new history
                 if t._requires_grad:
                     record = True
-                if t._base is not None and _state.enabled:
-                    check_view_is_current(t, cls.op_name)
             else:
                 args.append(t)
         try:
@@ -361,38 +392,9 @@ def _apply_in_float32(cls: type[Function], inputs: tuple, attrs: dict, narrow: n
     return out
 
 
-def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Tensor:
+def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Any:
     """apply for user Functions: forward gets Tensors and runs with grad mode off."""
-    record = _state.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs)
-    if _state.enabled:
-        for t in inputs:
-            if isinstance(t, Tensor) and t._base is not None:
-                check_view_is_current(t, cls.__name__)
-    previous = _state.enabled
-    _state.enabled = False
-    try:
-        if not record:
-            out = _one_output(cls, cls.forward(_Unrecorded(), *inputs, **attrs))
-            return Tensor._wrap(_as_array(out), None, None)
-        node = Node(cls, inputs, attrs)
-        out = _one_output(cls, cls.forward(node, *inputs, **attrs))
-    finally:
-        _state.enabled = previous
-    return _record_output(node, inputs, inputs, out)
-
-
-def _one_output(cls: type[Function], out: Any) -> Any:
-    """A node has one output: a tuple from forward would be wrapped as the tensor's data, and
-    fail later far from here (AttributeError: 'tuple' object has no attribute 'dtype')."""
-    if isinstance(out, Tensor) or hasattr(out, "dtype"):
-        return out
-    if isinstance(out, (tuple, list)):
-        raise TypeError(
-            f"{cls.__name__}.forward returned a {type(out).__name__} of {len(out)} values, but a numdiff "
-            "Function has one output: split it into one Function per output, or return one tensor "
-            "(e.g. stacked) and take it apart after apply"
-        )
-    raise TypeError(f"{cls.__name__}.forward must return a Tensor, got {type(out).__name__}")
+    return custom_function.apply_custom(cls, inputs, attrs)
 
 
 def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:

@@ -19,6 +19,7 @@ from numdiff.distributed import nn
 from numdiff.distributed._group import (
     DistributedError,
     DistributedTimeoutError,
+    RankDepartedError,
     destroy_process_group,
     get_backend,
     get_rank,
@@ -34,12 +35,14 @@ from numdiff.distributed.collectives import (
     all_reduce,
     barrier,
     broadcast,
+    reduce,
     reduce_scatter,
 )
 
 __all__ = [
     "DistributedError",
     "DistributedTimeoutError",
+    "RankDepartedError",
     "ReduceOp",
     "Work",
     "all_gather",
@@ -54,6 +57,7 @@ __all__ = [
     "is_available",
     "is_initialized",
     "nn",
+    "reduce",
     "reduce_scatter",
 ]
 

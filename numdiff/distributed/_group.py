@@ -3,16 +3,21 @@
 numdiff runs on MPI (through mpi4py) rather than an engine of its own. `init_process_group`
 duplicates ``MPI.COMM_WORLD`` so numdiff's collectives never mix with the user's own MPI traffic,
 and installs an exception hook: an uncaught exception on one rank prints the rank and the error
-and aborts the whole job, so the other ranks do not wait forever in their next collective.
+and aborts the whole job, so the other ranks do not wait forever in their next collective. A rank
+that leaves otherwise (returns, calls sys.exit, is interrupted) sends the others a departure
+notice (numdiff/distributed/_departure.py), and their collectives raise `RankDepartedError`.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import sys
 import threading
 import traceback
 from typing import Any
+
+from numdiff.distributed._departure import Departures
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
@@ -29,6 +34,11 @@ class DistributedError(RuntimeError):
 
 class DistributedTimeoutError(DistributedError, TimeoutError):
     """A collective did not complete within its timeout."""
+
+
+class RankDepartedError(DistributedError):
+    """Another rank left the job (returned, exited, raised or was interrupted) while this one
+    waited in a collective that needs it."""
 
 
 def mpi() -> Any:
@@ -51,11 +61,15 @@ class _ProcessGroup:
         # SyncBatchNorm's collectives run on their own communicator: they are issued from inside
         # backward, while DDP's gradient buckets may still be in flight on `comm`.
         self.sync_comm = comm.Dup()
+        # Departure notices travel on a communicator of their own, never mixed with collectives.
+        self.departures = Departures(comm.Dup(), mpi())
 
 
 _group: _ProcessGroup | None = None
 _lock = threading.Lock()
 _previous_excepthook = None
+# How this rank is leaving, when the exception hook learnt it before the exit handler runs.
+_leaving_because: str | None = None
 
 
 def is_available() -> bool:
@@ -111,6 +125,7 @@ def init_process_group(
         if _previous_excepthook is None:
             _previous_excepthook = sys.excepthook
             sys.excepthook = _abort_job_on_exception
+            atexit.register(_announce_departure)
 
 
 def destroy_process_group(group: Any = None) -> None:
@@ -119,6 +134,8 @@ def destroy_process_group(group: Any = None) -> None:
     with _lock:
         if _group is None:
             raise DistributedError("destroy_process_group: no process group is initialized")
+        _group.departures.close()
+        _group.departures.comm.Free()
         _group.sync_comm.Free()
         _group.comm.Free()
         _group = None
@@ -162,10 +179,14 @@ def _as_timedelta(op: str, timeout: Any) -> datetime.timedelta | None:
 
 def _abort_job_on_exception(kind: type, value: BaseException, tb: Any) -> None:
     """sys.excepthook while a group is up: report which rank failed, then end every rank."""
+    global _leaving_because
     group = _group
     if group is None or group.size == 1 or kind is KeyboardInterrupt:
+        if group is not None and kind is KeyboardInterrupt:
+            _leaving_because = "it was interrupted (KeyboardInterrupt)"
         (_previous_excepthook or sys.__excepthook__)(kind, value, tb)
         return
+    group.departures.announce(f"it raised {kind.__name__}: {value}")
     text = "".join(traceback.format_exception(kind, value, tb))
     sys.stderr.write(
         f"numdiff.distributed: rank {group.rank} of {group.size} failed with "
@@ -173,3 +194,13 @@ def _abort_job_on_exception(kind: type, value: BaseException, tb: Any) -> None:
     )
     sys.stderr.flush()
     mpi().COMM_WORLD.Abort(1)
+
+
+def _announce_departure() -> None:
+    """At exit, with the group still up: tell the other ranks this one is gone, and how."""
+    group = _group
+    if group is None:
+        return
+    how = _leaving_because or "it ended (returned from its script or called sys.exit)"
+    group.departures.announce(how + " without destroy_process_group()")
+    group.departures.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import pickle
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from numdiff.backend import is_host, like_host, to_host
+from numdiff.distributed._departure import GRACE_SECONDS
 from numdiff.distributed._group import (
     DistributedError,
     DistributedTimeoutError,
+    RankDepartedError,
     _as_timedelta,
     current,
     mpi,
@@ -83,11 +86,22 @@ class Work:
         start = time.monotonic()
         deadline = start + limit
         pause = 0.0
+        departures = current(self._op).departures
+        grace_end = None
         # MPI progresses a request only inside MPI calls, and a sleep costs at least a scheduler
         # tick: poll without sleeping for the first _SPIN_SECONDS (a training step's collectives
-        # finish well within that), then back off to at most 1 ms between polls.
+        # finish well within that), then back off to at most 1 ms between polls. Each poll also
+        # looks for another rank's departure notice (see _departure.py).
         while not self._request.Test():
             now = time.monotonic()
+            if departures.arrived() is not None:
+                if grace_end is None:
+                    grace_end = now + GRACE_SECONDS  # its part may still be in flight
+                elif now > grace_end:
+                    raise RankDepartedError(
+                        f"{self._op}: {departures.notice}. Rank {departures.rank} was waiting for it "
+                        "in this collective, which needs every rank, so it cannot complete."
+                    )
             if now > deadline:
                 raise DistributedTimeoutError(
                     f"{self._op}: rank {current().rank} waited {limit:g} s and the collective did "
@@ -144,6 +158,12 @@ def _bump_version(tensor: Tensor) -> None:
 
 def _timeout(op: str, timeout: Any) -> datetime.timedelta:
     return _as_timedelta(op, timeout) or current(op).timeout
+
+
+def wait_for(op: str, request: Any, timeout: Any = None) -> None:
+    """Block on an MPI request as a collective does: bounded by the timeout, and ended by another
+    rank's departure. For the collectives numdiff issues itself (DDP, SyncBatchNorm)."""
+    Work(op, request, _timeout(op, timeout), lambda: None).wait()
 
 
 def _run(op: str, request: Any, finish: Callable[[], None], async_op: bool, timeout: Any) -> Work | None:
@@ -252,6 +272,45 @@ def reduce_scatter(
     return _run(name, request, finish, async_op, timeout)
 
 
+def reduce(
+    tensor: Tensor,
+    dst: int,
+    op: ReduceOp = ReduceOp.SUM,
+    group: Any = None,
+    async_op: bool = False,
+    timeout: Any = None,
+) -> Work | None:
+    """Combine `tensor` across all ranks with `op` into `tensor` on rank `dst` (the others' keep
+    their values).
+
+    >>> dist.reduce(t, dst=0)                         # rank 0 now holds the sum
+    """
+    name = "reduce"
+    pg = current(name)
+    _check_tensor(name, "tensor", tensor)
+    _check_rank(name, "dst", dst, pg.size)
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"{name}: op must be a numdiff.distributed.ReduceOp, got {op!r}")
+    if op is ReduceOp.AVG and tensor._data.dtype.kind not in "fc":
+        raise TypeError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {tensor.dtype}")
+    if pg.rank == dst:
+        buffer, write_back = _staging(name, tensor)
+        request = pg.comm.Ireduce(mpi().IN_PLACE, buffer, _mpi_op(op), root=dst)
+    else:
+        buffer, write_back = _send_buffer(tensor), None
+        request = pg.comm.Ireduce(buffer, None, _mpi_op(op), root=dst)
+
+    def finish() -> None:
+        if write_back is None:
+            return
+        if op is ReduceOp.AVG:
+            np.divide(buffer, pg.size, out=buffer)
+        write_back(buffer)
+        _bump_version(tensor)
+
+    return _run(name, request, finish, async_op, timeout)
+
+
 def barrier(group: Any = None, async_op: bool = False, timeout: Any = None) -> Work | None:
     """Wait until every rank has reached this call."""
     name = "barrier"
@@ -285,7 +344,7 @@ def check_same_across_ranks(op: str, what: str, items: list[tuple]) -> None:
     compared after an allgather, so every rank sees the same first mismatch and raises together.
     """
     pg = current(op)
-    everyone = pg.comm.allgather(items)
+    everyone = _allgather_objects(op, pg, items)
     reference = everyone[0]
     for rank, rows in enumerate(everyone[1:], start=1):
         for index in range(max(len(rows), len(reference))):
@@ -297,6 +356,17 @@ def check_same_across_ranks(op: str, what: str, items: list[tuple]) -> None:
                     f"{_describe(mine)} where rank 0 has {_describe(theirs)}. Every rank must build "
                     "the same model."
                 )
+
+
+def _allgather_objects(op: str, pg: Any, item: Any) -> list:
+    """Every rank's `item` (small, picklable), through non-blocking collectives."""
+    payload = np.frombuffer(pickle.dumps(item), dtype=np.uint8)
+    lengths = np.zeros(pg.size, dtype=np.int64)
+    wait_for(op, pg.comm.Iallgather(np.array([payload.size], dtype=np.int64), lengths))
+    gathered = np.empty(int(lengths.sum()), dtype=np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    wait_for(op, pg.comm.Iallgatherv(payload, [gathered, lengths, offsets, mpi().BYTE]))
+    return [pickle.loads(gathered[o : o + n].tobytes()) for o, n in zip(offsets, lengths)]
 
 
 def _describe(row: tuple | None) -> str:
@@ -313,7 +383,9 @@ __all__ = [
     "all_reduce",
     "barrier",
     "broadcast",
+    "reduce",
     "reduce_scatter",
     "DistributedError",
     "DistributedTimeoutError",
+    "RankDepartedError",
 ]

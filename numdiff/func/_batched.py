@@ -317,8 +317,12 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
     name = getattr(cls, "op_name", None)
     rule = RULES.get(name)
     out = None if rule is None else rule(cls, values, batched, attrs, size)
+    if out is None and getattr(cls, "vmap", None) is not None:
+        return _custom_vmap(cls, values, batched, attrs, size, level)
     if out is None:
         out = _loop(cls, values, batched, attrs, size)
+        if isinstance(out, tuple):  # a custom Function with several outputs
+            return tuple(wrap(o, level) if isinstance(o, Tensor) else o for o in out)
     elif name in _VIEW_OPS and batched[0]:
         # The public function makes the logical result a view of its input; the batch (the
         # physical tensor an in-place op writes) must be one too, sharing its version counter,
@@ -350,7 +354,54 @@ def _each_example(call: Callable[..., Tensor], values: list, batched: list, size
         # Zeros (a valid index) summed out of the empty batch dim, still batched at outer levels.
         stand_in = [v.sum(0).to(v.dtype) if b else v for v, b in zip(values, batched)]
         return stack([call(*stand_in)])[:0]
-    return stack([call(*(v[index] if b else v for v, b in zip(values, batched))) for index in range(size)])
+    results = [call(*(v[index] if b else v for v, b in zip(values, batched))) for index in range(size)]
+    if isinstance(results[0], tuple):  # several outputs: each tensor output stacked on its own
+        return tuple(
+            stack([r[k] for r in results]) if isinstance(first, Tensor) else first for k, first in enumerate(results[0])
+        )
+    return stack(results)
+
+
+class VmapInfo:
+    """What a custom Function's ``vmap`` staticmethod is told about the vmap (torch.func's info)."""
+
+    def __init__(self, batch_size: int, randomness: str) -> None:
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
+def _custom_vmap(cls: Any, values: list, batched: list, attrs: dict, size: int, level: int) -> Any:
+    """A custom Function's own batching rule: ``cls.vmap(info, in_dims, *args)`` gets the inputs
+    with the batch at dim 0 (in_dims 0) or unbatched (None), and returns ``(outputs, out_dims)``."""
+    info = VmapInfo(size, transforms.randomness[level - 1] if len(transforms.randomness) >= level else "error")
+    in_dims = tuple(0 if b else None for b in batched)
+    result = cls.vmap(info, in_dims, *values, **attrs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise TypeError(
+            f"{cls.__name__}.vmap must return a pair (outputs, out_dims), got {type(result).__name__}"
+        )
+    outputs, out_dims = result
+    several = isinstance(outputs, tuple)
+    outputs = outputs if several else (outputs,)
+    out_dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(outputs)
+    if len(out_dims) != len(outputs):
+        raise ValueError(f"{cls.__name__}.vmap returned {len(outputs)} outputs but {len(out_dims)} out_dims")
+    wrapped = []
+    for out, dim in zip(outputs, out_dims):
+        if not isinstance(out, Tensor):
+            wrapped.append(out)
+            continue
+        if dim is None:
+            out = out.unsqueeze(0).expand(size, *out.shape)
+        elif not isinstance(dim, int) or not -out.ndim <= dim < out.ndim or out.shape[dim] != size:
+            raise ValueError(
+                f"{cls.__name__}.vmap: out_dim {dim!r} is not a dimension of size {size} (the batch) of "
+                f"its output of shape {tuple(out.shape)}"
+            )
+        else:
+            out = out.movedim(dim, 0)
+        wrapped.append(wrap(out, level))
+    return tuple(wrapped) if several else wrapped[0]
 
 
 def _loop(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:

@@ -15,7 +15,7 @@ from typing import Any
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import eye, zeros_like
 from numdiff.func._pytree import tree_flatten, tree_unflatten
-from numdiff.func.transforms import _argnums_tuple, _check_float, _split_aux, jvp, vjp
+from numdiff.func.transforms import _argnums_tuple, _check_float, _Level, _split_aux, jvp, vjp
 from numdiff.func.vmap import vmap
 from numdiff.tensor import Tensor
 
@@ -91,7 +91,9 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         partial = _with_args(func, args, nums)
         primals = tuple(args[n] for n in nums)
-        with no_grad():
+        # The output's structure, from one run that is part of the transform (backward() in it is
+        # refused as in every other run).
+        with no_grad(), _Level("jacfwd"):
             output, aux = _split_aux("jacfwd", partial(*primals), has_aux)
         out_leaves, out_spec = tree_flatten(output)
         flat = [tree_flatten(p) for p in primals]  # a primal may be a tuple/list/dict of tensors

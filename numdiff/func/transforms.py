@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from numdiff.autograd import grad as autograd_grad
-from numdiff.autograd.function import Node
-from numdiff.autograd.grad_mode import enable_grad
+from numdiff.autograd.function import AccumulateGrad, Node
+from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.autograd.transform_state import enter_grad_level, exit_grad_level, transforms
 from numdiff.creation import ones_like, zeros_like
 from numdiff.func import _batched
@@ -45,6 +45,7 @@ class _Level:
     def __init__(self, op: str) -> None:
         self.op = op
         self.nested = transforms.grad_depth > 0
+        self.grad_enabled = is_grad_enabled()
         self.fresh: list[tuple[Tensor, list[int]]] = []
 
     def __enter__(self) -> _Level:
@@ -64,6 +65,27 @@ class _Level:
             value = value.detach().requires_grad_()
         self.fresh.append((value, levels))
         return _batched.rewrap(value, levels)
+
+    def note_captured(self, outputs: list) -> None:
+        """Make the results differentiable when `outputs` depend on a tracked tensor that is not
+        one of this level's inputs (a captured parameter), as torch.func's are inside an outer
+        autograd graph: a gradient penalty backpropagates through them to that parameter."""
+        if self.nested or not self.grad_enabled:
+            return
+        fresh = {id(value) for value, _ in self.fresh}
+        stack = [o._grad_fn for o in outputs if isinstance(o, Tensor) and o._grad_fn is not None]
+        seen = set()
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if type(node) is AccumulateGrad:
+                if id(node.variable) not in fresh:
+                    self.nested = True
+                    return
+                continue
+            stack.extend(n for n in node.next_nodes if n is not None)
 
     def gradients(
         self, outputs: list, cotangents: list, inputs: list | None = None, retain: bool = False, batched: bool = False
@@ -139,6 +161,7 @@ def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = F
             with enable_grad():
                 out = func(*args, **kwargs)
             out, aux = _split_aux("grad", out, has_aux)
+            level.note_captured([_batched.physical(leaf)[0] for leaf in tree_flatten((out, aux))[0]])
             if not isinstance(out, Tensor) or out.ndim != 0:
                 shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
                 raise TransformOutputError(
@@ -203,6 +226,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         out_leaves, out_spec = tree_flatten(out)
         for leaf in out_leaves:
             _check_float("vjp", leaf, "each output")
+        level.note_captured([_batched.physical(leaf)[0] for leaf in tree_flatten((out, aux))[0]])
         inputs = list(level.fresh)
 
     def vjp_fn(cotangents: Any) -> tuple:
@@ -316,6 +340,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
         out, aux = _split_aux("jvp", out, has_aux)
         out_leaves, out_spec = tree_flatten(out)
         values = [_batched.physical(_check_float("jvp", o, "each output"))[0] for o in out_leaves]
+        level.note_captured(values + [_batched.physical(leaf)[0] for leaf in tree_flatten(aux)[0]])
         dummies = [zeros_like(v).requires_grad_() for v in values]
         # An output that no recorded op produced (a constant, a detached value) has tangent zero.
         tracked = [k for k, v in enumerate(values) if v._grad_fn is not None or v._requires_grad]

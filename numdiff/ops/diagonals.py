@@ -69,7 +69,8 @@ def _diagonal(op: str, input: Tensor, offset: int, dim1: int, dim2: int) -> Tens
     d2 = normalize_dim(op, dim2, input.ndim)
     if d1 == d2:
         raise ValueError(f"{op}: dim1 and dim2 name the same dimension {d1} (dim1={dim1}, dim2={dim2})")
-    return _as_view(Diagonal.apply(input, offset=int(offset), dim1=d1, dim2=d2), input)
+    attrs = {"offset": int(offset), "dim1": d1, "dim2": d2}
+    return _as_view(Diagonal.apply(input, **attrs), input, Diagonal, attrs)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:

@@ -281,7 +281,7 @@ def getitem(input: Tensor, key: Any) -> Tensor:
     key = normalize_key("index", key, input._data.shape)
 
     out = GetItem.apply(input, key=key)
-    return _as_view(out, input) if _is_basic(key) else out
+    return _as_view(out, input, GetItem, {"key": key}) if _is_basic(key) else out
 
 
 def index_put(input: Tensor, key: Any, value: Any) -> Tensor:

@@ -17,13 +17,24 @@ from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
 
-def _as_view(out: Tensor, base: Tensor) -> Tensor:
+def _as_view(out: Tensor, base: Tensor, function: Any = None, attrs: dict | None = None) -> Tensor:
     """Share `base`'s version counter when `out` aliases its memory, so in-place edits are seen,
-    and remember the base's history at this point (see `check_view_is_current`)."""
+    and remember the base's history at this point (see `check_view_is_current`).
+
+    ``function.apply(base, **attrs)`` is the view op that made `out`: with it the view records how
+    to be made again from its root base (`_view_replay`, the ops from the root outwards), so that
+    after an in-place op on the base it takes the base's new history, as PyTorch's views do."""
     if np.may_share_memory(out._data, base._data):
         out._version_counter = base._version_counter
-        out._base = base._base if base._base is not None else base
-        out._base_node = out._base._grad_fn
+        root = base._base
+        if root is None:
+            out._view_replay = None if function is None else ((function, attrs),)
+            root = base
+        else:
+            inner = base._view_replay
+            out._view_replay = None if function is None or inner is None else inner + ((function, attrs),)
+        out._base = root
+        out._base_node = root._grad_fn
     return out
 
 
@@ -118,7 +129,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         shape = tuple(numel // known if s == -1 else s for s in shape)
     if shape == input._data.shape:
         return input
-    return _as_view(Reshape.apply(input, shape=shape), input)
+    return _as_view(Reshape.apply(input, shape=shape), input, Reshape, {"shape": shape})
 
 
 def view(input: Tensor, *shape: Any) -> Tensor:
@@ -141,7 +152,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     dims = tuple(normalize_dim("permute", d, input.ndim) for d in dims)
     if len(set(dims)) != len(dims):
         raise ValueError(f"permute: dims {list(dims)} repeat a dimension")
-    return _as_view(Permute.apply(input, dims=dims), input)
+    return _as_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -181,7 +192,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     target = tuple(target)
     if target == tuple(shape):
         return input
-    return _as_view(Expand.apply(input, shape=target), input)
+    return _as_view(Expand.apply(input, shape=target), input, Expand, {"shape": target})
 
 
 def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:

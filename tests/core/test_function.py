@@ -207,9 +207,9 @@ def test_variable_is_pytorchs_pre_0_4_wrapper():
 
 
 @pytest.mark.parametrize("requires_grad", [True, False])
-def test_function_whose_forward_returns_several_outputs_is_refused_naming_it(requires_grad):
-    # The tuple became the tensor's data: AttributeError "'tuple' object has no attribute 'dtype'"
-    # while recording, and a Tensor wrapping a tuple without.
+def test_function_whose_forward_returns_several_outputs_gives_a_tuple_of_tensors(requires_grad):
+    # The tuple used to become the tensor's data (AttributeError "'tuple' object has no attribute
+    # 'dtype'"), then was refused; PyTorch returns one tensor per output.
     class TwoOutputs(Function):
         @staticmethod
         def forward(ctx, x):
@@ -220,5 +220,9 @@ def test_function_whose_forward_returns_several_outputs_is_refused_naming_it(req
             return first * 2 + second * 3
 
     x = numdiff.ones(2, requires_grad=requires_grad)
-    with pytest.raises(TypeError, match=r"TwoOutputs.forward returned a tuple of 2 values, but a numdiff Function has one output"):
-        TwoOutputs.apply(x)
+    first, second = TwoOutputs.apply(x)
+    assert first.tolist() == [2.0, 2.0] and second.tolist() == [3.0, 3.0]
+    assert first.requires_grad is requires_grad and second.requires_grad is requires_grad
+    if requires_grad:
+        (first.sum() + 10 * second.sum()).backward()
+        assert x.grad.tolist() == [32.0, 32.0]

@@ -90,6 +90,22 @@ def test_reduce_scatter_leaves_rank_r_the_reduction_of_part_r(dist, dtype):
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", DTYPES + [numdiff.int64])
+@pytest.mark.parametrize("op", ["SUM", "AVG", "MAX"])
+def test_reduce_leaves_the_reduction_on_dst_only(dist, dtype, op):
+    if op == "AVG" and dtype == numdiff.int64:
+        pytest.skip("AVG needs floating point")
+    dst = dist.get_world_size() - 1
+    t = rank_values(dist, (2, 3), dtype).t()  # not contiguous: reduced through a copy
+    dist.reduce(t, dst=dst, op=getattr(dist.ReduceOp, op))
+    ranks = np.stack(all_ranks(dist, (2, 3), dtype))
+    expected = {"SUM": ranks.sum(0), "AVG": ranks.mean(0), "MAX": ranks.max(0)}[op].T
+    if dist.get_rank() == dst:
+        np.testing.assert_allclose(t.numpy(), expected, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(t.numpy(), rank_values(dist, (2, 3), dtype).t().numpy())
+
+
 def test_barrier_and_rank_queries(dist):
     dist.barrier()
     assert dist.is_initialized() and dist.get_backend() == "mpi"

@@ -110,10 +110,10 @@ def test_vmap_of_vjp_fn_through_a_linear_layer_matches_torch():
     _, tvjp_fn = torch.func.vjp(lambda v: torch.log_softmax(torch.tanh(v @ torch.tensor(w).T + torch.tensor(b)), -1), torch.tensor(x))
     ours = func.vmap(vjp_fn)(numdiff.tensor(cot))
     theirs = torch.func.vmap(tvjp_fn)(torch.tensor(cot))
-    np.testing.assert_allclose(ours[0].numpy(), theirs[0].numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours[0].detach().numpy(), theirs[0].numpy(), rtol=1e-10, atol=1e-12)
     # Twice nested: a grid of cotangents, both vmap levels through the same recorded graph.
     ours = func.vmap(func.vmap(vjp_fn))(numdiff.tensor(cot).reshape(5, 1, 2, 4).expand(5, 3, 2, 4))
-    np.testing.assert_allclose(ours[0].numpy(), np.broadcast_to(theirs[0].numpy()[:, None], (5, 3, 2, 3)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours[0].detach().numpy(), np.broadcast_to(theirs[0].numpy()[:, None], (5, 3, 2, 3)), rtol=1e-10, atol=1e-12)
 
 
 def test_jacrev_inside_grad_differentiates_through_the_batched_backward():

@@ -15,7 +15,7 @@ import numpy as np
 from numdiff.autograd.function import Function
 from numdiff.backend import like_host, to_host
 from numdiff.distributed._group import current, mpi
-from numdiff.distributed.collectives import ReduceOp
+from numdiff.distributed.collectives import ReduceOp, wait_for
 from numdiff.tensor import Tensor
 
 
@@ -23,7 +23,7 @@ def _summed(x: Tensor, comm: Any) -> Tensor:
     data = x._data
     host = np.ascontiguousarray(to_host(data))
     result = np.empty_like(host)
-    comm.Allreduce(host, result, mpi().SUM)
+    wait_for("all_reduce", comm.Iallreduce(host, result, mpi().SUM))
     result = like_host(result, data)
     return Tensor._wrap(result, None, None)
 

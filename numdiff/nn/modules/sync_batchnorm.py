@@ -9,6 +9,8 @@ training, or without a process group of more than one rank, it is plain BatchNor
 
 from __future__ import annotations
 
+import numpy as np
+
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.normalization import _BatchNorm
@@ -37,7 +39,7 @@ class SyncBatchNorm(_BatchNorm):
         dims = (0,) + tuple(range(2, input.ndim))
         shape = (1, self.num_features) + (1,) * (input.ndim - 2)
         local_count = input.numel() // self.num_features
-        count = group.sync_comm.allreduce(local_count)
+        count = int(_all_reduce_sum(Tensor._wrap(np.array(local_count, np.int64), None, None), group.sync_comm))
         if count <= 1:
             raise ValueError(
                 f"SyncBatchNorm: expected more than 1 value per channel when training, got {count} "

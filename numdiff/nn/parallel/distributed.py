@@ -23,7 +23,7 @@ from numdiff.autograd.function import AccumulateGrad
 from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
 from numdiff.backend import like_host, to_host
 from numdiff.distributed import _group
-from numdiff.distributed.collectives import Work, broadcast, check_same_across_ranks
+from numdiff.distributed.collectives import Work, broadcast, check_same_across_ranks, wait_for
 from numdiff.nn.modules.module import Module
 from numdiff.tensor import Tensor
 
@@ -193,7 +193,8 @@ class DistributedDataParallel(Module):
         used = self._used
         if self.find_unused_parameters:
             used = np.empty_like(self._used)
-            _group.current("DistributedDataParallel").comm.Allreduce(self._used, used)
+            comm = _group.current("DistributedDataParallel").comm
+            wait_for("DistributedDataParallel find_unused_parameters", comm.Iallreduce(self._used, used, _group.mpi().SUM))
         self.comm_wait_seconds += time.perf_counter() - start
         with no_grad():
             for index, param in enumerate(self._params):
