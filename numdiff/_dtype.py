@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import is_host, like_host, to_host
+
 BFLOAT16_STORAGE = np.dtype("V2")
 
 
@@ -173,9 +175,9 @@ def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
 def cast_array(array: np.ndarray, target: dtype) -> np.ndarray:
     """`array` converted to `target` (a new array), going through float32 for bfloat16 either way."""
     bfloat16_involved = array.dtype == BFLOAT16_STORAGE or target is bfloat16
-    if bfloat16_involved and type(array) is not np.ndarray:
+    if bfloat16_involved and not is_host(array):
         # A device array: the bit arithmetic runs on the host, and the result goes back.
-        return array.from_host(cast_array(array.to_host(), target))
+        return like_host(cast_array(to_host(array), target), array)
     if array.dtype == BFLOAT16_STORAGE:
         array = bfloat16_bits_to_float32(np.ascontiguousarray(array).view(np.uint16).reshape(array.shape))
     with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf, as in PyTorch

@@ -14,11 +14,11 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-import numpy as np
-
 from numdiff import _dtype
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
+from numdiff.backend import is_host
+from numdiff.func import _batched
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 
@@ -77,8 +77,6 @@ def _apply_inplace_batched(self: Tensor, op: str, compute: Callable[[Tensor], Te
 
     compute gets a copy of the old batch rather than an alias of it: the ops it runs may save a
     reshaped or broadcast view of their input for backward, which the write would overwrite."""
-    from numdiff.func import _batched
-
     target, levels = _batched.physical(self)
     _refuse_inplace_on_leaf(target, op, tuple(self.shape))
     if _state.enabled and target._base is not None and target._base._requires_grad:
@@ -132,7 +130,7 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             )
         if alias is not None:
             _snapshot_saved_alias(node, alias)
-    if type(self._data) is np.ndarray and not self._data.flags.writeable:  # device arrays are writeable
+    if is_host(self._data) and not self._data.flags.writeable:  # device arrays are writeable
         _refuse_read_only(self, op)
     if source.dtype != self._data.dtype and _dtype.BFLOAT16_STORAGE in (source.dtype, self._data.dtype):
         source = _dtype.cast_array(source, _dtype.from_numpy(self._data.dtype))  # NumPy would copy bits, not values

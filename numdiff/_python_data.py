@@ -10,6 +10,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._scalar_convert import ScalarOverflowError
+from numdiff.backend import is_numpy, to_host
 from numdiff.tensor import Tensor
 
 
@@ -20,9 +21,9 @@ def as_array(data: Any, dtype: Any) -> np.ndarray:
     integer, or a value outside an explicit integer dtype's range, is refused (ScalarOverflowError)
     instead of wrapping or silently becoming a float."""
     target = None if dtype is None else _dtype.to_dtype(dtype)
-    python_data = not isinstance(data, (np.ndarray, np.generic, Tensor))
+    python_data = not (is_numpy(data) or isinstance(data, (np.generic, Tensor)))
     if isinstance(data, Tensor):
-        array = np.array(data._data if type(data._data) is np.ndarray else data._data.to_host())
+        array = np.array(to_host(data._data))
     elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         array = _array_of_tensors(data)
         python_data = False

@@ -17,7 +17,7 @@ import numpy as np
 from numdiff import _dtype
 from numdiff._device import CPU, to_device
 from numdiff.autograd.transform_state import anywhere, transforms
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, to_host
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -48,7 +48,7 @@ def numpy(self: Tensor) -> np.ndarray:
 
 def host_values(self: Tensor) -> np.ndarray:
     """The values on the host as a NumPy array (bfloat16 widened, exactly, to float32)."""
-    data = self._data if type(self._data) is np.ndarray else self._data.to_host()
+    data = to_host(self._data)
     if data.dtype == _dtype.BFLOAT16_STORAGE:
         return _dtype.cast_array(data, _dtype.float32)
     return data

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff import creation
-from numdiff.kernels._args import is_int
+from numdiff._ground.args import is_int
 from numdiff.ops._util import normalize_dim
 from numdiff.tensor import Tensor
 

@@ -14,7 +14,9 @@ from numdiff import (
     _tensor_placement,
     sampling,
 )
+from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import rand, randn
 from numdiff.linalg import _toplevel as linalg_toplevel
 from numdiff.ops import (
     activation,
@@ -39,6 +41,7 @@ from numdiff.ops import (
     unary,
 )
 from numdiff.ops._util import scalar_like
+from numdiff.ops.elementwise import METHODS as RULE_METHODS
 from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
 from numdiff.tensor import Tensor
 
@@ -80,15 +83,11 @@ def _zero(old: Tensor) -> Tensor:
 
 
 def _uniform(old: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
-    from numdiff.creation import rand
-
     with no_grad():
         return rand(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * (b - a) + a
 
 
 def _normal(old: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
-    from numdiff.creation import randn
-
     with no_grad():
         return randn(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * std + mean
 
@@ -159,20 +158,8 @@ METHODS = {
     "any": logical.any,
     "allclose": logical.allclose,
     "equal": logical.equal,
-    # unary and activations
-    "exp": unary.exp,
-    "log": unary.log,
-    "log1p": unary.log1p,
-    "expm1": unary.expm1,
-    "sqrt": unary.sqrt,
-    "rsqrt": unary.rsqrt,
+    # unary and activations (the scalar rules' methods, exp, sin, ..., come from ops.elementwise.METHODS)
     "abs": unary.abs,
-    "sign": unary.sign,
-    "sin": unary.sin,
-    "cos": unary.cos,
-    "tanh": unary.tanh,
-    "sigmoid": unary.sigmoid,
-    "erf": unary.erf,
     "round": unary.round,
     "relu": activation.relu,
     "softmax": activation.softmax,
@@ -369,17 +356,12 @@ METHODS = {
 }
 
 
-# One-input elementwise functions, whose in-place forms `attach` makes.
-_UNARY = (
-    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "erf", "atan",
-    "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "square",
-    "reciprocal", "floor", "ceil", "trunc", "frac", "round", "neg", "lgamma", "digamma", "erfinv", "erfc",
-)  # fmt: skip
+# One-input elementwise functions without attributes, read from the scalar rules: each that is a
+# Tensor method gets its in-place form from `attach` (activations with a hand-written one, relu_, keep it).
+_UNARY = frozenset(name for name, rule in RULES.items() if rule.arity == 1 and not rule.attrs)
 
 
 def attach() -> None:
-    from numdiff.ops.elementwise import METHODS as RULE_METHODS
-
     # Every one-input function has its in-place form, as in PyTorch (x.log_(), x.floor_()).
     unary_methods = {name: fn for name, fn in {**RULE_METHODS, **METHODS}.items() if name in _UNARY}
     in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from numdiff import _dtype
+
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
 
@@ -151,8 +153,6 @@ def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 
 
 def tensor_repr(t: Tensor) -> str:
-    from numdiff import _dtype
-
     data = t.detach()._host_values()
     body = "[]" if data.size == 0 else format_data(data)
     extras = []

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff.backend import is_numpy
+from numdiff.creation import empty, tensor
 from numdiff.tensor import Tensor
 
 
@@ -24,13 +26,11 @@ class TensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
 
     def __call__(cls, *args: Any) -> Tensor:
-        from numdiff.creation import empty, tensor
-
         if not args:
             return empty(0, dtype=cls.dtype)
         if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
             return empty(*args, dtype=cls.dtype)  # FloatTensor(2, 3): uninitialised, of that shape
-        if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray, Tensor)):
+        if len(args) == 1 and (isinstance(args[0], (list, tuple, Tensor)) or is_numpy(args[0])):
             data = args[0].detach().cpu().numpy() if isinstance(args[0], Tensor) else args[0]
             return tensor(data, dtype=cls.dtype)
         raise TypeError(

@@ -1,17 +1,26 @@
-"""The backend seam: each device's kernel launchers under one set of names, found by array type.
+"""The device seam: everything that differs by device, behind one set of names.
 
-ops, nn and optim do not branch on ``type(x) is np.ndarray``; they ask ``backend_for(array)``
-and call a launcher by name, with the same arguments on every device::
+Code outside this module and the kernel packages does not test an array's type; it asks here:
 
-    backend_for(out).gemm_nn(a, b, out)                  # numdiff.kernels.matmul on the CPU,
-                                                          # numdiff.cuda.kernels.matmul on a GPU
-    backend_for(x).conv2d_forward(x, w, bias, out, stride, padding, dilation, groups)
+- which kernels run on an array: ``backend_for(array)`` and a launcher by name, with the same
+  arguments on every device::
+
+      backend_for(out).gemm_nn(a, b, out)                  # numdiff.kernels.matmul on the CPU,
+                                                            # numdiff.cuda.kernels.matmul on a GPU
+      backend_for(x).conv2d_forward(x, w, bias, out, stride, padding, dilation, groups)
+      backend_for(g).rule_backward(rule, needed, values, attrs)   # an elementwise rule's gradients
+
+- where an array lives and how values cross: :func:`is_host` (a NumPy array, the CPU's own),
+  :func:`to_host` (a NumPy array of the values, copied from a device), :func:`like_host` (host
+  values moved to another array's device), and per backend :meth:`Backend.to_host`,
+  :meth:`Backend.from_host`, :meth:`Backend.device_of`, and :func:`move_array` (an array copied
+  to a named device, allocating there);
+- whether a value is NumPy data at all (:func:`is_numpy`: user data, a key, a file's contents).
 
 Each backend lists its own kernels (module -> launcher names) in :data:`CPU` and :data:`CUDA`
 below; a conformance test checks that the two lists name the same launchers with the same
 parameters. A launcher's module is imported on first use, so importing numdiff never imports
-numba.cuda. Besides kernels a backend moves arrays between its device and the host
-(:meth:`Backend.to_host`, :meth:`Backend.from_host`).
+numba.cuda. tests/structure/test_device_seam.py fails on a new array-type test outside the seam.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ import numpy as np
 
 from numdiff._device import device
 
-__all__ = ["CPU", "CUDA", "Backend", "backend_for"]
+__all__ = ["CPU", "CUDA", "Backend", "backend_for", "is_host", "is_numpy", "like_host", "move_array", "to_host"]
 
 
 class Backend(ABC):
@@ -127,6 +136,7 @@ CPU = _HostBackend(
         "numdiff.kernels.attention": ("attention_forward", "attention_backward"),
         "numdiff.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.kernels.elementwise": ("rule_forward", "rule_backward"),
         "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
@@ -153,6 +163,7 @@ CUDA = _CudaBackend(
         "numdiff.cuda.kernels.attention": ("attention_forward", "attention_backward"),
         "numdiff.cuda.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
+        "numdiff.cuda.kernels.elementwise": ("rule_forward", "rule_backward"),
         "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm"),
         "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
@@ -180,3 +191,53 @@ def backend_for(array: Any) -> Backend:
         f"no numdiff backend runs on arrays of type {type(array).__module__}.{type(array).__qualname__}: "
         "kernels take numpy.ndarray (cpu) or numdiff.cuda.array.CudaArray (cuda)"
     )
+
+
+def is_host(array: Any) -> bool:
+    """Whether `array` is a host array (exactly numpy.ndarray, what the CPU kernels take); False for
+    a device array such as numdiff.cuda's CudaArray, and for numbers.
+
+    >>> is_host(np.zeros(2)), is_host(2.0)
+    (True, False)
+    """
+    return type(array) is np.ndarray
+
+
+def is_numpy(value: Any) -> bool:
+    """Whether `value` is NumPy array data of any kind (subclasses such as np.memmap included): a
+    question about what a user passed, not about a device.
+
+    >>> is_numpy(np.ma.zeros(2)), is_numpy([0.0])
+    (True, False)
+    """
+    return isinstance(value, np.ndarray)
+
+
+def to_host(array: Any) -> np.ndarray:
+    """`array`'s values as a NumPy array: itself on the host, a copy from a device.
+
+    >>> x = np.ones(2); to_host(x) is x
+    True
+    """
+    return array if type(array) is np.ndarray else array.to_host()
+
+
+def like_host(host: np.ndarray, like: Any) -> Any:
+    """Host values `host` on the device `like` lives on: itself when `like` is a host array.
+
+    >>> x = np.ones(2); like_host(x, np.zeros(3)) is x
+    True
+    """
+    return host if type(like) is np.ndarray else backend_for(like).from_host(host, like)
+
+
+def move_array(array: Any, target: device) -> Any:
+    """`array` on device `target`: itself when it is already there, else a copy allocated there.
+    GPU arrays come from numdiff.cuda, imported only when a GPU is named.
+
+    >>> x = np.ones(2); move_array(x, device("cpu")) is x
+    True
+    """
+    if target.type == "cpu":
+        return backend_for(array).to_host(array)
+    return importlib.import_module("numdiff.cuda").move_array(array, target)

@@ -10,11 +10,12 @@ import numpy as np
 
 from numdiff import _dtype, _dtype_info
 from numdiff._device import get_default_device, to_device
+from numdiff._ground.args import is_int
 from numdiff._host_functions import random_function
 from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff._scalar_convert import ScalarOverflowError, checked_array
-from numdiff.kernels._args import is_int
+from numdiff.backend import is_numpy, move_array
 from numdiff.tensor import Tensor
 
 
@@ -23,8 +24,6 @@ def _place(array: np.ndarray, device: Any, requires_grad: bool, dtype: Any = Non
         array = _dtype.cast_array(array, _dtype.bfloat16)  # made in float32 (see _float_dtype)
     target = get_default_device() if device is None else to_device(device)
     if target.type != "cpu":
-        from numdiff.cuda import move_array
-
         array = move_array(array, target)
     t = Tensor._wrap(array, None, None)
     if requires_grad:
@@ -53,14 +52,14 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """`data` itself if it already is a matching tensor, else a new tensor (sharing NumPy memory)."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device)
-    if isinstance(data, np.ndarray) and dtype is None and to_device(device).type == "cpu":
+    if is_numpy(data) and dtype is None and to_device(device).type == "cpu":
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor that shares memory with a NumPy array."""
-    if not isinstance(array, np.ndarray):
+    if not is_numpy(array):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     _dtype.from_numpy(array.dtype)
     return Tensor._wrap(array, None, None)

@@ -11,6 +11,9 @@ import numpy as np
 
 from numdiff._host_functions import random_function
 from numdiff._random import Generator, batched_sample, different_levels, rng
+from numdiff.creation import rand, randn
+from numdiff.func._batched import physical, promote
+from numdiff.ops._util import broadcast_shape
 from numdiff.tensor import Tensor
 
 
@@ -69,7 +72,6 @@ def _batched_rows(input: Tensor, levels: list[int]) -> Tensor:
     level (one independent draw per entry), in front of the logical rows."""
     if type(input) is Tensor and not levels:
         return input
-    from numdiff.func._batched import physical, promote
 
     present = physical(input)[1]
     if not set(present) <= set(levels):
@@ -87,8 +89,6 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     >>> numdiff.bernoulli(numdiff.tensor([0.0, 1.0])).tolist()
     [0.0, 1.0]
     """
-    from numdiff.creation import rand
-
     if not isinstance(input, Tensor) or not input.is_floating_point():
         shown = f"dtype {input.dtype!r}" if isinstance(input, Tensor) else type(input).__name__
         raise TypeError(f"bernoulli: expected a floating point tensor of probabilities, got {shown}")
@@ -121,9 +121,6 @@ def normal(
     >>> numdiff.normal(2.0, 0.0, (3,)).tolist()
     [2.0, 2.0, 2.0]
     """
-    from numdiff.creation import randn
-    from numdiff.ops._util import broadcast_shape
-
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     for name, value in (("mean", mean), ("std", std)):
         if not isinstance(value, Tensor) and (isinstance(value, bool) or not isinstance(value, (int, float))):

@@ -48,7 +48,9 @@ from numdiff._safe_unpickle import (
     safe_globals,
 )
 from numdiff._torch_checkpoint import is_torch_archive, load_torch_archive
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, is_numpy, move_array
+from numdiff.cuda import CudaUnavailableError
+from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Size, Tensor
 
 FORMAT = "numdiff"
@@ -98,7 +100,7 @@ class _Encoder:
             return ["str", obj]
         if isinstance(obj, Tensor):
             return self._tensor(obj, where)
-        if isinstance(obj, np.ndarray):
+        if is_numpy(obj):
             if obj.dtype.kind not in _ARRAY_KINDS:
                 raise TypeError(f"numdiff.save: cannot save a NumPy array of dtype {obj.dtype} at {where}")
             name, _ = self._store(obj, _c_order(obj))
@@ -135,7 +137,7 @@ class _Encoder:
         return ["pickle", name]
 
     def _persistent_node(self, value: Any, where: str) -> list[Any] | None:
-        numeric_array = isinstance(value, np.ndarray) and value.dtype.kind in _ARRAY_KINDS
+        numeric_array = is_numpy(value) and value.dtype.kind in _ARRAY_KINDS
         if isinstance(value, (Tensor, _dtype.dtype, device, Size)) or numeric_array:
             return self.encode(value, where)
         return None
@@ -148,7 +150,7 @@ class _Encoder:
             kind = "odict" if isinstance(obj, OrderedDict) else "dict"
             items = []
             for key, value in obj.items():
-                if isinstance(key, (Tensor, np.ndarray, list, dict)):
+                if isinstance(key, (Tensor, list, dict)) or is_numpy(key):
                     raise TypeError(
                         f"numdiff.save: dict key of type {type(key).__name__} at {where} is not supported"
                     )
@@ -162,7 +164,6 @@ class _Encoder:
         if host.dtype == _dtype.BFLOAT16_STORAGE:
             host = host.view(np.uint16)  # bfloat16's bit patterns, as a numeric member load can check
         name, _ = self._store(t, host)
-        from numdiff.nn.parameter import Parameter
 
         meta = {
             "array": name,
@@ -312,8 +313,6 @@ class _Decoder:
         target = self._target_device(meta.get("device"))
         data = array
         if target.type != "cpu":
-            from numdiff.cuda import CudaUnavailableError, move_array
-
             try:
                 data = move_array(array, target)
             except CudaUnavailableError as err:
@@ -323,8 +322,6 @@ class _Decoder:
                 ) from None
         requires_grad = meta.get("requires_grad") is True and dtype.is_floating_point
         if meta.get("parameter") is True:
-            from numdiff.nn.parameter import Parameter
-
             t = Parameter(Tensor._wrap(data, None, None), requires_grad=requires_grad)
         else:
             t = Tensor._wrap(data, None, None)

@@ -395,7 +395,7 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        from numdiff._tensor_str import tensor_repr
+        from numdiff._tensor_str import tensor_repr  # _tensor_str formats Tensors: it imports this module
 
         return tensor_repr(self)
 

@@ -37,6 +37,7 @@ from numdiff._elementwise._functions import expand, mul, unshare
 from numdiff._elementwise._parse import ElementwiseSyntaxError, parse_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.backend import is_numpy
 from numdiff.kernels._codegen import load_source, scalar_code, vector_math_source
 from numdiff.tensor import Tensor
 
@@ -185,20 +186,20 @@ class ElementwiseOp:
     def run(self, arrays: tuple, partials: tuple[int, ...] = ()) -> Any:
         """Forward on arrays and Python numbers: broadcast, one fused loop. With `partials`, the
         loop also computes d out / d argument for those arguments: returns (out, [partial, ...])."""
-        if any(not isinstance(a, (np.ndarray, int, float, np.generic)) for a in arrays):
+        if any(not (is_numpy(a) or isinstance(a, (int, float, np.generic))) for a in arrays):
             from numdiff._elementwise import _cuda
 
             return _cuda.run(self.expression, self.arguments, arrays, self._cuda_kernels)
-        present = [a for a in arrays if isinstance(a, np.ndarray)]
+        present = [a for a in arrays if is_numpy(a)]
         shape = np.broadcast_shapes(*(a.shape for a in present))
         dtype = present[0].dtype
         # An array holding one value (a 0-d tensor, or the stride-0 gradient of a sum) is passed as
         # a scalar: no full-size copy, and the loop reads it from a register.
-        arrays = tuple(a.flat[0] if isinstance(a, np.ndarray) and a.size and not any(a.strides) else a for a in arrays)
-        scalars = tuple(not isinstance(a, np.ndarray) for a in arrays)
+        arrays = tuple(a.flat[0] if is_numpy(a) and a.size and not any(a.strides) else a for a in arrays)
+        scalars = tuple(not is_numpy(a) for a in arrays)
         operands = []
         for a in arrays:
-            if isinstance(a, np.ndarray):
+            if is_numpy(a):
                 if a.shape != shape or not a.flags.c_contiguous:
                     a = np.ascontiguousarray(np.broadcast_to(a, shape))
                 operands.append(a.reshape(-1))
@@ -228,7 +229,7 @@ class _ElementwiseFunction(Function):
 
     @classmethod
     def forward(cls, ctx: Any, *arrays: Any, partials: tuple[int, ...] = ()) -> np.ndarray:
-        if not partials or not all(isinstance(a, (np.ndarray, int, float, np.generic)) for a in arrays):
+        if not partials or not all(is_numpy(a) or isinstance(a, (int, float, np.generic)) for a in arrays):
             ctx.save_for_backward(*arrays)
             return cls.op.run(arrays)
         # On the CPU the partial derivatives come out of the forward's loop, which shares their

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from numdiff._elementwise._functions import expand
+from numdiff._ground.scalar_expressions import math_functions_in
 from numdiff.cuda.array import CudaArray
 from numdiff.cuda.kernels import _scalar_math
 from numdiff.cuda.kernels._index import grid_1d
 from numdiff.kernels._codegen import load_source, scalar_code
-from numdiff.ops.scalar_expressions import math_functions_in
 
 
 def kernel_source(expression: ast.expr, arguments: tuple[str, ...], scalars: tuple[bool, ...]) -> str:

@@ -9,7 +9,7 @@ as in torch autograd:
   the Python function per point, with no graph edge to the other side; torch.where would give
   NaN there for an infinite partial). A path that does not reach the variable is a structural
   zero, folded away even against an inf or NaN factor;
-- a function call's partials come from its rule (numdiff.ops.scalar_rules), the same expressions
+- a function call's partials come from its rule (numdiff._ground.scalar_rules), the same expressions
   the tensor op's backward uses, with ``out`` the call itself. A 0 the rule writes in a ``where``
   is a mask, as in torch's masked_fill: the gradient there is 0 whatever came in, and is then
   multiplied on down the chain like any value (0 * inf is NaN);

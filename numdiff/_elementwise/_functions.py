@@ -3,7 +3,7 @@ calls, and the expansion of a checked expression into kernel source.
 
 An expression is a Python AST made of numbers, argument names, ``+ - * /``, unary minus,
 ``a if condition else b`` and *function calls* ``_rule.<name>(a, ...)``, one per scalar rule of
-numdiff.ops.scalar_rules (``pow``, ``minimum``, ``exp``, ``atan2``, ...) or of `LOCAL_RULES` (``//``
+numdiff._ground.scalar_rules (``pow``, ``minimum``, ``exp``, ``atan2``, ...) or of `LOCAL_RULES` (``//``
 and ``%``, which numdiff has as no public op). A call carries its forward and its partial
 derivatives in one place, the rule, so ``x ** y``, ``min(a, b)`` and ``math.log(u)`` differentiate
 exactly as the tensor ops ``pow``, ``minimum`` and ``log`` do, with PyTorch's values at 0, ties and
@@ -19,8 +19,8 @@ import operator
 
 import numpy as np
 
-from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule
-from numdiff.ops.scalar_rules import RULES
+from numdiff._ground.scalar_expressions import MATH_RULES, ScalarRule
+from numdiff._ground.scalar_rules import RULES
 
 # Python's floor division and remainder (the sign of the divisor, as torch.remainder; a zero
 # remainder has the dividend's sign, as torch's, where Python's has the divisor's). PyTorch has no

@@ -22,6 +22,7 @@ from numdiff.autograd import function as _function
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
+from numdiff.backend import is_host
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -63,7 +64,7 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
                 f"shape {tuple(tensor.shape)}. Reduce it first (e.g. out.sum().backward()) or pass "
                 "gradient= with a tensor of the output's shape."
             )
-        if type(data) is np.ndarray and data.dtype.kind == "f":  # a CPU loss: no factory needed
+        if is_host(data) and data.dtype.kind == "f":  # a CPU loss: no factory needed
             return _function.Tensor._wrap(np.ones(data.shape, data.dtype), None, None)
         from numdiff.creation import ones_like
 
@@ -76,7 +77,7 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
             f"Mismatch in shape: gradient has shape {tuple(grad.shape)} but output {index} has "
             f"shape {tuple(tensor.shape)}"
         )
-    if (type(grad_data) is not np.ndarray or type(data) is not np.ndarray) and grad.device != tensor.device:
+    if not (is_host(grad_data) and is_host(data)) and grad.device != tensor.device:
         raise RuntimeError(
             f"gradient for output {index} is on {grad.device} but the output is on {tensor.device}"
         )
@@ -198,7 +199,7 @@ def _unshared(grad: Tensor, tensor_refs: int) -> bool:
     on the side of copying.
     """
     data = grad._data
-    if tensor_refs != 2 or type(data) is not np.ndarray or not data.flags.writeable:
+    if tensor_refs != 2 or not is_host(data) or not data.flags.writeable:
         return False
     # Three references: grad._data, the local `data`, and getrefcount's argument.
     if sys.getrefcount(data) != 3:
@@ -206,7 +207,7 @@ def _unshared(grad: Tensor, tensor_refs: int) -> bool:
     base = data.base
     while base is not None:
         # Likewise: the viewing array's .base, the local `base`, and the argument.
-        if type(base) is not np.ndarray or base.nbytes != data.nbytes or sys.getrefcount(base) != 3:
+        if not is_host(base) or base.nbytes != data.nbytes or sys.getrefcount(base) != 3:
             return False
         base = base.base
     return True

@@ -28,6 +28,7 @@ from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehoo
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.autograd.views import StaleViewError as StaleViewError
 from numdiff.autograd.views import check_view_is_current
+from numdiff.backend import is_host, like_host
 
 if TYPE_CHECKING:
     from numdiff.tensor import Tensor
@@ -353,7 +354,7 @@ class Function:
         try:
             if not (record and _state.enabled):
                 out = cls.forward(_Unrecorded(), *args, **attrs)
-                return Tensor._wrap(out if type(out) is np.ndarray else _as_array(out), None, None)
+                return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
             node = Node(cls, inputs, attrs)
             out = cls.forward(node, *args, **attrs)
         except Exception as error:
@@ -397,7 +398,7 @@ def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> An
 
 
 def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:
-    out_array = out if type(out) is np.ndarray else _as_array(out)
+    out_array = out if is_host(out) else _as_array(out)
     if out_array.dtype.kind not in "fV":  # V: bfloat16's bit pattern storage
         # Integer and bool results (argmax, comparisons) never carry gradient.
         return Tensor._wrap(out_array, None, None)
@@ -476,11 +477,11 @@ class _SavedNumber:
         # float16 would round the number first (1e5 to inf): the backward rounds its result instead.
         self.dtype = like.dtype if like.dtype != np.float16 else np.dtype(np.float32)
         # On a GPU the constant is made on the result's device (numdiff.cuda's array type).
-        self.device_like = None if type(like) is np.ndarray else like
+        self.device_like = None if is_host(like) else like
 
     def array(self) -> Any:
         array = np.asarray(self.value, dtype=self.dtype)
-        return array if self.device_like is None else self.device_like.from_host(array)
+        return array if self.device_like is None else like_host(array, self.device_like)
 
 
 def leaf_accumulator(tensor: Tensor) -> AccumulateGrad:

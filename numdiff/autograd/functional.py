@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from numdiff import func as _func
+from numdiff.creation import ones_like
 from numdiff.tensor import Tensor
 
 
@@ -55,7 +56,6 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     if v is None:
         if not (isinstance(out, Tensor) and out.numel() == 1):
             raise ValueError("vjp: v may be omitted only when func returns a single-element tensor")
-        from numdiff.creation import ones_like
 
         v = ones_like(out)
     return out, _single(vjp_fn(v), single)
@@ -67,7 +67,6 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     if v is None:
         if not all(a.numel() == 1 for a in args):
             raise ValueError("jvp: v may be omitted only when every input has a single element")
-        from numdiff.creation import ones_like
 
         v = tuple(ones_like(a) for a in args)
     tangents, _ = _as_tuple(v, "jvp", "v")

@@ -19,6 +19,7 @@ from typing import Any
 from numdiff.compile.compiled import RECOMPILE_LIMIT, CompiledFunction
 from numdiff.compile.module import CompiledModule
 from numdiff.compile.trace import GraphBreakError, UnsupportedInCompileError
+from numdiff.nn import Module
 
 
 def compile(fn_or_module: Any, *, dynamic: bool = False) -> Any:
@@ -30,8 +31,6 @@ def compile(fn_or_module: Any, *, dynamic: bool = False) -> Any:
     >>> f(numdiff.ones(3))
     tensor(16.3097)
     """
-    from numdiff.nn import Module
-
     if isinstance(fn_or_module, Module):
         return CompiledModule(fn_or_module, dynamic=dynamic)
     if not callable(fn_or_module):

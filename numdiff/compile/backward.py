@@ -17,6 +17,7 @@ from numdiff import _dtype
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.grad_mode import _state
+from numdiff.backend import is_host
 from numdiff.compile.graph import OpCall
 from numdiff.compile.rules import backward_is_traced
 from numdiff.compile.trace import Suspended, Tracer
@@ -112,7 +113,7 @@ def _fold_chains(tracer: Tracer, outputs: list[Tensor]) -> dict:
     differentiable input)}. Only chains of two or more links are folded, and only on the CPU: a GPU
     would run the float64 product at a fraction of its float32 rate.
     """
-    if any(type(out._data) is not np.ndarray for out in outputs):
+    if not all(is_host(out._data) for out in outputs):
         return {}
     consumers: dict = {}
     for node in tracer.node_call:

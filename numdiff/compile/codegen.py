@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import is_host
 from numdiff.compile.direct import NEEDS_BLAS, RUNTIME, direct_lines, pair_lines
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 
@@ -43,7 +44,7 @@ class Ctx:
 
 def as_array(out: Any) -> Any:
     """NumPy reductions to 0-d return scalars; ops hand arrays on (as Function.apply does)."""
-    return out if type(out) is np.ndarray else np.asarray(out) if isinstance(out, np.generic) else out
+    return out if is_host(out) else np.asarray(out) if isinstance(out, np.generic) else out
 
 
 def needed_calls(graph: Graph, wanted: set) -> tuple[list, set]:

@@ -16,14 +16,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
-
 from numdiff._device import get_default_device, set_default_device
 from numdiff._dtype import get_default_dtype, set_default_dtype
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
-from numdiff.backend import backend_for
+from numdiff.backend import is_host, is_numpy, to_host
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.effects import write_back
@@ -76,12 +74,12 @@ class Trace:
 def _value_bytes(t: Tensor) -> bytes:
     """The bytes of a tensor's values, copied to the host first when it lives on a GPU."""
     data = t._data
-    return data.tobytes() if type(data) is np.ndarray else backend_for(data).to_host(data).tobytes()
+    return to_host(data).tobytes()
 
 
 def _tensor_key(t: Tensor) -> tuple:
     data = t._data
-    if type(data) is np.ndarray:
+    if is_host(data):
         return (data.shape, data.dtype, t._requires_grad)
     return (data.shape, data.dtype, t._requires_grad, str(data.device))
 
@@ -228,7 +226,7 @@ class CompiledFunction:
             return None, None
         # The program (or the eager function) runs this call again: undo the trace's writes and draws.
         tracer.effects.undo()
-        on_host = all(type(t._data) is np.ndarray for t in tensors + tracer.captured)
+        on_host = all(is_host(t._data) for t in tensors + tracer.captured)
         # Tensors written in place get their last values as extra outputs, written back (effects.py).
         program = build(tracer, output_values + [index for _, index in writes], grads, cuda=not on_host)
         write_slots = [_slot_of(target, tensors, tracer.captured) for target, _ in writes]
@@ -357,7 +355,7 @@ def _nested_tensors(args: tuple, kwargs: dict) -> bool:
 
 def _hashable(value: Any) -> Any:
     """A key part equal for equal values: NumPy arrays by their bytes (repr elides long ones)."""
-    if isinstance(value, np.ndarray):
+    if is_numpy(value):
         return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     if type(value) in (list, tuple):
         return (type(value), tuple(_hashable(item) for item in value))

@@ -1,6 +1,6 @@
 """Emitting a graph's op calls, with runs of elementwise ops fused into one generated Numba loop.
 
-An op call is fusible when its op has a scalar rule (numdiff.ops.scalar_rules.RULES, the one
+An op call is fusible when its op has a scalar rule (numdiff._ground.scalar_rules.RULES, the one
 table of elementwise formulas) or is `where` or a comparison, it computes floats (or a bool mask)
 and all its array inputs broadcast to its output shape. Fusible calls of one output shape and
 dtype join one group; a call that is not fusible is emitted at once unless it reads a value of
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.scalar_rules import RULES
 from numdiff.compile import group_kernel
 from numdiff.compile.codegen import Emitter, attr_refs
 from numdiff.compile.graph import OpCall
 from numdiff.kernels._codegen import scalar_code
-from numdiff.ops.scalar_rules import RULES
 
 # Above this many elements a group calling transcendental functions runs as a parallel loop over
 # tiles in short stages (numdiff/compile/tiling.py), or, when it is no flat loop, its calls run as

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function, Node, SavedTensorFreedError, SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state, enable_grad
 from numdiff.tensor import Tensor
@@ -64,8 +65,6 @@ class RegionState:
 
     def eager_gradients(self, output_slot: int, grad: Tensor) -> tuple:
         """Second-order path: differentiate an eager re-run of the function, recording the graph."""
-        from numdiff.autograd import grad as autograd_grad
-
         with enable_grad():
             outputs = self.rerun()
         return tuple(autograd_grad([outputs[output_slot]], self.differentiable, [grad], create_graph=True,

@@ -1,6 +1,6 @@
 """How the compiler handles each registered op: its compile rule.
 
-- ``"fused"``: an elementwise op with a scalar rule (numdiff.ops.scalar_rules), or ``where``:
+- ``"fused"``: an elementwise op with a scalar rule (numdiff._ground.scalar_rules), or ``where``:
   runs of them become one generated loop (fusion.py).
 - ``"kernel"``: matmul, convolution, pooling, attention and the recurrent sequence ops: the generated code calls the op's array forward,
   which runs the Numba kernel on arrays with no Tensor or tape in between.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 
-from numdiff.ops.scalar_rules import RULES
+from numdiff._ground.scalar_rules import RULES
 
 _KERNEL = (
     "matmul", "linear", "conv2d", "conv_transpose2d", "conv2d_weight_grad", "max_pool2d", "adaptive_max_pool2d",

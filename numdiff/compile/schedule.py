@@ -30,6 +30,7 @@ import numpy as np
 
 from numdiff.compile import direct, fusion
 from numdiff.compile.graph import OpCall, Value
+from numdiff.ops.elementwise import FUNCTIONS
 
 _VIEWS = ("permute", "reshape", "expand")
 """Ops between two products that may move ahead of the pair: transposes and seed broadcasts."""
@@ -60,8 +61,6 @@ def hoist_scalars(calls: list, values: list) -> list:
 def split_linear_bias(calls: list, values: list) -> tuple[list, list]:
     """The calls with every linear whose output a fusible op reads split into a bias-free linear
     and an add, and the values (a new list: the graph's own plus one per GEMM product)."""
-    from numdiff.ops.elementwise import FUNCTIONS
-
     values = list(values)
     readers: dict[int, list] = {}
     for call in calls:

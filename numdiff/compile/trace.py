@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from numdiff._inplace import run_inplace
 from numdiff.autograd.function import _SavedOutput
 from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, transforms, vmap_active
+from numdiff.backend import is_host
 from numdiff.compile.effects import Effects, root
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 from numdiff.compile.rules import backward_is_traced
@@ -31,7 +30,7 @@ __all__ = ["GraphBreakError", "Suspended", "Tracer", "Tracing", "UnsupportedInCo
 
 
 def _is_array(x: Any) -> bool:
-    return type(x) is np.ndarray or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
+    return is_host(x) or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "to_host"))
 
 
 class Tracer(TraceEvents):

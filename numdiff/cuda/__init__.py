@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from numdiff._device import device
+from numdiff._random import manual_seed as seed_default
+from numdiff.backend import backend_for
 
 
 class CudaUnavailableError(RuntimeError):
@@ -87,8 +89,6 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 def manual_seed(seed: int) -> None:
     """Seed the generator CUDA random tensors are drawn from (numdiff draws on the host, then copies)."""
-    from numdiff._random import manual_seed as seed_default
-
     seed_default(seed)
 
 
@@ -98,8 +98,6 @@ manual_seed_all = manual_seed
 def move_array(array: Any, target: device) -> Any:
     """Copy an array to `target` ("cpu" or "cuda:N"); an array already there is returned as is."""
     if target.type == "cpu":
-        from numdiff.backend import backend_for
-
         return backend_for(array).to_host(array)
     _check_index(target)
     from numdiff.cuda.array import CudaArray

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import is_host, like_host, to_host
 from numdiff.distributed._departure import GRACE_SECONDS
 from numdiff.distributed._group import (
     DistributedError,
@@ -126,13 +127,13 @@ def _check_tensor(op: str, name: str, tensor: Any) -> None:
 def _send_buffer(tensor: Tensor) -> np.ndarray:
     """A C-contiguous host array with `tensor`'s values, only read by the collective."""
     data = tensor._data
-    return np.ascontiguousarray(data if type(data) is np.ndarray else data.to_host())
+    return np.ascontiguousarray(to_host(data))
 
 
 def _staging(op: str, tensor: Tensor) -> tuple[np.ndarray, Callable[[np.ndarray], None]]:
     """A C-contiguous host buffer holding `tensor`'s values, and how to write results back."""
     data = tensor._data
-    if type(data) is np.ndarray:
+    if is_host(data):
         if data.flags.c_contiguous and data.flags.writeable:
             return data, lambda buf: None
         if not data.flags.writeable:
@@ -143,10 +144,10 @@ def _staging(op: str, tensor: Tensor) -> tuple[np.ndarray, Callable[[np.ndarray]
             data[...] = buf
 
         return buffer, write_back
-    host = np.ascontiguousarray(np.asarray(data.to_host()))
+    host = np.ascontiguousarray(np.asarray(to_host(data)))
 
     def upload(buf: np.ndarray) -> None:
-        data[...] = data.from_host(buf)
+        data[...] = like_host(buf, data)
 
     return host, upload
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numdiff
 from numdiff.distributions import constraints
+from numdiff.func._batched import physical
 from numdiff.tensor import Size, Tensor
 
 
@@ -157,16 +158,12 @@ class Distribution:
 def _shown(value: Tensor) -> Tensor:
     """`value` for an error message: under vmap the whole batch (formatting one entry would be
     data-dependent, and raise)."""
-    from numdiff.func._batched import physical
-
     return physical(value)[0]
 
 
 def _all_hold(valid: Tensor) -> bool:
     """Whether every element of a constraint check holds; under numdiff.func.vmap, in every batch
     entry (bool() of a batched tensor would be data-dependent control flow, and raise)."""
-    from numdiff.func._batched import physical
-
     return bool(physical(valid)[0].all())
 
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
+from numdiff.backend import is_numpy
 from numdiff.func._batched import align, logical_ndim
-from numdiff.ops.scalar_rules import RULES as SCALAR_RULES
 from numdiff.tensor import Tensor
 
 Rule = Callable[[Any, list, list, dict, int], Any]
@@ -67,13 +68,13 @@ def _batched_key(key: tuple) -> tuple | None:
     selection), and index arrays must sit side by side (separated ones move their dims to the front)."""
     expanded = []
     for k in key:
-        if isinstance(k, np.ndarray) and k.dtype.kind == "b":
+        if is_numpy(k) and k.dtype.kind == "b":
             if k.ndim == 0:
                 return None
             expanded.extend(np.nonzero(k))
         else:
             expanded.append(k)
-    advanced = [i for i, k in enumerate(expanded) if isinstance(k, np.ndarray)]
+    advanced = [i for i, k in enumerate(expanded) if is_numpy(k)]
     if advanced and advanced != list(range(advanced[0], advanced[-1] + 1)):
         return None
     return (slice(None), *expanded)

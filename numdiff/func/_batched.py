@@ -24,6 +24,8 @@ import numpy as np
 
 from numdiff._host_functions import ELEMENTWISE
 from numdiff.autograd.transform_state import Interpreter, transforms
+from numdiff.ops._util import normalize_dim
+from numdiff.ops.shape import _as_view, stack
 from numdiff.tensor import Tensor
 
 
@@ -218,8 +220,6 @@ def nondifferentiable(compute: Callable[..., Tensor], *operands: Any) -> Tensor:
 
 
 def _arg_extreme(op: str, t: BatchedTensor, dim: int | None, keepdim: bool) -> Tensor:
-    from numdiff.ops._util import normalize_dim
-
     value = t._value
     if dim is None:
         out = getattr(value.reshape(value.shape[0], -1), op)(1)
@@ -327,7 +327,6 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         # The public function makes the logical result a view of its input; the batch (the
         # physical tensor an in-place op writes) must be one too, sharing its version counter,
         # so a write into the base is seen by whatever saved the view for backward.
-        from numdiff.ops.shape import _as_view
 
         _as_view(out, values[0])
     return wrap(out, level)
@@ -351,8 +350,6 @@ def _warn_loop(name: str, stacklevel: int) -> None:
 def _each_example(call: Callable[..., Tensor], values: list, batched: list, size: int) -> Tensor:
     """``call`` once per batch entry (a batched value sliced at it), the results stacked. An empty
     batch makes one call on zeros of an example's shape, for the result's shape, and keeps none."""
-    from numdiff.ops.shape import stack
-
     if size == 0:
         # Zeros (a valid index) summed out of the empty batch dim, still batched at outer levels.
         stand_in = [v.sum(0).to(v.dtype) if b else v for v, b in zip(values, batched)]

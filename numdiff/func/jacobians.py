@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import eye, zeros_like
 from numdiff.func._pytree import tree_flatten, tree_unflatten
 from numdiff.func.transforms import _argnums_tuple, _check_float, _Level, _split_aux, jvp, vjp
 from numdiff.func.vmap import vmap
@@ -21,8 +22,6 @@ from numdiff.tensor import Tensor
 
 def _basis(like: Tensor) -> Tensor:
     """The identity over `like`'s elements: shape (numel, *like.shape), in like's dtype."""
-    from numdiff.creation import eye
-
     n = like.numel()
     return eye(n, dtype=like.dtype).reshape(n, *like.shape)
 
@@ -55,8 +54,6 @@ def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False,
     """
 
     def wrapper(*args: Any) -> Any:
-        from numdiff.creation import zeros_like
-
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         primals = [args[n] for n in nums]
         output, vjp_fn, *aux = vjp(_with_args(func, args, nums), *primals, has_aux=has_aux)
@@ -91,8 +88,6 @@ def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
     """
 
     def wrapper(*args: Any) -> Any:
-        from numdiff.creation import zeros_like
-
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         partial = _with_args(func, args, nums)
         primals = tuple(args[n] for n in nums)

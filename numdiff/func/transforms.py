@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from numdiff.autograd import grad as autograd_grad
-from numdiff.autograd.function import AccumulateGrad
+from numdiff.autograd.function import AccumulateGrad, Node
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.autograd.transform_state import enter_grad_level, exit_grad_level, transforms
+from numdiff.creation import ones_like, zeros_like
 from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
 from numdiff.tensor import Tensor
@@ -201,8 +202,6 @@ def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> C
 
 
 def _ones_like(value: Tensor) -> Tensor:
-    from numdiff.creation import ones_like
-
     return ones_like(value)
 
 
@@ -280,7 +279,6 @@ def _backward_runs_batched(outputs: list) -> bool:
     """Whether every op recorded between `outputs` and the leaves has a backward that batches
     (numdiff.func._batch_rules.BATCHED_BACKWARD), and no tensor on the way retains its gradient
     (a batched gradient must not land in a `.grad` outside the vmap)."""
-    from numdiff.autograd.function import Node
     from numdiff.func._batch_rules import BATCHED_BACKWARD
 
     stack = [o._grad_fn for o in outputs if o._grad_fn is not None]
@@ -334,7 +332,6 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool 
                     f"jvp: tangent {i} of shape {tuple(t_leaf.shape)} does not match its primal of shape {tuple(p_leaf.shape)}"
                 )
         tangent_leaves.extend(t_leaves)
-    from numdiff.creation import zeros_like
 
     with _Level("jvp") as level:
         fresh, _ = _track_primals(level, primals)

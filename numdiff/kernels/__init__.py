@@ -14,8 +14,8 @@ array and documents its loop nest, shapes, extra memory and what runs in paralle
 
 Every public kernel checks its arguments in Python first (dtypes, layout, shapes, an output that
 overlaps an input, and the integer arguments through one parser with one bound,
-``numdiff.kernels._args``); the pooling window arithmetic is written once
-(``numdiff.kernels._pool_geometry``) and compiled for the CPU here and for CUDA in
+``numdiff._ground.args``); the pooling window arithmetic is written once
+(``numdiff._ground.pool_geometry``) and compiled for the CPU here and for CUDA in
 ``numdiff.cuda.kernels``.
 
 Compilation is lazy, once per dtype, and cached on disk (``cache=True``). :func:`compile_all`

@@ -21,8 +21,8 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
+from numdiff._ground.scalar_expressions import ScalarRule, vjp_expression
 from numdiff.kernels import _special, _vecmath
-from numdiff.ops.scalar_expressions import ScalarRule, vjp_expression
 
 _loaded: dict[str, ModuleType] = {}
 _directory: Path | None = None

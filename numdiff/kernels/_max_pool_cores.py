@@ -7,7 +7,8 @@ arrays; the scatter and gather cores take (N*C, plane size) flat planes. Each co
 and parallel (:mod:`numdiff.kernels._parallel`) and loops ``prange`` over planes.
 
 Numba's disk cache keys a core on this file alone, not on the window helpers it inlines
-(numdiff/kernels/_pool_geometry.py, _pool_planes.py): after changing those, clear __pycache__.
+(numdiff/_ground/pool_geometry.py, numdiff/kernels/_pool_compiled.py, _pool_planes.py): after
+changing those, clear __pycache__.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._pool_geometry import adaptive_window_cpu, tap_range_cpu
+from numdiff.kernels._pool_compiled import adaptive_window_cpu, tap_range_cpu
 from numdiff.kernels._pool_planes import column_taps
 from numdiff.kernels._self_healing_cache import njit
 

@@ -1,5 +1,5 @@
 """Layout helpers of the CPU pooling kernels (pool, avg_pool): arrays as planes, and each tap
-column's valid output range. The window arithmetic itself is in :mod:`numdiff.kernels._pool_geometry`.
+column's valid output range. The window arithmetic itself is in :mod:`numdiff._ground.pool_geometry`.
 """
 
 from __future__ import annotations

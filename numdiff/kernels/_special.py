@@ -1,7 +1,7 @@
 """Special functions the math module lacks, as scalar code for every target: digamma, polygamma, erfinv
 (and lgamma and erfc, which it has, but whose float32 versions are a few ulp off).
 
-The scalar rules (numdiff/ops/scalar_rules.py) call them as ``math.digamma(x)``,
+The scalar rules (numdiff/_ground/scalar_rules.py) call them as ``math.digamma(x)``,
 ``math.polygamma(x, order)`` and ``math.erfinv(x)``. Generated CPU loops call the ``@njit``
 versions below (numdiff/kernels/_codegen.py rewrites ``math.<name>`` to ``_special.<name>``), CUDA
 kernels ``cuda.jit(device=True)`` versions of the same Python source

@@ -10,7 +10,7 @@ area there is the ``count_include_pad`` divisor; it is then clipped to the image
 and for the ``count_include_pad=False`` divisor; ``divisor_override`` replaces both. A window
 with no in-image element outputs 0. The backward spreads each output gradient over the same
 window with the same divisor, and is linear, so its own backward is the forward. Windows and
-divisors come from :mod:`numdiff.kernels._pool_geometry`, which the CUDA kernels share.
+divisors come from :mod:`numdiff._ground.pool_geometry`, which the CUDA kernels share.
 
 Forward and backward are separate compiled functions: the forward only reads its input, so a
 read-only array (a NumPy view of a constant, a memory-mapped file) pools without a copy.
@@ -23,16 +23,10 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from numdiff._ground.pool_geometry import check_adaptive, check_divisor, check_window
 from numdiff.kernels._checks import check_disjoint, check_float_arrays
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._pool_geometry import (
-    adaptive_window_cpu,
-    avg_divisor_cpu,
-    check_adaptive,
-    check_divisor,
-    check_window,
-    tap_range_cpu,
-)
+from numdiff.kernels._pool_compiled import adaptive_window_cpu, avg_divisor_cpu, tap_range_cpu
 from numdiff.kernels._pool_planes import column_taps, planes
 from numdiff.kernels._self_healing_cache import njit
 

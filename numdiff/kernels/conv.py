@@ -49,7 +49,7 @@ Padding is explicit per side, ``(top, bottom, left, right)``; the op layer resol
 ``"same"``/``"valid"`` and output_padding (a transposed conv's output_padding is bottom/right
 padding reduced by that amount, which may go negative: a negative pad crops). Output sizes must
 satisfy ``OH = (H + top + bottom - dh*(KH-1) - 1) // sh + 1`` (and likewise OW), checked before
-any compiled code runs, as are the argument ranges (numdiff.kernels._args: no index arithmetic
+any compiled code runs, as are the argument ranges (numdiff._ground.args: no index arithmetic
 can overflow), that no output overlaps an input, and the empty cases: a batch of 0 images
 computes nothing and gives a zero weight gradient.
 """
@@ -58,13 +58,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff._ground.conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.kernels import _conv_routing as routing
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
-from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
     winograd_backward_weight_core,

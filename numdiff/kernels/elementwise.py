@@ -1,4 +1,4 @@
-"""CPU elementwise kernels generated from the scalar rules (numdiff/ops/scalar_rules.py).
+"""CPU elementwise kernels generated from the scalar rules (numdiff/_ground/scalar_rules.py).
 
 For each rule, `forward` writes ``out = f(x[, y])`` and `backward` writes every requested input
 gradient (``g * df/dx``, ``g * df/dy``) in one pass over the broadcast output shape, so an op
@@ -40,6 +40,8 @@ import numpy as np
 from numba import get_num_threads
 from numba.core.dispatcher import Dispatcher
 
+from numdiff._ground.scalar_expressions import ScalarRule, math_functions_in
+from numdiff._ground.scalar_rules import RULES
 from numdiff.kernels._codegen import (
     backward_reads,
     load_source,
@@ -48,8 +50,6 @@ from numdiff.kernels._codegen import (
     vjp_expressions,
 )
 from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
-from numdiff.ops.scalar_expressions import ScalarRule, math_functions_in
-from numdiff.ops.scalar_rules import RULES
 
 # Work below this many elements runs serially (PyTorch's grain size).
 GRAIN = 32768
@@ -105,11 +105,15 @@ def _loop_source(
     return vector_math_source(_HEADER + "\n".join(lines) + "\n")
 
 
-# math functions NumPy has as SIMD ufuncs (erf has none: math.erf in a loop is the fastest there is).
-NUMPY_FUNCTIONS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin,
-                   "cos": np.cos, "tanh": np.tanh, "atan": np.arctan, "tan": np.tan, "asin": np.arcsin,
-                   "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-                   "acosh": np.arccosh, "atanh": np.arctanh, "log2": np.log2, "log10": np.log10}  # fmt: skip
+# math functions NumPy has as SIMD ufuncs, read from the rules: each unary rule whose forward is the
+# one call ``math.<name>(x)`` and that names its ufunc (exp -> np.exp, atan -> np.arctan). sqrt is
+# left to the loops, where it is one instruction; erf has no ufunc (math.erf in a loop is the fastest
+# there is).
+NUMPY_FUNCTIONS = {
+    name: getattr(np, rule.ufunc)
+    for name, rule in RULES.items()
+    if rule.arity == 1 and rule.ufunc and rule.forward == f"math.{name}(x)" and name != "sqrt"
+}
 
 
 def _by_rule(rule: ScalarRule, x: np.ndarray, *values: float) -> np.ndarray:
@@ -293,6 +297,32 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     results = [np.empty(size, g.dtype) for _ in needed]
     kernel(*results, *[v.ravel() for v in operands], *attrs)
     return [r.reshape(shape) for r in results]
+
+
+def rule_forward(rule: ScalarRule, inputs: tuple, attrs: tuple, shape: tuple, dtype, like) -> np.ndarray:
+    """`forward` under the backend's launcher name (numdiff.backend; `like` places the result on
+    CUDA and is not needed on the host)."""
+    return forward(rule, inputs, attrs, shape, dtype)
+
+
+def rule_backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tuple) -> list[np.ndarray]:
+    """`backward` under the backend's launcher name. A float16 gradient is computed in float32 and
+    rounded once, as PyTorch's CPU build does (the loops take float32 and float64).
+
+    >>> rule_backward(RULES["exp"], (0,), {"g": np.ones(1, np.float16), "out": np.ones(1, np.float16)}, ())
+    [array([1.], dtype=float16)]
+    """
+    if values["g"].dtype == _HALF:
+        wide = {name: _wide(value) for name, value in values.items()}
+        return [result.astype(_HALF) for result in backward(rule, needed, wide, attrs)]
+    return backward(rule, needed, values, attrs)
+
+
+_HALF = np.dtype(np.float16)
+
+
+def _wide(value):
+    return value.astype(np.float32) if type(value) is np.ndarray and value.dtype == _HALF else value
 
 
 class _BackwardPlan:

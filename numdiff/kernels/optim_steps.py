@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import backend_for
 from numdiff.kernels._checks import FLOAT_DTYPES
 
 __all__ = [
@@ -63,8 +64,6 @@ def _check(op: str, param: Any, required: dict[str, Any], optional: dict[str, tu
 def run_kernel(name: str, arrays: tuple[Any, ...], h: tuple[float, ...], f: tuple[bool, ...]) -> None:
     """Run optimizer `name`'s kernel on checked arrays through the array's backend: on the CPU
     serial or threaded by size, on CUDA one launch."""
-    from numdiff.backend import backend_for
-
     param = arrays[0]
     if name == "adam" and param.dtype == np.float32:
         # The update in float32 (see _adam_update), as PyTorch's: over the 670k parameters of an

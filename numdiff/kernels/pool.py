@@ -24,16 +24,16 @@ This module checks the arguments, picks a core for the geometry (:func:`max_pool
 calls it; the compiled cores themselves are in :mod:`numdiff.kernels._max_pool_cores`.
 Average and adaptive-average pooling live in :mod:`numdiff.kernels.avg_pool` and are
 re-exported here; the window arithmetic and checks, shared with the CUDA kernels, in
-:mod:`numdiff.kernels._pool_geometry`.
+:mod:`numdiff._ground.pool_geometry`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from numdiff._ground.pool_geometry import check_adaptive, check_window, pool_output_size
 from numdiff.kernels import _max_pool_cores as cores
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_index_array, check_shape
-from numdiff.kernels._pool_geometry import check_adaptive, check_window, pool_output_size
 from numdiff.kernels._pool_planes import flat_planes, planes
 from numdiff.kernels.avg_pool import (
     adaptive_avg_pool2d_backward,

@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
+from numdiff.creation import arange, zeros
+from numdiff.nn._functional_layers import embedding
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.scatter import index_add
+from numdiff.ops.search import _host, _on_device_of, searchsorted
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 _MODES = ("sum", "mean", "max")
@@ -25,8 +30,6 @@ _MODES = ("sum", "mean", "max")
 def bag_max_positions(embedded: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
     """(bags, dim) int64: for each bag and column, the first row of `embedded` (T, dim) in that bag
     holding the bag's maximum (0 for a bag with no included row)."""
-    from numdiff.ops.search import _host, _on_device_of
-
     values, segment, keep = _host("embedding_bag", embedded), _host("embedding_bag", segments), _host("embedding_bag", included)
     rows, dim = values.shape
     best = np.full((bags, dim), -np.inf, dtype=values.dtype)
@@ -39,9 +42,6 @@ def bag_max_positions(embedded: Tensor, segments: Tensor, included: Tensor, bags
 
 def _offsets_of(input: Tensor, offsets: Any, include_last_offset: bool) -> tuple[Tensor, Tensor]:
     """(the flat indices, the start of each bag) after checking both."""
-    from numdiff.creation import arange
-    from numdiff.ops.search import _host
-
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError(f"embedding_bag: offsets must be None for a 2-D input (bags are its rows), got input of shape {tuple(input.shape)}")
@@ -77,12 +77,6 @@ def embedding_bag(
     tensor([[1., 0.],
             [0., 2.]])
     """
-    from numdiff.creation import arange, zeros
-    from numdiff.nn._functional_layers import embedding
-    from numdiff.ops.scatter import index_add
-    from numdiff.ops.search import searchsorted
-    from numdiff.ops.selection import where
-
     if mode not in _MODES:
         raise ValueError(f"embedding_bag: mode must be one of {_MODES}, got {mode!r}")
     if scale_grad_by_freq:

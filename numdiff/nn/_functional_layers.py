@@ -14,20 +14,16 @@ from typing import Any
 import numpy as np
 
 from numdiff import _inplace
+from numdiff._ground.args import is_int
 from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.backend import backend_for
+from numdiff.backend import to_host
 from numdiff.creation import full, rand
-from numdiff.func._batched import VmapDataDependentError
-from numdiff.kernels._args import is_int
+from numdiff.func._batched import VmapDataDependentError, per_example
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
-
-
-def _host(t: Tensor) -> np.ndarray:
-    return backend_for(t._data).to_host(t._data)
 
 
 def _check_tensor(op: str, name: str, t: Any, floating: bool = True) -> Tensor:
@@ -131,7 +127,6 @@ def embedding(
         raise ValueError("embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
     if vmapped(input):
         # The indices differ per vmap example (range checks, max_norm's rows): one example at a time.
-        from numdiff.func._batched import per_example
 
         return per_example(
             "embedding",
@@ -140,7 +135,7 @@ def embedding(
             weight,
         )
     rows = weight.shape[0]
-    indices = _host(input)
+    indices = to_host(input._data)
     if indices.size and (indices.min() < 0 or indices.max() >= rows):
         raise IndexError(
             f"embedding: indices must be in [0, {rows - 1}] for a weight of shape {tuple(weight.shape)}, "
@@ -270,10 +265,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                 "one_hot: under vmap num_classes must be given (inferring it from the values would give "
                 "each example its own shape)"
             )
-        from numdiff.func._batched import per_example
 
         return per_example("one_hot", lambda t: one_hot(t, num_classes), tensor)
-    values = _host(tensor)
+    values = to_host(tensor._data)
     if num_classes == -1:
         if values.size == 0:
             raise ValueError("one_hot: can not infer the number of classes from an empty tensor; pass num_classes")

@@ -15,14 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.kernels._args import int_tuple
+from numdiff._ground.args import int_tuple
+from numdiff.creation import tensor, zeros
+from numdiff.nn._functional_layers import pad
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.indexing import index_select
+from numdiff.ops.scatter import index_add
 from numdiff.tensor import Tensor
 
 
 def _pair(op: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
     """An int or two ints (NumPy ints too) as a pair; floats, bools, None and wrong lengths are a
-    TypeError or ValueError naming `op` and `name` (see numdiff.kernels._args)."""
+    TypeError or ValueError naming `op` and `name` (see numdiff._ground.args)."""
     return int_tuple(op, name, value, 2, minimum, expand=True)
 
 
@@ -49,10 +53,6 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     >>> F.unfold(numdiff.arange(9.0).reshape(1, 1, 3, 3), 2).shape
     numdiff.Size([1, 4, 4])
     """
-    from numdiff.creation import tensor
-    from numdiff.nn._functional_layers import pad
-    from numdiff.ops.indexing import index_select
-
     input = ensure_tensor("unfold", input)
     if input.ndim not in (3, 4):
         raise ValueError(f"unfold: expects a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape {tuple(input.shape)}")
@@ -79,9 +79,6 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
             [2., 4., 2.],
             [1., 2., 1.]])
     """
-    from numdiff.creation import tensor, zeros
-    from numdiff.ops.scatter import index_add
-
     input = ensure_tensor("fold", input)
     if input.ndim not in (2, 3):
         raise ValueError(f"fold: expects a 2-D (C * kh * kw, L) or 3-D (N, C * kh * kw, L) input, got shape {tuple(input.shape)}")

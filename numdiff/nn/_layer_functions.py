@@ -7,6 +7,7 @@ from typing import Any
 
 from numdiff import _inplace
 from numdiff.creation import rand
+from numdiff.nn._functional_layers import pad
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.linalg import matmul
 from numdiff.ops.selection import where
@@ -95,8 +96,6 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     >>> F.local_response_norm(numdiff.ones(1, 3, 2), 2).shape
     numdiff.Size([1, 3, 2])
     """
-    from numdiff.nn._functional_layers import pad
-
     input = ensure_tensor("local_response_norm", input)
     if input.ndim < 3:
         raise ValueError(f"local_response_norm: expects an input of at least 3 dims (N, C, *), got shape {tuple(input.shape)}")

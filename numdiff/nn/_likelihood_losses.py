@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import warnings
 
+from numdiff.backend import to_host
 from numdiff.creation import full_like
-from numdiff.nn._losses import _check_float, _host, _reduce, _reduction
+from numdiff.nn._losses import _check_float, _reduce, _reduction
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
@@ -96,7 +97,7 @@ def _gaussian_variance(input: Tensor, var: Tensor | float) -> Tensor:
             raise ValueError(f"gaussian_nll_loss: var has negative entry/entries (var={var})")
         return full_like(input, var)
     _check_float("gaussian_nll_loss", "var", var)
-    if (_host(var) < 0).any():
+    if (to_host(var._data) < 0).any():
         raise ValueError("gaussian_nll_loss: var has negative entry/entries")
     input_shape, var_shape = tuple(input.shape), tuple(var.shape)
     if var_shape == input_shape:

@@ -8,10 +8,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
-
 from numdiff.autograd.transform_state import vmap_active
-from numdiff.backend import backend_for
+from numdiff.backend import is_host, to_host
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.class_loss import CrossEntropy, NllLoss
 from numdiff.ops.indexing import gather
@@ -25,10 +23,6 @@ _REDUCTIONS = ("none", "mean", "sum")
 class LossArgumentError(ValueError, RuntimeError):
     """A loss's arguments have shapes or values it cannot take. PyTorch raises RuntimeError for
     these, numdiff's losses ValueError; this is both, so code written for either catches it."""
-
-
-def _host(t: Tensor) -> np.ndarray:
-    return backend_for(t._data).to_host(t._data)
 
 
 def _reduction(op: str, size_average: bool | None, reduce: bool | None, reduction: str) -> str:
@@ -84,7 +78,7 @@ def _check_class_target(op: str, input: Tensor, target: Any, ignore_index: int) 
             f"(input (N, C, d1, ...) takes target (N, d1, ...)), got target of shape {tuple(target.shape)}"
         )
     classes = input.shape[class_dim]
-    values = _host(target)
+    values = to_host(target._data)
     bad = (values != ignore_index) & ((values < 0) | (values >= classes))
     if bad.any():
         raise IndexError(
@@ -136,10 +130,10 @@ def _one_op(input: Tensor, target: Tensor, weight: Tensor | None) -> bool:
     return (
         not vmap_active()
         and isinstance(target, Tensor)
-        and type(input._data) is np.ndarray
-        and type(target._data) is np.ndarray
+        and is_host(input._data)
+        and is_host(target._data)
         and target._data.dtype.kind in "iu"
-        and (weight is None or (type(weight._data) is np.ndarray and not weight.requires_grad))
+        and (weight is None or (is_host(weight._data) and not weight.requires_grad))
     )
 
 
@@ -344,7 +338,7 @@ def binary_cross_entropy(
     """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; logs are clamped at -100."""
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_shape("binary_cross_entropy", input, target)
-    values = _host(input)
+    values = to_host(input._data)
     if values.size and not ((values >= 0) & (values <= 1)).all():
         raise ValueError(
             "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.kernels._args import is_int
 from numdiff.nn._functional_layers import _check_tensor
 from numdiff.tensor import Tensor
 

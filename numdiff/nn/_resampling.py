@@ -17,6 +17,7 @@ import numpy as np
 
 from numdiff.creation import tensor
 from numdiff.ops.indexing import index_select
+from numdiff.ops.pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 from numdiff.tensor import Tensor
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
@@ -113,8 +114,6 @@ def interpolate(
         return interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor).bfloat16()
     sizes, scales = _output_sizes(op, input, size, scale_factor)
     if mode == "area":
-        from numdiff.ops.pool import adaptive_avg_pool1d, adaptive_avg_pool2d
-
         if input.ndim == 5:
             raise ValueError(f"{op}: mode 'area' takes 3-D or 4-D input in numdiff, got shape {tuple(input.shape)}")
         return adaptive_avg_pool1d(input, sizes) if input.ndim == 3 else adaptive_avg_pool2d(input, sizes)

@@ -17,6 +17,8 @@ import numpy as np
 
 from numdiff._random import Generator
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.creation import empty, randperm
+from numdiff.creation import tensor as as_tensor
 from numdiff.tensor import Tensor
 
 _LINEAR_GAINS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid")
@@ -182,8 +184,6 @@ def _host_values(tensor: Tensor) -> np.ndarray:
 
 def _write(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Copy host `values` into `tensor` (on its device), under no_grad."""
-    from numdiff.creation import tensor as as_tensor
-
     with no_grad():
         return tensor.copy_(as_tensor(values.reshape(tuple(tensor.shape)), dtype=tensor.dtype))
 
@@ -241,7 +241,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         )
     if tensor.numel() == 0:
         return tensor
-    from numdiff.creation import empty
 
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -267,7 +266,6 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
         raise ValueError(f"init.sparse_: only tensors with 2 dimensions are supported, got shape {tuple(tensor.shape)}")
     if not 0 <= sparsity <= 1:
         raise ValueError(f"init.sparse_: sparsity must be in [0, 1], got {sparsity}")
-    from numdiff.creation import randperm
 
     rows, cols = tensor.shape
     zeros_per_column = int(math.ceil(sparsity * rows))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff._tensor_pickle import rebuild_tensor, reduce_args
+from numdiff.creation import as_array, empty
 from numdiff.tensor import Tensor
 
 
@@ -24,15 +25,11 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
-            from numdiff.creation import empty
-
             data = empty(0)
         if isinstance(data, Tensor):
             # Share the storage and version counter of `data`, as PyTorch's Parameter does.
             self._init(data._data, None, data._version_counter)
         else:
-            from numdiff.creation import as_array
-
             self._init(as_array(data, None), None, None)
         if requires_grad:
             if self._data.dtype.kind not in "fV":  # V: bfloat16's storage

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from numdiff.backend import is_numpy, to_host
 from numdiff.compile.capture import capture_forward
 from numdiff.compile.trace import GraphBreakError, UnsupportedInCompileError
 from numdiff.onnx import _ops
@@ -145,8 +146,8 @@ def export(model: Any, args: Any, f: str | os.PathLike | io.IOBase | None = None
                                                               _dims(value.shape, _symbolic_axes(dynamic_axes, name))))
         elif value.kind in ("captured", "const"):
             array = captured.captured[value.slot]._data if value.kind == "captured" else value.constant
-            if not hasattr(array, "flags"):  # a CUDA array: initializers are host bytes
-                array = array.to_host()
+            if not (is_numpy(array) or isinstance(array, np.generic)):
+                array = to_host(array)  # a CUDA array: initializers are host bytes
             name = param_names.get(id(array), f"{value.kind}_{value.index}")
             b.bind(value.index, name, value.dtype, value.shape)
             initializers.append(tensor_proto(name, array))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff.kernels._args import check_output_elements, int_tuple, is_int, remember_checks
-from numdiff.kernels._pool_geometry import check_divisor, pool_output_size
+from numdiff._ground.args import check_output_elements, int_tuple, is_int, remember_checks
+from numdiff._ground.pool_geometry import check_divisor, pool_output_size
 from numdiff.ops._util import ensure_tensor
 from numdiff.tensor import Tensor
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._ground.args import is_int
 from numdiff._scalar_convert import checked_array, wrapped_int
 from numdiff.autograd.transform_state import vmap_active
-from numdiff.backend import backend_for
-from numdiff.kernels._args import is_int
+from numdiff.backend import backend_for, is_host
 from numdiff.tensor import Tensor
 
 
@@ -97,7 +97,7 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
         target = _result_dtype(da, db)
         a, b = a.to(target), b.to(target)
         da, db = a._data, b._data
-    if type(da) is not type(db) or (type(da) is not np.ndarray and da.device != db.device):
+    if type(da) is not type(db) or (not is_host(da) and da.device != db.device):
         check_same_device(op, a, b)  # host vs device, or two GPUs (cuda:0 vs cuda:1)
     if da.shape != db.shape and da.ndim and db.ndim:
         _check_broadcastable(op, da.shape, db.shape)
@@ -156,7 +156,7 @@ def _check_broadcastable(op: str, sa: tuple, sb: tuple) -> None:
 
 def check_same_device(op: str, *tensors: Tensor) -> None:
     for t in tensors:
-        if type(t._data) is not np.ndarray:
+        if not is_host(t._data):
             break
     else:
         return  # all on the CPU

@@ -1,7 +1,7 @@
 """Activations and log_softmax/softmax.
 
 The elementwise activations (relu, leaky_relu, elu, softplus, gelu) are rows of the scalar rule
-table (numdiff/ops/scalar_rules.py); this module adds PyTorch's arguments (``inplace``, gelu's
+table (numdiff/_ground/scalar_rules.py); this module adds PyTorch's arguments (``inplace``, gelu's
 ``approximate``) and their checks.
 """
 
@@ -13,6 +13,7 @@ from numdiff.autograd.function import Function
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
@@ -177,7 +178,6 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         weight = weight.reshape(tuple(shape))
     else:
         weight = weight.reshape(())
-    from numdiff.ops.selection import where
 
     return where(input > 0, input, weight * input)
 

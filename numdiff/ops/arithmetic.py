@@ -1,7 +1,7 @@
 """Broadcasting arithmetic: + - * / ** // % and negation, fmod and lerp.
 
 The ops themselves (forward, derivatives, kernels) are rows of the scalar rule table
-(numdiff/ops/scalar_rules.py); this module adds PyTorch's extra arguments (``alpha``,
+(numdiff/_ground/scalar_rules.py); this module adds PyTorch's extra arguments (``alpha``,
 ``rounding_mode``) and pow's integer check.
 """
 
@@ -14,6 +14,7 @@ import numpy as np
 from numdiff._dtype import bfloat16, cast_array
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
+from numdiff.backend import is_host
 from numdiff.ops._util import (
     as_default_float,
     as_result,
@@ -25,6 +26,7 @@ from numdiff.ops._util import (
 )
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -92,7 +94,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
 def _check_integer_divisor(op: str, input: Any, other: Any) -> None:
     """An integer division by zero is an error, as in PyTorch (floats give inf or NaN)."""
     a, b = data_of(input), data_of(other)
-    if np.result_type(a, b).kind in "iub" and (np.asarray(b == 0) if type(b) is not np.ndarray else b == 0).any():
+    if np.result_type(a, b).kind in "iub" and (b == 0 if is_host(b) else np.asarray(b == 0)).any():
         raise ZeroDivisionError(f"{op}: integer division by zero")
 
 
@@ -215,8 +217,6 @@ def lerp(input: Any, end: Any, weight: Any) -> Tensor:
     """``input + weight * (end - input)``, computed as PyTorch does: from `end` where |weight| >= 0.5,
     ``end - (end - input) * (1 - weight)``, so a weight of 1 gives `end` exactly. `weight` is a number
     or a tensor; all three broadcast."""
-    from numdiff.ops.selection import where
-
     if not isinstance(input, Tensor):
         raise TypeError(f"lerp: input must be a Tensor, got {type(input).__name__}")
     difference = sub(end, input)

@@ -27,6 +27,7 @@ import numpy as np
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated
+from numdiff.backend import is_host
 from numdiff.kernels.class_loss import cross_entropy_rows
 from numdiff.ops.activation import softmax
 from numdiff.ops.registry import register
@@ -149,7 +150,7 @@ _INT64 = np.iinfo(np.int64)
 def _rows_kernel_applies(x, weight, ignore_index, label_smoothing):
     """(N, C) float32/float64 CPU logits, no class weights, no smoothing: numdiff.kernels.class_loss."""
     return (
-        type(x) is np.ndarray and x.ndim == 2 and x.dtype in _KERNEL_DTYPES and x.shape[1] > 0
+        is_host(x) and x.ndim == 2 and x.dtype in _KERNEL_DTYPES and x.shape[1] > 0
         and weight is None and not label_smoothing and _INT64.min <= ignore_index <= _INT64.max
     )  # fmt: skip
 

@@ -12,9 +12,12 @@ import functools
 
 import numpy as np
 
-from numdiff import _dtype
+from numdiff import _dtype, creation
 from numdiff._host_functions import host_function
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.rearrange import meshgrid
+from numdiff.ops.search import _host, _on_device_of
+from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
 
@@ -47,9 +50,6 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
             [2, 3],
             [2, 4]])
     """
-    from numdiff.ops.rearrange import meshgrid
-    from numdiff.ops.shape import stack
-
     if not tensors:
         raise TypeError("cartesian_prod: expected at least one tensor")
     tensors = tuple(ensure_tensor("cartesian_prod", t, f"tensors[{i}]") for i, t in enumerate(tensors))
@@ -73,9 +73,6 @@ def block_diag(*tensors: Tensor) -> Tensor:
     tensor([[1, 2, 0],
             [0, 0, 3]])
     """
-    from numdiff import creation
-    from numdiff.ops.shape import cat
-
     blocks = []
     for i, t in enumerate(tensors):
         t = ensure_tensor("block_diag", t, f"tensors[{i}]")
@@ -106,8 +103,6 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     >>> numdiff.histc(numdiff.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
     tensor([0., 2., 1., 0.])
     """
-    from numdiff.ops.search import _host, _on_device_of
-
     input = ensure_tensor("histc", input)
     if isinstance(bins, bool) or not isinstance(bins, int) or bins <= 0:
         raise ValueError(f"histc: bins must be a positive int, got {bins!r}")
@@ -139,8 +134,6 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     >>> numdiff.bincount(numdiff.tensor([0, 1, 1, 3]))
     tensor([1, 2, 0, 1])
     """
-    from numdiff.ops.search import _host, _on_device_of
-
     input = ensure_tensor("bincount", input)
     if isinstance(minlength, bool) or not isinstance(minlength, int) or minlength < 0:
         raise ValueError(f"bincount: minlength must be a non-negative int, got {minlength!r}")
@@ -170,8 +163,6 @@ def isin(elements: Tensor | float, test_elements: Tensor | float, *, assume_uniq
     >>> numdiff.isin(numdiff.tensor([1, 2, 3]), numdiff.tensor([2, 5]))
     tensor([False,  True, False])
     """
-    from numdiff.ops.search import _host, _on_device_of
-
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin: expected elements or test_elements to be a Tensor, got two numbers")
     like = elements if isinstance(elements, Tensor) else test_elements

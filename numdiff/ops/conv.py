@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.args import check_output_elements, int_tuple, is_int, remember_checks
+from numdiff._ground.conv_geometry import conv_output_size
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
-from numdiff.kernels._args import check_output_elements, int_tuple, is_int, remember_checks
-from numdiff.kernels._conv_geometry import conv_output_size
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor

@@ -5,7 +5,7 @@ from __future__ import annotations
 from numdiff import _dtype
 from numdiff._device import device
 from numdiff.autograd.function import Function
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, move_array
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -30,8 +30,6 @@ class ToDevice(Function):
 
     @staticmethod
     def forward(ctx, x, *, device):
-        from numdiff.cuda import move_array
-
         ctx.input_device = device_of(x)
         return move_array(x, device)
 

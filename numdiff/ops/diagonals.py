@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import is_host
 from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.ops.indexing import IndexAddIntoZeros
 from numdiff.ops.rearrange import movedim
 from numdiff.ops.registry import register
 from numdiff.ops.shape import _as_view
@@ -26,7 +28,7 @@ class Diagonal(Function):
         ctx.order = tuple(keep) + (dim1, dim2)
         ctx.moved_shape = tuple(x.shape[d] for d in ctx.order)
         ctx.key = _diagonal_key(ctx.moved_shape, offset)
-        if type(x) is not np.ndarray:
+        if not is_host(x):
             return np.diagonal(x, offset, dim1, dim2)  # numdiff.cuda's is a writable view
         corner = [slice(None)] * x.ndim
         corner[dim1] = slice(max(-offset, 0), None)
@@ -37,8 +39,6 @@ class Diagonal(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from numdiff.ops.indexing import IndexAddIntoZeros
-
         moved = IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.moved_shape)
         return (moved.permute(tuple(int(i) for i in np.argsort(ctx.order))),)
 
@@ -80,8 +80,6 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     tensor([[1, 0],
             [0, 2]])
     """
-    from numdiff.ops.indexing import IndexAddIntoZeros
-
     input = ensure_tensor("diag", input)
     offset = int(diagonal)
     if input.ndim == 2:
@@ -99,8 +97,6 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     >>> numdiff.diag_embed(numdiff.tensor([[1, 2]])).shape
     numdiff.Size([1, 2, 2])
     """
-    from numdiff.ops.indexing import IndexAddIntoZeros
-
     input = ensure_tensor("diag_embed", input)
     if input.ndim == 0:
         raise ValueError("diag_embed: expects a tensor with at least 1 dimension, got a 0-d tensor")

@@ -1,4 +1,4 @@
-"""The elementwise ops, generated from the scalar rules (numdiff/ops/scalar_rules.py).
+"""The elementwise ops, generated from the scalar rules (numdiff/_ground/scalar_rules.py).
 
 For each `ScalarRule` this module makes and registers a `Function` (``FUNCTIONS["exp"]``, class
 ``Exp``) and a public function (``PUBLIC["exp"]``, exported as ``numdiff.exp`` and, where the rule
@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
+from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
+from numdiff.backend import backend_for, is_host
 from numdiff.kernels import elementwise as cpu
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
-from numdiff.ops.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
-from numdiff.ops.scalar_rules import RULES
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 FUNCTIONS: dict[str, type[Function]] = {}
@@ -47,14 +49,14 @@ _HALF = np.dtype(np.float16)
 
 def _all_half(arrays: Any) -> bool:
     """Whether every array among `arrays` is a float16 NumPy array (the kernels take float32/64)."""
-    return all(type(a) is not np.ndarray or a.dtype == _HALF for a in arrays if not isinstance(a, (int, float)))
+    return all(not is_host(a) or a.dtype == _HALF for a in arrays if not isinstance(a, (int, float)))
 
 
 def _widened(values: Any) -> list:
     """float16 arrays as float32, everything else as it is: float16 computes per element in float32
     and rounds once, as PyTorch's CPU build does (so x / 1e5 is not x / inf, NumPy's rounding of the
     number to float16)."""
-    return [v.astype(np.float32) if type(v) is np.ndarray and v.dtype == _HALF else v for v in values]
+    return [v.astype(np.float32) if is_host(v) and v.dtype == _HALF else v for v in values]
 
 
 def _kernel_dtype(arrays: list) -> np.dtype | None:
@@ -72,7 +74,7 @@ def _forward_array(rule: ScalarRule, ufunc: Any, inputs: tuple, attrs: tuple) ->
     arrays = [v for v in inputs if not isinstance(v, (int, float))]
     first = arrays[0]
     dtype = _kernel_dtype(arrays)
-    on_cpu = type(first) is np.ndarray
+    on_cpu = is_host(first)
     if dtype is None or (on_cpu and ufunc is not None and rule.name in UFUNC_FORWARD):
         if ufunc is None and on_cpu and first.dtype == _HALF and _all_half(arrays):
             return _forward_array(rule, ufunc, tuple(_widened(inputs)), attrs).astype(np.float16)
@@ -82,11 +84,7 @@ def _forward_array(rule: ScalarRule, ufunc: Any, inputs: tuple, attrs: tuple) ->
     shape = first.shape
     if len(arrays) == 2 and arrays[1].shape != shape:
         shape = np.broadcast_shapes(shape, arrays[1].shape)
-    if on_cpu:
-        return cpu.forward(rule, inputs, attrs, shape, dtype)
-    from numdiff.cuda.kernels import elementwise as cuda_rules
-
-    return cuda_rules.rule_forward(rule, inputs, attrs, shape, dtype, first)
+    return backend_for(first).rule_forward(rule, inputs, attrs, shape, dtype, first)
 
 
 class _TensorMath:
@@ -97,8 +95,6 @@ class _TensorMath:
 
 
 def _tensor_where(condition: Tensor, a: Any, b: Any) -> Tensor:
-    from numdiff.ops.selection import where
-
     return where(condition, a, b)
 
 
@@ -132,7 +128,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
 
     def forward(ctx, *inputs, **attrs):
         x = inputs[0]
-        if ufunc is not None and (type(x) is np.ndarray or type(inputs[-1]) is np.ndarray):
+        if ufunc is not None and (is_host(x) or is_host(inputs[-1])):
             # On the CPU the ufunc wins wherever there is one (UFUNC_FORWARD): no more Python than that.
             out = ufunc(*inputs)
             if out.dtype.char == "e":  # float16: in float32, rounded once (NumPy rounds a number to float16 first)
@@ -141,7 +137,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
                 ctx.save_for_backward(*_saved_items(ctx, inputs, out))
             return out
         values = tuple([attrs[name] for name in attr_names]) if attr_names else ()
-        if kernel_first and len(inputs) == 1 and type(x) is np.ndarray and x.dtype.char in "fd" and x.flags.c_contiguous:
+        if kernel_first and len(inputs) == 1 and is_host(x) and x.dtype.char in "fd" and x.flags.c_contiguous:
             # The common eager case (relu on a contiguous activation) with the least Python.
             out = cpu.forward_contiguous(rule, x, values)
         else:
@@ -197,15 +193,7 @@ def _kernel_backward(rule, split, grad, saved, saved_arrays, attrs) -> tuple:
         g = grad._data
         arrays = dict(zip(saved, saved_arrays))
         arrays["g"] = g
-        if type(g) is np.ndarray and g.dtype == _HALF:  # computed in float32, rounded once
-            wide = dict(zip(arrays, _widened(arrays.values())))
-            results = [r.astype(np.float16) for r in cpu.backward(rule, needed, wide, attrs)]
-        elif type(g) is np.ndarray:
-            results = cpu.backward(rule, needed, arrays, attrs)
-        else:
-            from numdiff.cuda.kernels import elementwise as cuda_rules
-
-            results = cuda_rules.rule_backward(rule, needed, arrays, attrs)
+        results = backend_for(g).rule_backward(rule, needed, arrays, attrs)
         for i, result in zip(needed, results):
             gradients[i] = Tensor._wrap(result, None, None)
     return tuple(gradients)

@@ -11,9 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
+from numdiff.backend import is_numpy, to_host
+from numdiff.func._batched import per_example, physical
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
+from numdiff.ops.shape import _as_view
 from numdiff.tensor import Tensor
 
 
@@ -32,7 +36,7 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
         if isinstance(k, range):
             k = np.arange(k.start, k.stop, k.step, dtype=np.int64)  # a range indexes like its list
         if isinstance(k, Tensor):
-            k = k._data if type(k._data) is np.ndarray else k._data.to_host()
+            k = to_host(k._data)
             if k.dtype.kind not in "iub":
                 raise IndexError(f"{op}: tensors used as indices must be long, int or bool, got {k.dtype}")
             if k.dtype == np.uint8:  # a uint8 tensor is a mask in PyTorch, not a list of indices
@@ -41,7 +45,7 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
                     "a bool mask (so does numdiff); use a bool tensor instead", UserWarning, stacklevel=3,
                 )
                 k = k.astype(np.bool_)
-        elif isinstance(k, (list, np.ndarray)):
+        elif isinstance(k, list) or is_numpy(k):
             k = np.asarray(k)
             if k.dtype.kind not in "iub" and k.size:
                 raise IndexError(f"{op}: arrays used as indices must be integer or bool, got {k.dtype}")
@@ -65,7 +69,7 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
 
 def _describe(key: tuple) -> str:
     return "[" + ", ".join(
-        f"array(shape={k.shape}, dtype={k.dtype})" if isinstance(k, np.ndarray) else repr(k) for k in key
+        f"array(shape={k.shape}, dtype={k.dtype})" if is_numpy(k) else repr(k) for k in key
     ) + "]"
 
 
@@ -126,8 +130,6 @@ class IndexPut(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from numdiff.autograd.engine import sum_to_shape
-
         grad_x = grad_value = None
         if ctx.needs_input_grad[0]:
             grad_x = IndexPut.apply(grad, scalar_like(0, grad), key=ctx.key)
@@ -197,7 +199,6 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
         raise ValueError(f"{op}: index has {index.ndim} dims (shape {tuple(index.shape)}) but input has {input.ndim} (shape {tuple(input.shape)})")
     # Every example's indices under vmap (a batched tensor's own array is its first example only):
     # a kernel reached with an unchecked index would read or write out of bounds.
-    from numdiff.func._batched import physical
 
     data = physical(index)[0]._data
     if data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
@@ -261,8 +262,6 @@ def _batched_index(key: Any) -> bool:
 
 def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:
     """compute(input, key, *rest) one vmap example at a time (numdiff.func._batched.per_example)."""
-    from numdiff.func._batched import per_example
-
     parts = _key_parts(key)
     where = [i for i, k in enumerate(parts) if isinstance(k, Tensor)]
 
@@ -280,7 +279,6 @@ def getitem(input: Tensor, key: Any) -> Tensor:
     if _batched_index(key):
         return _per_example_index("getitem", getitem, input, key)
     key = normalize_key("index", key, input._data.shape)
-    from numdiff.ops.shape import _as_view
 
     out = GetItem.apply(input, key=key)
     return _as_view(out, input, GetItem, {"key": key}) if _is_basic(key) else out

@@ -22,7 +22,7 @@ import numpy as np
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
 from numdiff.autograd.transform_state import vmap_active
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, is_host
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -306,7 +306,7 @@ class Linear(Function):
         n_rows = math.prod(x.shape[:-1])  # explicit: -1 cannot be inferred from an empty dimension
         if (
             not _grad_state.enabled
-            and type(grad._data) is np.ndarray
+            and is_host(grad._data)
             and grad._data.dtype in _FLOATS
             and x._data.dtype == grad._data.dtype == weight._data.dtype
         ):

@@ -15,8 +15,10 @@ import math
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import is_host, like_host, to_host
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.registry import register
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
@@ -27,19 +29,15 @@ class Logcumsumexp(Function):
     @staticmethod
     def forward(ctx, x, *, dim):
         ctx.dim = dim
-        if type(x) is np.ndarray:
+        if is_host(x):
             out = np.logaddexp.accumulate(x, axis=dim)
         else:
-            from numdiff.backend import backend_for
-
-            out = backend_for(x).from_host(np.ascontiguousarray(np.logaddexp.accumulate(x.to_host(), axis=dim)), x)
+            out = like_host(np.logaddexp.accumulate(to_host(x), axis=dim), x)
         ctx.save_for_backward(x, out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        from numdiff.ops.selection import where
-
         x, out = ctx.saved_tensors
         dims = (ctx.dim,)
 

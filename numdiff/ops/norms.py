@@ -7,17 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._util import ensure_tensor, half_computed_in_float32
+from numdiff import _dtype
+from numdiff.ops._util import broadcast_shape, ensure_tensor, half_computed_in_float32
 from numdiff.ops.reduction import _reduction_dims, amax, amin
 from numdiff.ops.reduction import sum as sum_
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
 def _root(total: Tensor, p: float) -> Tensor:
     """total ** (1 / p), with value and gradient 0 where total is 0 (the root's slope is infinite
     there; PyTorch's norm gives the zero subgradient)."""
-    from numdiff.ops.selection import where
-
     zero = total == 0
     safe = where(zero, 1.0, total)
     return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
@@ -29,8 +29,6 @@ def floating_input(op: str, input: Any, dtype: Any) -> Tensor:
     if input._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point tensor as input, got {input.dtype}; convert it with .float()")
     if dtype is not None:
-        from numdiff import _dtype
-
         target = _dtype.to_dtype(dtype)
         if not np.can_cast(input._data.dtype, target.numpy, casting="safe"):
             raise TypeError(f"{op}: dtype {target} would narrow the input's {input.dtype}; pass a wider dtype or convert the input")
@@ -66,8 +64,6 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
             raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
         return (amax if p > 0 else amin)(magnitude, dims, keepdim)
     if p == 0:
-        from numdiff.ops.selection import where
-
         # A count with a zero gradient, as PyTorch's: the unselected branch x * 0 ties the result
         # to x (it is NaN only where x is infinite, and there the count's 1 is selected).
         with np.errstate(invalid="ignore"):
@@ -88,8 +84,6 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     >>> numdiff.cdist(numdiff.tensor([[0.0, 0.0]]), numdiff.tensor([[3.0, 4.0], [1.0, 0.0]]))
     tensor([[5., 1.]])
     """
-    from numdiff.ops._util import broadcast_shape
-
     x1 = ensure_tensor("cdist", x1, "x1")
     x2 = ensure_tensor("cdist", x2, "x2")
     if x1.ndim < 2 or x2.ndim < 2:
@@ -148,6 +142,6 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The `p`-norm of ``input - other`` over all their (broadcast) elements."""
-    from numdiff.linalg import vector_norm
+    from numdiff.linalg import vector_norm  # numdiff.linalg builds on this module
 
     return vector_norm(input - other, p)

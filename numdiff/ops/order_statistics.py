@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.indexing import gather
 from numdiff.ops.reduction import values_indices
+from numdiff.ops.scan import cummax
+from numdiff.ops.selection import where
 from numdiff.ops.shape import cat
+from numdiff.ops.sorting import argsort
 from numdiff.tensor import Tensor
 
 
@@ -53,9 +57,6 @@ def _shaped(values: Tensor, indices: Tensor, dim: int, keepdim: bool, scalar: bo
 
 
 def _median(op: str, input: Any, dim: Any, keepdim: bool, ignore_nan: bool):
-    from numdiff.ops.selection import where
-    from numdiff.ops.sorting import argsort
-
     if dim is None:  # the whole tensor: the value only
         input = ensure_tensor(op, input)
         if input.numel() == 0:
@@ -99,8 +100,6 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
     >>> numdiff.kthvalue(numdiff.tensor([3.0, 1.0, 2.0]), 2).indices
     tensor(2)
     """
-    from numdiff.ops.sorting import argsort
-
     input, dim, scalar = _prepare("kthvalue", input, dim)
     n = input.shape[dim]
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
@@ -118,11 +117,6 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     >>> numdiff.mode(numdiff.tensor([2.0, 1.0, 2.0, 1.0])).indices
     tensor(3)
     """
-    from numdiff.creation import arange
-    from numdiff.ops.scan import cummax
-    from numdiff.ops.selection import where
-    from numdiff.ops.sorting import argsort
-
     input, dim, scalar = _prepare("mode", input, dim)
     n = input.shape[dim]
     order = argsort(input, dim, stable=True)

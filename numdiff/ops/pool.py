@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.pool_geometry import pool_output_size
 from numdiff.autograd.function import Function
-from numdiff.backend import backend_for
-from numdiff.kernels._pool_geometry import pool_output_size
+from numdiff.backend import backend_for, like_host, to_host
 from numdiff.ops._pool_args import (
     batched_input,
     divisor,
@@ -51,7 +51,7 @@ def _indices_on(indices: Any, like: Any) -> Any:
     """Argmax indices on `like`'s device (an op called with host indices on a device tensor)."""
     if type(indices) is type(like):
         return indices
-    return backend_for(like).from_host(backend_for(indices).to_host(indices), like)
+    return like_host(to_host(indices), like)
 
 
 # ----------------------------------------------------------------------------- max pooling

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from numdiff.ops._util import broadcast_shape, ensure_tensor, normalize_dim
-from numdiff.ops.arithmetic import add, mul
+from numdiff.ops.arithmetic import add, div, mul
 from numdiff.ops.linalg import bmm, linear, matmul, mm
+from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
 
@@ -81,8 +82,6 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     >>> numdiff.cross(numdiff.tensor([1.0, 0.0, 0.0]), numdiff.tensor([0.0, 1.0, 0.0]), dim=0)
     tensor([0., 0., 1.])
     """
-    from numdiff.ops.shape import stack
-
     input = ensure_tensor("cross", input)
     other = ensure_tensor("cross", other, "other")
     if input.ndim != other.ndim:
@@ -173,8 +172,6 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     >>> numdiff.addcdiv(numdiff.ones(2), numdiff.tensor([2.0, 3.0]), numdiff.tensor([4.0, 6.0]))
     tensor([1.5000, 1.5000])
     """
-    from numdiff.ops.arithmetic import div
-
     _check_three("addcdiv", input, tensor1, tensor2)
     if tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
         raise TypeError(

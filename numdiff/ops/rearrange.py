@@ -10,7 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.kernels._args import is_int
+from numdiff._ground.args import is_int
+from numdiff._tensor_extras import narrow as narrow_method
+from numdiff.backend import to_host
+from numdiff.creation import arange
+from numdiff.func._batched import VmapDataDependentError
 from numdiff.ops._util import ensure_tensor, int_sequence, normalize_dim, vmapped
 from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
 from numdiff.tensor import Tensor
@@ -99,8 +103,6 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     >>> numdiff.narrow(numdiff.arange(6), 0, 2, 3)
     tensor([2, 3, 4])
     """
-    from numdiff._tensor_extras import narrow as narrow_method
-
     return narrow_method(ensure_tensor("narrow", input), dim, start, length)
 
 
@@ -220,8 +222,6 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     >>> numdiff.repeat_interleave(numdiff.tensor([1, 2]), 2)
     tensor([1, 1, 2, 2])
     """
-    from numdiff.creation import arange
-
     input = ensure_tensor("repeat_interleave", input)
     if repeats is None:
         counts = input
@@ -262,14 +262,12 @@ def _check_counts(repeats: Any, size: int | None) -> np.ndarray:
             + (f" of shape {tuple(repeats.shape)}" if isinstance(repeats, Tensor) else "")
         )
     if vmapped(repeats):
-        from numdiff.func._batched import VmapDataDependentError
-
         raise VmapDataDependentError(
             "repeat_interleave: repeats batched by vmap would give each batch entry its own result "
             "shape; pass repeats that are the same for every entry (in_dims None)"
         )
     data = repeats._data
-    counts = (data if type(data) is np.ndarray else data.to_host()).reshape(-1)
+    counts = to_host(data).reshape(-1)
     if size is not None and counts.shape[0] != size:
         raise ValueError(f"repeat_interleave: repeats has {counts.shape[0]} counts but the dimension has size {size}")
     if counts.size and counts.min() < 0:

@@ -20,7 +20,9 @@ from numdiff.ops._util import (
     normalize_dims,
     vmapped,
 )
+from numdiff.ops.indexing import gather
 from numdiff.ops.registry import register
+from numdiff.ops.selection import maximum, minimum, where
 from numdiff.tensor import Tensor
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -78,8 +80,6 @@ class Prod(Function):
 def _product_of_others_differentiable(x: Tensor, dims: tuple) -> Tensor:
     """`_product_of_others` from numdiff ops, for double backward: each group of n elements becomes
     an n x n matrix whose row i is the group with element i replaced by 1, reduced with prod."""
-    from numdiff.ops.selection import where
-
     kept = [d for d in range(x.ndim) if d not in dims]
     moved = x.permute(kept + list(dims))
     lead = tuple(moved.shape[: len(kept)])
@@ -238,8 +238,6 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
     that their squares neither underflow nor overflow: float32 data of spread 1e-38 has a variance
     below float32's range but a representable standard deviation.
     """
-    from numdiff.ops.selection import where
-
     if unbiased is not None:
         correction = 1 if unbiased else 0
     if input._data.dtype == np.float16:
@@ -322,9 +320,6 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
 
 
 def _extreme(op: str, full, arg, input: Tensor, dim: Any, keepdim: bool) -> Any:
-    from numdiff.ops.indexing import gather
-    from numdiff.ops.selection import maximum, minimum
-
     if isinstance(dim, Tensor):
         return (maximum if op == "max" else minimum)(input, dim)
     if dim is None:

@@ -12,8 +12,15 @@ import numpy as np
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.ops._util import ensure_tensor, normalize_dim
+from numdiff.backend import is_host
+from numdiff.creation import arange
+from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
+from numdiff.ops.indexing import gather
+from numdiff.ops.reduction import values_indices
 from numdiff.ops.registry import register
+from numdiff.ops.search import _host, _on_device_of
+from numdiff.ops.selection import where
+from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 
@@ -60,7 +67,7 @@ class Cumprod(Function):
 def _running(scan: Any, x: Any, dim: int) -> Any:
     """np.cumsum or np.cumprod along dim; float16/float32 CPU arrays accumulate in float64 and
     round once per element, as PyTorch's CPU kernels do (NumPy would round at every step)."""
-    if type(x) is np.ndarray and x.dtype in (np.float16, np.float32):
+    if is_host(x) and x.dtype in (np.float16, np.float32):
         return scan(x, axis=dim, dtype=np.float64).astype(x.dtype)
     return scan(x, axis=dim)
 
@@ -84,9 +91,6 @@ def _cumprod_grad(x: Any, grad: Any, dim: int) -> Any:
 
 
 def _cumprod_grad_differentiable(x: Tensor, grad: Tensor, dim: int) -> Tensor:
-    from numdiff.creation import arange
-    from numdiff.ops.selection import where
-
     moved = x.movedim(dim, -1)
     g = grad.movedim(dim, -1)
     n = moved.shape[-1]
@@ -144,8 +148,6 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     >>> numdiff.diff(numdiff.tensor([1.0, 4.0, 9.0]))
     tensor([3., 5.])
     """
-    from numdiff.ops.shape import cat
-
     input = ensure_tensor("diff", input)
     if input.ndim == 0:
         raise RuntimeError("diff: expected at least a 1-dimensional tensor, got a 0-d tensor")
@@ -196,9 +198,6 @@ def cummin(input: Tensor, dim: int) -> Any:
 
 
 def _cumulative_extreme(op: str, input: Tensor, dim: int) -> Any:
-    from numdiff.ops.indexing import gather
-    from numdiff.ops.reduction import values_indices
-
     input = ensure_tensor(op, input)
     dim = normalize_dim(op, dim, input.ndim)
     flat = input.reshape(1) if input.ndim == 0 else input
@@ -214,9 +213,6 @@ def cumulative_extreme_indices(input: Tensor, op: str, dim: int) -> Tensor:
     """Where each running maximum (op "cummax") or minimum ("cummin") along `dim` was found:
     the latest position holding the running extreme, or the latest NaN once one was seen. Read
     on the host; numdiff.compile replays it as a host call."""
-    from numdiff.ops._util import batch_nondifferentiable, vmapped
-    from numdiff.ops.search import _host, _on_device_of
-
     if vmapped(input):  # the whole batch at once, its dim 0 in front
         return batch_nondifferentiable(lambda batch: cumulative_extreme_indices(batch, op, dim + 1), input)
     x = _host(op, input)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import to_host
+from numdiff.func._batched import per_example
 from numdiff.ops._util import (
     broadcast_shape,
     check_same_device,
@@ -112,10 +114,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
         raise TypeError(f"index_add: source is {source.dtype} but input is {input.dtype}; they must have the same dtype")
     if vmapped(index):
         # The positions differ per vmap example; a batched index's own array is the first example's.
-        from numdiff.func._batched import per_example
 
         return per_example("index_add", lambda i, x, s: index_add(x, dim, i, s, alpha=alpha), index, input, source)
-    positions = index._data if type(index._data) is np.ndarray else index._data.to_host()
+    positions = to_host(index._data)
     positions = positions.reshape(-1).astype(np.int64, copy=False)
     size = input.shape[dim] if input.ndim else 1
     expected = tuple(len(positions) if d == dim else n for d, n in enumerate(input.shape))
@@ -160,7 +161,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     input = ensure_tensor("take", input)
     if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
         raise TypeError(f"take: index must be an integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
-    data = index._data if type(index._data) is np.ndarray else index._data.to_host()
+    data = to_host(index._data)
     n = input.numel()
     if data.size and (data.min() < -n or data.max() >= n):
         raise IndexError(

@@ -14,7 +14,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._host_functions import host_function
-from numdiff.backend import backend_for
+from numdiff.backend import like_host
 from numdiff.ops._util import ensure_tensor, normalize_dim, operands, vmapped
 from numdiff.tensor import Tensor
 
@@ -35,9 +35,7 @@ def _on_device_of(array: np.ndarray, like: Tensor) -> Tensor:
     data = like._data
     if data.dtype == _dtype.BFLOAT16_STORAGE and array.dtype == np.float32:
         array = _dtype.cast_array(array, _dtype.bfloat16)
-    if type(data) is not np.ndarray:
-        array = backend_for(data).from_host(np.ascontiguousarray(array), data)
-    return Tensor._wrap(array, None, None)
+    return Tensor._wrap(like_host(array, data), None, None)
 
 
 @host_function

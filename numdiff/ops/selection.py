@@ -8,6 +8,7 @@ import numpy as np
 
 from numdiff._dtype_info import finfo
 from numdiff.autograd.function import Function
+from numdiff.creation import tensor
 from numdiff.ops._util import (
     _scalar_operand,
     broadcast_shape,
@@ -16,7 +17,9 @@ from numdiff.ops._util import (
     operands,
     scalar_like,
 )
+from numdiff.ops.logical import isinf, isnan
 from numdiff.ops.registry import register
+from numdiff.ops.search import nonzero
 from numdiff.tensor import Tensor
 
 
@@ -77,13 +80,10 @@ def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
     if not isinstance(condition, Tensor):
         raise TypeError(f"where: condition must be a bool Tensor, got {type(condition).__name__}")
     if input is _UNSET and other is _UNSET:
-        from numdiff.ops.search import nonzero
-
         return nonzero(condition, as_tuple=True)
     if input is _UNSET or other is _UNSET:
         raise TypeError("where: pass both input and other, or the condition alone (the indices where it holds)")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two scalars, as torch allows
-        from numdiff.creation import tensor
 
         input = tensor(input, device=condition.device)
     if condition._data.dtype.kind != "b":
@@ -99,14 +99,14 @@ def where(condition: Any, input: Any = _UNSET, other: Any = _UNSET) -> Tensor:
 
 
 def maximum(input: Any, other: Any) -> Tensor:
-    """Elementwise maximum with broadcasting (a rule of numdiff/ops/scalar_rules.py)."""
+    """Elementwise maximum with broadcasting (a rule of numdiff/_ground/scalar_rules.py)."""
     from numdiff.ops.elementwise import PUBLIC
 
     return PUBLIC["maximum"](input, other)
 
 
 def minimum(input: Any, other: Any) -> Tensor:
-    """Elementwise minimum with broadcasting (a rule of numdiff/ops/scalar_rules.py)."""
+    """Elementwise minimum with broadcasting (a rule of numdiff/_ground/scalar_rules.py)."""
     from numdiff.ops.elementwise import PUBLIC
 
     return PUBLIC["minimum"](input, other)
@@ -172,8 +172,6 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002 - PyTorch's name
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's
     largest and lowest finite values); the gradient passes where the input is finite, as in PyTorch."""
-    from numdiff.ops.logical import isinf, isnan
-
     if not isinstance(input, Tensor):
         raise TypeError(f"nan_to_num: expected a Tensor, got {type(input).__name__}")
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):

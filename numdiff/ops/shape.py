@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import _dtype
+from numdiff._ground.args import is_int
+from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
-from numdiff.kernels._args import is_int
 from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -70,8 +72,6 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from numdiff.autograd.engine import sum_to_shape
-
         return (sum_to_shape(grad, ctx.input_shape),)
 
 
@@ -301,8 +301,6 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     check_same_device("cat", *tensors)
     dtypes = {t._data.dtype for t in tensors}
     if len(dtypes) > 1:
-        from numdiff import _dtype
-
         target = first.dtype
         for t_ in tensors[1:]:
             target = _dtype.promote(target, t_.dtype)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
+from numdiff.backend import is_host
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
@@ -36,7 +37,7 @@ def _host(op: str, input: Any) -> tuple[Tensor, np.ndarray]:
 
 def _indices(order: np.ndarray, like: Tensor) -> Tensor:
     indices = Tensor._wrap(np.ascontiguousarray(order, dtype=np.int64), None, None)
-    return indices if type(like._data) is np.ndarray else indices.to(like.device)
+    return indices if is_host(like._data) else indices.to(like.device)
 
 
 def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int]:

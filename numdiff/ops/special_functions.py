@@ -1,6 +1,6 @@
 """The gamma-function family and the error-function inverses, with PyTorch's arguments.
 
-lgamma, digamma, erfc and erfinv are scalar rules (numdiff/ops/scalar_rules.py) exported as they
+lgamma, digamma, erfc and erfinv are scalar rules (numdiff/_ground/scalar_rules.py) exported as they
 are; this module adds ``polygamma(n, input)`` (n first, as PyTorch, where the rule takes n as an
 attribute) and ``logit(input, eps=None)``. The scalar code of digamma, polygamma and erfinv is in
 numdiff/kernels/_special.py.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from numdiff.ops.elementwise import PUBLIC
+from numdiff.ops.selection import clamp
 from numdiff.tensor import Tensor
 
 lgamma = PUBLIC["lgamma"]
@@ -59,7 +60,6 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     if eps is not None:
         if isinstance(eps, bool) or not isinstance(eps, (int, float)):
             raise TypeError(f"logit: eps must be a number or None, got {type(eps).__name__}")
-        from numdiff.ops.selection import clamp
 
         input = clamp(input, float(eps), 1.0 - float(eps))
     return PUBLIC["logit"](input)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import like_host
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -18,9 +19,7 @@ def _keep_triangle(x, diagonal: int, lower: bool):
     """x where a (rows, cols) mask over the last two dims holds, zeros elsewhere (any device)."""
     rows, cols = x.shape[-2:]
     mask = np.tri(rows, cols, diagonal, dtype=bool) if lower else ~np.tri(rows, cols, diagonal - 1, dtype=bool)
-    if type(x) is not np.ndarray:
-        mask = x.from_host(mask)
-    return np.where(mask, x, np.zeros_like(x))
+    return np.where(like_host(mask, x), x, np.zeros_like(x))
 
 
 @register("tril")

@@ -1,4 +1,4 @@
-"""Elementwise unary functions: generated from their scalar rules (numdiff/ops/scalar_rules.py).
+"""Elementwise unary functions: generated from their scalar rules (numdiff/_ground/scalar_rules.py).
 
 Each is the public function of numdiff/ops/elementwise.py: integer inputs become float32 (exp,
 log, ...) or keep their dtype (abs, sign), as in PyTorch.

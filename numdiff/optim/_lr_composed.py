@@ -8,6 +8,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from numdiff.optim._lr_plateau import ReduceLROnPlateau
 from numdiff.optim.lr_scheduler import LRScheduler
 from numdiff.optim.optimizer import Optimizer
 
@@ -180,7 +181,6 @@ class ChainedScheduler(LRScheduler):
     def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
         if len(schedulers) < 1:
             raise ValueError("ChainedScheduler expects at least one scheduler to be chained, but got no scheduler.")
-        from numdiff.optim._lr_plateau import ReduceLROnPlateau  # it imports this module's base
 
         optimizer = optimizer or schedulers[0].optimizer
         for i, scheduler in enumerate(schedulers):

@@ -20,6 +20,8 @@ import numpy as np
 from numdiff import _dtype, _profiling
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
+from numdiff.backend import is_host
+from numdiff.creation import full
 from numdiff.tensor import Tensor
 
 
@@ -295,8 +297,6 @@ def increment_step(step: Tensor) -> float:
 
 def zeros_state(param: Tensor, fill: float = 0.0) -> Tensor:
     """A contiguous state buffer shaped, typed and placed like `param`, filled with `fill`."""
-    from numdiff.creation import full
-
     return full(tuple(param.shape), fill, dtype=param.dtype, device=param.device)
 
 
@@ -323,7 +323,7 @@ def unused_buffer(flat_param: Any) -> Any:
     address, so the kernel's runtime overlap check (which cannot know the buffer is never touched)
     fails and LLVM runs the scalar copy of the loop (Adam over 400k float32: 2.0 ms against 0.9).
     """
-    if type(flat_param) is np.ndarray:
+    if is_host(flat_param):
         empty = _EMPTY.get(flat_param.dtype)
         if empty is None:
             empty = _EMPTY[flat_param.dtype] = np.empty(0, flat_param.dtype)

@@ -29,7 +29,7 @@ from tests.kernels import kernel_reference as ref
 F = numdiff.nn.functional
 TF = torch.nn.functional
 ROOT = Path(__file__).resolve().parents[2]
-LIMIT = 2**31 - 1  # the documented bound on every geometry integer (numdiff.kernels._args)
+LIMIT = 2**31 - 1  # the documented bound on every geometry integer (numdiff._ground.args)
 
 
 def _layout(x: np.ndarray, layout: str) -> np.ndarray:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from numdiff._ground.args import GEOMETRY_LIMIT, int_tuple
 from numdiff.kernels import conv, matmul, pool
-from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple
 
 
 def _conv_forward(padding=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1), out_shape=(1, 1, 3, 3)):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from numdiff._ground.pool_geometry import pool_output_size
 from numdiff.kernels import _max_pool_cores as cores
 from numdiff.kernels import pool
-from numdiff.kernels._pool_geometry import pool_output_size
 from numdiff.kernels._pool_planes import planes
 
 

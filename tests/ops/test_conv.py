@@ -201,7 +201,7 @@ def test_bad_arguments_raise_before_any_kernel_runs(call, error, message):
     ],
 )  # fmt: skip
 def test_remembered_checks_still_refuse_values_equal_to_a_valid_one(valid, bad, message):
-    # conv2d remembers the checks of a configuration it has seen (numdiff.kernels._args.
+    # conv2d remembers the checks of a configuration it has seen (numdiff._ground.args.
     # remember_checks); True and 1.0 compare equal to 1, so the bad call must not reuse the
     # remembered result of the valid call before it, which differs only in those values.
     x, w = numdiff.ones(1, 1, 5, 5), numdiff.ones(1, 1, 3, 3)

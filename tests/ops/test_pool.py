@@ -255,7 +255,7 @@ def test_bad_arguments_raise_before_any_kernel_runs(call, error, message):
     ],
 )  # fmt: skip
 def test_remembered_window_checks_still_refuse_values_equal_to_a_valid_one(pool, valid, bad, message):
-    # The pooling ops remember the checks of a window they have seen (numdiff.kernels._args.
+    # The pooling ops remember the checks of a window they have seen (numdiff._ground.args.
     # remember_checks): True, False and 2.0 compare equal to 1, 0 and 2, so the bad call must not
     # reuse the remembered result of the valid call before it, which differs only in those values.
     x = numdiff.ones(1, 1, 4, 4)

@@ -1,4 +1,4 @@
-"""The scalar rule table (numdiff/ops/scalar_rules.py) and what is generated from it.
+"""The scalar rule table (numdiff/_ground/scalar_rules.py) and what is generated from it.
 
 - NaN and inf semantics against torch 2.13, on both backward paths (the fused kernel, and the
   tensor form recorded under create_graph);
@@ -17,13 +17,13 @@ import pytest
 
 import numdiff
 import numdiff.nn.functional as nf
+from numdiff._ground.scalar_expressions import ScalarRule, check_rules, vjp_expression
+from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import _Unrecorded
 from numdiff.kernels import _codegen
 from numdiff.kernels import elementwise as cpu_kernels
 from numdiff.ops import OPS
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
-from numdiff.ops.scalar_expressions import ScalarRule, check_rules, vjp_expression
-from numdiff.ops.scalar_rules import RULES
 
 torch = pytest.importorskip("torch")
 tnf = torch.nn.functional

@@ -1,4 +1,4 @@
-"""The pooling window arithmetic of numdiff.kernels._pool_geometry, compiled as CUDA device
+"""The pooling window arithmetic of numdiff._ground.pool_geometry, compiled as CUDA device
 functions: the same Python functions the CPU kernels compile with ``njit``, so both targets
 agree on every window, divisor and argmax start by construction."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from numba import cuda
 
-from numdiff.kernels import _pool_geometry as geometry
+from numdiff._ground import pool_geometry as geometry
 
 tap_range = cuda.jit(device=True)(geometry.tap_range)
 avg_window = cuda.jit(device=True)(geometry.avg_window)

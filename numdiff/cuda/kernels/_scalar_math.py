@@ -105,7 +105,7 @@ def log10(a):
 
 
 # floor and ceil of a float the caller has checked is finite and below 2 ** 52 in magnitude
-# (numdiff.ops.scalar_rules' roundings). On the simulator a NumPy float32 has no __floor__, so the
+# (numdiff._ground.scalar_rules' roundings). On the simulator a NumPy float32 has no __floor__, so the
 # value is made a Python float first; on a GPU float() is a no-op or a widening.
 @cuda.jit(device=True)
 def floor(a):

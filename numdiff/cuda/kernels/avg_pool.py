@@ -10,7 +10,7 @@ backward's own backward is the forward with the same arguments.
 
 Adaptive average pooling of In to Out uses windows [floor(o*In/Out), ceil((o+1)*In/Out)).
 1-d pooling is 2-d pooling with H = 1 (numdiff.ops.pool reshapes). Windows and divisors are
-numdiff.kernels._pool_geometry's, the CPU kernels' own. Arrays are C-contiguous CudaArrays of one
+numdiff._ground.pool_geometry's, the CPU kernels' own. Arrays are C-contiguous CudaArrays of one
 float dtype, checked before the launch.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from numba import cuda
 
+from numdiff._ground.pool_geometry import check_adaptive, check_divisor, check_window
 from numdiff.cuda.kernels._checks import check_disjoint, check_float_arrays, flat
 from numdiff.cuda.kernels._index import grid_1d
 from numdiff.cuda.kernels._pool_device import (
@@ -27,7 +28,6 @@ from numdiff.cuda.kernels._pool_device import (
     avg_window,
     window_outputs,
 )
-from numdiff.kernels._pool_geometry import check_adaptive, check_divisor, check_window
 
 
 @cuda.jit

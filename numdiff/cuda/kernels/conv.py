@@ -32,8 +32,8 @@ from collections.abc import Callable
 
 from numba import config, cuda, from_dtype
 
+from numdiff._ground.conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.cuda.kernels._checks import check_disjoint, check_float_arrays, check_shape, flat
-from numdiff.kernels._conv_geometry import conv2d_geometry, conv_output_size
 
 __all__ = [
     "conv_output_size",

@@ -14,10 +14,10 @@ from collections.abc import Callable
 import numpy as np
 from numba import cuda
 
+from numdiff._ground.scalar_expressions import ScalarRule, math_functions_in
 from numdiff.cuda.kernels import _scalar_math
 from numdiff.cuda.kernels._index import grid_1d, strided_offset
 from numdiff.kernels._codegen import backward_reads, load_source, scalar_code, vjp_expressions
-from numdiff.ops.scalar_expressions import ScalarRule, math_functions_in
 
 
 def _device(fn: Callable) -> Callable:
@@ -175,7 +175,7 @@ def launch_map(name: str, out, inputs: tuple) -> None:
 
 
 # ----------------------------------------------------------------- kernels generated from the rules
-# (rule, kind, needed inputs) -> the @cuda.jit kernel; see numdiff/ops/scalar_rules.py.
+# (rule, kind, needed inputs) -> the @cuda.jit kernel; see numdiff/_ground/scalar_rules.py.
 RULE_KERNELS: dict[tuple, Callable] = {}
 
 

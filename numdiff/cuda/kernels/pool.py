@@ -2,7 +2,7 @@
 
 One thread per output element, grid-stride over N*C*OH*OW. The window of output (oh, ow) reads
 input rows ``oh*sh - ph + i*dh`` and columns ``ow*sw - pw + j*dw`` inside the image (the tap
-ranges of numdiff.kernels._pool_geometry, shared with the CPU), scanned row-major; a value
+ranges of numdiff._ground.pool_geometry, shared with the CPU), scanned row-major; a value
 replaces the running maximum when strictly greater or NaN. The starting index is the window's
 first tap at a non-negative row and column, as on the CPU and in PyTorch: for a window wholly in
 padding that is a position past the image (its output is -inf and gets no gradient).
@@ -21,6 +21,7 @@ import math
 
 from numba import cuda
 
+from numdiff._ground.pool_geometry import check_adaptive, check_window, pool_output_size
 from numdiff.cuda.kernels._checks import (
     check_disjoint,
     check_float_arrays,
@@ -36,7 +37,6 @@ from numdiff.cuda.kernels.avg_pool import (
     avg_pool2d_backward,
     avg_pool2d_forward,
 )
-from numdiff.kernels._pool_geometry import check_adaptive, check_window, pool_output_size
 
 __all__ = [
     "pool_output_size",

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.backend import like_host, to_host
 from numdiff.distributed._group import current, mpi
 from numdiff.distributed.collectives import ReduceOp, wait_for
 from numdiff.tensor import Tensor
@@ -20,11 +21,10 @@ from numdiff.tensor import Tensor
 
 def _summed(x: Tensor, comm: Any) -> Tensor:
     data = x._data
-    host = np.ascontiguousarray(data if type(data) is np.ndarray else data.to_host())
+    host = np.ascontiguousarray(to_host(data))
     result = np.empty_like(host)
     wait_for("all_reduce", comm.Iallreduce(host, result, mpi().SUM))
-    if type(data) is not np.ndarray:
-        result = data.from_host(result)
+    result = like_host(result, data)
     return Tensor._wrap(result, None, None)
 
 

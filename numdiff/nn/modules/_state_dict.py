@@ -6,9 +6,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import is_numpy
+from numdiff.creation import from_numpy
+from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -50,9 +51,7 @@ def _quoted(keys: list[str]) -> str:
 def _as_tensor(key: str, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, np.ndarray):
-        from numdiff.creation import from_numpy
-
+    if is_numpy(value):
         return from_numpy(value)
     kind = type(value)
     # Another library's tensor class is often also called Tensor: name its module too.
@@ -103,8 +102,6 @@ def load(module: Module, state_dict: Mapping, strict: bool, assign: bool = False
 def _assign(module: Module, key: str, target: Tensor, value: Tensor) -> None:
     """Make `value` the tensor at `key`, as PyTorch's assign=True: it keeps its own dtype, device
     and memory; a parameter stays a Parameter and keeps the module's requires_grad."""
-    from numdiff.nn.parameter import Parameter
-
     *path, name = key.split(".")
     owner = module
     for part in path:

@@ -4,7 +4,7 @@ MultiheadAttention is importable from here)."""
 from __future__ import annotations
 
 from numdiff.creation import full
-from numdiff.nn import functional
+from numdiff.nn import functional, init
 from numdiff.nn._legacy import implicit_softmax_dim
 from numdiff.nn.modules.attention import MultiheadAttention  # PyTorch keeps it in this module
 from numdiff.nn.modules.module import Module
@@ -280,8 +280,6 @@ class PReLU(Module):
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
 
     def reset_parameters(self) -> None:
-        from numdiff.nn import init
-
         init.constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:

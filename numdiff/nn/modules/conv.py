@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from numdiff._ground.args import int_tuple
 from numdiff.creation import empty
-from numdiff.kernels._args import int_tuple
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module

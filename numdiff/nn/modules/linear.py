@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from numdiff._ground.args import is_int
 from numdiff.creation import empty
-from numdiff.kernels._args import is_int
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input
 from numdiff.nn.modules.module import Module

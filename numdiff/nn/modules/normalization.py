@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from numdiff import _dtype
+from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty, ones, tensor, zeros
-from numdiff.kernels._args import is_int
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module

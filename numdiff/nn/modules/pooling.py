@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff.kernels._args import int_tuple
+from numdiff._ground.args import int_tuple
 from numdiff.nn import functional
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module

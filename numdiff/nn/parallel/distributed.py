@@ -21,6 +21,7 @@ import numpy as np
 
 from numdiff.autograd.function import AccumulateGrad
 from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
+from numdiff.backend import like_host, to_host
 from numdiff.distributed import _group
 from numdiff.distributed.collectives import Work, broadcast, check_same_across_ranks, wait_for
 from numdiff.nn.modules.module import Module
@@ -168,7 +169,7 @@ class DistributedDataParallel(Module):
             view[...] = 0
         else:
             data = grad._data
-            view[...] = data if type(data) is np.ndarray else data.to_host()
+            view[...] = to_host(data)
         bucket.waiting -= 1
         self._launch_ready_buckets()
         if self._next_bucket == len(self._buckets):
@@ -244,8 +245,7 @@ def _make_buckets(params: list[Tensor], cap_bytes: float) -> tuple[list[_Bucket]
 def _write_grad(param: Tensor, average: np.ndarray) -> None:
     grad = param.grad
     data = param._data
-    if type(data) is not np.ndarray:
-        average = data.from_host(np.ascontiguousarray(average))
+    average = like_host(average, data)
     if grad is None:
         param.grad = Tensor._wrap(average.astype(data.dtype, copy=True), None, None)
     else:

@@ -8,6 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import tensor as make_tensor
+from numdiff.backend import is_numpy
+from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
 
@@ -22,9 +25,6 @@ def default_collate(batch: Sequence[Any]) -> Any:
     [tensor([[1., 1.],
             [0., 0.]]), tensor([0, 1])]
     """
-    from numdiff import tensor as make_tensor
-    from numdiff.ops.shape import stack
-
     elem = batch[0]
     if isinstance(elem, Tensor):
         shapes = {tuple(t.shape) for t in batch}
@@ -34,7 +34,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
                 f"default_collate: stack expects each tensor to be equal size, but got {sizes}"
             )
         return stack(list(batch))
-    if isinstance(elem, np.ndarray):
+    if is_numpy(elem):
         if elem.dtype.kind not in "biuf":
             raise TypeError(
                 f"default_collate: numpy arrays of dtype {elem.dtype} cannot be made into tensors"
@@ -76,9 +76,7 @@ def default_convert(data: Any) -> Any:
     >>> default_convert({"x": np.zeros(2), "label": 3})
     {'x': tensor([0., 0.], dtype=numdiff.float64), 'label': 3}
     """
-    from numdiff import tensor as make_tensor
-
-    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+    if is_numpy(data) and data.dtype.kind in "biuf":
         return make_tensor(data)
     if isinstance(data, np.generic) and data.dtype.kind in "biuf":
         return make_tensor(data)

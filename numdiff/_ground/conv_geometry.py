@@ -2,7 +2,7 @@
 (numdiff.kernels.conv) and the CUDA kernels (numdiff.cuda.kernels.conv), so both refuse the same
 inputs with the same messages.
 
-Integers go through :func:`numdiff.kernels._args.int_tuple`, bounded by GEOMETRY_LIMIT so that no
+Integers go through :func:`numdiff._ground.args.int_tuple`, bounded by GEOMETRY_LIMIT so that no
 index arithmetic in a kernel overflows. Padding may be negative (a crop: a transposed conv's
 output_padding lowers its bottom/right padding), down to minus the limit.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple, remember_checks
+from numdiff._ground.args import GEOMETRY_LIMIT, int_tuple, remember_checks
 
 __all__ = ["Conv2dGeometry", "conv2d_geometry", "conv_output_size"]
 
@@ -54,7 +54,7 @@ def conv2d_geometry(op, x_shape, w_shape, out_shape, stride, padding, dilation, 
     """Validate a conv2d configuration (shared by these kernels and numdiff.cuda's) and size it.
 
     `out_shape` is the output's (forward) or the output gradient's (backward) shape. Results are
-    remembered per configuration (:func:`numdiff.kernels._args.remember_checks`).
+    remembered per configuration (:func:`numdiff._ground.args.remember_checks`).
     """
     sh, sw = int_tuple(op, "stride", stride, 2, 1)
     pt, pb, pl, pr = int_tuple(op, "padding", padding, 4, -GEOMETRY_LIMIT)

@@ -1,20 +1,19 @@
 """Pooling geometry, written once: the window and index arithmetic every pooling kernel uses, on
 the CPU and on CUDA, and the Python checks of a pooling configuration.
 
-The arithmetic is plain Python functions over ints. This module compiles them for the CPU
-(``*_cpu``, ``njit(inline="always")``) and numdiff.cuda.kernels.pool compiles the very same
-functions as CUDA device functions, so both targets agree on every window, divisor and index by
-construction. They call no other function (a compiled function can only call compiled ones).
+The arithmetic is plain Python functions over ints. numdiff.kernels._pool_compiled compiles them
+for the CPU (``*_cpu``, ``njit(inline="always")``) and numdiff.cuda.kernels._pool_device compiles
+the very same functions as CUDA device functions, so both targets agree on every window, divisor
+and index by construction. They call no other function (a compiled function can only call compiled ones).
 
 Window of output o along one axis: input positions ``o*stride - pad + t*dilation`` for taps
 t < kernel. :func:`pool_output_size` is PyTorch's output length rule; the checks run in Python
-before any compiled code and use :func:`numdiff.kernels._args.int_tuple` for every integer.
+before any compiled code and use :func:`numdiff._ground.args.int_tuple` for every integer.
 """
 
 from __future__ import annotations
 
-from numdiff.kernels._args import GEOMETRY_LIMIT, int_tuple, is_int, remember_checks
-from numdiff.kernels._self_healing_cache import njit
+from numdiff._ground.args import GEOMETRY_LIMIT, int_tuple, is_int, remember_checks
 
 __all__ = [
     "adaptive_outputs",
@@ -92,13 +91,6 @@ def adaptive_outputs(i, in_size, out_size):
     return (i * out_size) // in_size, ((i + 1) * out_size + in_size - 1) // in_size
 
 
-_host = njit(cache=True, nogil=True, inline="always")
-tap_range_cpu = _host(tap_range)
-avg_window_cpu = _host(avg_window)
-avg_divisor_cpu = _host(avg_divisor)
-adaptive_window_cpu = _host(adaptive_window)
-
-
 # --------------------------------------------------------------------------- checks (Python)
 
 
@@ -124,7 +116,7 @@ def check_window(
 ) -> tuple[int, ...]:
     """Validate a pooling window of x (N, C, H, W) -> out (N, C, OH, OW) (shapes); return
     (kh, kw, sh, sw, ph, pw, dh, dw). Results are remembered per configuration
-    (:func:`numdiff.kernels._args.remember_checks`).
+    (:func:`numdiff._ground.args.remember_checks`).
 
     >>> check_window("max_pool2d", (1, 1, 4, 4), (1, 1, 2, 2), (2, 2), (2, 2), (0, 0), (1, 1), False)
     (2, 2, 2, 2, 0, 0, 1, 1)

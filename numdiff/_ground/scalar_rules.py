@@ -9,7 +9,7 @@ A compiler that fuses elementwise chains reads the same expressions. Adding an o
     ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",)),
 
 The fields of `ScalarRule` and the expression language the forward and derivatives are written in
-are described in numdiff/ops/scalar_expressions.py, which also derives the backward expressions
+are described in numdiff/_ground/scalar_expressions.py, which also derives the backward expressions
 (`vjp_expression`) and checks this table (`check_rules`).
 
 NaN semantics follow PyTorch 2.13 and are encoded in the expressions: relu's derivative is
@@ -21,7 +21,7 @@ gradient is NaN or inf, as PyTorch's masked backwards do.
 
 from __future__ import annotations
 
-from numdiff.ops.scalar_expressions import (
+from numdiff._ground.scalar_expressions import (
     MATH_RULES,
     ScalarRule,
     check_rules,
@@ -30,7 +30,7 @@ from numdiff.ops.scalar_expressions import (
     vjp_expression,
 )
 
-# MATH_RULES, ScalarRule and the expression helpers live in numdiff.ops.scalar_expressions; they
+# MATH_RULES, ScalarRule and the expression helpers live in numdiff._ground.scalar_expressions; they
 # are importable from here too, where code built on the table has always found them.
 __all__ = ["MATH_RULES", "RULES", "ScalarRule", "math_functions_in", "names_in", "vjp_expression"]
 

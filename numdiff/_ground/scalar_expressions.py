@@ -1,7 +1,7 @@
 """The language of the scalar rules: the `ScalarRule` record, what an expression reads and calls,
 the vector-Jacobian product derived from a derivative, and the checks a table of rules must pass.
 
-The table itself, one `ScalarRule` per elementwise op, is numdiff/ops/scalar_rules.py; this module
+The table itself, one `ScalarRule` per elementwise op, is numdiff/_ground/scalar_rules.py; this module
 changes when the expression language does, that one when an op is added or corrected.
 
 The fields of `ScalarRule`:
