@@ -33,7 +33,7 @@ __all__ = ["attention_backward", "attention_forward"]
 _OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract"})
 
 
-@njit(inline="always")
+@njit(cache=True, inline="always")
 def _scores(q, k, bias, b, scale, causal, scores):
     """scores (L, S) <- scale * q[b] k[b]^T + bias, with -inf where a causal mask hides a key."""
     gemm(False, True, scale, q[b], k[b], 0.0, scores)

@@ -51,7 +51,7 @@ __all__ = [
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
-@njit(inline="always")
+@njit(cache=True, inline="always")
 def _sigmoid(x):
     return 1.0 / (1.0 + _vecmath.exp(-x))
 
