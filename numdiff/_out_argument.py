@@ -77,5 +77,12 @@ def with_out(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def out_variants(namespace: dict[str, Any]) -> dict[str, Callable[..., Any]]:
-    """The functions of OUT_FUNCTIONS found in `namespace`, wrapped by `with_out`."""
-    return {name: with_out(namespace[name]) for name in OUT_FUNCTIONS if callable(namespace.get(name))}
+    """The functions of OUT_FUNCTIONS found in `namespace`, wrapped by `with_out`; aliases (multiply
+    and mul) share one wrapper, so they stay the same object."""
+    wrapped: dict[int, Callable[..., Any]] = {}
+    variants = {}
+    for name in OUT_FUNCTIONS:
+        fn = namespace.get(name)
+        if callable(fn):
+            variants[name] = wrapped.setdefault(id(fn), with_out(fn))
+    return variants
