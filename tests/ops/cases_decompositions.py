@@ -19,7 +19,7 @@ linalg = numdiff.linalg
 
 def _spd(x):
     n = x.shape[-1]
-    return x @ x.mT + n * numdiff.eye(n, dtype=x.dtype)
+    return x @ x.mT + n * numdiff.eye(n, dtype=x.dtype, device=x.device)
 
 
 def _spd_np(x):
@@ -35,7 +35,7 @@ def _sym_np(x):
 
 
 def _lower(x):
-    return x.tril() + 3 * numdiff.eye(x.shape[-1], dtype=x.dtype)
+    return x.tril() + 3 * numdiff.eye(x.shape[-1], dtype=x.dtype, device=x.device)
 
 
 def _lower_np(x):
