@@ -5,7 +5,9 @@ float32, and ``GradScaler`` scales the loss so that float16 gradients do not und
 autocast is a level of the interpreter stack (numdiff.autograd.transform_state): while it is on,
 each op call passes it first, and it casts the op's floating inputs by the op's policy before the
 op runs at the level below. float64 inputs are never cast, as in PyTorch. The casts are ops
-themselves, so gradients flow back to the float32 weights in float32.
+themselves, so gradients flow back to the float32 weights in float32. A function compiled with
+numdiff.compile runs its ops in their own dtypes under autocast (its traced graph has no casts);
+its cache keys on the autocast settings, so no graph traced under one setting runs under another.
 
     >>> with numdiff.autocast("cpu"):
     ...     y = numdiff.nn.Linear(4, 2)(numdiff.randn(3, 4))
@@ -122,6 +124,11 @@ class autocast:  # noqa: N801 - PyTorch's name
                 return function(*args, **kwargs)
 
         return wrapped
+
+
+def state_key() -> tuple:
+    """This thread's autocast settings, for caches of traced code (numdiff.compile keys on them)."""
+    return tuple(sorted(_settings.enabled.items())) + tuple(sorted((k, v.name) for k, v in _settings.dtype.items()))
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
