@@ -197,6 +197,18 @@ def _fix_gemm_builds() -> None:
     gemm.disable_compile()
 
 
+def _touch_blas() -> None:
+    """One tiny product per dtype on the calling thread, before any worker thread calls BLAS.
+
+    MKL sets itself up (CPU dispatch, its code path libraries) on its first call of each routine,
+    and two Numba threads making that first call at once is not safe: measured, one thread's half
+    of a split dgemm stayed unwritten (NaN). SciPy's OpenBLAS needs no warm-up, and takes it.
+    """
+    for dtype in (np.float32, np.float64):
+        a = np.ones((1, 1), dtype)
+        gemm(False, False, 1.0, a, a, 0.0, np.empty((1, 1), dtype))
+
+
 _state: dict[str, object] = {"ready": False, "setter": None, "getter": None, "library": None}
 
 
@@ -241,6 +253,7 @@ def prepare_blas() -> None:
             if not _state["ready"]:
                 _find_thread_control()
                 _fix_gemm_builds()
+                _touch_blas()
                 _set_one_thread()
                 _state["ready"] = True
                 return
