@@ -18,6 +18,7 @@ import numpy as np
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import is_host
 from numdiff.ops import _lapack
+from numdiff.ops.linalg import _product as product
 
 
 def direct(grad: Any, output_shape: tuple) -> bool:
@@ -30,10 +31,30 @@ def _t(x: np.ndarray) -> np.ndarray:
     return np.swapaxes(x, -1, -2)
 
 
+_NUMPY_MAX_ORDER = 32
+
+
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b: NumPy's matmul for small matrices, numdiff's GEMM (one BLAS thread per Numba thread)
+    for larger ones, as the recorded backward's matmul ops would run them. NumPy's own OpenBLAS
+    keeps a second thread pool beside Numba's (numdiff.kernels._blas says why numdiff avoids that)."""
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if max(m, k, n) <= _NUMPY_MAX_ORDER or a.dtype.kind != "f" or a.dtype != b.dtype or a.dtype.itemsize < 4:
+        return a @ b
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = np.empty(batch + (m, n), dtype=a.dtype)
+    if not batch:
+        product(a, b, out)
+    else:
+        product(np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k), np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n),
+                out.reshape(-1, m, n))
+    return out
+
+
 def cholesky(low: np.ndarray, grad: np.ndarray, upper_solve: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """gA of L = cholesky(A): sym(L^-T Phi L^-1) / 2, Phi = tril(L^T gL) with its diagonal halved;
     ``upper_solve(U, B)`` is U^-1 B for upper-triangular U (numdiff.ops.linalg_solve's, batched)."""
-    phi = np.tril(_t(low) @ np.tril(grad))
+    phi = np.tril(_mm(_t(low), np.tril(grad)))
     diagonal = np.einsum("...ii->...i", phi)
     diagonal *= 0.5
     upper = _t(low)
@@ -44,22 +65,22 @@ def cholesky(low: np.ndarray, grad: np.ndarray, upper_solve: Callable[[np.ndarra
 
 def eigh_values(vectors: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """gA of the eigenvalues: V diag(gw) V^T."""
-    return (vectors * grad[..., None, :]) @ _t(vectors)
+    return _mm(vectors * grad[..., None, :], _t(vectors))
 
 
 def eigh_vectors(values: np.ndarray, vectors: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """gA of the eigenvectors: sym(V (F o V^T gV) V^T) / 2, F_ij = 1 / (w_j - w_i) off the diagonal."""
     gap = values[..., None, :] - values[..., :, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        inner = (_t(vectors) @ grad) / gap
+        inner = _mm(_t(vectors), grad) / gap
     np.einsum("...ii->...i", inner)[...] = 0.0
-    g_a = vectors @ inner @ _t(vectors)
+    g_a = _mm(_mm(vectors, inner), _t(vectors))
     return 0.5 * (g_a + _t(g_a))
 
 
 def svd_values(u: np.ndarray, vh: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """gA of the singular values: U diag(gs) V^T."""
-    return (u * grad[..., None, :]) @ vh
+    return _mm(u * grad[..., None, :], vh)
 
 
 def _gaps(s: np.ndarray) -> np.ndarray:
@@ -71,24 +92,24 @@ def _gaps(s: np.ndarray) -> np.ndarray:
 
 def svd_u(u: np.ndarray, s: np.ndarray, vh: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """gA of U: U (skew(U^T gU) / E) S V^T + (I - U U^T) gU S^-1 V^T."""
-    inner = _t(u) @ grad
+    inner = _mm(_t(u), grad)
     with np.errstate(divide="ignore", invalid="ignore"):
         core = ((inner - _t(inner)) / _gaps(s)) * s[..., None, :]
-        g_a = u @ core @ vh
+        g_a = _mm(_mm(u, core), vh)
         if u.shape[-2] > s.shape[-1]:
-            g_a = g_a + ((grad - u @ inner) / s[..., None, :]) @ vh
+            g_a = g_a + _mm((grad - _mm(u, inner)) / s[..., None, :], vh)
     return g_a
 
 
 def svd_vh(u: np.ndarray, s: np.ndarray, vh: np.ndarray, grad: np.ndarray) -> np.ndarray:
     """gA of V^T: U S (skew(V^T gV) / E) V^T + U S^-1 gV^T (I - V V^T), gV = gVh^T."""
     g_v, v = _t(grad), _t(vh)
-    inner = vh @ g_v
+    inner = _mm(vh, g_v)
     with np.errstate(divide="ignore", invalid="ignore"):
         core = s[..., :, None] * ((inner - _t(inner)) / _gaps(s))
-        g_a = u @ core @ vh
+        g_a = _mm(_mm(u, core), vh)
         if vh.shape[-1] > s.shape[-1]:
-            g_a = g_a + u @ _t((g_v - v @ inner) / s[..., None, :])
+            g_a = g_a + _mm(u, _t((g_v - _mm(v, inner)) / s[..., None, :]))
     return g_a
 
 
