@@ -202,7 +202,7 @@ def _touch_blas() -> None:
 
     MKL sets itself up (CPU dispatch, its code path libraries) on its first call of each routine,
     and two Numba threads making that first call at once is not safe: measured, one thread's half
-    of a split dgemm stayed unwritten (NaN). SciPy's OpenBLAS needs no warm-up, and takes it.
+    of a split dgemm stayed unwritten (NaN). For SciPy's OpenBLAS the warm-up is harmless.
     """
     for dtype in (np.float32, np.float64):
         a = np.ones((1, 1), dtype)
@@ -253,8 +253,8 @@ def prepare_blas() -> None:
             if not _state["ready"]:
                 _find_thread_control()
                 _fix_gemm_builds()
-                _touch_blas()
                 _set_one_thread()
+                _touch_blas()
                 _state["ready"] = True
                 return
     _set_one_thread()
