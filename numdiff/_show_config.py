@@ -46,8 +46,8 @@ def config_lines() -> list[str]:
         f"    {ENVIRONMENT_VARIABLE}={forced!r} (auto, mkl or scipy)" if forced else
         f"    {ENVIRONMENT_VARIABLE} unset (auto: MKL when the mkl extra is installed)",
         f"  LAPACK (numdiff.linalg): {lapack_description()}",
-        f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading layer "
-        f"{_threading_layer()}); {blas_threading()}",
+        f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading "
+        f"layer {_threading_layer()}); {blas_threading()}",
         f"  CUDA: {_cuda_line()}",
     ]
 

@@ -126,10 +126,11 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
     n_, m_, k_ = _data_ptr(dims[0:1]), _data_ptr(dims[1:2]), _data_ptr(dims[2:3])
     ldb, lda, ldc = _data_ptr(dims[3:4]), _data_ptr(dims[4:5]), _data_ptr(dims[5:6])
     alpha_, beta_ = _data_ptr(scalars[0:1]), _data_ptr(scalars[1:2])
+    b_, a_, c_ = _data_ptr(b), _data_ptr(a), _data_ptr(c)
     if size == 4:
-        _SGEMM(transb, transa, n_, m_, k_, alpha_, _data_ptr(b), ldb, _data_ptr(a), lda, beta_, _data_ptr(c), ldc)
+        _SGEMM(transb, transa, n_, m_, k_, alpha_, b_, ldb, a_, lda, beta_, c_, ldc)
     else:
-        _DGEMM(transb, transa, n_, m_, k_, alpha_, _data_ptr(b), ldb, _data_ptr(a), lda, beta_, _data_ptr(c), ldc)
+        _DGEMM(transb, transa, n_, m_, k_, alpha_, b_, ldb, a_, lda, beta_, c_, ldc)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -275,5 +276,6 @@ def blas_threading() -> str:
     prepare_blas()
     gemm_library = "GEMM: MKL, sequential layer" if _LIBRARY.name == "mkl" else "GEMM: SciPy's BLAS"
     if _state["library"] is None:
-        return f"{gemm_library}; SciPy BLAS thread count not controllable; BLAS threads may compete with Numba's"
+        return (f"{gemm_library}; SciPy BLAS thread count not controllable; BLAS threads may compete "
+                "with Numba's")
     return f"{gemm_library}; SciPy OpenBLAS {os.path.basename(str(_state['library']))} held at 1 thread"

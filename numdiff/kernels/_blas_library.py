@@ -32,7 +32,8 @@ import scipy.linalg.cython_blas as _cython_blas
 from llvmlite import binding
 
 __all__ = [
-    "BlasLibrary", "BlasLibraryError", "ENVIRONMENT_VARIABLE", "GEMM_SYMBOLS", "blas_library", "choose", "find_mkl",
+    "BlasLibrary", "BlasLibraryError", "ENVIRONMENT_VARIABLE", "GEMM_SYMBOLS", "blas_library", "choose",
+    "find_mkl",
 ]
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_BLAS"
@@ -112,8 +113,10 @@ def _mkl_gemm(path: str, reason: str) -> tuple[dict[str, int], BlasLibrary]:
     library = _load_mkl(path)
     buffer = ctypes.create_string_buffer(256)
     library.MKL_Get_Version_String(buffer, len(buffer))
-    addresses = {kind: ctypes.cast(getattr(library, f"{kind}gemm"), ctypes.c_void_p).value for kind in GEMM_SYMBOLS}
-    return addresses, BlasLibrary("mkl", os.path.realpath(path), buffer.value.decode(errors="replace"), reason)
+    addresses = {kind: ctypes.cast(getattr(library, f"{kind}gemm"), ctypes.c_void_p).value
+                 for kind in GEMM_SYMBOLS}
+    version = buffer.value.decode(errors="replace")
+    return addresses, BlasLibrary("mkl", os.path.realpath(path), version, reason)
 
 
 _CHOSEN: dict[str, BlasLibrary | None] = {"library": None}

@@ -46,12 +46,15 @@ def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if not batch:
         product(a, b, out)
     else:
-        product(np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k), np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n),
-                out.reshape(-1, m, n))
+        a3 = np.broadcast_to(a, batch + (m, k)).reshape(-1, m, k)
+        b3 = np.broadcast_to(b, batch + (k, n)).reshape(-1, k, n)
+        product(a3, b3, out.reshape(-1, m, n))
     return out
 
 
-def cholesky(low: np.ndarray, grad: np.ndarray, upper_solve: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+def cholesky(
+    low: np.ndarray, grad: np.ndarray, upper_solve: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> np.ndarray:
     """gA of L = cholesky(A): sym(L^-T Phi L^-1) / 2, Phi = tril(L^T gL) with its diagonal halved;
     ``upper_solve(U, B)`` is U^-1 B for upper-triangular U (numdiff.ops.linalg_solve's, batched)."""
     phi = np.tril(_mm(_t(low), np.tril(grad)))
@@ -120,8 +123,12 @@ def inverse_transpose(a: np.ndarray, factors: _lapack.LUFactors | None) -> np.nd
     return _t(np.linalg.inv(a))
 
 
-def solve_transposed(a: np.ndarray, factors: _lapack.LUFactors | None, grad: np.ndarray) -> np.ndarray:
-    """A^-T G, from A's LU factors when the forward kept them."""
+def solve(a: np.ndarray, factors: _lapack.LUFactors | None, x: np.ndarray, grad: np.ndarray,
+          need_a: bool) -> tuple[np.ndarray | None, np.ndarray]:
+    """(gA, gB) of X = A^-1 B: gB = A^-T gX (from A's LU factors when the forward kept them), gA = -gB X^T
+    (None unless `need_a`)."""
     if factors is not None:
-        return _lapack.solve_factored(factors, grad, transposed=True)
-    return np.linalg.solve(_t(a), grad)
+        g_b = _lapack.solve_factored(factors, grad, transposed=True)
+    else:
+        g_b = np.linalg.solve(_t(a), grad)
+    return (-_mm(g_b, _t(x)) if need_a else None), g_b

@@ -129,9 +129,10 @@ class Solve(Function):
     def backward(ctx, grad):
         a, x = ctx.saved_tensors
         if _linalg_grads.direct(grad, x.shape):  # A^-T G from the forward's LU, no graph recorded
-            g_b = grad.new_tensor(_linalg_grads.solve_transposed(a._data, ctx.factors, grad._data))
-        else:
-            g_b = Solve.apply(a.mT, grad)
+            g_a, g_b = _linalg_grads.solve(a._data, ctx.factors, x._data, grad._data, ctx.needs_input_grad[0])
+            g_b = grad.new_tensor(g_b) if ctx.needs_input_grad[1] else None
+            return (None if g_a is None else grad.new_tensor(g_a)), g_b
+        g_b = Solve.apply(a.mT, grad)
         g_a = -(g_b @ x.mT) if ctx.needs_input_grad[0] else None
         return g_a, g_b if ctx.needs_input_grad[1] else None
 

@@ -56,7 +56,8 @@ for dtype in (numdiff.float32, numdiff.float64):
     out = a @ b
     (out * out).sum().backward()
     name = str(dtype).split(".")[-1]
-    results.update({f"mm_{name}": out.detach().numpy(), f"ga_{name}": a.grad.numpy(), f"gb_{name}": b.grad.numpy()})
+    results[f"mm_{name}"] = out.detach().numpy()
+    results.update({f"ga_{name}": a.grad.numpy(), f"gb_{name}": b.grad.numpy()})
 x = numdiff.tensor(rng.standard_normal((4, 3, 9, 9)), dtype=numdiff.float32, requires_grad=True)
 w = numdiff.tensor(rng.standard_normal((5, 3, 3, 3)), dtype=numdiff.float32, requires_grad=True)
 y = numdiff.nn.functional.conv2d(x, w, padding=1)

@@ -67,11 +67,14 @@ def _losses():
         k = s.shape[-1]
         return (s * s).sum() + (u * u * a.new_tensor(weight[: u.shape[-2], :k])).sum() + (vh.sin()).sum()
 
+    def shifted(a):
+        return a + 6 * numdiff.eye(a.shape[-1], dtype=a.dtype)
+
     return {
-        "cholesky": lambda a: (linalg.cholesky(a @ a.mT + 6 * numdiff.eye(a.shape[-1], dtype=a.dtype)) ** 2).sum(),
-        "solve": lambda a: linalg.solve(a + 6 * numdiff.eye(a.shape[-1], dtype=a.dtype), a.sin()).pow(2).sum(),
-        "slogdet": lambda a: linalg.slogdet(a + 6 * numdiff.eye(a.shape[-1], dtype=a.dtype)).logabsdet.sum(),
-        "det": lambda a: linalg.det(a + 6 * numdiff.eye(a.shape[-1], dtype=a.dtype)).sum(),
+        "cholesky": lambda a: (linalg.cholesky(shifted(a @ a.mT)) ** 2).sum(),
+        "solve": lambda a: linalg.solve(shifted(a), a.sin()).pow(2).sum(),
+        "slogdet": lambda a: linalg.slogdet(shifted(a)).logabsdet.sum(),
+        "det": lambda a: linalg.det(shifted(a)).sum(),
         "eigh": eigh,
         "svd": svd,
     }
