@@ -246,6 +246,7 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,
 )
+from numdiff._show_config import show_config  # noqa: E402 - which BLAS/LAPACK, threads, Numba, CUDA
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
 from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
     autocast,
@@ -294,7 +295,7 @@ __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
     "accelerator", "are_deterministic_algorithms_enabled", "backends", "get_num_threads", "set_num_threads",
-    "use_deterministic_algorithms",
+    "show_config", "use_deterministic_algorithms",
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]
