@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
-from numdiff.backend import is_host
+from numdiff.backend import holds_values, is_host
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
@@ -48,6 +48,8 @@ def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int
         # A batched tensor's own array is its first example only: order the whole batch, whose
         # dim 0 is the batch (nested levels unwrap one per call).
         return batch_nondifferentiable(lambda value: _order(op, value, axis + 1, descending)[0], input), axis
+    if not holds_values(input._data):  # a meta tensor: the order's shape and dtype, no values
+        return Tensor._wrap(np.empty(input.shape, np.int64, like=input._data), None, None), axis
     input, data = _host(op, input)
     if data.ndim == 0:
         return Tensor._wrap(np.zeros((), np.int64), None, None), axis
