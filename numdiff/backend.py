@@ -173,7 +173,7 @@ CPU = _HostBackend(
         "numdiff.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.kernels.elementwise": ("rule_forward", "rule_backward"),
-        "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm"),
+        "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
@@ -200,7 +200,7 @@ CUDA = _CudaBackend(
         "numdiff.cuda.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.cuda.kernels.elementwise": ("rule_forward", "rule_backward"),
-        "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm"),
+        "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )

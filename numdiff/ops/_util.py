@@ -80,9 +80,9 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     Python numbers stay numbers (the array maths takes them directly, and they get no gradient).
     A sparse operand joins as its dense form: dense (op) sparse is dense, as in PyTorch.
     """
-    if getattr(a, "is_sparse", False) is True:
+    if getattr(a, "is_sparse", False) is True or getattr(a, "is_sparse_csr", False) is True:
         a = a.to_dense()
-    if getattr(b, "is_sparse", False) is True:
+    if getattr(b, "is_sparse", False) is True or getattr(b, "is_sparse_csr", False) is True:
         b = b.to_dense()
     if not isinstance(b, Tensor):
         if not isinstance(a, Tensor):
