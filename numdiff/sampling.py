@@ -11,6 +11,7 @@ import numpy as np
 
 from numdiff._host_functions import random_function
 from numdiff._random import Generator, batched_sample, different_levels, rng
+from numdiff.backend import holds_values
 from numdiff.creation import rand, randn
 from numdiff.func._batched import physical, promote
 from numdiff.ops._util import broadcast_shape
@@ -98,7 +99,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         probabilities: Tensor | float = float(p)
     else:
         probabilities = input.detach()
-        values = probabilities._host_values()
+        values = probabilities._host_values() if holds_values(input._data) else np.zeros(0)  # meta: no values
         if values.size and not ((values >= 0) & (values <= 1)).all():
             raise ValueError("bernoulli: every probability must lie in [0, 1], got values outside it (or NaN)")
     uniform = rand(*input.shape, generator=generator, dtype=input.dtype, device=input.device)

@@ -90,7 +90,7 @@ def _outputs(out: Any) -> tuple:
 def ufunc(func: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """``func.method(*inputs, **kwargs)`` on meta arrays: the result's shape and dtype."""
     name = func.__name__
-    check_operands(name, inputs)
+    check_operands(name, inputs if method != "at" else inputs[:1] + inputs[2:])  # at's index may be host data
     outs = _outputs(kwargs.pop("out", None))
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("casting", None)

@@ -267,6 +267,11 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             )
 
         return per_example("one_hot", lambda t: one_hot(t, num_classes), tensor)
+    if not holds_values(tensor._data):
+        if num_classes == -1:
+            raise NotImplementedError("one_hot: a meta tensor's number of classes depends on its values, which it "
+                                      "does not have; pass num_classes")
+        return Tensor._wrap(np.empty((*tensor.shape, num_classes), np.int64, like=tensor._data), None, None)
     values = to_host(tensor._data)
     if num_classes == -1:
         if values.size == 0:

@@ -340,12 +340,13 @@ def binary_cross_entropy(
     """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; logs are clamped at -100."""
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_shape("binary_cross_entropy", input, target)
-    values = to_host(input._data)
-    if values.size and not ((values >= 0) & (values <= 1)).all():
-        raise ValueError(
-            "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "
-            f"[{values.min()}, {values.max()}]); pass logits to binary_cross_entropy_with_logits instead"
-        )
+    if holds_values(input._data):  # a meta input has no values to check
+        values = to_host(input._data)
+        if values.size and not ((values >= 0) & (values <= 1)).all():
+            raise ValueError(
+                "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "
+                f"[{values.min()}, {values.max()}]); pass logits to binary_cross_entropy_with_logits instead"
+            )
     loss = BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight

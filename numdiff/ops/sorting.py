@@ -116,6 +116,9 @@ def topk_indices(input: Tensor, k: int, dim: int, largest: bool) -> Tensor:
         # As in _order: pick along the logical dim of every example in the batch, not the first's.
         return batch_nondifferentiable(lambda value: topk_indices(value, k, axis + 1, largest), input)
     size = input.shape[axis]
+    if not holds_values(input._data):  # a meta tensor: the picked indices' shape and dtype only
+        shape = tuple(k if d == axis else n for d, n in enumerate(input.shape))
+        return Tensor._wrap(np.empty(shape, np.int64, like=input._data), None, None)
     _, data = _host("topk", input)
     if 0 < k < size:
         # Partition first (linear time), then order only the k picked, by value and then position.

@@ -126,6 +126,10 @@ def _layers() -> dict:
         "encoder": (lambda **kw: nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, **kw), (2, 5, 8)),
         "lstm": (lambda **kw: nn.LSTM(8, 5, batch_first=True, **kw), (2, 7, 8)),
         "gru": (lambda **kw: nn.GRU(8, 5, **kw), (7, 2, 8)),
+        "conv1d": (lambda **kw: nn.Conv1d(3, 4, 3, **kw), (2, 3, 10)),
+        "instance_norm": (lambda **kw: nn.InstanceNorm2d(3, affine=True, **kw), (2, 3, 5, 5)),
+        "lstm_cell": (lambda **kw: nn.LSTMCell(8, 4, **kw), (2, 8)),
+        "rms_norm": (lambda **kw: nn.RMSNorm(8, **kw), (2, 8)),
     }
 
 
@@ -151,7 +155,14 @@ def test_layer_built_on_meta_runs_forward_with_cpu_shapes(name):
      lambda x: numdiff.cat([x, x], 1), lambda x: numdiff.stack([x, x], 0), lambda x: x.flatten()[2:7],
      lambda x: F.scaled_dot_product_attention(x[None], x[None], x[None], is_causal=True),
      lambda x: x.cumsum(1), lambda x: numdiff.where(x > 0, x, 0.0), lambda x: F.pad(x, (1, 2)),
-     lambda x: x.max(1).values, lambda x: x.sort(1).indices, lambda x: x.to(numdiff.float16)],
+     lambda x: x.max(1).values, lambda x: x.sort(1).indices, lambda x: x.to(numdiff.float16),
+     lambda x: x.topk(2, 1).indices, lambda x: x.topk(3, 0).values, lambda x: numdiff.diag(x[0]),
+     lambda x: numdiff.zeros_like(x).scatter_add(1, numdiff.zeros(4, 2, dtype=numdiff.int64, device=x.device), x[:, :2]),
+     lambda x: numdiff.zeros_like(x).index_add(0, numdiff.tensor([0, 1, 1, 2], device=x.device), x),
+     lambda x: F.binary_cross_entropy(numdiff.sigmoid(x), numdiff.zeros_like(x)),
+     lambda x: F.one_hot(numdiff.zeros(3, dtype=numdiff.int64, device=x.device), 5),
+     lambda x: numdiff.bernoulli(numdiff.sigmoid(x)), lambda x: numdiff.einsum("ij,kj->ik", x, x),
+     lambda x: x.masked_fill(x > 0, 0.0), lambda x: F.cosine_similarity(x, x, dim=1), lambda x: x.logsumexp(1)],
 )
 def test_op_on_meta_has_the_cpu_results_shape_and_dtype(op):
     x = numdiff.randn(4, 6)
@@ -168,6 +179,11 @@ def test_indexing_and_losses_with_meta_integer_tensors():
     logits = numdiff.randn(2, 10, device="meta")
     assert F.cross_entropy(logits, index[:, 0]).shape == ()
     assert logits.gather(1, index).shape == (2, 3)
+
+
+def test_one_hot_of_a_meta_tensor_needs_num_classes():
+    with pytest.raises(NotImplementedError, match="pass num_classes"):
+        F.one_hot(numdiff.zeros(3, dtype=numdiff.int64, device="meta"))
 
 
 def test_backward_on_meta_gives_meta_gradients_of_the_leaves_shapes():
