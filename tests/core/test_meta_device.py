@@ -230,3 +230,26 @@ def test_meta_backend_has_every_cpu_launcher_and_writes_nothing():
     assert set(META.kernel_names()) == set(CPU.kernel_names())
     out = MetaArray((2, 4), np.float32)
     assert META.gemm_nn(MetaArray((2, 3), np.float32), MetaArray((3, 4), np.float32), out) is out
+
+
+def test_a_meta_model_takes_a_checkpoint_with_assign():
+    source = nn.Linear(3, 2)
+    with numdiff.device("meta"):
+        model = nn.Linear(3, 2)
+    model.load_state_dict(source.state_dict(), assign=True)
+    assert model.weight.device.type == "cpu" and isinstance(model.weight, nn.Parameter)
+    assert numdiff.equal(model(numdiff.ones(1, 3)), source(numdiff.ones(1, 3)))
+
+
+def test_copying_a_checkpoint_into_a_meta_model_warns_it_is_a_no_op():
+    model = nn.Linear(3, 2, device="meta")
+    with pytest.warns(UserWarning, match="no-op.*assign=True"):
+        model.load_state_dict(nn.Linear(3, 2).state_dict())
+    assert model.weight.device.type == "meta"
+
+
+def test_bfloat16_casts_on_meta_change_the_dtype_only():
+    x = numdiff.empty(2, 3, device="meta")
+    assert x.to(numdiff.bfloat16).dtype == numdiff.bfloat16
+    assert x.to(numdiff.bfloat16).float().dtype == numdiff.float32
+    assert x.to(numdiff.bfloat16).device.type == "meta"
