@@ -253,3 +253,18 @@ def test_bfloat16_casts_on_meta_change_the_dtype_only():
     assert x.to(numdiff.bfloat16).dtype == numdiff.bfloat16
     assert x.to(numdiff.bfloat16).float().dtype == numdiff.float32
     assert x.to(numdiff.bfloat16).device.type == "meta"
+
+
+@pytest.mark.parametrize(
+    "initialise",
+    [nn.init.xavier_uniform_, nn.init.kaiming_normal_, nn.init.trunc_normal_, nn.init.orthogonal_, nn.init.eye_,
+     lambda t: nn.init.sparse_(t, 0.5), lambda t: nn.init.constant_(t, 0.3)],
+)
+def test_init_functions_leave_a_huge_meta_tensor_as_it_is(initialise):
+    weight = numdiff.empty(10**5, 10**5, device="meta")  # host-side inits (QR, erfinv) must not run
+    assert initialise(weight) is weight and weight.device.type == "meta"
+
+
+def test_dirac_init_on_meta():
+    weight = numdiff.empty(2, 2, 3, 3, device="meta")
+    assert nn.init.dirac_(weight) is weight
