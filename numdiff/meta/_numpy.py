@@ -103,7 +103,7 @@ def _value_dependent(func: Callable, *args: Any, **kwargs: Any) -> Any:
     raise MetaShapeError(f"np.{func.__name__}")
 
 
-_JOINING = (np.concatenate, np.stack, np.hstack, np.vstack, np.append, np.insert)
+_JOINING = (np.concatenate, np.stack, np.hstack, np.vstack)
 
 
 def _result_dtype(func: Callable, args: tuple, kwargs: dict) -> np.dtype:
@@ -118,34 +118,33 @@ def _result_dtype(func: Callable, args: tuple, kwargs: dict) -> np.dtype:
 
 @_rule(np.concatenate, np.stack, np.hstack, np.vstack, np.take_along_axis, np.expand_dims, np.squeeze, np.tile,
        np.repeat, np.roll, np.flip, np.rot90, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.split, np.array_split,
-       np.broadcast_arrays, np.moveaxis, np.diagonal, np.ravel, np.take, np.delete, np.insert, np.append, np.pad,
-       np.tril, np.triu, np.sort, np.flipud, np.fliplr, np.ascontiguousarray, np.copy, np.clip, np.round,
-       np.around, np.nan_to_num, np.diff)
+       np.broadcast_arrays, np.moveaxis, np.diagonal, np.ravel, np.take, np.delete, np.flipud, np.fliplr)
 def _structural(func: Callable, *args: Any, **kwargs: Any) -> Any:
-    """Shape from NumPy on zero-byte stand-ins (or, for value-changing functions of one array, the
-    input's shape); dtype that of the arrays."""
+    """Shape from NumPy itself, run on stand-ins of no memory; dtype that of the arrays."""
     dtype = _result_dtype(func, args, kwargs)
-    if func in (np.pad, np.tril, np.triu, np.sort, np.ascontiguousarray, np.copy, np.clip, np.round, np.around,
-                np.nan_to_num, np.diff, np.insert, np.append):
-        result = _probe_result(func, args, kwargs, dtype)
-    else:
-        result = func(*shape_probe(args), **{k: v for k, v in kwargs.items() if k != "dtype"})
-    return _as_meta(result, dtype)
+    return _as_meta(func(*shape_probe(args), **{k: v for k, v in kwargs.items() if k != "dtype"}), dtype)
 
 
-def _probe_result(func: Callable, args: tuple, kwargs: dict, dtype: np.dtype) -> Any:
-    """Functions that write values (pad's constant, tril's zeros) cannot run on zero-byte stand-ins:
-    they run on stand-ins of one byte per element, broadcast from a single element (no memory in
-    proportion to the input; the result is as big as NumPy makes it, so only its shape is kept)."""
-    def small(value: Any) -> Any:
-        if isinstance(value, MetaArray):
-            return np.broadcast_to(np.zeros((), np.bool_), value.shape)
-        if isinstance(value, (list, tuple)):
-            return type(value)(small(v) for v in value)
-        return value
+@_rule(np.tril, np.triu, np.sort, np.ascontiguousarray, np.copy, np.clip, np.round, np.around, np.nan_to_num)
+def _same_shape(func: Callable, *args: Any, **kwargs: Any) -> MetaArray:
+    """Functions that change values, not shapes (clip broadcasts its bounds)."""
+    arrays = meta_arrays(args)
+    return MetaArray(tuple(np.broadcast_shapes(*[a.shape for a in arrays])), _result_dtype(func, args, kwargs))
 
-    kwargs = {k: (False if k == "constant_values" else v) for k, v in kwargs.items() if k not in ("dtype", "out")}
-    return np.empty(np.shape(func(*small(args), **kwargs)), NO_BYTES) if func is not np.clip else small(args)[0]
+
+@_rule(np.pad)
+def _pad(func: Callable, array: MetaArray, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> MetaArray:
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (array.ndim, 2))
+    if (widths < 0).any():
+        raise ValueError(f"index can't contain negative values (pad widths {widths.tolist()})")
+    return MetaArray(tuple(int(n + before + after) for n, (before, after) in zip(array.shape, widths)), array.dtype)
+
+
+@_rule(np.diff)
+def _diff(func: Callable, a: MetaArray, n: int = 1, axis: int = -1, **kwargs: Any) -> MetaArray:
+    axis = one_axis(axis, a.ndim)
+    shape = tuple(max(size - n, 0) if d == axis else size for d, size in enumerate(a.shape))
+    return MetaArray(shape, np.diff(np.zeros((2,) * a.ndim, a.dtype), axis=axis).dtype)
 
 
 def _as_meta(result: Any, dtype: np.dtype) -> Any:

@@ -292,7 +292,8 @@ def _host_key(key: Any) -> Any:
     or bool): NumPy then works out the result's shape without reading any index."""
     parts = key if isinstance(key, tuple) else (key,)
     converted = tuple(
-        np.zeros(p.shape, np.bool_ if p.dtype == np.bool_ else np.intp) if isinstance(p, MetaArray) else p
+        np.broadcast_to(np.zeros((), np.bool_ if p.dtype == np.bool_ else np.intp), p.shape) if isinstance(p, MetaArray)
+        else p
         for p in parts
     )
     return converted if isinstance(key, tuple) else converted[0]

@@ -60,11 +60,15 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
         parts.append(k)
     key = tuple(parts)
     try:
-        # Let NumPy check ranges and shapes on a zero-size stand-in before any real work.
-        np.empty(shape, dtype=np.bool_)[tuple(k if holds_values(k) else _stand_in(op, k) for k in key)]
+        # Let NumPy check ranges and shapes before any real work, on a stand-in of a zero-byte dtype:
+        # neither it nor the result of indexing it takes memory, however large.
+        np.empty(shape, dtype=_NO_BYTES)[tuple(k if holds_values(k) else _stand_in(op, k) for k in key)]
     except IndexError as error:
         raise IndexError(f"{op}: index {_describe(key)} is invalid for a tensor of shape {tuple(shape)}: {error}") from None
     return key
+
+
+_NO_BYTES = np.dtype([])
 
 
 def _stand_in(op: str, index: Any) -> np.ndarray:
@@ -304,7 +308,7 @@ def index_put(input: Tensor, key: Any, value: Any) -> Tensor:
         value = scalar_like(value, input)
     elif value.dtype is not input.dtype:
         value = value.to(input.dtype)
-    target_shape = np.empty(input._data.shape, dtype=np.bool_)[key].shape
+    target_shape = np.empty(input._data.shape, dtype=_NO_BYTES)[key].shape
     try:
         np.broadcast_shapes(value.shape, target_shape)
     except ValueError:

@@ -268,3 +268,24 @@ def test_init_functions_leave_a_huge_meta_tensor_as_it_is(initialise):
 def test_dirac_init_on_meta():
     weight = numdiff.empty(2, 2, 3, 3, device="meta")
     assert nn.init.dirac_(weight) is weight
+
+
+def test_a_language_model_step_on_meta_allocates_nothing_in_proportion_to_its_tensors():
+    """Embedding lookup, attention, a loss over every token and backward, at sizes whose host
+    arrays would need hundreds of gigabytes: index checks and shapes must run on stand-ins."""
+    import tracemalloc
+
+    with numdiff.device("meta"):
+        embedding = nn.Embedding(50000, 1024)
+        layer = nn.TransformerEncoderLayer(1024, 8, 4096, batch_first=True)
+    ids = numdiff.zeros(2048, 2048, dtype=numdiff.int64, device="meta")
+    tracemalloc.start()
+    try:
+        hidden = layer(embedding(ids))
+        loss = F.cross_entropy(hidden.reshape(-1, 1024) @ embedding.weight.t(), ids.reshape(-1))
+        loss.backward()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert embedding.weight.grad.shape == (50000, 1024) and loss.device.type == "meta"
+    assert peak < 200 * 2**20, f"peak host allocation {peak / 2**20:.0f} MiB"
