@@ -289,3 +289,11 @@ def test_a_language_model_step_on_meta_allocates_nothing_in_proportion_to_its_te
         tracemalloc.stop()
     assert embedding.weight.grad.shape == (50000, 1024) and loss.device.type == "meta"
     assert peak < 200 * 2**20, f"peak host allocation {peak / 2**20:.0f} MiB"
+
+
+def test_function_transforms_run_on_meta_tensors():
+    x = numdiff.randn(3, 4, device="meta")
+    assert vmap(nn.Linear(4, 2, device="meta"))(x).shape == (3, 2)
+    assert numdiff.func.grad(lambda r: (r * r).sum())(x).device.type == "meta"
+    jacobian = numdiff.func.jacrev(lambda r: r.sin())(x[0])  # the basis is made on the input's device
+    assert jacobian.shape == (4, 4) and jacobian.device.type == "meta"
