@@ -158,3 +158,13 @@ def test_bad_products_are_refused_naming_shapes_and_dtypes():
         numdiff.ones(2, 2, 2).to_sparse_csr()
     with pytest.raises(TypeError, match="sampled_addmm: expected a sparse CSR input"):
         numdiff.sparse.sampled_addmm(numdiff.ones(3, 4), numdiff.ones(3, 2), numdiff.ones(2, 4))
+
+
+def test_mv_with_a_sparse_matrix_matches_pytorch():
+    ours, theirs = _pair()
+    vec = np.arange(4.0, dtype=np.float32)
+    np.testing.assert_allclose(numdiff.mv(ours, numdiff.tensor(vec)).numpy(), torch.mv(theirs, torch.tensor(vec)).numpy())
+    coo, coo_t = ours.to_sparse_coo(), theirs.to_sparse_coo()
+    np.testing.assert_allclose(numdiff.mv(coo, numdiff.tensor(vec)).numpy(), torch.mv(coo_t, torch.tensor(vec)).numpy())
+    with pytest.raises(ValueError, match="mv: vec must be 1-D"):
+        numdiff.mv(ours, numdiff.ones(4, 1))
