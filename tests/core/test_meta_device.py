@@ -297,3 +297,15 @@ def test_function_transforms_run_on_meta_tensors():
     assert numdiff.func.grad(lambda r: (r * r).sum())(x).device.type == "meta"
     jacobian = numdiff.func.jacrev(lambda r: r.sin())(x[0])  # the basis is made on the input's device
     assert jacobian.shape == (4, 4) and jacobian.device.type == "meta"
+
+
+def test_meta_tensors_and_meta_models_pickle_as_shapes():
+    import pickle
+
+    x = numdiff.empty(10**6, 10**6, dtype=numdiff.float16, device="meta", requires_grad=True)
+    data = pickle.dumps(x)
+    assert len(data) < 10_000
+    back = pickle.loads(data)
+    assert (back.shape, back.dtype, back.device.type, back.requires_grad) == (x.shape, x.dtype, "meta", True)
+    model = pickle.loads(pickle.dumps(nn.Linear(3, 2, device="meta")))
+    assert model.weight.device.type == "meta" and isinstance(model.weight, nn.Parameter)
