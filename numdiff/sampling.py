@@ -37,6 +37,12 @@ def multinomial(
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got {input.dtype!r}")
     if not isinstance(num_samples, (int, np.integer)) or num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (num_samples={num_samples!r})")
+    if not holds_values(input._data):  # a meta tensor: the samples' shape, nothing drawn
+        if not replacement and num_samples > input.shape[-1]:
+            raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
+                               f"replacement (num_samples={num_samples}, {input.shape[-1]} categories)")
+        shape = (*input.shape[:-1], int(num_samples))
+        return Tensor._wrap(np.empty(shape, np.int64, like=input._data), None, None)
     draw = rng(generator)
     levels, _ = different_levels()
     input = _batched_rows(input, levels)

@@ -162,6 +162,7 @@ def test_layer_built_on_meta_runs_forward_with_cpu_shapes(name):
      lambda x: F.binary_cross_entropy(numdiff.sigmoid(x), numdiff.zeros_like(x)),
      lambda x: F.one_hot(numdiff.zeros(3, dtype=numdiff.int64, device=x.device), 5),
      lambda x: numdiff.bernoulli(numdiff.sigmoid(x)), lambda x: numdiff.einsum("ij,kj->ik", x, x),
+     lambda x: numdiff.multinomial(F.softmax(x, 1), 2), lambda x: numdiff.multinomial(F.softmax(x[0], 0), 9, True),
      lambda x: x.masked_fill(x > 0, 0.0), lambda x: F.cosine_similarity(x, x, dim=1), lambda x: x.logsumexp(1)],
 )
 def test_op_on_meta_has_the_cpu_results_shape_and_dtype(op):
@@ -179,6 +180,13 @@ def test_indexing_and_losses_with_meta_integer_tensors():
     logits = numdiff.randn(2, 10, device="meta")
     assert F.cross_entropy(logits, index[:, 0]).shape == ()
     assert logits.gather(1, index).shape == (2, 3)
+
+
+def test_embedding_bag_and_searchsorted_on_meta():
+    bag = nn.EmbeddingBag(5, 4, device="meta")
+    assert bag(numdiff.zeros(2, 3, dtype=numdiff.int64, device="meta")).shape == (2, 4)
+    found = numdiff.searchsorted(numdiff.empty(5, device="meta"), numdiff.empty(2, 3, device="meta"), out_int32=True)
+    assert (found.shape, found.dtype, found.device.type) == ((2, 3), numdiff.int32, "meta")
 
 
 def test_one_hot_of_a_meta_tensor_needs_num_classes():
