@@ -61,6 +61,7 @@ from numdiff.ops.activation import (
     threshold,
 )
 from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from numdiff.ops.conv3d import conv3d, conv_transpose3d
 from numdiff.ops.linalg import linear
 from numdiff.ops.pool import (
     adaptive_avg_pool1d,
@@ -71,6 +72,7 @@ from numdiff.ops.pool import (
     max_pool1d,
     max_pool2d,
 )
+from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from numdiff.ops.unary import sigmoid, tanh
 
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
@@ -96,6 +98,9 @@ __all__ += [
 ]
 __all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
+__all__ += [
+    "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",
+]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 
 
