@@ -19,10 +19,13 @@ from numdiff.nn.modules import (
     SELU,
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AlphaDropout,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
@@ -37,8 +40,10 @@ from numdiff.nn.modules import (
     ConstantPad3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     CosineEmbeddingLoss,
     CosineSimilarity,
     CrossEntropyLoss,
@@ -62,6 +67,7 @@ from numdiff.nn.modules import (
     Identity,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     KLDivLoss,
     L1Loss,
     LayerNorm,
@@ -73,6 +79,7 @@ from numdiff.nn.modules import (
     MarginRankingLoss,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     Mish,
     Module,
     ModuleDict,
@@ -153,6 +160,9 @@ __all__ += [
 ]
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
+__all__ += [
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "MaxPool3d",
+]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
 
 __all__ += [name for name in ("functional", "init", "utils") if name not in __all__]
