@@ -50,3 +50,21 @@ def test_max_pool3d_indices_stay_on_the_device_and_match_cpu():
     np.testing.assert_array_equal(
         adaptive.cpu().numpy(), F.adaptive_max_pool3d(numdiff.tensor(x), (2, 1, 2), return_indices=True)[1].numpy()
     )
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_5d_grid_sample_and_affine_grid_match_cpu(mode):
+    rng = np.random.default_rng(2)
+    arrays = (rng.standard_normal((1, 2, 2, 3, 2)), rng.standard_normal((1, 3, 4)) * 0.7)
+    results = []
+    for where in ("cpu", "cuda"):
+        x, theta = (numdiff.tensor(a).to(where).requires_grad_(True) for a in arrays)
+        grid = F.affine_grid(theta, (1, 2, 2, 2, 1), align_corners=False)
+        out = F.grid_sample(x, grid, mode=mode, padding_mode="reflection", align_corners=False)
+        (out**2).sum().backward()
+        # nearest reads no coordinate through the graph: theta gets no gradient, on either device
+        results.append([None if t is None else t.detach().cpu().numpy() for t in (out, x.grad, theta.grad)])
+    for got, want in zip(results[1], results[0]):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
