@@ -14,8 +14,9 @@ conv_transpose2d, then axis_taps_backward. Every step is a registered op or a vi
 conv2d/conv_transpose2d/conv2d_weight_grad and axis_taps/axis_taps_backward are closed under
 differentiation, so gradients of every order, vmap and compile come from their rules, on the CPU
 and on CUDA alike. The tap stack costs KD times the input in memory, as an im2col along depth
-(the 2-d kernels tile their own im2col of the rest). The results are permuted views of the
-(N, D, C, H, W) layout the chain computes in; a following conv3d reads that layout without a copy.
+(the 2-d kernels tile their own im2col of the rest). The chain computes in an (N, D, C, H, W)
+layout; the result is copied to a contiguous (N, C, D, H, W) tensor, as PyTorch returns it (so
+``.view`` works on it), a pass over the output that costs little next to the convolution.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def conv3d(
         _taps_as_channels(taps, n * od, groups, (h, wd)), _weight_2d(w), b, stride=stride[1:],
         padding=sides[2:], dilation=dilation[1:], groups=groups,
     )  # fmt: skip
-    out = y.reshape(n, od, *y.shape[1:]).permute(0, 2, 1, 3, 4)
+    out = y.reshape(n, od, *y.shape[1:]).permute(0, 2, 1, 3, 4).contiguous()
     return out.squeeze(0) if unbatched else out
 
 
@@ -122,7 +123,7 @@ def conv_transpose3d(
         _channels_as_taps(y, n, kd, groups), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0],
         size=size[0],
     )  # fmt: skip
-    out = spread.reshape(n, size[0], -1, *size[1:]).permute(0, 2, 1, 3, 4)
+    out = spread.reshape(n, size[0], -1, *size[1:]).permute(0, 2, 1, 3, 4).contiguous()
     if b is not None:
         out = out + b.reshape(-1, 1, 1, 1)
     return out.squeeze(0) if unbatched else out

@@ -258,3 +258,12 @@ BAD = [
 def test_bad_arguments_raise_before_any_kernel_runs(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_conv3d_results_are_contiguous_so_view_works_as_in_torch():
+    x, w = numdiff.randn(2, 2, 3, 4, 5), numdiff.randn(3, 2, 2, 2, 2)
+    out = F.conv3d(x, w)
+    assert out.is_contiguous()
+    assert tuple(out.view(2, -1).shape) == (2, 3 * 2 * 3 * 4)
+    back = F.conv_transpose3d(out, w)
+    assert back.is_contiguous() and tuple(back.shape) == (2, 2, 3, 4, 5)
