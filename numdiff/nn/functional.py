@@ -74,6 +74,7 @@ from numdiff.ops.pool import (
 )
 from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from numdiff.ops.unary import sigmoid, tanh
+from numdiff.ops.unpool import max_unpool1d, max_unpool2d, max_unpool3d
 
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
 __all__ += [
@@ -100,6 +101,7 @@ __all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
 __all__ += [
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d",
 ]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 

@@ -209,6 +209,26 @@ def test_pool3d_and_norm3d_layers_match_torch():
     np.testing.assert_array_equal(indices.numpy(), torch.nn.MaxPool3d(2, return_indices=True)(torch.tensor(x))[1].numpy())
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_inverts_max_pool_as_torch_does(dims):
+    shape = (2, 3, 7, 5, 6)[: dims + 2]
+    x = np.random.default_rng(12).permutation(int(np.prod(shape))).reshape(shape) * 0.1
+    pool, unpool = getattr(F, f"max_pool{dims}d"), getattr(F, f"max_unpool{dims}d")
+    tpool, tunpool = getattr(TF, f"max_pool{dims}d"), getattr(TF, f"max_unpool{dims}d")
+    leaf, tleaf = numdiff.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    values, indices = pool(leaf, 2, padding=1, return_indices=True)
+    tvalues, tindices = tpool(tleaf, 2, padding=1, return_indices=True)
+    out = unpool(values, indices, 2, padding=1, output_size=shape[2:])
+    expected = tunpool(tvalues, tindices, 2, padding=1, output_size=shape[2:])
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    upstream = np.random.default_rng(13).standard_normal(shape)
+    out.backward(numdiff.tensor(upstream))
+    expected.backward(torch.tensor(upstream))
+    np.testing.assert_allclose(leaf.grad.numpy(), tleaf.grad.numpy(), rtol=1e-12, atol=0)
+    module = getattr(nn, f"MaxUnpool{dims}d")(2, padding=1)
+    np.testing.assert_array_equal(module(values.detach()[0], indices[0], shape[2:]).numpy(), expected.detach().numpy()[0])
+
+
 ONES = numdiff.ones
 BAD = [
     (lambda: F.conv3d(ONES(1, 3, 4, 4, 4), ONES(4, 2, 3, 3, 3), groups=2), ValueError,
@@ -251,6 +271,14 @@ BAD = [
      "adaptive_max_pool3d: output_size must be positive"),
     (lambda: nn.Conv3d(3, 4, 3)(ONES(1, 2, 4, 4, 4)), ValueError, r"Conv3d\(3, 4, kernel_size=\(3, 3, 3\)\)"),
     (lambda: nn.MaxPool3d(2)(ONES(1, 4, 4)), ValueError, "MaxPool3d"),
+    (lambda: F.max_unpool2d(ONES(1, 1, 2, 2), numdiff.zeros(1, 1, 2, 2, dtype=numdiff.int32), 2), ValueError,
+     r"max_unpool2d: indices must be an int64 tensor of the input's shape \(1, 1, 2, 2\), got numdiff.int32"),
+    (lambda: F.max_unpool2d(ONES(1, 1, 2, 2), numdiff.full((1, 1, 2, 2), 16), 2), ValueError,
+     r"max_unpool2d: indices must be in \[0, 16\) for the output size \(4, 4\), got values from 16 to 16"),
+    (lambda: F.max_unpool3d(ONES(1, 1, 2, 2, 2), numdiff.zeros(1, 1, 2, 2, 2, dtype=numdiff.int64), 2,
+                            output_size=(6, 4, 4)), ValueError,
+     r"max_unpool3d: output_size \(6, 4, 4\) is invalid for input \(1, 1, 2, 2, 2\): dimension 0 must be strictly "
+     r"between 2 and 6"),
 ]  # fmt: skip
 
 

@@ -231,3 +231,47 @@ class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     def forward(self, input: Tensor) -> Any:
         _check_spatial(self, input, 3)
         return unbatched(lambda x: functional.adaptive_max_pool3d(x, self.output_size, self.return_indices), input, 5)
+
+
+class _MaxUnpoolNd(Module):
+    """MaxUnpool1d/2d/3d: the partial inverse of max pooling, from its values and indices."""
+
+    _dims = 0
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        name, n = type(self).__name__, self._dims
+        self.kernel_size = int_tuple(name, "kernel_size", kernel_size, n, 1, expand=True)
+        self.stride = int_tuple(name, "stride", stride if stride is not None else kernel_size, n, 1, expand=True)
+        self.padding = int_tuple(name, "padding", padding, n, 0, expand=True)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        _check_spatial(self, input, self._dims)
+        unpool = (functional.max_unpool1d, functional.max_unpool2d, functional.max_unpool3d)[self._dims - 1]
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Inverse of MaxPool1d (non-maximal positions are zero)."""
+
+    _dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Inverse of MaxPool2d (non-maximal positions are zero).
+
+    >>> pool, unpool = MaxPool2d(2, return_indices=True), MaxUnpool2d(2)
+    >>> unpool(*pool(numdiff.randn(1, 1, 4, 4))).shape
+    numdiff.Size([1, 1, 4, 4])
+    """
+
+    _dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Inverse of MaxPool3d (non-maximal positions are zero)."""
+
+    _dims = 3
