@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._ground.pool_geometry import tap_range
 from numdiff.backend import like_host, to_host
 from numdiff.ops._pool_args import (
     batched_input,
@@ -63,11 +64,21 @@ def _volume(z: Tensor, plane: tuple) -> Tensor:
     return z.reshape(*z.shape[:3], *plane)
 
 
-def _combined_indices(slice_indices: Any, depth_indices: Any, shape: tuple) -> Any:
+def _window_starts(size: int, out_size: int, kernel: int, stride: int, pad: int, dilation: int) -> np.ndarray:
+    """Per output along one axis, the first non-negative position of its window (past the input
+    for a window wholly in padding): where PyTorch's max pooling starts its scan."""
+    starts = []
+    for o in range(out_size):
+        first = o * stride - pad
+        starts.append(first + tap_range(first, dilation, kernel, size)[0] * dilation)
+    return np.array(starts, dtype=np.int64)
+
+
+def _combined_indices(slice_indices: Any, depth_indices: Any, shape: tuple, plane_starts: Any = None) -> Any:
     """Flat (D, H, W) argmax positions from the stages' argmaxes: the depth stage's index picks
     depth d (``index // (OH*OW)``), whose (H, W) stage index ``h*W + w`` completes it. A window
-    wholly in the depth padding (output -inf, no gradient) reports its first non-negative depth,
-    which is past the volume, as in PyTorch (whose (h, w) part there is the window's start)."""
+    wholly in the depth padding (output -inf, no gradient) reports, as PyTorch does, its first
+    non-negative depth (past the volume) and the (H, W) window's start, `plane_starts` (OH*OW)."""
     n, c, depth, h, w = shape
     per_slice = to_host(slice_indices)
     plane = per_slice.shape[2] * per_slice.shape[3]
@@ -75,6 +86,8 @@ def _combined_indices(slice_indices: Any, depth_indices: Any, shape: tuple) -> A
     within = np.take_along_axis(
         per_slice.reshape(n, c, depth, plane), np.minimum(depths, depth - 1), axis=2
     )
+    if plane_starts is not None:
+        within = np.where(depths >= depth, plane_starts, within)
     flat = depths * (h * w) + within
     return like_host(flat.reshape(n, c, depths.shape[2], *per_slice.shape[2:]), slice_indices)
 
@@ -105,7 +118,13 @@ def max_pool3d(
     if not return_indices:
         return out
     depth_indices = MaxPool2dIndices.apply(_depth_planes(stage.detach(), x.shape[1]), **depth)._data
-    flat = _combined_indices(MaxPool2dIndices.apply(slices, **plane)._data, depth_indices, tuple(x.shape))
+    rows, columns = (
+        _window_starts(x.shape[3 + i], stage.shape[2 + i], k[1 + i], s[1 + i], p[1 + i], d[1 + i]) for i in (0, 1)
+    )
+    plane_starts = (rows[:, None] * x.shape[4] + columns[None, :]).reshape(-1)
+    flat = _combined_indices(
+        MaxPool2dIndices.apply(slices, **plane)._data, depth_indices, tuple(x.shape), plane_starts
+    )
     return out, indices_tensor(flat, unbatched, False)
 
 

@@ -295,3 +295,31 @@ def test_conv3d_results_are_contiguous_so_view_works_as_in_torch():
     assert tuple(out.view(2, -1).shape) == (2, 3 * 2 * 3 * 4)
     back = F.conv_transpose3d(out, w)
     assert back.is_contiguous() and tuple(back.shape) == (2, 2, 3, 4, 5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+    padding=st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 1)),
+    dilation=st.tuples(st.integers(1, 3), st.integers(1, 2), st.integers(1, 2)),
+    ceil_mode=st.booleans(),
+    count_include_pad=st.booleans(),
+    override=st.sampled_from([None, 3]),
+)
+def test_pool3d_matches_torch_on_random_windows(
+    size, kernel, stride, padding, dilation, ceil_mode, count_include_pad, override
+):
+    padding = tuple(min(p, k // 2) for p, k in zip(padding, kernel))
+    assume(all(n + 2 * p >= d * (k - 1) + 1 for n, p, d, k in zip(size, padding, dilation, kernel)))
+    x = np.round(np.random.default_rng(sum(size)).standard_normal((2, 2) + size), 1)  # ties included
+    window = dict(kernel_size=kernel, stride=stride, padding=padding, ceil_mode=ceil_mode)
+    out, indices = F.max_pool3d(numdiff.tensor(x), dilation=dilation, return_indices=True, **window)
+    expected, expected_indices = TF.max_pool3d(torch.tensor(x), dilation=dilation, return_indices=True, **window)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
+    assume(all(n >= k for n, k in zip(size, kernel)))  # torch's avg_pool3d refuses smaller inputs
+    options = dict(window, count_include_pad=count_include_pad, divisor_override=override)
+    np.testing.assert_allclose(F.avg_pool3d(numdiff.tensor(x), **options).numpy(),
+                               TF.avg_pool3d(torch.tensor(x), **options).numpy(), rtol=1e-12, atol=1e-12)
