@@ -76,6 +76,9 @@ from numdiff.nn.modules import (
     LocalResponseNorm,
     LogSigmoid,
     LogSoftmax,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MarginRankingLoss,
     MaxPool1d,
     MaxPool2d,
@@ -165,7 +168,7 @@ __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += [
     "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "MaxPool3d",
-    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
 ]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
 

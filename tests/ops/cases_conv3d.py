@@ -207,4 +207,16 @@ CASES = [
         lambda x: F.max_unpool2d(x, numdiff.tensor(UNPOOL2D_INDICES).to(x.device), (3, 2), 1),
         lambda x: max_unpool_ref(x, UNPOOL2D_INDICES, (5, 4)), **CLOSE,
     ),
+    OpCase(
+        None, "lp_pool3d-p3-ceil", args(lambda rng: rng.uniform(0.5, 2.0, (1, 2, 3, 4, 3))),
+        lambda x: F.lp_pool3d(x, 3, 2, ceil_mode=True),
+        # PyTorch's rule: the window mean times the full window size, so a clipped last window is scaled up
+        lambda x: (avg_pool3d_ref(x**3, (2, 2, 2), (2, 2, 2), (0, 0, 0), True, True, None) * 8) ** (1 / 3), **CLOSE,
+    ),
+    OpCase(
+        None, "lp_pool2d-p2-stride", args(normal(1, 2, 4, 5)),
+        lambda x: F.lp_pool2d(x, 2, (2, 3), 1),
+        lambda x: avg_pool3d_ref(x[:, :, None] ** 2, (1, 2, 3), (1, 1, 1), (0, 0, 0), False, True, 1)[:, :, 0] ** 0.5,
+        **CLOSE,
+    ),
 ]  # fmt: skip

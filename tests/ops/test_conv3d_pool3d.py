@@ -229,6 +229,24 @@ def test_max_unpool_inverts_max_pool_as_torch_does(dims):
     np.testing.assert_array_equal(module(values.detach()[0], indices[0], shape[2:]).numpy(), expected.detach().numpy()[0])
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("norm_type,kernel,stride,ceil_mode", [
+    (2, 2, None, False), (3, 3, 2, True), (1.5, 2, 1, True), (float("inf"), 2, 1, False), (-float("inf"), 3, 2, True),
+])  # fmt: skip
+def test_lp_pool_and_its_layers_match_torch(dims, norm_type, kernel, stride, ceil_mode):
+    shape = (2, 3, 6, 5, 7)[: dims + 2]
+    x = np.random.default_rng(14).uniform(0.2, 2.0, shape) * np.random.default_rng(15).choice([-1, 1], shape)
+    if norm_type == 1.5:
+        x = np.abs(x)  # a fractional power of a negative sum is NaN in both libraries
+    ours, theirs = getattr(F, f"lp_pool{dims}d"), getattr(TF, f"lp_pool{dims}d")
+    _parity(lambda t: ours(t, norm_type, kernel, stride, ceil_mode),
+            lambda t: theirs(t, norm_type, kernel, stride, ceil_mode), [x], np.float64)
+    layer, torch_layer = getattr(nn, f"LPPool{dims}d"), getattr(torch.nn, f"LPPool{dims}d")
+    np.testing.assert_allclose(layer(norm_type, kernel, stride, ceil_mode)(numdiff.tensor(x[0])).numpy(),
+                               torch_layer(norm_type, kernel, stride, ceil_mode)(torch.tensor(x[0])).numpy(),
+                               rtol=1e-12, atol=1e-12)
+
+
 ONES = numdiff.ones
 BAD = [
     (lambda: F.conv3d(ONES(1, 3, 4, 4, 4), ONES(4, 2, 3, 3, 3), groups=2), ValueError,
@@ -279,6 +297,9 @@ BAD = [
                             output_size=(6, 4, 4)), ValueError,
      r"max_unpool3d: output_size \(6, 4, 4\) is invalid for input \(1, 1, 2, 2, 2\): dimension 0 must be strictly "
      r"between 2 and 6"),
+    (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 0, 2), ValueError, "lp_pool3d: norm_type must be non-zero and not NaN, got 0"),
+    (lambda: F.lp_pool2d(ONES(1, 1, 4, 4), "2", 2), TypeError, r"lp_pool2d: norm_type must be a number, got '2' \(str\)"),
+    (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 2, (2, 2)), ValueError, r"lp_pool3d: kernel_size must be an int or 3 ints"),
 ]  # fmt: skip
 
 

@@ -275,3 +275,47 @@ class MaxUnpool3d(_MaxUnpoolNd):
     """Inverse of MaxPool3d (non-maximal positions are zero)."""
 
     _dims = 3
+
+
+class _LPPoolNd(Module):
+    """LPPool1d/2d/3d: power-average pooling, ``(sum over the window of x**p) ** (1/p)``."""
+
+    _dims = 0
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_spatial(self, input, self._dims)
+        pool = (functional.lp_pool1d, functional.lp_pool2d, functional.lp_pool3d)[self._dims - 1]
+        return pool(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, ceil_mode={self.ceil_mode}"
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling of (N, C, L) inputs."""
+
+    _dims = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling of (N, C, H, W) inputs.
+
+    >>> LPPool2d(2, 2)(numdiff.ones(1, 1, 4, 4))
+    tensor([[[[2., 2.],
+              [2., 2.]]]])
+    """
+
+    _dims = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling of (N, C, D, H, W) inputs."""
+
+    _dims = 3
