@@ -20,6 +20,7 @@ from numdiff.nn.modules import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AdaptiveMaxPool3d,
     AlphaDropout,
@@ -168,7 +169,7 @@ __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += [
     "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "MaxPool3d",
-    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AdaptiveMaxPool1d", "LPPool1d", "LPPool2d", "LPPool3d",
 ]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
 

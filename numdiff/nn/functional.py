@@ -67,6 +67,7 @@ from numdiff.ops.lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
 from numdiff.ops.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_max_pool1d,
     adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
@@ -102,7 +103,7 @@ __all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
 __all__ += [
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",
-    "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "adaptive_max_pool1d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
 ]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 

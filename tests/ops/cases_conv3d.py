@@ -219,4 +219,9 @@ CASES = [
         lambda x: avg_pool3d_ref(x[:, :, None] ** 2, (1, 2, 3), (1, 1, 1), (0, 0, 0), False, True, 1)[:, :, 0] ** 0.5,
         **CLOSE,
     ),
+    OpCase(
+        None, "adaptive_max_pool1d-unbatched", args(distinct(2, 7)),
+        lambda x: F.adaptive_max_pool1d(x, 3),
+        lambda x: adaptive_pool3d_ref(x[None, :, None, None], (1, 1, 3), np.max)[0, :, 0, 0], **CLOSE,
+    ),
 ]  # fmt: skip

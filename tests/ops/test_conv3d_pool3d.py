@@ -247,6 +247,19 @@ def test_lp_pool_and_its_layers_match_torch(dims, norm_type, kernel, stride, cei
                                rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("size", [1, 3, 4, 9])
+def test_adaptive_max_pool1d_and_its_layer_match_torch(size):
+    x = np.round(np.random.default_rng(16).standard_normal((2, 3, 7)), 1)  # ties
+    out, indices = F.adaptive_max_pool1d(numdiff.tensor(x), size, return_indices=True)
+    expected, expected_indices = TF.adaptive_max_pool1d(torch.tensor(x), size, return_indices=True)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
+    _parity(lambda t: F.adaptive_max_pool1d(t, size), lambda t: TF.adaptive_max_pool1d(t, size),
+            [np.random.default_rng(17).permutation(42).reshape(2, 3, 7) * 0.1], np.float32)
+    layer_out, layer_indices = nn.AdaptiveMaxPool1d(size, return_indices=True)(numdiff.tensor(x[0]))
+    np.testing.assert_array_equal(layer_indices.numpy(), expected_indices.numpy()[0])
+
+
 ONES = numdiff.ones
 BAD = [
     (lambda: F.conv3d(ONES(1, 3, 4, 4, 4), ONES(4, 2, 3, 3, 3), groups=2), ValueError,
@@ -300,6 +313,8 @@ BAD = [
     (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 0, 2), ValueError, "lp_pool3d: norm_type must be non-zero and not NaN, got 0"),
     (lambda: F.lp_pool2d(ONES(1, 1, 4, 4), "2", 2), TypeError, r"lp_pool2d: norm_type must be a number, got '2' \(str\)"),
     (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 2, (2, 2)), ValueError, r"lp_pool3d: kernel_size must be an int or 3 ints"),
+    (lambda: F.adaptive_max_pool1d(ONES(1, 1, 4), (2, 2)), ValueError,
+     r"adaptive_max_pool1d: output_size must be an int or 1 values, got \(2, 2\)"),
 ]  # fmt: skip
 
 

@@ -225,6 +225,14 @@ class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
         return unbatched(lambda x: functional.adaptive_avg_pool3d(x, self.output_size), input, 5)
 
 
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max pooling of (N, C, L) inputs to a fixed output length."""
+
+    def forward(self, input: Tensor) -> Any:
+        _check_spatial(self, input, 1)
+        return unbatched(lambda x: functional.adaptive_max_pool1d(x, self.output_size, self.return_indices), input, 3)
+
+
 class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     """Max pooling to a fixed output size (D_out, H_out, W_out) whatever the input size."""
 
