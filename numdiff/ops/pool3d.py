@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._ground.pool_geometry import tap_range
+from numdiff.autograd.function import Function
 from numdiff.backend import like_host, to_host
 from numdiff.ops._pool_args import (
     batched_input,
@@ -37,10 +38,10 @@ from numdiff.ops._pool_args import (
 from numdiff.ops.pool import (
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
-    AdaptiveMaxPool2dIndices,
     AvgPool2d,
     MaxPool2d,
-    MaxPool2dIndices,
+    _adaptive_max_pool2d_arrays,
+    _max_pool2d_arrays,
 )
 from numdiff.tensor import Tensor
 
@@ -92,6 +93,49 @@ def _combined_indices(slice_indices: Any, depth_indices: Any, shape: tuple, plan
     return like_host(flat.reshape(n, c, depths.shape[2], *per_slice.shape[2:]), slice_indices)
 
 
+class MaxPool3dIndices(Function):
+    """max_pool3d's argmax indices (int64, flat over D*H*W), from the same window as max_pool3d.
+
+    Integer-valued, so never differentiated and not in OPS; an array op all the same (like
+    numdiff.ops.pool.MaxPool2dIndices), so numdiff.compile replays it on each call's input
+    instead of keeping the indices it saw while tracing.
+    """
+
+    array_forward = True
+    op_name = "max_pool3d_indices"
+
+    @staticmethod
+    def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+        k, s, p, d = kernel_size, stride, padding, dilation
+        x = np.ascontiguousarray(x, like=x)
+        n, c, depth, h, w = x.shape
+        stage, slice_indices = _max_pool2d_arrays(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], d[1:], ceil_mode)
+        oh, ow = stage.shape[2:]
+        _, depth_indices = _max_pool2d_arrays(
+            stage.reshape(n, c, depth, oh * ow), (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode
+        )
+        rows, columns = (_window_starts(x.shape[3 + i], stage.shape[2 + i], k[1 + i], s[1 + i], p[1 + i], d[1 + i])
+                         for i in (0, 1))  # fmt: skip
+        plane_starts = (rows[:, None] * w + columns[None, :]).reshape(-1)
+        return _combined_indices(slice_indices, depth_indices, x.shape, plane_starts)
+
+
+class AdaptiveMaxPool3dIndices(Function):
+    """adaptive_max_pool3d's argmax indices (int64); see MaxPool3dIndices."""
+
+    array_forward = True
+    op_name = "adaptive_max_pool3d_indices"
+
+    @staticmethod
+    def forward(ctx, x, *, output_size):
+        x = np.ascontiguousarray(x, like=x)
+        n, c, depth, h, w = x.shape
+        stage, slice_indices = _adaptive_max_pool2d_arrays(x.reshape(n, c * depth, h, w), output_size[1:])
+        plane = output_size[1] * output_size[2]
+        _, depth_indices = _adaptive_max_pool2d_arrays(stage.reshape(n, c, depth, plane), (output_size[0], plane))
+        return _combined_indices(slice_indices, depth_indices, x.shape)
+
+
 def max_pool3d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
     ceil_mode: bool = False, return_indices: bool = False,
@@ -117,15 +161,10 @@ def max_pool3d(
     out = unbatch(_volume(out, stage.shape[2:]), unbatched, False)
     if not return_indices:
         return out
-    depth_indices = MaxPool2dIndices.apply(_depth_planes(stage.detach(), x.shape[1]), **depth)._data
-    rows, columns = (
-        _window_starts(x.shape[3 + i], stage.shape[2 + i], k[1 + i], s[1 + i], p[1 + i], d[1 + i]) for i in (0, 1)
-    )
-    plane_starts = (rows[:, None] * x.shape[4] + columns[None, :]).reshape(-1)
-    flat = _combined_indices(
-        MaxPool2dIndices.apply(slices, **plane)._data, depth_indices, tuple(x.shape), plane_starts
-    )
-    return out, indices_tensor(flat, unbatched, False)
+    indices = MaxPool3dIndices.apply(
+        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode)
+    )._data
+    return out, indices_tensor(indices, unbatched, False)
 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
@@ -146,10 +185,7 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     out = unbatch(_volume(out, size[1:]), unbatched, False)
     if not return_indices:
         return out
-    depth_indices = AdaptiveMaxPool2dIndices.apply(_depth_planes(stage.detach(), x.shape[1]), output_size=depth_size)
-    slice_indices = AdaptiveMaxPool2dIndices.apply(slices, output_size=size[1:])._data
-    flat = _combined_indices(slice_indices, depth_indices._data, tuple(x.shape))
-    return out, indices_tensor(flat, unbatched, False)
+    return out, indices_tensor(AdaptiveMaxPool3dIndices.apply(x, output_size=size)._data, unbatched, False)
 
 
 def avg_pool3d(

@@ -163,6 +163,17 @@ def test_compiled_conv3d_step_matches_eager():
         np.testing.assert_allclose(p.grad.numpy(), g.numpy(), rtol=1e-10, atol=1e-12)
 
 
+def test_compiled_max_pool3d_indices_follow_each_call_input():
+    def pooled(x):
+        return F.max_pool3d(x, 2, padding=1, return_indices=True)[1], F.adaptive_max_pool3d(x, 2, True)[1]
+
+    compiled = numdiff.compile(pooled)
+    for seed in range(3):
+        x = numdiff.tensor(np.random.default_rng(seed).standard_normal((1, 2, 3, 4, 3)))
+        for got, want in zip(compiled(x), pooled(x)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])
 def test_conv3d_layers_match_torch(padding_mode):
     ours = nn.Conv3d(4, 6, (3, 2, 3), stride=(1, 2, 1), padding=(1, 1, 1), groups=2, padding_mode=padding_mode).double()
