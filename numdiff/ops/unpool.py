@@ -1,10 +1,11 @@
-"""max_unpool1d/2d/3d: the partial inverse of max pooling, on the max-pooling scatter op.
+"""max_unpool1d/2d/3d: the partial inverse of max pooling.
 
 ``max_unpool(x, indices)`` puts each value of x at its flat position ``indices`` (as max pooling's
-return_indices reports them) in a zero (N, C, *output_size) tensor. That is max pooling's
-backward, the registered ``max_pool_scatter``, whose own backward is ``max_pool_gather``, so the
-unpooling is differentiable to every order, on every backend the scatter runs on. Where indices
-repeat (overlapping pooling windows), the values add up; PyTorch keeps one of them.
+return_indices reports them) in a zero (N, C, *output_size) tensor: a ``scatter_add`` along the
+flattened plane, whose backward is a gather, so the unpooling is differentiable to every order on
+every backend. The indices are an input of that op, not an attribute, so numdiff.compile and vmap
+see each call's indices. Where indices repeat (overlapping pooling windows), the values add up;
+PyTorch keeps one of them.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import numpy as np
 
 from numdiff._ground.args import int_tuple, is_int
 from numdiff.backend import to_host
+from numdiff.creation import zeros
 from numdiff.ops._pool_args import batched_input, unbatch
 from numdiff.ops._util import ensure_tensor
-from numdiff.ops.pool import MaxPoolScatter
+from numdiff.ops.indexing import scatter_add
 from numdiff.tensor import Tensor
 
 __all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d"]
@@ -65,11 +67,13 @@ def _max_unpoolnd(op, dims, input, indices, kernel_size, stride, padding, output
             f"{op}: indices must be in [0, {plane}) for the output size {size}, got values from "
             f"{positions.min()} to {positions.max()}"
         )
-    flat_indices = indices._data.reshape(x.shape[0], x.shape[1], -1)
-    out = MaxPoolScatter.apply(
-        x.reshape(x.shape[0], x.shape[1], -1), indices=flat_indices, input_shape=tuple(x.shape[:2]) + (plane,)
+    n, c = x.shape[:2]
+    if unbatched:
+        indices = indices.unsqueeze(0)
+    out = scatter_add(
+        zeros(n, c, plane, dtype=x.dtype, device=x.device), 2, indices.reshape(n, c, -1), x.reshape(n, c, -1)
     )
-    return unbatch(out.reshape(*x.shape[:2], *size), unbatched, False)
+    return unbatch(out.reshape(n, c, *size), unbatched, False)
 
 
 def max_unpool1d(

@@ -174,6 +174,15 @@ def test_compiled_max_pool3d_indices_follow_each_call_input():
             np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+def test_compiled_max_unpool_follows_each_call_indices():
+    unpool = numdiff.compile(lambda v, i: F.max_unpool3d(v, i, 2))
+    values = numdiff.ones(1, 1, 1, 1, 1)
+    for position in range(3):
+        indices = numdiff.tensor([[[[[position]]]]])
+        np.testing.assert_array_equal(unpool(values, indices).numpy(), F.max_unpool3d(values, indices, 2).numpy())
+        assert unpool(values, indices).numpy().reshape(-1)[position] == 1
+
+
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])
 def test_conv3d_layers_match_torch(padding_mode):
     ours = nn.Conv3d(4, 6, (3, 2, 3), stride=(1, 2, 1), padding=(1, 1, 1), groups=2, padding_mode=padding_mode).double()
