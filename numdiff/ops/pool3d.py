@@ -161,9 +161,7 @@ def max_pool3d(
     out = unbatch(_volume(out, stage.shape[2:]), unbatched, False)
     if not return_indices:
         return out
-    indices = MaxPool3dIndices.apply(
-        x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode)
-    )._data
+    indices = MaxPool3dIndices.apply(x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
     return out, indices_tensor(indices, unbatched, False)
 
 
@@ -185,7 +183,7 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     out = unbatch(_volume(out, size[1:]), unbatched, False)
     if not return_indices:
         return out
-    return out, indices_tensor(AdaptiveMaxPool3dIndices.apply(x, output_size=size)._data, unbatched, False)
+    return out, indices_tensor(AdaptiveMaxPool3dIndices.apply(x, output_size=size), unbatched, False)
 
 
 def avg_pool3d(

@@ -147,6 +147,24 @@ def test_vmap_of_conv3d_and_pooling_matches_a_loop():
     np.testing.assert_allclose(batched.numpy(), np.stack([f(x).numpy() for x in xs]), rtol=1e-12, atol=1e-12)
 
 
+INDEX_POOLS = {
+    "max_pool1d": lambda x: F.max_pool1d(x[:, :, 0, 0], 2, return_indices=True)[1],
+    "adaptive_max_pool1d": lambda x: F.adaptive_max_pool1d(x[:, :, 0, 0], 3, True)[1],
+    "max_pool2d": lambda x: F.max_pool2d(x[:, :, 0], 3, 2, 1, return_indices=True)[1],
+    "adaptive_max_pool2d": lambda x: F.adaptive_max_pool2d(x[:, :, 0], 3, True)[1],
+    "max_pool3d": lambda x: F.max_pool3d(x, 2, return_indices=True)[1],
+    "max_pool3d-unbatched": lambda x: F.max_pool3d(x[0], 2, ceil_mode=True, return_indices=True)[1],
+    "adaptive_max_pool3d": lambda x: F.adaptive_max_pool3d(x, (2, 3, 2), True)[1],
+}
+
+
+@pytest.mark.parametrize("name", INDEX_POOLS)
+def test_vmap_of_return_indices_gives_each_example_its_own(name):
+    xs = numdiff.tensor(np.random.default_rng(18).standard_normal((3, 1, 2, 5, 4, 5)))
+    batched = numdiff.func.vmap(INDEX_POOLS[name])(xs)
+    np.testing.assert_array_equal(batched.numpy(), np.stack([INDEX_POOLS[name](x).numpy() for x in xs]))
+
+
 def test_compiled_conv3d_step_matches_eager():
     model = nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool3d(2), nn.Conv3d(3, 2, 2),
                           nn.Flatten(), nn.Linear(16, 1)).double()
