@@ -33,6 +33,7 @@ from numdiff.nn.modules import (
     BCELoss,
     BCEWithLogitsLoss,
     Bilinear,
+    ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
     CircularPad3d,
@@ -72,6 +73,15 @@ from numdiff.nn.modules import (
     KLDivLoss,
     L1Loss,
     LayerNorm,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
     LeakyReLU,
     Linear,
     LocalResponseNorm,
@@ -92,9 +102,11 @@ from numdiff.nn.modules import (
     ModuleDict,
     ModuleList,
     MSELoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PairwiseDistance,
     ParameterDict,
     ParameterList,
@@ -118,6 +130,7 @@ from numdiff.nn.modules import (
     SmoothL1Loss,
     SoftMarginLoss,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
@@ -126,6 +139,7 @@ from numdiff.nn.modules import (
     Tanhshrink,
     Threshold,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
     Unflatten,
     Unfold,
     Upsample,
@@ -145,7 +159,7 @@ from numdiff.nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
-from numdiff.nn.parameter import Parameter
+from numdiff.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = [
     "ELU", "GELU", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
@@ -168,10 +182,34 @@ __all__ += [
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += [
-    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "MaxPool3d",
-    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AdaptiveMaxPool1d", "LPPool1d", "LPPool2d", "LPPool3d",
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "LPPool3d",
+    "MaxPool3d", "MaxUnpool3d",
 ]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
+__all__ += ["Buffer"]
+__all__ += [
+    "AdaptiveMaxPool1d",
+    "ChannelShuffle",
+    "LPPool1d",
+    "LPPool2d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyLinear",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MultiLabelMarginLoss",
+    "NLLLoss2d",
+    "Softmax2d",
+    "TripletMarginWithDistanceLoss",
+    "UninitializedBuffer",
+    "UninitializedParameter",
+]
 
 __all__ += [name for name in ("functional", "init", "utils") if name not in __all__]
 

@@ -35,6 +35,32 @@ from numdiff.nn._margin_losses import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from numdiff.nn._more_functional import (
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    celu_,
+    channel_shuffle,
+    elu_,
+    gumbel_softmax,
+    hardtanh_,
+    leaky_relu_,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    multilabel_margin_loss,
+    pdist,
+    relu_,
+    rrelu_,
+    selu_,
+    threshold_,
+    triplet_margin_with_distance_loss,
+)
 from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops.activation import (
@@ -63,11 +89,9 @@ from numdiff.ops.activation import (
 from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from numdiff.ops.conv3d import conv3d, conv_transpose3d
 from numdiff.ops.linalg import linear
-from numdiff.ops.lp_pool import lp_pool1d, lp_pool2d, lp_pool3d
 from numdiff.ops.pool import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
-    adaptive_max_pool1d,
     adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
@@ -76,7 +100,6 @@ from numdiff.ops.pool import (
 )
 from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from numdiff.ops.unary import sigmoid, tanh
-from numdiff.ops.unpool import max_unpool1d, max_unpool2d, max_unpool3d
 
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
 __all__ += [
@@ -88,6 +111,30 @@ __all__ += [
     "conv2d", "conv_transpose1d", "conv_transpose2d", "linear", "max_pool1d", "max_pool2d",
 ]
 __all__ += ["scaled_dot_product_attention"]
+__all__ += [
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "celu_",
+    "channel_shuffle",
+    "elu_",
+    "gumbel_softmax",
+    "hardtanh_",
+    "leaky_relu_",
+    "lp_pool1d",
+    "lp_pool2d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "multilabel_margin_loss",
+    "pdist",
+    "relu_",
+    "rrelu_",
+    "selu_",
+    "threshold_",
+    "triplet_margin_with_distance_loss",
+]
 __all__ += [
     "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6", "selu",
     "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
@@ -103,7 +150,7 @@ __all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
 __all__ += [
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",
-    "max_unpool1d", "max_unpool2d", "max_unpool3d", "adaptive_max_pool1d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "lp_pool3d", "max_unpool3d",
 ]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 

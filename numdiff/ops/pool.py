@@ -1,4 +1,4 @@
-"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool1d/2d.
+"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool2d.
 
 Registered ops, each with a differentiable backward:
 
@@ -35,7 +35,6 @@ from numdiff.tensor import Tensor
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
-    "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "avg_pool1d",
     "avg_pool2d",
@@ -300,23 +299,6 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     if not return_indices:
         return out
     return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=size), unbatched, False)
-
-
-def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """Max pooling of (N, C, L) input to a fixed length (positions along L as indices).
-
-    >>> F = numdiff.nn.functional
-    >>> F.adaptive_max_pool1d(numdiff.tensor([[[1.0, 3.0, 2.0, 0.0, 5.0]]]), 2)
-    tensor([[[3., 5.]]])
-    """
-    op = "adaptive_max_pool1d"
-    x, unbatched = batched_input(op, input, 1)
-    (size,) = resolve_output_size(op, output_size, tuple(x.shape))
-    x = x.unsqueeze(2)
-    out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=(1, size)), unbatched, True)
-    if not return_indices:
-        return out
-    return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=(1, size)), unbatched, True)
 
 
 def _avg_poolnd(

@@ -340,19 +340,17 @@ BAD = [
      "adaptive_max_pool3d: output_size must be positive"),
     (lambda: nn.Conv3d(3, 4, 3)(ONES(1, 2, 4, 4, 4)), ValueError, r"Conv3d\(3, 4, kernel_size=\(3, 3, 3\)\)"),
     (lambda: nn.MaxPool3d(2)(ONES(1, 4, 4)), ValueError, "MaxPool3d"),
-    (lambda: F.max_unpool2d(ONES(1, 1, 2, 2), numdiff.zeros(1, 1, 2, 2, dtype=numdiff.int32), 2), ValueError,
-     r"max_unpool2d: indices must be an int64 tensor of the input's shape \(1, 1, 2, 2\), got numdiff.int32"),
-    (lambda: F.max_unpool2d(ONES(1, 1, 2, 2), numdiff.full((1, 1, 2, 2), 16), 2), ValueError,
-     r"max_unpool2d: indices must be in \[0, 16\) for the output size \(4, 4\), got values from 16 to 16"),
+    (lambda: F.max_unpool3d(ONES(1, 1, 2, 2, 2), numdiff.zeros(1, 1, 2, 2, dtype=numdiff.int64), 2), ValueError,
+     r"max_unpool3d: indices of shape \(1, 1, 2, 2\) must match input of shape \(1, 1, 2, 2, 2\)"),
+    (lambda: F.max_unpool3d(ONES(1, 1, 1, 1, 1), numdiff.full((1, 1, 1, 1, 1), 8), 2), IndexError,
+     r"max_unpool3d: an index is out of range for an output plane of 8 elements \(2, 2, 2\)"),
     (lambda: F.max_unpool3d(ONES(1, 1, 2, 2, 2), numdiff.zeros(1, 1, 2, 2, 2, dtype=numdiff.int64), 2,
                             output_size=(6, 4, 4)), ValueError,
-     r"max_unpool3d: output_size \(6, 4, 4\) is invalid for input \(1, 1, 2, 2, 2\): dimension 0 must be strictly "
-     r"between 2 and 6"),
-    (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 0, 2), ValueError, "lp_pool3d: norm_type must be non-zero and not NaN, got 0"),
-    (lambda: F.lp_pool2d(ONES(1, 1, 4, 4), "2", 2), TypeError, r"lp_pool2d: norm_type must be a number, got '2' \(str\)"),
-    (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 2, (2, 2)), ValueError, r"lp_pool3d: kernel_size must be an int or 3 ints"),
+     r"max_unpool3d: output_size \(6, 4, 4\) is not within a stride of the default \(4, 4, 4\)"),
+    (lambda: F.lp_pool3d(ONES(1, 1, 4, 4, 4), 0, 2), ValueError, "lp_pool3d: norm_type must be a non-zero number, got 0"),
+    (lambda: F.lp_pool2d(ONES(1, 1, 4, 4), "2", 2), ValueError, r"lp_pool2d: norm_type must be a non-zero number, got '2'"),
     (lambda: F.adaptive_max_pool1d(ONES(1, 1, 4), (2, 2)), ValueError,
-     r"adaptive_max_pool1d: output_size must be an int or 1 values, got \(2, 2\)"),
+     r"adaptive_max_pool1d: output_size must be a positive int, got \(2, 2\)"),
 ]  # fmt: skip
 
 

@@ -36,6 +36,17 @@ from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from numdiff.nn.modules.extra_layers import AlphaDropout, EmbeddingBag, FeatureAlphaDropout, LocalResponseNorm
 from numdiff.nn.modules.im2col import Fold, Unfold
+from numdiff.nn.modules.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
+)
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
     BCELoss,
@@ -58,6 +69,20 @@ from numdiff.nn.modules.loss import (
     TripletMarginLoss,
 )
 from numdiff.nn.modules.module import Module
+from numdiff.nn.modules.more_layers import (
+    AdaptiveMaxPool1d,
+    ChannelShuffle,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+    MultiLabelMarginLoss,
+    NLLLoss2d,
+    Softmax2d,
+    TripletMarginWithDistanceLoss,
+)
 from numdiff.nn.modules.normalization import (
     BatchNorm1d,
     BatchNorm2d,
@@ -91,21 +116,14 @@ from numdiff.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool3d,
-    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
-    LPPool1d,
-    LPPool2d,
-    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
-    MaxUnpool1d,
-    MaxUnpool2d,
-    MaxUnpool3d,
 )
 from numdiff.nn.modules.resampling import (
     PixelShuffle,
@@ -135,7 +153,7 @@ __all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
 __all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
 __all__ += [
     "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "MaxPool3d",
-    "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AdaptiveMaxPool1d", "LPPool1d", "LPPool2d", "LPPool3d",
+    "LPPool3d", "MaxUnpool3d",
 ]
 __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 __all__ += ["CosineSimilarity", "PairwiseDistance"]
@@ -148,3 +166,24 @@ __all__ += [
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
+__all__ += [
+    "AdaptiveMaxPool1d",
+    "ChannelShuffle",
+    "LPPool1d",
+    "LPPool2d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyLinear",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MultiLabelMarginLoss",
+    "NLLLoss2d",
+    "Softmax2d",
+    "TripletMarginWithDistanceLoss",
+]

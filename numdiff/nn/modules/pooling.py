@@ -225,14 +225,6 @@ class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
         return unbatched(lambda x: functional.adaptive_avg_pool3d(x, self.output_size), input, 5)
 
 
-class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
-    """Max pooling of (N, C, L) inputs to a fixed output length."""
-
-    def forward(self, input: Tensor) -> Any:
-        _check_spatial(self, input, 1)
-        return unbatched(lambda x: functional.adaptive_max_pool1d(x, self.output_size, self.return_indices), input, 3)
-
-
 class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     """Max pooling to a fixed output size (D_out, H_out, W_out) whatever the input size."""
 
@@ -240,90 +232,3 @@ class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
         _check_spatial(self, input, 3)
         return unbatched(lambda x: functional.adaptive_max_pool3d(x, self.output_size, self.return_indices), input, 5)
 
-
-class _MaxUnpoolNd(Module):
-    """MaxUnpool1d/2d/3d: the partial inverse of max pooling, from its values and indices."""
-
-    _dims = 0
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
-        super().__init__()
-        name, n = type(self).__name__, self._dims
-        self.kernel_size = int_tuple(name, "kernel_size", kernel_size, n, 1, expand=True)
-        self.stride = int_tuple(name, "stride", stride if stride is not None else kernel_size, n, 1, expand=True)
-        self.padding = int_tuple(name, "padding", padding, n, 0, expand=True)
-
-    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
-        _check_spatial(self, input, self._dims)
-        unpool = (functional.max_unpool1d, functional.max_unpool2d, functional.max_unpool3d)[self._dims - 1]
-        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class MaxUnpool1d(_MaxUnpoolNd):
-    """Inverse of MaxPool1d (non-maximal positions are zero)."""
-
-    _dims = 1
-
-
-class MaxUnpool2d(_MaxUnpoolNd):
-    """Inverse of MaxPool2d (non-maximal positions are zero).
-
-    >>> pool, unpool = MaxPool2d(2, return_indices=True), MaxUnpool2d(2)
-    >>> unpool(*pool(numdiff.randn(1, 1, 4, 4))).shape
-    numdiff.Size([1, 1, 4, 4])
-    """
-
-    _dims = 2
-
-
-class MaxUnpool3d(_MaxUnpoolNd):
-    """Inverse of MaxPool3d (non-maximal positions are zero)."""
-
-    _dims = 3
-
-
-class _LPPoolNd(Module):
-    """LPPool1d/2d/3d: power-average pooling, ``(sum over the window of x**p) ** (1/p)``."""
-
-    _dims = 0
-
-    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.norm_type = norm_type
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.ceil_mode = ceil_mode
-
-    def forward(self, input: Tensor) -> Tensor:
-        _check_spatial(self, input, self._dims)
-        pool = (functional.lp_pool1d, functional.lp_pool2d, functional.lp_pool3d)[self._dims - 1]
-        return pool(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
-
-    def extra_repr(self) -> str:
-        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, ceil_mode={self.ceil_mode}"
-
-
-class LPPool1d(_LPPoolNd):
-    """Power-average pooling of (N, C, L) inputs."""
-
-    _dims = 1
-
-
-class LPPool2d(_LPPoolNd):
-    """Power-average pooling of (N, C, H, W) inputs.
-
-    >>> LPPool2d(2, 2)(numdiff.ones(1, 1, 4, 4))
-    tensor([[[[2., 2.],
-              [2., 2.]]]])
-    """
-
-    _dims = 2
-
-
-class LPPool3d(_LPPoolNd):
-    """Power-average pooling of (N, C, D, H, W) inputs."""
-
-    _dims = 3
