@@ -39,8 +39,8 @@ _CALL = (
     "solve_triangular", "linalg_solve", "linalg_inv", "linalg_pinv", "linalg_matrix_exp", "linalg_cholesky",
     "linalg_eigvalsh", "linalg_eigh_vectors", "linalg_svdvals", "linalg_svd_u", "linalg_svd_vh", "linalg_qr_q",
     "linalg_qr_r", "linalg_det", "linalg_logabsdet",
-    # sparse COO products (numdiff.sparse): each the other's gradient, Numba kernels on the arrays
-    "coo_mm", "coo_sampled_dot",
+    # sparse COO and CSR products (numdiff.sparse): each the other's gradient, Numba kernels on the arrays
+    "coo_mm", "coo_sampled_dot", "csr_mm", "csr_sampled_dot",
 )
 _EAGER_BACKWARD: tuple[str, ...] = ("cumprod",)
 
