@@ -150,8 +150,8 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
 
 
 def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W): the vmap batch folds
-    into N."""
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), and the (B, D, R) axis
+    taps of conv3d: the vmap batch folds into the leading dim."""
     if any(batched[1:]):
         return None
     x = values[0]
@@ -167,7 +167,10 @@ for _name in (
     RULES[_name] = elementwise
 for _name in ("sum", "prod", "amax", "amin"):
     RULES[_name] = _shift_dims("dims")
-for _name in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d"):
+for _name in (
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
+    "axis_taps_backward",
+):
     RULES[_name] = fold_into_n
 RULES.update(
     {

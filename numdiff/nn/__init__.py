@@ -19,11 +19,14 @@ from numdiff.nn.modules import (
     SELU,
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AlphaDropout,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
@@ -39,8 +42,10 @@ from numdiff.nn.modules import (
     ConstantPad3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     CosineEmbeddingLoss,
     CosineSimilarity,
     CrossEntropyLoss,
@@ -64,6 +69,7 @@ from numdiff.nn.modules import (
     Identity,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     KLDivLoss,
     L1Loss,
     LayerNorm,
@@ -83,11 +89,14 @@ from numdiff.nn.modules import (
     LogSoftmax,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MarginRankingLoss,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
     Mish,
     Module,
     ModuleDict,
@@ -172,6 +181,10 @@ __all__ += [
 ]
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
+__all__ += [
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "LPPool3d",
+    "MaxPool3d", "MaxUnpool3d",
+]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
 __all__ += ["Buffer"]
 __all__ += [
