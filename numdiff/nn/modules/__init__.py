@@ -39,12 +39,16 @@ from numdiff.nn.modules.im2col import Fold, Unfold
 from numdiff.nn.modules.lazy import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
+    LazyBatchNorm3d,
     LazyConv1d,
     LazyConv2d,
+    LazyConv3d,
     LazyConvTranspose1d,
     LazyConvTranspose2d,
+    LazyConvTranspose3d,
     LazyInstanceNorm1d,
     LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
     LazyLinear,
 )
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
@@ -175,6 +179,10 @@ __all__ += [
     "LazyBatchNorm2d",
     "LazyConv1d",
     "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose3d",
+    "LazyBatchNorm3d",
+    "LazyInstanceNorm3d",
     "LazyConvTranspose1d",
     "LazyConvTranspose2d",
     "LazyInstanceNorm1d",
