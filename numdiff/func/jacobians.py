@@ -15,7 +15,8 @@ from typing import Any
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import eye, zeros_like
 from numdiff.func._pytree import tree_flatten, tree_unflatten
-from numdiff.func.transforms import _argnums_tuple, _check_float, _Level, _split_aux, jvp, vjp
+from numdiff.func.forward_mode import jvp
+from numdiff.func.transforms import _argnums_tuple, _check_float, _Level, _split_aux, vjp
 from numdiff.func.vmap import vmap
 from numdiff.tensor import Tensor
 
