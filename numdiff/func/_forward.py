@@ -202,18 +202,20 @@ def _double_vjp(cls: Any, inputs: tuple, attrs: dict, tangents: list, vmap_level
     outer level tracks them), g = J^T u is recorded for a dummy u, and J t is the vjp of g."""
     args = list(inputs)
     tracked = []
-    outer = False
+    outer = promoted = False
     with enable_grad():
         for index, tangent in enumerate(tangents):
             if tangent is None:
                 continue
-            value, levels = _batched.physical(_batched.promote(inputs[index], vmap_levels))
+            batched = _batched.promote(inputs[index], vmap_levels)
+            promoted = promoted or batched is not inputs[index]
+            value, levels = _batched.physical(batched)
             tangent_value = _batched.physical(_batched.promote(tangent, vmap_levels))[0]
             outer = outer or value.requires_grad or tangent_value.requires_grad
             if value.requires_grad:
                 value = value.clone()
             else:
-                value = value.detach().requires_grad_()
+                value = Tensor._wrap(value._data, None, value._version_counter).requires_grad_()
                 for sink in transforms.leaf_sinks:
                     sink.append((value, levels))
             tracked.append((value, tangent_value))
@@ -240,7 +242,11 @@ def _double_vjp(cls: Any, inputs: tuple, attrs: dict, tangents: list, vmap_level
     results: list = [None] * len(outs)
     for k, p in zip(live, pushed):
         if p is not None:
-            results[k] = _batched.rewrap(p if outer else p.detach(), _batched.physical(outs[k])[1])
+            results[k] = _batched.rewrap(p if outer else _detached(p), _batched.physical(outs[k])[1])
+    if promoted:
+        # The inputs were batched at more vmap levels than they are, for per-entry derivatives; the
+        # result keeps the inputs' own batching (an in-place op writes it back into one of them).
+        return cls.apply(*inputs, **attrs), results
     if not outer:  # nothing outside this op is differentiated: the fresh leaves must not leak
         outs = [_detached(o) if _floating(o) else o for o in outs]
     return (tuple(outs) if isinstance(out, tuple) else outs[0]), results
