@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from numdiff import _inplace
 from numdiff.autograd import custom_function
 from numdiff.autograd import grad as autograd_grad
@@ -37,8 +39,8 @@ from numdiff.tensor import Tensor
 
 
 class ForwardModeRerun(Exception):  # noqa: N818 - a signal to numdiff.func.jvp, never seen by users
-    """An in-place update of a view inside jvp: jvp runs the function again by double vjp, which
-    replays views on the tape."""
+    """An in-place update of a view, or a view read after an in-place update of its base, inside
+    jvp: jvp runs the function again by double vjp, whose tape replays views."""
 
 
 def _storage(t: Tensor) -> Tensor:
@@ -92,6 +94,8 @@ class JvpLevel(Interpreter):
         self.tangents: dict[int, tuple[Any, Tensor]] = {}
         # The vmap levels below this one (those above unwrap their tensors before they get here).
         self.vmap_levels = list(range(1, transforms.vmap_depth + 1))
+        # Arrays that share memory with one an in-place op changed: their tangents are out of date.
+        self.stale: set[int] = set()
 
     def tangent_of(self, t: Any) -> Tensor | None:
         """The tangent `t` carries at this level, or None (zero). Runs ops at the level below."""
@@ -101,6 +105,8 @@ class JvpLevel(Interpreter):
         entry = self.tangents.get(id(storage._data))
         if entry is None:
             return None
+        if self.stale and id(storage._data) in self.stale:
+            raise ForwardModeRerun("a view read after an in-place update of the memory it shares")
         tangent = entry[1]
         for level in levels[::-1]:
             tangent = _give_level(tangent, level)
@@ -162,8 +168,12 @@ class JvpLevel(Interpreter):
             after = self.tangent_of(results[0]) if results else None
             if before is None and after is None:
                 return updated
+            data = _storage(tensor)._data
             if _storage(tensor)._base is not None:
                 raise ForwardModeRerun(op)
+            for key, (array, _) in self.tangents.items():
+                if array is not data and np.may_share_memory(array, data):
+                    self.stale.add(key)
             if after is not None and tuple(after.shape) != tuple(tensor.shape):
                 after = after.expand(*tensor.shape)
             self.set_tangent(tensor, after)
@@ -243,12 +253,14 @@ def _double_vjp(cls: Any, inputs: tuple, attrs: dict, tangents: list, vmap_level
     for k, p in zip(live, pushed):
         if p is not None:
             results[k] = _batched.rewrap(p if outer else _detached(p), _batched.physical(outs[k])[1])
-    if promoted:
-        # The inputs were batched at more vmap levels than they are, for per-entry derivatives; the
-        # result keeps the inputs' own batching (an in-place op writes it back into one of them).
+    if promoted or outer:
+        # The result the caller gets is the op on its own inputs: recorded on them (a grad level
+        # around reads them back in backward, with their tangents at this jvp level, not the
+        # copies' above), and batched as they are (not at the levels added for per-entry
+        # derivatives: an in-place op writes it back into one of them).
         return cls.apply(*inputs, **attrs), results
-    if not outer:  # nothing outside this op is differentiated: the fresh leaves must not leak
-        outs = [_detached(o) if _floating(o) else o for o in outs]
+    # Nothing outside this op is differentiated: the fresh leaves must not leak.
+    outs = [_detached(o) if _floating(o) else o for o in outs]
     return (tuple(outs) if isinstance(out, tuple) else outs[0]), results
 
 

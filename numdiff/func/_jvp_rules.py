@@ -91,14 +91,24 @@ def _multilinear(bias: int | None) -> Callable[[type], JvpRule]:
 
 
 def _for_linear(op: type) -> JvpRule:
+    """The op applied to the tangents: zeros for a floating input without one and for a number
+    operand (where's constant branch), other inputs (index tensors, conditions) as they are."""
+
     def push(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
-        args = [
-            t if t is not None else zeros_like(x) if isinstance(x, Tensor) and x.is_floating_point() else x
-            for x, t in zip(inputs, tangents)
-        ]
+        args = [_tangent_or_zero(x, t) for x, t in zip(inputs, tangents)]
         return op.apply(*args, **attrs)
 
     return push
+
+
+def _tangent_or_zero(x: Any, tangent: Any) -> Any:
+    if tangent is not None:
+        return tangent
+    if isinstance(x, Tensor):
+        return zeros_like(x) if x.is_floating_point() else x
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return 0.0
+    return x
 
 
 def _log_softmax(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
