@@ -276,12 +276,11 @@ class MissingJvpError(custom_function.CustomFunctionError, NotImplementedError):
 
 class _ForwardCtx:
     """The ctx a user Function's jvp gets: forward's ctx, whose `saved_tensors` are what forward
-    kept with ``ctx.save_for_forward`` (PyTorch's contract)."""
-
-    __slots__ = ("_ctx",)
+    kept with ``ctx.save_for_forward`` (PyTorch's contract). Attributes forward set are read
+    through; ones jvp sets stay here."""
 
     def __init__(self, ctx: Any) -> None:
-        object.__setattr__(self, "_ctx", ctx)
+        self._ctx = ctx
 
     @property
     def saved_tensors(self) -> tuple:
@@ -289,9 +288,6 @@ class _ForwardCtx:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._ctx, name, value)
 
 
 def _custom_jvp(cls: Any, inputs: tuple, attrs: dict, tangents: list) -> tuple[Any, list]:

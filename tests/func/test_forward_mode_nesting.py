@@ -8,6 +8,7 @@ import pytest
 
 import numdiff
 from numdiff import func
+from numdiff._inplace import InPlaceOnViewError
 from numdiff.autograd.custom_function import CustomFunctionError
 from numdiff.func._forward import MissingJvpError
 
@@ -198,3 +199,17 @@ def test_a_view_read_after_an_inplace_update_of_its_base_inside_jvp_matches_torc
         return row * v[0] + y.sum(0)
 
     _close(func.jvp(lambda v: f(numdiff, v), (x,), (t,)), torch.func.jvp(lambda v: f(torch, v), (tx,), (tt,)))
+
+
+def test_an_inplace_update_of_a_view_inside_jvp_is_refused_as_under_grad():
+    x = numdiff.tensor(RNG.standard_normal((2, 3)))
+
+    def f(v):
+        y = v * 2.0
+        y[1].mul_(v[0])
+        return y
+
+    with pytest.raises(InPlaceOnViewError, match="mul_: in-place modification of a view"):
+        func.jvp(f, (x,), (x,))
+    with pytest.raises(InPlaceOnViewError, match="mul_: in-place modification of a view"):
+        func.grad(lambda v: f(v).sum())(x)
