@@ -64,9 +64,10 @@ def _scalar_rule(rule: ScalarRule) -> JvpRule:
     return push
 
 
-def _multilinear(bias: int | None) -> Callable[[type], JvpRule]:
+def _multilinear(bias: int | None, channel_bias: bool = False) -> Callable[[type], JvpRule]:
     """One term per input with a tangent, linear in each input (matmul, conv), with an optional
-    bias input at index `bias` that enters additively."""
+    bias input at index `bias` that enters additively: along the last dim, or along dim 1 (a
+    convolution's channels) with `channel_bias`."""
 
     def for_op(op: type) -> JvpRule:
         def push(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
@@ -75,7 +76,7 @@ def _multilinear(bias: int | None) -> Callable[[type], JvpRule]:
                 if tangent is None:
                     continue
                 if i == bias:
-                    term = tangent
+                    term = tangent.reshape(-1, *[1] * (out.ndim - 2)) if channel_bias else tangent
                 else:
                     args = list(inputs)
                     args[i] = tangent
@@ -124,13 +125,14 @@ LINEAR = (
     "max_pool_scatter", "permute", "reshape", "scatter", "scatter_add", "sum", "to_device", "to_dtype",
     "tril", "triu", "where",
 )  # fmt: skip
-# Ops linear in each input separately, and the index of the bias input added to the result.
+# Ops linear in each input separately: the index of the bias input added to the result, and
+# whether it is a per-channel bias (dim 1).
 MULTILINEAR = {
-    "matmul": None,
-    "conv_transpose2d": None,
-    "conv2d_weight_grad": None,
-    "linear": 2,
-    "conv2d": 2,
+    "matmul": (None, False),
+    "conv_transpose2d": (None, False),
+    "conv2d_weight_grad": (None, False),
+    "linear": (2, False),
+    "conv2d": (2, True),
 }
 
 
@@ -148,7 +150,7 @@ def rule_for(name: str | None) -> JvpRule | None:
         if name in SCALAR_RULES:
             rule = _scalar_rule(SCALAR_RULES[name])
         elif name in MULTILINEAR:
-            rule = _multilinear(MULTILINEAR[name])(OPS[name])
+            rule = _multilinear(*MULTILINEAR[name])(OPS[name])
         elif name == "log_softmax":
             rule = _log_softmax
         else:
