@@ -19,6 +19,7 @@ An op without a rule is pushed forward by a double vjp (numdiff.func._forward).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from numdiff.backend import like_host
 from numdiff.creation import zeros_like
 from numdiff.ops import OPS
 from numdiff.ops.elementwise import _as_gradient, _tensor_where, _TensorMath
+from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 JvpRule = Callable[[tuple, dict, list, Any], Any]
@@ -118,6 +120,19 @@ def _log_softmax(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
     return tangent - (out.exp() * tangent).sum(attrs["dim"], keepdim=True)
 
 
+def _logcumsumexp(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+    """tangent_i = sum_{k <= i} exp(x_k - out_i) t_k, from the positive and the negative parts of t
+    each summed in log space by the op itself (no exp overflows). Its double vjp is zero: the
+    backward splits the output gradient by sign, which at the dummy cotangent 0 takes neither part."""
+    (x,), (tangent,), dim = inputs, tangents, attrs["dim"]
+    op = OPS["logcumsumexp"]
+    parts = []
+    for mask in (tangent > 0, tangent < 0):
+        logs = where(mask, where(mask, tangent.abs(), 1.0).log(), -math.inf)
+        parts.append((op.apply(x + logs, dim=dim) - out).exp())
+    return parts[0] - parts[1]
+
+
 # Ops linear in their floating inputs taken together.
 LINEAR = (
     "adaptive_avg_pool2d", "avg_pool2d", "avg_pool2d_backward", "cat", "clone", "cumsum", "diagonal",
@@ -136,7 +151,8 @@ MULTILINEAR = {
 }
 
 
-RULED = frozenset(SCALAR_RULES) | frozenset(LINEAR) | frozenset(MULTILINEAR) | {"log_softmax"}
+SPECIAL = {"log_softmax": _log_softmax, "logcumsumexp": _logcumsumexp}
+RULED = frozenset(SCALAR_RULES) | frozenset(LINEAR) | frozenset(MULTILINEAR) | frozenset(SPECIAL)
 _MADE: dict[str, JvpRule] = {}
 
 
@@ -151,8 +167,8 @@ def rule_for(name: str | None) -> JvpRule | None:
             rule = _scalar_rule(SCALAR_RULES[name])
         elif name in MULTILINEAR:
             rule = _multilinear(*MULTILINEAR[name])(OPS[name])
-        elif name == "log_softmax":
-            rule = _log_softmax
+        elif name in SPECIAL:
+            rule = SPECIAL[name]
         else:
             rule = _for_linear(OPS[name])
         _MADE[name] = rule

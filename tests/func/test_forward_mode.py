@@ -195,3 +195,17 @@ def test_one_tensor_passed_as_two_primals_carries_two_tangents():
     t1, t2 = numdiff.tensor(RNG.standard_normal(3)), numdiff.tensor(RNG.standard_normal(3))
     _, pushed = func.jvp(lambda a, b: a * b.sin(), (x, x), (t1, t2))
     np.testing.assert_allclose(pushed.numpy(), (t1 * x.sin() + x * x.cos() * t2).numpy(), rtol=1e-12)
+
+
+def test_logcumsumexp_pushes_forward_by_its_rule_where_the_double_vjp_gave_zero(monkeypatch):
+    # Its backward splits the output gradient by sign, so the double vjp at the dummy cotangent 0
+    # gave a zero jacfwd on main.
+    _no_fallback(monkeypatch)
+    rng = np.random.default_rng(3)
+    x, t = rng.standard_normal((2, 5)) * 3, rng.standard_normal((2, 5))
+    ours = func.jvp(lambda v: numdiff.logcumsumexp(v, 1), (numdiff.tensor(x),), (numdiff.tensor(t),))
+    theirs = torch.func.jvp(lambda v: torch.logcumsumexp(v, 1), (torch.tensor(x),), (torch.tensor(t),))
+    _close(ours[1], theirs[1], rtol=1e-8)  # the tangent's parts go through log and exp
+    # (torch's float64 derivative of the first entry, exactly 1, comes out as 1 - 7e-8 here)
+    ours = func.jacfwd(lambda v: numdiff.logcumsumexp(v, 0))(numdiff.tensor(x))
+    _close(ours, torch.func.jacfwd(lambda v: torch.logcumsumexp(v, 0))(torch.tensor(x)), rtol=1e-6)
