@@ -226,6 +226,7 @@ globals().update(_TORCH_NAMES)
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
+from numdiff import amp as amp  # noqa: E402 - autocast and GradScaler
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
@@ -246,8 +247,16 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     use_deterministic_algorithms,
 )
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
+from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
+    autocast,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
+from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
 from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
@@ -330,6 +339,9 @@ def numel(input: Tensor) -> int:
     """The number of elements of `input`."""
     return input.numel()
 
+__all__ += [
+    "amp", "autocast", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
+]
 __all__ += [
     "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
     "profiler", "safetensors", "save", "serialization", "utils", "viz", "warmup",
