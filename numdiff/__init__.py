@@ -236,7 +236,6 @@ from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
-from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
 from numdiff import random as random  # noqa: E402 - torch.random: seeds, states, fork_rng
 from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
@@ -244,6 +243,7 @@ from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
+from numdiff._lazy import lazy_module as _lazy_module  # noqa: E402
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,
@@ -270,6 +270,9 @@ from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 
 __version__ = "0.1.0"
+
+# torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.
+profiler = _lazy_module("numdiff.profiler")
 
 __all__ = [
     "Generator", "Size", "Tensor", "abs", "add", "all", "allclose", "amax", "amin", "any", "arange",

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import os
 
-import numba
+from numdiff._lazy import lazy_module
+
+numba = lazy_module("numba")  # loaded by the first kernel or thread-count call, not at import
+_blas = lazy_module("numdiff.kernels._blas")
 
 __all__ = ["SPIN_COUNT", "get_num_threads", "set_num_threads"]
 
@@ -80,10 +83,8 @@ def set_num_threads(n: int) -> None:
             f"set_num_threads: n must be between 1 and {limit} (the thread pool's size, set by the "
             f"NUMBA_NUM_THREADS environment variable at start-up), got {n}"
         )
-    from numdiff.kernels._blas import prepare_blas
-
     numba.set_num_threads(n)
-    prepare_blas()  # holds SciPy's OpenBLAS at one thread per call
+    _blas.prepare_blas()  # holds SciPy's OpenBLAS at one thread per call
 
 
 def get_num_threads() -> int:
