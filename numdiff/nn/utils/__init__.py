@@ -3,8 +3,17 @@
 from numdiff.nn.utils import rnn
 from numdiff.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from numdiff.nn.utils.weight_reparam import (
+    fuse_conv_bn_eval,
+    remove_spectral_norm,
+    remove_weight_norm,
+    skip_init,
+    spectral_norm,
+    weight_norm,
+)
 
 __all__ = ["rnn", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ += ["fuse_conv_bn_eval", "remove_spectral_norm", "remove_weight_norm", "skip_init", "spectral_norm", "weight_norm"]
 
 
 def __dir__() -> list[str]:
