@@ -94,7 +94,7 @@ from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
-from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
+from numdiff.ops.linalg import bmm, dot, matmul, mm, mv, outer, vdot
 from numdiff.ops.log_scan import logcumsumexp
 from numdiff.ops.logical import (
     all,
@@ -271,7 +271,7 @@ __all__ = [
     "std", "sub", "sum", "t", "tanh", "tensor", "transpose", "unflatten", "unsqueeze", "var",
     "where", "zeros", "zeros_like",
 ]
-__all__ += ["bmm", "dot", "matmul", "mm", "outer"]
+__all__ += ["bmm", "dot", "matmul", "mm", "mv", "outer", "vdot"]
 __all__ += ["from_dlpack"]
 globals().update({name: fn for name, fn in _LINALG_FUNCTIONS.items() if name not in globals()})
 __all__ += sorted(_LINALG_FUNCTIONS)

@@ -119,6 +119,8 @@ METHODS = {
     "mm": linalg.mm,
     "bmm": linalg.bmm,
     "dot": linalg.dot,
+    "vdot": linalg.vdot,
+    "mv": linalg.mv,
     "outer": linalg.outer,
     # comparisons and logic
     "__eq__": logical.eq,
@@ -373,3 +375,6 @@ def attach() -> None:
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))
+    # numdiff's tensors are real: the conjugate transposes are the transposes.
+    Tensor.mH = Tensor.mT
+    Tensor.H = property(lambda self: shape.transpose(self, 0, 1) if self.ndim == 2 else Tensor.T.fget(self))

@@ -1,12 +1,12 @@
 """numdiff.nn.utils: gradient clipping, parameter/vector conversion, packed sequences (utils.rnn),
 parametrizations (utils.parametrize, utils.parametrizations) and pruning (utils.prune)."""
 
-from numdiff.nn.utils import parametrize, prune, rnn
+from numdiff.nn.utils import parametrizations, parametrize, prune, rnn
 from numdiff.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = [
-    "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "parametrize", "prune", "rnn",
+    "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "parametrizations", "parametrize", "prune", "rnn",
     "vector_to_parameters",
 ]
 
