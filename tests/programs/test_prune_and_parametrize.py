@@ -43,7 +43,7 @@ def digits():
 
 def train(model, x, y, steps, lr=0.05):
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    for step in range(steps):
+    for _ in range(steps):
         idx = torch.randint(0, len(x), (64,))
         loss = F.cross_entropy(model(x[idx]), y[idx])
         opt.zero_grad()
