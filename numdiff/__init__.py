@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _out_argument, _tensor_methods
+from numdiff import _out_argument, _tensor_methods, _torch_misc, _torch_names
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -94,7 +94,7 @@ from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
-from numdiff.ops.linalg import bmm, dot, matmul, mm, mv, outer, vdot
+from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
 from numdiff.ops.log_scan import logcumsumexp
 from numdiff.ops.logical import (
     all,
@@ -221,6 +221,8 @@ from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
+_TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...
+globals().update(_TORCH_NAMES)
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
@@ -274,7 +276,7 @@ __all__ = [
     "std", "sub", "sum", "t", "tanh", "tensor", "transpose", "unflatten", "unsqueeze", "var",
     "where", "zeros", "zeros_like",
 ]
-__all__ += ["bmm", "dot", "matmul", "mm", "mv", "outer", "vdot"]
+__all__ += ["bmm", "dot", "matmul", "mm", "outer"]
 __all__ += ["from_dlpack"]
 globals().update({name: fn for name, fn in _LINALG_FUNCTIONS.items() if name not in globals()})
 __all__ += sorted(_LINALG_FUNCTIONS)
@@ -291,6 +293,7 @@ __all__ += [
     "IntTensor", "LongTensor", "ShortTensor",
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
+__all__ += sorted(set(_TORCH_NAMES) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
 __all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]

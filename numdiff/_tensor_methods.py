@@ -12,6 +12,8 @@ from numdiff import (
     _tensor_inplace_extras,
     _tensor_pickle,
     _tensor_placement,
+    _torch_misc,
+    _torch_names,
     sampling,
 )
 from numdiff._ground.scalar_rules import RULES
@@ -119,8 +121,6 @@ METHODS = {
     "mm": linalg.mm,
     "bmm": linalg.bmm,
     "dot": linalg.dot,
-    "vdot": linalg.vdot,
-    "mv": linalg.mv,
     "outer": linalg.outer,
     # comparisons and logic
     "__eq__": logical.eq,
@@ -373,8 +373,7 @@ def attach() -> None:
                      **_tensor_pickle.PICKLE_METHODS, **_tensor_placement.PLACEMENT_ATTRIBUTES,
                      **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
         setattr(Tensor, name, fn)
+    for name, fn in {**_torch_misc.METHODS, **_torch_names.methods()}.items():  # PyTorch's aliases, random fills...
+        setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))
-    # numdiff's tensors are real: the conjugate transposes are the transposes.
-    Tensor.mH = Tensor.mT
-    Tensor.H = property(lambda self: shape.transpose(self, 0, 1) if self.ndim == 2 else Tensor.T.fget(self))

@@ -27,7 +27,7 @@ from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
-__all__ = ["bmm", "dot", "linear", "matmul", "mm", "mv", "outer", "vdot"]
+__all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
 
 
 def _operand(x: Any) -> tuple[Any, bool]:
@@ -222,34 +222,6 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
         raise ValueError(f"dot: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"dot: lengths differ, {a.shape[0]} and {b.shape[0]}")
-    return matmul(a, b)
-
-
-def vdot(input: Tensor, other: Tensor) -> Tensor:
-    """`dot` with the first argument conjugated; numdiff's tensors are real, so it is `dot`.
-
-    >>> numdiff.vdot(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0]))
-    tensor(11.)
-    """
-    a, b = _check_pair("vdot", input, other)
-    if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"vdot: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"vdot: lengths differ, {a.shape[0]} and {b.shape[0]}")
-    return matmul(a, b)
-
-
-def mv(input: Tensor, vec: Tensor) -> Tensor:
-    """Matrix-vector product, (n, m) @ (m,) -> (n,).
-
-    >>> numdiff.mv(numdiff.ones(2, 3), numdiff.tensor([1.0, 2.0, 3.0]))
-    tensor([6., 6.])
-    """
-    a, b = _check_pair("mv", input, vec)
-    if a.ndim != 2 or b.ndim != 1:
-        raise ValueError(f"mv: expects a 2-D input and a 1-D vec, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"mv: input {tuple(a.shape)} and vec {tuple(b.shape)} cannot be multiplied ({a.shape[1]} != {b.shape[0]})")
     return matmul(a, b)
 
 
