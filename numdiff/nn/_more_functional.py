@@ -12,6 +12,7 @@ import numpy as np
 
 from numdiff import creation
 from numdiff._ground.args import is_int
+from numdiff.nn._layer_functions import rrelu
 from numdiff.nn._losses import _reduce, _reduction
 from numdiff.nn._margin_losses import pairwise_distance
 from numdiff.ops import activation, arithmetic, indexing, norms, pool, scatter, selection, shape
@@ -37,6 +38,7 @@ hardtanh_ = _inplace_activation("hardtanh", activation.hardtanh)
 selu_ = _inplace_activation("selu", activation.selu)
 celu_ = _inplace_activation("celu", activation.celu)
 threshold_ = _inplace_activation("threshold", activation.threshold)
+rrelu_ = _inplace_activation("rrelu", rrelu)
 
 
 def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
