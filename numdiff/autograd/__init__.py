@@ -82,7 +82,7 @@ def backward(
 
 
 __all__ = [
-    "AnomalyError",
+    "forward_ad", "AnomalyError",
     "Variable",
     "Function",
     "GradcheckError",
