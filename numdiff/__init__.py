@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _out_argument, _tensor_methods
+from numdiff import _out_argument, _tensor_methods, _torch_aliases
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -222,6 +222,7 @@ from numdiff.tensor import Size, Tensor
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
+globals().update(_torch_aliases.functions(globals()))  # arccos, greater_equal, ... share the originals
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
@@ -236,7 +237,9 @@ from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
 from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
+from numdiff import testing as testing  # noqa: E402 - torch.testing: assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
+from numdiff import version as version  # noqa: E402 - torch.version's fields
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
@@ -253,8 +256,7 @@ from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz
 from numdiff.serialization import save as save  # noqa: E402
 from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
-
-__version__ = "0.1.0"
+from numdiff.version import __version__ as __version__  # noqa: E402
 
 __all__ = [
     "Generator", "Size", "Tensor", "abs", "add", "all", "allclose", "amax", "amin", "any", "arange",
@@ -290,6 +292,7 @@ __all__ += [
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
+__all__ += sorted(_torch_aliases.functions(globals()))
 __all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [
@@ -325,7 +328,7 @@ def numel(input: Tensor) -> int:
 
 __all__ += [
     "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
-    "profiler", "safetensors", "save", "serialization", "utils", "viz", "warmup",
+    "profiler", "safetensors", "save", "serialization", "testing", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
 
 
