@@ -131,6 +131,7 @@ from numdiff.nn.modules.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from numdiff.nn.parallel import DataParallel
 from numdiff.nn.parameter import Parameter
 
 __all__ = [
@@ -146,6 +147,7 @@ __all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d"
 __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 __all__ += ["CosineSimilarity", "PairwiseDistance"]
 __all__ += ["PReLU", "RReLU"]
+__all__ += ["DataParallel"]
 __all__ += ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 __all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
 __all__ += [
