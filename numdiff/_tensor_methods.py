@@ -12,6 +12,7 @@ from numdiff import (
     _tensor_inplace_extras,
     _tensor_pickle,
     _tensor_placement,
+    _torch_aliases,
     sampling,
 )
 from numdiff._ground.scalar_rules import RULES
@@ -370,6 +371,8 @@ def attach() -> None:
     for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS,
                      **_tensor_pickle.PICKLE_METHODS, **_tensor_placement.PLACEMENT_ATTRIBUTES,
                      **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
+        setattr(Tensor, name, fn)
+    for name, fn in _torch_aliases.methods(Tensor).items():  # last: aliases are the attached originals
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))
