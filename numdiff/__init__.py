@@ -230,6 +230,7 @@ from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
+from numdiff import hub as hub  # noqa: E402 - torch.hub: download files and checkpoints
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
@@ -327,7 +328,7 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 __all__ += [
-    "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
+    "benchmark", "distributed", "distributions", "elementwise", "func", "hub", "jit", "linalg", "load", "onnx", "optim",
     "profiler", "safetensors", "save", "serialization", "testing", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
 
