@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _out_argument, _tensor_methods, _torch_aliases
+from numdiff import _out_argument, _tensor_methods, _torch_misc, _torch_names
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -221,8 +221,9 @@ from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
+_TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...
+globals().update(_TORCH_NAMES)
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
-globals().update(_torch_aliases.functions(globals()))  # arccos, greater_equal, ... share the originals
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
@@ -253,6 +254,7 @@ from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTo
 from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
+from numdiff.nn._toplevel import FUNCTIONS as _NN_FUNCTIONS  # noqa: E402 - torch.conv2d, torch.dropout, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
 from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
@@ -278,6 +280,9 @@ __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
 __all__ += ["from_dlpack"]
 globals().update({name: fn for name, fn in _LINALG_FUNCTIONS.items() if name not in globals()})
 __all__ += sorted(_LINALG_FUNCTIONS)
+_NN_FUNCTIONS = {name: fn for name, fn in _NN_FUNCTIONS.items() if name not in globals()}
+globals().update(_NN_FUNCTIONS)
+__all__ += sorted(_NN_FUNCTIONS)
 __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
@@ -291,9 +296,9 @@ __all__ += [
     "IntTensor", "LongTensor", "ShortTensor",
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
+__all__ += sorted(set(_TORCH_NAMES) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
-__all__ += sorted(_torch_aliases.functions(globals()))
 __all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [

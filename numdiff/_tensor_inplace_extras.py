@@ -1,8 +1,7 @@
 """In-place Tensor methods that PyTorch programs use and numdiff's in-place machinery (same shape
 in, same shape out) does not cover: the shape-changing ``t_``, ``transpose_``, ``swapdims_``,
 ``squeeze_``, ``unsqueeze_``, and ``index_put``/``index_put_`` with PyTorch's (indices, values,
-accumulate) signature; and the comparisons and logical ops in place (``x.gt_(0)``, ``m.logical_and_(k)``),
-which write their 1/0 result in the tensor's own dtype, as PyTorch does.
+accumulate) signature.
 
 A shape-changing in-place op makes the tensor the result of the out-of-place op, in place: the
 same object now holds the transposed (or squeezed) view of the same memory, and, when autograd
@@ -20,7 +19,6 @@ import numpy as np
 from numdiff import _inplace
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.creation import tensor as make_tensor
-from numdiff.ops import logical
 from numdiff.ops.indexing import index_put as put_at_key
 from numdiff.ops.scatter import index_add
 from numdiff.tensor import InPlaceOnLeafError, Tensor
@@ -88,19 +86,7 @@ def index_put_(self: Tensor, indices: Any, values: Any, accumulate: bool = False
     return _inplace.apply_inplace(self, "index_put_", lambda old: index_put(old, indices, values, accumulate))
 
 
-def _truth_inplace(op: str, compare: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    def method(self: Tensor, *other: Any) -> Tensor:
-        return _inplace.apply_inplace(self, op, lambda old: compare(old, *other).to(old.dtype))
-
-    method.__name__ = op
-    method.__doc__ = f"In-place {op[:-1]}: the result as 1/0 in this tensor's dtype."
-    return method
-
-
-_TRUTH_OPS = ("eq", "ne", "gt", "ge", "lt", "le", "logical_and", "logical_or", "logical_xor", "logical_not")
-
 INPLACE_EXTRA_METHODS = {
-    **{f"{name}_": _truth_inplace(f"{name}_", getattr(logical, name)) for name in _TRUTH_OPS},
     "t_": _reshaping_inplace("t_", lambda t: t.t()),
     "transpose_": _reshaping_inplace("transpose_", lambda t, a, b: t.transpose(a, b)),
     "swapdims_": _reshaping_inplace("swapdims_", lambda t, a, b: t.transpose(a, b)),

@@ -275,7 +275,7 @@ def randint(
     )
 
 
-def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0..n-1."""
     numpy_dtype = np.int64 if dtype is None else _dtype.to_dtype(dtype).numpy
 
@@ -284,7 +284,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
             return g.permutation(n).astype(numpy_dtype)
         return g.permuted(np.broadcast_to(np.arange(n), shape), axis=-1).astype(numpy_dtype)
 
-    return _sample(draw, (n,), generator, device, False, None)
+    return _sample(draw, (n,), generator, device, requires_grad, None)
 
 
 def _like(fill, input: Tensor, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -314,23 +314,23 @@ def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = N
     return full(tuple(input.shape), fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, generator: Generator | None = None, layout: Any = None, memory_format: Any = None) -> Tensor:
     """rand with the shape (and by default dtype and device) of `input`."""
-    return _like(rand, input, dtype, device, requires_grad)
+    return rand(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, generator: Generator | None = None, layout: Any = None, memory_format: Any = None) -> Tensor:
     """randn with the shape (and by default dtype and device) of `input`."""
-    return _like(randn, input, dtype, device, requires_grad)
+    return randn(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype: Any = None, device: Any = None) -> Tensor:
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, memory_format: Any = None) -> Tensor:
     """randint with the shape (and by default dtype and device) of `input`: ``randint_like(x, high)``
     or ``randint_like(x, low, high)``."""
     if high is None:
         low, high = 0, low
     dtype = input.dtype if dtype is None else dtype
-    return randint(low, high, tuple(input.shape), dtype=dtype, device=device or input.device)
+    return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
 
 
 def _triangle_indices(op: str, select: Any, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:

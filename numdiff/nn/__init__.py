@@ -19,6 +19,7 @@ from numdiff.nn.modules import (
     SELU,
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AlphaDropout,
     AvgPool1d,
@@ -29,6 +30,7 @@ from numdiff.nn.modules import (
     BCELoss,
     BCEWithLogitsLoss,
     Bilinear,
+    ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
     CircularPad3d,
@@ -65,22 +67,37 @@ from numdiff.nn.modules import (
     KLDivLoss,
     L1Loss,
     LayerNorm,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
     LeakyReLU,
     Linear,
     LocalResponseNorm,
     LogSigmoid,
     LogSoftmax,
+    LPPool1d,
+    LPPool2d,
     MarginRankingLoss,
     MaxPool1d,
     MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
     Mish,
     Module,
     ModuleDict,
     ModuleList,
     MSELoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PairwiseDistance,
     ParameterDict,
     ParameterList,
@@ -104,6 +121,7 @@ from numdiff.nn.modules import (
     SmoothL1Loss,
     SoftMarginLoss,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
@@ -112,6 +130,7 @@ from numdiff.nn.modules import (
     Tanhshrink,
     Threshold,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
     Unflatten,
     Unfold,
     Upsample,
@@ -132,7 +151,7 @@ from numdiff.nn.modules.transformer import (
     TransformerEncoderLayer,
 )
 from numdiff.nn.parallel import DataParallel
-from numdiff.nn.parameter import Parameter
+from numdiff.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = [
     "ELU", "GELU", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
@@ -156,6 +175,30 @@ __all__ += [
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
+__all__ += ["Buffer"]
+__all__ += [
+    "AdaptiveMaxPool1d",
+    "ChannelShuffle",
+    "LPPool1d",
+    "LPPool2d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyLinear",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MultiLabelMarginLoss",
+    "NLLLoss2d",
+    "Softmax2d",
+    "TripletMarginWithDistanceLoss",
+    "UninitializedBuffer",
+    "UninitializedParameter",
+]
 
 __all__ += [name for name in ("functional", "init", "utils") if name not in __all__]
 

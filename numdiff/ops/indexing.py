@@ -208,7 +208,7 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
         )
 
 
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """out[i][j] = input[index[i][j]][j] (for dim=0), PyTorch's gather."""
     dim = normalize_dim("gather", dim, input.ndim)
     if _both_zero_dim(input, index):

@@ -36,6 +36,17 @@ from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from numdiff.nn.modules.extra_layers import AlphaDropout, EmbeddingBag, FeatureAlphaDropout, LocalResponseNorm
 from numdiff.nn.modules.im2col import Fold, Unfold
+from numdiff.nn.modules.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
+)
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from numdiff.nn.modules.loss import (
     BCELoss,
@@ -58,6 +69,18 @@ from numdiff.nn.modules.loss import (
     TripletMarginLoss,
 )
 from numdiff.nn.modules.module import Module
+from numdiff.nn.modules.more_layers import (
+    AdaptiveMaxPool1d,
+    ChannelShuffle,
+    LPPool1d,
+    LPPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MultiLabelMarginLoss,
+    NLLLoss2d,
+    Softmax2d,
+    TripletMarginWithDistanceLoss,
+)
 from numdiff.nn.modules.normalization import (
     BatchNorm1d,
     BatchNorm2d,
@@ -132,3 +155,24 @@ __all__ += [
 __all__ += ["ParameterDict", "ParameterList"]
 __all__ += ["Fold", "Unfold"]
 __all__ += ["AlphaDropout", "EmbeddingBag", "FeatureAlphaDropout", "LocalResponseNorm"]
+__all__ += [
+    "AdaptiveMaxPool1d",
+    "ChannelShuffle",
+    "LPPool1d",
+    "LPPool2d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyLinear",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MultiLabelMarginLoss",
+    "NLLLoss2d",
+    "Softmax2d",
+    "TripletMarginWithDistanceLoss",
+]
