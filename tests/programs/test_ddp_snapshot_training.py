@@ -12,6 +12,7 @@ with the same weights, and the loss must fall.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,7 +56,7 @@ class Trainer:
             snapshot = torch.load(snapshot_path, map_location="cpu")
             self.model.load_state_dict(snapshot["MODEL_STATE"])
             self.epochs_run = snapshot["EPOCHS_RUN"]
-            print(f"[rank {self.gpu_id}] resuming from epoch {self.epochs_run}")
+            print(f"[rank {self.gpu_id}] resuming from epoch {self.epochs_run}", flush=True)
         self.model = DDP(self.model)
 
     def run_epoch(self, epoch: int) -> float:
@@ -72,12 +73,12 @@ class Trainer:
     def train(self, max_epochs: int) -> None:
         for epoch in range(self.epochs_run, max_epochs):
             loss = self.run_epoch(epoch)
-            print(f"[rank {self.gpu_id}] epoch {epoch} loss {loss:.6f}")
+            print(f"[rank {self.gpu_id}] epoch {epoch} loss {loss:.6f}", flush=True)
             if self.gpu_id == 0:
                 torch.save({"MODEL_STATE": self.model.module.state_dict(), "EPOCHS_RUN": epoch + 1},
                            self.snapshot_path)
         weights = self.model.module.weight.detach().numpy()
-        print(f"[rank {self.gpu_id}] final weight checksum {float(np.abs(weights).sum()):.10f}")
+        print(f"[rank {self.gpu_id}] final weight checksum {float(np.abs(weights).sum()):.10f}", flush=True)
 
 
 def main(total_epochs: int, snapshot_path: str) -> None:
@@ -107,11 +108,11 @@ def test_ddp_job_trains_snapshots_and_resumes_with_ranks_in_step(tmp_path):
     second = _launch(4, snapshot)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "[rank 0] resuming from epoch 2" in second.stdout and "[rank 1] resuming from epoch 2" in second.stdout
-    losses = [float(line.split("loss ")[1]) for line in (first.stdout + second.stdout).splitlines()
-              if line.startswith("[rank 0] epoch")]
+    # The ranks share one stdout, so their lines may interleave: match the messages, not the lines.
+    losses = [float(x) for x in re.findall(r"\[rank 0\] epoch \d+ loss (\d+\.\d{6})", first.stdout + second.stdout)]
     assert len(losses) == 4 and losses[-1] < 0.2 * losses[0]
-    checksums = {line.split("checksum ")[1] for line in second.stdout.splitlines() if "checksum" in line}
-    assert len(checksums) == 1  # both ranks hold the same weights
+    checksums = re.findall(r"final weight checksum (\d+\.\d{10})", second.stdout)
+    assert len(checksums) == 2 and len(set(checksums)) == 1  # both ranks hold the same weights
 
 
 if __name__ == "__main__":
