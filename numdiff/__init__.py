@@ -226,6 +226,7 @@ globals().update(_TORCH_NAMES)
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
+from numdiff import amp as amp  # noqa: E402 - autocast and GradScaler
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
@@ -236,30 +237,43 @@ from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
-from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
+from numdiff import random as random  # noqa: E402 - torch.random: seeds, states, fork_rng
 from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
-from numdiff import testing as testing  # noqa: E402 - torch.testing: assert_close, make_tensor
+from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import version as version  # noqa: E402 - torch.version's fields
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
+from numdiff._lazy import lazy_module as _lazy_module  # noqa: E402
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,
 )
+from numdiff._show_config import show_config  # noqa: E402 - which BLAS/LAPACK, threads, Numba, CUDA
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
+from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
+    autocast,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
+from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
 from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
 from numdiff.nn._toplevel import FUNCTIONS as _NN_FUNCTIONS  # noqa: E402 - torch.conv2d, torch.dropout, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
-from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
+from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 from numdiff.version import __version__ as __version__  # noqa: E402
+
+# torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.
+profiler = _lazy_module("numdiff.profiler")
 
 __all__ = [
     "Generator", "Size", "Tensor", "abs", "add", "all", "allclose", "amax", "amin", "any", "arange",
@@ -287,7 +301,7 @@ __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
     "accelerator", "are_deterministic_algorithms_enabled", "backends", "get_num_threads", "set_num_threads",
-    "use_deterministic_algorithms",
+    "show_config", "use_deterministic_algorithms",
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]
@@ -310,7 +324,8 @@ __all__ += [
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
-__all__ += ["range", "vmap", "sparse", "sparse_coo", "sparse_coo_tensor", "spmm", "strided"]
+__all__ += ["range", "vmap", "sparse", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "spmm",
+            "strided"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
 __all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "kthvalue", "logcumsumexp", "median", "mode", "nanmedian"]
 
@@ -333,8 +348,11 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 __all__ += [
+    "amp", "autocast", "random", "testing", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
+]
+__all__ += [
     "benchmark", "distributed", "distributions", "elementwise", "func", "hub", "jit", "linalg", "load", "onnx", "optim",
-    "profiler", "safetensors", "save", "serialization", "testing", "utils", "version", "viz", "warmup",
+    "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
 
 

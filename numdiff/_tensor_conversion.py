@@ -44,6 +44,8 @@ def numpy(self: Tensor, *, force: bool = False) -> np.ndarray:
             "Got unsupported ScalarType BFloat16: NumPy has no bfloat16, so numpy() cannot share "
             "this tensor's memory; use t.float().numpy() for a float32 copy"
         )
+    if self.device.type == "meta":
+        raise TypeError("can't convert meta device type tensor to numpy: a meta tensor has no values")
     return backend_for(self._data).to_host(self._data)
 
 

@@ -19,9 +19,15 @@ import pkgutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from numba.core.dispatcher import Dispatcher
+from numdiff._lazy import lazy_module
+
+if TYPE_CHECKING:
+    from numba.core.dispatcher import Dispatcher
+
+# Numba loads when a kernel is listed, not at `import numdiff`.
+numba = lazy_module("numba")
 
 __all__ = ["KernelInfo", "KernelTable", "SignatureInfo", "compiled_kernels", "warmup"]
 
@@ -120,7 +126,7 @@ def _kernel_modules(package: str) -> list[ModuleType]:
 def _dispatchers_in(value: Any, depth: int = 2) -> Iterator[Dispatcher]:
     """`value` if it is a dispatcher, else the dispatchers in it when it is a dict, tuple or list
     (kernels built in pairs, such as serial and parallel builds, are kept in such tables)."""
-    if isinstance(value, Dispatcher):
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
         yield value
     elif depth and isinstance(value, dict):
         for item in value.values():

@@ -33,12 +33,14 @@ _CALL = (
     "index_add_into_zeros", "index_put", "log_softmax", "permute", "prod", "reshape", "scatter_add", "sign", "sum",
     "to_device", "to_dtype", "tril", "triu", "nll_loss", "cross_entropy", "cumsum", "diagonal", "scatter", "fmod",
     "remainder", "logcumsumexp",
+    # the depth taps of conv3d/conv_transpose3d (numdiff.ops._axis_taps): strided copies and adds
+    "axis_taps", "axis_taps_backward",
     # numdiff.linalg: one LAPACK call (or the batched triangular-solve kernel) on arrays
     "solve_triangular", "linalg_solve", "linalg_inv", "linalg_pinv", "linalg_matrix_exp", "linalg_cholesky",
     "linalg_eigvalsh", "linalg_eigh_vectors", "linalg_svdvals", "linalg_svd_u", "linalg_svd_vh", "linalg_qr_q",
     "linalg_qr_r", "linalg_det", "linalg_logabsdet",
-    # sparse COO products (numdiff.sparse): each the other's gradient, Numba kernels on the arrays
-    "coo_mm", "coo_sampled_dot",
+    # sparse COO and CSR products (numdiff.sparse): each the other's gradient, Numba kernels on the arrays
+    "coo_mm", "coo_sampled_dot", "csr_mm", "csr_sampled_dot",
 )
 _EAGER_BACKWARD: tuple[str, ...] = ("cumprod",)
 

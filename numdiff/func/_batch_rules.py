@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
-from numdiff.backend import is_numpy
+from numdiff.backend import is_numpy, like_host, to_host
 from numdiff.func._batched import align, logical_ndim
 from numdiff.tensor import Tensor
 
@@ -150,8 +150,8 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
 
 
 def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W): the vmap batch folds
-    into N."""
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), and the (B, D, R) axis
+    taps of conv3d: the vmap batch folds into the leading dim."""
     if any(batched[1:]):
         return None
     x = values[0]
@@ -167,7 +167,10 @@ for _name in (
     RULES[_name] = elementwise
 for _name in ("sum", "prod", "amax", "amin"):
     RULES[_name] = _shift_dims("dims")
-for _name in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d"):
+for _name in (
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
+    "axis_taps_backward",
+):
     RULES[_name] = fold_into_n
 RULES.update(
     {
@@ -189,8 +192,54 @@ RULES.update(
         "index_put": index_put_rule,
         "matmul": matmul_rule,
         "conv2d": conv2d_rule,
+
     }
 )
+
+
+def _repeated_structure(attrs: dict, size: int, rows: int, cols: int) -> dict:
+    """A sparse product's structure attrs for `size` copies of the matrix down a block diagonal
+    (copy b's rows and columns shifted by b * rows and b * cols): one product then serves the batch."""
+    shifts = np.arange(size, dtype=np.int64)[:, None]
+    columns = to_host(attrs["cols"])
+    repeated = {"cols": like_host((columns[None] + shifts * cols).reshape(-1), attrs["cols"])}
+    if "crow" in attrs:
+        crow = to_host(attrs["crow"])
+        offsets = (crow[None, :-1] + shifts * crow[-1]).reshape(-1)
+        repeated["crow"] = like_host(np.append(offsets, size * crow[-1]), attrs["crow"])
+    else:
+        repeated["rows"] = like_host((to_host(attrs["rows"])[None] + shifts * rows).reshape(-1), attrs["rows"])
+    if "n_rows" in attrs:
+        repeated["n_rows"] = size * rows
+    return repeated
+
+
+def sparse_matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """coo_mm and csr_mm: a batch of dense operands sharing the sparse values folds into the
+    columns; batched values multiply a block-diagonal matrix of the copies (no loop either way)."""
+    entries, dense = values
+    k, n = dense.shape[-2:]
+    if not batched[0]:
+        folded = dense.permute(1, 0, 2).reshape(k, size * n)
+        out = cls.apply(entries, folded, **attrs)
+        return out.reshape(out.shape[0], size, n).permute(1, 0, 2)
+    m = attrs["n_rows"] if "n_rows" in attrs else attrs["crow"].shape[0] - 1
+    stacked = _materialize(dense, batched[1], size).reshape(size * k, n)
+    out = cls.apply(entries.reshape(-1), stacked, **{**attrs, **_repeated_structure(attrs, size, m, k)})
+    return out.reshape(size, m, n)
+
+
+def sparse_sampled_dot_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """coo_sampled_dot and csr_sampled_dot: the batch's operands stacked, sampled at a block
+    diagonal of the entries' copies."""
+    a, b = (_materialize(v, is_batched, size) for v, is_batched in zip(values, batched))
+    (m, n), k = a.shape[1:], b.shape[1]
+    out = cls.apply(a.reshape(size * m, n), b.reshape(size * k, n), **{**attrs, **_repeated_structure(attrs, size, m, k)})
+    return out.reshape(size, -1)
+
+
+RULES.update(dict.fromkeys(("coo_mm", "csr_mm"), sparse_matmul_rule))
+RULES.update(dict.fromkeys(("coo_sampled_dot", "csr_sampled_dot"), sparse_sampled_dot_rule))
 
 
 def leading_batch_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:

@@ -18,14 +18,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
+from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
-from numdiff.kernels._blas import prepare_blas
-from numdiff.ops import _lapack
+from numdiff.ops import _lapack, _linalg_grads
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat
+
+scipy_linalg = lazy_module("scipy.linalg")
+_blas = lazy_module("numdiff.kernels._blas")
 
 # Batches of matrices up to this order go through the compiled substitution kernel; one matrix,
 # or larger ones, through LAPACK's trsm (blocked, BLAS-3).
@@ -71,9 +73,9 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(-1, n, k)
     out = np.empty_like(b3)
     if len(a3) == 1 or n > _KERNEL_MAX_ORDER:
-        prepare_blas()
+        _blas.prepare_blas()
         for p in range(len(a3)):
-            out[p] = scipy.linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
+            out[p] = scipy_linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
                                                    check_finite=False)
     elif len(a3):
         backend_for(a3).triangular_solve(a3, b3, out, upper, unit)
@@ -119,14 +121,19 @@ class Solve(Function):
             if backend_for(info).to_host(info).any():
                 raise np.linalg.LinAlgError("Singular matrix")
             out = out.reshape(tuple(b.shape))
+            ctx.factors = None
         else:
-            out = _lapack.solve(a, b)
+            out, ctx.factors = _lapack.solve(a, b)
         ctx.save_for_backward(a, out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         a, x = ctx.saved_tensors
+        if _linalg_grads.direct(grad, x.shape):  # A^-T G from the forward's LU, no graph recorded
+            g_a, g_b = _linalg_grads.solve(a._data, ctx.factors, x._data, grad._data, ctx.needs_input_grad[0])
+            g_b = grad.new_tensor(g_b) if ctx.needs_input_grad[1] else None
+            return (None if g_a is None else grad.new_tensor(g_a)), g_b
         g_b = Solve.apply(a.mT, grad)
         g_a = -(g_b @ x.mT) if ctx.needs_input_grad[0] else None
         return g_a, g_b if ctx.needs_input_grad[1] else None
@@ -172,7 +179,7 @@ def _expm(a: np.ndarray) -> np.ndarray:
     flat = a.reshape(-1, *a.shape[-2:])
     out = np.empty_like(flat)
     for p in range(len(flat)):
-        out[p] = scipy.linalg.expm(flat[p])
+        out[p] = scipy_linalg.expm(flat[p])
     return out.reshape(a.shape)
 
 

@@ -31,7 +31,7 @@ from numdiff.nn.modules.activation import (
 )
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleDict, ModuleList, Sequential
-from numdiff.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from numdiff.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from numdiff.nn.modules.distance import CosineSimilarity, PairwiseDistance
 from numdiff.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from numdiff.nn.modules.extra_layers import AlphaDropout, EmbeddingBag, FeatureAlphaDropout, LocalResponseNorm
@@ -39,12 +39,16 @@ from numdiff.nn.modules.im2col import Fold, Unfold
 from numdiff.nn.modules.lazy import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
+    LazyBatchNorm3d,
     LazyConv1d,
     LazyConv2d,
+    LazyConv3d,
     LazyConvTranspose1d,
     LazyConvTranspose2d,
+    LazyConvTranspose3d,
     LazyInstanceNorm1d,
     LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
     LazyLinear,
 )
 from numdiff.nn.modules.linear import Bilinear, Flatten, Identity, Linear, Unflatten
@@ -74,8 +78,10 @@ from numdiff.nn.modules.more_layers import (
     ChannelShuffle,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
     MultiLabelMarginLoss,
     NLLLoss2d,
     Softmax2d,
@@ -88,6 +94,7 @@ from numdiff.nn.modules.normalization import (
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
+    InstanceNorm3d,
     LayerNorm,
     RMSNorm,
 )
@@ -112,11 +119,15 @@ from numdiff.nn.modules.parameter_containers import ParameterDict, ParameterList
 from numdiff.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from numdiff.nn.modules.resampling import (
     PixelShuffle,
@@ -144,6 +155,10 @@ __all__ = [
 ]
 __all__ += ["CELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Mish", "ReLU6", "SELU", "SiLU", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
 __all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ += [
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose3d", "InstanceNorm3d", "MaxPool3d",
+    "LPPool3d", "MaxUnpool3d",
+]
 __all__ += ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 __all__ += ["CosineSimilarity", "PairwiseDistance"]
 __all__ += ["PReLU", "RReLU"]
@@ -164,6 +179,10 @@ __all__ += [
     "LazyBatchNorm2d",
     "LazyConv1d",
     "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose3d",
+    "LazyBatchNorm3d",
+    "LazyInstanceNorm3d",
     "LazyConvTranspose1d",
     "LazyConvTranspose2d",
     "LazyInstanceNorm1d",
