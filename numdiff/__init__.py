@@ -235,6 +235,8 @@ from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd,
 from numdiff import hub as hub  # noqa: E402 - torch.hub: download files and checkpoints
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
+from numdiff import mps as mps  # noqa: E402 - devices numdiff lacks: their probes answer False
+from numdiff import mtia as mtia  # noqa: E402
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import random as random  # noqa: E402 - torch.random: seeds, states, fork_rng
@@ -244,6 +246,7 @@ from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import version as version  # noqa: E402 - torch.version's fields
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
+from numdiff import xpu as xpu  # noqa: E402
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
 from numdiff._lazy import lazy_module as _lazy_module  # noqa: E402
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
@@ -301,7 +304,7 @@ __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
     "accelerator", "are_deterministic_algorithms_enabled", "backends", "get_num_threads", "set_num_threads",
-    "show_config", "use_deterministic_algorithms",
+    "show_config", "use_deterministic_algorithms", "mps", "mtia", "xpu",
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]

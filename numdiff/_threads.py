@@ -24,6 +24,7 @@ started, so a program that forks workers before it runs a parallel kernel keeps 
 from __future__ import annotations
 
 import os
+import sys
 
 from numdiff._lazy import lazy_module
 
@@ -60,7 +61,10 @@ def _prefer_omp() -> None:
     installed (the ``mkl`` extra brings the ``tbb`` package, which Numba would otherwise prefer),
     unless the user chose a layer (``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``)."""
     if "NUMBA_THREADING_LAYER" not in os.environ and "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
-        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+        # Numba reads the variable when it loads; set it there too if it already has.
+        os.environ["NUMBA_THREADING_LAYER_PRIORITY"] = "omp tbb workqueue"
+        if "numba" in sys.modules:
+            sys.modules["numba"].config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
 
 
 _prefer_omp()

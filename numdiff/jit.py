@@ -21,7 +21,18 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from numdiff import _torchscript
 from numdiff._lazy import lazy_module
+from numdiff._torchscript import Final as Final
+from numdiff._torchscript import ScriptFunction as ScriptFunction
+from numdiff._torchscript import ScriptModule as ScriptModule
+from numdiff._torchscript import export as export
+from numdiff._torchscript import ignore as ignore
+from numdiff._torchscript import is_scripting as is_scripting
+from numdiff._torchscript import is_tracing as is_tracing
+from numdiff._torchscript import script as script
+from numdiff._torchscript import trace as trace
+from numdiff._torchscript import unused as unused
 
 if TYPE_CHECKING:
     from numba.core.dispatcher import Dispatcher
@@ -30,6 +41,8 @@ if TYPE_CHECKING:
 numba = lazy_module("numba")
 
 __all__ = ["KernelInfo", "KernelTable", "SignatureInfo", "compiled_kernels", "warmup"]
+# PyTorch's TorchScript names that eager code touches (is_scripting, ignore, ScriptModule, ...)
+__all__ += _torchscript.__all__
 
 
 @dataclass(frozen=True)

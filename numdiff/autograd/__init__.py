@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from numdiff.autograd import graph
 from numdiff.autograd.anomaly import AnomalyError, detect_anomaly, set_detect_anomaly
 from numdiff.autograd.function import (
     Function,
@@ -93,6 +94,7 @@ __all__ = [
     "grad",
     "gradcheck",
     "gradgradcheck",
+    "graph",
     "inference_mode",
     "is_grad_enabled",
     "no_grad",

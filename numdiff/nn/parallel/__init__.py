@@ -1,6 +1,7 @@
-"""Data-parallel training: ``DistributedDataParallel`` (see numdiff.distributed) and ``DataParallel``."""
+"""Data-parallel training: ``numdiff.nn.parallel.DistributedDataParallel`` (see numdiff.distributed)
+and the single-process ``DataParallel``."""
 
-from numdiff.nn.parallel.data_parallel import DataParallel, data_parallel
+from numdiff.nn.parallel.data_parallel import DataParallel
 from numdiff.nn.parallel.distributed import DistributedDataParallel
 
-__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]

@@ -1,84 +1,69 @@
-"""torch.nn.DataParallel on numdiff: one process drives one device.
+"""nn.DataParallel: PyTorch's single-process data parallelism, on the devices numdiff has.
 
-PyTorch's DataParallel splits a batch over several GPUs of one process. With no GPU, or one,
-it calls the wrapped module directly (moving the inputs to that GPU first), and that is what
-this does. numdiff does not drive several GPUs from one process, so more than one device id
-is refused, naming DistributedDataParallel (one rank per device, under mpiexec) instead. The
-wrapper keeps PyTorch's ``module.`` prefix in `state_dict` keys, so checkpoints written from a
-wrapped model load in both libraries.
+Without a CUDA device (or with ``device_ids=[]``) it is the module itself, as in PyTorch. With
+devices, the inputs go to ``device_ids[0]``, the module runs there on the whole batch, and the
+outputs come back to `output_device`: numdiff does not replicate the module over several GPUs,
+so the values are those of one replica (BatchNorm sees the whole batch instead of each slice).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from numdiff import cuda
+from numdiff._device import device as Device  # noqa: N812 - the class, not an instance
 from numdiff.nn.modules.module import Module
+from numdiff.tensor import Tensor
 
 
-def _device_ids(op: str, device_ids: Sequence[Any] | None) -> list[int]:
-    if device_ids is None:
-        return [0] if cuda.is_available() else []
-    ids = [int(getattr(d, "index", d) or 0) for d in device_ids]
-    if len(ids) > 1:
-        raise NotImplementedError(
-            f"{op}: device_ids={list(device_ids)} asks one process to drive {len(ids)} devices; numdiff runs "
-            "one device per process. Use numdiff.nn.parallel.DistributedDataParallel with one rank per device "
-            "(python -m numdiff.distributed.run --nproc-per-node N train.py)"
-        )
-    if ids and not cuda.is_available():
-        raise RuntimeError(f"{op}: device_ids={list(device_ids)} names a CUDA device, but CUDA is not available")
-    return ids
+def _device_index(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    return Device(value).index or 0
 
 
-def _to(value: Any, device: str) -> Any:
-    if hasattr(value, "to") and hasattr(value, "device"):
-        return value.to(device)
+def _moved(value: Any, target: str) -> Any:
+    if isinstance(value, Tensor):
+        return value.to(target)
     if isinstance(value, (list, tuple)):
-        return type(value)(_to(v, device) for v in value)
+        moved = [_moved(v, target) for v in value]
+        return type(value)(moved) if not hasattr(value, "_fields") else type(value)(*moved)
     if isinstance(value, dict):
-        return {k: _to(v, device) for k, v in value.items()}
+        return {k: _moved(v, target) for k, v in value.items()}
     return value
 
 
 class DataParallel(Module):
-    """Wrap `module` as PyTorch's DataParallel does on a machine with at most one GPU.
+    """Run `module` on the batch, on ``device_ids[0]`` when there is a CUDA device.
 
-    >>> import numdiff, numdiff.nn as nn
-    >>> model = nn.DataParallel(nn.Linear(3, 2))
-    >>> model(numdiff.randn(4, 3)).shape
-    numdiff.Size([4, 2])
-    >>> sorted(model.state_dict())
-    ['module.bias', 'module.weight']
+    >>> net = numdiff.nn.DataParallel(numdiff.nn.Linear(4, 2))
+    >>> net(numdiff.randn(8, 4)).shape
+    numdiff.Size([8, 2])
     """
 
-    def __init__(self, module: Module, device_ids: Sequence[Any] | None = None, output_device: Any = None,
-                 dim: int = 0) -> None:
+    def __init__(self, module: Module, device_ids: list | None = None, output_device: Any = None, dim: int = 0) -> None:
         super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel wraps an nn.Module, got {type(module).__name__}")
         self.module = module
-        self.device_ids = _device_ids("DataParallel", device_ids)
-        self.output_device = output_device
         self.dim = dim
+        if not cuda.is_available():
+            self.device_ids: list[int] = []
+            self.output_device = None
+            return
+        ids = list(range(cuda.device_count())) if device_ids is None else [_device_index(d) for d in device_ids]
+        self.device_ids = ids
+        self.output_device = None if not ids else _device_index(output_device if output_device is not None else ids[0])
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if self.device_ids:
-            device = f"cuda:{self.device_ids[0]}"
-            inputs, kwargs = _to(inputs, device), _to(kwargs, device)
-        return self.module(*inputs, **kwargs)
-
-
-def data_parallel(module: Module, inputs: Any, device_ids: Sequence[Any] | None = None, output_device: Any = None,
-                  dim: int = 0, module_kwargs: dict[str, Any] | None = None) -> Any:
-    """The functional form: run `module` on `inputs` as `DataParallel(module, device_ids)` would.
-
-    >>> import numdiff, numdiff.nn as nn
-    >>> nn.parallel.data_parallel(nn.Linear(3, 2), numdiff.randn(4, 3)).shape
-    numdiff.Size([4, 2])
-    """
-    ids = _device_ids("data_parallel", device_ids)
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    kwargs = dict(module_kwargs or {})
-    if ids:
-        inputs, kwargs = _to(inputs, f"cuda:{ids[0]}"), _to(kwargs, f"cuda:{ids[0]}")
-    return module(*inputs, **kwargs)
+        if not self.device_ids:
+            return self.module(*inputs, **kwargs)
+        target = f"cuda:{self.device_ids[0]}"
+        for name, tensor in list(self.module.named_parameters()) + list(self.module.named_buffers()):
+            if str(tensor.device) != target and not (target == "cuda:0" and str(tensor.device) == "cuda"):
+                raise RuntimeError(
+                    f"DataParallel: module must have its parameters and buffers on device {target} "
+                    f"(device_ids[0]) but found {name} on device {tensor.device}"
+                )
+        output = self.module(*_moved(inputs, target), **_moved(kwargs, target))
+        return _moved(output, f"cuda:{self.output_device}")
