@@ -232,6 +232,7 @@ from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
+from numdiff import hub as hub  # noqa: E402 - torch.hub: download files and checkpoints
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
 from numdiff import mps as mps  # noqa: E402 - devices numdiff lacks: their probes answer False
@@ -243,6 +244,7 @@ from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors f
 from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
+from numdiff import version as version  # noqa: E402 - torch.version's fields
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff import xpu as xpu  # noqa: E402
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
@@ -272,8 +274,7 @@ from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz
 from numdiff.serialization import save as save  # noqa: E402
 from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
-
-__version__ = "0.1.0"
+from numdiff.version import __version__ as __version__  # noqa: E402
 
 # torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.
 profiler = _lazy_module("numdiff.profiler")
@@ -354,8 +355,8 @@ __all__ += [
     "amp", "autocast", "random", "testing", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
 ]
 __all__ += [
-    "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
-    "profiler", "safetensors", "save", "serialization", "utils", "viz", "warmup",
+    "benchmark", "distributed", "distributions", "elementwise", "func", "hub", "jit", "linalg", "load", "onnx", "optim",
+    "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
 
 

@@ -106,10 +106,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # numdiff.autograd.functional builds on numdiff.func, which needs the Tensor class; loading it
     # on first access keeps `numdiff.autograd.functional.jacobian(...)` working without an import.
-    if name == "functional":
+    # numdiff.autograd.profiler (the legacy profiler API) loads the same way.
+    if name in ("functional", "profiler"):
         import importlib
 
-        return importlib.import_module("numdiff.autograd.functional")
+        return importlib.import_module(f"numdiff.autograd.{name}")
     raise AttributeError(f"module 'numdiff.autograd' has no attribute {name!r}")
 
 
