@@ -262,11 +262,11 @@ from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
     is_autocast_cpu_enabled,
     is_autocast_enabled,
 )
+from numdiff.autograd import forward_ad as _forward_ad  # noqa: E402, F401 - numdiff.autograd.forward_ad: dual tensors
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
 from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
 from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
-from numdiff.autograd import forward_ad as _forward_ad  # noqa: E402, F401 - numdiff.autograd.forward_ad: dual tensors
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
 from numdiff.nn._toplevel import FUNCTIONS as _NN_FUNCTIONS  # noqa: E402 - torch.conv2d, torch.dropout, ...
