@@ -16,6 +16,7 @@ half-run module.
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.util
 import sys
@@ -57,6 +58,8 @@ def lazy_module(name: str) -> ModuleType:
     loaded = sys.modules.get(name)
     if loaded is not None:
         return loaded
+    if name.split(".")[0] != "numdiff":
+        return _external(name)
     parent_name, _, child = name.rpartition(".")
     parent = lazy_module(parent_name) if parent_name else None
     if parent is None:
@@ -72,3 +75,26 @@ def lazy_module(name: str) -> ModuleType:
     if parent is not None:
         setattr(parent, child, module)  # as the import system binds a submodule on its package
     return module
+
+
+class _ExternalModule(ModuleType):
+    """A stand-in for another package's module (numba, scipy.linalg): each attribute read imports
+    the real module through the import system, then reads from it. Unlike a lazy module it is
+    never put in sys.modules, so the package's own imports run as they always do (a placeholder
+    for numba there left numba.core without its entrypoints submodule, seen in a compile helper)."""
+
+    def __getattribute__(self, attr: str) -> object:
+        if attr in ("__class__", "__name__"):
+            return ModuleType.__getattribute__(self, attr)
+        state = ModuleType.__getattribute__(self, "__dict__")
+        module = state.get("_real")
+        if module is None:
+            # import_module waits for a module another thread is importing, and then it is whole.
+            module = state["_real"] = importlib.import_module(state["__name__"])
+        return getattr(module, attr)
+
+
+def _external(name: str) -> ModuleType:
+    if importlib.util.find_spec(name.split(".")[0]) is None:  # the top level only: no parent runs
+        raise ModuleNotFoundError(f"lazy_module: no module named {name!r}", name=name)
+    return _ExternalModule(name)

@@ -24,7 +24,6 @@ started, so a program that forks workers before it runs a parallel kernel keeps 
 from __future__ import annotations
 
 import os
-import sys
 
 from numdiff._lazy import lazy_module
 
@@ -56,18 +55,6 @@ def _shorten_spin() -> None:
 _shorten_spin()
 
 
-def _prefer_omp() -> None:
-    """Keep Numba on its OpenMP pool, the one :data:`SPIN_COUNT` was measured for, when TBB is also
-    installed (the ``mkl`` extra brings the ``tbb`` package, which Numba would otherwise prefer),
-    unless the user chose a layer (``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``)."""
-    if "NUMBA_THREADING_LAYER" not in os.environ and "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
-        # Numba reads the variable when it loads; set it there too if it already has.
-        os.environ["NUMBA_THREADING_LAYER_PRIORITY"] = "omp tbb workqueue"
-        if "numba" in sys.modules:
-            sys.modules["numba"].config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
-
-
-_prefer_omp()
 
 
 def set_num_threads(n: int) -> None:

@@ -198,7 +198,9 @@ def _serve() -> None:
     for line in sys.stdin.buffer:
         module, qualname, signature = pickle.loads(base64.b64decode(line))
         try:
-            importlib.import_module(module)
+            # An attribute read runs the module's code, which a lazy import (numdiff._lazy) put off:
+            # its kernels enter _REGISTRY as it runs.
+            importlib.import_module(module).__name__
             _REGISTRY[(module, qualname)].compile(signature)
             reply = b"ok\n"
         except Exception:

@@ -134,3 +134,16 @@ def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
         return dispatcher
 
     return compile_lazily if function is None else compile_lazily(function)
+
+
+def _prefer_omp() -> None:
+    """Keep Numba on its OpenMP pool, the one numdiff._threads.SPIN_COUNT was measured for, when TBB
+    is also installed (the ``mkl`` extra brings the ``tbb`` package, which Numba would otherwise
+    prefer), unless the user chose a layer (``NUMBA_THREADING_LAYER`` or
+    ``NUMBA_THREADING_LAYER_PRIORITY``). Every kernel module imports this one before its first
+    parallel launch, which is when Numba picks the layer."""
+    if "NUMBA_THREADING_LAYER" not in os.environ and "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
+        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+
+
+_prefer_omp()
