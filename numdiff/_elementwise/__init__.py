@@ -39,6 +39,7 @@ from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import is_numpy
 from numdiff.kernels._codegen import load_source, scalar_code, vector_math_source
+from numdiff.ops.registry import OpSpec
 from numdiff.tensor import Tensor
 
 PARALLEL_GRAIN = 32768
@@ -251,6 +252,12 @@ class _ElementwiseFunction(Function):
         return tuple(
             cls.op.vjp_op(k)(grad, *inputs) if needed else None for k, needed in enumerate(ctx.needs_input_grad)
         )
+
+
+SPEC = OpSpec("elementwise", _ElementwiseFunction)
+"""The spec every @elementwise op shares (not registered: each is a user's op): numdiff.func attaches
+its batching rule here. No compile rule: compile runs its backward eagerly."""
+_ElementwiseFunction.spec = SPEC
 
 
 def elementwise(fn: Callable) -> ElementwiseOp:

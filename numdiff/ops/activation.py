@@ -196,7 +196,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * b.sigmoid()
 
 
-@register("log_softmax")
+@register("log_softmax", compile="call")
 class LogSoftmax(Function):
     """x - logsumexp(x) along `dim`, in one op: the heart of every classification loss.
 

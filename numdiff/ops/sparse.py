@@ -26,7 +26,7 @@ from numdiff.tensor import Tensor
 __all__ = ["CooMatmul", "CooSampledDot", "coo_matmul", "coo_sampled_dot"]
 
 
-@register("coo_mm")
+@register("coo_mm", compile="call", launchers=("coo_spmm",))
 class CooMatmul(Function):
     """COO(rows, cols, values) of `n_rows` rows @ dense (attrs: rows, cols, n_rows)."""
 
@@ -49,7 +49,7 @@ class CooMatmul(Function):
         return grad_values, grad_dense
 
 
-@register("coo_sampled_dot")
+@register("coo_sampled_dot", compile="call", launchers=("coo_sddmm",))
 class CooSampledDot(Function):
     """s[e] = a[rows[e]] . b[cols[e]] for the COO entries (attrs: rows, cols)."""
 
