@@ -61,6 +61,7 @@ from numdiff.ops.activation import (
     threshold,
 )
 from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from numdiff.ops.elementwise import PUBLIC
 from numdiff.ops.linalg import linear
 from numdiff.ops.pool import (
     adaptive_avg_pool1d,
@@ -71,7 +72,8 @@ from numdiff.ops.pool import (
     max_pool1d,
     max_pool2d,
 )
-from numdiff.ops.unary import sigmoid, tanh
+
+sigmoid, tanh = PUBLIC["sigmoid"], PUBLIC["tanh"]
 
 __all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
 __all__ += [
