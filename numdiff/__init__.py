@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _out_argument, _tensor_methods
+from numdiff import _out_argument, _tensor_methods, _torch_misc, _torch_names
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -204,6 +204,8 @@ from numdiff.tensor import Size, Tensor
 
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
+_TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...
+globals().update(_TORCH_NAMES)
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
@@ -271,6 +273,7 @@ __all__ += [
     "IntTensor", "LongTensor", "ShortTensor",
 ]
 __all__ += sorted(set(_RULE_EXPORTS) - set(__all__))
+__all__ += sorted(set(_TORCH_NAMES) - set(__all__))
 __all__ += ["compile", "round", "absolute", "arctan2", "divide", "lerp", "multiply", "negative", "subtract"]
 __all__ += ["floor_divide", "fmod", "remainder"]
 __all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]

@@ -143,6 +143,13 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
         self._requires_grad = True
         if self._retains_grad:
             node._retained = weakref.ref(self)
+    elif self._grad_fn is not None and _state.enabled:
+        # The new value depends on nothing recorded (a random fill, a comparison): the old history
+        # no longer reaches it, so no gradient may flow through it (PyTorch's is zero there).
+        if self._retains_grad:
+            self._grad_fn._retained = None
+        self._grad_fn = None
+        self._requires_grad = False
     return self
 
 

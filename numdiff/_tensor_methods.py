@@ -12,6 +12,8 @@ from numdiff import (
     _tensor_inplace_extras,
     _tensor_pickle,
     _tensor_placement,
+    _torch_misc,
+    _torch_names,
     sampling,
 )
 from numdiff._ground.scalar_rules import RULES
@@ -367,6 +369,8 @@ def attach() -> None:
     for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS,
                      **_tensor_pickle.PICKLE_METHODS, **_tensor_placement.PLACEMENT_ATTRIBUTES,
                      **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
+        setattr(Tensor, name, fn)
+    for name, fn in {**_torch_misc.METHODS, **_torch_names.methods()}.items():  # PyTorch's aliases, random fills...
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))

@@ -14,10 +14,11 @@ import atexit
 import datetime
 import sys
 import threading
+import time
 import traceback
 from typing import Any
 
-from numdiff.distributed._departure import Departures
+from numdiff.distributed._departure import GRACE_SECONDS, Departures
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
@@ -193,6 +194,9 @@ def _abort_job_on_exception(kind: type, value: BaseException, tb: Any) -> None:
         f"{kind.__name__}: {value}\n{text}aborting the job so the other ranks do not wait for it\n"
     )
     sys.stderr.flush()
+    # mpiexec kills every rank as soon as the abort reaches it, and may do so before it has read this
+    # rank's stderr pipe: the report would be lost (seen on a loaded CI machine). Give it a moment first.
+    time.sleep(GRACE_SECONDS)
     mpi().COMM_WORLD.Abort(1)
 
 

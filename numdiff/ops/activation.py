@@ -21,7 +21,7 @@ from numdiff.autograd.function import Function
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
-from numdiff.ops.selection import where
+from numdiff.ops.selection import clamp, where
 from numdiff.tensor import Tensor
 
 
@@ -30,6 +30,17 @@ def _check_float(op: str, x: Tensor) -> None:
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if x._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype!r}")
+
+
+def _is_integral(x: object) -> bool:
+    return isinstance(x, Tensor) and x._data.dtype.kind in "iu"
+
+
+def _integral_clamp(input: Tensor, low: float | None, high: float | None, inplace: bool) -> Tensor:
+    """relu and hardtanh of an integer tensor: a clamp to integer bounds, in its dtype (no gradient)."""
+    low = None if low is None else int(np.ceil(low))
+    high = None if high is None else int(np.floor(high))
+    return input.clamp_(low, high) if inplace else clamp(input, low, high)
 
 
 Relu, LeakyRelu, Elu = FUNCTIONS["relu"], FUNCTIONS["leaky_relu"], FUNCTIONS["elu"]
@@ -45,7 +56,9 @@ def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """max(x, 0)."""
+    """max(x, 0); integer tensors too, as in PyTorch."""
+    if _is_integral(input):
+        return _integral_clamp(input, 0, None, inplace)
     _check_float("relu", input)
     return _maybe_inplace("relu_", input, Relu.apply, inplace) if inplace else Relu.apply(input)
 
@@ -93,6 +106,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     """x clamped to [min_val, max_val], with zero gradient outside."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    if _is_integral(input):
+        return _integral_clamp(input, min_val, max_val, inplace)
     return _rule_activation("hardtanh", inplace, input, min_val=float(min_val), max_val=float(max_val))
 
 

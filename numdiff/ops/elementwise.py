@@ -98,8 +98,21 @@ def _tensor_where(condition: Tensor, a: Any, b: Any) -> Tensor:
     return where(condition, a, b)
 
 
+def _sign_of_bool_is_itself(x: np.ndarray) -> np.ndarray:
+    return x.copy() if x.dtype == np.bool_ else np.sign(x)
+
+
+def _square_of_bool_in_int64(x: np.ndarray) -> np.ndarray:
+    return np.square(x.astype(np.int64) if x.dtype == np.bool_ else x)
+
+
+# NumPy's ufuncs where PyTorch's bool rule differs: sign(bool) is the bool (NumPy has no loop),
+# square(bool) is int64 (NumPy's is int8).
+_BOOL_AWARE = {"sign": _sign_of_bool_is_itself, "square": _square_of_bool_in_int64}
+
+
 def _make_function(rule: ScalarRule) -> type[Function]:
-    ufunc = getattr(np, rule.ufunc) if rule.ufunc else None
+    ufunc = _BOOL_AWARE.get(rule.name) or (getattr(np, rule.ufunc) if rule.ufunc else None)
     attr_names = rule.attr_names
     saved = rule.saved
     saved_inputs = [rule.inputs.index(name) for name in saved if name != "out"]

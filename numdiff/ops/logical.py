@@ -123,6 +123,30 @@ def isinf(input: Tensor) -> Tensor:
     return Tensor._wrap(as_result(np.isinf(data_of(input))), None, None)
 
 
+@host_function(elementwise=True)
+def isposinf(input: Tensor) -> Tensor:
+    """True where an element is +inf."""
+    return Tensor._wrap(as_result(np.isposinf(data_of(input))), None, None)
+
+
+@host_function(elementwise=True)
+def isneginf(input: Tensor) -> Tensor:
+    """True where an element is -inf."""
+    return Tensor._wrap(as_result(np.isneginf(data_of(input))), None, None)
+
+
+@host_function(elementwise=True)
+def isreal(input: Tensor) -> Tensor:
+    """True everywhere: numdiff's tensors are real."""
+    return Tensor._wrap(as_result(np.isreal(data_of(input))), None, None)
+
+
+@host_function(elementwise=True)
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set: negative numbers, -0.0 and NaNs with the bit."""
+    return Tensor._wrap(as_result(np.signbit(data_of(input))), None, None)
+
+
 @host_function
 def all(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where all elements (along `dim`) are nonzero."""
