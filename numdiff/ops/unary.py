@@ -1,16 +1,20 @@
-"""round with PyTorch's `decimals`, and PyTorch's other names of elementwise functions.
+"""The one-input elementwise functions (``unary.exp``, ``unary.sin``, ...), round with PyTorch's
+`decimals`, and PyTorch's other names of elementwise functions.
 
-The elementwise functions themselves (exp, log, abs, sin, ...) are generated from their scalar rules
-(numdiff/_ground/scalar_rules.py) as ``numdiff.ops.elementwise.PUBLIC[name]``; numdiff exports every
-rule that says so (``EXPORTS``), so nothing here lists them again.
+The functions are generated from their scalar rules (numdiff/_ground/scalar_rules.py) as
+``numdiff.ops.elementwise.PUBLIC[name]`` and read from there: a new one-input row is here with no
+edit. numdiff exports every rule that says so (``EXPORTS``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from numdiff._ground.scalar_rules import RULES
 from numdiff.ops.elementwise import PUBLIC
 from numdiff.tensor import Tensor
+
+globals().update({name: PUBLIC[name] for name, rule in RULES.items() if rule.arity == 1 and name != "round"})
 
 
 def round(input: Any, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
