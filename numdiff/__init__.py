@@ -234,6 +234,7 @@ from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTo
 from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
+from numdiff.nn._toplevel import FUNCTIONS as _NN_FUNCTIONS  # noqa: E402 - torch.conv2d, torch.dropout, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
 from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
@@ -260,6 +261,9 @@ __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
 __all__ += ["from_dlpack"]
 globals().update({name: fn for name, fn in _LINALG_FUNCTIONS.items() if name not in globals()})
 __all__ += sorted(_LINALG_FUNCTIONS)
+_NN_FUNCTIONS = {name: fn for name, fn in _NN_FUNCTIONS.items() if name not in globals()}
+globals().update(_NN_FUNCTIONS)
+__all__ += sorted(_NN_FUNCTIONS)
 __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",

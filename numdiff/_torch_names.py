@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff import _inplace
-from numdiff.ops import arithmetic, composed, composed_index, logical, shape
+from numdiff.ops import arithmetic, composed, composed_index, logical, scatter_reduce, shape
 from numdiff.ops.elementwise import PUBLIC as RULES
 from numdiff.tensor import Tensor
 
@@ -31,6 +31,7 @@ _COMPOSED = {
                           "take_along_dim", "broadcast_shapes", "broadcast_tensors", "index_fill", "index_copy",
                           "masked_scatter", "trapezoid", "cumulative_trapezoid", "quantile", "nanquantile", "renorm")),
         (logical, ("signbit", "isposinf", "isneginf", "isreal")),
+        (scatter_reduce, ("scatter_reduce",)),
     )
     for name in names
 }  # fmt: skip
@@ -113,7 +114,7 @@ def _method_names() -> dict[str, Any]:
 def methods() -> dict[str, Any]:
     """The Tensor methods to add (those Tensor lacks), with their in-place forms."""
     found = _method_names()
-    for name in ("deg2rad", "rad2deg", "sgn", "fix", "copysign", "heaviside", "ldexp", "sinc", "index_fill",
+    for name in ("deg2rad", "rad2deg", "sgn", "fix", "copysign", "heaviside", "ldexp", "sinc", "index_fill", "scatter_reduce",
                  "index_copy", "masked_scatter", "put", "renorm", "addr", "addbmm", "float_power",
                  "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh"):  # fmt: skip
         found[f"{name}_"] = _inplace_method(f"{name}_", found[name])

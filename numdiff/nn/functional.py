@@ -41,6 +41,30 @@ from numdiff.nn._margin_losses import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from numdiff.nn._more_functional import (
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    celu_,
+    channel_shuffle,
+    elu_,
+    gumbel_softmax,
+    hardtanh_,
+    leaky_relu_,
+    lp_pool1d,
+    lp_pool2d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    multilabel_margin_loss,
+    pdist,
+    relu_,
+    rrelu_,
+    selu_,
+    threshold_,
+    triplet_margin_with_distance_loss,
+)
 from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops import activation as _activation
@@ -77,6 +101,30 @@ __all__ += [
     "conv2d", "conv_transpose1d", "conv_transpose2d", "linear", "max_pool1d", "max_pool2d",
 ]
 __all__ += ["scaled_dot_product_attention"]
+__all__ += [
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "celu_",
+    "channel_shuffle",
+    "elu_",
+    "gumbel_softmax",
+    "hardtanh_",
+    "leaky_relu_",
+    "lp_pool1d",
+    "lp_pool2d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "multilabel_margin_loss",
+    "pdist",
+    "relu_",
+    "rrelu_",
+    "selu_",
+    "threshold_",
+    "triplet_margin_with_distance_loss",
+]
 __all__ += ["softmin"]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
 __all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample", "upsample_bilinear", "upsample_nearest"]

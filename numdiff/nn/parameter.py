@@ -58,3 +58,53 @@ class Parameter(Tensor):
 def rebuild_parameter(array: Any, dtype_name: str, where: str, requires_grad: bool) -> Parameter:
     """The Parameter that ``Parameter.__reduce_ex__`` describes (numdiff._tensor_pickle)."""
     return Parameter(rebuild_tensor(array, dtype_name, where, False), requires_grad=requires_grad)
+
+
+class Buffer(Tensor):
+    """A tensor that registers as a buffer when set on a Module (``self.mean = nn.Buffer(x)``),
+    sharing `data`'s storage; `persistent=False` keeps it out of the state_dict."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Any = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = empty(0)
+        if isinstance(data, Tensor):
+            self._init(data._data, None, data._version_counter)
+        else:
+            self._init(as_array(data, None), None, None)
+        self.persistent = bool(persistent)
+
+
+class UninitializedParameter(Parameter):
+    """A Parameter with no values yet: a lazy module's weight before its first input."""
+
+    __slots__ = ()
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(empty(0, device=device, dtype=dtype), requires_grad)
+
+    def materialize(self, values: Tensor) -> None:
+        """Take `values` (shape and all), and become a plain Parameter."""
+        self._data = values._data
+        self.__class__ = Parameter
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+
+class UninitializedBuffer(Tensor):
+    """A buffer with no values yet: a lazy norm layer's running statistics before its first input."""
+
+    __slots__ = ()
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None) -> None:
+        self._init(empty(0, device=device, dtype=dtype)._data, None, None)
+
+    def materialize(self, values: Tensor) -> None:
+        """Take `values` (shape and all), and become a plain Tensor."""
+        self._data = values._data
+        self.__class__ = Tensor
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"

@@ -11,7 +11,7 @@ from numdiff import _dtype
 from numdiff._ground.args import is_int
 from numdiff._scalar_convert import checked_array, wrapped_int
 from numdiff.autograd.transform_state import vmap_active
-from numdiff.backend import backend_for, is_host
+from numdiff.backend import backend_for, is_host, is_numpy
 from numdiff.tensor import Tensor
 
 
@@ -80,6 +80,8 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     Python numbers stay numbers (the array maths takes them directly, and they get no gradient).
     A sparse operand joins as its dense form: dense (op) sparse is dense, as in PyTorch.
     """
+    if is_numpy(a) or is_numpy(b):  # a NumPy array joins as a tensor (its dtype counts), as in PyTorch
+        a, b = (_from_numpy(op, v) if is_numpy(v) else v for v in (a, b))
     if getattr(a, "is_sparse", False) is True:
         a = a.to_dense()
     if getattr(b, "is_sparse", False) is True:
@@ -102,6 +104,14 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     if da.shape != db.shape and da.ndim and db.ndim:
         _check_broadcastable(op, da.shape, db.shape)
     return a, b
+
+
+def _from_numpy(op: str, array: np.ndarray) -> Tensor:
+    try:
+        kind = _dtype.from_numpy(array.dtype)
+    except TypeError:
+        raise TypeError(f"{op}: a NumPy operand of dtype {array.dtype} has no numdiff dtype") from None
+    return Tensor._wrap(np.ascontiguousarray(array, dtype=kind.numpy), None, None)
 
 
 _CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # V: bfloat16

@@ -214,3 +214,63 @@ def test_a_non_differentiable_inplace_write_cuts_the_history():
 def test_bad_input_is_refused_by_name(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+SCATTER_INDEX = np.array([[0, 1, 0, 2], [1, 1, 0, 0], [2, 2, 2, 1]])
+SCATTER_SRC = RNG.standard_normal((3, 4))
+SCATTER_SRC[0, 1] = SCATTER_SRC[0, 0]  # a tie inside one group
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "prod"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_matches_torch_with_gradients_split_among_ties(reduce, include_self):
+    differentiable = reduce != "prod"
+    theirs_in = [torch.tensor(x, requires_grad=differentiable) for x in (B[:, :4], SCATTER_SRC)]
+    ours_in = [numdiff.tensor(x.detach().numpy(), requires_grad=differentiable) for x in theirs_in]
+    theirs = theirs_in[0].scatter_reduce(1, torch.tensor(SCATTER_INDEX), theirs_in[1], reduce, include_self=include_self)
+    ours = ours_in[0].scatter_reduce(1, numdiff.tensor(SCATTER_INDEX), ours_in[1], reduce, include_self=include_self)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    if differentiable:
+        weights = RNG.standard_normal((3, 4))
+        (theirs * torch.tensor(weights)).sum().backward()
+        (ours * numdiff.tensor(weights)).sum().backward()
+        for mine, their in zip(ours_in, theirs_in):
+            np.testing.assert_allclose(mine.grad.numpy(), their.grad.numpy(), rtol=1e-10)
+
+
+def test_scatter_reduce_gradcheck_and_integer_mean():
+    index = numdiff.tensor(SCATTER_INDEX)
+    inputs = [numdiff.tensor(B[:, :4], requires_grad=True), numdiff.tensor(RNG.standard_normal((3, 4)), requires_grad=True)]
+    for reduce in ("mean", "amax"):
+        assert gradcheck(lambda a, s, r=reduce: numdiff.scatter_reduce(a, 1, index, s, r), inputs)
+    ours = numdiff.tensor([1, 2, 3]).scatter_reduce(0, numdiff.tensor([0, 1, 0]), numdiff.tensor([5, 6, 7]), "mean")
+    assert ours.tolist() == torch.tensor([1, 2, 3]).scatter_reduce(0, torch.tensor([0, 1, 0]), torch.tensor([5, 6, 7]), "mean").tolist()
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: numdiff.ones(3).scatter_reduce(0, numdiff.tensor([0]), numdiff.ones(1), "max"), ValueError, "scatter_reduce: reduce must"),
+        (lambda: numdiff.ones(3).scatter_reduce(0, numdiff.tensor([3]), numdiff.ones(1), "sum"), IndexError, "scatter_reduce: index values"),
+        (lambda: numdiff.ones(3).scatter_reduce(0, numdiff.tensor([0]), numdiff.ones(1, dtype=numdiff.float64), "sum"), TypeError, "scatter_reduce: src"),
+        (lambda: numdiff.ones(3, requires_grad=True).scatter_reduce(0, numdiff.tensor([0]), numdiff.ones(1), "prod"), NotImplementedError, "reduce='prod'"),
+    ],
+)
+def test_scatter_reduce_refuses_bad_input_by_name(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_scatter_reduce_under_vmap_matches_torch_func():
+    x = RNG.standard_normal((4, 3, 4))
+    index = SCATTER_INDEX
+
+    def ours(a):
+        return a.scatter_reduce(1, numdiff.tensor(index), a * 2, "amax", include_self=False)
+
+    def theirs(a):
+        return a.scatter_reduce(1, torch.tensor(index), a * 2, "amax", include_self=False)
+
+    with pytest.warns(Warning):
+        batched = numdiff.vmap(ours)(numdiff.tensor(x))
+    np.testing.assert_allclose(batched.numpy(), torch.vmap(theirs)(torch.tensor(x)).numpy())

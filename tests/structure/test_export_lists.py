@@ -25,7 +25,9 @@ def test_nn_modules_all_lists_exactly_its_layers():
 
 def test_nn_all_lists_its_layers_parameter_and_submodules():
     assert len(nn.__all__) == len(set(nn.__all__)), "a name listed twice"
-    assert set(nn.__all__) == _layers(nn) | {"Parameter", "functional", "init", "parallel", "utils"}
+    assert set(nn.__all__) == _layers(nn) | {
+        "Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "functional", "init", "parallel", "utils"
+    }
 
 
 def test_every_name_in_all_resolves():

@@ -12,7 +12,7 @@ from numdiff._device import to_device
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.nn.modules import _state_dict
-from numdiff.nn.parameter import Parameter
+from numdiff.nn.parameter import Buffer, Parameter
 from numdiff.tensor import Tensor
 
 
@@ -166,6 +166,11 @@ class Module:
                     "(numdiff.nn.Parameter or None expected)"
                 )
             params[name] = None
+        elif isinstance(value, Buffer):
+            if params is None:
+                raise AttributeError("cannot assign buffers before Module.__init__() call")
+            _forget(self, name, "_buffers")
+            self.register_buffer(name, value, persistent=value.persistent)
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")

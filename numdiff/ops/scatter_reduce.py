@@ -1,0 +1,102 @@
+"""scatter_reduce: src's elements combined into input at index positions along dim by a sum,
+mean, maximum, minimum or product, PyTorch's reductions, optionally counting input's own value.
+
+It is composed of scatter_add, gather and where, so it needs no backward of its own: the sum and
+mean are linear; the maximum and minimum pass the gradient to every element equal to the result,
+split evenly among ties, as PyTorch does. The product's value is exact; its gradient is refused
+by name (numdiff would otherwise have to give a wrong one where a group holds zeros).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numdiff import _dtype, creation
+from numdiff.backend import like_host, to_host
+from numdiff.func._batched import per_example
+from numdiff.ops import arithmetic, indexing, logical, selection
+from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
+from numdiff.ops.indexing import _check_index_tensor, _scatter_key
+from numdiff.tensor import Tensor
+
+REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor:
+    """A copy of `input` where each position that `index` names along `dim` holds the `reduce`
+    ("sum", "prod", "mean", "amax", "amin") of the src elements sent there, and of its own value
+    when `include_self`. Positions no index names keep input's value.
+
+    >>> numdiff.scatter_reduce(numdiff.zeros(3), 0, numdiff.tensor([0, 0, 2]), numdiff.tensor([1.0, 5.0, 2.0]), "amax")
+    tensor([5., 0., 2.])
+    """
+    input, src = ensure_tensor("scatter_reduce", input), ensure_tensor("scatter_reduce", src, "src")
+    if vmapped(input, index, src):  # the host reads below see one example of a batched tensor
+        return per_example(
+            "scatter_reduce", lambda x, i, s: scatter_reduce(x, dim, i, s, reduce, include_self=include_self), input, index, src
+        )
+    if reduce not in REDUCTIONS:
+        raise ValueError(f"scatter_reduce: reduce must be one of {REDUCTIONS}, got {reduce!r}")
+    if src.dtype is not input.dtype:
+        raise TypeError(f"scatter_reduce: src is {src.dtype} but input is {input.dtype}; they must have the same dtype")
+    dim = normalize_dim("scatter_reduce", dim, max(input.ndim, 1))
+    _check_index_tensor("scatter_reduce", input, dim, index)
+    if src.ndim != input.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
+        raise ValueError(f"scatter_reduce: index shape {tuple(index.shape)} exceeds src shape {tuple(src.shape)}")
+    for d, (a, b) in enumerate(zip(index.shape, input.shape)):
+        if d != dim and a > b:
+            raise ValueError(f"scatter_reduce: index shape {tuple(index.shape)} exceeds input shape {tuple(input.shape)} in dimension {d}")
+    if tuple(src.shape) != tuple(index.shape):
+        src = indexing.getitem(src, tuple(slice(0, n) for n in index.shape))
+    if input.dtype is _dtype.bfloat16:  # its storage holds bit patterns: reduce in float32
+        return scatter_reduce(input.float(), dim, index, src.float(), reduce, include_self=include_self).to(input.dtype)
+    if reduce == "prod" and (input.requires_grad or src.requires_grad):
+        raise NotImplementedError(
+            "scatter_reduce: the gradient of reduce='prod' is not implemented in numdiff; "
+            "compute it under numdiff.no_grad(), or use exp(scatter_reduce(log(x), ..., 'sum')) for positive values"
+        )
+    touched = _touched(input, dim, index)
+    own = creation.ones(tuple(input.shape), dtype=input.dtype, device=input.device)
+    if not include_self:
+        own = selection.where(touched, 0, own)
+    if reduce in ("sum", "mean"):
+        total = indexing.scatter_add(arithmetic.mul(input, own), dim, index, src)
+        if reduce == "sum":
+            return total
+        count = indexing.scatter_add(own, dim, index, creation.ones(tuple(index.shape), dtype=input.dtype, device=input.device))
+        safe = selection.where(logical.eq(count, 0), 1, count)
+        mean = arithmetic.floor_divide(total, safe) if not input.is_floating_point() else arithmetic.div(total, safe)
+        return selection.where(logical.eq(count, 0), input, mean)
+    result = _host_reduce(input, dim, index, src, reduce, include_self)
+    if reduce == "prod":
+        return result
+    # Each element equal to the result shares its gradient with the other ties.
+    own_ties = logical.logical_and(logical.eq(input, result), logical.ne(own, 0))
+    src_ties = logical.eq(src, indexing.gather(result, dim, index))
+    count = indexing.scatter_add(own_ties.to(input.dtype), dim, index, src_ties.to(input.dtype))
+    safe = selection.where(logical.eq(count, 0), 1, count)
+    share = indexing.scatter_add(
+        arithmetic.div(selection.where(own_ties, input, 0), safe), dim, index,
+        arithmetic.div(selection.where(src_ties, src, 0), indexing.gather(safe, dim, index)),
+    )  # fmt: skip
+    return selection.where(logical.eq(count, 0), result, share)  # NaNs: no element equals the result
+
+
+def _touched(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    hits = np.zeros(tuple(input.shape), dtype=bool)
+    hits[_scatter_key(to_host(index._data), dim)] = True
+    return Tensor._wrap(like_host(hits, input._data), None, None)
+
+
+def _host_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
+    ufunc = {"amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[reduce]
+    values = to_host(input._data).copy()
+    key = _scatter_key(to_host(index._data), dim)
+    if not include_self:
+        identity = {"amax": -np.inf, "amin": np.inf, "prod": 1}[reduce]
+        if values.dtype.kind in "iu" and reduce != "prod":
+            info = np.iinfo(values.dtype)
+            identity = info.min if reduce == "amax" else info.max
+        values[key] = identity
+    ufunc.at(values, key, to_host(src._data))
+    return Tensor._wrap(like_host(values, input._data), None, None)
