@@ -163,16 +163,21 @@ def _make_functional(rule: ScalarRule) -> Callable[..., Tensor]:
     signature = inspect.Signature(parameters, return_annotation="Tensor")
 
     if rule.attrs:  # the arguments by PyTorch's signature (hardshrink(x, 0.5), hardshrink(x, lambd=0.5))
+        defaults = {**dict(rule.attrs), **({"inplace": False} if takes_inplace else {})}
+        order = tuple(defaults)
 
-        def functional(*args: Any, **kwargs: Any) -> Tensor:
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError as error:
-                raise TypeError(f"{name}{signature}: {error}") from None
-            bound.apply_defaults()
-            attrs = dict(bound.arguments)
-            input, inplace = attrs.pop("input"), attrs.pop("inplace", False)
-            return _rule_activation(name, inplace, input, **_attr_values(name, attrs))
+        def functional(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+            # Matched by hand: inspect.Signature.bind cost more than the op itself.
+            if len(args) > len(order):
+                raise TypeError(f"{name}{signature}: takes {len(order) + 1} arguments, got {len(args) + 1}")
+            values = {**defaults, **dict(zip(order, args))}
+            for key, value in kwargs.items():
+                if key not in defaults or key in order[: len(args)]:
+                    problem = "unexpected keyword argument" if key not in defaults else "got a second value for"
+                    raise TypeError(f"{name}{signature}: {problem} {key!r}")
+                values[key] = value
+            inplace = values.pop("inplace", False)
+            return _rule_activation(name, inplace, input, **_attr_values(name, values))
 
     elif takes_inplace:
 

@@ -60,6 +60,7 @@ def test_attrs_by_position_and_keyword():
     x = numdiff.tensor([0.2, -0.9, 1.5])
     np.testing.assert_array_equal(nf.hardshrink(x, 1.0).numpy(), [0.0, 0.0, 1.5])
     np.testing.assert_array_equal(nf.hardshrink(x, lambd=0.1).numpy(), x.numpy())
+    np.testing.assert_array_equal(nf.hardshrink(input=x).numpy(), [0.0, *x.numpy()[1:]])
 
 
 @pytest.mark.parametrize("name", GENERATED)
@@ -73,6 +74,10 @@ def test_a_bad_attr_is_refused_naming_the_op_and_the_value():
         nf.hardshrink(numdiff.tensor([1.0]), "big")
     with pytest.raises(TypeError, match="hardshrink.*unexpected keyword argument 'alpha'"):
         nf.hardshrink(numdiff.tensor([1.0]), alpha=1.0)
+    with pytest.raises(TypeError, match="hardshrink.*second value for 'lambd'"):
+        nf.hardshrink(numdiff.tensor([1.0]), 0.5, lambd=0.5)
+    with pytest.raises(TypeError, match="hardshrink.*takes 2 arguments, got 3"):
+        nf.hardshrink(numdiff.tensor([1.0]), 0.5, 0.7)
 
 
 def test_the_table_refuses_a_functional_it_cannot_generate():
