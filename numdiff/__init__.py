@@ -209,6 +209,7 @@ globals().update(_TORCH_NAMES)
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
+from numdiff import amp as amp  # noqa: E402 - autocast and GradScaler
 from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
@@ -228,16 +229,25 @@ from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,
 )
+from numdiff._show_config import show_config  # noqa: E402 - which BLAS/LAPACK, threads, Numba, CUDA
 from numdiff._threads import get_num_threads, set_num_threads  # noqa: E402 - CPU kernel threads
+from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
+    autocast,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
+from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
 from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
 from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
 from numdiff.nn._toplevel import FUNCTIONS as _NN_FUNCTIONS  # noqa: E402 - torch.conv2d, torch.dropout, ...
 from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
 from numdiff.serialization import save as save  # noqa: E402
-from numdiff.sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402 - COO tensors
+from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 
 __version__ = "0.1.0"
@@ -268,7 +278,7 @@ __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
     "accelerator", "are_deterministic_algorithms_enabled", "backends", "get_num_threads", "set_num_threads",
-    "use_deterministic_algorithms",
+    "show_config", "use_deterministic_algorithms",
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]
@@ -291,7 +301,8 @@ __all__ += [
 ]
 __all__ += ["bernoulli", "normal", "randint_like", "tril_indices", "triu_indices", "is_tensor", "is_floating_point", "numel"]
 __all__ += ["e", "inf", "nan", "pi", "set_printoptions", "rot90", "tensor_split", "dist", "std_mean", "var_mean"]
-__all__ += ["range", "vmap", "sparse", "sparse_coo", "sparse_coo_tensor", "spmm", "strided"]
+__all__ += ["range", "vmap", "sparse", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "spmm",
+            "strided"]
 __all__ += ["logit", "mvlgamma", "polygamma", "special"]
 __all__ += ["bincount", "block_diag", "cartesian_prod", "histc", "isin", "kron", "kthvalue", "logcumsumexp", "median", "mode", "nanmedian"]
 
@@ -313,6 +324,9 @@ def numel(input: Tensor) -> int:
     """The number of elements of `input`."""
     return input.numel()
 
+__all__ += [
+    "amp", "autocast", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
+]
 __all__ += [
     "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
     "profiler", "safetensors", "save", "serialization", "utils", "viz", "warmup",

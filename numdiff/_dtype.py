@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.backend import is_host, like_host, to_host
+from numdiff.backend import holds_values, is_host, like_host, to_host
 
 BFLOAT16_STORAGE = np.dtype("V2")
 
@@ -175,6 +175,8 @@ def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
 def cast_array(array: np.ndarray, target: dtype) -> np.ndarray:
     """`array` converted to `target` (a new array), going through float32 for bfloat16 either way."""
     bfloat16_involved = array.dtype == BFLOAT16_STORAGE or target is bfloat16
+    if bfloat16_involved and not holds_values(array):  # a meta array: the dtype changes, nothing else
+        return array.astype(BFLOAT16_STORAGE if target is bfloat16 else target.numpy)
     if bfloat16_involved and not is_host(array):
         # A device array: the bit arithmetic runs on the host, and the result goes back.
         return like_host(cast_array(to_host(array), target), array)

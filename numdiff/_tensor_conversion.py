@@ -31,10 +31,11 @@ def _host_read(self: Tensor, what: str) -> None:
             top.host_read(self, what)
 
 
-def numpy(self: Tensor) -> np.ndarray:
-    """The data as a NumPy array (shared memory on the CPU)."""
+def numpy(self: Tensor, *, force: bool = False) -> np.ndarray:
+    """The data as a NumPy array (shared memory on the CPU); `force` detaches first and copies from
+    a device, as PyTorch's."""
     _host_read(self, "Tensor.numpy()")
-    if self._requires_grad:
+    if self._requires_grad and not force:
         raise RuntimeError(
             "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
         )
@@ -43,6 +44,8 @@ def numpy(self: Tensor) -> np.ndarray:
             "Got unsupported ScalarType BFloat16: NumPy has no bfloat16, so numpy() cannot share "
             "this tensor's memory; use t.float().numpy() for a float32 copy"
         )
+    if self.device.type == "meta":
+        raise TypeError("can't convert meta device type tensor to numpy: a meta tensor has no values")
     return backend_for(self._data).to_host(self._data)
 
 

@@ -1,7 +1,7 @@
 """Tensor attributes about where a tensor lives and how it is laid out, as PyTorch programs query
-them: ``is_xpu`` and the other ``is_<device>`` flags (numdiff has the CPU and CUDA only, so they
-are False), ``is_sparse``/``is_quantized``/``is_meta`` (False: numdiff tensors are dense and
-materialised), ``pin_memory()``/``is_pinned()`` (no page-locked memory: a no-op and False), and
+them: ``is_xpu`` and the other ``is_<device>`` flags (numdiff has the CPU, CUDA and meta devices
+only, so they are False), ``is_meta``, ``is_sparse``/``is_quantized`` (False: a Tensor is dense;
+numdiff.sparse has the sparse types), ``pin_memory()``/``is_pinned()`` (no page-locked memory: a no-op and False), and
 ``share_memory_()``/``is_shared()`` through numdiff.multiprocessing."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from numdiff._shared_memory import in_shared_memory, move_to_shared_memory
 from numdiff.tensor import Tensor
 
 _ABSENT_DEVICES = ("xpu", "mps", "ipu", "hpu", "mtia", "vulkan", "mkldnn", "xla", "maia")
-_ABSENT_LAYOUTS = ("sparse", "sparse_csr", "quantized", "meta", "nested")  # a dense tensor's; see numdiff.sparse
+_ABSENT_LAYOUTS = ("sparse", "sparse_csr", "quantized", "nested")  # a dense tensor's; see numdiff.sparse
 
 
 def _false(name: str) -> property:
@@ -52,10 +52,22 @@ def to_sparse_coo(self: Tensor) -> Any:
     return sparse.to_sparse(self)
 
 
+def to_sparse_csr(self: Tensor, dense_dim: int | None = None) -> Any:
+    """The CSR sparse form of this 2-D dense tensor (numdiff.sparse.to_sparse_csr)."""
+    return sparse.to_sparse_csr(self, dense_dim)
+
+
+def is_meta(self: Tensor) -> bool:
+    """Whether the tensor is on the meta device (a shape and a dtype, no values)."""
+    return self.device.type == "meta"
+
+
 PLACEMENT_ATTRIBUTES: dict[str, Any] = {
     "layout": property(lambda self: sparse.strided, doc="numdiff.strided: numdiff tensors are dense."),
     "to_sparse": to_sparse,
     "to_sparse_coo": to_sparse_coo,
+    "to_sparse_csr": to_sparse_csr,
+    "is_meta": property(is_meta, doc=is_meta.__doc__),
     "to_dense": lambda self, dtype=None: self if dtype is None else self.to(dtype),
     **{f"is_{name}": _false(f"on a {name} device") for name in _ABSENT_DEVICES},
     **{f"is_{name}": _false(name) for name in _ABSENT_LAYOUTS},

@@ -152,7 +152,21 @@ def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     return "".join(parts) + ")"
 
 
+def _meta_repr(t: Tensor) -> str:
+    """A meta tensor has no values: PyTorch's ``tensor(..., device='meta', size=(2, 3))``."""
+    extras = ["device='meta'", f"size={tuple(t.shape)}"]
+    if t.dtype is not _dtype.get_default_dtype():  # int64 and bool too, unlike printed values
+        extras.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return f"{_PREFIX}..., {', '.join(extras)})"
+
+
 def tensor_repr(t: Tensor) -> str:
+    if t.device.type == "meta":
+        return _meta_repr(t)
     data = t.detach()._host_values()
     body = "[]" if data.size == 0 else format_data(data)
     extras = []

@@ -52,6 +52,17 @@ def _shorten_spin() -> None:
 _shorten_spin()
 
 
+def _prefer_omp() -> None:
+    """Keep Numba on its OpenMP pool, the one :data:`SPIN_COUNT` was measured for, when TBB is also
+    installed (the ``mkl`` extra brings the ``tbb`` package, which Numba would otherwise prefer),
+    unless the user chose a layer (``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``)."""
+    if "NUMBA_THREADING_LAYER" not in os.environ and "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
+        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+
+
+_prefer_omp()
+
+
 def set_num_threads(n: int) -> None:
     """Use `n` threads for numdiff's CPU kernels (Numba's pool and the BLAS split), as
     ``torch.set_num_threads``. At most ``numba.config.NUMBA_NUM_THREADS`` (the pool's size, fixed

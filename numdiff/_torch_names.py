@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _inplace
-from numdiff.ops import arithmetic, composed, composed_index, logical, scatter_reduce, shape
+from numdiff import _inplace, creation
+from numdiff.ops import (
+    arithmetic,
+    composed,
+    composed_index,
+    composed_views,
+    host_math,
+    logical,
+    scatter_reduce,
+    shape,
+)
 from numdiff.ops.elementwise import PUBLIC as RULES
 from numdiff.tensor import Tensor
 
@@ -45,6 +54,10 @@ def functions(namespace: dict[str, Any]) -> dict[str, Any]:
     """The top-level functions to add to numdiff's `namespace` (those it lacks)."""
     found = dict(_COMPOSED)
     found.update({alias: _resolve(target, {**namespace, **found}) for alias, target in ALIASES.items()})
+    found.update(host_math.FUNCTIONS)
+    found.update(composed_views.FUNCTIONS)
+    found.update(_PREDICATES)
+    found.update(concatenate=concatenate, fill=fill, detach=_detach, get_device=_get_device)
     found["put"] = composed_index.put
     found["adjoint"] = adjoint
     found["rsub"] = rsub
@@ -71,8 +84,48 @@ _TOPLEVEL_INPLACE = (
     "cos", "cosh", "deg2rad", "erf", "erfc", "exp", "exp2", "expm1", "fix", "floor", "frac", "index_put", "ldexp",
     "log", "log10", "log1p", "log2", "logit", "nan_to_num", "neg", "negative", "rad2deg", "reciprocal", "relu",
     "round", "rsqrt", "sigmoid", "sin", "sinc", "sinh", "sqrt", "square", "tan", "tanh", "trunc", "xlogy",
-    "zero", "fill",
+    "zero", "fill", "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh", "sgn", "fix", "gcd", "lcm",
 )  # fmt: skip
+
+
+def concatenate(tensors: Any, axis: int = 0) -> Tensor:
+    """``torch.concatenate(tensors, axis)``: cat along `axis`."""
+    return shape.cat(tensors, axis)
+
+
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A new tensor like `input` filled with `value` (a number or a 0-d tensor, which gets the gradient)."""
+    if isinstance(value, Tensor):
+        return arithmetic.add(creation.zeros_like(input), value.to(input.dtype))
+    return creation.full_like(input, value)
+
+
+def _detach(input: Tensor) -> Tensor:
+    """``torch.detach(x)``: x.detach()."""
+    return input.detach()
+
+
+def _get_device(input: Tensor) -> int:
+    """``torch.get_device(x)``: the CUDA index, or -1 on the CPU."""
+    return input.get_device()
+
+
+def _predicate(method: str):
+    def function(input: Tensor, *args: Any) -> Any:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{method}: argument 'input' must be a Tensor, not {type(input).__name__}")
+        return getattr(input, method)(*args)
+
+    function.__name__ = function.__qualname__ = method
+    function.__doc__ = f"``torch.{method}(x)``: ``x.{method}()``."
+    return function
+
+
+_PREDICATES = {
+    name: _predicate(name)
+    for name in ("conj", "resolve_conj", "resolve_neg", "is_complex", "is_conj", "is_neg", "is_nonzero",
+                 "is_same_size", "is_signed", "is_inference", "conj_physical")
+}  # fmt: skip
 
 
 def _toplevel_inplace(name: str):
@@ -129,6 +182,16 @@ def methods() -> dict[str, Any]:
     for alias in ("greater", "greater_equal", "less", "less_equal", "not_equal"):
         found[f"{alias}_"] = _comparison_inplace(f"{alias}_", getattr(logical, ALIASES[alias]))
     found.update(adjoint=adjoint, vdot=composed.vdot, mv=composed.mv)
+    for name in ("gcd", "lcm", "nextafter", "frexp", "unique_consecutive"):
+        found[name] = host_math.FUNCTIONS[name]
+    for name in ("gcd", "lcm", "nextafter"):
+        found[f"{name}_"] = _inplace_method(f"{name}_", host_math.FUNCTIONS[name])
+    for name in ("select_scatter", "slice_scatter", "diagonal_scatter", "split_with_sizes", "unsafe_chunk", "unsafe_split",
+                 "unsafe_split_with_sizes", "narrow_copy"):  # fmt: skip
+        found[name] = composed_views.FUNCTIONS[name]
+    for name in ("logit", "polygamma", "mvlgamma"):
+        found[f"{name}_"] = _inplace_method(f"{name}_", getattr(Tensor, name))
+    found["real"] = property(_same)
     found.update(H=property(_matrix_transpose("H", 2)), mH=property(_matrix_transpose("mH", None)))
     found.update(is_signed=is_signed, is_nonzero=is_nonzero, is_same_size=is_same_size, is_conj=_false,
                  is_neg=_false, is_inference=_false, conj=_same, resolve_conj=_same, resolve_neg=_same,

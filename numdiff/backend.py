@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from numdiff._device import device
+from numdiff.meta.array import META as _META_DEVICE
+from numdiff.meta.array import MetaArray
 
-__all__ = ["CPU", "CUDA", "Backend", "backend_for", "is_host", "is_numpy", "like_host", "move_array", "to_host"]
+__all__ = ["CPU", "CUDA", "META", "Backend", "backend_for", "holds_values", "is_host", "is_numpy", "like_host", "move_array", "to_host"]
 
 
 class Backend(ABC):
@@ -114,6 +116,40 @@ class _CudaBackend(Backend):
         return array.device
 
 
+class _MetaBackend(Backend):
+    """The meta device's launchers: CPU's names and parameters, no work (numdiff.meta.kernels)."""
+
+    def __init__(self, name: str, twin: Backend) -> None:
+        super().__init__(name, {})
+        self._twin = twin
+
+    def __getattr__(self, kernel: str) -> Callable[..., Any]:
+        kernels = importlib.import_module("numdiff.meta.kernels")
+        launcher = getattr(kernels, kernel, None)
+        if launcher is None:
+            launcher = kernels.writes_nothing(getattr(self.__dict__["_twin"], kernel))
+        setattr(self, kernel, launcher)
+        return launcher
+
+    def kernel_names(self) -> tuple[str, ...]:
+        return self._twin.kernel_names()
+
+    def kernels(self) -> dict[str, Callable[..., Any]]:
+        return {kernel: getattr(self, kernel) for kernel in self.kernel_names()}
+
+    def module_of(self, kernel: str) -> str:
+        return "numdiff.meta.kernels"
+
+    def to_host(self, array: Any) -> np.ndarray:
+        return array.to_host()  # raises: a meta array has no values
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        return MetaArray(np.shape(host), np.asarray(host).dtype)
+
+    def device_of(self, array: Any) -> device:
+        return _META_DEVICE
+
+
 _HOST = device("cpu")
 
 CPU = _HostBackend(
@@ -137,7 +173,7 @@ CPU = _HostBackend(
         "numdiff.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.kernels.elementwise": ("rule_forward", "rule_backward"),
-        "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm"),
+        "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
@@ -164,13 +200,16 @@ CUDA = _CudaBackend(
         "numdiff.cuda.kernels.recurrent": ("lstm_sequence_forward", "lstm_sequence_backward", "gru_sequence_forward", "gru_sequence_backward", "rnn_sequence_forward", "rnn_sequence_backward"),
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.cuda.kernels.elementwise": ("rule_forward", "rule_backward"),
-        "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm"),
+        "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""
 
-_BY_ARRAY_TYPE: dict[type, Backend] = {np.ndarray: CPU}
+META = _MetaBackend("meta", CPU)
+"""numdiff.meta's MetaArray (shapes and dtypes, no storage): CPU's launchers, computing nothing."""
+
+_BY_ARRAY_TYPE: dict[type, Backend] = {np.ndarray: CPU, MetaArray: META}
 
 
 def backend_for(array: Any) -> Backend:
@@ -189,7 +228,7 @@ def backend_for(array: Any) -> Backend:
         return CUDA
     raise TypeError(
         f"no numdiff backend runs on arrays of type {type(array).__module__}.{type(array).__qualname__}: "
-        "kernels take numpy.ndarray (cpu) or numdiff.cuda.array.CudaArray (cuda)"
+        "kernels take numpy.ndarray (cpu), numdiff.cuda.array.CudaArray (cuda) or numdiff.meta.array.MetaArray (meta)"
     )
 
 
@@ -201,6 +240,16 @@ def is_host(array: Any) -> bool:
     (True, False)
     """
     return type(array) is np.ndarray
+
+
+def holds_values(array: Any) -> bool:
+    """Whether `array` has values to read: False on the meta device, whose arrays are shapes only
+    (checks that read values, such as index bounds, skip there, as PyTorch's meta kernels do).
+
+    >>> holds_values(np.zeros(2)), holds_values(MetaArray((2,), np.float32))
+    (True, False)
+    """
+    return type(array) is not MetaArray
 
 
 def is_numpy(value: Any) -> bool:
@@ -240,4 +289,6 @@ def move_array(array: Any, target: device) -> Any:
     """
     if target.type == "cpu":
         return backend_for(array).to_host(array)
+    if target.type == "meta":
+        return MetaArray(array.shape, array.dtype)  # the shape and dtype cross; the values stay behind
     return importlib.import_module("numdiff.cuda").move_array(array, target)

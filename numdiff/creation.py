@@ -16,6 +16,7 @@ from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff._scalar_convert import ScalarOverflowError, checked_array
 from numdiff.backend import is_numpy, move_array
+from numdiff.meta.array import MetaArray
 from numdiff.tensor import Tensor
 
 
@@ -29,6 +30,17 @@ def _place(array: np.ndarray, device: Any, requires_grad: bool, dtype: Any = Non
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _on_meta(device: Any) -> bool:
+    return (get_default_device() if device is None else to_device(device)).type == "meta"
+
+
+def _meta(shape: tuple[int, ...], dtype: Any, requires_grad: bool) -> Tensor:
+    """A meta tensor: made without making its values on the host first (they would be dropped)."""
+    target = _dtype.get_default_dtype() if dtype is None else _dtype.to_dtype(dtype)
+    t = Tensor._wrap(MetaArray(shape, target.numpy), None, None)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -94,17 +106,26 @@ def _float_dtype(dtype: Any) -> np.dtype:
 
 def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _place(np.zeros(_shape(_sizes(sizes, size), "zeros"), _float_dtype(dtype)), device, requires_grad, dtype)
+    shape = _shape(_sizes(sizes, size), "zeros")
+    if _on_meta(device):
+        return _meta(shape, dtype, requires_grad)
+    return _place(np.zeros(shape, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _place(np.ones(_shape(_sizes(sizes, size), "ones"), _float_dtype(dtype)), device, requires_grad, dtype)
+    shape = _shape(_sizes(sizes, size), "ones")
+    if _on_meta(device):
+        return _meta(shape, dtype, requires_grad)
+    return _place(np.ones(shape, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor with uninitialised values."""
-    return _place(np.empty(_shape(_sizes(sizes, size), "empty"), _float_dtype(dtype)), device, requires_grad, dtype)
+    shape = _shape(_sizes(sizes, size), "empty")
+    if _on_meta(device):
+        return _meta(shape, dtype, requires_grad)
+    return _place(np.empty(shape, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -114,6 +135,8 @@ def full(size: Sequence[int], fill_value: Any, dtype: Any = None, device: Any = 
         fill_value = fill_value.item()
     target = number_dtype("full", fill_value) if dtype is None else _dtype.to_dtype(dtype)
     value = checked_array("full", fill_value, target, float_range=True)
+    if _on_meta(device):
+        return _meta(_shape((size,), "full"), _dtype.from_numpy(value.dtype), requires_grad)
     return _place(np.full(_shape((size,), "full"), value, value.dtype), device, requires_grad)
 
 
@@ -208,6 +231,8 @@ def _sample(draw: Any, shape: tuple, generator: Generator | None, device: Any, r
     """``draw(numpy_generator, shape)`` placed as a tensor. Under vmap(randomness='different') the
     shape gets those levels' batch sizes in front and the tensor is batched at them: one
     independent draw per batch entry."""
+    if _on_meta(device):  # nothing is drawn: PyTorch's meta tensors leave the generator where it was
+        return _meta(shape, dtype, requires_grad)
     source = rng(generator)
     levels, batch = different_levels()
     return batched_sample(_place(draw(source, batch + shape), device, requires_grad, dtype), levels)
@@ -275,7 +300,7 @@ def randint(
     )
 
 
-def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0..n-1."""
     numpy_dtype = np.int64 if dtype is None else _dtype.to_dtype(dtype).numpy
 
@@ -284,7 +309,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
             return g.permutation(n).astype(numpy_dtype)
         return g.permuted(np.broadcast_to(np.arange(n), shape), axis=-1).astype(numpy_dtype)
 
-    return _sample(draw, (n,), generator, device, False, None)
+    return _sample(draw, (n,), generator, device, requires_grad, None)
 
 
 def _like(fill, input: Tensor, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -314,23 +339,23 @@ def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = N
     return full(tuple(input.shape), fill_value, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, generator: Generator | None = None, layout: Any = None, memory_format: Any = None) -> Tensor:
     """rand with the shape (and by default dtype and device) of `input`."""
-    return _like(rand, input, dtype, device, requires_grad)
+    return rand(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, generator: Generator | None = None, layout: Any = None, memory_format: Any = None) -> Tensor:
     """randn with the shape (and by default dtype and device) of `input`."""
-    return _like(randn, input, dtype, device, requires_grad)
+    return randn(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=device or input.device, requires_grad=requires_grad)
 
 
-def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype: Any = None, device: Any = None) -> Tensor:
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, memory_format: Any = None) -> Tensor:
     """randint with the shape (and by default dtype and device) of `input`: ``randint_like(x, high)``
     or ``randint_like(x, low, high)``."""
     if high is None:
         low, high = 0, low
     dtype = input.dtype if dtype is None else dtype
-    return randint(low, high, tuple(input.shape), dtype=dtype, device=device or input.device)
+    return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype, device=device or input.device, requires_grad=requires_grad)
 
 
 def _triangle_indices(op: str, select: Any, row: int, col: int, offset: int, dtype: Any, device: Any) -> Tensor:

@@ -11,6 +11,7 @@ import numpy as np
 
 from numdiff._host_functions import random_function
 from numdiff._random import Generator, batched_sample, different_levels, rng
+from numdiff.backend import holds_values
 from numdiff.creation import rand, randn
 from numdiff.func._batched import physical, promote
 from numdiff.ops._util import broadcast_shape
@@ -36,6 +37,12 @@ def multinomial(
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got {input.dtype!r}")
     if not isinstance(num_samples, (int, np.integer)) or num_samples <= 0:
         raise RuntimeError(f"multinomial: cannot sample n_sample <= 0 samples (num_samples={num_samples!r})")
+    if not holds_values(input._data):  # a meta tensor: the samples' shape, nothing drawn
+        if not replacement and num_samples > input.shape[-1]:
+            raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
+                               f"replacement (num_samples={num_samples}, {input.shape[-1]} categories)")
+        shape = (*input.shape[:-1], int(num_samples))
+        return Tensor._wrap(np.empty(shape, np.int64, like=input._data), None, None)
     draw = rng(generator)
     levels, _ = different_levels()
     input = _batched_rows(input, levels)
@@ -98,7 +105,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         probabilities: Tensor | float = float(p)
     else:
         probabilities = input.detach()
-        values = probabilities._host_values()
+        values = probabilities._host_values() if holds_values(input._data) else np.zeros(0)  # meta: no values
         if values.size and not ((values >= 0) & (values <= 1)).all():
             raise ValueError("bernoulli: every probability must lie in [0, 1], got values outside it (or NaN)")
     uniform = rand(*input.shape, generator=generator, dtype=input.dtype, device=input.device)

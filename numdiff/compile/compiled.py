@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from numdiff import amp
 from numdiff._device import get_default_device, set_default_device
 from numdiff._dtype import get_default_dtype, set_default_dtype
 from numdiff.autograd import anomaly
@@ -151,7 +152,7 @@ class CompiledFunction:
 
     def _key(self, args: tuple, kwargs: dict) -> tuple:
         # Global state a trace bakes in: grad mode at the call, the default dtype and device.
-        parts = [_state.enabled, get_default_dtype(), get_default_device()]
+        parts = [_state.enabled, get_default_dtype(), get_default_device(), amp.state_key()]
         first_seen: dict = {}  # id of an argument's array -> the number of distinct arrays before it
         for a in args:
             if isinstance(a, Tensor):

@@ -109,7 +109,7 @@ def move_array(array: Any, target: device) -> Any:
     return CudaArray.from_numpy(np.asarray(array), target)
 
 __all__ = [
-    "CudaUnavailableError", "current_device", "device_count", "is_available", "is_bf16_supported", "manual_seed",
+    "CudaUnavailableError", "amp", "current_device", "device_count", "is_available", "is_bf16_supported", "manual_seed",
     "manual_seed_all", "move_array", "synchronize",
 ]  # fmt: skip
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from numdiff._elementwise import SPEC as ELEMENTWISE_SPEC
 from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
-from numdiff.backend import is_numpy
+from numdiff.backend import is_numpy, like_host, to_host
 from numdiff.func._batched import align, logical_ndim
 from numdiff.ops.registry import attach
 from numdiff.tensor import Tensor
@@ -164,6 +164,47 @@ def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return out.reshape(size, n, *out.shape[1:])
 
 
+def _repeated_structure(attrs: dict, size: int, rows: int, cols: int) -> dict:
+    """A sparse product's structure attrs for `size` copies of the matrix down a block diagonal
+    (copy b's rows and columns shifted by b * rows and b * cols): one product then serves the batch."""
+    shifts = np.arange(size, dtype=np.int64)[:, None]
+    columns = to_host(attrs["cols"])
+    repeated = {"cols": like_host((columns[None] + shifts * cols).reshape(-1), attrs["cols"])}
+    if "crow" in attrs:
+        crow = to_host(attrs["crow"])
+        offsets = (crow[None, :-1] + shifts * crow[-1]).reshape(-1)
+        repeated["crow"] = like_host(np.append(offsets, size * crow[-1]), attrs["crow"])
+    else:
+        repeated["rows"] = like_host((to_host(attrs["rows"])[None] + shifts * rows).reshape(-1), attrs["rows"])
+    if "n_rows" in attrs:
+        repeated["n_rows"] = size * rows
+    return repeated
+
+
+def sparse_matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """coo_mm and csr_mm: a batch of dense operands sharing the sparse values folds into the
+    columns; batched values multiply a block-diagonal matrix of the copies (no loop either way)."""
+    entries, dense = values
+    k, n = dense.shape[-2:]
+    if not batched[0]:
+        folded = dense.permute(1, 0, 2).reshape(k, size * n)
+        out = cls.apply(entries, folded, **attrs)
+        return out.reshape(out.shape[0], size, n).permute(1, 0, 2)
+    m = attrs["n_rows"] if "n_rows" in attrs else attrs["crow"].shape[0] - 1
+    stacked = _materialize(dense, batched[1], size).reshape(size * k, n)
+    out = cls.apply(entries.reshape(-1), stacked, **{**attrs, **_repeated_structure(attrs, size, m, k)})
+    return out.reshape(size, m, n)
+
+
+def sparse_sampled_dot_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """coo_sampled_dot and csr_sampled_dot: the batch's operands stacked, sampled at a block
+    diagonal of the entries' copies."""
+    a, b = (_materialize(v, is_batched, size) for v, is_batched in zip(values, batched))
+    (m, n), k = a.shape[1:], b.shape[1]
+    out = cls.apply(a.reshape(size * m, n), b.reshape(size * k, n), **{**attrs, **_repeated_structure(attrs, size, m, k)})
+    return out.reshape(size, -1)
+
+
 def leading_batch_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
     """Ops on the last one or two dims that batch over any leading dims (numdiff.linalg's): the
     vmap batch becomes one more leading dim of every input."""
@@ -199,6 +240,8 @@ _attach(index_put_rule, "index_put")
 _attach(matmul_rule, "matmul")
 _attach(linear_rule, "linear")
 _attach(conv2d_rule, "conv2d")
+_attach(sparse_matmul_rule, "coo_mm", "csr_mm")
+_attach(sparse_sampled_dot_rule, "coo_sampled_dot", "csr_sampled_dot")
 _attach(
     leading_batch_rule,
     "solve_triangular", "linalg_solve", "linalg_inv", "linalg_pinv", "linalg_matrix_exp", "linalg_cholesky",

@@ -23,7 +23,7 @@ from numdiff.tensor import Tensor
 def _basis(like: Tensor) -> Tensor:
     """The identity over `like`'s elements: shape (numel, *like.shape), in like's dtype."""
     n = like.numel()
-    return eye(n, dtype=like.dtype).reshape(n, *like.shape)
+    return eye(n, dtype=like.dtype, device=like.device).reshape(n, *like.shape)
 
 
 def _with_args(func: Callable[..., Any], args: tuple, nums: tuple[int, ...]) -> Callable[..., Any]:

@@ -2,10 +2,10 @@
 
 ``np.dot`` inside ``@njit`` only takes contiguous operands and always overwrites its output.
 The kernels need more: sub-blocks of larger arrays (a tile of an output plane, a column block of
-a weight matrix) and ``beta = 1`` accumulation. :func:`gemm` calls the same BLAS entry point
-Numba's own ``np.dot`` uses (``numba_xxgemm``, which forwards to SciPy's
-``scipy.linalg.cython_blas`` ``sgemm``/``dgemm``) with explicit leading dimensions, so any
-row-major view whose rows are unit-stride works.
+a weight matrix) and ``beta = 1`` accumulation. :func:`gemm` calls BLAS ``sgemm``/``dgemm``
+with explicit leading dimensions, so any row-major view whose rows are unit-stride works. The
+library is SciPy's OpenBLAS (``scipy.linalg.cython_blas``) or, with the ``mkl`` extra, MKL's
+sequential layer: numdiff.kernels._blas_library chooses (``NUMDIFF_BLAS`` forces either).
 
 Threads: SciPy's OpenBLAS runs its own thread pool whose workers busy-wait after each call.
 Measured here (2 cores): mixing a threaded BLAS call with a Numba ``prange`` region makes both
@@ -28,33 +28,19 @@ import numpy as np
 from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
-from numba.np.linalg import ensure_blas
 
+from numdiff.kernels._blas_library import GEMM_SYMBOLS, blas_library
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "blas_threading"]
 
-_XXGEMM = types.ExternalFunction(
-    "numba_xxgemm",
-    types.intc(
-        types.char,  # kind: 's' or 'd'
-        types.char,  # transa
-        types.char,  # transb
-        types.intp,  # m
-        types.intp,  # n
-        types.intp,  # k
-        types.voidptr,  # alpha
-        types.voidptr,  # a
-        types.intp,  # lda
-        types.voidptr,  # b
-        types.intp,  # ldb
-        types.voidptr,  # beta
-        types.voidptr,  # c
-        types.intp,  # ldc
-    ),
-)
+# The chosen library's Fortran sgemm/dgemm, linked by name (numdiff.kernels._blas_library):
+# (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), every argument by address.
+_LIBRARY = blas_library()
+_FORTRAN_GEMM = types.void(*(types.voidptr,) * 13)
+_SGEMM = types.ExternalFunction(GEMM_SYMBOLS["s"], _FORTRAN_GEMM)
+_DGEMM = types.ExternalFunction(GEMM_SYMBOLS["d"], _FORTRAN_GEMM)
 
-_KIND_S, _KIND_D = ord("s"), ord("d")
 _NOTRANS, _TRANS = ord("n"), ord("t")
 
 # Below this many multiply-adds a product runs on the calling thread: a parallel region costs
@@ -128,25 +114,23 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
     scalars = np.empty(2, c.dtype)
     scalars[0] = alpha
     scalars[1] = beta
-    kind = _KIND_S if size == 4 else _KIND_D
     # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: BLAS sees each row-major
     # array as its transpose, so swap the operands and keep the flags.
-    _XXGEMM(
-        kind,
-        _TRANS if trans_b else _NOTRANS,
-        _TRANS if trans_a else _NOTRANS,
-        n,
-        m,
-        k,
-        _data_ptr(scalars[0:1]),
-        _data_ptr(b),
-        _leading_dim(b),
-        _data_ptr(a),
-        _leading_dim(a),
-        _data_ptr(scalars[1:2]),
-        _data_ptr(c),
-        _leading_dim(c),
-    )
+    flags = np.empty(2, np.uint8)
+    flags[0] = _TRANS if trans_b else _NOTRANS
+    flags[1] = _TRANS if trans_a else _NOTRANS
+    dims = np.empty(6, np.int32)
+    dims[0], dims[1], dims[2] = n, m, k
+    dims[3], dims[4], dims[5] = _leading_dim(b), _leading_dim(a), _leading_dim(c)
+    transb, transa = _data_ptr(flags[0:1]), _data_ptr(flags[1:2])
+    n_, m_, k_ = _data_ptr(dims[0:1]), _data_ptr(dims[1:2]), _data_ptr(dims[2:3])
+    ldb, lda, ldc = _data_ptr(dims[3:4]), _data_ptr(dims[4:5]), _data_ptr(dims[5:6])
+    alpha_, beta_ = _data_ptr(scalars[0:1]), _data_ptr(scalars[1:2])
+    b_, a_, c_ = _data_ptr(b), _data_ptr(a), _data_ptr(c)
+    if size == 4:
+        _SGEMM(transb, transa, n_, m_, k_, alpha_, b_, ldb, a_, lda, beta_, c_, ldc)
+    else:
+        _DGEMM(transb, transa, n_, m_, k_, alpha_, b_, ldb, a_, lda, beta_, c_, ldc)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -214,9 +198,13 @@ def _fix_gemm_builds() -> None:
     gemm.disable_compile()
 
 
-def _touch_blas():
-    # The first numba_xxgemm call of each kind looks SciPy's function up while holding the GIL;
-    # doing it here, on the calling thread, keeps that lookup out of worker threads.
+def _touch_blas() -> None:
+    """One tiny product per dtype on the calling thread, before any worker thread calls BLAS.
+
+    MKL sets itself up (CPU dispatch, its code path libraries) on its first call of each routine,
+    and two Numba threads making that first call at once is not safe: measured, one thread's half
+    of a split dgemm stayed unwritten (NaN). For SciPy's OpenBLAS the warm-up is harmless.
+    """
     for dtype in (np.float32, np.float64):
         a = np.ones((1, 1), dtype)
         gemm(False, False, 1.0, a, a, 0.0, np.empty((1, 1), dtype))
@@ -253,7 +241,7 @@ _setup_lock = threading.Lock()
 
 
 def prepare_blas() -> None:
-    """Make SciPy's OpenBLAS single-threaded (every call; cheap) and warm up the GEMM lookup.
+    """Make SciPy's OpenBLAS single-threaded (every call; cheap) and fix :func:`gemm`'s builds.
 
     Kernels call this before any compiled code that uses :func:`gemm`. If SciPy's BLAS is not
     an OpenBLAS whose thread count can be set, the kernels still work, only slower when BLAS
@@ -264,7 +252,6 @@ def prepare_blas() -> None:
     if not _state["ready"]:
         with _setup_lock:
             if not _state["ready"]:
-                ensure_blas()
                 _find_thread_control()
                 _fix_gemm_builds()
                 _set_one_thread()
@@ -287,6 +274,8 @@ def blas_threading() -> str:
     True
     """
     prepare_blas()
+    gemm_library = "GEMM: MKL, sequential layer" if _LIBRARY.name == "mkl" else "GEMM: SciPy's BLAS"
     if _state["library"] is None:
-        return "SciPy BLAS thread count not controllable; BLAS threads may compete with Numba's"
-    return f"SciPy OpenBLAS {os.path.basename(str(_state['library']))} held at 1 thread"
+        return (f"{gemm_library}; SciPy BLAS thread count not controllable; BLAS threads may compete "
+                "with Numba's")
+    return f"{gemm_library}; SciPy OpenBLAS {os.path.basename(str(_state['library']))} held at 1 thread"

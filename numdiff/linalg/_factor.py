@@ -13,6 +13,7 @@ import scipy.linalg
 
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.backend import backend_for
 from numdiff.linalg._checks import (
     CholeskyExResult,
     EighResult,
@@ -30,6 +31,7 @@ from numdiff.linalg._checks import (
     integer_tensor,
     matrix,
 )
+from numdiff.ops import _lapack
 from numdiff.ops import linalg_factor as ops
 from numdiff.ops.linalg_solve import SolveTriangular
 from numdiff.ops.shape import cat
@@ -117,8 +119,9 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803
     """
     upper = _symmetric_upper(UPLO, "linalg.eigh")
     A = matrix("linalg.eigh", A)  # noqa: N806
-    values = _on_host("linalg.eigh", A, lambda a: ops.EighValues.apply(a, upper=upper))
-    vectors = _on_host("linalg.eigh", A, lambda a: ops.EighVectors.apply(a, upper=upper))
+    with _lapack.one_factorization():
+        values = _on_host("linalg.eigh", A, lambda a: ops.EighValues.apply(a, upper=upper))
+        vectors = _on_host("linalg.eigh", A, lambda a: ops.EighVectors.apply(a, upper=upper))
     return EighResult(values, vectors)
 
 
@@ -149,9 +152,10 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> 
     values (inf or NaN otherwise, as PyTorch); with full_matrices and a non-square A, the extra
     vectors have no gradient (backward through them raises)."""
     A = matrix("linalg.svd", A, square=False)  # noqa: N806
-    u = _on_host("linalg.svd", A, ops.SvdU.apply)
-    s = _on_host("linalg.svd", A, ops.SvdValues.apply)
-    vh = _on_host("linalg.svd", A, ops.SvdVh.apply)
+    with _lapack.one_factorization():
+        u = _on_host("linalg.svd", A, ops.SvdU.apply)
+        s = _on_host("linalg.svd", A, ops.SvdValues.apply)
+        vh = _on_host("linalg.svd", A, ops.SvdVh.apply)
     m, n = A.shape[-2], A.shape[-1]
     if full_matrices and m != n:
         full_u, _, full_vh = np.linalg.svd(host_batches(A), full_matrices=True)
@@ -180,10 +184,11 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:  # noqa: N803
         raise NotImplementedError(
             f"linalg.qr: the gradient of QR is defined for m >= n (PyTorch's too); A is {m} by {n}"
         )
-    r = _on_host("linalg.qr", A, ops.QrR.apply)
-    if mode == "r":
-        return QRResult(A.new_zeros((0,)), r)
-    q = _on_host("linalg.qr", A, ops.QrQ.apply)
+    with _lapack.one_factorization():
+        r = _on_host("linalg.qr", A, ops.QrR.apply)
+        if mode == "r":
+            return QRResult(A.new_zeros((0,)), r)
+        q = _on_host("linalg.qr", A, ops.QrQ.apply)
     if mode == "complete" and m > n:
         full_q = np.linalg.qr(host_batches(A), mode="complete")[0]
         extra = A.new_tensor(full_q[..., n:].reshape(A.shape[:-2] + (m, m - n)))
@@ -201,8 +206,10 @@ def det(A: Tensor) -> Tensor:  # noqa: N803
 def slogdet(A: Tensor) -> SlogdetResult:  # noqa: N803
     """(sign, log|det|): sign 0 and logabsdet -inf for a singular matrix."""
     A = matrix("linalg.slogdet", A)  # noqa: N806
-    sign = A.new_tensor(np.sign(np.linalg.det(host_batches(A))).reshape(A.shape[:-2]))
-    return SlogdetResult(sign, _on_host("linalg.slogdet", A, ops.LogAbsDet.apply))
+    with _lapack.one_factorization():  # on the host, the sign comes from the LU that log|det| computed
+        logabs = _on_host("linalg.slogdet", A, ops.LogAbsDet.apply)
+        signs = _lapack.slogdet(backend_for(A._data).to_host(A._data))[0]
+    return SlogdetResult(A.new_tensor(np.reshape(signs, -1).reshape(A.shape[:-2])), logabs)
 
 
 def eig(A: Tensor) -> EigResult:  # noqa: N803

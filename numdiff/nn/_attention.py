@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._dtype import float32, float64
+from numdiff.backend import holds_values
 from numdiff.creation import tensor, zeros
 from numdiff.nn._functional_layers import dropout
 from numdiff.onnx._state import exporting as onnx_exporting
@@ -63,7 +64,7 @@ def _safe_softmax(scores: Tensor) -> Tensor:
     # A compiled trace cannot branch on the mask's values (it would keep the first call's branch
     # for every later mask), nor can vmap (the values differ per batch entry), so there the
     # guarded form always runs.
-    if not tracing_now() and not vmapped(scores) and not fully_masked.any().item():
+    if not tracing_now() and not vmapped(scores) and holds_values(scores._data) and not fully_masked.any().item():
         return softmax(scores, -1)
     return where(fully_masked, 0.0, softmax(where(fully_masked, 0.0, scores), -1))
 

@@ -17,7 +17,7 @@ from numdiff import _inplace
 from numdiff._ground.args import is_int
 from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.backend import to_host
+from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
 from numdiff.func._batched import VmapDataDependentError, per_example
 from numdiff.ops._util import vmapped
@@ -135,8 +135,8 @@ def embedding(
             weight,
         )
     rows = weight.shape[0]
-    indices = to_host(input._data)
-    if indices.size and (indices.min() < 0 or indices.max() >= rows):
+    indices = to_host(input._data) if holds_values(input._data) else None  # meta indices: shapes only
+    if indices is not None and indices.size and (indices.min() < 0 or indices.max() >= rows):
         raise IndexError(
             f"embedding: indices must be in [0, {rows - 1}] for a weight of shape {tuple(weight.shape)}, "
             f"got values in [{indices.min()}, {indices.max()}]"
@@ -145,10 +145,10 @@ def embedding(
         if not -rows <= padding_idx < rows:
             raise ValueError(f"embedding: padding_idx must be within [{-rows}, {rows - 1}], got {padding_idx}")
         padding_idx %= rows
-    if max_norm is not None:
+    if max_norm is not None and indices is not None:
         _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
     looked_up = weight[input]
-    if scale_grad_by_freq and looked_up.requires_grad:
+    if scale_grad_by_freq and looked_up.requires_grad and indices is not None:
         counts = np.bincount(indices.reshape(-1), minlength=rows).astype(np.float64)
         inverse = Tensor._wrap((1.0 / counts[indices])[..., None], None, None)
         inverse = inverse.to(dtype=weight.dtype, device=weight.device)
@@ -267,6 +267,11 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             )
 
         return per_example("one_hot", lambda t: one_hot(t, num_classes), tensor)
+    if not holds_values(tensor._data):
+        if num_classes == -1:
+            raise NotImplementedError("one_hot: a meta tensor's number of classes depends on its values, which it "
+                                      "does not have; pass num_classes")
+        return Tensor._wrap(np.empty((*tensor.shape, num_classes), np.int64, like=tensor._data), None, None)
     values = to_host(tensor._data)
     if num_classes == -1:
         if values.size == 0:

@@ -9,7 +9,7 @@ import warnings
 from typing import Any
 
 from numdiff.autograd.transform_state import vmap_active
-from numdiff.backend import is_host, to_host
+from numdiff.backend import holds_values, is_host, to_host
 from numdiff.ops.activation import log_softmax, softplus
 from numdiff.ops.class_loss import CrossEntropy, NllLoss
 from numdiff.ops.indexing import gather
@@ -78,6 +78,8 @@ def _check_class_target(op: str, input: Tensor, target: Any, ignore_index: int) 
             f"(input (N, C, d1, ...) takes target (N, d1, ...)), got target of shape {tuple(target.shape)}"
         )
     classes = input.shape[class_dim]
+    if not holds_values(target._data):
+        return class_dim  # a meta target has no values to check
     values = to_host(target._data)
     bad = (values != ignore_index) & ((values < 0) | (values >= classes))
     if bad.any():
@@ -338,12 +340,13 @@ def binary_cross_entropy(
     """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; logs are clamped at -100."""
     reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
     _check_same_shape("binary_cross_entropy", input, target)
-    values = to_host(input._data)
-    if values.size and not ((values >= 0) & (values <= 1)).all():
-        raise ValueError(
-            "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "
-            f"[{values.min()}, {values.max()}]); pass logits to binary_cross_entropy_with_logits instead"
-        )
+    if holds_values(input._data):  # a meta input has no values to check
+        values = to_host(input._data)
+        if values.size and not ((values >= 0) & (values <= 1)).all():
+            raise ValueError(
+                "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "
+                f"[{values.min()}, {values.max()}]); pass logits to binary_cross_entropy_with_logits instead"
+            )
     loss = BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight

@@ -50,6 +50,15 @@ def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     return F.dropout2d(input, p, training=train) if input.ndim == 4 else F.dropout1d(input, p, training=train)
 
 
+def _dropout_inplace(name: str, function: Any) -> Any:
+    def dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+        return function(input, p, train, inplace=True)
+
+    dropout_.__name__ = dropout_.__qualname__ = f"{name}_"
+    dropout_.__doc__ = f"``torch.{name}_(input, p, train)``: in-place {name}."
+    return dropout_
+
+
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
     """``torch.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)``."""
     return F.layer_norm(input, normalized_shape, weight, bias, eps)
@@ -148,6 +157,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool,
 
 
 FUNCTIONS = {name: getattr(F, name) for name in _SAME}
+for _name, _function in (("dropout", F.dropout), ("alpha_dropout", F.alpha_dropout),
+                         ("feature_alpha_dropout", F.feature_alpha_dropout), ("feature_dropout", F.dropout2d)):  # fmt: skip
+    FUNCTIONS[f"{_name}_"] = _dropout_inplace(_name, _function)
 FUNCTIONS.update({
     fn.__name__: fn
     for fn in (dropout, alpha_dropout, feature_alpha_dropout, feature_dropout, layer_norm, group_norm, batch_norm,

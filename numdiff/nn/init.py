@@ -17,6 +17,7 @@ import numpy as np
 
 from numdiff._random import Generator
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import holds_values
 from numdiff.creation import empty, randperm
 from numdiff.creation import tensor as as_tensor
 from numdiff.tensor import Tensor
@@ -117,6 +118,8 @@ def eye_(tensor: Tensor) -> Tensor:
     _check("eye_", tensor)
     if tensor.ndim != 2:
         raise ValueError(f"init.eye_: only 2-D tensors are supported, got shape {tuple(tensor.shape)}")
+    if not holds_values(tensor._data):
+        return tensor  # a meta tensor: nothing to fill (and no host identity of its size to make)
     from numdiff.creation import eye
 
     with no_grad():
@@ -212,6 +215,8 @@ def trunc_normal_(
             "the distribution of values may be incorrect.",
             stacklevel=2,
         )
+    if not holds_values(tensor._data):
+        return tensor  # a meta tensor: nothing to fill
     from scipy.special import erfinv
 
     low = _normal_cdf((a - mean) / std)
@@ -239,8 +244,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         raise ValueError(
             f"init.orthogonal_: only tensors with 2 or more dimensions are supported, got shape {tuple(tensor.shape)}"
         )
-    if tensor.numel() == 0:
-        return tensor
+    if tensor.numel() == 0 or not holds_values(tensor._data):
+        return tensor  # nothing to fill (an empty or a meta tensor)
 
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -267,6 +272,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
     if not 0 <= sparsity <= 1:
         raise ValueError(f"init.sparse_: sparsity must be in [0, 1], got {sparsity}")
 
+    if not holds_values(tensor._data):
+        return tensor  # a meta tensor: nothing to fill
     rows, cols = tensor.shape
     zeros_per_column = int(math.ceil(sparsity * rows))
     with no_grad():
@@ -289,6 +296,8 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
         raise ValueError(f"init.dirac_: only tensors with 3, 4, or 5 dimensions are supported, got shape {tuple(tensor.shape)}")
     if groups < 1 or tensor.shape[0] % groups:
         raise ValueError(f"init.dirac_: dim 0 (size {tensor.shape[0]}) must be divisible by groups={groups}")
+    if not holds_values(tensor._data):
+        return tensor  # a meta tensor: nothing to fill
     out_per_group = tensor.shape[0] // groups
     centre = tuple(size // 2 for size in tensor.shape[2:])
     values = np.zeros(tuple(tensor.shape), dtype=_host_values(tensor).dtype)

@@ -4,12 +4,23 @@ NumPy's linalg loops over a batch in C, which wins for many small matrices; SciP
 one numdiff pins to one thread (numdiff.kernels._blas.prepare_blas), next to its own thread
 pool, and the faster build for one large matrix (here 512x512 Cholesky: 22 ms against NumPy's 84
 at one thread; with two OpenBLAS pools spinning on a loaded machine, NumPy's took 1.3 s).
+
+Two ways the same factorization is not computed twice:
+
+- :func:`one_factorization`: the public functions apply one op per output (eigh's values and
+  vectors, svd's U, S and Vh, slogdet's sign and log|det|), each over the same LAPACK call;
+  inside the block the first op's call is remembered for the others (keyed by the input array
+  object, which the block keeps alive and nobody can change in between).
+- :func:`solve` and :func:`slogdet` return the LU factors of a single matrix, which the ops keep
+  for their backward: A^-T G is then two triangular solves (``getrs``), not a second LU.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -18,6 +29,37 @@ import scipy.linalg
 from numdiff.kernels._blas import prepare_blas
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
+
+_memo = threading.local()
+
+
+def lapack_description() -> str:
+    """Which LAPACK numdiff.linalg calls, for :func:`numdiff.show_config`."""
+    return (f"SciPy's (OpenBLAS, one thread) for single matrices and orders above {_SMALL}; NumPy's batched "
+            f"loop for batches of order <= {_SMALL}")
+
+
+@contextmanager
+def one_factorization() -> Iterator[None]:
+    """Within the block, each factorization of one array object runs LAPACK once (see the module doc)."""
+    previous = getattr(_memo, "results", None)
+    _memo.results = {}
+    try:
+        yield
+    finally:
+        _memo.results = previous
+
+
+def _remembered(key: tuple, a: np.ndarray, compute: Callable[[], Any]) -> Any:
+    results = getattr(_memo, "results", None)
+    if results is None:
+        return compute()
+    hit = results.get(key)
+    if hit is not None and hit[0] is a:
+        return hit[1]
+    value = compute()
+    results[key] = (a, value)  # holding `a` keeps its id from being reused inside the block
+    return value
 
 
 def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: Callable[[np.ndarray], Any]) -> Any:
@@ -38,13 +80,30 @@ def cholesky(a: np.ndarray) -> np.ndarray:
     return per_matrix(a, lambda m: scipy.linalg.cholesky(m, lower=True, check_finite=False), np.linalg.cholesky)
 
 
-def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+LUFactors = tuple  # (lu, piv) of one matrix, as scipy.linalg.lu_factor returns them
+
+
+def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, LUFactors | None]:
+    """(A^-1 B, A's LU factors when A is a single matrix, else None)."""
     if a.ndim == 2 and b.ndim == 2:
-        prepare_blas()
-        with warnings.catch_warnings():  # an ill-conditioned A is solved as LAPACK solves it, as torch
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            return scipy.linalg.solve(a, b, check_finite=False)
-    return np.linalg.solve(a, b)
+        factors = _lu_factor(a)
+        if not np.all(np.diagonal(factors[0])):
+            raise np.linalg.LinAlgError("Singular matrix")
+        return solve_factored(factors, b, transposed=False), factors
+    return np.linalg.solve(a, b), None
+
+
+def _lu_factor(a: np.ndarray) -> LUFactors:
+    prepare_blas()
+    with warnings.catch_warnings():  # an exactly singular A is reported by its zero pivot, as torch
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        return scipy.linalg.lu_factor(a, check_finite=False)
+
+
+def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.ndarray:
+    """A^-1 B (or A^-T B) from A's LU factors: two triangular solves."""
+    prepare_blas()
+    return scipy.linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
 
 
 def inv(a: np.ndarray) -> np.ndarray:
@@ -52,27 +111,36 @@ def inv(a: np.ndarray) -> np.ndarray:
 
 
 def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
-    return per_matrix(a, lambda m: scipy.linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
-                      lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L"))
+    return _remembered(("eigh", upper), a, lambda: per_matrix(
+        a, lambda m: scipy.linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
+        lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
 
 
 def svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return per_matrix(a, lambda m: scipy.linalg.svd(m, full_matrices=False, check_finite=False),
-                      lambda x: np.linalg.svd(x, full_matrices=False))
+    return _remembered(("svd",), a, lambda: per_matrix(
+        a, lambda m: scipy.linalg.svd(m, full_matrices=False, check_finite=False),
+        lambda x: np.linalg.svd(x, full_matrices=False)))
 
 
 def qr(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return per_matrix(a, lambda m: scipy.linalg.qr(m, mode="economic", check_finite=False),
-                      lambda x: np.linalg.qr(x, mode="reduced"))
+    return _remembered(("qr",), a, lambda: per_matrix(
+        a, lambda m: scipy.linalg.qr(m, mode="economic", check_finite=False),
+        lambda x: np.linalg.qr(x, mode="reduced")))
 
 
-def slogdet(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    def one(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lu, piv = scipy.linalg.lu_factor(m, check_finite=False)
-        diag = np.diagonal(lu)
-        swaps = np.count_nonzero(piv != np.arange(len(piv)))
-        sign = (-1.0) ** swaps * np.prod(np.sign(diag))
-        with np.errstate(divide="ignore"):
-            return np.asarray(sign), np.asarray(np.sum(np.log(np.abs(diag))))
+def slogdet(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, LUFactors | None]:
+    """(sign, log|det|, A's LU factors when A is a single matrix, else None)."""
+    return _remembered(("slogdet",), a, lambda: _slogdet(a))
 
-    return per_matrix(a, one, np.linalg.slogdet)
+
+def _slogdet(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, LUFactors | None]:
+    if a.ndim != 2:
+        sign, logabs = per_matrix(a, lambda m: _slogdet(m)[:2], np.linalg.slogdet)
+        return sign, logabs, None
+    factors = _lu_factor(a)
+    lu, piv = factors
+    diag = np.diagonal(lu)
+    swaps = np.count_nonzero(piv != np.arange(len(piv)))
+    sign = (-1.0) ** swaps * np.prod(np.sign(diag))
+    with np.errstate(divide="ignore"):
+        return np.asarray(sign, a.dtype), np.asarray(np.sum(np.log(np.abs(diag))), a.dtype), factors

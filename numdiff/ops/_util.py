@@ -82,9 +82,9 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     """
     if is_numpy(a) or is_numpy(b):  # a NumPy array joins as a tensor (its dtype counts), as in PyTorch
         a, b = (_from_numpy(op, v) if is_numpy(v) else v for v in (a, b))
-    if getattr(a, "is_sparse", False) is True:
+    if getattr(a, "is_sparse", False) is True or getattr(a, "is_sparse_csr", False) is True:
         a = a.to_dense()
-    if getattr(b, "is_sparse", False) is True:
+    if getattr(b, "is_sparse", False) is True or getattr(b, "is_sparse_csr", False) is True:
         b = b.to_dense()
     if not isinstance(b, Tensor):
         if not isinstance(a, Tensor):

@@ -122,7 +122,9 @@ def _matrix(op: str, name: str, value: Any, ndim: int) -> Tensor:
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
-    """The matrix-vector product of a 2-D `input` and a 1-D `vec`."""
+    """The matrix-vector product of a 2-D `input` (dense, or sparse COO or CSR) and a 1-D `vec`."""
+    if getattr(input, "is_sparse", False) or getattr(input, "is_sparse_csr", False):
+        return linalg.matmul(input, _matrix("mv", "vec", vec, 1))  # the sparse kernels check the sizes
     input, vec = _matrix("mv", "input", input, 2), _matrix("mv", "vec", vec, 1)
     if input.shape[1] != vec.shape[0]:
         raise ValueError(f"mv: input {tuple(input.shape)} and vec {tuple(vec.shape)} cannot be multiplied")

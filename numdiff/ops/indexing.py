@@ -13,7 +13,7 @@ import numpy as np
 
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
-from numdiff.backend import is_numpy, to_host
+from numdiff.backend import holds_values, is_numpy, to_host
 from numdiff.func._batched import per_example, physical
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
@@ -36,7 +36,7 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
         if isinstance(k, range):
             k = np.arange(k.start, k.stop, k.step, dtype=np.int64)  # a range indexes like its list
         if isinstance(k, Tensor):
-            k = to_host(k._data)
+            k = to_host(k._data) if holds_values(k._data) else k._data  # a meta index: its shape only
             if k.dtype.kind not in "iub":
                 raise IndexError(f"{op}: tensors used as indices must be long, int or bool, got {k.dtype}")
             if k.dtype == np.uint8:  # a uint8 tensor is a mask in PyTorch, not a list of indices
@@ -60,11 +60,26 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
         parts.append(k)
     key = tuple(parts)
     try:
-        # Let NumPy check ranges and shapes on a zero-size stand-in before any real work.
-        np.empty(shape, dtype=np.bool_)[key]
+        # Let NumPy check ranges and shapes before any real work, on a stand-in of a zero-byte dtype:
+        # neither it nor the result of indexing it takes memory, however large.
+        np.empty(shape, dtype=_NO_BYTES)[tuple(k if holds_values(k) else _stand_in(op, k) for k in key)]
     except IndexError as error:
         raise IndexError(f"{op}: index {_describe(key)} is invalid for a tensor of shape {tuple(shape)}: {error}") from None
     return key
+
+
+_NO_BYTES = np.dtype([])
+
+
+def _stand_in(op: str, index: Any) -> np.ndarray:
+    """A meta index array's shape as host indices of no memory; a meta mask is refused, since what
+    it selects (and so the result's shape) depends on values it does not have."""
+    if index.dtype == np.bool_:
+        raise NotImplementedError(
+            f"{op}: a meta tensor used as a mask (shape {index.shape}) selects a number of elements that "
+            "depends on its values, which a meta tensor does not have"
+        )
+    return np.broadcast_to(np.zeros((), np.intp), index.shape)
 
 
 def _describe(key: tuple) -> str:
@@ -201,14 +216,14 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
     # a kernel reached with an unchecked index would read or write out of bounds.
 
     data = physical(index)[0]._data
-    if data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
+    if holds_values(data) and data.size and (data.min() < 0 or data.max() >= input.shape[dim]):
         raise IndexError(
             f"{op}: index values must be in [0, {input.shape[dim]}) for dimension {dim} of input "
             f"shape {tuple(input.shape)}; got values in [{data.min()}, {data.max()}]"
         )
 
 
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """out[i][j] = input[index[i][j]][j] (for dim=0), PyTorch's gather."""
     dim = normalize_dim("gather", dim, input.ndim)
     if _both_zero_dim(input, index):
@@ -293,7 +308,7 @@ def index_put(input: Tensor, key: Any, value: Any) -> Tensor:
         value = scalar_like(value, input)
     elif value.dtype is not input.dtype:
         value = value.to(input.dtype)
-    target_shape = np.empty(input._data.shape, dtype=np.bool_)[key].shape
+    target_shape = np.empty(input._data.shape, dtype=_NO_BYTES)[key].shape
     try:
         np.broadcast_shapes(value.shape, target_shape)
     except ValueError:

@@ -152,6 +152,11 @@ def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     return a, b
 
 
+def _sparse(operand: Any) -> bool:
+    """Whether `operand` is a numdiff.sparse tensor (COO or CSR), whose own products run."""
+    return getattr(operand, "is_sparse", False) is True or getattr(operand, "is_sparse_csr", False) is True
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with PyTorch's rules: 1-D x 1-D is a dot product, a 1-D operand gets a
     dimension prepended (left) or appended (right) that is removed afterwards, and dimensions
@@ -161,8 +166,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> numdiff.matmul(a, b).shape
     numdiff.Size([2, 3, 5])
     """
-    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
-        return input.__matmul__(other) if getattr(input, "is_sparse", False) else other.__rmatmul__(input)
+    if _sparse(input) or _sparse(other):
+        return input.__matmul__(other) if _sparse(input) else other.__rmatmul__(input)
     a, b = _check_pair("matmul", input, other)
     k_a = a.shape[-1]
     k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
@@ -191,8 +196,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
     numdiff.Size([2, 4])
     """
-    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
-        return matmul(input, mat2)  # the COO kernels (numdiff.sparse)
+    if _sparse(input) or _sparse(mat2):
+        return matmul(input, mat2)  # the COO and CSR kernels (numdiff.sparse)
     a, b = _check_pair("mm", input, mat2)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(

@@ -30,8 +30,15 @@ import numpy as np
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import backend_for
-from numdiff.ops import _lapack
-from numdiff.ops.linalg_solve import Inv, SolveTriangular, _stack3, device_info, on_device
+from numdiff.ops import _lapack, _linalg_grads
+from numdiff.ops.linalg_solve import (
+    Inv,
+    SolveTriangular,
+    _stack3,
+    device_info,
+    on_device,
+    triangular_solve_array,
+)
 from numdiff.ops.registry import register
 from numdiff.ops.shape import stack
 
@@ -45,6 +52,10 @@ def _other(ctx, grad, op, name, **attrs):
     if is_grad_enabled():
         return op.apply(ctx.saved_tensors[0], **attrs)
     return grad.new_tensor(getattr(ctx, name))
+
+
+def _upper_solve(upper: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return triangular_solve_array(upper, b, True, False)
 
 
 def _diag_embed(v):
@@ -71,6 +82,8 @@ class Cholesky(Function):
     @staticmethod
     def backward(ctx, grad):
         (low,) = ctx.saved_tensors
+        if _linalg_grads.direct(grad, low.shape):
+            return (grad.new_tensor(_linalg_grads.cholesky(low._data, grad._data, _upper_solve)),)
         phi = low.mT @ grad.tril()
         phi = phi.tril(-1) + 0.5 * _diag_embed(phi.diagonal(0, -2, -1))
         # L^-T phi L^-1 as two triangular solves with L^T (upper).
@@ -90,6 +103,8 @@ class EighValues(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if _linalg_grads.direct(grad, ctx.vectors.shape[:-1]):
+            return (grad.new_tensor(_linalg_grads.eigh_values(ctx.vectors, grad._data)),)
         v = _other(ctx, grad, EighVectors, "vectors", upper=ctx.upper)
         return ((v * grad.unsqueeze(-2)) @ v.mT,)
 
@@ -106,6 +121,8 @@ class EighVectors(Function):
     @staticmethod
     def backward(ctx, grad):
         v = ctx.saved_tensors[1]
+        if _linalg_grads.direct(grad, v.shape):
+            return (grad.new_tensor(_linalg_grads.eigh_vectors(ctx.values, v._data, grad._data)),)
         w = _other(ctx, grad, EighValues, "values", upper=ctx.upper)
         gap = w.unsqueeze(-2) - w.unsqueeze(-1)  # w_j - w_i
         eye = grad.new_tensor(np.eye(w.shape[-1]))
@@ -131,6 +148,8 @@ class SvdValues(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if _linalg_grads.direct(grad, ctx.u.shape[:-2] + ctx.u.shape[-1:]):
+            return (grad.new_tensor(_linalg_grads.svd_values(ctx.u, ctx.vh, grad._data)),)
         u, vh = _other(ctx, grad, SvdU, "u"), _other(ctx, grad, SvdVh, "vh")
         return ((u * grad.unsqueeze(-2)) @ vh,)
 
@@ -156,6 +175,8 @@ class SvdU(Function):
     @staticmethod
     def backward(ctx, grad):
         u = ctx.saved_tensors[1]
+        if _linalg_grads.direct(grad, u.shape):
+            return (grad.new_tensor(_linalg_grads.svd_u(u._data, ctx.s, ctx.vh, grad._data)),)
         s, vh = _other(ctx, grad, SvdValues, "s"), _other(ctx, grad, SvdVh, "vh")
         e, eye = _svd_parts(grad, u, s, vh)
         inner = u.mT @ grad
@@ -178,6 +199,8 @@ class SvdVh(Function):
     @staticmethod
     def backward(ctx, grad):
         vh = ctx.saved_tensors[1]
+        if _linalg_grads.direct(grad, vh.shape):
+            return (grad.new_tensor(_linalg_grads.svd_vh(ctx.u, ctx.s, vh._data, grad._data)),)
         u, s = _other(ctx, grad, SvdU, "u"), _other(ctx, grad, SvdValues, "s")
         e, eye = _svd_parts(grad, u, s, vh)
         g_v = grad.mT  # the gradient with respect to V = Vh^T
@@ -239,7 +262,7 @@ class QrR(Function):
 class Det(Function):
     @staticmethod
     def forward(ctx, a):
-        sign, logabs = _lapack.slogdet(a)
+        sign, logabs, ctx.factors = _lapack.slogdet(a)
         out = np.asarray(sign * np.exp(logabs))
         ctx.save_for_backward(a, out)
         return out
@@ -247,7 +270,11 @@ class Det(Function):
     @staticmethod
     def backward(ctx, grad):
         a, det = ctx.saved_tensors
-        if bool((det._data != 0).all()):
+        nonsingular = bool((det._data != 0).all())
+        if nonsingular and _linalg_grads.direct(grad, det.shape):
+            inverse_t = _linalg_grads.inverse_transpose(a._data, ctx.factors)
+            return (grad.new_tensor((grad._data * det._data)[..., None, None] * inverse_t),)
+        if nonsingular:
             return ((grad * det)[..., None, None] * Inv.apply(a).mT,)
         return (grad[..., None, None] * _cofactor(a),)
 
@@ -268,11 +295,14 @@ def _cofactor(a):
 class LogAbsDet(Function):
     @staticmethod
     def forward(ctx, a):
-        _, logabs = _lapack.slogdet(a)
+        _, logabs, ctx.factors = _lapack.slogdet(a)
         ctx.save_for_backward(a)
         return np.asarray(logabs)
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
+        if _linalg_grads.direct(grad, a.shape[:-2]):
+            inverse_t = _linalg_grads.inverse_transpose(a._data, ctx.factors)
+            return (grad.new_tensor(grad._data[..., None, None] * inverse_t),)
         return (grad[..., None, None] * Inv.apply(a).mT,)

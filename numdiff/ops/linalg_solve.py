@@ -23,7 +23,7 @@ import scipy.linalg
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
 from numdiff.kernels._blas import prepare_blas
-from numdiff.ops import _lapack
+from numdiff.ops import _lapack, _linalg_grads
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat
 
@@ -119,14 +119,19 @@ class Solve(Function):
             if backend_for(info).to_host(info).any():
                 raise np.linalg.LinAlgError("Singular matrix")
             out = out.reshape(tuple(b.shape))
+            ctx.factors = None
         else:
-            out = _lapack.solve(a, b)
+            out, ctx.factors = _lapack.solve(a, b)
         ctx.save_for_backward(a, out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         a, x = ctx.saved_tensors
+        if _linalg_grads.direct(grad, x.shape):  # A^-T G from the forward's LU, no graph recorded
+            g_a, g_b = _linalg_grads.solve(a._data, ctx.factors, x._data, grad._data, ctx.needs_input_grad[0])
+            g_b = grad.new_tensor(g_b) if ctx.needs_input_grad[1] else None
+            return (None if g_a is None else grad.new_tensor(g_a)), g_b
         g_b = Solve.apply(a.mT, grad)
         g_a = -(g_b @ x.mT) if ctx.needs_input_grad[0] else None
         return g_a, g_b if ctx.needs_input_grad[1] else None

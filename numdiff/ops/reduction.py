@@ -185,9 +185,9 @@ def _integers_as_int64(input: Tensor) -> Tensor:
     return input.long() if kind == "b" or (kind in "iu" and input._data.dtype != np.int64) else input
 
 
-def prod(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    """Product over one dim, or all elements."""
-    input = _integers_as_int64(input)
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product over one dim, or all elements (computed in `dtype` when given)."""
+    input = _integers_as_int64(input) if dtype is None else input.to(dtype)
     dims = normalize_dims("prod", dim, input.ndim) if dim is not None else tuple(range(input.ndim))
     return Prod.apply(input, dims=dims, keepdim=keepdim if dim is not None else False)
 

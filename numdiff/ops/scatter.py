@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.function import Function
-from numdiff.backend import to_host
+from numdiff.backend import holds_values, to_host
 from numdiff.func._batched import per_example
 from numdiff.ops._util import (
     broadcast_shape,
@@ -116,7 +116,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
         # The positions differ per vmap example; a batched index's own array is the first example's.
 
         return per_example("index_add", lambda i, x, s: index_add(x, dim, i, s, alpha=alpha), index, input, source)
-    positions = to_host(index._data)
+    positions = to_host(index._data) if holds_values(index._data) else index._data  # meta: shapes only
     positions = positions.reshape(-1).astype(np.int64, copy=False)
     size = input.shape[dim] if input.ndim else 1
     expected = tuple(len(positions) if d == dim else n for d, n in enumerate(input.shape))
@@ -125,7 +125,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
             f"index_add: source of shape {tuple(source.shape)} must be the input's shape {tuple(input.shape)} "
             f"with {len(positions)} (the index's length) in dimension {dim}"
         )
-    if positions.size and (positions.min() < 0 or positions.max() >= size):
+    if holds_values(positions) and positions.size and (positions.min() < 0 or positions.max() >= size):
         raise IndexError(
             f"index_add: index values must be in [0, {size}) for dimension {dim} of input shape "
             f"{tuple(input.shape)}; got values in [{positions.min()}, {positions.max()}]"

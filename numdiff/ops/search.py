@@ -14,7 +14,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff._host_functions import host_function
-from numdiff.backend import like_host
+from numdiff.backend import holds_values, like_host
 from numdiff.ops._util import ensure_tensor, normalize_dim, operands, vmapped
 from numdiff.tensor import Tensor
 
@@ -131,6 +131,11 @@ def searchsorted(
     """
     sequence = ensure_tensor("searchsorted", sorted_sequence, "sorted_sequence")
     side = _side("searchsorted", right, side)
+    if not (holds_values(sequence._data) and (not isinstance(input, Tensor) or holds_values(input._data))):
+        # meta tensors: the positions' shape (the input's) and dtype, no search
+        shape = tuple(input.shape) if isinstance(input, Tensor) else ()
+        like = sequence._data if not holds_values(sequence._data) else input._data
+        return Tensor._wrap(np.empty(shape, np.int32 if out_int32 else np.int64, like=like), None, None)
     seq = _host("searchsorted", sequence)
     scalar = not isinstance(input, Tensor)
     queries = np.asarray(input) if scalar else _host("searchsorted", input)

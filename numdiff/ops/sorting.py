@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._host_functions import host_function
-from numdiff.backend import is_host
+from numdiff.backend import holds_values, is_host
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
 from numdiff.tensor import Tensor
@@ -48,6 +48,8 @@ def _order(op: str, input: Any, dim: int, descending: bool) -> tuple[Tensor, int
         # A batched tensor's own array is its first example only: order the whole batch, whose
         # dim 0 is the batch (nested levels unwrap one per call).
         return batch_nondifferentiable(lambda value: _order(op, value, axis + 1, descending)[0], input), axis
+    if not holds_values(input._data):  # a meta tensor: the order's shape and dtype, no values
+        return Tensor._wrap(np.empty(input.shape, np.int64, like=input._data), None, None), axis
     input, data = _host(op, input)
     if data.ndim == 0:
         return Tensor._wrap(np.zeros((), np.int64), None, None), axis
@@ -114,6 +116,9 @@ def topk_indices(input: Tensor, k: int, dim: int, largest: bool) -> Tensor:
         # As in _order: pick along the logical dim of every example in the batch, not the first's.
         return batch_nondifferentiable(lambda value: topk_indices(value, k, axis + 1, largest), input)
     size = input.shape[axis]
+    if not holds_values(input._data):  # a meta tensor: the picked indices' shape and dtype only
+        shape = tuple(k if d == axis else n for d, n in enumerate(input.shape))
+        return Tensor._wrap(np.empty(shape, np.int64, like=input._data), None, None)
     _, data = _host("topk", input)
     if 0 < k < size:
         # Partition first (linear time), then order only the k picked, by value and then position.

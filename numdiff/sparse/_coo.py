@@ -21,7 +21,7 @@ from numdiff.tensor import Size, Tensor
 
 
 class layout:  # noqa: N801 - PyTorch's name
-    """A tensor layout: ``numdiff.strided`` (dense) or ``numdiff.sparse_coo``."""
+    """A tensor layout: ``numdiff.strided`` (dense), ``numdiff.sparse_coo`` or ``numdiff.sparse_csr``."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -148,8 +148,17 @@ class SparseTensor:
             array = self.to_dense().cpu().numpy()
         return array if dtype is None else array.astype(dtype)
 
-    def to_sparse(self) -> SparseTensor:
+    def to_sparse(self, *, layout: Any = None) -> Any:
+        return self.to_sparse_csr() if layout is not None and layout.name == "sparse_csr" else self
+
+    def to_sparse_coo(self) -> SparseTensor:
         return self
+
+    def to_sparse_csr(self) -> Any:
+        """The CSR form of a 2-D COO tensor (coalesced first; gradients reach these values)."""
+        from numdiff.sparse._csr import coo_to_csr  # _csr builds on this module
+
+        return coo_to_csr(self)
 
     def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
         values = self._values.to(*args, **kwargs)
@@ -192,7 +201,7 @@ class SparseTensor:
 
     def __matmul__(self, other: Any) -> Any:
         rows, cols, shape = self._matrix_parts("sparse matmul")
-        if isinstance(other, SparseTensor):
+        if getattr(other, "is_sparse", False) or getattr(other, "is_sparse_csr", False):
             return (self @ other.to_dense()).to_sparse()
         return coo_matmul(rows, cols, self._values, shape, other)
 

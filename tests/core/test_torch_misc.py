@@ -154,3 +154,17 @@ def test_process_switches_are_kept_and_validated():
     assert numdiff.asarray(base) is base or numdiff.asarray(base)._data is base._data
     assert numdiff.asarray(base, copy=True)._data is not base._data
     assert tuple(numdiff.empty_strided((2, 3), (3, 1)).shape) == (2, 3)
+
+
+def test_keyword_arguments_programs_pass_are_accepted():
+    g = numdiff.Generator().manual_seed(4)
+    first = numdiff.rand_like(numdiff.ones(3), generator=g)
+    assert not numdiff.equal(first, numdiff.rand_like(numdiff.ones(3), generator=g))
+    assert numdiff.randn_like(numdiff.ones(2, dtype=numdiff.float64), generator=g).dtype == numdiff.float64
+    assert set(numdiff.randint_like(numdiff.ones(50), 2, 4, generator=g).tolist()) <= {2.0, 3.0}
+    assert sorted(numdiff.randperm(5, requires_grad=False).tolist()) == [0, 1, 2, 3, 4]
+    assert numdiff.prod(numdiff.tensor([1, 2, 3]), dtype=numdiff.float64).dtype == numdiff.float64
+    assert numdiff.tensor([2, 3]).prod(0, dtype=numdiff.float32).item() == 6.0
+    weights = numdiff.ones(2, requires_grad=True)
+    assert weights.numpy(force=True).tolist() == [1.0, 1.0]
+    assert numdiff.gather(numdiff.arange(3.0), 0, numdiff.tensor([2]), sparse_grad=False).tolist() == [2.0]

@@ -1,10 +1,15 @@
-"""Sparse COO kernels on CUDA, the twins of numdiff.kernels.sparse (same arguments, same results).
+"""Sparse COO and CSR kernels on CUDA, the twins of numdiff.kernels.sparse (same arguments, same results).
 
 - ``coo_spmm``: one thread per (entry e, column j), adding ``values[e] * dense[cols[e], j]`` to
   ``out[rows[e], j]`` atomically (entries that share a row write the same places). Grid:
   ceil(nnz * n / THREADS_PER_BLOCK) blocks; `out` is zeroed by a first kernel.
 - ``coo_sddmm``: one thread per entry e, summing ``a[rows[e], j] * b[cols[e], j]`` over j in
   float64 and storing once. Grid: ceil(nnz / THREADS_PER_BLOCK) blocks.
+- ``csr_spmm``: one thread per (row i, column j), summing row i's entries into a register and
+  storing ``out[i, j]`` once (no atomics: a row's entries are contiguous). Grid:
+  ceil(m * n / THREADS_PER_BLOCK) blocks.
+- ``csr_sddmm``: one thread per row i, looping over its entries and the columns in float64.
+  Grid: ceil(m / THREADS_PER_BLOCK) blocks.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 
 from numba import cuda
 
-__all__ = ["coo_sddmm", "coo_spmm"]
+__all__ = ["coo_sddmm", "coo_spmm", "csr_sddmm", "csr_spmm"]
 
 THREADS_PER_BLOCK = 256
 
@@ -44,6 +49,30 @@ def _sddmm_kernel(rows, cols, a, b, out):
         for j in range(a.shape[1]):
             total += float(a[rows[e], j]) * float(b[cols[e], j])
         out[e] = total
+
+
+@cuda.jit
+def _csr_spmm_kernel(crow, cols, values, dense, out):
+    t = cuda.grid(1)
+    n = out.shape[1]
+    if t < out.shape[0] * n:
+        i = t // n
+        j = t % n
+        total = 0.0  # float64, rounded once on store
+        for e in range(crow[i], crow[i + 1]):
+            total += values[e] * dense[cols[e], j]
+        out[i, j] = total
+
+
+@cuda.jit
+def _csr_sddmm_kernel(crow, cols, a, b, out):
+    i = cuda.grid(1)
+    if i < crow.shape[0] - 1:
+        for e in range(crow[i], crow[i + 1]):
+            total = 0.0
+            for j in range(a.shape[1]):
+                total += float(a[i, j]) * float(b[cols[e], j])
+            out[e] = total
 
 
 def _numba(array: Any) -> Any:
@@ -78,3 +107,22 @@ def coo_sddmm(rows: Any, cols: Any, a: Any, b: Any, out: Any) -> None:
         with _gpu(out):
             _sddmm_kernel[_blocks(rows.shape[0]), THREADS_PER_BLOCK](_numba(rows), _numba(cols), _numba(a), _numba(b),
                                                                      _numba(out))
+
+
+def csr_spmm(crow: Any, cols: Any, values: Any, dense: Any, out: Any) -> None:
+    """out = CSR(crow, cols, values) @ dense, on the device."""
+    count = out.shape[0] * out.shape[1]
+    if count:
+        with _gpu(out):
+            _csr_spmm_kernel[_blocks(count), THREADS_PER_BLOCK](
+                _numba(crow), _numba(cols), _numba(values), _numba(dense), _numba(out)
+            )
+
+
+def csr_sddmm(crow: Any, cols: Any, a: Any, b: Any, out: Any) -> None:
+    """out[e] = a[row of e] . b[cols[e]], on the device."""
+    if cols.shape[0]:
+        with _gpu(out):
+            _csr_sddmm_kernel[_blocks(crow.shape[0] - 1), THREADS_PER_BLOCK](
+                _numba(crow), _numba(cols), _numba(a), _numba(b), _numba(out)
+            )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -95,6 +96,13 @@ def load(module: Module, state_dict: Mapping, strict: bool, assign: bool = False
             if assign:
                 _assign(module, key, target, value)
             else:
+                if target.device.type == "meta" and value.device.type != "meta":
+                    warnings.warn(
+                        f"for {key}: copying from a non-meta parameter in the checkpoint to a meta parameter in "
+                        "the current model, which is a no-op (a meta tensor holds no values). Did you mean to "
+                        "pass `assign=True` to assign items in the state dictionary to their corresponding key "
+                        "in the module instead of copying them in place?", UserWarning, stacklevel=3,
+                    )
                 target.copy_(value)
     return IncompatibleKeys(missing, unexpected)
 

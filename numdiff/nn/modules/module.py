@@ -11,6 +11,7 @@ from numdiff._device import device as device_type
 from numdiff._device import to_device
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
+from numdiff.creation import empty
 from numdiff.nn.modules import _state_dict
 from numdiff.nn.parameter import Buffer, Parameter
 from numdiff.tensor import Tensor
@@ -383,6 +384,24 @@ class Module:
             return t.to(dtype=dtype if t.is_floating_point() else None, device=target)
 
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Give every parameter and buffer new, uninitialised storage on `device` (shapes and dtypes
+        kept): how a model built on the meta device gets memory before its weights are loaded.
+
+        >>> numdiff.nn.Linear(3, 2, device="meta").to_empty(device="cpu").weight.device
+        device(type='cpu')
+        """
+        target = to_device(device)
+        modules = self.modules() if recurse else (self,)
+        for module in modules:
+            for param in module._parameters.values():
+                if param is not None:
+                    param.data = empty(tuple(param.shape), dtype=param.dtype, device=target)
+            for name, buffer in module._buffers.items():
+                if buffer is not None:
+                    module._buffers[name] = empty(tuple(buffer.shape), dtype=buffer.dtype, device=target)
+        return self
 
     def float(self) -> Module:
         return self.to(_dtype.float32)

@@ -1,0 +1,62 @@
+"""``numdiff.show_config()``: the libraries and threads numdiff runs on, as ``torch.__config__.show()``."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import numba
+import numpy as np
+import scipy
+
+from numdiff import cuda
+from numdiff._threads import get_num_threads
+from numdiff.kernels._blas import blas_threading
+from numdiff.kernels._blas_library import ENVIRONMENT_VARIABLE, blas_library
+from numdiff.ops._lapack import lapack_description
+
+__all__ = ["config_lines", "show_config"]
+
+
+def _threading_layer() -> str:
+    try:
+        return numba.threading_layer()
+    except ValueError:  # the pool starts on the first parallel kernel, not at import
+        return "not started yet"
+
+
+def _cuda_line() -> str:
+    if not cuda.is_available():
+        return "not available"
+    simulated = " (Numba's simulator)" if numba.config.ENABLE_CUDASIM else ""
+    return f"available{simulated}: {cuda.device_count()} device(s)"
+
+
+def config_lines() -> list[str]:
+    """The lines :func:`show_config` prints."""
+    gemm = blas_library()
+    forced = os.environ.get(ENVIRONMENT_VARIABLE)
+    return [
+        "numdiff configuration:",
+        f"  Python {platform.python_version()}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
+        f"Numba {numba.__version__}",
+        f"  GEMM (matmul, linear, conv): {'MKL' if gemm.name == 'mkl' else 'SciPy BLAS'}, {gemm.reason}",
+        f"    {gemm.version}",
+        f"    {gemm.path}",
+        f"    {ENVIRONMENT_VARIABLE}={forced!r} (auto, mkl or scipy)" if forced else
+        f"    {ENVIRONMENT_VARIABLE} unset (auto: MKL when the mkl extra is installed)",
+        f"  LAPACK (numdiff.linalg): {lapack_description()}",
+        f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading "
+        f"layer {_threading_layer()}); {blas_threading()}",
+        f"  CUDA: {_cuda_line()}",
+    ]
+
+
+def show_config() -> None:
+    """Print which BLAS and LAPACK numdiff calls, its thread counts, the Numba version and CUDA's state.
+
+    >>> numdiff.show_config()  # doctest: +ELLIPSIS
+    numdiff configuration:
+    ...
+    """
+    print("\n".join(config_lines()))
