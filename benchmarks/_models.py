@@ -174,6 +174,27 @@ def cifar_bn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     return _adam_step(lib, [model], loss_of, x, y)
 
 
+def cnn3d(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
+    """A small volumetric CNN: (Conv3d 3x3x3-BatchNorm3d-ReLU, MaxPool3d 2) with 8 then 16 channels,
+    Conv3d 32, AdaptiveAvgPool3d 1, Linear; 8x1x16x16x16 volumes."""
+    nn, fn = lib.nn, lib.nn.functional
+    batch, size = (2, 8) if quick else (8, 16)
+
+    def unit(c_in: int, c_out: int) -> list:
+        return [nn.Conv3d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm3d(c_out), nn.ReLU()]
+
+    model = nn.Sequential(
+        *unit(1, 8), nn.MaxPool3d(2), *unit(8, 16), nn.MaxPool3d(2), *unit(16, 32), nn.AdaptiveAvgPool3d(1),
+        nn.Flatten(), nn.Linear(32, 10),
+    )  # fmt: skip
+    same_weights(lib, model)
+    rng = _data(12)
+    x = lib.tensor(rng.standard_normal((batch, 1, size, size, size)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, (batch,)))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x), y))
+    return _adam_step(lib, [model], loss_of, x, y)
+
+
 def resnet(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """A small ResNet: stem conv 16, three stages of one BasicBlock (16, 32 and 64 channels, the
     last two stride 2 with 1x1 shortcuts), global average pool, Linear; 32x3x32x32."""
@@ -370,7 +391,7 @@ def gcn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
 WORKLOADS: dict[str, Callable[..., Callable[[], None]]] = {
     f.__name__: f
     for f in (
-        char_lstm, char_gru, word_transformer, min_gpt, cifar_bn, resnet, dcgan, vae, super_resolution,
+        char_lstm, char_gru, word_transformer, min_gpt, cifar_bn, cnn3d, resnet, dcgan, vae, super_resolution,
         style_transfer, per_sample_grads, gcn,
     )
 }  # fmt: skip

@@ -7,6 +7,7 @@ Workloads (issue 13's goals in brackets):
 - jacrev of an MLP 64->128->64 (tanh) at batch 1 [numdiff <= 1.5x torch.func];
 - per-sample gradients of Linear(784, 10) + cross_entropy over 256 samples,
   vmap(grad(loss), in_dims=(None, 0, 0)) with functional_call [<= 1.5x torch.func];
+- jvp, jacfwd (forward mode) of the same MLP and the hessian of a tanh layer, against torch.func;
 - a 10-op @elementwise function on 10^6 float32 elements, forward and backward, against the
   same function written with torch eager ops [numdiff >= 3x faster].
 
@@ -49,6 +50,48 @@ def jacrev_mlp(lib):
 
     def step():
         return lib.func.jacrev(lambda v: lib.tanh(v @ w1.t()) @ w2.t())(x)
+
+    return step
+
+
+def _mlp(lib):
+    """x -> tanh(x W1^T) W2^T, 64 -> 128 -> 64, float32, and one 64-vector (fixed seeds)."""
+    rng = np.random.default_rng(0)
+    w1 = lib.tensor(rng.standard_normal((128, 64)).astype(np.float32) * 0.1)
+    w2 = lib.tensor(rng.standard_normal((64, 128)).astype(np.float32) * 0.1)
+    x = lib.tensor(rng.standard_normal((1, 64)).astype(np.float32))
+    return (lambda v: lib.tanh(v @ w1.t()) @ w2.t()), x
+
+
+def jvp_mlp(lib):
+    """jvp of the MLP at one 64-vector with one tangent: forward mode, one column of the Jacobian."""
+    f, x = _mlp(lib)
+    v = lib.ones_like(x)
+
+    def step():
+        return lib.func.jvp(f, (x,), (v,))[1]
+
+    return step
+
+
+def jacfwd_mlp(lib):
+    """jacfwd of the MLP at one 64-vector: 64 tangents pushed forward under vmap."""
+    f, x = _mlp(lib)
+
+    def step():
+        return lib.func.jacfwd(f)(x)
+
+    return step
+
+
+def hessian_mlp(lib):
+    """hessian (jacfwd over jacrev) of sum(tanh(x W1^T)) at one 64-vector."""
+    rng = np.random.default_rng(0)
+    w1 = lib.tensor(rng.standard_normal((128, 64)).astype(np.float32) * 0.1)
+    x = lib.tensor(rng.standard_normal(64).astype(np.float32))
+
+    def step():
+        return lib.func.hessian(lambda v: lib.tanh(w1 @ v).sum())(x)
 
     return step
 
@@ -102,10 +145,13 @@ def elementwise_fwd_bwd(lib):
 
 WORKLOADS = {
     "jacrev MLP 64->128->64, batch 1": (jacrev_mlp, "<= 1.5x torch.func"),
+    "jvp MLP 64->128->64, batch 1": (jvp_mlp, "forward mode; torch.func as reference"),
+    "jacfwd MLP 64->128->64, batch 1": (jacfwd_mlp, "forward mode; torch.func as reference"),
+    "hessian tanh layer 64->128 (jacfwd over jacrev)": (hessian_mlp, "forward over reverse"),
     "per-sample grads Linear(784,10), 256 samples": (per_sample_grads, "<= 1.5x torch.func"),
     "10-op @elementwise, 10^6 float32, fwd+bwd": (elementwise_fwd_bwd, ">= 3x faster than torch eager"),
 }
-TOLERANCES = {"jacrev": (1e-4, 1e-5), "per-sample": (1e-4, 1e-6), "10-op": (1e-4, 1e-5)}
+TOLERANCES = {"jacrev": (1e-4, 1e-5), "jvp": (1e-4, 1e-5), "jacfwd": (1e-4, 1e-5), "hessian": (1e-4, 1e-5), "per-sample": (1e-4, 1e-6), "10-op": (1e-4, 1e-5)}
 
 
 def build(workload: str, library: str):

@@ -220,8 +220,10 @@ from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorization
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
+from numdiff import random as random  # noqa: E402 - torch.random: seeds, states, fork_rng
 from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
+from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
@@ -325,7 +327,7 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 __all__ += [
-    "amp", "autocast", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
+    "amp", "autocast", "random", "testing", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
 ]
 __all__ += [
     "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",

@@ -305,8 +305,14 @@ class Tensor:
         """A new leaf sharing this tensor's storage (and version counter), outside the graph.
 
         It is no view in autograd's sense (no `_base`), as in PyTorch: in-place ops on it are
-        never refused on account of this tensor.
+        never refused on account of this tensor. Inside numdiff.func.jvp it carries no tangent either.
         """
+        if anywhere.levels:
+            top = transforms.interpreter
+            if top is not None:
+                detached = top.detach(self)
+                if detached is not None:
+                    return detached
         return Tensor._wrap(self._data, None, self._version_counter)
 
     def __deepcopy__(self, memo: dict) -> Tensor:

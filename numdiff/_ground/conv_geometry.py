@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from numdiff._ground.args import GEOMETRY_LIMIT, int_tuple, remember_checks
 
-__all__ = ["Conv2dGeometry", "conv2d_geometry", "conv_output_size"]
+__all__ = ["Conv2dGeometry", "axis_tap_spans", "conv2d_geometry", "conv_output_size"]
 
 
 def conv_output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int) -> int:
@@ -23,6 +23,27 @@ def conv_output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: i
     32
     """
     return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def axis_tap_spans(
+    taps: int, stride: int, dilation: int, pad_lo: int, size: int, out_size: int
+) -> list[tuple[int, int, int, int]]:
+    """The taps along one axis of a convolution that land inside the input: ``(k, lo, hi, start)``
+    for each tap k that some output reads in [0, size), where outputs lo <= o < hi read input
+    ``start + (o - lo) * stride`` (output o reads ``o*stride + k*dilation - pad_lo``). A tap past
+    either end (padding, or a negative pad_hi cropping the input) is left out.
+
+    >>> axis_tap_spans(3, 1, 1, 1, 4, 4)
+    [(0, 1, 4, 0), (1, 0, 4, 0), (2, 0, 3, 1)]
+    """
+    spans = []
+    for k in range(taps):
+        first = k * dilation - pad_lo
+        lo = 0 if first >= 0 else (-first + stride - 1) // stride
+        hi = min(out_size, (size - 1 - first) // stride + 1) if size - 1 - first >= 0 else 0
+        if hi > lo:
+            spans.append((k, lo, hi, first + lo * stride))
+    return spans
 
 
 class Conv2dGeometry(NamedTuple):

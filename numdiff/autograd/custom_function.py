@@ -26,6 +26,7 @@ import numpy as np
 
 from numdiff.autograd import function as _function
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.transform_state import anywhere, transforms
 
 
 class CustomFunctionError(RuntimeError):
@@ -46,7 +47,7 @@ class _UnrecordedCtx:
         pass
 
     def save_for_forward(self, *items: Any) -> None:
-        pass
+        self.saved_for_forward = items
 
     def mark_dirty(self, *tensors: Any) -> None:
         self._dirty = tensors
@@ -164,7 +165,7 @@ def _check_static(cls: type) -> None:
     """forward and backward must be static methods (PyTorch's new-style Function)."""
     if cls in _CHECKED:
         return
-    for name in ("forward", "backward", "setup_context", "vmap"):
+    for name in ("forward", "backward", "setup_context", "vmap", "jvp"):
         for klass in cls.__mro__:
             if name in klass.__dict__:
                 if not isinstance(klass.__dict__[name], (staticmethod, classmethod)):
@@ -196,6 +197,10 @@ def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
         ctx = _function.Node(_adapter(cls), inputs, attrs)
     else:
         ctx = _UnrecordedCtx(len(inputs))
+    if anywhere.levels and transforms.forward_ctx:  # forward mode reads this ctx (numdiff.func._forward)
+        for box in transforms.forward_ctx:
+            if not box:
+                box.append(ctx)
     _state.enabled = False
     try:
         if getattr(cls, "setup_context", None) is None:

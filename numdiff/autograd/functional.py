@@ -62,7 +62,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 
 
 def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
-    """(func(inputs), J v), by the double-vjp construction (see numdiff.func.jvp)."""
+    """(func(inputs), J v), by forward mode (numdiff.func.jvp)."""
     args, single = _as_tuple(inputs, "jvp")
     if v is None:
         if not all(a.numel() == 1 for a in args):

@@ -5,7 +5,7 @@ runs batching rules, numdiff.compile records a graph. With none active, ops run 
 record themselves on the tape). The entry points consult `transforms.interpreter`, the innermost
 one: `Function.apply` (every op), `numdiff._host_functions.host_function` (computations outside
 an op: comparisons, argmax), and the effects an interpreter may refuse or take over: host reads
-(``item``, ``numpy``, ``bool(t)``...), in-place updates, random draws and backward passes.
+(``item``, ``numpy``, ``bool(t)``...), in-place updates, random draws, detach and backward passes.
 
 An interpreter hands an op to the level below by running it with its parent as the innermost
 (`Interpreter.apply`; JAX's bind: the parent is the interpreter that was innermost when this one
@@ -38,6 +38,10 @@ class TransformState(threading.local):
         self.grad_depth = 0
         self.randomness: list[str] = []
         self.same_draw_replays: list = []  # numdiff._random.SameDrawReplay, outermost first
+        # One empty list per jvp level waiting for a user Function's forward ctx (its jvp reads it).
+        self.forward_ctx: list[list] = []
+        # One list per jvp call: the leaves that grad levels inside it made, (tensor, vmap levels).
+        self.leaf_sinks: list[list] = []
 
 
 transforms = TransformState()
@@ -111,6 +115,11 @@ class Interpreter:
         """``tensor.grad`` is read into Python."""
         if self.parent is not None:
             self.parent.grad_read(tensor)
+
+    def detach(self, tensor: Any) -> Any:
+        """``tensor.detach()``; None lets it share `tensor`'s array as usual (an interpreter that
+        keys values by their array, numdiff.func's jvp level, returns one on an array of its own)."""
+        return None if self.parent is None else self.parent.detach(tensor)
 
     def backward(self, capture: bool, create_graph: bool) -> None:
         """A backward pass starts (``capture``: autograd.grad, else Tensor.backward)."""

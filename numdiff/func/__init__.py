@@ -7,10 +7,11 @@ numdiff.Size([4, 3])
 """
 
 from numdiff.func._batched import BatchedTensor, VmapDataDependentError, VmapPerformanceWarning
+from numdiff.func.forward_mode import jvp
 from numdiff.func.functional_call import functional_call
 from numdiff.func.jacobians import hessian, jacfwd, jacrev
 from numdiff.func.stack_module_state import stack_module_state
-from numdiff.func.transforms import TransformOutputError, grad, grad_and_value, jvp, vjp
+from numdiff.func.transforms import TransformOutputError, grad, grad_and_value, vjp
 from numdiff.func.vmap import VmapRandomnessError, vmap
 
 __all__ = [

@@ -154,8 +154,8 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
 
 
 def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W): the vmap batch folds
-    into N."""
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), and the (B, D, R) axis
+    taps of conv3d: the vmap batch folds into the leading dim."""
     if any(batched[1:]):
         return None
     x = values[0]
@@ -229,7 +229,11 @@ _attach(elementwise, *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "
 _attach(_shift_dims("dims"), "sum", "prod", "amax", "amin", "flip")
 _attach(_shift_dims("dim"), "log_softmax", "cat", "gather", "scatter_add", "scatter", "cumsum", "cumprod", "logcumsumexp")
 ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
-_attach(fold_into_n, "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d")
+_attach(
+    fold_into_n,
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
+    "axis_taps_backward",
+)  # fmt: skip
 _attach(diagonal_rule, "diagonal")
 _attach(reshape_rule, "reshape")
 _attach(permute_rule, "permute")

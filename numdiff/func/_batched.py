@@ -45,10 +45,18 @@ class VmapLevel(Interpreter):
     """The interpreter of one vmap level: ops go to their batching rules (`batched_apply`), and a
     random draw is refused under randomness='error' (at this level or an outer one)."""
 
-    def __init__(self, randomness: str) -> None:
+    def __init__(self, randomness: str, level: int = 0) -> None:
         self.randomness = randomness
+        self.level = level
 
     def apply(self, cls: Any, inputs: tuple, attrs: dict) -> Tensor:
+        if getattr(self.parent, "sees_vmap_levels_below", False):
+            # A jvp level sits between this level and the vmap levels below: an op batched only at
+            # those goes to it first, so that nesting follows the order of the stack.
+            for t in inputs:
+                if type(t) is BatchedTensor and t._level == self.level:
+                    return batched_apply(cls, inputs, attrs)
+            return super().apply(cls, inputs, attrs)
         return batched_apply(cls, inputs, attrs)
 
     def host_call(self, function: Any, args: tuple, kwargs: dict) -> Any:

@@ -3,7 +3,7 @@
 jacrev maps vjp_fn over the rows of an identity: func runs once, recorded, and the rows go through
 one batched reverse pass (or, where the graph holds an op whose backward does not batch, func
 reruns batched over the rows; see numdiff.func.transforms.vjp);
-jacfwd maps jvp over its columns (forward mode by double vjp, see numdiff.func.transforms).
+jacfwd maps jvp over its columns (forward mode, one pass per batch of tangents: numdiff.func.forward_mode).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import eye, zeros_like
 from numdiff.func._pytree import tree_flatten, tree_unflatten
-from numdiff.func.transforms import _argnums_tuple, _check_float, _Level, _split_aux, jvp, vjp
+from numdiff.func.forward_mode import jvp
+from numdiff.func.transforms import _argnums_tuple, _check_float, _Level, _split_aux, vjp
 from numdiff.func.vmap import vmap
 from numdiff.tensor import Tensor
 
@@ -78,8 +79,8 @@ def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False,
 
 
 def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *, randomness: str = "error") -> Callable[..., Any]:
-    """The Jacobian of `func` with respect to `argnums`, by forward mode (a vmapped jvp, which is
-    the double-vjp construction). `randomness` is vmap's, for random ops in `func` ('error',
+    """The Jacobian of `func` with respect to `argnums`, by forward mode (a vmapped jvp: every
+    column pushed forward in one pass). `randomness` is vmap's, for random ops in `func` ('error',
     'different' or 'same').
 
     >>> numdiff.func.jacfwd(lambda x: x ** 2)(numdiff.tensor([1.0, 2.0]))

@@ -7,9 +7,7 @@ input is first made batched at every active level, so gradients come out per exa
 outer level is active the gradients are taken with ``create_graph=True``, which is how transforms
 nest through numdiff's higher-order autograd.
 
-Forward mode (jvp, and jacfwd built on it) uses the double-vjp construction: with a dummy
-cotangent u, g(u) = J^T u is linear in u, and the vjp of g with the tangent t is J t. It costs
-two reverse passes instead of one forward pass.
+Forward mode (jvp, and jacfwd built on it) is numdiff.func.forward_mode.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import AccumulateGrad, Node
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.autograd.transform_state import enter_grad_level, exit_grad_level, transforms
-from numdiff.creation import ones_like, zeros_like
+from numdiff.creation import ones_like
 from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
 from numdiff.tensor import Tensor
@@ -62,7 +60,10 @@ class _Level:
             self.nested = True
             value = value.clone()
         else:
-            value = value.detach().requires_grad_()
+            # A new leaf on the same array (not detach(), which under jvp drops the tangent).
+            value = Tensor._wrap(value._data, None, value._version_counter).requires_grad_()
+            for sink in transforms.leaf_sinks:  # a jvp around this level made it (forward_mode.jvp)
+                sink.append((value, levels))
         self.fresh.append((value, levels))
         return _batched.rewrap(value, levels)
 
@@ -305,69 +306,3 @@ def _vjp_rerun(func: Callable[..., Any], primals: tuple, cotangents: list, has_a
         return total
 
     return grad(dot, argnums=tuple(range(len(primals))))(*primals)
-
-
-def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, has_aux: bool = False) -> Any:
-    """``(output, jvp_out)``: the Jacobian of `func` at `primals` times `tangents` (forward mode by
-    double vjp: two reverse passes; see the module docstring).
-
-    >>> numdiff.func.jvp(numdiff.sin, (numdiff.tensor([0.0]),), (numdiff.tensor([2.0]),))
-    (tensor([0.]), tensor([2.]))
-    """
-    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
-        raise TypeError("jvp: primals and tangents must be tuples (of tensors, or tuples/lists/dicts of them)")
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp: got {len(primals)} primals but {len(tangents)} tangents")
-    tangent_leaves = []
-    for i, (p, t) in enumerate(zip(primals, tangents)):
-        (p_leaves, p_spec), (t_leaves, t_spec) = tree_flatten(p), tree_flatten(t)
-        if p_spec != t_spec:
-            raise ValueError(f"jvp: tangent {i} does not have the structure of its primal")
-        for p_leaf, t_leaf in zip(p_leaves, t_leaves):
-            _check_float("jvp", p_leaf, f"primal {i}")
-            _check_float("jvp", t_leaf, f"tangent {i}")
-            if tuple(p_leaf.shape) != tuple(t_leaf.shape):
-                raise ValueError(
-                    f"jvp: tangent {i} of shape {tuple(t_leaf.shape)} does not match its primal of shape {tuple(p_leaf.shape)}"
-                )
-        tangent_leaves.extend(t_leaves)
-
-    with _Level("jvp") as level:
-        fresh, _ = _track_primals(level, primals)
-        with enable_grad():
-            out = func(*fresh)
-        out, aux = _split_aux("jvp", out, has_aux)
-        out_leaves, out_spec = tree_flatten(out)
-        values = [_batched.physical(_check_float("jvp", o, "each output"))[0] for o in out_leaves]
-        level.note_captured(values + [_batched.physical(leaf)[0] for leaf in tree_flatten(aux)[0]])
-        dummies = [zeros_like(v).requires_grad_() for v in values]
-        # An output that no recorded op produced (a constant, a detached value) has tangent zero.
-        tracked = [k for k, v in enumerate(values) if v._grad_fn is not None or v._requires_grad]
-        pulled = [None] * len(level.fresh)
-        if tracked:
-            with enable_grad():
-                pulled = autograd_grad(
-                    [values[k] for k in tracked], [v for v, _ in level.fresh],
-                    grad_outputs=[dummies[k] for k in tracked], create_graph=True, allow_unused=True,
-                )  # fmt: skip
-        used = [(g, t) for g, t in zip(pulled, tangent_leaves) if g is not None]
-        tangent_values = [_batched.physical(_batched.promote(t))[0] for _, t in used]
-        if used:
-            pushed = autograd_grad(
-                [g for g, _ in used],
-                dummies,
-                grad_outputs=[t.expand(*g.shape) for (g, _), t in zip(used, tangent_values)],
-                create_graph=level.nested,
-                allow_unused=True,
-            )
-        else:
-            pushed = [None] * len(values)
-        results = []
-        for p, v, o in zip(pushed, values, out_leaves):
-            p = v.detach() * 0 if p is None else p
-            _, levels = _batched.physical(o)
-            results.append(level.result(_batched.rewrap(p if level.nested else p.detach(), levels)))
-        outputs = tree_unflatten([level.result(o) for o in out_leaves], out_spec)
-        tangents_out = tree_unflatten(results, out_spec)
-        aux = tree_map(level.result, aux)
-    return (outputs, tangents_out, aux) if has_aux else (outputs, tangents_out)

@@ -135,7 +135,7 @@ def _run_batch(func: Callable[..., Any], leaves: list, dims: list, spec: Any, kw
     state.vmap_depth = level
     state.randomness.append(randomness)
     try:
-        with interpreting(VmapLevel(randomness)):
+        with interpreting(VmapLevel(randomness, level)):
             out = func(*tree_unflatten(mapped, spec), **kwargs)
     finally:
         state.vmap_depth = level - 1

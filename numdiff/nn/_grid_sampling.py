@@ -2,12 +2,13 @@
 gradients reach both the input and the grid (and through affine_grid, theta), with second
 derivatives for free.
 
-grid_sample reads a 4-D input (N, C, H, W) at the grid's (x, y) positions in [-1, 1] (N, Ho, Wo, 2):
+grid_sample reads a 4-D input (N, C, H, W) at the grid's (x, y) positions in [-1, 1] (N, Ho, Wo, 2),
+or a 5-D input (N, C, D, H, W) at (x, y, z) positions (N, Do, Ho, Wo, 3):
 a position becomes a pixel coordinate ``((x + 1) * W - 1) / 2`` (or ``(x + 1) / 2 * (W - 1)`` with
 align_corners), padding_mode moves coordinates outside the image (``border`` clamps them,
 ``reflection`` mirrors them, ``zeros`` leaves them and reads zeros there), and the value is the
-bilinear blend of the four neighbouring pixels (or the nearest one). The corners are gathered
-from the flattened image, one ``gather`` per corner.
+bilinear (trilinear in 3-d) blend of the 4 (8) neighbouring pixels, or the nearest one. The corners
+are gathered from the flattened input, one ``gather`` per corner.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ def _base_coordinates(n: int, align_corners: bool, like: Tensor) -> Tensor:
 
 
 def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> Tensor:
-    """The sampling grid (N, H, W, 2) of the affine maps `theta` (N, 2, 3) for an output of `size`
-    (N, C, H, W): each output pixel's normalised (x, y, 1) times theta transposed.
+    """The sampling grid of the affine maps `theta` for an output of `size`: for a 4-D size
+    (N, C, H, W), theta is (N, 2, 3) and the grid (N, H, W, 2); for a 5-D size (N, C, D, H, W),
+    theta is (N, 3, 4) and the grid (N, D, H, W, 3). Each output position's normalised
+    (x, y[, z], 1) times theta transposed.
 
     >>> F.affine_grid(numdiff.tensor([[[1.0, 0, 0], [0, 1.0, 0]]]), (1, 1, 2, 2), align_corners=True)[0, 0]
     tensor([[-1., -1.],
@@ -43,17 +46,28 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
     """
     theta = ensure_tensor("affine_grid", theta)
     size = tuple(int(s) for s in size)
-    if len(size) != 4:
-        raise NotImplementedError(f"affine_grid: only 4-D sizes (N, C, H, W) are supported, got {size}")
-    if not theta.is_floating_point() or theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3) or theta.shape[0] != size[0]:
-        raise ValueError(f"affine_grid: expected a floating theta of shape ({size[0]}, 2, 3) for size {size}, got "
-                         f"{theta.dtype} {tuple(theta.shape)}")
-    n, _, h, w = size
-    xs = _base_coordinates(w, bool(align_corners), theta)
-    ys = _base_coordinates(h, bool(align_corners), theta)
-    base = stack([xs.reshape(1, w).expand(h, w), ys.reshape(h, 1).expand(h, w),
-                  ones(h, w, dtype=theta.dtype, device=theta.device)], dim=-1)  # (H, W, 3)
-    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(n, h, w, 2)
+    if len(size) not in (4, 5):
+        raise NotImplementedError(
+            f"affine_grid: only 4-D (N, C, H, W) and 5-D (N, C, D, H, W) sizes are supported, got {size}"
+        )
+    dims = len(size) - 2
+    if not theta.is_floating_point() or theta.ndim != 3 or tuple(theta.shape[1:]) != (dims, dims + 1) \
+            or theta.shape[0] != size[0]:
+        raise ValueError(f"affine_grid: expected a floating theta of shape ({size[0]}, {dims}, {dims + 1}) for size "
+                         f"{size}, got {theta.dtype} {tuple(theta.shape)}")
+    n, spatial = size[0], size[2:]
+    points = 1
+    for s in spatial:
+        points *= s
+    # One coordinate per spatial axis, x first (the last axis), each broadcast over the others.
+    columns = []
+    for axis in reversed(range(dims)):
+        shape = [1] * dims
+        shape[axis] = spatial[axis]
+        columns.append(_base_coordinates(spatial[axis], bool(align_corners), theta).reshape(shape).expand(*spatial))
+    columns.append(ones(*spatial, dtype=theta.dtype, device=theta.device))
+    base = stack(columns, dim=-1)  # (*spatial, dims + 1)
+    return (base.reshape(1, points, dims + 1) @ theta.transpose(1, 2)).reshape(n, *spatial, dims)
 
 
 def _to_pixels(coordinate: Tensor, size: int, align_corners: bool) -> Tensor:
@@ -81,10 +95,16 @@ def _padded(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Ten
     return x
 
 
-def _corner(flat: Tensor, xs: Tensor, ys: Tensor, h: int, w: int) -> Tensor:
-    """flat (N, C, H*W) read at integer pixel coordinates (N, P); zero outside the image."""
-    inside = (xs >= 0) & (xs <= w - 1) & (ys >= 0) & (ys <= h - 1)
-    index = (ys.clamp(0, h - 1) * w + xs.clamp(0, w - 1)).long()
+def _corner(flat: Tensor, positions: list, spatial: tuple) -> Tensor:
+    """flat (N, C, prod(spatial)) read at integer coordinates (one (N, P) tensor per spatial axis);
+    zero outside the input."""
+    inside = None
+    index = None
+    for p, size in zip(positions, spatial):
+        within = (p >= 0) & (p <= size - 1)
+        inside = within if inside is None else inside & within
+        index = p.clamp(0, size - 1) if index is None else index * size + p.clamp(0, size - 1)
+    index = index.long()
     n, c = flat.shape[0], flat.shape[1]
     values = flat.gather(2, index.unsqueeze(1).expand(n, c, index.shape[1]))
     return values * inside.unsqueeze(1).to(flat.dtype)
@@ -92,7 +112,9 @@ def _corner(flat: Tensor, xs: Tensor, ys: Tensor, h: int, w: int) -> Tensor:
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
-    """`input` (N, C, H, W) sampled at `grid` (N, Ho, Wo, 2) -> (N, C, Ho, Wo); see the module docstring.
+    """`input` (N, C, H, W) sampled at `grid` (N, Ho, Wo, 2) -> (N, C, Ho, Wo), or `input`
+    (N, C, D, H, W) at `grid` (N, Do, Ho, Wo, 3) -> (N, C, Do, Ho, Wo), where "bilinear" blends
+    the 8 neighbours (trilinear); see the module docstring.
 
     >>> F.grid_sample(numdiff.arange(4.0).reshape(1, 1, 2, 2), numdiff.zeros(1, 1, 1, 2), align_corners=True)
     tensor([[[[1.5000]]]])
@@ -102,26 +124,42 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise ValueError(f"grid_sample: mode must be one of {_MODES}, got {mode!r} (bicubic is not implemented)")
     if padding_mode not in _PADDINGS:
         raise ValueError(f"grid_sample: padding_mode must be one of {_PADDINGS}, got {padding_mode!r}")
-    if input.ndim != 4:
-        raise NotImplementedError(f"grid_sample: only 4-D inputs (N, C, H, W) are supported, got shape {tuple(input.shape)}")
-    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise ValueError(f"grid_sample: expected a grid of shape ({input.shape[0]}, H_out, W_out, 2) for input "
+    if input.ndim not in (4, 5):
+        raise NotImplementedError(
+            f"grid_sample: only 4-D (N, C, H, W) and 5-D (N, C, D, H, W) inputs are supported, got shape "
+            f"{tuple(input.shape)}"
+        )
+    dims = input.ndim - 2
+    if grid.ndim != input.ndim or grid.shape[-1] != dims or grid.shape[0] != input.shape[0]:
+        out_names = "H_out, W_out" if dims == 2 else "D_out, H_out, W_out"
+        raise ValueError(f"grid_sample: expected a grid of shape ({input.shape[0]}, {out_names}, {dims}) for input "
                          f"{tuple(input.shape)}, got {tuple(grid.shape)}")
     if not input.is_floating_point() or grid.dtype is not input.dtype:
         raise TypeError(f"grid_sample: expected floating input and grid of one dtype, got {input.dtype} and {grid.dtype}")
     align = bool(align_corners)
-    n, c, h, w = (int(s) for s in input.shape)
-    ho, wo = int(grid.shape[1]), int(grid.shape[2])
-    flat = input.reshape(n, c, h * w)
-    ix = _padded(_to_pixels(grid[..., 0].reshape(n, ho * wo), w, align), w, padding_mode, align)
-    iy = _padded(_to_pixels(grid[..., 1].reshape(n, ho * wo), h, align), h, padding_mode, align)
+    n, c = int(input.shape[0]), int(input.shape[1])
+    spatial = tuple(int(s) for s in input.shape[2:])
+    out_spatial = tuple(int(s) for s in grid.shape[1:-1])
+    points = 1
+    for s in out_spatial:
+        points *= s
+    flat = input.reshape(n, c, -1)
+    # Pixel coordinates per spatial axis (D, H, W order); the grid lists them x (W) first.
+    coordinates = [
+        _padded(_to_pixels(grid[..., dims - 1 - axis].reshape(n, points), size, align), size, padding_mode, align)
+        for axis, size in enumerate(spatial)
+    ]
     if mode == "nearest":
-        out = _corner(flat, ix.detach().round(), iy.detach().round(), h, w)
-        return out.reshape(n, c, ho, wo)
-    x0, y0 = ix.detach().floor(), iy.detach().floor()
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = ix - x0, iy - y0
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    out = (_corner(flat, x0, y0, h, w) * (wx0 * wy0).unsqueeze(1) + _corner(flat, x1, y0, h, w) * (wx1 * wy0).unsqueeze(1)
-           + _corner(flat, x0, y1, h, w) * (wx0 * wy1).unsqueeze(1) + _corner(flat, x1, y1, h, w) * (wx1 * wy1).unsqueeze(1))
-    return out.reshape(n, c, ho, wo)
+        return _corner(flat, [p.detach().round() for p in coordinates], spatial).reshape(n, c, *out_spatial)
+    lower = [p.detach().floor() for p in coordinates]
+    upper_weights = [p - low for p, low in zip(coordinates, lower)]
+    out = None
+    for corner in range(2**dims):
+        upper = [(corner >> (dims - 1 - axis)) & 1 for axis in range(dims)]
+        weight = None
+        for axis, up in enumerate(upper):
+            factor = upper_weights[axis] if up else 1 - upper_weights[axis]
+            weight = factor if weight is None else weight * factor
+        term = _corner(flat, [low + up for low, up in zip(lower, upper)], spatial) * weight.unsqueeze(1)
+        out = term if out is None else out + term
+    return out.reshape(n, c, *out_spatial)

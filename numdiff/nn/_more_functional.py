@@ -15,7 +15,7 @@ from numdiff._ground.args import is_int
 from numdiff.nn._layer_functions import rrelu
 from numdiff.nn._losses import _reduce, _reduction
 from numdiff.nn._margin_losses import pairwise_distance
-from numdiff.ops import activation, arithmetic, indexing, norms, pool, scatter, selection, shape
+from numdiff.ops import activation, arithmetic, indexing, norms, pool, pool3d, scatter, selection, shape
 from numdiff.ops import reduction as reductions
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.elementwise import PUBLIC as RULES
@@ -78,9 +78,13 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_ind
 
 def _lp_pool(op: str, pool_fn, input: Tensor, norm_type: Any, kernel_size: Any, stride: Any, ceil_mode: bool, dims: int) -> Tensor:
     input = ensure_tensor(op, input)
-    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type <= 0:
-        raise ValueError(f"{op}: norm_type must be a positive number, got {norm_type!r}")
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type == 0 or norm_type != norm_type:
+        raise ValueError(f"{op}: norm_type must be a non-zero number, got {norm_type!r}")
     kernel = (kernel_size,) * dims if is_int(kernel_size) else tuple(kernel_size)
+    if norm_type in (float("inf"), -float("inf")):  # as PyTorch: max pooling of |x| (of -|x| for -inf)
+        max_fn = (pool.max_pool1d, pool.max_pool2d, pool3d.max_pool3d)[dims - 1]
+        sign = 1 if norm_type > 0 else -1
+        return arithmetic.mul(max_fn(arithmetic.mul(RULES["abs"](input), sign), kernel, stride, 0, 1, ceil_mode), sign)
     average = pool_fn(arithmetic.pow(input, norm_type), kernel, stride, 0, ceil_mode)
     count = int(np.prod(kernel))
     # sign(x) * relu(|x|) keeps the power's sum at 0 or above, as PyTorch writes it.
@@ -96,6 +100,11 @@ def lp_pool1d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = Non
 def lp_pool2d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
     """The power-average pool: (sum over each window of x^p)^(1/p), over the last two dimensions."""
     return _lp_pool("lp_pool2d", pool.avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    """The power-average pool: (sum over each window of x^p)^(1/p), over the last three dimensions."""
+    return _lp_pool("lp_pool3d", pool3d.avg_pool3d, input, norm_type, kernel_size, stride, ceil_mode, 3)
 
 
 def _tuple(value: Any, dims: int) -> tuple[int, ...]:
@@ -137,6 +146,11 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None) -> Tensor:
     """The inverse of max_pool2d: each value back at its max's position, zeros elsewhere."""
     return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, output_size: Any = None) -> Tensor:
+    """The inverse of max_pool3d: each value back at its max's position, zeros elsewhere."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
 
 
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:

@@ -15,7 +15,8 @@ from numdiff.nn import functional as F  # noqa: N812 - PyTorch's usual spelling
 from numdiff.tensor import Tensor
 
 _SAME = (
-    "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool1d", "adaptive_avg_pool1d",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "avg_pool1d",
+    "adaptive_avg_pool1d",
     "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cosine_similarity", "pairwise_distance", "pdist",
     "bilinear", "celu", "selu", "hardshrink", "prelu", "celu_", "selu_", "rrelu_",
 )  # fmt: skip
@@ -111,6 +112,11 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any =
     return F.max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+    """``torch.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)``."""
+    return F.max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
+
+
 def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
     """``torch.max_pool1d_with_indices``: the values and the maxima's positions."""
     return F.max_pool1d(input, kernel_size, stride or None, padding, dilation, ceil_mode, True)
@@ -163,7 +169,7 @@ for _name, _function in (("dropout", F.dropout), ("alpha_dropout", F.alpha_dropo
 FUNCTIONS.update({
     fn.__name__: fn
     for fn in (dropout, alpha_dropout, feature_alpha_dropout, feature_dropout, layer_norm, group_norm, batch_norm,
-               instance_norm, rms_norm, embedding, threshold, rrelu, max_pool1d, max_pool2d, max_pool1d_with_indices,
+               instance_norm, rms_norm, embedding, threshold, rrelu, max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices,
                adaptive_max_pool1d, binary_cross_entropy_with_logits, kl_div, cosine_embedding_loss,
                hinge_embedding_loss, margin_ranking_loss, triplet_margin_loss, poisson_nll_loss)
 })  # fmt: skip

@@ -53,10 +53,12 @@ from numdiff.nn._more_functional import (
     leaky_relu_,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d_with_indices,
     max_pool2d_with_indices,
     max_unpool1d,
     max_unpool2d,
+    max_unpool3d,
     multilabel_margin_loss,
     pdist,
     relu_,
@@ -69,6 +71,7 @@ from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, lay
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
 from numdiff.ops import activation as _activation
 from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from numdiff.ops.conv3d import conv3d, conv_transpose3d
 from numdiff.ops.elementwise import PUBLIC
 from numdiff.ops.linalg import linear
 from numdiff.ops.pool import (
@@ -80,6 +83,7 @@ from numdiff.ops.pool import (
     max_pool1d,
     max_pool2d,
 )
+from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 
 sigmoid, tanh = PUBLIC["sigmoid"], PUBLIC["tanh"]
 
@@ -135,6 +139,10 @@ __all__ += [
 ]
 __all__ += ["rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
+__all__ += [
+    "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",
+    "lp_pool3d", "max_unpool3d",
+]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 
 

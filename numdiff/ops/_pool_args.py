@@ -82,9 +82,9 @@ def unbatch(out: Tensor, unbatched: bool, squeeze_h: bool) -> Tensor:
     return out.squeeze(0) if unbatched else out
 
 
-def indices_tensor(indices: Any, unbatched: bool, squeeze_h: bool) -> Tensor:
+def indices_tensor(indices: Tensor, unbatched: bool, squeeze_h: bool) -> Tensor:
+    """An index op's result shaped like the pooled output: tensor ops, not its array, so that
+    under vmap every example keeps its own indices (a batched tensor's array is the first's)."""
     if squeeze_h:
-        indices = indices.reshape(indices.shape[:2] + indices.shape[3:])
-    if unbatched:
-        indices = indices[0]
-    return Tensor._wrap(indices, None, None)
+        indices = indices.squeeze(2)
+    return indices.squeeze(0) if unbatched else indices

@@ -247,7 +247,7 @@ def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mo
     out = unbatch(MaxPool2d.apply(x, **attrs), unbatched, dims == 1)
     if not return_indices:
         return out
-    return out, indices_tensor(MaxPool2dIndices.apply(x, **attrs)._data, unbatched, dims == 1)
+    return out, indices_tensor(MaxPool2dIndices.apply(x, **attrs), unbatched, dims == 1)
 
 
 def max_pool1d(
@@ -298,7 +298,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size), unbatched, False)
     if not return_indices:
         return out
-    return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=size)._data, unbatched, False)
+    return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=size), unbatched, False)
 
 
 def _avg_poolnd(

@@ -142,7 +142,7 @@ def test_buffer_registers_on_assignment():
     "call, error, message",
     [
         (lambda: nf.adaptive_max_pool1d(numdiff.ones(2, 3, 4, 5), 2), ValueError, "adaptive_max_pool1d: expected"),
-        (lambda: nf.lp_pool2d(numdiff.ones(1, 1, 4, 4), -1, 2), ValueError, "lp_pool2d: norm_type"),
+        (lambda: nf.lp_pool2d(numdiff.ones(1, 1, 4, 4), 0, 2), ValueError, "lp_pool2d: norm_type"),
         (lambda: nf.max_unpool2d(numdiff.ones(1, 1, 2, 2), numdiff.zeros(1, 1, 2, 3, dtype=numdiff.int64), 2), ValueError, "max_unpool2d: indices"),
         (lambda: nf.max_unpool1d(numdiff.ones(1, 1, 2), numdiff.tensor([[[0, 9]]]), 2), IndexError, "max_unpool1d: an index"),
         (lambda: nf.max_unpool2d(numdiff.ones(1, 1, 2, 2), numdiff.zeros(1, 1, 2, 2, dtype=numdiff.int64), 2, output_size=(9, 9)), ValueError, "output_size"),

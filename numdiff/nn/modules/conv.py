@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d over nn.functional's conv ops."""
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d over nn.functional's conv ops."""
 
 from __future__ import annotations
 
@@ -182,6 +182,30 @@ class Conv2d(_ConvNd):
         )
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W) inputs (or unbatched (C_in, D, H, W)).
+
+    >>> Conv3d(1, 4, 3, padding=1)(numdiff.randn(2, 1, 4, 5, 6)).shape
+    numdiff.Size([2, 4, 4, 5, 6])
+    """
+
+    _dims = 3
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+    ) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device=device, dtype=dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check(input, "D, H, W")
+        padded, padding = self._padded(input)
+        return unbatched(
+            lambda x: functional.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, 5
+        )
+
+
 class _ConvTransposeNd(_ConvNd):
     """Shared checks and output_size handling of the transposed convolutions."""
 
@@ -230,7 +254,7 @@ class _ConvTransposeNd(_ConvNd):
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         self._check(input, self._spatial)
         output_padding = self._output_padding(input, output_size)
-        transpose = functional.conv_transpose1d if self._dims == 1 else functional.conv_transpose2d
+        transpose = (functional.conv_transpose1d, functional.conv_transpose2d, functional.conv_transpose3d)[self._dims - 1]
         return unbatched(
             lambda x: transpose(x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation),
             input,
@@ -262,6 +286,25 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     _dims = 2
     _spatial = "H, W"
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+        device: Any = None, dtype: Any = None,
+    ) -> None:  # fmt: skip
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
+                         dilation, padding_mode, device, dtype)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The gradient of Conv3d with respect to its input, as a layer, over (N, C_in, D, H, W) inputs.
+
+    >>> ConvTranspose3d(2, 1, 3, stride=2)(numdiff.randn(1, 2, 2, 3, 4)).shape
+    numdiff.Size([1, 1, 5, 7, 9])
+    """
+
+    _dims = 3
+    _spatial = "D, H, W"
 
     def __init__(
         self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,

@@ -91,6 +91,8 @@ LazyConv1d = _lazy_conv("LazyConv1d", conv.Conv1d)
 LazyConv2d = _lazy_conv("LazyConv2d", conv.Conv2d)
 LazyConvTranspose1d = _lazy_conv("LazyConvTranspose1d", conv.ConvTranspose1d)
 LazyConvTranspose2d = _lazy_conv("LazyConvTranspose2d", conv.ConvTranspose2d)
+LazyConv3d = _lazy_conv("LazyConv3d", conv.Conv3d)
+LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", conv.ConvTranspose3d)
 
 
 def _lazy_norm(name: str, layer: type[Module], affine_default: bool, stats_default: bool) -> type[_LazyModule]:
@@ -113,3 +115,5 @@ LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", normalization.BatchNorm1d, True,
 LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", normalization.BatchNorm2d, True, True)
 LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", normalization.InstanceNorm1d, False, False)
 LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", normalization.InstanceNorm2d, False, False)
+LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", normalization.BatchNorm3d, True, True)
+LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", normalization.InstanceNorm3d, False, False)

@@ -38,6 +38,12 @@ class MaxUnpool2d(_MaxUnpoolNd):
     _function = staticmethod(functional.max_unpool2d)
 
 
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of MaxPool3d(return_indices=True): values back at their maxima's positions."""
+
+    _function = staticmethod(functional.max_unpool3d)
+
+
 class _LPPoolNd(Module):
     _function: Any
 
@@ -62,6 +68,12 @@ class LPPool2d(_LPPoolNd):
     """The power-average pool over the last two dimensions: (sum of x^p over a window)^(1/p)."""
 
     _function = staticmethod(functional.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """The power-average pool over the last three dimensions: (sum of x^p over a window)^(1/p)."""
+
+    _function = staticmethod(functional.lp_pool3d)
 
 
 class AdaptiveMaxPool1d(Module):

@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d/2d, InstanceNorm1d/2d (running statistics as buffers),
+"""Normalisation layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d (running statistics as buffers),
 GroupNorm and LayerNorm."""
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ class RMSNorm(Module):
 
 
 class _InstanceNorm(_BatchNorm):
-    """InstanceNorm1d/2d: BatchNorm's state with PyTorch's instance defaults (no affine, no running
+    """InstanceNorm1d/2d/3d: BatchNorm's state with PyTorch's instance defaults (no affine, no running
     statistics); each (sample, channel) is normalised over its own positions."""
 
     _batched_ndim = 0
@@ -274,6 +274,13 @@ class InstanceNorm2d(_InstanceNorm):
 
     _expected = "(N, {c}, H, W) or ({c}, H, W)"
     _batched_ndim = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W) inputs over D, H and W, per sample and channel."""
+
+    _expected = "(N, {c}, D, H, W) or ({c}, D, H, W)"
+    _batched_ndim = 5
 
 
 class GroupNorm(Module):

@@ -12,7 +12,7 @@ from numdiff.tensor import Tensor
 
 
 def _check_spatial(module: Module, input: Tensor, dims: int) -> None:
-    spatial = "L" if dims == 1 else "H, W"
+    spatial = ("L", "H, W", "D, H, W")[dims - 1]
     check_input(module, input, input.ndim in (dims + 1, dims + 2), f"(N, C, {spatial}) or (C, {spatial})")
 
 
@@ -81,6 +81,27 @@ class MaxPool2d(_MaxPoolNd):
         )
 
 
+class MaxPool3d(_MaxPoolNd):
+    """Max over sliding windows of (N, C, D, H, W) inputs.
+
+    >>> MaxPool3d(2)(numdiff.randn(1, 3, 4, 4, 4)).shape
+    numdiff.Size([1, 3, 2, 2, 2])
+    """
+
+    _dims = 3
+
+    def forward(self, input: Tensor) -> Any:
+        _check_spatial(self, input, 3)
+        return unbatched(
+            lambda x: functional.max_pool3d(
+                x, self.kernel_size, self.stride, self.padding, self.dilation,
+                ceil_mode=self.ceil_mode, return_indices=self.return_indices,
+            ),
+            input,
+            5,
+        )
+
+
 class AvgPool1d(Module):
     """Mean over sliding windows of (N, C, L) inputs."""
 
@@ -135,6 +156,21 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool3d(AvgPool2d):
+    """Mean over sliding windows of (N, C, D, H, W) inputs.
+
+    >>> AvgPool3d(2)(numdiff.randn(1, 3, 4, 4, 4)).shape
+    numdiff.Size([1, 3, 2, 2, 2])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_spatial(self, input, 3)
+        kwargs = {"ceil_mode": self.ceil_mode, "count_include_pad": self.count_include_pad}
+        if self.divisor_override is not None:
+            kwargs["divisor_override"] = self.divisor_override
+        return unbatched(lambda x: functional.avg_pool3d(x, self.kernel_size, self.stride, self.padding, **kwargs), input, 5)
+
+
 class AdaptiveAvgPool2d(Module):
     """Mean pooling to a fixed output size (H_out, W_out) whatever the input size."""
 
@@ -179,3 +215,20 @@ class AdaptiveMaxPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """Mean pooling to a fixed output size (D_out, H_out, W_out) whatever the input size."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_spatial(self, input, 3)
+        return unbatched(lambda x: functional.adaptive_avg_pool3d(x, self.output_size), input, 5)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """Max pooling to a fixed output size (D_out, H_out, W_out) whatever the input size."""
+
+    def forward(self, input: Tensor) -> Any:
+        _check_spatial(self, input, 3)
+        return unbatched(lambda x: functional.adaptive_max_pool3d(x, self.output_size, self.return_indices), input, 5)
+
