@@ -1,12 +1,14 @@
 """Tape overhead: a chain of tiny elementwise ops plus backward, numdiff vs PyTorch (one thread).
 
-    python benchmarks/bench_tape.py [--ops 100] [--repeat 15] [--memory-steps 10000] [--profile]
+    python benchmarks/bench_tape.py [--ops 100] [--repeat 15] [--memory-steps 10000] [--profile] [--cpu-time]
 
 On a 16-element float32 tensor the arithmetic is negligible, so the time per op is the cost of
 recording a node in forward and replaying it in backward: Python dispatch, Node construction,
 saved-tensor bookkeeping and the walk. The two libraries are timed alternately in one process
 (numdiff.benchmark.compare) and the medians are reported per op, with their ratio. A tracemalloc
 check then runs many small forward+backward steps and reports the memory still held afterwards.
+``--cpu-time`` times the calling thread's CPU time instead of wall time (both libraries run one
+thread), which other processes on a loaded machine do not inflate.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import cProfile
 import gc
 import pstats
 import sys
+import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--memory-steps", type=int, default=10_000, help="steps for the tracemalloc check")
     parser.add_argument("--memory-ops", type=int, default=4, help="ops per step in the tracemalloc check")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of numdiff's chain")
+    parser.add_argument("--cpu-time", action="store_true", help="time the thread's CPU time, not wall time")
     args = parser.parse_args()
 
     candidates: dict[str, Callable[[], object]] = {}
@@ -114,13 +118,13 @@ def main() -> None:
         candidates["torch fwd"] = th_forward
         candidates["torch f+b"] = th_step
 
-    table = compare(candidates, repeat=args.repeat, warmup=3)
+    table = compare(candidates, repeat=args.repeat, warmup=3, clock=time.thread_time if args.cpu_time else None)
     per_op = {name: t.median / args.ops * 1e6 for name, t in table.timings.items()}
     spread = {name: t.iqr / args.ops * 1e6 for name, t in table.timings.items()}
 
     print(
         f"Chain of {args.ops} elementwise ops (mul, add, sin, exp) on float32[{SIZE}], "
-        f"median of {args.repeat} alternating rounds, torch threads: "
+        f"median of {args.repeat} alternating rounds{' (thread CPU time)' if args.cpu_time else ''}, torch threads: "
         f"{torch.get_num_threads() if torch is not None else '-'}"
     )
     print(f"{'pass':<18}{'numdiff us/op':>15}{'torch us/op':>14}{'ratio':>9}")

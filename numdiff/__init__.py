@@ -215,18 +215,23 @@ from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
+from numdiff import hub as hub  # noqa: E402 - torch.hub: download files and checkpoints
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
+from numdiff import mps as mps  # noqa: E402 - devices numdiff lacks: their probes answer False
+from numdiff import mtia as mtia  # noqa: E402
 from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
 from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
-from numdiff import profiler as profiler  # noqa: E402 - torch.profiler: where a step's time goes
 from numdiff import random as random  # noqa: E402 - torch.random: seeds, states, fork_rng
 from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
 from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
 from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
+from numdiff import version as version  # noqa: E402 - torch.version's fields
 from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
+from numdiff import xpu as xpu  # noqa: E402
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
+from numdiff._lazy import lazy_module as _lazy_module  # noqa: E402
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,
@@ -240,6 +245,7 @@ from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
     is_autocast_cpu_enabled,
     is_autocast_enabled,
 )
+from numdiff.autograd import forward_ad as _forward_ad  # noqa: E402, F401 - numdiff.autograd.forward_ad: dual tensors
 from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
 from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
@@ -251,8 +257,10 @@ from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz
 from numdiff.serialization import save as save  # noqa: E402
 from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
 from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
+from numdiff.version import __version__ as __version__  # noqa: E402
 
-__version__ = "0.1.0"
+# torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.
+profiler = _lazy_module("numdiff.profiler")
 
 __all__ = [
     "Generator", "Size", "Tensor", "abs", "add", "all", "allclose", "amax", "amin", "any", "arange",
@@ -280,7 +288,7 @@ __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
     "accelerator", "are_deterministic_algorithms_enabled", "backends", "get_num_threads", "set_num_threads",
-    "show_config", "use_deterministic_algorithms",
+    "show_config", "use_deterministic_algorithms", "mps", "mtia", "xpu",
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]
@@ -330,8 +338,8 @@ __all__ += [
     "amp", "autocast", "random", "testing", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
 ]
 __all__ += [
-    "benchmark", "distributed", "distributions", "elementwise", "func", "jit", "linalg", "load", "onnx", "optim",
-    "profiler", "safetensors", "save", "serialization", "utils", "viz", "warmup",
+    "benchmark", "distributed", "distributions", "elementwise", "func", "hub", "jit", "linalg", "load", "onnx", "optim",
+    "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
 
 

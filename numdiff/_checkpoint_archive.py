@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import io
 import math
+import mmap
 import os
+import struct
 import zipfile
 import zlib
 from typing import Any, BinaryIO
@@ -52,8 +54,9 @@ class CheckpointArchive:
     ...     index_bytes = archive.read_array("__index__", np.dtype(np.uint8)).tobytes()
     """
 
-    def __init__(self, f: str | BinaryIO, source: str) -> None:
+    def __init__(self, f: str | BinaryIO, source: str, mmap: bool = False) -> None:
         self.source = source
+        self._map: Any = None  # with mmap, the file mapped copy-on-write (arrays are views of it)
         try:
             start = _start_of(f)
             self._file_bytes = _size_of(f) - start
@@ -69,6 +72,9 @@ class CheckpointArchive:
             self._zip.close()
             raise self.fail("it lists a member name twice")
         self._compressed_bytes_read = 0
+        if mmap and self._file_bytes:
+            with open(f, "rb") as handle:
+                self._map = _map_file(handle)
 
     def __enter__(self) -> CheckpointArchive:
         return self
@@ -115,6 +121,9 @@ class CheckpointArchive:
                         f"the archive records {info.file_size - header_bytes} bytes of data",
                         name,
                     )
+                mapped = self._mapped(info, header_bytes, header_dtype, header_shape, fortran_order)
+                if mapped is not None:
+                    return mapped
                 try:
                     # A Fortran-ordered member (np.savez of a transposed array) is read as NumPy
                     # reads it, its data being the C-ordered transpose, and made C-ordered.
@@ -146,6 +155,9 @@ class CheckpointArchive:
         self._check_compressed_size(info, name)
         if info.file_size % dtype.itemsize:
             raise self.fail(f"its {info.file_size} bytes are not a whole number of {dtype} elements", name)
+        mapped = self._mapped(info, 0, dtype, (info.file_size // dtype.itemsize,), False)
+        if mapped is not None:
+            return mapped
         array = np.empty(info.file_size // dtype.itemsize, dtype)
         try:
             with self._zip.open(info) as stream:
@@ -155,6 +167,23 @@ class CheckpointArchive:
         except _READ_ERRORS as err:
             raise self.fail(f"{type(err).__name__}: {err}", name, readable=False) from err
         return array
+
+    def _mapped(
+        self, info: zipfile.ZipInfo, skip: int, dtype: np.dtype, shape: tuple[int, ...], fortran_order: bool
+    ) -> np.ndarray | None:
+        """With mmap, a stored member's data as a copy-on-write view of the mapped file (None when
+        it is compressed, Fortran-ordered or misaligned for its dtype: it is then read as usual)."""
+        if self._map is None or info.compress_type != zipfile.ZIP_STORED or fortran_order:
+            return None
+        local = info.header_offset
+        if self._map[local : local + 4] != b"PK\x03\x04":
+            raise self.fail("a member's local header is missing", info.filename)
+        name_length, extra_length = struct.unpack("<HH", self._map[local + 26 : local + 30])
+        offset = local + 30 + name_length + extra_length + skip
+        count = math.prod(shape)
+        if offset % dtype.alignment or offset + count * dtype.itemsize > len(self._map):
+            return None
+        return np.frombuffer(self._map, dtype=dtype, count=count, offset=offset).reshape(shape)
 
     def _check_compressed_size(self, info: zipfile.ZipInfo, name: str) -> None:
         if info.compress_type == zipfile.ZIP_STORED:
@@ -219,6 +248,11 @@ class CheckpointArchive:
             filled += count
         if stream.read(1):
             raise self.fail("it holds more data than its header declares", name)
+
+
+def _map_file(handle: BinaryIO) -> mmap.mmap:
+    """The whole file mapped copy-on-write: arrays made from it can be written without touching it."""
+    return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
 
 
 def _start_of(f: str | BinaryIO) -> int:

@@ -96,8 +96,9 @@ class RestrictedUnpickler(pickle.Unpickler):
         resolve: Callable[[str, str], Any],
         persistent: Callable[[Any], Any],
         weights_only: bool,
+        **pickle_load_args: Any,
     ) -> None:
-        super().__init__(file)
+        super().__init__(file, **pickle_load_args)
         self._source, self._resolve, self._persistent, self._weights_only = source, resolve, persistent, weights_only
 
     def find_class(self, module: str, name: str) -> Any:

@@ -4,12 +4,14 @@ to hand tensors to other processes by segment name instead of by value."""
 from __future__ import annotations
 
 import atexit
-from multiprocessing import shared_memory
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.backend import CPU, backend_for
 from numdiff.tensor import Tensor
+
+shared_memory = lazy_module("multiprocessing.shared_memory")
 
 # Segments this process created or opened, by name; they must stay open while arrays use them.
 segments: dict[str, shared_memory.SharedMemory] = {}

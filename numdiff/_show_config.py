@@ -5,15 +5,18 @@ from __future__ import annotations
 import os
 import platform
 
-import numba
 import numpy as np
-import scipy
 
 from numdiff import cuda
+from numdiff._lazy import lazy_module
 from numdiff._threads import get_num_threads
-from numdiff.kernels._blas import blas_threading
-from numdiff.kernels._blas_library import ENVIRONMENT_VARIABLE, blas_library
-from numdiff.ops._lapack import lapack_description
+
+# Numba, SciPy and the BLAS choice load when the configuration is shown, not at import.
+numba = lazy_module("numba")
+scipy = lazy_module("scipy")
+_blas = lazy_module("numdiff.kernels._blas")
+_blas_library = lazy_module("numdiff.kernels._blas_library")
+_lapack = lazy_module("numdiff.ops._lapack")
 
 __all__ = ["config_lines", "show_config"]
 
@@ -34,8 +37,8 @@ def _cuda_line() -> str:
 
 def config_lines() -> list[str]:
     """The lines :func:`show_config` prints."""
-    gemm = blas_library()
-    forced = os.environ.get(ENVIRONMENT_VARIABLE)
+    gemm = _blas_library.blas_library()
+    forced = os.environ.get(_blas_library.ENVIRONMENT_VARIABLE)
     return [
         "numdiff configuration:",
         f"  Python {platform.python_version()}, NumPy {np.__version__}, SciPy {scipy.__version__}, "
@@ -43,11 +46,11 @@ def config_lines() -> list[str]:
         f"  GEMM (matmul, linear, conv): {'MKL' if gemm.name == 'mkl' else 'SciPy BLAS'}, {gemm.reason}",
         f"    {gemm.version}",
         f"    {gemm.path}",
-        f"    {ENVIRONMENT_VARIABLE}={forced!r} (auto, mkl or scipy)" if forced else
-        f"    {ENVIRONMENT_VARIABLE} unset (auto: MKL when the mkl extra is installed)",
-        f"  LAPACK (numdiff.linalg): {lapack_description()}",
+        f"    {_blas_library.ENVIRONMENT_VARIABLE}={forced!r} (auto, mkl or scipy)" if forced else
+        f"    {_blas_library.ENVIRONMENT_VARIABLE} unset (auto: MKL when the mkl extra is installed)",
+        f"  LAPACK (numdiff.linalg): {_lapack.lapack_description()}",
         f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading "
-        f"layer {_threading_layer()}); {blas_threading()}",
+        f"layer {_threading_layer()}); {_blas.blas_threading()}",
         f"  CUDA: {_cuda_line()}",
     ]
 

@@ -24,8 +24,12 @@ started, so a program that forks workers before it runs a parallel kernel keeps 
 from __future__ import annotations
 
 import os
+import sys
 
-import numba
+from numdiff._lazy import lazy_module
+
+numba = lazy_module("numba")  # loaded by the first kernel or thread-count call, not at import
+_blas = lazy_module("numdiff.kernels._blas")
 
 __all__ = ["SPIN_COUNT", "get_num_threads", "set_num_threads"]
 
@@ -57,7 +61,10 @@ def _prefer_omp() -> None:
     installed (the ``mkl`` extra brings the ``tbb`` package, which Numba would otherwise prefer),
     unless the user chose a layer (``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``)."""
     if "NUMBA_THREADING_LAYER" not in os.environ and "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
-        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+        # Numba reads the variable when it loads; set it there too if it already has.
+        os.environ["NUMBA_THREADING_LAYER_PRIORITY"] = "omp tbb workqueue"
+        if "numba" in sys.modules:
+            sys.modules["numba"].config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
 
 
 _prefer_omp()
@@ -80,10 +87,8 @@ def set_num_threads(n: int) -> None:
             f"set_num_threads: n must be between 1 and {limit} (the thread pool's size, set by the "
             f"NUMBA_NUM_THREADS environment variable at start-up), got {n}"
         )
-    from numdiff.kernels._blas import prepare_blas
-
     numba.set_num_threads(n)
-    prepare_blas()  # holds SciPy's OpenBLAS at one thread per call
+    _blas.prepare_blas()  # holds SciPy's OpenBLAS at one thread per call
 
 
 def get_num_threads() -> int:

@@ -19,11 +19,30 @@ import pkgutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from numba.core.dispatcher import Dispatcher
+from numdiff import _torchscript
+from numdiff._lazy import lazy_module
+from numdiff._torchscript import Final as Final
+from numdiff._torchscript import ScriptFunction as ScriptFunction
+from numdiff._torchscript import ScriptModule as ScriptModule
+from numdiff._torchscript import export as export
+from numdiff._torchscript import ignore as ignore
+from numdiff._torchscript import is_scripting as is_scripting
+from numdiff._torchscript import is_tracing as is_tracing
+from numdiff._torchscript import script as script
+from numdiff._torchscript import trace as trace
+from numdiff._torchscript import unused as unused
+
+if TYPE_CHECKING:
+    from numba.core.dispatcher import Dispatcher
+
+# Numba loads when a kernel is listed, not at `import numdiff`.
+numba = lazy_module("numba")
 
 __all__ = ["KernelInfo", "KernelTable", "SignatureInfo", "compiled_kernels", "warmup"]
+# PyTorch's TorchScript names that eager code touches (is_scripting, ignore, ScriptModule, ...)
+__all__ += _torchscript.__all__
 
 
 @dataclass(frozen=True)
@@ -120,7 +139,7 @@ def _kernel_modules(package: str) -> list[ModuleType]:
 def _dispatchers_in(value: Any, depth: int = 2) -> Iterator[Dispatcher]:
     """`value` if it is a dispatcher, else the dispatchers in it when it is a dict, tuple or list
     (kernels built in pairs, such as serial and parallel builds, are kept in such tables)."""
-    if isinstance(value, Dispatcher):
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
         yield value
     elif depth and isinstance(value, dict):
         for item in value.values():

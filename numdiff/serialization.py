@@ -71,7 +71,8 @@ def _c_order(array: np.ndarray) -> np.ndarray:
 class _Encoder:
     """Turns an object into a JSON-able node tree, collecting arrays to store."""
 
-    def __init__(self) -> None:
+    def __init__(self, pickle_module: Any = pickle, pickle_protocol: int = 4) -> None:
+        self.pickle_module, self.pickle_protocol = pickle_module, pickle_protocol
         self.arrays: dict[str, np.ndarray] = {}
         self._names: dict[int, str] = {}
         self._keep_alive: list[Any] = []  # ids stay unique only while the objects live
@@ -127,7 +128,7 @@ class _Encoder:
         tensors, arrays, dtypes, devices and sizes are nodes of this index (persistent ids), so
         they are stored and checked as in a state dict. Loading it needs the allow-list."""
         buffer = io.BytesIO()
-        pickler = pickle.Pickler(buffer, protocol=4)
+        pickler = self.pickle_module.Pickler(buffer, protocol=self.pickle_protocol)
         pickler.persistent_id = lambda value: self._persistent_node(value, where)
         try:
             pickler.dump(obj)
@@ -176,12 +177,29 @@ class _Encoder:
         return ["tensor", meta]
 
 
-def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
+def save(
+    obj: Any,
+    f: str | os.PathLike | BinaryIO,
+    pickle_module: Any = pickle,
+    pickle_protocol: int = 4,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+) -> None:
     """Save tensors, state dicts and nested containers of them to a path or binary file.
+
+    `pickle_module` and `pickle_protocol` write the pickle of whole objects (a module, an
+    optimizer); tensors never go through pickle. PyTorch's two underscore flags choose between its
+    own formats and are accepted: numdiff writes its one format whatever they say.
 
     >>> numdiff.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.pt")
     """
-    encoder = _Encoder()
+    if not hasattr(pickle_module, "Pickler"):
+        raise TypeError(f"numdiff.save: pickle_module must provide a Pickler (like pickle), got {pickle_module!r:.60}")
+    if not isinstance(pickle_protocol, int) or not 2 <= pickle_protocol <= pickle.HIGHEST_PROTOCOL:
+        raise ValueError(
+            f"numdiff.save: pickle_protocol={pickle_protocol!r} must be an int from 2 to {pickle.HIGHEST_PROTOCOL}"
+        )
+    encoder = _Encoder(pickle_module, pickle_protocol)
     index = {"format": FORMAT, "version": VERSION, "root": encoder.encode(obj, "obj")}
     members = dict(encoder.arrays)
     members[INDEX_MEMBER] = np.frombuffer(json.dumps(index).encode("utf-8"), dtype=np.uint8)
@@ -198,8 +216,11 @@ class _Decoder:
     """Rebuilds objects from the node tree, checking every node; arrays are read from the
     archive only when a node names them, each member once."""
 
-    def __init__(self, archive: CheckpointArchive, map_location: Any, weights_only: bool = True) -> None:
+    def __init__(
+        self, archive: CheckpointArchive, map_location: Any, weights_only: bool = True, pickle_load_args: dict | None = None
+    ) -> None:
         self.archive = archive
+        self.pickle_load_args = pickle_load_args or {}
         self.map_location = map_location
         self.weights_only = weights_only
         self._arrays: dict[str, np.ndarray] = {}
@@ -254,7 +275,7 @@ class _Decoder:
         allowed = allowed_globals()
         unpickler = RestrictedUnpickler(
             io.BytesIO(data.tobytes()), self.archive.source, lambda module, qualname: allowed.get((module, qualname)),
-            self.decode, self.weights_only,
+            self.decode, self.weights_only, **self.pickle_load_args,
         )
         try:
             return unpickler.load()
@@ -344,7 +365,11 @@ class _Decoder:
 def load(
     f: str | os.PathLike | BinaryIO,
     map_location: str | device | dict[str, str] | None = None,
+    pickle_module: Any = None,
+    *,
     weights_only: bool | None = None,
+    mmap: bool | None = None,
+    **pickle_load_args: Any,
 ) -> Any:
     """Load an object saved by `numdiff.save`.
 
@@ -355,14 +380,30 @@ def load(
     `add_safe_globals` or `safe_globals`; ``weights_only=False`` imports them (trusted files only).
     A checkpoint that PyTorch wrote (``torch.save``'s zip) loads the same way, without torch.
 
+    With ``mmap=True`` (a path only), arrays stored uncompressed are mapped from the file
+    copy-on-write instead of read: memory is used as they are touched, and writing to them never
+    changes the file. `pickle_module` (the standard `pickle` only: numdiff's own unpickler reads
+    the tensors of a pickle) and `pickle_load_args` (``encoding``, ``errors``) apply to pickles of
+    whole objects.
+
     >>> state = numdiff.load("ckpt.pt", map_location="cpu")
     """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError(
+            f"numdiff.load: pickle_module={pickle_module!r:.60} is not supported; numdiff reads the pickles "
+            "in its checkpoints with the standard pickle module (leave pickle_module unset)"
+        )
+    unknown = sorted(set(pickle_load_args) - {"encoding", "errors"})
+    if unknown:
+        raise TypeError(f"numdiff.load got unexpected keyword arguments {unknown} (pickle accepts encoding and errors)")
     source = repr(f) if hasattr(f, "read") else repr(os.fspath(f))
     handle: Any = f if hasattr(f, "read") else os.fspath(f)
+    if mmap and not isinstance(handle, str):
+        raise ValueError(f"numdiff.load: mmap=True needs the path of a file, got {type(f).__name__}")
     if isinstance(handle, str) and not os.path.exists(handle):
         raise FileNotFoundError(f"numdiff.load: no such file {handle!r}")
-    with CheckpointArchive(handle, source) as archive:
-        decoder = _Decoder(archive, map_location, weights_only is not False)
+    with CheckpointArchive(handle, source, mmap=bool(mmap)) as archive:
+        decoder = _Decoder(archive, map_location, weights_only is not False, pickle_load_args)
         if INDEX_MEMBER not in archive and is_torch_archive(archive):
             return load_torch_archive(archive, decoder._target_device, weights_only is not False)
         if INDEX_MEMBER not in archive:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from numdiff._graph_layout import CHAR_W, LINE_H, MARGIN, PAD_X, PAD_Y, Box, layout
 from numdiff.autograd.function import AccumulateGrad, _SavedOutput
@@ -202,7 +202,7 @@ def _svg_box(box: Box) -> str:
     stroke = "#c77700" if box.kind == "retained" else "#333333"
     stroke_width = 2.5 if box.kind in ("retained", "output") else 1
     parts = [
-        f'<g class="node {box.kind}"><title>{escape(" | ".join(box.lines))}</title>',
+        f'<g class="node {box.kind}"><title>{escape(" | ".join(box.lines), quote=False)}</title>',
         f'<rect x="{left:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="4" '
         f'fill="{_FILL[box.kind]}" stroke="{stroke}" stroke-width="{stroke_width}"/>',
         f'<text x="{box.x:.1f}" y="{box.y + PAD_Y:.1f}" text-anchor="middle">',
@@ -210,7 +210,7 @@ def _svg_box(box: Box) -> str:
     for i, line in enumerate(box.lines):
         weight = ' font-weight="bold"' if i == 0 else ""
         parts.append(f'<tspan x="{box.x:.1f}" dy="{LINE_H - 3 if i == 0 else LINE_H:.1f}"{weight}>')
-        parts.append(f"{escape(line)}</tspan>")
+        parts.append(f"{escape(line, quote=False)}</tspan>")
     parts.append("</text></g>")
     return "".join(parts)
 
@@ -286,7 +286,7 @@ def _to_svg(
         parts.append(
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{LINE_H + 4:.1f}" rx="3" '
             f'fill="{_FILL[kind]}" stroke="#999999"/>'
-            f'<text x="{x + PAD_X:.1f}" y="{y + LINE_H - 1:.1f}">{escape(text)}</text>'
+            f'<text x="{x + PAD_X:.1f}" y="{y + LINE_H - 1:.1f}">{escape(text, quote=False)}</text>'
         )
         x += w + 8
     parts.append("</g></svg>")

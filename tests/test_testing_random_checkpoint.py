@@ -96,3 +96,15 @@ def test_checkpoint_reaches_parameters_when_no_input_requires_grad():
     assert all(p.grad is not None for p in model.parameters())
     with pytest.raises(TypeError, match="checkpoint: expected a callable"):
         checkpoint(3, numdiff.ones(1))
+
+
+def test_assert_close_messages_name_the_worst_element_and_the_item():
+    with pytest.raises(AssertionError) as ours:
+        numdiff.testing.assert_close({"a": [numdiff.tensor([1.0, 2.0])]}, {"a": [numdiff.tensor([1.0, 3.0])]})
+    with pytest.raises(AssertionError) as theirs:
+        torch.testing.assert_close({"a": [torch.tensor([1.0, 2.0])]}, {"a": [torch.tensor([1.0, 3.0])]})
+    for line in ("Mismatched elements: 1 / 2 (50.0%)", "Greatest absolute difference: 1.0 at index (1,)",
+                 "The failure occurred for item ['a'][0]"):  # fmt: skip
+        assert line in str(ours.value) and line in str(theirs.value)
+    with pytest.raises(ValueError, match="`low` must be less than `high`"):
+        numdiff.testing.make_tensor(2, dtype=numdiff.float32, low=3, high=1)

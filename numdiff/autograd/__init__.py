@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from numdiff.autograd import graph
 from numdiff.autograd.anomaly import AnomalyError, detect_anomaly, set_detect_anomaly
 from numdiff.autograd.function import (
     Function,
@@ -81,7 +82,7 @@ def backward(
 
 
 __all__ = [
-    "AnomalyError",
+    "forward_ad", "AnomalyError",
     "Variable",
     "Function",
     "GradcheckError",
@@ -93,6 +94,7 @@ __all__ = [
     "grad",
     "gradcheck",
     "gradgradcheck",
+    "graph",
     "inference_mode",
     "is_grad_enabled",
     "no_grad",
@@ -104,10 +106,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # numdiff.autograd.functional builds on numdiff.func, which needs the Tensor class; loading it
     # on first access keeps `numdiff.autograd.functional.jacobian(...)` working without an import.
-    if name == "functional":
+    # numdiff.autograd.profiler (the legacy profiler API) loads the same way.
+    if name in ("functional", "profiler"):
         import importlib
 
-        return importlib.import_module("numdiff.autograd.functional")
+        return importlib.import_module(f"numdiff.autograd.{name}")
     raise AttributeError(f"module 'numdiff.autograd' has no attribute {name!r}")
 
 

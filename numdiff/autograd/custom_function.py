@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd import function as _function
+from numdiff.autograd import graph as _graph
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
 
@@ -362,6 +363,8 @@ def _bind_saved(ctx: _function.Node, inputs: tuple, outputs: list, results: list
             )
     ctx._saved = saved
     ctx._saved_versions = versions
+    if _graph.active_pair() is not None:
+        _function.pack_saved(ctx)
 
 
 def once_differentiable(backward: Callable) -> Callable:

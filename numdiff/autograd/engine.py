@@ -252,8 +252,9 @@ def run_backward(
                 "or vjp differentiate it, or call backward() outside the transform."
             )
         top = transforms.interpreter
-        if top is not None:
-            top.backward(capture, create_graph)
+        as_ops = top is not None and top.backward(capture, create_graph)
+    else:
+        as_ops = False
     if len(outputs) == 1:  # Tensor.backward: one root, nothing to merge
         root = _root_node(outputs[0], 0)
         roots = [root]
@@ -289,8 +290,9 @@ def run_backward(
     pop_buffer = buffers.pop
     get_buffer = buffers.get
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
-    # pass itself is wanted.
-    _state.enabled = create_graph
+    # pass itself is wanted, or an interpreter must see them as ops (`as_ops`: the results are
+    # detached below, as without create_graph).
+    _state.enabled = create_graph or as_ops
     try:
         while ready:
             node = ready.pop()
@@ -385,7 +387,7 @@ def run_backward(
                 "not have been used in the graph. Set allow_unused=True if this is the desired "
                 "behavior."
             )
-        results.append(grad)
+        results.append(grad.detach() if as_ops and not create_graph and grad is not None else grad)
     return tuple(results)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from numdiff import _profiling
 from numdiff._dtype import BFLOAT16_STORAGE
-from numdiff.autograd import anomaly, custom_function
+from numdiff.autograd import anomaly, custom_function, graph
 from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehook, with_post_hooks
@@ -163,6 +163,9 @@ class Node:
             )
         result = []
         for item, version in zip(self._saved, self._saved_versions):
+            if type(item) is graph.PackedSaved:
+                result.append(_unpacked(self, item))
+                continue
             if type(item) is _SavedOutput:
                 counter = item.version_counter
                 tensor = Tensor._wrap(item.data, self, counter)
@@ -187,6 +190,9 @@ class Node:
             raise self._freed_error()
         result = []
         for item, version in zip(self._saved, self._saved_versions):
+            if type(item) is graph.PackedSaved:
+                result.append(_unpacked(self, item)._data)
+                continue
             if type(item) is _SavedOutput:
                 counter = item.version_counter
                 array = item.data
@@ -203,6 +209,15 @@ class Node:
                 raise self._modified_error(array.shape, version, counter[0])
             result.append(array)
         return result
+
+    def __getattr__(self, name: str) -> Any:
+        # PyTorch's grad_fn shows what it saved as _saved_self, _saved_other, _saved_result, ...
+        if name.startswith("_saved_"):
+            field = name[len("_saved_"):]
+            names = _saved_slot_names(self)
+            if field in names:
+                return self.saved_tensors[names.index(field)]
+        raise AttributeError(f"'{type(self).__name__}' object ({self.name()}) has no attribute '{name}'")
 
     def _freed_error(self) -> SavedTensorFreedError:
         return SavedTensorFreedError(
@@ -465,6 +480,40 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
             versions.append(None)
     node._saved = saved
     node._saved_versions = versions
+    if graph.active_pair() is not None:
+        pack_saved(node)
+
+
+def _saved_slot_names(node: Node) -> list[str | None]:
+    """The PyTorch name of each slot `node` saved (see graph.slot_names)."""
+    if any(type(item) is graph.PackedSaved for item in node._saved):
+        return [item.name if type(item) is graph.PackedSaved else None for item in node._saved]
+    tensors = [
+        "result" if type(item) is _SavedOutput else item if isinstance(item, Tensor) else None for item in node._saved
+    ]
+    return graph.slot_names(node.next_nodes, [None if s is None else tuple(s) for s in node.input_shapes], tensors)
+
+
+def pack_saved(node: Node) -> None:
+    """Store each tensor `node` saved as the innermost pack hook's object (saved_tensors_hooks)."""
+    pack_hook, unpack_hook = graph.active_pair()
+    names = _saved_slot_names(node)
+    packed = []
+    for item, name in zip(node._saved, names):
+        if type(item) is _SavedOutput:
+            item = Tensor._wrap(item.data, node, item.version_counter)
+        packed.append(graph.PackedSaved(pack_hook(item), unpack_hook, name) if isinstance(item, Tensor) else item)
+    node._saved = packed
+
+
+def _unpacked(node: Node, item: graph.PackedSaved) -> Tensor:
+    tensor = item.unpack_hook(item.packed)
+    if not isinstance(tensor, Tensor):
+        raise TypeError(
+            f"the unpack hook of saved_tensors_hooks returned a {type(tensor).__name__} for a tensor "
+            f"{node.name()} saved; it must return a tensor"
+        )
+    return tensor
 
 
 class _SavedNumber:

@@ -121,10 +121,11 @@ class Interpreter:
         keys values by their array, numdiff.func's jvp level, returns one on an array of its own)."""
         return None if self.parent is None else self.parent.detach(tensor)
 
-    def backward(self, capture: bool, create_graph: bool) -> None:
-        """A backward pass starts (``capture``: autograd.grad, else Tensor.backward)."""
-        if self.parent is not None:
-            self.parent.backward(capture, create_graph)
+    def backward(self, capture: bool, create_graph: bool) -> bool:
+        """A backward pass starts (``capture``: autograd.grad, else Tensor.backward). True when an
+        interpreter needs the pass's backward formulas to run as ops it sees (their create_graph
+        form) even without create_graph: numdiff.compile's trace, which records them."""
+        return self.parent is not None and self.parent.backward(capture, create_graph)
 
 
 def push(interpreter: Interpreter) -> None:

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.compile.codegen import Emitter
-from numdiff.kernels import _special
+
+_special = lazy_module("numdiff.kernels._special")
 
 HEADER = "from numba import cuda\nfrom numdiff.cuda.kernels._index import strided_offset\n"
 

@@ -25,13 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import get_num_threads
 
+from numdiff._lazy import lazy_module
+from numdiff._threads import get_num_threads
 from numdiff.compile.graph import OpCall, ValueRef
-from numdiff.kernels import _max_pool_cores, conv, pool
-from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import FLOAT_DTYPES
-from numdiff.kernels.matmul import run_checked, run_pair_checked
 from numdiff.ops.linalg import _operand
 from numdiff.ops.registry import attach
 
@@ -62,6 +60,13 @@ def plans(name: str, *, blas: bool = False, ctx_arrays: frozenset = frozenset())
 
 _INDICES = frozenset({("attr", "indices")})
 
+# The kernels load when a program first runs one, not when numdiff (and so this module) is imported.
+_max_pool_cores = lazy_module("numdiff.kernels._max_pool_cores")
+_blas = lazy_module("numdiff.kernels._blas")
+conv = lazy_module("numdiff.kernels.conv")
+matmul = lazy_module("numdiff.kernels.matmul")
+pool = lazy_module("numdiff.kernels.pool")
+
 
 def _c(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x)
@@ -72,7 +77,7 @@ def matmul_2d(a: np.ndarray, b: np.ndarray, out: np.ndarray, parts: int) -> np.n
     (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
     if a_t and b_t:  # the core takes at most one transposed operand
         b_c, b_t = np.ascontiguousarray(b), False
-    run_checked(a_t, b_t, a_c[None], b_c[None], out[None], parts)
+    matmul.run_checked(a_t, b_t, a_c[None], b_c[None], out[None], parts)
     return out
 
 
@@ -85,15 +90,20 @@ def matmul_pair(a1: np.ndarray, b1: np.ndarray, out1: np.ndarray, a2: np.ndarray
     (a2_c, a2_t), (b2_c, b2_t) = _operand(a2), _operand(b2)
     if a2_t and b2_t:
         b2_c, b2_t = np.ascontiguousarray(b2), False
-    run_pair_checked(a1_t, b1_t, a1_c, b1_c, out1, a2_t, b2_t, a2_c, b2_c, out2, parts)
+    matmul.run_pair_checked(a1_t, b1_t, a1_c, b1_c, out1, a2_t, b2_t, a2_c, b2_c, out2, parts)
 
 
 def linear_2d(x: np.ndarray, weight: np.ndarray, bias: Any, out: np.ndarray, parts: int) -> np.ndarray:
     """out = x @ weight.T (+ bias) for 2-D x of planned shapes."""
-    run_checked(False, True, np.ascontiguousarray(x)[None], np.ascontiguousarray(weight)[None], out[None], parts)
+    matmul.run_checked(False, True, np.ascontiguousarray(x)[None], np.ascontiguousarray(weight)[None], out[None], parts)
     if bias is not None:
         np.add(out, bias, out=out)
     return out
+
+
+def prepare_blas() -> None:
+    """Hold SciPy's BLAS at one thread per call (numdiff.kernels._blas.prepare_blas)."""
+    _blas.prepare_blas()
 
 
 RUNTIME = {"_c": _c, "matmul_2d": matmul_2d, "matmul_pair": matmul_pair, "linear_2d": linear_2d,

@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from numdiff._ground.scalar_rules import RULES
+from numdiff._lazy import lazy_module
 from numdiff.compile import group_kernel
 from numdiff.compile.codegen import Emitter, attr_refs
 from numdiff.compile.graph import OpCall
-from numdiff.kernels._codegen import scalar_code
+
+_codegen = lazy_module("numdiff.kernels._codegen")
 
 # Above this many elements a group calling transcendental functions runs as a parallel loop over
 # tiles in short stages (numdiff/compile/tiling.py), or, when it is no flat loop, its calls run as
@@ -80,7 +82,7 @@ def expression_of(call: OpCall, operands: list[str]) -> str | None:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
             return None
         reads[name] = repr(float(value))
-    return scalar_code(rule.forward, reads)
+    return _codegen.scalar_code(rule.forward, reads)
 
 
 def fusible(call: OpCall, values: list) -> bool:

@@ -11,13 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.compile import fusion
 from numdiff.compile.codegen import Emitter
 from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
 from numdiff.compile.tiling import tiled_kernel
-from numdiff.kernels import _vecmath
-from numdiff.kernels._codegen import vector_math_source
+
+_vecmath = lazy_module("numdiff.kernels._vecmath")
+_codegen = lazy_module("numdiff.kernels._codegen")
 
 
 def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dict, live_after: set,
@@ -143,7 +145,7 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
         sums = {f"q{value}": f"r{value}" for value in reductions}
         source = tiled_kernel(kernel, params, summands, body, loop_shape[0], dtypes, finish, stages, sums)
         kernels += [stage for stage in stages.values() if stage not in kernels]
-        kernels.append(vector_math_source(source, header=False))
+        kernels.append(_codegen.vector_math_source(source, header=False))
     else:
         _append_flat_kernel(kernels, kernel, params, reductions, group, loop_shape, body, values)
     _emit_driver(emitter, kernel, external, buffers, reductions, group, values, ndim, flat)
@@ -167,7 +169,7 @@ def _append_flat_kernel(kernels: list, kernel: str, params: list, reductions: li
     for k, value in enumerate(reductions):
         if value not in group.leading_sums:
             lines.append(f"    s{k}[0] = _vecmath.lane_sum(q{value}.ravel())")
-    kernels.append(vector_math_source("\n".join(lines), header=False))
+    kernels.append(_codegen.vector_math_source("\n".join(lines), header=False))
 
 
 def _emit_driver(emitter: Emitter, kernel: str, external: list, buffers: dict, reductions: list, group: fusion.Group,

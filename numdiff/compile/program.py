@@ -16,8 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from numba import get_num_threads
-
+from numdiff._threads import get_num_threads
 from numdiff.compile import cuda_fusion, fusion, schedule
 from numdiff.compile.codegen import Emitter, attr_refs, base_namespace, needed_calls
 from numdiff.compile.graph import Graph

@@ -29,7 +29,10 @@ import ast
 import copy
 import hashlib
 
-from numdiff.kernels._codegen import _loop_options, vector_math_source
+from numdiff._lazy import lazy_module
+
+_codegen = lazy_module("numdiff.kernels._codegen")
+
 
 TILE = 1024
 # Most transcendental calls in one stage: with one or two the calls cost least per call
@@ -234,7 +237,7 @@ def _stage_function(statements: list[ast.stmt], arrays: set, scalars: set, stage
     source = ast.unparse(ast.fix_missing_locations(function))
     name = "stage_" + hashlib.sha256(source.encode()).hexdigest()[:12]
     if name not in stages:
-        stages[name] = vector_math_source("@njit(cache=True)\n" + source.replace("def stage(", f"def {name}(", 1),
+        stages[name] = _codegen.vector_math_source("@njit(cache=True)\n" + source.replace("def stage(", f"def {name}(", 1),
                                           header=False)
     return f"{name}(m, {', '.join(params)})"
 
@@ -313,5 +316,5 @@ def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[s
     lines += ["        " + s for s in tile_body]
     lines += ["    " + e for e in epilogue]
     tree = ast.parse("\n".join(lines))
-    _loop_options(tree.body[0])
+    _codegen._loop_options(tree.body[0])
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

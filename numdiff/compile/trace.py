@@ -218,21 +218,21 @@ class TraceLevel(Interpreter):
         finally:
             state.interpreter = self
 
-    def backward(self, capture: bool, create_graph: bool) -> None:
-        """Refuse a backward pass inside the traced function.
+    def backward(self, capture: bool, create_graph: bool) -> bool:
+        """Refuse ``loss.backward()`` inside the traced function; trace ``autograd.grad``.
 
-        ``loss.backward()`` writes ``.grad`` and frees the graph the trace still needs, and
-        ``autograd.grad`` without create_graph computes outside the recorded ops, so a replay would
-        return the first call's gradient. ``autograd.grad(create_graph=True)`` records its ops and
-        is traced like any other computation.
+        ``loss.backward()`` writes ``.grad`` and frees the graph the trace still needs, so a replay
+        would not redo it. ``autograd.grad`` (numdiff.func.grad calls it) is traced like any other
+        computation: without create_graph too, its backward formulas run as recorded ops (their
+        create_graph form; True asks the engine for it) and the gradients come back detached.
         """
-        if not (capture and create_graph):
-            what = "autograd.grad without create_graph=True" if capture else "backward()"
+        if not capture:
             raise UnsupportedInCompileError(
-                f"numdiff.compile: {what} inside the compiled function cannot be replayed by a compiled "
+                f"numdiff.compile: backward() inside the compiled function cannot be replayed by a compiled "
                 f"graph (at {user_line()}); compile the forward and loss and call backward() outside"
             )
         super().backward(capture, create_graph)
+        return True
 
 
 def tracing_now() -> bool:

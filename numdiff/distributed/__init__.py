@@ -16,6 +16,7 @@ Install with ``pip install 'numdiff[distributed]'`` (mpi4py and MPICH wheels, wh
 """
 
 from numdiff.distributed import nn
+from numdiff.distributed._backends import Backend, get_default_backend_for_device
 from numdiff.distributed._group import (
     DistributedError,
     DistributedTimeoutError,
@@ -26,7 +27,11 @@ from numdiff.distributed._group import (
     get_world_size,
     init_process_group,
     is_available,
+    is_gloo_available,
     is_initialized,
+    is_mpi_available,
+    is_nccl_available,
+    is_torchelastic_launched,
 )
 from numdiff.distributed.collectives import (
     ReduceOp,
@@ -40,6 +45,7 @@ from numdiff.distributed.collectives import (
 )
 
 __all__ = [
+    "Backend",
     "DistributedError",
     "DistributedTimeoutError",
     "RankDepartedError",
@@ -51,11 +57,16 @@ __all__ = [
     "broadcast",
     "destroy_process_group",
     "get_backend",
+    "get_default_backend_for_device",
     "get_rank",
     "get_world_size",
     "init_process_group",
     "is_available",
+    "is_gloo_available",
     "is_initialized",
+    "is_mpi_available",
+    "is_nccl_available",
+    "is_torchelastic_launched",
     "nn",
     "reduce",
     "reduce_scatter",

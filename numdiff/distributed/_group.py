@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import os
 import sys
 import threading
 import time
 import traceback
 from typing import Any
 
+from numdiff.distributed._backends import resolve_backend
 from numdiff.distributed._departure import GRACE_SECONDS, Departures
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
@@ -54,8 +56,9 @@ def mpi() -> Any:
 class _ProcessGroup:
     """The state of an initialised group: its communicator, rank, size and default timeout."""
 
-    def __init__(self, comm: Any, timeout: datetime.timedelta) -> None:
+    def __init__(self, comm: Any, timeout: datetime.timedelta, backend: str = "mpi") -> None:
         self.comm = comm
+        self.backend = backend
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.timeout = timeout
@@ -82,6 +85,26 @@ def is_available() -> bool:
     return True
 
 
+def is_mpi_available() -> bool:
+    """True if MPI, numdiff's transport for every backend name, can run."""
+    return is_available()
+
+
+def is_gloo_available() -> bool:
+    """True if backend="gloo" can run: numdiff carries it on MPI, so this is `is_available()`."""
+    return is_available()
+
+
+def is_nccl_available() -> bool:
+    """True if backend="nccl" can run: numdiff carries it on MPI, so this is `is_available()`."""
+    return is_available()
+
+
+def is_torchelastic_launched() -> bool:
+    """True in a process started by `python -m numdiff.distributed.run` (or torchrun)."""
+    return "TORCHELASTIC_RUN_ID" in os.environ
+
+
 def init_process_group(
     backend: str | None = "mpi",
     init_method: str | None = None,
@@ -96,15 +119,14 @@ def init_process_group(
     >>> dist.init_process_group(backend="mpi")      # under `mpiexec -n 2 python train.py`
     >>> dist.get_rank(), dist.get_world_size()
 
+    PyTorch's names "gloo" and "nccl" (and device maps like "cpu:gloo,cuda:nccl") are accepted
+    and carried by MPI too; `get_backend()` returns the name given.
+
     `timeout` (a timedelta or seconds) bounds every collective unless a call passes its own.
     `world_size` and `rank`, if given, must agree with what MPI says.
     """
     global _group, _previous_excepthook
-    if backend not in (None, "mpi"):
-        raise ValueError(
-            f"init_process_group: backend {backend!r} is not available in numdiff; the only "
-            "backend is 'mpi' (start the job with mpiexec)"
-        )
+    backend = resolve_backend("init_process_group", backend)
     if init_method not in (None, "env://"):
         raise ValueError(
             f"init_process_group: init_method {init_method!r} is not used with the MPI backend: "
@@ -115,7 +137,7 @@ def init_process_group(
     with _lock:
         if _group is not None:
             raise DistributedError("init_process_group: the default process group is already initialized")
-        group = _ProcessGroup(MPI.COMM_WORLD.Dup(), timeout)
+        group = _ProcessGroup(MPI.COMM_WORLD.Dup(), timeout, backend)
         for name, given, actual in (("world_size", world_size, group.size), ("rank", rank, group.rank)):
             if given not in (-1, None) and given != actual:
                 raise ValueError(
@@ -147,8 +169,8 @@ def is_initialized() -> bool:
 
 
 def get_backend(group: Any = None) -> str:
-    current()
-    return "mpi"
+    """The backend name the group was started with ("mpi", "gloo", "nccl", ...); MPI carries each."""
+    return current().backend
 
 
 def get_rank(group: Any = None) -> int:

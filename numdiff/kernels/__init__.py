@@ -29,11 +29,21 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from numdiff.kernels import avg_pool, conv, matmul, pool
-from numdiff.kernels._background import foreground
-from numdiff.kernels._parallel import always_parallel, always_serial
+from numdiff._lazy import lazy_module
 
 __all__ = ["avg_pool", "compile_all", "compile_times", "conv", "matmul", "pool"]
+
+# The kernel modules import Numba and run when first used, not at `import numdiff` (issue 26).
+_background = lazy_module("numdiff.kernels._background")
+avg_pool = lazy_module("numdiff.kernels.avg_pool")
+conv = lazy_module("numdiff.kernels.conv")
+matmul = lazy_module("numdiff.kernels.matmul")
+pool = lazy_module("numdiff.kernels.pool")
+_parallel = lazy_module("numdiff.kernels._parallel")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 compile_times: dict[str, float] = {}
 """Seconds the first call of each kernel took in :func:`compile_all` (compiling it, or loading it
@@ -56,12 +66,12 @@ def _own_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
 
 
 def _serial_build(call: Callable[[], object]) -> object:
-    with always_serial():
+    with _parallel.always_serial():
         return call()
 
 
 def _parallel_build(call: Callable[[], object]) -> object:
-    with always_parallel():
+    with _parallel.always_parallel():
         return call()
 
 
@@ -265,7 +275,7 @@ def compile_all(
         if bar is not None:
             bar.set_postfix_str(f"{name}[{d.name}]")
         start = time.perf_counter()
-        with foreground():  # every build compiled (or loaded) here, none left to the helper
+        with _background.foreground():  # every build compiled (or loaded) here, none left to the helper
             call()
         seconds = time.perf_counter() - start
         compile_times[f"{name}[{d.name}]"] = seconds

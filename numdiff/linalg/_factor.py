@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
+from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import backend_for
@@ -36,6 +36,8 @@ from numdiff.ops import linalg_factor as ops
 from numdiff.ops.linalg_solve import SolveTriangular
 from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
+
+scipy_linalg = lazy_module("scipy.linalg")
 
 
 def _on_host(op: str, a: Tensor, compute: Any) -> Any:
@@ -307,7 +309,7 @@ def _lu_parts(A: Tensor, op: str) -> tuple[Tensor, Tensor, np.ndarray]:  # noqa:
     batches = host_batches(A)
     perms, lows, ups = [], [], []
     for m in batches:
-        p, low, up = scipy.linalg.lu(m, check_finite=False)
+        p, low, up = scipy_linalg.lu(m, check_finite=False)
         perms.append(np.argmax(p, axis=0))  # row i of P^T A is row perm[i] of A
         lows.append(low)
         ups.append(up)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.linalg import lapack
 
+from numdiff._lazy import lazy_module
 from numdiff.linalg._checks import (
     InvExResult,
     LDLFactorExResult,
@@ -27,6 +27,8 @@ from numdiff.linalg._checks import (
 from numdiff.linalg._factor import _on_host, svdvals
 from numdiff.ops import linalg_solve as ops
 from numdiff.tensor import Tensor
+
+scipy_linalg = lazy_module("scipy.linalg")
 
 
 def _as_matrix_rhs(op: str, A: Tensor, B: Tensor, left: bool = True) -> tuple[Tensor, bool]:  # noqa: N803
@@ -96,7 +98,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 def _lu_info(A: Tensor) -> np.ndarray:  # noqa: N803
     info = []
     for m in host_batches(A):
-        _, _, code = lapack.dgetrf(m) if m.dtype == np.float64 else lapack.sgetrf(m)
+        _, _, code = scipy_linalg.lapack.dgetrf(m) if m.dtype == np.float64 else scipy_linalg.lapack.sgetrf(m)
         info.append(code)
     return np.asarray(info, dtype=np.int32)
 
@@ -134,7 +136,7 @@ def inv(A: Tensor) -> Tensor:  # noqa: N803
 
 
 def _zero_pivot(m: np.ndarray) -> int:
-    _, _, code = lapack.dgetrf(m.astype(np.float64))
+    _, _, code = scipy_linalg.lapack.dgetrf(m.astype(np.float64))
     return int(code)
 
 
@@ -250,7 +252,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     A = matrix("linalg.ldl_factor", A)  # noqa: N806
     if A.requires_grad:
         raise RuntimeError("linalg.ldl_factor: not differentiable (as in PyTorch); pass A.detach()")
-    sytrf = lapack.dsytrf if A.dtype.numpy == np.float64 else lapack.ssytrf
+    sytrf = scipy_linalg.lapack.dsytrf if A.dtype.numpy == np.float64 else scipy_linalg.lapack.ssytrf
     factors, pivots, info = [], [], []
     for m in host_batches(A):
         ld, ipiv, code = sytrf(m, lower=1)
@@ -278,7 +280,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False)
     """X with A X = B from ldl_factor's (LD, pivots). No gradient."""
     LD = matrix("linalg.ldl_solve", LD)  # noqa: N806
     B, _ = _as_matrix_rhs("linalg.ldl_solve", LD, B)  # noqa: N806
-    sytrs = lapack.dsytrs if LD.dtype.numpy == np.float64 else lapack.ssytrs
+    sytrs = scipy_linalg.lapack.dsytrs if LD.dtype.numpy == np.float64 else scipy_linalg.lapack.ssytrs
     factors, ipivs = host_batches(LD), pivots.numpy().reshape(-1, LD.shape[-1])
     rhs = np.broadcast_to(B.detach().numpy(), LD.shape[:-2] + tuple(B.shape[-2:])).reshape(-1, *B.shape[-2:])
     out = [sytrs(f, p, b, lower=1)[0] for f, p, b in zip(factors, ipivs, rhs)]

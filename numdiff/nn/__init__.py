@@ -12,12 +12,14 @@ from numdiff.nn import (
     utils,  # noqa: E402 - utils builds on the modules above
 )
 from numdiff.nn.modules import LAYERS
+from numdiff.nn.parallel import DataParallel
 from numdiff.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-# Every layer (read from numdiff.nn.modules' submodules), the parameter types and the subpackages.
+# Every layer (read from numdiff.nn.modules' submodules), DataParallel, the parameter types and the
+# subpackages.
 globals().update(LAYERS)
 __all__ = [
-    *sorted(LAYERS), "Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
+    *sorted(LAYERS), "DataParallel", "Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
     "functional", "init", "parallel", "utils",
 ]  # fmt: skip
 

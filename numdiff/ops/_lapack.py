@@ -24,9 +24,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
-from numdiff.kernels._blas import prepare_blas
+from numdiff._lazy import lazy_module
+
+scipy_linalg = lazy_module("scipy.linalg")
+_blas = lazy_module("numdiff.kernels._blas")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
@@ -66,7 +68,7 @@ def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: C
     """``numpy_fn(a)`` for a batch of small matrices, else ``scipy_fn`` on each matrix, restacked."""
     if a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL and a.size:
         return numpy_fn(a)
-    prepare_blas()
+    _blas.prepare_blas()
     flat = a.reshape((-1,) + a.shape[-2:])
     results = [scipy_fn(m) for m in flat]
     batch = a.shape[:-2]
@@ -77,7 +79,7 @@ def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: C
 
 
 def cholesky(a: np.ndarray) -> np.ndarray:
-    return per_matrix(a, lambda m: scipy.linalg.cholesky(m, lower=True, check_finite=False), np.linalg.cholesky)
+    return per_matrix(a, lambda m: scipy_linalg.cholesky(m, lower=True, check_finite=False), np.linalg.cholesky)
 
 
 LUFactors = tuple  # (lu, piv) of one matrix, as scipy.linalg.lu_factor returns them
@@ -94,37 +96,37 @@ def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, LUFactors | None]:
 
 
 def _lu_factor(a: np.ndarray) -> LUFactors:
-    prepare_blas()
+    _blas.prepare_blas()
     with warnings.catch_warnings():  # an exactly singular A is reported by its zero pivot, as torch
-        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-        return scipy.linalg.lu_factor(a, check_finite=False)
+        warnings.simplefilter("ignore", scipy_linalg.LinAlgWarning)
+        return scipy_linalg.lu_factor(a, check_finite=False)
 
 
 def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.ndarray:
     """A^-1 B (or A^-T B) from A's LU factors: two triangular solves."""
-    prepare_blas()
-    return scipy.linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
+    _blas.prepare_blas()
+    return scipy_linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
 
 
 def inv(a: np.ndarray) -> np.ndarray:
-    return per_matrix(a, lambda m: scipy.linalg.inv(m, check_finite=False), np.linalg.inv)
+    return per_matrix(a, lambda m: scipy_linalg.inv(m, check_finite=False), np.linalg.inv)
 
 
 def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
     return _remembered(("eigh", upper), a, lambda: per_matrix(
-        a, lambda m: scipy.linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
+        a, lambda m: scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
         lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
 
 
 def svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _remembered(("svd",), a, lambda: per_matrix(
-        a, lambda m: scipy.linalg.svd(m, full_matrices=False, check_finite=False),
+        a, lambda m: scipy_linalg.svd(m, full_matrices=False, check_finite=False),
         lambda x: np.linalg.svd(x, full_matrices=False)))
 
 
 def qr(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _remembered(("qr",), a, lambda: per_matrix(
-        a, lambda m: scipy.linalg.qr(m, mode="economic", check_finite=False),
+        a, lambda m: scipy_linalg.qr(m, mode="economic", check_finite=False),
         lambda x: np.linalg.qr(x, mode="reduced")))
 
 

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated
 from numdiff.backend import is_host
-from numdiff.kernels.class_loss import cross_entropy_rows
 from numdiff.ops.activation import softmax
 from numdiff.ops.registry import register
+
+class_loss_kernels = lazy_module("numdiff.kernels.class_loss")
 
 __all__ = ["CrossEntropy", "NllLoss"]
 
@@ -158,7 +160,7 @@ def _rows_kernel_applies(x, weight, ignore_index, label_smoothing):
 def _cross_entropy_rows(ctx, x, target, ignore_index, reduction):
     """CrossEntropy.forward through the one-pass kernel (same values as the general form below)."""
     target = np.ascontiguousarray(target, dtype=np.int64)
-    per_entry, total, kept, coeff, coeff_sum, first_order = cross_entropy_rows(
+    per_entry, total, kept, coeff, coeff_sum, first_order = class_loss_kernels.cross_entropy_rows(
         np.ascontiguousarray(x), target, ignore_index, reduction == "mean"
     )
     if reduction == "none":

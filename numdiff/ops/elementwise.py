@@ -25,14 +25,16 @@ import numpy as np
 
 from numdiff._ground.scalar_expressions import MATH_RULES, ScalarRule, names_in, vjp_expression
 from numdiff._ground.scalar_rules import RULES
+from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for, is_host
-from numdiff.kernels import elementwise as cpu
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
+
+cpu = lazy_module("numdiff.kernels.elementwise")
 
 FUNCTIONS: dict[str, type[Function]] = {}
 PUBLIC: dict[str, Callable[..., Tensor]] = {}

@@ -18,14 +18,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
+from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
-from numdiff.kernels._blas import prepare_blas
 from numdiff.ops import _lapack, _linalg_grads
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat
+
+scipy_linalg = lazy_module("scipy.linalg")
+_blas = lazy_module("numdiff.kernels._blas")
 
 # Batches of matrices up to this order go through the compiled substitution kernel; one matrix,
 # or larger ones, through LAPACK's trsm (blocked, BLAS-3).
@@ -71,9 +73,9 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(-1, n, k)
     out = np.empty_like(b3)
     if len(a3) == 1 or n > _KERNEL_MAX_ORDER:
-        prepare_blas()
+        _blas.prepare_blas()
         for p in range(len(a3)):
-            out[p] = scipy.linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
+            out[p] = scipy_linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
                                                    check_finite=False)
     elif len(a3):
         backend_for(a3).triangular_solve(a3, b3, out, upper, unit)
@@ -177,7 +179,7 @@ def _expm(a: np.ndarray) -> np.ndarray:
     flat = a.reshape(-1, *a.shape[-2:])
     out = np.empty_like(flat)
     for p in range(len(flat)):
-        out[p] = scipy.linalg.expm(flat[p])
+        out[p] = scipy_linalg.expm(flat[p])
     return out.reshape(a.shape)
 
 

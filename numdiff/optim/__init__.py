@@ -1,7 +1,7 @@
 """numdiff.optim: optimizers that update parameters in place with fused Numba kernels, and
 learning-rate schedulers (``numdiff.optim.lr_scheduler``), as in ``torch.optim``."""
 
-from numdiff.optim import lr_scheduler
+from numdiff.optim import lr_scheduler, swa_utils
 from numdiff.optim.adadelta import Adadelta
 from numdiff.optim.adagrad import Adagrad
 from numdiff.optim.adam import Adam, AdamW
@@ -17,7 +17,7 @@ from numdiff.optim.sgd import SGD
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
 __all__ += ["LBFGS", "Adadelta", "Adamax", "NAdam", "RAdam"]
-__all__ += ["ASGD", "Rprop"]
+__all__ += ["ASGD", "Rprop", "swa_utils"]
 
 
 def __dir__() -> list[str]:

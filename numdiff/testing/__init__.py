@@ -78,18 +78,29 @@ def _compare_tensors(actual: Tensor, expected: Tensor, where: str, rtol: Any, at
 
 
 def _check_values(a: np.ndarray, e: np.ndarray, where: str, rtol: float, atol: float, equal_nan: bool, msg: Any, kind: str) -> None:
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):
         close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan) | ((a == e) & np.isinf(e))
-    if close.all():
-        return
-    bad = np.flatnonzero(~close.reshape(-1))
-    diff = np.abs(a - e).reshape(-1)
-    worst = int(np.nanargmax(np.where(close.reshape(-1), -np.inf, diff))) if diff.size else 0
-    _fail(msg, (
-        f"{kind} are not close{where}!\n\nMismatched elements: {bad.size} / {a.size} ({100 * bad.size / max(a.size, 1):.1f}%)\n"
-        f"Greatest absolute difference: {diff[worst]} at index {worst} (up to {atol} allowed)\n"
-        f"Greatest relative difference: {diff[worst] / max(abs(e.reshape(-1)[worst]), 1e-300)} (up to {rtol} allowed)"
-    ))  # fmt: skip
+        if close.all():
+            return
+        absolute = np.where(close, -np.inf, np.abs(a - e))
+        relative = np.where(close, -np.inf, np.abs(a - e) / np.abs(e))
+    worst_abs = np.unravel_index(int(np.nanargmax(absolute)), a.shape) if a.ndim else ()
+    worst_rel = np.unravel_index(int(np.nanargmax(relative)), a.shape) if a.ndim else ()
+    count = int((~close).sum())
+    place = f" at index {tuple(int(i) for i in worst_abs)}" if a.ndim else ""
+    place_rel = f" at index {tuple(int(i) for i in worst_rel)}" if a.ndim else ""
+    text = (
+        f"{kind} are not close!\n\nMismatched elements: {count} / {a.size} ({100 * count / max(a.size, 1):.1f}%)\n"
+        f"Greatest absolute difference: {absolute[worst_abs]}{place} (up to {atol} allowed)\n"
+        f"Greatest relative difference: {relative[worst_rel]}{place_rel} (up to {rtol} allowed)"
+    ) if a.ndim else (
+        f"{kind} are not close!\n\nExpected {e} but got {a}.\n"
+        f"Absolute difference: {float(np.abs(a - e))} (up to {atol} allowed)\n"
+        f"Relative difference: {float(np.abs(a - e) / np.abs(e)) if e != 0 else float('inf')} (up to {rtol} allowed)"
+    )  # fmt: skip
+    if where:
+        text += f"\n\nThe failure occurred for item {where}"
+    _fail(msg, text)
 
 
 def _fail(msg: Any, text: str) -> None:
@@ -102,6 +113,8 @@ def make_tensor(*shape: Any, dtype: Any, device: Any = None, low: float | None =
     [-9, 10), bool either), as torch.testing.make_tensor."""
     size = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else tuple(shape)
     target = _dtype.to_dtype(dtype)
+    if low is not None and high is not None and low >= high:
+        raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
     rng = np.random.default_rng()
     if target is _dtype.bool_:
         values = rng.random(size) < 0.5

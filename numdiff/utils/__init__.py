@@ -1,8 +1,8 @@
 """numdiff.utils: helpers around training; ``numdiff.utils.data`` holds datasets and the DataLoader."""
 
-from numdiff.utils import benchmark, checkpoint, data, dlpack
+from numdiff.utils import benchmark, checkpoint, data, dlpack, hooks
 
-__all__ = ["benchmark", "checkpoint", "data", "dlpack"]
+__all__ = ["benchmark", "checkpoint", "data", "dlpack", "hooks"]
 
 
 def __dir__() -> list[str]:

@@ -437,11 +437,42 @@ def test_a_backward_pass_inside_the_function_runs_it_eagerly_with_a_warning():
     step(x, w)
     np.testing.assert_array_equal(w.grad.numpy(), [6.0, 8.0])  # two backward passes, no error
 
-    gradient = numdiff.compile(lambda x: numdiff.autograd.grad((x ** 2).sum(), x)[0] * 1)
-    with pytest.warns(UserWarning, match="autograd.grad without create_graph"):
-        gradient(_f64(2))
-    x = numdiff.tensor([5.0, 1.0], dtype=numdiff.float64, requires_grad=True)
-    np.testing.assert_array_equal(gradient(x).numpy(), [10.0, 2.0])  # not the first call's gradient
+
+
+def test_autograd_grad_without_create_graph_inside_the_function_is_compiled():
+    gradient = numdiff.compile(lambda x: numdiff.autograd.grad((x ** 2).sin().sum(), x)[0] * 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no eager fallback
+        for values in ([1.0, 2.0], [5.0, 1.0], [-0.5, 3.0]):
+            x = numdiff.tensor(values, dtype=numdiff.float64, requires_grad=True)
+            result = gradient(x)
+            expected = 2 * x.detach().numpy() * np.cos(x.detach().numpy() ** 2)
+            np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12)  # not the first call's gradient
+            assert not result.requires_grad  # detached, as eagerly without create_graph
+    assert gradient.compiled.eager_reason is None and gradient.compiled.compile_count == 1
+
+
+def test_per_sample_gradients_through_vmap_of_grad_are_compiled():
+    numdiff.manual_seed(0)
+    model = numdiff.nn.Sequential(numdiff.nn.Linear(6, 5), numdiff.nn.ReLU(), numdiff.nn.Linear(5, 3)).double()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss_of(p, sample, target):
+        out = numdiff.func.functional_call(model, p, (sample.unsqueeze(0),))
+        return numdiff.nn.functional.cross_entropy(out, target.unsqueeze(0))
+
+    def per_sample(x, y):
+        return numdiff.func.vmap(numdiff.func.grad(loss_of), in_dims=(None, 0, 0))(params, x, y)["0.weight"]
+
+    compiled = numdiff.compile(per_sample)
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            x = numdiff.tensor(rng.standard_normal((4, 6)))
+            y = numdiff.tensor(rng.integers(0, 3, (4,)))
+            np.testing.assert_allclose(compiled(x, y).numpy(), per_sample(x, y).numpy(), rtol=1e-10, atol=1e-12)
+    assert compiled.compiled.eager_reason is None and compiled.compiled.compile_count == 1
 
 
 def _double(x):

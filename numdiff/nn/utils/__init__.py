@@ -1,10 +1,23 @@
-"""numdiff.nn.utils: gradient clipping, parameter/vector conversion and packed sequences (utils.rnn)."""
+"""numdiff.nn.utils: gradient clipping, parameter/vector conversion, packed sequences (utils.rnn),
+parametrizations (utils.parametrize, utils.parametrizations) and pruning (utils.prune)."""
 
-from numdiff.nn.utils import rnn
+from numdiff.nn.utils import parametrizations, parametrize, prune, rnn
 from numdiff.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from numdiff.nn.utils.weight_reparam import (
+    fuse_conv_bn_eval,
+    remove_spectral_norm,
+    remove_weight_norm,
+    skip_init,
+    spectral_norm,
+    weight_norm,
+)
 
-__all__ = ["rnn", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = [
+    "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "parametrizations", "parametrize", "prune", "rnn",
+    "vector_to_parameters",
+]
+__all__ += ["fuse_conv_bn_eval", "remove_spectral_norm", "remove_weight_norm", "skip_init", "spectral_norm", "weight_norm"]
 
 
 def __dir__() -> list[str]:

@@ -1,0 +1,128 @@
+"""numdiff.autograd.graph: hooks on the tensors the graph saves for backward, as PyTorch's.
+
+Inside ``saved_tensors_hooks(pack, unpack)``, every tensor an op saves for backward is stored as
+``pack(tensor)`` (any object), and backward reads ``unpack(packed)`` instead; the innermost block
+wins. ``save_on_cpu`` is such a pair that moves saved tensors to the host and back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+# PyTorch keeps this module's Node name in numdiff.autograd.function, where the graph is built.
+
+__all__ = ["disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+class _HookStack(threading.local):
+    """Per thread: the active (pack, unpack) pairs, innermost last, and why hooks are disabled."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
+        self.disabled: list[str] = []
+
+
+_stack = _HookStack()
+
+
+class PackedSaved:
+    """A saved tensor as its pack hook returned it, with the unpack hook that restores it, and
+    the name PyTorch's grad_fn gives the slot (``self``, ``other``, ``result``)."""
+
+    __slots__ = ("packed", "unpack_hook", "name")
+
+    def __init__(self, packed: Any, unpack_hook: Callable[[Any], Any], name: str | None) -> None:
+        self.packed, self.unpack_hook, self.name = packed, unpack_hook, name
+
+
+def active_pair() -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
+    """The innermost (pack, unpack) pair of this thread, or None."""
+    return _stack.pairs[-1] if _stack.pairs else None
+
+
+def slot_names(next_nodes: list, input_shapes: list, tensors: list) -> list[str | None]:
+    """PyTorch's names for saved slots: ``result`` for the op's output, ``self`` and ``other`` for
+    its first two inputs (``input2``, ... after them); `tensors` holds, per slot, None, the saved
+    input Tensor, or the string "result". An input is found by the edge it feeds (its grad_fn, or
+    the AccumulateGrad of a leaf), or by its shape when it needs no gradient."""
+    names: list[str | None] = []
+    taken: set[int] = set()
+    for tensor in tensors:
+        if tensor is None or isinstance(tensor, str):
+            names.append(tensor)
+            continue
+        position = None
+        for k, edge in enumerate(next_nodes):
+            if k in taken:
+                continue
+            grad_fn = tensor.grad_fn
+            if (grad_fn is not None and edge is grad_fn) or getattr(edge, "variable", None) is tensor or (
+                edge is None and grad_fn is None and input_shapes[k] == tuple(tensor.shape)
+            ):
+                position = k
+                break
+        if position is None:
+            names.append(None)
+            continue
+        taken.add(position)
+        names.append({0: "self", 1: "other"}.get(position, f"input{position}"))
+    return names
+
+
+class saved_tensors_hooks:  # noqa: N801 - PyTorch's name, a context manager
+    """Store saved tensors as ``pack_hook(tensor)`` and give backward ``unpack_hook(packed)``.
+
+    >>> with numdiff.autograd.graph.saved_tensors_hooks(lambda t: t * 4, lambda t: t / 4):
+    ...     y = x.pow(2)
+    """
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError(
+                f"saved_tensors_hooks takes two callables, got {type(pack_hook).__name__} and {type(unpack_hook).__name__}"
+            )
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self) -> saved_tensors_hooks:
+        if _stack.disabled:
+            raise RuntimeError(_stack.disabled[-1])
+        _stack.pairs.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _stack.pairs.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """Keep the tensors saved for backward on the host, moved back to their device when used.
+    `pin_memory` is accepted; numdiff has no pinned host memory, so it changes nothing."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(tensor: Any) -> tuple[Any, Any]:
+            return tensor.device, tensor.cpu()
+
+        def unpack(packed: tuple[Any, Any]) -> Any:
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Inside this block, entering saved_tensors_hooks raises RuntimeError(error_message)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> disable_saved_tensors_hooks:
+        _stack.disabled.append(self.error_message)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _stack.disabled.pop()
