@@ -289,6 +289,13 @@ class _ForwardCtx:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)
 
+    def __delattr__(self, name: str) -> None:
+        # ``del ctx.result`` in jvp frees what forward kept, as PyTorch's tutorial does.
+        if name in self.__dict__:
+            del self.__dict__[name]
+        else:
+            delattr(self._ctx, name)
+
 
 def _custom_jvp(cls: Any, inputs: tuple, attrs: dict, tangents: list) -> tuple[Any, list]:
     """A user Function: forward runs (keeping its ctx), then ``cls.jvp(ctx, *tangents)`` with a

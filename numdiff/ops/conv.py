@@ -23,7 +23,7 @@ import numpy as np
 from numdiff._ground.args import check_output_elements, int_tuple, is_int, remember_checks
 from numdiff._ground.conv_geometry import conv_output_size
 from numdiff.autograd.function import Function
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, holds_values
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
@@ -196,7 +196,7 @@ def _check_fits(op: str, spatial: tuple, kernel: tuple, dilation: tuple, sides: 
 
 
 @remember_checks
-def _conv_config(op, dims, x_shape, w_shape, b_shape, stride, padding, dilation, groups):
+def _conv_config(op, dims, x_shape, w_shape, b_shape, stride, padding, dilation, groups, limited=True):
     """Check a convolution's shapes and arguments; returns the normalised ``(stride, sides,
     dilation, groups, unbatched)``, sides being the per-side padding."""
     unbatched = _check_ranks(op, dims, x_shape, w_shape)
@@ -218,7 +218,8 @@ def _conv_config(op, dims, x_shape, w_shape, b_shape, stride, padding, dilation,
         conv_output_size(n, k, s, sides[2 * i], sides[2 * i + 1], d)
         for i, (n, k, s, d) in enumerate(zip(x_shape[2:], kernel, stride, dilation))
     )
-    check_output_elements(op, (x_shape[0], w_shape[0]) + spatial)
+    if limited:  # on the meta device nothing is allocated, so any size goes, as in PyTorch
+        check_output_elements(op, (x_shape[0], w_shape[0]) + spatial)
     return stride, sides, dilation, groups, unbatched
 
 
@@ -226,7 +227,7 @@ def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, 
     x, w, b = _tensors(op, input, weight, bias)
     b_shape = None if b is None else b._data.shape
     stride, sides, dilation, groups, unbatched = _conv_config(
-        op, dims, x._data.shape, w._data.shape, b_shape, stride, padding, dilation, groups
+        op, dims, x._data.shape, w._data.shape, b_shape, stride, padding, dilation, groups, holds_values(x._data)
     )
     if unbatched:
         x = x.unsqueeze(0)
@@ -269,7 +270,7 @@ def conv2d(
 
 
 @remember_checks
-def _conv_transpose_config(op, dims, x_shape, w_shape, b_shape, stride, padding, output_padding, groups, dilation):
+def _conv_transpose_config(op, dims, x_shape, w_shape, b_shape, stride, padding, output_padding, groups, dilation, limited=True):
     """Check a transposed convolution's shapes and arguments; returns the normalised ``(size,
     stride, sides, dilation, groups, unbatched)``: the output's spatial size and the per-side
     padding of the conv whose adjoint it is."""
@@ -301,7 +302,8 @@ def _conv_transpose_config(op, dims, x_shape, w_shape, b_shape, stride, padding,
     )
     if any(n < 1 for n in size):
         raise ValueError(f"{op}: output size {size} is not positive for input {x_shape} and padding {pads}")
-    check_output_elements(op, (x_shape[0], w_shape[1] * groups) + size)
+    if limited:
+        check_output_elements(op, (x_shape[0], w_shape[1] * groups) + size)
     # As the adjoint of a conv of the output: bottom/right padding shrinks by output_padding.
     sides = tuple(v for p, e in zip(pads, extra) for v in (p, p - e))
     return size, stride, sides, dilation, groups, unbatched
@@ -313,7 +315,8 @@ def _conv_transposend(
     x, w, b = _tensors(op, input, weight, bias)
     b_shape = None if b is None else b._data.shape
     size, stride, sides, dilation, groups, unbatched = _conv_transpose_config(
-        op, dims, x._data.shape, w._data.shape, b_shape, stride, padding, output_padding, groups, dilation
+        op, dims, x._data.shape, w._data.shape, b_shape, stride, padding, output_padding, groups, dilation,
+        holds_values(x._data),
     )
     if unbatched:
         x = x.unsqueeze(0)

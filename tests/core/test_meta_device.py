@@ -317,3 +317,11 @@ def test_meta_tensors_and_meta_models_pickle_as_shapes():
     assert (back.shape, back.dtype, back.device.type, back.requires_grad) == (x.shape, x.dtype, "meta", True)
     model = pickle.loads(pickle.dumps(nn.Linear(3, 2, device="meta")))
     assert model.weight.device.type == "meta" and isinstance(model.weight, nn.Parameter)
+
+
+def test_a_convolution_on_meta_takes_any_size_while_the_cpu_still_refuses_it():
+    layer = numdiff.nn.Conv2d(3, 5, 3, padding=1, device="meta")
+    out = layer(numdiff.empty(1024, 3, 65535, 65535, device="meta"))
+    assert tuple(out.shape) == (1024, 5, 65535, 65535) and out.device.type == "meta"
+    with pytest.raises(ValueError, match="conv2d: the output would have shape"):
+        numdiff.nn.functional.conv2d(numdiff.empty(1, 1, 1, 1).expand(2**20, 1, 1, 1), numdiff.ones(2**17, 1, 1, 1))

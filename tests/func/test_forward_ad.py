@@ -53,3 +53,22 @@ def test_misuse_is_refused_by_name():
     assert fwad.unpack_dual(numdiff.ones(1)).tangent is None
     with pytest.raises(RuntimeError, match="exit_dual_level: no dual level"):
         fwad.exit_dual_level()
+
+
+def test_a_custom_function_jvp_reads_and_frees_what_forward_kept_on_ctx():
+    class Exp(numdiff.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.result = numdiff.exp(x)
+            return ctx.result
+
+        @staticmethod
+        def jvp(ctx, tangent):
+            out = tangent * ctx.result
+            del ctx.result  # as PyTorch's forward-AD tutorial frees it
+            return out
+
+    primal = numdiff.tensor(P, requires_grad=True)
+    with fwad.dual_level():
+        tangent = fwad.unpack_dual(Exp.apply(fwad.make_dual(primal, numdiff.tensor(D)))).tangent
+    np.testing.assert_allclose(tangent.numpy(), D * np.exp(P), rtol=1e-12)
