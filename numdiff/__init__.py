@@ -198,24 +198,7 @@ from numdiff.ops.shape import (
 from numdiff.ops.sorting import argsort, sort, topk
 from numdiff.ops.special_functions import logit, mvlgamma, polygamma
 from numdiff.ops.triangular import tril, triu
-from numdiff.ops.unary import (
-    abs,
-    absolute,
-    arctan2,
-    cos,
-    erf,
-    exp,
-    expm1,
-    log,
-    log1p,
-    round,
-    rsqrt,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    tanh,
-)
+from numdiff.ops.unary import absolute, arctan2, round
 from numdiff.sampling import bernoulli, multinomial, normal
 from numdiff.tensor import Size, Tensor
 

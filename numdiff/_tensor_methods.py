@@ -109,7 +109,7 @@ METHODS = {
     "__rpow__": _reflected(arithmetic.pow),
     "__neg__": arithmetic.neg,
     "__pos__": lambda self: self,
-    "__abs__": unary.abs,
+    "__abs__": PUBLIC_RULES["abs"],
     "add": arithmetic.add,
     "sub": arithmetic.sub,
     "mul": arithmetic.mul,
@@ -162,7 +162,7 @@ METHODS = {
     "allclose": logical.allclose,
     "equal": logical.equal,
     # unary and activations (the scalar rules' methods, exp, sin, ..., come from ops.elementwise.METHODS)
-    "abs": unary.abs,
+    "abs": PUBLIC_RULES["abs"],
     "round": unary.round,
     "relu": activation.relu,
     "softmax": activation.softmax,
@@ -180,7 +180,7 @@ METHODS = {
     "clamp_max": selection.clamp_max,
     "nan_to_num": selection.nan_to_num,
     "lerp": arithmetic.lerp,
-    "absolute": unary.abs,
+    "absolute": unary.absolute,
     "arctan2": unary.arctan2,
     "multiply": arithmetic.mul,
     "subtract": arithmetic.sub,
@@ -314,8 +314,6 @@ METHODS = {
     "div_": _inplace_method("div_", arithmetic.div),
     "pow_": _inplace_method("pow_", arithmetic.pow),
     "neg_": _inplace_method("neg_", arithmetic.neg),
-    "exp_": _inplace_method("exp_", unary.exp),
-    "sqrt_": _inplace_method("sqrt_", unary.sqrt),
     "clamp_": _inplace_method("clamp_", selection.clamp),
     "clip_": _inplace_method("clip_", selection.clamp),
     "fmod_": _inplace_method("fmod_", arithmetic.fmod),
@@ -327,10 +325,6 @@ METHODS = {
     "clamp_max_": _inplace_method("clamp_max_", selection.clamp_max),
     "nan_to_num_": _inplace_method("nan_to_num_", selection.nan_to_num),
     "lerp_": _inplace_method("lerp_", arithmetic.lerp),
-    "atan2_": _inplace_method("atan2_", unary.arctan2),
-    "hypot_": _inplace_method("hypot_", PUBLIC_RULES["hypot"]),
-    "logaddexp_": _inplace_method("logaddexp_", PUBLIC_RULES["logaddexp"]),
-    "xlogy_": _inplace_method("xlogy_", PUBLIC_RULES["xlogy"]),
     "relu_": _inplace_method("relu_", activation.relu),
     "masked_fill_": _inplace_method("masked_fill_", selection.masked_fill),
     "zero_": _inplace_method("zero_", _zero),
@@ -359,15 +353,18 @@ METHODS = {
 }
 
 
-# One-input elementwise functions without attributes, read from the scalar rules: each that is a
-# Tensor method gets its in-place form from `attach` (activations with a hand-written one, relu_, keep it).
-_UNARY = frozenset(name for name, rule in RULES.items() if rule.arity == 1 and not rule.attrs)
+# The scalar rules whose Tensor method gets its in-place form from `attach`, as in PyTorch (x.log_(),
+# x.floor_(), x.hypot_(y)): every one-input rule without attributes that is a method (its generated
+# one, or a hand-written one such as abs and round; relu_ keeps its own), and every two-input rule
+# whose method is generated (add_ and the other arithmetic ones are hand-written, with alpha).
+_IN_PLACE = frozenset(
+    name for name, rule in RULES.items() if not rule.attrs and (rule.arity == 1 or rule.method)
+)
 
 
 def attach() -> None:
-    # Every one-input function has its in-place form, as in PyTorch (x.log_(), x.floor_()).
-    unary_methods = {name: fn for name, fn in {**RULE_METHODS, **METHODS}.items() if name in _UNARY}
-    in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in unary_methods.items()}
+    rule_methods = {name: fn for name, fn in {**RULE_METHODS, **METHODS}.items() if name in _IN_PLACE}
+    in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in rule_methods.items()}
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
     for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS,

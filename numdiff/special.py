@@ -20,10 +20,11 @@ from numdiff.ops.elementwise import PUBLIC
 from numdiff.ops.reduction import logsumexp
 from numdiff.ops.selection import where
 from numdiff.ops.special_functions import digamma, erfc, erfinv, lgamma, logit, mvlgamma, polygamma
-from numdiff.ops.unary import erf, exp2, expm1, log1p, round, sigmoid
+from numdiff.ops.unary import round
 from numdiff.tensor import Tensor
 
-expit = sigmoid
+erf, exp2, expm1, log1p = PUBLIC["erf"], PUBLIC["exp2"], PUBLIC["expm1"], PUBLIC["log1p"]
+expit = PUBLIC["sigmoid"]
 gammaln = lgamma
 psi = digamma
 multigammaln = mvlgamma

@@ -38,6 +38,7 @@ from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import is_numpy
+from numdiff.ops.registry import OpSpec
 from numdiff.tensor import Tensor
 
 numba = lazy_module("numba")
@@ -253,6 +254,12 @@ class _ElementwiseFunction(Function):
         return tuple(
             cls.op.vjp_op(k)(grad, *inputs) if needed else None for k, needed in enumerate(ctx.needs_input_grad)
         )
+
+
+SPEC = OpSpec("elementwise", _ElementwiseFunction)
+"""The spec every @elementwise op shares (not registered: each is a user's op): numdiff.func attaches
+its batching rule here. No compile rule: compile runs its backward eagerly."""
+_ElementwiseFunction.spec = SPEC
 
 
 def elementwise(fn: Callable) -> ElementwiseOp:

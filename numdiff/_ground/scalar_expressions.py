@@ -26,6 +26,9 @@ The fields of `ScalarRule`:
 - ``export``: whether it is also ``numdiff.<name>`` (activations with PyTorch-only-in-functional
   names, such as leaky_relu, are reached through numdiff.nn.functional instead).
 - ``doc``: the public function's docstring summary.
+- ``functional``: ``"plain"`` or ``"inplace"`` to generate ``numdiff.nn.functional.<name>(input,
+  <attrs>)`` (with PyTorch's ``inplace=False`` argument for ``"inplace"``) in
+  numdiff/ops/activation.py; ``""`` for none, or one written by hand there.
 
 The expression language (a subset of Python that Numba compiles on both targets, and that can also
 be evaluated on numdiff Tensors, which is how backward stays differentiable):
@@ -65,6 +68,7 @@ class ScalarRule:
     method: bool = True
     export: bool = True
     doc: str = ""
+    functional: str = ""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -152,6 +156,11 @@ def check_rules(rules: tuple[ScalarRule, ...]) -> None:
     for rule in rules:
         if rule.arity not in (1, 2) or len(rule.derivatives) != rule.arity:
             raise ValueError(f"scalar rule {rule.name!r}: arity {rule.arity} with {len(rule.derivatives)} derivatives")
+        if rule.functional not in ("", "plain", "inplace") or (rule.functional and rule.arity != 1):
+            raise ValueError(
+                f"scalar rule {rule.name!r}: functional={rule.functional!r}; a one-input rule may say "
+                "'plain' or 'inplace'"
+            )
         allowed_forward = set(rule.inputs) | set(rule.attr_names)
         allowed = allowed_forward | {"out"}
         for expression, names in [(rule.forward, allowed_forward)] + [(d, allowed) for d in rule.derivatives]:

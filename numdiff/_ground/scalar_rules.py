@@ -243,25 +243,25 @@ _TABLE = (
     ScalarRule(
         "silu", 1, "x / (1.0 + math.exp(-x))",
         ("(1.0 / (1.0 + math.exp(-x))) * (1.0 + x * (1.0 - 1.0 / (1.0 + math.exp(-x))))",),
-        dtypes="float", export=False, method=False, doc="x * sigmoid(x) (swish).",
+        dtypes="float", export=False, method=False, functional="inplace", doc="x * sigmoid(x) (swish).",
     ),
     ScalarRule(
         "mish", 1, "x * math.tanh(math.log1p(math.exp(x)))",
         ("math.tanh(math.log1p(math.exp(x))) + x / (1.0 + math.exp(-x))"
          " * (1.0 - math.tanh(math.log1p(math.exp(x))) * math.tanh(math.log1p(math.exp(x))))",),
-        dtypes="float", export=False, method=False, doc="x * tanh(softplus(x)).",
+        dtypes="float", export=False, method=False, functional="inplace", doc="x * tanh(softplus(x)).",
     ),
     ScalarRule(
         "hardswish", 1,
         # x * clamp(x + 3, 0, 6) / 6, so -inf gives NaN as in PyTorch.
         "x * where(x + 3.0 <= 0.0, 0.0, where(x + 3.0 >= 6.0, 6.0, x + 3.0)) / 6.0",
         ("where(x <= -3.0, 0.0, where(x < 3.0, x / 3.0 + 0.5, where(x != x, x, 1.0)))",),
-        dtypes="float", export=False, method=False, doc="x * relu6(x + 3) / 6.",
+        dtypes="float", export=False, method=False, functional="inplace", doc="x * relu6(x + 3) / 6.",
     ),
     ScalarRule(
         "hardsigmoid", 1, "where(x <= -3.0, 0.0, where(x >= 3.0, 1.0, x / 6.0 + 0.5))",
         ("where(x > -3.0, where(x < 3.0, 0.16666666666666666, 0.0), 0.0)",),
-        dtypes="float", export=False, method=False, doc="relu6(x + 3) / 6.",
+        dtypes="float", export=False, method=False, functional="inplace", doc="relu6(x + 3) / 6.",
     ),
     ScalarRule(
         "hardtanh", 1, "where(x < min_val, min_val, where(x > max_val, max_val, x))",
@@ -275,14 +275,14 @@ _TABLE = (
         "where(x < 0.0, x - math.log1p(math.exp(x)), -math.log1p(math.exp(-x)))",
         # sigmoid(-x), with exp of a non-positive argument only (no overflow warning past x = 709).
         ("where(x > 0.0, math.exp(-x) / (1.0 + math.exp(-x)), 1.0 / (1.0 + math.exp(x)))",),
-        dtypes="float", export=False, method=False, doc="log(sigmoid(x)), computed stably.",
+        dtypes="float", export=False, method=False, functional="plain", doc="log(sigmoid(x)), computed stably.",
     ),
     ScalarRule(
         "selu", 1,
         # scale = 1.0507009873554805, scale * alpha = 1.7580993408473766 (Klambauer et al.)
         "where(x > 0.0, 1.0507009873554805 * x, 1.7580993408473766 * math.expm1(x))",
         ("where(x > 0.0, 1.0507009873554805, 1.7580993408473766 * math.exp(x))",),
-        dtypes="float", export=False, method=False, doc="scale * elu(x, alpha) with the self-normalising constants.",
+        dtypes="float", export=False, method=False, functional="inplace", doc="scale * elu(x, alpha) with the self-normalising constants.",
     ),
     ScalarRule(
         "celu", 1, "where(x > 0.0, x, alpha * math.expm1(x / alpha))", ("where(x > 0.0, 1.0, math.exp(x / alpha))",),
@@ -292,7 +292,7 @@ _TABLE = (
         "softsign", 1, "x / (1.0 + math.fabs(x))",
         # 1 / (1 + |x|) ** 2, plus x - x (0, but NaN at +-inf, where PyTorch's quotient rule gives NaN).
         ("1.0 / ((1.0 + math.fabs(x)) * (1.0 + math.fabs(x))) + (x - x)",),
-        dtypes="float", export=False, method=False, doc="x / (1 + |x|).",
+        dtypes="float", export=False, method=False, functional="plain", doc="x / (1 + |x|).",
     ),
     ScalarRule(
         "softshrink", 1, "where(x > lambd, x - lambd, where(x < -lambd, x + lambd, where(x != x, x, 0.0)))",
@@ -301,11 +301,11 @@ _TABLE = (
     ),
     ScalarRule(
         "hardshrink", 1, "where(x >= -lambd, where(x <= lambd, 0.0, x), x)", ("where(x < -lambd, 1.0, where(x > lambd, 1.0, 0.0))",),
-        dtypes="float", export=False, attrs=(("lambd", 0.5),), method=False, doc="x, but 0 within lambd of 0.",
+        dtypes="float", export=False, attrs=(("lambd", 0.5),), method=False, functional="plain", doc="x, but 0 within lambd of 0.",
     ),
     ScalarRule(
         "tanhshrink", 1, "x - math.tanh(x)", ("math.tanh(x) * math.tanh(x)",),
-        dtypes="float", export=False, method=False, doc="x - tanh(x).",
+        dtypes="float", export=False, method=False, functional="plain", doc="x - tanh(x).",
     ),
     ScalarRule(
         "threshold", 1, "where(x <= threshold, value, x)", ("where(x <= threshold, 0.0, 1.0)",),

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.backend import is_host
-from numdiff.compile.direct import NEEDS_BLAS, RUNTIME, direct_lines, pair_lines
+from numdiff.compile.direct import RUNTIME, direct_lines, needs_blas, pair_lines
 from numdiff.compile.graph import Graph, OpCall, ValueRef
 
 
@@ -147,7 +147,7 @@ class Emitter:
             lines = direct_lines(call, graph.values, self.ref)
             if lines is not None:
                 self.lines.extend(lines)
-                self.uses_blas = self.uses_blas or call.op_name in NEEDS_BLAS
+                self.uses_blas = self.uses_blas or needs_blas(call)
                 return
         forward = self.ref(call.function.forward, call.function.__name__ + "_forward")
         ctx = "ctx" if call.ctx_outputs else "_scratch"

@@ -12,7 +12,8 @@ compiled core on views of freshly allocated outputs::
 
 Only operands are made C-contiguous at run time (``_c``: free when they already are). An op
 whose case is not covered here (another device, dtype or rank, an empty batch) is emitted as an
-ordinary forward call. The serial-or-parallel choice is fixed at build time by the thread count
+ordinary forward call. Each planner is attached to its op's spec (``spec(name).direct``, a
+`DirectPlan`) by the `plans` decorator below. The serial-or-parallel choice is fixed at build time by the thread count
 then; a later `numba.set_num_threads` changes speed, never results (a parallel core given more
 parts than threads runs them in turn).
 """
@@ -20,6 +21,7 @@ parts than threads runs them in turn).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,34 @@ from numdiff._threads import get_num_threads
 from numdiff.compile.graph import OpCall, ValueRef
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.ops.linalg import _operand
+from numdiff.ops.registry import attach
+
+Planner = Callable[[OpCall, list, Callable], "list | None"]
+
+
+@dataclass(frozen=True)
+class DirectPlan:
+    """An op's direct form in compiled programs: its planner, whether its cores call BLAS (a
+    function running any of them first calls prepare_blas()), and the ctx arrays the planner
+    provides (a call whose graph reads any other array its forward left on ctx is emitted as an
+    ordinary forward call)."""
+
+    planner: Planner
+    blas: bool = False
+    ctx_arrays: frozenset = frozenset()
+
+
+def plans(name: str, *, blas: bool = False, ctx_arrays: frozenset = frozenset()) -> Callable[[Planner], Planner]:
+    """Decorator: `planner` is op `name`'s direct form, attached to its spec."""
+
+    def decorate(planner: Planner) -> Planner:
+        attach(name, direct=DirectPlan(planner, blas, ctx_arrays))
+        return planner
+
+    return decorate
+
+
+_INDICES = frozenset({("attr", "indices")})
 
 # The kernels load when a program first runs one, not when numdiff (and so this module) is imported.
 _max_pool_cores = lazy_module("numdiff.kernels._max_pool_cores")
@@ -115,6 +145,7 @@ def _conv_geometry(call: OpCall) -> tuple:
     return a["stride"], a["padding"], a["dilation"], a["groups"]
 
 
+@plans("conv2d", blas=True)
 def _conv2d(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     if inputs is None or len(inputs) != 3 or inputs[0] is None or inputs[1] is None:
@@ -139,6 +170,7 @@ def _conv2d(call: OpCall, values: list, ref: Callable) -> list | None:
     ]
 
 
+@plans("conv_transpose2d", blas=True)
 def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     if inputs is None or len(inputs) != 2 or None in inputs:
@@ -160,6 +192,7 @@ def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
     ]
 
 
+@plans("conv2d_weight_grad", blas=True)
 def _conv2d_weight_grad(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     if inputs is None or len(inputs) != 2 or None in inputs:
@@ -181,6 +214,7 @@ def _conv2d_weight_grad(call: OpCall, values: list, ref: Callable) -> list | Non
     ]
 
 
+@plans("max_pool2d", ctx_arrays=_INDICES)
 def _max_pool2d(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     if inputs is None or len(inputs) != 1 or inputs[0] is None:
@@ -208,6 +242,7 @@ def _max_pool2d(call: OpCall, values: list, ref: Callable) -> list | None:
     return lines
 
 
+@plans("max_pool_scatter", ctx_arrays=_INDICES)
 def _max_pool_scatter(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     indices = call.attrs.get("indices")
@@ -236,6 +271,7 @@ def _max_pool_scatter(call: OpCall, values: list, ref: Callable) -> list | None:
     return lines
 
 
+@plans("matmul", blas=True)
 def _matmul(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     if inputs is None or len(inputs) != 2 or None in inputs:
@@ -269,6 +305,7 @@ def pair_lines(call: OpCall, values: list) -> list:
             f"matmul_pair(v{a1}, v{b1}, v{out1}, v{a2}, v{b2}, v{out2}, {call.attrs['parts']})"]
 
 
+@plans("linear", blas=True)
 def _linear(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     if inputs is None or len(inputs) != 3 or inputs[0] is None or inputs[1] is None:
@@ -286,6 +323,7 @@ def _linear(call: OpCall, values: list, ref: Callable) -> list | None:
     return [_alloc(values, out), f"linear_2d(v{x}, v{w}, {bias}, v{out}, {get_num_threads()})"]
 
 
+@plans("permute")
 def _permute(call: OpCall, values: list, ref: Callable) -> list | None:
     inputs = _value_inputs(call)
     dims = call.attrs.get("dims")
@@ -296,6 +334,7 @@ def _permute(call: OpCall, values: list, ref: Callable) -> list | None:
     return [f"v{call.output} = v{inputs[0]}.transpose({dims!r})"]
 
 
+@plans("sum")
 def _sum(call: OpCall, values: list, ref: Callable) -> list | None:
     """What Sum's forward computes (np.sum is np.add.reduce), without its Python layers."""
     inputs = _value_inputs(call)
@@ -308,21 +347,15 @@ def _sum(call: OpCall, values: list, ref: Callable) -> list | None:
     return [f"v{call.output} = as_array(np.add.reduce(v{x}, axis={dims!r}, keepdims={keepdim!r}))"]
 
 
-DIRECT = {
-    "conv2d": _conv2d,
-    "conv_transpose2d": _conv_transpose2d,
-    "conv2d_weight_grad": _conv2d_weight_grad,
-    "max_pool2d": _max_pool2d,
-    "max_pool_scatter": _max_pool_scatter,
-    "matmul": _matmul,
-    "linear": _linear,
-    "permute": _permute,
-    "sum": _sum,
-}
-"""Op name -> planner: returns the lines that compute the call, or None to emit it as usual."""
+def _plan(call: OpCall) -> DirectPlan | None:
+    found = getattr(call.function, "spec", None)
+    return None if found is None else found.direct
 
-NEEDS_BLAS = frozenset({"conv2d", "conv_transpose2d", "conv2d_weight_grad", "matmul", "linear"})
-"""Planned ops whose cores call BLAS: a function with any of them first calls prepare_blas()."""
+
+def needs_blas(call: OpCall) -> bool:
+    """Whether `call`'s op has a direct form whose cores call BLAS."""
+    plan = _plan(call)
+    return plan is not None and plan.blas
 
 
 def direct_lines(call: OpCall, values: list, ref: Callable) -> list | None:
@@ -330,12 +363,7 @@ def direct_lines(call: OpCall, values: list, ref: Callable) -> list | None:
     no direct form."""
     if call.special or call.host or call.tensor_forward:
         return None
-    planner = DIRECT.get(call.op_name)
-    if planner is None or set(call.ctx_outputs) - _CTX_ARRAYS.get(call.op_name, set()):
+    plan = _plan(call)
+    if plan is None or set(call.ctx_outputs) - plan.ctx_arrays:
         return None
-    return planner(call, values, ref)
-
-
-# The ctx arrays a planner provides (a later call may read them); a call whose graph reads any
-# other array its forward left on ctx is emitted as an ordinary forward call.
-_CTX_ARRAYS = {"max_pool2d": {("attr", "indices")}, "max_pool_scatter": {("attr", "indices")}}
+    return plan.planner(call, values, ref)

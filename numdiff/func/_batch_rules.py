@@ -1,5 +1,8 @@
 """Batching rules: how each registered op (numdiff.ops.OPS) runs on a whole vmap batch at once.
 
+Each rule is attached to its op's spec (``attach(name, batching=rule)``, read as
+``cls.spec.batching``) when this module is imported, which numdiff.func.vmap does.
+
 A rule receives the op's inputs as values (a batched input has its batch as dim 0; `batched`
 says which), the op's attrs in logical (per-example) terms and the batch size. It returns the
 output value with the batch as dim 0, computed by the same op with adjusted attrs, so the batched
@@ -14,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._elementwise import SPEC as ELEMENTWISE_SPEC
 from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
 from numdiff.backend import is_numpy, like_host, to_host
 from numdiff.func._batched import align, logical_ndim
+from numdiff.ops.registry import attach
 from numdiff.tensor import Tensor
 
 Rule = Callable[[Any, list, list, dict, int], Any]
-RULES: dict[str, Rule] = {}
 
 
 def _materialize(value: Tensor, is_batched: bool, size: int) -> Tensor:
@@ -160,43 +164,6 @@ def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return out.reshape(size, n, *out.shape[1:])
 
 
-# Every op of the scalar rule table is elementwise, and so are these.
-for _name in (
-    *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy", "elementwise",
-):
-    RULES[_name] = elementwise
-for _name in ("sum", "prod", "amax", "amin"):
-    RULES[_name] = _shift_dims("dims")
-for _name in (
-    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
-    "axis_taps_backward",
-):
-    RULES[_name] = fold_into_n
-RULES.update(
-    {
-        "log_softmax": _shift_dims("dim"),
-        "flip": _shift_dims("dims"),
-        "cat": _shift_dims("dim"),
-        "gather": _shift_dims("dim"),
-        "scatter_add": _shift_dims("dim"),
-        "scatter": _shift_dims("dim"),
-        "cumsum": _shift_dims("dim"),
-        "cumprod": _shift_dims("dim"),
-        "logcumsumexp": _shift_dims("dim"),
-        "diagonal": diagonal_rule,
-        "reshape": reshape_rule,
-        "permute": permute_rule,
-        "expand": expand_rule,
-        "getitem": getitem_rule,
-        "index_add_into_zeros": index_add_into_zeros_rule,
-        "index_put": index_put_rule,
-        "matmul": matmul_rule,
-        "conv2d": conv2d_rule,
-
-    }
-)
-
-
 def _repeated_structure(attrs: dict, size: int, rows: int, cols: int) -> dict:
     """A sparse product's structure attrs for `size` copies of the matrix down a block diagonal
     (copy b's rows and columns shifted by b * rows and b * cols): one product then serves the batch."""
@@ -238,33 +205,63 @@ def sparse_sampled_dot_rule(cls: Any, values: list, batched: list, attrs: dict, 
     return out.reshape(size, -1)
 
 
-RULES.update(dict.fromkeys(("coo_mm", "csr_mm"), sparse_matmul_rule))
-RULES.update(dict.fromkeys(("coo_sampled_dot", "csr_sampled_dot"), sparse_sampled_dot_rule))
-
-
 def leading_batch_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
     """Ops on the last one or two dims that batch over any leading dims (numdiff.linalg's): the
     vmap batch becomes one more leading dim of every input."""
     return cls.apply(*(_materialize(v, b, size) for v, b in zip(values, batched)), **attrs)
 
 
-RULES.update(dict.fromkeys(
-    ("solve_triangular", "linalg_solve", "linalg_inv", "linalg_pinv", "linalg_matrix_exp", "linalg_cholesky",
-     "linalg_eigvalsh", "linalg_eigh_vectors", "linalg_svdvals", "linalg_svd_u", "linalg_svd_vh", "linalg_qr_q",
-     "linalg_qr_r", "linalg_det", "linalg_logabsdet"),
+def linear_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """x @ weight.T + bias with a shared weight and bias: the vmap batch is one more leading dim of x."""
+    if any(batched[1:]):
+        return None
+    return cls.apply(values[0], *values[1:], **attrs)
+
+
+def _attach(rule: Rule, *names: str) -> None:
+    for name in names:
+        attach(name, batching=rule)
+
+
+# Every op of the scalar rule table is elementwise, and so are these.
+_attach(elementwise, *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy",
+        "fmod", "remainder")
+_attach(_shift_dims("dims"), "sum", "prod", "amax", "amin", "flip")
+_attach(_shift_dims("dim"), "log_softmax", "cat", "gather", "scatter_add", "scatter", "cumsum", "cumprod", "logcumsumexp")
+ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
+_attach(
+    fold_into_n,
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
+    "axis_taps_backward",
+)  # fmt: skip
+_attach(diagonal_rule, "diagonal")
+_attach(reshape_rule, "reshape")
+_attach(permute_rule, "permute")
+_attach(expand_rule, "expand")
+_attach(getitem_rule, "getitem")
+_attach(index_add_into_zeros_rule, "index_add_into_zeros")
+_attach(index_put_rule, "index_put")
+_attach(matmul_rule, "matmul")
+_attach(linear_rule, "linear")
+_attach(conv2d_rule, "conv2d")
+_attach(sparse_matmul_rule, "coo_mm", "csr_mm")
+_attach(sparse_sampled_dot_rule, "coo_sampled_dot", "csr_sampled_dot")
+_attach(
     leading_batch_rule,
-))  # fmt: skip
+    "solve_triangular", "linalg_solve", "linalg_inv", "linalg_pinv", "linalg_matrix_exp", "linalg_cholesky",
+    "linalg_eigvalsh", "linalg_eigh_vectors", "linalg_svdvals", "linalg_svd_u", "linalg_svd_vh", "linalg_qr_q",
+    "linalg_qr_r", "linalg_det", "linalg_logabsdet", "tril", "triu",
+)  # fmt: skip
 
 # Ops whose backward, run with grad mode on (the create_graph form), is made of ops that have a
 # batching rule above and reads the incoming gradient only through ops. A reverse pass over a graph
 # of these ops runs on a batch of cotangents as one batched pass (vjp_fn under vmap, and so jacrev);
 # any other op in the graph (a custom Function, conv2d, pooling, an @elementwise function) makes
 # vjp_fn rerun the function batched instead. Each entry's backward has been read for this.
-BATCHED_BACKWARD = frozenset(
-    {
-        *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
-        "sum", "amax", "amin", "log_softmax", "flip", "cat", "gather",
-        "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
-        "diagonal", "logcumsumexp",
-    }
-)
+for _name in (
+    *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
+    "sum", "amax", "amin", "log_softmax", "flip", "cat", "gather",
+    "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
+    "diagonal", "logcumsumexp",
+):  # fmt: skip
+    attach(_name, batched_backward=True)

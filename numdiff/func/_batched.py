@@ -9,7 +9,7 @@ directly (comparisons, logical ops, isfinite, argmax) are overridden here to bat
 
 Every op reaches `batched_apply` through a `VmapLevel`, the interpreter vmap pushes for each of
 its levels (numdiff.autograd.transform_state), which picks the op's batching rule from
-numdiff.func._batch_rules and runs it on the values. The tape only ever records
+its spec (``cls.spec.batching``, attached by numdiff.func._batch_rules) and runs it on the values. The tape only ever records
 the values, so backward (and numdiff.func.grad inside vmap) works on whole batches at once.
 """
 
@@ -306,9 +306,8 @@ def _plain_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
 
 
 def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
-    """Function.apply under vmap: run the op's batching rule for the innermost batched level."""
-    from numdiff.func._batch_rules import RULES
-
+    """Function.apply under vmap: run the op's batching rule (its spec's, attached by
+    numdiff.func._batch_rules) for the innermost batched level."""
     level = 0
     for t in inputs:
         if type(t) is BatchedTensor and t._level > level:
@@ -323,7 +322,8 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         batched.append(is_batched)
     size = transforms.batch_sizes[level - 1]
     name = getattr(cls, "op_name", None)
-    rule = RULES.get(name)
+    spec = getattr(cls, "spec", None)
+    rule = None if spec is None else spec.batching
     out = None if rule is None else rule(cls, values, batched, attrs, size)
     if out is None and getattr(cls, "vmap", None) is not None:
         return _custom_vmap(cls, values, batched, attrs, size, level)

@@ -211,7 +211,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
     vjp_fn may be called several times and under vmap. A vmap over the cotangents of a vjp taken
     outside any vmap runs one batched reverse pass over the recorded graph when every op in it has
-    a backward that batches (numdiff.func._batch_rules.BATCHED_BACKWARD); otherwise vjp_fn reruns
+    a backward that batches (its spec's ``batched_backward``); otherwise vjp_fn reruns
     `func` batched over the cotangents.
 
     >>> out, vjp_fn = numdiff.func.vjp(numdiff.sin, numdiff.tensor([0.0, 1.0]))
@@ -278,10 +278,8 @@ def _regroup(flat: list, specs: list) -> tuple:
 
 def _backward_runs_batched(outputs: list) -> bool:
     """Whether every op recorded between `outputs` and the leaves has a backward that batches
-    (numdiff.func._batch_rules.BATCHED_BACKWARD), and no tensor on the way retains its gradient
-    (a batched gradient must not land in a `.grad` outside the vmap)."""
-    from numdiff.func._batch_rules import BATCHED_BACKWARD
-
+    (its spec's ``batched_backward``, attached by numdiff.func._batch_rules), and no tensor on the
+    way retains its gradient (a batched gradient must not land in a `.grad` outside the vmap)."""
     stack = [o._grad_fn for o in outputs if o._grad_fn is not None]
     seen = set()
     while stack:
@@ -289,7 +287,8 @@ def _backward_runs_batched(outputs: list) -> bool:
         if node in seen:
             continue
         seen.add(node)
-        if getattr(node.function, "op_name", None) not in BATCHED_BACKWARD or node._retained is not None:
+        spec = getattr(node.function, "spec", None)
+        if spec is None or not spec.batched_backward or node._retained is not None:
             return False
         stack.extend(n for n in node.next_nodes if type(n) is Node)
     return True

@@ -8,6 +8,7 @@ from typing import Any
 
 from numdiff._random import SameDrawReplay
 from numdiff.autograd.transform_state import interpreting, transforms
+from numdiff.func import _batch_rules as _batch_rules  # attaches every op's batching rule to its spec
 from numdiff.func import _batched
 from numdiff.func._batched import VmapLevel, VmapRandomnessError
 from numdiff.func._pytree import tree_flatten, tree_unflatten

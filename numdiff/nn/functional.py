@@ -1,4 +1,10 @@
-"""numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join)."""
+"""numdiff.nn.functional: PyTorch's functional API (activations here; layers and losses join).
+
+The activations are every public function of numdiff/ops/activation.py (those its scalar rules
+generate included), read from that module rather than listed here.
+"""
+
+import inspect
 
 from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._distance import cosine_similarity, normalize
@@ -63,31 +69,10 @@ from numdiff.nn._more_functional import (
 )
 from numdiff.nn._normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from numdiff.nn._resampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample
-from numdiff.ops.activation import (
-    celu,
-    elu,
-    gelu,
-    glu,
-    hardshrink,
-    hardsigmoid,
-    hardswish,
-    hardtanh,
-    leaky_relu,
-    logsigmoid,
-    mish,
-    prelu,
-    relu,
-    relu6,
-    selu,
-    silu,
-    softplus,
-    softshrink,
-    softsign,
-    tanhshrink,
-    threshold,
-)
+from numdiff.ops import activation as _activation
 from numdiff.ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from numdiff.ops.conv3d import conv3d, conv_transpose3d
+from numdiff.ops.elementwise import PUBLIC
 from numdiff.ops.linalg import linear
 from numdiff.ops.pool import (
     adaptive_avg_pool1d,
@@ -99,9 +84,18 @@ from numdiff.ops.pool import (
     max_pool2d,
 )
 from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
-from numdiff.ops.unary import sigmoid, tanh
 
-__all__ = ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softplus", "tanh"]
+sigmoid, tanh = PUBLIC["sigmoid"], PUBLIC["tanh"]
+
+# softmax, log_softmax and softmin are _legacy's (PyTorch's implicit dim), imported above.
+_ACTIVATIONS = {
+    name: value for name, value in vars(_activation).items()
+    if inspect.isfunction(value) and value.__module__ == _activation.__name__ and not name.startswith("_")
+    and name not in globals()
+}  # fmt: skip
+globals().update(_ACTIVATIONS)
+
+__all__ = ["log_softmax", "sigmoid", "softmax", "tanh", *sorted(_ACTIVATIONS)]
 __all__ += [
     "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "dropout",
     "embedding", "l1_loss", "layer_norm", "rms_norm", "mse_loss", "nll_loss", "one_hot", "pad", "smooth_l1_loss",
@@ -135,10 +129,7 @@ __all__ += [
     "threshold_",
     "triplet_margin_with_distance_loss",
 ]
-__all__ += [
-    "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6", "selu",
-    "silu", "softmin", "softshrink", "softsign", "tanhshrink", "threshold",
-]
+__all__ += ["softmin"]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
 __all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample", "upsample_bilinear", "upsample_nearest"]
 __all__ += ["cosine_similarity", "normalize"]
@@ -146,7 +137,7 @@ __all__ += [
     "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "margin_ranking_loss",
     "multi_margin_loss", "multilabel_soft_margin_loss", "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
 ]
-__all__ += ["prelu", "rrelu", "affine_grid", "grid_sample"]
+__all__ += ["rrelu", "affine_grid", "grid_sample"]
 __all__ += ["fold", "unfold"]
 __all__ += [
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d",

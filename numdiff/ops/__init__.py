@@ -1,5 +1,6 @@
-"""numdiff's differentiable ops; `registry.OPS` lists every one. See README.md here for the contract."""
+"""numdiff's differentiable ops; `registry.SPECS` holds every one's spec (`OPS`: its Function). See
+README.md here for the contract."""
 
-from numdiff.ops.registry import OPS, register
+from numdiff.ops.registry import OPS, SPECS, OpSpec, attach, register, spec
 
-__all__ = ["OPS", "register"]
+__all__ = ["OPS", "SPECS", "OpSpec", "attach", "register", "spec"]

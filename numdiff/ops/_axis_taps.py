@@ -26,7 +26,7 @@ from numdiff.ops.registry import register
 __all__ = ["AxisTaps", "AxisTapsBackward"]
 
 
-@register("axis_taps")
+@register("axis_taps", compile="call")
 class AxisTaps(Function):
     """x (B, D, R) -> (B, out_size, taps, R): each output position's taps along axis 1."""
 
@@ -49,7 +49,7 @@ class AxisTaps(Function):
         return (AxisTapsBackward.apply(grad, size=ctx.size, **ctx.geometry),)
 
 
-@register("axis_taps_backward")
+@register("axis_taps_backward", compile="call")
 class AxisTapsBackward(Function):
     """g (B, OD, taps, R) -> (B, size, R): every tap's value added back at its position."""
 

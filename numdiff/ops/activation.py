@@ -1,14 +1,22 @@
-"""Activations and log_softmax/softmax.
+"""Activations and log_softmax/softmax: the functions of numdiff.nn.functional's activations.
 
-The elementwise activations (relu, leaky_relu, elu, softplus, gelu) are rows of the scalar rule
-table (numdiff/_ground/scalar_rules.py); this module adds PyTorch's arguments (``inplace``, gelu's
-``approximate``) and their checks.
+The elementwise activations are rows of the scalar rule table (numdiff/_ground/scalar_rules.py). A
+row that says ``functional="plain"`` or ``"inplace"`` gets its function generated here (silu, mish,
+logsigmoid, ...: the rule's attrs as arguments, and PyTorch's ``inplace``); the others (relu,
+leaky_relu, elu, softplus, gelu, hardtanh, celu, ...) are written here with their argument checks.
+Every public function of this module is an activation of numdiff.nn.functional.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from numdiff._ground.scalar_expressions import ScalarRule
+from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import Function
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
@@ -90,24 +98,8 @@ def _rule_activation(name: str, inplace: bool, input: Tensor, **attrs: float) ->
     return _maybe_inplace(f"{name}_", input, lambda x: function.apply(x, **attrs), inplace)
 
 
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x)."""
-    return _rule_activation("silu", inplace, input)
 
 
-def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * tanh(softplus(x))."""
-    return _rule_activation("mish", inplace, input)
-
-
-def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * relu6(x + 3) / 6."""
-    return _rule_activation("hardswish", inplace, input)
-
-
-def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """relu6(x + 3) / 6."""
-    return _rule_activation("hardsigmoid", inplace, input)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -124,14 +116,6 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-def logsigmoid(input: Tensor) -> Tensor:
-    """log(sigmoid(x)), without overflow."""
-    return _rule_activation("logsigmoid", False, input)
-
-
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    """Scaled elu with the self-normalising constants."""
-    return _rule_activation("selu", inplace, input)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -141,10 +125,6 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _rule_activation("celu", inplace, input, alpha=float(alpha))
 
 
-def softsign(input: Tensor) -> Tensor:
-    """x / (1 + |x|)."""
-    return _rule_activation("softsign", False, input)
-
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x moved `lambd` toward 0, and 0 within `lambd` of it."""
@@ -153,19 +133,72 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return _rule_activation("softshrink", False, input, lambd=float(lambd))
 
 
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x, but 0 within `lambd` of 0."""
-    return _rule_activation("hardshrink", False, input, lambd=float(lambd))
-
-
-def tanhshrink(input: Tensor) -> Tensor:
-    """x - tanh(x)."""
-    return _rule_activation("tanhshrink", False, input)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value."""
     return _rule_activation("threshold", inplace, input, threshold=float(threshold), value=float(value))
+
+
+def _attr_values(op: str, attrs: dict[str, Any]) -> dict[str, float]:
+    values = {}
+    for key, value in attrs.items():
+        try:
+            if isinstance(value, (bool, str)):
+                raise TypeError
+            values[key] = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{op}: {key} must be a number, got {value!r}") from None
+    return values
+
+
+def _make_functional(rule: ScalarRule) -> Callable[..., Tensor]:
+    """numdiff.nn.functional.<rule.name>(input, <attrs>[, inplace]) for a rule that asks for one."""
+    name, takes_inplace = rule.name, rule.functional == "inplace"
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter("input", keyword, annotation="Tensor")]
+    parameters += [inspect.Parameter(key, keyword, default=default, annotation="float") for key, default in rule.attrs]
+    if takes_inplace:
+        parameters.append(inspect.Parameter("inplace", keyword, default=False, annotation="bool"))
+    signature = inspect.Signature(parameters, return_annotation="Tensor")
+
+    if rule.attrs:  # the arguments by PyTorch's signature (hardshrink(x, 0.5), hardshrink(x, lambd=0.5))
+        defaults = {**dict(rule.attrs), **({"inplace": False} if takes_inplace else {})}
+        order = tuple(defaults)
+
+        def functional(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+            # Matched by hand: inspect.Signature.bind cost more than the op itself.
+            if len(args) > len(order):
+                raise TypeError(f"{name}{signature}: takes {len(order) + 1} arguments, got {len(args) + 1}")
+            values = {**defaults, **dict(zip(order, args))}
+            for key, value in kwargs.items():
+                if key not in defaults or key in order[: len(args)]:
+                    problem = "unexpected keyword argument" if key not in defaults else "got a second value for"
+                    raise TypeError(f"{name}{signature}: {problem} {key!r}")
+                values[key] = value
+            inplace = values.pop("inplace", False)
+            return _rule_activation(name, inplace, input, **_attr_values(name, values))
+
+    elif takes_inplace:
+
+        def functional(input: Tensor, inplace: bool = False) -> Tensor:
+            return _rule_activation(name, inplace, input)
+
+    else:
+
+        def functional(input: Tensor) -> Tensor:
+            return _rule_activation(name, False, input)
+
+    functional.__signature__ = signature
+    functional.__name__ = functional.__qualname__ = name
+    functional.__module__ = __name__
+    functional.__doc__ = f"{rule.doc}\n\n    >>> numdiff.nn.functional.{name}(numdiff.tensor([-1.0, 2.0]))  # doctest: +SKIP\n"
+    return functional
+
+
+GENERATED = {rule.name: _make_functional(rule) for rule in RULES.values() if rule.functional}
+"""The activations generated from their scalar rules, by name (silu, mish, logsigmoid, ...)."""
+globals().update(GENERATED)
 
 
 def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
@@ -211,7 +244,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * b.sigmoid()
 
 
-@register("log_softmax")
+@register("log_softmax", compile="call")
 class LogSoftmax(Function):
     """x - logsumexp(x) along `dim`, in one op: the heart of every classification loss.
 

@@ -117,7 +117,7 @@ class _Modulo(Function):
         return grad_x, grad_y
 
 
-@register("fmod")
+@register("fmod", compile="call")
 class Fmod(_Modulo):
     """C's fmod: the remainder of division rounded toward zero, with the dividend's sign."""
 
@@ -131,7 +131,7 @@ def _python_modulo(x: Any, y: Any) -> Any:
     return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m)
 
 
-@register("remainder")
+@register("remainder", compile="call")
 class Remainder(_Modulo):
     """Python's modulo: the remainder of floor division, with the divisor's sign."""
 

@@ -54,7 +54,7 @@ def composed_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, sca
     return cat([weights @ v, lse], -1)
 
 
-@register("attention")
+@register("attention", compile="kernel", launchers=("attention_forward",))
 class Attention(Function):
     """q (B, L, E), k (B, S, E), v (B, S, Ev), bias (1 or B, L, S) or None -> (B, L, Ev + 1)."""
 
@@ -78,7 +78,7 @@ class Attention(Function):
         return d_q, d_k, d_v, None
 
 
-@register("attention_backward")
+@register("attention_backward", compile="kernel", launchers=("attention_backward",))
 class AttentionBackward(Function):
     """grad, out (B, L, Ev + 1), q, k, v, bias -> (B, L*E + S*E + S*Ev): dQ, dK, dV per head."""
 

@@ -74,7 +74,7 @@ def _grad_like_input(grad, reduction, class_dim):
     return grad.unsqueeze(class_dim) if reduction == "none" else grad
 
 
-@register("nll_loss")
+@register("nll_loss", compile="call")
 class NllLoss(Function):
     """Negative log likelihood of log-probabilities (N, C, ...) or (C,) at integer class targets
     (attrs: target array, weight array or None, ignore_index, reduction)."""
@@ -101,7 +101,7 @@ class NllLoss(Function):
         return (coeff * _grad_like_input(grad, ctx.reduction, ctx.class_dim),)
 
 
-@register("cross_entropy")
+@register("cross_entropy", compile="call")
 class CrossEntropy(Function):
     """Cross entropy of logits (N, C, ...) or (C,) against integer class targets (attrs: target
     array, weight array or None, ignore_index, reduction, label_smoothing)."""

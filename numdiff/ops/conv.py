@@ -35,7 +35,7 @@ def _c(x: Any) -> Any:
     return np.ascontiguousarray(x, like=x)
 
 
-@register("conv2d")
+@register("conv2d", compile="kernel", launchers=("conv2d_forward",))
 class Conv2d(Function):
     @staticmethod
     def forward(ctx, x, w, b, *, stride, padding, dilation, groups):
@@ -61,7 +61,7 @@ class Conv2d(Function):
         return grad_x, grad_w, grad_b
 
 
-@register("conv_transpose2d")
+@register("conv_transpose2d", compile="kernel", launchers=("conv2d_backward_input",))
 class ConvTranspose2d(Function):
     """The adjoint of conv2d in its input: g (N, Co, OH, OW), w (Co, C/groups, KH, KW) ->
     (N, C, *size). Bias, if any, is added by the caller."""
@@ -85,7 +85,7 @@ class ConvTranspose2d(Function):
         return grad_g, grad_w
 
 
-@register("conv2d_weight_grad")
+@register("conv2d_weight_grad", compile="kernel", launchers=("conv2d_backward_weight",))
 class Conv2dWeightGrad(Function):
     """The adjoint of conv2d in its weight: x (N, C, H, W), g (N, Co, OH, OW) ->
     (Co, C/groups, *size)."""

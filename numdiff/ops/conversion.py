@@ -10,7 +10,7 @@ from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
 
-@register("to_dtype")
+@register("to_dtype", compile="call")
 class ToDtype(Function):
     """Cast; the gradient is cast back to the input's dtype."""
 
@@ -24,7 +24,7 @@ class ToDtype(Function):
         return (grad.to(ctx.input_dtype),)
 
 
-@register("to_device")
+@register("to_device", compile="call")
 class ToDevice(Function):
     """Move to another device; the gradient moves back."""
 
@@ -38,7 +38,7 @@ class ToDevice(Function):
         return (grad.to(ctx.input_device),)
 
 
-@register("clone")
+@register("clone", compile="call")
 class Clone(Function):
     @staticmethod
     def forward(ctx, x):

@@ -184,7 +184,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
     })  # fmt: skip
-    return register(rule.name)(cls)
+    return register(rule.name, compile="fused", launchers=("rule_forward", "rule_backward"))(cls)
 
 
 def _as_gradient(value: Any, grad: Tensor) -> Tensor:

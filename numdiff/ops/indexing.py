@@ -88,7 +88,7 @@ def _describe(key: tuple) -> str:
     ) + "]"
 
 
-@register("getitem")
+@register("getitem", compile="call")
 class GetItem(Function):
     @staticmethod
     def forward(ctx, x, *, key):
@@ -112,7 +112,7 @@ class GetItem(Function):
         return (IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.input_shape),)
 
 
-@register("index_add_into_zeros")
+@register("index_add_into_zeros", compile="call")
 class IndexAddIntoZeros(Function):
     """zeros(shape) with `grad` added at `key` (repeats accumulate): the transpose of getitem."""
 
@@ -131,7 +131,7 @@ class IndexAddIntoZeros(Function):
         return (grad[ctx.key],)
 
 
-@register("index_put")
+@register("index_put", compile="call")
 class IndexPut(Function):
     """A copy of `x` with `x[key] = value`: gradient to x is masked at key, to value it is grad[key]."""
 
@@ -153,7 +153,7 @@ class IndexPut(Function):
         return grad_x, grad_value
 
 
-@register("gather")
+@register("gather", compile="call")
 class Gather(Function):
     @staticmethod
     def forward(ctx, x, index, *, dim):
@@ -169,7 +169,7 @@ class Gather(Function):
         return scatter_add(zeros, ctx.dim, index, grad), None
 
 
-@register("scatter_add")
+@register("scatter_add", compile="call")
 class ScatterAdd(Function):
     """x with src added at positions index along dim (repeats accumulate)."""
 

@@ -41,6 +41,10 @@ def _operand(x: Any) -> tuple[Any, bool]:
     return np.ascontiguousarray(x, like=x), False
 
 
+# The backend's GEMM launchers _product picks from (by operand layout and batching).
+_GEMM = ("gemm_nn", "gemm_nt", "gemm_tn", "bgemm_nn", "bgemm_nt", "bgemm_tn")
+
+
 def _product(a: Any, b: Any, out: Any) -> None:
     """out = a @ b for 2-D or equal-batch 3-D arrays, picking the kernel by operand layout.
 
@@ -63,7 +67,7 @@ def _product(a: Any, b: Any, out: Any) -> None:
         (kernels.bgemm_nn if batched else kernels.gemm_nn)(a_c, b_c, out)
 
 
-@register("matmul")
+@register("matmul", compile="kernel", launchers=_GEMM)
 class Matmul(Function):
     """``a @ b`` for operands of two or more dimensions, batch dimensions broadcast."""
 
@@ -281,7 +285,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out if bias is None else out + bias
 
 
-@register("linear")
+@register("linear", compile="kernel", launchers=_GEMM)
 class Linear(Function):
     """``x @ weight.T + bias`` as one op: one GEMM over all of x's rows (its batch dimensions
     folded in) with the bias added in place on the product. x (..., in), weight (out, in),

@@ -62,7 +62,7 @@ def _diag_embed(v):
     return v.unsqueeze(-1) * v.new_tensor(np.eye(v.shape[-1]))
 
 
-@register("linalg_cholesky")
+@register("linalg_cholesky", compile="call", launchers=("cholesky_batched",))
 class Cholesky(Function):
     @staticmethod
     def forward(ctx, a):
@@ -92,7 +92,7 @@ class Cholesky(Function):
         return (0.5 * (g_a + g_a.mT),)
 
 
-@register("linalg_eigvalsh")
+@register("linalg_eigvalsh", compile="call")
 class EighValues(Function):
     @staticmethod
     def forward(ctx, a, *, upper):
@@ -109,7 +109,7 @@ class EighValues(Function):
         return ((v * grad.unsqueeze(-2)) @ v.mT,)
 
 
-@register("linalg_eigh_vectors")
+@register("linalg_eigh_vectors", compile="call")
 class EighVectors(Function):
     @staticmethod
     def forward(ctx, a, *, upper):
@@ -137,7 +137,7 @@ def _svd(a: np.ndarray) -> tuple:
     return _lapack.svd(a)
 
 
-@register("linalg_svdvals")
+@register("linalg_svdvals", compile="call")
 class SvdValues(Function):
     @staticmethod
     def forward(ctx, a):
@@ -163,7 +163,7 @@ def _svd_parts(grad, u, s, vh):
     return e, eye
 
 
-@register("linalg_svd_u")
+@register("linalg_svd_u", compile="call")
 class SvdU(Function):
     @staticmethod
     def forward(ctx, a):
@@ -187,7 +187,7 @@ class SvdU(Function):
         return (g_a,)
 
 
-@register("linalg_svd_vh")
+@register("linalg_svd_vh", compile="call")
 class SvdVh(Function):
     @staticmethod
     def forward(ctx, a):
@@ -222,7 +222,7 @@ def _copyltu(m):
     return lower + lower.mT + _diag_embed(m.diagonal(0, -2, -1))
 
 
-@register("linalg_qr_q")
+@register("linalg_qr_q", compile="call")
 class QrQ(Function):
     @staticmethod
     def forward(ctx, a):
@@ -240,7 +240,7 @@ class QrQ(Function):
         return (SolveTriangular.apply(r.mT, b, upper=False, left=False, unitriangular=False),)
 
 
-@register("linalg_qr_r")
+@register("linalg_qr_r", compile="call")
 class QrR(Function):
     @staticmethod
     def forward(ctx, a):
@@ -258,7 +258,7 @@ class QrR(Function):
         return (SolveTriangular.apply(r.mT, b, upper=False, left=False, unitriangular=False),)
 
 
-@register("linalg_det")
+@register("linalg_det", compile="call")
 class Det(Function):
     @staticmethod
     def forward(ctx, a):
@@ -291,7 +291,7 @@ def _cofactor(a):
     return sign[..., None, None] * ((u * products.unsqueeze(-2)) @ vh)
 
 
-@register("linalg_logabsdet")
+@register("linalg_logabsdet", compile="call")
 class LogAbsDet(Function):
     @staticmethod
     def forward(ctx, a):

@@ -88,7 +88,7 @@ def _triangle(x: Any, upper: bool, unit: bool) -> Any:
     return part
 
 
-@register("solve_triangular")
+@register("solve_triangular", compile="call", launchers=("triangular_solve",))
 class SolveTriangular(Function):
     @staticmethod
     def forward(ctx, a, b, *, upper, left, unitriangular):
@@ -110,7 +110,7 @@ class SolveTriangular(Function):
         return g_a, g_b if ctx.needs_input_grad[1] else None
 
 
-@register("linalg_solve")
+@register("linalg_solve", compile="call", launchers=("lu_solve_batched",))
 class Solve(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -139,7 +139,7 @@ class Solve(Function):
         return g_a, g_b if ctx.needs_input_grad[1] else None
 
 
-@register("linalg_inv")
+@register("linalg_inv", compile="call")
 class Inv(Function):
     @staticmethod
     def forward(ctx, a):
@@ -154,7 +154,7 @@ class Inv(Function):
         return (-(y_t @ grad @ y_t),)
 
 
-@register("linalg_pinv")
+@register("linalg_pinv", compile="call")
 class Pinv(Function):
     @staticmethod
     def forward(ctx, a, *, rtol, hermitian):
@@ -183,7 +183,7 @@ def _expm(a: np.ndarray) -> np.ndarray:
     return out.reshape(a.shape)
 
 
-@register("linalg_matrix_exp")
+@register("linalg_matrix_exp", compile="call")
 class MatrixExp(Function):
     @staticmethod
     def forward(ctx, a):

@@ -22,7 +22,7 @@ from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 
-@register("logcumsumexp")
+@register("logcumsumexp", compile="call")
 class Logcumsumexp(Function):
     """out[..., j] = log(sum(exp(x[..., :j + 1]))) along `dim`."""
 

@@ -21,7 +21,7 @@ def _clamped_log(x):
         return np.maximum(np.log(x), x.dtype.type(_LOG_FLOOR))
 
 
-@register("binary_cross_entropy")
+@register("binary_cross_entropy", compile="call")
 class BinaryCrossEntropy(Function):
     """Elementwise -(t log x + (1 - t) log(1 - x)), logs clamped at -100; no reduction."""
 

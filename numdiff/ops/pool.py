@@ -87,7 +87,7 @@ def _adaptive_max_pool2d_arrays(x, output_size):
     return out, indices
 
 
-@register("max_pool2d")
+@register("max_pool2d", compile="kernel", launchers=("max_pool2d_forward",))
 class MaxPool2d(_MaxPoolWithIndices):
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, dilation, ceil_mode):
@@ -96,7 +96,7 @@ class MaxPool2d(_MaxPoolWithIndices):
         return out
 
 
-@register("adaptive_max_pool2d")
+@register("adaptive_max_pool2d", compile="kernel", launchers=("adaptive_max_pool2d_forward",))
 class AdaptiveMaxPool2d(_MaxPoolWithIndices):
     @staticmethod
     def forward(ctx, x, *, output_size):
@@ -131,7 +131,7 @@ class AdaptiveMaxPool2dIndices(Function):
         return _adaptive_max_pool2d_arrays(x, output_size)[1]
 
 
-@register("max_pool_scatter")
+@register("max_pool_scatter", compile="kernel", launchers=("max_pool_backward",))
 class MaxPoolScatter(Function):
     """grad_in[n, c].flat[indices[n, c, o]] += grad[n, c, o]: the backward of max pooling."""
 
@@ -147,7 +147,7 @@ class MaxPoolScatter(Function):
         return (MaxPoolGather.apply(grad, indices=ctx.indices),)
 
 
-@register("max_pool_gather")
+@register("max_pool_gather", compile="kernel", launchers=("max_pool_gather",))
 class MaxPoolGather(Function):
     """out[n, c, o] = src[n, c].flat[indices[n, c, o]]: the backward of the scatter."""
 
@@ -167,7 +167,7 @@ class MaxPoolGather(Function):
 # ----------------------------------------------------------------------------- average pooling
 
 
-@register("avg_pool2d")
+@register("avg_pool2d", compile="kernel", launchers=("avg_pool2d_forward",))
 class AvgPool2d(Function):
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -189,7 +189,7 @@ class AvgPool2d(Function):
         return (AvgPool2dBackward.apply(grad, input_shape=ctx.input_shape, **ctx.options),)
 
 
-@register("avg_pool2d_backward")
+@register("avg_pool2d_backward", compile="kernel", launchers=("avg_pool2d_backward",))
 class AvgPool2dBackward(Function):
     """The adjoint of avg_pool2d: spreads each output gradient over its window."""
 
@@ -205,7 +205,7 @@ class AvgPool2dBackward(Function):
         return (AvgPool2d.apply(grad, **ctx.options),)
 
 
-@register("adaptive_avg_pool2d")
+@register("adaptive_avg_pool2d", compile="kernel", launchers=("adaptive_avg_pool2d_forward",))
 class AdaptiveAvgPool2d(Function):
     @staticmethod
     def forward(ctx, x, *, output_size):
@@ -219,7 +219,7 @@ class AdaptiveAvgPool2d(Function):
         return (AdaptiveAvgPool2dBackward.apply(grad, input_shape=ctx.input_shape),)
 
 
-@register("adaptive_avg_pool2d_backward")
+@register("adaptive_avg_pool2d_backward", compile="kernel", launchers=("adaptive_avg_pool2d_backward",))
 class AdaptiveAvgPool2dBackward(Function):
     """The adjoint of adaptive_avg_pool2d."""
 

@@ -94,7 +94,7 @@ def _lstm_recurrence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, dh
     return stack(steps, 0)
 
 
-@register("lstm_sequence")
+@register("lstm_sequence", compile="kernel", launchers=("lstm_sequence_forward",))
 class LSTMSequence(Function):
     """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L, N, 6H) [h, c, i, f, g, o]."""
 
@@ -117,7 +117,7 @@ class LSTMSequence(Function):
         return d_gates, res[0, :, 4 * hidden : 5 * hidden], res[0, :, 5 * hidden :], grad_w
 
 
-@register("lstm_sequence_backward")
+@register("lstm_sequence_backward", compile="kernel", launchers=("lstm_sequence_backward",))
 class LSTMSequenceBackward(Function):
     """grad, out (L, N, 6H), projected, h0, c0, w_hh -> (L, N, 6H) [d gates (4H), d h_{t-1}, d c_{t-1}]."""
 
@@ -163,7 +163,7 @@ def _gru_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | 
     return stack(steps, 0)
 
 
-@register("gru_sequence")
+@register("gru_sequence", compile="kernel", launchers=("gru_sequence_forward",))
 class GRUSequence(Function):
     """projected (L, N, 3H), h0 (N, H), w_hh (3H, H), b_hh (3H,) or None -> (L, N, 5H) [h, r, z, n, hn]."""
 
@@ -188,7 +188,7 @@ class GRUSequence(Function):
         return res[..., : 3 * hidden], res[0, :, 4 * hidden :], grad_w, grad_b
 
 
-@register("gru_sequence_backward")
+@register("gru_sequence_backward", compile="kernel", launchers=("gru_sequence_backward",))
 class GRUSequenceBackward(Function):
     """grad, out (L, N, 5H), projected, h0, w_hh, b_hh -> (L, N, 5H) [d r_pre, d z_pre, d n_pre, d hn, d h_{t-1}]."""
 
@@ -229,7 +229,7 @@ def _rnn_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, dh: Tensor | No
     return stack(steps, 0)
 
 
-@register("rnn_sequence")
+@register("rnn_sequence", compile="kernel", launchers=("rnn_sequence_forward",))
 class RNNSequence(Function):
     """projected (L, N, H), h0 (N, H), w_hh (H, H) -> (L, N, H): h_t = act(projected_t + h_{t-1} W_hh^T)."""
 
@@ -251,7 +251,7 @@ class RNNSequence(Function):
         return d_pre, res[0, :, hidden:], grad_w
 
 
-@register("rnn_sequence_backward")
+@register("rnn_sequence_backward", compile="kernel", launchers=("rnn_sequence_backward",))
 class RNNSequenceBackward(Function):
     """grad, out (L, N, H), projected, h0, w_hh -> (L, N, 2H) [d pre, d h_{t-1}]."""
 

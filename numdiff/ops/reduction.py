@@ -42,7 +42,7 @@ def _remember(ctx, x, dims: tuple, keepdim: bool) -> None:
     ctx.kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
 
 
-@register("sum")
+@register("sum", compile="call")
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, *, dims, keepdim):
@@ -54,7 +54,7 @@ class Sum(Function):
         return (_expand_back(grad, ctx),)
 
 
-@register("prod")
+@register("prod", compile="call")
 class Prod(Function):
     """Product. Gradient: product of the others; exact where the input holds zeros too."""
 
@@ -146,12 +146,12 @@ def _refuse_empty_reduced_dim(op: str, shape: tuple, dims: tuple) -> None:
             )
 
 
-@register("amax")
+@register("amax", compile="call")
 class Amax(_Extreme):
     reduce = staticmethod(np.max)
 
 
-@register("amin")
+@register("amin", compile="call")
 class Amin(_Extreme):
     reduce = staticmethod(np.min)
 

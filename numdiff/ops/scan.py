@@ -24,7 +24,7 @@ from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 
-@register("cumsum")
+@register("cumsum", compile="call")
 class Cumsum(Function):
     """out[..., j] = sum(x[..., :j + 1]) along `dim`; the gradient is the running sum taken from the end."""
 
@@ -39,7 +39,7 @@ class Cumsum(Function):
         return (Cumsum.apply(grad.flip(dims), dim=ctx.dim).flip(dims),)
 
 
-@register("cumprod")
+@register("cumprod", compile="eager_backward")
 class Cumprod(Function):
     """out[..., j] = prod(x[..., :j + 1]) along `dim`.
 

@@ -33,7 +33,7 @@ from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
 
-@register("scatter")
+@register("scatter", compile="call")
 class Scatter(Function):
     """A copy of x with src written at positions index along dim (src may be larger than index:
     its leading corner is used). Where index repeats a position, one of the writes is kept."""

@@ -23,7 +23,7 @@ from numdiff.ops.search import nonzero
 from numdiff.tensor import Tensor
 
 
-@register("where")
+@register("where", compile="fused")
 class Where(Function):
     """where(condition, a, b); condition is a constant bool tensor (first input, no gradient)."""
 
@@ -43,7 +43,7 @@ class Where(Function):
         )
 
 
-@register("clamp")
+@register("clamp", compile="call")
 class Clamp(Function):
     """clamp(x, lo, hi) with scalar bounds; gradient passes where lo <= x <= hi."""
 

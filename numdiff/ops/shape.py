@@ -38,7 +38,7 @@ def _as_view(out: Tensor, base: Tensor, function: Any = None, attrs: dict | None
     return out
 
 
-@register("reshape")
+@register("reshape", compile="call")
 class Reshape(Function):
     @staticmethod
     def forward(ctx, x, *, shape):
@@ -51,7 +51,7 @@ class Reshape(Function):
         return (_as_view(Reshape.apply(grad, shape=ctx.input_shape), grad),)
 
 
-@register("permute")
+@register("permute", compile="call")
 class Permute(Function):
     @staticmethod
     def forward(ctx, x, *, dims):
@@ -63,7 +63,7 @@ class Permute(Function):
         return (grad.permute(ctx.inverse),)
 
 
-@register("expand")
+@register("expand", compile="call")
 class Expand(Function):
     @staticmethod
     def forward(ctx, x, *, shape):
@@ -75,7 +75,7 @@ class Expand(Function):
         return (sum_to_shape(grad, ctx.input_shape),)
 
 
-@register("flip")
+@register("flip", compile="call")
 class Flip(Function):
     @staticmethod
     def forward(ctx, x, *, dims):
@@ -87,7 +87,7 @@ class Flip(Function):
         return (grad.flip(ctx.dims),)
 
 
-@register("cat")
+@register("cat", compile="call")
 class Cat(Function):
     """Concatenate along `dim`; the gradient is sliced back into the pieces."""
 

@@ -31,7 +31,7 @@ __all__ = ["CooMatmul", "CooSampledDot", "CsrMatmul", "CsrSampledDot", "check_cs
            "csr_matmul", "csr_sampled_dot", "csr_transpose"]
 
 
-@register("coo_mm")
+@register("coo_mm", compile="call", launchers=("coo_spmm",))
 class CooMatmul(Function):
     """COO(rows, cols, values) of `n_rows` rows @ dense (attrs: rows, cols, n_rows)."""
 
@@ -54,7 +54,7 @@ class CooMatmul(Function):
         return grad_values, grad_dense
 
 
-@register("coo_sampled_dot")
+@register("coo_sampled_dot", compile="call", launchers=("coo_sddmm",))
 class CooSampledDot(Function):
     """s[e] = a[rows[e]] . b[cols[e]] for the COO entries (attrs: rows, cols)."""
 
@@ -97,7 +97,7 @@ def _transposed(values: Tensor, crow: object, cols: object, n_cols: int) -> tupl
     return values[index], like_host(crow_t, crow), like_host(cols_t, cols)
 
 
-@register("csr_mm")
+@register("csr_mm", compile="call", launchers=("csr_spmm",))
 class CsrMatmul(Function):
     """CSR(crow, cols, values) @ dense (attrs: crow, cols); A has crow.shape[0] - 1 rows."""
 
@@ -121,7 +121,7 @@ class CsrMatmul(Function):
         return grad_values, grad_dense
 
 
-@register("csr_sampled_dot")
+@register("csr_sampled_dot", compile="call", launchers=("csr_sddmm",))
 class CsrSampledDot(Function):
     """s[e] = a[row of e] . b[cols[e]] for the CSR entries (attrs: crow, cols)."""
 

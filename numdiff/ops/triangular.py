@@ -22,7 +22,7 @@ def _keep_triangle(x, diagonal: int, lower: bool):
     return np.where(like_host(mask, x), x, np.zeros_like(x))
 
 
-@register("tril")
+@register("tril", compile="call")
 class Tril(Function):
     @staticmethod
     def forward(ctx, x, *, diagonal):
@@ -34,7 +34,7 @@ class Tril(Function):
         return (tril(grad, ctx.diagonal),)
 
 
-@register("triu")
+@register("triu", compile="call")
 class Triu(Function):
     @staticmethod
     def forward(ctx, x, *, diagonal):

@@ -1,45 +1,20 @@
-"""Elementwise unary functions: generated from their scalar rules (numdiff/_ground/scalar_rules.py).
+"""The one-input elementwise functions (``unary.exp``, ``unary.sin``, ...), round with PyTorch's
+`decimals`, and PyTorch's other names of elementwise functions.
 
-Each is the public function of numdiff/ops/elementwise.py: integer inputs become float32 (exp,
-log, ...) or keep their dtype (abs, sign), as in PyTorch.
+The functions are generated from their scalar rules (numdiff/_ground/scalar_rules.py) as
+``numdiff.ops.elementwise.PUBLIC[name]`` and read from there: a new one-input row is here with no
+edit. numdiff exports every rule that says so (``EXPORTS``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from numdiff._ground.scalar_rules import RULES
 from numdiff.ops.elementwise import PUBLIC
 from numdiff.tensor import Tensor
 
-exp = PUBLIC["exp"]
-log = PUBLIC["log"]
-log1p = PUBLIC["log1p"]
-expm1 = PUBLIC["expm1"]
-sqrt = PUBLIC["sqrt"]
-rsqrt = PUBLIC["rsqrt"]
-abs = PUBLIC["abs"]  # noqa: A001 - PyTorch's name
-sign = PUBLIC["sign"]
-sin = PUBLIC["sin"]
-cos = PUBLIC["cos"]
-tanh = PUBLIC["tanh"]
-atan = PUBLIC["atan"]
-tan = PUBLIC["tan"]
-asin = PUBLIC["asin"]
-acos = PUBLIC["acos"]
-sinh = PUBLIC["sinh"]
-cosh = PUBLIC["cosh"]
-asinh = PUBLIC["asinh"]
-acosh = PUBLIC["acosh"]
-atanh = PUBLIC["atanh"]
-log2 = PUBLIC["log2"]
-log10 = PUBLIC["log10"]
-exp2 = PUBLIC["exp2"]
-square = PUBLIC["square"]
-reciprocal = PUBLIC["reciprocal"]
-floor = PUBLIC["floor"]
-ceil = PUBLIC["ceil"]
-trunc = PUBLIC["trunc"]
-frac = PUBLIC["frac"]
+globals().update({name: PUBLIC[name] for name, rule in RULES.items() if rule.arity == 1 and name != "round"})
 
 
 def round(input: Any, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
@@ -61,9 +36,7 @@ def round(input: Any, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
         return PUBLIC["round"](input * scale) / scale
     scale = 10.0**-decimals
     return PUBLIC["round"](input / scale) * scale
-sigmoid = PUBLIC["sigmoid"]
-erf = PUBLIC["erf"]
 
 
-absolute = abs  # PyTorch's other names
+absolute = PUBLIC["abs"]  # PyTorch's other names
 arctan2 = PUBLIC["atan2"]

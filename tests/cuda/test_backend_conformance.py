@@ -11,6 +11,7 @@ import pytest
 from numdiff._device import device
 from numdiff.backend import CPU, CUDA, backend_for
 from numdiff.cuda.array import CudaArray
+from numdiff.ops.registry import SPECS
 
 
 def _parameters(launcher) -> list[tuple[str, object, object]]:
@@ -33,6 +34,15 @@ def test_each_kernel_resolves_on_both_devices_with_the_same_parameters(kernel):
     assert _parameters(cpu) == _parameters(cuda), (
         f"{kernel}: cpu {inspect.signature(cpu)} vs cuda {inspect.signature(cuda)}"
     )
+
+
+@pytest.mark.parametrize("op", sorted(name for name, spec in SPECS.items() if spec.launchers))
+def test_the_launchers_each_op_spec_names_match_on_both_devices(op):
+    for kernel in SPECS[op].launchers:
+        cpu, cuda = getattr(CPU, kernel), getattr(CUDA, kernel)
+        assert _parameters(cpu) == _parameters(cuda), (
+            f"{op} runs {kernel}: cpu {inspect.signature(cpu)} vs cuda {inspect.signature(cuda)}"
+        )
 
 
 def test_backend_for_a_cuda_array_is_the_cuda_backend_and_moves_arrays():
