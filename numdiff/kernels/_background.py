@@ -200,7 +200,7 @@ def _serve() -> None:
         try:
             # An attribute read runs the module's code, which a lazy import (numdiff._lazy) put off:
             # its kernels enter _REGISTRY as it runs.
-            importlib.import_module(module).__name__
+            _ = importlib.import_module(module).__name__
             _REGISTRY[(module, qualname)].compile(signature)
             reply = b"ok\n"
         except Exception:
