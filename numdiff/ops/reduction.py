@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._dtype import get_default_dtype
+from numdiff._dtype_info import finfo
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
@@ -251,7 +252,10 @@ def std(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool 
         scale = sum(centred.abs(), dims, keepdim=True).detach()
     else:
         scale = amax(centred.abs(), dims, keepdim=True).detach()
-    scale = where((scale == 0) | ~scale.isfinite(), 1.0, scale)
+    # At least 4 / (the dtype's largest value): backward divides by the scale, and 1 / 1.6e-39 is
+    # past float32's range (inf, then NaN gradients where PyTorch gives finite ones).
+    floor = 4.0 / finfo(input.dtype).max
+    scale = where(~scale.isfinite(), 1.0, where(scale < floor, floor, scale))
     scaled = centred / scale
     variance = sum(scaled * scaled, dims, keepdim) / builtins.max(count - correction, 0)
     zero = variance == 0

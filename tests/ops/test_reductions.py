@@ -252,3 +252,15 @@ def test_sum_and_prod_of_every_integer_dtype_give_int64_like_torch(name, dtype):
     ours = getattr(numdiff, name)(numdiff.tensor(values).to(getattr(numdiff, dtype)))
     theirs = getattr(torch, name)(torch.tensor(values).to(getattr(torch, dtype)))
     assert ours.dtype == numdiff.int64 and ours.item() == theirs.item()
+
+
+@pytest.mark.parametrize("values", [[0.0, 3.3e-39], [1e-40, -2e-40, 5e-41]])
+def test_std_of_subnormal_float32_spread_has_a_finite_gradient(values):
+    # The deviations are rescaled before squaring; the rescaling's reciprocal once overflowed
+    # float32 (1 / 1.6e-39) and turned the gradient into NaN. It matches the float64 gradient
+    # (PyTorch's float32 one is finite for the first set, and inf for the second).
+    ours = numdiff.tensor(values, requires_grad=True)
+    ours.std(correction=0).backward()
+    exact = torch.tensor(values, dtype=torch.float32).double().requires_grad_()
+    exact.std(unbiased=False).backward()
+    np.testing.assert_allclose(ours.grad.numpy(), exact.grad.numpy(), rtol=1e-5, atol=1e-6)
