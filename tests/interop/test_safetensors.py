@@ -89,6 +89,7 @@ def _modules():
     special = {
         "TransformerEncoder": lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2),
         "TransformerDecoder": lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16), 2),
+        "DataParallel": lambda: nn.DataParallel(nn.Linear(4, 3)),
     }
     for name in nn.__all__:
         cls = getattr(nn, name)
