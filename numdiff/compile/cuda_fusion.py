@@ -10,14 +10,19 @@ on the device.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from numdiff._lazy import lazy_module
 from numdiff.compile.codegen import Emitter
 
-_special = lazy_module("numdiff.kernels._special")
+
+def _special() -> ModuleType:
+    """numdiff.kernels._special, imported for real on first use (see compile.group_kernel._vecmath)."""
+    return importlib.import_module("numdiff.kernels._special")
+
 
 HEADER = "from numba import cuda\nfrom numdiff.cuda.kernels._index import strided_offset\n"
 
@@ -78,7 +83,7 @@ def launch_cuda_fused(kernel: Any, inputs: tuple, outputs: tuple) -> None:
 def _device_special(source: str) -> str:
     """``math.digamma(`` -> ``m_digamma(``: the functions math lacks (numdiff.kernels._special) are
     numdiff.cuda.kernels._scalar_math's device functions, put in the namespace by `cuda_namespace`."""
-    for name in _special.FUNCTIONS:
+    for name in _special().FUNCTIONS:
         source = source.replace(f"math.{name}(", f"m_{name}(")
     return source
 
@@ -87,5 +92,5 @@ def cuda_namespace() -> dict:
     from numdiff.cuda.array import CudaArray
     from numdiff.cuda.kernels import _scalar_math
 
-    special = {f"m_{name}": getattr(_scalar_math, name) for name in _special.FUNCTIONS}
+    special = {f"m_{name}": getattr(_scalar_math, name) for name in _special().FUNCTIONS}
     return {"CudaArray": CudaArray, "launch_cuda_fused": launch_cuda_fused, "np": np, **special}

@@ -7,6 +7,8 @@ numdiff/compile/fusion.py decides which calls join a group; this module writes t
 from __future__ import annotations
 
 import ast
+import importlib
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -18,7 +20,13 @@ from numdiff.compile.cuda_fusion import emit_cuda_group
 from numdiff.compile.graph import OpCall
 from numdiff.compile.tiling import tiled_kernel
 
-_vecmath = lazy_module("numdiff.kernels._vecmath")
+
+def _vecmath() -> ModuleType:
+    """numdiff.kernels._vecmath, imported for real on first use. Not a lazy placeholder: Numba types
+    `_vecmath.exp` in compiled code (generated programs, user kernels) by reading the module, and a
+    placeholder that has not run yet there made it an unknown attribute."""
+    return importlib.import_module("numdiff.kernels._vecmath")
+
 _codegen = lazy_module("numdiff.kernels._codegen")
 
 
@@ -113,7 +121,7 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
         expression = fusion.expression_of(call, operands)
         if call.op_name == "to_dtype" and values[call.output].dtype == np.float64:
             expression = unrounded.get(inline.source(call.inputs[0]), expression)
-        elif call.op_name in _vecmath.WIDE and values[call.output].dtype == np.float32 and not call.attrs:
+        elif call.op_name in _vecmath().WIDE and values[call.output].dtype == np.float32 and not call.attrs:
             unrounded[call.output] = f"np.float64(math.{call.op_name}({operands[0]}))"
         if values[call.output].dtype == np.float32:
             # Rounded to float32 after each op, as eager float32 ops round (the _vecmath functions
