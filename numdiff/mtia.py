@@ -3,61 +3,12 @@ as PyTorch does without one (``is_available()`` is False) and using the device r
 
 from __future__ import annotations
 
-from numdiff._absent_device import AbsentDevice
+from numdiff._absent_device import absent_device_functions
 
-_DEVICE = AbsentDevice("mtia")
-
-__all__ = [
-    "current_device", "device_count", "empty_cache", "get_device_name", "is_available", "is_initialized",
-    "manual_seed", "manual_seed_all", "seed", "seed_all", "set_device", "synchronize",
-]
+_FUNCTIONS = absent_device_functions("mtia")
+globals().update(_FUNCTIONS)
+__all__ = sorted(_FUNCTIONS)
 
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-def is_available() -> bool:
-    """False: numdiff has no MTIA device."""
-    return _DEVICE.is_available()
-
-
-def is_initialized() -> bool:
-    """False: there is no MTIA device to initialize."""
-    return _DEVICE.is_initialized()
-
-
-def device_count() -> int:
-    """0: numdiff has no MTIA device."""
-    return _DEVICE.device_count()
-
-
-def manual_seed(seed: int) -> None:
-    """A no-op, as in PyTorch on a machine without the device."""
-    _DEVICE.seeding(seed)
-
-
-def manual_seed_all(seed: int) -> None:
-    """A no-op, as in PyTorch on a machine without the device."""
-    _DEVICE.seeding(seed)
-
-
-def seed() -> None:
-    """A no-op, as in PyTorch on a machine without the device."""
-    _DEVICE.seeding()
-
-
-def seed_all() -> None:
-    """A no-op, as in PyTorch on a machine without the device."""
-    _DEVICE.seeding()
-
-
-def empty_cache() -> None:
-    """A no-op: there is no MTIA memory to release."""
-    _DEVICE.empty_cache()
-
-
-current_device = _DEVICE.unavailable("current_device")
-set_device = _DEVICE.unavailable("set_device")
-get_device_name = _DEVICE.unavailable("get_device_name")
-synchronize = _DEVICE.unavailable("synchronize")
