@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 from numdiff import _dtype
 from numdiff.autograd.grad_mode import _state
@@ -56,6 +57,17 @@ def apply_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) ->
         if transforms.vmap_depth and type(self) is not Tensor:
             return _apply_inplace_batched(self, op, compute)
     return run_inplace(self, op, compute)
+
+
+def inplace_method(op: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The Tensor method `op` (``x.exp_()``): ``fn(x, *args)`` computed and written into x in place."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return apply_inplace(self, op, lambda old: fn(old, *args, **kwargs))
+
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = f"In-place version of {getattr(fn, '__name__', op.rstrip('_'))}."
+    return method
 
 
 def run_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:

@@ -56,15 +56,6 @@ def _reflected(fn):
     return method
 
 
-def _inplace_method(op: str, fn):
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return _inplace.apply_inplace(self, op, lambda old: fn(old, *args, **kwargs))
-
-    method.__name__ = op
-    method.__doc__ = f"In-place version of {fn.__name__}."
-    return method
-
-
 def _setitem(self: Tensor, key: Any, value: Any) -> None:
     _inplace.apply_inplace(self, "__setitem__", lambda old: indexing.index_put(old, key, value))
 
@@ -232,11 +223,11 @@ METHODS = {
     "topk": sorting.topk,
     "tril": triangular.tril,
     "triu": triangular.triu,
-    "tril_": _inplace_method("tril_", triangular.tril),
+    "tril_": _inplace.inplace_method("tril_", triangular.tril),
     "multinomial": lambda self, *args, **kwargs: sampling.multinomial(self, *args, **kwargs),
     "bernoulli": lambda self, *args, **kwargs: sampling.bernoulli(self, *args, **kwargs),
-    "bernoulli_": _inplace_method("bernoulli_", lambda old, p=0.5, *, generator=None: sampling.bernoulli(old, p, generator=generator)),
-    "triu_": _inplace_method("triu_", triangular.triu),
+    "bernoulli_": _inplace.inplace_method("bernoulli_", lambda old, p=0.5, *, generator=None: sampling.bernoulli(old, p, generator=generator)),
+    "triu_": _inplace.inplace_method("triu_", triangular.triu),
     # indexing
     "__getitem__": indexing.getitem,
     "__setitem__": _setitem,
@@ -299,57 +290,57 @@ METHODS = {
     "unique": search.unique,
     "isclose": search.isclose,
     # in place
-    "cumsum_": _inplace_method("cumsum_", scan.cumsum),
-    "cumprod_": _inplace_method("cumprod_", scan.cumprod),
-    "addmm_": _inplace_method("addmm_", products.addmm),
-    "baddbmm_": _inplace_method("baddbmm_", products.baddbmm),
-    "addcmul_": _inplace_method("addcmul_", products.addcmul),
-    "addcdiv_": _inplace_method("addcdiv_", products.addcdiv),
-    "scatter_": _inplace_method("scatter_", scatter.scatter),
-    "scatter_add_": _inplace_method("scatter_add_", indexing.scatter_add),
-    "index_add_": _inplace_method("index_add_", scatter.index_add),
-    "add_": _inplace_method("add_", arithmetic.add),
-    "sub_": _inplace_method("sub_", arithmetic.sub),
-    "mul_": _inplace_method("mul_", arithmetic.mul),
-    "div_": _inplace_method("div_", arithmetic.div),
-    "pow_": _inplace_method("pow_", arithmetic.pow),
-    "neg_": _inplace_method("neg_", arithmetic.neg),
-    "clamp_": _inplace_method("clamp_", selection.clamp),
-    "clip_": _inplace_method("clip_", selection.clamp),
-    "fmod_": _inplace_method("fmod_", arithmetic.fmod),
-    "remainder_": _inplace_method("remainder_", arithmetic.remainder),
-    "floor_divide_": _inplace_method("floor_divide_", arithmetic.floor_divide),
-    "__imod__": _inplace_method("__imod__", arithmetic.remainder),
-    "__ifloordiv__": _inplace_method("__ifloordiv__", arithmetic.floor_divide),
-    "clamp_min_": _inplace_method("clamp_min_", selection.clamp_min),
-    "clamp_max_": _inplace_method("clamp_max_", selection.clamp_max),
-    "nan_to_num_": _inplace_method("nan_to_num_", selection.nan_to_num),
-    "lerp_": _inplace_method("lerp_", arithmetic.lerp),
-    "relu_": _inplace_method("relu_", activation.relu),
-    "masked_fill_": _inplace_method("masked_fill_", selection.masked_fill),
-    "zero_": _inplace_method("zero_", _zero),
-    "fill_": _inplace_method("fill_", _fill),
-    "copy_": _inplace_method("copy_", _copy),
-    "uniform_": _inplace_method("uniform_", _uniform),
-    "normal_": _inplace_method("normal_", _normal),
-    "__iadd__": _inplace_method("__iadd__", arithmetic.add),
-    "__isub__": _inplace_method("__isub__", arithmetic.sub),
-    "__imul__": _inplace_method("__imul__", arithmetic.mul),
-    "__itruediv__": _inplace_method("__itruediv__", arithmetic.div),
+    "cumsum_": _inplace.inplace_method("cumsum_", scan.cumsum),
+    "cumprod_": _inplace.inplace_method("cumprod_", scan.cumprod),
+    "addmm_": _inplace.inplace_method("addmm_", products.addmm),
+    "baddbmm_": _inplace.inplace_method("baddbmm_", products.baddbmm),
+    "addcmul_": _inplace.inplace_method("addcmul_", products.addcmul),
+    "addcdiv_": _inplace.inplace_method("addcdiv_", products.addcdiv),
+    "scatter_": _inplace.inplace_method("scatter_", scatter.scatter),
+    "scatter_add_": _inplace.inplace_method("scatter_add_", indexing.scatter_add),
+    "index_add_": _inplace.inplace_method("index_add_", scatter.index_add),
+    "add_": _inplace.inplace_method("add_", arithmetic.add),
+    "sub_": _inplace.inplace_method("sub_", arithmetic.sub),
+    "mul_": _inplace.inplace_method("mul_", arithmetic.mul),
+    "div_": _inplace.inplace_method("div_", arithmetic.div),
+    "pow_": _inplace.inplace_method("pow_", arithmetic.pow),
+    "neg_": _inplace.inplace_method("neg_", arithmetic.neg),
+    "clamp_": _inplace.inplace_method("clamp_", selection.clamp),
+    "clip_": _inplace.inplace_method("clip_", selection.clamp),
+    "fmod_": _inplace.inplace_method("fmod_", arithmetic.fmod),
+    "remainder_": _inplace.inplace_method("remainder_", arithmetic.remainder),
+    "floor_divide_": _inplace.inplace_method("floor_divide_", arithmetic.floor_divide),
+    "__imod__": _inplace.inplace_method("__imod__", arithmetic.remainder),
+    "__ifloordiv__": _inplace.inplace_method("__ifloordiv__", arithmetic.floor_divide),
+    "clamp_min_": _inplace.inplace_method("clamp_min_", selection.clamp_min),
+    "clamp_max_": _inplace.inplace_method("clamp_max_", selection.clamp_max),
+    "nan_to_num_": _inplace.inplace_method("nan_to_num_", selection.nan_to_num),
+    "lerp_": _inplace.inplace_method("lerp_", arithmetic.lerp),
+    "relu_": _inplace.inplace_method("relu_", activation.relu),
+    "masked_fill_": _inplace.inplace_method("masked_fill_", selection.masked_fill),
+    "zero_": _inplace.inplace_method("zero_", _zero),
+    "fill_": _inplace.inplace_method("fill_", _fill),
+    "copy_": _inplace.inplace_method("copy_", _copy),
+    "uniform_": _inplace.inplace_method("uniform_", _uniform),
+    "normal_": _inplace.inplace_method("normal_", _normal),
+    "__iadd__": _inplace.inplace_method("__iadd__", arithmetic.add),
+    "__isub__": _inplace.inplace_method("__isub__", arithmetic.sub),
+    "__imul__": _inplace.inplace_method("__imul__", arithmetic.mul),
+    "__itruediv__": _inplace.inplace_method("__itruediv__", arithmetic.div),
     # Without these Python falls back to x = x ** y: a new tensor of the promoted dtype, and the
     # old one (and every view of it) unchanged, where PyTorch writes in place.
-    "__ipow__": _inplace_method("__ipow__", arithmetic.pow),
-    "__iand__": _inplace_method("__iand__", logical.bitwise_and),
-    "__ior__": _inplace_method("__ior__", logical.bitwise_or),
-    "__ixor__": _inplace_method("__ixor__", logical.bitwise_xor),
-    "__ilshift__": _inplace_method("__ilshift__", logical.bitwise_left_shift),
-    "__irshift__": _inplace_method("__irshift__", logical.bitwise_right_shift),
-    "bitwise_and_": _inplace_method("bitwise_and_", logical.bitwise_and),
-    "bitwise_or_": _inplace_method("bitwise_or_", logical.bitwise_or),
-    "bitwise_xor_": _inplace_method("bitwise_xor_", logical.bitwise_xor),
-    "bitwise_not_": _inplace_method("bitwise_not_", logical.bitwise_not),
-    "bitwise_left_shift_": _inplace_method("bitwise_left_shift_", logical.bitwise_left_shift),
-    "bitwise_right_shift_": _inplace_method("bitwise_right_shift_", logical.bitwise_right_shift),
+    "__ipow__": _inplace.inplace_method("__ipow__", arithmetic.pow),
+    "__iand__": _inplace.inplace_method("__iand__", logical.bitwise_and),
+    "__ior__": _inplace.inplace_method("__ior__", logical.bitwise_or),
+    "__ixor__": _inplace.inplace_method("__ixor__", logical.bitwise_xor),
+    "__ilshift__": _inplace.inplace_method("__ilshift__", logical.bitwise_left_shift),
+    "__irshift__": _inplace.inplace_method("__irshift__", logical.bitwise_right_shift),
+    "bitwise_and_": _inplace.inplace_method("bitwise_and_", logical.bitwise_and),
+    "bitwise_or_": _inplace.inplace_method("bitwise_or_", logical.bitwise_or),
+    "bitwise_xor_": _inplace.inplace_method("bitwise_xor_", logical.bitwise_xor),
+    "bitwise_not_": _inplace.inplace_method("bitwise_not_", logical.bitwise_not),
+    "bitwise_left_shift_": _inplace.inplace_method("bitwise_left_shift_", logical.bitwise_left_shift),
+    "bitwise_right_shift_": _inplace.inplace_method("bitwise_right_shift_", logical.bitwise_right_shift),
 }
 
 
@@ -364,7 +355,7 @@ _IN_PLACE = frozenset(
 
 def attach() -> None:
     rule_methods = {name: fn for name, fn in {**RULE_METHODS, **METHODS}.items() if name in _IN_PLACE}
-    in_place = {f"{name}_": _inplace_method(f"{name}_", fn) for name, fn in rule_methods.items()}
+    in_place = {f"{name}_": _inplace.inplace_method(f"{name}_", fn) for name, fn in rule_methods.items()}
     for name, fn in {**in_place, **RULE_METHODS, **METHODS}.items():
         setattr(Tensor, name, fn)
     for name, fn in {**_tensor_extras.EXTRA_METHODS, **added_methods.METHODS, **linalg_toplevel.METHODS,

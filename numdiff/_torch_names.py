@@ -139,18 +139,9 @@ def _toplevel_inplace(name: str):
     return function
 
 
-def _inplace_method(op: str, fn: Any):
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return _inplace.apply_inplace(self, op, lambda old: fn(old, *args, **kwargs))
-
-    method.__name__ = method.__qualname__ = op
-    method.__doc__ = f"In-place version of {getattr(fn, '__name__', op.rstrip('_'))}."
-    return method
-
-
 def _comparison_inplace(op: str, compare: Any):
     # x.eq_(y) keeps x's dtype: 1 where the comparison holds, 0 elsewhere.
-    return _inplace_method(op, lambda old, other: compare(old, other).to(old.dtype))
+    return _inplace.inplace_method(op, lambda old, other: compare(old, other).to(old.dtype))
 
 
 def _method_names() -> dict[str, Any]:
@@ -170,13 +161,13 @@ def methods() -> dict[str, Any]:
     for name in ("deg2rad", "rad2deg", "sgn", "fix", "copysign", "heaviside", "ldexp", "sinc", "index_fill", "scatter_reduce",
                  "index_copy", "masked_scatter", "put", "renorm", "addr", "addbmm", "float_power",
                  "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh"):  # fmt: skip
-        found[f"{name}_"] = _inplace_method(f"{name}_", found[name])
+        found[f"{name}_"] = _inplace.inplace_method(f"{name}_", found[name])
     for name, target in (("true_divide", "div"), ("multiply", "mul"), ("subtract", "sub"), ("divide", "div"),
                          ("negative", "neg"), ("absolute", "abs"), ("arctan2", "atan2")):  # fmt: skip
-        found[f"{name}_"] = _inplace_method(f"{name}_", getattr(Tensor, target))
+        found[f"{name}_"] = _inplace.inplace_method(f"{name}_", getattr(Tensor, target))
     for name in ("logical_and", "logical_or", "logical_xor"):
         found[f"{name}_"] = _comparison_inplace(f"{name}_", getattr(logical, name))
-    found["logical_not_"] = _inplace_method("logical_not_", lambda old: logical.logical_not(old).to(old.dtype))
+    found["logical_not_"] = _inplace.inplace_method("logical_not_", lambda old: logical.logical_not(old).to(old.dtype))
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         found[f"{name}_"] = _comparison_inplace(f"{name}_", getattr(logical, name))
     for alias in ("greater", "greater_equal", "less", "less_equal", "not_equal"):
@@ -185,12 +176,12 @@ def methods() -> dict[str, Any]:
     for name in ("gcd", "lcm", "nextafter", "frexp", "unique_consecutive"):
         found[name] = host_math.FUNCTIONS[name]
     for name in ("gcd", "lcm", "nextafter"):
-        found[f"{name}_"] = _inplace_method(f"{name}_", host_math.FUNCTIONS[name])
+        found[f"{name}_"] = _inplace.inplace_method(f"{name}_", host_math.FUNCTIONS[name])
     for name in ("select_scatter", "slice_scatter", "diagonal_scatter", "split_with_sizes", "unsafe_chunk", "unsafe_split",
                  "unsafe_split_with_sizes", "narrow_copy"):  # fmt: skip
         found[name] = composed_views.FUNCTIONS[name]
     for name in ("logit", "polygamma", "mvlgamma"):
-        found[f"{name}_"] = _inplace_method(f"{name}_", getattr(Tensor, name))
+        found[f"{name}_"] = _inplace.inplace_method(f"{name}_", getattr(Tensor, name))
     found["real"] = property(_same)
     found.update(H=property(_matrix_transpose("H", 2)), mH=property(_matrix_transpose("mH", None)))
     found.update(is_signed=is_signed, is_nonzero=is_nonzero, is_same_size=is_same_size, is_conj=_false,
