@@ -9,11 +9,11 @@ from numdiff import (
     _inplace,
     _tensor_extras,
     _tensor_factories,
+    _tensor_fills,
     _tensor_inplace_extras,
     _tensor_memory,
     _tensor_pickle,
     _tensor_placement,
-    _torch_misc,
     _torch_names,
     sampling,
 )
@@ -362,7 +362,7 @@ def attach() -> None:
                      **_tensor_pickle.PICKLE_METHODS, **_tensor_placement.PLACEMENT_ATTRIBUTES,
                      **_tensor_inplace_extras.INPLACE_EXTRA_METHODS}.items():
         setattr(Tensor, name, fn)
-    for name, fn in {**_torch_misc.METHODS, **_tensor_memory.METHODS, **_torch_names.methods()}.items():  # PyTorch's aliases, random fills...
+    for name, fn in {**_tensor_fills.METHODS, **_tensor_memory.METHODS, **_torch_names.methods()}.items():  # PyTorch's aliases, random fills...
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     Tensor.mT = property(lambda self: shape.transpose(self, -2, -1))
