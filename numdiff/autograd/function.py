@@ -480,7 +480,7 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
             versions.append(None)
     node._saved = saved
     node._saved_versions = versions
-    if graph.active_pair() is not None:
+    if graph.pairs_anywhere and graph.active_pair() is not None:
         pack_saved(node)
 
 

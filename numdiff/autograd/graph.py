@@ -29,6 +29,10 @@ class _HookStack(threading.local):
 
 
 _stack = _HookStack()
+_count_lock = threading.Lock()
+pairs_anywhere = 0
+"""How many (pack, unpack) pairs are active over all threads: while none is, the op path skips the
+per-thread lookup (numdiff.autograd.function._record_output reads it on every recorded op)."""
 
 
 class PackedSaved:
@@ -92,11 +96,17 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name, a context manager
     def __enter__(self) -> saved_tensors_hooks:
         if _stack.disabled:
             raise RuntimeError(_stack.disabled[-1])
+        global pairs_anywhere
         _stack.pairs.append((self.pack_hook, self.unpack_hook))
+        with _count_lock:
+            pairs_anywhere += 1
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        global pairs_anywhere
         _stack.pairs.pop()
+        with _count_lock:
+            pairs_anywhere -= 1
 
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name

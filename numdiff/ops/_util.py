@@ -80,12 +80,8 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     Python numbers stay numbers (the array maths takes them directly, and they get no gradient).
     A sparse operand joins as its dense form: dense (op) sparse is dense, as in PyTorch.
     """
-    if is_numpy(a) or is_numpy(b):  # a NumPy array joins as a tensor (its dtype counts), as in PyTorch
-        a, b = (_from_numpy(op, v) if is_numpy(v) else v for v in (a, b))
-    if getattr(a, "is_sparse", False) is True or getattr(a, "is_sparse_csr", False) is True:
-        a = a.to_dense()
-    if getattr(b, "is_sparse", False) is True or getattr(b, "is_sparse_csr", False) is True:
-        b = b.to_dense()
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # the common case skips these
+        a, b = _joining(op, a), _joining(op, b)
     if not isinstance(b, Tensor):
         if not isinstance(a, Tensor):
             raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
@@ -104,6 +100,16 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     if da.shape != db.shape and da.ndim and db.ndim:
         _check_broadcastable(op, da.shape, db.shape)
     return a, b
+
+
+def _joining(op: str, value: Any) -> Any:
+    """A non-Tensor operand as it joins a tensor: a NumPy array as a tensor (its dtype counts), a
+    sparse tensor as its dense form (dense (op) sparse is dense), anything else as it is."""
+    if is_numpy(value):
+        return _from_numpy(op, value)
+    if getattr(value, "is_sparse", False) is True or getattr(value, "is_sparse_csr", False) is True:
+        return value.to_dense()
+    return value
 
 
 def _from_numpy(op: str, array: np.ndarray) -> Tensor:
