@@ -22,6 +22,7 @@ from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
 from numdiff.ops.selection import clamp, where
+from numdiff.overrides import dispatch, is_overridable, overridable
 from numdiff.tensor import Tensor
 
 
@@ -57,24 +58,29 @@ def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0); integer tensors too, as in PyTorch."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch(relu, (input,), {"inplace": inplace} if inplace else {})
     if _is_integral(input):
         return _integral_clamp(input, 0, None, inplace)
     _check_float("relu", input)
     return _maybe_inplace("relu_", input, Relu.apply, inplace) if inplace else Relu.apply(input)
 
 
+@overridable
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, else negative_slope * x."""
     _check_float("leaky_relu", input)
     return _maybe_inplace("leaky_relu_", input, lambda x: LeakyRelu.apply(x, negative_slope=float(negative_slope)), inplace)
 
 
+@overridable
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x) - 1)."""
     _check_float("elu", input)
     return _maybe_inplace("elu_", input, lambda x: Elu.apply(x, alpha=float(alpha)), inplace)
 
 
+@overridable
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """A smooth relu: log(1 + exp(beta x)) / beta."""
     _check_float("softplus", input)
@@ -83,6 +89,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
 
 
+@overridable
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit; approximate="tanh" for the tanh form."""
     _check_float("gelu", input)
@@ -102,6 +109,7 @@ def _rule_activation(name: str, inplace: bool, input: Tensor, **attrs: float) ->
 
 
 
+@overridable
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val], with zero gradient outside."""
     if min_val > max_val:
@@ -111,6 +119,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     return _rule_activation("hardtanh", inplace, input, min_val=float(min_val), max_val=float(max_val))
 
 
+@overridable
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6)."""
     return hardtanh(input, 0.0, 6.0, inplace)
@@ -118,6 +127,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 
+@overridable
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x / alpha) - 1)."""
     if alpha == 0:
@@ -126,6 +136,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 
+@overridable
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x moved `lambd` toward 0, and 0 within `lambd` of it."""
     if lambd < 0:
@@ -135,6 +146,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 
+@overridable
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value."""
     return _rule_activation("threshold", inplace, input, threshold=float(threshold), value=float(value))
@@ -201,12 +213,14 @@ GENERATED = {rule.name: _make_functional(rule) for rule in RULES.values() if rul
 globals().update(GENERATED)
 
 
+@overridable
 def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
     """softmax(-x) along `dim`."""
     _check_float("softmin", input)
     return softmax(-input, dim, dtype)
 
 
+@overridable
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, with one learned slope for all channels or one per channel
     (dim 1, or dim 0 of a 1-D input)."""
@@ -230,6 +244,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return where(input > 0, input, weight * input)
 
 
+@overridable
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """The gated linear unit: a * sigmoid(b), with a and b the two halves of `input` along `dim`."""
     if not isinstance(input, Tensor):
@@ -270,6 +285,7 @@ class LogSoftmax(Function):
         return (grad - out.exp() * grad.sum(ctx.dim, keepdim=True),)
 
 
+@overridable
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """log(softmax(x)) along `dim`, stable for any input magnitude."""
     if dtype is not None:
@@ -281,6 +297,7 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim))
 
 
+@overridable
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`: exp of the stable log_softmax."""
     if dtype is not None:

@@ -27,6 +27,7 @@ from numdiff.ops._util import (
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
+from numdiff.overrides import ForeignOperandError, dispatch
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -41,9 +42,10 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     >>> numdiff.add(numdiff.tensor([1.0, 2.0]), 1.0, alpha=2)  # doctest: +SKIP
     tensor([3., 4.])
     """
-    if alpha != 1:
-        other = mul(other, alpha)
-    return Add.apply(*operands("add", input, other))
+    try:  # free unless raised: a protocol operand (numdiff.overrides) takes the call over
+        return Add.apply(*operands("add", input, other if alpha == 1 else mul(other, alpha)))
+    except ForeignOperandError:
+        return dispatch(add, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
@@ -53,9 +55,10 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
             "sub: subtraction, the `-` operator, with a bool tensor is not supported (got "
             f"{_describe(input)} - {_describe(other)}); to invert a mask, use the `~` operator or logical_not()"
         )
-    if alpha != 1:
-        other = mul(other, alpha)
-    return Sub.apply(*operands("sub", input, other))
+    try:
+        return Sub.apply(*operands("sub", input, other if alpha == 1 else mul(other, alpha)))
+    except ForeignOperandError:
+        return dispatch(sub, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
 @host_function
@@ -64,7 +67,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         # A Python int divides as a number, not wrapped into an integer tensor's dtype (int8 / 300).
         input, other = (float(x) if isinstance(x, (int, np.integer)) else x for x in (input, other))
-    a, b = operands("div", input, other)
+    try:
+        a, b = operands("div", input, other)
+    except ForeignOperandError:
+        return dispatch(div, (input, other), {} if rounding_mode is None else {"rounding_mode": rounding_mode})
     if rounding_mode is None:
         if np.result_type(data_of(a), data_of(b)).kind != "f":
             a = as_default_float(a) if isinstance(a, Tensor) else float(a)
@@ -139,7 +145,10 @@ class Remainder(_Modulo):
 
 
 def _modulo(op: str, function: type[Function], input: Any, other: Any) -> Tensor:
-    a, b = operands(op, input, other)
+    try:
+        a, b = operands(op, input, other)
+    except ForeignOperandError:
+        return dispatch(fmod if op == "fmod" else remainder, (input, other), {})
     refuse_bool_result(op, a, b)
     _check_integer_divisor(op, a, b)
     return function.apply(a, b)
@@ -167,7 +176,10 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         if exponent < 0:
             raise ValueError(f"pow: integers to negative integer powers are not allowed (exponent {exponent})")
         check_integer_scalar_fits("pow", exponent, input)  # the exponent is not wrapped: uint8 ** 300 is refused
-    a, b = operands("pow", input, exponent)
+    try:
+        a, b = operands("pow", input, exponent)
+    except ForeignOperandError:
+        return dispatch(pow, (input, exponent), {})
     refuse_bool_result("pow", a, b)
     base_data, exponent_data = data_of(a), data_of(b)
     integral = np.result_type(base_data, exponent_data).kind in "iub"

@@ -24,6 +24,7 @@ from numdiff.ops._util import (
 from numdiff.ops.indexing import gather
 from numdiff.ops.registry import register
 from numdiff.ops.selection import maximum, minimum, where
+from numdiff.overrides import overridable
 from numdiff.tensor import Tensor
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -313,11 +314,13 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
     return Tensor._wrap(out, None, None)
 
 
+@overridable
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """max(x): the largest element; max(x, dim): (values, indices); max(x, other): maximum."""
     return _extreme("max", amax, argmax, input, dim, keepdim)
 
 
+@overridable
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """min(x): the smallest element; min(x, dim): (values, indices); min(x, other): minimum."""
     return _extreme("min", amin, argmin, input, dim, keepdim)

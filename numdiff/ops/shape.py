@@ -14,6 +14,7 @@ from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
+from numdiff.overrides import overridable
 from numdiff.tensor import Tensor
 
 
@@ -218,6 +219,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return reshape(input, shape)
 
 
+@overridable
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
     if input.ndim == 0:
@@ -231,6 +233,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
+@overridable
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1)."""
     dim = normalize_dim("unflatten", dim, input.ndim)
@@ -278,6 +281,7 @@ def new_memory(out: Tensor) -> Tensor:
     return out.clone() if out._base is not None or out.numel() == 0 else out
 
 
+@overridable
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of equal shape except along `dim`."""
     tensors = list(tensors)
@@ -311,6 +315,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = cat
 
 
+@overridable
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dimension."""
     tensors = list(tensors)

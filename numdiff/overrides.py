@@ -1,0 +1,144 @@
+"""The ``__numdiff_function__`` protocol: objects that stand in for Tensors take over numdiff calls.
+
+PyTorch's ``__torch_function__`` in numdiff's words. A type that defines the classmethod
+
+    __numdiff_function__(cls, func, types, args=(), kwargs=None)
+
+and is passed to a numdiff function where a Tensor is expected gets the call instead: `func` is
+the public function called (``numdiff.add``, ``numdiff.nn.functional.relu``), `args` and `kwargs`
+what it was called with. numdiff.fx's Proxy uses it to record calls as graph Nodes.
+
+Cost: the check sits where numdiff already inspects a non-Tensor operand (ops/_util.operands and
+the other argument checks). An operand that defines the protocol makes that check raise
+`ForeignOperandError`; the public function catches it and hands the call to `handle_numdiff_function`.
+A try block costs nothing while nothing is raised, so calls on Tensors pay nothing for it.
+
+>>> class Logged:
+...     @classmethod
+...     def __numdiff_function__(cls, func, types, args=(), kwargs=None):
+...         return f"{func.__name__} called"
+>>> numdiff.add(Logged(), 1)
+'add called'
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "ForeignOperandError",
+    "dispatch",
+    "handle_numdiff_function",
+    "handle_torch_function",
+    "has_numdiff_function",
+    "has_torch_function",
+    "is_overridable",
+    "overridable",
+    "register_public_face",
+]
+
+PROTOCOL = "__numdiff_function__"
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+class ForeignOperandError(TypeError):
+    """An operand that is not a Tensor defines ``__numdiff_function__``: the public function that
+    receives this hands the call to it (a TypeError where nothing catches it)."""
+
+    def __init__(self, op: str, value: Any) -> None:
+        super().__init__(f"{op}: got a {type(value).__name__}, which defines {PROTOCOL}; call {op} through "
+                         "its public function so that the operand can take the call over")
+        self.op = op
+
+
+def is_overridable(value: Any) -> bool:
+    """Whether `value`'s type defines ``__numdiff_function__`` (numdiff's Tensor does not)."""
+    return hasattr(type(value), PROTOCOL)
+
+
+def _overloaded(values: Iterable[Any]) -> list[Any]:
+    """The operands (looking one level into lists and tuples) whose types define the protocol,
+    one per type, subclasses before their bases, as PyTorch orders them."""
+    found: list[Any] = []
+    types: list[type] = []
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            kind = type(item)
+            if kind in types or not hasattr(kind, PROTOCOL):
+                continue
+            position = len(found)
+            for i, earlier in enumerate(types):
+                if issubclass(kind, earlier):
+                    position = i
+                    break
+            found.insert(position, item)
+            types.insert(position, kind)
+    return found
+
+
+def has_numdiff_function(relevant_args: Iterable[Any]) -> bool:
+    """Whether any of `relevant_args` (or an item of a list or tuple among them) defines the protocol."""
+    return bool(_overloaded(relevant_args))
+
+
+def check_operand(op: str, value: Any) -> None:
+    """Raise ForeignOperandError when `value` (or an item of it, for a list or tuple) defines the
+    protocol; called where a public function finds an operand that is not a Tensor."""
+    for item in value if isinstance(value, (list, tuple)) else (value,):
+        if hasattr(type(item), PROTOCOL):
+            raise ForeignOperandError(op, item)
+
+
+def handle_numdiff_function(public_api: Callable[..., Any], relevant_args: Iterable[Any], *args: Any,
+                            **kwargs: Any) -> Any:
+    """Call ``__numdiff_function__`` of each overloaded type among `relevant_args` in turn, until one
+    returns something other than NotImplemented; TypeError if none does."""
+    overloaded = _overloaded(relevant_args)
+    types = tuple(type(value) for value in overloaded)
+    for value in overloaded:
+        result = getattr(type(value), PROTOCOL)(public_api, types, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    name = getattr(public_api, "__name__", repr(public_api))
+    raise TypeError(f"{name}: no implementation for the operand types {[t.__name__ for t in types]} "
+                    f"(each one's {PROTOCOL} returned NotImplemented, or none defines it)")
+
+
+# PyTorch's names, for code that overrides through them.
+has_torch_function = has_numdiff_function
+handle_torch_function = handle_numdiff_function
+
+
+_FACES: dict[Any, Any] = {}
+
+
+def register_public_face(inner: Callable[..., Any], outer: Callable[..., Any]) -> None:
+    """Record that `outer` (e.g. ``numdiff.tanh``, which adds ``out=``) is the public face of `inner`,
+    so a call that `inner` hands over is reported under the name users call."""
+    _FACES[inner] = outer
+
+
+def dispatch(public_api: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Hand a call of `public_api` that met a ForeignOperandError to the protocol (see the module docs)."""
+    face = _FACES.get(public_api, public_api)
+    return handle_numdiff_function(face, (*args, *kwargs.values()), *args, **kwargs)
+
+
+def overridable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as a public function that hands calls with a protocol operand (a positional argument,
+    an item of a list or tuple argument, or a keyword argument) to ``__numdiff_function__``. For
+    functions off the per-op hot path: it checks every argument's type before `fn` runs."""
+
+    @functools.wraps(fn)
+    def public(*args: Any, **kwargs: Any) -> Any:
+        if _overloaded(args) or (kwargs and _overloaded(kwargs.values())):
+            return dispatch(public, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return public
