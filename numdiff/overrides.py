@@ -24,6 +24,7 @@ A try block costs nothing while nothing is raised, so calls on Tensors pay nothi
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,8 +35,10 @@ __all__ = [
     "handle_torch_function",
     "has_numdiff_function",
     "has_torch_function",
+    "honours_protocol",
     "is_overridable",
     "overridable",
+    "overridable_variants",
     "register_public_face",
 ]
 
@@ -56,9 +59,36 @@ class ForeignOperandError(TypeError):
         self.op = op
 
 
+# type -> whether it defines the protocol. hasattr of a missing class attribute raises and catches
+# an AttributeError inside; one dict lookup per argument keeps the check cheap on every call.
+_DEFINES: dict[type, bool] = {}
+
+
+def _defines(kind: type) -> bool:
+    flag = _DEFINES.get(kind)
+    if flag is None:
+        flag = hasattr(kind, PROTOCOL)
+        if kind is not list and kind is not tuple:  # never cached: their items are looked at
+            _DEFINES[kind] = flag
+    return flag
+
+
 def is_overridable(value: Any) -> bool:
     """Whether `value`'s type defines ``__numdiff_function__`` (numdiff's Tensor does not)."""
-    return hasattr(type(value), PROTOCOL)
+    return _defines(type(value))
+
+
+def _any_defines(values: Iterable[Any]) -> bool:
+    """Whether a value (or an item of a list or tuple value) defines the protocol."""
+    for value in values:
+        kind = type(value)
+        if _defines(kind):
+            return True
+        if kind is list or kind is tuple:
+            for item in value:
+                if _defines(type(item)):
+                    return True
+    return False
 
 
 def _overloaded(values: Iterable[Any]) -> list[Any]:
@@ -70,7 +100,7 @@ def _overloaded(values: Iterable[Any]) -> list[Any]:
         items = value if isinstance(value, (list, tuple)) else (value,)
         for item in items:
             kind = type(item)
-            if kind in types or not hasattr(kind, PROTOCOL):
+            if kind in types or not _defines(kind):
                 continue
             position = len(found)
             for i, earlier in enumerate(types):
@@ -84,14 +114,14 @@ def _overloaded(values: Iterable[Any]) -> list[Any]:
 
 def has_numdiff_function(relevant_args: Iterable[Any]) -> bool:
     """Whether any of `relevant_args` (or an item of a list or tuple among them) defines the protocol."""
-    return bool(_overloaded(relevant_args))
+    return _any_defines(relevant_args)
 
 
 def check_operand(op: str, value: Any) -> None:
     """Raise ForeignOperandError when `value` (or an item of it, for a list or tuple) defines the
     protocol; called where a public function finds an operand that is not a Tensor."""
     for item in value if isinstance(value, (list, tuple)) else (value,):
-        if hasattr(type(item), PROTOCOL):
+        if _defines(type(item)):
             raise ForeignOperandError(op, item)
 
 
@@ -135,10 +165,44 @@ def overridable(fn: Callable[..., Any]) -> Callable[..., Any]:
     an item of a list or tuple argument, or a keyword argument) to ``__numdiff_function__``. For
     functions off the per-op hot path: it checks every argument's type before `fn` runs."""
 
+    known = _DEFINES
+
     @functools.wraps(fn)
     def public(*args: Any, **kwargs: Any) -> Any:
-        if _overloaded(args) or (kwargs and _overloaded(kwargs.values())):
-            return dispatch(public, args, kwargs)
+        # Inline, one dict lookup per argument: a Tensor's type is known not to define the protocol.
+        for value in args:
+            if known.get(type(value)) is not False and _any_defines((value,)):
+                return dispatch(public, args, kwargs)
+        if kwargs:
+            for value in kwargs.values():
+                if known.get(type(value)) is not False and _any_defines((value,)):
+                    return dispatch(public, args, kwargs)
         return fn(*args, **kwargs)
 
+    public.__numdiff_overridable__ = True
     return public
+
+
+def honours_protocol(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark `fn` as handing protocol operands over itself (a ForeignOperandError caught inside), so
+    `overridable_variants` leaves it as it is."""
+    fn.__numdiff_overridable__ = True
+    return fn
+
+
+def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The public functions of `namespace` defined in modules under `module_prefixes` that do not
+    honour the protocol themselves, wrapped by `overridable` (aliases share one wrapper). A
+    namespace's exported functions only: Tensor methods keep the unwrapped functions."""
+    wrapped: dict[int, Callable[..., Any]] = {}
+    variants = {}
+    for name, fn in namespace.items():
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        inner = getattr(fn, "__wrapped__", fn)
+        if getattr(fn, "__numdiff_overridable__", False) or getattr(inner, "__numdiff_overridable__", False):
+            continue
+        if not (fn.__module__ or "").startswith(module_prefixes):
+            continue
+        variants[name] = wrapped.setdefault(id(fn), overridable(fn))
+    return variants

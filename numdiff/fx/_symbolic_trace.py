@@ -157,6 +157,11 @@ class Tracer(TracerBase):
 
     def _tensor_node(self, value: Tensor) -> Node:
         name = self.tensor_attrs.get(value)
+        if name is None and self.root is not None:  # the root's own parameters and buffers, by name
+            for qualified_name, owned in (*self.root.named_parameters(), *self.root.named_buffers()):
+                if owned is value:
+                    name = self.tensor_attrs[value] = qualified_name
+                    break
         if name is None:
             if self.root is None:
                 raise TraceError("a Tensor constant was used while tracing with no root module to store it on")

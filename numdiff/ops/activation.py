@@ -22,7 +22,7 @@ from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
 from numdiff.ops.selection import clamp, where
-from numdiff.overrides import dispatch, is_overridable, overridable
+from numdiff.overrides import dispatch, honours_protocol, is_overridable, overridable
 from numdiff.tensor import Tensor
 
 
@@ -56,6 +56,7 @@ def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
     return apply_inplace(input, op, compute)
 
 
+@honours_protocol
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0); integer tensors too, as in PyTorch."""
     if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)

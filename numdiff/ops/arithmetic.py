@@ -27,7 +27,7 @@ from numdiff.ops._util import (
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
-from numdiff.overrides import ForeignOperandError, dispatch
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -36,6 +36,7 @@ mul = PUBLIC["mul"]
 neg = PUBLIC["neg"]
 
 
+@honours_protocol
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting.
 
@@ -48,6 +49,7 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         return dispatch(add, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
+@honours_protocol
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting; a bool operand is refused, as in PyTorch."""
     if _is_bool(input) or _is_bool(other):
@@ -62,6 +64,7 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
 
 
 @host_function
+@honours_protocol
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division (``rounding_mode`` "floor"/"trunc" give non-differentiable results)."""
     if rounding_mode is None:
@@ -154,17 +157,20 @@ def _modulo(op: str, function: type[Function], input: Any, other: Any) -> Tensor
     return function.apply(a, b)
 
 
+@honours_protocol
 def fmod(input: Any, other: Any) -> Tensor:
     """Elementwise C fmod (sign of `input`); gradient 1 for input, -trunc(input / other) for other."""
     return _modulo("fmod", Fmod, input, other)
 
 
+@honours_protocol
 def remainder(input: Any, other: Any) -> Tensor:
     """Elementwise Python modulo, ``input % other`` (sign of `other`); gradient 1 for input,
     -floor(input / other) for other."""
     return _modulo("remainder", Remainder, input, other)
 
 
+@honours_protocol
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     """``input ** exponent`` with broadcasting; either side may be a Python number. Integers to
     negative integer powers follow PyTorch: an error for a Python exponent, and for a tensor

@@ -32,7 +32,7 @@ from numdiff.backend import backend_for, is_host
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
-from numdiff.overrides import ForeignOperandError, dispatch, is_overridable
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 cpu = lazy_module("numdiff.kernels.elementwise")
@@ -296,6 +296,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
                 b = as_default_float(b) if isinstance(b, Tensor) else float(b)
             return function.apply(a, b, **check_attrs(attrs))
 
+    honours_protocol(public)
     public.__name__ = public.__qualname__ = rule.name
     public.__module__ = __name__
     example = f"numdiff.{rule.name}(numdiff.tensor([0.5, 1.0]){', numdiff.tensor([2.0, 3.0])' if rule.arity == 2 else ''})"

@@ -9,7 +9,7 @@ import numpy as np
 from numdiff import _dtype
 from numdiff._host_functions import host_function
 from numdiff.ops._util import as_result, data_of, operands, vmapped
-from numdiff.overrides import ForeignOperandError, dispatch
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol
 from numdiff.tensor import Tensor
 
 
@@ -23,7 +23,7 @@ def _compare(op: str, ufunc):
 
     compare.__name__ = op
     compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
-    public = host_function(compare, elementwise=True)
+    public = honours_protocol(host_function(compare, elementwise=True))
     return public
 
 
@@ -51,7 +51,7 @@ def _logical(op: str, ufunc):
 
     combine.__name__ = op
     combine.__doc__ = f"Elementwise `{op}` of bool or integer tensors (or one and a Python int), with broadcasting."
-    public = host_function(combine, elementwise=True)
+    public = honours_protocol(host_function(combine, elementwise=True))
     return public
 
 
@@ -93,7 +93,7 @@ def _shift(op: str, shift_array):
 
     shift.__name__ = op
     shift.__doc__ = f"Elementwise `{op}` of integer tensors, with PyTorch's results for out-of-range shifts."
-    public = host_function(shift, elementwise=True)
+    public = honours_protocol(host_function(shift, elementwise=True))
     return public
 
 
