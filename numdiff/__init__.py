@@ -207,8 +207,7 @@ _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 _TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...
 globals().update(_TORCH_NAMES)
-globals().update(_overrides.overridable_variants(globals(), ("numdiff.ops", "numdiff.creation", "numdiff.sampling",
-                                                              "numdiff._torch")))  # numdiff.fx's Proxy
+globals().update(_overrides.overridable_variants(globals(), ("numdiff.ops",)))  # numdiff.fx's Proxy
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda

@@ -190,10 +190,13 @@ def honours_protocol(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, ...]) -> dict[str, Any]:
-    """The public functions of `namespace` defined in modules under `module_prefixes` that do not
-    honour the protocol themselves, wrapped by `overridable` (aliases share one wrapper). A
-    namespace's exported functions only: Tensor methods keep the unwrapped functions."""
+def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, ...],
+                         skip_modules: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The public functions of `namespace` defined in modules under `module_prefixes` (less those of
+    `skip_modules`, modules or ``module.function`` names) that do not honour the protocol themselves, wrapped by `overridable` (aliases
+    share one wrapper). A namespace's exported functions only: Tensor methods keep the unwrapped
+    functions. Skip modules whose functions warn with a fixed stacklevel: the wrapper's frame
+    would make the warning point into this file instead of at the caller's line."""
     wrapped: dict[int, Callable[..., Any]] = {}
     variants = {}
     for name, fn in namespace.items():
@@ -202,7 +205,8 @@ def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, 
         inner = getattr(fn, "__wrapped__", fn)
         if getattr(fn, "__numdiff_overridable__", False) or getattr(inner, "__numdiff_overridable__", False):
             continue
-        if not (fn.__module__ or "").startswith(module_prefixes):
+        module = fn.__module__ or ""
+        if not module.startswith(module_prefixes) or module in skip_modules or f"{module}.{fn.__name__}" in skip_modules:
             continue
         variants[name] = wrapped.setdefault(id(fn), overridable(fn))
     return variants

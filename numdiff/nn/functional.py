@@ -147,8 +147,11 @@ __all__ += [
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
 
 # numdiff.fx's Proxy (and any __numdiff_function__ type) takes over F.<name>(proxy, ...) calls.
-globals().update(overridable_variants({name: globals()[name] for name in __all__ if name in globals()},
-                                      ("numdiff.nn", "numdiff.ops")))
+globals().update(overridable_variants(
+    {name: globals()[name] for name in __all__ if name in globals()}, ("numdiff.nn", "numdiff.ops"),
+    ("numdiff.nn._legacy", "numdiff.nn._losses", "numdiff.nn._likelihood_losses", "numdiff.nn._functional_layers.dropout1d",
+     "numdiff.nn._functional_layers.dropout2d", "numdiff.nn._functional_layers.dropout3d"),
+))
 
 
 def __dir__() -> list[str]:

@@ -27,7 +27,7 @@ from numdiff.ops._util import (
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
-from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -43,6 +43,8 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     >>> numdiff.add(numdiff.tensor([1.0, 2.0]), 1.0, alpha=2)  # doctest: +SKIP
     tensor([3., 4.])
     """
+    if alpha != 1 and (is_overridable(input) or is_overridable(other)):  # before mul takes it over
+        return dispatch(add, (input, other), {"alpha": alpha})
     try:  # free unless raised: a protocol operand (numdiff.overrides) takes the call over
         return Add.apply(*operands("add", input, other if alpha == 1 else mul(other, alpha)))
     except ForeignOperandError:
@@ -57,6 +59,8 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
             "sub: subtraction, the `-` operator, with a bool tensor is not supported (got "
             f"{_describe(input)} - {_describe(other)}); to invert a mask, use the `~` operator or logical_not()"
         )
+    if alpha != 1 and (is_overridable(input) or is_overridable(other)):
+        return dispatch(sub, (input, other), {"alpha": alpha})
     try:
         return Sub.apply(*operands("sub", input, other if alpha == 1 else mul(other, alpha)))
     except ForeignOperandError:
