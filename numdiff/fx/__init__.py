@@ -16,7 +16,7 @@ own modules are leaves), and numdiff functions through the ``__numdiff_function_
 (numdiff.overrides), which numdiff's public functions honour where they meet a non-Tensor.
 """
 
-from numdiff.fx import node, passes, proxy
+from numdiff.fx import experimental, node, passes, proxy
 from numdiff.fx._symbolic_trace import Tracer, symbolic_trace, wrap
 from numdiff.fx.graph import Graph, GraphLintError
 from numdiff.fx.graph_module import GraphModule
@@ -35,6 +35,7 @@ __all__ = [
     "TraceError",
     "Tracer",
     "Transformer",
+    "experimental",
     "map_arg",
     "node",
     "passes",

@@ -137,9 +137,9 @@ class _Emitter:
             receiver, rest = self.render(node.args[0]), args[1:]
             return f"{receiver}.{node.target}({', '.join(rest)})"
         if node.op == "call_module":
-            return f"self.{_attribute_path(node.target)}({', '.join(args)})"
+            return f"{_attribute_path(node.target)}({', '.join(args)})"
         if node.op == "get_attr":
-            return f"self.{_attribute_path(node.target)}"
+            return _attribute_path(node.target)
         if node.target in INFIX and not node.kwargs and len(node.args) == INFIX[node.target].count("{}"):
             return INFIX[node.target].format(*(self.render(a) for a in node.args))
         if node.target is getattr and len(node.args) == 2 and isinstance(node.args[1], str) and not node.kwargs:
@@ -149,13 +149,11 @@ class _Emitter:
 
 
 def _attribute_path(target: str) -> str:
-    """``layer1.0.conv1`` as an attribute chain that parses: ``layer1[0].conv1`` needs getattr."""
-    parts = target.split(".")
-    if all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-        return target
-    out = parts[0] if parts[0].isidentifier() else f"__dict__['_modules'][{parts[0]!r}]"
-    for part in parts[1:]:
-        out += f".{part}" if part.isidentifier() and not keyword.iskeyword(part) else f"._modules[{part!r}]"
+    """``self.layer1.conv`` for a dotted `target`; a part that is not an identifier (Sequential's
+    ``0``) is read with getattr: ``getattr(self.layer1, "0").conv``."""
+    out = "self"
+    for part in target.split("."):
+        out = f"{out}.{part}" if part.isidentifier() and not keyword.iskeyword(part) else f"getattr({out}, {part!r})"
     return out
 
 

@@ -126,3 +126,39 @@ def test_proxies_built_by_hand_append_to_a_graph() -> None:
     a, b = numdiff.randn(2), numdiff.randn(2)
     want = -numdiff.tanh(numdiff.cat([a, b])) * 2 + b.sum()
     np.testing.assert_allclose(gm(a, b).numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_fuse_folds_eval_batch_norm_into_the_convolution(rng) -> None:
+    from numdiff.fx.experimental.optimization import fuse
+
+    net = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Conv2d(3, 2, 1), nn.BatchNorm2d(2))
+    x = numdiff.tensor(rng.standard_normal((4, 2, 6, 6)).astype(np.float32))
+    net(x)  # training mode: running statistics move away from 0 and 1
+    with pytest.raises(ValueError, match="training mode"):
+        fuse(net)
+    net.eval()
+    fused = fuse(net)
+    called = [type(fused.get_submodule(n.target)).__name__ for n in fused.graph.nodes if n.op == "call_module"]
+    assert called == ["Conv2d", "ReLU", "Conv2d"]
+    np.testing.assert_allclose(fused(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert isinstance(net[1], nn.BatchNorm2d)  # the original is left as it was
+
+
+def test_graph_drawer_writes_nodes_edges_and_shapes() -> None:
+    from numdiff.fx.passes.graph_drawer import FxGraphDrawer
+
+    gm = fx.symbolic_trace(Small())
+    ShapeProp(gm).propagate(numdiff.randn(2, 3))
+    text = FxGraphDrawer(gm, "small").get_text()
+    assert "fc: call_module fc (2, 4) numdiff.float32  <- x" in text
+    dot = FxGraphDrawer(gm, "small").get_dot_graph()
+    assert '"x" -> "fc";' in dot and dot.startswith('digraph "small"')
+
+
+def test_stack_traces_are_recorded_when_asked() -> None:
+    class Recording(fx.Tracer):
+        record_stack_traces = True
+
+    graph = Recording().trace(Small())
+    fc = next(n for n in graph.nodes if n.name == "fc")
+    assert "test_passes.py" in fc.stack_trace and "self.fc(x)" in fc.meta["stack_trace"]
