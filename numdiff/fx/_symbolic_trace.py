@@ -80,7 +80,7 @@ def _wrapped_globals(tracer: Tracer, root_globals: dict[str, Any]) -> Iterator[N
     for namespace, name in targets:
         if name in namespace and callable(namespace[name]):
             saved.append((namespace, name, namespace[name]))
-            namespace[name] = _leaf_call(namespace[name], lambda: _module_tracing.tracer)
+            namespace[name] = _leaf_call(namespace[name], _module_tracing.current)
     try:
         yield
     finally:
@@ -197,8 +197,6 @@ class Tracer(TracerBase):
     # ------------------------------------------------------------------ tracing
     def trace(self, root: Module | Callable[..., Any], concrete_args: dict[str, Any] | None = None) -> Graph:
         """Record `root` (a Module's forward, or a plain function) as a Graph."""
-        if _module_tracing.tracer is not None:
-            raise TraceError("symbolic_trace: another trace is running in this process; trace one at a time")
         if isinstance(root, Module):
             self.root = root
             fn = type(root).forward
@@ -214,12 +212,8 @@ class Tracer(TracerBase):
         self.tensor_attrs = {}
         fn_globals = getattr(fn, "__globals__", {})
         fn, args = self.create_args_for_root(fn, is_module, concrete_args)
-        with _wrapped_globals(self, fn_globals):
-            _module_tracing.tracer = self
-            try:
-                result = fn(root, *args) if is_module else fn(*args)
-            finally:
-                _module_tracing.tracer = None
+        with _module_tracing.active(self), _wrapped_globals(self, fn_globals):
+            result = fn(root, *args) if is_module else fn(*args)
         self.create_node("output", "output", (self.create_arg(result),), {}, name="output")
         self.submodule_paths = None
         return self.graph

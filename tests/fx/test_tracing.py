@@ -183,3 +183,31 @@ def test_proxy_iteration_and_len_are_refused_but_unpacking_works() -> None:
 def test_concrete_args_naming_no_parameter_is_refused() -> None:
     with pytest.raises(fx.TraceError, match="concrete_args names \\['z'\\]"):
         fx.symbolic_trace(lambda x: x, concrete_args={"z": 1})
+
+
+def test_module_calls_in_other_threads_run_normally_during_a_trace() -> None:
+    import threading
+
+    other = nn.Linear(2, 2)
+    results = []
+
+    class Spawning(nn.Module):
+        def forward(self, x):
+            worker = threading.Thread(target=lambda: results.append(other(numdiff.ones(1, 2))))
+            worker.start()
+            worker.join()
+            return x + 1
+
+    gm = fx.symbolic_trace(Spawning())
+    assert isinstance(results[0], numdiff.Tensor)  # not a Proxy: only the tracing thread is traced
+    assert [n.op for n in gm.graph.nodes] == ["placeholder", "call_function", "output"]
+
+
+def test_a_nested_trace_in_one_thread_is_refused() -> None:
+    class Nested(nn.Module):
+        def forward(self, x):
+            fx.symbolic_trace(lambda y: y)
+            return x
+
+    with pytest.raises(RuntimeError, match="a trace is already running in this thread"):
+        fx.symbolic_trace(Nested())

@@ -47,8 +47,10 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _module_tracing.tracer is not None:  # numdiff.fx is tracing: the tracer records or inlines the call
-            return _module_tracing.tracer.call_module(self, _CallWithHooks(self), args, kwargs)
+        if _module_tracing.tracing:  # numdiff.fx is tracing: the tracer records or inlines the call
+            tracer = _module_tracing.current()
+            if tracer is not None:
+                return tracer.call_module(self, _CallWithHooks(self), args, kwargs)
         if _profiling.recorder is not None:
             return _profiling.recorder.record(f"nn.Module: {type(self).__name__}", "module",
                                               self._call_with_hooks, args, kwargs)
