@@ -131,13 +131,12 @@ class Tracer(TracerBase):
         return self.create_proxy("call_module", module_qualified_name, args, kwargs)
 
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
-        """A Parameter read while tracing, as a ``get_attr`` Proxy (cached per name)."""
-        if isinstance(attr_val, Parameter) and self.root is not None:
-            for name, param in self.root.named_parameters():
-                if param is attr_val:
-                    if name not in parameter_proxy_cache:
-                        parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
-                    return parameter_proxy_cache[name]
+        """The root's Parameter `attr_val` (qualified name `attr`) used while tracing: a ``get_attr``
+        Proxy, one per name and trace. Override to read parameters differently."""
+        if isinstance(attr_val, Parameter):
+            if attr not in parameter_proxy_cache:
+                parameter_proxy_cache[attr] = self.create_proxy("get_attr", attr, (), {})
+            return parameter_proxy_cache[attr]
         return attr_val
 
     # ------------------------------------------------------------------ arguments
@@ -150,7 +149,7 @@ class Tracer(TracerBase):
             if isinstance(value, Tensor):
                 return self._tensor_node(value)
             if isinstance(value, Module):
-                return self.graph.get_attr(self.path_of_module(value))
+                return self.create_node("get_attr", self.path_of_module(value), (), {})
             return value
 
         return map_aggregate(a, leaf)
@@ -169,7 +168,14 @@ class Tracer(TracerBase):
             name = f"_tensor_constant{index}"
             setattr(self.root, name, value.detach())
             self.tensor_attrs[value] = name
-        return self.graph.get_attr(name)
+        if isinstance(value, Parameter):
+            read = self.getattr(name, value, self._parameter_proxies)
+            if isinstance(read, Proxy):
+                return read.node
+        node = self._attribute_nodes.get(name)
+        if node is None or node._erased:  # one get_attr Node per buffer or constant and trace
+            node = self._attribute_nodes[name] = self.create_node("get_attr", name, (), {})
+        return node
 
     def create_args_for_root(self, root_fn: Callable[..., Any], is_module: bool,
                              concrete_args: dict[str, Any] | None = None) -> tuple[Callable[..., Any], list[Any]]:
@@ -210,6 +216,8 @@ class Tracer(TracerBase):
             raise TypeError(f"symbolic_trace: expected a Module or a function, got {type(root).__name__}")
         self.graph = Graph(tracer_cls=type(self))
         self.tensor_attrs = {}
+        self._parameter_proxies: dict[str, Any] = {}
+        self._attribute_nodes: dict[str, Node] = {}
         fn_globals = getattr(fn, "__globals__", {})
         fn, args = self.create_args_for_root(fn, is_module, concrete_args)
         with _module_tracing.active(self), _wrapped_globals(self, fn_globals):

@@ -211,3 +211,24 @@ def test_a_nested_trace_in_one_thread_is_refused() -> None:
 
     with pytest.raises(RuntimeError, match="a trace is already running in this thread"):
         fx.symbolic_trace(Nested())
+
+
+def test_parameters_read_twice_give_one_get_attr_through_tracer_getattr() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(numdiff.tensor([2.0]))
+
+        def forward(self, x):
+            return x * self.w + self.w
+
+    seen = []
+
+    class Watching(fx.Tracer):
+        def getattr(self, attr, attr_val, parameter_proxy_cache):
+            seen.append(attr)
+            return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    graph = Watching().trace(Twice())
+    assert [n.op for n in graph.nodes].count("get_attr") == 1
+    assert seen == ["w", "w"]
