@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "ForeignOperandError",
     "dispatch",
+    "dispatch_call",
     "handle_numdiff_function",
     "handle_torch_function",
     "has_numdiff_function",
@@ -158,6 +159,22 @@ def dispatch(public_api: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     """Hand a call of `public_api` that met a ForeignOperandError to the protocol (see the module docs)."""
     face = _FACES.get(public_api, public_api)
     return handle_numdiff_function(face, (*args, *kwargs.values()), *args, **kwargs)
+
+
+def dispatch_call(public_api: Callable[..., Any], params: dict[str, Any]) -> Any:
+    """`dispatch` for a function that checked its own arguments: `params` is its ``locals()`` at
+    entry; parameters left at their defaults are not passed on, the others by position up to the
+    first defaulted one and by keyword after it (``leaky_relu(x, negative_slope=0.2)``)."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for name, parameter in inspect.signature(public_api).parameters.items():
+        value = params[name]
+        if parameter.default is parameter.empty and not kwargs:
+            args.append(value)
+        elif parameter.default is parameter.empty or not (value is parameter.default or (
+                type(value) is type(parameter.default) and value == parameter.default)):
+            kwargs[name] = value
+    return dispatch(public_api, tuple(args), kwargs)
 
 
 def overridable(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,7 +14,7 @@ from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
-from numdiff.overrides import overridable
+from numdiff.overrides import dispatch_call, honours_protocol, is_overridable, overridable
 from numdiff.tensor import Tensor
 
 
@@ -219,9 +219,11 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return reshape(input, shape)
 
 
-@overridable
+@honours_protocol
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(flatten, locals())
     if input.ndim == 0:
         return reshape(input, (1,))
     start = normalize_dim("flatten", start_dim, input.ndim)
@@ -233,9 +235,11 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
-@overridable
+@honours_protocol
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1)."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(unflatten, locals())
     dim = normalize_dim("unflatten", dim, input.ndim)
     sizes = tuple(sizes)
     known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
