@@ -232,3 +232,15 @@ def test_parameters_read_twice_give_one_get_attr_through_tracer_getattr() -> Non
     graph = Watching().trace(Twice())
     assert [n.op for n in graph.nodes].count("get_attr") == 1
     assert seen == ["w", "w"]
+
+
+def test_graph_module_deepcopy_owns_its_parameters() -> None:
+    import copy
+
+    gm = fx.symbolic_trace(nn.Sequential(nn.Linear(2, 3), nn.ReLU()))
+    clone = copy.deepcopy(gm)
+    x = numdiff.ones(1, 2)
+    np.testing.assert_allclose(clone(x).detach().numpy(), gm(x).detach().numpy())
+    assert clone.get_submodule("0").weight is not gm.get_submodule("0").weight
+    assert clone.code == gm.code and type(clone).__name__ == "Sequential"
+    assert "getattr(self, '0')(input_1)" in gm.code
