@@ -119,7 +119,7 @@ def svd_vh(u: np.ndarray, s: np.ndarray, vh: np.ndarray, grad: np.ndarray) -> np
 def inverse_transpose(a: np.ndarray, factors: _lapack.LUFactors | None) -> np.ndarray:
     """A^-T, from A's LU factors when the forward kept them."""
     if factors is not None:
-        return _lapack.solve_factored(factors, np.eye(a.shape[-1], dtype=a.dtype), transposed=True)
+        return _lapack.solve_factored(factors, np.eye(a.shape[-1], dtype=a.dtype), transposed=True).reshape(a.shape)
     return _t(np.linalg.inv(a))
 
 
