@@ -12,6 +12,9 @@ stack (and column `j` of a (batch, n, k) right-hand side); none allocates.
     lu_solve_core(work, x, p)         Gaussian elimination with partial pivoting on work[p] (a copy
                                       of A, overwritten) and x[p] (B on entry, X on exit); returns
                                       0, or k when the k-th pivot is exactly zero
+    cholesky_backward_core(low, grad, out, p)   out[p] = gA of L = cholesky(A) from L and gL:
+                                      Phi = tril(L^T tril(gL)) with its diagonal halved, then
+                                      S = L^-T Phi L^-1 by two substitutions, out = (S + S^T) / 2
     lu_factor_core(lu, piv, p)        LAPACK getrf's partial pivoting on lu[p] in place (unit L
                                       below the diagonal, U on and above it), piv[p, c] the row
                                       swapped with row c (0-based); returns 0, or k for the first
@@ -174,3 +177,40 @@ def lu_substitute_core(lu, piv, x, p, transposed):  # pragma: no cover - compile
                 t = x[p, c, j]
                 x[p, c, j] = x[p, r, j]
                 x[p, r, j] = t
+
+
+def cholesky_backward_core(low, grad, out, p):  # pragma: no cover - compiled
+    n = low.shape[1]
+    for i in range(n):
+        for j in range(n):
+            out[p, i, j] = 0.0
+    for k in range(n):  # Phi = tril(L^T tril(gL)): row k of L and of gL add into rows i <= k
+        for i in range(k + 1):
+            f = low[p, k, i]
+            for j in range(i + 1):
+                out[p, i, j] += f * grad[p, k, j]
+    for i in range(n):
+        out[p, i, i] *= 0.5
+    # Pass 0: X = L^-T Phi. Pass 1: S^T = L^-T X^T, the same substitution on X transposed; the
+    # symmetric (S + S^T) / 2 is then the same from S^T. Each substitution goes row by row
+    # (L^T is upper), the inner loop along a contiguous row of out.
+    for sweep in range(2):
+        if sweep == 1:
+            for i in range(n):
+                for j in range(i + 1, n):
+                    t = out[p, i, j]
+                    out[p, i, j] = out[p, j, i]
+                    out[p, j, i] = t
+        for i in range(n - 1, -1, -1):
+            for k in range(i + 1, n):
+                f = low[p, k, i]
+                for j in range(n):
+                    out[p, i, j] -= f * out[p, k, j]
+            r = 1.0 / low[p, i, i]
+            for j in range(n):
+                out[p, i, j] *= r
+    for i in range(n):
+        for j in range(i + 1, n):
+            t = 0.5 * (out[p, i, j] + out[p, j, i])
+            out[p, i, j] = t
+            out[p, j, i] = t

@@ -14,11 +14,13 @@ here (it keeps LAPACK for larger matrices and single ones):
                                               when `transposed`) on exit
     slogdet_batched(lu, piv, sign, logabs) -> info   lu_factor_batched, then sign and log|det|
                                               of each matrix from its factors
+    cholesky_batched(a, out) -> info          out (batch, n, n) = L; info 0 or the failing minor's order
+    cholesky_backward_batched(low, grad, out) out = gA of L = cholesky(A), the whole formula per matrix
     eigh_jacobi_batched(a, upper, w, v)       w (batch, n) ascending, v (batch, n, n) the
                                               eigenvectors in columns, from the `upper` or lower
                                               triangle of a (batch, n, n)
 
-LU: per matrix, the loops of numdiff.kernels._linalg_cores (the GPU compiles the same ones); the
+Cholesky and LU: per matrix, the loops of numdiff.kernels._linalg_cores (the GPU compiles the same ones); the
 batch in parallel above a grain. Eigh: the batch is cut into chunks of CHUNK matrices, each
 copied into a (n, n, CHUNK) array with the batch innermost, so every rotation of the cyclic
 Jacobi sweep runs over the chunk as one vector loop (the matrices of a chunk take the same
@@ -38,12 +40,17 @@ import math
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._linalg_cores import lu_factor_core, lu_substitute_core
+from numdiff.kernels._linalg_cores import (
+    cholesky_backward_core,
+    cholesky_core,
+    lu_factor_core,
+    lu_substitute_core,
+)
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["CHUNK", "MAX_SWEEPS", "eigh_jacobi_batched", "lu_factor_batched", "lu_substitute_batched",
-           "slogdet_batched"]
+__all__ = ["CHUNK", "MAX_SWEEPS", "cholesky_backward_batched", "cholesky_batched", "eigh_jacobi_batched",
+           "lu_factor_batched", "lu_substitute_batched", "slogdet_batched"]
 
 CHUNK = 32
 """Matrices per vectorised Jacobi chunk: two chunks of order 8 fit in a 32 KiB L1 cache."""
@@ -57,6 +64,18 @@ MAX_SWEEPS = 60
 _FLOP_GRAIN = 1 << 18
 
 _factor = njit(cache=True, inline="always", error_model="numpy")(lu_factor_core)
+_cholesky = njit(cache=True, inline="always", error_model="numpy")(cholesky_core)
+_cholesky_backward = njit(cache=True, inline="always", error_model="numpy")(cholesky_backward_core)
+
+
+def _cholesky_loop(a, out, info):  # pragma: no cover - compiled
+    for p in prange(a.shape[0]):
+        info[p] = _cholesky(a, out, p)
+
+
+def _cholesky_backward_loop(low, grad, out):  # pragma: no cover - compiled
+    for p in prange(low.shape[0]):
+        _cholesky_backward(low, grad, out, p)
 _substitute = njit(cache=True, inline="always", error_model="numpy")(lu_substitute_core)
 
 
@@ -83,6 +102,8 @@ def _slogdet_loop(lu, piv, sign, logabs, info):  # pragma: no cover - compiled
         logabs[p] = total
 
 
+_CHOLESKY = serial_and_parallel(_cholesky_loop, error_model="numpy")
+_CHOLESKY_BACKWARD = serial_and_parallel(_cholesky_backward_loop, error_model="numpy")
 _LU_FACTOR = serial_and_parallel(_lu_factor_loop, error_model="numpy")
 _LU_SUBSTITUTE = serial_and_parallel(_lu_substitute_loop, error_model="numpy")
 _SLOGDET = serial_and_parallel(_slogdet_loop, error_model="numpy")
@@ -172,6 +193,29 @@ def _check(op: str, a: np.ndarray, *others: np.ndarray) -> None:
     for other in others:
         if other.shape[0] != a.shape[0] or not other.flags.c_contiguous:
             raise ValueError(f"{op}: arrays of batch {a.shape[0]} expected, got {[x.shape for x in (a, *others)]}")
+
+
+def cholesky_batched(a: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out[p] = the lower Cholesky factor of a[p] (read from its lower triangle). Returns info (int32):
+    0, or the order of the first leading minor that is not positive definite (out[p] then partial)."""
+    _check("cholesky_batched", a, out)
+    if out.shape != a.shape or out.dtype != a.dtype:
+        raise ValueError(f"cholesky_batched: out must be {a.dtype} {a.shape}, got {out.dtype} {out.shape}")
+    info = np.zeros(a.shape[0], dtype=np.int32)
+    kernel, _ = _CHOLESKY.pick(a.shape[0] * a.shape[1] ** 3 // 6, _FLOP_GRAIN)
+    kernel(a, out, info)
+    return info
+
+
+def cholesky_backward_batched(low: np.ndarray, grad: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out[p] = the gradient with respect to A[p] of L[p] = cholesky(A[p]), given L (low) and gL (grad)."""
+    _check("cholesky_backward_batched", low, grad, out)
+    if not low.shape == grad.shape == out.shape or not low.dtype == grad.dtype == out.dtype:
+        raise ValueError(f"cholesky_backward_batched: low, grad and out must agree, got {low.dtype} {low.shape}, "
+                         f"{grad.dtype} {grad.shape}, {out.dtype} {out.shape}")
+    kernel, _ = _CHOLESKY_BACKWARD.pick(low.shape[0] * low.shape[1] ** 3, _FLOP_GRAIN)
+    kernel(low, grad, out)
+    return out
 
 
 def lu_factor_batched(lu: np.ndarray, piv: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ _small = lazy_module("numdiff.kernels.linalg_small")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
-_LU_KERNEL_MAX_ORDER = 16  # LU-based solve and slogdet of matrices up to this order: numdiff's kernel
+_LU_KERNEL_MAX_ORDER = 16  # Cholesky, and LU for solve and slogdet, of matrices up to this order: numdiff's kernels
 _EIGH_KERNEL_MAX_ORDER = 10  # eigh of matrices up to this order: the batched Jacobi kernel
 
 _memo = threading.local()
@@ -90,6 +90,12 @@ def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: C
 
 
 def cholesky(a: np.ndarray) -> np.ndarray:
+    if _kernel_order(a, _LU_KERNEL_MAX_ORDER):
+        n = a.shape[-1]
+        out = np.empty(a.shape, dtype=a.dtype)
+        if _small.cholesky_batched(np.ascontiguousarray(a).reshape(-1, n, n), out.reshape(-1, n, n)).any():
+            raise np.linalg.LinAlgError("Matrix is not positive definite")
+        return out
     return per_matrix(a, lambda m: scipy_linalg.cholesky(m, lower=True, check_finite=False), np.linalg.cholesky)
 
 
@@ -101,6 +107,17 @@ stack as numdiff.kernels.linalg_small.lu_factor_batched does (3-D lu)."""
 def _kernel_order(a: np.ndarray, largest: int) -> bool:
     """Whether `a`'s matrices go to a batched kernel: nonempty, float32/64, order <= `largest`."""
     return 0 < a.shape[-1] <= largest and a.size > 0 and a.dtype in (np.float32, np.float64)
+
+
+def cholesky_backward(low: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
+    """gA of L = cholesky(A) by the batched kernel, for orders it takes (else None: the caller composes it)."""
+    if not _kernel_order(low, _LU_KERNEL_MAX_ORDER) or grad.dtype != low.dtype:
+        return None
+    n = low.shape[-1]
+    out = np.empty(low.shape, dtype=low.dtype)
+    _small.cholesky_backward_batched(np.ascontiguousarray(low).reshape(-1, n, n),
+                                     np.ascontiguousarray(grad).reshape(-1, n, n), out.reshape(-1, n, n))
+    return out
 
 
 def _lu_batched(a: np.ndarray) -> tuple[LUFactors, np.ndarray]:

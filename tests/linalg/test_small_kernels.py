@@ -42,6 +42,35 @@ def test_lu_factor_batched_is_lapacks_getrf(n, dtype):
         np.testing.assert_allclose(lu[p], expected_lu, rtol=0, atol=1e-5 if dtype == np.float32 else 1e-13)
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, LU_MAX])
+@pytest.mark.parametrize(("dtype", "tol"), [(np.float32, 1e-5), (np.float64, 1e-13)])
+def test_cholesky_batched_agrees_with_lapack_and_reports_potrfs_info(n, dtype, tol):
+    spd = _symmetric((5,), n) @ _symmetric((5,), n) + n * np.eye(n)
+    spd[2, -1, -1] = -1.0  # entry 2: the minor of order n is not positive definite
+    spd[4, 0, 0] = 0.0  # entry 4: nor the first
+    spd = spd.astype(dtype)
+    out = np.empty_like(spd)
+    info = linalg_small.cholesky_batched(spd, out)
+    expected_info = [scipy.linalg.lapack.dpotrf(m.astype(np.float64), lower=1)[1] for m in spd]
+    np.testing.assert_array_equal(info, expected_info)
+    good = info == 0
+    np.testing.assert_allclose(out[good], np.linalg.cholesky(spd[good].astype(np.float64)), rtol=0,
+                               atol=tol * np.abs(spd).max())
+
+
+@pytest.mark.parametrize("n", [1, 3, 8, LU_MAX])
+def test_cholesky_backward_batched_is_the_two_solve_formula(n):
+    x = RNG.standard_normal((4, n, n))
+    low = np.linalg.cholesky(x @ np.swapaxes(x, -1, -2) + n * np.eye(n))
+    grad = RNG.standard_normal((4, n, n))
+    phi = np.tril(np.swapaxes(low, -1, -2) @ np.tril(grad))
+    phi[..., range(n), range(n)] *= 0.5
+    inverse = np.linalg.inv(low)
+    s = np.swapaxes(inverse, -1, -2) @ phi @ inverse
+    out = linalg_small.cholesky_backward_batched(low, grad, np.empty_like(low))
+    np.testing.assert_allclose(out, (s + np.swapaxes(s, -1, -2)) / 2, rtol=1e-11, atol=1e-12)
+
+
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("n", [1, 3, 8, LU_MAX])
 def test_lu_substitution_solves_a_and_its_transpose(n, transposed):
@@ -108,12 +137,14 @@ def test_the_kernels_refuse_arrays_they_cannot_index():
 
 
 # The public functions on each side of the switch: n at the kernels' largest order and one above.
-SIDES = {"solve": [LU_MAX, LU_MAX + 1], "slogdet": [LU_MAX, LU_MAX + 1], "eigh": [EIGH_MAX, EIGH_MAX + 1]}
+SIDES = {"cholesky": [LU_MAX, LU_MAX + 1], "solve": [LU_MAX, LU_MAX + 1], "slogdet": [LU_MAX, LU_MAX + 1], "eigh": [EIGH_MAX, EIGH_MAX + 1]}
 CASES = [(name, n) for name, orders in SIDES.items() for n in [3] + orders]
 
 
 def _call(lib, name, a, b):
     la = lib.linalg
+    if name == "cholesky":
+        return (la.cholesky(a @ a.mT),)
     if name == "solve":
         return (la.solve(a, b),)
     if name == "slogdet":
@@ -134,10 +165,12 @@ def test_values_match_torch_on_both_sides_of_the_kernel_order(name, n, dtype, to
 
 
 def _loss(name, a, b, weight):
+    if name == "cholesky":
+        return (linalg.cholesky(a @ a.mT) * weight).sum((-2, -1))
     if name == "solve":
         return linalg.solve(a, b)
     if name == "slogdet":
-        return linalg.slogdet(a)[1] + linalg.det(a / 2)
+        return linalg.slogdet(a)[1] + linalg.det(a / 3)  # a = noise + 3 I: a determinant of order 1
     w, v = linalg.eigh((a + a.mT) / 2)  # eigh reads one triangle: differentiate a symmetric function
     return w.sum(-1) + (v * v * weight).sum((-2, -1))
 
