@@ -16,6 +16,9 @@ here (it keeps LAPACK for larger matrices and single ones):
                                               of each matrix from its factors
     cholesky_batched(a, out) -> info          out (batch, n, n) = L; info 0 or the failing minor's order
     cholesky_backward_batched(low, grad, out) out = gA of L = cholesky(A), the whole formula per matrix
+    svd_jacobi_batched(a, u, s, vh) -> fallback   thin SVD of a (batch, m, n), m >= n, s descending,
+                                              by one-sided Jacobi; fallback marks the matrices with a
+                                              tiny singular value, for LAPACK to redo
     eigh_jacobi_batched(a, upper, w, v)       w (batch, n) ascending, v (batch, n, n) the
                                               eigenvectors in columns, from the `upper` or lower
                                               triangle of a (batch, n, n)
@@ -50,7 +53,7 @@ from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["CHUNK", "MAX_SWEEPS", "cholesky_backward_batched", "cholesky_batched", "eigh_jacobi_batched",
-           "lu_factor_batched", "lu_substitute_batched", "slogdet_batched"]
+           "lu_factor_batched", "lu_substitute_batched", "slogdet_batched", "svd_jacobi_batched"]
 
 CHUNK = 32
 """Matrices per vectorised Jacobi chunk: two chunks of order 8 fit in a 32 KiB L1 cache."""
@@ -187,8 +190,86 @@ def _eigh_loop(a, upper, eps, w, v):  # pragma: no cover - compiled
 _EIGH = serial_and_parallel(_eigh_loop, error_model="numpy")
 
 
+def _svd_loop(a, eps, u, s, vh, fallback):  # pragma: no cover - compiled
+    batch, m, n = a.shape[0], a.shape[1], a.shape[2]
+    for chunk in prange((batch + CHUNK - 1) // CHUNK):
+        start = chunk * CHUNK
+        size = min(CHUNK, batch - start)
+        g = np.empty((n, m, CHUNK), dtype=a.dtype)  # g[i, :, q]: column i of A V for matrix q
+        vt = np.empty((n, n, CHUNK), dtype=a.dtype)  # vt[i, :, q]: column i of V
+        cos = np.empty(CHUNK, dtype=a.dtype)
+        sin = np.empty(CHUNK, dtype=a.dtype)
+        tan = np.empty(CHUNK, dtype=a.dtype)
+        alpha = np.empty(CHUNK, dtype=a.dtype)
+        beta = np.empty(CHUNK, dtype=a.dtype)
+        gamma = np.empty(CHUNK, dtype=a.dtype)
+        for i in range(n):
+            for k in range(m):
+                for q in range(size):
+                    g[i, k, q] = a[start + q, k, i]
+            for k in range(n):
+                for q in range(size):
+                    vt[i, k, q] = 1.0 if i == k else 0.0
+        for _ in range(MAX_SWEEPS):
+            converged = True
+            for i in range(n - 1):
+                for j in range(i + 1, n):
+                    for q in range(size):  # the (i, j) entries of G^T G
+                        alpha[q] = 0.0
+                        beta[q] = 0.0
+                        gamma[q] = 0.0
+                    for k in range(m):
+                        for q in range(size):
+                            alpha[q] += g[i, k, q] * g[i, k, q]
+                            beta[q] += g[j, k, q] * g[j, k, q]
+                            gamma[q] += g[i, k, q] * g[j, k, q]
+                    for q in range(size):
+                        if abs(gamma[q]) > eps * math.sqrt(alpha[q] * beta[q]):
+                            converged = False
+                        cos[q], sin[q], tan[q] = _rotation(alpha[q], beta[q], gamma[q])
+                    for k in range(m):  # G <- G J: the rotation that diagonalises G^T G's (i, j) block
+                        for q in range(size):
+                            x, y = g[i, k, q], g[j, k, q]
+                            g[i, k, q] = cos[q] * x - sin[q] * y
+                            g[j, k, q] = sin[q] * x + cos[q] * y
+                    for k in range(n):
+                        for q in range(size):
+                            x, y = vt[i, k, q], vt[j, k, q]
+                            vt[i, k, q] = cos[q] * x - sin[q] * y
+                            vt[j, k, q] = sin[q] * x + cos[q] * y
+            if converged:
+                break
+        for q in range(size):
+            p = start + q
+            for i in range(n):
+                total = 0.0
+                for k in range(m):
+                    total += g[i, k, q] * g[i, k, q]
+                s[p, i] = math.sqrt(total)
+            for i in range(1, n):  # descending, by insertion sort, moving U's columns and Vh's rows along
+                j = i
+                while j > 0 and s[p, j - 1] < s[p, j]:
+                    s[p, j - 1], s[p, j] = s[p, j], s[p, j - 1]
+                    for k in range(m):
+                        g[j - 1, k, q], g[j, k, q] = g[j, k, q], g[j - 1, k, q]
+                    for k in range(n):
+                        vt[j - 1, k, q], vt[j, k, q] = vt[j, k, q], vt[j - 1, k, q]
+                    j -= 1
+            # U's column i is G's over s_i: defined (and accurate) only while s_i is not tiny
+            fallback[p] = n > 0 and s[p, n - 1] <= math.sqrt(eps) * s[p, 0]
+            for i in range(n):
+                inverse = 1.0 / s[p, i] if s[p, i] > 0.0 else 0.0
+                for k in range(m):
+                    u[p, k, i] = g[i, k, q] * inverse
+                for k in range(n):
+                    vh[p, i, k] = vt[i, k, q]
+
+
+_SVD = serial_and_parallel(_svd_loop, error_model="numpy")
+
+
 def _check(op: str, a: np.ndarray, *others: np.ndarray) -> None:
-    if a.ndim != 3 or a.shape[1] != a.shape[2] or a.dtype.kind != "f" or not a.flags.c_contiguous:
+    if a.ndim != 3 or (a.shape[1] != a.shape[2] and op != "svd_jacobi_batched") or a.dtype.kind != "f" or not a.flags.c_contiguous:
         raise ValueError(f"{op}: expected a C-contiguous float (batch, n, n) array, got {a.dtype} {a.shape}")
     for other in others:
         if other.shape[0] != a.shape[0] or not other.flags.c_contiguous:
@@ -256,6 +337,23 @@ def slogdet_batched(lu: np.ndarray, piv: np.ndarray, sign: np.ndarray, logabs: n
     kernel, _ = _SLOGDET.pick(lu.shape[0] * lu.shape[1] ** 3 // 3, _FLOP_GRAIN)
     kernel(lu, piv, sign, logabs, info)
     return info
+
+
+def svd_jacobi_batched(a: np.ndarray, u: np.ndarray, s: np.ndarray, vh: np.ndarray) -> np.ndarray:
+    """The thin SVD a[p] = u[p] diag(s[p]) vh[p] of tall or square a (batch, m, n), m >= n, s
+    descending, by one-sided Jacobi. Returns a bool mask of the matrices whose smallest singular
+    value is below sqrt(eps) times the largest: their U is not accurate, the caller recomputes them."""
+    _check("svd_jacobi_batched", a, u, s, vh)
+    batch, m, n = a.shape if a.ndim == 3 else (0, 0, 0)
+    if a.ndim != 3 or m < n or u.shape != a.shape or s.shape != (batch, n) or vh.shape != (batch, n, n):
+        raise ValueError(f"svd_jacobi_batched: a (batch, m, n) with m >= n, u like a, s (batch, n) and vh "
+                         f"(batch, n, n) expected, got {a.shape}, {u.shape}, {s.shape}, {vh.shape}")
+    if not a.dtype == u.dtype == s.dtype == vh.dtype:
+        raise ValueError(f"svd_jacobi_batched: one float dtype expected, got {[x.dtype for x in (a, u, s, vh)]}")
+    fallback = np.zeros(batch, dtype=np.bool_)
+    kernel, _ = _SVD.pick(batch * m * n * n * 8, _FLOP_GRAIN)
+    kernel(a, float(np.finfo(a.dtype).eps), u, s, vh, fallback)
+    return fallback
 
 
 def eigh_jacobi_batched(a: np.ndarray, upper: bool, w: np.ndarray, v: np.ndarray) -> None:

@@ -41,7 +41,7 @@ def test_a_decomposition_runs_lapack_once(monkeypatch, name, batch, n):
     _counting(monkeypatch, calls, scipy.linalg, scipy_name)
     for numpy_name in numpy_names:  # slogdet took its sign from a separate np.linalg.det
         _counting(monkeypatch, calls, np.linalg, numpy_name)
-    for kernel in ("eigh_jacobi_batched", "lu_factor_batched", "slogdet_batched"):
+    for kernel in ("eigh_jacobi_batched", "lu_factor_batched", "slogdet_batched", "svd_jacobi_batched"):
         _counting(monkeypatch, calls, linalg_small, kernel)
     getattr(linalg, name)(numdiff.tensor(a, requires_grad=True))
     assert len(calls) == 1, calls

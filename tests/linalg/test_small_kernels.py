@@ -18,6 +18,7 @@ from numdiff.ops import _lapack
 RNG = np.random.default_rng(29)
 LU_MAX = _lapack._LU_KERNEL_MAX_ORDER
 EIGH_MAX = _lapack._EIGH_KERNEL_MAX_ORDER
+SVD_MAX = _lapack._SVD_KERNEL_MAX_ORDER
 
 
 def _general(batch, n, dtype=np.float64):
@@ -127,6 +128,31 @@ def test_jacobi_eigh_of_degenerate_and_singular_matrices_gives_orthonormal_vecto
     np.testing.assert_allclose((v * w[..., None, :]) @ np.swapaxes(v, -1, -2), cases, atol=1e-13)
 
 
+@pytest.mark.parametrize("shape", [(1, 1), (3, 2), (6, 6), (9, 4), (SVD_MAX, SVD_MAX)])
+@pytest.mark.parametrize(("dtype", "tol"), [(np.float32, 1e-5), (np.float64, 1e-12)])
+def test_jacobi_svd_agrees_with_lapack(shape, dtype, tol):
+    a = (RNG.standard_normal((linalg_small.CHUNK + 2,) + shape) + 2 * np.eye(*shape)).astype(dtype)
+    m, n = shape
+    u, s, vh = np.empty_like(a), np.empty(a.shape[:1] + (n,), dtype), np.empty(a.shape[:1] + (n, n), dtype)
+    redo = linalg_small.svd_jacobi_batched(a, u, s, vh)
+    assert not redo.any()
+    expected_u, expected_s, expected_vh = np.linalg.svd(a.astype(np.float64), full_matrices=False)
+    np.testing.assert_array_less(np.abs(s - expected_s) / expected_s[:, :1], tol)
+    signs = np.sign(np.sum(u * expected_u, axis=-2))  # each singular vector pair is defined up to sign
+    np.testing.assert_allclose(u * signs[:, None, :], expected_u, atol=tol * 100)
+    np.testing.assert_allclose(vh * signs[:, :, None], expected_vh, atol=tol * 100)
+
+
+def test_jacobi_svd_hands_rank_deficient_matrices_back_and_public_svd_gets_them_from_lapack():
+    a = RNG.standard_normal((3, 6, 4))
+    a[1, :, 3] = a[1, :, 0] - a[1, :, 2]  # rank 3
+    u, s, vh = np.empty_like(a), np.empty((3, 4)), np.empty((3, 4, 4))
+    np.testing.assert_array_equal(linalg_small.svd_jacobi_batched(a, u, s, vh), [False, True, False])
+    u, s, vh = linalg.svd(numdiff.tensor(a), full_matrices=False)
+    np.testing.assert_allclose(u.numpy().T[..., 1] @ u.numpy()[1], np.eye(4), atol=1e-12)
+    np.testing.assert_allclose((u * s.unsqueeze(-2) @ vh).numpy(), a, atol=1e-12)
+
+
 def test_the_kernels_refuse_arrays_they_cannot_index():
     with pytest.raises(ValueError, match="lu_factor_batched: piv must be int32"):
         linalg_small.lu_factor_batched(np.zeros((2, 3, 3)), np.zeros((2, 3), np.int64))
@@ -137,18 +163,22 @@ def test_the_kernels_refuse_arrays_they_cannot_index():
 
 
 # The public functions on each side of the switch: n at the kernels' largest order and one above.
-SIDES = {"cholesky": [LU_MAX, LU_MAX + 1], "solve": [LU_MAX, LU_MAX + 1], "slogdet": [LU_MAX, LU_MAX + 1], "eigh": [EIGH_MAX, EIGH_MAX + 1]}
+SIDES = {"cholesky": [LU_MAX, LU_MAX + 1], "solve": [LU_MAX, LU_MAX + 1], "slogdet": [LU_MAX, LU_MAX + 1], "eigh": [EIGH_MAX, EIGH_MAX + 1],
+         "svd": [SVD_MAX, SVD_MAX + 1]}
 CASES = [(name, n) for name, orders in SIDES.items() for n in [3] + orders]
 
 
 def _call(lib, name, a, b):
     la = lib.linalg
     if name == "cholesky":
-        return (la.cholesky(a @ a.mT),)
+        return (la.cholesky(a),)
     if name == "solve":
         return (la.solve(a, b),)
     if name == "slogdet":
         return tuple(la.slogdet(a)) + (la.det(a),)
+    if name == "svd":
+        u, s, vh = la.svd(a[..., :, : a.shape[-1] - 1], full_matrices=False)  # tall
+        return u.abs(), s, vh.abs(), la.svd(a[..., :2, :], full_matrices=False)[1]  # and wide
     w, v = la.eigh(a)
     return w, v.abs()  # eigenvectors are defined up to sign
 
@@ -157,6 +187,8 @@ def _call(lib, name, a, b):
 @pytest.mark.parametrize(("dtype", "tol"), [("float32", 1e-4), ("float64", 1e-10)])
 def test_values_match_torch_on_both_sides_of_the_kernel_order(name, n, dtype, tol):
     a = _symmetric((2, 3), n) + n * np.eye(n) if name == "eigh" else _general((2, 3), n)
+    if name == "cholesky":
+        a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
     b = RNG.standard_normal((2, 3, n, 2))
     ours = _call(numdiff, name, *(numdiff.tensor(x).to(getattr(numdiff, dtype)) for x in (a, b)))
     theirs = _call(torch, name, *(torch.tensor(x).to(getattr(torch, dtype)) for x in (a, b)))
@@ -171,6 +203,9 @@ def _loss(name, a, b, weight):
         return linalg.solve(a, b)
     if name == "slogdet":
         return linalg.slogdet(a)[1] + linalg.det(a / 3)  # a = noise + 3 I: a determinant of order 1
+    if name == "svd":
+        u, s, vh = linalg.svd(a, full_matrices=False)
+        return s.sum(-1) + (u * u * weight).sum((-2, -1)) + (vh * vh * weight).sum((-2, -1))
     w, v = linalg.eigh((a + a.mT) / 2)  # eigh reads one triangle: differentiate a symmetric function
     return w.sum(-1) + (v * v * weight).sum((-2, -1))
 
