@@ -41,6 +41,7 @@ __all__ = [
     "overridable",
     "overridable_variants",
     "register_public_face",
+    "register_public_faces",
 ]
 
 PROTOCOL = "__numdiff_function__"
@@ -153,6 +154,18 @@ def register_public_face(inner: Callable[..., Any], outer: Callable[..., Any]) -
     """Record that `outer` (e.g. ``numdiff.tanh``, which adds ``out=``) is the public face of `inner`,
     so a call that `inner` hands over is reported under the name users call."""
     _FACES[inner] = outer
+
+
+def register_public_faces(namespace: dict[str, Any]) -> None:
+    """For each function of `namespace`, record it as the public face of every function it wraps
+    (its ``__wrapped__`` chain), so a call handed over from inside is reported under its name."""
+    for value in namespace.values():
+        if not callable(value) or isinstance(value, type):
+            continue
+        inner = getattr(value, "__wrapped__", None)
+        while inner is not None and inner is not value:
+            _FACES[inner] = value
+            inner = getattr(inner, "__wrapped__", None)
 
 
 def dispatch(public_api: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
