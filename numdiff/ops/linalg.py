@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.amp import casts_on
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
 from numdiff.autograd.transform_state import vmap_active
@@ -167,7 +168,7 @@ def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     a = ensure_tensor(op, a, "input")
     b = ensure_tensor(op, b, "other")
     check_same_device(op, a, b)
-    if a.dtype is not b.dtype:
+    if a.dtype is not b.dtype and not (op != "dot" and casts_on(a)):
         raise TypeError(
             f"{op}: expected both operands to have the same dtype, got {a.dtype} and {b.dtype}; "
             "convert one with .to(dtype)"
@@ -287,7 +288,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     w = ensure_tensor("linear", weight, "weight")
     # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
     x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
-    if dtype != w._data.dtype:
+    mixed = dtype != w._data.dtype
+    if mixed and not casts_on(x):
         raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
     if len(w_shape) not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
@@ -304,7 +306,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if (
         len(w_shape) == 2
         and x.dtype.is_floating_point
-        and (bias is None or bias._data.dtype == dtype)
+        and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
         and not vmap_active()
     ):
         return Linear.apply(x, w, bias)
