@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from numdiff._threads import get_num_threads, set_num_threads, thread_pool_size
+from numdiff.utils.benchmark.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
 
-__all__ = ["Compare", "Measurement", "Timer"]
+__all__ = ["Compare", "FuzzedParameter", "FuzzedTensor", "Fuzzer", "Measurement", "ParameterAlias", "Timer"]
 
 _MIN_BLOCK_SECONDS = 0.01  # a block at least this long keeps the clock's resolution out of the result
 _MIN_CONFIDENCE_INTERVAL = 25e-9  # seconds: a spread below a clock tick is not resolved
