@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import numdiff as torch
 import numdiff.nn as nn
-from numdiff._functorch.deprecated import combine_state_for_ensemble, grad, jvp, make_functional_with_buffers, vmap
+from numdiff._functorch.deprecated import (
+    combine_state_for_ensemble,
+    grad,
+    jvp,
+    make_functional_with_buffers,
+    vmap,
+)
 from numdiff.func import linearize
 
 
