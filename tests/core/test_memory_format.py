@@ -72,3 +72,14 @@ def test_bad_formats_and_ranks_are_named():
     with pytest.raises(RuntimeError, match="preserve_format is not a layout to make"):
         numdiff.empty(2, 3).contiguous(memory_format=numdiff.preserve_format)
     assert repr(numdiff.channels_last) == "numdiff.channels_last"
+
+
+def test_a_channels_last_input_gives_a_channels_last_conv2d_output_as_in_pytorch():
+    def run(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Conv2d(3, 4, 3, padding=1).to(memory_format=lib.channels_last)
+        return model(lib.rand(2, 3, 6, 6).contiguous(memory_format=lib.channels_last))
+
+    ours, theirs = run(numdiff), run(torch)
+    assert ours.stride() == theirs.stride()
+    assert ours.is_contiguous(memory_format=numdiff.channels_last)
