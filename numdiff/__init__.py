@@ -10,7 +10,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _out_argument, _tensor_methods, _torch_misc, _torch_names
+from numdiff import _numpy_names, _out_argument, _tensor_methods, _torch_misc, _torch_names
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -357,6 +357,9 @@ __all__ += [
     "benchmark", "distributed", "distributions", "elementwise", "func", "hub", "jit", "linalg", "load", "onnx", "optim",
     "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
+
+# x.sum(1, keepdims=True), numdiff.cat(xs, axis=0): the NumPy names PyTorch's native functions take.
+_numpy_names.install(Tensor, globals())
 
 
 def __dir__() -> list[str]:

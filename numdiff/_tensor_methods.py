@@ -19,6 +19,7 @@ from numdiff import (
 )
 from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import is_host
 from numdiff.creation import rand, randn
 from numdiff.linalg import _toplevel as linalg_toplevel
 from numdiff.ops import (
@@ -57,6 +58,13 @@ def _reflected(fn):
 
 
 def _setitem(self: Tensor, key: Any, value: Any) -> None:
+    if _inplace.records_nothing(self, value):
+        # x[i] = v on a tensor nothing tracks: only the indexed elements are written (the recorded
+        # form computes a whole new tensor, so filling a buffer row by row would be quadratic).
+        key, value = indexing.put_operands(self, key, value)
+        if is_host(value._data):
+            _inplace.write_at(self, "__setitem__", key, value._data)
+            return
     _inplace.apply_inplace(self, "__setitem__", lambda old: indexing.index_put(old, key, value))
 
 
