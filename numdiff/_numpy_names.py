@@ -7,6 +7,7 @@ the functions and methods for which PyTorch 2.13 accepts each name (found by cal
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -56,7 +57,7 @@ def _accepting(fn: Callable[..., Any], renames: tuple[tuple[str, str], ...]) -> 
 
 
 def _parameters(fn: Any) -> tuple[str, ...]:
-    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    code = getattr(inspect.unwrap(fn), "__code__", None)  # through out= and numdiff.overrides' wrappers
     return code.co_varnames[: code.co_argcount + code.co_kwonlyargcount] if code is not None else ()
 
 

@@ -47,12 +47,26 @@ from numdiff.ops import (
 from numdiff.ops._util import scalar_like
 from numdiff.ops.elementwise import METHODS as RULE_METHODS
 from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
+from numdiff.overrides import is_overridable
 from numdiff.tensor import Tensor
 
 
 def _reflected(fn):
     def method(self: Tensor, other: Any) -> Tensor:
         return fn(other, self)
+
+    return method
+
+
+def _deferring(fn):
+    """A binary operator that returns NotImplemented for an operand defining numdiff.overrides'
+    protocol, so that Python calls the operand's reflected method (a numdiff.fx Proxy records it);
+    for the operators whose function does not hand such operands over itself."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        if is_overridable(other):
+            return NotImplemented
+        return fn(self, other)
 
     return method
 
@@ -116,7 +130,8 @@ METHODS = {
     "pow": arithmetic.pow,
     "neg": arithmetic.neg,
     # products
-    "__matmul__": linalg.matmul,
+    "__matmul__": _deferring(linalg.matmul),
+    "__rmatmul__": _deferring(_reflected(linalg.matmul)),
     "matmul": linalg.matmul,
     "mm": linalg.mm,
     "bmm": linalg.bmm,
@@ -173,8 +188,8 @@ METHODS = {
     "floor_divide": arithmetic.floor_divide,
     "__mod__": arithmetic.remainder,
     "__rmod__": _reflected(arithmetic.remainder),
-    "__floordiv__": arithmetic.floor_divide,
-    "__rfloordiv__": _reflected(arithmetic.floor_divide),
+    "__floordiv__": _deferring(arithmetic.floor_divide),
+    "__rfloordiv__": _deferring(_reflected(arithmetic.floor_divide)),
     "clamp_min": selection.clamp_min,
     "clamp_max": selection.clamp_max,
     "nan_to_num": selection.nan_to_num,
