@@ -235,6 +235,20 @@ from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff import xpu as xpu  # noqa: E402
 from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
 from numdiff._lazy import lazy_module as _lazy_module  # noqa: E402
+from numdiff._legacy_globals import (  # noqa: E402 - older programs' global settings
+    default_generator,
+    is_warn_always_enabled,
+    newaxis,
+    set_default_tensor_type,
+    set_warn_always,
+)
+from numdiff._memory_format import (  # noqa: E402 - tensor layouts
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from numdiff._runtime import (  # noqa: E402 - the deterministic-algorithms flag
     are_deterministic_algorithms_enabled,
     use_deterministic_algorithms,
@@ -295,6 +309,8 @@ __all__ += [
 ]
 __all__ += ["argsort", "einsum", "multinomial", "sort", "topk", "tril", "triu"]
 __all__ += ["finfo", "iinfo"]
+__all__ += ["channels_last", "channels_last_3d", "contiguous_format", "memory_format", "preserve_format"]
+__all__ += ["default_generator", "is_warn_always_enabled", "newaxis", "set_default_tensor_type", "set_warn_always"]
 __all__ += [
     "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
     "IntTensor", "LongTensor", "ShortTensor",

@@ -367,7 +367,8 @@ class Module:
         """Move and/or cast parameters and buffers in place: ``m.to(numdiff.float64)``, ``m.to("cuda")``.
 
         A dtype applies to floating point tensors only (integer buffers keep theirs). `non_blocking`
-        and `memory_format` are accepted as in Tensor.to.
+        is accepted as in Tensor.to; `memory_format` (channels_last) lays out the 4-D (5-D for
+        channels_last_3d) parameters and buffers so, as PyTorch's.
         """
         for arg in args:
             if isinstance(arg, Tensor):
@@ -384,8 +385,13 @@ class Module:
                 raise TypeError(f"Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
         target = to_device(device) if device is not None else None
 
+        layout = memory_format if memory_format is not None and getattr(memory_format, "rank", None) else None
+
         def convert(t: Tensor) -> Tensor:
-            return t.to(dtype=dtype if t.is_floating_point() else None, device=target)
+            converted = t.to(dtype=dtype if t.is_floating_point() else None, device=target)
+            if layout is not None and converted.ndim == layout.rank:  # 4-D weights for channels_last
+                converted = converted.contiguous(memory_format=layout)
+            return converted
 
         return self._apply(convert)
 
