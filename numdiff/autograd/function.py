@@ -81,7 +81,7 @@ class Node:
         "_saved",
         "_saved_versions",
         "_freed",
-        "_needs_input_grad",
+        "needs_input_grad",  # per input, whether backward must compute its gradient
         "__dict__",
         "__weakref__",
     )
@@ -117,7 +117,7 @@ class Node:
                 next_nodes.append(None)
         self.next_nodes = next_nodes
         self.input_shapes = shapes
-        self._needs_input_grad = tuple([n is not None for n in next_nodes])
+        self.needs_input_grad = tuple([n is not None for n in next_nodes])
         self._saved = ()
         self._saved_versions = ()
         self._freed = False
@@ -128,11 +128,6 @@ class Node:
     def next_functions(self) -> tuple:
         """Per input, ``(node, 0)``: where its gradient goes next (PyTorch's layout)."""
         return tuple((n, 0) for n in self.next_nodes)
-
-    @property
-    def needs_input_grad(self) -> tuple[bool, ...]:
-        """Per input, whether backward must compute its gradient."""
-        return self._needs_input_grad
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -387,7 +382,7 @@ class Function:
         node.attrs = attrs
         node.next_nodes = next_nodes
         node.input_shapes = shapes
-        node._needs_input_grad = tuple([n is not None for n in next_nodes])
+        node.needs_input_grad = tuple([n is not None for n in next_nodes])
         node._saved = ()
         node._saved_versions = ()
         node._freed = False
