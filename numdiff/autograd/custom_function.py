@@ -110,7 +110,7 @@ def _output_port(node: _function.Node, output_nr: int, output_count: int) -> _fu
     port = _function.Node(node.function, ())
     port.next_nodes = [node]
     port.input_shapes = [None]  # what it hands on is the slots object, which has no shape
-    port._needs_input_grad = (True,)
+    port.needs_input_grad = (True,)
     port.__dict__["output_nr"] = output_nr
     port.__dict__["output_count"] = output_count
     return port

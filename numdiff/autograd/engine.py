@@ -287,6 +287,7 @@ def run_backward(
     ready = [r for r in buffers if r not in dependencies]  # buffers: the roots, each once, in order
     previous_mode = _state.enabled
     check = anomaly._state.enabled
+    plain = needed is None and not target_nodes  # every node runs and none is a target
     pop_buffer = buffers.pop
     get_buffer = buffers.get
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
@@ -322,7 +323,11 @@ def run_backward(
                             if hook(variable) is not None:
                                 _refuse_post_hook_result(hook, variable)
                 continue
-            if grad is not None:
+            if grad is None:
+                run = False
+            elif plain and node._pre_hooks is None and node._retained is None:
+                run = True  # the common case: no hooks, no retain_grad, every node runs
+            else:
                 if node._pre_hooks:
                     grad = _apply_hooks(node._pre_hooks, grad)
                 if node._retained is not None:
@@ -335,8 +340,6 @@ def run_backward(
                     else:
                         _accumulate_into(inputs[target_nodes[node]], grad, create_graph)
                 run = needed is None or node in needed
-            else:
-                run = False
             if run:
                 if _profiling.recorder is None:
                     grads = node.function.backward(node, grad)
@@ -371,7 +374,12 @@ def run_backward(
                         if count == 0:
                             ready.append(next_node)
             if not retain_graph:
-                node.release()
+                # Free what the node saved. Sizes and flags (plain ctx attributes) stay: a second
+                # backward through a node that saved no tensors works, as in PyTorch; one that did
+                # gets SavedTensorFreedError from saved_tensors.
+                node._saved = ()
+                node._saved_versions = ()
+                node._freed = True
     finally:
         _state.enabled = previous_mode
 

@@ -82,10 +82,7 @@ class Node:
         "_saved",
         "_saved_versions",
         "_freed",
-        "_pre_hooks",
-        "_retained",
-        "_needs_input_grad",
-        "creation_site",
+        "needs_input_grad",  # per input, whether backward must compute its gradient
         "__dict__",
         "__weakref__",
     )
@@ -93,48 +90,45 @@ class Node:
     # Set by a user Function's forward through mark_dirty / mark_non_differentiable.
     _dirty = ()
     _non_differentiable = ()
+    # Rarely set, so class defaults (a write lands in the instance's __dict__) instead of slots that
+    # every recorded op would have to fill: tensor hooks of the output, retain_grad's weak reference
+    # to the output, and the forward's stack under detect_anomaly.
+    _pre_hooks = None
+    _retained = None
+    creation_site = None
 
     def __init__(self, function: type[Function], inputs: tuple[Tensor, ...], attrs: dict | None = None) -> None:
         self.function = function
         self.attrs = attrs if attrs is not None else {}
         next_nodes = []
         shapes = []
-        needs = []
         for t in inputs:
-            if not isinstance(t, Tensor):
+            if isinstance(t, Tensor):
+                shapes.append(t._data.shape)
+                next_node = t._grad_fn
+                if next_node is None and t._requires_grad:
+                    # A leaf's AccumulateGrad, usually already made (weakly held by the leaf).
+                    ref = t._grad_accumulator
+                    next_node = ref() if ref is not None else None
+                    if next_node is None:
+                        next_node = leaf_accumulator(t)
+                next_nodes.append(next_node)
+            else:
                 shapes.append(None)
                 next_nodes.append(None)
-                needs.append(False)
-                continue
-            shapes.append(t._data.shape)
-            next_node = t._grad_fn
-            if next_node is None and t._requires_grad:
-                # A leaf's AccumulateGrad, usually already made (weakly held by the leaf).
-                ref = t._grad_accumulator
-                next_node = ref() if ref is not None else None
-                if next_node is None:
-                    next_node = leaf_accumulator(t)
-            next_nodes.append(next_node)
-            needs.append(next_node is not None)
         self.next_nodes = next_nodes
         self.input_shapes = shapes
-        self._needs_input_grad = tuple(needs)
+        self.needs_input_grad = tuple([n is not None for n in next_nodes])
         self._saved = ()
         self._saved_versions = ()
         self._freed = False
-        self._pre_hooks = None
-        self._retained = None
-        self.creation_site = anomaly.creation_site() if anomaly._state.enabled else None
+        if anomaly._state.enabled:
+            self.creation_site = anomaly.creation_site()
 
     @property
     def next_functions(self) -> tuple:
         """Per input, ``(node, 0)``: where its gradient goes next (PyTorch's layout)."""
         return tuple((n, 0) for n in self.next_nodes)
-
-    @property
-    def needs_input_grad(self) -> tuple[bool, ...]:
-        """Per input, whether backward must compute its gradient."""
-        return self._needs_input_grad
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -191,22 +185,26 @@ class Node:
             raise self._freed_error()
         result = []
         for item, version in zip(self._saved, self._saved_versions):
-            if type(item) is graph.PackedSaved:
-                result.append(_unpacked(self, item)._data)
+            if version is None:  # an empty slot, a number or a constant: nothing changes under it
+                if item is None:
+                    result.append(None)
+                elif type(item) is _SavedNumber:
+                    result.append(item.array())
+                elif type(item) is graph.PackedSaved:
+                    result.append(_unpacked(self, item)._data)
+                else:
+                    result.append(item._data)
                 continue
             if type(item) is _SavedOutput:
                 counter = item.version_counter
                 array = item.data
-            elif type(item) is _SavedNumber:
-                result.append(item.array())
-                continue
-            elif item is None:
-                result.append(None)
+            elif type(item) is graph.PackedSaved:
+                result.append(_unpacked(self, item)._data)
                 continue
             else:
                 counter = item._version_counter
                 array = item._data
-            if version is not None and counter[0] != version:
+            if counter[0] != version:
                 raise self._modified_error(array.shape, version, counter[0])
             result.append(array)
         return result
@@ -293,13 +291,6 @@ class Node:
         self._pre_hooks[handle.id] = hook
         return handle
 
-    def release(self) -> None:
-        # Sizes and flags (plain ctx attributes) stay: a second backward through a node that saved
-        # no tensors works, as in PyTorch; one that did gets SavedTensorFreedError from saved_tensors.
-        self._saved = ()
-        self._saved_versions = ()
-        self._freed = True
-
 
 class AccumulateGrad:
     """The terminal node of a leaf that requires grad: backward adds into `leaf.grad`."""
@@ -371,31 +362,79 @@ class Function:
                 return top.apply(cls, inputs, attrs)
         if not cls.array_forward:
             return _apply_tensor_forward(cls, inputs, attrs)
-        # The hot path of every built-in op: one pass over the inputs, no generator expressions,
-        # no late imports. Array forwards never touch grad mode, so it is not switched for them.
+        # The hot path of every built-in op: one pass over the inputs collects their arrays and, for
+        # the node, their shapes and the nodes their gradients flow to (Node.__init__, written out:
+        # no second pass, no class call); no generator expressions, no late imports. Array forwards
+        # never touch grad mode, so it is not switched for them.
+        if not _state.enabled:
+            return _forward_unrecorded(cls, [t._data if isinstance(t, Tensor) else t for t in inputs], inputs, attrs)
         args = []
+        shapes = []
+        next_nodes = []
         record = False
         for t in inputs:
             if isinstance(t, Tensor):
-                args.append(t._data)
-                if t._base is not None and _state.enabled:
+                if t._base is not None:
                     check_view_is_current(t, cls.op_name)  # may give the view its base's new history
-                if t._requires_grad:
+                data = t._data
+                args.append(data)
+                shapes.append(data.shape)
+                next_node = t._grad_fn
+                if next_node is None and t._requires_grad:
+                    # A leaf's AccumulateGrad, usually already made (weakly held by the leaf).
+                    ref = t._grad_accumulator
+                    next_node = ref() if ref is not None else None
+                    if next_node is None:
+                        next_node = leaf_accumulator(t)
+                if next_node is not None:
                     record = True
+                next_nodes.append(next_node)
             else:
                 args.append(t)
+                shapes.append(None)
+                next_nodes.append(None)
+        if not record:
+            return _forward_unrecorded(cls, args, inputs, attrs)
+        node = _new_node(Node)
+        node.function = cls
+        node.attrs = attrs
+        node.next_nodes = next_nodes
+        node.input_shapes = shapes
+        node.needs_input_grad = tuple([n is not None for n in next_nodes])
+        node._saved = ()
+        node._saved_versions = ()
+        node._freed = False
+        if anomaly._state.enabled:
+            node.creation_site = anomaly.creation_site()
         try:
-            if not (record and _state.enabled):
-                out = cls.forward(_Unrecorded(), *args, **attrs)
-                return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
-            node = Node(cls, inputs, attrs)
             out = cls.forward(node, *args, **attrs)
         except Exception as error:
             narrow = _narrow_float_without_kernel(args, error)
             if narrow is not None:
                 return _apply_in_float32(cls, inputs, attrs, narrow)
             raise
-        return _record_output(node, args, inputs, out)
+        out_array = out if is_host(out) else _as_array(out)
+        if out_array.dtype.kind not in "fV":  # V: bfloat16's bit pattern storage
+            return Tensor._wrap(out_array, None, None)  # integer and bool results carry no gradient
+        result = Tensor._wrap(out_array, node, None)
+        if node._saved:
+            _bind_saved(node, args, inputs, out, result)
+        return result
+
+
+_new_node = object.__new__
+
+
+def _forward_unrecorded(cls: type[Function], args: list, inputs: tuple, attrs: dict) -> Tensor:
+    """A built-in op that records nothing (grad mode off, or no input requires grad)."""
+    try:
+        out = cls.forward(_Unrecorded(), *args, **attrs)
+    except Exception as error:
+        narrow = _narrow_float_without_kernel(args, error)
+        if narrow is not None:
+            return _apply_in_float32(cls, inputs, attrs, narrow)
+        raise
+    return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
 
 
 def _narrow_float_without_kernel(args: list, error: Exception) -> Any:
@@ -428,17 +467,6 @@ def _apply_in_float32(cls: type[Function], inputs: tuple, attrs: dict, narrow: n
 def _apply_tensor_forward(cls: type[Function], inputs: tuple, attrs: dict) -> Any:
     """apply for user Functions: forward gets Tensors and runs with grad mode off."""
     return custom_function.apply_custom(cls, inputs, attrs)
-
-
-def _record_output(node: Node, args: Any, inputs: tuple, out: Any) -> Tensor:
-    out_array = out if is_host(out) else _as_array(out)
-    if out_array.dtype.kind not in "fV":  # V: bfloat16's bit pattern storage
-        # Integer and bool results (argmax, comparisons) never carry gradient.
-        return Tensor._wrap(out_array, None, None)
-    result = Tensor._wrap(out_array, node, None)
-    if node._saved:
-        _bind_saved(node, args, inputs, out, result)
-    return result
 
 
 class _Unrecorded:
@@ -474,28 +502,28 @@ def _bind_saved(node: Node, args: list, inputs: tuple, out: Any, result: Tensor)
     """
     saved = []
     versions = []
+    result_data = result._data
     for item in node._saved:
         if item is None:
             saved.append(None)
             versions.append(None)
-            continue
-        if item is out or (isinstance(item, Tensor) and item._data is result._data):
-            saved.append(_SavedOutput(result._data, result._version_counter))
-            versions.append(result._version_counter[0])
-            continue
-        for index, arg in enumerate(args):
-            if item is arg:
-                item = inputs[index]
-                break
-        if isinstance(item, Tensor):
-            saved.append(item)
-            versions.append(item._version_counter[0])
-        elif isinstance(item, (int, float)):
-            saved.append(_SavedNumber(item, result._data))
-            versions.append(None)
+        elif item is out or item is result_data or (isinstance(item, Tensor) and item._data is result_data):
+            saved.append(_SavedOutput(result_data, result._version_counter))
+            versions.append(0)  # the result was made just now
         else:
-            saved.append(Tensor._wrap(item, None, None))
-            versions.append(None)
+            for index, arg in enumerate(args):
+                if item is arg:
+                    item = inputs[index]
+                    break
+            if isinstance(item, Tensor):
+                saved.append(item)
+                versions.append(item._version_counter[0])
+            elif isinstance(item, (int, float)):
+                saved.append(_SavedNumber(item, result_data))
+                versions.append(None)
+            else:
+                saved.append(Tensor._wrap(item, None, None))
+                versions.append(None)
     node._saved = saved
     node._saved_versions = versions
     if graph.pairs_anywhere and graph.active_pair() is not None:

@@ -273,10 +273,21 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     """
     g = values["g"]
     size = g.size
-    plan = _backward_plan(rule.name, needed)
+    plan = _PLANS.get((rule.name, needed))
+    if plan is None:
+        plan = _PLANS[rule.name, needed] = _BackwardPlan(rule, needed)
     if plan.numpy_first or size <= SMALL:
         names = values | dict(zip(rule.attr_names, attrs)) if attrs else values
-        return [_evaluate(code, names, g.shape, g.dtype) for code in plan.expressions]
+        shape, dtype = g.shape, g.dtype
+        if plan.uses_where:
+            return [_evaluate(code, names, shape, dtype) for code in plan.expressions]
+        results = []  # _evaluate, written out for the common case (a backward per small op)
+        for code in plan.expressions:
+            result = eval(code, _NUMPY_SCOPE, names)
+            if type(result) is not np.ndarray or result.dtype is not dtype and result.dtype != dtype:
+                result = np.asarray(result, dtype=dtype)
+            results.append(result if result.shape == shape else np.array(np.broadcast_to(result, shape)))
+        return results
     shape = g.shape
     operands = [values[name] for name in plan.reads]
     for value in operands:
@@ -328,20 +339,20 @@ def _wide(value):
 class _BackwardPlan:
     """What a rule's backward for one set of needed inputs reads and runs, worked out once."""
 
-    __slots__ = ("reads", "expressions", "numpy_first", "flat_kernels")
+    __slots__ = ("reads", "expressions", "uses_where", "numpy_first", "flat_kernels")
 
     def __init__(self, rule: ScalarRule, needed: tuple[int, ...]) -> None:
         expressions = vjp_expressions(rule, needed)
         self.reads = backward_reads(rule, needed)  # the operands the loop reads
         self.expressions = [compile(e, f"<vjp of {rule.name}>", "eval") for e in expressions]
+        self.uses_where = any("where" in code.co_names for code in self.expressions)  # see _evaluate
         # An expression calling a NUMPY_FUNCTIONS function runs as NumPy at every size.
         self.numpy_first = any(_numpy_code(e) is not None for e in expressions)
         self.flat_kernels = [None, None]  # the all-contiguous loop: serial, parallel
 
 
-@functools.cache
-def _backward_plan(name: str, needed: tuple[int, ...]) -> _BackwardPlan:
-    return _BackwardPlan(RULES[name], needed)
+# (rule name, needed inputs) -> its plan, made on first use.
+_PLANS: dict[tuple[str, tuple[int, ...]], _BackwardPlan] = {}
 
 
 # What numdiff.warmup compiles ahead: the rules a typical training step calls.

@@ -130,6 +130,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     # change to x after the product fail backward with SavedTensorModifiedError, unlike PyTorch.
     keeps: dict[tuple[bool, ...], tuple[bool, ...]] = {}
     vjp_names = [names_in(expression) for expression in vjps]
+    arity = rule.arity
 
     def _saved_items(ctx, inputs: tuple, out: Any) -> list:
         needs = ctx.needs_input_grad
@@ -171,11 +172,22 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             return tuple(
                 _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
             )
-        attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
         split = splits.get(needs)
         if split is None:
             split = splits[needs] = _backward_split(vjps, needs)
-        return _kernel_backward(rule, split, grad, saved, ctx.saved_arrays() if saved else (), attrs)
+        passed, needed = split
+        gradients: list[Any] = [None] * arity
+        for i in passed:
+            gradients[i] = grad
+        if needed:
+            g = grad._data
+            arrays = dict(zip(saved, ctx.saved_arrays())) if saved else {}
+            arrays["g"] = g
+            attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
+            results = backend_for(g).rule_backward(rule, needed, arrays, attrs)
+            for i, result in zip(needed, results):
+                gradients[i] = Tensor._wrap(result, None, None)
+        return tuple(gradients)
 
     name = "".join(part.capitalize() for part in rule.name.split("_"))
     cls = type(name, (Function,), {
@@ -198,21 +210,6 @@ def _backward_split(vjps: list[str], needs: tuple[bool, ...]) -> tuple[tuple[int
     passed = tuple(i for i, need in enumerate(needs) if need and vjps[i] == "g")
     computed = tuple(i for i, need in enumerate(needs) if need and vjps[i] != "g")
     return passed, computed
-
-
-def _kernel_backward(rule, split, grad, saved, saved_arrays, attrs) -> tuple:
-    passed, needed = split
-    gradients: list[Any] = [None] * rule.arity
-    for i in passed:
-        gradients[i] = grad
-    if needed:
-        g = grad._data
-        arrays = dict(zip(saved, saved_arrays))
-        arrays["g"] = g
-        results = backend_for(g).rule_backward(rule, needed, arrays, attrs)
-        for i, result in zip(needed, results):
-            gradients[i] = Tensor._wrap(result, None, None)
-    return tuple(gradients)
 
 
 def _float_tensor(op: str, x: Any, dtypes: str) -> Any:

@@ -1,0 +1,69 @@
+"""The eager op path that Function.apply writes out for speed (benchmarks/bench_tape.py): the node
+it records, the unrecorded path, the saved-value checks and the freeing of saved state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.autograd import SavedTensorFreedError
+from numdiff.autograd.function import AccumulateGrad, Node, SavedTensorModifiedError
+from numdiff.ops.elementwise import FUNCTIONS
+
+
+def test_recorded_node_matches_what_node_builds():
+    """apply fills the node in its own pass over the inputs; Node(...) (custom Functions, compile)
+    must describe the same op the same way."""
+    leaf = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    inner = leaf * 3.0
+    constant = numdiff.tensor([[4.0, 5.0]])
+    for inputs in ((inner, constant), (constant, leaf), (inner, 2.0), (leaf, inner)):
+        recorded = FUNCTIONS["mul"].apply(*inputs).grad_fn
+        built = Node(FUNCTIONS["mul"], inputs, {})
+        assert recorded.next_nodes == built.next_nodes
+        assert recorded.input_shapes == built.input_shapes
+        assert recorded.needs_input_grad == built.needs_input_grad
+        assert recorded.attrs == built.attrs == {}
+        assert recorded._pre_hooks is None and recorded._retained is None and recorded.creation_site is None
+    assert isinstance(FUNCTIONS["mul"].apply(constant, leaf).grad_fn.next_nodes[1], AccumulateGrad)
+
+
+def test_an_op_under_no_grad_makes_no_accumulator_for_a_leaf():
+    leaf = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    with numdiff.no_grad():
+        out = leaf.sin()
+    assert out.grad_fn is None and not out.requires_grad
+    assert leaf._grad_accumulator is None
+
+
+def test_an_op_on_tensors_that_need_no_grad_records_nothing():
+    a, b = numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0])
+    out = a * b
+    assert out.grad_fn is None and not out.requires_grad
+    np.testing.assert_array_equal(out.numpy(), [3.0, 8.0])
+
+
+@pytest.mark.parametrize("modify", ["input", "output"])
+def test_a_saved_array_changed_in_place_fails_the_small_backward(modify):
+    x = numdiff.tensor([0.5, 1.0], dtype=numdiff.float64, requires_grad=True)
+    y = x * 1.0
+    out = y.sin() if modify == "input" else y.exp()
+    (y if modify == "input" else out).mul_(2.0)
+    with pytest.raises(SavedTensorModifiedError, match="version 0 and is now at version 1"):
+        out.sum().backward()
+
+
+def test_backward_frees_saved_state_but_keeps_a_node_that_saved_nothing_reusable():
+    x = numdiff.tensor([0.5, 1.0], dtype=numdiff.float64, requires_grad=True)
+    saving = (x * 1.0).exp().sum()
+    saving.backward()
+    node = saving.grad_fn.next_nodes[0]
+    assert node._freed and node._saved == () and node._saved_versions == ()
+    with pytest.raises(SavedTensorFreedError, match="retain_graph=True"):
+        saving.backward()
+    plain = (x + 1.0).sum()  # add saves nothing: a second backward works, as in PyTorch
+    x.grad = None
+    plain.backward()
+    plain.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
