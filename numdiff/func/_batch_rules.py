@@ -154,8 +154,9 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
 
 
 def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), and the (B, D, R) axis
-    taps of conv3d: the vmap batch folds into the leading dim."""
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), the (B, D, R) axis
+    taps of conv3d, and grouped_norm's (B, N, G, K, S) with a shared scale and shift (statistics
+    are per b, so each vmap entry keeps its own): the vmap batch folds into the leading dim."""
     if any(batched[1:]):
         return None
     x = values[0]
@@ -232,7 +233,7 @@ ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
 _attach(
     fold_into_n,
     "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
-    "axis_taps_backward",
+    "axis_taps_backward", "grouped_norm",
 )  # fmt: skip
 _attach(diagonal_rule, "diagonal")
 _attach(reshape_rule, "reshape")

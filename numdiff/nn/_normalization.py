@@ -1,11 +1,13 @@
 """Functional forms of the normalisation layers: batch_norm, instance_norm, group_norm, layer_norm.
 
-All are compositions of differentiable ops; running statistics are in-place updates made under
-no_grad, as in PyTorch.
+batch_norm in training, instance_norm with the input's statistics and group_norm run the fused
+``grouped_norm`` op (numdiff.ops.norm: one kernel per direction); the rest are compositions of
+differentiable ops. Running statistics are in-place updates made under no_grad, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,6 +15,7 @@ import numpy as np
 from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.nn._functional_layers import _check_tensor
+from numdiff.ops.norm import grouped_norm
 from numdiff.tensor import Tensor
 
 
@@ -65,15 +68,15 @@ def batch_norm(
             raise ValueError(
                 f"batch_norm: expected more than 1 value per channel when training, got input of shape {tuple(input.shape)}"
             )
-        mean = input.mean(dims)
-        var = input.var(dims, correction=0)
         if running_mean is not None or running_var is not None:
             with no_grad():
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+                    running_mean.mul_(1 - momentum).add_(input.mean(dims).to(running_mean.dtype) * momentum)
                 if running_var is not None:
-                    unbiased = var.detach().to(running_var.dtype) * (count / (count - 1))
+                    unbiased = input.var(dims).to(running_var.dtype)
                     running_var.mul_(1 - momentum).add_(unbiased * momentum)
+        view = (1, input.shape[0], channels, 1, count // input.shape[0])
+        return grouped_norm(input, view, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
@@ -98,11 +101,9 @@ def group_norm(
             f"input of shape {tuple(input.shape)}"
         )
     _check_channel_vectors("group_norm", input, weight=weight, bias=bias)
-    grouped = input.reshape(n, num_groups, -1)
-    mean = grouped.mean(2, keepdim=True)
-    var = grouped.var(2, correction=0, keepdim=True)
-    out = ((grouped - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
-    return _scale_and_shift(out, weight, bias, _channel_shape(input))
+    per_group = channels // num_groups
+    view = (n, 1, num_groups, per_group, math.prod(input.shape[2:]))
+    return grouped_norm(input, view, weight, bias, eps)
 
 
 def instance_norm(
@@ -134,15 +135,14 @@ def instance_norm(
             raise ValueError(
                 f"instance_norm: expected more than 1 spatial element when training, got input of shape {tuple(input.shape)}"
             )
-        mean = input.mean(dims, keepdim=True)
-        var = input.var(dims, correction=0, keepdim=True)
         with no_grad():
             if running_mean is not None:
-                batch_mean = mean.detach().reshape(input.shape[0], channels).mean(0)
+                batch_mean = input.mean(dims).mean(0)
                 running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
             if running_var is not None:
-                unbiased = var.detach().reshape(input.shape[0], channels).mean(0) * (count / (count - 1))
+                unbiased = input.var(dims).mean(0)
                 running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        return grouped_norm(input, (input.shape[0], 1, channels, 1, count), weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")
