@@ -1,5 +1,5 @@
 """Group normalisation forward and backward, one fused pass per direction (CPU, Numba): the kernels
-under BatchNorm, InstanceNorm and GroupNorm (numdiff.ops.norm).
+under BatchNorm, InstanceNorm, GroupNorm and LayerNorm (numdiff.ops.norm).
 
 Every one of those layers is the same computation on a 5-D view x (B, N, G, K, S): statistics per
 (b, g) over (n, k, s), ``M = N * K * S`` values each, and a scale and shift per (g, k):
@@ -9,7 +9,8 @@ Every one of those layers is the same computation on a 5-D view x (B, N, G, K, S
     out          = xhat * w[g, k] + bias[g, k]
 
 BatchNorm (N, C, *spatial) is B = 1, G = C, K = 1; InstanceNorm is B = N, N = 1, G = C, K = 1;
-GroupNorm is B = N, N = 1, G = groups, K = C / groups. Backward, with ``dxhat = grad * w``:
+GroupNorm is B = N, N = 1, G = groups, K = C / groups; LayerNorm over a trailing width D is
+B = rows, N = 1, G = 1, K = D, S = 1. Backward, with ``dxhat = grad * w``:
 
     dx        = r * (dxhat - sum(dxhat) / M - xhat * sum(dxhat * xhat) / M)   (sums per (b, g))
     dw[g, k]  = sum over (b, n, s) of grad * xhat,   dbias[g, k] = sum over (b, n, s) of grad
@@ -42,25 +43,32 @@ _OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fast
 @njit(**_OPTIONS)
 def _forward(x, weight, bias, eps, out, mean, rstd):
     batches, n_count, groups, k_count, s_count = x.shape
-    size = n_count * k_count * s_count
+    width = k_count * s_count
+    size = n_count * width
+    # Within one (b, n, g) the (k, s) values are contiguous: the sums run over that flat width.
+    xf = x.reshape((batches, n_count, groups, width))
+    of = out.reshape((batches, n_count, groups, width))
     for job in prange(batches * groups):
         b = job // groups
         g = job - b * groups
         total = 0.0
         for n in range(n_count):
-            for k in range(k_count):
-                for s in range(s_count):
-                    total += x[b, n, g, k, s]
+            for j in range(width):
+                total += xf[b, n, g, j]
         mu = total / size
         squares = 0.0
         for n in range(n_count):
-            for k in range(k_count):
-                for s in range(s_count):
-                    d = x[b, n, g, k, s] - mu
-                    squares += d * d
+            for j in range(width):
+                d = xf[b, n, g, j] - mu
+                squares += d * d
         r = 1.0 / math.sqrt(squares / size + eps)
         mean[b, g] = mu
         rstd[b, g] = r
+        if s_count == 1:  # LayerNorm's and BatchNorm1d's rows: the scale changes every element
+            for n in range(n_count):
+                for k in range(k_count):
+                    of[b, n, g, k] = (xf[b, n, g, k] - mu) * r * weight[g, k] + bias[g, k]
+            continue
         for k in range(k_count):
             scale = weight[g, k] * r
             shift = bias[g, k] - mu * scale
@@ -80,26 +88,39 @@ def _backward(grad, x, weight, mean, rstd, dx, dw_parts, db_parts):
         r = rstd[b, g]
         sum_dxhat = 0.0
         sum_dxhat_xhat = 0.0
-        for k in range(k_count):
-            sum_dy = 0.0
-            sum_dy_xhat = 0.0
+        if s_count == 1:  # rows of scale-per-element: k innermost, contiguous
+            for k in range(k_count):
+                db_parts[b, g, k] = 0.0
+                dw_parts[b, g, k] = 0.0
             for n in range(n_count):
-                for s in range(s_count):
-                    dy = grad[b, n, g, k, s]
-                    sum_dy += dy
-                    sum_dy_xhat += dy * (x[b, n, g, k, s] - mu)
-            sum_dy_xhat *= r
-            db_parts[b, g, k] = sum_dy
-            dw_parts[b, g, k] = sum_dy_xhat
-            sum_dxhat += weight[g, k] * sum_dy
-            sum_dxhat_xhat += weight[g, k] * sum_dy_xhat
+                for k in range(k_count):
+                    dy = grad[b, n, g, k, 0]
+                    dy_xhat = dy * (x[b, n, g, k, 0] - mu) * r
+                    db_parts[b, g, k] += dy
+                    dw_parts[b, g, k] += dy_xhat
+                    sum_dxhat += weight[g, k] * dy
+                    sum_dxhat_xhat += weight[g, k] * dy_xhat
+        else:
+            for k in range(k_count):
+                sum_dy = 0.0
+                sum_dy_xhat = 0.0
+                for n in range(n_count):
+                    for s in range(s_count):
+                        dy = grad[b, n, g, k, s]
+                        sum_dy += dy
+                        sum_dy_xhat += dy * (x[b, n, g, k, s] - mu)
+                sum_dy_xhat *= r
+                db_parts[b, g, k] = sum_dy
+                dw_parts[b, g, k] = sum_dy_xhat
+                sum_dxhat += weight[g, k] * sum_dy
+                sum_dxhat_xhat += weight[g, k] * sum_dy_xhat
         mean_dxhat = sum_dxhat / size
         mean_dxhat_xhat = sum_dxhat_xhat / size
+        # dx = r * (w dy - mean_dxhat - (x - mu) r mean_dxhat_xhat) = w r dy + c1 x + c0
+        c1 = -r * r * mean_dxhat_xhat
+        c0 = -r * mean_dxhat - c1 * mu
         for k in range(k_count):
             w_r = weight[g, k] * r
-            # dx = r * (w dy - mean_dxhat - (x - mu) r mean_dxhat_xhat) = w_r dy + c1 x + c0
-            c1 = -r * r * mean_dxhat_xhat
-            c0 = -r * mean_dxhat - c1 * mu
             for n in range(n_count):
                 for s in range(s_count):
                     dx[b, n, g, k, s] = w_r * grad[b, n, g, k, s] + c1 * x[b, n, g, k, s] + c0

@@ -1,6 +1,6 @@
 """Functional forms of the normalisation layers: batch_norm, instance_norm, group_norm, layer_norm.
 
-batch_norm in training, instance_norm with the input's statistics and group_norm run the fused
+batch_norm in training, instance_norm with the input's statistics, group_norm and layer_norm run the fused
 ``grouped_norm`` op (numdiff.ops.norm: one kernel per direction); the rest are compositions of
 differentiable ops. Running statistics are in-place updates made under no_grad, as in PyTorch.
 """
@@ -159,14 +159,9 @@ def layer_norm(
 ) -> Tensor:
     """Normalise over the trailing `normalized_shape` dims (biased variance), then scale and shift."""
     dims = _trailing_dims("layer_norm", input, normalized_shape, weight=weight, bias=bias)
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
-    out = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    width = math.prod(input.shape[dims[0] :])
+    rows = math.prod(input.shape[: dims[0]])
+    return grouped_norm(input, (rows, 1, 1, width, 1), weight, bias, eps)
 
 
 def rms_norm(

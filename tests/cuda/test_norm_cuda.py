@@ -1,5 +1,5 @@
 """The fused group normalisation on device="cuda" (numdiff.cuda.kernels.norm): BatchNorm2d in
-training, InstanceNorm1d and GroupNorm give the CPU's output, input gradient, parameter gradients
+training, InstanceNorm1d, GroupNorm and LayerNorm give the CPU's output, input gradient, parameter gradients
 and running statistics (float64, 1e-10); the launchers refuse bad arrays before launching. Tiny
 shapes for the simulator."""
 
@@ -22,6 +22,7 @@ LAYERS = [
     ("InstanceNorm1d-affine", lambda: nn.InstanceNorm1d(2, affine=True), (2, 2, 5)),
     ("GroupNorm", lambda: nn.GroupNorm(2, 4), (2, 4, 3)),
     ("BatchNorm1d-no-affine", lambda: nn.BatchNorm1d(3, affine=False), (5, 3)),
+    ("LayerNorm", lambda: nn.LayerNorm(4), (2, 3, 4)),
 ]
 
 

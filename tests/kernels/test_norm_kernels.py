@@ -1,5 +1,5 @@
 """The fused group normalisation (numdiff.kernels.norm, numdiff.ops.norm) under BatchNorm1d/2d/3d
-in training, InstanceNorm and GroupNorm: outputs, gradients and running statistics against
+in training, InstanceNorm, GroupNorm and LayerNorm: outputs, gradients and running statistics against
 PyTorch in float32 and float64; float64 gradient checks through the layers; refusals of bad
 arrays before a kernel runs; vmap and numdiff.compile over the fused op."""
 
@@ -25,6 +25,8 @@ LAYERS = [
     ("InstanceNorm2d-affine-running", "InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True}, (2, 3, 4, 5)),
     ("GroupNorm", "GroupNorm", (2, 6), {}, (3, 6, 4)),
     ("GroupNorm-one-group-4d", "GroupNorm", (1, 4), {"affine": False}, (2, 4, 3, 3)),
+    ("LayerNorm-two-dims", "LayerNorm", ((3, 4),), {}, (2, 5, 3, 4)),
+    ("LayerNorm-no-bias", "LayerNorm", (6,), {"bias": False}, (4, 6)),
 ]
 
 
@@ -61,8 +63,9 @@ def test_fused_norm_layers_match_torch(name, layer, ctor, kwargs, shape, dtype):
         (lambda x, w, b: nn.functional.batch_norm(x, None, None, w, b, training=True), (4, 3, 5), 3),
         (lambda x, w, b: nn.functional.group_norm(x, 2, w, b), (2, 4, 3), 4),
         (lambda x, w, b: nn.functional.instance_norm(x, weight=w, bias=b), (2, 3, 4), 3),
+        (lambda x, w, b: nn.functional.layer_norm(x, (3,), w, b), (2, 4, 3), 3),
     ],
-    ids=["batch_norm", "group_norm", "instance_norm"],
+    ids=["batch_norm", "group_norm", "instance_norm", "layer_norm"],
 )
 def test_fused_norm_gradients_and_second_derivatives(fn, shape, params):
     rng = np.random.default_rng(3)

@@ -50,6 +50,10 @@ CASES = [
     OpCase("grouped_norm", "instance-norm-view", args(normal(3, 1, 2, 1, 6)), _norm, grouped_norm_reference, **CLOSE),
     OpCase("grouped_norm", "group-norm-view-weight-only", args(normal(2, 1, 2, 3, 4), normal(2, 3)),
            _norm, grouped_norm_reference, **CLOSE),
+    OpCase("grouped_norm", "layer-norm-view", args(normal(3, 1, 1, 4, 1), normal(1, 4), normal(1, 4)),
+           _norm, grouped_norm_reference, **CLOSE),
+    OpCase("grouped_norm_backward", "layer-norm-view", args(normal(3, 1, 1, 4, 1), normal(3, 1, 1, 4, 1), normal(1, 4)),
+           _backward, _backward_reference, second_order=False, **CLOSE),
     OpCase("grouped_norm_backward", "group-norm-view", args(normal(2, 2, 2, 2, 3), normal(2, 2, 2, 2, 3), normal(2, 2)),
            _backward, _backward_reference, second_order=False, **CLOSE),
 ]  # fmt: skip
