@@ -35,33 +35,52 @@ from numba import prange
 from numdiff.kernels._checks import check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["group_norm_backward", "group_norm_forward"]
+__all__ = ["group_norm_backward", "group_norm_forward", "group_norm_moments"]
 
 _OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract", "reassoc"})
+
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+def _group_moments(xf, b, g):
+    """(mean, biased variance) of group (b, g) of xf (B, N, G, K*S): two passes, float64 sums.
+    Within one (b, n, g) the (k, s) values are contiguous, so the sums run over that flat width."""
+    n_count, width = xf.shape[1], xf.shape[3]
+    size = n_count * width
+    total = 0.0
+    for n in range(n_count):
+        for j in range(width):
+            total += xf[b, n, g, j]
+    mu = total / size
+    squares = 0.0
+    for n in range(n_count):
+        for j in range(width):
+            d = xf[b, n, g, j] - mu
+            squares += d * d
+    return mu, squares / size
+
+
+@njit(**_OPTIONS)
+def _moments(x, moments):
+    batches, n_count, groups, k_count, s_count = x.shape
+    xf = x.reshape((batches, n_count, groups, k_count * s_count))
+    for job in prange(batches * groups):
+        b = job // groups
+        g = job - b * groups
+        mu, var = _group_moments(xf, b, g)
+        moments[0, b, g] = mu
+        moments[1, b, g] = var
 
 
 @njit(**_OPTIONS)
 def _forward(x, weight, bias, eps, out, mean, rstd):
     batches, n_count, groups, k_count, s_count = x.shape
-    width = k_count * s_count
-    size = n_count * width
-    # Within one (b, n, g) the (k, s) values are contiguous: the sums run over that flat width.
-    xf = x.reshape((batches, n_count, groups, width))
-    of = out.reshape((batches, n_count, groups, width))
+    xf = x.reshape((batches, n_count, groups, k_count * s_count))
+    of = out.reshape((batches, n_count, groups, k_count * s_count))
     for job in prange(batches * groups):
         b = job // groups
         g = job - b * groups
-        total = 0.0
-        for n in range(n_count):
-            for j in range(width):
-                total += xf[b, n, g, j]
-        mu = total / size
-        squares = 0.0
-        for n in range(n_count):
-            for j in range(width):
-                d = xf[b, n, g, j] - mu
-                squares += d * d
-        r = 1.0 / math.sqrt(squares / size + eps)
+        mu, var = _group_moments(xf, b, g)
+        r = 1.0 / math.sqrt(var + eps)
         mean[b, g] = mu
         rstd[b, g] = r
         if s_count == 1:  # LayerNorm's and BatchNorm1d's rows: the scale changes every element
@@ -151,6 +170,20 @@ def group_norm_forward(
     _check("group_norm_forward", x, weight=weight, bias=bias, out=out, mean=mean, rstd=rstd)
     _forward(x, weight, bias, float(eps), out, mean, rstd)
     return out
+
+
+def group_norm_moments(x: np.ndarray, moments: np.ndarray) -> np.ndarray:
+    """moments (2, B, G) <- each group's mean and biased variance (the statistics BatchNorm's and
+    InstanceNorm's running estimates follow), by the forward's two passes.
+
+    >>> group_norm_moments(np.arange(4.0).reshape(1, 2, 1, 1, 2), np.empty((2, 1, 1))).ravel().tolist()
+    [1.5, 1.25]
+    """
+    _check("group_norm_moments", x)
+    check_float_arrays("group_norm_moments", x=x, moments=moments)
+    check_shape("group_norm_moments", "moments", moments, (2, x.shape[0], x.shape[2]))
+    _moments(x, moments)
+    return moments
 
 
 def group_norm_backward(

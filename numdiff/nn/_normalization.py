@@ -15,7 +15,7 @@ import numpy as np
 from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.nn._functional_layers import _check_tensor
-from numdiff.ops.norm import grouped_norm
+from numdiff.ops.norm import grouped_moments, grouped_norm
 from numdiff.tensor import Tensor
 
 
@@ -61,21 +61,21 @@ def batch_norm(
     channels = input.shape[1]
     _check_channel_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)
-    dims = (0,) + tuple(range(2, input.ndim))
     if training:
         count = input.numel() // channels if channels else 0
         if count <= 1:
             raise ValueError(
                 f"batch_norm: expected more than 1 value per channel when training, got input of shape {tuple(input.shape)}"
             )
+        view = (1, input.shape[0], channels, 1, count // input.shape[0])
         if running_mean is not None or running_var is not None:
             with no_grad():
+                mean, var = grouped_moments(input, view)[:, 0]
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(input.mean(dims).to(running_mean.dtype) * momentum)
+                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
                 if running_var is not None:
-                    unbiased = input.var(dims).to(running_var.dtype)
+                    unbiased = var.to(running_var.dtype) * (count / (count - 1))
                     running_var.mul_(1 - momentum).add_(unbiased * momentum)
-        view = (1, input.shape[0], channels, 1, count // input.shape[0])
         return grouped_norm(input, view, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
@@ -128,21 +128,22 @@ def instance_norm(
     channels = input.shape[1]
     _check_channel_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)
-    dims = tuple(range(2, input.ndim))
     if use_input_stats:
         count = int(np.prod(input.shape[2:]))
         if count <= 1:
             raise ValueError(
                 f"instance_norm: expected more than 1 spatial element when training, got input of shape {tuple(input.shape)}"
             )
-        with no_grad():
-            if running_mean is not None:
-                batch_mean = input.mean(dims).mean(0)
-                running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
-            if running_var is not None:
-                unbiased = input.var(dims).mean(0)
-                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
-        return grouped_norm(input, (input.shape[0], 1, channels, 1, count), weight, bias, eps)
+        view = (input.shape[0], 1, channels, 1, count)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                mean, var = grouped_moments(input, view).mean(1)
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = var * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        return grouped_norm(input, view, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")

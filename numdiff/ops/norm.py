@@ -5,7 +5,8 @@ input: statistics per (b, g) over (n, k, s), a scale and shift per (g, k) (numdi
 has the formulas and which layer is which view). The forward saves each group's mean and
 1 / sqrt(var + eps); the backward op returns dx, dweight and dbias flat, side by side, sliced
 apart here. The backward op is differentiated by recomputing the normalisation from numdiff ops
-(``composed_grouped_norm``), so second derivatives are exact.
+(``composed_grouped_norm``), so second derivatives are exact. ``grouped_moments`` gives the same
+view's per-group mean and biased variance in one kernel, for the running statistics.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import numpy as np
 
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
-from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
+from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
 from numdiff.backend import backend_for
 from numdiff.creation import zeros
 from numdiff.ops.registry import register
-from numdiff.ops.shape import cat
+from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
-__all__ = ["composed_grouped_norm", "grouped_norm"]
+__all__ = ["composed_grouped_norm", "grouped_moments", "grouped_norm"]
 
 _STAT_DIMS = (1, 3, 4)
 
@@ -113,6 +114,44 @@ class GroupedNormBackward(Function):
         d_grad, d_x, d_weight = (tuple(found) + (None,))[:3]
         needs = ctx.needs_input_grad
         return tuple(g if need else None for g, need in zip((d_grad, d_x, d_weight, None, None), needs))
+
+
+@register("grouped_moments", compile="kernel", launchers=("group_norm_moments",))
+class GroupedMoments(Function):
+    """x (B, N, G, K, S) -> (2, B, G): each group's mean and biased variance over (n, k, s)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x = _c(x)
+        moments = np.empty((2, x.shape[0], x.shape[2]), dtype=x.dtype, like=x)
+        backend_for(x).group_norm_moments(x, moments)
+        ctx.save_for_backward(x, moments)
+        return moments
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, moments = ctx.saved_tensors
+        size = x.shape[1] * x.shape[3] * x.shape[4]
+        if backward_is_differentiated():  # create_graph: the mean must stay a function of x
+            mean = x.mean(_STAT_DIMS, keepdim=True)
+        else:
+            mean = moments[0].reshape(x.shape[0], 1, x.shape[2], 1, 1)
+        d_mean = grad[0].reshape(x.shape[0], 1, x.shape[2], 1, 1)
+        d_var = grad[1].reshape(x.shape[0], 1, x.shape[2], 1, 1)
+        return ((d_mean + (x - mean) * (d_var * 2.0)) / size,)
+
+
+def grouped_moments(input: Tensor, view: tuple[int, int, int, int, int]) -> Tensor:
+    """(2, B, G): the mean and biased variance of each group (b, g) of `input` seen as `view`
+    (B, N, G, K, S), over (n, k, s); composed from numdiff ops for dtypes the kernels lack.
+
+    >>> tuple(grouped_moments(numdiff.randn(4, 3, 5), (1, 4, 3, 1, 5)).shape)
+    (2, 1, 3)
+    """
+    x = input.reshape(view)
+    if _fusable(input):
+        return GroupedMoments.apply(x)
+    return stack([x.mean(_STAT_DIMS), x.var(_STAT_DIMS, correction=0)])
 
 
 def _fusable(input: Tensor, *params: Tensor | None) -> bool:

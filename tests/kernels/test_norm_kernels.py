@@ -15,6 +15,7 @@ import numdiff
 import numdiff.nn as nn
 from numdiff.autograd import gradcheck, gradgradcheck
 from numdiff.kernels import norm as kernels
+from numdiff.ops import norm as fused
 
 LAYERS = [
     ("BatchNorm1d-2d-input", "BatchNorm1d", (4,), {}, (6, 4)),
@@ -111,6 +112,20 @@ def test_vmap_of_group_norm_folds_into_the_batch_and_matches_a_loop():
     batched = numdiff.func.vmap(lambda x: nn.functional.group_norm(x, 2, w))(xs)
     looped = numdiff.stack([nn.functional.group_norm(x, 2, w) for x in xs])
     np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_vmap_of_batch_norm_running_moments_keeps_each_entry_apart():
+    rng = np.random.default_rng(6)
+    xs = numdiff.tensor(rng.standard_normal((3, 4, 2, 5)))
+    batched = numdiff.func.vmap(lambda x: fused.grouped_moments(x, (1, 4, 2, 1, 5)))(xs)
+    looped = numdiff.stack([fused.grouped_moments(x, (1, 4, 2, 1, 5)) for x in xs])
+    assert tuple(batched.shape) == (3, 2, 1, 2)
+    np.testing.assert_allclose(batched.numpy(), looped.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_moments_kernel_refuses_a_wrong_output_shape():
+    with pytest.raises(ValueError, match=r"group_norm_moments: moments must have shape \(2, 1, 3\), got \(2, 3\)"):
+        kernels.group_norm_moments(np.zeros((1, 2, 3, 1, 4)), np.zeros((2, 3)))
 
 
 def test_compiled_batch_norm_step_keeps_running_stats_and_gradients_without_fallback():

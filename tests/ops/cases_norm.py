@@ -1,4 +1,4 @@
-"""Cases for numdiff/ops/norm.py: the fused group normalisation (BatchNorm's, InstanceNorm's and
+"""Cases for numdiff/ops/norm.py: the per-group moments, the fused group normalisation (BatchNorm's, InstanceNorm's and
 GroupNorm's views, with and without a scale and shift) against a NumPy normalisation, and its
 backward op (reached only from a backward, so called here as the registered op) against the
 gradients of the normalisation composed from numdiff ops."""
@@ -52,6 +52,10 @@ CASES = [
            _norm, grouped_norm_reference, **CLOSE),
     OpCase("grouped_norm", "layer-norm-view", args(normal(3, 1, 1, 4, 1), normal(1, 4), normal(1, 4)),
            _norm, grouped_norm_reference, **CLOSE),
+    OpCase("grouped_moments", "batch-norm-view", args(normal(1, 4, 3, 1, 5)), fused.GroupedMoments.apply,
+           lambda x: np.stack([x.mean((1, 3, 4)), x.var((1, 3, 4))]), **CLOSE),
+    OpCase("grouped_moments", "group-norm-view", args(normal(2, 1, 2, 3, 4)), fused.GroupedMoments.apply,
+           lambda x: np.stack([x.mean((1, 3, 4)), x.var((1, 3, 4))]), **CLOSE),
     OpCase("grouped_norm_backward", "layer-norm-view", args(normal(3, 1, 1, 4, 1), normal(3, 1, 1, 4, 1), normal(1, 4)),
            _backward, _backward_reference, second_order=False, **CLOSE),
     OpCase("grouped_norm_backward", "group-norm-view", args(normal(2, 2, 2, 2, 3), normal(2, 2, 2, 2, 3), normal(2, 2)),

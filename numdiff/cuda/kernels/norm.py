@@ -19,7 +19,7 @@ from numba import cuda
 from numdiff.cuda.array import CudaArray
 from numdiff.cuda.kernels._checks import check_float_arrays, check_shape, flat
 
-__all__ = ["group_norm_backward", "group_norm_forward"]
+__all__ = ["group_norm_backward", "group_norm_forward", "group_norm_moments"]
 
 THREADS = 128
 
@@ -30,11 +30,9 @@ def _at(b, n, g, k, s, n_count, groups, k_count, s_count):
     return (((b * n_count + n) * groups + g) * k_count + k) * s_count + s
 
 
-@cuda.jit
-def _group_stats(x, eps, mean, rstd, batches, n_count, groups, k_count, s_count):
-    job = cuda.grid(1)
-    if job >= batches * groups:
-        return
+@cuda.jit(device=True)
+def _moments_of(x, job, n_count, groups, k_count, s_count):
+    """(mean, biased variance) of group job = b * G + g: two passes, float64 sums."""
     b = job // groups
     g = job - b * groups
     size = n_count * k_count * s_count
@@ -50,8 +48,28 @@ def _group_stats(x, eps, mean, rstd, batches, n_count, groups, k_count, s_count)
             for s in range(s_count):
                 d = x[_at(b, n, g, k, s, n_count, groups, k_count, s_count)] - mu
                 squares += d * d
+    return mu, squares / size
+
+
+@cuda.jit
+def _group_stats(x, eps, mean, rstd, batches, n_count, groups, k_count, s_count):
+    job = cuda.grid(1)
+    if job >= batches * groups:
+        return
+    mu, var = _moments_of(x, job, n_count, groups, k_count, s_count)
     mean[job] = mu
-    rstd[job] = 1.0 / math.sqrt(squares / size + eps)
+    rstd[job] = 1.0 / math.sqrt(var + eps)
+
+
+@cuda.jit
+def _group_moments(x, moments, batches, n_count, groups, k_count, s_count):
+    jobs = batches * groups
+    job = cuda.grid(1)
+    if job >= jobs:
+        return
+    mu, var = _moments_of(x, job, n_count, groups, k_count, s_count)
+    moments[job] = mu
+    moments[jobs + job] = var
 
 
 @cuda.jit
@@ -143,7 +161,7 @@ def _check(op: str, x: CudaArray, **arrays: CudaArray) -> None:
     batches, _, groups, k_count, _ = x.shape
     expected = {"weight": (groups, k_count), "bias": (groups, k_count), "mean": (batches, groups),
                 "rstd": (batches, groups), "out": x.shape, "grad": x.shape, "dx": x.shape,
-                "dweight": (groups, k_count), "dbias": (groups, k_count)}  # fmt: skip
+                "dweight": (groups, k_count), "dbias": (groups, k_count), "moments": (2, batches, groups)}  # fmt: skip
     for name, arr in arrays.items():
         check_shape(op, name, arr, expected[name])
 
@@ -161,6 +179,16 @@ def group_norm_forward(
     _launch(_normalize, x.size, x.device, flat(x), flat(weight), flat(bias), flat(mean), flat(rstd), flat(out),
             n_count, groups, k_count, s_count)  # fmt: skip
     return out
+
+
+def group_norm_moments(x: CudaArray, moments: CudaArray) -> CudaArray:
+    """numdiff.kernels.norm.group_norm_moments on CUDA."""
+    _check("group_norm_moments", x, moments=moments)
+    batches, n_count, groups, k_count, s_count = x.shape
+    if x.size:
+        _launch(_group_moments, batches * groups, x.device, flat(x), flat(moments), batches, n_count, groups, k_count,
+                s_count)  # fmt: skip
+    return moments
 
 
 def group_norm_backward(
