@@ -154,15 +154,23 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
 
 
 def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
-    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), the (B, D, R) axis
-    taps of conv3d, and grouped_norm's (B, N, G, K, S) with a shared scale and shift (statistics
-    are per b, so each vmap entry keeps its own): the vmap batch folds into the leading dim."""
+    """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), and the (B, D, R) axis
+    taps of conv3d: the vmap batch folds into the leading dim."""
     if any(batched[1:]):
         return None
     x = values[0]
     n = x.shape[1]
     out = cls.apply(x.reshape(size * n, *x.shape[2:]), *values[1:], **attrs)
     return out.reshape(size, n, *out.shape[1:])
+
+
+def grouped_norm_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """grouped_norm with a shared scale and shift: the vmap batch joins the view's B (statistics are
+    per b, so each vmap entry keeps its own); the op returns its input's shape."""
+    if any(batched[1:]):
+        return None
+    view = attrs["view"]
+    return cls.apply(*values, **{**attrs, "view": (size * view[0],) + tuple(view[1:])})
 
 
 def grouped_moments_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
@@ -242,7 +250,7 @@ ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
 _attach(
     fold_into_n,
     "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
-    "axis_taps_backward", "grouped_norm",
+    "axis_taps_backward",
 )  # fmt: skip
 _attach(diagonal_rule, "diagonal")
 _attach(reshape_rule, "reshape")
@@ -255,6 +263,7 @@ _attach(matmul_rule, "matmul")
 _attach(linear_rule, "linear")
 _attach(conv2d_rule, "conv2d")
 _attach(grouped_moments_rule, "grouped_moments")
+_attach(grouped_norm_rule, "grouped_norm")
 _attach(sparse_matmul_rule, "coo_mm", "csr_mm")
 _attach(sparse_sampled_dot_rule, "coo_sampled_dot", "csr_sampled_dot")
 _attach(

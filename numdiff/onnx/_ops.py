@@ -382,16 +382,21 @@ def _is_none(item: Any) -> bool:
 
 
 def _grouped_norm(b: Builder, call: Any, out: Any) -> str:
-    """numdiff.ops.norm's grouped_norm: the normalisation of (B, N, G, K, S) per (b, g), scaled
-    and shifted per (g, k), written with ReduceMean, Sqrt and broadcasting."""
+    """numdiff.ops.norm's grouped_norm: the input reshaped to its (B, N, G, K, S) view, normalised per
+    (b, g) with ReduceMean and Sqrt, scaled and shifted per (g, k), and reshaped back to its own
+    shape. A view size that follows a dynamic axis (it differs in the other trace) is written -1."""
+    view = call.attrs["view"]
+    if b.alt_graph is not None:
+        other = b.alt_graph.calls[b.position].attrs["view"]
+        view = [-1 if mine != theirs else mine for mine, theirs in zip(view, other)]
     x = b.operand(call.inputs[0], out.dtype)
-    _, centred, var = _group_moments(b, x, out.dtype, True)
+    _, centred, var = _group_moments(b, b.node("Reshape", [x, b.ints(view)]), out.dtype, True)
     y = b.node("Div", [centred, b.node("Sqrt", [b.node("Add", [var, b.constant(call.attrs["eps"], out.dtype)])])])
-    per_channel = b.ints([1, 1, out.shape[2], out.shape[3], 1])
+    per_channel = b.ints([1, 1, view[2], view[3], 1])
     for item, op in zip(call.inputs[1:], ("Mul", "Add")):
         if not _is_none(item):
             y = b.node(op, [y, b.node("Reshape", [b.operand(item, out.dtype), per_channel])])
-    return y
+    return b.node("Reshape", [y, b.node("Shape", [x])])
 
 
 def _grouped_moments(b: Builder, call: Any, out: Any) -> str:

@@ -1,8 +1,9 @@
 """Fused group normalisation: ``grouped_norm`` and its backward, ``grouped_norm_backward``.
 
-BatchNorm (training), InstanceNorm and GroupNorm normalise a 5-D view x (B, N, G, K, S) of their
-input: statistics per (b, g) over (n, k, s), a scale and shift per (g, k) (numdiff.kernels.norm
-has the formulas and which layer is which view). The forward saves each group's mean and
+BatchNorm (training), InstanceNorm, GroupNorm and LayerNorm normalise a 5-D view (B, N, G, K, S) of
+their input (the attr ``view``; the ops take and return the input's own shape): statistics per
+(b, g) over (n, k, s), a scale and shift per (g, k) (numdiff.kernels.norm has the formulas and
+which layer is which view). The forward saves each group's mean and
 1 / sqrt(var + eps); the backward op returns dx, dweight and dbias flat, side by side, sliced
 apart here. The backward op is differentiated by recomputing the normalisation from numdiff ops
 (``composed_grouped_norm``), so second derivatives are exact. ``grouped_moments`` gives the same
@@ -19,7 +20,7 @@ from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
 from numdiff.backend import backend_for
-from numdiff.creation import zeros
+from numdiff.creation import ones, zeros
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
@@ -33,64 +34,72 @@ def _c(x: Any) -> Any:
     return np.ascontiguousarray(x, like=x)
 
 
-def _affine(param: Any, fill: float, like: Any) -> Any:
-    """The (G, K) scale or shift a kernel reads: the given one, or `fill` where the layer has none."""
-    shape = (like.shape[2], like.shape[3])
-    return np.full(shape, fill, dtype=like.dtype, like=like) if param is None else _c(param)
+def _affine(param: Any, fill: float, view: tuple, like: Any) -> Any:
+    """The (G, K) scale or shift a kernel reads: the given per-channel one, or `fill` where the
+    layer has none."""
+    shape = (view[2], view[3])
+    return np.full(shape, fill, dtype=like.dtype, like=like) if param is None else _c(param).reshape(shape)
 
 
-def composed_grouped_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
-    """What ``grouped_norm`` returns, from numdiff ops (biased variance over (n, k, s) per (b, g))."""
-    mean = x.mean(_STAT_DIMS, keepdim=True)
-    out = (x - mean) * (x.var(_STAT_DIMS, correction=0, keepdim=True) + eps).rsqrt()
+def composed_grouped_norm(x: Tensor, view: tuple, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+    """What ``grouped_norm`` returns, from numdiff ops (biased variance over (n, k, s) per (b, g) of
+    x seen as `view`), in x's shape."""
+    xv = x.reshape(view)
+    mean = xv.mean(_STAT_DIMS, keepdim=True)
+    out = (xv - mean) * (xv.var(_STAT_DIMS, correction=0, keepdim=True) + eps).rsqrt()
+    per_channel = (1, 1, view[2], view[3], 1)
     if weight is not None:
-        out = out * weight.reshape(1, 1, *weight.shape, 1)
+        out = out * weight.reshape(per_channel)
     if bias is not None:
-        out = out + bias.reshape(1, 1, *bias.shape, 1)
-    return out
+        out = out + bias.reshape(per_channel)
+    return out.reshape(tuple(x.shape))
 
 
 @register("grouped_norm", compile="kernel", launchers=("group_norm_forward",))
 class GroupedNorm(Function):
-    """x (B, N, G, K, S), weight and bias (G, K) or None -> x normalised per (b, g), scaled and
-    shifted per (g, k) (attr: eps)."""
+    """x of any shape seen as view (B, N, G, K, S), weight and bias (G * K,) or None -> x normalised
+    per (b, g), scaled and shifted per (g, k), in x's shape (attrs: view, eps). The output is no
+    view of anything, as PyTorch's, so an in-place activation may follow it."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, *, eps):
-        ctx.eps = eps
-        x = _c(x)
-        out = np.empty(x.shape, dtype=x.dtype, like=x)
-        mean = np.empty(x.shape[:1] + x.shape[2:3], dtype=x.dtype, like=x)
+    def forward(ctx, x, weight, bias, *, view, eps):
+        ctx.view, ctx.eps = view, eps
+        xv = _c(x).reshape(view)
+        out = np.empty(view, dtype=x.dtype, like=x)
+        mean = np.empty((view[0], view[2]), dtype=x.dtype, like=x)
         rstd = np.empty_like(mean)
-        backend_for(x).group_norm_forward(x, _affine(weight, 1.0, x), _affine(bias, 0.0, x), eps, out, mean, rstd)
+        backend_for(x).group_norm_forward(
+            xv, _affine(weight, 1.0, view, xv), _affine(bias, 0.0, view, xv), eps, out, mean, rstd
+        )
         ctx.save_for_backward(x, weight, mean, rstd)
-        ctx.has_bias = bias is not None
-        return out
+        ctx.bias_shape = None if bias is None else bias.shape
+        return out.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight, mean, rstd = ctx.saved_tensors
-        res = GroupedNormBackward.apply(grad, x, weight, mean, rstd, eps=ctx.eps)
-        size, params = x.numel(), x.shape[2] * x.shape[3]
+        res = GroupedNormBackward.apply(grad, x, weight, mean, rstd, view=ctx.view, eps=ctx.eps)
+        size, params = x.numel(), ctx.view[2] * ctx.view[3]
         d_x = res[:size].reshape(x.shape)
-        d_weight = res[size : size + params].reshape(x.shape[2:4]) if weight is not None else None
-        d_bias = res[size + params :].reshape(x.shape[2:4]) if ctx.has_bias else None
+        d_weight = res[size : size + params].reshape(weight.shape) if weight is not None else None
+        d_bias = res[size + params :].reshape(ctx.bias_shape) if ctx.bias_shape is not None else None
         return d_x, d_weight, d_bias
 
 
 @register("grouped_norm_backward", compile="kernel", launchers=("group_norm_backward",))
 class GroupedNormBackward(Function):
-    """grad and x (B, N, G, K, S), weight (G, K) or None, the forward's mean and rstd (B, G) ->
-    (B*N*G*K*S + 2*G*K,): dx, dweight and dbias flat (attr: eps, for the second derivative)."""
+    """grad and x (x's shape, seen as view (B, N, G, K, S)), weight (G * K,) or None, the forward's
+    mean and rstd (B, G) -> (x.size + 2 * G * K,): dx, dweight and dbias flat (attrs: view, eps)."""
 
     @staticmethod
-    def forward(ctx, grad, x, weight, mean, rstd, *, eps):
-        ctx.eps = eps
-        size, params = x.size, x.shape[2] * x.shape[3]
+    def forward(ctx, grad, x, weight, mean, rstd, *, view, eps):
+        ctx.view, ctx.eps = view, eps
+        size, params = x.size, view[2] * view[3]
         res = np.empty(size + 2 * params, dtype=x.dtype, like=x)
-        param_shape = x.shape[2:4]
+        xv = _c(x).reshape(view)
+        param_shape = (view[2], view[3])
         backend_for(x).group_norm_backward(
-            _c(grad), _c(x), _affine(weight, 1.0, x), _c(mean), _c(rstd), res[:size].reshape(x.shape),
+            _c(grad).reshape(view), xv, _affine(weight, 1.0, view, xv), _c(mean), _c(rstd), res[:size].reshape(view),
             res[size : size + params].reshape(param_shape), res[size + params :].reshape(param_shape),
         )  # fmt: skip
         ctx.save_for_backward(grad, x, weight)
@@ -102,13 +111,13 @@ class GroupedNormBackward(Function):
         create_graph = is_grad_enabled()
         given = (grad, x) if weight is None else (grad, x, weight)
         leaves = [t if create_graph and t.requires_grad else t.detach().requires_grad_() for t in given]
+        channels = ctx.view[2] * ctx.view[3]
         with enable_grad():
-            shift = zeros(tuple(x.shape[2:4]), dtype=x.dtype, device=x.device, requires_grad=True)
-            out = composed_grouped_norm(leaves[1], leaves[2] if weight is not None else None, shift, ctx.eps)
-            streams = autograd_grad(out, leaves[1:] + [shift], leaves[0], create_graph=True)
-            if weight is None:  # the kernel's dweight slot holds sum(grad * xhat) all the same
-                streams = (streams[0], (leaves[0] * (out - shift.reshape(1, 1, *shift.shape, 1))).sum((0, 1, 4)),
-                           streams[1])  # fmt: skip
+            # Without a weight the kernel still fills the dweight slot: d/dscale at scale 1.
+            scale = leaves[2] if weight is not None else ones(channels, dtype=x.dtype, device=x.device, requires_grad=True)
+            shift = zeros(channels, dtype=x.dtype, device=x.device, requires_grad=True)
+            out = composed_grouped_norm(leaves[1], ctx.view, scale, shift, ctx.eps)
+            streams = autograd_grad(out, [leaves[1], scale, shift], leaves[0], create_graph=True)
             res = cat([s.reshape(-1) for s in streams], 0)
             found = autograd_grad(res, leaves, grad_res, create_graph=create_graph, allow_unused=True)
         d_grad, d_x, d_weight = (tuple(found) + (None,))[:3]
@@ -175,12 +184,6 @@ def grouped_norm(
     >>> tuple(out.shape)
     (4, 3, 5)
     """
-    groups, k_count = view[2], view[3]
-    x = input.reshape(view)
-    w = None if weight is None else weight.reshape(groups, k_count)
-    b = None if bias is None else bias.reshape(groups, k_count)
     if _fusable(input, weight, bias):
-        out = GroupedNorm.apply(x, w, b, eps=float(eps))
-    else:
-        out = composed_grouped_norm(x, w, b, eps)
-    return out.reshape(tuple(input.shape))
+        return GroupedNorm.apply(input, weight, bias, view=tuple(view), eps=float(eps))
+    return composed_grouped_norm(input, tuple(view), weight, bias, eps)
