@@ -16,8 +16,10 @@ B = rows, N = 1, G = 1, K = D, S = 1. Backward, with ``dxhat = grad * w``:
     dw[g, k]  = sum over (b, n, s) of grad * xhat,   dbias[g, k] = sum over (b, n, s) of grad
 
 Loop nest: the (b, g) groups in parallel (prange over B * G); per group three sweeps over its
-values (forward: the sum, the squared deviations, the output; backward: the two sums per k, then
-dx), each an inner loop over s that LLVM vectorises. Sums in float64, rounded once on store; the
+values (forward: the sum and the squared deviations, each over the contiguous (k, s) block of
+every n, then the output; backward: the two sums per k, then dx), innermost loops over s that
+LLVM vectorises, or over k when S = 1 (LayerNorm's rows, BatchNorm1d), where the scale changes
+every element. Sums in float64, rounded once on store; the
 variance is two-pass, never E[x^2] - E[x]^2 (which cancels for data far from 0). Extra memory:
 backward's per-b partial sums of dw and dbias, (B, G, K) each, summed over b by NumPy.
 The composed form (mean, var, six elementwise ops and their broadcasting backwards) took about
@@ -151,7 +153,8 @@ def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> None:
         raise ValueError(f"{op}: x must be a 5-D view (B, N, G, K, S), got shape {x.shape}")
     batches, _, groups, k_count, _ = x.shape
     expected = {"weight": (groups, k_count), "bias": (groups, k_count), "mean": (batches, groups),
-                "rstd": (batches, groups), "out": x.shape, "grad": x.shape, "dx": x.shape}  # fmt: skip
+                "rstd": (batches, groups), "out": x.shape, "grad": x.shape, "dx": x.shape,
+                "dweight": (groups, k_count), "dbias": (groups, k_count)}  # fmt: skip
     for name, arr in arrays.items():
         check_shape(op, name, arr, expected[name])
 
@@ -192,9 +195,7 @@ def group_norm_backward(
 ) -> np.ndarray:  # fmt: skip
     """dx (B, N, G, K, S), dweight and dbias (G, K) <- the gradients of group_norm_forward's output
     for `grad`, from x and the forward's mean and rstd. See the module docstring."""
-    _check("group_norm_backward", x, grad=grad, weight=weight, mean=mean, rstd=rstd, dx=dx)
-    check_shape("group_norm_backward", "dweight", dweight, weight.shape)
-    check_shape("group_norm_backward", "dbias", dbias, weight.shape)
+    _check("group_norm_backward", x, grad=grad, weight=weight, mean=mean, rstd=rstd, dx=dx, dweight=dweight, dbias=dbias)
     parts = np.empty((2, x.shape[0]) + weight.shape, x.dtype)
     _backward(grad, x, weight, mean, rstd, dx, parts[0], parts[1])
     dweight[...] = parts[0].sum(axis=0)
