@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from numdiff import _dtype
+from numdiff import _dtype, _memory_format
 from numdiff._device import CPU, to_device
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import backend_for, to_host
@@ -123,7 +123,7 @@ def to(
     """Convert dtype and/or device: ``t.to(numdiff.float64)``, ``t.to("cuda")``, ``t.to(other)``.
 
     `non_blocking` is accepted: copies complete before `to` returns (there is no pinned memory to
-    overlap them with). `memory_format` is accepted for the contiguous formats numdiff stores."""
+    overlap them with). `memory_format` lays the result out in that format (numdiff.channels_last)."""
     from numdiff.tensor import Tensor
 
     for arg in args:
@@ -142,6 +142,8 @@ def to(
         result = to_dtype_op(result, _dtype.to_dtype(dtype))
     if device is not None and to_device(device) != self.device:
         result = to_device_op(result, to_device(device))
+    if memory_format is not None and memory_format is not _memory_format.preserve_format:
+        result = result.contiguous(memory_format=memory_format)
     if copy and result is self:
         result = self.clone()
     return result

@@ -78,6 +78,11 @@ def set_num_threads(n: int) -> None:
     _blas.prepare_blas()  # holds SciPy's OpenBLAS at one thread per call
 
 
+def thread_pool_size() -> int:
+    """The most threads :func:`set_num_threads` takes: Numba's pool size, fixed at start-up."""
+    return numba.config.NUMBA_NUM_THREADS
+
+
 def get_num_threads() -> int:
     """The number of threads numdiff's CPU kernels use (see :func:`set_num_threads`).
 

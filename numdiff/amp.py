@@ -30,16 +30,18 @@ from numdiff.tensor import Tensor
 
 # The ops whose inputs autocast lowers (numdiff's registered op names), and those it raises to
 # float32 on each device, after PyTorch's lists.
-LOWER = frozenset({"matmul", "linear", "conv2d", "conv_transpose2d", "attention", "coo_mm",
-                   "lstm_sequence", "gru_sequence", "rnn_sequence"})  # fmt: skip
+# The recurrent sequence ops have float32/float64 kernels only: they run in float32 (their input
+# projections, linear ops, run lowered).
+LOWER = frozenset({"matmul", "linear", "conv2d", "conv_transpose2d", "attention", "coo_mm"})
+_SEQUENCES = frozenset({"lstm_sequence", "gru_sequence", "rnn_sequence"})
 FLOAT32 = {
     "cpu": frozenset({"binary_cross_entropy", "cross_entropy", "nll_loss", "prod", "cumprod", "solve_triangular",
                       "linalg_cholesky", "linalg_det", "linalg_eigh_vectors", "linalg_eigvalsh", "linalg_inv",
                       "linalg_logabsdet", "linalg_matrix_exp", "linalg_pinv", "linalg_qr_q", "linalg_qr_r",
-                      "linalg_solve", "linalg_svd_u", "linalg_svd_vh", "linalg_svdvals"}),
+                      "linalg_solve", "linalg_svd_u", "linalg_svd_vh", "linalg_svdvals"}) | _SEQUENCES,
     "cuda": frozenset({"acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
                        "rsqrt", "sinh", "tan", "pow", "softplus", "log_softmax", "sum", "prod", "cumprod", "cumsum",
-                       "binary_cross_entropy", "cross_entropy", "nll_loss", "logcumsumexp"}),
+                       "binary_cross_entropy", "cross_entropy", "nll_loss", "logcumsumexp"}) | _SEQUENCES,
 }  # fmt: skip
 DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
 _LOWERED = (_dtype.float32, _dtype.float16, _dtype.bfloat16)
@@ -76,6 +78,13 @@ def _cast_inputs(name: str, inputs: tuple) -> tuple:
     else:
         return inputs
     return tuple(t.to(target) if isinstance(t, Tensor) and t.dtype in _LOWERED and t.dtype is not target else t for t in inputs)
+
+
+def casts_on(tensor: Tensor) -> bool:
+    """Whether autocast is on for `tensor`'s device in this thread: the ops of LOWER then take
+    operands of mixed float dtypes (this level casts them to one), so their argument checks let
+    such operands through, as PyTorch's do under autocast."""
+    return _settings.level is not None and _settings.enabled.get(tensor.device.type, False)
 
 
 def _device_type(device_type: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype, _dtype_info
+from numdiff import _dtype, _dtype_info, _memory_format
 from numdiff._device import get_default_device, to_device
 from numdiff._ground.args import is_int
 from numdiff._host_functions import random_function
@@ -120,11 +120,19 @@ def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, r
     return _place(np.ones(shape, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
-def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False) -> Tensor:
-    """A tensor with uninitialised values."""
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None, requires_grad: bool = False, layout: Any = None, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
+    """A tensor with uninitialised values (laid out in `memory_format`, row-major by default)."""
     shape = _shape(_sizes(sizes, size), "empty")
     if _on_meta(device):
         return _meta(shape, dtype, requires_grad)
+    fmt = _memory_format.checked(memory_format, "empty")
+    if fmt is _memory_format.preserve_format:
+        raise RuntimeError("empty: memory_format=preserve_format needs a tensor to preserve; use empty_like")
+    if fmt is not _memory_format.contiguous_format:
+        _memory_format.check_rank(fmt, len(shape), "empty")
+        stored = np.empty(tuple(shape[d] for d in fmt.order), _float_dtype(dtype))
+        array = stored.transpose(np.argsort(fmt.order))
+        return _place(array, device, requires_grad, dtype)
     return _place(np.empty(shape, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
@@ -312,25 +320,37 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
     return _sample(draw, (n,), generator, device, requires_grad, None)
 
 
-def _like(fill, input: Tensor, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+def _like(fill, input: Tensor, dtype: Any, device: Any, requires_grad: bool, memory_format: Any = None) -> Tensor:
     dtype = input.dtype if dtype is None else dtype
     device = input.device if device is None else device
-    return fill(tuple(input.shape), dtype=dtype, device=device, requires_grad=requires_grad)
+    result = fill(tuple(input.shape), dtype=dtype, device=device, requires_grad=requires_grad)
+    if memory_format is None or memory_format is _memory_format.preserve_format:
+        # Only a 4-D or 5-D host tensor that is not row-major can have a layout to preserve.
+        if input.ndim not in (4, 5) or result.device.type != "cpu" or input._data.flags.c_contiguous:
+            return result
+        fmt = _memory_format.layout_of(tuple(input.shape), input.stride())
+    else:
+        fmt = _memory_format.checked(memory_format, "memory_format")
+    if fmt is _memory_format.contiguous_format or result.device.type != "cpu":
+        return result  # device arrays are stored row-major
+    _memory_format.check_rank(fmt, result.ndim, "memory_format")
+    laid_out = np.ascontiguousarray(result._data.transpose(fmt.order)).transpose(np.argsort(fmt.order))
+    return _place(laid_out, result.device, requires_grad, result.dtype)
 
 
-def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """zeros with the shape (and by default dtype and device) of `input`."""
-    return _like(zeros, input, dtype, device, requires_grad)
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, layout: Any = None, memory_format: Any = None) -> Tensor:
+    """zeros with the shape (and by default dtype, device and memory layout) of `input`."""
+    return _like(zeros, input, dtype, device, requires_grad, memory_format)
 
 
-def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """ones with the shape (and by default dtype and device) of `input`."""
-    return _like(ones, input, dtype, device, requires_grad)
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, layout: Any = None, memory_format: Any = None) -> Tensor:
+    """ones with the shape (and by default dtype, device and memory layout) of `input`."""
+    return _like(ones, input, dtype, device, requires_grad, memory_format)
 
 
-def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """empty with the shape (and by default dtype and device) of `input`."""
-    return _like(empty, input, dtype, device, requires_grad)
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False, *, layout: Any = None, memory_format: Any = None) -> Tensor:
+    """empty with the shape (and by default dtype, device and memory layout) of `input`."""
+    return _like(empty, input, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype, _tensor_dlpack
+from numdiff import _dtype, _memory_format, _tensor_dlpack
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
 from numdiff.autograd import function as _function_module
@@ -172,8 +172,12 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the data is laid out densely in `memory_format` (row-major by default)."""
+        if memory_format is None or memory_format is _memory_format.contiguous_format:
+            return bool(self._data.flags.c_contiguous)
+        fmt = _memory_format.checked(memory_format, "is_contiguous")
+        return _memory_format.is_contiguous_in(tuple(self._data.shape), self.stride(), fmt)
 
     @property
     def _version(self) -> int:

@@ -25,6 +25,7 @@ from numdiff.autograd import anomaly, custom_function, graph
 from numdiff.autograd.custom_function import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.hooks import RemovableHandle, check_callable, tuple_prehook, with_post_hooks
+from numdiff.autograd.saved_tensor import SavedTensor
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.autograd.views import StaleViewError as StaleViewError
 from numdiff.autograd.views import check_view_is_current
@@ -212,12 +213,29 @@ class Node:
 
     def __getattr__(self, name: str) -> Any:
         # PyTorch's grad_fn shows what it saved as _saved_self, _saved_other, _saved_result, ...
+        # (the tensors), _saved_<attr> (the op's other arguments) and _raw_saved_<name> (the
+        # SavedTensor objects that take hooks); a user Function's node as _raw_saved_tensors.
         if name.startswith("_saved_"):
             field = name[len("_saved_"):]
             names = _saved_slot_names(self)
             if field in names:
                 return self.saved_tensors[names.index(field)]
+            if field in self.attrs:
+                return self.attrs[field]
+        elif name.startswith("_raw_saved_"):
+            field = name[len("_raw_saved_"):]
+            names = _saved_slot_names(self)
+            if field == "tensors" and self.op_name is None:
+                return tuple(SavedTensor(self, index, slot) for index, slot in enumerate(names))
+            if field in names:
+                return SavedTensor(self, names.index(field), field)
         raise AttributeError(f"'{type(self).__name__}' object ({self.name()}) has no attribute '{name}'")
+
+    def __dir__(self) -> list[str]:
+        saved = [] if self._freed else [slot for slot in _saved_slot_names(self) if slot]
+        raw = [*saved, "tensors"] if self.op_name is None else saved
+        extra = [f"_saved_{slot}" for slot in [*saved, *map(str, self.attrs)] if slot.isidentifier()]
+        return sorted({*super().__dir__(), *extra, *(f"_raw_saved_{slot}" for slot in raw)})
 
     def _freed_error(self) -> SavedTensorFreedError:
         return SavedTensorFreedError(

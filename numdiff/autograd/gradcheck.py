@@ -76,7 +76,7 @@ def _analytic_jacobian(fn, inputs, index, check_dtype=False):
     for out_index, out in enumerate(outputs):
         for k in range(out.numel()):
             seeds = [zeros_like(o) for o in outputs]
-            seeds[out_index]._data.reshape(-1)[k] = 1.0
+            seeds[out_index]._data[np.unravel_index(k, tuple(outputs[out_index].shape))] = 1.0  # any layout
             (g,) = autograd_grad(outputs, [inputs[index]], seeds, retain_graph=True, allow_unused=True)
             if check_dtype and g is not None and g.dtype != inputs[index].dtype:
                 raise GradcheckError(

@@ -1,5 +1,6 @@
 """Function transforms with torch.func's names and semantics: grad, vjp, jvp, jacrev, jacfwd,
-hessian, vmap, functional_call and stack_module_state.
+hessian, vmap, linearize, functionalize, functional_call, stack_module_state and
+replace_all_batch_norm_modules_.
 
 >>> from numdiff.func import grad, vmap
 >>> vmap(grad(lambda x: (x ** 2).sum()))(numdiff.randn(4, 3)).shape
@@ -10,6 +11,7 @@ from numdiff.func._batched import BatchedTensor, VmapDataDependentError, VmapPer
 from numdiff.func.forward_mode import jvp
 from numdiff.func.functional_call import functional_call
 from numdiff.func.jacobians import hessian, jacfwd, jacrev
+from numdiff.func.linearize import functionalize, linearize, replace_all_batch_norm_modules_
 from numdiff.func.stack_module_state import stack_module_state
 from numdiff.func.transforms import TransformOutputError, grad, grad_and_value, vjp
 from numdiff.func.vmap import VmapRandomnessError, vmap
@@ -21,12 +23,15 @@ __all__ = [
     "VmapPerformanceWarning",
     "VmapRandomnessError",
     "functional_call",
+    "functionalize",
     "grad",
     "grad_and_value",
     "hessian",
     "jacfwd",
     "jacrev",
     "jvp",
+    "linearize",
+    "replace_all_batch_norm_modules_",
     "stack_module_state",
     "vjp",
     "vmap",

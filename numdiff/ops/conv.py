@@ -22,6 +22,8 @@ import numpy as np
 
 from numdiff._ground.args import check_output_elements, int_tuple, is_int, remember_checks
 from numdiff._ground.conv_geometry import conv_output_size
+from numdiff._memory_format import channels_last
+from numdiff.amp import casts_on
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, holds_values
 from numdiff.ops._util import check_same_device, ensure_tensor
@@ -123,7 +125,7 @@ def _tensors(op: str, input: Any, weight: Any, bias: Any) -> tuple[Tensor, Tenso
         for t, name in zip(tensors, ("input", "weight", "bias")):
             if t.dtype.numpy.kind not in "fV":
                 raise TypeError(f"{op}: {name} must be a floating-point tensor, got {t.dtype}")
-        if len({t.dtype for t in tensors}) > 1:
+        if len({t.dtype for t in tensors}) > 1 and not casts_on(x):
             listed = ", ".join(f"{n}={t.dtype}" for t, n in zip(tensors, ("input", "weight", "bias")))
             raise TypeError(f"{op}: input, weight and bias must share one dtype, got {listed}")
     check_same_device(op, *tensors)
@@ -238,6 +240,8 @@ def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, 
         ).squeeze(2)  # fmt: skip
     else:
         out = Conv2d.apply(x, w, b, stride=stride, padding=sides, dilation=dilation, groups=groups)
+        if not unbatched and not x._data.flags.c_contiguous and x.is_contiguous(memory_format=channels_last):
+            out = out.contiguous(memory_format=channels_last)  # a channels_last input gives one, as in PyTorch
     return out.squeeze(0) if unbatched else out
 
 

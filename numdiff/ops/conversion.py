@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from numdiff import _dtype
+from typing import Any
+
+from numdiff import _dtype, _memory_format
 from numdiff._device import device
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, move_array
@@ -61,13 +63,36 @@ def to_device_op(x: Tensor, target: device) -> Tensor:
     return ToDevice.apply(x, device=target)
 
 
-def clone(input: Tensor) -> Tensor:
-    """A copy with its own storage; gradient flows back to `input`."""
-    return Clone.apply(input)
+def clone(input: Tensor, *, memory_format: Any = _memory_format.preserve_format) -> Tensor:
+    """A copy with its own storage; gradient flows back to `input`. The copy keeps `input`'s
+    layout (channels_last stays so), or takes `memory_format`'s."""
+    fmt = _memory_format.checked(memory_format, "clone")
+    if fmt is _memory_format.preserve_format:
+        fmt = _memory_format.layout_of(tuple(input.shape), input.stride())
+    if fmt is _memory_format.contiguous_format:
+        return Clone.apply(input)
+    _memory_format.check_rank(fmt, input.ndim, "clone")
+    return Clone.apply(input.permute(*fmt.order)).permute(*_inverse(fmt.order))
 
 
-def contiguous(input: Tensor) -> Tensor:
-    """`input` itself if C-contiguous, else a contiguous copy."""
-    if input._data.flags.c_contiguous:
+def contiguous(input: Tensor, memory_format: Any = _memory_format.contiguous_format) -> Tensor:
+    """`input` itself if laid out densely in `memory_format` (row-major by default), else a copy
+    that is (channels_last: the same shape, with NHWC strides)."""
+    fmt = _memory_format.checked(memory_format, "contiguous")
+    if fmt is _memory_format.contiguous_format:
+        if input._data.flags.c_contiguous:
+            return input
+        return Clone.apply(input)
+    if fmt is _memory_format.preserve_format:
+        raise RuntimeError("contiguous: memory_format=preserve_format is not a layout to make; use clone()")
+    _memory_format.check_rank(fmt, input.ndim, "contiguous")
+    if _memory_format.is_contiguous_in(tuple(input.shape), input.stride(), fmt):
         return input
-    return Clone.apply(input)
+    return Clone.apply(input.permute(*fmt.order)).permute(*_inverse(fmt.order))
+
+
+def _inverse(order: tuple[int, ...]) -> tuple[int, ...]:
+    inverse = [0] * len(order)
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    return tuple(inverse)

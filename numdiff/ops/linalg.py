@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.amp import casts_on
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
 from numdiff.autograd.transform_state import vmap_active
@@ -67,6 +68,31 @@ def _product(a: Any, b: Any, out: Any) -> None:
         (kernels.bgemm_nn if batched else kernels.gemm_nn)(a_c, b_c, out)
 
 
+class _Unsaved:
+    """The ctx of a forward run again on part of its input: saves nothing."""
+
+    @staticmethod
+    def save_for_backward(*items: Any) -> None:
+        pass
+
+
+def _copied_rows(a: Any) -> tuple | None:
+    """An index taking once each leading dim of `a` (all but the last) that only repeats one row
+    (stride 0, size > 1: vmap's copies of an input that a level is not batched over), or None.
+
+    A product with a shared right operand then runs on the distinct rows and is broadcast back:
+    less work, and the rounding of the product without the copies (one GEMM over 2112 copied
+    rows sums differently from one over the 64 distinct ones, so vmap(jacrev(f)) drifted from
+    jacrev of the summed f beyond allclose in float32).
+    """
+    if not is_host(a):
+        return None
+    copied = [d for d in range(a.ndim - 1) if a.strides[d] == 0 and a.shape[d] > 1]
+    if not copied:
+        return None
+    return tuple(slice(0, 1) if d in copied else slice(None) for d in range(a.ndim - 1))
+
+
 @register("matmul", compile="kernel", launchers=_GEMM)
 class Matmul(Function):
     """``a @ b`` for operands of two or more dimensions, batch dimensions broadcast."""
@@ -84,6 +110,8 @@ class Matmul(Function):
             return out
         if a.ndim == b.ndim == 2:
             _product(a, b, out)
+        elif b.ndim == 2 and _copied_rows(a) is not None:
+            out[...] = Matmul.forward(_Unsaved, a[_copied_rows(a)], b)
         elif b.ndim == 2:
             # No batch on b: fold a's batch into rows, one GEMM. Sizes are explicit, not -1:
             # with k == 0 a reshape cannot infer them (the product is then zeros).
@@ -140,7 +168,7 @@ def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     a = ensure_tensor(op, a, "input")
     b = ensure_tensor(op, b, "other")
     check_same_device(op, a, b)
-    if a.dtype is not b.dtype:
+    if a.dtype is not b.dtype and not (op != "dot" and casts_on(a)):
         raise TypeError(
             f"{op}: expected both operands to have the same dtype, got {a.dtype} and {b.dtype}; "
             "convert one with .to(dtype)"
@@ -260,7 +288,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     w = ensure_tensor("linear", weight, "weight")
     # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
     x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
-    if dtype != w._data.dtype:
+    mixed = dtype != w._data.dtype
+    if mixed and not casts_on(x):
         raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
     if len(w_shape) not in (1, 2):
         raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
@@ -277,7 +306,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if (
         len(w_shape) == 2
         and x.dtype.is_floating_point
-        and (bias is None or bias._data.dtype == dtype)
+        and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
         and not vmap_active()
     ):
         return Linear.apply(x, w, bias)
@@ -300,6 +329,10 @@ class Linear(Function):
             return out
         # Row count explicit, not -1: with in_features == 0 a reshape cannot infer it (the
         # product is then zeros, which the kernels give for an empty inner dimension).
+        copied = _copied_rows(x)
+        if copied is not None:
+            out[...] = Linear.forward(_Unsaved, x[copied], weight, bias)
+            return out
         n_rows = out.size // out_features
         rows = np.ascontiguousarray(x, like=x).reshape(n_rows, x.shape[-1])
         _product(rows, weight.T, out.reshape(n_rows, out_features))

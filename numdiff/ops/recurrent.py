@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.amp import casts_on
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
@@ -300,7 +301,11 @@ def _check(op: str, gates: int, projected: Any, w_hh: Any, **states: Any) -> int
         if tuple(state.shape) != (batch, hidden):
             raise ValueError(f"{op}: {name} must have shape ({batch}, {hidden}), got {tuple(state.shape)}")
     dtypes = {name: str(value.dtype) for name, value in tensors.items()}
-    if len(set(dtypes.values())) != 1 or dtypes["projected"] not in ("numdiff.float32", "numdiff.float64"):
+    # Under autocast the sequence ops run in float32 (amp.FLOAT32): the cast comes after this check.
+    floats = ("numdiff.float32", "numdiff.float64", "numdiff.bfloat16", "numdiff.float16")
+    if casts_on(projected) and all(d in floats for d in dtypes.values()):
+        pass
+    elif len(set(dtypes.values())) != 1 or dtypes["projected"] not in ("numdiff.float32", "numdiff.float64"):
         raise TypeError(f"{op}: expected float32 or float64 tensors of one dtype, got {dtypes}")
     devices = {name: str(value.device) for name, value in tensors.items()}
     if len(set(devices.values())) != 1:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._dtype import float32, float64
+from numdiff.amp import casts_on
 from numdiff.creation import empty, tensor, zeros
 from numdiff.nn import functional, init
 from numdiff.nn.modules._checks import layer_name
@@ -147,7 +148,7 @@ class RNNBase(Module):
             raise ValueError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]} (input shape {tuple(input.shape)})")
         if not input.is_floating_point():
             raise TypeError(f"{name}: expected a floating point input, got dtype {input.dtype!r}")
-        if input.dtype is not self.weight_ih_l0.dtype:
+        if input.dtype is not self.weight_ih_l0.dtype and not casts_on(input):
             raise TypeError(f"{name}: input is {input.dtype!r} but the layer's weights are {self.weight_ih_l0.dtype!r}; convert one with .to(dtype)")
         return input.ndim == 3
 
@@ -160,7 +161,7 @@ class RNNBase(Module):
             raise ValueError(f"{name}: for {kind} input, {what} should be {len(expected)}-D with shape {expected}, got shape {tuple(state.shape)}")
         if tuple(state.shape) != expected:
             raise ValueError(f"{name}: expected {what} of shape {expected}, got {tuple(state.shape)}")
-        if state.dtype != like.dtype:
+        if state.dtype != like.dtype and not casts_on(like):  # under autocast the op casts both
             raise TypeError(f"{name}: input and {what} must have the same dtype, got {like.dtype!r} and {state.dtype!r}")
 
     # -------------------------------------------------------------- the loop

@@ -15,6 +15,7 @@ columns by description, as PyTorch's tutorials print them.
 
 from __future__ import annotations
 
+import math
 import textwrap
 import time
 import timeit as _timeit
@@ -24,11 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._threads import get_num_threads, set_num_threads
+from numdiff._threads import get_num_threads, set_num_threads, thread_pool_size
+from numdiff.utils.benchmark.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias
 
-__all__ = ["Compare", "Measurement", "Timer"]
+__all__ = ["Compare", "FuzzedParameter", "FuzzedTensor", "Fuzzer", "Measurement", "ParameterAlias", "Timer"]
 
 _MIN_BLOCK_SECONDS = 0.01  # a block at least this long keeps the clock's resolution out of the result
+_MIN_CONFIDENCE_INTERVAL = 25e-9  # seconds: a spread below a clock tick is not resolved
 _MAX_BLOCK_RUNS = 10**9  # a statement too fast (or a clock too coarse) to reach it stops here
 
 
@@ -58,10 +61,59 @@ class Measurement:
         q1, q3 = np.percentile(self.times, [25, 75])
         return float(q3 - q1)
 
+    metadata: dict[str, Any] | None = None
+
     def __getattr__(self, name: str) -> Any:
         if name in ("label", "sub_label", "description", "stmt", "setup", "num_threads", "env"):
             return self.__dict__.get("task_spec", {}).get(name)
-        raise AttributeError(name)
+        raise AttributeError(f"'Measurement' object has no attribute '{name}'")
+
+    @property
+    def title(self) -> str:
+        """``label: sub_label`` (or the label), else the statement (PyTorch's Measurement.title)."""
+        spec = self.task_spec
+        if spec.get("label") is not None:
+            return spec["label"] + (f": {spec['sub_label']}" if spec.get("sub_label") else "")
+        return spec.get("stmt") or ""
+
+    @property
+    def as_row_name(self) -> str:
+        """The sub_label, else the statement: the row Compare files this Measurement under."""
+        spec = self.task_spec
+        return spec.get("sub_label") or spec.get("stmt") or "[Unknown]"
+
+    @property
+    def significant_figures(self) -> int:
+        """How many leading digits of the median the spread supports (1 to 4), estimated as
+        PyTorch's: a 90% confidence interval from the middle half of the sorted times."""
+        ordered = sorted(self.times)
+        middle = ordered[len(ordered) // 4 : math.ceil(3 * len(ordered) / 4)]
+        interval = max(1.645 * float(np.std(middle)) / math.sqrt(len(middle)), _MIN_CONFIDENCE_INTERVAL)
+        return min(max(math.floor(math.log10(self.median / interval)), 1), 4)
+
+    @property
+    def has_warnings(self) -> bool:
+        """Whether the IQR is over 10% of the median (PyTorch prints a warning then)."""
+        return not self.meets_confidence(0.1)
+
+    def meets_confidence(self, threshold: float = 0.1) -> bool:
+        """Whether the IQR is within `threshold` of the median."""
+        return self.iqr / self.median < threshold if self.median else True
+
+    @staticmethod
+    def merge(measurements: Iterable[Measurement]) -> list[Measurement]:
+        """One Measurement per task (same statement, labels and threads), its block times joined.
+
+        >>> Measurement.merge([m1, m2])
+        """
+        grouped: dict[tuple, list[Measurement]] = {}
+        for m in measurements:
+            grouped.setdefault(tuple(sorted((k, str(v)) for k, v in m.task_spec.items())), []).append(m)
+        merged = []
+        for group in grouped.values():
+            seconds = [t for m in group for t in m.times]
+            merged.append(Measurement(1, seconds, dict(group[0].task_spec), group[0].metadata))
+        return merged
 
     def __repr__(self) -> str:
         spec = self.task_spec
@@ -120,7 +172,9 @@ class Timer:
 
     def _run(self, number: int) -> float:
         previous = get_num_threads()
-        set_num_threads(self._num_threads)
+        # PyTorch runs a statement on as many threads as asked; Numba's pool cannot grow after
+        # start-up, so a request beyond it runs on the whole pool (task_spec keeps the request).
+        set_num_threads(min(self._num_threads, thread_pool_size()))
         try:
             return self._timer.timeit(number)
         finally:
@@ -135,6 +189,14 @@ class Timer:
             raise ValueError(f"Timer.timeit: number must be >= 1, got {number}")
         self._run(1)
         return self._measurement(number, [self._run(number)])
+
+    def repeat(self, repeat: int = -1, number: int = -1) -> None:
+        """PyTorch leaves Timer.repeat unimplemented (it raises NotImplementedError); so does this."""
+        raise NotImplementedError("Timer.repeat: use Timer.timeit or Timer.blocked_autorange, as in PyTorch")
+
+    def autorange(self, callback: Callable[[int, float], None] | None = None) -> None:
+        """PyTorch leaves Timer.autorange unimplemented; use blocked_autorange."""
+        raise NotImplementedError("Timer.autorange: use Timer.blocked_autorange, as in PyTorch")
 
     def _block_size(self) -> int:
         self._run(1)  # warm-up: a first run that compiles kernels must not size the blocks
