@@ -164,6 +164,24 @@ def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return out.reshape(size, n, *out.shape[1:])
 
 
+def grouped_norm_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """grouped_norm with a shared scale and shift: the vmap batch joins the view's B (statistics are
+    per b, so each vmap entry keeps its own); the op returns its input's shape."""
+    if any(batched[1:]):
+        return None
+    view = attrs["view"]
+    return cls.apply(*values, **{**attrs, "view": (size * view[0],) + tuple(view[1:])})
+
+
+def grouped_moments_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """grouped_moments of (size, B, N, G, K, S): the vmap batch folds into B, and the (2, size * B, G)
+    result is split back to (size, 2, B, G)."""
+    x = values[0]
+    b = x.shape[1]
+    out = cls.apply(x.reshape(size * b, *x.shape[2:]), **attrs)
+    return out.reshape(2, size, b, out.shape[2]).transpose(0, 1)
+
+
 def _repeated_structure(attrs: dict, size: int, rows: int, cols: int) -> dict:
     """A sparse product's structure attrs for `size` copies of the matrix down a block diagonal
     (copy b's rows and columns shifted by b * rows and b * cols): one product then serves the batch."""
@@ -244,6 +262,8 @@ _attach(index_put_rule, "index_put")
 _attach(matmul_rule, "matmul")
 _attach(linear_rule, "linear")
 _attach(conv2d_rule, "conv2d")
+_attach(grouped_moments_rule, "grouped_moments")
+_attach(grouped_norm_rule, "grouped_norm")
 _attach(sparse_matmul_rule, "coo_mm", "csr_mm")
 _attach(sparse_sampled_dot_rule, "coo_sampled_dot", "csr_sampled_dot")
 _attach(

@@ -1,11 +1,13 @@
 """Functional forms of the normalisation layers: batch_norm, instance_norm, group_norm, layer_norm.
 
-All are compositions of differentiable ops; running statistics are in-place updates made under
-no_grad, as in PyTorch.
+batch_norm in training, instance_norm with the input's statistics, group_norm and layer_norm run the fused
+``grouped_norm`` op (numdiff.ops.norm: one kernel per direction); the rest are compositions of
+differentiable ops. Running statistics are in-place updates made under no_grad, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,6 +15,7 @@ import numpy as np
 from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.nn._functional_layers import _check_tensor
+from numdiff.ops.norm import grouped_moments, grouped_norm
 from numdiff.tensor import Tensor
 
 
@@ -58,22 +61,22 @@ def batch_norm(
     channels = input.shape[1]
     _check_channel_vectors("batch_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)
-    dims = (0,) + tuple(range(2, input.ndim))
     if training:
         count = input.numel() // channels if channels else 0
         if count <= 1:
             raise ValueError(
                 f"batch_norm: expected more than 1 value per channel when training, got input of shape {tuple(input.shape)}"
             )
-        mean = input.mean(dims)
-        var = input.var(dims, correction=0)
+        view = (1, input.shape[0], channels, 1, count // input.shape[0])
         if running_mean is not None or running_var is not None:
             with no_grad():
+                mean, var = grouped_moments(input, view)[:, 0]
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
                 if running_var is not None:
-                    unbiased = var.detach().to(running_var.dtype) * (count / (count - 1))
+                    unbiased = var.to(running_var.dtype) * (count / (count - 1))
                     running_var.mul_(1 - momentum).add_(unbiased * momentum)
+        return grouped_norm(input, view, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
@@ -98,11 +101,9 @@ def group_norm(
             f"input of shape {tuple(input.shape)}"
         )
     _check_channel_vectors("group_norm", input, weight=weight, bias=bias)
-    grouped = input.reshape(n, num_groups, -1)
-    mean = grouped.mean(2, keepdim=True)
-    var = grouped.var(2, correction=0, keepdim=True)
-    out = ((grouped - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
-    return _scale_and_shift(out, weight, bias, _channel_shape(input))
+    per_group = channels // num_groups
+    view = (n, 1, num_groups, per_group, math.prod(input.shape[2:]))
+    return grouped_norm(input, view, weight, bias, eps)
 
 
 def instance_norm(
@@ -127,22 +128,22 @@ def instance_norm(
     channels = input.shape[1]
     _check_channel_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)
-    dims = tuple(range(2, input.ndim))
     if use_input_stats:
         count = int(np.prod(input.shape[2:]))
         if count <= 1:
             raise ValueError(
                 f"instance_norm: expected more than 1 spatial element when training, got input of shape {tuple(input.shape)}"
             )
-        mean = input.mean(dims, keepdim=True)
-        var = input.var(dims, correction=0, keepdim=True)
-        with no_grad():
-            if running_mean is not None:
-                batch_mean = mean.detach().reshape(input.shape[0], channels).mean(0)
-                running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
-            if running_var is not None:
-                unbiased = var.detach().reshape(input.shape[0], channels).mean(0) * (count / (count - 1))
-                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        view = (input.shape[0], 1, channels, 1, count)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                mean, var = grouped_moments(input, view).mean(1)
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = var * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        return grouped_norm(input, view, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")
@@ -159,14 +160,9 @@ def layer_norm(
 ) -> Tensor:
     """Normalise over the trailing `normalized_shape` dims (biased variance), then scale and shift."""
     dims = _trailing_dims("layer_norm", input, normalized_shape, weight=weight, bias=bias)
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
-    out = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    width = math.prod(input.shape[dims[0] :])
+    rows = math.prod(input.shape[: dims[0]])
+    return grouped_norm(input, (rows, 1, 1, width, 1), weight, bias, eps)
 
 
 def rms_norm(

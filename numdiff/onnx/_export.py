@@ -148,7 +148,8 @@ def export(model: Any, args: Any, f: str | os.PathLike | io.IOBase | None = None
             array = captured.captured[value.slot]._data if value.kind == "captured" else value.constant
             if not (is_numpy(array) or isinstance(array, np.generic)):
                 array = to_host(array)  # a CUDA array: initializers are host bytes
-            name = param_names.get(id(array), f"{value.kind}_{value.index}")
+            # "traced_": the Builder names its own constants const_1, const_2, ... from one counter.
+            name = param_names.get(id(array), f"traced_{value.kind}_{value.index}")
             b.bind(value.index, name, value.dtype, value.shape)
             initializers.append(tensor_proto(name, array))
             if value.kind == "captured" and (keep_initializers_as_inputs or not export_params):

@@ -369,6 +369,44 @@ def _logical_reduction(op: str):
     return translate
 
 
+def _group_moments(b: Builder, x: str, dtype: Any, keepdims: bool) -> tuple[str, str, str]:
+    """(mean, x - mean, biased variance) over axes (1, 3, 4) of a (B, N, G, K, S) value."""
+    mean = b.reduce("ReduceMean", x, [1, 3, 4], True)
+    centred = b.node("Sub", [x, mean])
+    var = b.reduce("ReduceMean", b.node("Mul", [centred, centred]), [1, 3, 4], keepdims)
+    return (mean if keepdims else b.reduce("ReduceMean", x, [1, 3, 4], False)), centred, var
+
+
+def _is_none(item: Any) -> bool:
+    return isinstance(item, tuple) and item[1] is None
+
+
+def _grouped_norm(b: Builder, call: Any, out: Any) -> str:
+    """numdiff.ops.norm's grouped_norm: the input reshaped to its (B, N, G, K, S) view, normalised per
+    (b, g) with ReduceMean and Sqrt, scaled and shifted per (g, k), and reshaped back to its own
+    shape. A view size that follows a dynamic axis (it differs in the other trace) is written -1."""
+    view = call.attrs["view"]
+    if b.alt_graph is not None:
+        other = b.alt_graph.calls[b.position].attrs["view"]
+        view = [-1 if mine != theirs else mine for mine, theirs in zip(view, other)]
+    x = b.operand(call.inputs[0], out.dtype)
+    _, centred, var = _group_moments(b, b.node("Reshape", [x, b.ints(view)]), out.dtype, True)
+    y = b.node("Div", [centred, b.node("Sqrt", [b.node("Add", [var, b.constant(call.attrs["eps"], out.dtype)])])])
+    per_channel = b.ints([1, 1, view[2], view[3], 1])
+    for item, op in zip(call.inputs[1:], ("Mul", "Add")):
+        if not _is_none(item):
+            y = b.node(op, [y, b.node("Reshape", [b.operand(item, out.dtype), per_channel])])
+    return b.node("Reshape", [y, b.node("Shape", [x])])
+
+
+def _grouped_moments(b: Builder, call: Any, out: Any) -> str:
+    """numdiff.ops.norm's grouped_moments: [mean, biased variance] of each (b, g), shape (2, B, G)."""
+    x = b.operand(call.inputs[0], out.dtype)
+    mean, _, var = _group_moments(b, x, out.dtype, False)
+    one = b.ints([1, out.shape[1], out.shape[2]])
+    return b.node("Concat", [b.node("Reshape", [mean, one]), b.node("Reshape", [var, one])], axis=0)
+
+
 TRANSLATORS: dict[str, Any] = {
     **{name: _arith(op) for name, op in {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
                                           "maximum": "Max", "minimum": "Min"}.items()},
@@ -388,6 +426,8 @@ TRANSLATORS: dict[str, Any] = {
     "remainder": _remainder,
     "fmod": lambda b, call, out: b.node("Mod", [b.operand(i, out.dtype) for i in call.inputs], fmod=1),
     "linear": _linear,
+    "grouped_norm": _grouped_norm,
+    "grouped_moments": _grouped_moments,
     "matmul": _arith("MatMul"),
     "conv2d": _conv2d,
     "conv_transpose2d": _conv_transpose2d,

@@ -9,6 +9,7 @@ import pytest
 
 import numdiff
 from numdiff import nn
+from numdiff.ops.norm import grouped_moments
 
 pytest.importorskip("onnx", reason="pip install -e '.[interchange]'")
 ort = pytest.importorskip("onnxruntime", reason="pip install -e '.[interchange]'")
@@ -164,3 +165,20 @@ def test_value_dependent_control_flow_is_refused_clearly():
 
     with pytest.raises(numdiff.onnx.OnnxExporterError, match="cannot be traced into one graph"):
         numdiff.onnx.export(Branchy(), numdiff.randn(3), None)
+
+
+def test_fused_norms_export_with_their_statistics():
+    """grouped_norm (GroupNorm, LayerNorm) and grouped_moments (BatchNorm's batch statistics) as ONNX
+    nodes: a module returning a GroupNorm'd input and the per-group moments runs in onnxruntime."""
+    class Norms(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.group, self.layer = nn.GroupNorm(2, 4), nn.LayerNorm(3)
+
+        def forward(self, x):
+            return self.layer(self.group(x)), grouped_moments(x, (1, 2, 4, 1, 3))
+
+    model = Norms()
+    x = numdiff.randn(2, 4, 3) * 2 + 1
+    for got, want in zip(_run_onnx(model, [x]), _expected(model, [x])):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,189 @@
+"""Fused group normalisation: ``grouped_norm`` and its backward, ``grouped_norm_backward``.
+
+BatchNorm (training), InstanceNorm, GroupNorm and LayerNorm normalise a 5-D view (B, N, G, K, S) of
+their input (the attr ``view``; the ops take and return the input's own shape): statistics per
+(b, g) over (n, k, s), a scale and shift per (g, k) (numdiff.kernels.norm has the formulas and
+which layer is which view). The forward saves each group's mean and
+1 / sqrt(var + eps); the backward op returns dx, dweight and dbias flat, side by side, sliced
+apart here. The backward op is differentiated by recomputing the normalisation from numdiff ops
+(``composed_grouped_norm``), so second derivatives are exact. ``grouped_moments`` gives the same
+view's per-group mean and biased variance in one kernel, for the running statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numdiff.autograd import grad as autograd_grad
+from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
+from numdiff.backend import backend_for
+from numdiff.creation import ones, zeros
+from numdiff.ops.registry import register
+from numdiff.ops.shape import cat, stack
+from numdiff.tensor import Tensor
+
+__all__ = ["composed_grouped_norm", "grouped_moments", "grouped_norm"]
+
+_STAT_DIMS = (1, 3, 4)
+
+
+def _c(x: Any) -> Any:
+    return np.ascontiguousarray(x, like=x)
+
+
+def _affine(param: Any, fill: float, view: tuple, like: Any) -> Any:
+    """The (G, K) scale or shift a kernel reads: the given per-channel one, or `fill` where the
+    layer has none."""
+    shape = (view[2], view[3])
+    return np.full(shape, fill, dtype=like.dtype, like=like) if param is None else _c(param).reshape(shape)
+
+
+def composed_grouped_norm(x: Tensor, view: tuple, weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
+    """What ``grouped_norm`` returns, from numdiff ops (biased variance over (n, k, s) per (b, g) of
+    x seen as `view`), in x's shape."""
+    xv = x.reshape(view)
+    mean = xv.mean(_STAT_DIMS, keepdim=True)
+    out = (xv - mean) * (xv.var(_STAT_DIMS, correction=0, keepdim=True) + eps).rsqrt()
+    per_channel = (1, 1, view[2], view[3], 1)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out.reshape(tuple(x.shape))
+
+
+@register("grouped_norm", compile="kernel", launchers=("group_norm_forward",))
+class GroupedNorm(Function):
+    """x of any shape seen as view (B, N, G, K, S), weight and bias (G * K,) or None -> x normalised
+    per (b, g), scaled and shifted per (g, k), in x's shape (attrs: view, eps). The output is no
+    view of anything, as PyTorch's, so an in-place activation may follow it."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, *, view, eps):
+        ctx.view, ctx.eps = view, eps
+        xv = _c(x).reshape(view)
+        out = np.empty(view, dtype=x.dtype, like=x)
+        mean = np.empty((view[0], view[2]), dtype=x.dtype, like=x)
+        rstd = np.empty_like(mean)
+        backend_for(x).group_norm_forward(
+            xv, _affine(weight, 1.0, view, xv), _affine(bias, 0.0, view, xv), eps, out, mean, rstd
+        )
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.bias_shape = None if bias is None else bias.shape
+        return out.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, mean, rstd = ctx.saved_tensors
+        res = GroupedNormBackward.apply(grad, x, weight, mean, rstd, view=ctx.view, eps=ctx.eps)
+        size, params = x.numel(), ctx.view[2] * ctx.view[3]
+        d_x = res[:size].reshape(x.shape)
+        d_weight = res[size : size + params].reshape(weight.shape) if weight is not None else None
+        d_bias = res[size + params :].reshape(ctx.bias_shape) if ctx.bias_shape is not None else None
+        return d_x, d_weight, d_bias
+
+
+@register("grouped_norm_backward", compile="kernel", launchers=("group_norm_backward",))
+class GroupedNormBackward(Function):
+    """grad and x (x's shape, seen as view (B, N, G, K, S)), weight (G * K,) or None, the forward's
+    mean and rstd (B, G) -> (x.size + 2 * G * K,): dx, dweight and dbias flat (attrs: view, eps)."""
+
+    @staticmethod
+    def forward(ctx, grad, x, weight, mean, rstd, *, view, eps):
+        ctx.view, ctx.eps = view, eps
+        size, params = x.size, view[2] * view[3]
+        res = np.empty(size + 2 * params, dtype=x.dtype, like=x)
+        xv = _c(x).reshape(view)
+        param_shape = (view[2], view[3])
+        backend_for(x).group_norm_backward(
+            _c(grad).reshape(view), xv, _affine(weight, 1.0, view, xv), _c(mean), _c(rstd), res[:size].reshape(view),
+            res[size : size + params].reshape(param_shape), res[size + params :].reshape(param_shape),
+        )  # fmt: skip
+        ctx.save_for_backward(grad, x, weight)
+        return res
+
+    @staticmethod
+    def backward(ctx, grad_res):
+        grad, x, weight = ctx.saved_tensors
+        create_graph = is_grad_enabled()
+        given = (grad, x) if weight is None else (grad, x, weight)
+        leaves = [t if create_graph and t.requires_grad else t.detach().requires_grad_() for t in given]
+        channels = ctx.view[2] * ctx.view[3]
+        with enable_grad():
+            # Without a weight the kernel still fills the dweight slot: d/dscale at scale 1.
+            scale = leaves[2] if weight is not None else ones(channels, dtype=x.dtype, device=x.device, requires_grad=True)
+            shift = zeros(channels, dtype=x.dtype, device=x.device, requires_grad=True)
+            out = composed_grouped_norm(leaves[1], ctx.view, scale, shift, ctx.eps)
+            streams = autograd_grad(out, [leaves[1], scale, shift], leaves[0], create_graph=True)
+            res = cat([s.reshape(-1) for s in streams], 0)
+            found = autograd_grad(res, leaves, grad_res, create_graph=create_graph, allow_unused=True)
+        d_grad, d_x, d_weight = (tuple(found) + (None,))[:3]
+        needs = ctx.needs_input_grad
+        return tuple(g if need else None for g, need in zip((d_grad, d_x, d_weight, None, None), needs))
+
+
+@register("grouped_moments", compile="kernel", launchers=("group_norm_moments",))
+class GroupedMoments(Function):
+    """x (B, N, G, K, S) -> (2, B, G): each group's mean and biased variance over (n, k, s)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x = _c(x)
+        moments = np.empty((2, x.shape[0], x.shape[2]), dtype=x.dtype, like=x)
+        backend_for(x).group_norm_moments(x, moments)
+        ctx.save_for_backward(x, moments)
+        return moments
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, moments = ctx.saved_tensors
+        size = x.shape[1] * x.shape[3] * x.shape[4]
+        if backward_is_differentiated():  # create_graph: the mean must stay a function of x
+            mean = x.mean(_STAT_DIMS, keepdim=True)
+        else:
+            mean = moments[0].reshape(x.shape[0], 1, x.shape[2], 1, 1)
+        d_mean = grad[0].reshape(x.shape[0], 1, x.shape[2], 1, 1)
+        d_var = grad[1].reshape(x.shape[0], 1, x.shape[2], 1, 1)
+        return ((d_mean + (x - mean) * (d_var * 2.0)) / size,)
+
+
+def grouped_moments(input: Tensor, view: tuple[int, int, int, int, int]) -> Tensor:
+    """(2, B, G): the mean and biased variance of each group (b, g) of `input` seen as `view`
+    (B, N, G, K, S), over (n, k, s); composed from numdiff ops for dtypes the kernels lack.
+
+    >>> tuple(grouped_moments(numdiff.randn(4, 3, 5), (1, 4, 3, 1, 5)).shape)
+    (2, 1, 3)
+    """
+    x = input.reshape(view)
+    if _fusable(input):
+        return GroupedMoments.apply(x)
+    return stack([x.mean(_STAT_DIMS), x.var(_STAT_DIMS, correction=0)])
+
+
+def _fusable(input: Tensor, *params: Tensor | None) -> bool:
+    """Floating tensors of one dtype on one device (mixed ones take the composed form, which
+    promotes). Half types reach the kernels widened to float32 by Function.apply."""
+    dtype, device = input.dtype, input.device
+    if not dtype.is_floating_point or dtype.is_complex:
+        return False
+    return all(p is None or (p.dtype == dtype and p.device == device) for p in params)
+
+
+def grouped_norm(
+    input: Tensor, view: tuple[int, int, int, int, int], weight: Tensor | None, bias: Tensor | None, eps: float
+) -> Tensor:
+    """`input` seen as `view` (B, N, G, K, S), normalised per (b, g) and scaled and shifted by the
+    per-channel `weight` and `bias` (C = G * K entries each), returned in input's shape; the composed
+    form where the kernels do not apply (other dtypes, mixed dtypes or devices).
+
+    >>> x = numdiff.randn(4, 3, 5)
+    >>> out = grouped_norm(x, (1, 4, 3, 1, 5), None, None, 1e-5)   # batch_norm's training form
+    >>> tuple(out.shape)
+    (4, 3, 5)
+    """
+    if _fusable(input, weight, bias):
+        return GroupedNorm.apply(input, weight, bias, view=tuple(view), eps=float(eps))
+    return composed_grouped_norm(input, tuple(view), weight, bias, eps)
