@@ -60,8 +60,7 @@ def _take_level(t: Tensor, level: int) -> Tensor:
     value, levels = _batched.physical(t)
     if level not in levels:
         return t.unsqueeze(0).expand(transforms.batch_sizes[level - 1], *t.shape)
-    ascending = levels[::-1]
-    value = value.movedim(ascending.index(level), len(levels) - 1)
+    value = _moved(value, levels[::-1].index(level), len(levels) - 1)
     return _batched.rewrap(value, [other for other in levels if other != level])
 
 
@@ -72,10 +71,17 @@ def _give_level(t: Tensor, level: int) -> Tensor:
     ascending = levels[::-1]
     if level in ascending:
         position = ascending.index(level)
-        return _batched.rewrap(value.diagonal(0, position, len(levels)).movedim(-1, position), levels)
+        diagonal = value.diagonal(0, position, len(levels))
+        return _batched.rewrap(_moved(diagonal, diagonal.ndim - 1, position), levels)
     position = sum(1 for other in ascending if other < level)
-    value = value.movedim(len(levels), position)
+    value = _moved(value, len(levels), position)
     return _batched.rewrap(value, sorted([*ascending, level], reverse=True))
+
+
+def _moved(value: Tensor, source: int, destination: int) -> Tensor:
+    """``value.movedim(source, destination)`` for dims counted from 0, skipped where it is no move
+    (the common case: one vmap level; the call's argument checks cost more than the op here)."""
+    return value if source == destination else value.movedim(source, destination)
 
 
 class JvpLevel(Interpreter):
