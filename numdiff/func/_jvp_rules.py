@@ -4,8 +4,9 @@ Each rule is attached to its op's spec (``attach(name, jvp=rule)``, read as ``cl
 when this module is imported, as numdiff/func/_batch_rules.py attaches the batching rules. A rule
 is ``rule(cls, inputs, attrs, tangents, out) -> tangent`` where `cls` is the op's Function,
 `tangents` has one entry per input (None for an input without a tangent, and for every non-tensor
-input) and `out` is the op's result. It computes with numdiff ops, so the tangent is itself recorded on the tape (grad of jvp)
-and pushed forward again by an outer jvp level (jacfwd of jacfwd).
+input) and `out` is the op's result. It computes with numdiff ops, so the tangent is itself
+recorded on the tape (grad of jvp) and pushed forward again by an outer jvp level (jacfwd of
+jacfwd).
 
 Three families cover most ops:
 
