@@ -10,7 +10,8 @@ PyTorch's names and semantics, so code ports by changing the import::
 
 import math as _math
 
-from numdiff import _out_argument, _tensor_methods, _torch_misc, _torch_names
+from numdiff import _numpy_names, _out_argument, _tensor_methods, _torch_misc, _torch_names
+from numdiff import overrides as _overrides
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -206,6 +207,7 @@ _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 _TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...
 globals().update(_TORCH_NAMES)
+globals().update(_overrides.overridable_variants(globals(), ("numdiff.ops",)))  # numdiff.fx's Proxy
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
@@ -215,6 +217,7 @@ from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags
 from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
 from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
 from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
+from numdiff import fx as fx  # noqa: E402 - torch.fx: symbolic tracing, Graph, GraphModule
 from numdiff import hub as hub  # noqa: E402 - torch.hub: download files and checkpoints
 from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
@@ -338,9 +341,13 @@ __all__ += [
     "amp", "autocast", "random", "testing", "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cpu_enabled", "is_autocast_enabled",
 ]
 __all__ += [
-    "benchmark", "distributed", "distributions", "elementwise", "func", "hub", "jit", "linalg", "load", "onnx", "optim",
-    "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
+    "benchmark", "distributed", "distributions", "elementwise", "func", "fx", "hub", "jit", "linalg", "load", "onnx", "optim",
+    "overrides", "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
+
+# x.sum(1, keepdims=True), numdiff.cat(xs, axis=0): the NumPy names PyTorch's native functions take.
+_numpy_names.install(Tensor, globals())
+_overrides.register_public_faces(globals())  # a Proxy records numdiff.sum, not one of the wrappers inside it
 
 
 def __dir__() -> list[str]:

@@ -102,6 +102,33 @@ def _apply_inplace_batched(self: Tensor, op: str, compute: Callable[[Tensor], Te
     return self
 
 
+def records_nothing(self: Tensor, value: Any) -> bool:
+    """Whether writing `value` into `self` records nothing and no interpreter needs to see it: no
+    transform or compile level is active, self's storage is on the host, and grad mode is off or
+    neither side (nor self's base, when self is a view) requires grad. Such a write may go straight
+    into the storage (:func:`write_at`)."""
+    if anywhere.levels or not is_host(self._data):
+        return False
+    if not _state.enabled:
+        return True
+    base = self._base
+    return not (
+        self._requires_grad or getattr(value, "_requires_grad", False) or (base is not None and base._requires_grad)
+    )
+
+
+def write_at(self: Tensor, op: str, key: tuple, source: Any) -> Tensor:
+    """``self[key] = source`` straight into self's storage, for a write that records nothing
+    (:func:`records_nothing`): the cost of the elements written, not of a copy of the whole tensor."""
+    if not self._data.flags.writeable:
+        _refuse_read_only(self, op)
+    if source.dtype != self._data.dtype and _dtype.BFLOAT16_STORAGE in (source.dtype, self._data.dtype):
+        source = _dtype.cast_array(source, _dtype.from_numpy(self._data.dtype))  # NumPy would copy bits, not values
+    self._data[key] = source
+    self._version_counter[0] += 1
+    return self
+
+
 def _refuse_inplace_on_leaf(self: Tensor, op: str, shape: tuple) -> None:
     if _state.enabled and self._grad_fn is None and self._requires_grad:
         raise InPlaceOnLeafError(

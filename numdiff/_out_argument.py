@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
+from numdiff.overrides import register_public_face
 from numdiff.tensor import Tensor
 
 # numdiff.* functions that accept out= in PyTorch.
@@ -85,4 +86,5 @@ def out_variants(namespace: dict[str, Any]) -> dict[str, Callable[..., Any]]:
         fn = namespace.get(name)
         if callable(fn):
             variants[name] = wrapped.setdefault(id(fn), with_out(fn))
+            register_public_face(fn, variants[name])  # a Proxy records numdiff.tanh, not the inner tanh
     return variants

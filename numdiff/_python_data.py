@@ -88,8 +88,8 @@ def _python_array(data: Any, target: _dtype.dtype | None) -> np.ndarray:
 def _check_python_values(op: str, array: np.ndarray, target: _dtype.dtype) -> None:
     """Refuse Python numbers that do not fit an explicit integer dtype (PyTorch's checked rule,
     see numdiff._scalar_convert): 300 or -0.5 into uint8, 1e20 into int64, NaN into an integer."""
-    if target.numpy.kind not in "iu" or array.dtype.kind not in "iuf" or array.size == 0:
-        return
+    if target.numpy.kind not in "iu" or array.dtype.kind not in "iuf" or array.size == 0 or array.dtype == target.numpy:
+        return  # (ints NumPy stored in the target's own dtype fit it)
     info = np.iinfo(target.numpy)
     if array.dtype.kind == "f":
         bad = ~np.isfinite(array) | (array < info.min) | (array > info.max)

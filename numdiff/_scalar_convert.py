@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -39,7 +40,7 @@ def fits(value: Any, target: _dtype.dtype, *, float_range: bool = False) -> bool
     if kind == "b" or isinstance(value, (bool, np.bool_)):
         return True
     if kind in "iu":
-        info = np.iinfo(target.numpy)
+        info = _iinfo(target.numpy)
         if isinstance(value, (int, np.integer)):
             low = -int(info.max) if kind == "u" else int(info.min)
             return low <= int(value) <= int(info.max)
@@ -49,6 +50,12 @@ def fits(value: Any, target: _dtype.dtype, *, float_range: bool = False) -> bool
         largest = _dtype_max(target)
         return abs(float(value)) <= largest
     return True
+
+
+@functools.cache
+def _iinfo(dtype: np.dtype) -> np.iinfo:
+    """np.iinfo, made once per dtype (NumPy builds a new one on every call)."""
+    return np.iinfo(dtype)
 
 
 def _dtype_max(target: _dtype.dtype) -> float:

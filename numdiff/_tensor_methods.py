@@ -19,6 +19,7 @@ from numdiff import (
 )
 from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import is_host
 from numdiff.creation import rand, randn
 from numdiff.linalg import _toplevel as linalg_toplevel
 from numdiff.ops import (
@@ -46,6 +47,7 @@ from numdiff.ops import (
 from numdiff.ops._util import scalar_like
 from numdiff.ops.elementwise import METHODS as RULE_METHODS
 from numdiff.ops.elementwise import PUBLIC as PUBLIC_RULES
+from numdiff.overrides import is_overridable
 from numdiff.tensor import Tensor
 
 
@@ -56,7 +58,27 @@ def _reflected(fn):
     return method
 
 
+def _deferring(fn):
+    """A binary operator that returns NotImplemented for an operand defining numdiff.overrides'
+    protocol, so that Python calls the operand's reflected method (a numdiff.fx Proxy records it);
+    for the operators whose function does not hand such operands over itself."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        if is_overridable(other):
+            return NotImplemented
+        return fn(self, other)
+
+    return method
+
+
 def _setitem(self: Tensor, key: Any, value: Any) -> None:
+    if _inplace.records_nothing(self, value):
+        # x[i] = v on a tensor nothing tracks: only the indexed elements are written (the recorded
+        # form computes a whole new tensor, so filling a buffer row by row would be quadratic).
+        key, value = indexing.put_operands(self, key, value)
+        if is_host(value._data):
+            _inplace.write_at(self, "__setitem__", key, value._data)
+            return
     _inplace.apply_inplace(self, "__setitem__", lambda old: indexing.index_put(old, key, value))
 
 
@@ -108,7 +130,8 @@ METHODS = {
     "pow": arithmetic.pow,
     "neg": arithmetic.neg,
     # products
-    "__matmul__": linalg.matmul,
+    "__matmul__": _deferring(linalg.matmul),
+    "__rmatmul__": _deferring(_reflected(linalg.matmul)),
     "matmul": linalg.matmul,
     "mm": linalg.mm,
     "bmm": linalg.bmm,
@@ -165,8 +188,8 @@ METHODS = {
     "floor_divide": arithmetic.floor_divide,
     "__mod__": arithmetic.remainder,
     "__rmod__": _reflected(arithmetic.remainder),
-    "__floordiv__": arithmetic.floor_divide,
-    "__rfloordiv__": _reflected(arithmetic.floor_divide),
+    "__floordiv__": _deferring(arithmetic.floor_divide),
+    "__rfloordiv__": _deferring(_reflected(arithmetic.floor_divide)),
     "clamp_min": selection.clamp_min,
     "clamp_max": selection.clamp_max,
     "nan_to_num": selection.nan_to_num,

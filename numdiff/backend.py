@@ -175,6 +175,8 @@ CPU = _HostBackend(
         "numdiff.kernels.elementwise": ("rule_forward", "rule_backward"),
         "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
+        "numdiff.kernels.scatter": ("add_at",),
+        "numdiff.kernels.linalg_small": ("cholesky_backward_batched",),
     },
 )
 """Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
@@ -201,7 +203,10 @@ CUDA = _CudaBackend(
         "numdiff.cuda.kernels.optim": ("sgd_update", "adam_update", "rmsprop_update", "adagrad_update"),
         "numdiff.cuda.kernels.elementwise": ("rule_forward", "rule_backward"),
         "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
-        "numdiff.cuda.kernels.linalg": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
+        "numdiff.cuda.kernels.linalg": (
+            "triangular_solve", "cholesky_batched", "lu_solve_batched", "cholesky_backward_batched",
+        ),
+        "numdiff.cuda._indexing": ("add_at",),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

@@ -16,6 +16,7 @@ MODULES = [
     "numdiff", "numdiff.nn", "numdiff.nn.functional", "numdiff.optim", "numdiff.optim.lr_scheduler",
     "numdiff.autograd", "numdiff.func", "numdiff.linalg", "numdiff.special", "numdiff.utils.data",
     "numdiff.distributions", "numdiff.compile", "numdiff.safetensors", "numdiff.utils.dlpack", "numdiff.profiler",
+    "numdiff.fx", "numdiff.overrides",
 ]  # fmt: skip
 
 

@@ -117,6 +117,11 @@ def _as_bits(array: CudaArray) -> CudaArray:
     return CudaArray(array._buffer.view(np.uint16), array.shape, array._strides, array._offset, array.device)
 
 
+def add_at(out: CudaArray, key: Any, values: Any) -> None:
+    """np.add.at(out, key, values): the backend's scatter-add (the host's is numdiff.kernels.scatter)."""
+    scatter(out, key, values, accumulate=True)
+
+
 def scatter(x: CudaArray, key: Any, value: Any, accumulate: bool) -> None:
     """x[key] = value, or x[key] += value with every repeat of an index counted (np.add.at)."""
     if x.dtype == _BFLOAT16_BITS and not accumulate and isinstance(value, CudaArray) and value.dtype == x.dtype:

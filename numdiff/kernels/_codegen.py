@@ -160,11 +160,17 @@ def _math_call(node: ast.expr, names: frozenset) -> str | None:
 
 class _VectorMath(ast.NodeTransformer):
     """``math.f(a)`` -> ``_vecmath.f(a)`` for the functions _vecmath has, and ``np.float64(math.f(a))``
-    -> ``_vecmath.f_wide(a)`` for those it has in float64 before a float32 rounding; collects the
-    sin/cos arguments."""
+    -> ``_vecmath.f_wide(a)`` for those it has in float64 before a float32 rounding; ``a ** b`` ->
+    ``_vecmath.power(a, b)``; collects the sin/cos arguments."""
 
     def __init__(self) -> None:
         self.guarded: list[ast.expr] = []
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "power", ast.Load()), [node.left, node.right], [])
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         function = node.func

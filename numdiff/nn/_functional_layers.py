@@ -23,6 +23,7 @@ from numdiff.func._batched import VmapDataDependentError, per_example
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
+from numdiff.overrides import dispatch, is_overridable
 from numdiff.tensor import Tensor
 
 
@@ -39,6 +40,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
     The mask comes from numdiff's default generator, so ``numdiff.manual_seed`` fixes it.
     """
+    if is_overridable(input):  # a numdiff.fx Proxy records the call
+        return dispatch(dropout, (input, p, training, inplace), {})
     _check_tensor("dropout", "input", input)
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
         raise TypeError(f"dropout: p must be a number, got {p!r} ({type(p).__name__})")

@@ -84,6 +84,7 @@ from numdiff.ops.pool import (
     max_pool2d,
 )
 from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
+from numdiff.overrides import overridable_variants
 
 sigmoid, tanh = PUBLIC["sigmoid"], PUBLIC["tanh"]
 
@@ -144,6 +145,13 @@ __all__ += [
     "lp_pool3d", "max_unpool3d",
 ]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
+
+# numdiff.fx's Proxy (and any __numdiff_function__ type) takes over F.<name>(proxy, ...) calls.
+globals().update(overridable_variants(
+    {name: globals()[name] for name in __all__ if name in globals()}, ("numdiff.nn", "numdiff.ops"),
+    ("numdiff.nn._legacy", "numdiff.nn._losses", "numdiff.nn._likelihood_losses", "numdiff.nn._functional_layers.dropout1d",
+     "numdiff.nn._functional_layers.dropout2d", "numdiff.nn._functional_layers.dropout3d"),
+))
 
 
 def __dir__() -> list[str]:

@@ -56,7 +56,11 @@ def cholesky(
     low: np.ndarray, grad: np.ndarray, upper_solve: Callable[[np.ndarray, np.ndarray], np.ndarray]
 ) -> np.ndarray:
     """gA of L = cholesky(A): sym(L^-T Phi L^-1) / 2, Phi = tril(L^T gL) with its diagonal halved;
-    ``upper_solve(U, B)`` is U^-1 B for upper-triangular U (numdiff.ops.linalg_solve's, batched)."""
+    ``upper_solve(U, B)`` is U^-1 B for upper-triangular U (numdiff.ops.linalg_solve's, batched).
+    Small orders run the whole formula in one kernel call."""
+    by_kernel = _lapack.cholesky_backward(low, grad)
+    if by_kernel is not None:
+        return by_kernel
     phi = np.tril(_mm(_t(low), np.tril(grad)))
     diagonal = np.einsum("...ii->...i", phi)
     diagonal *= 0.5
@@ -119,7 +123,7 @@ def svd_vh(u: np.ndarray, s: np.ndarray, vh: np.ndarray, grad: np.ndarray) -> np
 def inverse_transpose(a: np.ndarray, factors: _lapack.LUFactors | None) -> np.ndarray:
     """A^-T, from A's LU factors when the forward kept them."""
     if factors is not None:
-        return _lapack.solve_factored(factors, np.eye(a.shape[-1], dtype=a.dtype), transposed=True)
+        return _lapack.solve_factored(factors, np.eye(a.shape[-1], dtype=a.dtype), transposed=True).reshape(a.shape)
     return _t(np.linalg.inv(a))
 
 

@@ -12,6 +12,7 @@ from numdiff._ground.args import is_int
 from numdiff._scalar_convert import checked_array, wrapped_int
 from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, is_host, is_numpy
+from numdiff.overrides import ForeignOperandError, is_overridable
 from numdiff.tensor import Tensor
 
 
@@ -107,6 +108,8 @@ def _joining(op: str, value: Any) -> Any:
     sparse tensor as its dense form (dense (op) sparse is dense), anything else as it is."""
     if is_numpy(value):
         return _from_numpy(op, value)
+    if is_overridable(value):  # a Proxy or other tensor-like: the public function hands the call to it
+        raise ForeignOperandError(op, value)
     if getattr(value, "is_sparse", False) is True or getattr(value, "is_sparse_csr", False) is True:
         return value.to_dense()
     return value

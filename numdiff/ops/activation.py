@@ -22,6 +22,7 @@ from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
 from numdiff.ops.selection import clamp, where
+from numdiff.overrides import dispatch, dispatch_call, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 
@@ -55,36 +56,51 @@ def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
     return apply_inplace(input, op, compute)
 
 
+@honours_protocol
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0); integer tensors too, as in PyTorch."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch(relu, (input,), {"inplace": inplace} if inplace else {})
     if _is_integral(input):
         return _integral_clamp(input, 0, None, inplace)
     _check_float("relu", input)
     return _maybe_inplace("relu_", input, Relu.apply, inplace) if inplace else Relu.apply(input)
 
 
+@honours_protocol
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x for x > 0, else negative_slope * x."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(leaky_relu, locals())
     _check_float("leaky_relu", input)
     return _maybe_inplace("leaky_relu_", input, lambda x: LeakyRelu.apply(x, negative_slope=float(negative_slope)), inplace)
 
 
+@honours_protocol
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x) - 1)."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(elu, locals())
     _check_float("elu", input)
     return _maybe_inplace("elu_", input, lambda x: Elu.apply(x, alpha=float(alpha)), inplace)
 
 
+@honours_protocol
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """A smooth relu: log(1 + exp(beta x)) / beta."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(softplus, locals())
     _check_float("softplus", input)
     if beta == 0:
         raise ValueError("softplus: beta must be non-zero")
     return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
 
 
+@honours_protocol
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit; approximate="tanh" for the tanh form."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(gelu, locals())
     _check_float("gelu", input)
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
@@ -102,8 +118,11 @@ def _rule_activation(name: str, inplace: bool, input: Tensor, **attrs: float) ->
 
 
 
+@honours_protocol
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val], with zero gradient outside."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(hardtanh, locals())
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
     if _is_integral(input):
@@ -111,23 +130,32 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     return _rule_activation("hardtanh", inplace, input, min_val=float(min_val), max_val=float(max_val))
 
 
+@honours_protocol
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6)."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(relu6, locals())
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 
 
+@honours_protocol
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x / alpha) - 1)."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(celu, locals())
     if alpha == 0:
         raise ValueError("celu: alpha must be non-zero (it divides x)")
     return _rule_activation("celu", inplace, input, alpha=float(alpha))
 
 
 
+@honours_protocol
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x moved `lambd` toward 0, and 0 within `lambd` of it."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(softshrink, locals())
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be at least 0, got {lambd}")
     return _rule_activation("softshrink", False, input, lambd=float(lambd))
@@ -135,8 +163,11 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 
+@honours_protocol
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(threshold, locals())
     return _rule_activation("threshold", inplace, input, threshold=float(threshold), value=float(value))
 
 
@@ -201,15 +232,21 @@ GENERATED = {rule.name: _make_functional(rule) for rule in RULES.values() if rul
 globals().update(GENERATED)
 
 
+@honours_protocol
 def softmin(input: Tensor, dim: int, dtype=None) -> Tensor:
     """softmax(-x) along `dim`."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(softmin, locals())
     _check_float("softmin", input)
     return softmax(-input, dim, dtype)
 
 
+@honours_protocol
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, with one learned slope for all channels or one per channel
     (dim 1, or dim 0 of a 1-D input)."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(prelu, locals())
     _check_float("prelu", input)
     if not isinstance(weight, Tensor):
         raise TypeError(f"prelu: weight must be a Tensor, got {type(weight).__name__}")
@@ -230,8 +267,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return where(input > 0, input, weight * input)
 
 
+@honours_protocol
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """The gated linear unit: a * sigmoid(b), with a and b the two halves of `input` along `dim`."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(glu, locals())
     if not isinstance(input, Tensor):
         raise TypeError(f"glu: expected a Tensor, got {type(input).__name__}")
     if input.ndim == 0:
@@ -270,8 +310,11 @@ class LogSoftmax(Function):
         return (grad - out.exp() * grad.sum(ctx.dim, keepdim=True),)
 
 
+@honours_protocol
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """log(softmax(x)) along `dim`, stable for any input magnitude."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(log_softmax, locals())
     if dtype is not None:
         input = input.to(dtype)
     _check_float("log_softmax", input)
@@ -281,8 +324,11 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim))
 
 
+@honours_protocol
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`: exp of the stable log_softmax."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(softmax, locals())
     if dtype is not None:
         input = input.to(dtype)
     _check_float("softmax", input)  # checked here too, so that a bad call names softmax

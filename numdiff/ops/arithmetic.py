@@ -27,6 +27,7 @@ from numdiff.ops._util import (
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 Add, Sub, Div, Pow = FUNCTIONS["add"], FUNCTIONS["sub"], FUNCTIONS["div"], FUNCTIONS["pow"]
@@ -35,17 +36,22 @@ mul = PUBLIC["mul"]
 neg = PUBLIC["neg"]
 
 
+@honours_protocol
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting.
 
     >>> numdiff.add(numdiff.tensor([1.0, 2.0]), 1.0, alpha=2)  # doctest: +SKIP
     tensor([3., 4.])
     """
-    if alpha != 1:
-        other = mul(other, alpha)
-    return Add.apply(*operands("add", input, other))
+    if alpha != 1 and (is_overridable(input) or is_overridable(other)):  # before mul takes it over
+        return dispatch(add, (input, other), {"alpha": alpha})
+    try:  # free unless raised: a protocol operand (numdiff.overrides) takes the call over
+        return Add.apply(*operands("add", input, other if alpha == 1 else mul(other, alpha)))
+    except ForeignOperandError:
+        return dispatch(add, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
+@honours_protocol
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting; a bool operand is refused, as in PyTorch."""
     if _is_bool(input) or _is_bool(other):
@@ -53,18 +59,25 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
             "sub: subtraction, the `-` operator, with a bool tensor is not supported (got "
             f"{_describe(input)} - {_describe(other)}); to invert a mask, use the `~` operator or logical_not()"
         )
-    if alpha != 1:
-        other = mul(other, alpha)
-    return Sub.apply(*operands("sub", input, other))
+    if alpha != 1 and (is_overridable(input) or is_overridable(other)):
+        return dispatch(sub, (input, other), {"alpha": alpha})
+    try:
+        return Sub.apply(*operands("sub", input, other if alpha == 1 else mul(other, alpha)))
+    except ForeignOperandError:
+        return dispatch(sub, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
 @host_function
+@honours_protocol
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division (``rounding_mode`` "floor"/"trunc" give non-differentiable results)."""
     if rounding_mode is None:
         # A Python int divides as a number, not wrapped into an integer tensor's dtype (int8 / 300).
         input, other = (float(x) if isinstance(x, (int, np.integer)) else x for x in (input, other))
-    a, b = operands("div", input, other)
+    try:
+        a, b = operands("div", input, other)
+    except ForeignOperandError:
+        return dispatch(div, (input, other), {} if rounding_mode is None else {"rounding_mode": rounding_mode})
     if rounding_mode is None:
         if np.result_type(data_of(a), data_of(b)).kind != "f":
             a = as_default_float(a) if isinstance(a, Tensor) else float(a)
@@ -139,23 +152,29 @@ class Remainder(_Modulo):
 
 
 def _modulo(op: str, function: type[Function], input: Any, other: Any) -> Tensor:
-    a, b = operands(op, input, other)
+    try:
+        a, b = operands(op, input, other)
+    except ForeignOperandError:
+        return dispatch(fmod if op == "fmod" else remainder, (input, other), {})
     refuse_bool_result(op, a, b)
     _check_integer_divisor(op, a, b)
     return function.apply(a, b)
 
 
+@honours_protocol
 def fmod(input: Any, other: Any) -> Tensor:
     """Elementwise C fmod (sign of `input`); gradient 1 for input, -trunc(input / other) for other."""
     return _modulo("fmod", Fmod, input, other)
 
 
+@honours_protocol
 def remainder(input: Any, other: Any) -> Tensor:
     """Elementwise Python modulo, ``input % other`` (sign of `other`); gradient 1 for input,
     -floor(input / other) for other."""
     return _modulo("remainder", Remainder, input, other)
 
 
+@honours_protocol
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     """``input ** exponent`` with broadcasting; either side may be a Python number. Integers to
     negative integer powers follow PyTorch: an error for a Python exponent, and for a tensor
@@ -167,7 +186,10 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         if exponent < 0:
             raise ValueError(f"pow: integers to negative integer powers are not allowed (exponent {exponent})")
         check_integer_scalar_fits("pow", exponent, input)  # the exponent is not wrapped: uint8 ** 300 is refused
-    a, b = operands("pow", input, exponent)
+    try:
+        a, b = operands("pow", input, exponent)
+    except ForeignOperandError:
+        return dispatch(pow, (input, exponent), {})
     refuse_bool_result("pow", a, b)
     base_data, exponent_data = data_of(a), data_of(b)
     integral = np.result_type(base_data, exponent_data).kind in "iub"

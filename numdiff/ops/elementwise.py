@@ -32,6 +32,7 @@ from numdiff.backend import backend_for, is_host
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 cpu = lazy_module("numdiff.kernels.elementwise")
@@ -218,6 +219,8 @@ def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
     if type(x) is Tensor and (dtypes == "any" or x._data.dtype.kind in "fV"):  # V: bfloat16, computed in float32
         return x
     if not isinstance(x, Tensor):
+        if is_overridable(x):
+            raise ForeignOperandError(op, x)
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if dtypes != "any" and x._data.dtype.kind not in "fV":
         if dtypes == "float":
@@ -246,12 +249,18 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
         def public(input: Tensor) -> Tensor:
             if isinstance(input, Tensor) and input._data.dtype.kind in "iu":
                 return input.clone()
-            return function.apply(_float_tensor(rule.name, input, "float"))
+            try:
+                return function.apply(_float_tensor(rule.name, input, "float"))
+            except ForeignOperandError:
+                return dispatch(public, (input,), {})
 
     elif rule.arity == 1 and not defaults:  # no attrs: no keyword handling on the hot path
 
         def public(input: Tensor) -> Tensor:
-            return function.apply(_float_tensor(rule.name, input, rule.dtypes))
+            try:  # free unless raised: a protocol operand (numdiff.overrides) takes the call over
+                return function.apply(_float_tensor(rule.name, input, rule.dtypes))
+            except ForeignOperandError:
+                return dispatch(public, (input,), {})
 
     elif rule.arity == 1:
 
@@ -260,17 +269,26 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
                 if len(values) > len(defaults):
                     raise TypeError(f"{rule.name}: takes at most {len(defaults)} attributes {list(defaults)}, got {len(values)}")
                 attrs = {**dict(zip(defaults, values)), **attrs}
-            return function.apply(_float_tensor(rule.name, input, rule.dtypes), **check_attrs(attrs))
+            try:
+                return function.apply(_float_tensor(rule.name, input, rule.dtypes), **check_attrs(attrs))
+            except ForeignOperandError:
+                return dispatch(public, (input,), attrs)
 
     elif rule.dtypes == "any" and not defaults:
 
         def public(input: Any, other: Any) -> Tensor:
-            return function.apply(*operands(rule.name, input, other))
+            try:
+                return function.apply(*operands(rule.name, input, other))
+            except ForeignOperandError:
+                return dispatch(public, (input, other), {})
 
     else:
 
         def public(input: Any, other: Any, **attrs: float) -> Tensor:
-            a, b = operands(rule.name, input, other)
+            try:
+                a, b = operands(rule.name, input, other)
+            except ForeignOperandError:
+                return dispatch(public, (input, other), attrs)
             if rule.dtypes != "any" and np.result_type(data_of(a), data_of(b)).kind != "f":
                 if rule.dtypes == "float":
                     raise TypeError(f"{rule.name}: expected floating point operands")
@@ -278,6 +296,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
                 b = as_default_float(b) if isinstance(b, Tensor) else float(b)
             return function.apply(a, b, **check_attrs(attrs))
 
+    honours_protocol(public)
     public.__name__ = public.__qualname__ = rule.name
     public.__module__ = __name__
     example = f"numdiff.{rule.name}(numdiff.tensor([0.5, 1.0]){', numdiff.tensor([2.0, 3.0])' if rule.arity == 2 else ''})"

@@ -13,7 +13,7 @@ import numpy as np
 
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
-from numdiff.backend import holds_values, is_numpy, to_host
+from numdiff.backend import backend_for, holds_values, is_numpy, to_host
 from numdiff.func._batched import per_example, physical
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
@@ -25,8 +25,22 @@ def _is_basic(key: tuple) -> bool:
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
 
 
+# Index parts that need no conversion: a key of only these is checked by NumPy and returned as
+# it is (bool is not among them: True indexes as a mask, not as 1).
+_PLAIN = frozenset((int, slice, type(None), type(Ellipsis)))
+
+
 def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
     """An index as a tuple of ints, slices, None, Ellipsis and validated integer/bool arrays."""
+    if type(key) in _PLAIN:
+        key = (key,)
+    if type(key) is tuple and all(type(k) in _PLAIN for k in key):
+        # x[1:5], x[:, -1], x[..., None]: the common case, on every slice of a training loop.
+        try:
+            np.empty(shape, dtype=_NO_BYTES)[key]
+        except IndexError as error:
+            raise IndexError(f"{op}: index {_describe(key)} is invalid for a tensor of shape {tuple(shape)}: {error}") from None
+        return key
     if isinstance(key, list) and any(isinstance(k, (Tensor, list, tuple, range, slice)) or k is None or k is Ellipsis for k in key):
         key = tuple(key)  # PyTorch reads such a list as a tuple: x[[rows, cols]] is x[rows, cols]
     if not isinstance(key, tuple):
@@ -112,7 +126,7 @@ class GetItem(Function):
         return (IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.input_shape),)
 
 
-@register("index_add_into_zeros", compile="call")
+@register("index_add_into_zeros", compile="call", launchers=("add_at",))
 class IndexAddIntoZeros(Function):
     """zeros(shape) with `grad` added at `key` (repeats accumulate): the transpose of getitem."""
 
@@ -123,7 +137,7 @@ class IndexAddIntoZeros(Function):
         if _is_basic(key):
             out[key] = grad
         else:
-            np.add.at(out, key, grad)
+            backend_for(out).add_at(out, key, grad)
         return out
 
     @staticmethod
@@ -169,7 +183,7 @@ class Gather(Function):
         return scatter_add(zeros, ctx.dim, index, grad), None
 
 
-@register("scatter_add", compile="call")
+@register("scatter_add", compile="call", launchers=("add_at",))
 class ScatterAdd(Function):
     """x with src added at positions index along dim (repeats accumulate)."""
 
@@ -179,7 +193,7 @@ class ScatterAdd(Function):
         ctx.src_shape = src.shape
         ctx.save_for_backward(index)
         out = x.copy()
-        np.add.at(out, _scatter_key(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+        backend_for(out).add_at(out, _scatter_key(index, dim), src[tuple(slice(0, n) for n in index.shape)])
         return out
 
     @staticmethod
@@ -303,17 +317,25 @@ def index_put(input: Tensor, key: Any, value: Any) -> Tensor:
     """Out-of-place ``input[key] = value``; the engine of __setitem__."""
     if _batched_index(key):
         return _per_example_index("index_put", index_put, input, key, value if isinstance(value, Tensor) else scalar_like(value, input))
+    key, value = put_operands(input, key, value)
+    return IndexPut.apply(input, value, key=key)
+
+
+def put_operands(input: Tensor, key: Any, value: Any) -> tuple[tuple, Tensor]:
+    """The checked key and value of ``input[key] = value``: the key normalized, the value a tensor
+    of input's dtype whose shape broadcasts to the indexed one."""
     key = normalize_key("index_put", key, input._data.shape)
     if not isinstance(value, Tensor):
         value = scalar_like(value, input)
     elif value.dtype is not input.dtype:
         value = value.to(input.dtype)
-    target_shape = np.empty(input._data.shape, dtype=_NO_BYTES)[key].shape
-    try:
-        np.broadcast_shapes(value.shape, target_shape)
-    except ValueError:
-        raise ValueError(
-            f"index_put: value of shape {tuple(value.shape)} cannot be broadcast to the indexed "
-            f"shape {target_shape} of a tensor of shape {tuple(input.shape)}"
-        ) from None
-    return IndexPut.apply(input, value, key=key)
+    if value._data.ndim:  # a 0-d value broadcasts to any indexed shape
+        target_shape = np.empty(input._data.shape, dtype=_NO_BYTES)[key].shape
+        try:
+            np.broadcast_shapes(value._data.shape, target_shape)
+        except ValueError:
+            raise ValueError(
+                f"index_put: value of shape {tuple(value.shape)} cannot be broadcast to the indexed "
+                f"shape {target_shape} of a tensor of shape {tuple(input.shape)}"
+            ) from None
+    return key, value

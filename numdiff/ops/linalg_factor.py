@@ -41,6 +41,7 @@ from numdiff.ops.linalg_solve import (
 )
 from numdiff.ops.registry import register
 from numdiff.ops.shape import stack
+from numdiff.tensor import Tensor
 
 
 def _other(ctx, grad, op, name, **attrs):
@@ -62,7 +63,7 @@ def _diag_embed(v):
     return v.unsqueeze(-1) * v.new_tensor(np.eye(v.shape[-1]))
 
 
-@register("linalg_cholesky", compile="call", launchers=("cholesky_batched",))
+@register("linalg_cholesky", compile="call", launchers=("cholesky_batched", "cholesky_backward_batched"))
 class Cholesky(Function):
     @staticmethod
     def forward(ctx, a):
@@ -84,6 +85,10 @@ class Cholesky(Function):
         (low,) = ctx.saved_tensors
         if _linalg_grads.direct(grad, low.shape):
             return (grad.new_tensor(_linalg_grads.cholesky(low._data, grad._data, _upper_solve)),)
+        if on_device(low._data) and not is_grad_enabled() and tuple(grad.shape) == tuple(low.shape):
+            out = _stack3(low._data).copy()  # the GPU's whole formula, one thread per matrix
+            backend_for(low._data).cholesky_backward_batched(_stack3(low._data), _stack3(grad._data), out)
+            return (Tensor._wrap(out.reshape(tuple(low.shape)), None, None),)
         phi = low.mT @ grad.tril()
         phi = phi.tril(-1) + 0.5 * _diag_embed(phi.diagonal(0, -2, -1))
         # L^-T phi L^-1 as two triangular solves with L^T (upper).

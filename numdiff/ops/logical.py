@@ -9,17 +9,22 @@ import numpy as np
 from numdiff import _dtype
 from numdiff._host_functions import host_function
 from numdiff.ops._util import as_result, data_of, operands, vmapped
+from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol
 from numdiff.tensor import Tensor
 
 
 def _compare(op: str, ufunc):
     def compare(input: Any, other: Any) -> Tensor:
-        a, b = operands(op, input, other)
+        try:
+            a, b = operands(op, input, other)
+        except ForeignOperandError:  # a protocol operand (numdiff.overrides) takes the call over
+            return dispatch(public, (input, other), {})
         return Tensor._wrap(as_result(ufunc(data_of(a), data_of(b))), None, None)
 
     compare.__name__ = op
     compare.__doc__ = f"Elementwise `{op}` comparison with broadcasting; a bool tensor with no gradient."
-    return host_function(compare, elementwise=True)
+    public = honours_protocol(host_function(compare, elementwise=True))
+    return public
 
 
 eq = _compare("eq", np.equal)
@@ -35,7 +40,10 @@ logical_xor = _compare("logical_xor", np.logical_xor)
 
 def _logical(op: str, ufunc):
     def combine(input: Any, other: Any) -> Tensor:
-        a, b = operands(op, input, other)
+        try:
+            a, b = operands(op, input, other)
+        except ForeignOperandError:  # a protocol operand (numdiff.overrides) takes the call over
+            return dispatch(public, (input, other), {})
         da, db = data_of(a), data_of(b)
         if np.result_type(da, db).kind not in "biu":
             raise TypeError(f"{op}: expected bool or integer operands, got {np.result_type(da, db)}")
@@ -43,7 +51,8 @@ def _logical(op: str, ufunc):
 
     combine.__name__ = op
     combine.__doc__ = f"Elementwise `{op}` of bool or integer tensors (or one and a Python int), with broadcasting."
-    return host_function(combine, elementwise=True)
+    public = honours_protocol(host_function(combine, elementwise=True))
+    return public
 
 
 def _shift_left(x: Any, shift: Any) -> Any:
@@ -69,7 +78,10 @@ def _shift_right(x: Any, shift: Any) -> Any:
 
 def _shift(op: str, shift_array):
     def shift(input: Any, other: Any) -> Tensor:
-        a, b = operands(op, input, other)
+        try:
+            a, b = operands(op, input, other)
+        except ForeignOperandError:  # a protocol operand (numdiff.overrides) takes the call over
+            return dispatch(public, (input, other), {})
         da, db = data_of(a), data_of(b)
         kind = np.result_type(da, db).kind
         if kind not in "iu":
@@ -81,7 +93,8 @@ def _shift(op: str, shift_array):
 
     shift.__name__ = op
     shift.__doc__ = f"Elementwise `{op}` of integer tensors, with PyTorch's results for out-of-range shifts."
-    return host_function(shift, elementwise=True)
+    public = honours_protocol(host_function(shift, elementwise=True))
+    return public
 
 
 bitwise_left_shift = _shift("bitwise_left_shift", _shift_left)

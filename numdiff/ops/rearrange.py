@@ -130,7 +130,10 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         if size == 0 or shift % size == 0:
             continue
         shift %= size
-        out = cat([out.narrow(dim, size - shift, shift), out.narrow(dim, 0, size - shift)], dim)
+        # One gather per dim (its backward a scatter): element i comes from i - shift, wrapped.
+        source = np.arange(-shift, size - shift, dtype=np.int64)
+        source[:shift] += size
+        out = out[(slice(None),) * dim + (source,)]
     return out if out is not input else input.clone()
 
 

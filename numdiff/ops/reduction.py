@@ -24,6 +24,7 @@ from numdiff.ops._util import (
 from numdiff.ops.indexing import gather
 from numdiff.ops.registry import register
 from numdiff.ops.selection import maximum, minimum, where
+from numdiff.overrides import dispatch_call, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -313,13 +314,19 @@ def _arg_extreme(op: str, fn, input: Tensor, dim: int | None, keepdim: bool) -> 
     return Tensor._wrap(out, None, None)
 
 
+@honours_protocol
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """max(x): the largest element; max(x, dim): (values, indices); max(x, other): maximum."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(max, locals())
     return _extreme("max", amax, argmax, input, dim, keepdim)
 
 
+@honours_protocol
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """min(x): the smallest element; min(x, dim): (values, indices); min(x, other): minimum."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(min, locals())
     return _extreme("min", amin, argmin, input, dim, keepdim)
 
 

@@ -14,6 +14,7 @@ from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
+from numdiff.overrides import dispatch_call, honours_protocol, is_overridable, overridable
 from numdiff.tensor import Tensor
 
 
@@ -218,8 +219,11 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return reshape(input, shape)
 
 
+@honours_protocol
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(flatten, locals())
     if input.ndim == 0:
         return reshape(input, (1,))
     start = normalize_dim("flatten", start_dim, input.ndim)
@@ -231,8 +235,11 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
+@honours_protocol
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1)."""
+    if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
+        return dispatch_call(unflatten, locals())
     dim = normalize_dim("unflatten", dim, input.ndim)
     sizes = tuple(sizes)
     known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
@@ -278,6 +285,7 @@ def new_memory(out: Tensor) -> Tensor:
     return out.clone() if out._base is not None or out.numel() == 0 else out
 
 
+@overridable
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of equal shape except along `dim`."""
     tensors = list(tensors)
@@ -311,6 +319,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = cat
 
 
+@overridable
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dimension."""
     tensors = list(tensors)

@@ -85,3 +85,17 @@ def test_cuda_erf_matches_the_cpu_one():
     x = np.linspace(-2.0, 2.0, 7)
     got = numdiff.erf(numdiff.tensor(x, device="cuda")).cpu().numpy()
     np.testing.assert_allclose(got, numdiff.erf(numdiff.tensor(x)).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "shape, key",
+    [((6, 3), (np.array([0, 5, -1, 2, 2]),)), ((4, 3, 2), (np.array([1, 3, 1]), np.array([0, 2, -1])))],
+)
+def test_cuda_add_at_matches_the_cpu_one(shape, key):
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal(shape)
+    values = rng.standard_normal(host[key].shape)
+    on_gpu = CudaArray.from_numpy(host, device("cuda"))
+    CPU.add_at(host, key, values)
+    CUDA.add_at(on_gpu, key, CudaArray.from_numpy(values, device("cuda")))
+    np.testing.assert_allclose(on_gpu.to_host(), host, rtol=1e-12)

@@ -8,6 +8,8 @@ import pytest
 
 import numdiff
 from numdiff import linalg
+from numdiff.backend import CPU, CUDA
+from numdiff.cuda.array import CudaArray
 
 pytestmark = pytest.mark.skipif(not numdiff.cuda.is_available(), reason="no CUDA device or simulator")
 
@@ -34,6 +36,16 @@ def test_cholesky_kernel_matches_the_cpu_forward_and_backward():
     (out * weights.cuda()).sum().backward()
     np.testing.assert_allclose(out.detach().cpu().numpy(), linalg.cholesky(cpu).detach().numpy(), atol=1e-12)
     np.testing.assert_allclose(gpu.grad.cpu().numpy(), cpu.grad.numpy(), atol=1e-10)
+
+
+def test_cholesky_backward_kernel_matches_its_cpu_twin():
+    low = np.linalg.cholesky(_spd((3,), 4))
+    grad = RNG.standard_normal((3, 4, 4))
+    expected = CPU.cholesky_backward_batched(low, grad, np.empty_like(low))
+    out = CudaArray.from_numpy(np.zeros_like(low), numdiff.device("cuda"))
+    on_gpu = [CudaArray.from_numpy(x, numdiff.device("cuda")) for x in (low, grad)]
+    CUDA.cholesky_backward_batched(*on_gpu, out)
+    np.testing.assert_allclose(out.to_host(), expected, atol=1e-12)
 
 
 @pytest.mark.parametrize("upper", [False, True])

@@ -315,3 +315,29 @@ def test_a_widened_float32_sin_or_cos_becomes_the_wide_function_and_stays_guarde
     assert "_vecmath.cos_wide(a[i])" in fast and "_vecmath.outside_sin_cos(a[i])" in fast
     assert "_vecmath.exp(a[i])" in fast
     assert "np.float64(math.cos(a[i]))" in exact  # the C library's, for arguments past the range
+
+
+def test_power_gives_pows_value_for_the_special_exponents_and_every_kind_of_base():
+    from numba import njit
+
+    from numdiff.kernels import _vecmath
+
+    @njit(error_model="numpy")  # as the generated kernels are: 1 / 0 is inf, not an exception
+    def powers(x, e):
+        out = np.empty(x.size)
+        for i in range(x.size):
+            out[i] = _vecmath.power(x[i], e)
+        return out
+
+    rng = np.random.default_rng(7)
+    special = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e154, 1e308, -3.5]
+    for dtype in (np.float64, np.float32):
+        bases = np.concatenate([np.array(special), rng.standard_normal(200) * 10]).astype(dtype)
+        for e in (0.0, 1.0, 2.0, 3.0, -1.0, 0.5, 2.5, -2.0, 7.0):
+            with np.errstate(all="ignore"):
+                expected = np.power(bases.astype(np.float64), e)
+            got = powers(bases, e)
+            np.testing.assert_array_max_ulp(got, expected, maxulp=1)
+            # signs of zeros and infinities, and NaN where pow gives NaN
+            assert np.array_equal(np.signbit(got[expected == 0]), np.signbit(expected[expected == 0]))
+            assert np.array_equal(np.isnan(got), np.isnan(expected))

@@ -14,6 +14,7 @@ import scipy.linalg
 
 import numdiff
 from numdiff import linalg
+from numdiff.kernels import linalg_small
 
 RNG = np.random.default_rng(11)
 
@@ -28,30 +29,36 @@ def _counting(monkeypatch, calls, module, name):
     monkeypatch.setattr(module, name, counted)
 
 
+@pytest.mark.parametrize("n", [6, 20])  # small orders run numdiff's batched kernels, larger ones LAPACK
 @pytest.mark.parametrize("batch", [(), (3,)])
 @pytest.mark.parametrize("name", ["svd", "eigh", "qr", "slogdet"])
-def test_a_decomposition_runs_lapack_once(monkeypatch, name, batch):
-    a = RNG.standard_normal(batch + (6, 6))
-    a = a + np.swapaxes(a, -1, -2) + 12 * np.eye(6)
+def test_a_decomposition_runs_lapack_once(monkeypatch, name, batch, n):
+    a = RNG.standard_normal(batch + (n, n))
+    a = a + np.swapaxes(a, -1, -2) + 2 * n * np.eye(n)
     scipy_name, *numpy_names = {"svd": ("svd", "svd"), "eigh": ("eigh", "eigh"), "qr": ("qr", "qr"),
                                 "slogdet": ("lu_factor", "slogdet", "det")}[name]
     calls = []
     _counting(monkeypatch, calls, scipy.linalg, scipy_name)
     for numpy_name in numpy_names:  # slogdet took its sign from a separate np.linalg.det
         _counting(monkeypatch, calls, np.linalg, numpy_name)
+    for kernel in ("eigh_jacobi_batched", "lu_factor_batched", "slogdet_batched", "svd_jacobi_batched"):
+        _counting(monkeypatch, calls, linalg_small, kernel)
     getattr(linalg, name)(numdiff.tensor(a, requires_grad=True))
     assert len(calls) == 1, calls
 
 
-def test_solve_backward_reuses_the_forward_lu(monkeypatch):
-    a = numdiff.tensor(RNG.standard_normal((7, 7)) + 4 * np.eye(7), requires_grad=True)
-    b = numdiff.tensor(RNG.standard_normal((7, 2)), requires_grad=True)
+@pytest.mark.parametrize("shape", [(7,), (4, 7), (30,)])  # (batch..., n): the kernel's LU, and LAPACK's
+def test_solve_backward_reuses_the_forward_lu(monkeypatch, shape):
+    batch, n = shape[:-1], shape[-1]
+    a = numdiff.tensor(RNG.standard_normal(batch + (n, n)) + n * np.eye(n), requires_grad=True)
+    b = numdiff.tensor(RNG.standard_normal(batch + (n, 2)), requires_grad=True)
     calls = []
-    _counting(monkeypatch, calls, scipy.linalg, "lu_factor")
-    _counting(monkeypatch, calls, scipy.linalg, "solve")
+    for module, name in ((scipy.linalg, "lu_factor"), (scipy.linalg, "solve"), (np.linalg, "solve"),
+                         (linalg_small, "lu_factor_batched")):
+        _counting(monkeypatch, calls, module, name)
     linalg.solve(a, b).sum().backward()
-    assert calls == ["lu_factor"]
-    expected = np.linalg.solve(a.detach().numpy().T, np.ones((7, 2)))
+    assert calls == ["lu_factor_batched" if n <= 16 else "lu_factor"]
+    expected = np.linalg.solve(np.swapaxes(a.detach().numpy(), -1, -2), np.ones(batch + (n, 2)))
     np.testing.assert_allclose(b.grad.numpy(), expected, rtol=1e-12)
 
 

@@ -25,6 +25,8 @@ SURFACES = (
     "numdiff.nn.functional",
     "numdiff.optim",
     "numdiff.func",
+    "numdiff.fx",
+    "numdiff.overrides",
     "numdiff.autograd",
     "numdiff.linalg",
     "numdiff.special",

@@ -14,13 +14,20 @@ from typing import Any
 
 from numba import cuda
 
-from numdiff.kernels._linalg_cores import cholesky_core, lower_solve_core, lu_solve_core, upper_solve_core
+from numdiff.kernels._linalg_cores import (
+    cholesky_backward_core,
+    cholesky_core,
+    lower_solve_core,
+    lu_solve_core,
+    upper_solve_core,
+)
 
-__all__ = ["cholesky_batched", "lu_solve_batched", "triangular_solve"]
+__all__ = ["cholesky_backward_batched", "cholesky_batched", "lu_solve_batched", "triangular_solve"]
 
 THREADS_PER_BLOCK = 64
 
 _cholesky = cuda.jit(device=True)(cholesky_core)
+_cholesky_backward = cuda.jit(device=True)(cholesky_backward_core)
 _lower = cuda.jit(device=True)(lower_solve_core)
 _upper = cuda.jit(device=True)(upper_solve_core)
 _lu = cuda.jit(device=True)(lu_solve_core)
@@ -43,6 +50,13 @@ def _cholesky_kernel(a, out, info):
     p = cuda.grid(1)
     if p < a.shape[0]:
         info[p] = _cholesky(a, out, p)
+
+
+@cuda.jit
+def _cholesky_backward_kernel(low, grad, out):
+    p = cuda.grid(1)
+    if p < low.shape[0]:
+        _cholesky_backward(low, grad, out, p)
 
 
 @cuda.jit
@@ -85,6 +99,16 @@ def cholesky_batched(a: Any, out: Any, info: Any) -> Any:
     na, nout = _numba("cholesky_batched", a, out)
     if a.shape[0]:
         _cholesky_kernel[_blocks(a.shape[0]), THREADS_PER_BLOCK](na, nout, info.as_numba())
+    return out
+
+
+def cholesky_backward_batched(low: Any, grad: Any, out: Any) -> Any:
+    """out[p] = the gradient with respect to A[p] of L[p] = cholesky(A[p]) (as the CPU launcher)."""
+    if low.ndim != 3 or not low.shape == grad.shape == out.shape:
+        raise ValueError(f"cholesky_backward_batched: shapes {low.shape}, {grad.shape} -> {out.shape} do not agree")
+    nl, ng, nout = _numba("cholesky_backward_batched", low, grad, out)
+    if low.shape[0]:
+        _cholesky_backward_kernel[_blocks(low.shape[0]), THREADS_PER_BLOCK](nl, ng, nout)
     return out
 
 

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from numdiff import _dtype, _profiling
+from numdiff import _dtype, _module_tracing, _profiling
 from numdiff._device import device as device_type
 from numdiff._device import to_device
 from numdiff.autograd.grad_mode import no_grad
@@ -47,6 +47,10 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _module_tracing.tracing:  # numdiff.fx is tracing: the tracer records or inlines the call
+            tracer = _module_tracing.current()
+            if tracer is not None:
+                return tracer.call_module(self, _CallWithHooks(self), args, kwargs)
         if _profiling.recorder is not None:
             return _profiling.recorder.record(f"nn.Module: {type(self).__name__}", "module",
                                               self._call_with_hooks, args, kwargs)
@@ -485,3 +489,13 @@ def _forget(module: Module, name: str, keep: str) -> None:
             module.__dict__[kind].pop(name, None)
     module._non_persistent_buffers_set.discard(name)
     module.__dict__.pop(name, None)
+
+
+class _CallWithHooks:
+    """A module's forward with its hooks, as numdiff.fx's Tracer.call_module runs a traced-through module."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.module._call_with_hooks(args, kwargs)
