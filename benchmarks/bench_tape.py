@@ -58,6 +58,13 @@ def make_chain(m, ops: int) -> tuple[Callable[[], object], Callable[[], object]]
     return forward, forward_backward
 
 
+def build(kind: str, ops: int = 100) -> Callable[[], object]:
+    """numdiff's `ops`-op chain, "forward" or "forward+backward" (benchmarks/compare_commits.py's
+    builder)."""
+    forward, forward_backward = make_chain(numdiff, ops)
+    return forward if kind == "forward" else forward_backward
+
+
 def memory_growth(steps: int, ops: int) -> tuple[int, int]:
     """Bytes held after `steps` forward+backward steps of an `ops`-op chain, beyond a warmed-up start."""
     _, step = make_chain(numdiff, ops)

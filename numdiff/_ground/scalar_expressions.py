@@ -69,6 +69,9 @@ class ScalarRule:
     export: bool = True
     doc: str = ""
     functional: str = ""
+    # A bool input's result where PyTorch's differs from NumPy's ufunc: "itself" (sign: NumPy has
+    # no bool loop) or "int64" (square: NumPy's is int8).
+    bool_result: str = ""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -160,6 +163,11 @@ def check_rules(rules: tuple[ScalarRule, ...]) -> None:
             raise ValueError(
                 f"scalar rule {rule.name!r}: functional={rule.functional!r}; a one-input rule may say "
                 "'plain' or 'inplace'"
+            )
+        if rule.bool_result not in ("", "itself", "int64") or (rule.bool_result and not rule.ufunc):
+            raise ValueError(
+                f"scalar rule {rule.name!r}: bool_result={rule.bool_result!r}; a rule with a ufunc may say "
+                "'itself' or 'int64'"
             )
         allowed_forward = set(rule.inputs) | set(rule.attr_names)
         allowed = allowed_forward | {"out"}

@@ -123,7 +123,7 @@ _TABLE = (
     ),
     ScalarRule(
         "sign", 1, "where(x > 0.0, 1.0, where(x < 0.0, -1.0, x))", ("0.0",),
-        ufunc="sign", dtypes="any", doc="Elementwise sign: -1, 0 or 1 (NaN stays NaN).",
+        ufunc="sign", dtypes="any", bool_result="itself", doc="Elementwise sign: -1, 0 or 1 (NaN stays NaN).",
     ),
     ScalarRule("sin", 1, "math.sin(x)", ("math.cos(x)",), ufunc="sin", doc="Elementwise sine."),
     ScalarRule("cos", 1, "math.cos(x)", ("-math.sin(x)",), ufunc="cos", doc="Elementwise cosine."),
@@ -152,7 +152,10 @@ _TABLE = (
         doc="Elementwise base-10 logarithm.",
     ),
     ScalarRule("exp2", 1, "2.0 ** x", ("out * 0.6931471805599453",), ufunc="exp2", doc="Elementwise 2 ** x."),  # ln 2
-    ScalarRule("square", 1, "x * x", ("2.0 * x",), ufunc="square", dtypes="any", doc="Elementwise x * x."),
+    ScalarRule(
+        "square", 1, "x * x", ("2.0 * x",), ufunc="square", dtypes="any", bool_result="int64",
+        doc="Elementwise x * x.",
+    ),
     ScalarRule("reciprocal", 1, "1.0 / x", ("-out * out",), ufunc="reciprocal", doc="Elementwise 1 / x."),
     # rounding: zero gradient everywhere, as PyTorch's
     ScalarRule("floor", 1, _integral("math.floor(x)"), ("0.0",), ufunc="floor", dtypes="integral", doc="Elementwise largest integer <= x."),

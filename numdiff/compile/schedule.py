@@ -32,9 +32,6 @@ from numdiff.compile import direct, fusion
 from numdiff.compile.graph import OpCall, Value
 from numdiff.ops.elementwise import FUNCTIONS
 
-_VIEWS = ("permute", "reshape", "expand")
-"""Ops between two products that may move ahead of the pair: transposes and seed broadcasts."""
-
 PAIR_MIN_MACS = 1 << 22
 """Products of fewer multiply-adds (under about 0.06 ms on one thread here) are not paired: their
 time follows their shape more than their size (a classifier head's ``g @ W`` with k = 10 is bound
@@ -109,10 +106,16 @@ def hoist_sums(calls: list, values: list) -> list:
     return ordered
 
 
+def _is_view(call: OpCall) -> bool:
+    """Whether `call` is a registered view op (reshape, permute, expand, getitem, diagonal)."""
+    spec = getattr(call.function, "spec", None)
+    return spec is not None and spec.view
+
+
 def pair_products(calls: list, values: list, parts: int) -> list:
     """The calls with each pair of independent 2-D matmuls of at least PAIR_MIN_MACS, the larger
-    at most twice the smaller, that only views (_VIEWS) separate, made one "gemm_pair" call (the
-    views move ahead of it). `parts` is the thread count the program is planned for."""
+    at most twice the smaller, that only view ops separate (their spec's `view`: transposes, seed
+    broadcasts), made one "gemm_pair" call (the views move ahead of it). `parts` is the thread count the program is planned for."""
     if parts < 2:
         return calls
     calls = list(calls)
@@ -129,7 +132,7 @@ def pair_products(calls: list, values: list, parts: int) -> list:
             if other is not None and other >= PAIR_MIN_MACS and 2 * min(size, other) >= max(size, other):
                 partner = call
                 break
-            if call.op_name not in _VIEWS or call.special or call.host:
+            if call.special or call.host or not _is_view(call):
                 break
             views.append(call)
         if partner is None:

@@ -321,7 +321,6 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         values.append(value)
         batched.append(is_batched)
     size = transforms.batch_sizes[level - 1]
-    name = getattr(cls, "op_name", None)
     spec = getattr(cls, "spec", None)
     rule = None if spec is None else spec.batching
     out = None if rule is None else rule(cls, values, batched, attrs, size)
@@ -331,17 +330,14 @@ def batched_apply(cls: Any, inputs: tuple, attrs: dict) -> Tensor:
         out = _loop(cls, values, batched, attrs, size)
         if isinstance(out, tuple):  # a custom Function with several outputs
             return tuple(wrap(o, level) if isinstance(o, Tensor) else o for o in out)
-    elif name in _VIEW_OPS and batched[0]:
+    elif spec.view and batched[0]:
         # The public function makes the logical result a view of its input; the batch (the
         # physical tensor an in-place op writes) must be one too, sharing its version counter,
         # so a write into the base is seen by whatever saved the view for backward.
-
         _as_view(out, values[0])
     return wrap(out, level)
 
 
-# The ops whose public functions return views (numdiff.ops.shape._as_view).
-_VIEW_OPS = frozenset({"reshape", "permute", "expand", "getitem"})
 _warned_ops: set[str] = set()
 
 

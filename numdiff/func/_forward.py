@@ -9,8 +9,8 @@ a dual number keeps its dual part. That is what lets jvp push forward through a 
 their tangents. An op whose inputs carry no tangent runs at the level below untouched; otherwise
 it runs at the level below and its output's tangent is computed there too, from:
 
-- the op's rule (numdiff.func._jvp_rules: the scalar rules' derivatives, linear and
-  multilinear ops), in one pass;
+- the op's rule (its spec's ``jvp``, attached by numdiff.func._jvp_rules: the scalar rules'
+  derivatives, linear and multilinear ops), in one pass;
 - a user Function's ``jvp`` staticmethod, with what forward kept by ``ctx.save_for_forward``;
 - otherwise, for a built-in op, a double vjp of that op alone: g(u) = J^T u for a dummy
   cotangent u, whose vjp with the tangent is J t.
@@ -33,8 +33,8 @@ from numdiff.autograd.grad_mode import enable_grad
 from numdiff.autograd.transform_state import Interpreter, transforms
 from numdiff.creation import zeros_like
 from numdiff.func import _batched
+from numdiff.func import _jvp_rules as _jvp_rules  # attaches every op's jvp rule to its spec
 from numdiff.func._batched import BatchedTensor
-from numdiff.func._jvp_rules import rule_for
 from numdiff.tensor import Tensor
 
 
@@ -60,8 +60,7 @@ def _take_level(t: Tensor, level: int) -> Tensor:
     value, levels = _batched.physical(t)
     if level not in levels:
         return t.unsqueeze(0).expand(transforms.batch_sizes[level - 1], *t.shape)
-    ascending = levels[::-1]
-    value = value.movedim(ascending.index(level), len(levels) - 1)
+    value = _moved(value, levels[::-1].index(level), len(levels) - 1)
     return _batched.rewrap(value, [other for other in levels if other != level])
 
 
@@ -72,10 +71,17 @@ def _give_level(t: Tensor, level: int) -> Tensor:
     ascending = levels[::-1]
     if level in ascending:
         position = ascending.index(level)
-        return _batched.rewrap(value.diagonal(0, position, len(levels)).movedim(-1, position), levels)
+        diagonal = value.diagonal(0, position, len(levels))
+        return _batched.rewrap(_moved(diagonal, diagonal.ndim - 1, position), levels)
     position = sum(1 for other in ascending if other < level)
-    value = value.movedim(len(levels), position)
+    value = _moved(value, len(levels), position)
     return _batched.rewrap(value, sorted([*ascending, level], reverse=True))
+
+
+def _moved(value: Tensor, source: int, destination: int) -> Tensor:
+    """``value.movedim(source, destination)`` for dims counted from 0, skipped where it is no move
+    (the common case: one vmap level; the call's argument checks cost more than the op here)."""
+    return value if source == destination else value.movedim(source, destination)
 
 
 class JvpLevel(Interpreter):
@@ -187,13 +193,14 @@ def push_forward(cls: Any, inputs: tuple, attrs: dict, tangents: list, vmap_leve
     which `vmap_levels` are active."""
     if not cls.array_forward:
         return _custom_jvp(cls, inputs, attrs, tangents)
-    rule = rule_for(getattr(cls, "op_name", None))
+    spec = getattr(cls, "spec", None)  # index outputs and @elementwise functions have none
+    rule = None if spec is None else spec.jvp
     if rule is None:
         return _double_vjp(cls, inputs, attrs, tangents, vmap_levels)
     out = cls.apply(*inputs, **attrs)
     if not _floating(out):
         return out, [None]
-    return out, [_fitted(rule(inputs, attrs, tangents, out), out)]
+    return out, [_fitted(rule(cls, inputs, attrs, tangents, out), out)]
 
 
 def _fitted(tangent: Any, out: Tensor) -> Any:

@@ -1,9 +1,12 @@
-"""Forward-mode rules: the tangent of an op's output from its inputs' tangents, keyed by op name.
+"""Forward-mode rules: the tangent of an op's output from its inputs' tangents.
 
-A rule is ``rule(inputs, attrs, tangents, out) -> tangent`` where `tangents` has one entry per
-input (None for an input without a tangent, and for every non-tensor input) and `out` is the op's
-result. It computes with numdiff ops, so the tangent is itself recorded on the tape (grad of jvp)
-and pushed forward again by an outer jvp level (jacfwd of jacfwd).
+Each rule is attached to its op's spec (``attach(name, jvp=rule)``, read as ``cls.spec.jvp``)
+when this module is imported, as numdiff/func/_batch_rules.py attaches the batching rules. A rule
+is ``rule(cls, inputs, attrs, tangents, out) -> tangent`` where `cls` is the op's Function,
+`tangents` has one entry per input (None for an input without a tangent, and for every non-tensor
+input) and `out` is the op's result. It computes with numdiff ops, so the tangent is itself
+recorded on the tape (grad of jvp) and pushed forward again by an outer jvp level (jacfwd of
+jacfwd).
 
 Three families cover most ops:
 
@@ -29,12 +32,12 @@ from numdiff._ground.scalar_expressions import ScalarRule, vjp_expression
 from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
 from numdiff.backend import like_host
 from numdiff.creation import zeros_like
-from numdiff.ops import OPS
 from numdiff.ops.elementwise import _as_gradient, _tensor_where, _TensorMath
+from numdiff.ops.registry import attach
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
-JvpRule = Callable[[tuple, dict, list, Any], Any]
+JvpRule = Callable[[type, tuple, dict, list, Any], Any]
 
 
 def _constant(value: float, like: Tensor) -> Tensor:
@@ -46,11 +49,16 @@ def _constant(value: float, like: Tensor) -> Tensor:
 
 def _scalar_rule(rule: ScalarRule) -> JvpRule:
     """tangent_out = sum over inputs with a tangent of t_i * d out/d x_i (the vjp expression with
-    the tangent in the gradient's place: for an elementwise op the two products are the same)."""
-    codes = [compile(vjp_expression(rule, i, "g"), f"<jvp of {rule.name}>", "eval") for i in range(rule.arity)]
+    the tangent in the gradient's place: for an elementwise op the two products are the same).
+    The expressions are compiled on the rule's first use (import stays cheap)."""
+    codes: list = []
     names = rule.inputs
 
-    def push(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+    def push(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+        if not codes:
+            codes.extend(
+                compile(vjp_expression(rule, i, "g"), f"<jvp of {rule.name}>", "eval") for i in range(rule.arity)
+            )
         scope = {**attrs, "out": out, "math": _TensorMath(), "where": _tensor_where}
         for name, value in zip(names, inputs):
             scope[name] = value if isinstance(value, Tensor) else _constant(value, out)
@@ -66,42 +74,35 @@ def _scalar_rule(rule: ScalarRule) -> JvpRule:
     return push
 
 
-def _multilinear(bias: int | None, channel_bias: bool = False) -> Callable[[type], JvpRule]:
+def _multilinear(bias: int | None = None, channel_bias: bool = False) -> JvpRule:
     """One term per input with a tangent, linear in each input (matmul, conv), with an optional
     bias input at index `bias` that enters additively: along the last dim, or along dim 1 (a
     convolution's channels) with `channel_bias`."""
 
-    def for_op(op: type) -> JvpRule:
-        def push(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
-            total = None
-            for i, tangent in enumerate(tangents):
-                if tangent is None:
-                    continue
-                if i == bias:
-                    term = tangent.reshape(-1, *[1] * (out.ndim - 2)) if channel_bias else tangent
-                else:
-                    args = list(inputs)
-                    args[i] = tangent
-                    if bias is not None:
-                        args[bias] = None
-                    term = op.apply(*args, **attrs)
-                total = term if total is None else total + term
-            return total
-
-        return push
-
-    return for_op
-
-
-def _for_linear(op: type) -> JvpRule:
-    """The op applied to the tangents: zeros for a floating input without one and for a number
-    operand (where's constant branch), other inputs (index tensors, conditions) as they are."""
-
-    def push(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
-        args = [_tangent_or_zero(x, t) for x, t in zip(inputs, tangents)]
-        return op.apply(*args, **attrs)
+    def push(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+        total = None
+        for i, tangent in enumerate(tangents):
+            if tangent is None:
+                continue
+            if i == bias:
+                term = tangent.reshape(-1, *[1] * (out.ndim - 2)) if channel_bias else tangent
+            else:
+                args = list(inputs)
+                args[i] = tangent
+                if bias is not None:
+                    args[bias] = None
+                term = cls.apply(*args, **attrs)
+            total = term if total is None else total + term
+        return total
 
     return push
+
+
+def linear(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+    """The op applied to the tangents: zeros for a floating input without one and for a number
+    operand (where's constant branch), other inputs (index tensors, conditions) as they are."""
+    args = [_tangent_or_zero(x, t) for x, t in zip(inputs, tangents)]
+    return cls.apply(*args, **attrs)
 
 
 def _tangent_or_zero(x: Any, tangent: Any) -> Any:
@@ -114,62 +115,42 @@ def _tangent_or_zero(x: Any, tangent: Any) -> Any:
     return x
 
 
-def _log_softmax(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+def log_softmax(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
     """d log_softmax(x) = t - sum(softmax(x) * t) along dim."""
     (tangent,) = tangents
     return tangent - (out.exp() * tangent).sum(attrs["dim"], keepdim=True)
 
 
-def _logcumsumexp(inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+def logcumsumexp(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
     """tangent_i = sum_{k <= i} exp(x_k - out_i) t_k, from the positive and the negative parts of t
     each summed in log space by the op itself (no exp overflows). Its double vjp is zero: the
     backward splits the output gradient by sign, which at the dummy cotangent 0 takes neither part."""
     (x,), (tangent,), dim = inputs, tangents, attrs["dim"]
-    op = OPS["logcumsumexp"]
     parts = []
     for mask in (tangent > 0, tangent < 0):
         logs = where(mask, where(mask, tangent.abs(), 1.0).log(), -math.inf)
-        parts.append((op.apply(x + logs, dim=dim) - out).exp())
+        parts.append((cls.apply(x + logs, dim=dim) - out).exp())
     return parts[0] - parts[1]
 
 
+def _attach(rule: JvpRule, *names: str) -> None:
+    for name in names:
+        attach(name, jvp=rule)
+
+
+for row in SCALAR_RULES.values():
+    _attach(_scalar_rule(row), row.name)
 # Ops linear in their floating inputs taken together.
-LINEAR = (
-    "adaptive_avg_pool2d", "avg_pool2d", "avg_pool2d_backward", "cat", "clone", "cumsum", "diagonal",
+_attach(
+    linear, "adaptive_avg_pool2d", "avg_pool2d", "avg_pool2d_backward", "cat", "clone", "cumsum", "diagonal",
     "expand", "flip", "gather", "getitem", "index_add_into_zeros", "index_put", "max_pool_gather",
     "max_pool_scatter", "permute", "reshape", "scatter", "scatter_add", "sum", "to_device", "to_dtype",
     "tril", "triu", "where",
 )  # fmt: skip
-# Ops linear in each input separately: the index of the bias input added to the result, and
-# whether it is a per-channel bias (dim 1).
-MULTILINEAR = {
-    "matmul": (None, False),
-    "conv_transpose2d": (None, False),
-    "conv2d_weight_grad": (None, False),
-    "linear": (2, False),
-    "conv2d": (2, True),
-}
-
-
-SPECIAL = {"log_softmax": _log_softmax, "logcumsumexp": _logcumsumexp}
-RULED = frozenset(SCALAR_RULES) | frozenset(LINEAR) | frozenset(MULTILINEAR) | frozenset(SPECIAL)
-_MADE: dict[str, JvpRule] = {}
-
-
-def rule_for(name: str | None) -> JvpRule | None:
-    """The forward-mode rule of the registered op `name`, or None (made on first use, from the op
-    registered then)."""
-    if name not in RULED:
-        return None
-    rule = _MADE.get(name)
-    if rule is None:
-        if name in SCALAR_RULES:
-            rule = _scalar_rule(SCALAR_RULES[name])
-        elif name in MULTILINEAR:
-            rule = _multilinear(*MULTILINEAR[name])(OPS[name])
-        elif name in SPECIAL:
-            rule = SPECIAL[name]
-        else:
-            rule = _for_linear(OPS[name])
-        _MADE[name] = rule
-    return rule
+# Ops linear in each input separately, with the index of a bias input added to the result (a
+# convolution's along dim 1).
+_attach(_multilinear(), "matmul", "conv_transpose2d", "conv2d_weight_grad")
+_attach(_multilinear(bias=2), "linear")
+_attach(_multilinear(bias=2, channel_bias=True), "conv2d")
+_attach(log_softmax, "log_softmax")
+_attach(logcumsumexp, "logcumsumexp")

@@ -15,7 +15,7 @@ from numdiff.ops.shape import _as_view
 from numdiff.tensor import Tensor
 
 
-@register("diagonal", compile="call")
+@register("diagonal", compile="call", view=True)
 class Diagonal(Function):
     """The diagonal `offset` of the (dim1, dim2) planes, as a last dim: a writable strided view
     (NumPy's own np.diagonal view is read-only). Gradient: the diagonal written into zeros (index_add_into_zeros)

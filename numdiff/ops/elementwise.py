@@ -101,21 +101,21 @@ def _tensor_where(condition: Tensor, a: Any, b: Any) -> Tensor:
     return where(condition, a, b)
 
 
-def _sign_of_bool_is_itself(x: np.ndarray) -> np.ndarray:
-    return x.copy() if x.dtype == np.bool_ else np.sign(x)
-
-
-def _square_of_bool_in_int64(x: np.ndarray) -> np.ndarray:
-    return np.square(x.astype(np.int64) if x.dtype == np.bool_ else x)
-
-
-# NumPy's ufuncs where PyTorch's bool rule differs: sign(bool) is the bool (NumPy has no loop),
-# square(bool) is int64 (NumPy's is int8).
-_BOOL_AWARE = {"sign": _sign_of_bool_is_itself, "square": _square_of_bool_in_int64}
+def _host_forward(rule: ScalarRule) -> Callable[..., Any] | None:
+    """The rule's NumPy ufunc, with PyTorch's result for a bool input where it differs
+    (``rule.bool_result``), or None."""
+    if not rule.ufunc:
+        return None
+    ufunc = getattr(np, rule.ufunc)
+    if rule.bool_result == "itself":
+        return lambda x: x.copy() if x.dtype == np.bool_ else ufunc(x)
+    if rule.bool_result == "int64":
+        return lambda x: ufunc(x.astype(np.int64) if x.dtype == np.bool_ else x)
+    return ufunc
 
 
 def _make_function(rule: ScalarRule) -> type[Function]:
-    ufunc = _BOOL_AWARE.get(rule.name) or (getattr(np, rule.ufunc) if rule.ufunc else None)
+    ufunc = _host_forward(rule)
     attr_names = rule.attr_names
     saved = rule.saved
     saved_inputs = [rule.inputs.index(name) for name in saved if name != "out"]

@@ -102,7 +102,7 @@ def _describe(key: tuple) -> str:
     ) + "]"
 
 
-@register("getitem", compile="call")
+@register("getitem", compile="call", view=True)
 class GetItem(Function):
     @staticmethod
     def forward(ctx, x, *, key):

@@ -125,6 +125,22 @@ class Matmul(Function):
             rows = out.size // n
             a_rows = np.ascontiguousarray(np.broadcast_to(a, batch + (m, k)), like=a).reshape(rows, k)
             _product(a_rows, b[(0,) * (b.ndim - 2)], out.reshape(rows, n))
+        elif k and not any(a.strides[:-2]) and n * (k + m) < m * k:
+            # a's batch is a broadcast of one matrix (a weight times a batch of vectors, as vmap
+            # and jacrev make of w @ v): out[i]^T = b[i]^T a^T for all i is one GEMM of b's rows by
+            # a^T, without copying a once per batch entry. Taken where b and out are smaller than
+            # that copy; with n == 1 it writes out in place.
+            count = out.size // (m * n)
+            ndim = len(batch) + 2
+            b_t = np.broadcast_to(b, batch + (k, n)).transpose(tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
+            b_rows = np.ascontiguousarray(b_t, like=b).reshape(count * n, k)
+            matrix_t = a[(0,) * (a.ndim - 2)].T
+            if n == 1:
+                _product(b_rows, matrix_t, out.reshape(count, m))
+            else:
+                rows = np.empty((count * n, m), dtype=out.dtype, like=out)
+                _product(b_rows, matrix_t, rows)
+                out[...] = rows.reshape(batch + (n, m)).transpose(tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
         else:
             count = out.size // (m * n)
             a3 = np.broadcast_to(a, batch + (m, k)).reshape(count, m, k)

@@ -7,8 +7,12 @@ An op's spec holds every fact the rest of numdiff needs about it, in one place:
   ``"eager_backward"``; numdiff/compile/rules.py says what each means), given to `register`;
 - ``launchers``: the device kernels its forward and backward run through the backend seam
   (``backend_for(x).conv2d_forward``), given to `register`; both backends must list them;
+- ``view``: whether its public function returns a view of its first input (numdiff.ops.shape's
+  ``_as_view``), given to `register`; vmap makes the batched result a view of the batch too;
 - ``batching`` and ``batched_backward``: its vmap rule, and whether its create_graph backward runs
   on a batch of cotangents, attached by numdiff/func/_batch_rules.py;
+- ``jvp``: its forward-mode rule (the output's tangent from the inputs'), attached by
+  numdiff/func/_jvp_rules.py; an op without one is pushed forward by a double vjp;
 - ``direct``: its planned kernel call in compiled programs, attached by numdiff/compile/direct.py.
 
 The layers above ops (func, compile) attach their facts with ``attach(name, ...)`` when they are
@@ -43,13 +47,15 @@ class OpSpec:
     function: type[Function]
     compile: str | None = None
     launchers: tuple[str, ...] = ()
+    view: bool = False
     batching: Callable[..., Any] | None = None
     batched_backward: bool = False
+    jvp: Callable[..., Any] | None = None
     direct: Any = None
     _attached: set[str] = field(default_factory=set, repr=False)
 
     def attach(self, **facts: Any) -> OpSpec:
-        """Add the facts a higher layer owns (``batching``, ``batched_backward``, ``direct``).
+        """Add the facts a higher layer owns (``batching``, ``batched_backward``, ``jvp``, ``direct``).
 
         Each fact is attached once: a second attach of the same fact is a mistake (two rules for
         one op) and raises ValueError naming both.
@@ -58,7 +64,7 @@ class OpSpec:
             if key not in _ATTACHABLE:
                 raise TypeError(
                     f"op {self.name!r}: cannot attach {key!r}; attachable facts are {sorted(_ATTACHABLE)} "
-                    "(compile and launchers are given to register)"
+                    "(compile, launchers and view are given to register)"
                 )
             if key in self._attached:
                 raise ValueError(f"op {self.name!r}: {key} is already attached ({getattr(self, key)!r})")
@@ -67,7 +73,7 @@ class OpSpec:
         return self
 
 
-_ATTACHABLE = frozenset({"batching", "batched_backward", "direct"})
+_ATTACHABLE = frozenset({"batching", "batched_backward", "jvp", "direct"})
 
 SPECS: dict[str, OpSpec] = {}
 """Every registered op's spec, by name."""
@@ -109,8 +115,8 @@ def spec(name: str) -> OpSpec:
 
 
 def attach(name: str, **facts: Any) -> None:
-    """Attach facts a higher layer owns (``batching``, ``batched_backward``, ``direct``) to op `name`,
-    now or when it registers.
+    """Attach facts a higher layer owns (``batching``, ``batched_backward``, ``jvp``, ``direct``) to op
+    `name`, now or when it registers.
 
     >>> attach("exp", batched_backward=True)  # doctest: +SKIP
     """
@@ -130,10 +136,13 @@ def unclaimed() -> dict[str, tuple[str, ...]]:
     return {name: tuple(sorted(facts)) for name, facts in _WAITING.items()}
 
 
-def register(name: str, *, compile: str | None = None, launchers: tuple[str, ...] = ()) -> Callable[[F], F]:
+def register(
+    name: str, *, compile: str | None = None, launchers: tuple[str, ...] = (), view: bool = False
+) -> Callable[[F], F]:
     """Class decorator: mark a built-in `Function` as an array-level op and give it its spec.
 
-    `compile` is its compile rule, `launchers` the backend kernels it runs::
+    `compile` is its compile rule, `launchers` the backend kernels it runs, `view` whether its
+    public function returns a view of its first input::
 
         @register("conv2d", compile="kernel", launchers=("conv2d_forward",))
         class Conv2d(Function): ...
@@ -146,7 +155,7 @@ def register(name: str, *, compile: str | None = None, launchers: tuple[str, ...
             raise ValueError(f"op {name!r} is already registered by {SPECS[name].function.__qualname__}")
         cls.array_forward = True
         cls.op_name = name
-        cls.spec = SPECS[name] = OpSpec(name, cls, compile, tuple(launchers))
+        cls.spec = SPECS[name] = OpSpec(name, cls, compile, tuple(launchers), view)
         waiting = _WAITING.pop(name, None)
         if waiting:
             cls.spec.attach(**waiting)

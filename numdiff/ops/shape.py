@@ -39,7 +39,7 @@ def _as_view(out: Tensor, base: Tensor, function: Any = None, attrs: dict | None
     return out
 
 
-@register("reshape", compile="call")
+@register("reshape", compile="call", view=True)
 class Reshape(Function):
     @staticmethod
     def forward(ctx, x, *, shape):
@@ -52,7 +52,7 @@ class Reshape(Function):
         return (_as_view(Reshape.apply(grad, shape=ctx.input_shape), grad),)
 
 
-@register("permute", compile="call")
+@register("permute", compile="call", view=True)
 class Permute(Function):
     @staticmethod
     def forward(ctx, x, *, dims):
@@ -64,7 +64,7 @@ class Permute(Function):
         return (grad.permute(ctx.inverse),)
 
 
-@register("expand", compile="call")
+@register("expand", compile="call", view=True)
 class Expand(Function):
     @staticmethod
     def forward(ctx, x, *, shape):

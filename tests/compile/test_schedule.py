@@ -212,3 +212,22 @@ def test_one_element_calls_of_inputs_move_ahead_and_casts_fuse():
     assert first.op_name == "to_dtype" and graph.values[first.output].shape == ()
     forward = trace.program.source.split("def forward(")[1].split("def backward(")[0]
     assert forward.count("ToDtype_forward") == 1  # the scalar's cast alone; the full-size ones fuse
+
+
+def test_products_that_only_view_ops_separate_pair_whatever_the_view(two_threads):
+    # A view op between two products (its spec's `view`: here getitem, which the old name list
+    # left out) moves ahead of the pair; a non-view op between them keeps them apart.
+    rng = np.random.default_rng(6)
+    a = numdiff.tensor(rng.standard_normal((256, 256)))
+    b, b2 = numdiff.tensor(rng.standard_normal((256, 256))), numdiff.tensor(rng.standard_normal((128, 256)))
+
+    def forward_of(fn):
+        compiled = numdiff.compile(fn)
+        out = compiled(a)
+        return compiled.compiled.sources[0].split("def backward(")[0], [o.numpy() for o in out]
+
+    source, out = forward_of(lambda a: (a @ b, a[:, :128] @ b2))
+    assert "matmul_pair(" in source
+    np.testing.assert_allclose(out[0], a.numpy() @ b.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out[1], a.numpy()[:, :128] @ b2.numpy(), rtol=1e-12)
+    assert "matmul_pair(" not in forward_of(lambda a: (a @ b, (a * 2.0) @ b)[0])

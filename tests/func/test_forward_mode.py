@@ -1,5 +1,6 @@
-"""Forward mode by rules (numdiff.func._jvp_rules): every scalar rule, the linear and multilinear
-ops, and the double-vjp fallback for ops without a rule, against torch.func.jvp in float64."""
+"""Forward mode by rules (each op spec's `jvp`, attached by numdiff.func._jvp_rules): every scalar
+rule, the linear and multilinear ops, and the double-vjp fallback for ops without a rule, against
+torch.func.jvp in float64."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import numdiff
 import numdiff.func._forward as forward
 from numdiff import func
 from numdiff._ground.scalar_rules import RULES
-from numdiff.func._jvp_rules import RULED, rule_for
 from numdiff.nn import functional as nf
 from numdiff.ops.elementwise import PUBLIC
+from numdiff.ops.registry import SPECS
 
 torch = pytest.importorskip("torch")
 tnf = torch.nn.functional
@@ -149,6 +150,63 @@ def test_linear_and_multilinear_ops_push_forward_by_their_rules_as_torch_func(na
         _close(o, t)
 
 
+
+def _pool_grads(lib, x, w):
+    """Gradients of pools of a convolution: their ops (conv2d_weight_grad, avg_pool2d_backward,
+    max_pool_scatter, and max_pool_gather in the second derivative) under jvp."""
+    nnf = lib.nn.functional
+
+    def loss(a, b):
+        y = nnf.conv2d(a.reshape(1, 1, 3, 4), b[:2, :2].reshape(1, 1, 2, 2), padding=1)
+        return (nnf.avg_pool2d(y, 2) ** 2).sum() + (nnf.max_pool2d(y, 2) ** 3).sum()
+
+    def first(a):
+        return lib.func.grad(loss, argnums=(0, 1))(a, w)[0]
+
+    return (*lib.func.grad(loss, argnums=(0, 1))(x, w), lib.func.grad(lambda a: (first(a) * a).sum())(x))
+
+
+# Cases whose ops with rules sit inside a backward pass (max_pool2d itself has no rule), and
+# other ops no linear case reaches.
+RULE_CASES = {
+    "pool and conv gradients": _pool_grads,
+    "diag, diag_embed, clone": lambda lib, x, w: (lib.diag(x[0]), lib.diag_embed(x).clone()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RULE_CASES))
+def test_rule_ops_inside_backward_passes_push_forward_as_torch_func(name):
+    fn = RULE_CASES[name]
+    x, w = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 3))
+    tx, tw = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 3))
+    ours = func.jvp(lambda a, b: fn(numdiff, a, b), (numdiff.tensor(x), numdiff.tensor(w)), (numdiff.tensor(tx), numdiff.tensor(tw)))
+    theirs = torch.func.jvp(lambda a, b: fn(torch, a, b), (torch.tensor(x), torch.tensor(w)), (torch.tensor(tx), torch.tensor(tw)))
+    for o, t in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
+        _close(o, t, rtol=1e-9, atol=1e-11)
+
+
+# Moves between devices: tests/cuda replays forward mode there.
+NOT_REACHED_ON_THE_CPU = {"to_device"}
+
+
+def test_every_op_with_a_jvp_rule_is_pushed_forward_by_it_in_a_case_here(monkeypatch):
+    reached = set()
+    push_forward = forward.push_forward
+
+    def recording(cls, *args):
+        if getattr(cls, "spec", None) is not None and cls.spec.jvp is not None:
+            reached.add(cls.op_name)
+        return push_forward(cls, *args)
+
+    monkeypatch.setattr(forward, "push_forward", recording)
+    x, w = numdiff.tensor(RNG.standard_normal((3, 4))), numdiff.tensor(RNG.standard_normal((4, 3)))
+    for fn in [*LINEAR_CASES.values(), *RULE_CASES.values()]:
+        func.jvp(lambda a, b, fn=fn: fn(numdiff, a, b), (x, w), (x * 0.5, w * 0.5))
+    reached |= set(RULES) | {"logcumsumexp"}  # the scalar rules' and logcumsumexp's own tests
+    ruled = {name for name, spec in SPECS.items() if spec.jvp is not None}
+    assert ruled - reached - NOT_REACHED_ON_THE_CPU == set(), "ops with a jvp rule no case here checks"
+    assert NOT_REACHED_ON_THE_CPU <= ruled
+
 FALLBACK_CASES = {
     "cumprod": (lambda lib, x: x.cumprod(1), ("cumprod",)),
     "prod and amax": (lambda lib, x: x.prod(1) + x.amax(0).sum(), ("prod", "amax")),
@@ -162,8 +220,7 @@ FALLBACK_CASES = {
 @pytest.mark.parametrize("name", sorted(FALLBACK_CASES))
 def test_ops_without_a_rule_are_pushed_forward_by_double_vjp(name):
     fn, ops = FALLBACK_CASES[name]
-    assert not RULED & set(ops), "the fallback case names an op that has a rule now: pick another"
-    assert all(rule_for(op) is None for op in ops)
+    assert all(SPECS[op].jvp is None for op in ops), "the fallback case names an op with a rule now: pick another"
     x, t = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
     ours = func.jvp(lambda a: fn(numdiff, a), (numdiff.tensor(x),), (numdiff.tensor(t),))
     theirs = torch.func.jvp(lambda a: fn(torch, a), (torch.tensor(x),), (torch.tensor(t),))

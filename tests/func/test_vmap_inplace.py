@@ -148,3 +148,38 @@ def test_writing_a_base_whose_view_was_saved_for_backward_is_detected_under_vmap
         func.grad(f)(data[0])
     with pytest.raises(SavedTensorModifiedError, match="modified in place"):
         func.vmap(func.grad(f))(data)
+
+
+# Every op whose public function returns a view (its spec's `view`), through the public call that
+# makes it: a write into the base after the view was saved is caught under vmap as it is eagerly.
+VIEW_CALLS = {
+    "reshape": lambda y: y.reshape(4),
+    "permute": lambda y: y.permute(1, 0),
+    "expand": lambda y: y[:1].expand(3, 2),
+    "getitem": lambda y: y[0],
+    "diagonal": lambda y: y.diagonal(),
+}
+
+
+def test_every_view_op_has_a_call_here():
+    from numdiff.ops.registry import SPECS
+
+    assert set(VIEW_CALLS) == {name for name, spec in SPECS.items() if spec.view}
+
+
+@pytest.mark.parametrize("op", sorted(VIEW_CALLS))
+def test_writing_the_base_of_a_saved_view_is_detected_under_vmap_for_every_view_op(op):
+    from numdiff.autograd import SavedTensorModifiedError
+
+    def f(x):
+        y = x * 1.0
+        v = VIEW_CALLS[op](y)
+        z = (v * v).sum()  # saves the view v
+        y.mul_(2.0)  # ... which this write changes
+        return z + y.sum()
+
+    data = numdiff.tensor(RNG.standard_normal((3, 2, 2)))
+    with pytest.raises(SavedTensorModifiedError, match="modified in place"):
+        func.grad(f)(data[0])
+    with pytest.raises(SavedTensorModifiedError, match="modified in place"):
+        func.vmap(func.grad(f))(data)

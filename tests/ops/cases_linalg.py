@@ -16,6 +16,9 @@ CASES = [
     OpCase("matmul", "batch-fold", args(normal(2, 3, 4), normal(4, 5)), numdiff.matmul, np.matmul, **CLOSE),
     OpCase("matmul", "batch-broadcast", args(normal(2, 1, 3, 4), normal(3, 4, 2)), numdiff.matmul, np.matmul, **CLOSE),
     OpCase("matmul", "matrix-batch", args(normal(3, 4), normal(2, 4, 2)), numdiff.matmul, np.matmul, **CLOSE),
+    # One GEMM of the batch's rows by the matrix's transpose (n * (k + m) < m * k), in place for n == 1.
+    OpCase("matmul", "matrix-vectors", args(normal(6, 5), normal(3, 5, 1)), numdiff.matmul, np.matmul, **CLOSE),
+    OpCase("matmul", "matrix-narrow-batch", args(normal(6, 5), normal(2, 3, 5, 2)), numdiff.matmul, np.matmul, **CLOSE),
     OpCase("matmul", "vector-batch", args(normal(4), normal(3, 4, 2)), numdiff.matmul, np.matmul, **CLOSE),
     OpCase("matmul", "batch-vector", args(normal(2, 3, 4), normal(4)), numdiff.matmul, np.matmul, **CLOSE),
     OpCase(

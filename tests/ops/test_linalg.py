@@ -221,3 +221,30 @@ def test_matmul_with_an_expanded_batch_operand_matches_a_copied_one():
     np.testing.assert_allclose(results[0][0], a_data @ shared.T, rtol=1e-12)
     for fast, copied in zip(results[0], results[1]):
         np.testing.assert_allclose(fast, copied, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("a_form", ["2d", "expanded"])
+def test_a_shared_matrix_times_a_batch_matches_numpy_and_a_copied_matrix(n, a_form):
+    # A first operand whose batch is one matrix (a weight against vmapped vectors) is one GEMM of
+    # b's rows by the matrix's transpose, written in place when n == 1; b here is strided.
+    rng = np.random.default_rng(6)
+    shared, b_full = rng.standard_normal((6, 5)), rng.standard_normal((3, 4, n, 10))
+    b_data = b_full[..., ::2]
+    cotangent = numdiff.tensor(rng.standard_normal((3, 4, 6, n)))
+    results = []
+    for copied in (False, True):
+        a = numdiff.tensor(shared)
+        a = a.expand(3, 4, 6, 5) if a_form == "expanded" or copied else a
+        a = (a.clone() if copied else a).detach().requires_grad_()
+        b = numdiff.tensor(b_full)[..., ::2].transpose(-1, -2).detach().requires_grad_()
+        assert not b.is_contiguous()
+        out = numdiff.matmul(a, b)
+        (out * cotangent).sum().backward()
+        results.append((out.detach().numpy(), b.grad.numpy()))
+    np.testing.assert_allclose(results[0][0], shared @ b_data.swapaxes(-1, -2), rtol=1e-12)
+    for fast, slow in zip(*results):
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+    x = numdiff.tensor(shared, requires_grad=True)
+    y = numdiff.tensor(b_data.swapaxes(-1, -2).copy(), requires_grad=True)
+    assert numdiff.autograd.gradcheck(numdiff.matmul, (x, y))

@@ -541,3 +541,24 @@ def test_logsigmoid_gradient_in_the_far_tails_matches_torch_without_warnings(dty
         nf.logsigmoid(x).sum().backward()
     tnf.logsigmoid(tx).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(name for name, rule in RULES.items() if rule.dtypes == "any" and rule.arity == 1))
+def test_one_input_rules_on_bool_give_torchs_dtype_and_values(name):
+    # sign(bool) is the bool itself and square(bool) is int64 in PyTorch (the rows' bool_result),
+    # where NumPy's ufuncs have no bool loop or give int8.
+    values = [True, False, True]
+    try:
+        theirs = getattr(torch, name)(torch.tensor(values))
+    except (RuntimeError, NotImplementedError):
+        pytest.skip(f"torch refuses {name} on bool")  # neg; abs (numdiff gives the bool itself)
+    ours = PUBLIC[name](numdiff.tensor(values))
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_a_rule_with_an_unknown_bool_result_is_refused():
+    with pytest.raises(ValueError, match="scalar rule 'bad': bool_result='float'"):
+        check_rules((ScalarRule("bad", 1, "x", ("1.0",), ufunc="positive", bool_result="float"),))
+    with pytest.raises(ValueError, match="scalar rule 'bad': bool_result='int64'"):
+        check_rules((ScalarRule("bad", 1, "x", ("1.0",), bool_result="int64"),))

@@ -120,3 +120,31 @@ def test_register_refuses_an_unknown_compile_rule():
 def test_spec_of_an_unknown_name_says_so():
     with pytest.raises(KeyError, match="no op is registered as 'no_such_op'"):
         spec("no_such_op")
+
+
+def _view_functions(module) -> set[str]:
+    """Names of the Functions a module's public functions pass to ``_as_view(out, base, Function, ...)``."""
+    tree = ast.parse(inspect.getsource(module))
+    return {
+        node.args[2].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_as_view"
+        and len(node.args) >= 3 and isinstance(node.args[2], ast.Name)
+    }  # fmt: skip
+
+
+def test_the_ops_whose_public_functions_return_views_say_so_on_their_specs():
+    made_views = set()
+    for module_name in sorted({s.function.__module__ for s in SPECS.values()}):
+        module = importlib.import_module(module_name)
+        made_views |= {getattr(module, name).op_name for name in _view_functions(module)}
+    assert made_views, "no public function returns a view: the scan is broken"
+    assert made_views == {name for name, s in SPECS.items() if s.view}, "register(..., view=True) for these"
+
+
+def test_view_is_given_to_register_and_jvp_is_attached_once():
+    with pytest.raises(TypeError, match="'reshape': cannot attach 'view'"):
+        spec("reshape").attach(view=False)
+    assert spec("reshape").view and not spec("sum").view
+    with pytest.raises(ValueError, match="'exp': jvp is already attached"):
+        attach("exp", jvp=lambda *args: None)
