@@ -120,7 +120,7 @@ def _power64(x, e):
     """``x ** e`` in float64, the exponents PyTorch's pow treats specially as arithmetic: a loop that
     calls the C library's pow runs it element by element, 0.1 us each here (a float32[131072] ``x ** 2.0``
     derivative took 14 ms; as ``x * x``, 0.04). Each special case gives pow's value for every x, the
-    signed zeros, infinities and NaN included (``x ** 0.5`` is sqrt, as in NumPy's power)."""
+    signed zeros, infinities and NaN included."""
     if e == 2.0:
         return x * x
     if e == 1.0:
@@ -132,7 +132,10 @@ def _power64(x, e):
     if e == -1.0:
         return 1.0 / x
     if e == 0.5:
-        return math.sqrt(x)  # as NumPy's and PyTorch's pow: -0.0 at -0.0 and NaN at -inf (C's pow: +0.0, inf)
+        # C's pow, which the kernels computed before: +0.0 at -0.0 and inf at -inf, where sqrt gives -0.0
+        # and NaN. (PyTorch's pow with a tensor exponent agrees; with a Python 0.5 it takes sqrt, as
+        # NumPy's power does: the forward computes through the ufunc there, not through a kernel.)
+        return math.inf if x == -math.inf else math.sqrt(x) + 0.0
     return x ** e
 
 

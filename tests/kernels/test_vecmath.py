@@ -329,13 +329,19 @@ def test_power_gives_pows_value_for_the_special_exponents_and_every_kind_of_base
             out[i] = _vecmath.power(x[i], e)
         return out
 
+    @njit(error_model="numpy")
+    def c_pow(x, e):  # the C library's pow, which the kernels called before
+        out = np.empty(x.size)
+        for i in range(x.size):
+            out[i] = np.float64(x[i]) ** e
+        return out
+
     rng = np.random.default_rng(7)
     special = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e154, 1e308, -3.5]
     for dtype in (np.float64, np.float32):
         bases = np.concatenate([np.array(special), rng.standard_normal(200) * 10]).astype(dtype)
         for e in (0.0, 1.0, 2.0, 3.0, -1.0, 0.5, 2.5, -2.0, 7.0):
-            with np.errstate(all="ignore"):
-                expected = np.power(bases.astype(np.float64), e)
+            expected = c_pow(bases, e)
             got = powers(bases, e)
             np.testing.assert_array_max_ulp(got, expected, maxulp=1)
             # signs of zeros and infinities, and NaN where pow gives NaN
