@@ -2,8 +2,8 @@
 numdiff's own batched kernels (numdiff.kernels.linalg_small) for the Cholesky, LU, eigh and svd of small matrices.
 
 NumPy's linalg loops over a batch in C, which wins for many small matrices; SciPy's LAPACK is the
-one numdiff pins to one thread (numdiff.kernels._blas.prepare_blas), next to its own thread
-pool, and the faster build for one large matrix (here 512x512 Cholesky: 22 ms against NumPy's 84
+one numdiff holds at one thread between calls (numdiff.kernels._blas.prepare_blas), next to its own
+thread pool, and lets run numdiff's thread count during a call (_blas.lapack_threads), and the faster build for one large matrix (here 512x512 Cholesky: 22 ms against NumPy's 84
 at one thread; with two OpenBLAS pools spinning on a loaded machine, NumPy's took 1.3 s).
 
 Two ways the same factorization is not computed twice:
@@ -36,6 +36,7 @@ from numdiff._lazy import lazy_module
 
 scipy_linalg = lazy_module("scipy.linalg")
 _blas = lazy_module("numdiff.kernels._blas")
+_numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
@@ -77,13 +78,18 @@ def _remembered(key: tuple, a: np.ndarray, compute: Callable[[], Any]) -> Any:
     return value
 
 
+def _lapack_threads() -> Any:
+    """SciPy's LAPACK on numdiff's thread count for the call (one thread otherwise: see _blas)."""
+    return _blas.lapack_threads(_numba.get_num_threads())
+
+
 def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: Callable[[np.ndarray], Any]) -> Any:
     """``numpy_fn(a)`` for a batch of small matrices, else ``scipy_fn`` on each matrix, restacked."""
     if a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL and a.size:
         return numpy_fn(a)
-    _blas.prepare_blas()
     flat = a.reshape((-1,) + a.shape[-2:])
-    results = [scipy_fn(m) for m in flat]
+    with _lapack_threads():
+        results = [scipy_fn(m) for m in flat]
     batch = a.shape[:-2]
     if isinstance(results[0], tuple):
         return tuple(np.stack([r[i] for r in results]).reshape(batch + results[0][i].shape)
@@ -146,8 +152,7 @@ def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, LUFactors | None]:
 
 
 def _lu_factor(a: np.ndarray) -> LUFactors:
-    _blas.prepare_blas()
-    with warnings.catch_warnings():  # an exactly singular A is reported by its zero pivot, as torch
+    with warnings.catch_warnings(), _lapack_threads():  # an exactly singular A: its zero pivot, as torch
         warnings.simplefilter("ignore", scipy_linalg.LinAlgWarning)
         return scipy_linalg.lu_factor(a, check_finite=False)
 
@@ -162,8 +167,8 @@ def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.nd
         x = np.array(stack, dtype=lu.dtype, order="C")
         _small.lu_substitute_batched(lu, factors[1], x, transposed)
         return x if shared and len(lu) > 1 else x.reshape(b.shape)
-    _blas.prepare_blas()
-    return scipy_linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
+    with _lapack_threads():
+        return scipy_linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
 
 
 def inv(a: np.ndarray) -> np.ndarray:
