@@ -119,8 +119,9 @@ def records_nothing(self: Tensor, value: Any) -> bool:
 
 def write_at(self: Tensor, op: str, key: tuple, source: Any) -> Tensor:
     """``self[key] = source`` straight into self's storage, for a write that records nothing
-    (:func:`records_nothing`): the cost of the elements written, not of a copy of the whole tensor."""
-    if not self._data.flags.writeable:
+    (:func:`records_nothing`): the cost of the elements written, not of a copy of the whole tensor.
+    :func:`_store` writes a whole result through it too."""
+    if is_host(self._data) and not self._data.flags.writeable:  # device arrays are writeable
         _refuse_read_only(self, op)
     if source.dtype != self._data.dtype and _dtype.BFLOAT16_STORAGE in (source.dtype, self._data.dtype):
         source = _dtype.cast_array(source, _dtype.from_numpy(self._data.dtype))  # NumPy would copy bits, not values
@@ -169,12 +170,7 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
             )
         if alias is not None:
             _snapshot_saved_alias(node, alias)
-    if is_host(self._data) and not self._data.flags.writeable:  # device arrays are writeable
-        _refuse_read_only(self, op)
-    if source.dtype != self._data.dtype and _dtype.BFLOAT16_STORAGE in (source.dtype, self._data.dtype):
-        source = _dtype.cast_array(source, _dtype.from_numpy(self._data.dtype))  # NumPy would copy bits, not values
-    self._data[...] = source
-    self._version_counter[0] += 1
+    write_at(self, op, Ellipsis, source)
     if node is not None:
         if self._retains_grad and self._grad_fn is not None:
             self._grad_fn._retained = None
