@@ -28,6 +28,7 @@ from numdiff.ops.shape import cat
 
 scipy_linalg = lazy_module("scipy.linalg")
 _blas = lazy_module("numdiff.kernels._blas")
+_blocked = lazy_module("numdiff.kernels.linalg_blocked")
 
 # Batches of matrices up to this order go through the compiled substitution kernel; one matrix,
 # or larger ones, through LAPACK's trsm (blocked, BLAS-3).
@@ -72,7 +73,12 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     a3 = np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-2:]), dtype=dtype).reshape(-1, n, n)
     b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(-1, n, k)
     out = np.empty_like(b3)
-    if len(a3) == 1 or n > _KERNEL_MAX_ORDER:
+    threads = _lapack.blocked_threads(a3)
+    # trsm over numdiff's threads; a zero on the diagonal goes to SciPy's, which raises (as at one thread)
+    if threads and (unit or np.diagonal(a3, axis1=1, axis2=2).all()):
+        for p in range(len(a3)):
+            out[p] = _blocked.solve_triangular_blocked(a3[p], b3[p], upper, unit, threads)
+    elif len(a3) == 1 or n > _KERNEL_MAX_ORDER:
         _blas.prepare_blas()
         for p in range(len(a3)):
             out[p] = scipy_linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
