@@ -202,15 +202,18 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:  # noqa: N803
 def det(A: Tensor) -> Tensor:  # noqa: N803
     """The determinant; differentiable at singular A too (through the cofactors)."""
     A = matrix("linalg.det", A)  # noqa: N806
-    return _on_host("linalg.det", A, ops.Det.apply)
+    return ops.Det.apply(A)  # a CUDA tensor's by the batched LU kernel on its device
 
 
 def slogdet(A: Tensor) -> SlogdetResult:  # noqa: N803
     """(sign, log|det|): sign 0 and logabsdet -inf for a singular matrix."""
     A = matrix("linalg.slogdet", A)  # noqa: N806
     with _lapack.one_factorization():  # on the host, the sign comes from the LU that log|det| computed
-        logabs = _on_host("linalg.slogdet", A, ops.LogAbsDet.apply)
-        signs = _lapack.slogdet(backend_for(A._data).to_host(A._data))[0]
+        logabs = ops.LogAbsDet.apply(A)  # a CUDA tensor's by the batched LU kernel on its device
+        if A.device.type == "cpu":
+            signs = _lapack.slogdet(A._data)[0]
+        else:
+            signs = backend_for(A._data).to_host(ops.device_slogdet(A._data)[0])
     return SlogdetResult(A.new_tensor(np.reshape(signs, -1).reshape(A.shape[:-2])), logabs)
 
 
