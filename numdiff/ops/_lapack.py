@@ -135,6 +135,14 @@ def cholesky(a: np.ndarray) -> np.ndarray:
     return per_matrix(a, lambda m: scipy_linalg.cholesky(m, lower=True, check_finite=False), np.linalg.cholesky)
 
 
+def failing_minor(m: np.ndarray) -> int:
+    """The order of the first leading minor of the matrix `m` (its lower triangle) that is not positive
+    definite, 0 if none: LAPACK potrf's info, from one factorization (not one per minor)."""
+    potrf = scipy_linalg.get_lapack_funcs("potrf", (m,))
+    _blas.prepare_blas()
+    return int(potrf(m, lower=1, clean=0)[1])
+
+
 LUFactors = tuple
 """(lu, piv): of one matrix as scipy.linalg.lu_factor returns them (2-D lu), or of a (batch, n, n)
 stack as numdiff.kernels.linalg_small.lu_factor_batched does (3-D lu)."""
