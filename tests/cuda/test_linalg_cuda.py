@@ -180,3 +180,21 @@ def test_det_of_a_singular_gpu_matrix_takes_the_cofactor_gradient():
     out.backward()
     assert out.device.type == "cuda" and out.item() == 0.0
     np.testing.assert_allclose(gpu.grad.cpu().numpy(), cpu.grad.numpy(), atol=1e-10)
+
+
+def test_inv_runs_on_the_gpu_forward_and_backward_and_names_a_singular_entry(monkeypatch):
+    a = RNG.standard_normal((2, 4, 4)) + 2 * np.eye(4)
+    a[1, 0, 0] = 0.0
+    cpu, gpu = _both(a)
+    weight = RNG.standard_normal((2, 4, 4))
+    expected = linalg.inv(cpu)
+    monkeypatch.setattr(_lapack, "inv", lambda *args: pytest.fail("a CUDA tensor's inverse ran on the host"))
+    got = linalg.inv(gpu)
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(got.detach().cpu().numpy(), expected.detach().numpy(), atol=1e-12)
+    (got * numdiff.tensor(weight, device="cuda")).sum().backward()
+    (expected * numdiff.tensor(weight)).sum().backward()
+    np.testing.assert_allclose(gpu.grad.cpu().numpy(), cpu.grad.numpy(), atol=1e-10)
+    singular = np.stack([np.eye(3), np.zeros((3, 3))])
+    with pytest.raises(linalg.LinAlgError, match=r"linalg.inv: \(Batch element 1\).*singular"):
+        linalg.inv(numdiff.tensor(singular, device="cuda"))
