@@ -19,7 +19,7 @@ only the narrow panels:
 
     cholesky_blocked(a, block, threads) -> (low, info)
         per step k: potrf on the diagonal block (LAPACK, calling thread); then per thread a block of
-        rows of L21 = A21 L11^-T (trsm); then per thread every `threads`-th block column c0:c1 of
+        rows of L21 = A21 L11^-T (trsm); then per thread every `threads`-th 32-column chunk c0:c1 of
         the trailing lower triangle, A[c0:, c0:c1] -= L[c0:, k:k+b] L[c0:c1, k:k+b]^T (gemm, so only
         the diagonal blocks do extra work). low (n, n) Fortran order, zero above the diagonal; info
         0, or the order of the leading minor that is not positive definite (potrf's), low then
@@ -35,8 +35,8 @@ GEMMs are numdiff.kernels._blas.gemm calls on row-major views. getrf, potrf and 
 (numdiff.kernels._blas_library.register_factor_symbols), called by address with leading dimension
 n, in place. Extra memory: the copy of A the factors are written into.
 
-Measured (2 cores, float64, order 512, median wall ms; see benchmarks/RESULTS.md for the table and
-load): the block size DEFAULT_BLOCK and the orders from which numdiff.ops._lapack uses these.
+Measured (2 cores, float64, order 512): DEFAULT_BLOCK's docstring; benchmarks/RESULTS.md for the
+public functions against torch.
 """
 
 from __future__ import annotations
@@ -50,8 +50,13 @@ from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["DEFAULT_BLOCK", "cholesky_blocked", "lu_factor_blocked", "lu_solve_blocked", "solve_triangular_blocked"]
 
-DEFAULT_BLOCK = 64
-"""Panel width: columns factored by LAPACK per step (measured best of 32, 64, 96, 128 at order 512)."""
+DEFAULT_BLOCK = 128
+"""Panel width: columns factored by LAPACK per step. At order 512, one thread, 32 to 128 were within
+noise of each other (LU 4.1-4.8 ms against getrf's 4.1; Cholesky 2.7-3.1 against potrf's 3.2). At two
+threads on a loaded machine (load 7, 41 alternating runs, ms min / median), 128 against 64: LU 3.6 / 48
+against 10.4 / 96, Cholesky 2.6 / 19 against 2.7 / 82 (getrf 4.3 / 21, potrf 3.4 / 19 at one thread):
+each step's parallel region waits for a thread that lost its core, and 128 has half as many steps.
+On a quiet machine 64 would leave less of LU serial (the panels: n^2 b / 2 of 2 n^3 / 3 flops)."""
 
 register_factor_symbols()  # before any kernel below is compiled or loaded from the cache
 _VOID = types.voidptr
@@ -64,6 +69,11 @@ _STRSM, _DTRSM = _TRSM["s"], _TRSM["d"]
 
 # Below this many multiply-adds in a step's update the step runs on the calling thread.
 _PARALLEL_MIN_MACS = 1 << 17
+
+# Columns per GEMM of the Cholesky update, dealt to the threads in turn: the columns' heights fall
+# from left to right, so chunks much narrower than the trailing matrix keep the threads' shares even
+# (chunks of a 128-column block, at order 512, gave one thread twice the other's work).
+_UPDATE_CHUNK = 32
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -183,15 +193,15 @@ def _cholesky_panel_rows(at, k, b, first, stop):
 
 
 @njit(cache=True, nogil=True)
-def _cholesky_update_columns(at, k, b, block, t, parts):
-    """Every `parts`-th block column c0:c1 (from the t-th) of the trailing lower triangle:
+def _cholesky_update_columns(at, k, b, chunk, t, parts):
+    """Every `parts`-th column chunk c0:c1 (from the t-th) of the trailing lower triangle:
     A[c0:, c0:c1] -= L[c0:, k:k+b] L[c0:c1, k:k+b]^T, written as at[c0:c1, c0:] -= P^T P[:, c0:]."""
     n = at.shape[0]
-    c0 = k + b + t * block
+    c0 = k + b + t * chunk
     while c0 < n:
-        c1 = min(c0 + block, n)
+        c1 = min(c0 + chunk, n)
         gemm(True, False, -1.0, at[k:k + b, c0:c1], at[k:k + b, c0:], 1.0, at[c0:c1, c0:])
-        c0 += parts * block
+        c0 += parts * chunk
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -202,10 +212,10 @@ def _cholesky_panel_split(at, k, b, parts):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _cholesky_update_split(at, k, b, block, parts):
+def _cholesky_update_split(at, k, b, parts):
     # A region of its own after the panel's: every update reads rows of L21 that other threads solved.
     for t in prange(parts):
-        _cholesky_update_columns(at, k, b, block, t, parts)
+        _cholesky_update_columns(at, k, b, _UPDATE_CHUNK, t, parts)
 
 
 @njit(cache=True, nogil=True)
@@ -219,10 +229,10 @@ def _cholesky_t(at, block, parts):
         rest = n - k - b
         if parts > 1 and rest * rest * b >= 2 * _PARALLEL_MIN_MACS and rest >= 2 * parts:
             _cholesky_panel_split(at, k, b, parts)
-            _cholesky_update_split(at, k, b, block, parts)
+            _cholesky_update_split(at, k, b, parts)
         else:
             _cholesky_panel_rows(at, k, b, k + b, n)
-            _cholesky_update_columns(at, k, b, block, 0, 1)
+            _cholesky_update_columns(at, k, b, _UPDATE_CHUNK, 0, 1)
     for c in range(1, n):
         at[c, :c] = 0.0
     return 0
