@@ -13,7 +13,8 @@ core (2026-12-06, load 4.5 on 2 cores, medians of 5, one thread against two: ges
 syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's threads instead: LU
 (solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
 thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
-split over Numba's threads), and the backward formulas' products to numdiff's GEMM.
+split over Numba's threads; inv as the LU's solve on the identity), and the backward formulas'
+products to numdiff's GEMM.
 
 Two ways the same factorization is not computed twice:
 
@@ -216,7 +217,20 @@ def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.nd
 
 
 def inv(a: np.ndarray) -> np.ndarray:
+    threads = blocked_threads(a)
+    if threads and a.shape[-2] == a.shape[-1]:
+        flat = [_inverse_blocked(m, threads) for m in a.reshape((-1,) + a.shape[-2:])]
+        return np.stack(flat).reshape(a.shape)
     return per_matrix(a, lambda m: scipy_linalg.inv(m, check_finite=False), np.linalg.inv)
+
+
+def _inverse_blocked(m: np.ndarray, threads: int) -> np.ndarray:
+    """A^-1 by the blocked LU and its solve on the identity, both split over `threads` (getri instead
+    would run on one OpenBLAS thread)."""
+    lu, piv, info = _blocked.lu_factor_blocked(m, threads=threads)
+    if info:
+        raise np.linalg.LinAlgError("Singular matrix")
+    return _blocked.lu_solve_blocked(lu, piv, np.eye(len(m), dtype=m.dtype), False, threads)
 
 
 def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:

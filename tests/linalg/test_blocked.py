@@ -197,3 +197,14 @@ def test_public_errors_on_the_blocked_path_name_the_op_and_the_entry(blocked_pat
     sign, logabs = linalg.slogdet(numdiff.tensor(singular))
     assert sign.item() == 0.0 and logabs.item() == -np.inf
     assert "cholesky_blocked" in blocked_path and "lu_factor_blocked" in blocked_path
+
+
+def test_public_inv_on_the_blocked_path(blocked_path):
+    a = _general(ORDER, np.float64)
+    np.testing.assert_allclose(linalg.inv(numdiff.tensor(a)).numpy(), np.linalg.inv(a), rtol=0, atol=1e-12)
+    assert gradcheck(linalg.inv, (numdiff.tensor(a, requires_grad=True),))
+    singular = a.copy()
+    singular[:, 13] = 0.0
+    with pytest.raises(numdiff.linalg.LinAlgError, match=r"linalg.inv: The diagonal element 14 is zero"):
+        linalg.inv(numdiff.tensor(singular))
+    assert {"lu_factor_blocked", "lu_solve_blocked"} <= set(blocked_path)
