@@ -22,6 +22,19 @@ def test_forward_matches_numpy(dtype, tol, causal):
     np.testing.assert_allclose(out, attention_reference(q, k, v, bias, causal, 0.5), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("rows, cols", [(5, 9), (9, 5), (64, 64)])
+def test_causal_forward_with_more_or_fewer_keys_than_queries_matches_numpy(rows, cols):
+    # The forward reads row i's first min(i + 1, S) scores only: rows past S see every key, and a
+    # bias of -inf on a row's visible keys leaves it seeing none (output 0, log-sum-exp -inf).
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal(s) for s in ((2, rows, 4), (2, cols, 4), (2, cols, 3)))
+    bias = rng.standard_normal((2, rows, cols))
+    bias[1, 2, :] = -np.inf
+    out = attention.attention_forward(q, k, v, bias, 0.7, True, np.empty((2, rows, 4)))
+    np.testing.assert_allclose(out, attention_reference(q, k, v, bias, True, 0.7), rtol=1e-12, atol=1e-12)
+    assert out[1, 2, 3] == -np.inf and (out[1, 2, :3] == 0).all()
+
+
 def test_float32_backward_matches_float64():
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal(s) for s in ((2, 5, 3), (2, 7, 3), (2, 7, 4), (2, 5, 5))]
