@@ -93,8 +93,13 @@ def _backward(grad, out, q, k, v, bias, scale, causal, res):
         _scores(q, k, bias, b, scale, causal, p)
         for i in range(rows):
             lse = out[b, i, width]
-            for j in range(cols):
-                p[i, j] = 0.0 if lse == -np.inf else _vecmath.exp(p[i, j] - lse)
+            # As in the forward: a causal row's keys past i have probability 0, and a row that sees
+            # no key (lse -inf) has none; the exp loop, without a select per element, vectorises.
+            seen = 0 if lse == -np.inf else (min(i + 1, cols) if causal else cols)
+            row = p[i]
+            for j in range(seen):
+                row[j] = _vecmath.exp(row[j] - lse)
+            row[seen:] = 0.0
         d_out = grad[b, :, :width]
         gemm(True, False, 1.0, p, d_out, 0.0, d_v)
         d_s = np.empty((rows, cols), q.dtype)

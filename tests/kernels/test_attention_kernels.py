@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import numdiff
 from numdiff.kernels import attention
 from tests.ops.cases_attention import attention_reference
 
@@ -58,3 +59,16 @@ def test_bad_arguments_name_the_kernel_and_the_shapes():
         attention.attention_forward(q.astype(np.float32), v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
     with pytest.raises(ValueError, match=r"attention_forward: out must have shape \(2, 3, 5\)"):
         attention.attention_forward(q, v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 4)))
+
+
+@pytest.mark.parametrize("rows, cols", [(5, 7), (7, 5)])
+def test_causal_backward_passes_gradcheck_with_more_or_fewer_keys_than_queries(rows, cols):
+    # The backward, like the forward, recomputes only each causal row's visible probabilities.
+    rng = np.random.default_rng(3)
+    q, k, v = (numdiff.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in ((2, rows, 3), (2, cols, 3), (2, cols, 4)))
+
+    def attend(q, k, v):
+        return numdiff.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    assert numdiff.autograd.gradcheck(attend, (q, k, v))
