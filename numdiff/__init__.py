@@ -212,11 +212,7 @@ globals().update(_TORCH_NAMES)
 globals().update(_overrides.overridable_variants(globals(), ("numdiff.ops",)))  # numdiff.fx's Proxy
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
-from numdiff import (  # noqa: E402 - these build on the Tensor methods above
-    _deferred,  # noqa: E402 - the subpackages and names loaded on first access
-    autograd,
-    cuda,
-)
+from numdiff import _deferred, autograd, cuda  # noqa: E402 - _deferred: what loads on first access (__getattr__)
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import amp as amp  # noqa: E402 - autocast and GradScaler
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
@@ -258,6 +254,7 @@ from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
 from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
+from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
 from numdiff.version import __version__ as __version__  # noqa: E402
 
 # torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.

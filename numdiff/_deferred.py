@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import importlib
 
-# numdiff.<name> is a subpackage or module loaded on first access.
+# numdiff.<name> is a subpackage or module loaded on first access (numdiff.compile is the function,
+# in ATTRIBUTES).
 SUBMODULES = frozenset({
-    "benchmark", "compile", "distributed", "distributions", "func", "fx", "hub", "jit", "nn", "onnx", "optim",
-    "safetensors", "serialization", "sparse", "testing", "utils", "viz",
+    "benchmark", "distributed", "distributions", "func", "fx", "hub", "jit", "nn", "onnx", "optim",
+    "safetensors", "serialization", "testing", "utils", "viz",
 })  # fmt: skip
 
 # numdiff.<name> is the attribute of the same name of a module, loaded on first access.
@@ -27,12 +28,6 @@ ATTRIBUTES = {
     "save": "numdiff.serialization",
     "from_dlpack": "numdiff.utils.dlpack",
     "elementwise": "numdiff._elementwise",
-    "sparse_coo": "numdiff.sparse",
-    "sparse_coo_tensor": "numdiff.sparse",
-    "sparse_csr": "numdiff.sparse",
-    "sparse_csr_tensor": "numdiff.sparse",
-    "spmm": "numdiff.sparse",
-    "strided": "numdiff.sparse",
 }
 
 # numdiff.<name> from numdiff.nn._toplevel.FUNCTIONS (torch.conv2d, torch.dropout, ...): the names
