@@ -254,7 +254,6 @@ from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
 from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
-from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
 from numdiff.version import __version__ as __version__  # noqa: E402
 
 # torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.

@@ -16,7 +16,7 @@ import importlib
 # in ATTRIBUTES).
 SUBMODULES = frozenset({
     "benchmark", "distributed", "distributions", "func", "fx", "hub", "jit", "nn", "onnx", "optim",
-    "safetensors", "serialization", "testing", "utils", "viz",
+    "safetensors", "serialization", "sparse", "testing", "utils", "viz",
 })  # fmt: skip
 
 # numdiff.<name> is the attribute of the same name of a module, loaded on first access.
@@ -28,6 +28,12 @@ ATTRIBUTES = {
     "save": "numdiff.serialization",
     "from_dlpack": "numdiff.utils.dlpack",
     "elementwise": "numdiff._elementwise",
+    "sparse_coo": "numdiff.sparse",
+    "sparse_coo_tensor": "numdiff.sparse",
+    "sparse_csr": "numdiff.sparse",
+    "sparse_csr_tensor": "numdiff.sparse",
+    "spmm": "numdiff.sparse",
+    "strided": "numdiff.sparse",
 }
 
 # numdiff.<name> from numdiff.nn._toplevel.FUNCTIONS (torch.conv2d, torch.dropout, ...): the names

@@ -37,7 +37,8 @@ DEFERRED = ["numba", "scipy", "numdiff.func", "numdiff.nn", "numdiff.nn.function
             "numdiff.compile", "numdiff.fx", "numdiff.onnx", "numdiff.utils", "numdiff.utils.data",
             "numdiff.serialization", "numdiff.hub", "numdiff.viz", "numdiff.distributions",
             "numdiff.distributed", "numdiff.testing", "numdiff.jit", "numdiff.benchmark",
-            "numdiff.safetensors", "numdiff.profiler", "numdiff._elementwise"]  # fmt: skip
+            "numdiff.safetensors", "numdiff.profiler", "numdiff._elementwise", "numdiff.sparse",
+            "numdiff.ops.sparse"]  # fmt: skip
 
 
 def test_import_numdiff_loads_no_deferred_package():
