@@ -239,5 +239,7 @@ def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
 
 def ensure_tensor(op: str, value: Any, name: str = "input") -> Tensor:
     if not isinstance(value, Tensor):
+        if is_overridable(value):  # a Proxy: the function that checks it hands the call over
+            raise ForeignOperandError(op, value)
         raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(value).__name__}")
     return value

@@ -26,6 +26,7 @@ from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, is_host
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
+from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
 
 __all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
@@ -293,6 +294,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
+@hands_over
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: input (..., in_features), weight (out_features, in_features),
     bias (out_features,) or None.
@@ -300,34 +302,37 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> numdiff.nn.functional.linear(numdiff.ones(4, 3), numdiff.ones(2, 3)).shape
     numdiff.Size([4, 2])
     """
-    x = ensure_tensor("linear", input, "input")
-    w = ensure_tensor("linear", weight, "weight")
-    # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
-    x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
-    mixed = dtype != w._data.dtype
-    if mixed and not casts_on(x):
-        raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
-    if len(w_shape) not in (1, 2):
-        raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
-    if not x_shape or x_shape[-1] != w_shape[-1]:
-        raise ValueError(f"linear: input {x_shape} must end with in_features={w_shape[-1]} (weight {w_shape})")
-    if bias is not None:
-        bias = ensure_tensor("linear", bias, "bias")
-        out_features = w_shape[0] if len(w_shape) == 2 else 1
-        bias_shape = bias._data.shape
-        if len(bias_shape) > 1 or (len(bias_shape) == 1 and bias_shape[0] != out_features):
-            raise ValueError(f"linear: bias must have shape ({out_features},), got {bias_shape}")
-        check_same_device("linear", x, w, bias)
-    # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
-    if (
-        len(w_shape) == 2
-        and x.dtype.is_floating_point
-        and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
-        and not vmap_active()
-    ):
-        return Linear.apply(x, w, bias)
-    out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
-    return out if bias is None else out + bias
+    try:
+        x = ensure_tensor("linear", input, "input")
+        w = ensure_tensor("linear", weight, "weight")
+        # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
+        x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
+        mixed = dtype != w._data.dtype
+        if mixed and not casts_on(x):
+            raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
+        if len(w_shape) not in (1, 2):
+            raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
+        if not x_shape or x_shape[-1] != w_shape[-1]:
+            raise ValueError(f"linear: input {x_shape} must end with in_features={w_shape[-1]} (weight {w_shape})")
+        if bias is not None:
+            bias = ensure_tensor("linear", bias, "bias")
+            out_features = w_shape[0] if len(w_shape) == 2 else 1
+            bias_shape = bias._data.shape
+            if len(bias_shape) > 1 or (len(bias_shape) == 1 and bias_shape[0] != out_features):
+                raise ValueError(f"linear: bias must have shape ({out_features},), got {bias_shape}")
+            check_same_device("linear", x, w, bias)
+        # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
+        if (
+            len(w_shape) == 2
+            and x.dtype.is_floating_point
+            and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
+            and not vmap_active()
+        ):
+            return Linear.apply(x, w, bias)
+        out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
+        return out if bias is None else out + bias
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(linear, locals())
 
 
 @register("linear", compile="kernel", launchers=_GEMM)
