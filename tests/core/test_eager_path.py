@@ -67,3 +67,36 @@ def test_backward_frees_saved_state_but_keeps_a_node_that_saved_nothing_reusable
     plain.backward()
     plain.backward()
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def _function_py_calls(run):
+    import sys
+
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith("numdiff/autograd/function.py"):
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_apply_runs_an_op_without_helper_calls_of_its_own():
+    """The per-op cost (issue 25): recorded, unrecorded and no_grad ops all stay inside apply (a
+    comprehension or a helper would be one more Python call per op)."""
+    add = FUNCTIONS["add"]  # saves nothing: no saved-value binding to call
+    leaf = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    constant = numdiff.tensor([3.0, 4.0])
+    held = add.apply(leaf, constant)  # keeps the leaf's AccumulateGrad (weakly held) alive for reuse
+    assert _function_py_calls(lambda: add.apply(leaf, constant)) == ["apply"]
+    assert _function_py_calls(lambda: add.apply(constant, constant)) == ["apply"]
+    with numdiff.no_grad():
+        assert _function_py_calls(lambda: add.apply(leaf, constant)) == ["apply"]
+    assert held.grad_fn.needs_input_grad == (True, False)
+    assert add.apply(constant, leaf).grad_fn.needs_input_grad == (False, True)
+    assert add.apply(leaf, 2.0).grad_fn.needs_input_grad == (True, False)
