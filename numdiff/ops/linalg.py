@@ -111,7 +111,7 @@ class Matmul(Function):
             return out
         if a.ndim == b.ndim == 2:
             _product(a, b, out)
-        elif b.ndim == 2 and _copied_rows(a) is not None:
+        elif b.ndim == 2 and 0 in a.strides[:-1] and _copied_rows(a) is not None:
             out[...] = Matmul.forward(_Unsaved, a[_copied_rows(a)], b)
         elif b.ndim == 2:
             # No batch on b: fold a's batch into rows, one GEMM. Sizes are explicit, not -1:
@@ -211,7 +211,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> numdiff.matmul(a, b).shape
     numdiff.Size([2, 3, 5])
     """
-    if _sparse(input) or _sparse(other):
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)) and (_sparse(input) or _sparse(other)):
         return input.__matmul__(other) if _sparse(input) else other.__rmatmul__(input)
     a, b = _check_pair("matmul", input, other)
     k_a = a.shape[-1]
@@ -241,7 +241,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
     numdiff.Size([2, 4])
     """
-    if _sparse(input) or _sparse(mat2):
+    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)) and (_sparse(input) or _sparse(mat2)):
         return matmul(input, mat2)  # the COO and CSR kernels (numdiff.sparse)
     a, b = _check_pair("mm", input, mat2)
     if a.ndim != 2 or b.ndim != 2:
@@ -350,7 +350,7 @@ class Linear(Function):
             return out
         # Row count explicit, not -1: with in_features == 0 a reshape cannot infer it (the
         # product is then zeros, which the kernels give for an empty inner dimension).
-        copied = _copied_rows(x)
+        copied = _copied_rows(x) if 0 in x.strides[:-1] else None  # the test first: no call per layer
         if copied is not None:
             out[...] = Linear.forward(_Unsaved, x[copied], weight, bias)
             return out
