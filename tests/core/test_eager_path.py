@@ -121,3 +121,8 @@ def test_dense_products_skip_the_sparse_and_copied_row_checks():
     assert numdiff.allclose(x @ w.T, numdiff.nn.functional.linear(x, w))
     shared = numdiff.randn(1, 4, 3).expand(5, 4, 3)  # stride-0 rows: the copied-row path still runs
     assert numdiff.allclose(shared @ w.T, (shared.contiguous() @ w.T))
+
+
+def test_tensor_operators_that_defer_to_protocol_operands_skip_the_lookup_for_tensors():
+    a, w = numdiff.randn(3, 4), numdiff.nn.Parameter(numdiff.randn(4, 2))
+    assert _function_py_calls(lambda: (a @ w, w.T @ a.T, a // a), "numdiff/overrides.py") == []
