@@ -240,7 +240,10 @@ class AdaptiveAvgPool2dBackward(Function):
 
 
 def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    x, unbatched = batched_input(op, input, dims)
+    try:
+        x, unbatched = batched_input(op, input, dims)
+    except ForeignOperandError:  # a Proxy: the public function named `op` hands the call over
+        return dispatch_call(globals()[op], locals())
     k, s, p, d = pool_window(op, x._data.shape, dims, kernel_size, stride, padding, dilation, ceil_mode)
     if dims == 1:
         x, k, s, p, d = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p, (1,) + d
@@ -263,12 +266,9 @@ def max_pool1d(
     >>> F.max_pool1d(numdiff.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2)
     tensor([[[3., 5.]]])
     """
-    try:
-        return _max_poolnd(
-            "max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
-        )
-    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
-        return dispatch_call(max_pool1d, locals())
+    return _max_poolnd(
+        "max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
 @hands_over
@@ -285,12 +285,9 @@ def max_pool2d(
     tensor([[[[ 5.,  7.],
               [13., 15.]]]])
     """
-    try:
-        return _max_poolnd(
-            "max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
-        )
-    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
-        return dispatch_call(max_pool2d, locals())
+    return _max_poolnd(
+        "max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
 @hands_over
@@ -317,7 +314,10 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 def _avg_poolnd(
     op, dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
 ):
-    x, unbatched = batched_input(op, input, dims)
+    try:
+        x, unbatched = batched_input(op, input, dims)
+    except ForeignOperandError:  # a Proxy: the public function named `op` hands the call over
+        return dispatch_call(globals()[op], locals())
     k, s, p, _ = pool_window(op, x._data.shape, dims, kernel_size, stride, padding, 1, ceil_mode)
     divisor_override = divisor(op, divisor_override)
     if dims == 1:
@@ -340,12 +340,9 @@ def avg_pool1d(
     >>> F.avg_pool1d(numdiff.tensor([[[1.0, 3.0, 5.0, 7.0]]]), 2)
     tensor([[[2., 6.]]])
     """
-    try:
-        return _avg_poolnd(
-            "avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None
-        )
-    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
-        return dispatch_call(avg_pool1d, locals())
+    return _avg_poolnd(
+        "avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None
+    )
 
 
 @hands_over
@@ -362,12 +359,9 @@ def avg_pool2d(
     tensor([[[[ 2.5000,  4.5000],
               [10.5000, 12.5000]]]])
     """
-    try:
-        return _avg_poolnd(
-            "avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
-        )
-    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
-        return dispatch_call(avg_pool2d, locals())
+    return _avg_poolnd(
+        "avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 @hands_over
