@@ -177,7 +177,9 @@ CPU = _HostBackend(
         "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
         "numdiff.kernels.scatter": ("add_at",),
-        "numdiff.kernels.linalg_small": ("cholesky_backward_batched",),
+        "numdiff.kernels.linalg_small": (
+            "cholesky_backward_batched", "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
+        ),
     },
 )
 """Host arrays (numpy.ndarray): Numba ``@njit`` kernels in numdiff.kernels."""
@@ -207,6 +209,7 @@ CUDA = _CudaBackend(
         "numdiff.cuda.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.cuda.kernels.linalg": (
             "triangular_solve", "cholesky_batched", "lu_solve_batched", "cholesky_backward_batched",
+            "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
         ),
         "numdiff.cuda._indexing": ("add_at",),
     },

@@ -19,12 +19,10 @@ process also runs on one thread.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import glob
 import os
 import threading
-from collections.abc import Iterator
 
 import numpy as np
 from numba import prange, types
@@ -34,7 +32,7 @@ from numba.extending import intrinsic
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, blas_library
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "blas_threading", "lapack_threads"]
+__all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "blas_threading"]
 
 # The chosen library's Fortran sgemm/dgemm, linked by name (numdiff.kernels._blas_library):
 # (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), every argument by address.
@@ -261,26 +259,6 @@ def prepare_blas() -> None:
                 _state["ready"] = True
                 return
     _set_one_thread()
-
-
-@contextlib.contextmanager
-def lapack_threads(threads: int) -> Iterator[None]:
-    """Inside the block SciPy's OpenBLAS runs `threads` threads (numdiff's thread count, read by the
-    caller), back to one after it: for one large LAPACK call (a 512x512 Cholesky, LU or eigh) from
-    the calling thread, while no Numba kernel calls BLAS. Without thread control it changes nothing.
-
-    >>> with lapack_threads(2): pass
-    """
-    prepare_blas()
-    setter = _state["setter"]
-    if setter is None or threads <= 1:
-        yield
-        return
-    setter(threads)
-    try:
-        yield
-    finally:
-        setter(1)
 
 
 def _set_one_thread() -> None:

@@ -13,6 +13,10 @@ capsules or ``libmkl_rt``'s exports) are registered with LLVM under the names in
 the name, not to an address, so Numba's on-disk cache stays valid from one process to the next
 and across a change of library.
 
+The factorization pieces of numdiff.kernels.linalg_blocked (``getrf``, ``potrf`` and ``trsm``)
+always come from SciPy's ``cython_lapack``/``cython_blas`` (the OpenBLAS numdiff holds at one thread),
+registered under :data:`FACTOR_SYMBOLS` by :func:`register_factor_symbols`.
+
 MKL is switched to its sequential threading layer and its LP64 interface before its first call:
 numdiff splits products over its own Numba threads (numdiff.kernels._blas.gemm_parallel), and a
 second OpenMP runtime spinning beside Numba's would take cores from it (issue 26).
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -34,13 +39,14 @@ import scipy
 from llvmlite import binding
 
 __all__ = [
-    "BlasLibrary", "BlasLibraryError", "ENVIRONMENT_VARIABLE", "GEMM_SYMBOLS", "blas_library", "choose", "cython_blas",
-    "find_mkl",
+    "BlasLibrary", "BlasLibraryError", "ENVIRONMENT_VARIABLE", "FACTOR_SYMBOLS", "GEMM_SYMBOLS", "blas_library",
+    "choose", "cython_blas", "find_mkl", "register_factor_symbols",
 ]
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_BLAS"
 CHOICES = ("auto", "mkl", "scipy")
 GEMM_SYMBOLS = {"s": "numdiff_sgemm", "d": "numdiff_dgemm"}
+FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}" for kind in "sd" for routine in ("getrf", "potrf", "trsm")}
 
 _MKL_THREADING_SEQUENTIAL = 1
 _MKL_INTERFACE_LP64 = 0
@@ -183,3 +189,22 @@ def blas_library() -> BlasLibrary:
             binding.add_symbol(symbol, addresses[kind])
         _CHOSEN["library"] = library
     return _CHOSEN["library"]
+
+
+_FACTORS_REGISTERED: list[bool] = []
+
+
+def register_factor_symbols() -> None:
+    """Register SciPy's ``getrf``, ``potrf`` and ``trsm`` (both precisions) with LLVM under
+    :data:`FACTOR_SYMBOLS`, once per process, for numdiff.kernels.linalg_blocked.
+
+    >>> register_factor_symbols()
+    """
+    if _FACTORS_REGISTERED:
+        return
+    # Imported here, on the first blocked factorization: scipy.linalg's __init__ costs 0.2 s (cython_blas).
+    cython_lapack = importlib.import_module("scipy.linalg.cython_lapack")
+    for routine, symbol in FACTOR_SYMBOLS.items():
+        module = cython_blas() if routine.endswith("trsm") else cython_lapack
+        binding.add_symbol(symbol, _capsule_address(module.__pyx_capi__[routine]))
+    _FACTORS_REGISTERED.append(True)

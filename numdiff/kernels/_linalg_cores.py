@@ -20,6 +20,8 @@ stack (and column `j` of a (batch, n, k) right-hand side); none allocates.
                                       swapped with row c (0-based); returns 0, or k for the first
                                       exactly zero pivot U[k-1, k-1] (elimination goes on past it,
                                       as LAPACK's does, so the factors still give the determinant)
+    slogdet_core(lu, piv, info, sign, logabs, p)   sign[p] and logabs[p] = log|det A[p]| from
+                                      lu_factor_core's factors and info
     lu_substitute_core(lu, piv, x, p, transposed)   x[p] <- A^-1 x[p] (A^-T x[p] when
                                       `transposed`) from lu_factor_core's factors, row by row
                                       (the inner loop runs along a row of x's k columns)
@@ -130,6 +132,19 @@ def lu_factor_core(lu, piv, p):  # pragma: no cover - compiled
             for m in range(c + 1, n):
                 lu[p, r, m] -= factor * lu[p, c, m]
     return info
+
+
+def slogdet_core(lu, piv, info, sign, logabs, p):  # pragma: no cover - compiled
+    """sign[p] and logabs[p] = log|det| from lu_factor_core's factors of matrix p and its `info`
+    (sign 0 and logabs -inf when singular)."""
+    negative = False
+    total = 0.0
+    for c in range(lu.shape[1]):
+        d = lu[p, c, c]
+        negative ^= (d < 0.0) ^ (piv[p, c] != c)
+        total += math.log(abs(d)) if d != 0.0 else -math.inf
+    sign[p] = 0.0 if info else (-1.0 if negative else 1.0)
+    logabs[p] = total
 
 
 def lu_substitute_core(lu, piv, x, p, transposed):  # pragma: no cover - compiled

@@ -48,6 +48,7 @@ from numdiff.kernels._linalg_cores import (
     cholesky_core,
     lu_factor_core,
     lu_substitute_core,
+    slogdet_core,
 )
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
@@ -80,6 +81,7 @@ def _cholesky_backward_loop(low, grad, out):  # pragma: no cover - compiled
     for p in prange(low.shape[0]):
         _cholesky_backward(low, grad, out, p)
 _substitute = njit(cache=True, inline="always", error_model="numpy")(lu_substitute_core)
+_slogdet = njit(cache=True, inline="always", error_model="numpy")(slogdet_core)
 
 
 def _lu_factor_loop(lu, piv, info):  # pragma: no cover - compiled
@@ -95,14 +97,7 @@ def _lu_substitute_loop(lu, piv, x, transposed):  # pragma: no cover - compiled
 def _slogdet_loop(lu, piv, sign, logabs, info):  # pragma: no cover - compiled
     for p in prange(lu.shape[0]):
         info[p] = _factor(lu, piv, p)
-        negative = False
-        total = 0.0
-        for c in range(lu.shape[1]):
-            d = lu[p, c, c]
-            negative ^= (d < 0.0) ^ (piv[p, c] != c)
-            total += math.log(abs(d))  # log(0) = -inf under error_model="numpy"
-        sign[p] = 0.0 if info[p] else (-1.0 if negative else 1.0)
-        logabs[p] = total
+        _slogdet(lu, piv, info[p], sign, logabs, p)
 
 
 _CHOLESKY = serial_and_parallel(_cholesky_loop, error_model="numpy")

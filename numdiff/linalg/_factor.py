@@ -73,18 +73,8 @@ def _cholesky(A: Tensor, upper: bool, op: str) -> tuple[Tensor | None, tuple | N
         low = ops.Cholesky.apply(A)  # on the host through LAPACK, on a GPU through the batched kernel
     except np.linalg.LinAlgError:  # LAPACK's potrf stopped at a minor: find the entry and the order
         failing = first_failure(op, A, np.linalg.cholesky)
-        m = host_batches(A)[failing]
-        order = next(k for k in range(1, len(m) + 1) if _minor_fails(m, k))
-        return None, (failing, order)
+        return None, (failing, _lapack.failing_minor(host_batches(A)[failing]))
     return (low.mT if upper else low), None
-
-
-def _minor_fails(m: np.ndarray, k: int) -> bool:
-    try:
-        np.linalg.cholesky(m[:k, :k])
-        return False
-    except np.linalg.LinAlgError:
-        return True
 
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> CholeskyExResult:  # noqa: N803
@@ -97,8 +87,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     batches = host_batches(A)
     info = np.zeros(len(batches), dtype=np.int32)
     for index, m in enumerate(batches):
-        if _minor_fails(m, len(m)):
-            info[index] = next(k for k in range(1, len(m) + 1) if _minor_fails(m, k))
+        info[index] = _lapack.failing_minor(m)
     if not info.any():
         return CholeskyExResult(cholesky(A, upper=upper), integer_tensor(info.reshape(A.shape[:-2]), A))
     safe = np.where(info[:, None, None] > 0, np.eye(A.shape[-1]), batches)
@@ -202,15 +191,18 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:  # noqa: N803
 def det(A: Tensor) -> Tensor:  # noqa: N803
     """The determinant; differentiable at singular A too (through the cofactors)."""
     A = matrix("linalg.det", A)  # noqa: N806
-    return _on_host("linalg.det", A, ops.Det.apply)
+    return ops.Det.apply(A)  # a CUDA tensor's by the batched LU kernel on its device
 
 
 def slogdet(A: Tensor) -> SlogdetResult:  # noqa: N803
     """(sign, log|det|): sign 0 and logabsdet -inf for a singular matrix."""
     A = matrix("linalg.slogdet", A)  # noqa: N806
     with _lapack.one_factorization():  # on the host, the sign comes from the LU that log|det| computed
-        logabs = _on_host("linalg.slogdet", A, ops.LogAbsDet.apply)
-        signs = _lapack.slogdet(backend_for(A._data).to_host(A._data))[0]
+        logabs = ops.LogAbsDet.apply(A)  # a CUDA tensor's by the batched LU kernel on its device
+        if A.device.type == "cpu":
+            signs = _lapack.slogdet(A._data)[0]
+        else:
+            signs = backend_for(A._data).to_host(ops.device_slogdet(A._data)[0])
     return SlogdetResult(A.new_tensor(np.reshape(signs, -1).reshape(A.shape[:-2])), logabs)
 
 

@@ -2,9 +2,19 @@
 numdiff's own batched kernels (numdiff.kernels.linalg_small) for the Cholesky, LU, eigh and svd of small matrices.
 
 NumPy's linalg loops over a batch in C, which wins for many small matrices; SciPy's LAPACK is the
-one numdiff holds at one thread between calls (numdiff.kernels._blas.prepare_blas), next to its own
-thread pool, and lets run numdiff's thread count during a call (_blas.lapack_threads), and the faster build for one large matrix (here 512x512 Cholesky: 22 ms against NumPy's 84
-at one thread; with two OpenBLAS pools spinning on a loaded machine, NumPy's took 1.3 s).
+one numdiff holds at one thread (numdiff.kernels._blas.prepare_blas), next to its own thread pool, and
+the faster build for one large matrix (here 512x512 Cholesky: 22 ms against NumPy's 84 at one thread;
+with two OpenBLAS pools spinning on a loaded machine, NumPy's took 1.3 s).
+
+SciPy's LAPACK stays at one thread during a call too. OpenBLAS's threaded LAPACK gained little on two
+threads at order 512 on a quiet machine (getrf 4.3 -> 4.2 ms, gesdd about 10%), and lost badly on a
+busy one, where its threads busy-wait at every BLAS-2 step of a reduction for a thread that lost its
+core (2026-12-06, load 4.5 on 2 cores, medians of 5, one thread against two: gesdd 382 against 1351 ms,
+syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's threads instead: LU
+(solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
+thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
+split over Numba's threads; inv as the LU's solve on the identity), and the backward formulas'
+products to numdiff's GEMM.
 
 Two ways the same factorization is not computed twice:
 
@@ -38,12 +48,14 @@ scipy_linalg = lazy_module("scipy.linalg")
 _blas = lazy_module("numdiff.kernels._blas")
 _numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
+_blocked = lazy_module("numdiff.kernels.linalg_blocked")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
 _LU_KERNEL_MAX_ORDER = 16  # Cholesky, and LU for solve and slogdet, of matrices up to this order: numdiff's kernels
 _EIGH_KERNEL_MAX_ORDER = 10  # eigh of matrices up to this order: the batched Jacobi kernel
 _SVD_KERNEL_MAX_ORDER = 16  # svd of matrices of at most this many rows and columns: one-sided Jacobi
+BLOCKED_MIN_ORDER = 256  # LU and Cholesky from this order, at more than one thread: numdiff.kernels.linalg_blocked
 
 _memo = threading.local()
 
@@ -52,7 +64,9 @@ def lapack_description() -> str:
     """Which LAPACK numdiff.linalg calls, for :func:`numdiff.show_config`."""
     return (f"SciPy's (OpenBLAS, one thread) for single matrices and orders above {_SMALL}; NumPy's batched "
             f"loop for batches of order <= {_SMALL}; numdiff's batched kernels for LU (solve, slogdet) up to "
-            f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}")
+            f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}; "
+            f"numdiff's blocked LU and Cholesky, split over its threads, from order {BLOCKED_MIN_ORDER} at more "
+            "than one thread")
 
 
 @contextmanager
@@ -78,18 +92,13 @@ def _remembered(key: tuple, a: np.ndarray, compute: Callable[[], Any]) -> Any:
     return value
 
 
-def _lapack_threads() -> Any:
-    """SciPy's LAPACK on numdiff's thread count for the call (one thread otherwise: see _blas)."""
-    return _blas.lapack_threads(_numba.get_num_threads())
-
-
 def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: Callable[[np.ndarray], Any]) -> Any:
     """``numpy_fn(a)`` for a batch of small matrices, else ``scipy_fn`` on each matrix, restacked."""
     if a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL and a.size:
         return numpy_fn(a)
     flat = a.reshape((-1,) + a.shape[-2:])
-    with _lapack_threads():
-        results = [scipy_fn(m) for m in flat]
+    _blas.prepare_blas()
+    results = [scipy_fn(m) for m in flat]
     batch = a.shape[:-2]
     if isinstance(results[0], tuple):
         return tuple(np.stack([r[i] for r in results]).reshape(batch + results[0][i].shape)
@@ -97,7 +106,27 @@ def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: C
     return np.stack(results).reshape(batch + results[0].shape)
 
 
+def blocked_threads(a: np.ndarray) -> int:
+    """numdiff's thread count when `a`'s matrices go to the blocked parallel factorizations
+    (numdiff.kernels.linalg_blocked: float32/64, order >= BLOCKED_MIN_ORDER, more than one thread), else 0."""
+    if a.shape[-1] < BLOCKED_MIN_ORDER or a.dtype not in (np.float32, np.float64):
+        return 0
+    threads = _numba.get_num_threads()
+    return threads if threads > 1 else 0
+
+
+def _cholesky_blocked(m: np.ndarray, threads: int) -> np.ndarray:
+    low, info = _blocked.cholesky_blocked(m, threads=threads)
+    if info:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    return low
+
+
 def cholesky(a: np.ndarray) -> np.ndarray:
+    threads = blocked_threads(a)
+    if threads and a.shape[-2] == a.shape[-1]:
+        flat = [_cholesky_blocked(m, threads) for m in a.reshape((-1,) + a.shape[-2:])]
+        return np.stack(flat).reshape(a.shape) if a.ndim > 2 else flat[0]
     if _kernel_order(a, _LU_KERNEL_MAX_ORDER):
         n = a.shape[-1]
         out = np.empty(a.shape, dtype=a.dtype)
@@ -105,6 +134,14 @@ def cholesky(a: np.ndarray) -> np.ndarray:
             raise np.linalg.LinAlgError("Matrix is not positive definite")
         return out
     return per_matrix(a, lambda m: scipy_linalg.cholesky(m, lower=True, check_finite=False), np.linalg.cholesky)
+
+
+def failing_minor(m: np.ndarray) -> int:
+    """The order of the first leading minor of the matrix `m` (its lower triangle) that is not positive
+    definite, 0 if none: LAPACK potrf's info, from one factorization (not one per minor)."""
+    potrf = scipy_linalg.get_lapack_funcs("potrf", (m,))
+    _blas.prepare_blas()
+    return int(potrf(m, lower=1, clean=0)[1])
 
 
 LUFactors = tuple
@@ -152,7 +189,12 @@ def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, LUFactors | None]:
 
 
 def _lu_factor(a: np.ndarray) -> LUFactors:
-    with warnings.catch_warnings(), _lapack_threads():  # an exactly singular A: its zero pivot, as torch
+    threads = blocked_threads(a)
+    if threads and a.shape[-2] == a.shape[-1]:
+        lu, piv, _ = _blocked.lu_factor_blocked(a, threads=threads)  # a zero pivot stays in U, as below
+        return lu, piv
+    _blas.prepare_blas()
+    with warnings.catch_warnings():  # an exactly singular A: its zero pivot, as torch
         warnings.simplefilter("ignore", scipy_linalg.LinAlgWarning)
         return scipy_linalg.lu_factor(a, check_finite=False)
 
@@ -167,12 +209,28 @@ def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.nd
         x = np.array(stack, dtype=lu.dtype, order="C")
         _small.lu_substitute_batched(lu, factors[1], x, transposed)
         return x if shared and len(lu) > 1 else x.reshape(b.shape)
-    with _lapack_threads():
-        return scipy_linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
+    threads = blocked_threads(lu)
+    if threads and b.ndim == 2 and b.dtype == lu.dtype:
+        return _blocked.lu_solve_blocked(lu, factors[1], b, transposed, threads)
+    _blas.prepare_blas()
+    return scipy_linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
 
 
 def inv(a: np.ndarray) -> np.ndarray:
+    threads = blocked_threads(a)
+    if threads and a.shape[-2] == a.shape[-1]:
+        flat = [_inverse_blocked(m, threads) for m in a.reshape((-1,) + a.shape[-2:])]
+        return np.stack(flat).reshape(a.shape)
     return per_matrix(a, lambda m: scipy_linalg.inv(m, check_finite=False), np.linalg.inv)
+
+
+def _inverse_blocked(m: np.ndarray, threads: int) -> np.ndarray:
+    """A^-1 by the blocked LU and its solve on the identity, both split over `threads` (getri instead
+    would run on one OpenBLAS thread)."""
+    lu, piv, info = _blocked.lu_factor_blocked(m, threads=threads)
+    if info:
+        raise np.linalg.LinAlgError("Singular matrix")
+    return _blocked.lu_solve_blocked(lu, piv, np.eye(len(m), dtype=m.dtype), False, threads)
 
 
 def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:

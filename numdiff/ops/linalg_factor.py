@@ -33,6 +33,7 @@ from numdiff.backend import backend_for
 from numdiff.ops import _lapack, _linalg_grads
 from numdiff.ops.linalg_solve import (
     Inv,
+    Solve,
     SolveTriangular,
     _stack3,
     device_info,
@@ -263,24 +264,57 @@ class QrR(Function):
         return (SolveTriangular.apply(r.mT, b, upper=False, left=False, unitriangular=False),)
 
 
-@register("linalg_det", compile="call")
+def device_slogdet(a):
+    """(sign, log|det|, (lu, piv)) of a device array's matrices by the batched LU kernel, on its device."""
+    backend = backend_for(a)
+    lu = _stack3(a).copy()
+    piv = backend.from_host(np.zeros(lu.shape[:2], np.int32), a)
+    sign = backend.from_host(np.zeros(lu.shape[0], a.dtype), a)
+    logabs = backend.from_host(np.zeros(lu.shape[0], a.dtype), a)
+    backend.slogdet_batched(lu, piv, sign, logabs)
+    shape = tuple(a.shape[:-2])
+    return sign.reshape(shape), logabs.reshape(shape), (lu, piv)
+
+
+def _device_inverse_transpose(a, factors):
+    """A^-T of a GPU tensor: from the forward's LU factors by the substitution kernel when no graph
+    is recorded, else by Solve (recorded, for create_graph)."""
+    if is_grad_enabled():
+        eye = a.new_tensor(np.broadcast_to(np.eye(a.shape[-1]), tuple(a.shape)).copy())
+        return Solve.apply(a.mT, eye)
+    lu, piv = factors
+    x = backend_for(lu).from_host(np.broadcast_to(np.eye(lu.shape[1], dtype=lu.dtype), lu.shape).copy(), lu)
+    backend_for(lu).lu_substitute_batched(lu, piv, x, True)
+    return Tensor._wrap(x.reshape(tuple(a.shape)), None, None)
+
+
+def _slogdet_any(a):
+    return device_slogdet(a) if on_device(a) else _lapack.slogdet(a)
+
+
+@register("linalg_det", compile="call", launchers=("slogdet_batched", "lu_substitute_batched"))
 class Det(Function):
     @staticmethod
     def forward(ctx, a):
-        sign, logabs, ctx.factors = _lapack.slogdet(a)
-        out = np.asarray(sign * np.exp(logabs))
+        sign, logabs, ctx.factors = _slogdet_any(a)
+        out = sign * np.exp(logabs)
+        out = out if on_device(a) else np.asarray(out)
         ctx.save_for_backward(a, out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         a, det = ctx.saved_tensors
-        nonsingular = bool((det._data != 0).all())
+        nonsingular = bool((backend_for(det._data).to_host(det._data) != 0).all())
         if nonsingular and _linalg_grads.direct(grad, det.shape):
             inverse_t = _linalg_grads.inverse_transpose(a._data, ctx.factors)
             return (grad.new_tensor((grad._data * det._data)[..., None, None] * inverse_t),)
+        if nonsingular and on_device(a._data):
+            return ((grad * det)[..., None, None] * _device_inverse_transpose(a, ctx.factors),)
         if nonsingular:
             return ((grad * det)[..., None, None] * Inv.apply(a).mT,)
+        if on_device(a._data):  # the cofactors' SVD runs on the host
+            return (grad[..., None, None] * _cofactor(a.cpu()).to(a.device),)
         return (grad[..., None, None] * _cofactor(a),)
 
 
@@ -296,13 +330,13 @@ def _cofactor(a):
     return sign[..., None, None] * ((u * products.unsqueeze(-2)) @ vh)
 
 
-@register("linalg_logabsdet", compile="call")
+@register("linalg_logabsdet", compile="call", launchers=("slogdet_batched", "lu_substitute_batched"))
 class LogAbsDet(Function):
     @staticmethod
     def forward(ctx, a):
-        _, logabs, ctx.factors = _lapack.slogdet(a)
+        _, logabs, ctx.factors = _slogdet_any(a)
         ctx.save_for_backward(a)
-        return np.asarray(logabs)
+        return logabs if on_device(a) else np.asarray(logabs)
 
     @staticmethod
     def backward(ctx, grad):
@@ -310,4 +344,6 @@ class LogAbsDet(Function):
         if _linalg_grads.direct(grad, a.shape[:-2]):
             inverse_t = _linalg_grads.inverse_transpose(a._data, ctx.factors)
             return (grad.new_tensor(grad._data[..., None, None] * inverse_t),)
+        if on_device(a._data):
+            return (grad[..., None, None] * _device_inverse_transpose(a, ctx.factors),)
         return (grad[..., None, None] * Inv.apply(a).mT,)

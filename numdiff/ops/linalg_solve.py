@@ -28,6 +28,7 @@ from numdiff.ops.shape import cat
 
 scipy_linalg = lazy_module("scipy.linalg")
 _blas = lazy_module("numdiff.kernels._blas")
+_blocked = lazy_module("numdiff.kernels.linalg_blocked")
 
 # Batches of matrices up to this order go through the compiled substitution kernel; one matrix,
 # or larger ones, through LAPACK's trsm (blocked, BLAS-3).
@@ -72,7 +73,12 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     a3 = np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-2:]), dtype=dtype).reshape(-1, n, n)
     b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(-1, n, k)
     out = np.empty_like(b3)
-    if len(a3) == 1 or n > _KERNEL_MAX_ORDER:
+    threads = _lapack.blocked_threads(a3)
+    # trsm over numdiff's threads; a zero on the diagonal goes to SciPy's, which raises (as at one thread)
+    if threads and (unit or np.diagonal(a3, axis1=1, axis2=2).all()):
+        for p in range(len(a3)):
+            out[p] = _blocked.solve_triangular_blocked(a3[p], b3[p], upper, unit, threads)
+    elif len(a3) == 1 or n > _KERNEL_MAX_ORDER:
         _blas.prepare_blas()
         for p in range(len(a3)):
             out[p] = scipy_linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
@@ -139,11 +145,23 @@ class Solve(Function):
         return g_a, g_b if ctx.needs_input_grad[1] else None
 
 
-@register("linalg_inv", compile="call")
+def _device_inverse(a: Any) -> Any:
+    """A^-1 of each matrix of a GPU array: the batched LU kernel, then its substitution on the identity."""
+    backend = backend_for(a)
+    lu = _stack3(a).copy()
+    piv = backend.from_host(np.zeros(lu.shape[:2], np.int32), a)
+    if backend.to_host(backend.lu_factor_batched(lu, piv)).any():
+        raise np.linalg.LinAlgError("Singular matrix")
+    out = backend.from_host(np.broadcast_to(np.eye(lu.shape[1], dtype=a.dtype), lu.shape).copy(), a)
+    backend.lu_substitute_batched(lu, piv, out, False)
+    return out.reshape(tuple(a.shape))
+
+
+@register("linalg_inv", compile="call", launchers=("lu_factor_batched", "lu_substitute_batched"))
 class Inv(Function):
     @staticmethod
     def forward(ctx, a):
-        out = _lapack.inv(a)
+        out = _device_inverse(a) if on_device(a) else _lapack.inv(a)
         ctx.save_for_backward(out)
         return out
 

@@ -1,8 +1,10 @@
-"""Batched small-matrix linear algebra on CUDA: the twins of numdiff.kernels.triangular.
+"""Batched small-matrix linear algebra on CUDA: the twins of numdiff.kernels.triangular and of
+numdiff.kernels.linalg_small's LU kernels (lu_factor_batched, lu_substitute_batched, slogdet_batched).
 
 The per-matrix loops are numdiff.kernels._linalg_cores', compiled here with
 ``cuda.jit(device=True)``. One thread per matrix (Cholesky, LU solve) or per (matrix, right-hand
-side column) (triangular solves): these are the small-matrix batches where one thread's O(n^3)
+side column) (triangular solves; the LU factorization, substitution and slogdet go one thread per
+matrix): these are the small-matrix batches where one thread's O(n^3)
 loop is cheaper than a launch per matrix. Grid: ceil(work items / THREADS_PER_BLOCK) blocks.
 Arrays are C-contiguous CudaArrays of one float dtype; the launchers check that before the launch.
 """
@@ -12,17 +14,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from numba import cuda
 
+from numdiff.cuda.array import CudaArray
 from numdiff.kernels._linalg_cores import (
     cholesky_backward_core,
     cholesky_core,
     lower_solve_core,
+    lu_factor_core,
     lu_solve_core,
+    lu_substitute_core,
+    slogdet_core,
     upper_solve_core,
 )
 
-__all__ = ["cholesky_backward_batched", "cholesky_batched", "lu_solve_batched", "triangular_solve"]
+__all__ = ["cholesky_backward_batched", "cholesky_batched", "lu_factor_batched", "lu_solve_batched",
+           "lu_substitute_batched", "slogdet_batched", "triangular_solve"]
 
 THREADS_PER_BLOCK = 64
 
@@ -31,6 +39,9 @@ _cholesky_backward = cuda.jit(device=True)(cholesky_backward_core)
 _lower = cuda.jit(device=True)(lower_solve_core)
 _upper = cuda.jit(device=True)(upper_solve_core)
 _lu = cuda.jit(device=True)(lu_solve_core)
+_factor = cuda.jit(device=True)(lu_factor_core)
+_substitute = cuda.jit(device=True)(lu_substitute_core)
+_slogdet = cuda.jit(device=True)(slogdet_core)
 
 
 @cuda.jit
@@ -64,6 +75,28 @@ def _lu_kernel(work, x, info):
     p = cuda.grid(1)
     if p < work.shape[0]:
         info[p] = _lu(work, x, p)
+
+
+@cuda.jit
+def _lu_factor_kernel(lu, piv, info):
+    p = cuda.grid(1)
+    if p < lu.shape[0]:
+        info[p] = _factor(lu, piv, p)
+
+
+@cuda.jit
+def _lu_substitute_kernel(lu, piv, x, transposed):
+    p = cuda.grid(1)
+    if p < x.shape[0]:
+        _substitute(lu, piv, x, p, transposed)
+
+
+@cuda.jit
+def _slogdet_kernel(lu, piv, sign, logabs, info):
+    p = cuda.grid(1)
+    if p < lu.shape[0]:
+        info[p] = _factor(lu, piv, p)
+        _slogdet(lu, piv, info[p], sign, logabs, p)
 
 
 def _numba(op: str, *arrays: Any) -> list:
@@ -122,3 +155,48 @@ def lu_solve_batched(a: Any, b: Any, out: Any, info: Any) -> Any:
     if a.shape[0]:
         _lu_kernel[_blocks(a.shape[0]), THREADS_PER_BLOCK](nw, nout, info.as_numba())
     return out
+
+
+def _pivots(op: str, lu: Any, piv: Any) -> Any:
+    if lu.ndim != 3 or lu.shape[1] != lu.shape[2]:
+        raise ValueError(f"{op}: expected a (batch, n, n) stack, got {lu.shape}")
+    if piv.dtype != np.int32 or tuple(piv.shape) != tuple(lu.shape[:2]) or not piv.flags.c_contiguous:
+        raise ValueError(f"{op}: piv must be contiguous int32 of shape {lu.shape[:2]}, got {piv.dtype} {piv.shape}")
+    if piv.device != lu.device:
+        raise ValueError(f"{op}: lu on {lu.device}, piv on {piv.device}")
+    return piv.as_numba()
+
+
+def lu_factor_batched(lu: Any, piv: Any) -> Any:
+    """Factor each lu[p] = P L U in place, piv[p] 0-based swaps; returns info (int32, on lu's device)
+    (as the CPU launcher)."""
+    npiv = _pivots("lu_factor_batched", lu, piv)
+    (nlu,) = _numba("lu_factor_batched", lu)
+    info = CudaArray.from_numpy(np.zeros(lu.shape[0], np.int32), lu.device)
+    if lu.shape[0]:
+        _lu_factor_kernel[_blocks(lu.shape[0]), THREADS_PER_BLOCK](nlu, npiv, info.as_numba())
+    return info
+
+
+def lu_substitute_batched(lu: Any, piv: Any, x: Any, transposed: bool) -> Any:
+    """x[p] <- A[p]^-1 x[p] (A[p]^-T x[p] when `transposed`) from lu_factor_batched's factors (as the CPU launcher)."""
+    npiv = _pivots("lu_substitute_batched", lu, piv)
+    if x.ndim != 3 or tuple(x.shape[:2]) != tuple(lu.shape[:2]):
+        raise ValueError(f"lu_substitute_batched: x must be (batch, {lu.shape[1]}, k), got {x.shape}")
+    nlu, nx = _numba("lu_substitute_batched", lu, x)
+    if x.shape[0]:
+        _lu_substitute_kernel[_blocks(x.shape[0]), THREADS_PER_BLOCK](nlu, npiv, nx, bool(transposed))
+    return x
+
+
+def slogdet_batched(lu: Any, piv: Any, sign: Any, logabs: Any) -> Any:
+    """lu_factor_batched, then sign[p] and logabs[p] = log|det A[p]|; returns info (as the CPU launcher)."""
+    npiv = _pivots("slogdet_batched", lu, piv)
+    if tuple(sign.shape) != tuple(lu.shape[:1]) or tuple(logabs.shape) != tuple(sign.shape):
+        raise ValueError(f"slogdet_batched: sign and logabs must have shape {lu.shape[:1]}, got {sign.shape}, "
+                         f"{logabs.shape}")
+    nlu, nsign, nlog = _numba("slogdet_batched", lu, sign, logabs)
+    info = CudaArray.from_numpy(np.zeros(lu.shape[0], np.int32), lu.device)
+    if lu.shape[0]:
+        _slogdet_kernel[_blocks(lu.shape[0]), THREADS_PER_BLOCK](nlu, npiv, nsign, nlog, info.as_numba())
+    return info
