@@ -58,6 +58,7 @@ def numdiff_train_step(make_model, x, y, compiled: bool):
     """A closure running one numdiff Adam step on (x, y)."""
     import numdiff as nd
 
+    nd.manual_seed(0)  # the same weights in every worker (compare_commits.py times two checkouts)
     net = make_model(nd.nn)
     opt = nd.optim.Adam(net.parameters(), lr=1e-3)
     xn, yn = nd.tensor(x), nd.tensor(y)
@@ -81,6 +82,7 @@ def torch_train_step(make_model, x, y):
     """A closure running one PyTorch eager Adam step on (x, y)."""
     import torch
 
+    torch.manual_seed(0)
     net = make_model(torch.nn)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     xt, yt = torch.tensor(x), torch.tensor(y)

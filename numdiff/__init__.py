@@ -12,7 +12,7 @@ import math as _math
 import sys as _sys
 import types as _types
 
-from numdiff import _numpy_names, _out_argument, _tensor_methods, _torch_misc, _torch_names
+from numdiff import _exports, _numpy_names, _tensor_methods, _torch_misc, _torch_names
 from numdiff import overrides as _overrides
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
@@ -209,8 +209,8 @@ _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 _TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...
 globals().update(_TORCH_NAMES)
-globals().update(_overrides.overridable_variants(globals(), ("numdiff.ops",)))  # numdiff.fx's Proxy
-globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
+# numdiff.fx's Proxy, PyTorch's out= and NumPy's axis/keepdims (numdiff.sum(x, axis=1)), in one wrapper each.
+globals().update(_exports.public_functions(globals(), ("numdiff.ops",)))
 
 from numdiff import _deferred, autograd, cuda  # noqa: E402 - _deferred: what loads on first access (__getattr__)
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
@@ -339,8 +339,8 @@ __all__ += [
     "overrides", "profiler", "safetensors", "save", "serialization", "utils", "version", "viz", "warmup",
 ]  # fmt: skip
 
-# x.sum(1, keepdims=True), numdiff.cat(xs, axis=0): the NumPy names PyTorch's native functions take.
-_numpy_names.install(Tensor, globals())
+# x.sum(1, keepdims=True): the NumPy names PyTorch's native methods take.
+_numpy_names.install_methods(Tensor)
 _overrides.register_public_faces(globals())  # a Proxy records numdiff.sum, not one of the wrappers inside it
 
 

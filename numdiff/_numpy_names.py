@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["install"]
+__all__ = ["function_renames", "install_methods"]
 
 _REDUCING = (
     "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "kthvalue", "logsumexp", "max", "mean",
@@ -71,17 +71,19 @@ def _renames(fn: Any, axis: bool, keepdims: bool) -> tuple[tuple[str, str], ...]
     return tuple(renames)
 
 
-def install(tensor_class: type, namespace: dict[str, Any]) -> None:
-    """Let the Tensor methods and the functions of `namespace` (numdiff's) named above take the
-    NumPy names, at import, before anything else wraps them."""
+def install_methods(tensor_class: type) -> None:
+    """Let the Tensor methods named above take the NumPy names, at import, before anything else
+    wraps them."""
     for name in _AXIS_METHODS:
         method = tensor_class.__dict__.get(name)
         renames = _renames(method, True, name in _REDUCING) if callable(method) else ()
         if renames:
             setattr(tensor_class, name, _accepting(method, renames))
-    done: dict[int, Callable[..., Any]] = {}
-    for name in _AXIS_FUNCTIONS:
-        fn = namespace.get(name)
-        renames = _renames(fn, True, name in _KEEPDIMS_FUNCTIONS) if callable(fn) else ()
-        if renames:
-            namespace[name] = done.setdefault(id(fn), _accepting(fn, renames))
+
+
+def function_renames(name: str, fn: Any) -> tuple[tuple[str, str], ...]:
+    """The ``(NumPy name, parameter)`` pairs the numdiff function `name` (`fn`) takes: none for
+    functions that PyTorch does not let take them. numdiff.overrides.exported applies them."""
+    if name not in _AXIS_FUNCTIONS or not callable(fn):
+        return ()
+    return _renames(fn, True, name in _KEEPDIMS_FUNCTIONS)

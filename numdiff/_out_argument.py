@@ -9,7 +9,6 @@ recording gradients for an input that requires grad (the write cannot be differe
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
-from numdiff.overrides import register_public_face
 from numdiff.tensor import Tensor
 
 # numdiff.* functions that accept out= in PyTorch.
@@ -60,31 +58,12 @@ def _write(name: str, result: Any, out: Any) -> Any:
     return out
 
 
-def with_out(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` taking PyTorch's ``out=`` keyword as well (see the module docstring)."""
-
-    @functools.wraps(fn)
-    def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
-        if out is None:
-            return fn(*args, **kwargs)
-        if is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values())):
-            raise RuntimeError(
-                f"{fn.__name__}(): functions with out=... arguments don't support automatic differentiation, but one "
-                "of the arguments requires grad. Call it without out=, or inside numdiff.no_grad()."
-            )
-        return _write(fn.__name__, fn(*args, **kwargs), out)
-
-    return call
-
-
-def out_variants(namespace: dict[str, Any]) -> dict[str, Callable[..., Any]]:
-    """The functions of OUT_FUNCTIONS found in `namespace`, wrapped by `with_out`; aliases (multiply
-    and mul) share one wrapper, so they stay the same object."""
-    wrapped: dict[int, Callable[..., Any]] = {}
-    variants = {}
-    for name in OUT_FUNCTIONS:
-        fn = namespace.get(name)
-        if callable(fn):
-            variants[name] = wrapped.setdefault(id(fn), with_out(fn))
-            register_public_face(fn, variants[name])  # a Proxy records numdiff.tanh, not the inner tanh
-    return variants
+def write_out(name: str, call: Callable[..., Any], args: tuple, kwargs: dict, out: Any) -> Any:
+    """``call(*args, **kwargs)`` written into `out` (see the module docstring): the out= path of the
+    exported function `name` (numdiff.overrides.exported), refused while recording gradients."""
+    if is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in (*args, *kwargs.values())):
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic differentiation, but one "
+            "of the arguments requires grad. Call it without out=, or inside numdiff.no_grad()."
+        )
+    return _write(name, call(*args, **kwargs), out)

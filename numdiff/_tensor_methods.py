@@ -64,7 +64,7 @@ def _deferring(fn):
     for the operators whose function does not hand such operands over itself."""
 
     def method(self: Tensor, other: Any) -> Any:
-        if is_overridable(other):
+        if not isinstance(other, Tensor) and is_overridable(other):  # a Tensor skips the call
             return NotImplemented
         return fn(self, other)
 

@@ -52,6 +52,12 @@ class _Settings(threading.local):
         self.enabled: dict[str, bool] = {"cpu": False, "cuda": False}
         self.dtype: dict[str, Any] = dict(DEFAULT_DTYPES)
         self.level: _AutocastLevel | None = None
+        self.key: tuple = ()  # state_key's value, remade where the settings change
+
+    def remake_key(self) -> None:
+        # Only the devices with autocast on: a dtype set for a device whose autocast is off casts
+        # nothing, so it cannot change what a trace records.
+        self.key = tuple((kind, self.dtype[kind].name) for kind in sorted(self.enabled) if self.enabled[kind])
 
 
 _settings = _Settings()
@@ -113,6 +119,7 @@ class autocast:  # noqa: N801 - PyTorch's name
         kind = self.device_type
         self._saved.append((_settings.enabled[kind], _settings.dtype[kind], _settings.level))
         _settings.enabled[kind], _settings.dtype[kind] = self.enabled, self.fast_dtype
+        _settings.remake_key()
         if self.enabled and _settings.level is None:
             _settings.level = _AutocastLevel()
             push(_settings.level)
@@ -125,6 +132,7 @@ class autocast:  # noqa: N801 - PyTorch's name
             pop(_settings.level)
             _settings.level = None
         _settings.enabled[kind], _settings.dtype[kind] = enabled, dtype
+        _settings.remake_key()
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
@@ -136,8 +144,14 @@ class autocast:  # noqa: N801 - PyTorch's name
 
 
 def state_key() -> tuple:
-    """This thread's autocast settings, for caches of traced code (numdiff.compile keys on them)."""
-    return tuple(sorted(_settings.enabled.items())) + tuple(sorted((k, v.name) for k, v in _settings.dtype.items()))
+    """This thread's autocast settings, for caches of traced code (numdiff.compile keys on them):
+    the devices with autocast on and their dtypes, () when it is off everywhere. Kept up to date by
+    autocast's enter and exit, so that a compiled call reads it without building it.
+
+    >>> state_key()
+    ()
+    """
+    return _settings.key
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:

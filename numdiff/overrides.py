@@ -32,14 +32,17 @@ __all__ = [
     "ForeignOperandError",
     "dispatch",
     "dispatch_call",
+    "exported",
     "handle_numdiff_function",
     "handle_torch_function",
+    "hands_over",
     "has_numdiff_function",
     "has_torch_function",
     "honours_protocol",
     "is_overridable",
     "overridable",
     "overridable_variants",
+    "protocol_candidates",
     "register_public_face",
     "register_public_faces",
 ]
@@ -194,22 +197,57 @@ def overridable(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` as a public function that hands calls with a protocol operand (a positional argument,
     an item of a list or tuple argument, or a keyword argument) to ``__numdiff_function__``. For
     functions off the per-op hot path: it checks every argument's type before `fn` runs."""
+    return exported(fn)
+
+
+# (argument, its name in `fn`) pairs: NumPy's ``axis``/``keepdims`` where PyTorch's functions take
+# ``dim``/``keepdim`` (numdiff._numpy_names decides which functions get which).
+Renames = tuple[tuple[str, str], ...]
+# out(name, call, args, kwargs, destination): run ``call(*args, **kwargs)`` and write the result
+# into `destination`, PyTorch's ``out=`` (numdiff._out_argument.write_out).
+OutWriter = Callable[[str, Callable[..., Any], tuple, dict, Any], Any]
+
+
+def exported(fn: Callable[..., Any], protocol: bool = True, renames: Renames = (),
+             out: OutWriter | None = None) -> Callable[..., Any]:
+    """`fn` as numdiff exports it, in one wrapper frame however many of these it needs: keyword
+    arguments by their NumPy names (`renames`), PyTorch's ``out=`` (`out`), and with `protocol`
+    the hand-over of protocol operands to ``__numdiff_function__``. A call without keywords pays
+    one test of an empty dict, plus one dict lookup per argument with `protocol`."""
 
     known = _DEFINES
+    name = fn.__name__
 
     @functools.wraps(fn)
     def public(*args: Any, **kwargs: Any) -> Any:
-        # Inline, one dict lookup per argument: a Tensor's type is known not to define the protocol.
-        for value in args:
-            if known.get(type(value)) is not False and _any_defines((value,)):
-                return dispatch(public, args, kwargs)
         if kwargs:
-            for value in kwargs.values():
-                if known.get(type(value)) is not False and _any_defines((value,)):
-                    return dispatch(public, args, kwargs)
+            for alias, target in renames:
+                if alias in kwargs:
+                    if target in kwargs:
+                        raise TypeError(f"{name}() got both {target!r} and {alias!r}, its NumPy name")
+                    kwargs[target] = kwargs.pop(alias)
+            if out is not None:
+                destination = kwargs.pop("out", None)
+                if destination is not None:
+                    return out(name, public, args, kwargs, destination)
+            if protocol and _any_defines(kwargs.values()):
+                return dispatch(public, args, kwargs)
+        if protocol:
+            # Inline, one dict lookup per argument (and per item of a tuple or list argument, such
+            # as a conv's stride): a Tensor's or an int's type is known not to define the protocol.
+            for value in args:
+                kind = type(value)
+                if known.get(kind) is not False:
+                    if kind is tuple or kind is list:
+                        for item in value:
+                            if known.get(type(item)) is not False and _defines(type(item)):
+                                return dispatch(public, args, kwargs)
+                    elif _defines(kind):
+                        return dispatch(public, args, kwargs)
         return fn(*args, **kwargs)
 
-    public.__numdiff_overridable__ = True
+    if protocol:
+        public.__numdiff_overridable__ = True
     return public
 
 
@@ -220,15 +258,14 @@ def honours_protocol(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, ...],
-                         skip_modules: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The public functions of `namespace` defined in modules under `module_prefixes` (less those of
-    `skip_modules`, modules or ``module.function`` names) that do not honour the protocol themselves, wrapped by `overridable` (aliases
-    share one wrapper). A namespace's exported functions only: Tensor methods keep the unwrapped
-    functions. Skip modules whose functions warn with a fixed stacklevel: the wrapper's frame
-    would make the warning point into this file instead of at the caller's line."""
-    wrapped: dict[int, Callable[..., Any]] = {}
-    variants = {}
+def protocol_candidates(namespace: dict[str, Any], module_prefixes: tuple[str, ...],
+                        skip_modules: tuple[str, ...] = ()) -> list[str]:
+    """The names of the public functions of `namespace` defined in modules under `module_prefixes`
+    (less those of `skip_modules`, modules or ``module.function`` names) that do not honour the
+    protocol themselves: those whose export needs the protocol check. Skip modules whose functions
+    warn with a fixed stacklevel: the wrapper's frame would make the warning point into this file
+    instead of at the caller's line."""
+    names = []
     for name, fn in namespace.items():
         if name.startswith("_") or not inspect.isfunction(fn):
             continue
@@ -238,5 +275,25 @@ def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, 
         module = fn.__module__ or ""
         if not module.startswith(module_prefixes) or module in skip_modules or f"{module}.{fn.__name__}" in skip_modules:
             continue
-        variants[name] = wrapped.setdefault(id(fn), overridable(fn))
-    return variants
+        names.append(name)
+    return names
+
+
+def hands_over(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark `fn` (an implementation whose export keeps its `overridable` wrapper, which passes the
+    caller's arguments on as given) as handing a protocol operand over by itself, from a
+    ForeignOperandError caught inside at no cost to Tensor calls: numdiff's own layers call it
+    unwrapped (numdiff.nn._implementations), and a Proxy that reaches it still takes the call."""
+    fn.__numdiff_hands_over__ = True
+    return fn
+
+
+def overridable_variants(namespace: dict[str, Any], module_prefixes: tuple[str, ...],
+                         skip_modules: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The functions `protocol_candidates` names, wrapped by `overridable` (aliases share one
+    wrapper). A namespace's exported functions only: Tensor methods keep the unwrapped functions."""
+    wrapped: dict[int, Callable[..., Any]] = {}
+    return {
+        name: wrapped.setdefault(id(namespace[name]), overridable(namespace[name]))
+        for name in protocol_candidates(namespace, module_prefixes, skip_modules)
+    }

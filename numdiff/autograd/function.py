@@ -366,11 +366,18 @@ class Function:
         # the node, their shapes and the nodes their gradients flow to (Node.__init__, written out:
         # no second pass, no class call); no generator expressions, no late imports. Array forwards
         # never touch grad mode, so it is not switched for them.
-        if not _state.enabled:
-            return _forward_unrecorded(cls, [t._data if isinstance(t, Tensor) else t for t in inputs], inputs, attrs)
         args = []
+        if not _state.enabled:  # no_grad: the arrays only (views are not checked: nothing records)
+            for t in inputs:
+                args.append(t._data if isinstance(t, Tensor) else t)
+            try:
+                out = cls.forward(_Unrecorded(), *args, **attrs)
+            except Exception as error:
+                return _retry_narrow_float(cls, args, inputs, attrs, error)
+            return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
         shapes = []
         next_nodes = []
+        needs = []  # needs_input_grad, built here: a comprehension would cost a call per op
         record = False
         for t in inputs:
             if isinstance(t, Tensor):
@@ -388,19 +395,27 @@ class Function:
                         next_node = leaf_accumulator(t)
                 if next_node is not None:
                     record = True
+                    needs.append(True)
+                else:
+                    needs.append(False)
                 next_nodes.append(next_node)
             else:
                 args.append(t)
                 shapes.append(None)
                 next_nodes.append(None)
+                needs.append(False)
         if not record:
-            return _forward_unrecorded(cls, args, inputs, attrs)
+            try:
+                out = cls.forward(_Unrecorded(), *args, **attrs)
+            except Exception as error:
+                return _retry_narrow_float(cls, args, inputs, attrs, error)
+            return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
         node = _new_node(Node)
         node.function = cls
         node.attrs = attrs
         node.next_nodes = next_nodes
         node.input_shapes = shapes
-        node.needs_input_grad = tuple([n is not None for n in next_nodes])
+        node.needs_input_grad = tuple(needs)
         node._saved = ()
         node._saved_versions = ()
         node._freed = False
@@ -409,10 +424,7 @@ class Function:
         try:
             out = cls.forward(node, *args, **attrs)
         except Exception as error:
-            narrow = _narrow_float_without_kernel(args, error)
-            if narrow is not None:
-                return _apply_in_float32(cls, inputs, attrs, narrow)
-            raise
+            return _retry_narrow_float(cls, args, inputs, attrs, error)
         out_array = out if is_host(out) else _as_array(out)
         if out_array.dtype.kind not in "fV":  # V: bfloat16's bit pattern storage
             return Tensor._wrap(out_array, None, None)  # integer and bool results carry no gradient
@@ -425,16 +437,13 @@ class Function:
 _new_node = object.__new__
 
 
-def _forward_unrecorded(cls: type[Function], args: list, inputs: tuple, attrs: dict) -> Tensor:
-    """A built-in op that records nothing (grad mode off, or no input requires grad)."""
-    try:
-        out = cls.forward(_Unrecorded(), *args, **attrs)
-    except Exception as error:
-        narrow = _narrow_float_without_kernel(args, error)
-        if narrow is not None:
-            return _apply_in_float32(cls, inputs, attrs, narrow)
-        raise
-    return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
+def _retry_narrow_float(cls: type[Function], args: list, inputs: tuple, attrs: dict, error: Exception) -> Tensor:
+    """An op's forward raised `error` (while being handled): run it in float32 when its operands
+    are of a half type it has no kernel for (`_apply_in_float32`), else re-raise `error`."""
+    narrow = _narrow_float_without_kernel(args, error)
+    if narrow is None:
+        raise error
+    return _apply_in_float32(cls, inputs, attrs, narrow)
 
 
 def _narrow_float_without_kernel(args: list, error: Exception) -> Any:

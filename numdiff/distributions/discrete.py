@@ -12,7 +12,7 @@ from typing import Any
 import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.distribution import Distribution, _broadcast_shapes, broadcast_all
-from numdiff.nn import functional
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.tensor import Size, Tensor
 
 

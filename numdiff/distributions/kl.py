@@ -17,7 +17,7 @@ from numdiff.distributions.continuous import Exponential, Laplace, Normal, Unifo
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution, sum_rightmost
 from numdiff.distributions.independent import Independent
-from numdiff.nn import functional
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.tensor import Tensor
 
 KLFunction = Callable[[Distribution, Distribution], Tensor]

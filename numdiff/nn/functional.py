@@ -84,7 +84,7 @@ from numdiff.ops.pool import (
     max_pool2d,
 )
 from numdiff.ops.pool3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
-from numdiff.overrides import overridable_variants
+from numdiff.overrides import overridable_variants, register_public_faces
 
 sigmoid, tanh = PUBLIC["sigmoid"], PUBLIC["tanh"]
 
@@ -152,6 +152,7 @@ globals().update(overridable_variants(
     ("numdiff.nn._legacy", "numdiff.nn._losses", "numdiff.nn._likelihood_losses", "numdiff.nn._functional_layers.dropout1d",
      "numdiff.nn._functional_layers.dropout2d", "numdiff.nn._functional_layers.dropout3d"),
 ))
+register_public_faces({name: globals()[name] for name in __all__})  # a Proxy records F.conv2d
 
 
 def __dir__() -> list[str]:

@@ -75,6 +75,9 @@ def as_default_float(tensor: Tensor) -> Tensor:
     return tensor.to(_dtype.get_default_dtype())
 
 
+_PLAIN_NUMBERS = frozenset({float, int, bool})
+
+
 def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     """Operands for a broadcasting op: tensors of one dtype and device, or a tensor and a number.
 
@@ -82,7 +85,11 @@ def operands(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     A sparse operand joins as its dense form: dense (op) sparse is dense, as in PyTorch.
     """
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # the common case skips these
-        a, b = _joining(op, a), _joining(op, b)
+        # A Python number (x * 0.5) joins as it is: only other operands need a look.
+        if not isinstance(a, Tensor) and type(a) not in _PLAIN_NUMBERS:
+            a = _joining(op, a)
+        if not isinstance(b, Tensor) and type(b) not in _PLAIN_NUMBERS:
+            b = _joining(op, b)
     if not isinstance(b, Tensor):
         if not isinstance(a, Tensor):
             raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
@@ -239,5 +246,7 @@ def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
 
 def ensure_tensor(op: str, value: Any, name: str = "input") -> Tensor:
     if not isinstance(value, Tensor):
+        if is_overridable(value):  # a Proxy: the function that checks it hands the call over
+            raise ForeignOperandError(op, value)
         raise TypeError(f"{op}: argument '{name}' must be a Tensor, not {type(value).__name__}")
     return value

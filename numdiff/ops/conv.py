@@ -28,6 +28,7 @@ from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, holds_values
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
+from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
@@ -245,6 +246,7 @@ def _convnd(op: str, dims: int, input, weight, bias, stride, padding, dilation, 
     return out.squeeze(0) if unbatched else out
 
 
+@hands_over
 def conv1d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     dilation: Any = 1, groups: int = 1,
@@ -256,9 +258,13 @@ def conv1d(
     >>> F.conv1d(numdiff.ones(1, 2, 5), numdiff.ones(4, 2, 3)).shape
     numdiff.Size([1, 4, 3])
     """
-    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+    try:
+        return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(conv1d, locals())
 
 
+@hands_over
 def conv2d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     dilation: Any = 1, groups: int = 1,
@@ -270,7 +276,10 @@ def conv2d(
     >>> F.conv2d(numdiff.ones(1, 3, 8, 8), numdiff.ones(6, 3, 3, 3), padding=1).shape
     numdiff.Size([1, 6, 8, 8])
     """
-    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+    try:
+        return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(conv2d, locals())
 
 
 @remember_checks
@@ -338,6 +347,7 @@ def _conv_transposend(
     return out.squeeze(0) if unbatched else out
 
 
+@hands_over
 def conv_transpose1d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
@@ -348,11 +358,15 @@ def conv_transpose1d(
     >>> F.conv_transpose1d(numdiff.ones(1, 2, 5), numdiff.ones(2, 3, 3), stride=2).shape
     numdiff.Size([1, 3, 11])
     """
-    return _conv_transposend(
-        "conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation
-    )
+    try:
+        return _conv_transposend(
+            "conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(conv_transpose1d, locals())
 
 
+@hands_over
 def conv_transpose2d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
@@ -364,6 +378,9 @@ def conv_transpose2d(
     >>> F.conv_transpose2d(numdiff.ones(1, 2, 4, 4), numdiff.ones(2, 3, 3, 3), stride=2).shape
     numdiff.Size([1, 3, 9, 9])
     """
-    return _conv_transposend(
-        "conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation
-    )
+    try:
+        return _conv_transposend(
+            "conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(conv_transpose2d, locals())

@@ -26,6 +26,7 @@ from typing import Any
 from numdiff._ground.conv_geometry import conv_output_size
 from numdiff.ops._axis_taps import AxisTaps, AxisTapsBackward
 from numdiff.ops.conv import Conv2d, ConvTranspose2d, _conv_config, _conv_transpose_config, _tensors
+from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
 
 __all__ = ["conv3d", "conv_transpose3d"]
@@ -59,6 +60,7 @@ def _weight_2d(w: Tensor) -> Tensor:
     return w.permute(0, 2, 1, 3, 4).reshape(co, kd * cg, kh, kw)
 
 
+@hands_over
 def conv3d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     dilation: Any = 1, groups: int = 1,
@@ -71,28 +73,32 @@ def conv3d(
     >>> F.conv3d(numdiff.ones(1, 2, 4, 5, 6), numdiff.ones(3, 2, 3, 3, 3), padding=1).shape
     numdiff.Size([1, 3, 4, 5, 6])
     """
-    op = "conv3d"
-    x, w, b = _tensors(op, input, weight, bias)
-    b_shape = None if b is None else b._data.shape
-    stride, sides, dilation, groups, unbatched = _conv_config(
-        op, 3, x._data.shape, w._data.shape, b_shape, stride, padding, dilation, groups
-    )
-    if unbatched:
-        x = x.unsqueeze(0)
-    n, _, depth, h, wd = x.shape
-    kd = w.shape[2]
-    od = conv_output_size(depth, kd, stride[0], sides[0], sides[1], dilation[0])
-    taps = AxisTaps.apply(
-        _depth_major(x), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0], out_size=od
-    )
-    y = Conv2d.apply(
-        _taps_as_channels(taps, n * od, groups, (h, wd)), _weight_2d(w), b, stride=stride[1:],
-        padding=sides[2:], dilation=dilation[1:], groups=groups,
-    )  # fmt: skip
-    out = y.reshape(n, od, *y.shape[1:]).permute(0, 2, 1, 3, 4).contiguous()
-    return out.squeeze(0) if unbatched else out
+    try:
+        op = "conv3d"
+        x, w, b = _tensors(op, input, weight, bias)
+        b_shape = None if b is None else b._data.shape
+        stride, sides, dilation, groups, unbatched = _conv_config(
+            op, 3, x._data.shape, w._data.shape, b_shape, stride, padding, dilation, groups
+        )
+        if unbatched:
+            x = x.unsqueeze(0)
+        n, _, depth, h, wd = x.shape
+        kd = w.shape[2]
+        od = conv_output_size(depth, kd, stride[0], sides[0], sides[1], dilation[0])
+        taps = AxisTaps.apply(
+            _depth_major(x), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0], out_size=od
+        )
+        y = Conv2d.apply(
+            _taps_as_channels(taps, n * od, groups, (h, wd)), _weight_2d(w), b, stride=stride[1:],
+            padding=sides[2:], dilation=dilation[1:], groups=groups,
+        )  # fmt: skip
+        out = y.reshape(n, od, *y.shape[1:]).permute(0, 2, 1, 3, 4).contiguous()
+        return out.squeeze(0) if unbatched else out
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(conv3d, locals())
 
 
+@hands_over
 def conv_transpose3d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
@@ -104,26 +110,29 @@ def conv_transpose3d(
     >>> F.conv_transpose3d(numdiff.ones(1, 2, 3, 4, 4), numdiff.ones(2, 3, 3, 3, 3), stride=2).shape
     numdiff.Size([1, 3, 7, 9, 9])
     """
-    op = "conv_transpose3d"
-    x, w, b = _tensors(op, input, weight, bias)
-    b_shape = None if b is None else b._data.shape
-    size, stride, sides, dilation, groups, unbatched = _conv_transpose_config(
-        op, 3, x._data.shape, w._data.shape, b_shape, stride, padding, output_padding, groups, dilation
-    )
-    if unbatched:
-        x = x.unsqueeze(0)
-    n, c_in, depth, h, wd = x.shape
-    kd = w.shape[2]
-    images = _depth_major(x).reshape(n * depth, c_in, h, wd)
-    y = ConvTranspose2d.apply(
-        images, _weight_2d(w), size=size[1:], stride=stride[1:], padding=sides[2:], dilation=dilation[1:],
-        groups=groups,
-    )  # fmt: skip
-    spread = AxisTapsBackward.apply(
-        _channels_as_taps(y, n, kd, groups), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0],
-        size=size[0],
-    )  # fmt: skip
-    out = spread.reshape(n, size[0], -1, *size[1:]).permute(0, 2, 1, 3, 4).contiguous()
-    if b is not None:
-        out = out + b.reshape(-1, 1, 1, 1)
-    return out.squeeze(0) if unbatched else out
+    try:
+        op = "conv_transpose3d"
+        x, w, b = _tensors(op, input, weight, bias)
+        b_shape = None if b is None else b._data.shape
+        size, stride, sides, dilation, groups, unbatched = _conv_transpose_config(
+            op, 3, x._data.shape, w._data.shape, b_shape, stride, padding, output_padding, groups, dilation
+        )
+        if unbatched:
+            x = x.unsqueeze(0)
+        n, c_in, depth, h, wd = x.shape
+        kd = w.shape[2]
+        images = _depth_major(x).reshape(n * depth, c_in, h, wd)
+        y = ConvTranspose2d.apply(
+            images, _weight_2d(w), size=size[1:], stride=stride[1:], padding=sides[2:], dilation=dilation[1:],
+            groups=groups,
+        )  # fmt: skip
+        spread = AxisTapsBackward.apply(
+            _channels_as_taps(y, n, kd, groups), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0],
+            size=size[0],
+        )  # fmt: skip
+        out = spread.reshape(n, size[0], -1, *size[1:]).permute(0, 2, 1, 3, 4).contiguous()
+        if b is not None:
+            out = out + b.reshape(-1, 1, 1, 1)
+        return out.squeeze(0) if unbatched else out
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(conv_transpose3d, locals())

@@ -26,6 +26,7 @@ from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, is_host
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
+from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
 
 __all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
@@ -110,7 +111,7 @@ class Matmul(Function):
             return out
         if a.ndim == b.ndim == 2:
             _product(a, b, out)
-        elif b.ndim == 2 and _copied_rows(a) is not None:
+        elif b.ndim == 2 and 0 in a.strides[:-1] and _copied_rows(a) is not None:
             out[...] = Matmul.forward(_Unsaved, a[_copied_rows(a)], b)
         elif b.ndim == 2:
             # No batch on b: fold a's batch into rows, one GEMM. Sizes are explicit, not -1:
@@ -210,7 +211,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     >>> numdiff.matmul(a, b).shape
     numdiff.Size([2, 3, 5])
     """
-    if _sparse(input) or _sparse(other):
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)) and (_sparse(input) or _sparse(other)):
         return input.__matmul__(other) if _sparse(input) else other.__rmatmul__(input)
     a, b = _check_pair("matmul", input, other)
     k_a = a.shape[-1]
@@ -240,7 +241,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
     numdiff.Size([2, 4])
     """
-    if _sparse(input) or _sparse(mat2):
+    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)) and (_sparse(input) or _sparse(mat2)):
         return matmul(input, mat2)  # the COO and CSR kernels (numdiff.sparse)
     a, b = _check_pair("mm", input, mat2)
     if a.ndim != 2 or b.ndim != 2:
@@ -293,6 +294,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
+@hands_over
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: input (..., in_features), weight (out_features, in_features),
     bias (out_features,) or None.
@@ -300,34 +302,37 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> numdiff.nn.functional.linear(numdiff.ones(4, 3), numdiff.ones(2, 3)).shape
     numdiff.Size([4, 2])
     """
-    x = ensure_tensor("linear", input, "input")
-    w = ensure_tensor("linear", weight, "weight")
-    # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
-    x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
-    mixed = dtype != w._data.dtype
-    if mixed and not casts_on(x):
-        raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
-    if len(w_shape) not in (1, 2):
-        raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
-    if not x_shape or x_shape[-1] != w_shape[-1]:
-        raise ValueError(f"linear: input {x_shape} must end with in_features={w_shape[-1]} (weight {w_shape})")
-    if bias is not None:
-        bias = ensure_tensor("linear", bias, "bias")
-        out_features = w_shape[0] if len(w_shape) == 2 else 1
-        bias_shape = bias._data.shape
-        if len(bias_shape) > 1 or (len(bias_shape) == 1 and bias_shape[0] != out_features):
-            raise ValueError(f"linear: bias must have shape ({out_features},), got {bias_shape}")
-        check_same_device("linear", x, w, bias)
-    # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
-    if (
-        len(w_shape) == 2
-        and x.dtype.is_floating_point
-        and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
-        and not vmap_active()
-    ):
-        return Linear.apply(x, w, bias)
-    out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
-    return out if bias is None else out + bias
+    try:
+        x = ensure_tensor("linear", input, "input")
+        w = ensure_tensor("linear", weight, "weight")
+        # Shapes and dtypes are read off the arrays: a layer runs these checks on every call.
+        x_shape, w_shape, dtype = x._data.shape, w._data.shape, x._data.dtype
+        mixed = dtype != w._data.dtype
+        if mixed and not casts_on(x):
+            raise TypeError(f"linear: input is {x.dtype} but weight is {w.dtype}; convert one with .to(dtype)")
+        if len(w_shape) not in (1, 2):
+            raise ValueError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got shape {w_shape}")
+        if not x_shape or x_shape[-1] != w_shape[-1]:
+            raise ValueError(f"linear: input {x_shape} must end with in_features={w_shape[-1]} (weight {w_shape})")
+        if bias is not None:
+            bias = ensure_tensor("linear", bias, "bias")
+            out_features = w_shape[0] if len(w_shape) == 2 else 1
+            bias_shape = bias._data.shape
+            if len(bias_shape) > 1 or (len(bias_shape) == 1 and bias_shape[0] != out_features):
+                raise ValueError(f"linear: bias must have shape ({out_features},), got {bias_shape}")
+            check_same_device("linear", x, w, bias)
+        # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
+        if (
+            len(w_shape) == 2
+            and x.dtype.is_floating_point
+            and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
+            and not vmap_active()
+        ):
+            return Linear.apply(x, w, bias)
+        out = matmul(x, w.mT if w.ndim == 2 else w)  # a 1-D weight, or integer operands
+        return out if bias is None else out + bias
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(linear, locals())
 
 
 @register("linear", compile="kernel", launchers=_GEMM)
@@ -345,7 +350,7 @@ class Linear(Function):
             return out
         # Row count explicit, not -1: with in_features == 0 a reshape cannot infer it (the
         # product is then zeros, which the kernels give for an empty inner dimension).
-        copied = _copied_rows(x)
+        copied = _copied_rows(x) if 0 in x.strides[:-1] else None  # the test first: no call per layer
         if copied is not None:
             out[...] = Linear.forward(_Unsaved, x[copied], weight, bias)
             return out

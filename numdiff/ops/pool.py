@@ -30,6 +30,7 @@ from numdiff.ops._pool_args import (
     unbatch,
 )
 from numdiff.ops.registry import register
+from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
 
 __all__ = [
@@ -239,7 +240,10 @@ class AdaptiveAvgPool2dBackward(Function):
 
 
 def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    x, unbatched = batched_input(op, input, dims)
+    try:
+        x, unbatched = batched_input(op, input, dims)
+    except ForeignOperandError:  # a Proxy: the public function named `op` hands the call over
+        return dispatch_call(globals()[op], locals())
     k, s, p, d = pool_window(op, x._data.shape, dims, kernel_size, stride, padding, dilation, ceil_mode)
     if dims == 1:
         x, k, s, p, d = x.unsqueeze(2), (1,) + k, (1,) + s, (0,) + p, (1,) + d
@@ -250,6 +254,7 @@ def _max_poolnd(op, dims, input, kernel_size, stride, padding, dilation, ceil_mo
     return out, indices_tensor(MaxPool2dIndices.apply(x, **attrs), unbatched, dims == 1)
 
 
+@hands_over
 def max_pool1d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
     ceil_mode: bool = False, return_indices: bool = False,
@@ -266,6 +271,7 @@ def max_pool1d(
     )
 
 
+@hands_over
 def max_pool2d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
     ceil_mode: bool = False, return_indices: bool = False,
@@ -284,6 +290,7 @@ def max_pool2d(
     )
 
 
+@hands_over
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a fixed (H_out, W_out) over windows
     ``[floor(i*In/Out), ceil((i+1)*In/Out))``; None in output_size keeps that input size.
@@ -292,19 +299,25 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     >>> F.adaptive_max_pool2d(numdiff.ones(1, 2, 5, 7), (2, 3)).shape
     numdiff.Size([1, 2, 2, 3])
     """
-    op = "adaptive_max_pool2d"
-    x, unbatched = batched_input(op, input, 2)
-    size = resolve_output_size(op, output_size, tuple(x.shape))
-    out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size), unbatched, False)
-    if not return_indices:
-        return out
-    return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=size), unbatched, False)
+    try:
+        op = "adaptive_max_pool2d"
+        x, unbatched = batched_input(op, input, 2)
+        size = resolve_output_size(op, output_size, tuple(x.shape))
+        out = unbatch(AdaptiveMaxPool2d.apply(x, output_size=size), unbatched, False)
+        if not return_indices:
+            return out
+        return out, indices_tensor(AdaptiveMaxPool2dIndices.apply(x, output_size=size), unbatched, False)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(adaptive_max_pool2d, locals())
 
 
 def _avg_poolnd(
     op, dims, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
 ):
-    x, unbatched = batched_input(op, input, dims)
+    try:
+        x, unbatched = batched_input(op, input, dims)
+    except ForeignOperandError:  # a Proxy: the public function named `op` hands the call over
+        return dispatch_call(globals()[op], locals())
     k, s, p, _ = pool_window(op, x._data.shape, dims, kernel_size, stride, padding, 1, ceil_mode)
     divisor_override = divisor(op, divisor_override)
     if dims == 1:
@@ -316,6 +329,7 @@ def _avg_poolnd(
     return unbatch(out, unbatched, dims == 1)
 
 
+@hands_over
 def avg_pool1d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
     count_include_pad: bool = True,
@@ -331,6 +345,7 @@ def avg_pool1d(
     )
 
 
+@hands_over
 def avg_pool2d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
     count_include_pad: bool = True, divisor_override: int | None = None,
@@ -349,6 +364,7 @@ def avg_pool2d(
     )
 
 
+@hands_over
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling to a fixed (H_out, W_out); None in output_size keeps that input size.
 
@@ -356,12 +372,16 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     >>> F.adaptive_avg_pool2d(numdiff.ones(1, 2, 5, 7), (1, 1)).shape
     numdiff.Size([1, 2, 1, 1])
     """
-    op = "adaptive_avg_pool2d"
-    x, unbatched = batched_input(op, input, 2)
-    size = resolve_output_size(op, output_size, tuple(x.shape))
-    return unbatch(AdaptiveAvgPool2d.apply(x, output_size=size), unbatched, False)
+    try:
+        op = "adaptive_avg_pool2d"
+        x, unbatched = batched_input(op, input, 2)
+        size = resolve_output_size(op, output_size, tuple(x.shape))
+        return unbatch(AdaptiveAvgPool2d.apply(x, output_size=size), unbatched, False)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(adaptive_avg_pool2d, locals())
 
 
+@hands_over
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling of (N, C, L) input to a fixed length.
 
@@ -369,8 +389,11 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     >>> F.adaptive_avg_pool1d(numdiff.tensor([[[1.0, 2.0, 3.0]]]), 2)
     tensor([[[1.5000, 2.5000]]])
     """
-    op = "adaptive_avg_pool1d"
-    x, unbatched = batched_input(op, input, 1)
-    (size,) = resolve_output_size(op, output_size, tuple(x.shape))
-    out = AdaptiveAvgPool2d.apply(x.unsqueeze(2), output_size=(1, size))
-    return unbatch(out, unbatched, True)
+    try:
+        op = "adaptive_avg_pool1d"
+        x, unbatched = batched_input(op, input, 1)
+        (size,) = resolve_output_size(op, output_size, tuple(x.shape))
+        out = AdaptiveAvgPool2d.apply(x.unsqueeze(2), output_size=(1, size))
+        return unbatch(out, unbatched, True)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(adaptive_avg_pool1d, locals())

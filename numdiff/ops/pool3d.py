@@ -43,6 +43,7 @@ from numdiff.ops.pool import (
     _adaptive_max_pool2d_arrays,
     _max_pool2d_arrays,
 )
+from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d", "max_pool3d"]
@@ -136,6 +137,7 @@ class AdaptiveMaxPool3dIndices(Function):
         return _combined_indices(slice_indices, depth_indices, x.shape)
 
 
+@hands_over
 def max_pool3d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
     ceil_mode: bool = False, return_indices: bool = False,
@@ -148,23 +150,27 @@ def max_pool3d(
     >>> F.max_pool3d(numdiff.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
     tensor([[[[[7.]]]]])
     """
-    op = "max_pool3d"
-    x, unbatched = batched_input(op, input, 3)
-    k, s, p, d = pool_window(op, x._data.shape, 3, kernel_size, stride, padding, dilation, ceil_mode)
-    plane = dict(kernel_size=k[1:], stride=s[1:], padding=p[1:], dilation=d[1:], ceil_mode=bool(ceil_mode))
-    depth = dict(
-        kernel_size=(k[0], 1), stride=(s[0], 1), padding=(p[0], 0), dilation=(d[0], 1), ceil_mode=bool(ceil_mode)
-    )
-    slices = _slices(x)
-    stage = MaxPool2d.apply(slices, **plane)
-    out = MaxPool2d.apply(_depth_planes(stage, x.shape[1]), **depth)
-    out = unbatch(_volume(out, stage.shape[2:]), unbatched, False)
-    if not return_indices:
-        return out
-    indices = MaxPool3dIndices.apply(x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
-    return out, indices_tensor(indices, unbatched, False)
+    try:
+        op = "max_pool3d"
+        x, unbatched = batched_input(op, input, 3)
+        k, s, p, d = pool_window(op, x._data.shape, 3, kernel_size, stride, padding, dilation, ceil_mode)
+        plane = dict(kernel_size=k[1:], stride=s[1:], padding=p[1:], dilation=d[1:], ceil_mode=bool(ceil_mode))
+        depth = dict(
+            kernel_size=(k[0], 1), stride=(s[0], 1), padding=(p[0], 0), dilation=(d[0], 1), ceil_mode=bool(ceil_mode)
+        )
+        slices = _slices(x)
+        stage = MaxPool2d.apply(slices, **plane)
+        out = MaxPool2d.apply(_depth_planes(stage, x.shape[1]), **depth)
+        out = unbatch(_volume(out, stage.shape[2:]), unbatched, False)
+        if not return_indices:
+            return out
+        indices = MaxPool3dIndices.apply(x, kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=bool(ceil_mode))
+        return out, indices_tensor(indices, unbatched, False)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(max_pool3d, locals())
 
 
+@hands_over
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a fixed (D_out, H_out, W_out) over windows
     ``[floor(i*In/Out), ceil((i+1)*In/Out))`` per axis; None in output_size keeps that input size.
@@ -173,19 +179,23 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     >>> F.adaptive_max_pool3d(numdiff.ones(1, 2, 5, 7, 3), (2, 3, 1)).shape
     numdiff.Size([1, 2, 2, 3, 1])
     """
-    op = "adaptive_max_pool3d"
-    x, unbatched = batched_input(op, input, 3)
-    size = resolve_output_size(op, output_size, tuple(x.shape))
-    slices = _slices(x)
-    stage = AdaptiveMaxPool2d.apply(slices, output_size=size[1:])
-    depth_size = (size[0], size[1] * size[2])
-    out = AdaptiveMaxPool2d.apply(_depth_planes(stage, x.shape[1]), output_size=depth_size)
-    out = unbatch(_volume(out, size[1:]), unbatched, False)
-    if not return_indices:
-        return out
-    return out, indices_tensor(AdaptiveMaxPool3dIndices.apply(x, output_size=size), unbatched, False)
+    try:
+        op = "adaptive_max_pool3d"
+        x, unbatched = batched_input(op, input, 3)
+        size = resolve_output_size(op, output_size, tuple(x.shape))
+        slices = _slices(x)
+        stage = AdaptiveMaxPool2d.apply(slices, output_size=size[1:])
+        depth_size = (size[0], size[1] * size[2])
+        out = AdaptiveMaxPool2d.apply(_depth_planes(stage, x.shape[1]), output_size=depth_size)
+        out = unbatch(_volume(out, size[1:]), unbatched, False)
+        if not return_indices:
+            return out
+        return out, indices_tensor(AdaptiveMaxPool3dIndices.apply(x, output_size=size), unbatched, False)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(adaptive_max_pool3d, locals())
 
 
+@hands_over
 def avg_pool3d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
     count_include_pad: bool = True, divisor_override: int | None = None,
@@ -197,25 +207,29 @@ def avg_pool3d(
     >>> F.avg_pool3d(numdiff.arange(8.0).reshape(1, 1, 2, 2, 2), 2)
     tensor([[[[[3.5000]]]]])
     """
-    op = "avg_pool3d"
-    x, unbatched = batched_input(op, input, 3)
-    k, s, p, _ = pool_window(op, x._data.shape, 3, kernel_size, stride, padding, 1, ceil_mode)
-    override = divisor(op, divisor_override)
-    # With an override both stages sum (a divisor of 1) and the total is divided once.
-    options = dict(
-        ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad),
-        divisor_override=None if override is None else 1,
-    )  # fmt: skip
-    stage = AvgPool2d.apply(_slices(x), kernel_size=k[1:], stride=s[1:], padding=p[1:], **options)
-    out = AvgPool2d.apply(
-        _depth_planes(stage, x.shape[1]), kernel_size=(k[0], 1), stride=(s[0], 1), padding=(p[0], 0), **options
-    )
-    out = _volume(out, stage.shape[2:])
-    if override is not None:
-        out = out / override
-    return unbatch(out, unbatched, False)
+    try:
+        op = "avg_pool3d"
+        x, unbatched = batched_input(op, input, 3)
+        k, s, p, _ = pool_window(op, x._data.shape, 3, kernel_size, stride, padding, 1, ceil_mode)
+        override = divisor(op, divisor_override)
+        # With an override both stages sum (a divisor of 1) and the total is divided once.
+        options = dict(
+            ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad),
+            divisor_override=None if override is None else 1,
+        )  # fmt: skip
+        stage = AvgPool2d.apply(_slices(x), kernel_size=k[1:], stride=s[1:], padding=p[1:], **options)
+        out = AvgPool2d.apply(
+            _depth_planes(stage, x.shape[1]), kernel_size=(k[0], 1), stride=(s[0], 1), padding=(p[0], 0), **options
+        )
+        out = _volume(out, stage.shape[2:])
+        if override is not None:
+            out = out / override
+        return unbatch(out, unbatched, False)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(avg_pool3d, locals())
 
 
+@hands_over
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling to a fixed (D_out, H_out, W_out); None in output_size keeps that input size.
 
@@ -223,9 +237,12 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     >>> F.adaptive_avg_pool3d(numdiff.ones(1, 2, 5, 7, 3), 1).shape
     numdiff.Size([1, 2, 1, 1, 1])
     """
-    op = "adaptive_avg_pool3d"
-    x, unbatched = batched_input(op, input, 3)
-    size = resolve_output_size(op, output_size, tuple(x.shape))
-    stage = AdaptiveAvgPool2d.apply(_slices(x), output_size=size[1:])
-    out = AdaptiveAvgPool2d.apply(_depth_planes(stage, x.shape[1]), output_size=(size[0], size[1] * size[2]))
-    return unbatch(_volume(out, size[1:]), unbatched, False)
+    try:
+        op = "adaptive_avg_pool3d"
+        x, unbatched = batched_input(op, input, 3)
+        size = resolve_output_size(op, output_size, tuple(x.shape))
+        stage = AdaptiveAvgPool2d.apply(_slices(x), output_size=size[1:])
+        out = AdaptiveAvgPool2d.apply(_depth_planes(stage, x.shape[1]), output_size=(size[0], size[1] * size[2]))
+        return unbatch(_volume(out, size[1:]), unbatched, False)
+    except ForeignOperandError:  # a Proxy among the operands (numdiff.overrides)
+        return dispatch_call(adaptive_avg_pool3d, locals())

@@ -14,7 +14,7 @@ from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
 from numdiff.ops.registry import register
-from numdiff.overrides import dispatch_call, honours_protocol, is_overridable, overridable
+from numdiff.overrides import dispatch_call, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
 
@@ -285,15 +285,19 @@ def new_memory(out: Tensor) -> Tensor:
     return out.clone() if out._base is not None or out.numel() == 0 else out
 
 
-@overridable
+@honours_protocol
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of equal shape except along `dim`."""
+    if (type(tensors) not in (list, tuple) and is_overridable(tensors)) or (type(dim) is not int and is_overridable(dim)):
+        return dispatch_call(cat, locals())  # a Proxy (numdiff.overrides)
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
+            if is_overridable(t):  # a Proxy (numdiff.overrides)
+                return dispatch_call(cat, {"tensors": tensors, "dim": dim})
             raise TypeError(f"cat: expected a Tensor as element {i} of tensors, got {type(t).__name__}")
         if t.ndim == 0:  # else the size checks below index its empty shape
             raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
@@ -319,10 +323,15 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = cat
 
 
-@overridable
+@honours_protocol
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dimension."""
+    if type(tensors) not in (list, tuple) and is_overridable(tensors):
+        return dispatch_call(stack, locals())  # a Proxy (numdiff.overrides)
     tensors = list(tensors)
+    for value in (*tensors, dim):
+        if type(value) is not Tensor and type(value) is not int and is_overridable(value):  # a Proxy
+            return dispatch_call(stack, {"tensors": tensors, "dim": dim})
     if not tensors:
         raise ValueError("stack: expected a non-empty sequence of tensors")
     for i, other in enumerate(tensors[1:], 1):

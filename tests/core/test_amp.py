@@ -102,3 +102,32 @@ def test_grad_scaler_follows_torchs_scale_and_skips_steps_with_inf():
     disabled = numdiff.amp.GradScaler(enabled=False)
     loss = numdiff.ones(1)
     assert disabled.scale(loss) is loss and disabled.get_scale() == 1.0
+
+
+def test_the_settings_key_compile_reads_is_kept_up_to_date_not_built_per_call():
+    from numdiff import amp
+
+    off = amp.state_key()
+    assert off == () and amp.state_key() is off  # a compiled call reads it: no tuple built, no sort
+    with numdiff.autocast("cpu"):
+        on = amp.state_key()
+        assert on == (("cpu", "bfloat16"),) and amp.state_key() is on
+        with numdiff.autocast("cpu", dtype=numdiff.float16):
+            assert amp.state_key() == (("cpu", "float16"),)
+        with numdiff.autocast("cpu", enabled=False):
+            assert amp.state_key() == ()  # a dtype set where autocast is off casts nothing
+        assert amp.state_key() == on
+    assert amp.state_key() == ()
+
+
+def test_a_compiled_function_keeps_one_trace_per_autocast_setting():
+    f = numdiff.compile(lambda x: (x @ x).sum())
+    x = numdiff.randn(4, 4)
+    eager = (x @ x).sum()
+    with numdiff.autocast("cpu"):
+        lowered = f(x)
+    plain = f(x)
+    assert f.compiled.compile_count == 2 and plain.dtype == numdiff.float32
+    assert numdiff.allclose(plain, eager) and lowered.dtype == numdiff.float32
+    f(x)
+    assert f.compiled.compile_count == 2

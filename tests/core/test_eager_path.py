@@ -67,3 +67,62 @@ def test_backward_frees_saved_state_but_keeps_a_node_that_saved_nothing_reusable
     plain.backward()
     plain.backward()
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def _function_py_calls(run, file="numdiff/autograd/function.py"):
+    import sys
+
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith(file):
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_apply_runs_an_op_without_helper_calls_of_its_own():
+    """The per-op cost (issue 25): recorded, unrecorded and no_grad ops all stay inside apply (a
+    comprehension or a helper would be one more Python call per op)."""
+    add = FUNCTIONS["add"]  # saves nothing: no saved-value binding to call
+    leaf = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    constant = numdiff.tensor([3.0, 4.0])
+    held = add.apply(leaf, constant)  # keeps the leaf's AccumulateGrad (weakly held) alive for reuse
+    assert _function_py_calls(lambda: add.apply(leaf, constant)) == ["apply"]
+    assert _function_py_calls(lambda: add.apply(constant, constant)) == ["apply"]
+    with numdiff.no_grad():
+        assert _function_py_calls(lambda: add.apply(leaf, constant)) == ["apply"]
+    assert held.grad_fn.needs_input_grad == (True, False)
+    assert add.apply(constant, leaf).grad_fn.needs_input_grad == (False, True)
+    assert add.apply(leaf, 2.0).grad_fn.needs_input_grad == (True, False)
+
+
+def test_a_tensor_and_a_python_number_meet_without_operand_lookups():
+    """``x * 0.5``: a Python number joins as it is, and the Tensor beside it is not looked at
+    for sparse or protocol operands (two helper calls each, per op)."""
+    x = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    calls = _function_py_calls(lambda: (x * 0.5, 2 + x, x + True), "numdiff/ops/_util.py")
+    assert "_joining" not in calls
+    with pytest.raises(TypeError, match="mul: unsupported operand type str"):
+        x * "a"
+
+
+def test_dense_products_skip_the_sparse_and_copied_row_checks():
+    x, w = numdiff.randn(4, 3, requires_grad=True), numdiff.nn.Parameter(numdiff.randn(2, 3))
+    batched = numdiff.randn(5, 4, 3)
+    calls = _function_py_calls(lambda: (x @ w.T, numdiff.mm(x, w.T), numdiff.nn.functional.linear(x, w),
+                                        batched @ w.T), "numdiff/ops/linalg.py")
+    assert "_sparse" not in calls and "_copied_rows" not in calls
+    assert numdiff.allclose(x @ w.T, numdiff.nn.functional.linear(x, w))
+    shared = numdiff.randn(1, 4, 3).expand(5, 4, 3)  # stride-0 rows: the copied-row path still runs
+    assert numdiff.allclose(shared @ w.T, (shared.contiguous() @ w.T))
+
+
+def test_tensor_operators_that_defer_to_protocol_operands_skip_the_lookup_for_tensors():
+    a, w = numdiff.randn(3, 4), numdiff.nn.Parameter(numdiff.randn(4, 2))
+    assert _function_py_calls(lambda: (a @ w, w.T @ a.T, a // a), "numdiff/overrides.py") == []

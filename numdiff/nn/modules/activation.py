@@ -4,7 +4,8 @@ MultiheadAttention is importable from here)."""
 from __future__ import annotations
 
 from numdiff.creation import full
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn._legacy import implicit_softmax_dim
 from numdiff.nn.modules.attention import MultiheadAttention  # PyTorch keeps it in this module
 from numdiff.nn.modules.module import Module

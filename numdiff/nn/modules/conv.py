@@ -7,7 +7,8 @@ from typing import Any
 
 from numdiff._ground.args import int_tuple
 from numdiff.creation import empty
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter

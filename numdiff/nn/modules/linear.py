@@ -8,7 +8,8 @@ from typing import Any
 
 from numdiff._ground.args import is_int
 from numdiff.creation import empty
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules._checks import check_input
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter

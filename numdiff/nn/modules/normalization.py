@@ -10,7 +10,8 @@ from numdiff import _dtype
 from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty, ones, tensor, zeros
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter

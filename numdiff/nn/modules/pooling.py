@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff._ground.args import int_tuple
-from numdiff.nn import functional
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn.modules._checks import check_input, unbatched
 from numdiff.nn.modules.module import Module
 from numdiff.tensor import Tensor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff.nn import functional
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn.modules.module import Module
 from numdiff.tensor import Tensor
 

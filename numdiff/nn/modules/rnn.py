@@ -27,7 +27,8 @@ import numpy as np
 from numdiff._dtype import float32, float64
 from numdiff.amp import casts_on
 from numdiff.creation import empty, tensor, zeros
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules._checks import layer_name
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.rnn_cell import (

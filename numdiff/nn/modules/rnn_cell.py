@@ -11,7 +11,8 @@ import math
 from typing import Any
 
 from numdiff.creation import empty, zeros
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules._checks import layer_name
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter

@@ -6,7 +6,8 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor

@@ -11,7 +11,8 @@ import numpy as np
 
 from numdiff._dtype import get_default_dtype
 from numdiff.creation import tensor
-from numdiff.nn import functional, init
+from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
+from numdiff.nn import init
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleList
 from numdiff.nn.modules.dropout import Dropout
