@@ -297,8 +297,9 @@ class CompiledFunction:
 
     @property
     def sources(self) -> list[str]:
-        """The generated source of every trace so far."""
-        return [t.program.source for traces in self.traces.values() for t in traces]
+        """The generated source of every trace so far: its fused kernels, then its forward and backward."""
+        return ["\n\n".join([*t.program.kernel_sources, t.program.source])
+                for traces in self.traces.values() for t in traces]
 
 
 def _tensor_state(t: Tensor) -> tuple:

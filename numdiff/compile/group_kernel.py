@@ -7,7 +7,9 @@ numdiff/compile/fusion.py decides which calls join a group; this module writes t
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
+import re
 from types import ModuleType
 from typing import Any
 
@@ -64,6 +66,13 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
     loop_shape = (int(np.prod(group.shape)),) if flat else group.shape
     ndim = len(loop_shape)
     index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
+
+    def row_index(row: int) -> str:
+        """Where row `row` of a 1-D packed buffer meets the loop: a plain loop takes its size as
+        the argument n0 (so one kernel serves every size), a tiled one keeps the constant."""
+        if tiled:
+            return f"{row * loop_shape[0]} + i0"
+        return f"{row} * n0 + i0" if row else "i0"
     def name_of(source: int, i: int) -> str:
         """The expression reading `source` (read through `i`, a pending broadcast of it) in the loop."""
         if source in names:
@@ -74,7 +83,7 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
                 external.append(packed[0])
             buffer = f"a{external.index(packed[0])}"
             if ndim == 1:  # rows of a 1-D buffer at constant offsets (see the stores below)
-                names[source] = f"{buffer}[{packed[1] * loop_shape[0]} + i0]"
+                names[source] = f"{buffer}[{row_index(packed[1])}]"
             else:
                 names[source] = f"{buffer}[{packed[1]}, {index}]" if ndim else f"{buffer}[{packed[1]}]"
         elif fusion.is_scalar_constant(values[source]):
@@ -137,57 +146,90 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
         # In a one-level loop the buffer is passed 1-D and row r starts at the constant r * size: LLVM
         # then sees that the rows cannot overlap, where row strides read from the array would need a
         # runtime overlap check per pair of rows, and past a few checks it gives up vectorising.
-        body += [f"b{k}[{row * loop_shape[0]} + i0] = t{value}" if ndim == 1
+        body += [f"b{k}[{row_index(row)}] = t{value}" if ndim == 1
                  else f"b{k}[{row}, {index}] = t{value}" if ndim else f"b{k}[{row}] = t{value}"
                  for row, value in enumerate(rows)]
     if not stored and not reductions:
         return
     params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
     params += [f"s{k}" for k in range(len(reductions))]
-    kernel = f"fused_{len(kernels)}"
     if tiled:
         summands = [f"q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
         finish = [f"s{k}[0] = r{value}" for k, value in enumerate(reductions)]
         dtypes = {f"t{c.output}": values[c.output].dtype.name for c in group.calls}
         stages: dict = {}
         sums = {f"q{value}": f"r{value}" for value in reductions}
-        source = tiled_kernel(kernel, params, summands, body, loop_shape[0], dtypes, finish, stages, sums)
-        kernels += [stage for stage in stages.values() if stage not in kernels]
-        kernels.append(_codegen.vector_math_source(source, header=False))
+        source = tiled_kernel(_UNNAMED, params, summands, body, loop_shape[0], dtypes, finish, stages, sums)
+        # The stages travel with their kernel: one unit of source, compiled and cached together.
+        source = "\n\n".join([*stages.values(), _codegen.vector_math_source(source, header=False)])
+        sizes: tuple = ()
     else:
-        _append_flat_kernel(kernels, kernel, params, reductions, group, loop_shape, body, values)
-    _emit_driver(emitter, kernel, external, buffers, reductions, group, values, ndim, flat)
+        source = _flat_kernel([f"n{d}" for d in range(ndim)] + params, reductions, group, ndim, body, values)
+        sizes = loop_shape
+    kernel = _add_kernel(kernels, source)
+    _emit_driver(emitter, kernel, sizes, external, buffers, reductions, group, values, ndim, flat)
 
 
-def _append_flat_kernel(kernels: list, kernel: str, params: list, reductions: list, group: fusion.Group,
-                        loop_shape: tuple, body: list, values: list) -> None:
+_UNNAMED = "fused_kernel"
+_TEMPORARY = re.compile(r"(?<![\w.])([tqr])(\d+)(?=_tiles\b|\b)")
+
+
+def _add_kernel(kernels: list, source: str) -> str:
+    """Name the kernel `source` defines (as _UNNAMED) by what it computes, add it to `kernels`
+    unless a kernel of that text is there, and return its name.
+
+    The temporaries of a group are named after its value numbers (t12, q40); renamed in order of
+    appearance, two groups computing the same thing at the same dtypes (the BatchNorm or the
+    residual add of every block) have one text, hence one kernel, compiled once, and one file on
+    disk (numdiff/compile/program.py) that any later program with that group loads."""
+    renamed: dict[str, str] = {}
+
+    def rename(match: re.Match) -> str:
+        return renamed.setdefault(match.group(0), f"{match.group(1)}{len(renamed)}")
+
+    source = "\n".join(line if line.lstrip().startswith("#") else _TEMPORARY.sub(rename, line)
+                       for line in source.split("\n"))
+    name = "fused_" + hashlib.sha256(source.encode()).hexdigest()[:16]
+    source = source.replace(f"def {_UNNAMED}(", f"def {name}(", 1)
+    if source not in kernels:
+        kernels.append(source)
+    return name
+
+
+def _flat_kernel(params: list, reductions: list, group: fusion.Group, ndim: int, body: list, values: list) -> str:
+    """The source of a group's loop nest over sizes passed as its first arguments (n0, n1, ...)."""
     # Full sums accumulate in float64 (NumPy's pairwise float32 sum is closer to that than to a
     # float32 running sum); column sums in their own dtype, as NumPy's row-after-row reduction does.
-    lines = ["@njit(cache=True)", f"def {kernel}({', '.join(params)}):"]
+    lines = ["@njit(cache=True)", f"def {_UNNAMED}({', '.join(params)}):"]
+    loop_shape = "(" + "".join(f"n{d}, " for d in range(ndim)) + ")"
     # The summands of a full sum keep their own dtype (a float64 buffer would halve the float32
     # lanes); the sum after the loop runs in float64.
     for k, value in enumerate(reductions):
         lines.append(f"    s{k}[...] = 0" if value in group.leading_sums
-                     else f"    q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})")
+                     else f"    q{value} = np.empty({loop_shape}, np.{values[value].dtype.name})")
     indent = "    "
-    for d, size in enumerate(loop_shape):
-        lines.append(f"{indent}for i{d} in range({size}):")
+    for d in range(ndim):
+        lines.append(f"{indent}for i{d} in range(n{d}):")
         indent += "    "
     lines += [indent + line for line in body]
     for k, value in enumerate(reductions):
         if value not in group.leading_sums:
             lines.append(f"    s{k}[0] = _vecmath.lane_sum(q{value}.ravel())")
-    kernels.append(_codegen.vector_math_source("\n".join(lines), header=False))
+    return _codegen.vector_math_source("\n".join(lines), header=False)
 
 
-def _emit_driver(emitter: Emitter, kernel: str, external: list, buffers: dict, reductions: list, group: fusion.Group,
-                 values: list, ndim: int, flat: bool) -> None:
-    """The driver's lines around a fused kernel: its buffers, the call, and the stored values' views."""
+def _emit_driver(emitter: Emitter, kernel: str, sizes: tuple, external: list, buffers: dict, reductions: list,
+                 group: fusion.Group, values: list, ndim: int, flat: bool) -> None:
+    """The driver's lines around a fused kernel: its buffers, the call (loop sizes first), and the
+    stored values' views."""
     flat_view = ".reshape(-1)" if flat else ""
-    args = [f"{e}.reshape(-1)" if isinstance(e, str) and ndim == 1 else e if isinstance(e, str)
-            else f"v{e}{flat_view}" for e in external]
+    args = [str(size) for size in sizes]
+    args += [f"{e}.reshape(-1)" if isinstance(e, str) and ndim == 1 else e if isinstance(e, str)
+             else f"v{e}{flat_view}" for e in external]
+    # Named per group, not per kernel: groups that share a kernel each keep their own buffers.
+    prefix = f"buffer_{emitter.name}{len(emitter.available_buffers)}"
     for k, (dtype, rows) in enumerate(buffers.items()):
-        buffer = f"buffer_{kernel}_{k}"
+        buffer = f"{prefix}_{k}"
         emitter.lines.append(f"{buffer} = np.empty({(len(rows),) + group.shape!r}, {dtype!r})")
         args.append(f"{buffer}.reshape(-1)" if ndim == 1 else buffer)
     for value in reductions:
@@ -196,7 +238,7 @@ def _emit_driver(emitter: Emitter, kernel: str, external: list, buffers: dict, r
         args.append(f"v{value}")
     emitter.lines.append(f"{kernel}({', '.join(args)})")
     for k, rows in enumerate(buffers.values()):
-        buffer = f"buffer_{kernel}_{k}"
+        buffer = f"{prefix}_{k}"
         emitter.available_buffers.add(buffer)
         for row, value in enumerate(rows):
             emitter.packed[value] = (buffer, row)
