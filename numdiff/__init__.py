@@ -9,6 +9,8 @@ PyTorch's names and semantics, so code ports by changing the import::
 """
 
 import math as _math
+import sys as _sys
+import types as _types
 
 from numdiff import _numpy_names, _out_argument, _tensor_methods, _torch_misc, _torch_names
 from numdiff import overrides as _overrides
@@ -212,30 +214,17 @@ globals().update(_TORCH_NAMES)
 globals().update(_overrides.overridable_variants(globals(), ("numdiff.ops",)))  # numdiff.fx's Proxy
 globals().update(_out_argument.out_variants(globals()))  # PyTorch's out= keyword
 
+from numdiff import _deferred, autograd, cuda  # noqa: E402 - _deferred: what loads on first access (__getattr__)
 from numdiff import accelerator as accelerator  # noqa: E402 - torch.accelerator, backed by numdiff.cuda
 from numdiff import amp as amp  # noqa: E402 - autocast and GradScaler
-from numdiff import autograd, cuda, nn  # noqa: E402 - these build on the Tensor methods above
 from numdiff import backends as backends  # noqa: E402 - PyTorch's backend flags, accepted
-from numdiff import benchmark as benchmark  # noqa: E402 - timing for notebooks and benchmarks/
-from numdiff import distributions as distributions  # noqa: E402 - Normal, Categorical, kl_divergence, ...
-from numdiff import func as func  # noqa: E402 - grad, vjp, jvp, jacrev, jacfwd, hessian, vmap
-from numdiff import fx as fx  # noqa: E402 - torch.fx: symbolic tracing, Graph, GraphModule
-from numdiff import hub as hub  # noqa: E402 - torch.hub: download files and checkpoints
-from numdiff import jit as jit  # noqa: E402 - what Numba compiled
 from numdiff import linalg as linalg  # noqa: E402 - torch.linalg: factorizations, solvers, norms
 from numdiff import mps as mps  # noqa: E402 - devices numdiff lacks: their probes answer False
 from numdiff import mtia as mtia  # noqa: E402
-from numdiff import onnx as onnx  # noqa: E402 - export to ONNX (the onnx package loads on use)
-from numdiff import optim as optim  # noqa: E402 - optimizers and lr schedulers
 from numdiff import random as random  # noqa: E402 - torch.random: seeds, states, fork_rng
-from numdiff import safetensors as safetensors  # noqa: E402 - the safetensors format
 from numdiff import special as special  # noqa: E402 - torch.special's names
-from numdiff import testing as testing  # noqa: E402 - assert_close, make_tensor
-from numdiff import utils as utils  # noqa: E402 - numdiff.utils.data: datasets and the DataLoader
 from numdiff import version as version  # noqa: E402 - torch.version's fields
-from numdiff import viz as viz  # noqa: E402 - backward-graph drawings
 from numdiff import xpu as xpu  # noqa: E402
-from numdiff._elementwise import elementwise as elementwise  # noqa: E402 - fused scalar functions
 from numdiff._lazy import lazy_module as _lazy_module  # noqa: E402
 from numdiff._legacy_globals import (  # noqa: E402 - older programs' global settings
     default_generator,
@@ -264,18 +253,9 @@ from numdiff.amp import (  # noqa: E402 - torch.autocast and its queries
     is_autocast_cpu_enabled,
     is_autocast_enabled,
 )
-from numdiff.autograd import forward_ad as _forward_ad  # noqa: E402, F401 - numdiff.autograd.forward_ad: dual tensors
-from numdiff.compile import compile as compile  # noqa: E402 - trace and compile a function or Module
 from numdiff.creation import inclusive_range as range  # noqa: E402, A004 - PyTorch's deprecated torch.range
 from numdiff.cuda import amp as _cuda_amp  # noqa: E402, F401 - numdiff.cuda.amp, torch.cuda.amp's names
-from numdiff.func import vmap as vmap  # noqa: E402 - torch.vmap is torch.func.vmap
-from numdiff.jit import warmup as warmup  # noqa: E402 - compile every kernel up front
 from numdiff.linalg._toplevel import FUNCTIONS as _LINALG_FUNCTIONS  # noqa: E402 - torch.inverse, torch.svd, ...
-from numdiff.nn._toplevel import FUNCTIONS as _NN_FUNCTIONS  # noqa: E402 - torch.conv2d, torch.dropout, ...
-from numdiff.serialization import load as load  # noqa: E402 - checkpoints (.npz + JSON index)
-from numdiff.serialization import save as save  # noqa: E402
-from numdiff.sparse import sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor, spmm, strided  # noqa: E402
-from numdiff.utils.dlpack import from_dlpack as from_dlpack  # noqa: E402 - zero-copy exchange
 from numdiff.version import __version__ as __version__  # noqa: E402
 
 # torch.profiler's names; the module (and Numba's event hooks it subclasses) loads on first use.
@@ -300,9 +280,7 @@ __all__ += ["bmm", "dot", "matmul", "mm", "outer"]
 __all__ += ["from_dlpack"]
 globals().update({name: fn for name, fn in _LINALG_FUNCTIONS.items() if name not in globals()})
 __all__ += sorted(_LINALG_FUNCTIONS)
-_NN_FUNCTIONS = {name: fn for name, fn in _NN_FUNCTIONS.items() if name not in globals()}
-globals().update(_NN_FUNCTIONS)
-__all__ += sorted(_NN_FUNCTIONS)
+__all__ += _deferred.NN_FUNCTIONS
 __all__ += [
     "bfloat16", "double", "float", "float16", "get_default_device", "get_default_dtype", "half", "int",
     "int8", "int16", "long", "set_default_device", "set_default_dtype", "short", "uint8",
@@ -366,6 +344,31 @@ __all__ += [
 # x.sum(1, keepdims=True), numdiff.cat(xs, axis=0): the NumPy names PyTorch's native functions take.
 _numpy_names.install(Tensor, globals())
 _overrides.register_public_faces(globals())  # a Proxy records numdiff.sum, not one of the wrappers inside it
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: a subpackage beyond the core, or a name it gives numdiff, loads on first access.
+    try:
+        loaded = _deferred.load(name)
+    except KeyError:
+        raise AttributeError(f"module 'numdiff' has no attribute {name!r}") from None
+    _overrides.register_public_faces(loaded)
+    globals().update(loaded)  # later reads skip this function
+    return loaded[name]
+
+
+class _Package(_types.ModuleType):
+    """numdiff itself, as a module whose deferred function `compile` keeps its name when the
+    subpackage numdiff.compile loads (the import system binds a loaded subpackage on its parent;
+    the eager import used to bind the function after it)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _deferred.ATTRIBUTES and isinstance(value, _types.ModuleType):
+            return  # numdiff.compile stays (or, on first read, becomes) the function
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 
 def __dir__() -> list[str]:

@@ -8,7 +8,7 @@ Marking the functions themselves also catches one the user imported by name (``f
 import eq``), where patching the modules that hold them missed it.
 
 A host function marked ``elementwise=True`` (comparisons, logical ops, isnan...) says how vmap
-runs it: once on whole batches, the operands aligned (numdiff.func._batched.VmapLevel), so its
+runs it: once on whole batches, the operands aligned (numdiff._batched.VmapLevel), so its
 body never needs to ask whether an operand is batched.
 """
 

@@ -15,11 +15,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from numdiff import _dtype
+from numdiff import _batched, _dtype
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import is_host
-from numdiff.func import _batched
 from numdiff.tensor import InPlaceOnLeafError, Tensor
 
 

@@ -112,6 +112,6 @@ def batched_sample(t: Tensor, levels: list[int]) -> Tensor:
     """`t` (leading dims: the batch sizes of `levels`) as a tensor batched at `levels` by vmap."""
     if not levels:
         return t
-    from numdiff.func._batched import rewrap
+    from numdiff._batched import rewrap
 
     return rewrap(t, levels[::-1])

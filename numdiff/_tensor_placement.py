@@ -6,14 +6,21 @@ numdiff.sparse has the sparse types), ``pin_memory()``/``is_pinned()`` (no page-
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
-from numdiff import sparse
 from numdiff._shared_memory import in_shared_memory, move_to_shared_memory
 from numdiff.tensor import Tensor
 
 _ABSENT_DEVICES = ("xpu", "mps", "ipu", "hpu", "mtia", "vulkan", "mkldnn", "xla", "maia")
 _ABSENT_LAYOUTS = ("sparse", "sparse_csr", "quantized", "nested")  # a dense tensor's; see numdiff.sparse
+
+
+def _sparse() -> ModuleType:
+    # numdiff.sparse (and its ops) load on the first sparse conversion or layout read, not at
+    # `import numdiff`; numdiff.sparse builds on the Tensor methods attached from this module.
+    return importlib.import_module("numdiff.sparse")
 
 
 def _false(name: str) -> property:
@@ -45,16 +52,16 @@ def is_shared(self: Tensor) -> bool:
 
 def to_sparse(self: Tensor, sparse_dims: int | None = None, *, layout: Any = None) -> Any:
     """The COO sparse form of this dense tensor (numdiff.sparse.to_sparse)."""
-    return sparse.to_sparse(self, sparse_dims, layout=layout)
+    return _sparse().to_sparse(self, sparse_dims, layout=layout)
 
 
 def to_sparse_coo(self: Tensor) -> Any:
-    return sparse.to_sparse(self)
+    return _sparse().to_sparse(self)
 
 
 def to_sparse_csr(self: Tensor, dense_dim: int | None = None) -> Any:
     """The CSR sparse form of this 2-D dense tensor (numdiff.sparse.to_sparse_csr)."""
-    return sparse.to_sparse_csr(self, dense_dim)
+    return _sparse().to_sparse_csr(self, dense_dim)
 
 
 def is_meta(self: Tensor) -> bool:
@@ -63,7 +70,7 @@ def is_meta(self: Tensor) -> bool:
 
 
 PLACEMENT_ATTRIBUTES: dict[str, Any] = {
-    "layout": property(lambda self: sparse.strided, doc="numdiff.strided: numdiff tensors are dense."),
+    "layout": property(lambda self: _sparse().strided, doc="numdiff.strided: numdiff tensors are dense."),
     "to_sparse": to_sparse,
     "to_sparse_coo": to_sparse_coo,
     "to_sparse_csr": to_sparse_csr,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff._batched import physical, promote
 from numdiff._host_functions import random_function
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff.backend import holds_values
 from numdiff.creation import rand, randn
-from numdiff.func._batched import physical, promote
 from numdiff.ops._util import broadcast_shape
 from numdiff.tensor import Tensor
 

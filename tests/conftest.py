@@ -13,6 +13,9 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 import numdiff  # noqa: E402
+import numdiff.compile  # noqa: E402, F401 - `import numdiff` loads the core only; the layers that
+import numdiff.func  # noqa: E402, F401 - register ops (nn) or attach facts to them (func, compile) load
+import numdiff.nn  # noqa: E402, F401 - here, so the tests walking the registry see every op and fact
 
 # No deadline: Numba compiles a kernel the first time a dtype is seen, and the machine is shared.
 settings.register_profile(

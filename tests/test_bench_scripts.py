@@ -32,3 +32,14 @@ def test_bench_models_quick_run_steps_every_candidate():
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith(("| char_gru |", "| gcn |"))]
     assert len(rows) == 2 and "error" not in done.stdout and "Failed to build" not in done.stdout, done.stdout
+
+
+def test_bench_import_reports_each_case_and_what_import_loaded():
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_import.py"), "--repeat", "1", "--cases", "numpy,import"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "| case |" not in line]
+    assert [row.split("|")[2].strip() for row in rows] == ["numpy", "import"], done.stdout
+    assert "loaded:" not in done.stdout  # import numdiff ran none of numba, scipy, nn, func

@@ -44,6 +44,8 @@ be evaluated on numdiff Tensors, which is how backward stays differentiable):
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from dataclasses import dataclass
 
 __all__ = ["MATH_RULES", "ScalarRule", "check_rules", "math_functions_in", "names_in", "vjp_expression"]
@@ -91,21 +93,39 @@ class ScalarRule:
         return tuple(n for n in (*self.inputs, "out") if n in used)
 
 
-def names_in(expression: str) -> set[str]:
-    """The variable names an expression reads (``math`` and ``where`` excluded)."""
-    tree = ast.parse(expression, mode="eval")
-    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    return names - {"math", "where"}
+# An identifier of the language, with its ``math.`` prefix if it has one. The look-behind skips
+# the exponent of a number (the ``e`` of ``1e-5``) and anything after a dot. The language has no
+# other attribute, keyword or string, so these tokens are exactly ast's Name and math.<f> nodes
+# (tests/ops/test_scalar_expressions.py compares the two on every rule); reading them this way
+# instead of through ast.parse keeps checking the table at `import numdiff` cheap.
+_IDENTIFIER = re.compile(r"(?<![\w.])(math\.)?([A-Za-z_]\w*)")
 
 
-def math_functions_in(expression: str) -> set[str]:
-    """The ``math.f`` functions an expression calls."""
-    tree = ast.parse(expression, mode="eval")
-    return {
-        node.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math"
-    }
+@functools.cache
+def _identifiers(expression: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(the variable names `expression` reads, the ``math.f`` functions it calls)."""
+    names, functions = set(), set()
+    for prefix, identifier in _IDENTIFIER.findall(expression):
+        (functions if prefix else names).add(identifier)
+    return frozenset(names - {"math", "where"}), frozenset(functions)
+
+
+def names_in(expression: str) -> frozenset[str]:
+    """The variable names an expression reads (``math`` and ``where`` excluded).
+
+    >>> sorted(names_in("where(x <= 0.0, alpha * math.expm1(x), 1e-5)"))
+    ['alpha', 'x']
+    """
+    return _identifiers(expression)[0]
+
+
+def math_functions_in(expression: str) -> frozenset[str]:
+    """The ``math.f`` functions an expression calls.
+
+    >>> sorted(math_functions_in("math.exp(x) * math.log1p(y)"))
+    ['exp', 'log1p']
+    """
+    return _identifiers(expression)[1]
 
 
 def _is_number(node: ast.expr, value: float) -> bool:
@@ -142,7 +162,12 @@ def vjp_expression(rule: ScalarRule, index: int, grad: str = "g") -> str:
     >>> vjp_expression(ScalarRule("mul", 2, "x * y", ("y", "x")), 1)
     'g * x'
     """
-    tree = ast.parse(rule.derivatives[index], mode="eval")
+    return _vjp_source(rule.derivatives[index], grad)
+
+
+@functools.cache
+def _vjp_source(derivative: str, grad: str) -> str:
+    tree = ast.parse(derivative, mode="eval")
     return ast.unparse(ast.fix_missing_locations(_vjp(tree.body, grad)))
 
 

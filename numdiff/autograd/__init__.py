@@ -106,8 +106,9 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # numdiff.autograd.functional builds on numdiff.func, which needs the Tensor class; loading it
     # on first access keeps `numdiff.autograd.functional.jacobian(...)` working without an import.
-    # numdiff.autograd.profiler (the legacy profiler API) loads the same way.
-    if name in ("functional", "profiler"):
+    # numdiff.autograd.profiler (the legacy profiler API) and forward_ad (dual tensors, built on
+    # numdiff.func's forward mode) load the same way.
+    if name in ("forward_ad", "functional", "profiler"):
         import importlib
 
         return importlib.import_module(f"numdiff.autograd.{name}")

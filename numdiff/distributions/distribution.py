@@ -11,8 +11,8 @@ from numbers import Number
 from typing import Any
 
 import numdiff
+from numdiff._batched import physical
 from numdiff.distributions import constraints
-from numdiff.func._batched import physical
 from numdiff.tensor import Size, Tensor
 
 

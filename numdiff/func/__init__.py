@@ -7,7 +7,7 @@ replace_all_batch_norm_modules_.
 numdiff.Size([4, 3])
 """
 
-from numdiff.func._batched import BatchedTensor, VmapDataDependentError, VmapPerformanceWarning
+from numdiff._batched import BatchedTensor, VmapDataDependentError, VmapPerformanceWarning
 from numdiff.func.forward_mode import jvp
 from numdiff.func.functional_call import functional_call
 from numdiff.func.jacobians import hessian, jacfwd, jacrev

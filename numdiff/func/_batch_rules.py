@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._batched import align, logical_ndim
 from numdiff._elementwise import SPEC as ELEMENTWISE_SPEC
 from numdiff._ground.scalar_rules import RULES as SCALAR_RULES
 from numdiff.backend import is_numpy, like_host, to_host
-from numdiff.func._batched import align, logical_ndim
 from numdiff.ops.registry import attach
 from numdiff.tensor import Tensor
 

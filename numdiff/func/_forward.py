@@ -26,15 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _inplace
+from numdiff import _batched, _inplace
+from numdiff._batched import BatchedTensor
 from numdiff.autograd import custom_function
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.grad_mode import enable_grad
 from numdiff.autograd.transform_state import Interpreter, transforms
 from numdiff.creation import zeros_like
-from numdiff.func import _batched
 from numdiff.func import _jvp_rules as _jvp_rules  # attaches every op's jvp rule to its spec
-from numdiff.func._batched import BatchedTensor
 from numdiff.tensor import Tensor
 
 
@@ -93,7 +92,7 @@ class JvpLevel(Interpreter):
     through other vmap wrappers (a grad level's ``promote``, the tape's physical values) agree.
     """
 
-    sees_vmap_levels_below = True  # numdiff.func._batched.VmapLevel hands it their ops
+    sees_vmap_levels_below = True  # numdiff._batched.VmapLevel hands it their ops
 
     def __init__(self) -> None:
         # id(array) -> (array, tangent): the array is held so that its id is not reused.

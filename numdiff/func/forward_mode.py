@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numdiff import _batched
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.grad_mode import enable_grad
 from numdiff.autograd.transform_state import interpreting, transforms
 from numdiff.creation import zeros_like
-from numdiff.func import _batched
 from numdiff.func._forward import ForwardModeRerun, JvpLevel
 from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
 from numdiff.func.transforms import _check_float, _Level, _split_aux, _track_primals

@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numdiff import _batched
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import AccumulateGrad, Node
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.autograd.transform_state import enter_grad_level, exit_grad_level, transforms
 from numdiff.creation import ones_like
-from numdiff.func import _batched
 from numdiff.func._pytree import tree_flatten, tree_map, tree_unflatten
 from numdiff.tensor import Tensor
 

@@ -6,11 +6,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from numdiff import _batched
+from numdiff._batched import VmapLevel, VmapRandomnessError
 from numdiff._random import SameDrawReplay
 from numdiff.autograd.transform_state import interpreting, transforms
 from numdiff.func import _batch_rules as _batch_rules  # attaches every op's batching rule to its spec
-from numdiff.func import _batched
-from numdiff.func._batched import VmapLevel, VmapRandomnessError
 from numdiff.func._pytree import tree_flatten, tree_unflatten
 from numdiff.tensor import Tensor
 

@@ -60,14 +60,15 @@ def _float_of(typingctx, bits):
 
 @intrinsic
 def _fma(typingctx, a, b, c):
-    """a * b + c with one rounding (LLVM's llvm.fma: one instruction where the CPU has FMA)."""
-    if not (a == b == c == types.float64):
+    """a * b + c with one rounding (LLVM's llvm.fma: one instruction where the CPU has FMA), all three
+    float64 or all three float32."""
+    if not (a == b == c and a in (types.float64, types.float32)):
         return None
 
     def codegen(context, builder, signature, args):
         return builder.fma(*args)
 
-    return types.float64(a, b, c), codegen
+    return a(a, b, c), codegen
 
 
 

@@ -58,19 +58,25 @@ def _forward(q, k, v, bias, scale, causal, out):
         _scores(q, k, bias, b, scale, causal, scores)
         for i in range(rows):
             row = scores[i]
+            # Under a causal mask, row i's keys past i are -inf: their probabilities are 0.
+            seen = min(i + 1, cols) if causal else cols
             top = -np.inf
-            for j in range(cols):
+            for j in range(seen):
                 top = max(top, row[j])
             if top == -np.inf:  # sees no key: zero probabilities, output 0
                 row[:] = 0.0
                 out[b, i, width] = -np.inf
                 continue
-            total = 0.0
-            for j in range(cols):
+            # exp in a loop of its own, which vectorises; summed by lane_sum (a running sum in the
+            # same loop is a chain of dependent adds that kept the whole loop scalar: 4.9 ms for
+            # B 16, 4 heads, T 64, E 32, float32, where PyTorch takes 0.9).
+            for j in range(seen):
                 row[j] = _vecmath.exp(row[j] - top)
-                total += row[j]
-            for j in range(cols):
-                row[j] /= total
+            row[seen:] = 0.0
+            total = _vecmath.lane_sum(row[:seen])
+            inverse = 1.0 / total
+            for j in range(seen):
+                row[j] *= inverse
             out[b, i, width] = top + np.log(total)
         gemm(False, False, 1.0, scores, v[b], 0.0, out[b, :, :width])
 
@@ -87,8 +93,13 @@ def _backward(grad, out, q, k, v, bias, scale, causal, res):
         _scores(q, k, bias, b, scale, causal, p)
         for i in range(rows):
             lse = out[b, i, width]
-            for j in range(cols):
-                p[i, j] = 0.0 if lse == -np.inf else _vecmath.exp(p[i, j] - lse)
+            # As in the forward: a causal row's keys past i have probability 0, and a row that sees
+            # no key (lse -inf) has none; the exp loop, without a select per element, vectorises.
+            seen = 0 if lse == -np.inf else (min(i + 1, cols) if causal else cols)
+            row = p[i]
+            for j in range(seen):
+                row[j] = _vecmath.exp(row[j] - lse)
+            row[seen:] = 0.0
         d_out = grad[b, :, :width]
         gemm(True, False, 1.0, p, d_out, 0.0, d_v)
         d_s = np.empty((rows, cols), q.dtype)

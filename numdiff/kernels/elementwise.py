@@ -24,7 +24,7 @@ backward's ``g * cos(x)``) is one vectorised pass. Two exceptions, by measuremen
 - a forward that is one call of a NumPy ufunc (``math.exp(x)``, ``math.tanh(x)``) runs that ufunc:
   NumPy's hand-tuned SIMD versions beat the generated loop for a single function (float32[10^6],
   one thread: exp 0.45 ms against 0.52, tanh 0.31 against 1.1);
-- an expression calling a function _vecmath lacks (``math.atan``, ``math.erf``) is evaluated as a
+- an expression calling a function _vecmath lacks (``math.atan``, ``math.lgamma``) is evaluated as a
   NumPy expression (a few SIMD passes with temporaries) rather than a loop of scalar C calls, and
   so is a backward of at most `SMALL` elements.
 
@@ -33,6 +33,7 @@ On CUDA the kernels always run.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 
@@ -101,8 +102,38 @@ def _loop_source(
         targets = [f"s_{r}" for r in results]
     lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
     for target, expression in zip(targets, expressions):
-        lines.append(f"{body}{target}{index} = {scalar_code(expression, reads)}")
+        lines.append(f"{body}{target}{index} = {_erf_in_operand_precision(scalar_code(expression, reads))}")
     return vector_math_source(_HEADER + "\n".join(lines) + "\n")
+
+
+class _ErfLike(ast.NodeTransformer):
+    """``math.erf(a)`` -> ``_vecmath.erf_like(a, v_x)``, v_x the first operand read in `a`."""
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        function = node.func
+        if not (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
+                and function.value.id == "math" and function.attr == "erf" and len(node.args) == 1):
+            return node
+        reads = [n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name) and n.id.startswith("v_")]
+        if not reads:
+            return node
+        like = ast.Name(reads[0], ast.Load())
+        return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "erf_like", ast.Load()), [node.args[0], like], [])
+
+
+def _erf_in_operand_precision(code: str) -> str:
+    """`code` with its erf calls computed in the precision of the operands they read.
+
+    A rule's float constants make float32 arithmetic float64 (gelu's ``math.erf(x * 0.7071...)``),
+    and erf in float64 takes four times float32's time here (two polynomials and an exp on half
+    the lanes: GELU's forward on float32[524288] 3.8 ms against 0.9). For a float32 operand the
+    argument is rounded to float32 and erf computed in float32, as PyTorch's GELU does; the rest
+    of the expression stays in float64.
+    """
+    if "math.erf(" not in code:
+        return code
+    return ast.unparse(ast.fix_missing_locations(_ErfLike().visit(ast.parse(code, mode="eval"))))
 
 
 # math functions NumPy has as SIMD ufuncs, read from the rules: each unary rule whose forward is the
@@ -147,18 +178,11 @@ _NUMPY_SCOPE = {"math": _NumpyMath(), "where": np.where, "__builtins__": {}}
 @functools.cache
 def _numpy_code(expression: str):
     """The expression compiled for NumPy when NumPy computes it faster than a loop, else None:
-    one ufunc call on x, or an expression calling a function _vecmath does not vectorise.
-
-    An expression calling erf (gelu) runs as NumPy too, with erf itself the erf rule's loop on the
-    input's dtype: the loop of the whole expression would compute erf in float64 for float32
-    inputs (its constants are float64), twice as slow.
-    """
-    if expression == RULES["erf"].forward:
-        return None  # the loop that every other erf call runs
+    one ufunc call on x, or an expression calling a function _vecmath does not vectorise."""
     functions = math_functions_in(expression)
     single_call = re.fullmatch(r"math\.(\w+)\(x\)", expression)
     scalar_only = functions - set(VECTOR_MATH) - {"fabs", "sqrt"}
-    if (single_call and single_call[1] in NUMPY_FUNCTIONS) or scalar_only & (set(NUMPY_FUNCTIONS) | {"erf"}):
+    if (single_call and single_call[1] in NUMPY_FUNCTIONS) or scalar_only & set(NUMPY_FUNCTIONS):
         return compile(expression, "<scalar rule>", "eval")
     return None
 

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from numdiff import _inplace
+from numdiff._batched import VmapDataDependentError, per_example
 from numdiff._ground.args import is_int
 from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
-from numdiff.func._batched import VmapDataDependentError, per_example
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where

@@ -152,8 +152,8 @@ def vmapped(*operands: Any) -> bool:
 
 
 def batch_nondifferentiable(compute: Any, *operands: Any) -> Tensor:
-    """``compute(*operands)`` for batched operands, run on whole batches (see numdiff.func._batched)."""
-    from numdiff.func._batched import nondifferentiable
+    """``compute(*operands)`` for batched operands, run on whole batches (see numdiff._batched)."""
+    from numdiff._batched import nondifferentiable
 
     return nondifferentiable(compute, *operands)
 

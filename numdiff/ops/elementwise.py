@@ -120,8 +120,15 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     saved = rule.saved
     saved_inputs = [rule.inputs.index(name) for name in saved if name != "out"]
     saves_out = "out" in saved
-    vjps = [vjp_expression(rule, i, "g") for i in range(rule.arity)]
-    vjp_code = [compile(expression, f"<vjp of {rule.name}>", "eval") for expression in vjps]
+    # The vjp expressions, their names and their compiled tensor forms are derived on the op's first
+    # backward (or first save), not here: seventy rules' worth of ast work at `import numdiff`.
+    vjps: list[str] = []
+    vjp_code: list[Any] = []
+
+    def derive_vjps() -> list[str]:
+        if not vjps:
+            vjps[:] = [vjp_expression(rule, i, "g") for i in range(rule.arity)]  # one step: threads may race here
+        return vjps
 
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
     splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> _backward_split
@@ -129,13 +136,13 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     # the gradient of the 2 would read it. Saving it anyway held it alive and made an in-place
     # change to x after the product fail backward with SavedTensorModifiedError, unlike PyTorch.
     keeps: dict[tuple[bool, ...], tuple[bool, ...]] = {}
-    vjp_names = [names_in(expression) for expression in vjps]
     arity = rule.arity
 
     def _saved_items(ctx, inputs: tuple, out: Any) -> list:
         needs = ctx.needs_input_grad
         kept = keeps.get(needs)
         if kept is None:
+            vjp_names = [names_in(expression) for expression in derive_vjps()]
             read = set().union(*(vjp_names[i] for i, need in enumerate(needs) if need)) if len(needs) == rule.arity else None
             kept = keeps[needs] = tuple(read is None or saved[k] in read for k in range(len(saved_inputs)))
         items = [inputs[i] if keep else None for i, keep in zip(saved_inputs, kept)]
@@ -169,12 +176,14 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             saved_tensors = ctx.saved_tensors if saved else ()
             scope = {**ctx.attrs, **dict(zip(saved, saved_tensors)), "g": grad}
             scope.update(math=_TensorMath(), where=_tensor_where)
+            if not vjp_code:
+                vjp_code[:] = [compile(vjp, f"<vjp of {rule.name}>", "eval") for vjp in derive_vjps()]
             return tuple(
                 _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
             )
         split = splits.get(needs)
         if split is None:
-            split = splits[needs] = _backward_split(vjps, needs)
+            split = splits[needs] = _backward_split(derive_vjps(), needs)
         passed, needed = split
         gradients: list[Any] = [None] * arity
         for i in passed:

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._batched import per_example, physical
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, holds_values, is_numpy, to_host
-from numdiff.func._batched import per_example, physical
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
 from numdiff.ops.shape import _as_view
@@ -290,7 +290,7 @@ def _batched_index(key: Any) -> bool:
 
 
 def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:
-    """compute(input, key, *rest) one vmap example at a time (numdiff.func._batched.per_example)."""
+    """compute(input, key, *rest) one vmap example at a time (numdiff._batched.per_example)."""
     parts = _key_parts(key)
     where = [i for i, k in enumerate(parts) if isinstance(k, Tensor)]
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._batched import VmapDataDependentError
 from numdiff._ground.args import is_int
 from numdiff._tensor_extras import narrow as narrow_method
 from numdiff.backend import to_host
 from numdiff.creation import arange
-from numdiff.func._batched import VmapDataDependentError
 from numdiff.ops._util import ensure_tensor, int_sequence, normalize_dim, vmapped
 from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
 from numdiff.tensor import Tensor

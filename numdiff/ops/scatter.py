@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._batched import per_example
 from numdiff.autograd.function import Function
 from numdiff.backend import holds_values, to_host
-from numdiff.func._batched import per_example
 from numdiff.ops._util import (
     broadcast_shape,
     check_same_device,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff import _dtype, creation
+from numdiff._batched import per_example
 from numdiff.backend import like_host, to_host
-from numdiff.func._batched import per_example
 from numdiff.ops import arithmetic, indexing, logical, selection
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import _check_index_tensor, _scatter_key

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import numdiff
 from numdiff.kernels import attention
 from tests.ops.cases_attention import attention_reference
 
@@ -20,6 +21,19 @@ def test_forward_matches_numpy(dtype, tol, causal):
     bias = rng.standard_normal((1, 6, 6)).astype(dtype)
     out = attention.attention_forward(q, k, v, bias, 0.5, causal, np.empty((3, 6, 6), dtype))
     np.testing.assert_allclose(out, attention_reference(q, k, v, bias, causal, 0.5), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("rows, cols", [(5, 9), (9, 5), (64, 64)])
+def test_causal_forward_with_more_or_fewer_keys_than_queries_matches_numpy(rows, cols):
+    # The forward reads row i's first min(i + 1, S) scores only: rows past S see every key, and a
+    # bias of -inf on a row's visible keys leaves it seeing none (output 0, log-sum-exp -inf).
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal(s) for s in ((2, rows, 4), (2, cols, 4), (2, cols, 3)))
+    bias = rng.standard_normal((2, rows, cols))
+    bias[1, 2, :] = -np.inf
+    out = attention.attention_forward(q, k, v, bias, 0.7, True, np.empty((2, rows, 4)))
+    np.testing.assert_allclose(out, attention_reference(q, k, v, bias, True, 0.7), rtol=1e-12, atol=1e-12)
+    assert out[1, 2, 3] == -np.inf and (out[1, 2, :3] == 0).all()
 
 
 def test_float32_backward_matches_float64():
@@ -45,3 +59,16 @@ def test_bad_arguments_name_the_kernel_and_the_shapes():
         attention.attention_forward(q.astype(np.float32), v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
     with pytest.raises(ValueError, match=r"attention_forward: out must have shape \(2, 3, 5\)"):
         attention.attention_forward(q, v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 4)))
+
+
+@pytest.mark.parametrize("rows, cols", [(5, 7), (7, 5)])
+def test_causal_backward_passes_gradcheck_with_more_or_fewer_keys_than_queries(rows, cols):
+    # The backward, like the forward, recomputes only each causal row's visible probabilities.
+    rng = np.random.default_rng(3)
+    q, k, v = (numdiff.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in ((2, rows, 3), (2, cols, 3), (2, cols, 4)))
+
+    def attend(q, k, v):
+        return numdiff.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    assert numdiff.autograd.gradcheck(attend, (q, k, v))

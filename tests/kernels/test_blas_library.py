@@ -107,3 +107,22 @@ def test_the_first_product_of_a_process_can_be_split_across_threads(library):
         pytest.skip("the mkl extra is not installed")
     env = dict(os.environ, NUMDIFF_BLAS=library, NUMBA_NUM_THREADS="2", NUMDIFF_BACKGROUND_COMPILE="0")
     subprocess.run([sys.executable, "-c", _FIRST_CALL_SPLIT], check=True, cwd=ROOT, env=env, timeout=600)
+
+
+def test_the_first_gemm_kernel_loads_scipys_blas_capsules_without_scipy_linalg():
+    # scipy.linalg's __init__ imports all of SciPy's linear algebra (0.2 s); a conv or a Linear layer
+    # needs only cython_blas. Once loaded, importing it from scipy.linalg gives that same module.
+    code = (
+        "import sys\n"
+        "import numdiff\n"
+        "x = numdiff.randn(2, 1, 8, 8, requires_grad=True)\n"
+        "numdiff.nn.functional.conv2d(x, numdiff.randn(3, 1, 3, 3)).sum().backward()\n"
+        "before = 'scipy.linalg' in sys.modules\n"
+        "from scipy.linalg import cython_blas\n"
+        "import scipy.linalg.cython_blas as by_path\n"
+        "print(before, cython_blas is by_path is sys.modules['scipy.linalg.cython_blas'])\n"
+    )
+    env = {**os.environ, "NUMDIFF_BLAS": "scipy"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]

@@ -78,6 +78,10 @@ def test_reduction_over_dims_matches_torch(name, data):
     tx = torch.tensor(array, requires_grad=True)
     out, tout = ours_fn(x, dim, keepdim), torch_fn(tx, _torch_dim(dim), keepdim)
     assert_close(out, tout, dtype)
+    if name == "std_biased":
+        # Two float32 values a subnormal apart have a std that underflows to 0: torch's backward then
+        # masks the gradient to 0, where numdiff's keeps the exact one (+-1/n of the spread's sign).
+        assume(np.all(np.abs(tout.detach().numpy()) >= np.finfo(dtype).tiny))
     grad = upstream(data.draw, out.shape, dtype)
     out.backward(numdiff.tensor(grad))
     tout.backward(torch.tensor(grad))
