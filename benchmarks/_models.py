@@ -50,21 +50,23 @@ def _adam_step(lib: Any, modules: list, loss_of: Callable, *inputs: Any) -> Call
     return step
 
 
-def _token_lm(lib: Any, quick: bool, compile_fn: Callable, cell: str) -> Callable[[], None]:
+def _token_lm(lib: Any, quick: bool, compile_fn: Callable, cell: str, sizes: tuple = (65, 64, 128, 1, 64, 16), **kwargs: Any) -> Callable[[], None]:
+    """Embedding, a recurrent layer `cell` (nn.LSTM, nn.GRU, nn.RNN), Linear back to the vocabulary;
+    sizes = (vocab, embedding, hidden, layers, steps, batch), time-major input."""
     nn, fn = lib.nn, lib.nn.functional
-    steps, batch, vocab = (8, 2, 65) if quick else (64, 16, 65)
+    vocab, embedding, hidden, layers, steps, batch = (sizes[0], 16, 24, sizes[3], 8, 2) if quick else sizes
 
-    class CharRNN(nn.Module):
+    class TokenRNN(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.embed = nn.Embedding(vocab, 64)
-            self.rnn = getattr(nn, cell)(64, 128)
-            self.head = nn.Linear(128, vocab)
+            self.embed = nn.Embedding(vocab, embedding)
+            self.rnn = getattr(nn, cell)(embedding, hidden, layers, **kwargs)
+            self.head = nn.Linear(hidden, vocab)
 
         def forward(self, x: Any) -> Any:
             return self.head(self.rnn(self.embed(x))[0])
 
-    model = CharRNN()
+    model = TokenRNN()
     same_weights(lib, model)
     rng = _data(1)
     x = lib.tensor(rng.integers(0, vocab, (steps, batch)))
@@ -81,6 +83,17 @@ def char_lstm(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]
 def char_gru(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """As char_lstm with a GRU."""
     return _token_lm(lib, quick, compile_fn, "GRU")
+
+
+def rnn_tanh(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
+    """As char_lstm with an Elman RNN (tanh)."""
+    return _token_lm(lib, quick, compile_fn, "RNN")
+
+
+def word_lstm(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
+    """pytorch/examples' word_language_model LSTM: embedding 200, 2 layers of hidden 200, bptt 35,
+    batch 20; a 1000-word vocabulary (as word_transformer, not wikitext-2's 33278) and no dropout."""
+    return _token_lm(lib, quick, compile_fn, "LSTM", (1000, 200, 200, 2, 35, 20))
 
 
 def word_transformer(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
@@ -391,7 +404,7 @@ def gcn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
 WORKLOADS: dict[str, Callable[..., Callable[[], None]]] = {
     f.__name__: f
     for f in (
-        char_lstm, char_gru, word_transformer, min_gpt, cifar_bn, cnn3d, resnet, dcgan, vae, super_resolution,
+        char_lstm, char_gru, rnn_tanh, word_lstm, word_transformer, min_gpt, cifar_bn, cnn3d, resnet, dcgan, vae, super_resolution,
         style_transfer, per_sample_grads, gcn,
     )
 }  # fmt: skip

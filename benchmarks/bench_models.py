@@ -4,9 +4,9 @@ PyTorch eager, the same weights, at 1 and 2 threads.
     python benchmarks/bench_models.py [--threads 1,2] [--repeat 7] [--only char_lstm,gcn]
                                       [--quick] [--cpu-time] [--same-process] [--markdown FILE]
 
-Workloads (benchmarks/_models.py, each written once against either library): char-level LSTM and
-GRU language models, a word-level transformer LM, a minGPT-sized decoder, a CIFAR CNN with
-BatchNorm, a small ResNet, a DCGAN generator + discriminator step, a VAE, super-resolution with
+Workloads (benchmarks/_models.py, each written once against either library): char-level LSTM,
+GRU and Elman RNN language models, word_language_model's two-layer LSTM, a word-level
+transformer LM, a minGPT-sized decoder, a CIFAR CNN with BatchNorm, a small ResNet, a DCGAN generator + discriminator step, a VAE, super-resolution with
 pixel shuffle, a style-transfer net with InstanceNorm and upsampling, per-sample gradients
 through vmap, and a GCN. One step is forward, backward and an Adam update (per_sample_grads: the
 per-sample gradients). Each candidate runs in a worker process of its own that imports only its

@@ -14,6 +14,7 @@ import types as _types
 
 from numdiff import _exports, _numpy_names, _tensor_methods, _torch_misc, _torch_names
 from numdiff import overrides as _overrides
+from numdiff._allocator import keep_freed_memory as _keep_freed_memory
 from numdiff._defaults import get_default_device, get_default_dtype, set_default_device, set_default_dtype
 from numdiff._device import device
 from numdiff._dtype import bool_ as bool  # noqa: A001 - PyTorch's name
@@ -205,6 +206,7 @@ from numdiff.ops.unary import absolute, arctan2, round
 from numdiff.sampling import bernoulli, multinomial, normal
 from numdiff.tensor import Size, Tensor
 
+_keep_freed_memory()  # numdiff/_allocator.py: freed arrays stay mapped, no page faults per step
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})
 _TORCH_NAMES = {**_torch_misc.FUNCTIONS, **_torch_names.functions(globals())}  # arccos, cov, quantile, hann_window...

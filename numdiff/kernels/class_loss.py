@@ -19,8 +19,11 @@ leaves the coefficients at 0; the caller then divides the loss 0 by 0 to NaN, as
 Loop nest: targets once (validated and counted, for D), then rows i (serial: the work is N*C,
 tiny next to a parallel region's start-up) with classes c three times: the maximum, the
 exponentials (kept in first_order) and their sum, then the outputs. One exp per element, in the
-logits' precision (a second exp per element, or float64 exps, doubled the time); sums in float64,
-rounded once on store. Extra memory: none. Targets are checked inside the first pass
+logits' precision (a second exp per element, or float64 exps, doubled the time), from
+numdiff.kernels._vecmath so that the loop vectorises (error_model="numpy"); sums in float64 with
+four running sums, rounded once on store. (700, 1000) float32, one thread: 5.1 ms with the C
+library's exp and one running sum, 1.7 ms so (PyTorch's forward and backward: 2.7-3.1 ms).
+Extra memory: none. Targets are checked inside the first pass
 and an out-of-range one is reported by its row before anything is written (the functional
 checks them earlier with a fuller message; this guards direct calls of the op).
 """
@@ -31,13 +34,29 @@ import math
 
 import numpy as np
 
+from numdiff.kernels import _vecmath
 from numdiff.kernels._checks import check_float_arrays, check_index_array, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["cross_entropy_rows"]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _row_sum64(row):
+    """sum(row) in float64 with four running sums (one chain of dependent adds ran 4x slower)."""
+    s0 = s1 = s2 = s3 = 0.0
+    n4 = row.shape[0] - row.shape[0] % 4
+    for c in range(0, n4, 4):
+        s0 += row[c]
+        s1 += row[c + 1]
+        s2 += row[c + 2]
+        s3 += row[c + 3]
+    for c in range(n4, row.shape[0]):
+        s0 += row[c]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _cross_entropy_rows(x, target, ignore_index, mean, per_entry, coeff, coeff_sum, first_order):
     """Returns (kept entries, sum of per_entry in float64, -1), or (0, 0.0, the first row whose
     target is out of range)."""
@@ -52,29 +71,28 @@ def _cross_entropy_rows(x, target, ignore_index, mean, per_entry, coeff, coeff_s
     divisor = float(kept) if mean and kept > 0 else 1.0
     total = 0.0
     for i in range(n):
-        m = x[i, 0]
+        row = x[i]
+        exps = first_order[i]
+        m = row[0]
         for c in range(1, classes):
-            if x[i, c] > m:
-                m = x[i, c]
-        s = 0.0
+            m = max(m, row[c])
         for c in range(classes):
-            e = math.exp(x[i, c] - m)  # in x's precision: float32 exp for float32 logits
-            first_order[i, c] = e
-            s += e
+            exps[c] = _vecmath.exp(row[c] - m)  # in x's precision, vectorised
+        s = _row_sum64(exps)
         t = target[i]
         weight = 0.0 if t == ignore_index else 1.0
         scale = -weight / divisor
         coeff_sum[i, 0] = scale
         factor = -scale / s  # softmax(x)[i, c] * -scale = exp(x[i, c] - m) * factor
+        coeff[i, :] = 0.0
         for c in range(classes):
-            coeff[i, c] = 0.0
-            first_order[i, c] *= factor
+            exps[c] *= factor
         if weight != 0.0:
-            loss = -(x[i, t] - m - math.log(s))
+            loss = -(row[t] - m - math.log(s))
             per_entry[i] = loss
             total += loss
             coeff[i, t] = scale
-            first_order[i, t] += scale
+            exps[t] += scale
         else:
             per_entry[i] = 0.0
     return kept, total, -1

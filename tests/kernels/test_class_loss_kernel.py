@@ -28,7 +28,7 @@ def _reference(x, target, ignore_index, mean):
     return per_entry, int(kept.sum()), grad
 
 
-@pytest.mark.parametrize("n,classes", [(1, 1), (5, 3), (64, 10), (7, 130)])
+@pytest.mark.parametrize("n,classes", [(1, 1), (5, 3), (64, 10), (7, 130), (9, 1001)])
 @pytest.mark.parametrize("mean", [True, False], ids=["mean", "sum"])
 def test_kernel_matches_float64_reference_with_ignored_entries(n, classes, mean, dtype, tol, rng):
     x = (3 * rng.standard_normal((n, classes))).astype(dtype)
@@ -42,6 +42,15 @@ def test_kernel_matches_float64_reference_with_ignored_entries(n, classes, mean,
     np.testing.assert_allclose(first_order, want_grad, **tol)
     np.testing.assert_allclose(coeff.sum(axis=1, keepdims=True), coeff_sum, **tol)
     assert per_entry.dtype == coeff.dtype == first_order.dtype == dtype
+
+
+def test_minus_infinity_logits_get_zero_probability_and_nan_rows_stay_nan():
+    x = np.array([[0.0, -np.inf, 1.0, -np.inf, 2.0], [np.nan, 1.0, 2.0, 0.0, 0.0]], np.float32)
+    per_entry, _, _, _, _, first_order = cross_entropy_rows(x, np.array([0, 1]), -100, False)
+    want_entry, _, want_grad = _reference(x[:1], np.array([0]), -100, False)
+    np.testing.assert_allclose(per_entry[0], want_entry[0], rtol=1e-6)
+    np.testing.assert_allclose(first_order[0], want_grad[0], rtol=1e-6, atol=1e-7)
+    assert np.isnan(per_entry[1])
 
 
 def test_kernel_with_every_entry_ignored_leaves_zero_coefficients():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from numdiff.kernels import recurrent
+from numdiff.kernels._row_products import add_products_nt
 from tests.ops.cases_recurrent import gru_reference, lstm_reference, rnn_reference
 
 L, N, H = 5, 3, 4
@@ -29,6 +30,20 @@ def test_forward_kernels_match_numpy_loops(dtype, tol):
     for relu in (False, True):
         out = recurrent.rnn_sequence_forward(p, h0, w, np.empty((L, N, H), dtype), relu)
         np.testing.assert_allclose(out, rnn_reference(p, h0, w, relu), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+@pytest.mark.parametrize("rows, cols, inner", [(1, 1, 1), (4, 3, 8), (5, 7, 13), (9, 4, 2), (16, 12, 33)])
+def test_row_products_add_a_times_b_transposed_into_c(dtype, tol, rows, cols, inner):
+    """Blocks of 4 rows x 3 columns, leftover rows and columns, row views of 3-D arrays (as the
+    kernels pass them) and a C that already holds values, against NumPy."""
+    rng = np.random.default_rng(rows * 100 + cols)
+    a = rng.standard_normal((2, rows, inner + 3)).astype(dtype)[1, :, 1 : inner + 1]
+    b = rng.standard_normal((cols, inner)).astype(dtype)
+    c = rng.standard_normal((rows, cols)).astype(dtype)
+    expected = c.astype(np.float64) + a.astype(np.float64) @ b.T.astype(np.float64)
+    add_products_nt(a, b, c)
+    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol * inner)
 
 
 def test_float32_backward_matches_float64():

@@ -128,4 +128,33 @@ CASES = [
         args(normal(L, N, H), normal(L, N, H), normal(N, H), normal(H, H)),
         _rnn_backward, _rnn_backward_reference, second_order=False, **CLOSE,
     ),
+    # Five rows of batch and H = 4: the per-step products' blocks of 4 x 3 dot products run, with
+    # one leftover row and (for 4H and H) one leftover column (numdiff.kernels._row_products).
+    OpCase(
+        "lstm_sequence", "blocked-products", args(normal(2, 5, 16), normal(5, 4), normal(5, 4), normal(16, 4)),
+        recurrent.lstm_sequence, lstm_reference, **CLOSE,
+    ),
+    OpCase(
+        "gru_sequence", "blocked-products", args(normal(2, 5, 12), normal(5, 4), normal(12, 4), normal(12)),
+        recurrent.gru_sequence, gru_reference, **CLOSE,
+    ),
+    OpCase(
+        "rnn_sequence", "blocked-products", args(normal(2, 5, 4), normal(5, 4), normal(4, 4)),
+        recurrent.rnn_sequence, lambda p, h0, w: rnn_reference(p, h0, w, False), **CLOSE,
+    ),
+    OpCase(
+        "lstm_sequence_backward", "blocked-products",
+        args(normal(2, 5, 24), normal(2, 5, 16), normal(5, 4), normal(5, 4), normal(16, 4)),
+        _lstm_backward, _lstm_backward_reference, second_order=False, **CLOSE,
+    ),
+    OpCase(
+        "gru_sequence_backward", "blocked-products",
+        args(normal(2, 5, 20), normal(2, 5, 12), normal(5, 4), normal(12, 4), normal(12)),
+        _gru_backward, _gru_backward_reference, second_order=False, **CLOSE,
+    ),
+    OpCase(
+        "rnn_sequence_backward", "blocked-products",
+        args(normal(2, 5, 4), normal(2, 5, 4), normal(5, 4), normal(4, 4)),
+        _rnn_backward, _rnn_backward_reference, second_order=False, **CLOSE,
+    ),
 ]  # fmt: skip

@@ -1,0 +1,107 @@
+"""The per-step product of a recurrent layer, ``c += a @ b.T``, as register-blocked dot products.
+
+A recurrent step multiplies a short batch of states by a fixed weight: (16, 128) @ (128, 512)
+in the char LSTM, 64 times forward and 64 times backward. BLAS packs the weight again on every
+call and is tuned for larger products. Here both operands are read as they lie, rows
+contiguous along the summed axis: ``c[m, n] += sum_k a[m, k] * b[n, k]``. Four rows of `a` and
+three rows of `b` give twelve sums in one loop over k, which LLVM vectorises into twelve vector
+accumulators (7 loads per 12 multiply-adds, nothing stored inside the loop); the sums are added
+to `c` once at the end. The backward step's ``d_gates @ W_hh`` reads the weight's transpose,
+which the kernels copy once per sequence. Leftover rows (m % 4, n % 3) run as one-row blocks
+and single dot products.
+
+Measured (thread CPU time, one thread, float32, AMD EPYC, AVX2, best of 31): 16x128 by 128x512
+in 44 us against 64 us for SciPy's OpenBLAS sgemm on the same views; 16x512 by 512x128 42 us
+against 71 us; word_language_model's 20x200 by 200x800 93 us against 181 us. With the blocks as
+functions of their own rather than inlined, the first took 56 us. Summation order differs
+from BLAS (eight lanes, then across them): results agree to rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numdiff.kernels._self_healing_cache import njit
+
+__all__ = ["add_products_nt"]
+
+# reassoc lets LLVM split each sum into vector lanes; contract fuses the multiply-adds.
+_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+@njit(inline="always", **_OPTIONS)
+def _dot(a, b):
+    total = a.dtype.type(0)
+    for k in range(a.shape[0]):
+        total += a[k] * b[k]
+    return total
+
+
+@njit(inline="always", **_OPTIONS)
+def _block_4x3(a0, a1, a2, a3, b0, b1, b2, c, i, j):
+    """c[i:i+4, j:j+3] += the twelve dot products of a0..a3 with b0..b2 (one loop over k)."""
+    s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = s30 = s31 = s32 = a0.dtype.type(0)
+    for k in range(a0.shape[0]):
+        x0, x1, x2, x3 = a0[k], a1[k], a2[k], a3[k]
+        y0, y1, y2 = b0[k], b1[k], b2[k]
+        s00 += x0 * y0
+        s01 += x0 * y1
+        s02 += x0 * y2
+        s10 += x1 * y0
+        s11 += x1 * y1
+        s12 += x1 * y2
+        s20 += x2 * y0
+        s21 += x2 * y1
+        s22 += x2 * y2
+        s30 += x3 * y0
+        s31 += x3 * y1
+        s32 += x3 * y2
+    c[i, j] += s00
+    c[i, j + 1] += s01
+    c[i, j + 2] += s02
+    c[i + 1, j] += s10
+    c[i + 1, j + 1] += s11
+    c[i + 1, j + 2] += s12
+    c[i + 2, j] += s20
+    c[i + 2, j + 1] += s21
+    c[i + 2, j + 2] += s22
+    c[i + 3, j] += s30
+    c[i + 3, j + 1] += s31
+    c[i + 3, j + 2] += s32
+
+
+@njit(inline="always", **_OPTIONS)
+def _block_1x3(a0, b0, b1, b2, c, i, j):
+    s0 = s1 = s2 = a0.dtype.type(0)
+    for k in range(a0.shape[0]):
+        x = a0[k]
+        s0 += x * b0[k]
+        s1 += x * b1[k]
+        s2 += x * b2[k]
+    c[i, j] += s0
+    c[i, j + 1] += s1
+    c[i, j + 2] += s2
+
+
+@njit(**_OPTIONS)
+def add_products_nt(a, b, c):
+    """``c += a @ b.T``: a (M, K), b (N, K), c (M, N), any layout (a and b are read through
+    C-contiguous copies unless they are C-contiguous already). Loop nest: blocks of 3 rows of b,
+    inside them blocks of 4 rows of a, each one loop over k; runs on the calling thread. Shapes
+    are the caller's to check."""
+    # Row views of a 3-D array arrive typed as any-layout, and LLVM only vectorises the k loops
+    # over rows known to be unit-stride: a C-typed copy of a (N x K, a few KB) is cheaper.
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    rows, cols = c.shape
+    rows4 = rows - rows % 4
+    cols3 = cols - cols % 3
+    for j in range(0, cols3, 3):
+        b0, b1, b2 = b[j], b[j + 1], b[j + 2]
+        for i in range(0, rows4, 4):
+            _block_4x3(a[i], a[i + 1], a[i + 2], a[i + 3], b0, b1, b2, c, i, j)
+        for i in range(rows4, rows):
+            _block_1x3(a[i], b0, b1, b2, c, i, j)
+    for j in range(cols3, cols):
+        for i in range(rows):
+            c[i, j] += _dot(a[i], b[j])
