@@ -54,7 +54,7 @@ def _free_names(function: types.FunctionType) -> list:
     for chain in sorted(_attribute_chains(function.__code__)):
         holder = globals_.get(chain[0])
         for name in chain[1:]:
-            if type(holder) is not types.ModuleType or is_library(holder.__name__):
+            if not isinstance(holder, types.ModuleType) or is_library(holder.__name__):
                 break
             found.append((vars(holder), name))
             holder = vars(holder).get(name)

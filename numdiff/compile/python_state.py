@@ -119,7 +119,7 @@ class StateWalk:
             if is_user_class(value):
                 return (kind, id(value), self._class_state(value))
             return self._identity(value)
-        if kind is types.ModuleType or kind is types.CellType:
+        if isinstance(value, types.ModuleType) or kind is types.CellType:  # numdiff is a ModuleType subclass
             return self._identity(value)
         if is_user_class(kind) or hasattr(value, "__dict__") and not callable(value):
             return (kind, id(value), self._attributes(value), self._class_state(kind))

@@ -4,6 +4,9 @@ guarded (a change retraces) or makes the function run eagerly, with a warning sa
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 import types
 import warnings
 
@@ -548,3 +551,36 @@ def test_a_callable_objects_call_method_globals():
         CALL_SCALE = 7.0
 
     _check(numdiff.compile(scaled), scaled, mutate, _x())
+
+
+def test_numdiff_itself_is_guarded_by_identity_not_by_its_attributes():
+    # numdiff's module object is a ModuleType subclass (numdiff/__init__.py's _Package): a guard that
+    # compared its attributes found the names its first call loaded lazily, and fell back to eager.
+    from numdiff.compile.guards import PythonGuard
+    from numdiff.compile.python_state import StateWalk
+
+    assert StateWalk(numdiff.nn.Module).snap(numdiff)[0] == "id"
+    guard = PythonGuard(lambda x: numdiff.sin(x))
+    assert not guard.deep and guard.holds()
+
+
+def test_a_first_compiled_call_that_loads_a_deferred_package_is_replayed():
+    # In a fresh process `import numdiff` loads the core only; the compiled function's first call
+    # loads numdiff.nn (and compile's own modules), which adds names to numdiff's namespace.
+    program = (
+        "import warnings\n"
+        "import numpy as np\n"
+        "import numdiff as nd\n"
+        "x = nd.tensor(np.linspace(-1, 1, 16, dtype=np.float32), requires_grad=True)\n"
+        "f = nd.compile(lambda x: nd.nn.functional.relu(nd.sin(x)).exp().sum())\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    for _ in range(3):\n"
+        "        x.grad = None\n"
+        "        f(x).backward()\n"
+        "print('fallbacks:', [str(w.message) for w in seen if 'numdiff.compile' in str(w.message)])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600,
+                          cwd=os.path.dirname(os.path.dirname(numdiff.__file__)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "fallbacks: []" in done.stdout, done.stdout
