@@ -5,8 +5,6 @@ numdiff's own layers call the implementations."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from numdiff import nn
 from numdiff.nn import _implementations
 from numdiff.ops import conv as conv_ops
 from numdiff.ops import reduction
+from tests.python_calls import calls_into
 
 WRAPPER_FILES = ("numdiff/overrides.py", "numdiff/_numpy_names.py", "numdiff/_out_argument.py")
 
@@ -30,22 +29,6 @@ def _wrapper_frames(fn: Any) -> list[str]:
             frames.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_name}")
         fn = getattr(fn, "__wrapped__", None)
     return frames
-
-
-def _calls_into(files: tuple[str, ...], run: Callable[[], Any]) -> list[str]:
-    """The Python functions defined in `files` that `run()` calls, in order."""
-    seen: list[str] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename.endswith(files):
-            seen.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return seen
 
 
 def test_every_exported_function_has_at_most_one_wrapper() -> None:
@@ -74,7 +57,7 @@ def test_plain_arguments_cost_no_helper_call_in_the_protocol_check() -> None:
     call = lambda: F.conv2d(x, w, None, (1, 1), (1, 1), (1, 1), 1)  # noqa: E731
     call()  # the first call of an argument type looks it up once
     # the wrapper itself: Tensors, None, ints and tuples of ints are looked up inline
-    assert _calls_into(("numdiff/overrides.py",), call) == ["public"]
+    assert calls_into(("numdiff/overrides.py",), call) == ["public"]
 
 
 @pytest.mark.parametrize(("layer", "shape"), [
@@ -89,7 +72,7 @@ def test_plain_arguments_cost_no_helper_call_in_the_protocol_check() -> None:
 ])  # fmt: skip
 def test_numdiff_layers_call_the_implementations_without_the_export_wrapper(layer: nn.Module, shape: tuple[int, ...]) -> None:
     x = numdiff.randn(*shape)
-    assert _calls_into(("numdiff/overrides.py", "numdiff/_out_argument.py"), lambda: layer(x)) == []
+    assert calls_into(("numdiff/overrides.py", "numdiff/_out_argument.py"), lambda: layer(x)) == []
     assert numdiff.allclose(layer(x), layer.forward(x))
 
 

@@ -10,6 +10,7 @@ import numdiff
 from numdiff.autograd import SavedTensorFreedError
 from numdiff.autograd.function import AccumulateGrad, Node, SavedTensorModifiedError
 from numdiff.ops.elementwise import FUNCTIONS
+from tests.python_calls import calls_into
 
 
 def test_recorded_node_matches_what_node_builds():
@@ -70,20 +71,7 @@ def test_backward_frees_saved_state_but_keeps_a_node_that_saved_nothing_reusable
 
 
 def _function_py_calls(run, file="numdiff/autograd/function.py"):
-    import sys
-
-    seen = []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename.endswith(file):
-            seen.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return seen
+    return calls_into((file,), run)
 
 
 def test_apply_runs_an_op_without_helper_calls_of_its_own():
