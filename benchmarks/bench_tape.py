@@ -151,12 +151,13 @@ def main() -> None:
             f"{backward_ours / backward_theirs:>7.2f}x"
         )
 
-    growth, peak = memory_growth(args.memory_steps, args.memory_ops)
-    print(
-        f"\ntracemalloc: {args.memory_steps} forward+backward steps of a {args.memory_ops}-op chain "
-        f"left {growth} bytes ({growth / args.memory_steps:.2f} bytes/step); peak above start "
-        f"{peak / 1024:.1f} KiB"
-    )
+    if args.memory_steps > 0:  # --memory-steps 0 leaves the memory check out
+        growth, peak = memory_growth(args.memory_steps, args.memory_ops)
+        print(
+            f"\ntracemalloc: {args.memory_steps} forward+backward steps of a {args.memory_ops}-op chain "
+            f"left {growth} bytes ({growth / args.memory_steps:.2f} bytes/step); peak above start "
+            f"{peak / 1024:.1f} KiB"
+        )
 
     if args.profile:
         profile(args.ops, calls=200)
