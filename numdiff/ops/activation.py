@@ -19,7 +19,7 @@ from numdiff._ground.scalar_expressions import ScalarRule
 from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import Function
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
-from numdiff.ops.elementwise import FUNCTIONS
+from numdiff.ops.elementwise import FUNCTIONS, eager_unary
 from numdiff.ops.registry import register
 from numdiff.ops.selection import clamp, where
 from numdiff.overrides import dispatch, dispatch_call, honours_protocol, is_overridable
@@ -59,12 +59,20 @@ def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
 @honours_protocol
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0); integer tensors too, as in PyTorch."""
+    return _relu(input, True) if inplace else _relu_eager(input)
+
+
+def _relu(input: Tensor, inplace: bool = False) -> Tensor:
     if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
         return dispatch(relu, (input,), {"inplace": inplace} if inplace else {})
     if _is_integral(input):
         return _integral_clamp(input, 0, None, inplace)
     _check_float("relu", input)
     return _maybe_inplace("relu_", input, Relu.apply, inplace) if inplace else Relu.apply(input)
+
+
+# Float tensors on the host, eagerly: ops/_elementwise_eager.py; everything else: _relu.
+_relu_eager = eager_unary(Relu, _relu)
 
 
 @honours_protocol

@@ -15,6 +15,7 @@ from numdiff._dtype import bfloat16, cast_array
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.backend import is_host
+from numdiff.ops import _elementwise_eager as elementwise_eager
 from numdiff.ops._util import (
     as_default_float,
     as_result,
@@ -36,8 +37,7 @@ mul = PUBLIC["mul"]
 neg = PUBLIC["neg"]
 
 
-@honours_protocol
-def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def _add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting.
 
     >>> numdiff.add(numdiff.tensor([1.0, 2.0]), 1.0, alpha=2)  # doctest: +SKIP
@@ -51,8 +51,7 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         return dispatch(add, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
-@honours_protocol
-def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def _sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting; a bool operand is refused, as in PyTorch."""
     if _is_bool(input) or _is_bool(other):
         raise BoolOperandError(
@@ -67,9 +66,7 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         return dispatch(sub, (input, other), {} if alpha == 1 else {"alpha": alpha})
 
 
-@host_function
-@honours_protocol
-def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+def _div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division (``rounding_mode`` "floor"/"trunc" give non-differentiable results)."""
     if rounding_mode is None:
         # A Python int divides as a number, not wrapped into an integer tensor's dtype (int8 / 300).
@@ -95,6 +92,20 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         quotient = cast_array(np.asarray(quotient), bfloat16)  # computed in float32, rounded once
     # as_result: NumPy gives a scalar, not a 0-d array, for two 0-d operands.
     return Tensor._wrap(as_result(quotient), None, None)
+
+
+def _eager(name: str, function: type[Function], ufunc: Any, general: Any) -> Any:
+    """`general` with the elementwise eager fast path in front (ops/_elementwise_eager.py), exported
+    as `name`; a call with alpha or rounding_mode goes to `general`."""
+    fast = honours_protocol(elementwise_eager.binary(function, ufunc, general))
+    fast.__name__ = fast.__qualname__ = name
+    return fast
+
+
+add = _eager("add", Add, np.add, _add)
+sub = _eager("sub", Sub, np.subtract, _sub)
+# Traced as a host call under numdiff.compile and vmap (host_function), inside the general path.
+div = _eager("div", Div, np.true_divide, host_function(_div))
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:

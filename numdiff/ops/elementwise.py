@@ -29,6 +29,7 @@ from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for, is_host
+from numdiff.ops import _elementwise_eager as elementwise_eager
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
@@ -47,6 +48,7 @@ PUBLIC: dict[str, Callable[..., Tensor]] = {}
 UFUNC_FORWARD = frozenset(name for name, rule in RULES.items() if rule.ufunc)
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_F32, _F64 = _FLOATS
 _HALF = np.dtype(np.float16)
 
 
@@ -131,24 +133,26 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         return vjps
 
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
-    splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> _backward_split
-    # needs_input_grad -> per saved input, whether a needed vjp reads it. x * 2 keeps no x: only
-    # the gradient of the 2 would read it. Saving it anyway held it alive and made an in-place
-    # change to x after the product fail backward with SavedTensorModifiedError, unlike PyTorch.
-    keeps: dict[tuple[bool, ...], tuple[bool, ...]] = {}
+    splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> (passed, needed, small_backward, SMALL)
+    # needs_input_grad -> save_plan. x * 2 keeps no x: only the gradient of the 2 would read it.
+    # Saving it anyway held it alive and made an in-place change to x after the product fail
+    # backward with SavedTensorModifiedError, unlike PyTorch.
+    keeps: dict[tuple[bool, ...], tuple[int | None, ...]] = {}
     arity = rule.arity
 
-    def _saved_items(ctx, inputs: tuple, out: Any) -> list:
-        needs = ctx.needs_input_grad
-        kept = keeps.get(needs)
-        if kept is None:
+    def save_plan(needs: tuple[bool, ...]) -> tuple[int | None, ...]:
+        """Per name in rule.saved, what the node keeps for these needs: an input's index, -1 for the
+        output, or None where no needed derivative reads it (ops/_elementwise_eager.py reads it too)."""
+        plan = keeps.get(needs)
+        if plan is None:
             vjp_names = [names_in(expression) for expression in derive_vjps()]
             read = set().union(*(vjp_names[i] for i, need in enumerate(needs) if need)) if len(needs) == rule.arity else None
-            kept = keeps[needs] = tuple(read is None or saved[k] in read for k in range(len(saved_inputs)))
-        items = [inputs[i] if keep else None for i, keep in zip(saved_inputs, kept)]
-        if saves_out:
-            items.append(out)
-        return items
+            plan = tuple(i if read is None or saved[k] in read else None for k, i in enumerate(saved_inputs))
+            plan = keeps[needs] = plan + (-1,) if saves_out else plan
+        return plan
+
+    def _saved_items(ctx, inputs: tuple, out: Any) -> list:
+        return [None if i is None else out if i == -1 else inputs[i] for i in save_plan(ctx.needs_input_grad)]
 
     def forward(ctx, *inputs, **attrs):
         x = inputs[0]
@@ -183,17 +187,22 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             )
         split = splits.get(needs)
         if split is None:
-            split = splits[needs] = _backward_split(derive_vjps(), needs)
-        passed, needed = split
+            passed, needed = _backward_split(derive_vjps(), needs)
+            small = cpu.small_backward(rule, needed) if needed else None
+            split = splits[needs] = (passed, needed, small, cpu.SMALL)
+        passed, needed, small, small_size = split
         gradients: list[Any] = [None] * arity
         for i in passed:
             gradients[i] = grad
         if needed:
             g = grad._data
-            arrays = dict(zip(saved, ctx.saved_arrays())) if saved else {}
-            arrays["g"] = g
-            attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
-            results = backend_for(g).rule_backward(rule, needed, arrays, attrs)
+            if small is not None and is_host(g) and (g.dtype is _F32 or g.dtype is _F64) and g.size <= small_size:
+                results = small(g, *ctx.saved_arrays())  # the eager per-op path: a tiny host gradient
+            else:
+                arrays = dict(zip(saved, ctx.saved_arrays())) if saved else {}
+                arrays["g"] = g
+                attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
+                results = backend_for(g).rule_backward(rule, needed, arrays, attrs)
             for i, result in zip(needed, results):
                 gradients[i] = Tensor._wrap(result, None, None)
         return tuple(gradients)
@@ -203,6 +212,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         "__doc__": f"{rule.name}: out = {rule.forward}; d/d{', d/d'.join(rule.inputs)} = {', '.join(rule.derivatives)}.",
         "__module__": __name__,
         "rule": rule,
+        "save_plan": staticmethod(save_plan),
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
     })  # fmt: skip
@@ -235,8 +245,18 @@ def _float_tensor(op: str, x: Any, dtypes: str) -> Any:
     return x
 
 
+def eager_unary(function: type[Function], general: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """`general` (the public function of `function`'s unary rule, without attributes) with the eager
+    fast path in front: the rule's ufunc, else its contiguous loop (ops/_elementwise_eager.py)."""
+    rule = function.rule
+    if rule.ufunc:
+        return elementwise_eager.unary(function, getattr(np, rule.ufunc), general)
+    return elementwise_eager.unary(function, lambda x: cpu.forward_contiguous(rule, x, ()), general, contiguous_only=True)
+
+
 def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Tensor]:
     defaults = dict(rule.attrs)
+    ufunc = getattr(np, rule.ufunc) if rule.ufunc else None  # on float arrays (_host_forward's bool cases aside)
 
     def check_attrs(attrs: dict) -> dict:
         if not attrs and not defaults:
@@ -252,7 +272,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
 
     if rule.dtypes == "integral":  # the roundings: the identity on integers, as PyTorch
 
-        def public(input: Tensor) -> Tensor:
+        def general(input: Tensor) -> Tensor:
             if isinstance(input, Tensor) and input._data.dtype.kind in "iu":
                 return input.clone()
             try:
@@ -262,7 +282,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
 
     elif rule.arity == 1 and not defaults:  # no attrs: no keyword handling on the hot path
 
-        def public(input: Tensor) -> Tensor:
+        def general(input: Tensor) -> Tensor:
             try:  # free unless raised: a protocol operand (numdiff.overrides) takes the call over
                 return function.apply(_float_tensor(rule.name, input, rule.dtypes))
             except ForeignOperandError:
@@ -270,7 +290,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
 
     elif rule.arity == 1:
 
-        def public(input: Tensor, *values: float, **attrs: float) -> Tensor:
+        def general(input: Tensor, *values: float, **attrs: float) -> Tensor:
             if values:  # attrs by position too, in the rule's order (polygamma's vjp: math.polygamma(x, order))
                 if len(values) > len(defaults):
                     raise TypeError(f"{rule.name}: takes at most {len(defaults)} attributes {list(defaults)}, got {len(values)}")
@@ -282,7 +302,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
 
     elif rule.dtypes == "any" and not defaults:
 
-        def public(input: Any, other: Any) -> Tensor:
+        def general(input: Any, other: Any) -> Tensor:
             try:
                 return function.apply(*operands(rule.name, input, other))
             except ForeignOperandError:
@@ -290,7 +310,7 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
 
     else:
 
-        def public(input: Any, other: Any, **attrs: float) -> Tensor:
+        def general(input: Any, other: Any, **attrs: float) -> Tensor:
             try:
                 a, b = operands(rule.name, input, other)
             except ForeignOperandError:
@@ -302,6 +322,13 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
                 b = as_default_float(b) if isinstance(b, Tensor) else float(b)
             return function.apply(a, b, **check_attrs(attrs))
 
+    # The eager fast path in front (ops/_elementwise_eager.py); `dispatch(public, ...)` above hands
+    # protocol operands the exported function.
+    public = general
+    if rule.arity == 1 and not defaults:
+        public = eager_unary(function, general)
+    elif rule.dtypes == "any" and not defaults and ufunc is not None:
+        public = elementwise_eager.binary(function, ufunc, general)
     honours_protocol(public)
     public.__name__ = public.__qualname__ = rule.name
     public.__module__ = __name__
