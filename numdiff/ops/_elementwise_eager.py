@@ -37,15 +37,13 @@ _new = object.__new__
 _OUT = -1  # in a save plan: the op's output
 
 
-def _edge(t: Tensor) -> Any:
-    """The node `t`'s gradient flows to: its grad_fn, its AccumulateGrad, or None."""
-    node = t._grad_fn
-    if node is None and t._requires_grad:
-        ref = t._grad_accumulator
-        node = ref() if ref is not None else None
-        if node is None:
-            node = leaf_accumulator(t)
-    return node
+def _leaf_edge(t: Tensor) -> Any:
+    """The AccumulateGrad node of leaf `t` (requires grad), or None when it does not."""
+    if not t._requires_grad:
+        return None
+    ref = t._grad_accumulator
+    node = ref() if ref is not None else None
+    return leaf_accumulator(t) if node is None else node
 
 
 def _result(out: Any) -> Tensor:
@@ -61,15 +59,6 @@ def _result(out: Any) -> Tensor:
     t._base = None
     t._post_accumulate_hooks = None
     return t
-
-
-def _computed(ufunc: Callable[..., Any], a: Any, b: Any) -> Any:
-    """``ufunc(a, b)``, or None where it raises: the general path then checks the operands and
-    raises its own error (not chained to NumPy's)."""
-    try:
-        return ufunc(a, b)
-    except Exception:
-        return None
 
 
 def _record(function: type[Function], result: Tensor, next_nodes: list, shapes: list, needs: tuple,
@@ -143,9 +132,14 @@ def binary(function: type[Function], ufunc: Callable[..., Any], general: Callabl
             or anywhere.levels or _profiling.recorder is not None
         ):
             return general(input, other)
+        try:
+            out = ufunc(a, b)
+        except Exception:  # the general path checks the operands and raises its own error
+            out = None
+        if out is None:
+            return general(input, other)
         if not _state.enabled:
-            out = _computed(ufunc, a, b)
-            return general(input, other) if out is None else _result(out)
+            return _result(out)
         tensor_a = a is not input  # the operand is a Tensor (a number is its own value)
         tensor_b = b is not other
         # A stale view takes its base's new history before its grad_fn is read (as in Function.apply).
@@ -153,11 +147,15 @@ def binary(function: type[Function], ufunc: Callable[..., Any], general: Callabl
             check_view_is_current(input, function.op_name)
         if tensor_b and other._base is not None:
             check_view_is_current(other, function.op_name)
-        node_a = _edge(input) if tensor_a else None
-        node_b = _edge(other) if tensor_b else None
-        out = _computed(ufunc, a, b)
-        if out is None:
-            return general(input, other)
+        node_a = node_b = None
+        if tensor_a:
+            node_a = input._grad_fn
+            if node_a is None:
+                node_a = _leaf_edge(input)
+        if tensor_b:
+            node_b = other._grad_fn
+            if node_b is None:
+                node_b = _leaf_edge(other)
         result = _result(out)
         if node_a is not None or node_b is not None:
             _record(
@@ -193,7 +191,9 @@ def unary(function: type[Function], compute: Callable[[Any], Any], general: Call
             return _result(compute(a))
         if input._base is not None:
             check_view_is_current(input, function.op_name)
-        node = _edge(input)
+        node = input._grad_fn
+        if node is None:
+            node = _leaf_edge(input)
         result = _result(compute(a))
         if node is not None:
             _record(function, result, [node], [a.shape], (True,), (input,))
