@@ -23,7 +23,7 @@ UNARY["relu"] = activation.relu
 
 def _general(fast):
     """The function the fast path falls back to (relu's goes through its own wrapper)."""
-    return activation._relu if fast is activation.relu else fast.__wrapped__
+    return activation._relu if fast is activation.relu else fast.general
 
 
 def _kinds(node):
