@@ -83,7 +83,9 @@ def _record(function: type[Function], result: Tensor, next_nodes: list, shapes: 
     node.next_nodes = next_nodes
     node.input_shapes = shapes
     node.needs_input_grad = needs
-    plan = function.save_plan(needs)
+    plan = function.save_plans.get(needs)
+    if plan is None:
+        plan = function.save_plan(needs)
     if plan:
         saved = []
         versions = []

@@ -213,6 +213,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         "__module__": __name__,
         "rule": rule,
         "save_plan": staticmethod(save_plan),
+        "save_plans": keeps,  # what save_plan has worked out, read directly on the eager path
         "forward": staticmethod(forward),
         "backward": staticmethod(backward),
     })  # fmt: skip

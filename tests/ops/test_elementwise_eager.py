@@ -143,16 +143,16 @@ def test_the_profiler_and_transforms_still_see_each_op():
 
 
 def test_a_recorded_product_runs_in_one_python_frame():
-    """The per-op cost (issue 26): ``y * s`` on float tensors is one frame of the fast path plus
-    the node's bookkeeping (before: the public function, operands, Function.apply, the forward
-    closure, the save plan and _bind_saved)."""
+    """The per-op cost (issue 26): ``y * s`` on float tensors runs in the fast path's frames alone
+    (before: the public function, operands, Function.apply, the forward closure, the save plan and
+    _bind_saved)."""
     x = numdiff.tensor([1.0, 2.0], requires_grad=True)
     s = numdiff.tensor([3.0, 4.0])
     y = x * s
     files = ("numdiff/ops/elementwise.py", "numdiff/ops/_util.py", "numdiff/autograd/function.py")
-    assert calls_into(files, lambda: y * s) == ["save_plan"]
-    assert calls_into(files, lambda: y.sin()) == ["save_plan"]
-    assert calls_into(files, lambda: y + 2.0) == ["save_plan"]
+    assert calls_into(files, lambda: y * s) == []
+    assert calls_into(files, lambda: y.sin()) == []
+    assert calls_into(files, lambda: y + 2.0) == []
 
 
 @pytest.mark.parametrize("name", [n for n, r in RULES.items() if not r.attr_names])
