@@ -101,7 +101,7 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         else:
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
         winograd = routing.use_winograd(kind, ci, co, out_w)
-        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(kind, n_img, co, out_h, out_w, winograd):
+        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
             kernel, parts = _DIRECT_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             images = routing.direct_images(n_img, co, out_h, out_w, parts)
             return kernel, (top, left, oh_size, ow_size, images, parts)
