@@ -173,3 +173,20 @@ def im2col_tiles(n_img, groups, k, oh_size, ow_size, cg, parts):
     # Equal tiles: 32 rows in tiles of 28 would leave a 4-row tile whose GEMM runs inefficiently.
     tiles = -(-oh_size // rows)
     return -(-oh_size // tiles), blocks
+
+
+BATCHED_MAX_POSITIONS = 32
+"""Most output positions per image (OH*OW) for which the im2col route runs several images per
+GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""
+
+
+def batched_images(n_img, k, positions, parts):
+    """Images per GEMM of the batched cores for a convolution with `positions` output positions an
+    image and K = Cg*KH*KW, or 0 where the per-image im2col cores run instead: as many as keep a
+    column block (K, images*positions) within :data:`TILE_ELEMENTS`, at least one; few enough
+    that every thread gets a block, and equal blocks."""
+    if positions > BATCHED_MAX_POSITIONS:
+        return 0
+    images = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
+    blocks = -(-n_img // images)
+    return -(-n_img // blocks)

@@ -43,8 +43,15 @@ def _close(actual, expected, dtype, scale=1.0):
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * scale)
 
 
+@pytest.fixture(params=["im2col", "batched"])
+def route(request, monkeypatch):
+    """Every output size through the per-image im2col cores, or through the batched ones."""
+    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", 0 if request.param == "im2col" else 1 << 30)
+    return request.param
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_conv2d_forward_and_backward_match_reference(case, dtype, rng):
+def test_conv2d_forward_and_backward_match_reference(case, dtype, rng, route):
     x, weight, go, expected, out, gi, gw = _run(case, dtype, rng)
     _, _, _, _, _, _, _, stride, padding, dilation, groups = case
     _close(out, expected, dtype)
@@ -55,6 +62,7 @@ def test_conv2d_forward_and_backward_match_reference(case, dtype, rng):
 @pytest.mark.parametrize("case", CASES[:3])
 def test_conv2d_with_one_row_tiles_matches_reference(case, rng, monkeypatch):
     monkeypatch.setattr(_conv_routing, "TILE_ELEMENTS", 1)
+    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", 0)  # the per-image cores' tiles
     x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
     _, _, _, _, _, _, _, stride, padding, dilation, groups = case
     for kind in ("forward", "backward_input", "backward_weight"):  # the plans read the patched size
@@ -96,11 +104,17 @@ def test_conv2d_random_configurations_match_reference(
     eff_h, eff_w = dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1
     assume(h + padding[0] + padding[1] >= eff_h and w + padding[2] + padding[3] >= eff_w)
     case = (n, cg * groups, h, w, cog * groups, kernel[0], kernel[1], stride, padding, dilation, groups)
-    rng = np.random.default_rng(0)
-    x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
-    _close(out, expected, np.float64)
-    _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
-    _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+    previous = _conv_routing.BATCHED_MAX_POSITIONS
+    try:
+        for most_positions in (0, 1 << 30):  # the per-image im2col cores, then the batched ones
+            _conv_routing.BATCHED_MAX_POSITIONS = most_positions
+            rng = np.random.default_rng(0)
+            x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
+            _close(out, expected, np.float64)
+            _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
+            _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+    finally:
+        _conv_routing.BATCHED_MAX_POSITIONS = previous
 
 
 @pytest.mark.parametrize("case", CASES[:3])
