@@ -256,10 +256,32 @@ def conv2d_backward_input(
     check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
     if sizes is None:
         return grad_in
+    if core in _CORES["backward_input"] and routing.gather_input_gradient(
+        weight.shape[0] // groups, weight.shape[1], tuple(stride)
+    ):
+        return _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups)
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
     prepare_blas()
     core(go4, w3, dx5, *sizes)
     return grad_in
+
+
+def _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups):
+    """The input gradient of a stride-1 convolution as a forward convolution of the output
+    gradient with the flipped weight, channels swapped per group: ``grad_in[h] = sum_i
+    grad_out[h + pt - i*dh] w[i]`` reads output rows from ``(KH-1)*dh - pt`` above, so the pads
+    become ``(KH-1)*dh - pt`` on top and whatever gives grad_in's height below (likewise for
+    columns). Gathers Cog*KH*KW rows of patches where the scatter-add route writes Cg*KH*KW."""
+    co, cg, kh, kw = weight.shape
+    cog = co // groups
+    flipped = weight.reshape(groups, cog, cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+    flipped = np.ascontiguousarray(flipped).reshape(groups * cg, cog, kh, kw)
+    height, width = grad_in.shape[2:]
+    out_h, out_w = grad_out.shape[2:]
+    top, left = (kh - 1) * dilation[0] - padding[0], (kw - 1) * dilation[1] - padding[2]
+    bottom = height - out_h - top + (kh - 1) * dilation[0]
+    right = width - out_w - left + (kw - 1) * dilation[1]
+    return conv2d_forward(grad_out, flipped, None, grad_in, (1, 1), (top, bottom, left, right), dilation, groups)
 
 
 def conv2d_backward_weight(
