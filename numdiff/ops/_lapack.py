@@ -49,12 +49,14 @@ _blas = lazy_module("numdiff.kernels._blas")
 _numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
 _blocked = lazy_module("numdiff.kernels.linalg_blocked")
+_blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
 _LU_KERNEL_MAX_ORDER = 16  # Cholesky, and LU for solve and slogdet, of matrices up to this order: numdiff's kernels
 _EIGH_KERNEL_MAX_ORDER = 10  # eigh of matrices up to this order: the batched Jacobi kernel
 _SVD_KERNEL_MAX_ORDER = 16  # svd of matrices of at most this many rows and columns: one-sided Jacobi
+CHOLESKY_GRAD_BLOCKED_MIN_ORDER = 32  # the Cholesky backward from this order: numdiff.kernels.linalg_blocked_grads
 BLOCKED_MIN_ORDER = 256  # LU and Cholesky from this order, at more than one thread: numdiff.kernels.linalg_blocked
 
 _memo = threading.local()
@@ -155,10 +157,19 @@ def _kernel_order(a: np.ndarray, largest: int) -> bool:
 
 
 def cholesky_backward(low: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
-    """gA of L = cholesky(A) by the batched kernel, for orders it takes (else None: the caller composes it)."""
-    if not _kernel_order(low, _LU_KERNEL_MAX_ORDER) or grad.dtype != low.dtype:
+    """gA of L = cholesky(A) by a kernel: the batched one for small orders, the blocked one (the
+    triangles' zeros skipped: ~ 5 n^3 / 3 flops against the composed formula's 4 n^3, split over
+    numdiff's threads) per matrix from CHOLESKY_GRAD_BLOCKED_MIN_ORDER; else None (the caller composes it)."""
+    if grad.dtype != low.dtype or low.dtype not in (np.float32, np.float64) or not low.size:
         return None
     n = low.shape[-1]
+    if n >= CHOLESKY_GRAD_BLOCKED_MIN_ORDER:
+        threads = _numba.get_num_threads()
+        grads = np.broadcast_to(grad, low.shape).reshape(-1, n, n)
+        flat = [_blocked_grads.cholesky_backward_blocked(m, g, threads) for m, g in zip(low.reshape(-1, n, n), grads)]
+        return np.stack(flat).reshape(low.shape) if low.ndim > 2 else flat[0]
+    if not _kernel_order(low, _LU_KERNEL_MAX_ORDER):
+        return None
     out = np.empty(low.shape, dtype=low.dtype)
     _small.cholesky_backward_batched(np.ascontiguousarray(low).reshape(-1, n, n),
                                      np.ascontiguousarray(grad).reshape(-1, n, n), out.reshape(-1, n, n))

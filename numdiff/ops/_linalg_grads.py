@@ -57,7 +57,8 @@ def cholesky(
 ) -> np.ndarray:
     """gA of L = cholesky(A): sym(L^-T Phi L^-1) / 2, Phi = tril(L^T gL) with its diagonal halved;
     ``upper_solve(U, B)`` is U^-1 B for upper-triangular U (numdiff.ops.linalg_solve's, batched).
-    Small orders run the whole formula in one kernel call."""
+    Most orders run the whole formula in one kernel call (numdiff.ops._lapack.cholesky_backward: the
+    batched kernel up to order 16, the blocked one from order 32); this composition takes the rest."""
     by_kernel = _lapack.cholesky_backward(low, grad)
     if by_kernel is not None:
         return by_kernel
