@@ -14,7 +14,7 @@ import numdiff
 from numdiff import linalg
 from numdiff.autograd import gradcheck, gradgradcheck
 from numdiff.kernels import linalg_blocked_grads
-from numdiff.ops import _lapack
+from numdiff.ops import _lapack, _linalg_grads
 
 RNG = np.random.default_rng(2030)
 TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12}
@@ -104,3 +104,62 @@ def test_public_cholesky_gradcheck_on_the_blocked_path(monkeypatch):
     assert gradcheck(lambda m: linalg.cholesky(m @ m.mT / n + eye), (x,))
     assert used
     assert gradgradcheck(lambda m: linalg.cholesky(m @ m.mT / n + eye), (x,))  # create_graph: the composed ops
+
+
+@pytest.mark.parametrize(("chunk", "n", "k"), [(4, 1, 1), (4, 5, 3), (4, 17, 17), (32, 33, 8), (32, 97, 97)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", THREADS)
+def test_symmetric_product_is_the_full_product_made_exactly_symmetric(chunk, n, k, dtype, threads):
+    b = RNG.standard_normal((n, k)).astype(dtype)
+    a = (b * RNG.standard_normal(k)).astype(dtype)  # a b^T = B diag(d) B^T, symmetric
+    out = linalg_blocked_grads.symmetric_product(a, b, threads, chunk)
+    expected = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_array_equal(out, out.T)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=TOLERANCE[dtype] * max(np.abs(expected).max(), 1.0))
+
+
+@pytest.mark.parametrize(("a", "b", "error", "match"), [
+    (np.ones((3, 2)), np.ones((2, 3)), ValueError, r"symmetric_product: expected a and b of one shape .* \(3, 2\)"),
+    (np.ones((3, 2), np.float32), np.ones((3, 2)), TypeError, "symmetric_product: .* float32 and float64"),
+])
+def test_symmetric_product_rejects_bad_input(a, b, error, match):
+    with pytest.raises(error, match=match):
+        linalg_blocked_grads.symmetric_product(a, b)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_public_eigh_gradient_on_the_blocked_path_matches_torch(threads):
+    n = _linalg_grads._NUMPY_MAX_ORDER + 7
+    x = RNG.standard_normal((2, n, n))
+    a = x + np.swapaxes(x, -1, -2)
+    weight = RNG.standard_normal((2, n, n))
+    before = numdiff.get_num_threads()
+    numdiff.set_num_threads(threads)
+    try:
+        ours = numdiff.tensor(a, requires_grad=True)
+        w, v = linalg.eigh(ours)
+        (w.sum() + (v * v * numdiff.tensor(weight)).sum()).backward()  # v * v: free of the vectors' signs
+    finally:
+        numdiff.set_num_threads(before)
+    theirs = torch.tensor(a, requires_grad=True)
+    w, v = torch.linalg.eigh(theirs)
+    (w.sum() + (v * v * torch.tensor(weight)).sum()).backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-9, atol=1e-10)
+
+
+def test_public_eigh_gradcheck_on_the_blocked_path(monkeypatch):
+    monkeypatch.setattr(_linalg_grads, "_NUMPY_MAX_ORDER", 4)
+    monkeypatch.setattr(linalg_blocked_grads, "PRODUCT_CHUNK", 2)
+    used = []
+    original = linalg_blocked_grads.symmetric_product
+    monkeypatch.setattr(linalg_blocked_grads, "symmetric_product",
+                        lambda *args, **kw: used.append(True) or original(*args, **kw))
+    x = numdiff.tensor(RNG.standard_normal((7, 7)), requires_grad=True)
+    weight = numdiff.tensor(RNG.standard_normal((7, 7)))
+
+    def loss(m):
+        w, v = linalg.eigh(m + m.mT)
+        return w.sum() + (v * v * weight).sum()
+
+    assert gradcheck(loss, (x,))
+    assert len(used) >= 2  # the values' and the vectors' backward
