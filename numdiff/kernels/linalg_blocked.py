@@ -64,11 +64,13 @@ against 10.4 / 96, Cholesky 2.6 / 19 against 2.7 / 82 (getrf 4.3 / 21, potrf 3.4
 each step's parallel region waits for a thread that lost its core, and 128 has half as many steps.
 On a quiet machine 64 would leave less of LU serial (the panels: n^2 b / 2 of 2 n^3 / 3 flops)."""
 
-LU_BLOCK = 64
-"""Panel width of the LU at more than one thread. With look-ahead only the first panel is serial
-(getrf of 512 x 64: 0.27 ms, of 512 x 128: 0.69, one thread), and a narrower panel evens the
-threads' shares of a step; at one thread LU_BLOCK and DEFAULT_BLOCK are within noise (DEFAULT_BLOCK's
-docstring)."""
+LU_BLOCK = 128
+"""Panel width of the LU at more than one thread (look-ahead). Order 512, two threads, load 8 on 2
+CPUs, 41 alternating runs, ms min / median (two runs): panels of 128 10.1 / 16.5 and 12.6 / 23.1,
+panels of 64 16.0 / 24.0 and 20.0 / 29.8, the LU before look-ahead (panels of 128) 13.0 / 20.7 and
+16.7 / 24.0, getrf at one thread 4.5 / 12.5. A loaded machine makes each of the 2n/b parallel regions
+wait for a thread that lost its core; on a quiet one the estimate is close (the unhidden first panel:
+getrf of 512 x 128 0.69 ms against 512 x 64's 0.27, one thread; narrower panels even the shares)."""
 
 # Below this many multiply-adds in a step's update the step runs on the calling thread.
 _PARALLEL_MIN_MACS = 1 << 17
