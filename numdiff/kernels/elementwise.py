@@ -36,7 +36,6 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any
 
 import numpy as np
 from numba import get_num_threads
@@ -399,46 +398,6 @@ class _BackwardPlan:
 _PLANS: dict[tuple[str, tuple[int, ...]], _BackwardPlan] = {}
 
 
-def small_backward(rule: ScalarRule, needed: tuple[int, ...]) -> Any:
-    """For a host gradient of at most `SMALL` elements: ``function(g, *saved) -> list`` of the
-    gradients in `needed` (arrays in g's shape and dtype; `saved` the arrays of ``rule.saved``, None
-    where not kept), or None for a rule with attributes or a `where` (those take `backward`).
-
-    The same NumPy expressions `backward` evaluates at that size, compiled once into one Python
-    function: no dict of names and no eval per call (the eager per-op path, ops/elementwise.py).
-
-    >>> small_backward(RULES["mul"], (0,))(np.ones(2), None, np.array([2.0, 3.0]))
-    [array([2., 3.])]
-    """
-    key = (rule.name, needed)
-    if key not in _SMALL_BACKWARDS:
-        expressions = vjp_expressions(rule, needed)
-        if rule.attr_names or any("where(" in e for e in expressions):
-            _SMALL_BACKWARDS[key] = None
-        else:
-            lines = [f"def small_backward(g, {', '.join(rule.saved)}):"] if rule.saved else ["def small_backward(g):"]
-            for i, expression in enumerate(expressions):
-                lines.append(f"    r_{i} = {expression}")
-                # A result that folded to a number, or kept an operand's shape or dtype: g's.
-                lines.append(f"    if type(r_{i}) is not _ndarray or r_{i}.dtype is not g.dtype or r_{i}.shape != g.shape:")
-                lines.append(f"        r_{i} = _fitted(r_{i}, g)")
-            lines.append(f"    return [{', '.join(f'r_{i}' for i in range(len(expressions)))}]")
-            scope = {**_NUMPY_SCOPE, "__builtins__": {"type": type}, "_ndarray": np.ndarray, "_fitted": _fitted}
-            exec(compile("\n".join(lines), f"<small backward of {rule.name}>", "exec"), scope)
-            _SMALL_BACKWARDS[key] = scope["small_backward"]
-    return _SMALL_BACKWARDS[key]
-
-
-def _fitted(result: Any, g: np.ndarray) -> np.ndarray:
-    if type(result) is not np.ndarray or result.dtype != g.dtype:
-        result = np.asarray(result, dtype=g.dtype)
-    return result if result.shape == g.shape else np.array(np.broadcast_to(result, g.shape))
-
-
-# (rule name, needed inputs) -> its small_backward function (or None), made on first use.
-_SMALL_BACKWARDS: dict[tuple[str, tuple[int, ...]], Any] = {}
-
-
 # What numdiff.warmup compiles ahead: the rules a typical training step calls.
 WARMUP_RULES = ("relu", "mul", "div", "sigmoid", "tanh")
 
@@ -453,4 +412,4 @@ def warm(name: str, dtype: np.dtype) -> None:
     backward(rule, tuple(range(rule.arity)), values, attrs)
 
 
-__all__ = ["GRAIN", "KERNELS", "RULES", "SMALL", "WARMUP_RULES", "backward", "forward", "small_backward", "warm"]
+__all__ = ["GRAIN", "KERNELS", "RULES", "WARMUP_RULES", "backward", "forward", "warm"]

@@ -37,6 +37,7 @@ from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, i
 from numdiff.tensor import Tensor
 
 cpu = lazy_module("numdiff.kernels.elementwise")
+cpu_small = lazy_module("numdiff.kernels._elementwise_small")
 
 FUNCTIONS: dict[str, type[Function]] = {}
 PUBLIC: dict[str, Callable[..., Tensor]] = {}
@@ -188,7 +189,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         split = splits.get(needs)
         if split is None:
             passed, needed = _backward_split(derive_vjps(), needs)
-            small = cpu.small_backward(rule, needed) if needed else None
+            small = cpu_small.small_backward(rule, needed) if needed else None
             split = splits[needs] = (passed, needed, small, cpu.SMALL)
         passed, needed, small, small_size = split
         gradients: list[Any] = [None] * arity
