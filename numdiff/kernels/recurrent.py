@@ -11,15 +11,19 @@ W_hh^T, copied once per sequence. No Python runs per step.
 Layouts (H hidden size; every array C-contiguous, one float dtype):
 
 * LSTM, gates i, f, g, o. ``out`` (L, N, 6H) = [h_t, c_t, i, f, g, o] with the gates activated.
-  Backward writes ``res`` (L, N, 6H) = [d(pre-activation gates) (4H), d h_{t-1} (H), d c_{t-1} (H)].
+  Backward writes ``res``, flat: [d(pre-activation gates) (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)].
 * GRU, gates r, z, n. ``out`` (L, N, 5H) = [h_t, r, z, n, hn] with ``hn = h_{t-1} W_hn^T + b_hn``.
-  Backward writes ``res`` (L, N, 5H) = [d r_pre, d z_pre, d n_pre, d hn, d h_{t-1}].
-* RNN (tanh or relu). ``out`` (L, N, H) = h_t. Backward writes ``res`` (L, N, 2H) = [d pre, d h_{t-1}].
+  Backward writes ``res``, flat: [[d r_pre, d z_pre, d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn]
+  (L, N, 3H) | d h_0 (N, H)]: the gradient of projected, the operand of W_hh's and b_hh's gradients.
+* RNN (tanh or relu). ``out`` (L, N, H) = h_t. Backward writes ``res``, flat: [d pre (L, N, H) | d h_0 (N, H)].
+
+Each block of a backward's ``res`` is C-contiguous, so the caller takes them as views: the weight
+gradients' GEMMs read the gate gradients in place (a block strided inside an (L, N, 6H) result
+was copied first, 0.4 ms of the char LSTM's step), and no step's d h_{t-1} is stored, only h_0's.
 
 ``grad`` (the gradient of ``out``) has out's shape: every block of ``out`` may carry a gradient,
-so the kernels are the exact adjoint of the forward, not only of h. ``d h_{t-1}`` at t = 0 is the
-gradient of h_0 (and ``d c_{t-1}`` of c_0). The weight gradients are one GEMM each over the
-whole sequence, left to the caller.
+so the kernels are the exact adjoint of the forward, not only of h. The weight gradients are one
+GEMM each over the whole sequence, left to the caller.
 
 Loop nest per step: the product (calling thread), then n over the batch, j over H in loops that
 vectorise (contiguous rows, gate functions from numdiff.kernels._gate_math). Each step's gate loops
@@ -37,6 +41,7 @@ import numpy as np
 
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._gate_math import sigmoid, tanh
+from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 from numdiff.kernels._row_products import add_products_nt
 from numdiff.kernels._self_healing_cache import njit
 
@@ -94,8 +99,8 @@ def _lstm_forward(projected, h0, c0, w_hh, out):
 
 
 @njit(**_OPTIONS)
-def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res):
-    """Step t's gate gradients into res[t, :, :4H]; dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
+def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates):
+    """Step t's gate gradients into d_gates[t]; dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
     batch, width = out.shape[1:]
     hidden = width // 6
     one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
@@ -103,7 +108,7 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res):
         c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
         row = out[t, n]
         g_row = grad[t, n]
-        r_row = res[t, n]
+        r_row = d_gates[t, n]
         dh_in = dh_state[n]
         dc_in = dc_state[n]
         # Two loops, d c_t first (kept in dc_in), then the gates from it: as one loop writing five
@@ -127,18 +132,14 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res):
 
 
 @njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w_hh, res):
-    steps, batch, width = out.shape
-    hidden = width // 6
+def _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state):
+    """dh_state, dc_state (N, H) zeros on entry (d h_t and d c_t from the steps after t), d h_0 and
+    d c_0 on return."""
     w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t and d c_t from the steps after t
-    dc_state = np.zeros((batch, hidden), out.dtype)
-    for t in range(steps - 1, -1, -1):
-        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res)
+    for t in range(out.shape[0] - 1, -1, -1):
+        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates)
         dh_state[:, :] = 0.0
-        add_products_nt(res[t, :, : 4 * hidden], w_t, dh_state)
-        res[t, :, 4 * hidden : 5 * hidden] = dh_state
-        res[t, :, 5 * hidden :] = dc_state
+        add_products_nt(d_gates[t], w_t, dh_state)
 
 
 # --------------------------------------------------------------------------- GRU
@@ -178,9 +179,9 @@ def _gru_forward(projected, h0, w_hh, b_hh, out):
 
 
 @njit(**_OPTIONS)
-def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res):
-    """Step t's gradients into res[t, :, :4H] and d_hidden = [d r_pre, d z_pre, d hn]; dh_state
-    becomes the part of d h_{t-1} that does not go through W_hh."""
+def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre):
+    """Step t's gradients into d_pre[t] = [d r_pre, d z_pre, d n_pre] and d_hidden[t] = [d r_pre,
+    d z_pre, d hn]; dh_state becomes the part of d h_{t-1} that does not go through W_hh."""
     batch, width = out.shape[1:]
     hidden = width // 5
     one = out.dtype.type(1.0)  # as in _lstm_backward_step
@@ -188,8 +189,8 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res):
         h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
         row = out[t, n]
         g_row = grad[t, n]
-        r_row = res[t, n]
-        d_h = d_hidden[n]
+        r_row = d_pre[t, n]
+        d_h = d_hidden[t, n]
         dh_in = dh_state[n]
         for j in range(hidden):
             dh = g_row[j] + dh_in[j]
@@ -208,20 +209,15 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res):
             r_row[2 * hidden + j] = dn_pre
             dh_in[j] = dh * z
         r_row[: 2 * hidden] = d_h[: 2 * hidden]
-        r_row[3 * hidden : 4 * hidden] = d_h[2 * hidden :]
 
 
 @njit(**_OPTIONS)
-def _gru_backward(grad, out, h0, w_hh, res):
-    steps, batch, width = out.shape
-    hidden = width // 5
+def _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh_state):
+    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
     w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t from the steps after t
-    d_hidden = np.empty((batch, 3 * hidden), out.dtype)  # [d r_pre, d z_pre, d hn]: the product's operand
-    for t in range(steps - 1, -1, -1):
-        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res)
-        add_products_nt(d_hidden, w_t, dh_state)
-        res[t, :, 4 * hidden :] = dh_state
+    for t in range(out.shape[0] - 1, -1, -1):
+        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre)
+        add_products_nt(d_hidden[t], w_t, dh_state)
 
 
 # --------------------------------------------------------------------------- RNN
@@ -263,15 +259,13 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu):
 
 
 @njit(**_OPTIONS)
-def _rnn_backward(grad, out, w_hh, relu, res):
-    steps, batch, hidden = out.shape
+def _rnn_backward(grad, out, w_hh, relu, d_pre, dh_state):
+    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
     w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t from the steps after t
-    for t in range(steps - 1, -1, -1):
-        _rnn_backward_step(grad[t], out[t], dh_state, res[t], relu)
+    for t in range(out.shape[0] - 1, -1, -1):
+        _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu)
         dh_state[:, :] = 0.0
-        add_products_nt(res[t, :, :hidden], w_t, dh_state)
-        res[t, :, hidden:] = dh_state
+        add_products_nt(d_pre[t], w_t, dh_state)
 
 
 # --------------------------------------------------------------------------- checked entry points
@@ -305,18 +299,26 @@ def lstm_sequence_forward(projected: np.ndarray, h0: np.ndarray, c0: np.ndarray,
     return out
 
 
+def _backward_result(op: str, res: np.ndarray, steps: int, batch: int, hidden: int) -> list[np.ndarray]:
+    """The blocks of a backward's flat ``res`` (numdiff.kernels._recurrent_layout), checked."""
+    check_shape(f"{op}_sequence_backward", "res", res, (backward_size(op, steps, batch, hidden),))
+    return split(res, backward_blocks(op, steps, batch, hidden))
+
+
 def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
-    """Backward through time of :func:`lstm_sequence_forward`: ``res`` (L, N, 6H) <- [d gates
-    before activation (4H), d h_{t-1}, d c_{t-1}] from ``grad`` (L, N, 6H), the gradient of ``out``."""
+    """Backward through time of :func:`lstm_sequence_forward`: ``res`` (flat) <- [d gates before
+    activation (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)] from ``grad`` (L, N, 6H), the gradient of ``out``."""
     check_float_arrays("lstm_sequence_backward", grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)
     steps, batch, width = out.shape
     hidden = width // 6
     check_shape("lstm_sequence_backward", "w_hh", w_hh, (4 * hidden, hidden))
-    for name, arr in (("grad", grad), ("res", res)):
-        check_shape("lstm_sequence_backward", name, arr, out.shape)
+    check_shape("lstm_sequence_backward", "grad", grad, out.shape)
     check_shape("lstm_sequence_backward", "c0", c0, (batch, hidden))
+    d_gates, dh0, dc0 = _backward_result("lstm", res, steps, batch, hidden)
     check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
-    _lstm_backward(grad, out, c0, w_hh, res)
+    dh0[...] = 0.0
+    dc0[...] = 0.0
+    _lstm_backward(grad, out, c0, w_hh, d_gates, dh0, dc0)
     return res
 
 
@@ -341,17 +343,19 @@ def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
 
 
 def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
-    """Backward through time of :func:`gru_sequence_forward`: ``res`` (L, N, 5H) <- [d r_pre,
-    d z_pre, d n_pre, d hn, d h_{t-1}] from ``grad`` (L, N, 5H), the gradient of ``out``."""
+    """Backward through time of :func:`gru_sequence_forward`: ``res`` (flat) <- [[d r_pre, d z_pre,
+    d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn] (L, N, 3H) | d h_0 (N, H)] from ``grad`` (L, N, 5H),
+    the gradient of ``out``."""
     check_float_arrays("gru_sequence_backward", grad=grad, out=out, h0=h0, w_hh=w_hh, res=res)
     steps, batch, width = out.shape
     hidden = width // 5
     check_shape("gru_sequence_backward", "w_hh", w_hh, (3 * hidden, hidden))
-    for name, arr in (("grad", grad), ("res", res)):
-        check_shape("gru_sequence_backward", name, arr, out.shape)
+    check_shape("gru_sequence_backward", "grad", grad, out.shape)
     check_shape("gru_sequence_backward", "h0", h0, (batch, hidden))
+    d_pre, d_hidden, dh0 = _backward_result("gru", res, steps, batch, hidden)
     check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})
-    _gru_backward(grad, out, h0, w_hh, res)
+    dh0[...] = 0.0
+    _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh0)
     return res
 
 
@@ -371,12 +375,13 @@ def rnn_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
 
 
 def rnn_sequence_backward(grad: np.ndarray, out: np.ndarray, w_hh: np.ndarray, res: np.ndarray, relu: bool) -> np.ndarray:
-    """Backward through time of :func:`rnn_sequence_forward`: ``res`` (L, N, 2H) <- [d pre, d h_{t-1}]."""
+    """Backward through time of :func:`rnn_sequence_forward`: ``res`` (flat) <- [d pre (L, N, H) | d h_0 (N, H)]."""
     check_float_arrays("rnn_sequence_backward", grad=grad, out=out, w_hh=w_hh, res=res)
     steps, batch, hidden = out.shape
     check_shape("rnn_sequence_backward", "w_hh", w_hh, (hidden, hidden))
     check_shape("rnn_sequence_backward", "grad", grad, out.shape)
-    check_shape("rnn_sequence_backward", "res", res, (steps, batch, 2 * hidden))
+    d_pre, dh0 = _backward_result("rnn", res, steps, batch, hidden)
     check_disjoint("rnn_sequence_backward", {"res": res}, {"grad": grad, "out": out, "w_hh": w_hh})
-    _rnn_backward(grad, out, w_hh, bool(relu), res)
+    dh0[...] = 0.0
+    _rnn_backward(grad, out, w_hh, bool(relu), d_pre, dh0)
     return res
