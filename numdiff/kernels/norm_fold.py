@@ -7,7 +7,8 @@ after it is one more read and write of the whole activation. A compiled graph kn
 calls at build time, so it runs them as this one kernel: per (b, g) group the same two-pass
 moments as numdiff.kernels.norm (float64 sums), stored to `moments` (mean, biased variance), `mean`
 and `rstd`, then one sweep writing ``out = x * scale + shift``, through ``0 if v <= 0 else v``
-(relu's rule: NaN passes) when `relu` is set. Every number is computed by the same expressions,
+(relu's rule: NaN passes) when `relu` is set, after adding a `residual` (a ResNet block's
+shortcut) to the stored values when one is given. Every number is computed by the same expressions,
 in the same order, as the three eager kernels, so the results agree bit for bit.
 
 Shapes: x and out (B, N, G, K, S) (the view of numdiff.kernels.norm), weight and bias (G, K),
@@ -33,10 +34,11 @@ __all__ = ["group_norm_forward_fold"]
 
 
 @njit(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, relu):
+def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_residual, relu):
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
     of = out.reshape((batches, n_count, groups, k_count * s_count))
+    rf = residual.reshape((batches, n_count, groups, k_count * s_count))
     for job in prange(batches * groups):
         b = job // groups
         g = job - b * groups
@@ -49,16 +51,15 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, relu):
         if s_count == 1:  # BatchNorm1d's rows, LayerNorm: the scale changes every element
             for n in range(n_count):
                 for k in range(k_count):
-                    v = (xf[b, n, g, k] - mu) * r * weight[g, k] + bias[g, k]
-                    if relu and v <= 0.0:
-                        v = 0.0
-                    of[b, n, g, k] = v
+                    of[b, n, g, k] = (xf[b, n, g, k] - mu) * r * weight[g, k] + bias[g, k]
+                if add_residual or relu:
+                    _epilogue(of[b, n, g], rf[b, n, g], add_residual, relu)
             continue
         for k in range(k_count):
             scale = weight[g, k] * r
             shift = bias[g, k] - mu * scale
             for n in range(n_count):
-                if relu:
+                if relu and not add_residual:
                     for s in range(s_count):
                         # The sign of the float64 value is the sign of its rounding: relu of either agrees.
                         v = x[b, n, g, k, s] * scale + shift
@@ -66,15 +67,26 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, relu):
                 else:
                     for s in range(s_count):
                         out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
+                    if add_residual:  # on the stored (rounded) values, as eager's add reads them
+                        _epilogue(out[b, n, g, k], residual[b, n, g, k], add_residual, relu)
+
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+def _epilogue(row, residual_row, add_residual, relu):
+    """row <- relu(row + residual_row) (each step when asked), in row's dtype: one row, still in cache."""
+    for i in range(row.shape[0]):
+        v = row[i] + residual_row[i] if add_residual else row[i]
+        row[i] = 0.0 if relu and v <= 0.0 else v
 
 
 def group_norm_forward_fold(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray,
-    rstd: np.ndarray, moments: np.ndarray, relu: bool,
+    rstd: np.ndarray, moments: np.ndarray, relu: bool, residual: np.ndarray | None = None,
 ) -> np.ndarray:  # fmt: skip
-    """out (B, N, G, K, S) <- x normalised per (b, g), scaled and shifted per (g, k), then ReLU'd when
-    `relu`; mean and rstd (B, G) as numdiff.kernels.norm.group_norm_forward leaves them, and
-    moments (2, B, G) as group_norm_moments does. See the module docstring.
+    """out (B, N, G, K, S) <- x normalised per (b, g), scaled and shifted per (g, k), plus `residual`
+    (x's shape) when one is given, then ReLU'd when `relu`; mean and rstd (B, G) as
+    numdiff.kernels.norm.group_norm_forward leaves them, and moments (2, B, G) as group_norm_moments
+    does. See the module docstring.
 
     >>> x = np.arange(4.0).reshape(1, 2, 1, 1, 2); out = np.empty_like(x); m = np.empty((2, 1, 1))
     >>> _ = group_norm_forward_fold(x, np.ones((1, 1)), np.zeros((1, 1)), 0.0, out, np.empty((1, 1)),
@@ -83,14 +95,16 @@ def group_norm_forward_fold(
     ([0.0, 0.0, 0.4472, 1.3416], [1.5, 1.25])
     """
     op = "group_norm_forward_fold"
-    check_float_arrays(op, x=x, weight=weight, bias=bias, out=out, mean=mean, rstd=rstd, moments=moments)
+    given = {} if residual is None else {"residual": residual}
+    check_float_arrays(op, x=x, weight=weight, bias=bias, out=out, mean=mean, rstd=rstd, moments=moments, **given)
     if x.ndim != 5:
         raise ValueError(f"{op}: x must be a 5-D view (B, N, G, K, S), got shape {x.shape}")
     batches, _, groups, k_count, _ = x.shape
     expected = {"weight": (groups, k_count), "bias": (groups, k_count), "out": x.shape, "mean": (batches, groups),
-                "rstd": (batches, groups), "moments": (2, batches, groups)}  # fmt: skip
+                "rstd": (batches, groups), "moments": (2, batches, groups), "residual": x.shape}  # fmt: skip
     for name, arr in (("weight", weight), ("bias", bias), ("out", out), ("mean", mean), ("rstd", rstd),
-                      ("moments", moments)):
+                      ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
-    _forward_fold(x, weight, bias, float(eps), out, mean, rstd, moments, bool(relu))
+    _forward_fold(x, weight, bias, float(eps), out, mean, rstd, moments, x if residual is None else residual,
+                  residual is not None, bool(relu))
     return out

@@ -159,3 +159,63 @@ def test_the_fold_kernel_names_itself_and_the_bad_shape():
         group_norm_forward_fold(x[0], **good)
     with pytest.raises(TypeError, match="group_norm_forward_fold.*dtype"):
         group_norm_forward_fold(x, **{**good, "out": np.empty(x.shape, np.float64)})
+
+
+class _Block(nn.Module):
+    """A ResNet basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))."""
+
+    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out)
+        self.conv2, self.bn2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False), nn.BatchNorm2d(c_out)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        out = nn.functional.relu(self.bn1(self.conv1(x)))
+        return nn.functional.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+
+@pytest.mark.parametrize(("c_in", "c_out", "stride", "size", "dtype"), [
+    (4, 4, 1, 6, numdiff.float64), (3, 6, 2, 9, numdiff.float32), (5, 5, 1, 5, numdiff.float32),
+])  # fmt: skip
+def test_a_residual_blocks_norm_add_and_relu_fold_and_train_like_eager(c_in, c_out, stride, size, dtype):
+    rng = np.random.default_rng(c_in * 10 + stride)
+    batches = [numdiff.tensor(rng.standard_normal((4, c_in, size, size)), dtype=dtype) for _ in range(3)]
+
+    def net() -> nn.Module:
+        numdiff.manual_seed(9)
+        # a relu first: the block's input, and so its identity shortcut, is a fused loop's value
+        return nn.Sequential(nn.ReLU(), _Block(c_in, c_out, stride), _Block(c_out, c_out, 1)).to(dtype)
+
+    eager, compiled_net = net(), net()
+    compiled = numdiff.compile(compiled_net)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled_losses = _train(compiled_net, compiled, batches)
+    eager_losses = _train(eager, eager, batches)
+    tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == numdiff.float32 else dict(rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(compiled_losses, eager_losses, **tolerance)
+    for (name, p), q in zip(eager.named_parameters(), compiled_net.parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), err_msg=name, **tolerance)
+    compiled_buffers = dict(compiled_net.named_buffers())
+    for name, buffer in eager.named_buffers():
+        np.testing.assert_allclose(compiled_buffers[name].numpy(), buffer.numpy(), err_msg=name, **tolerance)
+    forward = _forward_source(compiled)
+    norms = 5 if stride != 1 or c_in != c_out else 4
+    assert forward.count("group_norm_forward_fold(") == norms and "GroupedMoments" not in forward
+    assert forward.count("Relu_forward") == 1  # the input's; every relu after a norm is folded
+    assert forward.count(", True, _c(v") == 2  # each block's second norm: + shortcut, then relu
+
+
+def test_the_fold_kernel_adds_a_residual_to_the_rounded_values_before_its_relu():
+    rng = np.random.default_rng(2)
+    view = (1, 6, 3, 1, 20)
+    x, residual = rng.standard_normal(view).astype(np.float32), rng.standard_normal(view).astype(np.float32)
+    weight, bias = np.ones((3, 1), np.float32), np.full((3, 1), 0.1, np.float32)
+    stats = [np.empty((1, 3), np.float32), np.empty((1, 3), np.float32), np.empty((2, 1, 3), np.float32)]
+    out = group_norm_forward_fold(x, weight, bias, 1e-5, np.empty_like(x), *stats, True, residual)
+    normed = np.empty_like(x)
+    group_norm_forward(x, weight, bias, 1e-5, normed, np.empty((1, 3), np.float32), np.empty((1, 3), np.float32))
+    np.testing.assert_array_equal(out, np.maximum(normed + residual, 0))
