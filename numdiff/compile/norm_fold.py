@@ -134,14 +134,14 @@ def _place(calls: list, fold: OpCall, start: int, anchor: int, removed: set, rea
     """The call list with the calls in `removed` left out and `fold` run where all it reads exists
     (`anchor`): the calls between the first folded call (`start`) and there that read what the fold
     makes (the running statistics' updates) move after it, in order. None when a value the fold reads
-    is itself computed from the fold's results."""
+    is itself computed from the fold's results, or a random draw would move."""
     made = _outputs(fold)
     independent, dependent = [], []
     for call in calls[start:anchor]:
         if id(call) in removed:
             continue
         if _reads(call) & made:
-            if _outputs(call) & reads:
+            if _outputs(call) & reads or call.random:  # a draw keeps its place among the draws
                 return None
             dependent.append(call)
             made |= _outputs(call)
