@@ -219,3 +219,22 @@ def test_the_fold_kernel_adds_a_residual_to_the_rounded_values_before_its_relu()
     normed = np.empty_like(x)
     group_norm_forward(x, weight, bias, 1e-5, normed, np.empty((1, 3), np.float32), np.empty((1, 3), np.float32))
     np.testing.assert_array_equal(out, np.maximum(normed + residual, 0))
+
+
+@pytest.mark.parametrize(("batch", "channels", "size"), [(2, 3, 5), (1, 1, 4)])
+def test_batchnorm3d_and_relu_fold_in_a_volumetric_step(batch, channels, size):
+    rng = np.random.default_rng(batch * 7 + size)
+    batches = [numdiff.tensor(rng.standard_normal((batch, channels, size, size, size))) for _ in range(3)]
+
+    def net() -> nn.Module:
+        numdiff.manual_seed(11)
+        return nn.Sequential(nn.Conv3d(channels, 4, 3, padding=1, bias=False), nn.BatchNorm3d(4), nn.ReLU(),
+                             nn.MaxPool3d(2), nn.Conv3d(4, 2, 1), nn.BatchNorm3d(2), nn.ReLU()).double()
+
+    eager, compiled_net = net(), net()
+    compiled = numdiff.compile(compiled_net)
+    np.testing.assert_allclose(_train(compiled_net, compiled, batches), _train(eager, eager, batches), rtol=1e-10)
+    assert _forward_source(compiled).count("group_norm_forward_fold(") == 2
+    for name, buffer in eager.named_buffers():
+        np.testing.assert_allclose(dict(compiled_net.named_buffers())[name].numpy(), buffer.numpy(), rtol=1e-10,
+                                   atol=1e-12, err_msg=name)
