@@ -13,7 +13,7 @@ in the same order, as the three eager kernels, so the results agree bit for bit.
 
 Shapes: x and out (B, N, G, K, S) (the view of numdiff.kernels.norm), weight and bias (G, K),
 mean and rstd (B, G), moments (2, B, G). Loop nest: the (b, g) groups in parallel (prange over
-B * G); the sweep's innermost loop runs over s (over k when S = 1), vectorised by LLVM.
+B * G; a serial build below 32768 elements or at one thread, numdiff.kernels._parallel); the sweep's innermost loop runs over s (over k when S = 1), vectorised by LLVM.
 Extra memory: none. Measured on cifar_bn's four BatchNorm2d + ReLU layers (64 x 32 x 32 x 32 and
 64 x 64 x 16 x 16, one thread): the three kernels take two passes over x for the moments, three
 more in the norm, two for the relu; this one takes three.
@@ -27,13 +27,13 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays, check_shape
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels.norm import _group_moments
 
 __all__ = ["group_norm_forward_fold"]
 
 
-@njit(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract", "reassoc"})
 def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_residual, relu):
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
@@ -79,6 +79,11 @@ def _epilogue(row, residual_row, add_residual, relu):
         row[i] = 0.0 if relu and v <= 0.0 else v
 
 
+# Serial below GRAIN_ELEMENTS or at one thread (no parallel region to open), and with an empty cache
+# the parallel build compiles in a helper process while the serial one serves (kernels/_background.py).
+_FORWARD_FOLD = serial_and_parallel(_forward_fold, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+
+
 def group_norm_forward_fold(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray,
     rstd: np.ndarray, moments: np.ndarray, relu: bool, residual: np.ndarray | None = None,
@@ -105,6 +110,7 @@ def group_norm_forward_fold(
     for name, arr in (("weight", weight), ("bias", bias), ("out", out), ("mean", mean), ("rstd", rstd),
                       ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
-    _forward_fold(x, weight, bias, float(eps), out, mean, rstd, moments, x if residual is None else residual,
-                  residual is not None, bool(relu))
+    kernel = _FORWARD_FOLD.pick(x.size)[0]
+    kernel(x, weight, bias, float(eps), out, mean, rstd, moments, x if residual is None else residual,
+           residual is not None, bool(relu))
     return out

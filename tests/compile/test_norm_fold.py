@@ -238,3 +238,30 @@ def test_batchnorm3d_and_relu_fold_in_a_volumetric_step(batch, channels, size):
     for name, buffer in eager.named_buffers():
         np.testing.assert_allclose(dict(compiled_net.named_buffers())[name].numpy(), buffer.numpy(), rtol=1e-10,
                                    atol=1e-12, err_msg=name)
+
+
+@pytest.fixture
+def two_threads():
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads")
+    previous = numba.get_num_threads()
+    numdiff.set_num_threads(2)
+    yield
+    numdiff.set_num_threads(previous)
+
+
+def test_the_fold_kernels_parallel_build_equals_the_eager_kernels(two_threads):
+    # 16 x 8 x 512 = 65536 elements at two threads: the parallel build runs (serial below 32768).
+    rng = np.random.default_rng(12)
+    view = (1, 16, 8, 1, 512)
+    x, residual = rng.standard_normal(view).astype(np.float32), rng.standard_normal(view).astype(np.float32)
+    weight, bias = rng.standard_normal((8, 1)).astype(np.float32), rng.standard_normal((8, 1)).astype(np.float32)
+    stats = [np.empty((1, 8), np.float32), np.empty((1, 8), np.float32), np.empty((2, 1, 8), np.float32)]
+    out = group_norm_forward_fold(x, weight, bias, 1e-5, np.empty_like(x), *stats, True, residual)
+    normed, mean, rstd = np.empty_like(x), np.empty((1, 8), np.float32), np.empty((1, 8), np.float32)
+    group_norm_forward(x, weight, bias, 1e-5, normed, mean, rstd)
+    np.testing.assert_array_equal(out, np.maximum(normed + residual, 0))
+    np.testing.assert_array_equal(stats[0], mean)
+    np.testing.assert_array_equal(stats[2], group_norm_moments(x, np.empty((2, 1, 8), np.float32)))
