@@ -14,9 +14,10 @@ in the same order, as the three eager kernels, so the results agree bit for bit.
 Shapes: x and out (B, N, G, K, S) (the view of numdiff.kernels.norm), weight and bias (G, K),
 mean and rstd (B, G), moments (2, B, G). Loop nest: the (b, g) groups in parallel (prange over
 B * G; a serial build below 32768 elements or at one thread, numdiff.kernels._parallel); the sweep's innermost loop runs over s (over k when S = 1), vectorised by LLVM.
-Extra memory: none. Measured on cifar_bn's four BatchNorm2d + ReLU layers (64 x 32 x 32 x 32 and
-64 x 64 x 16 x 16, one thread): the three kernels take two passes over x for the moments, three
-more in the norm, two for the relu; this one takes three.
+Extra memory: none. The three eager kernels take two passes over x for the moments, three more in
+the norm, two for the relu; this one takes three. Measured (float32, one thread, thread CPU time):
+BatchNorm 64 x 32 x 32 x 32 1.47 ms against 3.05 for the three, 64 x 64 x 16 x 16 0.70 against 1.47,
+InstanceNorm 8 x 32 x 64 x 64 0.49 against 1.19 (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
