@@ -86,16 +86,30 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
     return [
         ("matmul.gemm_batch", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),  # small: calling thread
         ("matmul._bgemm", lambda: matmul._bgemm(False, False, z(1, 2, 2), z(1, 2, 2), z(1, 2, 2), 1)),
+        # Outputs of more than BATCHED_MAX_POSITIONS positions an image run im2col image by image.
         (
             "_conv_cores.forward_core",
-            lambda: conv.conv2d_forward(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1), z(1, 1, 2, 2)),
+            lambda: conv.conv2d_forward(z(1, 1, 1, 34), z(1, 1, 1, 2), z(1), z(1, 1, 1, 33)),
         ),
         (
             "_conv_cores.backward_input_core",
-            lambda: conv.conv2d_backward_input(z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 3, 3)),
+            lambda: conv.conv2d_backward_input(z(1, 1, 1, 33), z(1, 1, 1, 2), z(1, 1, 1, 34)),
         ),
         (
             "_conv_cores.backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(1, 1, 1, 34), z(1, 1, 1, 33), z(1, 1, 1, 2)),
+        ),
+        # Small outputs run several images a GEMM (_conv_routing.batched_images).
+        (
+            "_conv_batched.batched_forward_core",
+            lambda: conv.conv2d_forward(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1), z(1, 1, 2, 2)),
+        ),
+        (
+            "_conv_batched.batched_backward_input_core",
+            lambda: conv.conv2d_backward_input(z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 3, 3)),
+        ),
+        (
+            "_conv_batched.batched_backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 3, 3), z(1, 1, 2, 2), z(1, 1, 2, 2)),
         ),
         # 3x3 stride-1 convolutions with enough channels and width run as Winograd (_conv_routing's rule).

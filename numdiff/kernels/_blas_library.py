@@ -13,7 +13,8 @@ capsules or ``libmkl_rt``'s exports) are registered with LLVM under the names in
 the name, not to an address, so Numba's on-disk cache stays valid from one process to the next
 and across a change of library.
 
-The factorization pieces of numdiff.kernels.linalg_blocked (``getrf``, ``potrf`` and ``trsm``)
+The factorization pieces of numdiff.kernels.linalg_blocked and linalg_split_svd (``getrf``, ``potrf``,
+``trsm``, ``trmm``, ``gebrd``, ``bdsdc``, ``ormbr``, ``sytrd``, ``stedc``, ``ormtr``)
 always come from SciPy's ``cython_lapack``/``cython_blas`` (the OpenBLAS numdiff holds at one thread),
 registered under :data:`FACTOR_SYMBOLS` by :func:`register_factor_symbols`.
 
@@ -46,7 +47,8 @@ __all__ = [
 ENVIRONMENT_VARIABLE = "NUMDIFF_BLAS"
 CHOICES = ("auto", "mkl", "scipy")
 GEMM_SYMBOLS = {"s": "numdiff_sgemm", "d": "numdiff_dgemm"}
-FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}" for kind in "sd" for routine in ("getrf", "potrf", "trsm")}
+FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}" for kind in "sd"
+                  for routine in ("getrf", "potrf", "trsm", "trmm", "gebrd", "bdsdc", "ormbr", "sytrd", "stedc", "ormtr")}
 
 _MKL_THREADING_SEQUENTIAL = 1
 _MKL_INTERFACE_LP64 = 0
@@ -195,7 +197,7 @@ _FACTORS_REGISTERED: list[bool] = []
 
 
 def register_factor_symbols() -> None:
-    """Register SciPy's ``getrf``, ``potrf`` and ``trsm`` (both precisions) with LLVM under
+    """Register SciPy's LAPACK and BLAS routines named in FACTOR_SYMBOLS (both precisions) with LLVM under
     :data:`FACTOR_SYMBOLS`, once per process, for numdiff.kernels.linalg_blocked.
 
     >>> register_factor_symbols()
@@ -205,6 +207,6 @@ def register_factor_symbols() -> None:
     # Imported here, on the first blocked factorization: scipy.linalg's __init__ costs 0.2 s (cython_blas).
     cython_lapack = importlib.import_module("scipy.linalg.cython_lapack")
     for routine, symbol in FACTOR_SYMBOLS.items():
-        module = cython_blas() if routine.endswith("trsm") else cython_lapack
+        module = cython_blas() if routine[1:] in ("trsm", "trmm") else cython_lapack
         binding.add_symbol(symbol, _capsule_address(module.__pyx_capi__[routine]))
     _FACTORS_REGISTERED.append(True)

@@ -7,7 +7,8 @@ Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``o
 
 Numba's disk cache keys a core on this file alone, not on the im2col/col2im helpers it calls:
 after changing numdiff/kernels/_im2col.py, edit this file too (or clear __pycache__), or a
-process may load cores built with the old helpers (last done for the unsigned-index im2col).
+process may load cores built with the old helpers (last done when the staging pass became
+_im2col.stage_rows, shared with numdiff.kernels._conv_batched).
 """
 
 from __future__ import annotations

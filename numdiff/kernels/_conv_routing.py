@@ -39,6 +39,8 @@ what ran before, forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0
 0.61 0.65; 32x16->32 12x12 (Winograd) 1.07 0.81 0.92; 16x16 1.20 1.03 0.98; 24x24 1.23 1.14
 1.17; small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8
 0.95 0.90, 4x16->32 4x4 1.30 1.49; input gradient to 2 channels (64x2->16 8x8) 1.11.
+Measured again against Winograd with 32-64 channels, the gradients lose beyond 8 wide (see
+:data:`DIRECT_MAX_WIDTH`), unless an input gradient has few channels.
 """
 
 from __future__ import annotations
@@ -54,16 +56,29 @@ WINOGRAD_MIN_CHANNELS = 20
 convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
 with ``ci + co``."""
 
-WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 14, "backward_weight": 12}
+WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 10, "backward_weight": 10}
 """Output width (the routine's: the input's for the input gradient) from which it may. The
 forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digits CNN's 4x4
 convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
 more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
-DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 16, "backward_weight": 16}
+DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 8, "backward_weight": 8}
 """Widest rows (the routine's: the input's for the input gradient) a direct loop writes instead
-of Winograd's; instead of im2col's, up to :data:`DIRECT_MAX_IM2COL_WIDTH`."""
+of Winograd's; instead of im2col's, up to :data:`DIRECT_MAX_IM2COL_WIDTH`. Measured (one thread,
+thread CPU time, Winograd / direct, input gradient, weight gradient; N x Ci -> Co, width):
+64x64->64 16 0.62 0.40; 64x32->64 16 0.81 0.60; 4x64->64 16 0.75 0.82; 16x48->48 16 0.68 0.55;
+8x64->64 14 0.76 0.70; 32x64->64 12 0.55 0.43; 32x32->32 10 0.84 0.66; 64x32->32 10 0.89 0.60;
+32x16->32 16 1.01 0.80; 32x16->32 12 1.25 0.82; 16x24->24 10 1.04 0.88; at 8 wide 64x32->64 0.91
+0.62, 32x16->32 1.24 0.95, 8x64->64 0.80 1.23; 16x64->64 6 0.81 1.21; 16x128->128 4 1.30 2.03.
+Before, both gradients ran direct up to 16 wide (cifar_bn's 64->64 16x16 layers at 1.9-2.3x
+PyTorch's time). The input gradient's few-channel exception: :data:`DIRECT_MIN_WINOGRAD_CHANNELS`."""
 DIRECT_MAX_IM2COL_WIDTH = 16
+
+DIRECT_MIN_WINOGRAD_CHANNELS = 28
+"""Harmonic mean of the channels below which an input gradient runs direct (up to
+:data:`DIRECT_MAX_IM2COL_WIDTH` wide) even where Winograd may run: with few channels its
+transforms cost more than its GEMMs save (32x16->32 12 wide: Winograd 1.25x the direct time,
+16 wide 1.01x; 24->24 10 wide 1.04x; 32->32 0.84x)."""
 
 DIRECT_MIN_POSITIONS = {"forward": 256, "backward_input": 512, "backward_weight": 128}
 """Fewest output positions of the batch (the routine's) for a direct loop: below, staging each
@@ -89,12 +104,14 @@ WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 """Target size of one thread's transformed input and output tiles together, in elements."""
 
 
-def use_direct(kind, n_img, co, out_h, out_w, winograd):
-    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution to co channels per
-    group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
+def use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
+    """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
+    per group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
     Winograd (where `winograd`) or im2col (see the module docstring for the measurements). The
     caller checks :data:`DIRECT_MIN_MACS`."""
-    widest = DIRECT_MAX_WIDTH[kind] if winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
+    few_channels = kind == "backward_input" and 2 * ci * co < DIRECT_MIN_WINOGRAD_CHANNELS * (ci + co)
+    beside_winograd = winograd and not few_channels
+    widest = DIRECT_MAX_WIDTH[kind] if beside_winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
     return (
         out_w <= widest
         and n_img * out_w >= DIRECT_MIN_ROW
@@ -156,3 +173,31 @@ def im2col_tiles(n_img, groups, k, oh_size, ow_size, cg, parts):
     # Equal tiles: 32 rows in tiles of 28 would leave a 4-row tile whose GEMM runs inefficiently.
     tiles = -(-oh_size // rows)
     return -(-oh_size // tiles), blocks
+
+
+BATCHED_MAX_POSITIONS = 32
+"""Most output positions per image (OH*OW) for which the im2col route runs several images per
+GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""
+
+
+def batched_images(n_img, k, positions, parts):
+    """Images per GEMM of the batched cores for a convolution with `positions` output positions an
+    image and K = Cg*KH*KW, or 0 where the per-image im2col cores run instead: as many as keep a
+    column block (K, images*positions) within :data:`TILE_ELEMENTS`, at least one; few enough
+    that every thread gets a block, and equal blocks."""
+    if positions > BATCHED_MAX_POSITIONS:
+        return 0
+    images = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
+    blocks = -(-n_img // images)
+    return -(-n_img // blocks)
+
+
+def gather_input_gradient(cog, cg, stride):
+    """Whether the input gradient of a stride-1 convolution from cg to cog channels per group,
+    which the im2col route would compute, runs as a forward convolution of the output gradient
+    instead (numdiff.kernels.conv): where cog is at most half of cg, it gathers cog*KH*KW rows of
+    patches instead of scattering cg*KH*KW. Measured (one thread, thread CPU time): style
+    transfer's last 9x9 convolution, 4 x 16 -> 3 on 64x64, 9.2 -> 4.7 ms; 16 x 32 -> 9 3x3 on 32x32
+    (super_resolution's last) 2.9 -> 2.2; 8 x 64 -> 16 5x5 on 20x20 5.0 -> 3.8; 4 x 32 -> 16 7x7 on 48x48
+    13.2 -> 12.2; 8 x 24 -> 12 3x3 on 28x28 1.18 -> 1.00."""
+    return stride == (1, 1) and 2 * cog <= cg

@@ -36,27 +36,16 @@ def staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size):
     return cg * ((rows - 1) * sh + (kh - 1) * dh + 1) * ((ow_size - 1) * sw + (kw - 1) * dw + 1)
 
 
-@njit(cache=True, nogil=True)
-def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col, staging):
-    """Fill ``col`` (Cg*KH*KW, (oh1-oh0)*OW) from ``xg`` (Cg, H, W); both C-contiguous.
-
-    Two passes. First the input rows the tile reads are copied into ``staging`` (1-D, at least
-    :func:`staging_size` elements) as a zero-padded block (Cg, PH, PW): ``PH`` rows from input
-    row ``oh0*sh - pt``, ``PW`` columns from input column ``-pl``, zeros outside the image.
-    Then loop nest: for channel c; for tap (i, j); for output row oh; for ow, a plain strided
-    copy from the block: no bounds test is left in the inner loop. Measured single-threaded
-    against one pass that selects between the input element and 0 per element: 16x4x4 1.6
-    against 3.3 us, 16x32x32 16 against 56 us, 1x8x8 the same.
-    """
+@njit(cache=True, nogil=True, inline="always")
+def stage_rows(xg, top, pl, block_h, block_w, stage):
+    """Copy input rows ``top .. top+block_h-1`` of ``xg`` (Cg, H, W) into ``stage`` (1-D, at least
+    ``Cg*block_h*block_w`` elements) as a zero-padded block (Cg, block_h, block_w): block column b
+    is input column ``b - pl``, zeros outside the image."""
     cg, height, width = xg.shape
-    block_h = (oh1 - oh0 - 1) * sh + (kh - 1) * dh + 1
-    block_w = (ow_size - 1) * sw + (kw - 1) * dw + 1
-    top = oh0 * sh - pt
-    # Columns [lo, hi) of a block row come from the image (block column b is input column b - pl).
+    # Columns [lo, hi) of a block row come from the image.
     lo = min(max(pl, 0), block_w)
     hi = max(min(width + pl, block_w), lo)
     src = xg.reshape(-1)
-    stage = staging[: cg * block_h * block_w]
     for c in range(cg):
         for a in range(block_h):
             ih = top + a
@@ -72,6 +61,44 @@ def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col, stag
                 stage[np.uint64(d0 + b)] = src[np.uint64(s0 + b)]
             for b in range(hi, block_w):
                 stage[np.uint64(d0 + b)] = 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def unstage_add(stage, c0, channels, top, pl, block_h, block_w, dxg):
+    """The adjoint of :func:`stage_rows` for channels c0..c0+channels-1 of ``dxg`` (Cg, H, W):
+    add the in-image part of the block ``stage`` into them and drop its padding."""
+    height, width = dxg.shape[1], dxg.shape[2]
+    lo = min(max(pl, 0), block_w)
+    hi = max(min(width + pl, block_w), lo)
+    dst = dxg.reshape(-1)
+    for c in range(channels):
+        for a in range(block_h):
+            ih = top + a
+            if ih < 0 or ih >= height:
+                continue
+            s0 = (c * block_h + a) * block_w
+            d0 = ((c0 + c) * height + ih) * width - pl
+            for b in range(lo, hi):
+                dst[np.uint64(d0 + b)] += stage[np.uint64(s0 + b)]
+
+
+@njit(cache=True, nogil=True)
+def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col, staging):
+    """Fill ``col`` (Cg*KH*KW, (oh1-oh0)*OW) from ``xg`` (Cg, H, W); both C-contiguous.
+
+    Two passes. First the input rows the tile reads are copied into ``staging`` (1-D, at least
+    :func:`staging_size` elements) as a zero-padded block (Cg, PH, PW): ``PH`` rows from input
+    row ``oh0*sh - pt``, ``PW`` columns from input column ``-pl``, zeros outside the image
+    (:func:`stage_rows`). Then loop nest: for channel c; for tap (i, j); for output row oh; for
+    ow, a plain strided copy from the block: no bounds test is left in the inner loop. Measured
+    single-threaded against one pass that selects between the input element and 0 per element:
+    16x4x4 1.6 against 3.3 us, 16x32x32 16 against 56 us, 1x8x8 the same.
+    """
+    cg = xg.shape[0]
+    block_h = (oh1 - oh0 - 1) * sh + (kh - 1) * dh + 1
+    block_w = (ow_size - 1) * sw + (kw - 1) * dw + 1
+    stage = staging[: cg * block_h * block_w]
+    stage_rows(xg, oh0 * sh - pt, pl, block_h, block_w, stage)
     dst = col.reshape(-1)
     ncols = (oh1 - oh0) * ow_size
     for c in range(cg):
@@ -93,16 +120,13 @@ def col2im_rows_add(col, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_si
     belongs to channel ``c0 + r // (KH*KW)``); both arrays C-contiguous. Through the same
     zero-padded block layout: loop nest for channel; for tap (i, j); for oh; for ow, an add into
     the block with no bounds test; then the block's in-image part is added into ``dxg`` and its
-    padding dropped. ``staging`` (1-D) holds at least :func:`staging_size` elements for c1-c0
-    channels. Measured single-threaded against adding each tap row's in-image span straight into
-    ``dxg``: 16x4x4 1.9 against 2.8 us, 16x32x32 16.6 against 19.6 us, 1x8x8 the same.
+    padding dropped (:func:`unstage_add`). ``staging`` (1-D) holds at least :func:`staging_size`
+    elements for c1-c0 channels. Measured single-threaded against adding each tap row's in-image
+    span straight into ``dxg``: 16x4x4 1.9 against 2.8 us, 16x32x32 16.6 against 19.6 us, 1x8x8
+    the same.
     """
-    height, width = dxg.shape[1], dxg.shape[2]
     block_h = (oh1 - oh0 - 1) * sh + (kh - 1) * dh + 1
     block_w = (ow_size - 1) * sw + (kw - 1) * dw + 1
-    top = oh0 * sh - pt
-    lo = min(max(pl, 0), block_w)
-    hi = max(min(width + pl, block_w), lo)
     channels = c1 - c0
     stage = staging[: channels * block_h * block_w]
     for q in range(stage.size):
@@ -118,13 +142,4 @@ def col2im_rows_add(col, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_si
                     s0 = r * ncols + (oh - oh0) * ow_size
                     for ow in range(ow_size):
                         stage[np.uint64(d0 + ow * sw)] += src[np.uint64(s0 + ow)]
-    dst = dxg.reshape(-1)
-    for c in range(channels):
-        for a in range(block_h):
-            ih = top + a
-            if ih < 0 or ih >= height:
-                continue
-            s0 = (c * block_h + a) * block_w
-            d0 = ((c0 + c) * height + ih) * width - pl
-            for b in range(lo, hi):
-                dst[np.uint64(d0 + b)] += stage[np.uint64(s0 + b)]
+    unstage_add(stage, c0, channels, oh0 * sh - pt, pl, block_h, block_w, dxg)

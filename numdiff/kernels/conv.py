@@ -15,6 +15,9 @@ L2 cache while BLAS reads it. Extra memory per call is bounded by
 zero-padded copy of the input rows one tile reads (numdiff.kernels._im2col), plus, for
 backward_weight, one weight-sized accumulator per thread; never a whole-batch im2col.
 A 1x1, stride-1, unpadded convolution skips im2col and hands BLAS the input planes directly.
+Small outputs (at most ``routing.BATCHED_MAX_POSITIONS`` positions an image: a strided 4x4
+convolution down to 4x4 or 1x1) run several images side by side in one GEMM instead
+(numdiff.kernels._conv_batched): one image's GEMM there is a few columns wide.
 
 Parallelism: work items are (image, group, tile) for forward and backward_weight, and
 (image, group, channel block) for backward_input, so that two threads never scatter into the
@@ -35,7 +38,7 @@ no faster on the backward ones). For small images 3x3 convolutions run as direct
 instead, 512 bits wide (numdiff.kernels._vecmath.wide_vectors: LLVM's tuning for this Xeon
 prefers 256-bit vectors unless a function asks), at 65-80% of the float32 peak.
 
-Which core runs (im2col, the Winograd route of numdiff.kernels._winograd or the direct route of
+Which core runs (im2col, batched im2col, the Winograd route of numdiff.kernels._winograd or the direct route of
 numdiff.kernels._conv_direct and _conv_direct_forward), its serial or parallel build, and how its
 work is cut into items: the rules of numdiff.kernels._conv_routing, with the measurements behind
 each threshold; :func:`_check_conv` applies them.
@@ -62,6 +65,11 @@ from numdiff._ground.conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.kernels import _conv_routing as routing
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._conv_batched import (
+    batched_backward_input_core,
+    batched_backward_weight_core,
+    batched_forward_core,
+)
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
@@ -101,7 +109,7 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         else:
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
         winograd = routing.use_winograd(kind, ci, co, out_w)
-        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(kind, n_img, co, out_h, out_w, winograd):
+        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
             kernel, parts = _DIRECT_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             images = routing.direct_images(n_img, co, out_h, out_w, parts)
             return kernel, (top, left, oh_size, ow_size, images, parts)
@@ -112,12 +120,22 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             # for the input gradient, its input.
             return kernel, (top, left, oh_size, ow_size, images, rows, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
+    if not pointwise:
+        kernel, parts = _BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+        images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts)
+        if images:
+            return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
     kernel, parts = _CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
     rows, blocks = routing.im2col_tiles(n_img, groups, cg * kh * kw, oh_size, ow_size, cg, parts)
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
 
 
 _CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}
+_BATCHED_CORES = {
+    "forward": batched_forward_core,
+    "backward_input": batched_backward_input_core,
+    "backward_weight": batched_backward_weight_core,
+}
 _DIRECT_CORES = {
     "forward": direct_forward_core,
     "backward_input": direct_backward_input_core,
@@ -238,10 +256,32 @@ def conv2d_backward_input(
     check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
     if sizes is None:
         return grad_in
+    if core in _CORES["backward_input"] and routing.gather_input_gradient(
+        weight.shape[0] // groups, weight.shape[1], tuple(stride)
+    ):
+        return _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups)
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
     prepare_blas()
     core(go4, w3, dx5, *sizes)
     return grad_in
+
+
+def _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups):
+    """The input gradient of a stride-1 convolution as a forward convolution of the output
+    gradient with the flipped weight, channels swapped per group: ``grad_in[h] = sum_i
+    grad_out[h + pt - i*dh] w[i]`` reads output rows from ``(KH-1)*dh - pt`` above, so the pads
+    become ``(KH-1)*dh - pt`` on top and whatever gives grad_in's height below (likewise for
+    columns). Gathers Cog*KH*KW rows of patches where the scatter-add route writes Cg*KH*KW."""
+    co, cg, kh, kw = weight.shape
+    cog = co // groups
+    flipped = weight.reshape(groups, cog, cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+    flipped = np.ascontiguousarray(flipped).reshape(groups * cg, cog, kh, kw)
+    height, width = grad_in.shape[2:]
+    out_h, out_w = grad_out.shape[2:]
+    top, left = (kh - 1) * dilation[0] - padding[0], (kw - 1) * dilation[1] - padding[2]
+    bottom = height - out_h - top + (kh - 1) * dilation[0]
+    right = width - out_w - left + (kw - 1) * dilation[1]
+    return conv2d_forward(grad_out, flipped, None, grad_in, (1, 1), (top, bottom, left, right), dilation, groups)
 
 
 def conv2d_backward_weight(

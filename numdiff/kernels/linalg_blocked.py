@@ -8,12 +8,18 @@ split over Numba threads, each a single-threaded BLAS call; LAPACK (SciPy's, at 
 only the narrow panels:
 
     lu_factor_blocked(a, block, threads) -> (lu, piv, info)
-        per step k (b = min(block, n - k) columns):
-          getrf on the panel A[k:, k:k+b]  (LAPACK, calling thread)     ~ n^2 b / 2 flops in all
-          the panel's row swaps on the columns left and right of it
-          per thread, a block of the columns c right of the panel:     (in parallel)
+        per step k (b = min(block, n - k) columns), panel k already factored (getrf, LAPACK):
+          thread 0: the columns of panel k + b: panel k's row swaps, then the update below; then
+                    getrf on that next panel (look-ahead: the serial ~ n^2 b / 2 flops of the
+                    panels run beside the other threads' updates instead of between them); then
+                    a few more columns, so that the threads' shares even out (_PANEL_WEIGHT)
+          other threads, a block each of the remaining columns c:
+            panel k's row swaps on the rows of c
             A[k:k+b, c] = L11^-1 A[k:k+b, c]            (trsm, unit lower)
             A[k+b:, c] -= A[k+b:, k:k+b] A[k:k+b, c]     (gemm)       ~ 2 n^3 / 3 flops in all
+        at the end, each panel's swaps on the columns left of it. Without look-ahead, a step's
+        update waited for its panel: at order 512 on two threads the serial panels (1.7 of getrf's
+        4.1 ms with panels of 128) were why the split LU ran no faster than getrf.
         lu, piv, info as scipy.linalg.lu_factor and getrf give them: lu (n, n) Fortran order, L\\U;
         piv (n,) int32 0-based row swaps in order; info 0, or k where U[k-1, k-1] is exactly zero.
 
@@ -32,23 +38,23 @@ only the narrow panels:
 
 A Fortran-ordered A is handled as its row-major transpose ``at`` (``at[j, i] = A[i, j]``), so the
 GEMMs are numdiff.kernels._blas.gemm calls on row-major views. getrf, potrf and trsm are SciPy's
-(numdiff.kernels._blas_library.register_factor_symbols), called by address with leading dimension
+(numdiff.kernels._lapack_calls), called by address with leading dimension
 n, in place. Extra memory: the copy of A the factors are written into.
 
-Measured (2 cores, float64, order 512): DEFAULT_BLOCK's docstring; benchmarks/RESULTS.md for the
+Measured (2 cores, float64, order 512): DEFAULT_BLOCK's and LU_BLOCK's docstrings; benchmarks/RESULTS.md for the
 public functions against torch.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange, types
+from numba import prange
 
-from numdiff.kernels._blas import _data_ptr, gemm, prepare_blas
-from numdiff.kernels._blas_library import FACTOR_SYMBOLS, register_factor_symbols
+from numdiff.kernels._blas import gemm, prepare_blas
+from numdiff.kernels._lapack_calls import blas_flags, getrf, potrf, swap_rows, trsm
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["DEFAULT_BLOCK", "cholesky_blocked", "lu_factor_blocked", "lu_solve_blocked", "solve_triangular_blocked"]
+__all__ = ["DEFAULT_BLOCK", "LU_BLOCK", "cholesky_blocked", "lu_factor_blocked", "lu_solve_blocked", "solve_triangular_blocked"]
 
 DEFAULT_BLOCK = 128
 """Panel width: columns factored by LAPACK per step. At order 512, one thread, 32 to 128 were within
@@ -58,14 +64,13 @@ against 10.4 / 96, Cholesky 2.6 / 19 against 2.7 / 82 (getrf 4.3 / 21, potrf 3.4
 each step's parallel region waits for a thread that lost its core, and 128 has half as many steps.
 On a quiet machine 64 would leave less of LU serial (the panels: n^2 b / 2 of 2 n^3 / 3 flops)."""
 
-register_factor_symbols()  # before any kernel below is compiled or loaded from the cache
-_VOID = types.voidptr
-_GETRF = {k: types.ExternalFunction(FACTOR_SYMBOLS[f"{k}getrf"], types.void(*(_VOID,) * 6)) for k in "sd"}
-_POTRF = {k: types.ExternalFunction(FACTOR_SYMBOLS[f"{k}potrf"], types.void(*(_VOID,) * 5)) for k in "sd"}
-_TRSM = {k: types.ExternalFunction(FACTOR_SYMBOLS[f"{k}trsm"], types.void(*(_VOID,) * 11)) for k in "sd"}
-_SGETRF, _DGETRF = _GETRF["s"], _GETRF["d"]
-_SPOTRF, _DPOTRF = _POTRF["s"], _POTRF["d"]
-_STRSM, _DTRSM = _TRSM["s"], _TRSM["d"]
+LU_BLOCK = 128
+"""Panel width of the LU at more than one thread (look-ahead). Order 512, two threads, load 8 on 2
+CPUs, 41 alternating runs, ms min / median (two runs): panels of 128 10.1 / 16.5 and 12.6 / 23.1,
+panels of 64 16.0 / 24.0 and 20.0 / 29.8, the LU before look-ahead (panels of 128) 13.0 / 20.7 and
+16.7 / 24.0, getrf at one thread 4.5 / 12.5. A loaded machine makes each of the 2n/b parallel regions
+wait for a thread that lost its core; on a quiet one the estimate is close (the unhidden first panel:
+getrf of 512 x 128 0.69 ms against 512 x 64's 0.27, one thread; narrower panels even the shares)."""
 
 # Below this many multiply-adds in a step's update the step runs on the calling thread.
 _PARALLEL_MIN_MACS = 1 << 17
@@ -75,73 +80,9 @@ _PARALLEL_MIN_MACS = 1 << 17
 # (chunks of a 128-column block, at order 512, gave one thread twice the other's work).
 _UPDATE_CHUNK = 32
 
-
-@njit(cache=True, nogil=True, inline="always")
-def _at(at, row, col):
-    """The address of A[row, col], A column-major and stored as its row-major transpose `at`."""
-    return _data_ptr(at[col:, row:])
-
-
-@njit(cache=True, nogil=True)
-def _getrf(at, k, rows, cols, ipiv):
-    """getrf on the rows x cols block of A at (k, k); ipiv (cols,) gets 1-based swaps; returns info."""
-    ints = np.empty(4, np.int32)
-    ints[0], ints[1], ints[2], ints[3] = rows, cols, at.shape[1], 0
-    m_, n_, ld_, info_ = _data_ptr(ints[0:1]), _data_ptr(ints[1:2]), _data_ptr(ints[2:3]), _data_ptr(ints[3:4])
-    if at.itemsize == 4:
-        _SGETRF(m_, n_, _at(at, k, k), ld_, _data_ptr(ipiv), info_)
-    else:
-        _DGETRF(m_, n_, _at(at, k, k), ld_, _data_ptr(ipiv), info_)
-    return ints[3]
-
-
-@njit(cache=True, nogil=True)
-def _potrf(at, k, order):
-    """potrf (lower) on the order x order block of A at (k, k); returns info."""
-    ints = np.empty(3, np.int32)
-    ints[0], ints[1], ints[2] = order, at.shape[1], 0
-    uplo = np.empty(1, np.uint8)
-    uplo[0] = ord("L")
-    if at.itemsize == 4:
-        _SPOTRF(_data_ptr(uplo), _data_ptr(ints[0:1]), _at(at, k, k), _data_ptr(ints[1:2]), _data_ptr(ints[2:3]))
-    else:
-        _DPOTRF(_data_ptr(uplo), _data_ptr(ints[0:1]), _at(at, k, k), _data_ptr(ints[1:2]), _data_ptr(ints[2:3]))
-    return ints[2]
-
-
-@njit(cache=True, nogil=True)
-def _trsm(flags, rows, cols, t_at, t_row, t_col, at, row, col):
-    """BLAS trsm, alpha 1, in place on the rows x cols block of B at (row, col) (B stored as `at`),
-    with the triangle T at (t_row, t_col) of `t_at`; flags: side, uplo, transa, diag (Fortran chars)."""
-    ints = np.empty(4, np.int32)
-    ints[0], ints[1], ints[2], ints[3] = rows, cols, t_at.shape[1], at.shape[1]
-    alpha = np.ones(1, at.dtype)
-    f = _data_ptr(flags)
-    side, uplo, trans, diag = f, _data_ptr(flags[1:2]), _data_ptr(flags[2:3]), _data_ptr(flags[3:4])
-    m_, n_, lda, ldb = _data_ptr(ints[0:1]), _data_ptr(ints[1:2]), _data_ptr(ints[2:3]), _data_ptr(ints[3:4])
-    t, b = _at(t_at, t_row, t_col), _at(at, row, col)
-    if at.itemsize == 4:
-        _STRSM(side, uplo, trans, diag, m_, n_, _data_ptr(alpha), t, lda, b, ldb)
-    else:
-        _DTRSM(side, uplo, trans, diag, m_, n_, _data_ptr(alpha), t, lda, b, ldb)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _flags(side, uplo, trans, diag):
-    flags = np.empty(4, np.uint8)
-    flags[0], flags[1], flags[2], flags[3] = ord(side), ord(uplo), ord(trans), ord(diag)
-    return flags
-
-
-@njit(cache=True, nogil=True)
-def _swap_rows(at, piv, k, b, first, stop):
-    """The swaps piv[k:k+b] on A's rows, in columns first:stop."""
-    for c in range(first, stop):
-        column = at[c]
-        for i in range(k, k + b):
-            p = piv[i]
-            if p != i:
-                column[i], column[p] = column[p], column[i]
+# A panel's getrf (BLAS-2 bound) costs about as much as updating twice its columns (order 512, panels
+# of 64: getrf of 448 x 64 0.27 ms, the update of 64 columns of that height 0.15 ms).
+_PANEL_WEIGHT = 2
 
 
 @njit(cache=True, nogil=True)
@@ -150,46 +91,77 @@ def _lu_update_columns(at, k, b, first, stop):
     if stop <= first:
         return
     n = at.shape[0]
-    _trsm(_flags("L", "L", "N", "U"), b, stop - first, at, k, k, at, k, first)
+    trsm(blas_flags("L", "L", "N", "U"), b, stop - first, at, k, k, at, k, first)
     if k + b < n:
         gemm(False, False, -1.0, at[first:stop, k:k + b], at[k:k + b, k + b:], 1.0, at[first:stop, k + b:])
 
 
+@njit(cache=True, nogil=True)
+def _lu_step_columns(at, piv, k, b, first, stop):
+    """Columns first:stop at the step of panel k: its row swaps, then the update."""
+    swap_rows(at, piv, k, b, first, stop)
+    _lu_update_columns(at, k, b, first, stop)
+
+
+@njit(cache=True, nogil=True)
+def _lu_panel(at, piv, k, b, ipiv, info):
+    """getrf on panel k (its b columns, rows k:); piv[k:k+b] its 0-based swaps; info[0] the first
+    exactly zero pivot's 1-based index (once set, kept)."""
+    step = getrf(at, k, at.shape[0] - k, b, ipiv)
+    if step > 0 and info[0] == 0:
+        info[0] = step + k
+    for i in range(b):
+        piv[k + i] = ipiv[i] - 1 + k
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _lu_update_split(at, k, b, parts):
+def _lu_lookahead_step(at, piv, k, b, nb, split, parts, ipiv, info):
+    """The step of panel k with the next panel (nb columns) factored during it: thread 0 updates the
+    next panel's columns, factors it, then updates columns up to `split`; the other threads share the
+    columns split:n. Only thread 0 writes piv and info, and the threads' columns are disjoint."""
     n = at.shape[0]
-    rest = n - k - b
+    nxt = k + b
+    rest = n - split
     for t in prange(parts):
-        _lu_update_columns(at, k, b, k + b + t * rest // parts, k + b + (t + 1) * rest // parts)
+        if t == 0:
+            _lu_step_columns(at, piv, k, b, nxt, nxt + nb)
+            _lu_panel(at, piv, nxt, nb, ipiv, info)
+            _lu_step_columns(at, piv, k, b, nxt + nb, split)
+        else:
+            _lu_step_columns(at, piv, k, b, split + (t - 1) * rest // (parts - 1), split + t * rest // (parts - 1))
 
 
 @njit(cache=True, nogil=True)
 def _lu_factor_t(at, piv, block, parts):
     n = at.shape[0]
-    info = 0
+    info = np.zeros(1, np.int32)
     ipiv = np.empty(block, np.int32)
-    for k in range(0, n, block):
-        b = min(block, n - k)
-        step = _getrf(at, k, n - k, b, ipiv)
-        if step > 0 and info == 0:
-            info = step + k
-        for i in range(b):
-            piv[k + i] = ipiv[i] - 1 + k
-        _swap_rows(at, piv, k, b, 0, k)
-        _swap_rows(at, piv, k, b, k + b, n)
-        rest = n - k - b
-        if parts > 1 and rest * (n - k) * b >= _PARALLEL_MIN_MACS and rest >= 2 * parts:
-            _lu_update_split(at, k, b, parts)
+    k, b = 0, min(block, n)
+    _lu_panel(at, piv, 0, b, ipiv, info)
+    while k + b < n:
+        nxt = k + b
+        nb = min(block, n - nxt)
+        rest = n - nxt - nb
+        if parts > 1 and (n - nxt) * (n - k) * b >= _PARALLEL_MIN_MACS and rest >= 2 * parts:
+            # Thread 0's share: the next panel's columns, its factorization (as _PANEL_WEIGHT times
+            # their update), then enough further columns to even the threads out.
+            own = nb * (1 + _PANEL_WEIGHT)
+            extra = max(0, (rest + own) // parts - own)
+            _lu_lookahead_step(at, piv, k, b, nb, nxt + nb + min(extra, rest), parts, ipiv, info)
         else:
-            _lu_update_columns(at, k, b, k + b, n)
-    return info
+            _lu_step_columns(at, piv, k, b, nxt, n)
+            _lu_panel(at, piv, nxt, nb, ipiv, info)
+        k, b = nxt, nb
+    for k in range(block, n, block):  # each panel's swaps on the columns left of it, in order
+        swap_rows(at, piv, k, min(block, n - k), 0, k)
+    return info[0]
 
 
 @njit(cache=True, nogil=True)
 def _cholesky_panel_rows(at, k, b, first, stop):
     """Rows first:stop of L21 = A21 L11^-T."""
     if stop > first:
-        _trsm(_flags("R", "L", "T", "N"), stop - first, b, at, k, k, at, first, k)
+        trsm(blas_flags("R", "L", "T", "N"), stop - first, b, at, k, k, at, first, k)
 
 
 @njit(cache=True, nogil=True)
@@ -223,7 +195,7 @@ def _cholesky_t(at, block, parts):
     n = at.shape[0]
     for k in range(0, n, block):
         b = min(block, n - k)
-        step = _potrf(at, k, b)
+        step = potrf(at, k, b)
         if step > 0:
             return step + k
         rest = n - k - b
@@ -242,7 +214,7 @@ def _cholesky_t(at, block, parts):
 def _solve_columns(t_at, upper, unit, bt, first, stop):
     """Columns first:stop of T^-1 B (B stored as its transpose `bt`)."""
     if stop > first:
-        _trsm(_flags("L", "U" if upper else "L", "N", "U" if unit else "N"), t_at.shape[0], stop - first,
+        trsm(blas_flags("L", "U" if upper else "L", "N", "U" if unit else "N"), t_at.shape[0], stop - first,
               t_at, 0, 0, bt, 0, first)
 
 
@@ -260,8 +232,8 @@ def _lu_solve_columns(lu_t, piv, transposed, bt, first, stop):
         return
     n = lu_t.shape[0]
     if transposed:
-        _trsm(_flags("L", "U", "T", "N"), n, stop - first, lu_t, 0, 0, bt, 0, first)
-        _trsm(_flags("L", "L", "T", "U"), n, stop - first, lu_t, 0, 0, bt, 0, first)
+        trsm(blas_flags("L", "U", "T", "N"), n, stop - first, lu_t, 0, 0, bt, 0, first)
+        trsm(blas_flags("L", "L", "T", "U"), n, stop - first, lu_t, 0, 0, bt, 0, first)
     for c in range(first, stop):
         column = bt[c]
         for step in range(n):
@@ -270,8 +242,8 @@ def _lu_solve_columns(lu_t, piv, transposed, bt, first, stop):
             if p != i:
                 column[i], column[p] = column[p], column[i]
     if not transposed:
-        _trsm(_flags("L", "L", "N", "U"), n, stop - first, lu_t, 0, 0, bt, 0, first)
-        _trsm(_flags("L", "U", "N", "N"), n, stop - first, lu_t, 0, 0, bt, 0, first)
+        trsm(blas_flags("L", "L", "N", "U"), n, stop - first, lu_t, 0, 0, bt, 0, first)
+        trsm(blas_flags("L", "U", "N", "N"), n, stop - first, lu_t, 0, 0, bt, 0, first)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -297,13 +269,13 @@ def _check(op: str, a: np.ndarray, block: int, threads: int) -> None:
 
 def lu_factor_blocked(a: np.ndarray, block: int | None = None, threads: int = 1) -> tuple[np.ndarray, np.ndarray, int]:
     """(lu, piv, info) of a square float32/float64 matrix, as scipy.linalg.lu_factor and getrf's info;
-    `block` columns per panel (DEFAULT_BLOCK when None).
+    `block` columns per panel (when None: LU_BLOCK at more than one thread, else DEFAULT_BLOCK).
 
     >>> lu, piv, info = lu_factor_blocked(np.array([[1.0, 2.0], [3.0, 4.0]]), block=1)
     >>> piv.tolist(), info
     ([1, 1], 0)
     """
-    block = DEFAULT_BLOCK if block is None else block
+    block = (LU_BLOCK if threads > 1 else DEFAULT_BLOCK) if block is None else block
     _check("lu_factor_blocked", a, block, threads)
     prepare_blas()
     lu = np.array(a, order="F")

@@ -120,6 +120,11 @@ def interpolate(
     if recompute_scale_factor or scales is None:
         scales = (None,) * len(sizes)
     dtype = np.dtype(input._data.dtype)
+    if mode == "nearest" or mode == "nearest-exact":
+        rows = [_nearest_rows(n, m, scale, mode == "nearest-exact") for n, m, scale in zip(input.shape[2:], sizes, scales)]
+        repeats = _whole_repeats(input.shape[2:], rows)
+        if repeats is not None:
+            return _repeat_each(input, repeats)
     out = input
     for axis, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales), start=2):
         if mode in _LINEAR:
@@ -133,6 +138,33 @@ def interpolate(
             rows = _nearest_rows(in_size, out_size, scale, mode == "nearest-exact")
             out = index_select(out, axis, tensor(rows, device=input.device))
     return out
+
+
+def _whole_repeats(in_sizes: Sequence[int], rows: list[np.ndarray]) -> tuple[int, ...] | None:
+    """The repeat count per spatial dim where the nearest rows picked are each input row `r` times
+    in order (an integer upscale, or sizes kept), else None."""
+    repeats = []
+    for in_size, picked in zip(in_sizes, rows):
+        r = picked.size // in_size
+        if r * in_size != picked.size or not np.array_equal(picked, np.arange(picked.size) // r):
+            return None
+        repeats.append(r)
+    return tuple(repeats)
+
+
+def _repeat_each(input: Tensor, repeats: tuple[int, ...]) -> Tensor:
+    """Every element of the spatial dims repeated `repeats` times along each: one broadcast copy,
+    whose gradient is a sum over the repeats. Per dim index_select did a copy per dim and its
+    backward a scatter-add (np.add.at along an inner axis: 11 ms for style_transfer's 4x64x32x32
+    upsample gradient, against 0.2 ms as a sum)."""
+    spatial = input.shape[2:]
+    split = list(input.shape[:2])
+    spread = list(input.shape[:2])
+    for n, r in zip(spatial, repeats):
+        split += [n, 1]
+        spread += [n, r]
+    out_shape = tuple(input.shape[:2]) + tuple(n * r for n, r in zip(spatial, repeats))
+    return input.reshape(*split).expand(*spread).reshape(*out_shape)
 
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: bool | None = None) -> Tensor:

@@ -13,8 +13,10 @@ core (2026-12-06, load 4.5 on 2 cores, medians of 5, one thread against two: ges
 syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's threads instead: LU
 (solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
 thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
-split over Numba's threads; inv as the LU's solve on the identity), and the backward formulas'
-products to numdiff's GEMM.
+split over Numba's threads, the LU's next panel factored beside them; inv as the LU's solve on the
+identity), eigh to numdiff.kernels.linalg_split_eigh (syevd's steps, its back-transform split), a
+square svd to numdiff.kernels.linalg_split_svd (gesdd's steps, its two back-transforms side by side), and the backward formulas' products to numdiff's GEMM (the Cholesky backward and
+eigh's symmetric products to numdiff.kernels.linalg_blocked_grads, at any thread count).
 
 Two ways the same factorization is not computed twice:
 
@@ -49,12 +51,16 @@ _blas = lazy_module("numdiff.kernels._blas")
 _numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
 _blocked = lazy_module("numdiff.kernels.linalg_blocked")
+_blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
+_split_svd = lazy_module("numdiff.kernels.linalg_split_svd")
+_split_eigh = lazy_module("numdiff.kernels.linalg_split_eigh")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
 _LU_KERNEL_MAX_ORDER = 16  # Cholesky, and LU for solve and slogdet, of matrices up to this order: numdiff's kernels
 _EIGH_KERNEL_MAX_ORDER = 10  # eigh of matrices up to this order: the batched Jacobi kernel
 _SVD_KERNEL_MAX_ORDER = 16  # svd of matrices of at most this many rows and columns: one-sided Jacobi
+CHOLESKY_GRAD_BLOCKED_MIN_ORDER = 32  # the Cholesky backward from this order: numdiff.kernels.linalg_blocked_grads
 BLOCKED_MIN_ORDER = 256  # LU and Cholesky from this order, at more than one thread: numdiff.kernels.linalg_blocked
 
 _memo = threading.local()
@@ -65,8 +71,8 @@ def lapack_description() -> str:
     return (f"SciPy's (OpenBLAS, one thread) for single matrices and orders above {_SMALL}; NumPy's batched "
             f"loop for batches of order <= {_SMALL}; numdiff's batched kernels for LU (solve, slogdet) up to "
             f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}; "
-            f"numdiff's blocked LU and Cholesky, split over its threads, from order {BLOCKED_MIN_ORDER} at more "
-            "than one thread")
+            f"numdiff's blocked LU and Cholesky, and the back-transforms of eigh and a square svd, split over its "
+            f"threads, from order {BLOCKED_MIN_ORDER} at more than one thread")
 
 
 @contextmanager
@@ -155,10 +161,19 @@ def _kernel_order(a: np.ndarray, largest: int) -> bool:
 
 
 def cholesky_backward(low: np.ndarray, grad: np.ndarray) -> np.ndarray | None:
-    """gA of L = cholesky(A) by the batched kernel, for orders it takes (else None: the caller composes it)."""
-    if not _kernel_order(low, _LU_KERNEL_MAX_ORDER) or grad.dtype != low.dtype:
+    """gA of L = cholesky(A) by a kernel: the batched one for small orders, the blocked one (the
+    triangles' zeros skipped: ~ 5 n^3 / 3 flops against the composed formula's 4 n^3, split over
+    numdiff's threads) per matrix from CHOLESKY_GRAD_BLOCKED_MIN_ORDER; else None (the caller composes it)."""
+    if grad.dtype != low.dtype or low.dtype not in (np.float32, np.float64) or not low.size:
         return None
     n = low.shape[-1]
+    if n >= CHOLESKY_GRAD_BLOCKED_MIN_ORDER:
+        threads = _numba.get_num_threads()
+        grads = np.broadcast_to(grad, low.shape).reshape(-1, n, n)
+        flat = [_blocked_grads.cholesky_backward_blocked(m, g, threads) for m, g in zip(low.reshape(-1, n, n), grads)]
+        return np.stack(flat).reshape(low.shape) if low.ndim > 2 else flat[0]
+    if not _kernel_order(low, _LU_KERNEL_MAX_ORDER):
+        return None
     out = np.empty(low.shape, dtype=low.dtype)
     _small.cholesky_backward_batched(np.ascontiguousarray(low).reshape(-1, n, n),
                                      np.ascontiguousarray(grad).reshape(-1, n, n), out.reshape(-1, n, n))
@@ -237,8 +252,23 @@ def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
     if _kernel_order(a, _EIGH_KERNEL_MAX_ORDER):
         return _remembered(("eigh", upper), a, lambda: _eigh_kernel(a, upper))
     return _remembered(("eigh", upper), a, lambda: per_matrix(
-        a, lambda m: scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
+        a, lambda m: _eigh_split(m, upper) or scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
         lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
+
+
+def _eigh_split(m: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """syevd's steps with its back-transform split over numdiff's threads (numdiff.kernels.linalg_split_eigh)
+    on the blocked path's terms (blocked_threads); None where syevd itself should run: a triangle's
+    largest entry syevd would rescale first (or NaN), a failed stedc."""
+    threads = blocked_threads(m)
+    if not threads or m.shape[0] != m.shape[1]:
+        return None
+    largest = np.abs(np.triu(m) if upper else np.tril(m)).max()
+    small = np.sqrt(np.finfo(m.dtype).tiny / np.finfo(m.dtype).eps)
+    if not small <= largest <= 1 / small:
+        return None
+    w, v, info = _split_eigh.eigh_split(m, upper, threads)
+    return None if info else (w, v)
 
 
 def _eigh_kernel(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -273,8 +303,23 @@ def svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if _kernel_order(a, _SVD_KERNEL_MAX_ORDER) and a.shape[-2] <= _SVD_KERNEL_MAX_ORDER and a.shape[-2] > 0:
         return _remembered(("svd",), a, lambda: _svd_kernel(a))
     return _remembered(("svd",), a, lambda: per_matrix(
-        a, lambda m: scipy_linalg.svd(m, full_matrices=False, check_finite=False),
+        a, lambda m: _svd_split(m) or scipy_linalg.svd(m, full_matrices=False, check_finite=False),
         lambda x: np.linalg.svd(x, full_matrices=False)))
+
+
+def _svd_split(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """gesdd's steps with its two back-transforms side by side (numdiff.kernels.linalg_split_svd) for a
+    square matrix on the blocked path's terms (blocked_threads); None where gesdd itself should run:
+    other shapes, an entry gesdd would rescale first (or NaN), no convergence."""
+    threads = blocked_threads(m)
+    if not threads or m.shape[0] != m.shape[1]:
+        return None
+    largest = np.abs(m).max()
+    small = np.sqrt(np.finfo(m.dtype).tiny) / np.finfo(m.dtype).eps
+    if not small <= largest <= 1 / small:
+        return None
+    u, s, vt, info = _split_svd.svd_square(m, threads)
+    return None if info else (u, s, vt)
 
 
 def qr(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

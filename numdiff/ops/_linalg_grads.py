@@ -15,10 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import is_host
 from numdiff.ops import _lapack
 from numdiff.ops.linalg import _product as product
+
+_numba = lazy_module("numba")
+_blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
 
 
 def direct(grad: Any, output_shape: tuple) -> bool:
@@ -52,12 +56,28 @@ def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _symmetric_mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b^T where the product is known to be symmetric: above order 32, from its lower triangle only
+    (numdiff.kernels.linalg_blocked_grads.symmetric_product: about half the flops, split over numdiff's
+    threads), per matrix of a batch; else as :func:`_mm`."""
+    n = a.shape[-2]
+    if n <= _NUMPY_MAX_ORDER or a.dtype not in (np.float32, np.float64) or a.dtype != b.dtype or a.shape != b.shape:
+        return _mm(a, _t(b))
+    threads = _numba.get_num_threads()
+    if a.ndim == 2:
+        return _blocked_grads.symmetric_product(a, b, threads)
+    flat = [_blocked_grads.symmetric_product(x, y, threads) for x, y in zip(a.reshape((-1,) + a.shape[-2:]),
+                                                                         b.reshape((-1,) + b.shape[-2:]))]
+    return np.stack(flat).reshape(a.shape[:-1] + (n,))
+
+
 def cholesky(
     low: np.ndarray, grad: np.ndarray, upper_solve: Callable[[np.ndarray, np.ndarray], np.ndarray]
 ) -> np.ndarray:
     """gA of L = cholesky(A): sym(L^-T Phi L^-1) / 2, Phi = tril(L^T gL) with its diagonal halved;
     ``upper_solve(U, B)`` is U^-1 B for upper-triangular U (numdiff.ops.linalg_solve's, batched).
-    Small orders run the whole formula in one kernel call."""
+    Most orders run the whole formula in one kernel call (numdiff.ops._lapack.cholesky_backward: the
+    batched kernel up to order 16, the blocked one from order 32); this composition takes the rest."""
     by_kernel = _lapack.cholesky_backward(low, grad)
     if by_kernel is not None:
         return by_kernel
@@ -71,18 +91,20 @@ def cholesky(
 
 
 def eigh_values(vectors: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    """gA of the eigenvalues: V diag(gw) V^T."""
-    return _mm(vectors * grad[..., None, :], _t(vectors))
+    """gA of the eigenvalues: V diag(gw) V^T (symmetric: its lower triangle computed)."""
+    return _symmetric_mm(vectors * grad[..., None, :], vectors)
 
 
 def eigh_vectors(values: np.ndarray, vectors: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    """gA of the eigenvectors: sym(V (F o V^T gV) V^T) / 2, F_ij = 1 / (w_j - w_i) off the diagonal."""
+    """gA of the eigenvectors: sym(V (F o V^T gV) V^T) / 2, F_ij = 1 / (w_j - w_i) off the diagonal,
+    computed as V M V^T with M = sym(F o V^T gV) / 2 = (C - C^T) / (2 (w_j - w_i)), C = V^T gV
+    (symmetric, so V M V^T is, and only its lower triangle is computed)."""
     gap = values[..., None, :] - values[..., :, None]
+    inner = _mm(_t(vectors), grad)
     with np.errstate(divide="ignore", invalid="ignore"):
-        inner = _mm(_t(vectors), grad) / gap
+        inner = (inner - _t(inner)) / (gap + gap)
     np.einsum("...ii->...i", inner)[...] = 0.0
-    g_a = _mm(_mm(vectors, inner), _t(vectors))
-    return 0.5 * (g_a + _t(g_a))
+    return _symmetric_mm(_mm(vectors, inner), vectors)
 
 
 def svd_values(u: np.ndarray, vh: np.ndarray, grad: np.ndarray) -> np.ndarray:

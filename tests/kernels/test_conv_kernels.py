@@ -7,6 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import numdiff
 from numdiff.kernels import _conv_routing, conv
 from tests.kernels import kernel_reference as ref
 
@@ -43,8 +44,15 @@ def _close(actual, expected, dtype, scale=1.0):
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * scale)
 
 
+@pytest.fixture(params=["im2col", "batched"])
+def route(request, monkeypatch):
+    """Every output size through the per-image im2col cores, or through the batched ones."""
+    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", 0 if request.param == "im2col" else 1 << 30)
+    return request.param
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_conv2d_forward_and_backward_match_reference(case, dtype, rng):
+def test_conv2d_forward_and_backward_match_reference(case, dtype, rng, route):
     x, weight, go, expected, out, gi, gw = _run(case, dtype, rng)
     _, _, _, _, _, _, _, stride, padding, dilation, groups = case
     _close(out, expected, dtype)
@@ -55,6 +63,7 @@ def test_conv2d_forward_and_backward_match_reference(case, dtype, rng):
 @pytest.mark.parametrize("case", CASES[:3])
 def test_conv2d_with_one_row_tiles_matches_reference(case, rng, monkeypatch):
     monkeypatch.setattr(_conv_routing, "TILE_ELEMENTS", 1)
+    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", 0)  # the per-image cores' tiles
     x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
     _, _, _, _, _, _, _, stride, padding, dilation, groups = case
     for kind in ("forward", "backward_input", "backward_weight"):  # the plans read the patched size
@@ -63,6 +72,48 @@ def test_conv2d_with_one_row_tiles_matches_reference(case, rng, monkeypatch):
     _close(out, expected, np.float64)
     _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
     _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+
+
+# (N, C, H, W, Co, KH, KW, padding, dilation, groups): stride 1, to at most half the channels
+FEW_CHANNEL_CASES = [
+    (2, 16, 20, 18, 3, 9, 9, (4, 4, 4, 4), (1, 1), 1),  # style transfer's last layer, smaller
+    (2, 8, 9, 11, 2, 3, 5, (1, 0, 2, 1), (2, 1), 2),  # uneven pads, dilation, groups
+    (2, 12, 10, 10, 2, 3, 3, (1, -1, 2, -1), (1, 1), 1),  # negative pads crop
+    (1, 6, 12, 13, 3, 4, 2, (3, 0, 0, 1), (1, 2), 3),  # even kernel, one channel a group
+]
+
+
+@pytest.mark.parametrize("case", FEW_CHANNEL_CASES)
+def test_input_gradient_to_many_channels_runs_as_a_forward_gather(case, dtype, rng, monkeypatch):
+    # From few channels to many (stride 1), the input gradient is a forward convolution of the
+    # output gradient with the flipped weight: Cog*KH*KW patch rows gathered, not Cg*KH*KW scattered.
+    n, c, h, w, co, kh, kw, padding, dilation, groups = case
+    weight = rng.standard_normal((co, c // groups, kh, kw)).astype(dtype)
+    out_h = conv.conv_output_size(h, kh, 1, *padding[:2], dilation[0])
+    out_w = conv.conv_output_size(w, kw, 1, *padding[2:], dilation[1])
+    go = rng.standard_normal((n, co, out_h, out_w)).astype(dtype)
+    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", 0)
+    calls = []
+    gather = conv._backward_input_as_forward
+    monkeypatch.setattr(conv, "_backward_input_as_forward", lambda *args: calls.append(1) or gather(*args))
+    gi = conv.conv2d_backward_input(go, weight, np.full((n, c, h, w), np.nan, dtype), (1, 1), padding, dilation, groups)
+    assert calls == [1]
+    _close(gi, ref.conv2d_backward_input(go, weight, (n, c, h, w), (1, 1), padding, dilation, groups), dtype)
+    # Strided, or to as many channels as it reads, the scatter-add route stays.
+    assert not _conv_routing.gather_input_gradient(3, 16, (2, 1))
+    assert not _conv_routing.gather_input_gradient(9, 16, (1, 1))
+
+
+def test_conv2d_to_few_channels_passes_gradcheck():
+    # 6 -> 2 channels, stride 1, 7x7 outputs: its input gradient takes the forward-gather route.
+    assert _conv_routing.gather_input_gradient(2, 6, (1, 1))
+    rng = np.random.default_rng(5)
+    x = numdiff.tensor(rng.standard_normal((2, 6, 7, 7)), requires_grad=True)
+    w = numdiff.tensor(rng.standard_normal((2, 6, 3, 3)), requires_grad=True)
+    b = numdiff.tensor(rng.standard_normal(2), requires_grad=True)
+    fn = numdiff.nn.functional
+    assert numdiff.autograd.gradcheck(lambda x, w, b: fn.conv2d(x, w, b, padding=1, dilation=1), (x, w, b))
+    assert numdiff.autograd.gradgradcheck(lambda x, w, b: fn.conv2d(x, w, b, padding=(2, 1), dilation=(2, 1)), (x, w, b))
 
 
 def test_backward_input_is_the_adjoint_of_forward(rng):
@@ -96,11 +147,17 @@ def test_conv2d_random_configurations_match_reference(
     eff_h, eff_w = dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1
     assume(h + padding[0] + padding[1] >= eff_h and w + padding[2] + padding[3] >= eff_w)
     case = (n, cg * groups, h, w, cog * groups, kernel[0], kernel[1], stride, padding, dilation, groups)
-    rng = np.random.default_rng(0)
-    x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
-    _close(out, expected, np.float64)
-    _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
-    _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+    previous = _conv_routing.BATCHED_MAX_POSITIONS
+    try:
+        for most_positions in (0, 1 << 30):  # the per-image im2col cores, then the batched ones
+            _conv_routing.BATCHED_MAX_POSITIONS = most_positions
+            rng = np.random.default_rng(0)
+            x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
+            _close(out, expected, np.float64)
+            _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
+            _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
+    finally:
+        _conv_routing.BATCHED_MAX_POSITIONS = previous
 
 
 @pytest.mark.parametrize("case", CASES[:3])

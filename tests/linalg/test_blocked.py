@@ -20,8 +20,9 @@ from numdiff.ops import _lapack
 
 RNG = np.random.default_rng(2029)
 TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12}
-# Block 4 runs every step on the calling thread; block 64 at order 63 to 197 splits the updates.
-SIZES = [(4, n) for n in (3, 4, 5, 17)] + [(64, n) for n in (63, 64, 65, 197)]
+# Block 4 runs every step on the calling thread; blocks 32 and 64 at orders 63 to 197 split the updates
+# (and at two threads factor the LU's next panel beside them).
+SIZES = [(4, n) for n in (3, 4, 5, 17)] + [(64, n) for n in (63, 64, 65, 197)] + [(32, 130)]
 THREADS = sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)})
 ORDER = _lapack._LU_KERNEL_MAX_ORDER + 3  # public functions: above the small kernels' orders (19: 4 blocks and 3)
 
@@ -59,12 +60,13 @@ def test_lu_factor_blocked_is_getrf(block, n, dtype, threads):
     _close(lu, expected_lu, dtype)
 
 
-@pytest.mark.parametrize(("block", "n"), [(4, 17), (64, 197)])
+@pytest.mark.parametrize(("block", "n", "late"), [(4, 17, 14), (64, 197, 194), (64, 197, 100), (32, 197, 33)])
 @pytest.mark.parametrize("threads", THREADS)
-def test_lu_factor_blocked_reports_a_zero_pivot_in_a_late_block_as_getrf(block, n, threads):
+def test_lu_factor_blocked_reports_a_zero_pivot_in_a_late_block_as_getrf(block, n, late, threads):
+    # at two threads, the panels at 64 (block 64) and 32 (block 32) are factored by look-ahead, beside
+    # the previous step's update
     a = RNG.standard_normal((n, n))
-    late = n - 3
-    a[:, late] = 0.0  # U[late, late] is exactly zero, in the last panel
+    a[:, late] = 0.0  # U[late, late] is exactly zero
     lu, piv, info = linalg_blocked.lu_factor_blocked(a, block, threads)
     expected_lu, expected_piv, expected_info = _lapack_for("getrf", np.float64)(a)
     assert info == expected_info == late + 1
@@ -139,6 +141,7 @@ def blocked_path(monkeypatch):
         pytest.skip("needs a Numba pool of two threads")
     monkeypatch.setattr(_lapack, "BLOCKED_MIN_ORDER", 8)
     monkeypatch.setattr(linalg_blocked, "DEFAULT_BLOCK", 4)
+    monkeypatch.setattr(linalg_blocked, "LU_BLOCK", 4)
     used = []
     for name in ("lu_factor_blocked", "cholesky_blocked", "solve_triangular_blocked", "lu_solve_blocked"):
         original = getattr(linalg_blocked, name)

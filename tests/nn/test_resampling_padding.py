@@ -46,6 +46,31 @@ def test_interpolate_gradients_in_float64(mode):
     assert numdiff.autograd.gradcheck(lambda t: nf.interpolate(t, scale_factor=1.5, mode=mode), (x,))
 
 
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize(("shape", "option"), [
+    ((2, 3, 5, 7), dict(scale_factor=2)), ((2, 3, 5, 7), dict(size=(15, 21))), ((2, 3, 4, 5), dict(scale_factor=(3, 1))),
+    ((2, 3, 7), dict(scale_factor=4)), ((1, 2, 3, 2, 4), dict(scale_factor=2)), ((1, 2, 3, 3), dict(size=(3, 6))),
+])  # fmt: skip
+def test_integer_nearest_upscale_is_a_broadcast_with_torchs_values_and_gradients(mode, shape, option):
+    # Each input element repeated r times along each dim: one broadcast copy whose gradient sums
+    # the repeats, not an index_select per dim with a scatter-add gradient (np.add.at along an
+    # inner axis, 11 ms for style_transfer's upsample).
+    x = RNG.standard_normal(shape)
+    ours = numdiff.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    y = nf.interpolate(ours, mode=mode, **option)
+    expected = tf.interpolate(theirs, mode=mode, **option)
+    assert repr(y.grad_fn) == "<ReshapeBackward>" and repr(y.grad_fn.next_functions[0][0]) == "<ExpandBackward>"
+    np.testing.assert_array_equal(y.detach().numpy(), expected.detach().numpy())
+    g = RNG.standard_normal(tuple(expected.shape))
+    y.backward(numdiff.tensor(g))
+    expected.backward(torch.tensor(g))
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-12)
+    small = numdiff.tensor(RNG.standard_normal((1, 2) + (2,) * (len(shape) - 2)), requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda t: nf.interpolate(t, scale_factor=2, mode=mode), (small,))
+    assert numdiff.autograd.gradgradcheck(lambda t: nf.interpolate(t, scale_factor=2, mode=mode), (small,))
+
+
 def test_upsample_layers_match_torch():
     x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
     for ours, theirs in [

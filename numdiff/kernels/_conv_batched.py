@@ -1,0 +1,176 @@
+"""Convolution cores for small outputs: several images' patches side by side in one GEMM.
+
+The im2col cores (numdiff.kernels._conv_cores) run one GEMM per image (or row tile), with as
+many columns as the image has output positions. Where an image has few (a strided 4x4
+convolution down to 4x4 or 1x1, a DCGAN generator's first transposed convolution from 1x1), those
+GEMMs are a few columns wide and OpenBLAS runs them at a fraction of its rate (the 128 -> 1
+4x4 convolution to 1x1: a 1 x 2048 x 1 product, 4.5 us of call for 2048 multiply-adds), and the
+gather's loop nest runs its innermost loop a handful of times per tap. Here a work item is a
+block of ``images`` images of one group; with ``P = OH*OW`` and ``K = Cg*KH*KW``:
+
+* forward:          ``prod (Cog, images*P) = W_g @ col (K, images*P)``, then copied into out
+  with the bias added;
+* backward_input:   ``dcol (K, images*P) = W_g.T @ dout (Cog, images*P)``, then per image a
+  scatter-add into a zero-padded block and its in-image part written into grad_in;
+* backward_weight:  ``dW_g.T += col @ dout.T`` into a per-thread (K, Cog) accumulator.
+
+``dout`` is the output gradient of the block's images copied side by side. The patches of one
+image are gathered through a table of offsets into its zero-padded copy
+(numdiff.kernels._im2col.stage_rows), one flat loop over ``K*P`` whatever the geometry, made once
+a call. Extra memory per thread: the column block (at most ``routing.TILE_ELEMENTS`` elements,
+or K*P for one image), a (Cog, images*P) block, one zero-padded image; for the weight gradient
+one weight-sized accumulator. Parallelism: items (image block, group) go round-robin to the
+Numba threads, each running single-threaded BLAS; blocks are sized so every thread gets one.
+Which convolutions come here, and the measurements: :func:`numdiff.kernels._conv_routing.batched_images`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from numdiff.kernels._blas import gemm
+from numdiff.kernels._im2col import stage_rows, unstage_add
+from numdiff.kernels._parallel import serial_and_parallel
+from numdiff.kernels._self_healing_cache import njit
+
+# Sizes shared by the cores: (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size):
+    """(rows, columns) of the zero-padded copy of an image that every tap reads from."""
+    return (oh_size - 1) * sh + (kh - 1) * dh + 1, (ow_size - 1) * sw + (kw - 1) * dw + 1
+
+
+@njit(cache=True, nogil=True)
+def tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size):
+    """``table[r*P + p]``: where in an image's zero-padded copy (Cg, BH, BW) column p of im2col row
+    ``r = (c*KH + i)*KW + j`` reads, for output position ``p = oh*OW + ow``."""
+    block_h, block_w = _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    positions = oh_size * ow_size
+    table = np.empty(cg * kh * kw * positions, np.int64)
+    q = 0
+    for c in range(cg):
+        for i in range(kh):
+            for j in range(kw):
+                for oh in range(oh_size):
+                    base = (c * block_h + oh * sh + i * dh) * block_w + j * dw
+                    for ow in range(ow_size):
+                        table[q] = base + ow * sw
+                        q += 1
+    return table
+
+
+def batched_forward_core(x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts):
+    n_img, groups, cg, height, width = x5.shape
+    cog, k = w3.shape[1], w3.shape[2]
+    positions = oh_size * ow_size
+    block_h, block_w = _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    table = tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    blocks = (n_img + images - 1) // images
+    items = blocks * groups
+    colbuf = np.empty((parts, k * images * positions), x5.dtype)
+    prodbuf = np.empty((parts, cog * images * positions), x5.dtype)
+    stagebuf = np.empty((parts, cg * block_h * block_w), x5.dtype)
+    for t in prange(parts):
+        stage = stagebuf[t]
+        for item in range(t, items, parts):
+            n0 = (item // groups) * images
+            g = item % groups
+            m = min(n_img, n0 + images) - n0
+            cols = m * positions
+            col = colbuf[t, : k * cols].reshape((k, cols))
+            for b in range(m):
+                stage_rows(x5[n0 + b, g], -pt, pl, block_h, block_w, stage)
+                for r in range(k):
+                    for p in range(positions):
+                        col[r, b * positions + p] = stage[table[r * positions + p]]
+            prod = prodbuf[t, : cog * cols].reshape((cog, cols))
+            gemm(False, False, 1.0, w3[g], col, 0.0, prod)
+            for b in range(m):
+                for co in range(cog):
+                    shift = bias[g * cog + co] if has_bias else 0.0
+                    for p in range(positions):
+                        out4[n0 + b, g, co, p] = prod[co, b * positions + p] + shift
+
+
+def batched_backward_input_core(go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts):
+    n_img, groups, cg, height, width = dx5.shape
+    cog, k = w3.shape[1], w3.shape[2]
+    positions = oh_size * ow_size
+    block_h, block_w = _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    table = tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    blocks = (n_img + images - 1) // images
+    items = blocks * groups
+    colbuf = np.empty((parts, k * images * positions), dx5.dtype)
+    doutbuf = np.empty((parts, cog * images * positions), dx5.dtype)
+    stagebuf = np.empty((parts, cg * block_h * block_w), dx5.dtype)
+    for t in prange(parts):
+        stage = stagebuf[t]
+        for item in range(t, items, parts):
+            n0 = (item // groups) * images
+            g = item % groups
+            m = min(n_img, n0 + images) - n0
+            cols = m * positions
+            dout = doutbuf[t, : cog * cols].reshape((cog, cols))
+            for b in range(m):
+                for co in range(cog):
+                    for p in range(positions):
+                        dout[co, b * positions + p] = go4[n0 + b, g, co, p]
+            dcol = colbuf[t, : k * cols].reshape((k, cols))
+            gemm(True, False, 1.0, w3[g], dout, 0.0, dcol)
+            for b in range(m):
+                stage[:] = 0
+                for r in range(k):
+                    for p in range(positions):
+                        stage[table[r * positions + p]] += dcol[r, b * positions + p]
+                dxg = dx5[n0 + b, g]
+                dxg[:] = 0
+                unstage_add(stage, 0, cg, -pt, pl, block_h, block_w, dxg)
+
+
+def batched_backward_weight_core(x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts):
+    n_img, groups, cg, height, width = x5.shape
+    cog, k = gw3.shape[1], gw3.shape[2]
+    positions = oh_size * ow_size
+    block_h, block_w = _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    table = tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    blocks = (n_img + images - 1) // images
+    items = blocks * groups
+    colbuf = np.empty((parts, k * images * positions), x5.dtype)
+    doutbuf = np.empty((parts, cog * images * positions), x5.dtype)
+    stagebuf = np.empty((parts, cg * block_h * block_w), x5.dtype)
+    acc = np.zeros((parts, groups, k, cog), x5.dtype)
+    for t in prange(parts):
+        stage = stagebuf[t]
+        for item in range(t, items, parts):
+            n0 = (item // groups) * images
+            g = item % groups
+            m = min(n_img, n0 + images) - n0
+            cols = m * positions
+            col = colbuf[t, : k * cols].reshape((k, cols))
+            dout = doutbuf[t, : cog * cols].reshape((cog, cols))
+            for b in range(m):
+                stage_rows(x5[n0 + b, g], -pt, pl, block_h, block_w, stage)
+                for r in range(k):
+                    for p in range(positions):
+                        col[r, b * positions + p] = stage[table[r * positions + p]]
+                for co in range(cog):
+                    for p in range(positions):
+                        dout[co, b * positions + p] = go4[n0 + b, g, co, p]
+            gemm(False, True, 1.0, col, dout, 1.0, acc[t, g])
+    # Element by element, as in _conv_cores (no array-to-slice assignment to compile).
+    for g in range(groups):
+        for co in range(cog):
+            for q in range(k):
+                total = acc[0, g, q, co]
+                for t in range(1, parts):
+                    total += acc[t, g, q, co]
+                gw3[g, co, q] = total
+
+
+# Each core as a serial and a parallel build (numdiff.kernels._parallel): the caller picks by work.
+batched_forward_core = serial_and_parallel(batched_forward_core, nogil=True)
+batched_backward_input_core = serial_and_parallel(batched_backward_input_core, nogil=True)
+batched_backward_weight_core = serial_and_parallel(batched_backward_weight_core, nogil=True)

@@ -1,0 +1,152 @@
+"""The batched im2col route (numdiff.kernels._conv_batched): small outputs, several images a GEMM.
+
+Each test first checks that the plan really picked the batched cores, so a routing change cannot
+turn these into tests of another route unnoticed.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import numdiff
+from numdiff.kernels import _conv_routing, conv
+from numdiff.kernels._conv_batched import (
+    batched_backward_input_core,
+    batched_backward_weight_core,
+    batched_forward_core,
+)
+from numdiff.kernels._parallel import always_parallel
+from tests.kernels import kernel_reference as ref
+
+BATCHED_CORES = {
+    "forward": batched_forward_core,
+    "backward_input": batched_backward_input_core,
+    "backward_weight": batched_backward_weight_core,
+}
+
+# (N, C, H, W, Co, KH, KW, stride, padding (t, b, l, r), dilation, groups)
+CASES = [
+    (5, 6, 8, 8, 4, 4, 4, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # DCGAN's strided 4x4, 5 images
+    (3, 8, 4, 4, 1, 4, 4, (1, 1), (0, 0, 0, 0), (1, 1), 1),  # to 1x1: one output an image
+    (4, 4, 7, 6, 6, 3, 2, (2, 1), (1, 0, 2, 1), (1, 2), 2),  # uneven stride, pads, dilation, groups
+    (3, 3, 9, 9, 3, 3, 3, (3, 3), (2, 2, 2, 2), (1, 1), 3),  # depthwise, stride above the kernel's reach
+    (2, 2, 6, 6, 3, 3, 3, (1, 1), (1, -1, 2, -1), (1, 1), 1),  # negative pads crop
+    (2, 2, 7, 7, 2, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 1),  # the last input row and column unread
+    (7, 5, 4, 4, 3, 4, 4, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # 7 images: a short last block
+]
+
+
+def _run(case, dtype, rng):
+    n, c, h, w, co, kh, kw, stride, padding, dilation, groups = case
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight = rng.standard_normal((co, c // groups, kh, kw)).astype(dtype)
+    bias = rng.standard_normal(co).astype(dtype)
+    expected = ref.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    for kind in BATCHED_CORES:
+        core, _ = conv.conv2d_plan(kind, x.shape, weight.shape, expected.shape, stride, padding, dilation, groups)
+        assert core in BATCHED_CORES[kind], (kind, core)
+    out = conv.conv2d_forward(x, weight, bias, np.full(expected.shape, np.nan, dtype), stride, padding, dilation, groups)
+    go = rng.standard_normal(expected.shape).astype(dtype)
+    gi = conv.conv2d_backward_input(go, weight, np.full_like(x, np.nan), stride, padding, dilation, groups)
+    gw = conv.conv2d_backward_weight(x, go, np.full_like(weight, np.nan), stride, padding, dilation, groups)
+    want_gi = ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups)
+    want_gw = ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups)
+    tol = dict(rtol=1e-11, atol=1e-11) if dtype == np.float64 else dict(rtol=1e-4, atol=2e-4)
+    for got, want in ((out, expected), (gi, want_gi), (gw, want_gw)):
+        np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_batched_route_matches_reference(case, dtype, rng):
+    _run(case, dtype, rng)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_batched_route_with_one_image_blocks_matches_reference(case, rng, monkeypatch):
+    monkeypatch.setattr(_conv_routing, "TILE_ELEMENTS", 1)  # one image a GEMM
+    n, c, h, w, co, kh, kw, stride, padding, dilation, groups = case
+    out_h = conv.conv_output_size(h, kh, stride[0], *padding[:2], dilation[0])
+    out_w = conv.conv_output_size(w, kw, stride[1], *padding[2:], dilation[1])
+    _, sizes = conv.conv2d_plan("forward", (n, c, h, w), (co, c // groups, kh, kw), (n, co, out_h, out_w), stride,
+                                padding, dilation, groups)  # fmt: skip
+    assert sizes[10] == 1
+    _run(case, np.float64, rng)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("case", [CASES[0], CASES[2], CASES[6]])
+def test_batched_parallel_build_matches_reference(case, threads, dtype, rng):
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with always_parallel():
+            _run(case, dtype, rng)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def test_batched_route_is_taken_for_small_outputs_only():
+    def batched(x_shape, w_shape, out_shape, stride, padding=(1, 1, 1, 1)):
+        return [
+            conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, padding, (1, 1), 1)[0] in BATCHED_CORES[kind]
+            for kind in BATCHED_CORES
+        ]
+
+    # DCGAN-style discriminator convolutions down to 4x4 and 1x1, and a 5x5 output (25 positions).
+    assert batched((32, 64, 8, 8), (128, 64, 4, 4), (32, 128, 4, 4), (2, 2)) == [True] * 3
+    assert batched((32, 128, 4, 4), (1, 128, 4, 4), (32, 1, 1, 1), (1, 1), (0, 0, 0, 0)) == [True] * 3
+    assert batched((16, 48, 10, 10), (96, 48, 4, 4), (16, 96, 5, 5), (2, 2)) == [True] * 3
+    # 8x8 outputs and wider stay on the per-image cores; so does a pointwise convolution.
+    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [False] * 3
+    assert batched((32, 64, 4, 4), (64, 64, 1, 1), (32, 64, 4, 4), (1, 1), (0, 0, 0, 0)) == [False] * 3
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+@pytest.mark.parametrize("n_img", [1, 2, 5, 32, 33])
+@pytest.mark.parametrize(("k", "positions"), [(16, 1), (1024, 16), (4096, 32), (1 << 18, 4)])
+def test_batched_blocks_cover_the_batch_in_equal_blocks_within_budget(parts, n_img, k, positions):
+    images = _conv_routing.batched_images(n_img, k, positions, parts)
+    assert 1 <= images <= -(-n_img // parts)
+    if images > 1:
+        assert k * images * positions <= _conv_routing.TILE_ELEMENTS
+    blocks = -(-n_img // images)
+    assert blocks * images - n_img < blocks
+
+
+def test_batched_route_passes_gradcheck_through_conv_and_conv_transpose():
+    rng = np.random.default_rng(3)
+    fn = numdiff.nn.functional
+    x = numdiff.tensor(rng.standard_normal((3, 4, 6, 6)), requires_grad=True)
+    w = numdiff.tensor(rng.standard_normal((5, 4, 4, 4)), requires_grad=True)
+    b = numdiff.tensor(rng.standard_normal(5), requires_grad=True)
+    assert conv.conv2d_plan("forward", (3, 4, 6, 6), (5, 4, 4, 4), (3, 5, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1)[0] \
+        in BATCHED_CORES["forward"]  # fmt: skip
+    assert numdiff.autograd.gradcheck(lambda x, w, b: fn.conv2d(x, w, b, stride=2, padding=1), (x, w, b))
+    # The DCGAN generator's first layer: a transposed 4x4 convolution of a 1x1 input.
+    z = numdiff.tensor(rng.standard_normal((3, 4, 1, 1)), requires_grad=True)
+    wt = numdiff.tensor(rng.standard_normal((4, 3, 4, 4)), requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda z, wt: fn.conv_transpose2d(z, wt), (z, wt))
+    assert numdiff.autograd.gradgradcheck(lambda z, wt: fn.conv_transpose2d(z, wt), (z, wt))
+
+
+def test_batched_route_matches_torch_for_a_strided_transposed_convolution(rng):
+    torch = pytest.importorskip("torch")
+    x = rng.standard_normal((6, 8, 3, 3)).astype(np.float32)
+    w = rng.standard_normal((8, 5, 4, 4)).astype(np.float32)
+    go = rng.standard_normal((6, 5, 6, 6)).astype(np.float32)
+    tx, tw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    ty = torch.nn.functional.conv_transpose2d(tx, tw, stride=2, padding=1)
+    ty.backward(torch.from_numpy(go))
+    nx, nw = numdiff.tensor(x, requires_grad=True), numdiff.tensor(w, requires_grad=True)
+    ny = numdiff.nn.functional.conv_transpose2d(nx, nw, stride=2, padding=1)
+    ny.backward(numdiff.tensor(go))
+    for got, want in ((ny, ty), (nx.grad, tx.grad), (nw.grad, tw.grad)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_wrong_output_shape_is_refused_before_the_batched_core_runs():
+    with pytest.raises(ValueError, match=r"conv2d_forward: output must have shape \(2, 3, 2, 2\)"):
+        conv.conv2d_forward(np.ones((2, 4, 4, 4)), np.ones((3, 4, 4, 4)), None, np.empty((2, 3, 1, 1)), (2, 2),
+                            (1, 1, 1, 1))  # fmt: skip
