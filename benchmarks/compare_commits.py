@@ -1,7 +1,7 @@
 """numdiff at an older checkout against this one, row by row, alternating (the no-regression check).
 
     git worktree add /tmp/base 3ca70b3
-    python benchmarks/compare_commits.py /tmp/base tape|func|compile|cpu [--cpu-time] [--threads 2]
+    python benchmarks/compare_commits.py /tmp/base tape|func|compile|cpu|models [--cpu-time] [--threads 2]
                                          [--repeat 15] [--only hessian,jvp]
 
 The benchmark modules of this checkout are copied into the base checkout's benchmarks/ first, so
@@ -9,7 +9,8 @@ both sides time the same workloads (the base's own copies are overwritten: use a
 Each side runs in a worker process of its own (its checkout's benchmarks/_isolated.py, importing its
 checkout's numdiff), and the two alternate round by round (`_isolated.compare`), so that load on a
 shared machine hits both alike. Rows: bench_tape's 100-op chain (forward, forward+backward),
-bench_func's, bench_compile's numdiff candidates and bench_cpu's workloads. Prints the medians and
+bench_func's, bench_compile's numdiff candidates, bench_cpu's workloads and bench_models' steps
+(numdiff eager and compiled). Prints the medians and
 head/base per row. Not run by the tests.
 """
 
@@ -59,13 +60,21 @@ def rows(suite: str) -> list[tuple[str, str, dict]]:
             for name in bench_compile.WORKLOADS
             for candidate in ("numdiff compiled", "numdiff eager")
         ]
-    raise SystemExit(f"unknown suite {suite!r}: tape, func, compile or cpu")
+    if suite == "models":
+        import _models
+
+        return [
+            (f"{name} [{candidate}]", "bench_models:build_step", {"workload": name, "candidate": candidate, "quick": False})
+            for name in _models.WORKLOADS
+            for candidate in ("numdiff eager", "numdiff compile")
+        ]
+    raise SystemExit(f"unknown suite {suite!r}: tape, func, compile, cpu or models")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base", type=Path, help="a checkout of the older commit (a scratch git worktree)")
-    parser.add_argument("suite", choices=("tape", "func", "compile", "cpu"))
+    parser.add_argument("suite", choices=("tape", "func", "compile", "cpu", "models"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cpu-time", action="store_true", help="one thread each, timed by time.thread_time")
     parser.add_argument("--repeat", type=int, default=15, help="alternating rounds per row")

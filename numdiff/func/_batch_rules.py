@@ -245,7 +245,7 @@ def _attach(rule: Rule, *names: str) -> None:
 _attach(elementwise, *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy",
         "fmod", "remainder")
 _attach(_shift_dims("dims"), "sum", "prod", "amax", "amin", "flip")
-_attach(_shift_dims("dim"), "log_softmax", "cat", "gather", "scatter_add", "scatter", "cumsum", "cumprod", "logcumsumexp")
+_attach(_shift_dims("dim"), "log_softmax", "softmax", "cat", "gather", "scatter_add", "scatter", "cumsum", "cumprod", "logcumsumexp")
 ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
 _attach(
     fold_into_n,
@@ -280,7 +280,7 @@ _attach(
 # vjp_fn rerun the function batched instead. Each entry's backward has been read for this.
 for _name in (
     *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
-    "sum", "amax", "amin", "log_softmax", "flip", "cat", "gather",
+    "sum", "amax", "amin", "log_softmax", "softmax", "flip", "cat", "gather",
     "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
     "diagonal", "logcumsumexp",
 ):  # fmt: skip

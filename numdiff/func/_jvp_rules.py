@@ -121,6 +121,12 @@ def log_softmax(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any)
     return tangent - (out.exp() * tangent).sum(attrs["dim"], keepdim=True)
 
 
+def softmax(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
+    """d softmax(x) = out * (t - sum(out * t)) along dim."""
+    (tangent,) = tangents
+    return out * (tangent - (out * tangent).sum(attrs["dim"], keepdim=True))
+
+
 def logcumsumexp(cls: type, inputs: tuple, attrs: dict, tangents: list, out: Any) -> Any:
     """tangent_i = sum_{k <= i} exp(x_k - out_i) t_k, from the positive and the negative parts of t
     each summed in log space by the op itself (no exp overflows). Its double vjp is zero: the
@@ -153,4 +159,5 @@ _attach(_multilinear(), "matmul", "conv_transpose2d", "conv2d_weight_grad")
 _attach(_multilinear(bias=2), "linear")
 _attach(_multilinear(bias=2, channel_bias=True), "conv2d")
 _attach(log_softmax, "log_softmax")
+_attach(softmax, "softmax")
 _attach(logcumsumexp, "logcumsumexp")

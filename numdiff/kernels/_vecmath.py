@@ -187,3 +187,27 @@ def erf_like(x, like):
 @overload(erf_like)
 def _erf_like_typed(x, like):
     return _erf_like_float32 if like is types.float32 else _erf_like_float64
+
+
+def _like_float32(value, like):
+    return np.float32(value)
+
+
+def _like_other(value, like):
+    return value
+
+
+def like(value, like):
+    """`value` (a float constant of a generated kernel) in `like`'s precision: rounded to float32 for
+    a float32 `like`, unchanged otherwise, so that the constant does not widen float32 arithmetic to
+    float64 (numdiff/kernels/elementwise.py). Called from Python, `value`.
+
+    >>> like(0.1, 1.0)
+    0.1
+    """
+    return value
+
+
+@overload(like)
+def _like_typed(value, like):
+    return _like_float32 if like is types.float32 else _like_other

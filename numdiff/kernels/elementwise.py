@@ -102,38 +102,57 @@ def _loop_source(
         targets = [f"s_{r}" for r in results]
     lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
     for target, expression in zip(targets, expressions):
-        lines.append(f"{body}{target}{index} = {_erf_in_operand_precision(scalar_code(expression, reads))}")
+        lines.append(f"{body}{target}{index} = {_in_operand_precision(scalar_code(expression, reads), arrays)}")
     return vector_math_source(_HEADER + "\n".join(lines) + "\n")
 
 
-class _ErfLike(ast.NodeTransformer):
-    """``math.erf(a)`` -> ``_vecmath.erf_like(a, v_x)``, v_x the first operand read in `a`."""
+# The _vecmath functions whose float32 versions a float32 kernel should reach: exp and erf in
+# float64 cost two to four times their float32 versions here. sin and cos are left out: their
+# float32 versions take the range guard and the float64 "wide" forms (numdiff/kernels/_codegen.py).
+_SINGLE_PRECISION_MATH = ("exp", "expm1", "log", "log1p", "tanh", "erf")
+
+
+class _InOperandPrecision(ast.NodeTransformer):
+    """Float constants -> ``_vecmath.like(c, v_x)``, v_x the expression's first array operand, and
+    ``math.erf(a)`` -> ``_vecmath.erf_like(a, v_y)``, v_y the first operand read in `a`."""
+
+    def __init__(self, like: str) -> None:
+        self.like = like
+
+    def _call(self, name: str, argument: ast.expr) -> ast.Call:
+        attribute = ast.Attribute(ast.Name("_vecmath", ast.Load()), name, ast.Load())
+        return ast.Call(attribute, [argument, ast.Name(self.like, ast.Load())], [])
+
+    def visit_Constant(self, node: ast.Constant) -> ast.expr:
+        return self._call("like", node) if type(node.value) is float else node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
         function = node.func
-        if not (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
+        if (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
                 and function.value.id == "math" and function.attr == "erf" and len(node.args) == 1):
-            return node
-        reads = [n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name) and n.id.startswith("v_")]
-        if not reads:
-            return node
-        like = ast.Name(reads[0], ast.Load())
-        return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "erf_like", ast.Load()), [node.args[0], like], [])
+            reads = [n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name) and n.id.startswith("v_")]
+            like = ast.Name(reads[0] if reads else self.like, ast.Load())
+            return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "erf_like", ast.Load()), [node.args[0], like], [])
+        return node
 
 
-def _erf_in_operand_precision(code: str) -> str:
-    """`code` with its erf calls computed in the precision of the operands they read.
+def _in_operand_precision(code: str, arrays: list[str]) -> str:
+    """`code` computed in the precision of its array operands where it calls exp, erf, tanh or log.
 
-    A rule's float constants make float32 arithmetic float64 (gelu's ``math.erf(x * 0.7071...)``),
-    and erf in float64 takes four times float32's time here (two polynomials and an exp on half
-    the lanes: GELU's forward on float32[524288] 3.8 ms against 0.9). For a float32 operand the
-    argument is rounded to float32 and erf computed in float32, as PyTorch's GELU does; the rest
-    of the expression stays in float64.
+    A rule's float constants are float64 and make float32 arithmetic float64: GELU's backward
+    ``g * (0.5 * (1.0 + erf(x * 0.7071...)) + x * 0.3989... * exp(-0.5 * x * x))`` ran its exp in
+    float64, sigmoid's ``1.0 / (1.0 + exp(-x))`` too. Each constant becomes ``_vecmath.like(c, v_x)``,
+    c rounded to v_x's type when that is float32 (a float64 or integer operand keeps c), so a
+    float32 kernel computes in float32, as PyTorch's do (GELU's backward on float32[524288], one
+    thread: 2.7 ms -> 1.4). Scalar operands (attrs, Python numbers) stay float64. An erf reads its
+    argument rounded to the operands' precision in any case (``_vecmath.erf_like``).
     """
-    if "math.erf(" not in code:
+    functions = math_functions_in(code)
+    if not arrays or not functions & set(_SINGLE_PRECISION_MATH) or functions & {"sin", "cos"}:
         return code
-    return ast.unparse(ast.fix_missing_locations(_ErfLike().visit(ast.parse(code, mode="eval"))))
+    tree = _InOperandPrecision(f"v_{arrays[0]}").visit(ast.parse(code, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 # math functions NumPy has as SIMD ufuncs, read from the rules: each unary rule whose forward is the

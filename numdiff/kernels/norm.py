@@ -36,6 +36,7 @@ from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
+from numdiff.kernels.norm_rows import layer_norm_rows_backward, layer_norm_rows_forward
 
 __all__ = ["group_norm_backward", "group_norm_forward", "group_norm_moments"]
 
@@ -159,6 +160,14 @@ def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> None:
         check_shape(op, name, arr, expected[name])
 
 
+def _is_rows(x: np.ndarray, *others: np.ndarray) -> bool:
+    """Whether x is LayerNorm's view (R, 1, 1, D, 1), statistics per row of D contiguous values,
+    and every array C-contiguous: the case numdiff.kernels.norm_rows runs, at the vector width of
+    x's dtype and without per-row partial sums."""
+    _, n_count, groups, _, s_count = x.shape
+    return n_count == groups == s_count == 1 and x.flags.c_contiguous and all(a.flags.c_contiguous for a in others)
+
+
 def group_norm_forward(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray, rstd: np.ndarray
 ) -> np.ndarray:
@@ -171,6 +180,13 @@ def group_norm_forward(
     ([-1.3416, -0.4472, 0.4472, 1.3416], [[1.5]])
     """
     _check("group_norm_forward", x, weight=weight, bias=bias, out=out, mean=mean, rstd=rstd)
+    if _is_rows(x, weight, bias, out, mean, rstd):
+        rows, width = x.shape[0], x.shape[3]
+        layer_norm_rows_forward(
+            x.reshape(rows, width), weight.reshape(width), bias.reshape(width), float(eps), out.reshape(rows, width),
+            mean.reshape(rows), rstd.reshape(rows),
+        )  # fmt: skip
+        return out
     _forward(x, weight, bias, float(eps), out, mean, rstd)
     return out
 
@@ -196,6 +212,13 @@ def group_norm_backward(
     """dx (B, N, G, K, S), dweight and dbias (G, K) <- the gradients of group_norm_forward's output
     for `grad`, from x and the forward's mean and rstd. See the module docstring."""
     _check("group_norm_backward", x, grad=grad, weight=weight, mean=mean, rstd=rstd, dx=dx, dweight=dweight, dbias=dbias)
+    if _is_rows(grad, x, weight, mean, rstd, dx, dweight, dbias):
+        rows, width = x.shape[0], x.shape[3]
+        layer_norm_rows_backward(
+            grad.reshape(rows, width), x.reshape(rows, width), weight.reshape(width), mean.reshape(rows),
+            rstd.reshape(rows), dx.reshape(rows, width), dweight.reshape(width), dbias.reshape(width),
+        )  # fmt: skip
+        return dx
     parts = np.empty((2, x.shape[0]) + weight.shape, x.dtype)
     _backward(grad, x, weight, mean, rstd, dx, parts[0], parts[1])
     dweight[...] = parts[0].sum(axis=0)

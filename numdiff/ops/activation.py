@@ -18,6 +18,8 @@ import numpy as np
 from numdiff._ground.scalar_expressions import ScalarRule
 from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.backend import is_host
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS
 from numdiff.ops.registry import register
@@ -324,14 +326,47 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim))
 
 
+@register("softmax", compile="call")
+class Softmax(Function):
+    """exp(x - max) / sum(exp(x - max)) along `dim`, in one op (attention's probabilities).
+
+    The gradient is out * (grad - sum(grad * out)) from the saved output. Composed as
+    exp(log_softmax(x)) it took seven NumPy passes forward and two exps more backward: 3.1 ms for a
+    float32 (16, 4, 64, 64) forward and backward against PyTorch's 0.5 (one thread).
+    """
+
+    @staticmethod
+    def forward(ctx, x, *, dim):
+        ctx.dim = dim
+        # A row holding +inf, or only -inf, is NaN throughout (inf - inf), as in PyTorch.
+        with np.errstate(invalid="ignore"):
+            out = np.subtract(x, np.max(x, axis=dim, keepdims=True))
+        np.exp(out, out=out)
+        np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        if not is_grad_enabled() and is_host(grad._data) and grad._data.dtype == out._data.dtype:
+            # First order: on the arrays, in place, with nothing recorded (four passes, no temporaries
+            # beyond the product and the row sums).
+            product = np.multiply(grad._data, out._data)
+            product -= out._data * np.sum(product, axis=ctx.dim, keepdims=True)
+            return (Tensor._wrap(product, None, None),)
+        return (out * (grad - (grad * out).sum(ctx.dim, keepdim=True)),)
+
+
 @honours_protocol
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """exp(x) / sum(exp(x)) along `dim`: exp of the stable log_softmax."""
+    """exp(x) / sum(exp(x)) along `dim`, shifted by the maximum so that exp cannot overflow."""
     if type(input) is not Tensor and is_overridable(input):  # a Proxy (numdiff.overrides)
         return dispatch_call(softmax, locals())
     if dtype is not None:
         input = input.to(dtype)
     _check_float("softmax", input)  # checked here too, so that a bad call names softmax
     dim = normalize_dim("softmax", dim, input.ndim)
-    # float16: exp of a log_softmax already rounded to half would lose a few ulps more.
-    return half_computed_in_float32(input, lambda x: log_softmax(x, dim).exp())
+    if input._data.size == 0:
+        return input * 1
+    return half_computed_in_float32(input, lambda x: Softmax.apply(x, dim=dim))

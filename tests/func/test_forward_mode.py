@@ -128,6 +128,7 @@ LINEAR_CASES = {
     ),
     "matmul and linear": lambda lib, x, w: (x @ w, (x.t() @ x).sum(), lib.nn.functional.linear(x, w.t(), w[0])),
     "log_softmax and mean": lambda lib, x, w: (lib.nn.functional.log_softmax(x, 1), x.mean(0)),
+    "softmax": lambda lib, x, w: (lib.nn.functional.softmax(x, 1), lib.softmax(x, 0)),
     "conv and pooling": lambda lib, x, w: (
         lib.nn.functional.avg_pool2d(lib.nn.functional.conv2d(x.reshape(1, 1, 3, 4), w[:2, :2].reshape(1, 1, 2, 2), w[0, :1], padding=1), 2),
         lib.nn.functional.adaptive_avg_pool2d(x.reshape(1, 1, 3, 4), (2, 2)),

@@ -662,11 +662,19 @@ CORE_CASES: list[OpCase] = [
         forward_rtol=1e-10,
     ),
     OpCase(
-        None,
         "softmax",
+        "last-dim",
         args(normal(2, 4)),
         lambda x: numdiff.softmax(x, -1),
         lambda x: _softmax(x, -1),
+        forward_rtol=1e-10,
+    ),
+    OpCase(
+        "softmax",
+        "dim0-large",
+        args(lambda rng: rng.standard_normal((3, 2, 2)) * 3 + 900.0),
+        lambda x: numdiff.softmax(x, 0),
+        lambda x: _softmax(x, 0),
         forward_rtol=1e-10,
     ),
     OpCase(
