@@ -59,6 +59,13 @@ def run_workload(workload: str, threads: int, args: argparse.Namespace) -> dict:
     """{"ms": {candidate: median ms}, "first_s": compile's first call, "errors": {...}}."""
     result: dict = {"ms": {}, "first_s": None, "errors": {}}
     with _isolated.candidates(CANDIDATES, threads, args.cpu_time, args.same_process) as started:
+        # Each worker imports its library as it starts: wait for every one, so that no import (torch's
+        # takes 1-2 s of CPU) shares the cores with the compiled step's first call, timed below.
+        for worker in started.values():
+            try:
+                worker.request("call", function="os:getpid")
+            except RuntimeError:
+                pass  # its build below fails too, and reports why
         built = {}
         for name, worker in started.items():
             try:

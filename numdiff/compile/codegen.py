@@ -20,6 +20,8 @@ import numpy as np
 from numdiff.backend import is_host
 from numdiff.compile.direct import RUNTIME, direct_lines, needs_blas, pair_lines
 from numdiff.compile.graph import Graph, OpCall, ValueRef
+from numdiff.compile.norm_fold import RUNTIME as NORM_RUNTIME
+from numdiff.compile.norm_fold import fold_lines
 
 
 class ShapeChangedError(RuntimeError):
@@ -136,6 +138,9 @@ class Emitter:
             self.lines.extend(pair_lines(call, graph.values))
             self.uses_blas = True
             return
+        if call.special == "norm_fold":
+            self.lines.extend(fold_lines(call, graph.values, self.ref))
+            return
         if call.special == "item":
             self.lines.append(f"v{call.output} = v{call.inputs[0]}[{call.attrs['position']}]")
             return
@@ -178,4 +183,4 @@ def base_namespace() -> dict:
 
     return {"Ctx": Ctx, "_scratch": Ctx(), "as_array": as_array, "ShapeChangedError": ShapeChangedError,
             "tensor_forward": tensor_forward, "host_call": host_call,
-            "eager_backward": eager_backward, "np": np, **RUNTIME}
+            "eager_backward": eager_backward, "np": np, **RUNTIME, **NORM_RUNTIME}

@@ -56,8 +56,9 @@ class OpCall:
     output: int
     tensor_forward: bool = False
     host: bool = False  # a public function without an op (a comparison): replayed on tensors
-    # "eager_backward" (an op's own backward run on its replayed ctx), "item", or "gemm_pair" (two
-    # independent matmuls run together, made by numdiff.compile.schedule after tracing)
+    # "eager_backward" (an op's own backward run on its replayed ctx), "item", "gemm_pair" (two
+    # independent matmuls run together, made by numdiff.compile.schedule after tracing) or
+    # "norm_fold" (a normalisation with its statistics and relu, numdiff.compile.norm_fold)
     special: str = ""
     random: bool = False  # a draw from a random generator: rerun on every call, never pruned
     ctx_outputs: dict = field(default_factory=dict)

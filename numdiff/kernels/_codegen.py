@@ -324,6 +324,56 @@ def _loop_options(function: ast.FunctionDef) -> None:
 
 
 def vector_math_source(source: str, header: bool = True) -> str:
+    """A generated module's source with its CPU loops calling numdiff.kernels._vecmath: see
+    `rewrite_vector_math`. Rewritten once per text: the result is kept in memory and under
+    `generated_dir()` (named by a hash of the text, of `header` and of the rewriting code, and
+    carrying a hash of its own contents), so a later process reads it instead of parsing and
+    rewriting the text again (a compiled model's first call rewrites 10-20 kernels)."""
+    key = hashlib.sha256(f"{_rewriter_digest()}\n{header}\n{source}".encode()).hexdigest()[:24]
+    code = _rewritten.get(key)
+    if code is None:
+        path = generated_dir() / "vector_math" / f"{key}.py"
+        code = _read_checked(path)
+        if code is None:
+            code = rewrite_vector_math(source, header)
+            _write_checked(path, code)
+        _rewritten[key] = code
+    return code
+
+
+_rewritten: dict[str, str] = {}
+
+
+@functools.cache
+def _rewriter_digest() -> str:
+    """What the rewriting depends on: this file, _vecmath's and _special's sources, Python's ast."""
+    code = Path(__file__).read_bytes()
+    return hashlib.sha256(code + f"{_VECMATH_DIGEST}{_SPECIAL_DIGEST}{sys.version_info[:2]}".encode()).hexdigest()
+
+
+def _read_checked(path: Path) -> str | None:
+    """The text stored at `path` by `_write_checked`, or None if absent or damaged."""
+    try:
+        stored = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    digest, _, text = stored.partition("\n")
+    return text if digest == "# " + hashlib.sha256(text.encode()).hexdigest() else None
+
+
+def _write_checked(path: Path, text: str) -> None:
+    """Store `text` at `path` behind a line with its hash, atomically; a failure only costs a rewrite."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        with os.fdopen(handle, "w") as file:
+            file.write("# " + hashlib.sha256(text.encode()).hexdigest() + "\n" + text)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def rewrite_vector_math(source: str, header: bool = True) -> str:
     """A generated module's source with its CPU loops calling numdiff.kernels._vecmath.
 
     In every function, the first top-level ``for`` nest has its ``math.exp``/``log``/``sin``/...

@@ -6,13 +6,21 @@ code). Numba unpickles them without any check, so one truncated or garbled file 
 call of the kernel raise UnpicklingError (or EOFError, ...) until someone finds and deletes it,
 and a flipped byte inside the machine code would be loaded and run.
 
-`SelfHealingCache` is Numba's FunctionCache with two changes:
+`SelfHealingCache` is Numba's FunctionCache with these changes:
 
 - data files carry a SHA-256 of their pickle, checked before unpickling, so damage anywhere in
   a data file is caught (files written by plain Numba fail the check once and are rewritten);
 - a failure to load or rebuild an entry drops the function's cache files (its index and all its
   data files), lets Numba compile as if the cache were empty and save fresh files, and warns
-  once per cache folder with a `KernelCacheWarning` naming the folder.
+  once per cache folder with a `KernelCacheWarning` naming the folder;
+- it sets itself up (finds the source file and the cache folder, test-writes a file there) on the
+  kernel's first compile or load, not when the kernel is defined: a process calls few of the
+  kernels its imports define;
+- a load from the cache does not refresh Numba's target context (every typing and lowering
+  registry, and with them ``scipy.linalg``, about 0.45 s CPU in a fresh process) but only starts
+  Numba's runtime (NRT), which is what loaded machine code links against. Compiling still
+  refreshes the context (Numba's compiler does it itself), so a process that loads every kernel
+  from the cache never pays for the compiler's set-up.
 
 Every ``@njit(cache=True)`` in numdiff.kernels goes through `njit` here (a test checks that).
 numdiff's CUDA kernels are not cached on disk, so they need nothing of this.
@@ -31,11 +39,15 @@ from typing import Any
 import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 __all__ = ["KernelCacheWarning", "SelfHealingCache", "njit"]
 
 _DATA_MAGIC = b"numdiff-sha256\n"
 _DIGEST_BYTES = hashlib.sha256().digest_size
+# Machine code that hashes strings links against the hash secrets numba.cpython.hashing registers
+# when imported (part of the registries a cache load no longer refreshes).
+_HASH_SECRET_SYMBOL = b"_Py_HashSecret"
 _warned_folders: set[str] = set()  # written under Numba's compiler lock, which every load holds
 
 
@@ -67,19 +79,50 @@ class _CheckedDataFile(IndexDataCacheFile):
 
 
 class SelfHealingCache(FunctionCache):
-    """A FunctionCache that recovers from damaged cache files instead of raising (see module)."""
+    """A FunctionCache that recovers from damaged cache files instead of raising, sets itself up on
+    first use and loads without refreshing Numba's target context (see module)."""
 
     def __init__(self, py_func: Callable[..., Any]) -> None:
-        super().__init__(py_func)
+        self._py_func = py_func  # FunctionCache's own set-up waits for the first use (`__getattr__`)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for attributes not set yet: the first use of any of FunctionCache's sets it up.
+        if name.startswith("__") or "_set_up" in self.__dict__:
+            raise AttributeError(name)
+        self.__dict__["_set_up"] = True
+        enabled = self.__dict__.get("_enabled", True)
+        super().__init__(self._py_func)
+        self._enabled = enabled
         self._cache_file = _CheckedDataFile(
             cache_path=self._cache_path,
             filename_base=self._impl.filename_base,
             source_stamp=self._impl.locator.get_source_stamp(),
         )
+        return getattr(self, name)
+
+    def enable(self) -> None:
+        self._enabled = True
+
+    def disable(self) -> None:
+        self._enabled = False
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """The cached compile result for `sig`, or None; Numba's version without its
+        ``target_context.refresh()`` (see module)."""
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
 
     def _load_overload(self, sig: Any, target_context: Any) -> Any:
         try:
-            return super()._load_overload(sig, target_context)
+            if not self._enabled:
+                return None
+            data = self._cache_file.load(self._index_key(sig, target_context.codegen()))
+            if data is None:
+                return None
+            if _HASH_SECRET_SYMBOL in _object_code(data):
+                import numba.cpython.hashing  # noqa: F401 - registers the symbols that code links against
+            return self._impl.rebuild(target_context, data)
         except Exception as err:  # anything a damaged pickle or object file can raise
             self._drop_damaged_files(err)
             return None  # Numba compiles, then saves fresh files
@@ -116,6 +159,15 @@ class SelfHealingCache(FunctionCache):
             )
 
 
+def _object_code(data: tuple) -> bytes:
+    """The machine code in a cache entry: ``(library state, ...)``, the state being ``(name,
+    "object", (object code, bitcode))`` for a CPU library (an empty string for anything else)."""
+    state = data[0]
+    if isinstance(state, tuple) and len(state) == 3 and state[1] == "object":
+        return state[2][0]
+    return b""
+
+
 def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
     """numba.njit (used as ``@njit`` or ``@njit(**options)``), with `SelfHealingCache` as the disk
     cache when ``cache=True``.
@@ -128,7 +180,9 @@ def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
     """
 
     def compile_lazily(func: Callable[..., Any]) -> Dispatcher:
-        dispatcher = numba.njit(**options)(func)
+        # Numba's own cache=True would set up a FunctionCache (and test-write its folder) here, only
+        # to be replaced.
+        dispatcher = numba.njit(**{**options, "cache": False})(func)
         if options.get("cache"):
             dispatcher._cache = SelfHealingCache(dispatcher.py_func)
         return dispatcher

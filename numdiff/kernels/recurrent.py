@@ -11,18 +11,22 @@ W_hh^T, copied once per sequence. No Python runs per step.
 Layouts (H hidden size; every array C-contiguous, one float dtype):
 
 * LSTM, gates i, f, g, o. ``out`` (L, N, 6H) = [h_t, c_t, i, f, g, o] with the gates activated.
-  Backward writes ``res`` (L, N, 6H) = [d(pre-activation gates) (4H), d h_{t-1} (H), d c_{t-1} (H)].
+  Backward writes ``res``, flat: [d(pre-activation gates) (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)].
 * GRU, gates r, z, n. ``out`` (L, N, 5H) = [h_t, r, z, n, hn] with ``hn = h_{t-1} W_hn^T + b_hn``.
-  Backward writes ``res`` (L, N, 5H) = [d r_pre, d z_pre, d n_pre, d hn, d h_{t-1}].
-* RNN (tanh or relu). ``out`` (L, N, H) = h_t. Backward writes ``res`` (L, N, 2H) = [d pre, d h_{t-1}].
+  Backward writes ``res``, flat: [[d r_pre, d z_pre, d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn]
+  (L, N, 3H) | d h_0 (N, H)]: the gradient of projected, the operand of W_hh's and b_hh's gradients.
+* RNN (tanh or relu). ``out`` (L, N, H) = h_t. Backward writes ``res``, flat: [d pre (L, N, H) | d h_0 (N, H)].
+
+Each block of a backward's ``res`` is C-contiguous, so the caller takes them as views: the weight
+gradients' GEMMs read the gate gradients in place (a block strided inside an (L, N, 6H) result
+was copied first, 0.4 ms of the char LSTM's step), and no step's d h_{t-1} is stored, only h_0's.
 
 ``grad`` (the gradient of ``out``) has out's shape: every block of ``out`` may carry a gradient,
-so the kernels are the exact adjoint of the forward, not only of h. ``d h_{t-1}`` at t = 0 is the
-gradient of h_0 (and ``d c_{t-1}`` of c_0). The weight gradients are one GEMM each over the
-whole sequence, left to the caller.
+so the kernels are the exact adjoint of the forward, not only of h. The weight gradients are one
+GEMM each over the whole sequence, left to the caller.
 
 Loop nest per step: the product (calling thread), then n over the batch, j over H in loops that
-vectorise (contiguous rows, gate functions from numdiff.kernels._vecmath). Each step's gate loops
+vectorise (contiguous rows, gate functions from numdiff.kernels._gate_math). Each step's gate loops
 are a function of their own, and a loop writes at most a few outputs: compiled into one function
 with the product, the LSTM forward's gate loops ran scalar (19.5 ms against 6 ms for 64 steps x
 16 x 128), and so did the GRU forward's and the LSTM backward's five-output loops (GRU forward
@@ -35,8 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff.kernels import _vecmath
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._gate_math import sigmoid, tanh
+from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 from numdiff.kernels._row_products import add_products_nt
 from numdiff.kernels._self_healing_cache import njit
 
@@ -51,38 +56,35 @@ __all__ = [
 
 
 # error_model="numpy": no ZeroDivisionError branch in the sigmoid's division, so the j loops
-# vectorise (with the gate functions of numdiff.kernels._vecmath: the LSTM gates of 64 steps x 16 x
-# 128 in float32 took 2.4 ms of CPU time, against 6.5 ms with the C library's exp and tanh).
+# vectorise (with the gate functions of numdiff.kernels._gate_math: the LSTM gates of 64 steps x 16 x
+# 128 in float32 took 6.5 ms with the C library's exp and tanh, 2.2 ms with _vecmath's, whose float32
+# tanh and sigmoid finish in float64, and 1.45 ms with _gate_math's, float32 throughout). Literals in
+# the loops take the arrays' dtype (``one``): a Python 1.0 is a float64 and would widen them too.
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-
-
-@njit(cache=True, inline="always")
-def _sigmoid(x):
-    return 1.0 / (1.0 + _vecmath.exp(-x))
 
 
 # --------------------------------------------------------------------------- LSTM
 @njit(**_OPTIONS)
-def _lstm_gates(pre, c_state, out_t):
-    """One step's gates: pre (N, 4H) activated in place, c_state (N, H) updated, out_t (N, 6H) written."""
+def _lstm_gates(pre, c0, t, out):
+    """Step t's gates from pre (N, 4H) = the gates before activation: out[t] (N, 6H) written, reading
+    c_{t-1} from out[t - 1] (c0 at t = 0). Activated straight into out, not in place and then
+    copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32."""
     batch, gates = pre.shape
     hidden = gates // 4
     for n in range(batch):
         a = pre[n]
+        row = out[t, n]
+        c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
         for j in range(2 * hidden):
-            a[j] = _sigmoid(a[j])
+            row[2 * hidden + j] = sigmoid(a[j])
         for j in range(2 * hidden, 3 * hidden):
-            a[j] = _vecmath.tanh(a[j])
+            row[2 * hidden + j] = tanh(a[j])
         for j in range(3 * hidden, gates):
-            a[j] = _sigmoid(a[j])
-        c = c_state[n]
-        row = out_t[n]
+            row[2 * hidden + j] = sigmoid(a[j])
         for j in range(hidden):
-            c[j] = a[hidden + j] * c[j] + a[j] * a[2 * hidden + j]
+            row[hidden + j] = row[3 * hidden + j] * c_prev[j] + row[2 * hidden + j] * row[4 * hidden + j]
         for j in range(hidden):
-            row[j] = a[3 * hidden + j] * _vecmath.tanh(c[j])
-        row[hidden : 2 * hidden] = c
-        row[2 * hidden :] = a
+            row[j] = row[5 * hidden + j] * tanh(row[hidden + j])
 
 
 @njit(**_OPTIONS)
@@ -90,23 +92,23 @@ def _lstm_forward(projected, h0, c0, w_hh, out):
     steps, batch, gates = projected.shape
     hidden = gates // 4
     pre = np.empty((batch, gates), projected.dtype)
-    c_state = c0.copy()
     for t in range(steps):
         pre[:, :] = projected[t]
         add_products_nt(h0 if t == 0 else out[t - 1, :, :hidden], w_hh, pre)
-        _lstm_gates(pre, c_state, out[t])
+        _lstm_gates(pre, c0, t, out)
 
 
 @njit(**_OPTIONS)
-def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res):
-    """Step t's gate gradients into res[t, :, :4H]; dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
+def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates):
+    """Step t's gate gradients into d_gates[t]; dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
     batch, width = out.shape[1:]
     hidden = width // 6
+    one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
     for n in range(batch):
         c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
         row = out[t, n]
         g_row = grad[t, n]
-        r_row = res[t, n]
+        r_row = d_gates[t, n]
         dh_in = dh_state[n]
         dc_in = dc_state[n]
         # Two loops, d c_t first (kept in dc_in), then the gates from it: as one loop writing five
@@ -114,34 +116,30 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res):
         for j in range(hidden):
             dh = g_row[j] + dh_in[j]
             o = row[5 * hidden + j]
-            tanh_c = _vecmath.tanh(row[hidden + j])
+            tanh_c = tanh(row[hidden + j])
             do = dh * tanh_c + g_row[5 * hidden + j]
-            r_row[3 * hidden + j] = do * o * (1.0 - o)
-            dc_in[j] = g_row[hidden + j] + dc_in[j] + dh * o * (1.0 - tanh_c * tanh_c)
+            r_row[3 * hidden + j] = do * o * (one - o)
+            dc_in[j] = g_row[hidden + j] + dc_in[j] + dh * o * (one - tanh_c * tanh_c)
         for j in range(hidden):
             dc = dc_in[j]
             i = row[2 * hidden + j]
             f = row[3 * hidden + j]
             g = row[4 * hidden + j]
-            r_row[j] = (dc * g + g_row[2 * hidden + j]) * i * (1.0 - i)
-            r_row[hidden + j] = (dc * c_prev[j] + g_row[3 * hidden + j]) * f * (1.0 - f)
-            r_row[2 * hidden + j] = (dc * i + g_row[4 * hidden + j]) * (1.0 - g * g)
+            r_row[j] = (dc * g + g_row[2 * hidden + j]) * i * (one - i)
+            r_row[hidden + j] = (dc * c_prev[j] + g_row[3 * hidden + j]) * f * (one - f)
+            r_row[2 * hidden + j] = (dc * i + g_row[4 * hidden + j]) * (one - g * g)
             dc_in[j] = dc * f
 
 
 @njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w_hh, res):
-    steps, batch, width = out.shape
-    hidden = width // 6
+def _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state):
+    """dh_state, dc_state (N, H) zeros on entry (d h_t and d c_t from the steps after t), d h_0 and
+    d c_0 on return."""
     w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t and d c_t from the steps after t
-    dc_state = np.zeros((batch, hidden), out.dtype)
-    for t in range(steps - 1, -1, -1):
-        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, res)
+    for t in range(out.shape[0] - 1, -1, -1):
+        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates)
         dh_state[:, :] = 0.0
-        add_products_nt(res[t, :, : 4 * hidden], w_t, dh_state)
-        res[t, :, 4 * hidden : 5 * hidden] = dh_state
-        res[t, :, 5 * hidden :] = dc_state
+        add_products_nt(d_gates[t], w_t, dh_state)
 
 
 # --------------------------------------------------------------------------- GRU
@@ -157,11 +155,11 @@ def _gru_gates(projected, h0, hidden_part, t, out):
         a = hidden_part[n]
         # One loop per gate: with all five outputs written in one loop LLVM left it scalar.
         for j in range(hidden):
-            row[hidden + j] = _sigmoid(x[j] + a[j])
+            row[hidden + j] = sigmoid(x[j] + a[j])
         for j in range(hidden):
-            row[2 * hidden + j] = _sigmoid(x[hidden + j] + a[hidden + j])
+            row[2 * hidden + j] = sigmoid(x[hidden + j] + a[hidden + j])
         for j in range(hidden):
-            row[3 * hidden + j] = _vecmath.tanh(x[2 * hidden + j] + row[hidden + j] * a[2 * hidden + j])
+            row[3 * hidden + j] = tanh(x[2 * hidden + j] + row[hidden + j] * a[2 * hidden + j])
         row[4 * hidden :] = a[2 * hidden :]
         for j in range(hidden):
             n_gate = row[3 * hidden + j]
@@ -181,17 +179,18 @@ def _gru_forward(projected, h0, w_hh, b_hh, out):
 
 
 @njit(**_OPTIONS)
-def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res):
-    """Step t's gradients into res[t, :, :4H] and d_hidden = [d r_pre, d z_pre, d hn]; dh_state
-    becomes the part of d h_{t-1} that does not go through W_hh."""
+def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre):
+    """Step t's gradients into d_pre[t] = [d r_pre, d z_pre, d n_pre] and d_hidden[t] = [d r_pre,
+    d z_pre, d hn]; dh_state becomes the part of d h_{t-1} that does not go through W_hh."""
     batch, width = out.shape[1:]
     hidden = width // 5
+    one = out.dtype.type(1.0)  # as in _lstm_backward_step
     for n in range(batch):
         h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
         row = out[t, n]
         g_row = grad[t, n]
-        r_row = res[t, n]
-        d_h = d_hidden[n]
+        r_row = d_pre[t, n]
+        d_h = d_hidden[t, n]
         dh_in = dh_state[n]
         for j in range(hidden):
             dh = g_row[j] + dh_in[j]
@@ -199,45 +198,41 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res):
             z = row[2 * hidden + j]
             n_gate = row[3 * hidden + j]
             hn = row[4 * hidden + j]
-            dn = dh * (1.0 - z) + g_row[3 * hidden + j]
+            dn = dh * (one - z) + g_row[3 * hidden + j]
             dz = dh * (h_prev[j] - n_gate) + g_row[2 * hidden + j]
-            dn_pre = dn * (1.0 - n_gate * n_gate)
+            dn_pre = dn * (one - n_gate * n_gate)
             dhn = dn_pre * r + g_row[4 * hidden + j]
             dr = dn_pre * hn + g_row[hidden + j]
-            d_h[j] = dr * r * (1.0 - r)
-            d_h[hidden + j] = dz * z * (1.0 - z)
+            d_h[j] = dr * r * (one - r)
+            d_h[hidden + j] = dz * z * (one - z)
             d_h[2 * hidden + j] = dhn
             r_row[2 * hidden + j] = dn_pre
             dh_in[j] = dh * z
         r_row[: 2 * hidden] = d_h[: 2 * hidden]
-        r_row[3 * hidden : 4 * hidden] = d_h[2 * hidden :]
 
 
 @njit(**_OPTIONS)
-def _gru_backward(grad, out, h0, w_hh, res):
-    steps, batch, width = out.shape
-    hidden = width // 5
+def _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh_state):
+    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
     w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t from the steps after t
-    d_hidden = np.empty((batch, 3 * hidden), out.dtype)  # [d r_pre, d z_pre, d hn]: the product's operand
-    for t in range(steps - 1, -1, -1):
-        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, res)
-        add_products_nt(d_hidden, w_t, dh_state)
-        res[t, :, 4 * hidden :] = dh_state
+    for t in range(out.shape[0] - 1, -1, -1):
+        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre)
+        add_products_nt(d_hidden[t], w_t, dh_state)
 
 
 # --------------------------------------------------------------------------- RNN
 @njit(**_OPTIONS)
 def _rnn_activate(out_t, relu):
     batch, hidden = out_t.shape
+    zero = out_t.dtype.type(0.0)
     for n in range(batch):
         row = out_t[n]
         if relu:
             for j in range(hidden):
-                row[j] = max(row[j], 0.0)
+                row[j] = max(row[j], zero)
         else:
             for j in range(hidden):
-                row[j] = _vecmath.tanh(row[j])
+                row[j] = tanh(row[j])
 
 
 @njit(**_OPTIONS)
@@ -252,6 +247,7 @@ def _rnn_forward(projected, h0, w_hh, relu, out):
 @njit(**_OPTIONS)
 def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu):
     batch, hidden = out_t.shape
+    one, zero = out_t.dtype.type(1.0), out_t.dtype.type(0.0)  # as in _lstm_backward_step
     for n in range(batch):
         row = out_t[n]
         g_row = grad_t[n]
@@ -259,19 +255,17 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu):
         dh_in = dh_state[n]
         for j in range(hidden):
             dh = g_row[j] + dh_in[j]
-            r_row[j] = (dh if row[j] > 0.0 else 0.0) if relu else dh * (1.0 - row[j] * row[j])
+            r_row[j] = (dh if row[j] > zero else zero) if relu else dh * (one - row[j] * row[j])
 
 
 @njit(**_OPTIONS)
-def _rnn_backward(grad, out, w_hh, relu, res):
-    steps, batch, hidden = out.shape
+def _rnn_backward(grad, out, w_hh, relu, d_pre, dh_state):
+    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
     w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    dh_state = np.zeros((batch, hidden), out.dtype)  # d h_t from the steps after t
-    for t in range(steps - 1, -1, -1):
-        _rnn_backward_step(grad[t], out[t], dh_state, res[t], relu)
+    for t in range(out.shape[0] - 1, -1, -1):
+        _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu)
         dh_state[:, :] = 0.0
-        add_products_nt(res[t, :, :hidden], w_t, dh_state)
-        res[t, :, hidden:] = dh_state
+        add_products_nt(d_pre[t], w_t, dh_state)
 
 
 # --------------------------------------------------------------------------- checked entry points
@@ -305,18 +299,26 @@ def lstm_sequence_forward(projected: np.ndarray, h0: np.ndarray, c0: np.ndarray,
     return out
 
 
+def _backward_result(op: str, res: np.ndarray, steps: int, batch: int, hidden: int) -> list[np.ndarray]:
+    """The blocks of a backward's flat ``res`` (numdiff.kernels._recurrent_layout), checked."""
+    check_shape(f"{op}_sequence_backward", "res", res, (backward_size(op, steps, batch, hidden),))
+    return split(res, backward_blocks(op, steps, batch, hidden))
+
+
 def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
-    """Backward through time of :func:`lstm_sequence_forward`: ``res`` (L, N, 6H) <- [d gates
-    before activation (4H), d h_{t-1}, d c_{t-1}] from ``grad`` (L, N, 6H), the gradient of ``out``."""
+    """Backward through time of :func:`lstm_sequence_forward`: ``res`` (flat) <- [d gates before
+    activation (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)] from ``grad`` (L, N, 6H), the gradient of ``out``."""
     check_float_arrays("lstm_sequence_backward", grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)
     steps, batch, width = out.shape
     hidden = width // 6
     check_shape("lstm_sequence_backward", "w_hh", w_hh, (4 * hidden, hidden))
-    for name, arr in (("grad", grad), ("res", res)):
-        check_shape("lstm_sequence_backward", name, arr, out.shape)
+    check_shape("lstm_sequence_backward", "grad", grad, out.shape)
     check_shape("lstm_sequence_backward", "c0", c0, (batch, hidden))
+    d_gates, dh0, dc0 = _backward_result("lstm", res, steps, batch, hidden)
     check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
-    _lstm_backward(grad, out, c0, w_hh, res)
+    dh0[...] = 0.0
+    dc0[...] = 0.0
+    _lstm_backward(grad, out, c0, w_hh, d_gates, dh0, dc0)
     return res
 
 
@@ -341,17 +343,19 @@ def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
 
 
 def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
-    """Backward through time of :func:`gru_sequence_forward`: ``res`` (L, N, 5H) <- [d r_pre,
-    d z_pre, d n_pre, d hn, d h_{t-1}] from ``grad`` (L, N, 5H), the gradient of ``out``."""
+    """Backward through time of :func:`gru_sequence_forward`: ``res`` (flat) <- [[d r_pre, d z_pre,
+    d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn] (L, N, 3H) | d h_0 (N, H)] from ``grad`` (L, N, 5H),
+    the gradient of ``out``."""
     check_float_arrays("gru_sequence_backward", grad=grad, out=out, h0=h0, w_hh=w_hh, res=res)
     steps, batch, width = out.shape
     hidden = width // 5
     check_shape("gru_sequence_backward", "w_hh", w_hh, (3 * hidden, hidden))
-    for name, arr in (("grad", grad), ("res", res)):
-        check_shape("gru_sequence_backward", name, arr, out.shape)
+    check_shape("gru_sequence_backward", "grad", grad, out.shape)
     check_shape("gru_sequence_backward", "h0", h0, (batch, hidden))
+    d_pre, d_hidden, dh0 = _backward_result("gru", res, steps, batch, hidden)
     check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})
-    _gru_backward(grad, out, h0, w_hh, res)
+    dh0[...] = 0.0
+    _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh0)
     return res
 
 
@@ -371,12 +375,13 @@ def rnn_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
 
 
 def rnn_sequence_backward(grad: np.ndarray, out: np.ndarray, w_hh: np.ndarray, res: np.ndarray, relu: bool) -> np.ndarray:
-    """Backward through time of :func:`rnn_sequence_forward`: ``res`` (L, N, 2H) <- [d pre, d h_{t-1}]."""
+    """Backward through time of :func:`rnn_sequence_forward`: ``res`` (flat) <- [d pre (L, N, H) | d h_0 (N, H)]."""
     check_float_arrays("rnn_sequence_backward", grad=grad, out=out, w_hh=w_hh, res=res)
     steps, batch, hidden = out.shape
     check_shape("rnn_sequence_backward", "w_hh", w_hh, (hidden, hidden))
     check_shape("rnn_sequence_backward", "grad", grad, out.shape)
-    check_shape("rnn_sequence_backward", "res", res, (steps, batch, 2 * hidden))
+    d_pre, dh0 = _backward_result("rnn", res, steps, batch, hidden)
     check_disjoint("rnn_sequence_backward", {"res": res}, {"grad": grad, "out": out, "w_hh": w_hh})
-    _rnn_backward(grad, out, w_hh, bool(relu), res)
+    dh0[...] = 0.0
+    _rnn_backward(grad, out, w_hh, bool(relu), d_pre, dh0)
     return res

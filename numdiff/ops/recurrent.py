@@ -8,9 +8,10 @@ straight to the gates), as one GEMM over all time steps.
 
 Forward returns every step's state and activated gates in one array (layouts in
 numdiff.kernels.recurrent); callers slice h (and c) out of it. Backward is a second registered
-op per family, ``*_sequence_backward``, whose kernel walks the steps in reverse and returns the
-gradients of the pre-activation gates and of each step's incoming state; the weight gradients
-are then one GEMM over the whole sequence. The backward ops are differentiated by recomputing
+op per family, ``*_sequence_backward``, whose kernel walks the steps in reverse and returns, in
+one flat array of contiguous blocks (numdiff.kernels._recurrent_layout), the gradients of the
+pre-activation gates and of the initial state; the weight gradients are then one GEMM over the
+whole sequence, reading the gate gradients in place. The backward ops are differentiated by recomputing
 the same recurrence from numdiff ops (``_streams``), so second derivatives are exact.
 """
 
@@ -26,6 +27,7 @@ from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.backend import backend_for
+from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
@@ -45,10 +47,26 @@ def _previous_states(first: Tensor, states: Tensor) -> Tensor:
 def _weight_grad(d_hidden: Tensor, previous: Tensor) -> Tensor:
     """sum over steps and batch of d_hidden_t^T h_{t-1}: one GEMM over the whole sequence.
 
-    d_hidden should be contiguous: the GEMM reads its transpose in place, where a column block of
-    the backward's result (rows 6H apart) was first copied into a transposed layout (2 ms of the
+    d_hidden is a contiguous block of the backward's result: the GEMM reads its transpose in place,
+    where a column block (rows 6H apart) was first copied into a transposed layout (2 ms of the
     char LSTM's 36 ms step, and as much again in the input projection's weight gradient)."""
     return d_hidden.reshape(-1, d_hidden.shape[-1]).t() @ previous.reshape(-1, previous.shape[-1])
+
+
+def _backward_result(op: str, projected: Any, hidden: int) -> Any:
+    """An empty flat result for `op`'s backward kernel (numdiff.kernels._recurrent_layout)."""
+    steps, batch = projected.shape[:2]
+    return np.empty(backward_size(op, steps, batch, hidden), dtype=projected.dtype, like=projected)
+
+
+def _blocks(op: str, res: Tensor, projected: Tensor, hidden: int) -> list[Tensor]:
+    """The blocks of a backward op's result, as views."""
+    return split(res, backward_blocks(op, projected.shape[0], projected.shape[1], hidden))
+
+
+def _flat(*streams: Tensor) -> Tensor:
+    """The blocks of a backward op's result laid end to end, from differentiable tensors."""
+    return cat([s.reshape(-1) for s in streams], 0)
 
 
 def _streams(recurrence: Callable[..., Tensor], grad: Tensor, inputs: list[Tensor | None], extra: int) -> tuple:
@@ -116,26 +134,25 @@ class LSTMSequence(Function):
         out, projected, h0, c0, w_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
         res = LSTMSequenceBackward.apply(grad, out, projected, h0, c0, w_hh)
-        d_gates = res[..., : 4 * hidden].contiguous()  # see _weight_grad
-        needs = ctx.needs_input_grad
-        grad_w = _weight_grad(d_gates, _previous_states(h0, out[..., :hidden])) if needs[3] else None
-        return d_gates, res[0, :, 4 * hidden : 5 * hidden], res[0, :, 5 * hidden :], grad_w
+        d_gates, grad_h0, grad_c0 = _blocks("lstm", res, projected, hidden)
+        grad_w = _weight_grad(d_gates, _previous_states(h0, out[..., :hidden])) if ctx.needs_input_grad[3] else None
+        return d_gates, grad_h0, grad_c0, grad_w
 
 
 @register("lstm_sequence_backward", compile="kernel", launchers=("lstm_sequence_backward",))
 class LSTMSequenceBackward(Function):
-    """grad, out (L, N, 6H), projected, h0, c0, w_hh -> (L, N, 6H) [d gates (4H), d h_{t-1}, d c_{t-1}]."""
+    """grad, out (L, N, 6H), projected, h0, c0, w_hh -> flat [d gates (L, N, 4H) | d h_0 | d c_0]."""
 
     @staticmethod
     def forward(ctx, grad, out, projected, h0, c0, w_hh):
-        res = np.empty(out.shape, dtype=out.dtype, like=out)
+        res = _backward_result("lstm", projected, h0.shape[-1])
         backend_for(out).lstm_sequence_backward(_c(grad), _c(out), _c(c0), _c(w_hh), res)
         ctx.save_for_backward(grad, out, projected, h0, c0, w_hh)
         return res
 
     @staticmethod
     def backward(ctx, grad_res):
-        return _backward_of_backward(_lstm_recurrence, ctx, grad_res, 2, lambda dp, dh, dc: cat([dp, dh, dc], -1))
+        return _backward_of_backward(_lstm_recurrence, ctx, grad_res, 2, lambda dp, dh, dc: _flat(dp, dh[0], dc[0]))
 
 
 def lstm_sequence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
@@ -186,27 +203,31 @@ class GRUSequence(Function):
         out, projected, h0, w_hh, b_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
         res = GRUSequenceBackward.apply(grad, out, projected, h0, w_hh, b_hh)
+        d_pre, d_hidden, grad_h0 = _blocks("gru", res, projected, hidden)
         needs = ctx.needs_input_grad
-        d_hidden = cat([res[..., : 2 * hidden], res[..., 3 * hidden : 4 * hidden]], -1) if needs[2] or needs[3] else None
         grad_w = _weight_grad(d_hidden, _previous_states(h0, out[..., :hidden])) if needs[2] else None
         grad_b = d_hidden.sum((0, 1)) if len(needs) > 3 and needs[3] else None
-        return res[..., : 3 * hidden].contiguous(), res[0, :, 4 * hidden :], grad_w, grad_b
+        return d_pre, grad_h0, grad_w, grad_b
 
 
 @register("gru_sequence_backward", compile="kernel", launchers=("gru_sequence_backward",))
 class GRUSequenceBackward(Function):
-    """grad, out (L, N, 5H), projected, h0, w_hh, b_hh -> (L, N, 5H) [d r_pre, d z_pre, d n_pre, d hn, d h_{t-1}]."""
+    """grad, out (L, N, 5H), projected, h0, w_hh, b_hh -> flat [d pre (L, N, 3H) | d hidden (L, N, 3H) | d h_0]."""
 
     @staticmethod
     def forward(ctx, grad, out, projected, h0, w_hh, b_hh):
-        res = np.empty(out.shape, dtype=out.dtype, like=out)
+        res = _backward_result("gru", projected, h0.shape[-1])
         backend_for(out).gru_sequence_backward(_c(grad), _c(out), _c(h0), _c(w_hh), res)
         ctx.save_for_backward(grad, out, projected, h0, w_hh, b_hh)
         return res
 
     @staticmethod
     def backward(ctx, grad_res):
-        return _backward_of_backward(_gru_recurrence, ctx, grad_res, 2, lambda dp, dh, dhn: cat([dp, dhn, dh], -1))
+        def split_streams(dp: Tensor, dh: Tensor, dhn: Tensor) -> Tensor:
+            hidden = dh.shape[-1]
+            return _flat(dp, cat([dp[..., : 2 * hidden], dhn], -1), dh[0])
+
+        return _backward_of_backward(_gru_recurrence, ctx, grad_res, 2, split_streams)
 
 
 def gru_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | None = None) -> Tensor:
@@ -251,19 +272,19 @@ class RNNSequence(Function):
         out, projected, h0, w_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
         res = RNNSequenceBackward.apply(grad, out, projected, h0, w_hh, relu=ctx.relu)
-        d_pre = res[..., :hidden].contiguous()
+        d_pre, grad_h0 = _blocks("rnn", res, projected, hidden)
         grad_w = _weight_grad(d_pre, _previous_states(h0, out)) if ctx.needs_input_grad[2] else None
-        return d_pre, res[0, :, hidden:], grad_w
+        return d_pre, grad_h0, grad_w
 
 
 @register("rnn_sequence_backward", compile="kernel", launchers=("rnn_sequence_backward",))
 class RNNSequenceBackward(Function):
-    """grad, out (L, N, H), projected, h0, w_hh -> (L, N, 2H) [d pre, d h_{t-1}]."""
+    """grad, out (L, N, H), projected, h0, w_hh -> flat [d pre (L, N, H) | d h_0]."""
 
     @staticmethod
     def forward(ctx, grad, out, projected, h0, w_hh, *, relu):
         ctx.relu = relu
-        res = np.empty(out.shape[:2] + (2 * out.shape[2],), dtype=out.dtype, like=out)
+        res = _backward_result("rnn", projected, h0.shape[-1])
         backend_for(out).rnn_sequence_backward(_c(grad), _c(out), _c(w_hh), res, relu)
         ctx.save_for_backward(grad, out, projected, h0, w_hh)
         return res
@@ -273,7 +294,7 @@ class RNNSequenceBackward(Function):
         def recurrence(projected, h0, w_hh, dh):
             return _rnn_recurrence(projected, h0, w_hh, dh, relu=ctx.relu)
 
-        return _backward_of_backward(recurrence, ctx, grad_res, 1, lambda dp, dh: cat([dp, dh], -1))
+        return _backward_of_backward(recurrence, ctx, grad_res, 1, lambda dp, dh: _flat(dp, dh[0]))
 
 
 def rnn_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, relu: bool = False) -> Tensor:

@@ -102,16 +102,18 @@ def test_sequence_kernels_match_the_cpu_kernels_in_float32():
     out, out_gpu = both("lstm", 6 * hidden, p, h0, c0, w)
     np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-5, atol=1e-6)
     g = rng.standard_normal(out.shape).astype(f32)
-    res = cpu.lstm_sequence_backward(g, out, c0, w, np.empty_like(out))
-    res_gpu = gpu.lstm_sequence_backward(up(g), out_gpu, up(c0), up(w), CudaArray.empty(out.shape, f32, cuda))
+    size = (steps * 4 + 2) * batch * hidden  # [d gates | d h_0 | d c_0] (numdiff.kernels._recurrent_layout)
+    res = cpu.lstm_sequence_backward(g, out, c0, w, np.empty(size, f32))
+    res_gpu = gpu.lstm_sequence_backward(up(g), out_gpu, up(c0), up(w), CudaArray.empty((size,), f32, cuda))
     np.testing.assert_allclose(res_gpu.to_host(), res, rtol=1e-5, atol=1e-6)
 
     p, w, b = (rng.standard_normal(s).astype(f32) for s in ((steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,)))
     out, out_gpu = both("gru", 5 * hidden, p, h0, w, b)
     np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-5, atol=1e-6)
     g = rng.standard_normal(out.shape).astype(f32)
-    res = cpu.gru_sequence_backward(g, out, h0, w, np.empty_like(out))
-    res_gpu = gpu.gru_sequence_backward(up(g), out_gpu, up(h0), up(w), CudaArray.empty(out.shape, f32, cuda))
+    size = (steps * 6 + 1) * batch * hidden  # [d pre | d hidden | d h_0]
+    res = cpu.gru_sequence_backward(g, out, h0, w, np.empty(size, f32))
+    res_gpu = gpu.gru_sequence_backward(up(g), out_gpu, up(h0), up(w), CudaArray.empty((size,), f32, cuda))
     np.testing.assert_allclose(res_gpu.to_host(), res, rtol=1e-5, atol=1e-6)
 
     p, w = (rng.standard_normal(s).astype(f32) for s in ((steps, batch, hidden), (hidden, hidden)))
@@ -119,7 +121,7 @@ def test_sequence_kernels_match_the_cpu_kernels_in_float32():
         out, out_gpu = both("rnn", hidden, p, h0, w, relu=relu)
         np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-5, atol=1e-6)
         g = rng.standard_normal(out.shape).astype(f32)
-        res = cpu.rnn_sequence_backward(g, out, w, np.empty((steps, batch, 2 * hidden), f32), relu)
+        res = cpu.rnn_sequence_backward(g, out, w, np.empty((steps + 1) * batch * hidden, f32), relu)
         res_gpu = gpu.rnn_sequence_backward(up(g), out_gpu, up(w), CudaArray.empty(res.shape, f32, cuda), relu)
         np.testing.assert_allclose(res_gpu.to_host(), res, rtol=1e-5, atol=1e-6)
 
@@ -134,6 +136,8 @@ def test_sequence_launcher_refuses_bad_shapes_and_host_arrays():
         gpu.lstm_sequence_forward(z(3, 2, 12), z(2, 4), z(2, 3), z(12, 3), z(3, 2, 18))
     with pytest.raises(TypeError, match="rnn_sequence_forward: h0 must be a CUDA array"):
         gpu.rnn_sequence_forward(z(3, 2, 3), np.zeros((2, 3)), z(3, 3), z(3, 2, 3), False)
+    with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(84\), got \(3, 2, 18\)"):
+        gpu.lstm_sequence_backward(z(3, 2, 18), z(3, 2, 18), z(2, 3), z(12, 3), z(3, 2, 18))
 
 
 @pytest.mark.parametrize("causal, bias_heads", [(False, 0), (True, 1), (False, 2)])

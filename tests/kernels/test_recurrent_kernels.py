@@ -54,7 +54,7 @@ def test_float32_backward_matches_float64():
     for dtype in (np.float64, np.float32):
         cast = [a.astype(dtype) for a in (p, h0, c0, w, g)]
         out = recurrent.lstm_sequence_forward(*cast[:4], np.empty((L, N, 6 * H), dtype))
-        results.append(recurrent.lstm_sequence_backward(cast[4], out, cast[2], cast[3], np.empty_like(out)))
+        results.append(recurrent.lstm_sequence_backward(cast[4], out, cast[2], cast[3], np.empty((4 * L + 2) * N * H, dtype)))
     np.testing.assert_allclose(results[1], results[0], rtol=1e-4, atol=1e-4)
 
 
@@ -64,8 +64,11 @@ def test_mismatched_shapes_name_the_kernel_and_the_shapes():
         recurrent.lstm_sequence_forward(p, h0, h0, w, np.empty((L, N, 6 * H)))
     with pytest.raises(ValueError, match=r"gru_sequence_forward: h0 must have shape \(3, 4\), got \(2, 4\)"):
         recurrent.gru_sequence_forward(np.zeros((L, N, 3 * H)), np.zeros((2, H)), np.zeros((3 * H, H)), np.zeros(3 * H), np.empty((L, N, 5 * H)))
-    with pytest.raises(ValueError, match=r"rnn_sequence_backward: res must have shape \(5, 3, 8\)"):
+    with pytest.raises(ValueError, match=r"rnn_sequence_backward: res must have shape \(72\), got \(5, 3, 4\)"):
         recurrent.rnn_sequence_backward(np.zeros((L, N, H)), np.zeros((L, N, H)), np.zeros((H, H)), np.empty((L, N, H)), False)
+    with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(264\), got \(5, 3, 24\)"):
+        out = np.zeros((L, N, 6 * H))
+        recurrent.lstm_sequence_backward(out, out.copy(), np.zeros((N, H)), np.zeros((4 * H, H)), np.empty_like(out))
 
 
 def test_mixed_dtypes_non_contiguous_and_overlapping_outputs_are_refused():

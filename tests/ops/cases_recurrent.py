@@ -63,8 +63,14 @@ def _lstm_backward(grad, projected, h0, c0, w_hh):
     return recurrent.LSTMSequenceBackward.apply(grad, out, projected, h0, c0, w_hh)
 
 
+def _flat(*blocks):
+    """The backward ops' flat result (numdiff.kernels._recurrent_layout): blocks end to end."""
+    return np.concatenate([b.reshape(-1) for b in blocks])
+
+
 def _lstm_backward_reference(grad, projected, h0, c0, w_hh):
-    return np.concatenate(_streams(recurrent._lstm_recurrence, grad, projected, h0, c0, w_hh, extra=2), -1)
+    d_projected, dh, dc = _streams(recurrent._lstm_recurrence, grad, projected, h0, c0, w_hh, extra=2)
+    return _flat(d_projected, dh[0], dc[0])
 
 
 def _gru_backward(grad, projected, h0, w_hh, b_hh):
@@ -74,7 +80,8 @@ def _gru_backward(grad, projected, h0, w_hh, b_hh):
 
 def _gru_backward_reference(grad, projected, h0, w_hh, b_hh):
     d_projected, dh, dhn = _streams(recurrent._gru_recurrence, grad, projected, h0, w_hh, b_hh, extra=2)
-    return np.concatenate([d_projected, dhn, dh], -1)
+    hidden = h0.shape[-1]
+    return _flat(d_projected, np.concatenate([d_projected[..., : 2 * hidden], dhn], -1), dh[0])
 
 
 def _rnn_backward(grad, projected, h0, w_hh):
@@ -83,7 +90,8 @@ def _rnn_backward(grad, projected, h0, w_hh):
 
 
 def _rnn_backward_reference(grad, projected, h0, w_hh):
-    return np.concatenate(_streams(recurrent._rnn_recurrence, grad, projected, h0, w_hh, extra=1), -1)
+    d_projected, dh = _streams(recurrent._rnn_recurrence, grad, projected, h0, w_hh, extra=1)
+    return _flat(d_projected, dh[0])
 
 
 def _away_from_zero_relu_input(rng):

@@ -17,6 +17,7 @@ from numba import cuda
 from numdiff.cuda.array import CudaArray
 from numdiff.cuda.kernels._checks import check_float_arrays
 from numdiff.cuda.kernels.matmul import bgemm
+from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 
 __all__ = [
     "gru_sequence_backward",
@@ -58,12 +59,13 @@ def _lstm_gates(projected_t, hh, c_state, out_t, hidden):
 
 
 @cuda.jit
-def _lstm_gate_grads(grad_t, out_t, c_prev, prev_stride, prev_offset, dh_state, dc_state, res_t, hidden):
-    """res_t[:, :4H] <- d gates before activation, res_t[:, 5H:] and dc_state <- d c_{t-1}."""
+def _lstm_gate_grads(grad_t, out_t, c_prev, prev_stride, prev_offset, dh_state, dc_state, d_gates_t, hidden):
+    """d_gates_t (N, 4H) <- d gates before activation, dc_state <- d c_{t-1}."""
     k = cuda.grid(1)
     if k < dc_state.size:
         n, j = k // hidden, k % hidden
         row = n * 6 * hidden + j
+        gate = n * 4 * hidden + j
         c, i, f = out_t[row + hidden], out_t[row + 2 * hidden], out_t[row + 3 * hidden]
         g, o = out_t[row + 4 * hidden], out_t[row + 5 * hidden]
         dh = grad_t[row] + dh_state[k]
@@ -73,12 +75,11 @@ def _lstm_gate_grads(grad_t, out_t, c_prev, prev_stride, prev_offset, dh_state, 
         di = dc * g + grad_t[row + 2 * hidden]
         df = dc * c_prev[n * prev_stride + prev_offset + j] + grad_t[row + 3 * hidden]
         dg = dc * i + grad_t[row + 4 * hidden]
-        res_t[row] = di * i * (1.0 - i)
-        res_t[row + hidden] = df * f * (1.0 - f)
-        res_t[row + 2 * hidden] = dg * (1.0 - g * g)
-        res_t[row + 3 * hidden] = do * o * (1.0 - o)
+        d_gates_t[gate] = di * i * (1.0 - i)
+        d_gates_t[gate + hidden] = df * f * (1.0 - f)
+        d_gates_t[gate + 2 * hidden] = dg * (1.0 - g * g)
+        d_gates_t[gate + 3 * hidden] = do * o * (1.0 - o)
         dc_state[k] = dc * f
-        res_t[row + 5 * hidden] = dc * f
 
 
 @cuda.jit
@@ -101,9 +102,9 @@ def _gru_gates(projected_t, hh, b_hh, h_prev, prev_stride, out_t, hidden, size):
 
 
 @cuda.jit
-def _gru_gate_grads(grad_t, out_t, h_prev, prev_stride, dh_state, d_hidden, res_t, hidden):
-    """res_t[:, :4H] <- [d r_pre, d z_pre, d n_pre, d hn], d_hidden (N, 3H) <- [d r_pre, d z_pre,
-    d hn], dh_state <- the part of d h_{t-1} that skips the GEMM (dh * z)."""
+def _gru_gate_grads(grad_t, out_t, h_prev, prev_stride, dh_state, d_hidden, d_pre_t, hidden):
+    """d_pre_t (N, 3H) <- [d r_pre, d z_pre, d n_pre], d_hidden (N, 3H) <- [d r_pre, d z_pre, d hn],
+    dh_state <- the part of d h_{t-1} that skips the GEMM (dh * z)."""
     k = cuda.grid(1)
     if k < dh_state.size:
         n, j = k // hidden, k % hidden
@@ -117,9 +118,8 @@ def _gru_gate_grads(grad_t, out_t, h_prev, prev_stride, dh_state, d_hidden, res_
         dhn = dn_pre * r + grad_t[row + 4 * hidden]
         dr = dn_pre * hn + grad_t[row + hidden]
         dr_pre, dz_pre = dr * r * (1.0 - r), dz * z * (1.0 - z)
-        res_t[row], res_t[row + hidden] = dr_pre, dz_pre
-        res_t[row + 2 * hidden], res_t[row + 3 * hidden] = dn_pre, dhn
         base = n * 3 * hidden + j
+        d_pre_t[base], d_pre_t[base + hidden], d_pre_t[base + 2 * hidden] = dr_pre, dz_pre, dn_pre
         d_hidden[base], d_hidden[base + hidden], d_hidden[base + 2 * hidden] = dr_pre, dz_pre, dhn
         dh_state[k] = dh * z
 
@@ -134,14 +134,13 @@ def _rnn_activation(projected_t, out_t, relu):
 
 
 @cuda.jit
-def _rnn_pre_grads(grad_t, out_t, dh_state, res_t, hidden, relu):
-    """res_t[:, :H] <- d pre from grad_t + dh_state (the gradient of h_t)."""
+def _rnn_pre_grads(grad_t, out_t, dh_state, d_pre_t, relu):
+    """d_pre_t (N, H) <- d pre from grad_t + dh_state (the gradient of h_t)."""
     k = cuda.grid(1)
     if k < out_t.size:
-        n, j = k // hidden, k % hidden
         dh = grad_t[k] + dh_state[k]
         h = out_t[k]
-        res_t[n * 2 * hidden + j] = (dh if h > 0.0 else 0.0) if relu else dh * (1.0 - h * h)
+        d_pre_t[k] = (dh if h > 0.0 else 0.0) if relu else dh * (1.0 - h * h)
 
 
 # --------------------------------------------------------------------------- launchers
@@ -158,6 +157,13 @@ def _launch(kernel: Any, count: int, device: Any, *args: Any) -> None:
 def _matmul(a: CudaArray, b: CudaArray, out: CudaArray) -> None:
     """out (M, N) <- a (M, K) @ b (K, N), a and b read through their strides."""
     bgemm(a.broadcast_to((1,) + a.shape), b.broadcast_to((1,) + b.shape), out.reshape((1,) + out.shape))
+
+
+def _result_blocks(op: str, res: CudaArray, steps: int, batch: int, hidden: int) -> list[CudaArray]:
+    """The blocks of a backward's flat result (numdiff.kernels._recurrent_layout)."""
+    if tuple(res.shape) != (backward_size(op, steps, batch, hidden),):
+        raise ValueError(f"{op}_sequence_backward: res must have shape ({backward_size(op, steps, batch, hidden)}), got {tuple(res.shape)}")
+    return split(res, backward_blocks(op, steps, batch, hidden))
 
 
 def _check(op: str, steps_shape: tuple, expected: dict[str, tuple], **arrays: CudaArray) -> None:
@@ -190,17 +196,16 @@ def lstm_sequence_backward(grad: CudaArray, out: CudaArray, c0: CudaArray, w_hh:
     steps, batch, width = out.shape
     hidden = width // 6
     _check("lstm_sequence_backward", out.shape,
-           {"grad": out.shape, "res": out.shape, "c0": (batch, hidden), "w_hh": (4 * hidden, hidden)},
+           {"grad": out.shape, "c0": (batch, hidden), "w_hh": (4 * hidden, hidden)},
            grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)  # fmt: skip
-    dh_state = CudaArray.empty((batch, hidden), out.dtype, out.device)
+    d_gates, dh_state, dc_state = _result_blocks("lstm", res, steps, batch, hidden)
     dh_state[...] = 0
-    dc_state = dh_state.copy()
+    dc_state[...] = 0
     for t in range(steps - 1, -1, -1):
         c_prev, stride, offset = (c0, hidden, 0) if t == 0 else (out[t - 1], width, hidden)
         _launch(_lstm_gate_grads, batch * hidden, out.device, _flat(grad[t]), _flat(out[t]), _flat(c_prev),
-                stride, offset, _flat(dh_state), _flat(dc_state), _flat(res[t]), hidden)  # fmt: skip
-        _matmul(res[t][:, : 4 * hidden], w_hh, dh_state)
-        res[t][:, 4 * hidden : 5 * hidden] = dh_state
+                stride, offset, _flat(dh_state), _flat(dc_state), _flat(d_gates[t]), hidden)  # fmt: skip
+        _matmul(d_gates[t], w_hh, dh_state)
     return res
 
 
@@ -226,19 +231,19 @@ def gru_sequence_backward(grad: CudaArray, out: CudaArray, h0: CudaArray, w_hh: 
     steps, batch, width = out.shape
     hidden = width // 5
     _check("gru_sequence_backward", out.shape,
-           {"grad": out.shape, "res": out.shape, "h0": (batch, hidden), "w_hh": (3 * hidden, hidden)},
+           {"grad": out.shape, "h0": (batch, hidden), "w_hh": (3 * hidden, hidden)},
            grad=grad, out=out, h0=h0, w_hh=w_hh, res=res)  # fmt: skip
+    d_pre, d_hidden, grad_h0 = _result_blocks("gru", res, steps, batch, hidden)
     dh_state = CudaArray.empty((batch, hidden), out.dtype, out.device)
     dh_state[...] = 0
-    d_hidden = CudaArray.empty((batch, 3 * hidden), out.dtype, out.device)
     through_gemm = CudaArray.empty((batch, hidden), out.dtype, out.device)
     for t in range(steps - 1, -1, -1):
         h_prev, stride = (h0, hidden) if t == 0 else (out[t - 1], width)
         _launch(_gru_gate_grads, batch * hidden, out.device, _flat(grad[t]), _flat(out[t]), _flat(h_prev), stride,
-                _flat(dh_state), _flat(d_hidden), _flat(res[t]), hidden)  # fmt: skip
-        _matmul(d_hidden, w_hh, through_gemm)
+                _flat(dh_state), _flat(d_hidden[t]), _flat(d_pre[t]), hidden)  # fmt: skip
+        _matmul(d_hidden[t], w_hh, through_gemm)
         dh_state = dh_state + through_gemm
-        res[t][:, 4 * hidden :] = dh_state
+    grad_h0[...] = dh_state
     return res
 
 
@@ -256,12 +261,11 @@ def rnn_sequence_forward(projected: CudaArray, h0: CudaArray, w_hh: CudaArray, o
 def rnn_sequence_backward(grad: CudaArray, out: CudaArray, w_hh: CudaArray, res: CudaArray, relu: bool) -> CudaArray:
     """numdiff.kernels.recurrent.rnn_sequence_backward on CUDA."""
     steps, batch, hidden = out.shape
-    _check("rnn_sequence_backward", out.shape, {"grad": out.shape, "w_hh": (hidden, hidden), "res": (steps, batch, 2 * hidden)},
+    _check("rnn_sequence_backward", out.shape, {"grad": out.shape, "w_hh": (hidden, hidden)},
            grad=grad, out=out, w_hh=w_hh, res=res)  # fmt: skip
-    dh_state = CudaArray.empty((batch, hidden), out.dtype, out.device)
+    d_pre, dh_state = _result_blocks("rnn", res, steps, batch, hidden)
     dh_state[...] = 0
     for t in range(steps - 1, -1, -1):
-        _launch(_rnn_pre_grads, batch * hidden, out.device, _flat(grad[t]), _flat(out[t]), _flat(dh_state), _flat(res[t]), hidden, bool(relu))
-        _matmul(res[t][:, :hidden], w_hh, dh_state)
-        res[t][:, hidden:] = dh_state
+        _launch(_rnn_pre_grads, batch * hidden, out.device, _flat(grad[t]), _flat(out[t]), _flat(dh_state), _flat(d_pre[t]), bool(relu))
+        _matmul(d_pre[t], w_hh, dh_state)
     return res
