@@ -451,6 +451,7 @@ TRANSLATORS: dict[str, Any] = {
     "amin": _reduction("ReduceMin"),
     "prod": _reduction("ReduceProd"),
     "log_softmax": _dim_op("LogSoftmax"),
+    "softmax": _dim_op("Softmax"),
     "cumsum": lambda b, call, out: b.node("CumSum", [b.operand(call.inputs[0], out.dtype),
                                                      b.constant(_axis(call.attrs["dim"], _rank(b, call)), np.int64)]),
     "flip": lambda b, call, out: b.node("Slice", [b.names[call.inputs[0]], b.ints([-1] * len(call.attrs["dims"])),

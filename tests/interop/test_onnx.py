@@ -182,3 +182,18 @@ def test_fused_norms_export_with_their_statistics():
     x = numdiff.randn(2, 4, 3) * 2 + 1
     for got, want in zip(_run_onnx(model, [x]), _expected(model, [x])):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, -2])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_exports_along_any_dim(dim, log):
+    """softmax is an op of its own (not exp(log_softmax)); both export along any dim, negative ones too."""
+
+    class Scores(nn.Module):
+        def forward(self, x):
+            scores = x.masked_fill(x > 1.5, float("-inf"))
+            return numdiff.log_softmax(scores, dim) if log else numdiff.softmax(scores, dim)
+
+    numdiff.manual_seed(dim + 7 * log)
+    xs = [numdiff.randn(3, 4, 5)]
+    np.testing.assert_allclose(_run_onnx(Scores(), xs)[0], _expected(Scores(), xs)[0], rtol=1e-5, atol=1e-6)
