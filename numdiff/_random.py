@@ -30,6 +30,9 @@ class Generator:
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
+        if not -(1 << 63) <= seed < 1 << 64:
+            raise ValueError(f"manual_seed: the seed {seed} is outside [-2**63, 2**64 - 1], the range PyTorch takes")
+        seed %= 1 << 64  # a negative seed wraps, as in PyTorch: -1 is 2**64 - 1
         rng = np.random.default_rng(seed)
         with self._lock:
             self._seed = seed

@@ -168,3 +168,21 @@ def test_keyword_arguments_programs_pass_are_accepted():
     weights = numdiff.ones(2, requires_grad=True)
     assert weights.numpy(force=True).tolist() == [1.0, 1.0]
     assert numdiff.gather(numdiff.arange(3.0), 0, numdiff.tensor([2]), sparse_grad=False).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("seed", [-1, -(2**63), 2**64 - 1, 0, 12345])
+def test_manual_seed_takes_pytorchs_range(seed):
+    """A negative seed wraps modulo 2**64 as in PyTorch (torch.manual_seed(-1).initial_seed() is 2**64 - 1),
+    and the same seed draws the same numbers again."""
+    first = numdiff.manual_seed(seed)
+    assert first.initial_seed() == seed % 2**64
+    a = numdiff.randn(4).numpy()
+    numdiff.manual_seed(seed % 2**64)
+    np.testing.assert_array_equal(numdiff.randn(4).numpy(), a)
+    assert numdiff.Generator().manual_seed(seed).initial_seed() == seed % 2**64
+
+
+@pytest.mark.parametrize("seed", [2**64, -(2**63) - 1])
+def test_manual_seed_out_of_range_names_the_seed(seed):
+    with pytest.raises(ValueError, match=f"manual_seed: the seed {seed} is outside"):
+        numdiff.manual_seed(seed)
