@@ -40,7 +40,7 @@ FLOAT32 = {
                       "linalg_logabsdet", "linalg_matrix_exp", "linalg_pinv", "linalg_qr_q", "linalg_qr_r",
                       "linalg_solve", "linalg_svd_u", "linalg_svd_vh", "linalg_svdvals"}) | _SEQUENCES,
     "cuda": frozenset({"acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
-                       "rsqrt", "sinh", "tan", "pow", "softplus", "log_softmax", "sum", "prod", "cumprod", "cumsum",
+                       "rsqrt", "sinh", "tan", "pow", "softplus", "softmax", "log_softmax", "sum", "prod", "cumprod", "cumsum",
                        "binary_cross_entropy", "cross_entropy", "nll_loss", "logcumsumexp"}) | _SEQUENCES,
 }  # fmt: skip
 DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
@@ -91,6 +91,14 @@ def casts_on(tensor: Tensor) -> bool:
     operands of mixed float dtypes (this level casts them to one), so their argument checks let
     such operands through, as PyTorch's do under autocast."""
     return _settings.level is not None and _settings.enabled.get(tensor.device.type, False)
+
+
+def computes_in_float32(name: str, tensor: Tensor) -> bool:
+    """Whether autocast, on for `tensor`'s device in this thread, runs op `name` in float32 (the ops
+    of FLOAT32): its result is then float32 for a half operand, as PyTorch's autocast gives."""
+    device_type = tensor.device.type
+    return (_settings.level is not None and _settings.enabled.get(device_type, False)
+            and name in FLOAT32.get(device_type, ()))
 
 
 def _device_type(device_type: Any) -> str:

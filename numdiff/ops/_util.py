@@ -10,21 +10,24 @@ import numpy as np
 from numdiff import _dtype
 from numdiff._ground.args import is_int
 from numdiff._scalar_convert import checked_array, wrapped_int
+from numdiff.amp import computes_in_float32
 from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, is_host, is_numpy
 from numdiff.overrides import ForeignOperandError, is_overridable
 from numdiff.tensor import Tensor
 
 
-def half_computed_in_float32(input: Tensor, compute: Any) -> Tensor:
+def half_computed_in_float32(input: Tensor, compute: Any, op: str = "") -> Tensor:
     """``compute(input)``, in float32 and rounded once when `input` is float16, as PyTorch's CPU
     build reduces half: in float16 a sum of squares or exps, or the count a mean divides by,
     overflows past 65504 (the mean of 100,000 ones was NaN, its softmax 0). bfloat16 likewise:
-    rounded once at the end, not after each op of the composition."""
+    rounded once at the end, not after each op of the composition. Where autocast runs `op` in
+    float32 on `input`'s device (numdiff.amp.FLOAT32), the float32 result is not rounded back."""
     kind = input._data.dtype
     if kind != np.float16 and kind != _dtype.BFLOAT16_STORAGE:
         return compute(input)
-    return compute(input.float()).to(input.dtype)
+    result = compute(input.float())
+    return result if op and computes_in_float32(op, input) else result.to(input.dtype)
 
 
 class DeviceMismatchError(RuntimeError):

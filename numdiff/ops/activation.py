@@ -331,7 +331,7 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     dim = normalize_dim("log_softmax", dim, input.ndim)
     if input._data.size == 0:
         return input * 1
-    return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim))
+    return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim), "log_softmax")
 
 
 @register("softmax", compile="call")
@@ -377,4 +377,4 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     dim = normalize_dim("softmax", dim, input.ndim)
     if input._data.size == 0:
         return input * 1
-    return half_computed_in_float32(input, lambda x: Softmax.apply(x, dim=dim))
+    return half_computed_in_float32(input, lambda x: Softmax.apply(x, dim=dim), "softmax")

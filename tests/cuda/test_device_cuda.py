@@ -104,3 +104,16 @@ def test_tensors_on_two_gpus_raise_device_mismatch_naming_both():
     ):
         with pytest.raises(DeviceMismatchError, match="cuda:0 and cuda:1"):
             op()
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_runs_in_float32_under_cuda_autocast_as_torch(name):
+    """PyTorch's CUDA autocast computes softmax and log_softmax in float32 and returns float32 (its
+    float32 list); numdiff computed them in float32 but rounded the result back to float16."""
+    x = numdiff.randn(2, 5, device="cuda").half()
+    with numdiff.autocast("cuda"):
+        y = getattr(numdiff, name)(x, -1)
+    assert y.dtype == numdiff.float32
+    want = getattr(numdiff, name)(x.float(), -1)
+    np.testing.assert_allclose(y.cpu().numpy(), want.cpu().numpy(), rtol=1e-6, atol=1e-7)
+    assert getattr(numdiff, name)(x, -1).dtype == numdiff.float16  # outside autocast: half, as torch
