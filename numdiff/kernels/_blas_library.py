@@ -14,7 +14,7 @@ the name, not to an address, so Numba's on-disk cache stays valid from one proce
 and across a change of library.
 
 The factorization pieces of numdiff.kernels.linalg_blocked and linalg_split_svd (``getrf``, ``potrf``,
-``trsm``, ``trmm``, ``gebrd``, ``bdsdc``, ``ormbr``, ``sytrd``, ``stedc``, ``ormtr``)
+``trsm``, ``trmm``, ``gebrd``, ``bdsdc``, ``ormbr``)
 always come from SciPy's ``cython_lapack``/``cython_blas`` (the OpenBLAS numdiff holds at one thread),
 registered under :data:`FACTOR_SYMBOLS` by :func:`register_factor_symbols`.
 
@@ -48,7 +48,7 @@ ENVIRONMENT_VARIABLE = "NUMDIFF_BLAS"
 CHOICES = ("auto", "mkl", "scipy")
 GEMM_SYMBOLS = {"s": "numdiff_sgemm", "d": "numdiff_dgemm"}
 FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}" for kind in "sd"
-                  for routine in ("getrf", "potrf", "trsm", "trmm", "gebrd", "bdsdc", "ormbr", "sytrd", "stedc", "ormtr")}
+                  for routine in ("getrf", "potrf", "trsm", "trmm", "gebrd", "bdsdc", "ormbr")}
 
 _MKL_THREADING_SEQUENTIAL = 1
 _MKL_INTERFACE_LP64 = 0

@@ -14,8 +14,8 @@ syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's t
 (solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
 thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
 split over Numba's threads, the LU's next panel factored beside them; inv as the LU's solve on the
-identity), eigh to numdiff.kernels.linalg_split_eigh (syevd's steps, its back-transform split), a
-square svd to numdiff.kernels.linalg_split_svd (gesdd's steps, its two back-transforms side by side), and the backward formulas' products to numdiff's GEMM (the Cholesky backward and
+identity), a square svd to numdiff.kernels.linalg_split_svd (gesdd's steps, its two back-transforms
+side by side), and the backward formulas' products to numdiff's GEMM (the Cholesky backward and
 eigh's symmetric products to numdiff.kernels.linalg_blocked_grads, at any thread count).
 
 Two ways the same factorization is not computed twice:
@@ -53,7 +53,6 @@ _small = lazy_module("numdiff.kernels.linalg_small")
 _blocked = lazy_module("numdiff.kernels.linalg_blocked")
 _blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
 _split_svd = lazy_module("numdiff.kernels.linalg_split_svd")
-_split_eigh = lazy_module("numdiff.kernels.linalg_split_eigh")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
@@ -71,8 +70,8 @@ def lapack_description() -> str:
     return (f"SciPy's (OpenBLAS, one thread) for single matrices and orders above {_SMALL}; NumPy's batched "
             f"loop for batches of order <= {_SMALL}; numdiff's batched kernels for LU (solve, slogdet) up to "
             f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}; "
-            f"numdiff's blocked LU and Cholesky, and the back-transforms of eigh and a square svd, split over its "
-            f"threads, from order {BLOCKED_MIN_ORDER} at more than one thread")
+            f"numdiff's blocked LU and Cholesky, and a square svd's two back-transforms, split over its threads, "
+            f"from order {BLOCKED_MIN_ORDER} at more than one thread")
 
 
 @contextmanager
@@ -252,23 +251,8 @@ def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
     if _kernel_order(a, _EIGH_KERNEL_MAX_ORDER):
         return _remembered(("eigh", upper), a, lambda: _eigh_kernel(a, upper))
     return _remembered(("eigh", upper), a, lambda: per_matrix(
-        a, lambda m: _eigh_split(m, upper) or scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
+        a, lambda m: scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
         lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
-
-
-def _eigh_split(m: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """syevd's steps with its back-transform split over numdiff's threads (numdiff.kernels.linalg_split_eigh)
-    on the blocked path's terms (blocked_threads); None where syevd itself should run: a triangle's
-    largest entry syevd would rescale first (or NaN), a failed stedc."""
-    threads = blocked_threads(m)
-    if not threads or m.shape[0] != m.shape[1]:
-        return None
-    largest = np.abs(np.triu(m) if upper else np.tril(m)).max()
-    small = np.sqrt(np.finfo(m.dtype).tiny / np.finfo(m.dtype).eps)
-    if not small <= largest <= 1 / small:
-        return None
-    w, v, info = _split_eigh.eigh_split(m, upper, threads)
-    return None if info else (w, v)
 
 
 def _eigh_kernel(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
