@@ -13,10 +13,8 @@ core (2026-12-06, load 4.5 on 2 cores, medians of 5, one thread against two: ges
 syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's threads instead: LU
 (solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
 thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
-split over Numba's threads, the LU's next panel factored beside them; inv as the LU's solve on the
-identity), a square svd to numdiff.kernels.linalg_split_svd (gesdd's steps, its two back-transforms
-side by side), and the backward formulas' products to numdiff's GEMM (the Cholesky backward and
-eigh's symmetric products to numdiff.kernels.linalg_blocked_grads, at any thread count).
+split over Numba's threads; inv as the LU's solve on the identity), and the backward formulas'
+products to numdiff's GEMM.
 
 Two ways the same factorization is not computed twice:
 
@@ -52,7 +50,6 @@ _numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
 _blocked = lazy_module("numdiff.kernels.linalg_blocked")
 _blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
-_split_svd = lazy_module("numdiff.kernels.linalg_split_svd")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
@@ -70,8 +67,8 @@ def lapack_description() -> str:
     return (f"SciPy's (OpenBLAS, one thread) for single matrices and orders above {_SMALL}; NumPy's batched "
             f"loop for batches of order <= {_SMALL}; numdiff's batched kernels for LU (solve, slogdet) up to "
             f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}; "
-            f"numdiff's blocked LU and Cholesky, and a square svd's two back-transforms, split over its threads, "
-            f"from order {BLOCKED_MIN_ORDER} at more than one thread")
+            f"numdiff's blocked LU and Cholesky, split over its threads, from order {BLOCKED_MIN_ORDER} at more "
+            "than one thread")
 
 
 @contextmanager
@@ -287,23 +284,8 @@ def svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if _kernel_order(a, _SVD_KERNEL_MAX_ORDER) and a.shape[-2] <= _SVD_KERNEL_MAX_ORDER and a.shape[-2] > 0:
         return _remembered(("svd",), a, lambda: _svd_kernel(a))
     return _remembered(("svd",), a, lambda: per_matrix(
-        a, lambda m: _svd_split(m) or scipy_linalg.svd(m, full_matrices=False, check_finite=False),
+        a, lambda m: scipy_linalg.svd(m, full_matrices=False, check_finite=False),
         lambda x: np.linalg.svd(x, full_matrices=False)))
-
-
-def _svd_split(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """gesdd's steps with its two back-transforms side by side (numdiff.kernels.linalg_split_svd) for a
-    square matrix on the blocked path's terms (blocked_threads); None where gesdd itself should run:
-    other shapes, an entry gesdd would rescale first (or NaN), no convergence."""
-    threads = blocked_threads(m)
-    if not threads or m.shape[0] != m.shape[1]:
-        return None
-    largest = np.abs(m).max()
-    small = np.sqrt(np.finfo(m.dtype).tiny) / np.finfo(m.dtype).eps
-    if not small <= largest <= 1 / small:
-        return None
-    u, s, vt, info = _split_svd.svd_square(m, threads)
-    return None if info else (u, s, vt)
 
 
 def qr(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
