@@ -73,17 +73,14 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_
             scale = weight[g, k] * r
             shift = bias[g, k] - mu * scale
             for n in range(n_count):
-                if act == RELU and not add_residual and not separate:
-                    for s in range(s_count):
-                        # The sign of the float64 value is the sign of its rounding: relu of either agrees.
-                        v = x[b, n, g, k, s] * scale + shift
-                        out[b, n, g, k, s] = 0.0 if v <= 0.0 else v
-                else:
+                if add_residual:
                     for s in range(s_count):
                         out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
-                    if epilogue:  # on the stored (rounded) values, as eager's add and activation read them
-                        _epilogue(out[b, n, g, k], residual[b, n, g, k], activated[b, n, g, k], add_residual, act,
-                                  slope, separate)
+                    # on the stored (rounded) values, as eager's add and activation read them
+                    _epilogue(out[b, n, g, k], residual[b, n, g, k], activated[b, n, g, k], add_residual, act,
+                              slope, separate)
+                else:
+                    _sweep(x[b, n, g, k], out[b, n, g, k], activated[b, n, g, k], scale, shift, act, slope, separate)
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
@@ -95,6 +92,35 @@ def _activate(v, act, slope):
     if act == LEAKY_RELU:
         return v if v > 0.0 else v * slope
     return v
+
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+def _sweep(x_row, out_row, activated_row, scale, shift, act, slope, separate):
+    """out_row <- x_row * scale + shift, then the activation, in place or into activated_row: one loop
+    per case, so that each vectorises (a branch on `act` inside the loop kept LLVM from it)."""
+    if act == NO_ACTIVATION:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+    elif act == RELU and not separate:
+        for s in range(x_row.shape[0]):
+            # The sign of the float64 value is the sign of its rounding: relu of either agrees.
+            v = x_row[s] * scale + shift
+            out_row[s] = 0.0 if v <= 0.0 else v
+    elif act == RELU:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            activated_row[s] = 0.0 if v <= 0.0 else v
+    elif separate:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]  # leaky_relu reads the rounded value; its product is taken in float64
+            activated_row[s] = v if v > 0.0 else v * slope
+    else:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            out_row[s] = v if v > 0.0 else v * slope
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
