@@ -1,22 +1,26 @@
-"""Folding a traced normalisation's statistics and the ReLU after it into its kernel (host graphs).
+"""Folding a traced normalisation's statistics and the activation after it into its kernel (host graphs).
 
 BatchNorm in training traces as ``grouped_moments(reshape(x))`` (the batch statistics its running
 estimates follow, under no_grad), then ``grouped_norm(x, weight, bias)``, which computes the same
-statistics again, and usually ``relu`` of the result. Eager mode must run the three kernels one by
-one: it cannot know, when the moments are asked for, that the norm will follow. A compiled graph
-does, so `fold_norms` replaces them with one "norm_fold" call running
+statistics again, and usually an activation of the result. Eager mode must run the three kernels
+one by one: it cannot know, when the moments are asked for, that the norm will follow. A compiled
+graph does, so `fold_norms` replaces them with one "norm_fold" call running
 numdiff.kernels.norm_fold.group_norm_forward_fold: the moments once, the normalised output with
-the ReLU applied as it is written. Three passes over the activation remain of the seven. A ResNet
-block's ``relu(bn(conv(x)) + shortcut)`` folds its add too (the shortcut read as the sweep writes).
-The same fold takes InstanceNorm's and GroupNorm's ``grouped_norm`` + ``relu`` (style transfer's
-blocks) and a BatchNorm without running statistics. When the add's other operand is computed after
-the norm (``bn2(conv2(out)) + shortcut(x)`` runs the shortcut second), the fold runs where that
-operand exists, and the running statistics' updates that read its moments move after it.
+the activation (relu, leaky_relu, hardtanh and so relu6) applied as it is written. Three passes
+over the activation remain of the seven. A ResNet block's ``relu(bn(conv(x)) + shortcut)`` folds
+its add too (the shortcut read as the sweep writes). The same fold takes InstanceNorm's and
+GroupNorm's ``grouped_norm`` (style transfer's blocks) and a BatchNorm without running statistics;
+not LayerNorm's row view, which eager runs by a row kernel of its own (numdiff.kernels.norm_rows).
+When the add's other operand is computed after the norm (``bn2(conv2(out)) + shortcut(x)`` runs the
+shortcut second), the fold runs where that operand exists, and the running statistics' updates that
+read its moments move after it.
 
-An ``add`` or ``relu`` is folded only when it is the one reader of the value before it and that
-value is not kept (for the backward or as a graph output): relu's backward reads its own output and
-add's reads neither operand, so the norm's output then never needs to exist. The numbers are those
-of the eager kernels, bit for bit.
+An ``add`` is folded only when it is the one reader of the norm's output and that output is not
+kept (for the backward or as a graph output). The activation reading the norm's (or the add's)
+output folds in any case: when that value is not kept and nothing else reads it, the activation is
+applied in place (relu's backward reads its own output, so a BatchNorm + ReLU never stores the
+norm's output); otherwise (leaky_relu's and hardtanh's backwards read their input) the sweep writes
+both arrays from the row in cache. The numbers are those of the eager kernels, bit for bit.
 
 Measured and left out: the backward likewise (the norm's backward reading relu's gradient and output,
 masking as it reads, instead of the masked gradient as an array) took 3.54 ms against 3.03 for the
@@ -118,7 +122,7 @@ def _fold_first(calls: list, values: list, live_after: set) -> list | None:
         fold = OpCall(norm.function, list(norm.inputs) + ([residual] if residual is not None else []),
                       {"view": view, "eps": norm.attrs["eps"],
                        "activation": None if activation is None else activation.op_name,
-                       "negative_slope": 0.0 if activation is None else activation.attrs.get("negative_slope", 0.0),
+                       "activation_attrs": {} if activation is None else dict(activation.attrs),
                        "kept": normed.output if separate else None,
                        "mean": norm.ctx_outputs.get(_MEAN),
                        "rstd": norm.ctx_outputs.get(_RSTD), "moments": None if moments is None else moments.output},
@@ -200,15 +204,19 @@ def _moments_of(x: int, view: tuple, readers: dict, reshapes: dict, values: list
     return None
 
 
+# The activations the fold kernel applies (numdiff.kernels.norm_fold), with the attrs each takes.
+_FOLDED_ACTIVATIONS = {"relu": set(), "leaky_relu": {"negative_slope"}, "hardtanh": {"min_val", "max_val"}}
+
+
 def _activation_after(call: OpCall, readers: dict, live_after: set, values: list) -> tuple:
-    """(the relu or leaky_relu reading the call's output, whether that output must stay an array of
+    """(the relu, leaky_relu or hardtanh (relu6) reading the call's output, whether that output must stay an array of
     its own): separate when the output is kept (leaky_relu's backward reads it) or read by another
     call too. (None, False) when no such activation reads it."""
     found = readers.get(call.output, [])
     for activation in found:
-        if not (_plain(activation, "relu") and not activation.attrs) and not (
-                _plain(activation, "leaky_relu") and set(activation.attrs) == {"negative_slope"}
-                and isinstance(activation.attrs["negative_slope"], float)):
+        attrs = _FOLDED_ACTIVATIONS.get(activation.op_name)
+        if attrs is None or not _plain(activation, activation.op_name) or set(activation.attrs) != attrs \
+                or not all(type(value) is float for value in activation.attrs.values()):
             continue
         if activation.inputs != [call.output] or activation.ctx_outputs \
                 or np.dtype(values[activation.output].dtype) != np.dtype(values[call.output].dtype):
@@ -238,9 +246,7 @@ def fold_lines(call: OpCall, values: list, ref: Any) -> list:
     for key, shape in (("mean", stats), ("rstd", stats), ("moments", (2, *stats))):
         if call.attrs[key] is not None:
             lines.append(f"v{call.attrs[key]} = np.empty({shape!r}, {dtype.name!r})")
-    extra = ""
-    if call.attrs["activation"] == "leaky_relu":
-        extra += f", negative_slope={float(call.attrs['negative_slope'])!r}"
+    extra = "".join(f", {name}={value!r}" for name, value in sorted(call.attrs["activation_attrs"].items()))
     if kept is not None:
         extra += f", activated=v{out}.reshape({view!r})"
     lines.append(

@@ -1,6 +1,6 @@
-"""Group normalisation forward with its statistics and a following ReLU or LeakyReLU in one kernel
-(CPU, Numba): what numdiff.compile runs for a traced ``grouped_moments`` + ``grouped_norm`` (+
-``relu`` or ``leaky_relu``).
+"""Group normalisation forward with its statistics and a following ReLU, LeakyReLU or Hardtanh
+(ReLU6) in one kernel (CPU, Numba): what numdiff.compile runs for a traced ``grouped_moments`` +
+``grouped_norm`` (+ ``relu``, ``leaky_relu`` or ``hardtanh``).
 
 BatchNorm in training computes each channel's moments twice in eager mode: once by
 ``group_norm_moments`` for the running statistics, once inside ``group_norm_forward``; an
@@ -9,7 +9,8 @@ three calls at build time, so it runs them as this one kernel: per (b, g) group 
 moments as numdiff.kernels.norm (float64 sums), stored to `moments` (mean, biased variance), `mean`
 and `rstd`, then one sweep writing ``out = x * scale + shift``, after adding a `residual` (a ResNet
 block's shortcut) to the stored values when one is given, through the activation: relu's
-``0 if v <= 0 else v`` (NaN passes) or leaky_relu's ``v if v > 0 else v * slope``. When the value
+``0 if v <= 0 else v`` (NaN passes), leaky_relu's ``v if v > 0 else v * slope`` or hardtanh's
+clamp (relu6). When the value
 before the activation is kept (leaky_relu's backward reads its input), the sweep writes both arrays,
 `out` and `activated`, from the row while it is in cache. Every number is computed by the same
 expressions, in the same order, as the eager kernels, so the results agree bit for bit.
@@ -40,12 +41,12 @@ from numdiff.kernels.norm import _group_moments
 __all__ = ["group_norm_forward_fold"]
 
 
-NO_ACTIVATION, RELU, LEAKY_RELU = 0, 1, 2
-ACTIVATIONS = {None: NO_ACTIVATION, "relu": RELU, "leaky_relu": LEAKY_RELU}
+NO_ACTIVATION, RELU, LEAKY_RELU, HARDTANH = 0, 1, 2, 3
+ACTIVATIONS = {None: NO_ACTIVATION, "relu": RELU, "leaky_relu": LEAKY_RELU, "hardtanh": HARDTANH}
 """The activations the sweep can apply, by the name of their op, as the kernel's `act` code."""
 
 
-def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_residual, act, slope, activated,
+def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_residual, act, low, high, activated,
                   separate):
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
@@ -67,7 +68,7 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_
                 for k in range(k_count):
                     of[b, n, g, k] = (xf[b, n, g, k] - mu) * r * weight[g, k] + bias[g, k]
                 if epilogue:
-                    _epilogue(of[b, n, g], rf[b, n, g], af[b, n, g], add_residual, act, slope, separate)
+                    _epilogue(of[b, n, g], rf[b, n, g], af[b, n, g], add_residual, act, low, high, separate)
             continue
         for k in range(k_count):
             scale = weight[g, k] * r
@@ -78,24 +79,28 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_
                         out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
                     # on the stored (rounded) values, as eager's add and activation read them
                     _epilogue(out[b, n, g, k], residual[b, n, g, k], activated[b, n, g, k], add_residual, act,
-                              slope, separate)
+                              low, high, separate)
                 else:
-                    _sweep(x[b, n, g, k], out[b, n, g, k], activated[b, n, g, k], scale, shift, act, slope, separate)
+                    _sweep(x[b, n, g, k], out[b, n, g, k], activated[b, n, g, k], scale, shift, act, low, high,
+                           separate)
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _activate(v, act, slope):
-    """relu's ``0 if v <= 0 else v`` (NaN passes) or leaky_relu's ``v if v > 0 else v * slope`` (the
-    product in float64, as eager's kernel takes it), of a value already in the row's dtype."""
+def _activate(v, act, low, high):
+    """relu's ``0 if v <= 0 else v`` (NaN passes), leaky_relu's ``v if v > 0 else v * low`` (the
+    product in float64, as eager's kernel takes it) or hardtanh's clamp to [low, high] (NaN passes), of
+    a value already in the row's dtype."""
     if act == RELU:
         return 0.0 if v <= 0.0 else v
     if act == LEAKY_RELU:
-        return v if v > 0.0 else v * slope
+        return v if v > 0.0 else v * low
+    if act == HARDTANH:
+        return low if v < low else (high if v > high else v)
     return v
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _sweep(x_row, out_row, activated_row, scale, shift, act, slope, separate):
+def _sweep(x_row, out_row, activated_row, scale, shift, act, low, high, separate):
     """out_row <- x_row * scale + shift, then the activation, in place or into activated_row: one loop
     per case, so that each vectorises (a branch on `act` inside the loop kept LLVM from it)."""
     if act == NO_ACTIVATION:
@@ -111,20 +116,30 @@ def _sweep(x_row, out_row, activated_row, scale, shift, act, slope, separate):
             out_row[s] = x_row[s] * scale + shift
             v = out_row[s]
             activated_row[s] = 0.0 if v <= 0.0 else v
-    elif separate:
+    elif act == LEAKY_RELU and separate:
         for s in range(x_row.shape[0]):
             out_row[s] = x_row[s] * scale + shift
             v = out_row[s]  # leaky_relu reads the rounded value; its product is taken in float64
-            activated_row[s] = v if v > 0.0 else v * slope
+            activated_row[s] = v if v > 0.0 else v * low
+    elif act == LEAKY_RELU:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            out_row[s] = v if v > 0.0 else v * low
+    elif separate:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            activated_row[s] = low if v < low else (high if v > high else v)
     else:
         for s in range(x_row.shape[0]):
             out_row[s] = x_row[s] * scale + shift
             v = out_row[s]
-            out_row[s] = v if v > 0.0 else v * slope
+            out_row[s] = low if v < low else (high if v > high else v)
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _epilogue(row, residual_row, activated_row, add_residual, act, slope, separate):
+def _epilogue(row, residual_row, activated_row, add_residual, act, low, high, separate):
     """row <- row + residual_row (when asked), then the activation of it, into row itself or, when
     `separate` (the value before the activation is kept), into activated_row; in row's dtype, one row
     still in cache."""
@@ -132,9 +147,9 @@ def _epilogue(row, residual_row, activated_row, add_residual, act, slope, separa
         v = row[i] + residual_row[i] if add_residual else row[i]
         if separate:
             row[i] = v
-            activated_row[i] = _activate(row[i], act, slope)
+            activated_row[i] = _activate(row[i], act, low, high)
         else:
-            row[i] = _activate(v, act, slope)
+            row[i] = _activate(v, act, low, high)
 
 
 # Serial below GRAIN_ELEMENTS or at one thread (no parallel region to open), and with an empty cache
@@ -145,14 +160,15 @@ _FORWARD_FOLD = serial_and_parallel(_forward_fold, nogil=True, error_model="nump
 def group_norm_forward_fold(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray,
     rstd: np.ndarray, moments: np.ndarray, activation: str | None, residual: np.ndarray | None = None,
-    negative_slope: float = 0.0, activated: np.ndarray | None = None,
+    negative_slope: float = 0.0, activated: np.ndarray | None = None, min_val: float = -1.0, max_val: float = 1.0,
 ) -> np.ndarray:  # fmt: skip
     """out (B, N, G, K, S) <- x normalised per (b, g), scaled and shifted per (g, k), plus `residual`
-    (x's shape) when one is given, then `activation` ("relu", "leaky_relu" with `negative_slope`, or
-    None) applied; with `activated` (x's shape) given, out keeps the value before the activation and
-    `activated` receives it after (a backward reads the norm's output). mean and rstd (B, G) as
-    numdiff.kernels.norm.group_norm_forward leaves them, and moments (2, B, G) as group_norm_moments
-    does. Returns the activated array. See the module docstring.
+    (x's shape) when one is given, then `activation` applied: "relu", "leaky_relu" with
+    `negative_slope`, "hardtanh" with `min_val` and `max_val` (relu6), or None. With `activated`
+    (x's shape) given, out keeps the value before the activation and `activated` receives it after
+    (a backward reads the norm's output). mean and rstd (B, G) as numdiff.kernels.norm.group_norm_forward
+    leaves them, and moments (2, B, G) as group_norm_moments does. Returns the activated array. See
+    the module docstring.
 
     >>> x = np.arange(4.0).reshape(1, 2, 1, 1, 2); out = np.empty_like(x); m = np.empty((2, 1, 1))
     >>> _ = group_norm_forward_fold(x, np.ones((1, 1)), np.zeros((1, 1)), 0.0, out, np.empty((1, 1)),
@@ -180,7 +196,8 @@ def group_norm_forward_fold(
                       ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
     kernel = _FORWARD_FOLD.pick(x.size)[0]
+    low, high = (float(min_val), float(max_val)) if activation == "hardtanh" else (float(negative_slope), 0.0)
     kernel(x, weight, bias, float(eps), out, mean, rstd, moments, x if residual is None else residual,
-           residual is not None, ACTIVATIONS[activation], float(negative_slope), out if activated is None else activated,
+           residual is not None, ACTIVATIONS[activation], low, high, out if activated is None else activated,
            activated is not None)
     return out if activated is None else activated

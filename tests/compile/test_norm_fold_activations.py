@@ -1,7 +1,7 @@
-"""numdiff.compile folds the LeakyReLU after a normalisation into the norm's kernel as it folds ReLU
-(numdiff.compile.norm_fold), writing the norm's output too when the backward keeps it: a DCGAN
-discriminator's BatchNorm + LeakyReLU, InstanceNorm and GroupNorm + LeakyReLU, a residual block
-ending in a LeakyReLU. The numbers are eager's: bit for bit in the kernel, and over several
+"""numdiff.compile folds the LeakyReLU or Hardtanh (ReLU6) after a normalisation into the norm's
+kernel as it folds ReLU (numdiff.compile.norm_fold), writing the norm's output too when the backward
+keeps it: a DCGAN discriminator's BatchNorm + LeakyReLU, InstanceNorm and GroupNorm + LeakyReLU, a
+residual block ending in a LeakyReLU, MobileNet's BatchNorm + ReLU6. The numbers are eager's: bit for bit in the kernel, and over several
 optimizer steps (parameters and running statistics) in training. Activations the kernel does not
 apply, and activations that do not read the norm's output directly, are left to their own ops."""
 
@@ -57,6 +57,30 @@ def test_the_fold_kernels_leaky_relu_equals_the_eager_kernels_bit_for_bit(view, 
         np.testing.assert_array_equal(out, normed)  # the value before the activation, for the backward
     np.testing.assert_array_equal(stats[0], expected_stats[0])
     np.testing.assert_array_equal(stats[1], expected_stats[1])
+
+
+@pytest.mark.parametrize(("view", "dtype"), [((2, 5, 3, 1, 37), np.float32), ((1, 16, 4, 1, 1), np.float64),
+                                             ((3, 1, 2, 3, 11), np.float32)])
+@pytest.mark.parametrize(("low", "high"), [(0.0, 6.0), (-0.3, 0.7), (-1.0, 1.0)])
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_the_fold_kernels_hardtanh_equals_the_eager_kernels_bit_for_bit(view, dtype, low, high, keep, with_residual):
+    rng = np.random.default_rng(view[1] + view[4])
+    x = (rng.standard_normal(view) * 4 + 1).astype(dtype)
+    weight, bias = rng.standard_normal(view[2:4]).astype(dtype) * 8, rng.standard_normal(view[2:4]).astype(dtype)
+    residual = rng.standard_normal(view).astype(dtype) if with_residual else None
+    out, activated = np.empty_like(x), np.empty_like(x) if keep else None
+    result = group_norm_forward_fold(x, weight, bias, 1e-5, out, *_stats(view, dtype), "hardtanh", residual,
+                                     activated=activated, min_val=low, max_val=high)
+    normed = np.empty_like(x)
+    group_norm_forward(x, weight, bias, 1e-5, normed, *_stats(view, dtype)[:2])
+    if with_residual:
+        normed = normed + residual
+    expected = numdiff.nn.functional.hardtanh(numdiff.tensor(normed), low, high).numpy()
+    np.testing.assert_array_equal(result, expected)
+    assert (result == np.asarray(low, dtype)).any() and (result == np.asarray(high, dtype)).any()
+    if keep:
+        np.testing.assert_array_equal(out, normed)
 
 
 def test_the_fold_kernel_writes_relu_to_an_array_of_its_own_when_the_norm_output_is_kept():
@@ -160,6 +184,33 @@ def test_the_folded_forward_equals_eagers_bit_for_bit_without_a_backward(slope):
     assert "'leaky_relu'" in forward and "activated=" not in forward
     # The running estimates' update is a fused loop of its own (contracted to fused multiply-adds).
     np.testing.assert_allclose(compiled_net[1].running_var.numpy(), eager[1].running_var.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(("activation", "norm"), [
+    (lambda: nn.ReLU6(), "bn2d"), (lambda: nn.Hardtanh(-0.5, 0.8), "instance"), (lambda: nn.ReLU6(), "group"),
+])  # fmt: skip
+def test_a_norm_and_relu6_or_hardtanh_fold_and_train_like_eager(activation, norm):
+    # MobileNet's Conv-BatchNorm-ReLU6 unit, and a clamp of other bounds after InstanceNorm or GroupNorm.
+    rng = np.random.default_rng(6)
+    batches = [numdiff.tensor(rng.standard_normal((4, 3, 9, 9)) * 3, dtype=numdiff.float32) for _ in range(3)]
+
+    def net() -> nn.Module:
+        numdiff.manual_seed(3)
+        return nn.Sequential(nn.Conv2d(3, 6, 3, bias=False), NORMS[norm](6), activation(),
+                             nn.Conv2d(6, 6, 3, 2, groups=6, bias=False), NORMS[norm](6), activation(),
+                             nn.Conv2d(6, 2, 1))  # fmt: skip
+
+    eager, compiled_net = net(), net()
+    compiled = numdiff.compile(compiled_net)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled_losses = _train(compiled_net, compiled, batches)
+    eager_losses = _train(eager, eager, batches)
+    forward = _forward_source(compiled)
+    assert forward.count("'hardtanh'") == 2 and "Hardtanh_forward" not in forward
+    tolerance = dict(rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(compiled_losses, eager_losses, **tolerance)
+    _assert_trained_alike(eager, compiled_net, tolerance)
 
 
 class _LeakyBlock(nn.Module):
