@@ -209,9 +209,9 @@ _FOLDED_ACTIVATIONS = {"relu": set(), "leaky_relu": {"negative_slope"}, "hardtan
 
 
 def _activation_after(call: OpCall, readers: dict, live_after: set, values: list) -> tuple:
-    """(the relu, leaky_relu or hardtanh (relu6) reading the call's output, whether that output must stay an array of
-    its own): separate when the output is kept (leaky_relu's backward reads it) or read by another
-    call too. (None, False) when no such activation reads it."""
+    """(the relu, leaky_relu or hardtanh (relu6) reading the call's output, whether that output must
+    stay an array of its own): it must when it is kept (leaky_relu's backward reads it) or another
+    call reads it too. (None, False) when no such activation reads it."""
     found = readers.get(call.output, [])
     for activation in found:
         attrs = _FOLDED_ACTIVATIONS.get(activation.op_name)
