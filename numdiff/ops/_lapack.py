@@ -13,8 +13,9 @@ core (2026-12-06, load 4.5 on 2 cores, medians of 5, one thread against two: ges
 syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's threads instead: LU
 (solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
 thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
-split over Numba's threads; inv as the LU's solve on the identity), and the backward formulas'
-products to numdiff's GEMM.
+split over Numba's threads; inv as the LU's solve on the identity), eigh and a square svd of order
+SPLIT_MIN_ORDER and more to numdiff.kernels.linalg_split (syevd's and gesdd's steps, their back-transforms
+as GEMMs split over numdiff's threads), and the backward formulas' products to numdiff's GEMM.
 
 Two ways the same factorization is not computed twice:
 
@@ -50,6 +51,7 @@ _numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
 _blocked = lazy_module("numdiff.kernels.linalg_blocked")
 _blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
+_split = lazy_module("numdiff.kernels.linalg_split")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
@@ -58,6 +60,7 @@ _EIGH_KERNEL_MAX_ORDER = 10  # eigh of matrices up to this order: the batched Ja
 _SVD_KERNEL_MAX_ORDER = 16  # svd of matrices of at most this many rows and columns: one-sided Jacobi
 CHOLESKY_GRAD_BLOCKED_MIN_ORDER = 32  # the Cholesky backward from this order: numdiff.kernels.linalg_blocked_grads
 BLOCKED_MIN_ORDER = 256  # LU and Cholesky from this order, at more than one thread: numdiff.kernels.linalg_blocked
+SPLIT_MIN_ORDER = 256  # eigh and a square svd from this order: numdiff.kernels.linalg_split
 
 _memo = threading.local()
 
@@ -68,7 +71,8 @@ def lapack_description() -> str:
             f"loop for batches of order <= {_SMALL}; numdiff's batched kernels for LU (solve, slogdet) up to "
             f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}; "
             f"numdiff's blocked LU and Cholesky, split over its threads, from order {BLOCKED_MIN_ORDER} at more "
-            "than one thread")
+            f"than one thread; eigh and a square svd from order {SPLIT_MIN_ORDER} by LAPACK's steps with their "
+            "back-transforms split over its threads")
 
 
 @contextmanager
@@ -248,8 +252,37 @@ def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
     if _kernel_order(a, _EIGH_KERNEL_MAX_ORDER):
         return _remembered(("eigh", upper), a, lambda: _eigh_kernel(a, upper))
     return _remembered(("eigh", upper), a, lambda: per_matrix(
-        a, lambda m: scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
+        a, lambda m: _eigh_split(m, upper) or scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
         lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
+
+
+def _split_route(m: np.ndarray, triangle: np.ndarray) -> bool:
+    """Whether a square float32/64 matrix goes to numdiff.kernels.linalg_split: order SPLIT_MIN_ORDER or
+    more, and its largest entry (of `triangle`, the part the driver reads) where syevd and gesdd do not
+    rescale first (NaN and inf fail this and stay on the driver, which reports them as it does)."""
+    if m.shape[-1] < SPLIT_MIN_ORDER or m.shape[0] != m.shape[1] or m.dtype not in (np.float32, np.float64):
+        return False
+    largest = np.abs(triangle).max()
+    small = np.sqrt(np.finfo(m.dtype).tiny) / np.finfo(m.dtype).eps
+    return bool(small <= largest <= 1 / small)
+
+
+def _eigh_split(m: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """syevd's steps, the back-transform split over numdiff's threads; None where syevd should run
+    (_split_route, or stedc failed)."""
+    if not _split_route(m, np.triu(m) if upper else np.tril(m)):
+        return None
+    w, v, info = _split.eigh_split(m, upper, max(1, _numba.get_num_threads()))
+    return None if info else (w, v)
+
+
+def _svd_split(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """gesdd's steps for a square matrix, both back-transforms split over numdiff's threads; None where
+    gesdd should run (_split_route, or bdsdc failed)."""
+    if not _split_route(m, m):
+        return None
+    u, s, vh, info = _split.svd_split(m, max(1, _numba.get_num_threads()))
+    return None if info else (u, s, vh)
 
 
 def _eigh_kernel(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +317,7 @@ def svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if _kernel_order(a, _SVD_KERNEL_MAX_ORDER) and a.shape[-2] <= _SVD_KERNEL_MAX_ORDER and a.shape[-2] > 0:
         return _remembered(("svd",), a, lambda: _svd_kernel(a))
     return _remembered(("svd",), a, lambda: per_matrix(
-        a, lambda m: scipy_linalg.svd(m, full_matrices=False, check_finite=False),
+        a, lambda m: _svd_split(m) or scipy_linalg.svd(m, full_matrices=False, check_finite=False),
         lambda x: np.linalg.svd(x, full_matrices=False)))
 
 
