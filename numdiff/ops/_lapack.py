@@ -102,8 +102,10 @@ def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: C
     """``numpy_fn(a)`` for a batch of small matrices, else ``scipy_fn`` on each matrix, restacked."""
     if a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL and a.size:
         return numpy_fn(a)
-    flat = a.reshape((-1,) + a.shape[-2:])
     _blas.prepare_blas()
+    if a.ndim == 2:  # one matrix: its results as they come (restacking copied each, ~2 MB at order 512)
+        return scipy_fn(a)
+    flat = a.reshape((-1,) + a.shape[-2:])
     results = [scipy_fn(m) for m in flat]
     batch = a.shape[:-2]
     if isinstance(results[0], tuple):
