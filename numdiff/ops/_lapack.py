@@ -268,13 +268,15 @@ def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
         lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
 
 
-def _split_route(m: np.ndarray, triangle: np.ndarray) -> bool:
-    """Whether a square float32/64 matrix goes to numdiff.kernels.linalg_split: order SPLIT_MIN_ORDER or
-    more, and its largest entry (of `triangle`, the part the driver reads) where syevd and gesdd do not
-    rescale first (NaN and inf fail this and stay on the driver, which reports them as it does)."""
-    if m.shape[-1] < SPLIT_MIN_ORDER or m.shape[0] != m.shape[1] or m.dtype not in (np.float32, np.float64):
-        return False
-    largest = np.abs(triangle).max()
+def _split_shape(m: np.ndarray) -> bool:
+    """Whether a matrix may go to numdiff.kernels.linalg_split: square float32/64 of order SPLIT_MIN_ORDER or more."""
+    return m.shape[-1] >= SPLIT_MIN_ORDER and m.shape[0] == m.shape[1] and m.dtype in (np.float32, np.float64)
+
+
+def _split_route(m: np.ndarray, largest: float) -> bool:
+    """Whether `m` (of :func:`_split_shape`) goes to numdiff.kernels.linalg_split: `largest`, the largest
+    |entry| of the part the driver reads, where syevd and gesdd do not rescale first (NaN and inf fail
+    this and stay on the driver, which reports them as it does)."""
     small = np.sqrt(np.finfo(m.dtype).tiny) / np.finfo(m.dtype).eps
     return bool(small <= largest <= 1 / small)
 
@@ -282,7 +284,7 @@ def _split_route(m: np.ndarray, triangle: np.ndarray) -> bool:
 def _eigh_split(m: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """syevd's steps, the back-transform split over numdiff's threads; None where syevd should run
     (_split_route, or stedc failed)."""
-    if not _split_route(m, np.triu(m) if upper else np.tril(m)):
+    if not _split_shape(m) or not _split_route(m, _split.triangle_largest(m, upper)):
         return None
     w, v, info = _split.eigh_split(m, upper, max(1, _numba.get_num_threads()))
     return None if info else (w, v)
@@ -291,7 +293,7 @@ def _eigh_split(m: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray] | N
 def _svd_split(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """gesdd's steps for a square matrix, both back-transforms split over numdiff's threads; None where
     gesdd should run (_split_route, or bdsdc failed)."""
-    if not _split_route(m, m):
+    if not _split_shape(m) or not _split_route(m, np.abs(m).max()):
         return None
     u, s, vh, info = _split.svd_split(m, max(1, _numba.get_num_threads()))
     return None if info else (u, s, vh)

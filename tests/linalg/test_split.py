@@ -150,4 +150,18 @@ def test_matrices_the_drivers_would_rescale_stay_on_the_drivers(monkeypatch):
         assert np.abs(a @ v - v * w).max() <= 1e-11 * n * np.abs(w).max()
         u, s, vh = _lapack.svd(x * scale)
         assert np.abs((u * s) @ vh - x * scale).max() <= 1e-11 * n * s.max()
-    assert not _lapack._split_route(np.full((n, n), np.nan), np.full((n, n), np.nan))  # NaN: the driver's report
+    nan = np.full((n, n), np.nan)
+    assert not _lapack._split_route(nan, linalg_split.triangle_largest(nan, False))  # NaN: the driver's report
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_triangle_largest_reads_only_its_triangle(upper, order):
+    rng = np.random.default_rng(11)
+    a = np.asarray(rng.standard_normal((9, 9)), order=order)
+    junk = np.tril_indices(9, -1) if upper else np.triu_indices(9, 1)
+    a[junk] = 1e300
+    expected = np.abs(np.triu(a) if upper else np.tril(a)).max()
+    assert linalg_split.triangle_largest(a, upper) == expected
+    a[4, 4] = np.nan
+    assert np.isnan(linalg_split.triangle_largest(a, upper))
