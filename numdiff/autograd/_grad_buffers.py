@@ -1,5 +1,9 @@
 """The engine's gradient buffers: when one may be written in place, and ops that write into one.
 
+Where several nodes feed one input (a residual connection, a tensor used twice), the engine adds
+each further gradient into the buffer it holds (:func:`add_in_place`) when nothing else refers to
+that buffer or its memory, instead of allocating an array for every sum.
+
 An op whose backward only scatters its gradient into a region of its input's gradient (getitem,
 and so split, chunk, unbind and narrow) defines ``backward_into(ctx, grad, buffer)``: it adds
 `grad` into `buffer` (an array of the input's shape) where forward read the input, allocating
@@ -15,9 +19,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from numdiff.backend import is_host
 
-__all__ = ["backward_into_buffer", "unshared"]
+__all__ = ["add_in_place", "backward_into_buffer", "unshared"]
 
 
 def unshared(grad: Any, tensor_refs: int) -> bool:
@@ -67,4 +73,18 @@ def backward_into_buffer(node: Any, grad: Any, buffers: dict, wrap: Callable) ->
         buffer = pending._data if unshared(pending, refs) else pending._data.copy()
     pending = None
     buffers[next_node] = wrap(node.function.backward_into(node, data, buffer), None, None)
+    return True
+
+
+def add_in_place(pending: Any, grad: Any) -> bool:
+    """``pending += grad`` on the array of a gradient buffer the engine alone holds (the caller
+    popped it from its buffers and holds it in one local), rather than a new array for the sum;
+    False (nothing done) when anyone else holds it or the sum would change its dtype."""
+    if pending._data.dtype != grad._data.dtype or not is_host(grad._data):
+        return False
+    # The caller's local, this parameter and getrefcount's argument; unshared counts as if called
+    # from the caller's frame.
+    if sys.getrefcount(pending) != 3 or not unshared(pending, 2):
+        return False
+    np.add(pending._data, grad._data, out=pending._data)
     return True

@@ -19,7 +19,7 @@ import numpy as np
 from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
-from numdiff.autograd._grad_buffers import backward_into_buffer, unshared
+from numdiff.autograd._grad_buffers import add_in_place, backward_into_buffer, unshared
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
@@ -265,7 +265,6 @@ def run_backward(
     check = anomaly._state.enabled
     plain = needed is None and not target_nodes  # every node runs and none is a target
     pop_buffer = buffers.pop
-    get_buffer = buffers.get
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
     # pass itself is wanted, or an interpreter must see them as ops (`as_ops`: the results are
     # detached below, as without create_graph).
@@ -339,8 +338,13 @@ def run_backward(
                     if g is not None:
                         if shape is not None and g._data.shape != shape:  # None: a Function's output port
                             g = _reduce(g, node, shape)
-                        pending = get_buffer(next_node)
-                        buffers[next_node] = g if pending is None else pending + g
+                        pending = pop_buffer(next_node, None)
+                        if pending is None:
+                            buffers[next_node] = g
+                        elif into_allowed and type(pending) is type(g) and add_in_place(pending, g):
+                            buffers[next_node] = pending  # a buffer only the engine holds: summed in place
+                        else:
+                            buffers[next_node] = pending + g
                     count = dependencies[next_node] - 1
                     dependencies[next_node] = count
                     if count == 0:
