@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._batched import per_example, physical
+from numdiff._batched import physical
+from numdiff._vmap_level import per_example
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, holds_values, is_numpy, to_host
@@ -124,6 +125,23 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx, grad):
         return (IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.input_shape),)
+
+    @staticmethod
+    def backward_into(ctx, grad, buffer):
+        """First order on host arrays: `grad` added into x's gradient `buffer` at the key (a zero
+        buffer when None), so the pieces of a split write one array (numdiff.autograd._grad_buffers)."""
+        key = ctx.key
+        if _is_basic(key):  # a basic key reaches each element once: the first piece is assigned
+            if buffer is None:
+                buffer = np.zeros(ctx.input_shape, dtype=grad.dtype)
+                buffer[key] = grad
+            else:
+                buffer[key] += grad
+        else:
+            if buffer is None:
+                buffer = np.zeros(ctx.input_shape, dtype=grad.dtype)
+            backend_for(buffer).add_at(buffer, key, grad)
+        return buffer
 
 
 @register("index_add_into_zeros", compile="call", launchers=("add_at",))
@@ -290,7 +308,7 @@ def _batched_index(key: Any) -> bool:
 
 
 def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:
-    """compute(input, key, *rest) one vmap example at a time (numdiff._batched.per_example)."""
+    """compute(input, key, *rest) one vmap example at a time (numdiff._vmap_level.per_example)."""
     parts = _key_parts(key)
     where = [i for i, k in enumerate(parts) if isinstance(k, Tensor)]
 
