@@ -98,3 +98,11 @@ def test_numdiff_shortens_libgomps_spin_unless_the_user_set_it(environment):
     started, spin, ours = result.stdout.split()
     expected = environment.get("GOMP_SPINCOUNT", "None" if environment else ours)
     assert started == "False" and spin == expected
+
+
+def test_fewer_jobs_than_threads_runs_the_serial_build(two_threads):
+    # A prange over one item leaves the second thread idle at the region's barrier.
+    assert forward_core.pick(10**9, jobs=1) == (forward_core.serial, 1)
+    assert forward_core.pick(10**9, jobs=2) == (forward_core.parallel, 2)
+    with always_parallel():
+        assert forward_core.pick(0, jobs=1) == (forward_core.parallel, 2)
