@@ -33,6 +33,7 @@ started, so a program that forks workers before it runs a parallel kernel keeps 
 from __future__ import annotations
 
 import os
+import sys
 
 from numdiff._lazy import lazy_module
 
@@ -76,13 +77,19 @@ def _mapped_openmp_runtimes() -> list[str]:
 _kept_own_spin: list[str] = []
 """The OpenMP runtimes already loaded when numdiff set GOMP_SPINCOUNT: they kept their own spin."""
 
+_OPENMP_AT_IMPORT = ("torch", "sklearn", "xgboost", "lightgbm", "mkl", "tensorflow")
+"""Packages whose import loads an OpenMP runtime. Reading /proc/self/maps took 6 ms here (16 ms
+with torch loaded), too slow for every ``import numdiff``, so it is read at import only when one
+of these was imported before numdiff."""
+
 
 def _shorten_spin() -> None:
     """Set GOMP_SPINCOUNT to :data:`SPIN_COUNT` unless the user chose libgomp's spin count or wait
     policy (see the module docstring), and note which runtimes had loaded before."""
     if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
-        _kept_own_spin.extend(_mapped_openmp_runtimes())
+        if any(name in sys.modules for name in _OPENMP_AT_IMPORT):
+            _kept_own_spin.extend(_mapped_openmp_runtimes())
 
 
 _shorten_spin()
