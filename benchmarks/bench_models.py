@@ -2,7 +2,8 @@
 PyTorch eager, the same weights, at 1 and 2 threads.
 
     python benchmarks/bench_models.py [--threads 1,2] [--repeat 7] [--only char_lstm,gcn]
-                                      [--quick] [--cpu-time] [--same-process] [--markdown FILE]
+                                      [--quick] [--cpu-time] [--same-process [--torch-first]]
+                                      [--markdown FILE]
 
 Workloads (benchmarks/_models.py, each written once against either library): char-level LSTM,
 GRU and Elman RNN language models, word_language_model's two-layer LSTM, a word-level
@@ -11,7 +12,8 @@ pixel shuffle, a style-transfer net with InstanceNorm and upsampling, per-sample
 through vmap, a GCN, and (benchmarks/_models_more.py) a U-Net, a GRU translator with attention, a
 small vision transformer, a 1-D conv classifier and an MLP trained with SGD and momentum. One step is forward, backward and an Adam update (per_sample_grads: the
 per-sample gradients). Each candidate runs in a worker process of its own that imports only its
-library (benchmarks/_isolated.py); the three alternate round by round, and the medians and the
+library (benchmarks/_isolated.py; ``--same-process`` imports both in this one, numdiff first unless
+``--torch-first``); the three alternate round by round, and the medians and the
 ratios to PyTorch eager are reported, with the first call of the compiled step (tracing and
 compiling, or loading the disk cache). A candidate that fails to build is reported with its
 error, and the others still run. ``--quick`` shrinks every model and runs one round at one
@@ -114,8 +116,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny shapes, one round, one thread: a smoke run")
     parser.add_argument("--cpu-time", action="store_true", help="time each worker's CPU time (one thread)")
     parser.add_argument("--same-process", action="store_true", help="all candidates in this process")
+    parser.add_argument("--torch-first", action="store_true",
+                        help="with --same-process: import torch before numdiff, as a notebook that starts with it")
     parser.add_argument("--markdown", type=Path, help="append the table to this Markdown file")
     args = parser.parse_args()
+    if args.torch_first:
+        if not args.same_process:
+            parser.error("--torch-first orders the imports of one process: use it with --same-process")
+        # torch's own libgomp then loads before numdiff sets GOMP_SPINCOUNT (numdiff/_threads.py).
+        import torch  # noqa: F401
     names = list(_models.WORKLOADS)
     if args.only:
         words = [w.strip() for w in args.only.split(",") if w.strip()]
