@@ -38,9 +38,11 @@ of a recurrent step (16 x 512) a parallel region costs more than the step.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._gate_math import sigmoid, tanh
+from numdiff.kernels._parallel import KernelPair, serial_and_parallel
 from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 from numdiff.kernels._row_products import add_products_nt
 from numdiff.kernels._self_healing_cache import njit
@@ -61,18 +63,25 @@ __all__ = [
 # tanh and sigmoid finish in float64, and 1.45 ms with _gate_math's, float32 throughout). Literals in
 # the loops take the arrays' dtype (``one``): a Python 1.0 is a float64 and would widen them too.
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+_PARTS_OPTIONS = {name: value for name, value in _OPTIONS.items() if name != "cache"}  # serial_and_parallel adds it
+
+RECURRENT_GRAIN = 1 << 22
+"""Multiply-adds of a whole sequence's recurrent products (steps x batch x gates x hidden) from
+which its kernel splits the batch between threads: one parallel region per sequence, not per
+step, so a few microseconds against the ~100 us of work at the grain."""
 
 
 # --------------------------------------------------------------------------- LSTM
 @njit(**_OPTIONS)
-def _lstm_gates(pre, c0, t, out):
-    """Step t's gates from pre (N, 4H) = the gates before activation: out[t] (N, 6H) written, reading
-    c_{t-1} from out[t - 1] (c0 at t = 0). Activated straight into out, not in place and then
-    copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32."""
-    batch, gates = pre.shape
+def _lstm_gates(pre, c0, t, out, lo):
+    """Step t's gates from pre (rows lo.., 4H) = the gates before activation: out[t, lo..] (6H)
+    written, reading c_{t-1} from out[t - 1] (c0 at t = 0). Activated straight into out, not in
+    place and then copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32."""
+    rows, gates = pre.shape
     hidden = gates // 4
-    for n in range(batch):
-        a = pre[n]
+    for m in range(rows):
+        n = lo + m
+        a = pre[m]
         row = out[t, n]
         c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
         for j in range(2 * hidden):
@@ -88,23 +97,32 @@ def _lstm_gates(pre, c0, t, out):
 
 
 @njit(**_OPTIONS)
-def _lstm_forward(projected, h0, c0, w_hh, out):
-    steps, batch, gates = projected.shape
+def _lstm_forward(projected, h0, c0, w_hh, out, lo, hi):
+    """Batch rows lo:hi of the whole sequence."""
+    steps, _, gates = projected.shape
     hidden = gates // 4
-    pre = np.empty((batch, gates), projected.dtype)
+    pre = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
-        pre[:, :] = projected[t]
-        add_products_nt(h0 if t == 0 else out[t - 1, :, :hidden], w_hh, pre)
-        _lstm_gates(pre, c0, t, out)
+        pre[:, :] = projected[t, lo:hi]
+        add_products_nt(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, pre)
+        _lstm_gates(pre, c0, t, out, lo)
+
+
+def _lstm_forward_parts(projected, h0, c0, w_hh, out, bounds):
+    for part in prange(bounds.shape[0] - 1):
+        _lstm_forward(projected, h0, c0, w_hh, out, bounds[part], bounds[part + 1])
+
+
+_LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
 
 
 @njit(**_OPTIONS)
-def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates):
-    """Step t's gate gradients into d_gates[t]; dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
-    batch, width = out.shape[1:]
-    hidden = width // 6
+def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
+    """Step t's gate gradients of batch rows lo:hi into d_gates[t]; dc_state becomes d c_{t-1} (d
+    h_{t-1} is the product's)."""
+    hidden = out.shape[2] // 6
     one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
-    for n in range(batch):
+    for n in range(lo, hi):
         c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
         row = out[t, n]
         g_row = grad[t, n]
@@ -132,27 +150,37 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates):
 
 
 @njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state):
-    """dh_state, dc_state (N, H) zeros on entry (d h_t and d c_t from the steps after t), d h_0 and
-    d c_0 on return."""
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+def _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, lo, hi):
+    """Batch rows lo:hi. dh_state, dc_state (N, H) zeros on entry (d h_t and d c_t from the steps
+    after t), d h_0 and d c_0 on return; w_t = W_hh^T, C-contiguous."""
     for t in range(out.shape[0] - 1, -1, -1):
-        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates)
-        dh_state[:, :] = 0.0
-        add_products_nt(d_gates[t], w_t, dh_state)
+        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi)
+        dh_state[lo:hi, :] = 0.0
+        add_products_nt(d_gates[t, lo:hi], w_t, dh_state[lo:hi])
+
+
+def _lstm_backward_parts(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds):
+    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    for part in prange(bounds.shape[0] - 1):
+        _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
+
+
+_LSTM_BACKWARD = serial_and_parallel(_lstm_backward_parts, **_PARTS_OPTIONS)
 
 
 # --------------------------------------------------------------------------- GRU
 @njit(**_OPTIONS)
-def _gru_gates(projected, h0, hidden_part, t, out):
-    """Step t's gates from projected[t] and hidden_part = h_{t-1} W_hh^T + b_hh, into out[t]."""
-    batch, gates = hidden_part.shape
+def _gru_gates(projected, h0, hidden_part, t, out, lo):
+    """Step t's gates from projected[t] and hidden_part = h_{t-1} W_hh^T + b_hh (batch rows lo..),
+    into out[t]."""
+    rows, gates = hidden_part.shape
     hidden = gates // 3
-    for n in range(batch):
+    for m in range(rows):
+        n = lo + m
         h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
         row = out[t, n]
         x = projected[t, n]
-        a = hidden_part[n]
+        a = hidden_part[m]
         # One loop per gate: with all five outputs written in one loop LLVM left it scalar.
         for j in range(hidden):
             row[hidden + j] = sigmoid(x[j] + a[j])
@@ -167,25 +195,34 @@ def _gru_gates(projected, h0, hidden_part, t, out):
 
 
 @njit(**_OPTIONS)
-def _gru_forward(projected, h0, w_hh, b_hh, out):
-    steps, batch, gates = projected.shape
+def _gru_forward(projected, h0, w_hh, b_hh, out, lo, hi):
+    """Batch rows lo:hi of the whole sequence."""
+    steps, _, gates = projected.shape
     hidden = gates // 3
-    hidden_part = np.empty((batch, gates), projected.dtype)
+    hidden_part = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
-        for n in range(batch):
-            hidden_part[n, :] = b_hh
-        add_products_nt(h0 if t == 0 else out[t - 1, :, :hidden], w_hh, hidden_part)
-        _gru_gates(projected, h0, hidden_part, t, out)
+        for m in range(hi - lo):
+            hidden_part[m, :] = b_hh
+        add_products_nt(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, hidden_part)
+        _gru_gates(projected, h0, hidden_part, t, out, lo)
+
+
+def _gru_forward_parts(projected, h0, w_hh, b_hh, out, bounds):
+    for part in prange(bounds.shape[0] - 1):
+        _gru_forward(projected, h0, w_hh, b_hh, out, bounds[part], bounds[part + 1])
+
+
+_GRU_FORWARD = serial_and_parallel(_gru_forward_parts, **_PARTS_OPTIONS)
 
 
 @njit(**_OPTIONS)
-def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre):
-    """Step t's gradients into d_pre[t] = [d r_pre, d z_pre, d n_pre] and d_hidden[t] = [d r_pre,
-    d z_pre, d hn]; dh_state becomes the part of d h_{t-1} that does not go through W_hh."""
-    batch, width = out.shape[1:]
-    hidden = width // 5
+def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
+    """Step t's gradients of batch rows lo:hi into d_pre[t] = [d r_pre, d z_pre, d n_pre] and
+    d_hidden[t] = [d r_pre, d z_pre, d hn]; dh_state becomes the part of d h_{t-1} that does not go
+    through W_hh."""
+    hidden = out.shape[2] // 5
     one = out.dtype.type(1.0)  # as in _lstm_backward_step
-    for n in range(batch):
+    for n in range(lo, hi):
         h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
         row = out[t, n]
         g_row = grad[t, n]
@@ -212,20 +249,29 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre):
 
 
 @njit(**_OPTIONS)
-def _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh_state):
-    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+def _gru_backward(grad, out, h0, w_t, d_pre, d_hidden, dh_state, lo, hi):
+    """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
+    return; w_t = W_hh^T, C-contiguous."""
     for t in range(out.shape[0] - 1, -1, -1):
-        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre)
-        add_products_nt(d_hidden[t], w_t, dh_state)
+        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi)
+        add_products_nt(d_hidden[t, lo:hi], w_t, dh_state[lo:hi])
+
+
+def _gru_backward_parts(grad, out, h0, w_hh, d_pre, d_hidden, dh_state, bounds):
+    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    for part in prange(bounds.shape[0] - 1):
+        _gru_backward(grad, out, h0, w_t, d_pre, d_hidden, dh_state, bounds[part], bounds[part + 1])
+
+
+_GRU_BACKWARD = serial_and_parallel(_gru_backward_parts, **_PARTS_OPTIONS)
 
 
 # --------------------------------------------------------------------------- RNN
 @njit(**_OPTIONS)
-def _rnn_activate(out_t, relu):
-    batch, hidden = out_t.shape
+def _rnn_activate(out_t, relu, lo, hi):
+    hidden = out_t.shape[1]
     zero = out_t.dtype.type(0.0)
-    for n in range(batch):
+    for n in range(lo, hi):
         row = out_t[n]
         if relu:
             for j in range(hidden):
@@ -236,19 +282,27 @@ def _rnn_activate(out_t, relu):
 
 
 @njit(**_OPTIONS)
-def _rnn_forward(projected, h0, w_hh, relu, out):
-    steps = projected.shape[0]
-    for t in range(steps):
-        out[t] = projected[t]
-        add_products_nt(h0 if t == 0 else out[t - 1], w_hh, out[t])
-        _rnn_activate(out[t], relu)
+def _rnn_forward(projected, h0, w_hh, relu, out, lo, hi):
+    """Batch rows lo:hi of the whole sequence."""
+    for t in range(projected.shape[0]):
+        out[t, lo:hi] = projected[t, lo:hi]
+        add_products_nt(h0[lo:hi] if t == 0 else out[t - 1, lo:hi], w_hh, out[t, lo:hi])
+        _rnn_activate(out[t], relu, lo, hi)
+
+
+def _rnn_forward_parts(projected, h0, w_hh, relu, out, bounds):
+    for part in prange(bounds.shape[0] - 1):
+        _rnn_forward(projected, h0, w_hh, relu, out, bounds[part], bounds[part + 1])
+
+
+_RNN_FORWARD = serial_and_parallel(_rnn_forward_parts, **_PARTS_OPTIONS)
 
 
 @njit(**_OPTIONS)
-def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu):
-    batch, hidden = out_t.shape
+def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
+    hidden = out_t.shape[1]
     one, zero = out_t.dtype.type(1.0), out_t.dtype.type(0.0)  # as in _lstm_backward_step
-    for n in range(batch):
+    for n in range(lo, hi):
         row = out_t[n]
         g_row = grad_t[n]
         r_row = res_t[n]
@@ -259,16 +313,43 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu):
 
 
 @njit(**_OPTIONS)
-def _rnn_backward(grad, out, w_hh, relu, d_pre, dh_state):
-    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+def _rnn_backward(grad, out, w_t, relu, d_pre, dh_state, lo, hi):
+    """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
+    return; w_t = W_hh^T, C-contiguous."""
     for t in range(out.shape[0] - 1, -1, -1):
-        _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu)
-        dh_state[:, :] = 0.0
-        add_products_nt(d_pre[t], w_t, dh_state)
+        _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu, lo, hi)
+        dh_state[lo:hi, :] = 0.0
+        add_products_nt(d_pre[t, lo:hi], w_t, dh_state[lo:hi])
+
+
+def _rnn_backward_parts(grad, out, w_hh, relu, d_pre, dh_state, bounds):
+    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    for part in prange(bounds.shape[0] - 1):
+        _rnn_backward(grad, out, w_t, relu, d_pre, dh_state, bounds[part], bounds[part + 1])
+
+
+_RNN_BACKWARD = serial_and_parallel(_rnn_backward_parts, **_PARTS_OPTIONS)
 
 
 # --------------------------------------------------------------------------- checked entry points
+def batch_bounds(batch: int, parts: int) -> np.ndarray:
+    """Row bounds splitting a batch of `batch` rows into at most `parts` runs, each (but the last)
+    a multiple of 4 rows, the product's block height (numdiff.kernels._row_products), and none
+    shorter than 4 rows: ``batch_bounds(20, 2)`` is [0, 8, 20], ``batch_bounds(6, 2)`` [0, 6]."""
+    parts = max(1, min(parts, batch // 4))
+    blocks = -(-batch // 4)
+    return np.array([min(batch, 4 * (blocks * part // parts)) for part in range(parts + 1)], dtype=np.int64)
+
+
+def _run(pair: KernelPair, steps: int, batch: int, per_row_step: int, *arrays) -> None:
+    """Run a sequence kernel pair over the batch rows, split between Numba's threads when the
+    recurrence has RECURRENT_GRAIN multiply-adds or more (each part runs every step for its rows:
+    the rows of a recurrence never meet, so the parts need no barrier between steps)."""
+    kernel, parts = pair.pick(steps * batch * per_row_step, RECURRENT_GRAIN)
+    bounds = batch_bounds(batch, parts)
+    (pair.serial if bounds.shape[0] == 2 else kernel)(*arrays, bounds)
+
+
 def _check_sequence(op: str, gates: int, projected: np.ndarray, w_hh: np.ndarray) -> tuple[int, int, int]:
     if projected.ndim != 3:
         raise ValueError(f"{op}: projected must be 3-D (L, N, {gates}*H), got shape {projected.shape}")
@@ -295,7 +376,7 @@ def lstm_sequence_forward(projected: np.ndarray, h0: np.ndarray, c0: np.ndarray,
         check_shape("lstm_sequence_forward", name, state, (batch, hidden))
     check_shape("lstm_sequence_forward", "out", out, (steps, batch, 6 * hidden))
     check_disjoint("lstm_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "c0": c0, "w_hh": w_hh})
-    _lstm_forward(projected, h0, c0, w_hh, out)
+    _run(_LSTM_FORWARD, steps, batch, 4 * hidden * hidden, projected, h0, c0, w_hh, out)
     return out
 
 
@@ -318,7 +399,7 @@ def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_
     check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
     dh0[...] = 0.0
     dc0[...] = 0.0
-    _lstm_backward(grad, out, c0, w_hh, d_gates, dh0, dc0)
+    _run(_LSTM_BACKWARD, steps, batch, 4 * hidden * hidden, grad, out, c0, w_hh, d_gates, dh0, dc0)
     return res
 
 
@@ -338,7 +419,7 @@ def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
     check_shape("gru_sequence_forward", "b_hh", b_hh, (3 * hidden,))
     check_shape("gru_sequence_forward", "out", out, (steps, batch, 5 * hidden))
     check_disjoint("gru_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh, "b_hh": b_hh})
-    _gru_forward(projected, h0, w_hh, b_hh, out)
+    _run(_GRU_FORWARD, steps, batch, 3 * hidden * hidden, projected, h0, w_hh, b_hh, out)
     return out
 
 
@@ -355,7 +436,7 @@ def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_h
     d_pre, d_hidden, dh0 = _backward_result("gru", res, steps, batch, hidden)
     check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})
     dh0[...] = 0.0
-    _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh0)
+    _run(_GRU_BACKWARD, steps, batch, 3 * hidden * hidden, grad, out, h0, w_hh, d_pre, d_hidden, dh0)
     return res
 
 
@@ -370,7 +451,7 @@ def rnn_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
     check_shape("rnn_sequence_forward", "h0", h0, (batch, hidden))
     check_shape("rnn_sequence_forward", "out", out, projected.shape)
     check_disjoint("rnn_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh})
-    _rnn_forward(projected, h0, w_hh, bool(relu), out)
+    _run(_RNN_FORWARD, steps, batch, hidden * hidden, projected, h0, w_hh, bool(relu), out)
     return out
 
 
@@ -383,5 +464,5 @@ def rnn_sequence_backward(grad: np.ndarray, out: np.ndarray, w_hh: np.ndarray, r
     d_pre, dh0 = _backward_result("rnn", res, steps, batch, hidden)
     check_disjoint("rnn_sequence_backward", {"res": res}, {"grad": grad, "out": out, "w_hh": w_hh})
     dh0[...] = 0.0
-    _rnn_backward(grad, out, w_hh, bool(relu), d_pre, dh0)
+    _run(_RNN_BACKWARD, steps, batch, hidden * hidden, grad, out, w_hh, bool(relu), d_pre, dh0)
     return res
