@@ -136,3 +136,25 @@ def test_batch_split_between_threads_gives_the_one_thread_results(dtype, tol, ba
         numdiff.set_num_threads(previous)
     for one, split in zip(serial, parallel):
         np.testing.assert_allclose(split, one, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_split_batch_layers_pass_gradcheck_bidirectional_batch_first(mode):
+    """Through nn layers (two layers, bidirectional, batch_first, batch 9: parts of 4 and 5 rows) the
+    parallel builds' forward and backward pass a float64 gradient check."""
+    import numdiff
+    from numdiff.autograd import gradcheck
+    from numdiff.kernels._parallel import always_parallel
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a Numba pool of two threads")
+    numdiff.manual_seed(0)
+    layer = getattr(numdiff.nn, mode)(3, 4, num_layers=2, bidirectional=True, batch_first=True).double()
+    x = numdiff.randn(9, 3, 3, dtype=numdiff.float64, requires_grad=True)
+    previous = numdiff.get_num_threads()
+    try:
+        numdiff.set_num_threads(2)
+        with always_parallel():
+            assert gradcheck(lambda x: layer(x)[0], (x,))
+    finally:
+        numdiff.set_num_threads(previous)
