@@ -92,7 +92,7 @@ class JvpLevel(Interpreter):
     through other vmap wrappers (a grad level's ``promote``, the tape's physical values) agree.
     """
 
-    sees_vmap_levels_below = True  # numdiff._batched.VmapLevel hands it their ops
+    sees_vmap_levels_below = True  # numdiff._vmap_level.VmapLevel hands it their ops
 
     def __init__(self) -> None:
         # id(array) -> (array, tangent): the array is held so that its id is not reused.

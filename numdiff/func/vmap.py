@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from numdiff import _batched
-from numdiff._batched import VmapLevel, VmapRandomnessError
+from numdiff._batched import VmapRandomnessError
 from numdiff._random import SameDrawReplay
+from numdiff._vmap_level import VmapLevel
 from numdiff.autograd.transform_state import interpreting, transforms
 from numdiff.func import _batch_rules as _batch_rules  # attaches every op's batching rule to its spec
 from numdiff.func._pytree import tree_flatten, tree_unflatten

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from numdiff import _inplace
-from numdiff._batched import VmapDataDependentError, per_example
+from numdiff._batched import VmapDataDependentError
 from numdiff._ground.args import is_int
 from numdiff._host_functions import host_function
+from numdiff._vmap_level import per_example
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand

@@ -15,8 +15,17 @@ import numpy as np
 
 from numdiff.compile.graph import ValueRef
 from numdiff.onnx._builder import Builder, UnsupportedOperatorError, onnx_dtype
-
-_BIG = 2**62
+from numdiff.onnx._ops_layers import (
+    adaptive_pool,
+    avg_pool2d,
+    conv2d,
+    conv_transpose2d,
+    grouped_moments,
+    grouped_norm,
+    max_pool2d,
+)
+from numdiff.onnx._ops_shape import BIG as _BIG
+from numdiff.onnx._ops_shape import expand, getitem, reshape
 
 
 def _arith(op: str):
@@ -136,176 +145,6 @@ def _linear(b: Builder, call: Any, out: Any) -> str:
     return b.node("Add", [y, b.operand(bias, out.dtype)]) if has_bias else y
 
 
-def _other_trace(b: Builder, call: Any) -> tuple[Any, tuple]:
-    """The same call in the trace made at other sizes of the dynamic axes, and its input's shape."""
-    other = b.alt_graph.calls[b.position]
-    return other, b.alt_graph.values[other.inputs[0]].shape
-
-
-def _reshape(b: Builder, call: Any, out: Any) -> str:
-    shape = list(call.attrs["shape"])
-    if b.alt_graph is not None:
-        # Dims equal in both traces are constants; a dim that follows the input's dim at the same
-        # position copies it (0); one dim left that moved with the dynamic axes is inferred (-1).
-        other, other_source = _other_trace(b, call)
-        source = b.shapes[b.names[call.inputs[0]]]
-        moved = []
-        for i, (n, m) in enumerate(zip(shape, other.attrs["shape"])):
-            if n == m:
-                continue
-            if i < len(source) and n == source[i] and m == other_source[i]:
-                shape[i] = 0
-            else:
-                moved.append(i)
-        if len(moved) > 1:
-            raise UnsupportedOperatorError(
-                f"numdiff.onnx: a reshape to {tuple(call.attrs['shape'])} has {len(moved)} dims that follow the "
-                "dynamic axes in different ways; export with fixed sizes (no dynamic_axes) or reshape with -1"
-            )
-        if moved:
-            shape[moved[0]] = -1
-    return b.node("Reshape", [b.names[call.inputs[0]], b.ints(shape)])
-
-
-def _expand(b: Builder, call: Any, out: Any) -> str:
-    source = b.shapes[b.names[call.inputs[0]]]
-    shape = list(call.attrs["shape"])
-    lead = len(shape) - len(source)
-    # Where the input already has the size, 1 broadcasts to it: right for any size at run time.
-    shape = [1 if i >= lead and n == source[i - lead] else n for i, n in enumerate(shape)]
-    if b.alt_graph is not None:
-        other, _ = _other_trace(b, call)
-        if any(n != 1 and n != m for n, m in zip(shape, other.attrs["shape"])):
-            raise UnsupportedOperatorError(f"numdiff.onnx: expand to {tuple(call.attrs['shape'])} depends on a dynamic axis")
-    return b.node("Expand", [b.names[call.inputs[0]], b.ints(shape)])
-
-
-def _slice_bounds(k: slice) -> tuple[int, int, int]:
-    """Python's slice as ONNX Slice bounds that hold for any size of the axis (ONNX clamps as Python does)."""
-    step = 1 if k.step is None else int(k.step)
-    if step > 0:
-        return (0 if k.start is None else int(k.start)), (_BIG if k.stop is None else int(k.stop)), step
-    return (-1 if k.start is None else int(k.start)), (-_BIG if k.stop is None else int(k.stop)), step
-
-
-def _getitem(b: Builder, call: Any, out: Any) -> str:
-    x = b.names[call.inputs[0]]
-    shape = b.shapes[x]
-    key = call.attrs["key"]
-    key = key if isinstance(key, tuple) else (key,)
-    if any(k is Ellipsis for k in key):
-        at = key.index(Ellipsis)
-        used = sum(1 for k in key if k is not None and k is not Ellipsis)
-        key = key[:at] + (slice(None),) * (len(shape) - used) + key[at + 1 :]
-    starts, ends, axes, steps, squeeze, unsqueeze, gathers = [], [], [], [], [], [], []
-    axis = position = 0
-    for k in key:
-        if k is None:
-            unsqueeze.append(position)
-            position += 1
-        elif isinstance(k, slice):
-            if k != slice(None):
-                start, stop, step = _slice_bounds(k)
-                starts.append(start)
-                ends.append(stop)
-                axes.append(axis)
-                steps.append(step)
-            axis += 1
-            position += 1
-        elif isinstance(k, (int, np.integer)):
-            index = int(k)  # a negative index counts from the end, at any size
-            starts.append(index)
-            ends.append(index + 1 if index != -1 else _BIG)
-            axes.append(axis)
-            steps.append(1)
-            squeeze.append(axis)
-            axis += 1
-        elif isinstance(k, ValueRef):
-            gathers.append((axis, position, k.index))
-            axis += 1
-            position += 1
-        else:
-            raise UnsupportedOperatorError(f"numdiff.onnx: indexing with {type(k).__name__} has no ONNX form here")
-    if len(gathers) > 1 or (gathers and (squeeze or unsqueeze)):
-        raise UnsupportedOperatorError(
-            "numdiff.onnx: indexing with several index tensors, or an index tensor mixed with ints or None, "
-            f"has no ONNX form here (key {key!r})"
-        )
-    y = x
-    if axes:
-        y = b.node("Slice", [y, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)])
-    if squeeze:
-        y = b.node("Squeeze", [y, b.ints(squeeze)])
-    if unsqueeze:
-        y = b.node("Unsqueeze", [y, b.ints(unsqueeze)])
-    for axis, _, index in gathers:
-        indices = b.names[index]
-        if b.dtypes[indices].kind == "b":
-            raise UnsupportedOperatorError("numdiff.onnx: boolean-mask indexing has a data-dependent shape")
-        y = b.node("Gather", [y, b.cast(indices, np.int64)], axis=axis)
-    return y if y != x else b.node("Identity", [x])
-
-
-def _conv2d(b: Builder, call: Any, out: Any) -> str:
-    a = call.attrs
-    top, bottom, left, right = a["padding"]
-    inputs = [b.operand(i, out.dtype) for i in call.inputs[:2]]
-    bias = call.inputs[2]
-    if not (isinstance(bias, tuple) and bias[1] is None):
-        inputs.append(b.operand(bias, out.dtype))
-    return b.node("Conv", inputs, strides=list(a["stride"]), pads=[top, left, bottom, right],
-                  dilations=list(a["dilation"]), group=a["groups"])
-
-
-def _conv_transpose2d(b: Builder, call: Any, out: Any) -> str:
-    a = call.attrs
-    g, w = (b.operand(i, out.dtype) for i in call.inputs)
-    top, bottom, left, right = a["padding"]
-    in_h, in_w = b.shapes[b.names[call.inputs[0]]][2:]
-    kh, kw = b.shapes[b.names[call.inputs[1]]][2:]
-    pads_end, output_padding = [], []
-    for n, k, s, d, begin, size in zip((in_h, in_w), (kh, kw), a["stride"], a["dilation"], (top, left), a["size"]):
-        full = (n - 1) * s + (k - 1) * d + 1 - begin
-        pads_end.append(max(full - size, 0))
-        output_padding.append(max(size - full, 0))
-    return b.node("ConvTranspose", [g, w], strides=list(a["stride"]), pads=[top, left, *pads_end],
-                  dilations=list(a["dilation"]), group=a["groups"], output_padding=output_padding)
-
-
-def _max_pool2d(b: Builder, call: Any, out: Any) -> str:
-    a = call.attrs
-    ph, pw = a["padding"]
-    return b.node("MaxPool", [b.names[call.inputs[0]]], kernel_shape=list(a["kernel_size"]), strides=list(a["stride"]),
-                  pads=[ph, pw, ph, pw], dilations=list(a["dilation"]), ceil_mode=int(a["ceil_mode"]))
-
-
-def _avg_pool2d(b: Builder, call: Any, out: Any) -> str:
-    a = call.attrs
-    if a["divisor_override"] is not None:
-        raise UnsupportedOperatorError("numdiff.onnx: avg_pool2d with divisor_override has no ONNX form")
-    ph, pw = a["padding"]
-    return b.node("AveragePool", [b.names[call.inputs[0]]], kernel_shape=list(a["kernel_size"]),
-                  strides=list(a["stride"]), pads=[ph, pw, ph, pw], ceil_mode=int(a["ceil_mode"]),
-                  count_include_pad=int(a["count_include_pad"]))
-
-
-def _adaptive(global_op: str, pool_op: str):
-    def translate(b: Builder, call: Any, out: Any) -> str:
-        x = b.names[call.inputs[0]]
-        size = b.shapes[x][2:]
-        target = call.attrs["output_size"]
-        if tuple(target) == (1, 1):
-            return b.node(global_op, [x])
-        if all(n % t == 0 for n, t in zip(size, target)) and b.alt_graph is None:
-            kernel = [n // t for n, t in zip(size, target)]
-            return b.node(pool_op, [x], kernel_shape=kernel, strides=kernel)
-        raise UnsupportedOperatorError(
-            f"numdiff.onnx: adaptive pooling of {tuple(size)} to {tuple(target)} has no fixed-window ONNX form"
-        )
-
-    return translate
-
-
 def _clamp(b: Builder, call: Any, out: Any) -> str:
     y = b.operand(call.inputs[0], out.dtype)
     for name, op in (("min", "Max"), ("max", "Min")):
@@ -369,44 +208,6 @@ def _logical_reduction(op: str):
     return translate
 
 
-def _group_moments(b: Builder, x: str, dtype: Any, keepdims: bool) -> tuple[str, str, str]:
-    """(mean, x - mean, biased variance) over axes (1, 3, 4) of a (B, N, G, K, S) value."""
-    mean = b.reduce("ReduceMean", x, [1, 3, 4], True)
-    centred = b.node("Sub", [x, mean])
-    var = b.reduce("ReduceMean", b.node("Mul", [centred, centred]), [1, 3, 4], keepdims)
-    return (mean if keepdims else b.reduce("ReduceMean", x, [1, 3, 4], False)), centred, var
-
-
-def _is_none(item: Any) -> bool:
-    return isinstance(item, tuple) and item[1] is None
-
-
-def _grouped_norm(b: Builder, call: Any, out: Any) -> str:
-    """numdiff.ops.norm's grouped_norm: the input reshaped to its (B, N, G, K, S) view, normalised per
-    (b, g) with ReduceMean and Sqrt, scaled and shifted per (g, k), and reshaped back to its own
-    shape. A view size that follows a dynamic axis (it differs in the other trace) is written -1."""
-    view = call.attrs["view"]
-    if b.alt_graph is not None:
-        other = b.alt_graph.calls[b.position].attrs["view"]
-        view = [-1 if mine != theirs else mine for mine, theirs in zip(view, other)]
-    x = b.operand(call.inputs[0], out.dtype)
-    _, centred, var = _group_moments(b, b.node("Reshape", [x, b.ints(view)]), out.dtype, True)
-    y = b.node("Div", [centred, b.node("Sqrt", [b.node("Add", [var, b.constant(call.attrs["eps"], out.dtype)])])])
-    per_channel = b.ints([1, 1, view[2], view[3], 1])
-    for item, op in zip(call.inputs[1:], ("Mul", "Add")):
-        if not _is_none(item):
-            y = b.node(op, [y, b.node("Reshape", [b.operand(item, out.dtype), per_channel])])
-    return b.node("Reshape", [y, b.node("Shape", [x])])
-
-
-def _grouped_moments(b: Builder, call: Any, out: Any) -> str:
-    """numdiff.ops.norm's grouped_moments: [mean, biased variance] of each (b, g), shape (2, B, G)."""
-    x = b.operand(call.inputs[0], out.dtype)
-    mean, _, var = _group_moments(b, x, out.dtype, False)
-    one = b.ints([1, out.shape[1], out.shape[2]])
-    return b.node("Concat", [b.node("Reshape", [mean, one]), b.node("Reshape", [var, one])], axis=0)
-
-
 TRANSLATORS: dict[str, Any] = {
     **{name: _arith(op) for name, op in {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
                                           "maximum": "Max", "minimum": "Min"}.items()},
@@ -426,18 +227,18 @@ TRANSLATORS: dict[str, Any] = {
     "remainder": _remainder,
     "fmod": lambda b, call, out: b.node("Mod", [b.operand(i, out.dtype) for i in call.inputs], fmod=1),
     "linear": _linear,
-    "grouped_norm": _grouped_norm,
-    "grouped_moments": _grouped_moments,
+    "grouped_norm": grouped_norm,
+    "grouped_moments": grouped_moments,
     "matmul": _arith("MatMul"),
-    "conv2d": _conv2d,
-    "conv_transpose2d": _conv_transpose2d,
-    "max_pool2d": _max_pool2d,
-    "avg_pool2d": _avg_pool2d,
-    "adaptive_avg_pool2d": _adaptive("GlobalAveragePool", "AveragePool"),
-    "adaptive_max_pool2d": _adaptive("GlobalMaxPool", "MaxPool"),
-    "reshape": _reshape,
-    "expand": _expand,
-    "getitem": _getitem,
+    "conv2d": conv2d,
+    "conv_transpose2d": conv_transpose2d,
+    "max_pool2d": max_pool2d,
+    "avg_pool2d": avg_pool2d,
+    "adaptive_avg_pool2d": adaptive_pool("GlobalAveragePool", "AveragePool"),
+    "adaptive_max_pool2d": adaptive_pool("GlobalMaxPool", "MaxPool"),
+    "reshape": reshape,
+    "expand": expand,
+    "getitem": getitem,
     "permute": lambda b, call, out: b.node("Transpose", [b.names[call.inputs[0]]], perm=list(call.attrs["dims"])),
     "cat": lambda b, call, out: b.node("Concat", [b.operand(i, out.dtype) for i in call.inputs],
                                        axis=_axis(call.attrs["dim"], len(out.shape))),

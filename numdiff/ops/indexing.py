@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._batched import per_example, physical
+from numdiff._batched import physical
+from numdiff._vmap_level import per_example
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, holds_values, is_numpy, to_host
@@ -290,7 +291,7 @@ def _batched_index(key: Any) -> bool:
 
 
 def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:
-    """compute(input, key, *rest) one vmap example at a time (numdiff._batched.per_example)."""
+    """compute(input, key, *rest) one vmap example at a time (numdiff._vmap_level.per_example)."""
     parts = _key_parts(key)
     where = [i for i, k in enumerate(parts) if isinstance(k, Tensor)]
 

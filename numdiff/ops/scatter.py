@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._batched import per_example
+from numdiff._vmap_level import per_example
 from numdiff.autograd.function import Function
 from numdiff.backend import holds_values, to_host
 from numdiff.ops._util import (

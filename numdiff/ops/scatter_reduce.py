@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff import _dtype, creation
-from numdiff._batched import per_example
+from numdiff._vmap_level import per_example
 from numdiff.backend import like_host, to_host
 from numdiff.ops import arithmetic, indexing, logical, selection
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped

@@ -6,18 +6,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from numdiff import _dtype, _module_tracing, _profiling
-from numdiff._device import device as device_type
-from numdiff._device import to_device
+from numdiff import _module_tracing, _profiling
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
-from numdiff.creation import empty
 from numdiff.nn.modules import _state_dict
+from numdiff.nn.modules._module_hooks import KeywordHook as _KeywordHook
+from numdiff.nn.modules._module_hooks import add_hook as _add_hook
+from numdiff.nn.modules._module_placement import ModulePlacement
 from numdiff.nn.parameter import Buffer, Parameter
 from numdiff.tensor import Tensor
 
 
-class Module:
+class Module(ModulePlacement):
     """Base class for neural-network layers; subclasses set attributes and define `forward`.
 
     >>> class Net(Module):
@@ -343,101 +343,6 @@ class Module:
         """
         return _state_dict.load(self, state_dict, strict, assign)
 
-    # ------------------------------------------------------------------ dtype and device
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        """Convert every parameter, gradient and buffer with `fn`, keeping Parameter objects."""
-        for module in self.modules():
-            for param in module._parameters.values():
-                if param is None:
-                    continue
-                with no_grad():
-                    param.data = fn(param.detach())
-                    if param._grad is not None:
-                        grad = fn(param._grad.detach())
-                        if grad._data is not param._grad._data:
-                            param._grad = grad
-            for name, buffer in module._buffers.items():
-                if buffer is not None:
-                    with no_grad():
-                        module._buffers[name] = fn(buffer)
-        return self
-
-    def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
-           memory_format: Any = None) -> Module:
-        """Move and/or cast parameters and buffers in place: ``m.to(numdiff.float64)``, ``m.to("cuda")``.
-
-        A dtype applies to floating point tensors only (integer buffers keep theirs). `non_blocking`
-        is accepted as in Tensor.to; `memory_format` (channels_last) lays out the 4-D (5-D for
-        channels_last_3d) parameters and buffers so, as PyTorch's.
-        """
-        for arg in args:
-            if isinstance(arg, Tensor):
-                dtype, device = arg.dtype, arg.device
-            elif isinstance(arg, (str, device_type)):
-                device = arg
-            elif isinstance(arg, bool):
-                continue  # PyTorch's positional non_blocking flag
-            else:
-                dtype = arg
-        if dtype is not None:
-            dtype = _dtype.to_dtype(dtype)
-            if not dtype.is_floating_point:
-                raise TypeError(f"Module.to only accepts floating point dtypes, but got desired dtype={dtype!r}")
-        target = to_device(device) if device is not None else None
-
-        layout = memory_format if memory_format is not None and getattr(memory_format, "rank", None) else None
-
-        def convert(t: Tensor) -> Tensor:
-            converted = t.to(dtype=dtype if t.is_floating_point() else None, device=target)
-            if layout is not None and converted.ndim == layout.rank:  # 4-D weights for channels_last
-                converted = converted.contiguous(memory_format=layout)
-            return converted
-
-        return self._apply(convert)
-
-    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
-        """Give every parameter and buffer new, uninitialised storage on `device` (shapes and dtypes
-        kept): how a model built on the meta device gets memory before its weights are loaded.
-
-        >>> numdiff.nn.Linear(3, 2, device="meta").to_empty(device="cpu").weight.device
-        device(type='cpu')
-        """
-        target = to_device(device)
-        modules = self.modules() if recurse else (self,)
-        for module in modules:
-            for param in module._parameters.values():
-                if param is not None:
-                    param.data = empty(tuple(param.shape), dtype=param.dtype, device=target)
-            for name, buffer in module._buffers.items():
-                if buffer is not None:
-                    module._buffers[name] = empty(tuple(buffer.shape), dtype=buffer.dtype, device=target)
-        return self
-
-    def float(self) -> Module:
-        return self.to(_dtype.float32)
-
-    def double(self) -> Module:
-        return self.to(_dtype.float64)
-
-    def half(self) -> Module:
-        return self.to(_dtype.float16)
-
-    def bfloat16(self) -> Module:
-        return self.to(_dtype.bfloat16)
-
-    def share_memory(self) -> Module:
-        """Move every parameter and buffer into shared memory (``Tensor.share_memory_``), for
-        processes of numdiff.multiprocessing to train one model together (Hogwild)."""
-        for t in (*self.parameters(), *self.buffers()):
-            t.share_memory_()
-        return self
-
-    def cpu(self) -> Module:
-        return self.to("cpu")
-
-    def cuda(self, device: int | str | None = None, non_blocking: bool = False) -> Module:
-        return self.to(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
-
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
         """The layer's settings, shown inside its repr; subclasses override it."""
@@ -456,34 +361,6 @@ class Module:
         if len(lines) == 1 and not self._modules:
             return f"{self._get_name()}({lines[0]})"
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
-
-
-class _KeywordHook:
-    """A forward (pre-)hook registered with PyTorch's with_kwargs or always_call options."""
-
-    __slots__ = ("function", "with_kwargs", "always_call")
-
-    def __init__(self, function: Callable[..., Any], with_kwargs: bool = True, always_call: bool = False) -> None:
-        self.function, self.with_kwargs, self.always_call = function, with_kwargs, always_call
-
-    def __call__(self, *args: Any) -> Any:
-        return self.function(*args)
-
-    def call(self, module: Module, args: tuple, kwargs: dict, output: Any) -> Any:
-        if self.with_kwargs:
-            return self.function(module, args, kwargs, output)
-        return self.function(module, args, output)
-
-
-def _add_hook(registry: OrderedDict, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
-    target = hook.function if type(hook) is _KeywordHook else hook
-    if not callable(target):
-        raise TypeError(f"hook must be callable, got {type(target).__name__}")
-    handle = RemovableHandle(registry)
-    registry[handle.id] = hook
-    if prepend:
-        registry.move_to_end(handle.id, last=False)
-    return handle
 
 
 def _forget(module: Module, name: str, keep: str) -> None:

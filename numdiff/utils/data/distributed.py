@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.kernels._self_healing_cache import njit
-from numdiff.utils.data import Sampler
+from numdiff.utils.data.sampler import Sampler
 
 
 def _shuffle(raw: np.ndarray, n: int) -> np.ndarray:

@@ -1,21 +1,129 @@
-"""numdiff.utils.data.sampler, the module path PyTorch programs import samplers from: the
-samplers of numdiff.utils.data, SubsetRandomSampler and WeightedRandomSampler. Samplers draw
+"""numdiff.utils.data.sampler, at the module path PyTorch programs import samplers from: sequential,
+random and batch samplers, SubsetRandomSampler and WeightedRandomSampler. Samplers draw
 lazily, a block of indices at a time, whatever the number of samples asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from numdiff._random import Generator, rng
 from numdiff.tensor import Tensor
-from numdiff.utils.data import _DRAW_BLOCK, BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = [
     "BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler", "WeightedRandomSampler",
 ]  # fmt: skip
+
+
+_DRAW_BLOCK = 4096  # indices a sampler with replacement draws at a time
+
+
+class Sampler:
+    """Yields dataset indices; subclasses define ``__iter__`` (and ``__len__`` when known)."""
+
+    def __iter__(self) -> Iterator[int]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+
+class SequentialSampler(Sampler):
+    """Indices 0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source: Any) -> None:
+        self.data_source = data_source
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A fresh random permutation of the indices on every pass (or draws with replacement).
+
+    Without a `generator`, each pass seeds a new generator from numdiff's default one, so
+    ``numdiff.manual_seed`` fixes every epoch's order.
+    """
+
+    def __init__(
+        self,
+        data_source: Any,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Generator | None = None,
+    ) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if self.num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={self.num_samples} "
+                "(the dataset is empty)"
+            )
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.data_source)
+        if n == 0:
+            raise ValueError(f"RandomSampler: cannot draw {self.num_samples} samples from an empty dataset")
+        if self.generator is None:
+            source = np.random.default_rng(int(rng(None).integers(0, 2**63 - 1)))
+        else:
+            source = self.generator.numpy
+        if self.replacement:
+            # Drawn a block at a time, as PyTorch draws lazily: num_samples may be far larger
+            # than memory (RandomSampler(ds, replacement=True, num_samples=10**10)).
+            for start in range(0, self.num_samples, _DRAW_BLOCK):
+                yield from source.integers(0, n, size=min(_DRAW_BLOCK, self.num_samples - start)).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from source.permutation(n).tolist()
+        if self.num_samples % n:
+            yield from source.permutation(n)[: self.num_samples % n].tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of `sampler` into lists of `batch_size` (the last may be short)."""
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+            )
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batch: list[int] = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
 def _source(generator: Generator | None) -> np.random.Generator:
