@@ -26,6 +26,12 @@ from numdiff.backend import is_host
 __all__ = ["add_in_place", "backward_into_buffer", "unshared"]
 
 
+def _summable(data: Any) -> bool:
+    """A host array NumPy adds natively: floats and complex (bfloat16's storage is a void dtype
+    NumPy cannot add, and those gradients take the plain path)."""
+    return is_host(data) and data.dtype.kind in "fc"
+
+
 def unshared(grad: Any, tensor_refs: int) -> bool:
     """True if nothing but the engine holds `grad` or its memory, so it may be written in place
     (or `.grad` may take it over).
@@ -60,7 +66,7 @@ def backward_into_buffer(node: Any, grad: Any, buffers: dict, wrap: Callable) ->
     if next_node is None:
         return True
     data = grad._data
-    if not is_host(data):
+    if not _summable(data):
         return False
     pending = buffers.pop(next_node, None)
     if pending is None:
@@ -80,7 +86,7 @@ def add_in_place(pending: Any, grad: Any) -> bool:
     """``pending += grad`` on the array of a gradient buffer the engine alone holds (the caller
     popped it from its buffers and holds it in one local), rather than a new array for the sum;
     False (nothing done) when anyone else holds it or the sum would change its dtype."""
-    if pending._data.dtype != grad._data.dtype or not is_host(grad._data):
+    if pending._data.dtype != grad._data.dtype or not _summable(grad._data):
         return False
     # The caller's local, this parameter and getrefcount's argument; unshared counts as if called
     # from the caller's frame.

@@ -341,7 +341,7 @@ def run_backward(
                         pending = pop_buffer(next_node, None)
                         if pending is None:
                             buffers[next_node] = g
-                        elif into_allowed and type(pending) is type(g) and add_in_place(pending, g):
+                        elif into_allowed and type(pending) is type(g) is _function.Tensor and add_in_place(pending, g):
                             buffers[next_node] = pending  # a buffer only the engine holds: summed in place
                         else:
                             buffers[next_node] = pending + g
