@@ -175,6 +175,20 @@ def im2col_tiles(n_img, groups, k, oh_size, ow_size, cg, parts):
     return -(-oh_size // tiles), blocks
 
 
+GROUPED_DIRECT_MAX_CHANNELS = 8
+"""Most input channels per group (Cg) for which a grouped convolution (groups > 1) runs as the
+direct per-group stencil of numdiff.kernels._conv_grouped instead of im2col, whatever its kernel
+size, stride, padding or dilation: with Cg*KH*KW deep GEMMs of Cog rows, im2col's per-group
+products and column gathers cost more than the stencil's loads."""
+
+
+def use_grouped_direct(groups, cg):
+    """Whether a convolution with `groups` groups of `cg` input channels runs as the direct
+    per-group stencil (depthwise convolutions, cg = 1, and grouped ones with few channels a
+    group); see :data:`GROUPED_DIRECT_MAX_CHANNELS`."""
+    return groups > 1 and cg <= GROUPED_DIRECT_MAX_CHANNELS
+
+
 BATCHED_MAX_POSITIONS = 32
 """Most output positions per image (OH*OW) for which the im2col route runs several images per
 GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""
