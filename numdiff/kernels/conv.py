@@ -72,12 +72,12 @@ from numdiff.kernels._conv_batched import (
 )
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
+from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._conv_grouped import (
     grouped_backward_input_core,
     grouped_backward_weight_core,
     grouped_forward_core,
 )
-from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
     winograd_backward_weight_core,
