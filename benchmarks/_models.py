@@ -443,3 +443,8 @@ WORKLOADS: dict[str, Callable[..., Callable[[], None]]] = {
     )
 }  # fmt: skip
 """Every workload by name, in the order bench_models.py reports them."""
+
+# The further families (benchmarks/_models_more.py) report after these; that module builds on this one.
+from _models_more import MORE_WORKLOADS  # noqa: E402
+
+WORKLOADS.update(MORE_WORKLOADS)

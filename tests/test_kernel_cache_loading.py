@@ -51,6 +51,7 @@ _CALL = textwrap.dedent(
     import json, sys
     import numpy as np
     from cachepkg import kernels
+    from numba.core import entrypoints
     from numdiff.kernels._self_healing_cache import njit
 
     report = {
@@ -59,6 +60,7 @@ _CALL = textwrap.dedent(
         "hits": sum(kernels.scaled_copy.stats.cache_hits.values()) + sum(kernels.name_hashes.stats.cache_hits.values()),
         "registries_loaded": "numba.np.arraymath" in sys.modules,
         "scipy_linalg": "scipy.linalg" in sys.modules,
+        "extensions_scanned": entrypoints._already_initialized,
     }
     report["compiled_after"] = njit(kernels.never_cached)(1.0)
     print(json.dumps(report))
@@ -99,6 +101,16 @@ def test_loading_cached_kernels_imports_neither_registries_nor_scipy_linalg(pack
     second = _run(package, load_only)
     assert second["hits"] == 2
     assert not second["registries_loaded"] and not second["scipy_linalg"]
+
+
+def test_loading_cached_kernels_skips_the_numba_extension_scan(package):
+    # The scan of every installed distribution's entry points waits for a compile, which a load is not.
+    load_only = _CALL.replace('report["compiled_after"] = njit(kernels.never_cached)(1.0)\n', "")
+    first = _run(package, load_only)
+    assert first["extensions_scanned"]  # compiling scanned them
+    second = _run(package, load_only)
+    assert second["hits"] == 2 and not second["extensions_scanned"]
+    assert second["scaled"] == first["scaled"]
 
 
 def test_defining_a_kernel_leaves_the_cache_folder_alone(package):

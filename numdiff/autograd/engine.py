@@ -19,6 +19,7 @@ import numpy as np
 from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
+from numdiff.autograd._grad_buffers import add_in_place, backward_into_buffer, unshared
 from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
@@ -188,31 +189,6 @@ def _refuse_post_hook_result(hook: object, variable: Tensor) -> None:
     )
 
 
-def _unshared(grad: Tensor, tensor_refs: int) -> bool:
-    """True if nothing but the engine holds `grad` or its memory, so `.grad` may take it over.
-
-    `tensor_refs` is what sys.getrefcount(grad) returned in the caller's frame: 2 means only the
-    caller's local variable (and getrefcount's own argument) refer to the tensor. The array must be
-    writable (not a broadcast view) and referred to only by this tensor; if it is a view (kernels
-    often return a reshaped buffer), each array it views must be held only by that view and be no
-    larger than it. Anything a user or the graph holds shows up in these counts, so the check errs
-    on the side of copying.
-    """
-    data = grad._data
-    if tensor_refs != 2 or not is_host(data) or not data.flags.writeable:
-        return False
-    # Three references: grad._data, the local `data`, and getrefcount's argument.
-    if sys.getrefcount(data) != 3:
-        return False
-    base = data.base
-    while base is not None:
-        # Likewise: the viewing array's .base, the local `base`, and the argument.
-        if not is_host(base) or base.nbytes != data.nbytes or sys.getrefcount(base) != 3:
-            return False
-        base = base.base
-    return True
-
-
 def _accumulate_into(tensor: Tensor, grad: Tensor, create_graph: bool, unshared: bool = False) -> None:
     """`tensor.grad += grad`, allocating on first write; never aliases a buffer someone else holds."""
     if tensor._grad is None:
@@ -289,11 +265,12 @@ def run_backward(
     check = anomaly._state.enabled
     plain = needed is None and not target_nodes  # every node runs and none is a target
     pop_buffer = buffers.pop
-    get_buffer = buffers.get
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
     # pass itself is wanted, or an interpreter must see them as ops (`as_ops`: the results are
     # detached below, as without create_graph).
     _state.enabled = create_graph or as_ops
+    # First order only: a recorded backward must stay a graph of ops.
+    into_allowed = not _state.enabled and not check and _profiling.recorder is None
     try:
         while ready:
             node = ready.pop()
@@ -314,9 +291,9 @@ def run_backward(
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
-                    unshared = _unshared(grad, refs)
+                    owned = unshared(grad, refs)
                     with _GRAD_LOCKS[(id(variable) >> 4) & _GRAD_LOCK_MASK]:
-                        _accumulate_into(variable, grad, create_graph, unshared)
+                        _accumulate_into(variable, grad, create_graph, owned)
                     post_hooks = variable._post_accumulate_hooks
                     if post_hooks:
                         for hook in tuple(post_hooks.values()):
@@ -340,6 +317,10 @@ def run_backward(
                     else:
                         _accumulate_into(inputs[target_nodes[node]], grad, create_graph)
                 run = needed is None or node in needed
+            if run and into_allowed and getattr(node.function, "backward_into", None) is not None and (
+                backward_into_buffer(node, grad, buffers, _function.Tensor._wrap)
+            ):
+                run = False  # written into the input's buffer: only the counts below remain
             if run:
                 if _profiling.recorder is None:
                     grads = node.function.backward(node, grad)
@@ -357,14 +338,19 @@ def run_backward(
                     if g is not None:
                         if shape is not None and g._data.shape != shape:  # None: a Function's output port
                             g = _reduce(g, node, shape)
-                        pending = get_buffer(next_node)
-                        buffers[next_node] = g if pending is None else pending + g
+                        pending = pop_buffer(next_node, None)
+                        if pending is None:
+                            buffers[next_node] = g
+                        elif into_allowed and type(pending) is type(g) and add_in_place(pending, g):
+                            buffers[next_node] = pending  # a buffer only the engine holds: summed in place
+                        else:
+                            buffers[next_node] = pending + g
                     count = dependencies[next_node] - 1
                     dependencies[next_node] = count
                     if count == 0:
                         ready.append(next_node)
                 # Drop this frame's references, so the reference counts that let a leaf take over a
-                # gradient buffer (see _unshared) see only the holders that matter.
+                # gradient buffer (see _grad_buffers.unshared) see only the holders that matter.
                 grads = g = pending = None
             else:
                 for next_node in node.next_nodes:

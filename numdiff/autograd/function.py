@@ -328,6 +328,9 @@ class Function:
 
     # Built-in ops compute on arrays; user Functions, like PyTorch's, receive Tensors.
     array_forward = False
+    # An op whose first-order backward adds its gradient into part of its one input's gradient
+    # sets this to backward_into(ctx, grad, buffer) -> buffer (numdiff.autograd._grad_buffers).
+    backward_into = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = type(self).__name__

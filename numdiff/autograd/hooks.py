@@ -80,4 +80,5 @@ def with_post_hooks(function: type) -> type:
             grads = result
         return grads
 
-    return type(function.__name__, (function,), {"backward": staticmethod(backward)})
+    # backward_into None: the hooks must see the gradient backward computes.
+    return type(function.__name__, (function,), {"backward": staticmethod(backward), "backward_into": None})

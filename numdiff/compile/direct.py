@@ -182,8 +182,8 @@ def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
     stride, padding, dilation, groups = _conv_geometry(call)
     g_shape, w_shape, out_shape = values[g].shape, values[w].shape, values[out].shape
     core, sizes = conv.conv2d_plan("backward_input", out_shape, w_shape, g_shape, stride, padding, dilation, groups)
-    if core is None:
-        return None
+    if core is None or conv.backward_input_gathers(core, w_shape, stride, groups):
+        return None  # the op's own kernel call: eager's route, a forward convolution of the flipped weight
     dx5, w3, go4 = conv.conv2d_views(out_shape, w_shape, g_shape, groups)
     return [
         _alloc(values, out),

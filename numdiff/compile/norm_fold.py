@@ -1,22 +1,26 @@
-"""Folding a traced normalisation's statistics and the ReLU after it into its kernel (host graphs).
+"""Folding a traced normalisation's statistics and the activation after it into its kernel (host graphs).
 
 BatchNorm in training traces as ``grouped_moments(reshape(x))`` (the batch statistics its running
 estimates follow, under no_grad), then ``grouped_norm(x, weight, bias)``, which computes the same
-statistics again, and usually ``relu`` of the result. Eager mode must run the three kernels one by
-one: it cannot know, when the moments are asked for, that the norm will follow. A compiled graph
-does, so `fold_norms` replaces them with one "norm_fold" call running
+statistics again, and usually an activation of the result. Eager mode must run the three kernels
+one by one: it cannot know, when the moments are asked for, that the norm will follow. A compiled
+graph does, so `fold_norms` replaces them with one "norm_fold" call running
 numdiff.kernels.norm_fold.group_norm_forward_fold: the moments once, the normalised output with
-the ReLU applied as it is written. Three passes over the activation remain of the seven. A ResNet
-block's ``relu(bn(conv(x)) + shortcut)`` folds its add too (the shortcut read as the sweep writes).
-The same fold takes InstanceNorm's and GroupNorm's ``grouped_norm`` + ``relu`` (style transfer's
-blocks) and a BatchNorm without running statistics. When the add's other operand is computed after
-the norm (``bn2(conv2(out)) + shortcut(x)`` runs the shortcut second), the fold runs where that
-operand exists, and the running statistics' updates that read its moments move after it.
+the activation (relu, leaky_relu, hardtanh and so relu6) applied as it is written. Three passes
+over the activation remain of the seven. A ResNet block's ``relu(bn(conv(x)) + shortcut)`` folds
+its add too (the shortcut read as the sweep writes). The same fold takes InstanceNorm's and
+GroupNorm's ``grouped_norm`` (style transfer's blocks) and a BatchNorm without running statistics;
+not LayerNorm's row view, which eager runs by a row kernel of its own (numdiff.kernels.norm_rows).
+When the add's other operand is computed after the norm (``bn2(conv2(out)) + shortcut(x)`` runs the
+shortcut second), the fold runs where that operand exists, and the running statistics' updates that
+read its moments move after it.
 
-An ``add`` or ``relu`` is folded only when it is the one reader of the value before it and that
-value is not kept (for the backward or as a graph output): relu's backward reads its own output and
-add's reads neither operand, so the norm's output then never needs to exist. The numbers are those
-of the eager kernels, bit for bit.
+An ``add`` is folded only when it is the one reader of the norm's output and that output is not
+kept (for the backward or as a graph output). The activation reading the norm's (or the add's)
+output folds in any case: when that value is not kept and nothing else reads it, the activation is
+applied in place (relu's backward reads its own output, so a BatchNorm + ReLU never stores the
+norm's output); otherwise (leaky_relu's and hardtanh's backwards read their input) the sweep writes
+both arrays from the row in cache. The numbers are those of the eager kernels, bit for bit.
 
 Measured and left out: the backward likewise (the norm's backward reading relu's gradient and output,
 masking as it reads, instead of the masked gradient as an array) took 3.54 ms against 3.03 for the
@@ -38,9 +42,9 @@ _kernel = lazy_module("numdiff.kernels.norm_fold")
 _MEAN, _RSTD = ("saved", 2), ("saved", 3)  # GroupedNorm's ctx.save_for_backward(x, weight, mean, rstd)
 
 
-def group_norm_forward_fold(*arrays: Any) -> Any:
+def group_norm_forward_fold(*arrays: Any, **options: Any) -> Any:
     """numdiff.kernels.norm_fold.group_norm_forward_fold, loaded on a program's first use."""
-    return _kernel.group_norm_forward_fold(*arrays)
+    return _kernel.group_norm_forward_fold(*arrays, **options)
 
 
 RUNTIME = {"group_norm_forward_fold": group_norm_forward_fold}
@@ -71,6 +75,9 @@ def _foldable_norm(call: OpCall, values: list) -> bool:
         return False
     x, view = values[call.inputs[0]], call.attrs.get("view")
     if type(view) is not tuple or len(view) != 5 or int(np.prod(view)) != int(np.prod(x.shape)) or 0 in view:
+        return False
+    if view[1] == view[2] == view[4] == 1:
+        # LayerNorm's rows: eager runs numdiff.kernels.norm_rows, whose float32 sums round otherwise.
         return False
     params = [i for i in call.inputs[1:] if not isinstance(i, tuple)]
     if any(isinstance(i, tuple) and i[1] is not None for i in call.inputs[1:]):
@@ -107,20 +114,23 @@ def _fold_first(calls: list, values: list, live_after: set) -> list | None:
         x, view = norm.inputs[0], norm.attrs["view"]
         moments = _moments_of(x, view, readers, reshapes, values, position, position[id(norm)])
         add, residual = _residual_add(norm, readers, live_after, values)
-        relu = _relu_after(add if add is not None else norm, readers, live_after)
-        last = add if relu is None and add is not None else relu
-        if moments is None and add is None and relu is None:
+        normed = add if add is not None else norm
+        activation, separate = _activation_after(normed, readers, live_after, values)
+        if moments is None and add is None and activation is None:
             continue  # nothing to fold into the norm's own kernel
         # A residual is an input, so that fusion stores it when a fused loop computes it.
         fold = OpCall(norm.function, list(norm.inputs) + ([residual] if residual is not None else []),
-                      {"view": view, "eps": norm.attrs["eps"], "relu": relu is not None,
+                      {"view": view, "eps": norm.attrs["eps"],
+                       "activation": None if activation is None else activation.op_name,
+                       "activation_attrs": {} if activation is None else dict(activation.attrs),
+                       "kept": normed.output if separate else None,
                        "mean": norm.ctx_outputs.get(_MEAN),
                        "rstd": norm.ctx_outputs.get(_RSTD), "moments": None if moments is None else moments.output},
-                      norm.output if last is None else last.output, special="norm_fold")
+                      normed.output if activation is None else activation.output, special="norm_fold")
         start = position[id(moments if moments is not None else norm)]
         reads = _reads(fold)
         anchor = max(start, 1 + max((produced_at.get(i, -1) for i in reads), default=-1))
-        removed = {id(c) for c in (moments, norm, add, relu) if c is not None}
+        removed = {id(c) for c in (moments, norm, add, activation) if c is not None}
         placed = _place(calls, fold, start, anchor, removed, reads)
         if placed is None:
             continue
@@ -132,7 +142,8 @@ def _fold_first(calls: list, values: list, live_after: set) -> list | None:
 
 def _outputs(call: OpCall) -> set:
     if call.special == "norm_fold":
-        return {call.output} | {call.attrs[k] for k in ("mean", "rstd", "moments") if call.attrs[k] is not None}
+        return {call.output} | {call.attrs[k] for k in ("mean", "rstd", "moments", "kept")
+                                if call.attrs[k] is not None}
     return {call.output, *call.ctx_outputs.values()}
 
 
@@ -193,15 +204,25 @@ def _moments_of(x: int, view: tuple, readers: dict, reshapes: dict, values: list
     return None
 
 
-def _relu_after(call: OpCall, readers: dict, live_after: set) -> OpCall | None:
-    """The relu that is the only reader of the call's output, when that output is not kept."""
+# The activations the fold kernel applies (numdiff.kernels.norm_fold), with the attrs each takes.
+_FOLDED_ACTIVATIONS = {"relu": set(), "leaky_relu": {"negative_slope"}, "hardtanh": {"min_val", "max_val"}}
+
+
+def _activation_after(call: OpCall, readers: dict, live_after: set, values: list) -> tuple:
+    """(the relu, leaky_relu or hardtanh (relu6) reading the call's output, whether that output must
+    stay an array of its own): it must when it is kept (leaky_relu's backward reads it) or another
+    call reads it too. (None, False) when no such activation reads it."""
     found = readers.get(call.output, [])
-    if call.output in live_after or len(found) != 1:
-        return None
-    relu = found[0]
-    if not _plain(relu, "relu") or relu.inputs != [call.output] or relu.attrs or relu.ctx_outputs:
-        return None
-    return relu
+    for activation in found:
+        attrs = _FOLDED_ACTIVATIONS.get(activation.op_name)
+        if attrs is None or not _plain(activation, activation.op_name) or set(activation.attrs) != attrs \
+                or not all(type(value) is float for value in activation.attrs.values()):
+            continue
+        if activation.inputs != [call.output] or activation.ctx_outputs \
+                or np.dtype(values[activation.output].dtype) != np.dtype(values[call.output].dtype):
+            continue
+        return activation, call.output in live_after or len(found) > 1
+    return None, False
 
 
 def fold_lines(call: OpCall, values: list, ref: Any) -> list:
@@ -218,16 +239,20 @@ def fold_lines(call: OpCall, values: list, ref: Any) -> list:
     def buffer(index: int | None, shape: tuple) -> str:
         return f"v{index}" if index is not None else f"np.empty({shape!r}, {dtype.name!r})"
 
-    out = call.output
+    out, kept = call.output, call.attrs["kept"]
+    normed = out if kept is None else kept
     residual = f"_c(v{call.inputs[3]}).reshape({view!r})" if len(call.inputs) == 4 else "None"
-    lines = [f"v{out} = np.empty({tuple(values[out].shape)!r}, {dtype.name!r})"]
+    lines = [f"v{index} = np.empty({tuple(values[index].shape)!r}, {dtype.name!r})" for index in sorted({out, normed})]
     for key, shape in (("mean", stats), ("rstd", stats), ("moments", (2, *stats))):
         if call.attrs[key] is not None:
             lines.append(f"v{call.attrs[key]} = np.empty({shape!r}, {dtype.name!r})")
+    extra = "".join(f", {name}={value!r}" for name, value in sorted(call.attrs["activation_attrs"].items()))
+    if kept is not None:
+        extra += f", activated=v{out}.reshape({view!r})"
     lines.append(
         f"group_norm_forward_fold(_c(v{x}).reshape({view!r}), {param(weight, 1.0)}, {param(bias, 0.0)}, "
-        f"{float(call.attrs['eps'])!r}, v{out}.reshape({view!r}), {buffer(call.attrs['mean'], stats)}, "
-        f"{buffer(call.attrs['rstd'], stats)}, {buffer(call.attrs['moments'], (2, *stats))}, {call.attrs['relu']!r}, "
-        f"{residual})"
+        f"{float(call.attrs['eps'])!r}, v{normed}.reshape({view!r}), {buffer(call.attrs['mean'], stats)}, "
+        f"{buffer(call.attrs['rstd'], stats)}, {buffer(call.attrs['moments'], (2, *stats))}, "
+        f"{call.attrs['activation']!r}, {residual}{extra})"
     )
     return lines

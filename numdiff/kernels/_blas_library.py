@@ -13,7 +13,8 @@ capsules or ``libmkl_rt``'s exports) are registered with LLVM under the names in
 the name, not to an address, so Numba's on-disk cache stays valid from one process to the next
 and across a change of library.
 
-The factorization pieces of numdiff.kernels.linalg_blocked (``getrf``, ``potrf``, ``trsm``, ``trmm``)
+The factorization pieces of numdiff.kernels.linalg_blocked (``getrf``, ``potrf``, ``trsm``, ``trmm``) and
+of numdiff.kernels.linalg_split (``sytrd``, ``stedc``, ``gebrd``, ``bdsdc``)
 always come from SciPy's ``cython_lapack``/``cython_blas`` (the OpenBLAS numdiff holds at one thread),
 registered under :data:`FACTOR_SYMBOLS` by :func:`register_factor_symbols`.
 
@@ -46,8 +47,8 @@ __all__ = [
 ENVIRONMENT_VARIABLE = "NUMDIFF_BLAS"
 CHOICES = ("auto", "mkl", "scipy")
 GEMM_SYMBOLS = {"s": "numdiff_sgemm", "d": "numdiff_dgemm"}
-FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}"
-                  for kind in "sd" for routine in ("getrf", "potrf", "trsm", "trmm")}
+FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}" for kind in "sd"
+                  for routine in ("getrf", "potrf", "trsm", "trmm", "sytrd", "stedc", "gebrd", "bdsdc")}
 
 _MKL_THREADING_SEQUENTIAL = 1
 _MKL_INTERFACE_LP64 = 0
@@ -196,8 +197,8 @@ _FACTORS_REGISTERED: list[bool] = []
 
 
 def register_factor_symbols() -> None:
-    """Register SciPy's ``getrf``, ``potrf``, ``trsm`` and ``trmm`` (both precisions) with LLVM under
-    :data:`FACTOR_SYMBOLS`, once per process, for numdiff.kernels.linalg_blocked.
+    """Register SciPy's LAPACK and BLAS routines named in :data:`FACTOR_SYMBOLS` (both precisions) with
+    LLVM, once per process, for numdiff.kernels.linalg_blocked and linalg_split.
 
     >>> register_factor_symbols()
     """

@@ -39,9 +39,10 @@ from typing import Any
 import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
+from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 
-__all__ = ["KernelCacheWarning", "SelfHealingCache", "njit"]
+__all__ = ["CachedDispatcher", "KernelCacheWarning", "SelfHealingCache", "njit"]
 
 _DATA_MAGIC = b"numdiff-sha256\n"
 _DIGEST_BYTES = hashlib.sha256().digest_size
@@ -168,6 +169,18 @@ def _object_code(data: tuple) -> bytes:
     return b""
 
 
+class CachedDispatcher(CPUDispatcher):
+    """Numba's CPU dispatcher for a kernel with a `SelfHealingCache`: the extension scan waits for a
+    compile (see module)."""
+
+    def _compilation_chain_init_hook(self) -> None:
+        # Numba calls this before typing the arguments of a call it has no machine code for, to load
+        # third-party extensions; numdiff's kernels take arrays and numbers, which need none, and the
+        # compiler's CPU target loads every extension when it refreshes (numba.core.cpu), before
+        # it types a kernel. So a call served from the disk cache skips the scan.
+        pass
+
+
 def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
     """numba.njit (used as ``@njit`` or ``@njit(**options)``), with `SelfHealingCache` as the disk
     cache when ``cache=True``.
@@ -182,9 +195,14 @@ def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
     def compile_lazily(func: Callable[..., Any]) -> Dispatcher:
         # Numba's own cache=True would set up a FunctionCache (and test-write its folder) here, only
         # to be replaced.
-        dispatcher = numba.njit(**{**options, "cache": False})(func)
-        if options.get("cache"):
-            dispatcher._cache = SelfHealingCache(dispatcher.py_func)
+        if not options.get("cache") or numba.config.DISABLE_JIT:
+            return numba.njit(**options)(func)
+        # What numba.njit(**options) builds, as a CachedDispatcher, and without its FunctionCache.
+        targetoptions = {name: value for name, value in options.items() if name not in ("cache", "locals")}
+        targetoptions.update(nopython=True, boundscheck=options.get("boundscheck"))
+        dispatcher = CachedDispatcher(py_func=func, locals=dict(options.get("locals", {})),
+                                      targetoptions=targetoptions)
+        dispatcher._cache = SelfHealingCache(func)
         return dispatcher
 
     return compile_lazily if function is None else compile_lazily(function)

@@ -60,7 +60,10 @@ def _forward(q, k, v, bias, scale, causal, out):
             row = scores[i]
             # Under a causal mask, row i's keys past i are -inf: their probabilities are 0.
             seen = min(i + 1, cols) if causal else cols
-            top = -np.inf
+            # Constants in the scores' precision: a float64 -inf or 1.0 made a float32 row's exp
+            # and scaling run in float64, at half the SIMD lanes (1.48 -> 1.10 ms with B 16, 4 heads,
+            # T 64, E 32, causal, one thread; PyTorch 0.92).
+            top = _vecmath.like(-np.inf, out[b, i, width])
             for j in range(seen):
                 top = max(top, row[j])
             if top == -np.inf:  # sees no key: zero probabilities, output 0
@@ -74,7 +77,7 @@ def _forward(q, k, v, bias, scale, causal, out):
                 row[j] = _vecmath.exp(row[j] - top)
             row[seen:] = 0.0
             total = _vecmath.lane_sum(row[:seen])
-            inverse = 1.0 / total
+            inverse = _vecmath.like(1.0 / total, top)
             for j in range(seen):
                 row[j] *= inverse
             out[b, i, width] = top + np.log(total)

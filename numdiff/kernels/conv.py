@@ -59,6 +59,8 @@ computes nothing and gives a zero weight gradient.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from numdiff._ground.conv_geometry import conv2d_geometry, conv_output_size
@@ -269,14 +271,27 @@ def conv2d_backward_input(
     check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
     if sizes is None:
         return grad_in
-    if core in _CORES["backward_input"] and routing.gather_input_gradient(
-        weight.shape[0] // groups, weight.shape[1], tuple(stride)
-    ):
+    if backward_input_gathers(core, weight.shape, stride, groups):
         return _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups)
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
     prepare_blas()
     core(go4, w3, dx5, *sizes)
     return grad_in
+
+
+def backward_input_gathers(core: Any, weight_shape: tuple, stride: tuple, groups: int) -> bool:
+    """Whether :func:`conv2d_backward_input`, planned to run `core` (:func:`conv2d_plan`), runs as a
+    forward convolution of the flipped weight instead (_conv_routing.gather_input_gradient); a caller
+    of the planned core (numdiff.compile) then calls conv2d_backward_input itself.
+
+    >>> core, _ = conv2d_plan("backward_input", (3, 16, 14, 14), (2, 16, 3, 3), (3, 2, 12, 12), (1, 1), (0,) * 4,
+    ...                       (1, 1), 1)
+    >>> backward_input_gathers(core, (2, 16, 3, 3), (1, 1), 1), backward_input_gathers(core, (2, 16, 3, 3), (2, 2), 1)
+    (True, False)
+    """
+    return core in _CORES["backward_input"] and routing.gather_input_gradient(
+        weight_shape[0] // groups, weight_shape[1], tuple(stride)
+    )
 
 
 def _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups):

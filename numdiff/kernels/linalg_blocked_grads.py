@@ -143,9 +143,17 @@ def cholesky_backward_blocked(low: np.ndarray, grad: np.ndarray, threads: int = 
 
 
 @njit(cache=True, nogil=True)
-def _lower_rows(a, b, out, r0, r1):
-    """Rows r0:r1 of a b^T, up to their diagonal block's last column."""
-    gemm(False, True, 1.0, a[r0:r1], b[:r1], 0.0, out[r0:r1, :r1])
+def _lower_rows(a, b, out, r0, r1, a_t, b_t):
+    """Rows r0:r1 of a b^T, up to their diagonal block's last column; `a_t` (`b_t`): the array passed
+    is a's (b's) transpose, row-major."""
+    if a_t and b_t:
+        gemm(True, False, 1.0, a[:, r0:r1], b[:, :r1], 0.0, out[r0:r1, :r1])
+    elif a_t:
+        gemm(True, True, 1.0, a[:, r0:r1], b[:r1], 0.0, out[r0:r1, :r1])
+    elif b_t:
+        gemm(False, False, 1.0, a[r0:r1], b[:, :r1], 0.0, out[r0:r1, :r1])
+    else:
+        gemm(False, True, 1.0, a[r0:r1], b[:r1], 0.0, out[r0:r1, :r1])
 
 
 @njit(cache=True, nogil=True)
@@ -160,13 +168,13 @@ def _mirror_rows(out, r0, r1):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _symmetric_product_t(a, b, out, chunk, parts):
+def _symmetric_product_t(a, b, out, chunk, parts, a_t, b_t):
     n = out.shape[0]
     blocks = (n + chunk - 1) // chunk
     for t in prange(parts):
         for r in range(blocks):
             if _owner(blocks - 1 - r, parts) == t:  # the widest rows (the last) dealt first
-                _lower_rows(a, b, out, r * chunk, min(n, (r + 1) * chunk))
+                _lower_rows(a, b, out, r * chunk, min(n, (r + 1) * chunk), a_t, b_t)
     tiles = (n + _TILE - 1) // _TILE
     for t in prange(parts):
         for r in range(tiles):
@@ -193,5 +201,13 @@ def symmetric_product(a: np.ndarray, b: np.ndarray, threads: int = 1, chunk: int
     prepare_blas()
     out = np.empty((a.shape[0], a.shape[0]), dtype=a.dtype)
     if out.size:
-        _symmetric_product_t(np.ascontiguousarray(a), np.ascontiguousarray(b), out, chunk, threads)
+        # A Fortran-ordered operand (eigh's V) goes in as its row-major transpose: no transposing copy.
+        a_t, b_t = _stored_transposed(a), _stored_transposed(b)
+        _symmetric_product_t(np.ascontiguousarray(a.T if a_t else a), np.ascontiguousarray(b.T if b_t else b), out,
+                             chunk, threads, a_t, b_t)
     return out
+
+
+def _stored_transposed(x: np.ndarray) -> bool:
+    """Whether x is laid out as a row-major transpose (Fortran order) and not also row-major."""
+    return bool(x.flags.f_contiguous and not x.flags.c_contiguous)

@@ -1,23 +1,29 @@
-"""Group normalisation forward with its statistics and a following ReLU in one kernel (CPU, Numba):
-what numdiff.compile runs for a traced ``grouped_moments`` + ``grouped_norm`` (+ ``relu``).
+"""Group normalisation forward with its statistics and a following ReLU, LeakyReLU or Hardtanh
+(ReLU6) in one kernel (CPU, Numba): what numdiff.compile runs for a traced ``grouped_moments`` +
+``grouped_norm`` (+ ``relu``, ``leaky_relu`` or ``hardtanh``).
 
 BatchNorm in training computes each channel's moments twice in eager mode: once by
-``group_norm_moments`` for the running statistics, once inside ``group_norm_forward``; a ReLU
-after it is one more read and write of the whole activation. A compiled graph knows all three
-calls at build time, so it runs them as this one kernel: per (b, g) group the same two-pass
+``group_norm_moments`` for the running statistics, once inside ``group_norm_forward``; an
+activation after it is one more read and write of the whole activation. A compiled graph knows all
+three calls at build time, so it runs them as this one kernel: per (b, g) group the same two-pass
 moments as numdiff.kernels.norm (float64 sums), stored to `moments` (mean, biased variance), `mean`
-and `rstd`, then one sweep writing ``out = x * scale + shift``, through ``0 if v <= 0 else v``
-(relu's rule: NaN passes) when `relu` is set, after adding a `residual` (a ResNet block's
-shortcut) to the stored values when one is given. Every number is computed by the same expressions,
-in the same order, as the three eager kernels, so the results agree bit for bit.
+and `rstd`, then one sweep writing ``out = x * scale + shift``, after adding a `residual` (a ResNet
+block's shortcut) to the stored values when one is given, through the activation: relu's
+``0 if v <= 0 else v`` (NaN passes), leaky_relu's ``v if v > 0 else v * slope`` or hardtanh's
+clamp (relu6). When the value
+before the activation is kept (leaky_relu's backward reads its input), the sweep writes both arrays,
+`out` and `activated`, from the row while it is in cache. Every number is computed by the same
+expressions, in the same order, as the eager kernels, so the results agree bit for bit.
 
-Shapes: x and out (B, N, G, K, S) (the view of numdiff.kernels.norm), weight and bias (G, K),
-mean and rstd (B, G), moments (2, B, G). Loop nest: the (b, g) groups in parallel (prange over
-B * G; a serial build below 32768 elements or at one thread, numdiff.kernels._parallel); the sweep's innermost loop runs over s (over k when S = 1), vectorised by LLVM.
+Shapes: x, out and activated (B, N, G, K, S) (the view of numdiff.kernels.norm), weight and bias
+(G, K), mean and rstd (B, G), moments (2, B, G). Loop nest: the (b, g) groups in parallel (prange
+over B * G; a serial build below 32768 elements or at one thread, numdiff.kernels._parallel); the
+sweep's innermost loop runs over s (over k when S = 1), vectorised by LLVM.
 Extra memory: none. The three eager kernels take two passes over x for the moments, three more in
-the norm, two for the relu; this one takes three. Measured (float32, one thread, thread CPU time):
-BatchNorm 64 x 32 x 32 x 32 1.47 ms against 3.05 for the three, 64 x 64 x 16 x 16 0.70 against 1.47,
-InstanceNorm 8 x 32 x 64 x 64 0.49 against 1.19 (benchmarks/RESULTS.md).
+the norm, two for the activation; this one takes three (four when both arrays are written).
+Measured (float32, one thread, thread CPU time): BatchNorm 64 x 32 x 32 x 32 with relu 1.47 ms
+against 3.05 for the three, 64 x 64 x 16 x 16 0.70 against 1.47, InstanceNorm 8 x 32 x 64 x 64 0.49
+against 1.19 (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -35,11 +41,19 @@ from numdiff.kernels.norm import _group_moments
 __all__ = ["group_norm_forward_fold"]
 
 
-def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_residual, relu):
+NO_ACTIVATION, RELU, LEAKY_RELU, HARDTANH = 0, 1, 2, 3
+ACTIVATIONS = {None: NO_ACTIVATION, "relu": RELU, "leaky_relu": LEAKY_RELU, "hardtanh": HARDTANH}
+"""The activations the sweep can apply, by the name of their op, as the kernel's `act` code."""
+
+
+def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_residual, act, low, high, activated,
+                  separate):
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
     of = out.reshape((batches, n_count, groups, k_count * s_count))
     rf = residual.reshape((batches, n_count, groups, k_count * s_count))
+    af = activated.reshape((batches, n_count, groups, k_count * s_count))
+    epilogue = add_residual or act != NO_ACTIVATION
     for job in prange(batches * groups):
         b = job // groups
         g = job - b * groups
@@ -53,31 +67,89 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_
             for n in range(n_count):
                 for k in range(k_count):
                     of[b, n, g, k] = (xf[b, n, g, k] - mu) * r * weight[g, k] + bias[g, k]
-                if add_residual or relu:
-                    _epilogue(of[b, n, g], rf[b, n, g], add_residual, relu)
+                if epilogue:
+                    _epilogue(of[b, n, g], rf[b, n, g], af[b, n, g], add_residual, act, low, high, separate)
             continue
         for k in range(k_count):
             scale = weight[g, k] * r
             shift = bias[g, k] - mu * scale
             for n in range(n_count):
-                if relu and not add_residual:
-                    for s in range(s_count):
-                        # The sign of the float64 value is the sign of its rounding: relu of either agrees.
-                        v = x[b, n, g, k, s] * scale + shift
-                        out[b, n, g, k, s] = 0.0 if v <= 0.0 else v
-                else:
+                if add_residual:
                     for s in range(s_count):
                         out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
-                    if add_residual:  # on the stored (rounded) values, as eager's add reads them
-                        _epilogue(out[b, n, g, k], residual[b, n, g, k], add_residual, relu)
+                    # on the stored (rounded) values, as eager's add and activation read them
+                    _epilogue(out[b, n, g, k], residual[b, n, g, k], activated[b, n, g, k], add_residual, act,
+                              low, high, separate)
+                else:
+                    _sweep(x[b, n, g, k], out[b, n, g, k], activated[b, n, g, k], scale, shift, act, low, high,
+                           separate)
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _epilogue(row, residual_row, add_residual, relu):
-    """row <- relu(row + residual_row) (each step when asked), in row's dtype: one row, still in cache."""
+def _activate(v, act, low, high):
+    """relu's ``0 if v <= 0 else v`` (NaN passes), leaky_relu's ``v if v > 0 else v * low`` (the
+    product in float64, as eager's kernel takes it) or hardtanh's clamp to [low, high] (NaN passes), of
+    a value already in the row's dtype."""
+    if act == RELU:
+        return 0.0 if v <= 0.0 else v
+    if act == LEAKY_RELU:
+        return v if v > 0.0 else v * low
+    if act == HARDTANH:
+        return low if v < low else (high if v > high else v)
+    return v
+
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+def _sweep(x_row, out_row, activated_row, scale, shift, act, low, high, separate):
+    """out_row <- x_row * scale + shift, then the activation, in place or into activated_row: one loop
+    per case, so that each vectorises (a branch on `act` inside the loop kept LLVM from it)."""
+    if act == NO_ACTIVATION:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+    elif act == RELU and not separate:
+        for s in range(x_row.shape[0]):
+            # The sign of the float64 value is the sign of its rounding: relu of either agrees.
+            v = x_row[s] * scale + shift
+            out_row[s] = 0.0 if v <= 0.0 else v
+    elif act == RELU:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            activated_row[s] = 0.0 if v <= 0.0 else v
+    elif act == LEAKY_RELU and separate:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]  # leaky_relu reads the rounded value; its product is taken in float64
+            activated_row[s] = v if v > 0.0 else v * low
+    elif act == LEAKY_RELU:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            out_row[s] = v if v > 0.0 else v * low
+    elif separate:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            activated_row[s] = low if v < low else (high if v > high else v)
+    else:
+        for s in range(x_row.shape[0]):
+            out_row[s] = x_row[s] * scale + shift
+            v = out_row[s]
+            out_row[s] = low if v < low else (high if v > high else v)
+
+
+@njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+def _epilogue(row, residual_row, activated_row, add_residual, act, low, high, separate):
+    """row <- row + residual_row (when asked), then the activation of it, into row itself or, when
+    `separate` (the value before the activation is kept), into activated_row; in row's dtype, one row
+    still in cache."""
     for i in range(row.shape[0]):
         v = row[i] + residual_row[i] if add_residual else row[i]
-        row[i] = 0.0 if relu and v <= 0.0 else v
+        if separate:
+            row[i] = v
+            activated_row[i] = _activate(row[i], act, low, high)
+        else:
+            row[i] = _activate(v, act, low, high)
 
 
 # Serial below GRAIN_ELEMENTS or at one thread (no parallel region to open), and with an empty cache
@@ -87,31 +159,45 @@ _FORWARD_FOLD = serial_and_parallel(_forward_fold, nogil=True, error_model="nump
 
 def group_norm_forward_fold(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray,
-    rstd: np.ndarray, moments: np.ndarray, relu: bool, residual: np.ndarray | None = None,
+    rstd: np.ndarray, moments: np.ndarray, activation: str | None, residual: np.ndarray | None = None,
+    negative_slope: float = 0.0, activated: np.ndarray | None = None, min_val: float = -1.0, max_val: float = 1.0,
 ) -> np.ndarray:  # fmt: skip
     """out (B, N, G, K, S) <- x normalised per (b, g), scaled and shifted per (g, k), plus `residual`
-    (x's shape) when one is given, then ReLU'd when `relu`; mean and rstd (B, G) as
-    numdiff.kernels.norm.group_norm_forward leaves them, and moments (2, B, G) as group_norm_moments
-    does. See the module docstring.
+    (x's shape) when one is given, then `activation` applied: "relu", "leaky_relu" with
+    `negative_slope`, "hardtanh" with `min_val` and `max_val` (relu6), or None. With `activated`
+    (x's shape) given, out keeps the value before the activation and `activated` receives it after
+    (a backward reads the norm's output). mean and rstd (B, G) as numdiff.kernels.norm.group_norm_forward
+    leaves them, and moments (2, B, G) as group_norm_moments does. Returns the activated array. See
+    the module docstring.
 
     >>> x = np.arange(4.0).reshape(1, 2, 1, 1, 2); out = np.empty_like(x); m = np.empty((2, 1, 1))
     >>> _ = group_norm_forward_fold(x, np.ones((1, 1)), np.zeros((1, 1)), 0.0, out, np.empty((1, 1)),
-    ...                             np.empty((1, 1)), m, True)
+    ...                             np.empty((1, 1)), m, "relu")
     >>> out.ravel().round(4).tolist(), m.ravel().tolist()
     ([0.0, 0.0, 0.4472, 1.3416], [1.5, 1.25])
     """
     op = "group_norm_forward_fold"
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{op}: activation must be one of {sorted(a for a in ACTIVATIONS if a)} or None, "
+                         f"got {activation!r}")
+    if activated is not None and activation is None:
+        raise ValueError(f"{op}: an activated array was given without an activation")
     given = {} if residual is None else {"residual": residual}
+    if activated is not None:
+        given["activated"] = activated
     check_float_arrays(op, x=x, weight=weight, bias=bias, out=out, mean=mean, rstd=rstd, moments=moments, **given)
     if x.ndim != 5:
         raise ValueError(f"{op}: x must be a 5-D view (B, N, G, K, S), got shape {x.shape}")
     batches, _, groups, k_count, _ = x.shape
     expected = {"weight": (groups, k_count), "bias": (groups, k_count), "out": x.shape, "mean": (batches, groups),
-                "rstd": (batches, groups), "moments": (2, batches, groups), "residual": x.shape}  # fmt: skip
+                "rstd": (batches, groups), "moments": (2, batches, groups), "residual": x.shape,
+                "activated": x.shape}  # fmt: skip
     for name, arr in (("weight", weight), ("bias", bias), ("out", out), ("mean", mean), ("rstd", rstd),
                       ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
     kernel = _FORWARD_FOLD.pick(x.size)[0]
+    low, high = (float(min_val), float(max_val)) if activation == "hardtanh" else (float(negative_slope), 0.0)
     kernel(x, weight, bias, float(eps), out, mean, rstd, moments, x if residual is None else residual,
-           residual is not None, bool(relu))
-    return out
+           residual is not None, ACTIVATIONS[activation], low, high, out if activated is None else activated,
+           activated is not None)
+    return out if activated is None else activated

@@ -13,8 +13,9 @@ core (2026-12-06, load 4.5 on 2 cores, medians of 5, one thread against two: ges
 syevd 124 against 417, getri 24 against 120). Parallelism comes from numdiff's threads instead: LU
 (solve, slogdet), Cholesky and triangular solves of order BLOCKED_MIN_ORDER and more, at more than one
 thread, go to numdiff.kernels.linalg_blocked (LAPACK's blocked algorithms with the trailing updates
-split over Numba's threads; inv as the LU's solve on the identity), and the backward formulas'
-products to numdiff's GEMM.
+split over Numba's threads; inv as the LU's solve on the identity), eigh and a square svd of order
+SPLIT_MIN_ORDER and more to numdiff.kernels.linalg_split (syevd's and gesdd's steps, their back-transforms
+as GEMMs split over numdiff's threads), and the backward formulas' products to numdiff's GEMM.
 
 Two ways the same factorization is not computed twice:
 
@@ -50,6 +51,7 @@ _numba = lazy_module("numba")
 _small = lazy_module("numdiff.kernels.linalg_small")
 _blocked = lazy_module("numdiff.kernels.linalg_blocked")
 _blocked_grads = lazy_module("numdiff.kernels.linalg_blocked_grads")
+_split = lazy_module("numdiff.kernels.linalg_split")
 
 _SMALL = 32  # matrices of at most this order, in a batch, go through NumPy's batched loop
 
@@ -58,6 +60,7 @@ _EIGH_KERNEL_MAX_ORDER = 10  # eigh of matrices up to this order: the batched Ja
 _SVD_KERNEL_MAX_ORDER = 16  # svd of matrices of at most this many rows and columns: one-sided Jacobi
 CHOLESKY_GRAD_BLOCKED_MIN_ORDER = 32  # the Cholesky backward from this order: numdiff.kernels.linalg_blocked_grads
 BLOCKED_MIN_ORDER = 256  # LU and Cholesky from this order, at more than one thread: numdiff.kernels.linalg_blocked
+SPLIT_MIN_ORDER = 256  # eigh and a square svd from this order: numdiff.kernels.linalg_split
 
 _memo = threading.local()
 
@@ -68,7 +71,8 @@ def lapack_description() -> str:
             f"loop for batches of order <= {_SMALL}; numdiff's batched kernels for LU (solve, slogdet) up to "
             f"order {_LU_KERNEL_MAX_ORDER}, eigh up to order {_EIGH_KERNEL_MAX_ORDER} and svd up to {_SVD_KERNEL_MAX_ORDER}; "
             f"numdiff's blocked LU and Cholesky, split over its threads, from order {BLOCKED_MIN_ORDER} at more "
-            "than one thread")
+            f"than one thread; eigh and a square svd from order {SPLIT_MIN_ORDER} by LAPACK's steps with their "
+            "back-transforms split over its threads")
 
 
 @contextmanager
@@ -98,8 +102,10 @@ def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: C
     """``numpy_fn(a)`` for a batch of small matrices, else ``scipy_fn`` on each matrix, restacked."""
     if a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL and a.size:
         return numpy_fn(a)
-    flat = a.reshape((-1,) + a.shape[-2:])
     _blas.prepare_blas()
+    if a.ndim == 2:  # one matrix: its results as they come (restacking copied each, ~2 MB at order 512)
+        return scipy_fn(a)
+    flat = a.reshape((-1,) + a.shape[-2:])
     results = [scipy_fn(m) for m in flat]
     batch = a.shape[:-2]
     if isinstance(results[0], tuple):
@@ -147,8 +153,9 @@ def failing_minor(m: np.ndarray) -> int:
 
 
 LUFactors = tuple
-"""(lu, piv): of one matrix as scipy.linalg.lu_factor returns them (2-D lu), or of a (batch, n, n)
-stack as numdiff.kernels.linalg_small.lu_factor_batched does (3-D lu)."""
+"""(lu, piv, of_transpose) of one matrix as scipy.linalg.lu_factor returns (lu, piv), of A^T when
+`of_transpose` (see :func:`_lu_factor`); or (lu, piv) of a (batch, n, n) stack as
+numdiff.kernels.linalg_small.lu_factor_batched gives them (3-D lu)."""
 
 
 def _kernel_order(a: np.ndarray, largest: int) -> bool:
@@ -200,19 +207,27 @@ def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, LUFactors | None]:
 
 
 def _lu_factor(a: np.ndarray) -> LUFactors:
-    threads = blocked_threads(a)
-    if threads and a.shape[-2] == a.shape[-1]:
-        lu, piv, _ = _blocked.lu_factor_blocked(a, threads=threads)  # a zero pivot stays in U, as below
-        return lu, piv
+    """LU factors of one square matrix. LAPACK factors a column-major copy: a row-major A's memory is
+    A^T column-major, so A^T is factored from a plain copy (order 512: 0.09 ms) instead of A from a
+    transposing one (0.9 ms, a sixth of solve's time at two threads); solve_factored swaps the
+    solves' transposition to match (A = U^T L^T P^T), and A^T's factors give the same det."""
+    of_transpose = bool(a.flags.c_contiguous and not a.flags.f_contiguous)
+    m = a.T if of_transpose else a
+    threads = blocked_threads(m)
+    if threads:
+        lu, piv, _ = _blocked.lu_factor_blocked(m, threads=threads)  # a zero pivot stays in U, as below
+        return lu, piv, of_transpose
     _blas.prepare_blas()
     with warnings.catch_warnings():  # an exactly singular A: its zero pivot, as torch
         warnings.simplefilter("ignore", scipy_linalg.LinAlgWarning)
-        return scipy_linalg.lu_factor(a, check_finite=False)
+        return (*scipy_linalg.lu_factor(m, check_finite=False), of_transpose)
 
 
 def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.ndarray:
     """A^-1 B (or A^-T B) from A's LU factors: two triangular solves."""
     lu = factors[0]
+    if lu.ndim == 2 and factors[2]:  # factors of A^T: A^-1 B = A^T^-T B
+        transposed = not transposed
     if lu.ndim == 3:
         # B is a matrix per factored matrix, or one matrix for all of them (an identity for A^-T).
         shared = b.ndim == 2
@@ -224,7 +239,7 @@ def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.nd
     if threads and b.ndim == 2 and b.dtype == lu.dtype:
         return _blocked.lu_solve_blocked(lu, factors[1], b, transposed, threads)
     _blas.prepare_blas()
-    return scipy_linalg.lu_solve(factors, b, trans=1 if transposed else 0, check_finite=False)
+    return scipy_linalg.lu_solve(factors[:2], b, trans=1 if transposed else 0, check_finite=False)
 
 
 def inv(a: np.ndarray) -> np.ndarray:
@@ -238,18 +253,50 @@ def inv(a: np.ndarray) -> np.ndarray:
 def _inverse_blocked(m: np.ndarray, threads: int) -> np.ndarray:
     """A^-1 by the blocked LU and its solve on the identity, both split over `threads` (getri instead
     would run on one OpenBLAS thread)."""
-    lu, piv, info = _blocked.lu_factor_blocked(m, threads=threads)
+    of_transpose = bool(m.flags.c_contiguous and not m.flags.f_contiguous)  # as _lu_factor
+    lu, piv, info = _blocked.lu_factor_blocked(m.T if of_transpose else m, threads=threads)
     if info:
         raise np.linalg.LinAlgError("Singular matrix")
-    return _blocked.lu_solve_blocked(lu, piv, np.eye(len(m), dtype=m.dtype), False, threads)
+    return _blocked.lu_solve_blocked(lu, piv, np.eye(len(m), dtype=m.dtype), of_transpose, threads)
 
 
 def eigh(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
     if _kernel_order(a, _EIGH_KERNEL_MAX_ORDER):
         return _remembered(("eigh", upper), a, lambda: _eigh_kernel(a, upper))
     return _remembered(("eigh", upper), a, lambda: per_matrix(
-        a, lambda m: scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
+        a, lambda m: _eigh_split(m, upper) or scipy_linalg.eigh(m, lower=not upper, check_finite=False, driver="evd"),
         lambda x: np.linalg.eigh(x, UPLO="U" if upper else "L")))
+
+
+def _split_shape(m: np.ndarray) -> bool:
+    """Whether a matrix may go to numdiff.kernels.linalg_split: square float32/64 of order SPLIT_MIN_ORDER or more."""
+    return m.shape[-1] >= SPLIT_MIN_ORDER and m.shape[0] == m.shape[1] and m.dtype in (np.float32, np.float64)
+
+
+def _split_route(m: np.ndarray, largest: float) -> bool:
+    """Whether `m` (of :func:`_split_shape`) goes to numdiff.kernels.linalg_split: `largest`, the largest
+    |entry| of the part the driver reads, where syevd and gesdd do not rescale first (NaN and inf fail
+    this and stay on the driver, which reports them as it does)."""
+    small = np.sqrt(np.finfo(m.dtype).tiny) / np.finfo(m.dtype).eps
+    return bool(small <= largest <= 1 / small)
+
+
+def _eigh_split(m: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """syevd's steps, the back-transform split over numdiff's threads; None where syevd should run
+    (_split_route, or stedc failed)."""
+    if not _split_shape(m) or not _split_route(m, _split.triangle_largest(m, upper)):
+        return None
+    w, v, info = _split.eigh_split(m, upper, max(1, _numba.get_num_threads()))
+    return None if info else (w, v)
+
+
+def _svd_split(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """gesdd's steps for a square matrix, both back-transforms split over numdiff's threads; None where
+    gesdd should run (_split_route, or bdsdc failed)."""
+    if not _split_shape(m) or not _split_route(m, np.abs(m).max()):
+        return None
+    u, s, vh, info = _split.svd_split(m, max(1, _numba.get_num_threads()))
+    return None if info else (u, s, vh)
 
 
 def _eigh_kernel(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +331,7 @@ def svd(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if _kernel_order(a, _SVD_KERNEL_MAX_ORDER) and a.shape[-2] <= _SVD_KERNEL_MAX_ORDER and a.shape[-2] > 0:
         return _remembered(("svd",), a, lambda: _svd_kernel(a))
     return _remembered(("svd",), a, lambda: per_matrix(
-        a, lambda m: scipy_linalg.svd(m, full_matrices=False, check_finite=False),
+        a, lambda m: _svd_split(m) or scipy_linalg.svd(m, full_matrices=False, check_finite=False),
         lambda x: np.linalg.svd(x, full_matrices=False)))
 
 
@@ -312,7 +359,7 @@ def _slogdet(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, LUFactors | None]:
         sign, logabs = per_matrix(a, lambda m: _slogdet(m)[:2], np.linalg.slogdet)
         return sign, logabs, None
     factors = _lu_factor(a)
-    lu, piv = factors
+    lu, piv = factors[:2]  # of A or of A^T: the same determinant
     diag = np.diagonal(lu)
     swaps = np.count_nonzero(piv != np.arange(len(piv)))
     sign = (-1.0) ** swaps * np.prod(np.sign(diag))

@@ -126,6 +126,23 @@ class GetItem(Function):
     def backward(ctx, grad):
         return (IndexAddIntoZeros.apply(grad, key=ctx.key, shape=ctx.input_shape),)
 
+    @staticmethod
+    def backward_into(ctx, grad, buffer):
+        """First order on host arrays: `grad` added into x's gradient `buffer` at the key (a zero
+        buffer when None), so the pieces of a split write one array (numdiff.autograd._grad_buffers)."""
+        key = ctx.key
+        if _is_basic(key):  # a basic key reaches each element once: the first piece is assigned
+            if buffer is None:
+                buffer = np.zeros(ctx.input_shape, dtype=grad.dtype)
+                buffer[key] = grad
+            else:
+                buffer[key] += grad
+        else:
+            if buffer is None:
+                buffer = np.zeros(ctx.input_shape, dtype=grad.dtype)
+            backend_for(buffer).add_at(buffer, key, grad)
+        return buffer
+
 
 @register("index_add_into_zeros", compile="call", launchers=("add_at",))
 class IndexAddIntoZeros(Function):

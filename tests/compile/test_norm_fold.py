@@ -121,7 +121,8 @@ def test_a_norm_output_read_elsewhere_keeps_its_own_array_and_still_shares_the_s
     (trace,) = [t for traces in compiled.compiled.traces.values() for t in traces]
     forward = trace.program.source.split("def backward(")[0]
     assert "group_norm_forward_fold(" in forward and "GroupedMoments" not in forward
-    assert forward.count(", True)") == 0  # the norm's output is kept, so no relu is folded into it
+    # The norm's output is kept (or read twice), so the activation is written to an array of its own.
+    assert forward.count("activated=") == 1 and "Relu_forward" not in forward
 
 
 @pytest.mark.parametrize(("view", "dtype"), [((1, 8, 4, 1, 50), np.float32), ((1, 16, 3, 1, 1), np.float64),
@@ -133,7 +134,7 @@ def test_the_fold_kernel_equals_the_eager_kernels_bit_for_bit(view, dtype, relu)
     weight, bias = rng.standard_normal(view[2:4]).astype(dtype), rng.standard_normal(view[2:4]).astype(dtype)
     out, mean, rstd = np.empty_like(x), np.empty((view[0], view[2]), dtype), np.empty((view[0], view[2]), dtype)
     moments = np.empty((2, view[0], view[2]), dtype)
-    group_norm_forward_fold(x, weight, bias, 1e-5, out, mean, rstd, moments, relu)
+    group_norm_forward_fold(x, weight, bias, 1e-5, out, mean, rstd, moments, "relu" if relu else None)
     expected, expected_mean, expected_rstd = np.empty_like(x), np.empty_like(mean), np.empty_like(rstd)
     group_norm_forward(x, weight, bias, 1e-5, expected, expected_mean, expected_rstd)
     if relu:
@@ -152,7 +153,7 @@ def test_the_fold_kernel_names_itself_and_the_bad_shape():
     x = np.zeros((1, 4, 3, 1, 5), np.float32)
     good = dict(weight=np.ones((3, 1), np.float32), bias=np.zeros((3, 1), np.float32), eps=1e-5,
                 out=np.empty_like(x), mean=np.empty((1, 3), np.float32), rstd=np.empty((1, 3), np.float32),
-                moments=np.empty((2, 1, 3), np.float32), relu=True)
+                moments=np.empty((2, 1, 3), np.float32), activation="relu")
     with pytest.raises(ValueError, match=r"group_norm_forward_fold.*moments.*\(2, 1, 3\)"):
         group_norm_forward_fold(x, **{**good, "moments": np.empty((2, 3), np.float32)})
     with pytest.raises(ValueError, match="group_norm_forward_fold: x must be a 5-D view"):
@@ -206,7 +207,7 @@ def test_a_residual_blocks_norm_add_and_relu_fold_and_train_like_eager(c_in, c_o
     norms = 5 if stride != 1 or c_in != c_out else 4
     assert forward.count("group_norm_forward_fold(") == norms and "GroupedMoments" not in forward
     assert forward.count("Relu_forward") == 1  # the input's; every relu after a norm is folded
-    assert forward.count(", True, _c(v") == 2  # each block's second norm: + shortcut, then relu
+    assert forward.count("'relu', _c(v") == 2  # each block's second norm: + shortcut, then relu
 
 
 def test_the_fold_kernel_adds_a_residual_to_the_rounded_values_before_its_relu():
@@ -215,7 +216,7 @@ def test_the_fold_kernel_adds_a_residual_to_the_rounded_values_before_its_relu()
     x, residual = rng.standard_normal(view).astype(np.float32), rng.standard_normal(view).astype(np.float32)
     weight, bias = np.ones((3, 1), np.float32), np.full((3, 1), 0.1, np.float32)
     stats = [np.empty((1, 3), np.float32), np.empty((1, 3), np.float32), np.empty((2, 1, 3), np.float32)]
-    out = group_norm_forward_fold(x, weight, bias, 1e-5, np.empty_like(x), *stats, True, residual)
+    out = group_norm_forward_fold(x, weight, bias, 1e-5, np.empty_like(x), *stats, "relu", residual)
     normed = np.empty_like(x)
     group_norm_forward(x, weight, bias, 1e-5, normed, np.empty((1, 3), np.float32), np.empty((1, 3), np.float32))
     np.testing.assert_array_equal(out, np.maximum(normed + residual, 0))
@@ -259,7 +260,7 @@ def test_the_fold_kernels_parallel_build_equals_the_eager_kernels(two_threads):
     x, residual = rng.standard_normal(view).astype(np.float32), rng.standard_normal(view).astype(np.float32)
     weight, bias = rng.standard_normal((8, 1)).astype(np.float32), rng.standard_normal((8, 1)).astype(np.float32)
     stats = [np.empty((1, 8), np.float32), np.empty((1, 8), np.float32), np.empty((2, 1, 8), np.float32)]
-    out = group_norm_forward_fold(x, weight, bias, 1e-5, np.empty_like(x), *stats, True, residual)
+    out = group_norm_forward_fold(x, weight, bias, 1e-5, np.empty_like(x), *stats, "relu", residual)
     normed, mean, rstd = np.empty_like(x), np.empty((1, 8), np.float32), np.empty((1, 8), np.float32)
     group_norm_forward(x, weight, bias, 1e-5, normed, mean, rstd)
     np.testing.assert_array_equal(out, np.maximum(normed + residual, 0))

@@ -3,6 +3,7 @@ float32 against float64, and the argument checks that run before any compiled co
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -72,3 +73,15 @@ def test_causal_backward_passes_gradcheck_with_more_or_fewer_keys_than_queries(r
         return numdiff.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     assert numdiff.autograd.gradcheck(attend, (q, k, v))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_forward_softmax_runs_in_the_scores_precision(dtype):
+    # A float64 -inf start for the row maximum (and a float64 1 / sum) made a float32 row's exp and
+    # scaling run in float64, at half the SIMD lanes.
+    kernel = numba.njit(error_model="numpy")(attention._forward.py_func)
+    q = np.zeros((2, 3, 4), dtype)
+    kernel(q, q, q, np.zeros((0, 0, 0), dtype), 0.5, True, np.zeros((2, 3, 5), dtype))
+    typemap = kernel.overloads[kernel.signatures[0]].type_annotation.typemap
+    local = {name: str(kind) for name, kind in typemap.items() if name.split(".")[0] in ("top", "inverse")}
+    assert local and set(local.values()) == {np.dtype(dtype).name}, local

@@ -118,6 +118,19 @@ def test_symmetric_product_is_the_full_product_made_exactly_symmetric(chunk, n, 
     np.testing.assert_allclose(out, expected, rtol=0, atol=TOLERANCE[dtype] * max(np.abs(expected).max(), 1.0))
 
 
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize(("a_order", "b_order"), [("F", "F"), ("F", "C"), ("C", "F")])
+def test_symmetric_product_takes_fortran_ordered_operands_as_they_are(a_order, b_order, threads):
+    """eigh's V comes Fortran-ordered from LAPACK; the product reads it through a transposed GEMM."""
+    n, k = 75, 75
+    b = RNG.standard_normal((n, k))
+    a = b * RNG.standard_normal(k)
+    out = linalg_blocked_grads.symmetric_product(np.asarray(a, order=a_order), np.asarray(b, order=b_order),
+                                                 threads, 16)
+    np.testing.assert_array_equal(out, out.T)
+    np.testing.assert_allclose(out, a @ b.T, rtol=0, atol=1e-12 * np.abs(a @ b.T).max())
+
+
 @pytest.mark.parametrize(("a", "b", "error", "match"), [
     (np.ones((3, 2)), np.ones((2, 3)), ValueError, r"symmetric_product: expected a and b of one shape .* \(3, 2\)"),
     (np.ones((3, 2), np.float32), np.ones((3, 2)), TypeError, "symmetric_product: .* float32 and float64"),
