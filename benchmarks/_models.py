@@ -23,15 +23,20 @@ def same_weights(lib: Any, *modules: Any) -> None:
     around 1), written in place, so numdiff and torch start from the same numbers."""
     for index, module in enumerate(modules):
         for name, p in module.named_parameters():
-            rng = np.random.default_rng(zlib.crc32(f"{index}.{name}".encode()))
-            shape = tuple(p.shape)
-            fan_in = math.prod(shape[1:]) if len(shape) > 1 else shape[0]
-            bound = 1.0 / math.sqrt(max(fan_in, 1))
-            values = rng.uniform(-bound, bound, shape)
-            if len(shape) == 1 and name.endswith("weight"):  # a norm layer's scale
-                values = 1.0 + 0.1 * values
             with lib.no_grad():
-                p.copy_(lib.tensor(values.astype(np.float32)))
+                p.copy_(lib.tensor(weight_values(f"{index}.{name}", tuple(p.shape))))
+
+
+def weight_values(key: str, shape: tuple) -> np.ndarray:
+    """The float32 values :func:`same_weights` gives the parameter `key` ("module index.name") of
+    `shape`; the JAX steps (benchmarks/_jax_steps_sequence.py) draw their weights from it too."""
+    rng = np.random.default_rng(zlib.crc32(key.encode()))
+    fan_in = math.prod(shape[1:]) if len(shape) > 1 else shape[0]
+    bound = 1.0 / math.sqrt(max(fan_in, 1))
+    values = rng.uniform(-bound, bound, shape)
+    if len(shape) == 1 and key.endswith("weight"):  # a norm layer's scale
+        values = 1.0 + 0.1 * values
+    return values.astype(np.float32)
 
 
 def _data(seed: int) -> np.random.Generator:
@@ -47,20 +52,42 @@ def _adam_step(lib: Any, modules: list, loss_of: Callable, *inputs: Any) -> Call
         loss_of(*inputs).backward()
         opt.step()
 
+    step.loss = lambda: float(loss_of(*inputs).detach())  # the loss now, for the tests that compare libraries
     return step
 
 
-def _token_lm(lib: Any, quick: bool, compile_fn: Callable, cell: str, sizes: tuple = (65, 64, 128, 1, 64, 16), **kwargs: Any) -> Callable[[], None]:
-    """Embedding, a recurrent layer `cell` (nn.LSTM, nn.GRU, nn.RNN), Linear back to the vocabulary;
-    sizes = (vocab, embedding, hidden, layers, steps, batch), time-major input."""
+# The recurrent language models: workload -> (cell, (vocab, embedding, hidden, layers, steps, batch)).
+TOKEN_LMS = {
+    "char_lstm": ("LSTM", (65, 64, 128, 1, 64, 16)),
+    "char_gru": ("GRU", (65, 64, 128, 1, 64, 16)),
+    "rnn_tanh": ("RNN", (65, 64, 128, 1, 64, 16)),
+    "word_lstm": ("LSTM", (1000, 200, 200, 2, 35, 20)),
+}
+
+
+def token_lm_sizes(sizes: tuple, quick: bool) -> tuple:
+    """(vocab, embedding, hidden, layers, steps, batch) of a TOKEN_LMS row, shrunk when `quick`."""
+    return (sizes[0], 16, 24, sizes[3], 8, 2) if quick else sizes
+
+
+def token_lm_data(vocab: int, steps: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Time-major tokens (steps, batch) and their targets (steps * batch,)."""
+    rng = _data(1)
+    return rng.integers(0, vocab, (steps, batch)), rng.integers(0, vocab, (steps * batch,))
+
+
+def _token_lm(lib: Any, quick: bool, compile_fn: Callable, workload: str) -> Callable[[], None]:
+    """Embedding, the recurrent layer of TOKEN_LMS[workload] (nn.LSTM, nn.GRU, nn.RNN), Linear back to
+    the vocabulary; time-major input."""
     nn, fn = lib.nn, lib.nn.functional
-    vocab, embedding, hidden, layers, steps, batch = (sizes[0], 16, 24, sizes[3], 8, 2) if quick else sizes
+    cell, sizes = TOKEN_LMS[workload]
+    vocab, embedding, hidden, layers, steps, batch = token_lm_sizes(sizes, quick)
 
     class TokenRNN(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.embed = nn.Embedding(vocab, embedding)
-            self.rnn = getattr(nn, cell)(embedding, hidden, layers, **kwargs)
+            self.rnn = getattr(nn, cell)(embedding, hidden, layers)
             self.head = nn.Linear(hidden, vocab)
 
         def forward(self, x: Any) -> Any:
@@ -68,32 +95,30 @@ def _token_lm(lib: Any, quick: bool, compile_fn: Callable, cell: str, sizes: tup
 
     model = TokenRNN()
     same_weights(lib, model)
-    rng = _data(1)
-    x = lib.tensor(rng.integers(0, vocab, (steps, batch)))
-    y = lib.tensor(rng.integers(0, vocab, (steps * batch,)))
+    x, y = (lib.tensor(a) for a in token_lm_data(vocab, steps, batch))
     loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x).reshape(-1, vocab), y))
     return _adam_step(lib, [model], loss_of, x, y)
 
 
 def char_lstm(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """Embedding 65x64, LSTM 64->128, Linear; 64 steps x batch 16 (char-rnn, word_language_model)."""
-    return _token_lm(lib, quick, compile_fn, "LSTM")
+    return _token_lm(lib, quick, compile_fn, "char_lstm")
 
 
 def char_gru(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """As char_lstm with a GRU."""
-    return _token_lm(lib, quick, compile_fn, "GRU")
+    return _token_lm(lib, quick, compile_fn, "char_gru")
 
 
 def rnn_tanh(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """As char_lstm with an Elman RNN (tanh)."""
-    return _token_lm(lib, quick, compile_fn, "RNN")
+    return _token_lm(lib, quick, compile_fn, "rnn_tanh")
 
 
 def word_lstm(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     """pytorch/examples' word_language_model LSTM: embedding 200, 2 layers of hidden 200, bptt 35,
     batch 20; a 1000-word vocabulary (as word_transformer, not wikitext-2's 33278) and no dropout."""
-    return _token_lm(lib, quick, compile_fn, "LSTM", (1000, 200, 200, 2, 35, 20))
+    return _token_lm(lib, quick, compile_fn, "word_lstm")
 
 
 def word_transformer(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:

@@ -2,7 +2,8 @@
 PyTorch eager, the same weights, at 1 and 2 threads.
 
     python benchmarks/bench_models.py [--threads 1,2] [--repeat 7] [--only char_lstm,gcn]
-                                      [--quick] [--cpu-time] [--same-process] [--markdown FILE]
+                                      [--quick] [--cpu-time] [--same-process [--torch-first]]
+                                      [--markdown FILE]
 
 Workloads (benchmarks/_models.py, each written once against either library): char-level LSTM,
 GRU and Elman RNN language models, word_language_model's two-layer LSTM, a word-level
@@ -11,9 +12,13 @@ pixel shuffle, a style-transfer net with InstanceNorm and upsampling, per-sample
 through vmap, a GCN, a MobileNetV2-style net with depthwise convolutions, and (benchmarks/_models_more.py) a U-Net, a GRU translator with attention, a
 small vision transformer, a 1-D conv classifier and an MLP trained with SGD and momentum. One step is forward, backward and an Adam update (per_sample_grads: the
 per-sample gradients). Each candidate runs in a worker process of its own that imports only its
-library (benchmarks/_isolated.py); the three alternate round by round, and the medians and the
+library (benchmarks/_isolated.py; ``--same-process`` imports both in this one, numdiff first unless
+``--torch-first``); they alternate round by round, and the medians and the
 ratios to PyTorch eager are reported, with the first call of the compiled step (tracing and
-compiling, or loading the disk cache). A candidate that fails to build is reported with its
+compiling, or loading the disk cache). The recurrent models also run as a JAX jit step
+(benchmarks/_jax_steps_sequence.py) when jax is installed, and the table adds compile / jax; the
+column is blank without jax, under ``--cpu-time`` (XLA runs the step on threads of its own,
+which one thread's CPU time does not see) and for the other models. A candidate that fails to build is reported with its
 error, and the others still run. ``--quick`` shrinks every model and runs one round at one
 thread: a smoke run (tests/test_bench_scripts.py), not a measurement. ``--cpu-time`` times each
 worker's CPU time (one thread), for a loaded machine. Not run by the timing-free tests.
@@ -22,6 +27,7 @@ worker's CPU time (one thread), for a loaded machine. Not run by the timing-free
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import sys
@@ -32,13 +38,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _isolated  # noqa: E402 - benchmarks/_isolated.py, one process per candidate
+import _jax_steps_sequence  # noqa: E402 - benchmarks/_jax_steps_sequence.py, the JAX recurrent steps
 import _models  # noqa: E402 - benchmarks/_models.py, the training steps
 
-CANDIDATES = {"numdiff eager": "numdiff", "numdiff compile": "numdiff", "torch eager": "torch"}
+CANDIDATES = {"numdiff eager": "numdiff", "numdiff compile": "numdiff", "torch eager": "torch", "jax jit": "jax"}
 
 
 def build_step(workload: str, candidate: str, quick: bool):
     """The step of `workload` for `candidate` (a key of CANDIDATES), made in the worker."""
+    if candidate == "jax jit":
+        return _jax_steps_sequence.token_lm_step(workload, quick)
     if candidate == "torch eager":
         import torch
 
@@ -59,7 +68,9 @@ def _error_line(error: Exception) -> str:
 def run_workload(workload: str, threads: int, args: argparse.Namespace) -> dict:
     """{"ms": {candidate: median ms}, "first_s": compile's first call, "errors": {...}}."""
     result: dict = {"ms": {}, "first_s": None, "errors": {}}
-    with _isolated.candidates(CANDIDATES, threads, args.cpu_time, args.same_process) as started:
+    with_jax = workload in _models.TOKEN_LMS and args.jax
+    here = {name: library for name, library in CANDIDATES.items() if name != "jax jit" or with_jax}
+    with _isolated.candidates(here, threads, args.cpu_time, args.same_process) as started:
         # Each worker imports its library as it starts: wait for every one, so that no import (torch's
         # takes 1-2 s of CPU) shares the cores with the compiled step's first call, timed below.
         for worker in started.values():
@@ -85,24 +96,25 @@ def run_workload(workload: str, threads: int, args: argparse.Namespace) -> dict:
     return result
 
 
-def _ratio(result: dict, name: str) -> str:
+def _ratio(result: dict, name: str, baseline: str = "torch eager") -> str:
     ms = result["ms"]
-    if name not in ms or "torch eager" not in ms:
+    if name not in ms or baseline not in ms:
         return "-"
-    return f"{ms[name] / ms['torch eager']:.2f}"
+    return f"{ms[name] / ms[baseline]:.2f}"
 
 
 def _row(workload: str, threads: int, result: dict) -> str:
-    ms = result["ms"]
-    cells = [f"{ms[name]:.2f}" if name in ms else "error" for name in CANDIDATES]
+    ms, errors = result["ms"], result["errors"]
+    cells = [f"{ms[name]:.2f}" if name in ms else "error" if name in errors else "" for name in CANDIDATES]
     first = "-" if result["first_s"] is None else f"{result['first_s']:.1f}"
+    jax = _ratio(result, "numdiff compile", "jax jit") if "jax jit" in ms else ""
     return (f"| {workload} | {threads} | " + " | ".join(cells)
-            + f" | {_ratio(result, 'numdiff eager')} | {_ratio(result, 'numdiff compile')} | {first} |")  # fmt: skip
+            + f" | {_ratio(result, 'numdiff eager')} | {_ratio(result, 'numdiff compile')} | {jax} | {first} |")  # fmt: skip
 
 
 HEADER = (
-    "| model | threads | numdiff eager ms | numdiff compile ms | torch eager ms | eager / torch | compile / torch "
-    "| compile first call s |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+    "| model | threads | numdiff eager ms | numdiff compile ms | torch eager ms | jax jit ms | eager / torch "
+    "| compile / torch | compile / jax | compile first call s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -114,8 +126,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny shapes, one round, one thread: a smoke run")
     parser.add_argument("--cpu-time", action="store_true", help="time each worker's CPU time (one thread)")
     parser.add_argument("--same-process", action="store_true", help="all candidates in this process")
+    parser.add_argument("--torch-first", action="store_true",
+                        help="with --same-process: import torch before numdiff, as a notebook that starts with it")
     parser.add_argument("--markdown", type=Path, help="append the table to this Markdown file")
     args = parser.parse_args()
+    if args.torch_first:
+        if not args.same_process:
+            parser.error("--torch-first orders the imports of one process: use it with --same-process")
+        # torch's own libgomp then loads before numdiff sets GOMP_SPINCOUNT (numdiff/_threads.py).
+        import torch  # noqa: F401
     names = list(_models.WORKLOADS)
     if args.only:
         words = [w.strip() for w in args.only.split(",") if w.strip()]
@@ -125,6 +144,7 @@ def main() -> None:
     thread_counts = [1] if args.quick or args.cpu_time else [int(t) for t in args.threads.split(",")]
     if args.quick:
         args.repeat = 1
+    args.jax = importlib.util.find_spec("jax") is not None and not args.cpu_time
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     print(f"# bench_models {time.strftime('%Y-%m-%d %H:%M')} {platform.processor() or platform.machine()}, "
           f"load average {' '.join(f'{x:.2f}' for x in load)}{', quick' if args.quick else ''}"

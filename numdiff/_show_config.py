@@ -9,7 +9,7 @@ import numpy as np
 
 from numdiff import cuda
 from numdiff._lazy import lazy_module
-from numdiff._threads import get_num_threads
+from numdiff._threads import SPIN_COUNT, get_num_threads, openmp_runtimes
 
 # Numba, SciPy and the BLAS choice load when the configuration is shown, not at import.
 numba = lazy_module("numba")
@@ -35,6 +35,20 @@ def _cuda_line() -> str:
     return f"available{simulated}: {cuda.device_count()} device(s)"
 
 
+def _openmp_lines() -> list[str]:
+    runtimes = openmp_runtimes()
+    if not runtimes:
+        return ["  OpenMP runtimes: none loaded yet (Numba's pool starts on the first parallel kernel)"]
+    lines = ["  OpenMP runtimes:"]
+    for path, short_spin in runtimes:
+        note = "" if short_spin else (
+            f" (loaded before numdiff set GOMP_SPINCOUNT={SPIN_COUNT}: its idle threads spin as their library set "
+            "them, beside numdiff's; set GOMP_SPINCOUNT before starting Python, or import numdiff first)"
+        )
+        lines.append(f"    {path}{note}")
+    return lines
+
+
 def config_lines() -> list[str]:
     """The lines :func:`show_config` prints."""
     gemm = _blas_library.blas_library()
@@ -51,6 +65,7 @@ def config_lines() -> list[str]:
         f"  LAPACK (numdiff.linalg): {_lapack.lapack_description()}",
         f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading "
         f"layer {_threading_layer()}); {_blas.blas_threading()}",
+        *_openmp_lines(),
         f"  CUDA: {_cuda_line()}",
     ]
 

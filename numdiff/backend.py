@@ -177,6 +177,7 @@ CPU = _HostBackend(
         "numdiff.kernels.sparse": ("coo_spmm", "coo_sddmm", "csr_spmm", "csr_sddmm"),
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
         "numdiff.kernels.scatter": ("add_at",),
+        "numdiff.kernels.reduce_sum": ("sum_dims",),
         "numdiff.kernels.linalg_small": (
             "cholesky_backward_batched", "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
         ),
@@ -212,6 +213,7 @@ CUDA = _CudaBackend(
             "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
         ),
         "numdiff.cuda._indexing": ("add_at",),
+        "numdiff.cuda._functions": ("sum_dims",),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

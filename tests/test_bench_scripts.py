@@ -3,6 +3,7 @@ bench_models.py's --quick smoke run builds and steps its models in every candida
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,31 @@ def test_bench_models_quick_run_steps_every_candidate():
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if line.startswith(("| char_gru |", "| gcn |"))]
     assert len(rows) == 2 and "error" not in done.stdout and "Failed to build" not in done.stdout, done.stdout
+    if importlib.util.find_spec("jax") is not None:  # the recurrent row's compile / jax cell is a ratio
+        assert rows[0].split("|")[9].strip().replace(".", "").isdigit(), rows[0]
+        assert rows[1].split("|")[9].strip() == "", rows[1]
+
+
+@pytest.mark.parametrize("workload", ["char_lstm", "char_gru", "rnn_tanh", "word_lstm"])
+def test_jax_sequence_step_trains_the_torch_model(workload):
+    """The JAX jit step of a recurrent model starts from torch's weights and data, and after one Adam
+    step its loss is torch's: the same model, cell maths, loss and update."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import _jax_steps_sequence
+        import _models
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    torch.manual_seed(0)
+    torch_step = _models.WORKLOADS[workload](torch, True, lambda fn: fn)
+    jax_step = _jax_steps_sequence.token_lm_step(workload, True)
+    assert jax_step.loss() == pytest.approx(torch_step.loss(), rel=1e-5)
+    torch_step()
+    jax_step()
+    assert jax_step.loss() == pytest.approx(torch_step.loss(), rel=1e-5)
+    assert jax_step.loss() != pytest.approx(_models.WORKLOADS[workload](torch, True, lambda fn: fn).loss(), rel=1e-5)
 
 
 def test_bench_import_reports_each_case_and_what_import_loaded():

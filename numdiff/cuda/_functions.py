@@ -89,6 +89,18 @@ def _sum(a, axis=None, dtype=None, keepdims=False):
     return _reduce("sum", a, axis, keepdims, _sum_dtype(a, dtype))
 
 
+def sum_dims(x: CudaArray, dims: tuple[int, ...], out: CudaArray) -> None:
+    """``out[...] = x.sum(axis=dims, keepdims=True)``: the CUDA twin of numdiff.kernels.reduce_sum's
+    launcher, by the reduction kernel (one thread block per output element)."""
+    kept_shape = tuple(1 if axis in dims else size for axis, size in enumerate(x.shape))
+    if tuple(out.shape) != kept_shape:
+        raise ValueError(
+            f"sum_dims: out has shape {tuple(out.shape)}, expected {kept_shape} (x {tuple(x.shape)} "
+            f"summed over axes {tuple(dims)} with the summed axes kept as size 1)"
+        )
+    out[...] = _reduce("sum", x, tuple(dims), True, out.dtype)
+
+
 @implements(np.prod)
 def _prod(a, axis=None, dtype=None, keepdims=False):
     return _reduce("prod", a, axis, keepdims, _sum_dtype(a, dtype))

@@ -151,6 +151,11 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_grouped.grouped_backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 2, 3, 3), z(1, 2, 2, 2), z(2, 1, 2, 2), groups=2),
         ),
+        # Stride-1 forwards to at most NARROW_MAX_CHANNELS output channels run the narrow loop.
+        (
+            "_conv_narrow.narrow_forward_core",
+            lambda: conv.conv2d_forward(z(1, 1, 3, 10), z(1, 1, 3, 3), z(1), z(1, 1, 1, 8)),
+        ),
         (
             "_max_pool_cores.max_pool_core",  # the row sweep, for planes at least DIRECT_MAX_POOL_WIDTH wide
             lambda: pool.max_pool2d_forward(z(1, 1, 1, 32), z(1, 1, 1, 16), idx(16), (1, 2), (1, 2)),
@@ -247,6 +252,10 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
             ),
         ]  # fmt: skip
     calls += _foreach_warmups(dtype)
+    from numdiff.kernels import reduce_sum
+
+    # A broadcast's gradient: summed axes interleaved with kept ones.
+    calls.append(("reduce_sum._SUM_PAIRS", lambda: reduce_sum.sum_dims(np.zeros((2, 2, 2), dtype), (0, 2), np.zeros((1, 2, 1), dtype))))
     return calls
 
 

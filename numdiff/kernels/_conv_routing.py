@@ -189,6 +189,19 @@ def use_grouped_direct(groups, cg):
     return groups > 1 and cg <= GROUPED_DIRECT_MAX_CHANNELS
 
 
+NARROW_MAX_CHANNELS = 4
+"""Most output channels per group for which a stride-1 forward runs the direct narrow loop
+(numdiff.kernels._conv_narrow) instead of im2col; see :func:`use_narrow`."""
+
+
+def use_narrow(cog, cg, taps, ow_size):
+    """Whether a stride-1 forward to `cog` output channels per group from `cg` input channels
+    with `taps` filter taps, writing rows of `ow_size`, runs the direct narrow loop: few output
+    channels (im2col's GEMM would have M = cog rows), at least 9 taps x channels (below, the
+    im2col column buffer is small and cheap) and rows of at least 8 (the loop's vectors)."""
+    return cog <= NARROW_MAX_CHANNELS and cg * taps >= 9 and ow_size >= 8
+
+
 BATCHED_MAX_POSITIONS = 32
 """Most output positions per image (OH*OW) for which the im2col route runs several images per
 GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""

@@ -39,13 +39,15 @@ class KernelPair(NamedTuple):
     serial: Any
     parallel: Any
 
-    def pick(self, work: int, grain: int = GRAIN_ELEMENTS) -> tuple[Any, int]:
-        """``(kernel, parts)``: the serial build and 1 part below `grain` units of work (or on one
-        thread), else the parallel build and one part per Numba thread."""
+    def pick(self, work: int, grain: int = GRAIN_ELEMENTS, jobs: int | None = None) -> tuple[Any, int]:
+        """``(kernel, parts)``: the serial build and 1 part below `grain` units of work, on one
+        thread, or when the kernel's ``prange`` has `jobs` iterations, fewer than there are threads
+        (one job a thread leaves the others idle at the region's barrier); else the parallel build
+        and one part per Numba thread."""
         parts = get_num_threads()
         if _forced["serial"]:
             return self.serial, 1
-        if _forced["parallel"] or (parts > 1 and work >= grain):
+        if _forced["parallel"] or (parts > 1 and work >= grain and (jobs is None or jobs >= parts)):
             return self.parallel, parts
         return self.serial, 1
 

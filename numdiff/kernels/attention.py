@@ -13,7 +13,8 @@ Backward recomputes the probabilities from q, k and that log-sum-exp instead of 
 
 and writes ``res`` (B, L*E + S*E + S*Ev): dQ, dK and dV of each head, flat, side by side.
 
-Loop nest: heads in parallel (prange over B), per head the products as BLAS GEMMs on the
+Loop nest: heads in parallel (prange over B; serial below PARALLEL_MIN_MACS multiply-adds or with
+fewer heads than threads, numdiff.kernels._parallel), per head the products as BLAS GEMMs on the
 calling thread (numdiff.kernels._blas.gemm) and the softmax rows in between. Extra memory: one
 (L, S) score block per head being worked on (never the (B, L, S) scores of every head).
 """
@@ -24,13 +25,14 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels import _vecmath
-from numdiff.kernels._blas import gemm, prepare_blas
+from numdiff.kernels._blas import PARALLEL_MIN_MACS, gemm, prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["attention_backward", "attention_forward"]
 
-_OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract"})
+_OPTIONS = dict(nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 @njit(cache=True, inline="always")
@@ -49,7 +51,6 @@ def _scores(q, k, bias, b, scale, causal, scores):
                 scores[i, j] = -np.inf
 
 
-@njit(**_OPTIONS)
 def _forward(q, k, v, bias, scale, causal, out):
     heads, rows, _ = q.shape
     cols, width = v.shape[1], v.shape[2]
@@ -84,7 +85,6 @@ def _forward(q, k, v, bias, scale, causal, out):
         gemm(False, False, 1.0, scores, v[b], 0.0, out[b, :, :width])
 
 
-@njit(**_OPTIONS)
 def _backward(grad, out, q, k, v, bias, scale, causal, res):
     heads, rows, depth = q.shape
     cols, width = v.shape[1], v.shape[2]
@@ -117,6 +117,18 @@ def _backward(grad, out, q, k, v, bias, scale, causal, res):
         gemm(True, False, scale, d_s, q[b], 0.0, d_k)
 
 
+# Each built serially and in parallel; _pick chooses per call.
+_FORWARD = serial_and_parallel(_forward, **_OPTIONS)
+_BACKWARD = serial_and_parallel(_backward, **_OPTIONS)
+
+
+def _pick(pair, q: np.ndarray, k: np.ndarray, v: np.ndarray):
+    """The build of `pair` for these heads: serial below PARALLEL_MIN_MACS multiply-adds (the
+    products', B * L * S * (E + Ev)) or with fewer heads than threads."""
+    heads, rows, depth = q.shape
+    return pair.pick(heads * rows * k.shape[1] * (depth + v.shape[2]), PARALLEL_MIN_MACS, jobs=heads)[0]
+
+
 def _check(op: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray) -> tuple[int, int, int, int, int]:
     check_float_arrays(op, q=q, k=k, v=v, bias=bias)
     if q.ndim != 3:
@@ -143,7 +155,7 @@ def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndar
     check_shape("attention_forward", "out", out, (heads, rows, width + 1))
     check_disjoint("attention_forward", {"out": out}, {"q": q, "k": k, "v": v, "bias": bias})
     prepare_blas()
-    _forward(q, k, v, bias, float(scale), bool(causal), out)
+    _pick(_FORWARD, q, k, v)(q, k, v, bias, float(scale), bool(causal), out)
     return out
 
 
@@ -160,5 +172,5 @@ def attention_backward(
     check_shape("attention_backward", "res", res, (heads, (rows + cols) * depth + cols * width))
     check_disjoint("attention_backward", {"res": res}, {"grad": grad, "out": out, "q": q, "k": k, "v": v, "bias": bias})
     prepare_blas()
-    _backward(grad, out, q, k, v, bias, float(scale), bool(causal), res)
+    _pick(_BACKWARD, q, k, v)(grad, out, q, k, v, bias, float(scale), bool(causal), res)
     return res

@@ -80,6 +80,7 @@ from numdiff.kernels._conv_grouped import (
     grouped_backward_weight_core,
     grouped_forward_core,
 )
+from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
     winograd_backward_weight_core,
@@ -129,6 +130,9 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             # (oh_size, ow_size): the forward output's size, which is the routine's output or,
             # for the input gradient, its input.
             return kernel, (top, left, oh_size, ow_size, images, rows, parts)
+    if kind == "forward" and sh == sw == 1 and routing.use_narrow(c_out // groups, cg, kh * kw, ow_size):
+        kernel, parts = narrow_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
+        return kernel, (kh, kw, pt, pl, dh, dw, oh_size, ow_size, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     if not pointwise:
         kernel, parts = _BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)

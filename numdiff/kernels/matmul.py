@@ -204,6 +204,45 @@ def gemm_tn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+PAIR_MIN_MACS = 1 << 22
+"""Multiply-adds per product from which :func:`linear_backward_products` runs its two products
+side by side (numdiff.compile.schedule pairs a traced layer's products from the same size)."""
+
+
+def linear_backward_products(
+    grad: np.ndarray, weight: np.ndarray, x: np.ndarray, grad_x: np.ndarray, grad_weight: np.ndarray
+) -> None:
+    """A linear layer's two gradient products: ``grad_x = grad @ weight`` and ``grad_weight =
+    grad.T @ x``, with grad (N, Out), weight (Out, In), x (N, In), all C-contiguous.
+
+    Both have N * Out * In multiply-adds. From :data:`PAIR_MIN_MACS` at two or more threads they
+    run in one parallel region, each product a whole single-threaded BLAS call on half the threads
+    (:func:`run_pair_checked`); otherwise one after the other, each split across all threads.
+    Splitting both costs two regions and half-size BLAS blocks, one of which writes its output in
+    strided half rows.
+
+    >>> g, w, x = np.ones((4, 2)), np.ones((2, 3)), np.ones((4, 3))
+    >>> gx, gw = np.empty((4, 3)), np.empty((2, 3)); linear_backward_products(g, w, x, gx, gw)
+    >>> gx[0].tolist(), gw[0].tolist()
+    ([2.0, 2.0, 2.0], [4.0, 4.0, 4.0])
+    """
+    op = "linear_backward_products"
+    check_float_arrays(op, grad=grad, weight=weight, x=x, grad_x=grad_x, grad_weight=grad_weight)
+    rows, outputs = grad.shape
+    check_shape(op, "weight", weight, (outputs, None))
+    check_shape(op, "x", x, (rows, weight.shape[1]))
+    check_shape(op, "grad_x", grad_x, x.shape)
+    check_shape(op, "grad_weight", grad_weight, weight.shape)
+    check_disjoint(op, {"grad_x": grad_x, "grad_weight": grad_weight}, {"grad": grad, "weight": weight, "x": x})
+    parts = get_num_threads()
+    if parts < 2 or rows * outputs * weight.shape[1] < PAIR_MIN_MACS:
+        _run(op, False, False, grad, weight, grad_x)
+        _run(op, True, False, grad, x, grad_weight)
+        return
+    prepare_blas()
+    run_pair_checked(False, False, grad, weight, grad_x, True, False, grad, x, grad_weight, parts)
+
+
 # --------------------------------------------------------------------------- batched GEMM
 
 

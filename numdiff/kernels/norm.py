@@ -15,7 +15,8 @@ B = rows, N = 1, G = 1, K = D, S = 1. Backward, with ``dxhat = grad * w``:
     dx        = r * (dxhat - sum(dxhat) / M - xhat * sum(dxhat * xhat) / M)   (sums per (b, g))
     dw[g, k]  = sum over (b, n, s) of grad * xhat,   dbias[g, k] = sum over (b, n, s) of grad
 
-Loop nest: the (b, g) groups in parallel (prange over B * G); per group three sweeps over its
+Loop nest: the (b, g) groups in parallel (prange over B * G; serial below GRAIN_ELEMENTS values or
+with fewer groups than threads, numdiff.kernels._parallel); per group three sweeps over its
 values (forward: the sum and the squared deviations, each over the contiguous (k, s) block of
 every n, then the output; backward: the two sums per k, then dx), innermost loops over s that
 LLVM vectorises, or over k when S = 1 (LayerNorm's rows, BatchNorm1d), where the scale changes
@@ -35,12 +36,13 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays, check_shape
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels.norm_rows import layer_norm_rows_backward, layer_norm_rows_forward
 
 __all__ = ["group_norm_backward", "group_norm_forward", "group_norm_moments"]
 
-_OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract", "reassoc"})
+_OPTIONS = dict(nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
 
 
 @njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
@@ -62,7 +64,6 @@ def _group_moments(xf, b, g):
     return mu, squares / size
 
 
-@njit(**_OPTIONS)
 def _moments(x, moments):
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
@@ -74,7 +75,6 @@ def _moments(x, moments):
         moments[1, b, g] = var
 
 
-@njit(**_OPTIONS)
 def _forward(x, weight, bias, eps, out, mean, rstd):
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
@@ -99,7 +99,6 @@ def _forward(x, weight, bias, eps, out, mean, rstd):
                     out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
 
 
-@njit(**_OPTIONS)
 def _backward(grad, x, weight, mean, rstd, dx, dw_parts, db_parts):
     batches, n_count, groups, k_count, s_count = x.shape
     size = n_count * k_count * s_count
@@ -148,6 +147,18 @@ def _backward(grad, x, weight, mean, rstd, dx, dw_parts, db_parts):
                     dx[b, n, g, k, s] = w_r * grad[b, n, g, k, s] + c1 * x[b, n, g, k, s] + c0
 
 
+# Each built serially and in parallel (numdiff.kernels._parallel); _pick chooses per call.
+_MOMENTS = serial_and_parallel(_moments, **_OPTIONS)
+_FORWARD = serial_and_parallel(_forward, **_OPTIONS)
+_BACKWARD = serial_and_parallel(_backward, **_OPTIONS)
+
+
+def _pick(pair, x: np.ndarray):
+    """The build of `pair` for a view x: serial below GRAIN_ELEMENTS values or with fewer (b, g)
+    groups, the prange's jobs, than threads (numdiff.kernels._parallel.KernelPair.pick)."""
+    return pair.pick(x.size, jobs=x.shape[0] * x.shape[2])[0]
+
+
 def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> None:
     check_float_arrays(op, x=x, **arrays)
     if x.ndim != 5:
@@ -187,7 +198,7 @@ def group_norm_forward(
             mean.reshape(rows), rstd.reshape(rows),
         )  # fmt: skip
         return out
-    _forward(x, weight, bias, float(eps), out, mean, rstd)
+    _pick(_FORWARD, x)(x, weight, bias, float(eps), out, mean, rstd)
     return out
 
 
@@ -201,7 +212,7 @@ def group_norm_moments(x: np.ndarray, moments: np.ndarray) -> np.ndarray:
     _check("group_norm_moments", x)
     check_float_arrays("group_norm_moments", x=x, moments=moments)
     check_shape("group_norm_moments", "moments", moments, (2, x.shape[0], x.shape[2]))
-    _moments(x, moments)
+    _pick(_MOMENTS, x)(x, moments)
     return moments
 
 
@@ -220,7 +231,7 @@ def group_norm_backward(
         )  # fmt: skip
         return dx
     parts = np.empty((2, x.shape[0]) + weight.shape, x.dtype)
-    _backward(grad, x, weight, mean, rstd, dx, parts[0], parts[1])
+    _pick(_BACKWARD, x)(grad, x, weight, mean, rstd, dx, parts[0], parts[1])
     dweight[...] = parts[0].sum(axis=0)
     dbias[...] = parts[1].sum(axis=0)
     return dx

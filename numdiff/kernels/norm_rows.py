@@ -9,9 +9,11 @@ row i, with ``xhat = (x - mean_i) * r_i`` and ``dxhat = grad * w``:
     dx[i]  = r_i * (dxhat - sum(dxhat) / D - xhat * sum(dxhat * xhat) / D)
     dw    += grad[i] * xhat,   dbias += grad[i]
 
-Loop nest: `parts` blocks of rows in parallel (prange), each summing dw and dbias into one float64
-row of its own (parts, D), added up by NumPy after; per row two sweeps over its D values (the sums,
-then dx), both innermost and contiguous, which LLVM vectorises. Row statistics in x's dtype, sums
+Loop nest: forward, the rows in parallel (prange); backward, `parts` blocks of rows in parallel
+(prange), each summing dw and dbias into one float64 row of its own (parts, D), added up by NumPy
+after. Both run serially, backward as one block, below GRAIN_ELEMENTS values or with fewer rows or
+blocks than threads (numdiff.kernels._parallel). Per row two sweeps over its D values (the
+sums, then dx), both innermost and contiguous, which LLVM vectorises. Row statistics in x's dtype, sums
 in float64. Extra memory: 2 * parts * D float64.
 
 Why not the general kernels: the forward's output sweep ran in float64 (the row's statistics as
@@ -26,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._self_healing_cache import njit
+from numdiff.kernels._parallel import serial_and_parallel
 
 __all__ = ["ROWS_PER_PART", "layer_norm_rows_backward", "layer_norm_rows_forward"]
 
@@ -34,10 +36,9 @@ ROWS_PER_PART = 64
 """Rows per parallel block: each block adds its own (D,) partial sums once per row, so fewer,
 longer blocks cost less memory and NumPy summing; 64 rows keep 16 blocks at 1024 rows."""
 
-_OPTIONS = dict(cache=True, nogil=True, parallel=True, error_model="numpy", fastmath={"contract", "reassoc"})
+_OPTIONS = dict(nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
 
 
-@njit(**_OPTIONS)
 def _forward(x, weight, bias, eps, out, mean, rstd):
     rows, width = x.shape
     for i in prange(rows):
@@ -56,7 +57,6 @@ def _forward(x, weight, bias, eps, out, mean, rstd):
             out[i, k] = (x[i, k] - mu_x) * r_x * weight[k] + bias[k]
 
 
-@njit(**_OPTIONS)
 def _backward(grad, x, weight, mean, rstd, dx, dw_parts, db_parts):
     rows, width = x.shape
     parts = dw_parts.shape[0]
@@ -88,6 +88,11 @@ def _backward(grad, x, weight, mean, rstd, dx, dw_parts, db_parts):
                 dx[i, k] = r * (weight[k] * grad[i, k] - mean_dxhat - xhat * mean_dxhat_xhat)
 
 
+# Each built serially and in parallel; the wrappers below pick one per call.
+_FORWARD = serial_and_parallel(_forward, **_OPTIONS)
+_BACKWARD = serial_and_parallel(_backward, **_OPTIONS)
+
+
 def layer_norm_rows_forward(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray, rstd: np.ndarray
 ) -> np.ndarray:
@@ -102,7 +107,8 @@ def layer_norm_rows_forward(
     >>> out.tolist(), mean.tolist(), rstd.tolist()
     ([[-1.0, 1.0]], [1.0], [1.0])
     """
-    _forward(x, weight, bias, float(eps), out, mean, rstd)
+    kernel, _ = _FORWARD.pick(x.size, jobs=x.shape[0])
+    kernel(x, weight, bias, float(eps), out, mean, rstd)
     return out
 
 
@@ -123,8 +129,11 @@ def layer_norm_rows_backward(
     """
     rows, width = x.shape
     parts = max(1, min(rows, -(-rows // ROWS_PER_PART)))
+    kernel, threads = _BACKWARD.pick(x.size, jobs=parts)
+    if threads == 1:
+        parts = 1  # one block on the calling thread: one row of partial sums to add up
     sums = np.empty((2, parts, width), np.float64)
-    _backward(grad, x, weight, mean, rstd, dx, sums[0], sums[1])
+    kernel(grad, x, weight, mean, rstd, dx, sums[0], sums[1])
     dweight[...] = sums[0].sum(axis=0)
     dbias[...] = sums[1].sum(axis=0)
     return dx

@@ -25,25 +25,18 @@ was copied first, 0.4 ms of the char LSTM's step), and no step's d h_{t-1} is st
 so the kernels are the exact adjoint of the forward, not only of h. The weight gradients are one
 GEMM each over the whole sequence, left to the caller.
 
-Loop nest per step: the product (calling thread), then n over the batch, j over H in loops that
-vectorise (contiguous rows, gate functions from numdiff.kernels._gate_math). Each step's gate loops
-are a function of their own, and a loop writes at most a few outputs: compiled into one function
-with the product, the LSTM forward's gate loops ran scalar (19.5 ms against 6 ms for 64 steps x
-16 x 128), and so did the GRU forward's and the LSTM backward's five-output loops (GRU forward
-10.3 -> 4.1 ms, LSTM backward 7.3 -> 3.9 ms once split; float32, one thread). Extra memory:
-one (N, G) step buffer, the (N, H) running states and, backward, W_hh^T. Parallel: none; at the sizes
-of a recurrent step (16 x 512) a parallel region costs more than the step.
+The loop nests are in numdiff.kernels._recurrent_loops; the functions here check their arguments
+and split the batch between threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels import _recurrent_loops as loops
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
-from numdiff.kernels._gate_math import sigmoid, tanh
+from numdiff.kernels._parallel import KernelPair
 from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
-from numdiff.kernels._row_products import add_products_nt
-from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
     "gru_sequence_backward",
@@ -54,221 +47,31 @@ __all__ = [
     "rnn_sequence_forward",
 ]
 
-
-# error_model="numpy": no ZeroDivisionError branch in the sigmoid's division, so the j loops
-# vectorise (with the gate functions of numdiff.kernels._gate_math: the LSTM gates of 64 steps x 16 x
-# 128 in float32 took 6.5 ms with the C library's exp and tanh, 2.2 ms with _vecmath's, whose float32
-# tanh and sigmoid finish in float64, and 1.45 ms with _gate_math's, float32 throughout). Literals in
-# the loops take the arrays' dtype (``one``): a Python 1.0 is a float64 and would widen them too.
-_OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-
-
-# --------------------------------------------------------------------------- LSTM
-@njit(**_OPTIONS)
-def _lstm_gates(pre, c0, t, out):
-    """Step t's gates from pre (N, 4H) = the gates before activation: out[t] (N, 6H) written, reading
-    c_{t-1} from out[t - 1] (c0 at t = 0). Activated straight into out, not in place and then
-    copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32."""
-    batch, gates = pre.shape
-    hidden = gates // 4
-    for n in range(batch):
-        a = pre[n]
-        row = out[t, n]
-        c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
-        for j in range(2 * hidden):
-            row[2 * hidden + j] = sigmoid(a[j])
-        for j in range(2 * hidden, 3 * hidden):
-            row[2 * hidden + j] = tanh(a[j])
-        for j in range(3 * hidden, gates):
-            row[2 * hidden + j] = sigmoid(a[j])
-        for j in range(hidden):
-            row[hidden + j] = row[3 * hidden + j] * c_prev[j] + row[2 * hidden + j] * row[4 * hidden + j]
-        for j in range(hidden):
-            row[j] = row[5 * hidden + j] * tanh(row[hidden + j])
-
-
-@njit(**_OPTIONS)
-def _lstm_forward(projected, h0, c0, w_hh, out):
-    steps, batch, gates = projected.shape
-    hidden = gates // 4
-    pre = np.empty((batch, gates), projected.dtype)
-    for t in range(steps):
-        pre[:, :] = projected[t]
-        add_products_nt(h0 if t == 0 else out[t - 1, :, :hidden], w_hh, pre)
-        _lstm_gates(pre, c0, t, out)
-
-
-@njit(**_OPTIONS)
-def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates):
-    """Step t's gate gradients into d_gates[t]; dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
-    batch, width = out.shape[1:]
-    hidden = width // 6
-    one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
-    for n in range(batch):
-        c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
-        row = out[t, n]
-        g_row = grad[t, n]
-        r_row = d_gates[t, n]
-        dh_in = dh_state[n]
-        dc_in = dc_state[n]
-        # Two loops, d c_t first (kept in dc_in), then the gates from it: as one loop writing five
-        # outputs LLVM left it scalar.
-        for j in range(hidden):
-            dh = g_row[j] + dh_in[j]
-            o = row[5 * hidden + j]
-            tanh_c = tanh(row[hidden + j])
-            do = dh * tanh_c + g_row[5 * hidden + j]
-            r_row[3 * hidden + j] = do * o * (one - o)
-            dc_in[j] = g_row[hidden + j] + dc_in[j] + dh * o * (one - tanh_c * tanh_c)
-        for j in range(hidden):
-            dc = dc_in[j]
-            i = row[2 * hidden + j]
-            f = row[3 * hidden + j]
-            g = row[4 * hidden + j]
-            r_row[j] = (dc * g + g_row[2 * hidden + j]) * i * (one - i)
-            r_row[hidden + j] = (dc * c_prev[j] + g_row[3 * hidden + j]) * f * (one - f)
-            r_row[2 * hidden + j] = (dc * i + g_row[4 * hidden + j]) * (one - g * g)
-            dc_in[j] = dc * f
-
-
-@njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state):
-    """dh_state, dc_state (N, H) zeros on entry (d h_t and d c_t from the steps after t), d h_0 and
-    d c_0 on return."""
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    for t in range(out.shape[0] - 1, -1, -1):
-        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates)
-        dh_state[:, :] = 0.0
-        add_products_nt(d_gates[t], w_t, dh_state)
-
-
-# --------------------------------------------------------------------------- GRU
-@njit(**_OPTIONS)
-def _gru_gates(projected, h0, hidden_part, t, out):
-    """Step t's gates from projected[t] and hidden_part = h_{t-1} W_hh^T + b_hh, into out[t]."""
-    batch, gates = hidden_part.shape
-    hidden = gates // 3
-    for n in range(batch):
-        h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
-        row = out[t, n]
-        x = projected[t, n]
-        a = hidden_part[n]
-        # One loop per gate: with all five outputs written in one loop LLVM left it scalar.
-        for j in range(hidden):
-            row[hidden + j] = sigmoid(x[j] + a[j])
-        for j in range(hidden):
-            row[2 * hidden + j] = sigmoid(x[hidden + j] + a[hidden + j])
-        for j in range(hidden):
-            row[3 * hidden + j] = tanh(x[2 * hidden + j] + row[hidden + j] * a[2 * hidden + j])
-        row[4 * hidden :] = a[2 * hidden :]
-        for j in range(hidden):
-            n_gate = row[3 * hidden + j]
-            row[j] = n_gate + row[2 * hidden + j] * (h_prev[j] - n_gate)
-
-
-@njit(**_OPTIONS)
-def _gru_forward(projected, h0, w_hh, b_hh, out):
-    steps, batch, gates = projected.shape
-    hidden = gates // 3
-    hidden_part = np.empty((batch, gates), projected.dtype)
-    for t in range(steps):
-        for n in range(batch):
-            hidden_part[n, :] = b_hh
-        add_products_nt(h0 if t == 0 else out[t - 1, :, :hidden], w_hh, hidden_part)
-        _gru_gates(projected, h0, hidden_part, t, out)
-
-
-@njit(**_OPTIONS)
-def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre):
-    """Step t's gradients into d_pre[t] = [d r_pre, d z_pre, d n_pre] and d_hidden[t] = [d r_pre,
-    d z_pre, d hn]; dh_state becomes the part of d h_{t-1} that does not go through W_hh."""
-    batch, width = out.shape[1:]
-    hidden = width // 5
-    one = out.dtype.type(1.0)  # as in _lstm_backward_step
-    for n in range(batch):
-        h_prev = h0[n] if t == 0 else out[t - 1, n, :hidden]
-        row = out[t, n]
-        g_row = grad[t, n]
-        r_row = d_pre[t, n]
-        d_h = d_hidden[t, n]
-        dh_in = dh_state[n]
-        for j in range(hidden):
-            dh = g_row[j] + dh_in[j]
-            r = row[hidden + j]
-            z = row[2 * hidden + j]
-            n_gate = row[3 * hidden + j]
-            hn = row[4 * hidden + j]
-            dn = dh * (one - z) + g_row[3 * hidden + j]
-            dz = dh * (h_prev[j] - n_gate) + g_row[2 * hidden + j]
-            dn_pre = dn * (one - n_gate * n_gate)
-            dhn = dn_pre * r + g_row[4 * hidden + j]
-            dr = dn_pre * hn + g_row[hidden + j]
-            d_h[j] = dr * r * (one - r)
-            d_h[hidden + j] = dz * z * (one - z)
-            d_h[2 * hidden + j] = dhn
-            r_row[2 * hidden + j] = dn_pre
-            dh_in[j] = dh * z
-        r_row[: 2 * hidden] = d_h[: 2 * hidden]
-
-
-@njit(**_OPTIONS)
-def _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh_state):
-    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    for t in range(out.shape[0] - 1, -1, -1):
-        _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre)
-        add_products_nt(d_hidden[t], w_t, dh_state)
-
-
-# --------------------------------------------------------------------------- RNN
-@njit(**_OPTIONS)
-def _rnn_activate(out_t, relu):
-    batch, hidden = out_t.shape
-    zero = out_t.dtype.type(0.0)
-    for n in range(batch):
-        row = out_t[n]
-        if relu:
-            for j in range(hidden):
-                row[j] = max(row[j], zero)
-        else:
-            for j in range(hidden):
-                row[j] = tanh(row[j])
-
-
-@njit(**_OPTIONS)
-def _rnn_forward(projected, h0, w_hh, relu, out):
-    steps = projected.shape[0]
-    for t in range(steps):
-        out[t] = projected[t]
-        add_products_nt(h0 if t == 0 else out[t - 1], w_hh, out[t])
-        _rnn_activate(out[t], relu)
-
-
-@njit(**_OPTIONS)
-def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu):
-    batch, hidden = out_t.shape
-    one, zero = out_t.dtype.type(1.0), out_t.dtype.type(0.0)  # as in _lstm_backward_step
-    for n in range(batch):
-        row = out_t[n]
-        g_row = grad_t[n]
-        r_row = res_t[n]
-        dh_in = dh_state[n]
-        for j in range(hidden):
-            dh = g_row[j] + dh_in[j]
-            r_row[j] = (dh if row[j] > zero else zero) if relu else dh * (one - row[j] * row[j])
-
-
-@njit(**_OPTIONS)
-def _rnn_backward(grad, out, w_hh, relu, d_pre, dh_state):
-    """dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on return."""
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
-    for t in range(out.shape[0] - 1, -1, -1):
-        _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu)
-        dh_state[:, :] = 0.0
-        add_products_nt(d_pre[t], w_t, dh_state)
+RECURRENT_GRAIN = 1 << 22
+"""Multiply-adds of a whole sequence's recurrent products (steps x batch x gates x hidden) from
+which its kernel splits the batch between threads: one parallel region per sequence, not per
+step, so a few microseconds against the ~100 us of work at the grain."""
 
 
 # --------------------------------------------------------------------------- checked entry points
+def batch_bounds(batch: int, parts: int) -> np.ndarray:
+    """Row bounds splitting a batch of `batch` rows into at most `parts` runs, each (but the last)
+    a multiple of 4 rows, the product's block height (numdiff.kernels._row_products), and none
+    shorter than 4 rows: ``batch_bounds(20, 2)`` is [0, 8, 20], ``batch_bounds(6, 2)`` [0, 6]."""
+    parts = max(1, min(parts, batch // 4))
+    blocks = -(-batch // 4)
+    return np.array([min(batch, 4 * (blocks * part // parts)) for part in range(parts + 1)], dtype=np.int64)
+
+
+def _run(pair: KernelPair, steps: int, batch: int, per_row_step: int, *arrays) -> None:
+    """Run a sequence kernel pair over the batch rows, split between Numba's threads when the
+    recurrence has RECURRENT_GRAIN multiply-adds or more (each part runs every step for its rows:
+    the rows of a recurrence never meet, so the parts need no barrier between steps)."""
+    kernel, parts = pair.pick(steps * batch * per_row_step, RECURRENT_GRAIN)
+    bounds = batch_bounds(batch, parts)
+    (pair.serial if bounds.shape[0] == 2 else kernel)(*arrays, bounds)
+
+
 def _check_sequence(op: str, gates: int, projected: np.ndarray, w_hh: np.ndarray) -> tuple[int, int, int]:
     if projected.ndim != 3:
         raise ValueError(f"{op}: projected must be 3-D (L, N, {gates}*H), got shape {projected.shape}")
@@ -295,7 +98,7 @@ def lstm_sequence_forward(projected: np.ndarray, h0: np.ndarray, c0: np.ndarray,
         check_shape("lstm_sequence_forward", name, state, (batch, hidden))
     check_shape("lstm_sequence_forward", "out", out, (steps, batch, 6 * hidden))
     check_disjoint("lstm_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "c0": c0, "w_hh": w_hh})
-    _lstm_forward(projected, h0, c0, w_hh, out)
+    _run(loops.LSTM_FORWARD, steps, batch, 4 * hidden * hidden, projected, h0, c0, w_hh, out)
     return out
 
 
@@ -318,7 +121,7 @@ def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_
     check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
     dh0[...] = 0.0
     dc0[...] = 0.0
-    _lstm_backward(grad, out, c0, w_hh, d_gates, dh0, dc0)
+    _run(loops.LSTM_BACKWARD, steps, batch, 4 * hidden * hidden, grad, out, c0, w_hh, d_gates, dh0, dc0)
     return res
 
 
@@ -338,7 +141,7 @@ def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
     check_shape("gru_sequence_forward", "b_hh", b_hh, (3 * hidden,))
     check_shape("gru_sequence_forward", "out", out, (steps, batch, 5 * hidden))
     check_disjoint("gru_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh, "b_hh": b_hh})
-    _gru_forward(projected, h0, w_hh, b_hh, out)
+    _run(loops.GRU_FORWARD, steps, batch, 3 * hidden * hidden, projected, h0, w_hh, b_hh, out)
     return out
 
 
@@ -355,7 +158,7 @@ def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_h
     d_pre, d_hidden, dh0 = _backward_result("gru", res, steps, batch, hidden)
     check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})
     dh0[...] = 0.0
-    _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh0)
+    _run(loops.GRU_BACKWARD, steps, batch, 3 * hidden * hidden, grad, out, h0, w_hh, d_pre, d_hidden, dh0)
     return res
 
 
@@ -370,7 +173,7 @@ def rnn_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
     check_shape("rnn_sequence_forward", "h0", h0, (batch, hidden))
     check_shape("rnn_sequence_forward", "out", out, projected.shape)
     check_disjoint("rnn_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh})
-    _rnn_forward(projected, h0, w_hh, bool(relu), out)
+    _run(loops.RNN_FORWARD, steps, batch, hidden * hidden, projected, h0, w_hh, bool(relu), out)
     return out
 
 
@@ -383,5 +186,5 @@ def rnn_sequence_backward(grad: np.ndarray, out: np.ndarray, w_hh: np.ndarray, r
     d_pre, dh0 = _backward_result("rnn", res, steps, batch, hidden)
     check_disjoint("rnn_sequence_backward", {"res": res}, {"grad": grad, "out": out, "w_hh": w_hh})
     dh0[...] = 0.0
-    _rnn_backward(grad, out, w_hh, bool(relu), d_pre, dh0)
+    _run(loops.RNN_BACKWARD, steps, batch, hidden * hidden, grad, out, w_hh, bool(relu), d_pre, dh0)
     return res

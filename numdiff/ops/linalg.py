@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.amp import casts_on
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
@@ -28,6 +29,8 @@ from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
 from numdiff.tensor import Tensor
+
+_matmul_kernels = lazy_module("numdiff.kernels.matmul")  # with Numba, loaded by the first product
 
 __all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
 
@@ -400,13 +403,22 @@ def _linear_backward_arrays(
     out_features, in_features = weight.shape
     grad_rows = grad.reshape(n_rows, out_features)
     grad_x = grad_weight = grad_bias = None
+    x_rows = x.reshape(n_rows, in_features)
+    if needs[0] and needs[1] and all(a.flags.c_contiguous for a in (grad_rows, weight, x_rows)):
+        # Both products in one call: side by side on the threads (numdiff.kernels.matmul).
+        grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
+        grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
+        _matmul_kernels.linear_backward_products(grad_rows, weight, x_rows, grad_x, grad_weight)
+        grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
+        grad_weight = Tensor._wrap(grad_weight, None, None)
+        needs = (False, False, needs[2])
     if needs[0]:
         grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
         _product(grad_rows, weight, grad_x)
         grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
     if needs[1]:
         grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        _product(grad_rows.T, x.reshape(n_rows, in_features), grad_weight)
+        _product(grad_rows.T, x_rows, grad_weight)
         grad_weight = Tensor._wrap(grad_weight, None, None)
     if needs[2]:
         grad_bias = Tensor._wrap(grad_rows.sum(0), None, None)

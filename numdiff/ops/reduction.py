@@ -13,6 +13,7 @@ from numdiff._dtype_info import finfo
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
+from numdiff.backend import backend_for
 from numdiff.ops._util import (
     as_result,
     data_of,
@@ -44,12 +45,20 @@ def _remember(ctx, x, dims: tuple, keepdim: bool) -> None:
     ctx.kept_shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
 
 
-@register("sum", compile="call")
+_KERNEL_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@register("sum", compile="call", launchers=("sum_dims",))
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, *, dims, keepdim):
         _remember(ctx, x, dims, keepdim)
-        return np.sum(x, axis=dims, keepdims=keepdim)
+        if not dims or len(dims) == x.ndim or x.dtype not in _KERNEL_SUM_DTYPES:
+            return np.sum(x, axis=dims, keepdims=keepdim)
+        # One pass over x for interleaved or short innermost summed axes (a broadcast's gradient).
+        out = np.empty(ctx.kept_shape, dtype=x.dtype, like=x)
+        backend_for(x).sum_dims(x, dims, out)
+        return out if keepdim else out.reshape([n for i, n in enumerate(x.shape) if i not in dims])
 
     @staticmethod
     def backward(ctx, grad):

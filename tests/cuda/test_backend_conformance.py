@@ -99,3 +99,16 @@ def test_cuda_add_at_matches_the_cpu_one(shape, key):
     CPU.add_at(host, key, values)
     CUDA.add_at(on_gpu, key, CudaArray.from_numpy(values, device("cuda")))
     np.testing.assert_allclose(on_gpu.to_host(), host, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape, dims", [((3, 4, 2, 5, 2), (2, 4)), ((2, 3, 4), (0, 2)), ((5, 6), (1,))])
+def test_cuda_sum_dims_matches_the_cpu_one(shape, dims):
+    host = np.random.default_rng(6).standard_normal(shape)
+    kept = tuple(1 if axis in dims else n for axis, n in enumerate(shape))
+    expected = np.empty(kept)
+    CPU.sum_dims(host, dims, expected)
+    out = CudaArray.from_numpy(np.zeros(kept), device("cuda"))
+    CUDA.sum_dims(CudaArray.from_numpy(host, device("cuda")), dims, out)
+    np.testing.assert_allclose(out.to_host(), expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="sum_dims: out has shape"):
+        CUDA.sum_dims(CudaArray.from_numpy(host, device("cuda")), dims, CudaArray.from_numpy(host, device("cuda")))

@@ -15,7 +15,7 @@ from numdiff.kernels import norm, norm_rows
 
 def _general_forward(x, w, b, eps):
     out, mean, rstd = np.empty_like(x), np.empty((x.shape[0], 1), x.dtype), np.empty((x.shape[0], 1), x.dtype)
-    norm._forward(x, w, b, eps, out, mean, rstd)
+    norm._FORWARD.parallel(x, w, b, eps, out, mean, rstd)
     return out, mean, rstd
 
 
@@ -36,7 +36,7 @@ def test_row_kernels_match_the_general_kernels(rows, width, dtype):
     dx, dw, db = np.empty_like(x), np.empty((1, width), dtype), np.empty((1, width), dtype)
     norm.group_norm_backward(grad, x, w, mean, rstd, dx, dw, db)
     ref_dx, parts = np.empty_like(x), np.empty((2, rows, 1, width), dtype)
-    norm._backward(grad, x, w, mean, rstd, ref_dx, parts[0], parts[1])
+    norm._BACKWARD.parallel(grad, x, w, mean, rstd, ref_dx, parts[0], parts[1])
     np.testing.assert_allclose(dx, ref_dx, **tol)
     np.testing.assert_allclose(dw[0], parts[0].sum(axis=0)[0], **tol)
     np.testing.assert_allclose(db[0], parts[1].sum(axis=0)[0], **tol)

@@ -98,3 +98,49 @@ def test_numdiff_shortens_libgomps_spin_unless_the_user_set_it(environment):
     started, spin, ours = result.stdout.split()
     expected = environment.get("GOMP_SPINCOUNT", "None" if environment else ours)
     assert started == "False" and spin == expected
+
+
+def test_fewer_jobs_than_threads_runs_the_serial_build(two_threads):
+    # A prange over one item leaves the second thread idle at the region's barrier.
+    assert forward_core.pick(10**9, jobs=1) == (forward_core.serial, 1)
+    assert forward_core.pick(10**9, jobs=2) == (forward_core.parallel, 2)
+    with always_parallel():
+        assert forward_core.pick(0, jobs=1) == (forward_core.parallel, 2)
+
+
+_RUNTIMES = """
+import sys
+first, second = sys.argv[1:]
+__import__(first)
+__import__(second)
+import numdiff._threads as threads
+print(repr([(path.rsplit("/", 3)[-3], short) for path, short in threads.openmp_runtimes() if "torch" in path]))
+"""
+
+
+@pytest.mark.parametrize("order, environment, expected_short_spin", [
+    (("torch", "numdiff"), {}, False),  # torch's libgomp loaded before numdiff set GOMP_SPINCOUNT
+    (("numdiff", "torch"), {}, True),  # it loads after, and reads numdiff's setting
+    (("torch", "numdiff"), {"GOMP_SPINCOUNT": "10000"}, True),  # the user's setting reached both
+])  # fmt: skip
+def test_openmp_runtimes_names_one_that_kept_its_own_spin(order, environment, expected_short_spin):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    result = subprocess.run([sys.executable, "-c", _RUNTIMES, *order], env={**env, **environment},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    torch_runtimes = eval(result.stdout)
+    if not torch_runtimes:
+        pytest.skip("this torch build loads no OpenMP runtime of its own")
+    assert torch_runtimes == [("torch", expected_short_spin)] * len(torch_runtimes)
+
+
+def test_show_config_lists_the_openmp_runtimes():
+    from numdiff._show_config import config_lines
+
+    text = "\n".join(config_lines())
+    assert "OpenMP runtimes" in text
+    for path, _ in numdiff._threads.openmp_runtimes():
+        assert path in text

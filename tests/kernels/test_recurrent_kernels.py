@@ -3,6 +3,7 @@ their argument checks (shapes, dtypes, layout, overlapping output) before any co
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -79,3 +80,81 @@ def test_mixed_dtypes_non_contiguous_and_overlapping_outputs_are_refused():
         recurrent.rnn_sequence_forward(p, h0, np.zeros((H, 2 * H))[:, ::2], np.empty((L, N, H)), False)
     with pytest.raises(ValueError, match="rnn_sequence_forward: out .* overlaps projected"):
         recurrent.rnn_sequence_forward(p, h0, w, p, False)
+
+
+@pytest.mark.parametrize("batch, parts", [(1, 2), (6, 2), (8, 2), (11, 3), (16, 2), (20, 2), (100, 16), (64, 4)])
+def test_batch_bounds_cover_every_row_once_in_runs_of_at_least_four(batch, parts):
+    bounds = recurrent.batch_bounds(batch, parts)
+    sizes = np.diff(bounds)
+    assert bounds[0] == 0 and bounds[-1] == batch and len(sizes) <= parts
+    assert (sizes > 0).all() and (len(sizes) == 1 or (sizes >= 4).all())
+    assert (sizes[:-1] % 4 == 0).all()  # the product's 4-row blocks stay whole
+
+
+def _run_all(rng_seed, dtype, batch, hidden, steps):
+    """Every kernel's forward and backward result for one draw of inputs."""
+    rng = np.random.default_rng(rng_seed)
+    results = []
+    p, h0, c0, w = _arrays(rng, dtype, (steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden))
+    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((steps, batch, 6 * hidden), dtype))
+    (g,) = _arrays(rng, dtype, out.shape)
+    size = (4 * steps + 2) * batch * hidden
+    results += [out, recurrent.lstm_sequence_backward(g, out, c0, w, np.empty(size, dtype))]
+    p, w, b = _arrays(rng, dtype, (steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,))
+    out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((steps, batch, 5 * hidden), dtype))
+    (g,) = _arrays(rng, dtype, out.shape)
+    size = (6 * steps + 1) * batch * hidden
+    results += [out, recurrent.gru_sequence_backward(g, out, h0, w, np.empty(size, dtype))]
+    p, w = _arrays(rng, dtype, (steps, batch, hidden), (hidden, hidden))
+    for relu in (False, True):
+        out = recurrent.rnn_sequence_forward(p, h0, w, np.empty((steps, batch, hidden), dtype), relu)
+        (g,) = _arrays(rng, dtype, out.shape)
+        size = (steps + 1) * batch * hidden
+        results += [out, recurrent.rnn_sequence_backward(g, out, w, np.empty(size, dtype), relu)]
+    return results
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("batch", [8, 13, 21])
+def test_batch_split_between_threads_gives_the_one_thread_results(dtype, tol, batch):
+    """The parallel builds run the batch in parts (each part every step of its rows); forced on
+    at two threads they give the serial build's numbers, forward and backward, for batches that
+    split evenly and not (a part's leftover rows take the product's one-row path)."""
+    import numdiff
+    from numdiff.kernels._parallel import always_parallel, always_serial
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a Numba pool of two threads")
+    previous = numdiff.get_num_threads()
+    try:
+        numdiff.set_num_threads(2)
+        with always_serial():
+            serial = _run_all(batch, dtype, batch, 5, 4)
+        with always_parallel():
+            parallel = _run_all(batch, dtype, batch, 5, 4)
+    finally:
+        numdiff.set_num_threads(previous)
+    for one, split in zip(serial, parallel):
+        np.testing.assert_allclose(split, one, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_split_batch_layers_pass_gradcheck_bidirectional_batch_first(mode):
+    """Through nn layers (two layers, bidirectional, batch_first, batch 9: parts of 4 and 5 rows) the
+    parallel builds' forward and backward pass a float64 gradient check."""
+    import numdiff
+    from numdiff.autograd import gradcheck
+    from numdiff.kernels._parallel import always_parallel
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a Numba pool of two threads")
+    numdiff.manual_seed(0)
+    layer = getattr(numdiff.nn, mode)(3, 4, num_layers=2, bidirectional=True, batch_first=True).double()
+    x = numdiff.randn(9, 3, 3, dtype=numdiff.float64, requires_grad=True)
+    previous = numdiff.get_num_threads()
+    try:
+        numdiff.set_num_threads(2)
+        with always_parallel():
+            assert gradcheck(lambda x: layer(x)[0], (x,))
+    finally:
+        numdiff.set_num_threads(previous)
