@@ -426,11 +426,45 @@ def gcn(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
     return _adam_step(lib, [layer1, layer2], compile_fn(loss_of), x, y)
 
 
+def mobilenet(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
+    """MobileNetV2-style: stem conv 16, inverted residuals (1x1 expand x4, 3x3 depthwise, 1x1
+    project, BatchNorm and ReLU6; stride 1 blocks add their input) at 24, 32 and 64 channels,
+    global average pool, Linear; 32x3x32x32."""
+    nn, fn = lib.nn, lib.nn.functional
+    batch, size = (2, 8) if quick else (32, 32)
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+            super().__init__()
+            mid = 4 * c_in
+            self.residual = stride == 1 and c_in == c_out
+            self.body = nn.Sequential(
+                nn.Conv2d(c_in, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU6(),
+                nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False), nn.BatchNorm2d(mid), nn.ReLU6(),
+                nn.Conv2d(mid, c_out, 1, bias=False), nn.BatchNorm2d(c_out),
+            )  # fmt: skip
+
+        def forward(self, x: Any) -> Any:
+            return x + self.body(x) if self.residual else self.body(x)
+
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU6(),
+        InvertedResidual(16, 24, 2), InvertedResidual(24, 24, 1), InvertedResidual(24, 32, 2),
+        InvertedResidual(32, 64, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
+    )  # fmt: skip
+    same_weights(lib, model)
+    rng = _data(16)
+    x = lib.tensor(rng.standard_normal((batch, 3, size, size)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, (batch,)))
+    loss_of = compile_fn(lambda x, y: fn.cross_entropy(model(x), y))
+    return _adam_step(lib, [model], loss_of, x, y)
+
+
 WORKLOADS: dict[str, Callable[..., Callable[[], None]]] = {
     f.__name__: f
     for f in (
         char_lstm, char_gru, rnn_tanh, word_lstm, word_transformer, min_gpt, cifar_bn, cnn3d, resnet, dcgan, vae, super_resolution,
-        style_transfer, per_sample_grads, gcn,
+        style_transfer, per_sample_grads, gcn, mobilenet,
     )
 }  # fmt: skip
 """Every workload by name, in the order bench_models.py reports them."""

@@ -138,6 +138,19 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_direct.direct_backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(128, 32, 1, 8), z(128, 32, 1, 8), z(32, 32, 3, 3), padding=(1, 1, 1, 1)),
         ),
+        # groups > 1 with few channels a group (depthwise) run as the per-group stencil.
+        (
+            "_conv_grouped.grouped_forward_core",
+            lambda: conv.conv2d_forward(z(1, 2, 3, 3), z(2, 1, 2, 2), z(2), z(1, 2, 2, 2), groups=2),
+        ),
+        (
+            "_conv_grouped.grouped_backward_input_core",
+            lambda: conv.conv2d_backward_input(z(1, 2, 2, 2), z(2, 1, 2, 2), z(1, 2, 3, 3), groups=2),
+        ),
+        (
+            "_conv_grouped.grouped_backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(1, 2, 3, 3), z(1, 2, 2, 2), z(2, 1, 2, 2), groups=2),
+        ),
         # Stride-1 forwards to at most NARROW_MAX_CHANNELS output channels run the narrow loop.
         (
             "_conv_narrow.narrow_forward_core",

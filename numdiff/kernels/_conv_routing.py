@@ -175,6 +175,20 @@ def im2col_tiles(n_img, groups, k, oh_size, ow_size, cg, parts):
     return -(-oh_size // tiles), blocks
 
 
+GROUPED_DIRECT_MAX_CHANNELS = 8
+"""Most input channels per group (Cg) for which a grouped convolution (groups > 1) runs as the
+direct per-group stencil of numdiff.kernels._conv_grouped instead of im2col, whatever its kernel
+size, stride, padding or dilation: with Cg*KH*KW deep GEMMs of Cog rows, im2col's per-group
+products and column gathers cost more than the stencil's loads."""
+
+
+def use_grouped_direct(groups, cg):
+    """Whether a convolution with `groups` groups of `cg` input channels runs as the direct
+    per-group stencil (depthwise convolutions, cg = 1, and grouped ones with few channels a
+    group); see :data:`GROUPED_DIRECT_MAX_CHANNELS`."""
+    return groups > 1 and cg <= GROUPED_DIRECT_MAX_CHANNELS
+
+
 NARROW_MAX_CHANNELS = 4
 """Most output channels per group for which a stride-1 forward runs the direct narrow loop
 (numdiff.kernels._conv_narrow) instead of im2col; see :func:`use_narrow`."""

@@ -75,6 +75,11 @@ from numdiff.kernels._conv_batched import (
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
+from numdiff.kernels._conv_grouped import (
+    grouped_backward_input_core,
+    grouped_backward_weight_core,
+    grouped_forward_core,
+)
 from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
@@ -103,6 +108,9 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     if n_img == 0:
         return None, None
     macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
+    if routing.use_grouped_direct(groups, cg):
+        kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+        return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
     if kh == kw == 3 and sh == sw == dh == dw == 1:
         cog = c_out // groups
         if kind == "backward_input":
@@ -146,6 +154,11 @@ _DIRECT_CORES = {
     "forward": direct_forward_core,
     "backward_input": direct_backward_input_core,
     "backward_weight": direct_backward_weight_core,
+}
+_GROUPED_CORES = {
+    "forward": grouped_forward_core,
+    "backward_input": grouped_backward_input_core,
+    "backward_weight": grouped_backward_weight_core,
 }
 _WINOGRAD_CORES = {
     "forward": winograd_forward_core,

@@ -18,7 +18,8 @@ CONVS = {
     "rgb head 9x9": (16, 3, 9, 4, 1, 1, 20),
     "3x3 to 9": (32, 9, 3, 1, 1, 1, 12),
     "5x5 dilated": (12, 4, 5, 3, 2, 1, 15),
-    "grouped 3x3": (16, 4, 3, 1, 1, 2, 10),
+    # 16 channels a group: fewer (at most _conv_routing.GROUPED_DIRECT_MAX_CHANNELS) run the grouped stencil.
+    "grouped 3x3": (32, 8, 3, 1, 1, 2, 10),
 }
 
 

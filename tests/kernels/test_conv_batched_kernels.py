@@ -20,6 +20,13 @@ from numdiff.kernels._conv_batched import (
 from numdiff.kernels._parallel import always_parallel
 from tests.kernels import kernel_reference as ref
 
+
+@pytest.fixture(autouse=True)
+def _grouped_cases_stay_on_this_route(monkeypatch):
+    """The grouped cases here test this file's route; few channels a group would otherwise run
+    the grouped stencil (numdiff.kernels._conv_grouped, tested in test_conv_grouped_kernels.py)."""
+    monkeypatch.setattr(_conv_routing, "GROUPED_DIRECT_MAX_CHANNELS", 0)
+
 BATCHED_CORES = {
     "forward": batched_forward_core,
     "backward_input": batched_backward_input_core,

@@ -11,6 +11,13 @@ import numdiff
 from numdiff.kernels import _conv_routing, conv
 from tests.kernels import kernel_reference as ref
 
+
+@pytest.fixture(autouse=True)
+def _grouped_cases_stay_on_this_route(monkeypatch):
+    """The grouped cases here test this file's route; few channels a group would otherwise run
+    the grouped stencil (numdiff.kernels._conv_grouped, tested in test_conv_grouped_kernels.py)."""
+    monkeypatch.setattr(_conv_routing, "GROUPED_DIRECT_MAX_CHANNELS", 0)
+
 # (N, C, H, W, Co, KH, KW, stride, padding (t, b, l, r), dilation, groups)
 CASES = [
     (2, 3, 7, 6, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),

@@ -14,6 +14,14 @@ from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._parallel import always_parallel, always_serial
 from numdiff.kernels.conv import conv2d_forward, conv2d_plan
 
+
+@pytest.fixture(autouse=True)
+def _grouped_cases_stay_on_this_route(monkeypatch):
+    """The grouped and depthwise cases here test the narrow loop; few channels a group would
+    otherwise run the grouped stencil (numdiff.kernels._conv_grouped, tested in
+    test_conv_grouped_kernels.py)."""
+    monkeypatch.setattr(routing, "GROUPED_DIRECT_MAX_CHANNELS", 0)
+
 SHAPES = [
     # (N, C, H, W, Co, (KH, KW), padding, dilation, groups)
     (2, 16, 20, 17, 3, (9, 9), 4, 1, 1),  # style transfer's last layer, smaller

@@ -34,6 +34,8 @@ from numba import config, cuda, from_dtype
 
 from numdiff._ground.conv_geometry import conv2d_geometry, conv_output_size
 from numdiff.cuda.kernels._checks import check_disjoint, check_float_arrays, check_shape, flat
+from numdiff.cuda.kernels.conv_grouped import grouped_backward_input, grouped_backward_weight, grouped_forward
+from numdiff.kernels._conv_routing import use_grouped_direct
 
 __all__ = [
     "conv_output_size",
@@ -252,6 +254,10 @@ def conv2d_forward(x, weight, bias, out, stride=(1, 1), padding=(0, 0, 0, 0), di
         check_float_arrays(op, x=x, bias=bias)
         check_shape(op, "bias", bias, (weight.shape[0],))
     check_disjoint(op, {"out": out}, {"x": x, "weight": weight, "bias": bias})
+    if use_grouped_direct(geom[-1], weight.shape[1]):
+        bias_buffer = flat(bias) if bias is not None else flat(out)[:0]
+        grouped_forward(flat(x), flat(weight), bias_buffer, flat(out), geom)
+        return out
     n_img, c_out, oh_size, ow_size = out.shape
     k_size = weight.shape[1] * weight.shape[2] * weight.shape[3]
     if out.size:
@@ -276,6 +282,9 @@ def conv2d_backward_input(
     check_float_arrays(op, grad_out=grad_out, weight=weight, grad_in=grad_in)
     geom = _geometry(op, grad_in.shape, weight, grad_out.shape, stride, padding, dilation, groups)
     check_disjoint(op, {"grad_in": grad_in}, {"grad_out": grad_out, "weight": weight})
+    if use_grouped_direct(geom[-1], weight.shape[1]):
+        grouped_backward_input(flat(grad_out), flat(weight), flat(grad_in), geom)
+        return grad_in
     n_img, c_in, height, width = grad_in.shape
     c_out, cg, kh, kw = weight.shape
     if grad_in.size:
@@ -307,6 +316,9 @@ def conv2d_backward_weight(
     m_size = c_out // groups
     k_size = grad_weight.shape[1] * grad_weight.shape[2] * grad_weight.shape[3]
     reduction = n_img * oh_size * ow_size
+    if use_grouped_direct(groups, grad_weight.shape[1]):
+        grouped_backward_weight(flat(x), flat(grad_out), flat(grad_weight), geom)
+        return grad_weight
     grad_weight[...] = 0
     if grad_weight.size and reduction:
         out_blocks = math.ceil(m_size / TILE) * math.ceil(k_size / TILE) * groups
