@@ -51,6 +51,8 @@ def winograd(monkeypatch):
     monkeypatch.setattr(_conv_routing, "WINOGRAD_MIN_CHANNELS", 0)
     monkeypatch.setattr(_conv_routing, "WINOGRAD_MIN_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})
     monkeypatch.setattr(_conv_routing, "DIRECT_MAX_WIDTH", {kind: 0 for kind in WINOGRAD_CORES})  # else direct
+    # Few channels a group would run the grouped stencil (tested in test_conv_grouped_kernels.py).
+    monkeypatch.setattr(_conv_routing, "GROUPED_DIRECT_MAX_CHANNELS", 0)
 
 
 def _check_route(x_shape, w_shape, out_shape, padding, groups):
