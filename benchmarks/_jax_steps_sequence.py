@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import _models  # benchmarks/_models.py: the sizes, weights and data of the workloads
+from _jax_steps import adam_step  # benchmarks/_jax_steps.py: Adam by hand under jax.jit
 
 
 def _parameters(cell: str, sizes: tuple) -> dict:
@@ -83,16 +84,7 @@ def token_lm_step(workload: str, quick: bool) -> Callable[[], None]:
         logits = (h @ p["head.weight"].T + p["head.bias"]).reshape(-1, vocab)
         return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(y.shape[0]), y])
 
-    @jax.jit
-    def step(p: dict, m: dict, v: dict, t: Any, x: Any, y: Any) -> tuple:
-        grads = jax.grad(loss_fn)(p, x, y)
-        t = t + 1
-        m = jax.tree_util.tree_map(lambda a, g: 0.9 * a + 0.1 * g, m, grads)
-        v = jax.tree_util.tree_map(lambda a, g: 0.999 * a + 0.001 * g * g, v, grads)
-        p = jax.tree_util.tree_map(
-            lambda w, a, b: w - 1e-3 * (a / (1 - 0.9**t)) / (jnp.sqrt(b / (1 - 0.999**t)) + 1e-8), p, m, v
-        )
-        return p, m, v, t
+    step = adam_step(loss_fn)
 
     params = {name: jnp.asarray(value) for name, value in _parameters(cell, sizes).items()}
     zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
