@@ -39,6 +39,7 @@ avg_pool = lazy_module("numdiff.kernels.avg_pool")
 conv = lazy_module("numdiff.kernels.conv")
 matmul = lazy_module("numdiff.kernels.matmul")
 pool = lazy_module("numdiff.kernels.pool")
+reduce_sum = lazy_module("numdiff.kernels.reduce_sum")
 _parallel = lazy_module("numdiff.kernels._parallel")
 
 
@@ -252,8 +253,6 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
             ),
         ]  # fmt: skip
     calls += _foreach_warmups(dtype)
-    from numdiff.kernels import reduce_sum
-
     # A broadcast's gradient: summed axes interleaved with kept ones.
     calls.append(("reduce_sum._SUM_PAIRS", lambda: reduce_sum.sum_dims(np.zeros((2, 2, 2), dtype), (0, 2), np.zeros((1, 2, 1), dtype))))
     return calls
