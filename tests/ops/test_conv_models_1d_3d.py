@@ -33,3 +33,40 @@ def test_adaptive_max_pool1d_without_indices_pools_once(shape, size):
     np.testing.assert_array_equal(xt.grad.numpy(), ref.grad.numpy())
     module = numdiff.nn.AdaptiveMaxPool1d(size)
     assert "adaptive_max_pool2d_indices" not in _op_counts(lambda: module(xt))
+
+
+GLOBAL_POOLS = [((8, 32, 4, 4, 4), 1), ((2, 3, 5, 6, 7), (2, 1, 1)), ((3, 4, 6, 5), (None, 1, 1)), ((2, 5, 3, 1, 4), (3, 1, 1))]
+
+
+@pytest.mark.parametrize("shape, size", GLOBAL_POOLS)
+@pytest.mark.parametrize("name", ["adaptive_avg_pool3d", "adaptive_max_pool3d"])
+def test_adaptive_pool3d_over_whole_slices_is_one_stage_with_torchs_values(name, shape, size):
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    xt = numdiff.tensor(x, requires_grad=True)
+    counts = _op_counts(lambda: getattr(nf, name)(xt, size).sum().backward())
+    assert counts.get(name.replace("3d", "2d")) == 1  # no (H, W) stage before the depth stage
+    ref = torch.tensor(x, requires_grad=True)
+    expected = getattr(torch.nn.functional, name)(ref, size)
+    (expected * torch.arange(expected.numel()).reshape(expected.shape)).sum().backward()
+    out = getattr(nf, name)(xt, size)
+    xt.grad = None
+    (out * numdiff.arange(out.numel()).reshape(tuple(out.shape))).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(xt.grad.numpy(), ref.grad.numpy(), rtol=1e-6, atol=1e-7)
+    if name == "adaptive_max_pool3d":
+        indices = nf.adaptive_max_pool3d(xt, size, return_indices=True)[1]
+        assert indices.tolist() == torch.nn.functional.adaptive_max_pool3d(ref, size, return_indices=True)[1].tolist()
+
+
+@pytest.mark.parametrize("name", ["adaptive_avg_pool3d", "adaptive_max_pool3d"])
+def test_adaptive_pool3d_over_whole_slices_gradchecks_in_float64(name):
+    x = numdiff.tensor(np.random.default_rng(2).permutation(60).reshape(1, 2, 3, 2, 5) / 7.0, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda t: getattr(nf, name)(t, (2, 1, 1)), (x,))
+    assert numdiff.autograd.gradgradcheck(lambda t: getattr(nf, name)(t, (2, 1, 1)), (x,))
+
+
+def test_adaptive_pool3d_whole_slices_still_refuses_a_bad_size():
+    with pytest.raises(ValueError, match="adaptive_avg_pool3d"):
+        nf.adaptive_avg_pool3d(numdiff.ones(1, 2, 3, 4, 5), (0, 1, 1))
+    with pytest.raises(ValueError, match="adaptive_max_pool3d"):
+        nf.adaptive_max_pool3d(numdiff.ones(2, 3, 4), 1)
