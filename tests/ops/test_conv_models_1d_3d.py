@@ -70,3 +70,24 @@ def test_adaptive_pool3d_whole_slices_still_refuses_a_bad_size():
         nf.adaptive_avg_pool3d(numdiff.ones(1, 2, 3, 4, 5), (0, 1, 1))
     with pytest.raises(ValueError, match="adaptive_max_pool3d"):
         nf.adaptive_max_pool3d(numdiff.ones(2, 3, 4), 1)
+
+
+def _awkward_planes(shape: tuple) -> np.ndarray:
+    """Values with ties, NaNs (one and several in a plane), infinities and an all -inf plane."""
+    x = np.random.default_rng(4).integers(-3, 4, shape).astype(np.float32)
+    flat = x.reshape(-1, x.shape[-1] if len(shape) == 3 else x.shape[-2] * x.shape[-1])
+    flat[1, 2] = np.nan
+    flat[2, 1], flat[2, 3] = np.nan, np.nan
+    flat[3, 0] = np.inf
+    flat[4, :] = -np.inf
+    return x
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 9), (2, 5, 4), (2, 3, 4, 5), (3, 2, 1, 6)])
+def test_global_adaptive_max_pooling_keeps_torchs_argmax_rule(shape):
+    x = _awkward_planes(shape)
+    name = "adaptive_max_pool1d" if len(shape) == 3 else "adaptive_max_pool2d"
+    values, indices = getattr(nf, name)(numdiff.tensor(x), 1, return_indices=True)
+    their_values, their_indices = getattr(torch.nn.functional, name)(torch.tensor(x), 1, return_indices=True)
+    np.testing.assert_array_equal(values.numpy(), their_values.numpy())  # NaN where torch has NaN
+    assert indices.tolist() == their_indices.tolist()
