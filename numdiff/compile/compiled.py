@@ -85,10 +85,13 @@ def _tensor_key(t: Tensor) -> tuple:
     return (data.shape, data.dtype, t._requires_grad, str(data.device))
 
 
-def _flatten_output(result: Any) -> tuple[list, Any]:
-    """The tensors a call returned and how to rebuild its structure (tensor, tuple or list)."""
+def _flatten_output(result: Any, none_allowed: bool = False) -> tuple[list, Any]:
+    """The tensors a call returned and how to rebuild its structure (tensor, tuple or list; None
+    from a training step, which returns nothing when `none_allowed`)."""
     if isinstance(result, Tensor):
         return [result], None
+    if result is None and none_allowed:
+        return [], type(None)
     if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
         return list(result), type(result)
     raise UnsupportedInCompileError(
@@ -210,7 +213,10 @@ class CompiledFunction:
                     warnings.warn(f"numdiff.compile: {_name(self.fn)} cannot be replayed: {self.eager_reason}; "
                                   "it runs eagerly from now on", stacklevel=3)
                     return None, result
-                outputs, form = _flatten_output(result)
+                tracer.host_steps.check(len(tracer.forward.calls))
+                outputs, form = _flatten_output(result, none_allowed=bool(tracer.host_steps))
+                visible_count = len(outputs)
+                outputs += tracer.host_steps.take_roots()  # extra outputs: each call's backward starts there
                 output_values = [tracer.value_for(t) for t in outputs]
                 writes = tracer.write_targets()
                 differentiable = self._differentiable(tensors, tracer, outputs)
@@ -237,6 +243,8 @@ class CompiledFunction:
         guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         trace.write_slots = write_slots
+        trace.visible_count = visible_count
+        trace.host_steps = tracer.host_steps
         trace.grad_guards = tracer.grad_guards
         trace.grad_owners = list({id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
         trace.grad_absent = [t._grad is None for t in trace.grad_owners]
@@ -293,6 +301,11 @@ class CompiledFunction:
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
             watch_saved_outputs(state, results, saved)
         link_outputs(results, trace.output_links, tensors, trace.captured)
+        if trace.host_steps:
+            trace.host_steps.replay(results[trace.visible_count:])  # zero_grad, backward, step (host_steps.py)
+            results = results[:trace.visible_count]
+        if trace.output_form is type(None):
+            return None
         return results[0] if trace.output_form is None else trace.output_form(results)
 
     @property

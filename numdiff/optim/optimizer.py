@@ -20,6 +20,7 @@ import numpy as np
 from numdiff import _dtype, _profiling
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
+from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.backend import is_host
 from numdiff.creation import full
 from numdiff.tensor import Tensor
@@ -40,11 +41,17 @@ def _typename(value: Any) -> str:
 
 
 def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:
-    @functools.wraps(step)
-    def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+    def run(self: Optimizer, args: tuple, kwargs: dict) -> Any:
         if _profiling.recorder is None:
             return step(self, *args, **kwargs)
         return _profiling.recorder.record(name, "optimizer", lambda: step(self, *args, **kwargs))
+
+    @functools.wraps(step)
+    def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if not anywhere.levels or any(a is not None for a in (*args, *kwargs.values())):
+            return run(self, args, kwargs)  # a closure re-evaluates the model: not a step to defer
+        # Through the interpreter door: numdiff.compile's trace replays the step after each call.
+        return host_step(self, "step", lambda: run(self, args, kwargs))
 
     return profiled
 
@@ -143,8 +150,20 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    def _compile_guarded_state(self) -> tuple:
+        """What numdiff.compile guards about this optimizer: its parameters, group by group. Its
+        options and state are read afresh by each replayed step (numdiff/compile/host_steps.py),
+        so a scheduler changing lr needs no retrace."""
+        return tuple(tuple(group["params"]) for group in self.param_groups)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad`: to None (the default), or to zeros in place."""
+        if anywhere.levels:
+            host_step(self, "zero_grad", lambda: self._zero_grad(set_to_none))
+        else:
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 grad = p._grad
