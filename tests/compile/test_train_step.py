@@ -187,7 +187,7 @@ def test_compiling_only_the_optimizer_step_as_torch_users_do():
     for compiled in (False, True):
         model = _model()
         optimizer = optim.Adam(model.parameters(), lr=1e-2)
-        opt_step = numdiff.compile(lambda: optimizer.step()) if compiled else optimizer.step
+        opt_step = numdiff.compile(lambda opt=optimizer: opt.step()) if compiled else optimizer.step
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             for _ in range(3):
