@@ -56,13 +56,13 @@ class Trace:
         for t, expected in zip(self.captured, self.captured_guard):
             if _tensor_key(t) != expected:
                 return False
-        if not self.python_guard.holds():
+        if [t._grad is None for t in self.grad_owners] != self.grad_absent:
+            return False  # code reading p._grad directly (an optimizer) took the other branch
+        if not self.python_guard.holds():  # after the cheap checks: it walks the reachable state
             return False
         for slot, outside in self.aliases:
             if tensors[slot]._data is not outside._data:
                 return False
-        if [t._grad is None for t in self.grad_owners] != self.grad_absent:
-            return False  # code reading p._grad directly (an optimizer) took the other branch
         for slot, grad in self.grad_guards.items():
             if _tensor_at(slot, tensors, self.captured)._grad is not grad:
                 return False
@@ -216,7 +216,12 @@ class CompiledFunction:
                 tracer.host_steps.check(len(tracer.forward.calls))
                 outputs, form = _flatten_output(result, none_allowed=bool(tracer.host_steps))
                 visible_count = len(outputs)
-                outputs += tracer.host_steps.take_roots()  # extra outputs: each call's backward starts there
+                root_slots = []  # each call's backward starts at these outputs (extra ones if not returned)
+                for root in tracer.host_steps.take_roots():
+                    known = [slot for slot, t in enumerate(outputs) if t is root]
+                    root_slots.append(known[0] if known else len(outputs))
+                    if not known:
+                        outputs.append(root)
                 output_values = [tracer.value_for(t) for t in outputs]
                 writes = tracer.write_targets()
                 differentiable = self._differentiable(tensors, tracer, outputs)
@@ -244,6 +249,7 @@ class CompiledFunction:
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         trace.write_slots = write_slots
         trace.visible_count = visible_count
+        trace.root_slots = root_slots
         trace.host_steps = tracer.host_steps
         trace.grad_guards = tracer.grad_guards
         trace.grad_owners = list({id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
@@ -302,7 +308,7 @@ class CompiledFunction:
             watch_saved_outputs(state, results, saved)
         link_outputs(results, trace.output_links, tensors, trace.captured)
         if trace.host_steps:
-            trace.host_steps.replay(results[trace.visible_count:])  # zero_grad, backward, step (host_steps.py)
+            trace.host_steps.replay([results[slot] for slot in trace.root_slots])  # host_steps.py
             results = results[:trace.visible_count]
         if trace.output_form is type(None):
             return None
