@@ -252,7 +252,11 @@ class CompiledFunction:
         trace.root_slots = root_slots
         trace.host_steps = tracer.host_steps
         trace.grad_guards = tracer.grad_guards
-        trace.grad_owners = list({id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
+        # Whether each tensor has a .grad steers code that reads p._grad directly: an optimizer's step
+        # or zero_grad, unless the trace deferred them (host_steps.py; then the first call, before any
+        # .grad exists, and the later ones share one trace).
+        trace.grad_owners = [] if tracer.host_steps else list(
+            {id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
         trace.grad_absent = [t._grad is None for t in trace.grad_owners]
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}

@@ -52,6 +52,12 @@ class HostSteps:
         """Defer `run`, ``owner.zero_grad()`` or ``owner.step()`` (`kind`); `calls` ops are recorded so far.
 
         A zero_grad only resets ``.grad``, which no forward op reads, so ops may follow it."""
+        if kind == "step(closure)":
+            raise UnsupportedInCompileError(
+                f"numdiff.compile: {type(owner).__name__}.step(closure) inside the compiled function re-evaluates "
+                f"the model inside the step, which a replay cannot redo (at {user_line()}); call backward() and "
+                "step() without a closure"
+            )
         self.steps.append(("run", run))
         if kind != "zero_grad":
             self._barrier(calls, f"{type(owner).__name__}.{kind}()")

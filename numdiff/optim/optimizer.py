@@ -48,10 +48,12 @@ def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     @functools.wraps(step)
     def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
-        if not anywhere.levels or any(a is not None for a in (*args, *kwargs.values())):
-            return run(self, args, kwargs)  # a closure re-evaluates the model: not a step to defer
-        # Through the interpreter door: numdiff.compile's trace replays the step after each call.
-        return host_step(self, "step", lambda: run(self, args, kwargs))
+        if not anywhere.levels:
+            return run(self, args, kwargs)
+        # Through the interpreter door: numdiff.compile's trace replays the step after each call; a
+        # step with a closure (which re-evaluates the model inside the step) it refuses.
+        kind = "step" if all(a is None for a in (*args, *kwargs.values())) else "step(closure)"
+        return host_step(self, kind, lambda: run(self, args, kwargs))
 
     return profiled
 
