@@ -250,7 +250,7 @@ class CompiledFunction:
         trace.write_slots = write_slots
         trace.visible_count = visible_count
         trace.root_slots = root_slots
-        trace.host_steps = tracer.host_steps
+        trace.host_steps = tracer.host_steps if tracer.host_steps else None  # None: the common, plain trace
         trace.grad_guards = tracer.grad_guards
         # Whether each tensor has a .grad steers code that reads p._grad directly: an optimizer's step
         # or zero_grad, unless the trace deferred them (host_steps.py; then the first call, before any
@@ -311,11 +311,11 @@ class CompiledFunction:
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
             watch_saved_outputs(state, results, saved)
         link_outputs(results, trace.output_links, tensors, trace.captured)
-        if trace.host_steps:
+        if trace.host_steps is not None:
             trace.host_steps.replay([results[slot] for slot in trace.root_slots])  # host_steps.py
             results = results[:trace.visible_count]
-        if trace.output_form is type(None):
-            return None
+            if trace.output_form is type(None):
+                return None
         return results[0] if trace.output_form is None else trace.output_form(results)
 
     @property
