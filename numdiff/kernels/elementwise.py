@@ -12,7 +12,7 @@ file under numdiff.kernels._codegen.generated_dir(). A variant is chosen by:
   a scalar; anything else (broadcast along some axes, transposed, sliced in 2+ dims) makes the
   kernel loop over the N-d index instead (``np.ndindex``), reading broadcast views without copies;
 - size: above `GRAIN` elements (and with more than one Numba thread) the loop is a ``prange``
-  (over the elements, or the first axis of the N-d loop); below it the kernel stays serial and never opens a parallel region, as PyTorch's
+  (over the elements, or equal runs of the N-d loop's first two axes); below it the kernel stays serial and never opens a parallel region, as PyTorch's
   grain of 32768.
 
 Loop nest: ``for i in range(n): out[i] = expr(a_x[i], a_y)``; extra memory: none.
@@ -65,6 +65,7 @@ KERNELS: dict[tuple, Dispatcher] = {}
 
 _HEADER = (
     "import math\n\nimport numpy as np\nfrom numba import prange\n\n"
+    "from numdiff.kernels._parallel import contiguous_run\n"
     "from numdiff.kernels._self_healing_cache import njit\n\n\n"
 )
 
@@ -73,10 +74,13 @@ def _loop_source(
     results: list[str], expressions: list[str], operands: tuple[str, ...], pattern: str,
     attr_names: tuple[str, ...], layout: str, parallel: bool,
 ) -> str:
-    """The source of one kernel: ``kernel(r_0[, r_1], a_<operand>..., <attrs>)``."""
+    """The source of one kernel: ``kernel(r_0[, r_1], a_<operand>..., <attrs>[, parts])``."""
     arrays = [name for name, kind in zip(operands, pattern) if kind == "A"]
     reads = {name: f"v_{name}" for name in operands}
-    params = ", ".join([*results, *[f"a_{n}" for n in operands], *attr_names])
+    # The N-d parallel loop takes the thread count last: numba.get_num_threads() called in a kernel
+    # is a ctypes global, which keeps the kernel out of the disk cache.
+    split = ["parts"] if layout != "flat" and parallel else []
+    params = ", ".join([*results, *[f"a_{n}" for n in operands], *attr_names, *split])
     loop = "prange" if parallel else "range"
     # error_model="numpy": x / 0 is inf or NaN, as in NumPy, instead of raising ZeroDivisionError.
     options = ", parallel=True" if parallel else ""
@@ -93,11 +97,22 @@ def _loop_source(
         sources = {name: f"a_{name}" for name in arrays}
         targets = results
     else:
-        lines.append(f"    for i in prange({results[0]}.shape[0]):")
-        lines += [f"        s_{r} = {r}[i]" for r in results]
-        lines += [f"        s_{name} = a_{name}[i]" for name in arrays]
-        lines.append(f"        for idx in np.ndindex(s_{results[0]}.shape):")
-        body, index = "            ", "[idx]"
+        # One contiguous run of the first two axes' (i, j) cells a thread (contiguous_run), cut
+        # into slices r[i, j0:j1] at the ends of the first axis: a first axis of 1 or 3 on two
+        # threads no longer leaves a thread idle or a whole row short.
+        lines += [
+            f"    cols = {results[0]}.shape[1]",
+            "    for t in prange(parts):",
+            f"        start, stop = contiguous_run({results[0]}.shape[0] * cols, parts, t)",
+            "        while start < stop:",
+            "            i, j0 = start // cols, start % cols",
+            "            j1 = min(cols, j0 + stop - start)",
+            "            start += j1 - j0",
+        ]
+        lines += [f"            s_{r} = {r}[i, j0:j1]" for r in results]
+        lines += [f"            s_{name} = a_{name}[i, j0:j1]" for name in arrays]
+        lines.append(f"            for idx in np.ndindex(s_{results[0]}.shape):")
+        body, index = "                ", "[idx]"
         sources = {name: f"s_{name}" for name in arrays}
         targets = [f"s_{r}" for r in results]
     lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
@@ -266,7 +281,10 @@ def _launch(rule, kind, needed, results, values, shape, dtype, attrs) -> None:
         parallel = size > GRAIN and get_num_threads() > 1
     else:
         outs = list(results)
-        parallel = size > GRAIN and len(shape) >= 2 and shape[0] > 1 and get_num_threads() > 1
+        parts = get_num_threads()
+        parallel = size > GRAIN and len(shape) >= 2 and parts > 1
+        if parallel:
+            attrs = (*attrs, parts)
     kernel = _kernel(rule, kind, needed, pattern, layout, parallel)
     kernel(*outs, *arguments, *attrs)
 
