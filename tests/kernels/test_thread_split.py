@@ -142,3 +142,23 @@ def test_batched_products_cover_every_slice_and_row(b_, m, k, n, dtype, two_thre
     np.testing.assert_allclose(matmul.bgemm_nt(g, b, out), g @ b.transpose(0, 2, 1), **tol)
     out = np.full((b_, k, n), np.nan, dtype)
     np.testing.assert_allclose(matmul.bgemm_tn(a, g, out), a.transpose(0, 2, 1) @ g, **tol)
+
+
+def _dealt(total, size, parts):
+    """Units per thread when blocks of `size` (the last one short) go to threads round-robin."""
+    shares = [0] * parts
+    for block, start in enumerate(range(0, total, size)):
+        shares[block % parts] += min(size, total - start)
+    return shares
+
+
+@pytest.mark.parametrize("parts", [2, 3, 4])
+@pytest.mark.parametrize("fit_images", [8, 28])
+def test_batched_blocks_keep_the_busiest_thread_near_an_equal_share(parts, fit_images):
+    positions = 16
+    k = _conv_routing.TILE_ELEMENTS // (fit_images * positions)
+    chosen = {n_img: _conv_routing.batched_images(n_img, k, positions, parts) for n_img in range(4 * parts, 160)}
+    shares = {n_img: _dealt(n_img, images, parts) for n_img, images in chosen.items()}
+    # Blocks of the largest size that fits left 64 images as 22 + 20 against 22 on 2 threads.
+    assert [n for n, s in shares.items() if max(s) > 1.15 * n / parts + 1] == []
+    assert all(_conv_routing.busiest_share(n, chosen[n], parts) == max(s) for n, s in shares.items())
