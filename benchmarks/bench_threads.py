@@ -100,6 +100,7 @@ def _workloads(m, library: str) -> dict[str, Callable[[], object]]:
         "conv 5x5 16->32 24x24 batch 5": conv(5, 16, 32, 24, 5, 1),
         "conv 3x3 s2 32->64 32x32 batch 3": conv(3, 32, 64, 32, 3, 2),
         "conv 3x3 s2 64->64 16x16 batch 1": conv(1, 64, 64, 16, 3, 2),
+        "conv 3x3 s2 48->96 8x8 batch 48": conv(48, 48, 96, 8, 3, 2),  # several images a GEMM
         "mul (1,64,56,56) * (64,1,1)": broadcast((1, 64, 56, 56), (64, 1, 1)),
         "mul (3,48,40,40) * (48,1,1)": broadcast((3, 48, 40, 40), (48, 1, 1)),
         "bmm 3 x 256x128 @ 128x192": bmm(3, 256, 128, 192),
