@@ -191,6 +191,24 @@ def use_grouped_direct(groups, cg):
     return groups > 1 and cg <= GROUPED_DIRECT_MAX_CHANNELS
 
 
+GROUPED_BLOCK_ELEMENTS = 1 << 15
+"""Target size of one work item's staged input and output runs in the grouped stencil, in
+elements (128 KiB float32: a core's share of L2)."""
+
+
+def grouped_images(n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts):
+    """Images in a block of the grouped stencil (numdiff.kernels._conv_grouped): as many as keep a
+    block's staged input (cg channels of sh*sw phase planes an image) and its cog output runs
+    within :data:`GROUPED_BLOCK_ELEMENTS`, at least one; few enough that groups x blocks gives
+    every thread work; equal blocks."""
+    plane = (oh_size + (kh - 1) * dh // sh) * (ow_size + (kw - 1) * dw // sw)
+    images = max(1, min(n_img, GROUPED_BLOCK_ELEMENTS // ((cg * sh * sw + cog) * plane)))
+    if groups * -(-n_img // images) < parts:
+        images = min(images, -(-n_img // -(-parts // groups)))
+    blocks = -(-n_img // images)
+    return -(-n_img // blocks)
+
+
 NARROW_MAX_CHANNELS = 4
 """Most output channels per group for which a stride-1 forward runs the direct narrow loop
 (numdiff.kernels._conv_narrow) instead of im2col; see :func:`use_narrow`."""

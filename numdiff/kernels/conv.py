@@ -110,7 +110,9 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
     if routing.use_grouped_direct(groups, cg):
         kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
-        return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
+        cog = c_out // groups
+        images = routing.grouped_images(n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts)
+        return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
     if kh == kw == 3 and sh == sw == dh == dw == 1:
         cog = c_out // groups
         if kind == "backward_input":

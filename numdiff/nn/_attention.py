@@ -55,16 +55,21 @@ def _mask_as_bias(op: str, name: str, mask: Tensor, allowed_when_true: bool, lik
     return mask
 
 
+def values_to_branch_on(tensor: Tensor) -> bool:
+    """Whether Python may branch on `tensor`'s values here: not inside a compiled trace (the graph
+    would keep the first call's branch for every later value), not under vmap (the values differ per
+    batch entry) and not on the meta device (no values). Where it may not, callers take the form that
+    is right for every value."""
+    from numdiff.compile.trace import tracing_now  # not at the top: numdiff.compile imports numdiff.nn
+
+    return not tracing_now() and not vmapped(tensor) and holds_values(tensor._data)
+
+
 def _safe_softmax(scores: Tensor) -> Tensor:
     """softmax over the last dim, giving 0 (not NaN) on rows where every score is -inf, as PyTorch's
     scaled_dot_product_attention does. Those rows are zeroed before the softmax so no NaN reaches backward."""
-    from numdiff.compile.trace import tracing_now  # not at the top: numdiff.compile imports numdiff.nn
-
     fully_masked = (scores == -math.inf).all(-1, keepdim=True)
-    # A compiled trace cannot branch on the mask's values (it would keep the first call's branch
-    # for every later mask), nor can vmap (the values differ per batch entry), so there the
-    # guarded form always runs.
-    if not tracing_now() and not vmapped(scores) and holds_values(scores._data) and not fully_masked.any().item():
+    if values_to_branch_on(scores) and not fully_masked.any().item():
         return softmax(scores, -1)
     return where(fully_masked, 0.0, softmax(where(fully_masked, 0.0, scores), -1))
 

@@ -66,9 +66,11 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
     size = output_size[0] if isinstance(output_size, (tuple, list)) and len(output_size) == 1 else output_size
     if not is_int(size) or size <= 0:
         raise ValueError(f"adaptive_max_pool1d: output_size must be a positive int, got {output_size!r}")
-    values, indices = pool.adaptive_max_pool2d(shape.unsqueeze(input, -2), (1, size), True)
-    values, indices = shape.squeeze(values, -2), shape.squeeze(indices, -2)
-    return (values, indices) if return_indices else values
+    rows = shape.unsqueeze(input, -2)
+    if not return_indices:  # the indices come from a second pass over the input: skip it
+        return shape.squeeze(pool.adaptive_max_pool2d(rows, (1, size)), -2)
+    values, indices = pool.adaptive_max_pool2d(rows, (1, size), True)
+    return shape.squeeze(values, -2), shape.squeeze(indices, -2)
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> tuple[Tensor, Tensor]:

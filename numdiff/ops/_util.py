@@ -205,6 +205,19 @@ def broadcast_shape(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
         raise ValueError(f"{op}: shapes {listed} cannot be broadcast together") from None
 
 
+def inverse_permutation(order: Sequence[int]) -> tuple[int, ...]:
+    """The permutation that undoes `order` (a permutation of range(n)), as Python ints: what
+    np.argsort gives, without its cost on a handful of dims (a view op's hot path).
+
+    >>> inverse_permutation((2, 0, 1))
+    (1, 2, 0)
+    """
+    inverse = [0] * len(order)
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    return tuple(inverse)
+
+
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in [-ndim, ndim) as a non-negative index (0-d tensors accept 0 and -1)."""
     if type(dim) is not int:

@@ -10,7 +10,10 @@ result over depth, as a 2-d pooling of the (D, OH*OW) planes with a (KD, 1) wind
   propagates the same way: the last NaN scanned);
 * a sum of sums is the sum, and the 3-d divisor (count_include_pad or not) is the product of
   the per-axis ones; divisor_override sums both stages and divides once;
-* adaptive windows are per-axis products too.
+* adaptive windows are per-axis products too. Where every output slice is one value
+  (size (D_out, 1, 1): global pooling, the head of a 3-d CNN), each window spans whole slices,
+  so one 2-d stage over the (D, H*W) planes pools it, and its flat argmax ``d*H*W + h*W + w``
+  is already the volume's.
 
 The gradient flows back through both stages' registered ops (max_pool_scatter, avg_pool2d_backward,
 adaptive_avg_pool2d_backward), which are closed under differentiation, so every order of
@@ -38,6 +41,7 @@ from numdiff.ops._pool_args import (
 from numdiff.ops.pool import (
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool2dIndices,
     AvgPool2d,
     MaxPool2d,
     _adaptive_max_pool2d_arrays,
@@ -64,6 +68,15 @@ def _depth_planes(y: Tensor, c: int) -> Tensor:
 def _volume(z: Tensor, plane: tuple) -> Tensor:
     """(N, C, OD, OH*OW) back to (N, C, OD, OH, OW)."""
     return z.reshape(*z.shape[:3], *plane)
+
+
+def _whole_slices(x: Tensor, size: tuple) -> Tensor | None:
+    """x (N, C, D, H, W) as (N, C, D, H*W) planes where an adaptive pool to `size` pools whole depth
+    slices (size (D_out, 1, 1)): one 2-d stage to (D_out, 1) then; else None."""
+    if size[1:] != (1, 1):
+        return None
+    n, c, d, h, w = x.shape
+    return x.reshape(n, c, d, h * w)
 
 
 def _window_starts(size: int, out_size: int, kernel: int, stride: int, pad: int, dilation: int) -> np.ndarray:
@@ -183,6 +196,13 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
         op = "adaptive_max_pool3d"
         x, unbatched = batched_input(op, input, 3)
         size = resolve_output_size(op, output_size, tuple(x.shape))
+        planes = _whole_slices(x, size)
+        if planes is not None:
+            out = unbatch(_volume(AdaptiveMaxPool2d.apply(planes, output_size=(size[0], 1)), (1, 1)), unbatched, False)
+            if not return_indices:
+                return out
+            indices = AdaptiveMaxPool2dIndices.apply(planes, output_size=(size[0], 1))
+            return out, indices_tensor(_volume(indices, (1, 1)), unbatched, False)
         slices = _slices(x)
         stage = AdaptiveMaxPool2d.apply(slices, output_size=size[1:])
         depth_size = (size[0], size[1] * size[2])
@@ -241,6 +261,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
         op = "adaptive_avg_pool3d"
         x, unbatched = batched_input(op, input, 3)
         size = resolve_output_size(op, output_size, tuple(x.shape))
+        planes = _whole_slices(x, size)
+        if planes is not None:
+            return unbatch(_volume(AdaptiveAvgPool2d.apply(planes, output_size=(size[0], 1)), (1, 1)), unbatched, False)
         stage = AdaptiveAvgPool2d.apply(_slices(x), output_size=size[1:])
         out = AdaptiveAvgPool2d.apply(_depth_planes(stage, x.shape[1]), output_size=(size[0], size[1] * size[2]))
         return unbatch(_volume(out, size[1:]), unbatched, False)

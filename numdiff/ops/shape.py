@@ -12,7 +12,13 @@ from numdiff import _dtype
 from numdiff._ground.args import is_int
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
-from numdiff.ops._util import check_same_device, int_sequence, normalize_dim, normalize_dims
+from numdiff.ops._util import (
+    check_same_device,
+    int_sequence,
+    inverse_permutation,
+    normalize_dim,
+    normalize_dims,
+)
 from numdiff.ops.registry import register
 from numdiff.overrides import dispatch_call, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
@@ -56,7 +62,7 @@ class Reshape(Function):
 class Permute(Function):
     @staticmethod
     def forward(ctx, x, *, dims):
-        ctx.inverse = tuple(np.argsort(dims))
+        ctx.inverse = inverse_permutation(dims)
         return x.transpose(dims)
 
     @staticmethod

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import numdiff
-from numdiff.kernels import _conv_routing, conv
+from numdiff.kernels import _conv_routing, _parallel, conv
 from numdiff.kernels._conv_grouped import (
     grouped_backward_input_core,
     grouped_backward_weight_core,
@@ -141,3 +141,44 @@ def test_kernel_rejects_a_weight_that_does_not_fit_the_groups():
     for an input of 1 a group."""
     with pytest.raises(ValueError, match="conv2d_forward"):
         conv.conv2d_forward(np.zeros((1, 4, 5, 5)), np.zeros((4, 2, 3, 3)), None, np.zeros((1, 4, 3, 3)), groups=4)
+
+
+@pytest.mark.parametrize("build", ["serial", "parallel"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (5, 6, 6, (9, 8), 3, 2, 1, 1, 6),  # strided depthwise, 5 images in blocks of 2 (the last one short)
+        (7, 4, 8, (6, 7), 5, 1, 2, 2, 4),  # multiplier 2, dilated 5x5, blocks of 3
+        (3, 8, 8, (5, 5), 3, 1, 1, 1, 2),  # 4 channels a group, 1 image a block
+    ],
+)
+def test_grouped_cores_stack_images_in_blocks_like_one_at_a_time(case, build, monkeypatch):
+    """The cores stage a block of images one after another and run each tap over the whole block:
+    several blocks, a short last one and blocks of one image give torch's results, in both builds."""
+    n, c_in, c_out, size, kernel, stride, padding, dilation, groups = case
+    cg, cog = c_in // groups, c_out // groups
+    out_h = (size[0] + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    out_w = (size[1] + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    plane = (out_h + (kernel - 1) * dilation // stride) * (out_w + (kernel - 1) * dilation // stride)
+    per_image = (cg * stride * stride + cog) * plane
+    images = {5: 2, 7: 3, 3: 1}[n]
+    monkeypatch.setattr(_conv_routing, "GROUPED_BLOCK_ELEMENTS", images * per_image)
+    assert _conv_routing.grouped_images(n, groups, cg, cog, kernel, kernel, stride, stride, dilation, dilation,
+                                        out_h, out_w, 1) == images
+    force = _parallel.always_parallel if build == "parallel" else _parallel.always_serial
+    with force():
+        _compare(2, n, c_in, c_out, size, kernel, stride, padding, dilation, groups, np.float64)
+
+
+def test_grouped_images_fills_the_block_budget_in_equal_blocks_for_every_thread(monkeypatch):
+    geometry = (3, 3, 1, 1, 1, 1, 14, 14)  # 3x3, stride 1: planes of 16 x 16 staged positions
+    per_image = 2 * 256  # one staged input channel and one output run, depthwise
+    monkeypatch.setattr(_conv_routing, "GROUPED_BLOCK_ELEMENTS", 64 * per_image)
+    # 200 images fit 64 a block: 4 blocks, of 50 each rather than 64, 64, 64, 8.
+    assert _conv_routing.grouped_images(200, 128, 1, 1, *geometry, 1) == 50
+    assert _conv_routing.grouped_images(64, 128, 1, 1, *geometry, 1) == 64
+    # Two groups and four threads: the batch is cut so that groups x blocks >= threads.
+    assert _conv_routing.grouped_images(8, 2, 1, 1, *geometry, 4) == 4
+    # A budget smaller than one image still runs one image a block.
+    monkeypatch.setattr(_conv_routing, "GROUPED_BLOCK_ELEMENTS", 1)
+    assert _conv_routing.grouped_images(8, 2, 1, 1, *geometry, 1) == 1

@@ -18,7 +18,7 @@ PATTERNS = [
     ((3, 4, 2, 5, 3), (0, 2, 4)),  # leading summed axis too
     ((7, 1, 3, 1, 4), (1, 3, 4)),  # size-1 axes among them
     ((9, 2), (1,)),
-    ((5, 70), (1,)),  # an innermost run longer than SHORT_INNER_SUM: np.sum's own route
+    ((5, 70), (1,)),  # one long innermost run a row
     ((6, 5, 4), (0, 1)),  # a kept innermost axis: np.sum's own route
     ((2, 3, 4), ()),
 ]

@@ -83,6 +83,8 @@ BROADCAST_SHAPES = [
     ((1, 40000), (40000,)),
     ((3, 13001), (3, 1)),
     ((5, 1, 90, 80), (80,)),
+    ((3, 200, 7, 9), (200, 1, 1)),  # coalesced to (3, 200, 63): axis 0 of 3
+    ((3, 4, 5, 6, 7, 60), (4, 1, 6, 1, 60)),  # rank 5 after coalescing: the np.ndindex loop
 ]
 
 
@@ -108,9 +110,10 @@ def test_broadcast_kernels_cover_small_first_axes(shape, other, dtype, two_threa
 @pytest.mark.parametrize("shape, other", [((1, 3, 110, 110), (3, 1, 1)), ((1, 40000), (40000,))], ids=str)
 def test_a_first_axis_of_one_runs_the_parallel_loop(shape, other, two_threads):
     # Before, the N-d loop split the first axis only, so a first axis of 1 ran serially.
-    x = np.ones(shape, np.float32)
-    elementwise.forward(RULES["mul"], (x, np.ones(other, np.float32)), (), shape, np.dtype(np.float32))
-    assert ("mul", "forward", (), "AA", "nd", True) in elementwise.KERNELS
+    x, y = np.ones(shape, np.float32), np.ones(other, np.float32)
+    elementwise.forward(RULES["mul"], (x, y), (), shape, np.dtype(np.float32))
+    pattern, _, layout = elementwise._operands([x, y], shape, np.dtype(np.float32))
+    assert ("mul", "forward", (), pattern, layout, True) in elementwise.KERNELS
 
 
 @pytest.mark.parametrize("total", [0, 1, 2, 3, 5, 7, 31, 96, 1001])

@@ -162,3 +162,34 @@ def test_layers_are_importable_where_pytorch_code_names_them():
     assert modules.transformer.TransformerEncoderLayer is nn.TransformerEncoderLayer
     assert modules.rnn.LSTMCell is nn.LSTMCell and modules.rnn.GRU is nn.GRU
     assert numdiff.nn.utils.rnn.pack_padded_sequence is not None
+
+
+# ----------------------------------------------------------------------------- masks passed to compiled code
+@pytest.mark.parametrize("mask_kind", ["causal", "banded"])
+def test_compiled_transformer_takes_its_float_mask_as_an_argument(rng, mask_kind):
+    """nn.Transformer's decoder asks whether `tgt_mask` is causal by reading its values. A mask that is
+    an argument of a compiled function cannot be read in the trace (the graph would keep the first
+    call's answer): the decoder then applies the mask as given, with eager's numbers, for any mask."""
+    model = nn.Transformer(8, 2, num_encoder_layers=1, num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
+                           batch_first=True).double()
+    mask = generate_square_subsequent_mask(5, dtype=numdiff.float64)
+    if mask_kind == "banded":  # not causal: each query also sees the next key
+        mask = numdiff.tensor(np.where(np.triu(np.ones((5, 5), dtype=bool), 2), -np.inf, 0.0))
+    source, target = numdiff.tensor(rng.standard_normal((3, 4, 8))), numdiff.tensor(rng.standard_normal((3, 5, 8)))
+
+    def loss_of(source, target, mask):
+        return (model(source, target, tgt_mask=mask) ** 2).sum()
+
+    def grads(loss_fn):
+        model.zero_grad()
+        loss = loss_fn(source, target, mask)
+        loss.backward()
+        return float(loss), [p.grad.numpy().copy() for p in model.parameters()]
+
+    eager_loss, eager_grads = grads(loss_of)
+    compiled = numdiff.compile(loss_of)
+    for _ in range(2):  # the traced call, then the replay
+        loss, compiled_grads = grads(compiled)
+        np.testing.assert_allclose(loss, eager_loss, rtol=1e-12)
+        for ours, expected in zip(compiled_grads, eager_grads):
+            np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-12)

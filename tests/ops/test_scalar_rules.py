@@ -384,6 +384,40 @@ def test_generated_loops_above_the_parallel_grain_match_numpy(shape):
         np.testing.assert_array_equal(g, np.where(out > 0, view, 0))
 
 
+
+BROADCASTS = {  # (output shape, the second operand from (rng, n = the first axis), the coalesced loop's rank)
+    "gate (N,C,1,1)": ((4, 6, 5, 3), lambda rng, n: rng.standard_normal((n, 6, 1, 1)), 2),
+    "bias (C,1,1)": ((3, 6, 5, 4), lambda rng, n: rng.standard_normal((6, 1, 1)), 3),
+    "row (W,)": ((3, 6, 5), lambda rng, n: rng.standard_normal(5), 2),
+    "column with size-1 axes": ((1, 5, 1, 7), lambda rng, n: rng.standard_normal((n, 5, 1, 1)), 2),
+    "alternating": ((3, 4, 5, 6), lambda rng, n: rng.standard_normal((n, 1, 5, 1)), 4),
+    "five axes": ((2, 3, 2, 3, 2), lambda rng, n: rng.standard_normal((n, 1, 2, 1, 2)), 5),
+    "reversed": ((6, 5), lambda rng, n: rng.standard_normal((n, 5))[::-1, ::-1], 1),
+    "transposed": ((4, 5, 6), lambda rng, n: rng.standard_normal((6, 5, n)).T, 3),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROADCASTS))
+@pytest.mark.parametrize("big", [False, True], ids=["serial", "above-grain"])
+def test_broadcast_loops_coalesce_axes_and_match_numpy(case, big):
+    """Broadcast operands run as a loop nest over the output's axes with size-1 axes dropped and
+    axes every operand steps over alike merged (rank 1 to MAX_LOOP_RANK), or np.ndindex beyond."""
+    shape, make, rank = BROADCASTS[case]
+    if big:  # the same pattern over a longer first axis: the parallel variant where threads allow
+        shape = (shape[0] * 2000, *shape[1:])
+    rng = np.random.default_rng(3)
+    x, y, g = rng.standard_normal(shape), make(rng, shape[0]), rng.standard_normal(shape)
+    coalesced = cpu_kernels._coalesced_shape(shape, [np.broadcast_to(v, shape) for v in (x, y)])
+    assert len(coalesced) == rank
+    out = cpu_kernels.forward(RULES["mul"], (x, y), (), shape, x.dtype)
+    np.testing.assert_array_equal(out, x * y)
+    gx, gy = cpu_kernels.backward(RULES["mul"], (0, 1), {"g": g, "x": x, "y": y}, ())
+    np.testing.assert_array_equal(gx, g * y)
+    np.testing.assert_array_equal(gy, g * x)
+    (gq,) = cpu_kernels.backward(RULES["div"], (1,), {"g": g, "y": y + 3.0, "out": x / (y + 3.0)}, ())
+    np.testing.assert_allclose(gq, -g * (x / (y + 3.0)) / (y + 3.0), rtol=1e-12)
+
+
 @pytest.mark.parametrize("shape", [(25, 40), (4, 100, 101)])
 def test_contiguous_backward_writes_every_needed_gradient_in_the_output_shape(shape):
     """The all-contiguous loop above SMALL (and above GRAIN for the second shape) writes each

@@ -13,6 +13,7 @@ from numdiff._dtype import get_default_dtype
 from numdiff.creation import tensor
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn import init
+from numdiff.nn._attention import values_to_branch_on
 from numdiff.nn.modules.attention import MultiheadAttention
 from numdiff.nn.modules.container import ModuleList
 from numdiff.nn.modules.dropout import Dropout
@@ -326,7 +327,10 @@ class Transformer(Module):
 
 
 def _is_causal_mask(mask: Tensor) -> bool:
-    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+    """Whether `mask` is the square causal mask (the decoder's `tgt_is_causal` when not given). Only a
+    hint: where its values cannot be read (a compiled trace, vmap, the meta device) the answer is
+    False and the mask is applied as given, which gives the same numbers."""
+    if mask.ndim != 2 or mask.shape[0] != mask.shape[1] or not values_to_branch_on(mask):
         return False
     values = mask.detach().cpu().numpy()
     upper = np.triu(np.ones(values.shape, dtype=bool), k=1)
