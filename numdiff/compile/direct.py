@@ -31,6 +31,7 @@ from numdiff._threads import get_num_threads
 from numdiff.compile.graph import OpCall, ValueRef
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.ops.linalg import _operand
+from numdiff.ops.reduction import sums_by_kernel
 from numdiff.ops.registry import attach
 
 Planner = Callable[[OpCall, list, Callable], "list | None"]
@@ -66,6 +67,7 @@ _blas = lazy_module("numdiff.kernels._blas")
 conv = lazy_module("numdiff.kernels.conv")
 matmul = lazy_module("numdiff.kernels.matmul")
 pool = lazy_module("numdiff.kernels.pool")
+reduce_sum = lazy_module("numdiff.kernels.reduce_sum")
 
 
 def _c(x: np.ndarray) -> np.ndarray:
@@ -336,15 +338,25 @@ def _permute(call: OpCall, values: list, ref: Callable) -> list | None:
 
 @plans("sum")
 def _sum(call: OpCall, values: list, ref: Callable) -> list | None:
-    """What Sum's forward computes (np.sum is np.add.reduce), without its Python layers."""
+    """What Sum's forward computes, without its Python layers: the sum_dims kernel where eager runs it
+    (interleaved or short innermost summed axes in one pass; Upsample's gradient), else np.sum (which
+    is np.add.reduce). One rule, reduction.sums_by_kernel, picks for both, so the numbers are eager's."""
     inputs = _value_inputs(call)
     dims, keepdim = call.attrs.get("dims"), call.attrs.get("keepdim")
     if inputs is None or len(inputs) != 1 or inputs[0] is None or type(dims) is not tuple or not dims:
         return None
-    x = inputs[0]
-    if not _float(values, x, call.output) or not isinstance(keepdim, bool):
+    x, out = inputs[0], call.output
+    if not _float(values, x, out) or not isinstance(keepdim, bool):
         return None
-    return [f"v{call.output} = as_array(np.add.reduce(v{x}, axis={dims!r}, keepdims={keepdim!r}))"]
+    shape = values[x].shape
+    if not sums_by_kernel(values[x].dtype, len(shape), dims):
+        return [f"v{out} = as_array(np.add.reduce(v{x}, axis={dims!r}, keepdims={keepdim!r}))"]
+    kept_shape = tuple(1 if axis in dims else size for axis, size in enumerate(shape))
+    lines = [f"v{out} = np.empty({kept_shape!r}, {np.dtype(values[x].dtype).name!r})",
+             f"{ref(reduce_sum.sum_dims, 'sum_dims')}(v{x}, {dims!r}, v{out})"]
+    if not keepdim:
+        lines.append(f"v{out} = v{out}.reshape({tuple(values[out].shape)!r})")
+    return lines
 
 
 def _plan(call: OpCall) -> DirectPlan | None:

@@ -4,7 +4,10 @@
   alone) and an ``add`` of the bias, which joins that op's fused loop: ``relu(x @ W.T + b)`` is
   then the GEMM and one pass over its product, instead of the GEMM, NumPy's bias add and a relu
   kernel (three passes, the last a parallel region). The add is the one eager runs after its GEMM
-  (``np.add(out, bias)``), so the results are the same bit for bit.
+  (``np.add(out, bias)``), so the results are the same bit for bit. Not when the product is
+  larger than fusion.FUSE_MAX_ELEMENTS and a transcendental op (gelu, tanh, sigmoid, silu) reads
+  it: a large group calling one runs fused only as one flat loop, which the bias row's broadcast
+  is not, so the add would run as an op of its own on a fresh array beside the GEMM's in-place add.
 - A sum that fusion can fold into a loop (over all dims, or over leading dims: a linear layer's
   bias gradient ``g.sum(0)``) moves up to just after the call that computes its input, so it joins
   that call's fused group. A traced backward computes the bias gradient after the two GEMMs that
@@ -55,6 +58,17 @@ def hoist_scalars(calls: list, values: list) -> list:
     return hoisted + rest
 
 
+def _bias_add_fuses(product: Value, readers: list, values: list) -> bool:
+    """Whether a linear's bias add, split off, lands in a fused loop with an op reading its product
+    (see the module docstring): some reader is fusible, and the product is small or no fusible
+    reader calls a transcendental function (numdiff.compile.group_kernel runs a large non-flat
+    group with one op by op)."""
+    fusible = [r for r in readers if fusion.fusible(r, values)]
+    if int(np.prod(product.shape)) <= fusion.FUSE_MAX_ELEMENTS:
+        return bool(fusible)
+    return bool(fusible) and not any(fusion.calls_math(r) for r in fusible)
+
+
 def split_linear_bias(calls: list, values: list) -> tuple[list, list]:
     """The calls with every linear whose output a fusible op reads split into a bias-free linear
     and an add, and the values (a new list: the graph's own plus one per GEMM product)."""
@@ -68,7 +82,7 @@ def split_linear_bias(calls: list, values: list) -> tuple[list, list]:
     for call in calls:
         bias = call.inputs[2] if call.op_name == "linear" and len(call.inputs) == 3 else None
         if (bias is None or isinstance(bias, tuple) or call.special or call.host or call.tensor_forward
-                or call.ctx_outputs or not any(fusion.fusible(r, values) for r in readers.get(call.output, ()))):
+                or call.ctx_outputs or not _bias_add_fuses(values[call.output], readers.get(call.output, ()), values)):
             rewritten.append(call)
             continue
         out = values[call.output]

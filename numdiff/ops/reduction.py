@@ -48,12 +48,19 @@ def _remember(ctx, x, dims: tuple, keepdim: bool) -> None:
 _KERNEL_SUM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def sums_by_kernel(dtype: Any, ndim: int, dims: tuple) -> bool:
+    """Whether Sum's forward runs the backend's sum_dims launcher (else np.sum): some but not all
+    axes summed, float32 or float64. numdiff.compile's direct plan reads this rule too, so a
+    compiled sum runs eager's kernel and gives its numbers."""
+    return bool(dims) and len(dims) != ndim and np.dtype(dtype) in _KERNEL_SUM_DTYPES
+
+
 @register("sum", compile="call", launchers=("sum_dims",))
 class Sum(Function):
     @staticmethod
     def forward(ctx, x, *, dims, keepdim):
         _remember(ctx, x, dims, keepdim)
-        if not dims or len(dims) == x.ndim or x.dtype not in _KERNEL_SUM_DTYPES:
+        if not sums_by_kernel(x.dtype, x.ndim, dims):
             return np.sum(x, axis=dims, keepdims=keepdim)
         # One pass over x for interleaved or short innermost summed axes (a broadcast's gradient).
         out = np.empty(ctx.kept_shape, dtype=x.dtype, like=x)

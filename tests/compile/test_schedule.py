@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import numdiff
+from numdiff.compile.fusion import FUSE_MAX_ELEMENTS
 
 TOLERANCE = {numdiff.float64: 1e-12, numdiff.float32: 1e-5}
 
@@ -231,3 +232,27 @@ def test_products_that_only_view_ops_separate_pair_whatever_the_view(two_threads
     np.testing.assert_allclose(out[0], a.numpy() @ b.numpy(), rtol=1e-12)
     np.testing.assert_allclose(out[1], a.numpy()[:, :128] @ b2.numpy(), rtol=1e-12)
     assert "matmul_pair(" not in forward_of(lambda a: (a @ b, (a * 2.0) @ b)[0])
+
+
+@pytest.mark.parametrize("activation", ["gelu", "tanh", "sigmoid", "silu"])
+@pytest.mark.parametrize("rows", [3, 40])
+def test_a_large_linear_read_by_a_transcendental_keeps_its_bias_in_the_gemm(activation, rows):
+    # 40 x 7 rows of 64 features (17920 elements, above fusion.FUSE_MAX_ELEMENTS): the split-off add
+    # could not fuse with the activation (a large group with one runs fused only when flat, and the bias
+    # broadcasts), so it ran as an Add op on a fresh array; eager adds the bias in place. 3 x 7 x 64 fuses.
+    numdiff.manual_seed(2)
+    layer = numdiff.nn.Linear(16, 64).to(dtype=numdiff.float32)
+    x = numdiff.randn(rows, 7, 16, dtype=numdiff.float32, requires_grad=True)
+
+    def fn(a):
+        return getattr(numdiff.nn.functional, activation)(layer(a)).sum()
+
+    compiled = numdiff.compile(fn)
+    got = [_grads_of(compiled, layer, x) for _ in range(2)][1]
+    want = _grads_of(fn, layer, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    forward = "".join(s.split("def forward(")[1].split("def backward(")[0] for s in compiled.compiled.sources if s)
+    large = rows * 7 * 64 > FUSE_MAX_ELEMENTS
+    assert ("Add_forward" in forward) is False
+    assert ("None)" in forward) is not large  # the bias-free GEMM only where the add fuses
