@@ -46,7 +46,7 @@ inner / COLUMN_BLOCK) jobs to share between threads."""
 _OPTIONS = dict(nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
 
 
-@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
+@njit(cache=True, inline="always", nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
 def _row_max(row):
     """max(row) with eight running maxima (one dependent chain of compares ran twice as long); a NaN
     is skipped here and makes the line NaN in the exp sweep."""
