@@ -138,7 +138,8 @@ def in_operand_precision(code: str, arrays: list[str]) -> str:
     float64, sigmoid's ``1.0 / (1.0 + exp(-x))`` too. Each constant becomes ``_vecmath.like(c, v_x)``,
     c rounded to v_x's type when that is float32 (a float64 or integer operand keeps c), so a
     float32 kernel computes in float32, as PyTorch's do (GELU's backward on float32[524288], one
-    thread: 2.7 ms -> 1.4). Scalar operands (attrs, Python numbers) stay float64. An erf reads its
+    thread: 2.7 ms -> 1.4). Scalar operands (Python numbers) stay float64; attrs are passed rounded
+    to float32 in a float32 kernel (numdiff.kernels.elementwise's `_in_kernel_precision`). An erf reads its
     argument rounded to the operands' precision in any case (``_vecmath.erf_like``).
     """
     functions = math_functions_in(code)
