@@ -28,6 +28,11 @@ def _c(x: Any) -> Any:
     return np.ascontiguousarray(x, like=x)
 
 
+def _weight_as(weight: np.ndarray, x: Any) -> np.ndarray:
+    """The weight table in x's dtype (a program replayed in another precision keeps its tables)."""
+    return weight.astype(x.dtype, copy=False)
+
+
 @register("axis_blend", compile="call", launchers=("axis_blend_forward",))
 class AxisBlend(Function):
     """x (B, D, R) -> (B, O, R): each output row the weighted sum of the input rows `index` names."""
@@ -37,7 +42,7 @@ class AxisBlend(Function):
         ctx.tables = dict(index=index, weight=weight)
         ctx.size = x.shape[1]
         out = np.empty((x.shape[0], index.shape[0], x.shape[2]), dtype=x.dtype, like=x)
-        return backend_for(x).axis_blend_forward(_c(x), index, weight, out)
+        return backend_for(x).axis_blend_forward(_c(x), index, _weight_as(weight, x), out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -52,7 +57,7 @@ class AxisBlendBackward(Function):
     def forward(ctx, g, *, index, weight, size):
         ctx.tables = dict(index=index, weight=weight)
         out = np.empty((g.shape[0], size, g.shape[2]), dtype=g.dtype, like=g)
-        return backend_for(g).axis_blend_adjoint(_c(g), index, weight, out)
+        return backend_for(g).axis_blend_adjoint(_c(g), index, _weight_as(weight, g), out)
 
     @staticmethod
     def backward(ctx, grad):
