@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.ops._axis_blend import AxisBlend
+from numdiff.ops._axis_blend import blend_axis
 from numdiff.ops.pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 from numdiff.tensor import Tensor
 
@@ -120,14 +120,6 @@ def _area_table(in_size: int, out_size: int, dtype: Any) -> tuple:
     return rows, weight.astype(dtype)
 
 
-def _blend_axis(x: Tensor, axis: int, index: np.ndarray, weight: np.ndarray) -> Tensor:
-    """x resized along `axis` by the (O, K) table: x viewed as (before, D, after) for axis_blend."""
-    shape = tuple(x.shape)
-    before, after = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
-    out = AxisBlend.apply(x.reshape(before, shape[axis], after), index=index, weight=weight)
-    return out.reshape(*shape[:axis], index.shape[0], *shape[axis + 1 :])
-
-
 def interpolate(
     input: Tensor,
     size: int | Sequence[int] | None = None,
@@ -189,7 +181,7 @@ def interpolate(
     # The last axis first, as PyTorch's kernels: cubic rows blended in the same order round alike.
     for axis, (index, weight) in reversed(list(enumerate(tables, start=2))):
         if index.shape[0] != out.shape[axis] or index.shape[1] != 1 or np.any(index[:, 0] != np.arange(out.shape[axis])):
-            out = _blend_axis(out, axis, index, weight)
+            out = blend_axis(out, axis, index, weight)
     return out
 
 

@@ -13,6 +13,7 @@ forward and backward.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,10 @@ from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
 from numdiff.ops.registry import register
 
-__all__ = ["AxisBlend", "AxisBlendBackward"]
+__all__ = ["AxisBlend", "AxisBlendBackward", "blend_axis"]
+
+BLEND_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+"""The dtypes the blend kernels take (interpolate computes half precisions in float32)."""
 
 
 def _c(x: Any) -> Any:
@@ -62,3 +66,11 @@ class AxisBlendBackward(Function):
     @staticmethod
     def backward(ctx, grad):
         return (AxisBlend.apply(grad, **ctx.tables),)
+
+
+def blend_axis(x: Any, axis: int, index: np.ndarray, weight: np.ndarray) -> Any:
+    """Tensor x resized along `axis` by the (O, K) table: x viewed as (before, D, after) for axis_blend."""
+    shape = tuple(x.shape)
+    before, after = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    out = AxisBlend.apply(x.reshape(before, shape[axis], after), index=index, weight=weight)
+    return out.reshape(*shape[:axis], index.shape[0], *shape[axis + 1 :])

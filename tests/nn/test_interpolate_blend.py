@@ -84,3 +84,27 @@ def test_blend_kernels_refuse_bad_tables_naming_the_values():
         axis_blend_adjoint(out, np.array([[0, 1], [1, 2]], np.int32), np.ones((2, 2)), x)
     with pytest.raises(ValueError, match=r"axis_blend_forward: x must be \(B, D, R\) and out \(B, O, R\) with O = 2"):
         axis_blend_forward(x, np.array([[0, 1], [1, 2]]), np.ones((2, 2)), np.zeros((2, 3, 4)))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize(("shape", "amounts"), [
+    ((2, 3, 9), (3, 1)), ((2, 3, 5, 6), (2, 0, 1, 3)), ((1, 2, 4, 3, 5), (1, 2, 0, 2, 3, 1)),
+])  # fmt: skip
+def test_index_padding_runs_on_the_blend_kernels_with_torchs_values_and_gradients(mode, shape, amounts):
+    x = RNG.standard_normal(shape)
+    ours, theirs = numdiff.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, expected = nf.pad(ours, amounts, mode=mode), tf.pad(theirs, amounts, mode=mode)
+    np.testing.assert_array_equal(y.detach().numpy(), expected.detach().numpy())
+    assert "AxisBlend" in repr(y.grad_fn.next_functions[0][0])
+    g = RNG.standard_normal(tuple(expected.shape))
+    y.backward(numdiff.tensor(g))
+    expected.backward(torch.tensor(g))
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-12, atol=1e-12)
+    small = numdiff.tensor(RNG.standard_normal(shape[:2] + (4,) * (len(shape) - 2)), requires_grad=True)
+    assert numdiff.autograd.gradgradcheck(lambda t: nf.pad(t, tuple(min(a, 3) for a in amounts), mode=mode), (small,))
+
+
+def test_index_padding_of_integers_still_copies_rows():
+    x = numdiff.tensor(np.arange(12).reshape(1, 3, 4))
+    np.testing.assert_array_equal(nf.pad(x, (2, 1), mode="reflect").numpy(),
+                                  tf.pad(torch.arange(12).reshape(1, 3, 4), (2, 1), mode="reflect").numpy())
