@@ -9,6 +9,7 @@ import pytest
 
 import numdiff
 import numdiff.nn.functional as nf
+from numdiff.kernels._parallel import always_parallel
 from numdiff.kernels.resample import axis_blend_adjoint, axis_blend_forward
 from numdiff.ops._axis_blend import AxisBlend, AxisBlendBackward
 
@@ -108,3 +109,14 @@ def test_index_padding_of_integers_still_copies_rows():
     x = numdiff.tensor(np.arange(12).reshape(1, 3, 4))
     np.testing.assert_array_equal(nf.pad(x, (2, 1), mode="reflect").numpy(),
                                   tf.pad(torch.arange(12).reshape(1, 3, 4), (2, 1), mode="reflect").numpy())
+
+
+@pytest.mark.parametrize("width", [1, 5])
+def test_parallel_blend_builds_match_the_serial_ones(width):
+    x, g = RNG.standard_normal((7, 6, width)), RNG.standard_normal((7, 9, width))
+    index, weight = RNG.integers(0, 6, (9, 3)), RNG.standard_normal((9, 3))
+    serial = (axis_blend_forward(x, index, weight, np.empty(g.shape)), axis_blend_adjoint(g, index, weight, np.empty(x.shape)))
+    with always_parallel():
+        parallel = (axis_blend_forward(x, index, weight, np.empty(g.shape)), axis_blend_adjoint(g, index, weight, np.empty(x.shape)))
+    np.testing.assert_array_equal(parallel[0], serial[0])
+    np.testing.assert_array_equal(parallel[1], serial[1])
