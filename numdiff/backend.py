@@ -179,6 +179,7 @@ CPU = _HostBackend(
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
         "numdiff.kernels.scatter": ("add_at",),
         "numdiff.kernels.reduce_sum": ("sum_dims",),
+        "numdiff.kernels.resample": ("axis_blend_forward", "axis_blend_adjoint"),
         "numdiff.kernels.linalg_small": (
             "cholesky_backward_batched", "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
         ),
@@ -216,6 +217,7 @@ CUDA = _CudaBackend(
         ),
         "numdiff.cuda._indexing": ("add_at",),
         "numdiff.cuda._functions": ("sum_dims",),
+        "numdiff.cuda.kernels.resample": ("axis_blend_forward", "axis_blend_adjoint"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

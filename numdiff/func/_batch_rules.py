@@ -155,7 +155,7 @@ def conv2d_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
 
 def fold_into_n(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
     """Pooling, or conv_transpose2d with a shared weight, over (N, C, H, W), and the (B, D, R) axis
-    taps of conv3d: the vmap batch folds into the leading dim."""
+    taps of conv3d and axis blends of interpolate: the vmap batch folds into the leading dim."""
     if any(batched[1:]):
         return None
     x = values[0]
@@ -250,7 +250,7 @@ ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
 _attach(
     fold_into_n,
     "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
-    "axis_taps_backward",
+    "axis_taps_backward", "axis_blend", "axis_blend_backward",
 )  # fmt: skip
 _attach(diagonal_rule, "diagonal")
 _attach(reshape_rule, "reshape")

@@ -21,6 +21,7 @@ from numdiff._vmap_level import per_example
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
+from numdiff.ops._axis_blend import BLEND_DTYPES, blend_axis
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
@@ -247,6 +248,8 @@ def _pad_by_index(input: Tensor, dim: int, before: int, after: int, mode: str) -
         positions = np.clip(positions, 0, size - 1)
     else:
         positions = positions % size
+    if np.dtype(input._data.dtype) in BLEND_DTYPES:  # one copy per row; its gradient a Numba scatter, not np.add.at
+        return blend_axis(input, dim, positions[:, None], np.ones((positions.size, 1), input._data.dtype))
     return input[(slice(None),) * dim + (positions,)]
 
 

@@ -1,10 +1,12 @@
 """Resampling of images and signals: interpolate (PyTorch's nearest, nearest-exact, linear, bilinear,
-trilinear and area modes), pixel_shuffle and pixel_unshuffle.
+bicubic, trilinear and area modes), pixel_shuffle and pixel_unshuffle.
 
-Each is composed of differentiable ops. interpolate reads, along each resized dim, the source rows
-its mode picks (`index_select`) and, for the linear modes, blends the two neighbours with weights
-worked out once on the host; the source positions follow PyTorch's formulas, in the input's
-precision as PyTorch computes them, so the same rows and weights are chosen.
+interpolate resizes one spatial dim at a time with the registered pair of numdiff.ops._axis_blend:
+each output row is a weighted sum of the source rows its mode picks (1 for nearest, 2 for the
+linear modes, 4 for bicubic, the widest window for area), from tables worked out once on the host. The source positions and
+weights follow PyTorch's formulas, in the input's precision as PyTorch computes them, so the same
+rows and weights are chosen. Area mode is adaptive average pooling: numdiff's pooling kernels for
+1 and 2 spatial dims, and for 3 a mean over each axis's window in turn (separable the same way).
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.creation import tensor
-from numdiff.ops.indexing import index_select
+from numdiff.ops._axis_blend import blend_axis
 from numdiff.ops.pool import adaptive_avg_pool1d, adaptive_avg_pool2d
 from numdiff.tensor import Tensor
 
-_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+_SPATIAL_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution constant
 
 
 def _per_dim(op: str, name: str, value: Any, dims: int, kind: type) -> tuple | None:
@@ -57,26 +59,65 @@ def _source_scale(in_size: int, out_size: int, scale: float | None, align_corner
     return dtype.type(1.0 / scale) if scale is not None else dtype.type(in_size) / dtype.type(out_size)
 
 
-def _nearest_rows(in_size: int, out_size: int, scale: float | None, exact: bool) -> np.ndarray:
+def _source_positions(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: Any) -> np.ndarray:
+    """PyTorch's area_pixel_compute_source_index for every output position (unclamped, as cubic uses it)."""
+    step = _source_scale(in_size, out_size, scale, align_corners, dtype)
+    positions = np.arange(out_size, dtype=dtype)
+    if align_corners:
+        return step * positions
+    return step * (positions + dtype.type(0.5)) - dtype.type(0.5)
+
+
+def _nearest_table(in_size: int, out_size: int, scale: float | None, exact: bool, dtype: Any) -> tuple:
     # PyTorch picks nearest rows in float32 whatever the input's dtype.
     step = np.float32(1.0 / scale) if scale is not None else np.float32(in_size) / np.float32(out_size)
     positions = np.arange(out_size, dtype=np.float32)
     if exact:
         positions = positions + np.float32(0.5)
-    return np.minimum(np.floor(positions * step).astype(np.int64), in_size - 1)
+    rows = np.minimum(np.floor(positions * step).astype(np.int64), in_size - 1)
+    return rows[:, None], np.ones((out_size, 1), dtype=dtype)
 
 
-def _linear_rows(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: Any):
-    """(first row, second row, weight of the second) per output position, as PyTorch picks them."""
-    step = _source_scale(in_size, out_size, scale, align_corners, dtype)
-    positions = np.arange(out_size, dtype=dtype)
-    if align_corners:
-        source = step * positions
-    else:
-        source = np.maximum(step * (positions + dtype.type(0.5)) - dtype.type(0.5), dtype.type(0.0))
+def _linear_table(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: Any) -> tuple:
+    """(O, 2) source rows and weights per output position, as PyTorch picks them."""
+    source = np.maximum(_source_positions(in_size, out_size, scale, align_corners, dtype), dtype.type(0.0))
     first = np.minimum(np.floor(source).astype(np.int64), in_size - 1)
     second = np.minimum(first + 1, in_size - 1)
-    return first, second, source - first.astype(dtype)
+    lam = (source - first.astype(dtype)).astype(dtype)
+    return np.stack([first, second], axis=1), np.stack([dtype.type(1.0) - lam, lam], axis=1)
+
+
+def _cubic_table(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: Any) -> tuple:
+    """(O, 4) source rows (clamped to the edge) and cubic-convolution weights, as PyTorch's bicubic."""
+    source = _source_positions(in_size, out_size, scale, align_corners, dtype)
+    floor = np.floor(source)
+    t = (source - floor).astype(dtype)
+    a = dtype.type(_CUBIC_A)
+    one = dtype.type(1.0)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weight = np.stack([far(t + one), near(t), near(one - t), far((one - t) + one)], axis=1).astype(dtype)
+    rows = np.clip(floor.astype(np.int64)[:, None] + np.arange(-1, 3), 0, in_size - 1)
+    return rows, weight
+
+
+def _area_table(in_size: int, out_size: int, dtype: Any) -> tuple:
+    """(O, K) source rows and weights of adaptive average pooling's windows along one axis (K the
+    widest window; narrower windows repeat their last row with weight 0)."""
+    positions = np.arange(out_size)
+    start = positions * in_size // out_size
+    end = -((-(positions + 1) * in_size) // out_size)
+    count = end - start
+    taps = np.arange(int(count.max()))
+    inside = taps[None, :] < count[:, None]
+    rows = np.minimum(start[:, None] + taps[None, :], end[:, None] - 1)
+    weight = np.where(inside, (np.ones((), dtype) / count.astype(dtype))[:, None], dtype.type(0.0))
+    return rows, weight.astype(dtype)
 
 
 def interpolate(
@@ -90,53 +131,57 @@ def interpolate(
 ) -> Tensor:
     """Resize the spatial dims of an (N, C, *spatial) input to `size`, or by `scale_factor`.
 
-    Modes: "nearest" and "nearest-exact" (1 to 3 spatial dims), "linear" (1), "bilinear" (2),
-    "trilinear" (3), each with PyTorch's `align_corners`, and "area" (adaptive average pooling).
-    With `recompute_scale_factor`, source positions come from the output size rather than the
-    scale factor, as in PyTorch.
+    Modes: "nearest" and "nearest-exact" (1 to 3 spatial dims), "linear" (1), "bilinear" and
+    "bicubic" (2), "trilinear" (3), each with PyTorch's `align_corners`, and "area" (adaptive
+    average pooling, 1 to 3 spatial dims). With `recompute_scale_factor`, source positions come from the output size
+    rather than the scale factor, as in PyTorch.
+
+    >>> interpolate(numdiff.tensor([[[0.0, 1.0]]]), scale_factor=2, mode="linear").tolist()
+    [[[0.0, 0.25, 0.75, 1.0]]]
     """
     op = "interpolate"
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(input).__name__}")
     if mode not in _MODES:
-        raise ValueError(f"{op}: mode must be one of {', '.join(_MODES)} (numdiff has no bicubic), got {mode!r}")
+        raise ValueError(f"{op}: mode must be one of {', '.join(_MODES)}, got {mode!r}")
     if antialias:
         raise ValueError(f"{op}: antialias=True is not supported by numdiff")
     if input.ndim not in (3, 4, 5):
         raise ValueError(f"{op}: expected a 3-D, 4-D or 5-D input (N, C, *spatial), got shape {tuple(input.shape)}")
-    if mode in _LINEAR and input.ndim - 2 != _LINEAR[mode]:
-        raise ValueError(f"{op}: mode {mode!r} needs a {_LINEAR[mode] + 2}-D input, got shape {tuple(input.shape)}")
-    if align_corners is not None and mode not in _LINEAR:
-        raise ValueError(f"{op}: align_corners can only be set with the linear modes (linear, bilinear, trilinear), not {mode!r}")
+    if mode in _SPATIAL_DIMS and input.ndim - 2 != _SPATIAL_DIMS[mode]:
+        raise ValueError(f"{op}: mode {mode!r} needs a {_SPATIAL_DIMS[mode] + 2}-D input, got shape {tuple(input.shape)}")
+    if align_corners is not None and mode not in _SPATIAL_DIMS:
+        raise ValueError(
+            f"{op}: align_corners can only be set with the linear and cubic modes (linear, bilinear, bicubic, "
+            f"trilinear), not {mode!r}"
+        )
     if input._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point input, got dtype {input.dtype!r}")
-    if input._data.dtype.kind == "V":  # bfloat16: computed in float32 and rounded once, as PyTorch's CPU kernels
-        return interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor).bfloat16()
+    if input._data.dtype.itemsize < 4:  # bfloat16, float16: computed in float32 and rounded once, as PyTorch's CPU kernels
+        resized = interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor)
+        return resized.to(input.dtype)
     sizes, scales = _output_sizes(op, input, size, scale_factor)
-    if mode == "area":
-        if input.ndim == 5:
-            raise ValueError(f"{op}: mode 'area' takes 3-D or 4-D input in numdiff, got shape {tuple(input.shape)}")
+    if mode == "area" and input.ndim < 5:  # the pooling kernels measured as fast or faster than the separable means
         return adaptive_avg_pool1d(input, sizes) if input.ndim == 3 else adaptive_avg_pool2d(input, sizes)
     if recompute_scale_factor or scales is None:
         scales = (None,) * len(sizes)
     dtype = np.dtype(input._data.dtype)
-    if mode == "nearest" or mode == "nearest-exact":
-        rows = [_nearest_rows(n, m, scale, mode == "nearest-exact") for n, m, scale in zip(input.shape[2:], sizes, scales)]
-        repeats = _whole_repeats(input.shape[2:], rows)
+    exact = mode == "nearest-exact"
+    if mode == "nearest" or exact:
+        tables = [_nearest_table(n, m, scale, exact, dtype) for n, m, scale in zip(input.shape[2:], sizes, scales)]
+        repeats = _whole_repeats(input.shape[2:], [index[:, 0] for index, _ in tables])
         if repeats is not None:
             return _repeat_each(input, repeats)
+    elif mode == "area":
+        tables = [_area_table(n, m, dtype) for n, m in zip(input.shape[2:], sizes)]
+    else:
+        table = _cubic_table if mode == "bicubic" else _linear_table
+        tables = [table(n, m, scale, bool(align_corners), dtype) for n, m, scale in zip(input.shape[2:], sizes, scales)]
     out = input
-    for axis, (in_size, out_size, scale) in enumerate(zip(input.shape[2:], sizes, scales), start=2):
-        if mode in _LINEAR:
-            first, second, weight = _linear_rows(in_size, out_size, scale, bool(align_corners), dtype)
-            shape = [1] * input.ndim
-            shape[axis] = out_size
-            w = tensor(weight.reshape(shape), device=input.device)
-            rows = tensor(first, device=input.device), tensor(second, device=input.device)
-            out = index_select(out, axis, rows[0]) * (1.0 - w) + index_select(out, axis, rows[1]) * w
-        else:
-            rows = _nearest_rows(in_size, out_size, scale, mode == "nearest-exact")
-            out = index_select(out, axis, tensor(rows, device=input.device))
+    # The last axis first, as PyTorch's kernels: cubic rows blended in the same order round alike.
+    for axis, (index, weight) in reversed(list(enumerate(tables, start=2))):
+        if index.shape[0] != out.shape[axis] or index.shape[1] != 1 or np.any(index[:, 0] != np.arange(out.shape[axis])):
+            out = blend_axis(out, axis, index, weight)
     return out
 
 
