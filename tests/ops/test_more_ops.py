@@ -101,6 +101,12 @@ PARITY = {
     "cdist-pinf": (lambda m, a, b: m.cdist(a, b, p=math.inf), _normal(3, 2), _normal(4, 2)),
     "cdist-p0": (lambda m, a, b: m.cdist(a, b, p=0), _normal(3, 2), _normal(4, 2)),
     "cdist-zero-distance": (lambda m, a: m.cdist(a, a), _normal(3, 2)),
+    # More than 25 rows on either side: PyTorch's default switches p=2 to its matrix-product form.
+    "cdist-mm-by-default": (lambda m, a, b: m.cdist(a, b), _normal(30, 4), _normal(3, 4)),
+    "cdist-mm-by-default-right": (lambda m, a, b: m.cdist(a, b), _normal(2, 4, 7), _normal(1, 27, 7)),
+    "cdist-mm-forced": (lambda m, a, b: m.cdist(a, b, compute_mode="use_mm_for_euclid_dist"), _normal(3, 5), _normal(4, 5)),
+    "cdist-mm-refused": (lambda m, a, b: m.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"), _normal(30, 3), _normal(28, 3)),
+    "cdist-mm-float32": (lambda m, a, b: m.cdist(a, b), _normal(40, 16).astype(np.float32), _normal(33, 16).astype(np.float32)),
     "trace": (lambda m, x: m.trace(x), _normal(3, 5)),
     "trace-int": (lambda m, x: x.trace(), _ints(0, 9, 3, 3)),
     "roll-flat": (lambda m, x: m.roll(x, -4), _normal(2, 3)),
