@@ -14,7 +14,7 @@ file under numdiff.kernels._codegen.generated_dir(). A variant is chosen by:
   neighbouring axes every operand steps over as one merged), reading broadcast views without
   copies: rank 1 to `MAX_LOOP_RANK` a nest of that depth, more the N-d index (``np.ndindex``);
 - size: above `GRAIN` elements (and with more than one Numba thread) the loop is a ``prange``
-  (over the elements, or the first axis of the N-d loop); below it the kernel stays serial and never opens a parallel region, as PyTorch's
+  (over the elements, or equal runs of the N-d loop's first two axes); below it the kernel stays serial and never opens a parallel region, as PyTorch's
   grain of 32768.
 
 Loop nest: ``for i in range(n): out[i] = expr(a_x[i], a_y)``; extra memory: none.
@@ -35,7 +35,6 @@ On CUDA the kernels always run.
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 
@@ -45,13 +44,8 @@ from numba.core.dispatcher import Dispatcher
 
 from numdiff._ground.scalar_expressions import ScalarRule, math_functions_in
 from numdiff._ground.scalar_rules import RULES
-from numdiff.kernels._codegen import (
-    backward_reads,
-    load_source,
-    scalar_code,
-    vector_math_source,
-    vjp_expressions,
-)
+from numdiff.kernels._codegen import backward_reads, load_source, vjp_expressions
+from numdiff.kernels._elementwise_source import loop_source
 from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
 
 # Work below this many elements runs serially (PyTorch's grain size).
@@ -64,110 +58,6 @@ SMALL = 256
 # (rule, kind, needed inputs, operand pattern, "flat"/"nd<rank>"/"nd", parallel) -> the compiled dispatcher.
 # The generated modules are named numdiff.kernels._generated.*; numdiff.jit lists them from here.
 KERNELS: dict[tuple, Dispatcher] = {}
-
-_HEADER = (
-    "import math\n\nimport numpy as np\nfrom numba import prange\n\n"
-    "from numdiff.kernels._self_healing_cache import njit\n\n\n"
-)
-
-
-def _loop_source(
-    results: list[str], expressions: list[str], operands: tuple[str, ...], pattern: str,
-    attr_names: tuple[str, ...], layout: str, parallel: bool,
-) -> str:
-    """The source of one kernel: ``kernel(r_0[, r_1], a_<operand>..., <attrs>)``."""
-    arrays = [name for name, kind in zip(operands, pattern) if kind == "A"]
-    reads = {name: f"v_{name}" for name in operands}
-    params = ", ".join([*results, *[f"a_{n}" for n in operands], *attr_names])
-    loop = "prange" if parallel else "range"
-    # error_model="numpy": x / 0 is inf or NaN, as in NumPy, instead of raising ZeroDivisionError.
-    options = ", parallel=True" if parallel else ""
-    lines = [f"@njit(cache=True, error_model=\"numpy\"{options})", f"def kernel({params}):"]
-    lines += [f"    v_{name} = a_{name}" for name, kind in zip(operands, pattern) if kind == "S"]
-    if layout == "flat":
-        lines.append(f"    for i in {loop}({results[0]}.size):")
-        body, index = "        ", "[i]"
-        sources = {name: f"a_{name}" for name in arrays}
-        targets = results
-    elif layout != "nd":
-        # A loop nest of the coalesced rank (layout "nd<rank>"): one index per axis, which Numba
-        # compiles to strided loads; np.ndindex's tuple index cost ~17x more per element.
-        rank = int(layout[2:])
-        lines += [f"    n{d} = {results[0]}.shape[{d}]" for d in range(rank)]
-        body = "    "
-        for d in range(rank):
-            lines.append(f"{body}for i{d} in {loop if d == 0 else 'range'}(n{d}):")
-            body += "    "
-        index = "[" + ", ".join(f"i{d}" for d in range(rank)) + "]"
-        sources = {name: f"a_{name}" for name in arrays}
-        targets = results
-    elif not parallel:
-        lines.append(f"    for idx in np.ndindex({results[0]}.shape):")
-        body, index = "        ", "[idx]"
-        sources = {name: f"a_{name}" for name in arrays}
-        targets = results
-    else:
-        lines.append(f"    for i in prange({results[0]}.shape[0]):")
-        lines += [f"        s_{r} = {r}[i]" for r in results]
-        lines += [f"        s_{name} = a_{name}[i]" for name in arrays]
-        lines.append(f"        for idx in np.ndindex(s_{results[0]}.shape):")
-        body, index = "            ", "[idx]"
-        sources = {name: f"s_{name}" for name in arrays}
-        targets = [f"s_{r}" for r in results]
-    lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
-    for target, expression in zip(targets, expressions):
-        lines.append(f"{body}{target}{index} = {_in_operand_precision(scalar_code(expression, reads), arrays)}")
-    return vector_math_source(_HEADER + "\n".join(lines) + "\n")
-
-
-# The _vecmath functions whose float32 versions a float32 kernel should reach: exp and erf in
-# float64 cost two to four times their float32 versions here. sin and cos are left out: their
-# float32 versions take the range guard and the float64 "wide" forms (numdiff/kernels/_codegen.py).
-_SINGLE_PRECISION_MATH = ("exp", "expm1", "log", "log1p", "tanh", "erf")
-
-
-class _InOperandPrecision(ast.NodeTransformer):
-    """Float constants -> ``_vecmath.like(c, v_x)``, v_x the expression's first array operand, and
-    ``math.erf(a)`` -> ``_vecmath.erf_like(a, v_y)``, v_y the first operand read in `a`."""
-
-    def __init__(self, like: str) -> None:
-        self.like = like
-
-    def _call(self, name: str, argument: ast.expr) -> ast.Call:
-        attribute = ast.Attribute(ast.Name("_vecmath", ast.Load()), name, ast.Load())
-        return ast.Call(attribute, [argument, ast.Name(self.like, ast.Load())], [])
-
-    def visit_Constant(self, node: ast.Constant) -> ast.expr:
-        return self._call("like", node) if type(node.value) is float else node
-
-    def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)
-        function = node.func
-        if (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
-                and function.value.id == "math" and function.attr == "erf" and len(node.args) == 1):
-            reads = [n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name) and n.id.startswith("v_")]
-            like = ast.Name(reads[0] if reads else self.like, ast.Load())
-            return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "erf_like", ast.Load()), [node.args[0], like], [])
-        return node
-
-
-def _in_operand_precision(code: str, arrays: list[str]) -> str:
-    """`code` computed in the precision of its array operands where it calls exp, erf, tanh or log.
-
-    A rule's float constants are float64 and make float32 arithmetic float64: GELU's backward
-    ``g * (0.5 * (1.0 + erf(x * 0.7071...)) + x * 0.3989... * exp(-0.5 * x * x))`` ran its exp in
-    float64, sigmoid's ``1.0 / (1.0 + exp(-x))`` too. Each constant becomes ``_vecmath.like(c, v_x)``,
-    c rounded to v_x's type when that is float32 (a float64 or integer operand keeps c), so a
-    float32 kernel computes in float32, as PyTorch's do (GELU's backward on float32[524288], one
-    thread: 2.7 ms -> 1.4). Scalar operands (attrs, Python numbers) stay float64. An erf reads its
-    argument rounded to the operands' precision in any case (``_vecmath.erf_like``).
-    """
-    functions = math_functions_in(code)
-    if not arrays or not functions & set(_SINGLE_PRECISION_MATH) or functions & {"sin", "cos"}:
-        return code
-    tree = _InOperandPrecision(f"v_{arrays[0]}").visit(ast.parse(code, mode="eval"))
-    return ast.unparse(ast.fix_missing_locations(tree))
-
 
 # math functions NumPy has as SIMD ufuncs, read from the rules: each unary rule whose forward is the
 # one call ``math.<name>(x)`` and that names its ufunc (exp -> np.exp, atan -> np.arctan). sqrt is
@@ -242,7 +132,7 @@ def _kernel(rule: ScalarRule, kind: str, needed: tuple[int, ...], pattern: str, 
             expressions = vjp_expressions(rule, needed)
             results = [f"r_{i}" for i in range(len(needed))]
             operands = backward_reads(rule, needed)
-        source = _loop_source(results, expressions, operands, pattern, rule.attr_names, layout, parallel)
+        source = loop_source(results, expressions, operands, pattern, rule.attr_names, layout, parallel)
         stem = f"{rule.name}_{kind}{''.join(map(str, needed))}_{pattern}_{layout}{'_par' if parallel else ''}"
         kernel = KERNELS[key] = load_source(stem, source).kernel
     return kernel
@@ -308,10 +198,16 @@ def _launch(rule, kind, needed, results, values, shape, dtype, attrs) -> None:
     elif layout != "nd":
         loop_shape = arguments[pattern.index("A")].shape
         outs = [r.reshape(loop_shape) for r in results]
-        parallel = size > GRAIN and loop_shape[0] > 1 and get_num_threads() > 1
+        parts = get_num_threads()
+        parallel = size > GRAIN and parts > 1 and (len(loop_shape) > 1 or loop_shape[0] > 1)
+        if parallel and len(loop_shape) > 1:
+            attrs = (*attrs, parts)
     else:
         outs = list(results)
-        parallel = size > GRAIN and len(shape) >= 2 and shape[0] > 1 and get_num_threads() > 1
+        parts = get_num_threads()
+        parallel = size > GRAIN and len(shape) >= 2 and parts > 1
+        if parallel:
+            attrs = (*attrs, parts)
     kernel = _kernel(rule, kind, needed, pattern, layout, parallel)
     kernel(*outs, *arguments, *attrs)
 
