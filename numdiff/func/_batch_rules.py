@@ -250,7 +250,7 @@ ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
 _attach(
     fold_into_n,
     "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "conv_transpose2d", "axis_taps",
-    "axis_taps_backward", "axis_blend", "axis_blend_backward",
+    "axis_taps_backward", "axis_blend", "axis_blend_backward", "block_taps", "block_taps_backward",
 )  # fmt: skip
 _attach(diagonal_rule, "diagonal")
 _attach(reshape_rule, "reshape")

@@ -3,24 +3,18 @@
 unfold(input (N, C, H, W)) is (N, C * kh * kw, L): column l holds the block at output position
 l = oy * ow + ox, row c * kh * kw + i * kw + j the element padded[c, oy * sh + i * dh, ox * sw + j * dw].
 fold is its adjoint: every column's elements are added back at those positions of an (N, C, H, W)
-output (overlapping blocks sum). Both are one index computed on the host (the flat position in the
-padded image of every (i, j, l)) and one differentiable op: unfold an index_select along the
-flattened image, fold an index_add into zeros, each the other's backward. So gradients of any
-order come from those ops, and numdiff.compile replays them.
+output (overlapping blocks sum). Both are one registered op and a reshape: unfold is block_taps,
+fold block_taps_backward (numdiff.ops._block_taps), each the other's backward. So gradients of
+any order come from those ops, and numdiff.compile replays them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from numdiff._ground.args import int_tuple
-from numdiff.creation import tensor, zeros
-from numdiff.nn._functional_layers import pad
+from numdiff.ops._block_taps import BlockTaps, BlockTapsBackward
 from numdiff.ops._util import ensure_tensor
-from numdiff.ops.indexing import index_select
-from numdiff.ops.scatter import index_add
 from numdiff.tensor import Tensor
 
 
@@ -30,9 +24,9 @@ def _pair(op: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
     return int_tuple(op, name, value, 2, minimum, expand=True)
 
 
-def _block_positions(size: tuple[int, int], kernel: tuple, dilation: tuple, padding: tuple, stride: tuple,
-                     op: str) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
-    """(flat positions in the padded image, shape (kh * kw, L); the padded size; the block grid (oh, ow))."""
+def _block_grid(size: tuple[int, int], kernel: tuple, dilation: tuple, padding: tuple, stride: tuple,
+                op: str) -> tuple[int, int]:
+    """The grid of sliding blocks (oh, ow) over an image of `size`; a ValueError naming `op` when no block fits."""
     padded = (size[0] + 2 * padding[0], size[1] + 2 * padding[1])
     span = tuple(dilation[d] * (kernel[d] - 1) + 1 for d in range(2))
     blocks = tuple((padded[d] - span[d]) // stride[d] + 1 for d in range(2))
@@ -41,10 +35,7 @@ def _block_positions(size: tuple[int, int], kernel: tuple, dilation: tuple, padd
             f"{op}: a kernel of {kernel} with dilation {dilation} spans {span}, more than the padded size "
             f"{padded} (input {size}, padding {padding}): no block fits"
         )
-    rows = np.arange(kernel[0])[:, None, None, None] * dilation[0] + np.arange(blocks[0])[None, None, :, None] * stride[0]
-    cols = np.arange(kernel[1])[None, :, None, None] * dilation[1] + np.arange(blocks[1])[None, None, None, :] * stride[1]
-    positions = (rows * padded[1] + cols).reshape(kernel[0] * kernel[1], blocks[0] * blocks[1])
-    return positions, padded, blocks
+    return blocks
 
 
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
@@ -61,12 +52,9 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     padding = _pair("unfold", "padding", padding, 0)
     batched = input if input.ndim == 4 else input.unsqueeze(0)
     n, c, h, w = batched.shape
-    positions, padded, blocks = _block_positions((h, w), kernel, dilation, padding, stride, "unfold")
-    if padding != (0, 0):
-        batched = pad(batched, (padding[1], padding[1], padding[0], padding[0]))
-    flat = batched.reshape(n, c, padded[0] * padded[1])
-    index = tensor(positions.reshape(-1), device=input.device)
-    columns = index_select(flat, 2, index).reshape(n, c * kernel[0] * kernel[1], blocks[0] * blocks[1])
+    blocks = _block_grid((h, w), kernel, dilation, padding, stride, "unfold")
+    taps = BlockTaps.apply(batched, kernel=kernel, stride=stride, dilation=dilation, padding=padding, blocks=blocks)
+    columns = taps.reshape(n, c * kernel[0] * kernel[1], blocks[0] * blocks[1])
     return columns if input.ndim == 4 else columns.squeeze(0)
 
 
@@ -91,16 +79,13 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
     area = kernel[0] * kernel[1]
     if rows % area:
         raise ValueError(f"fold: the input's {rows} rows (shape {tuple(input.shape)}) are not a multiple of kernel_size {kernel} = {area}")
-    positions, padded, blocks = _block_positions(size, kernel, dilation, padding, stride, "fold")
+    blocks = _block_grid(size, kernel, dilation, padding, stride, "fold")
     if length != blocks[0] * blocks[1]:
         raise ValueError(
             f"fold: the input has {length} blocks (shape {tuple(input.shape)}), but output_size {size} with kernel_size "
             f"{kernel}, dilation {dilation}, padding {padding} and stride {stride} gives {blocks[0]} x {blocks[1]} = "
             f"{blocks[0] * blocks[1]}"
         )
-    c = rows // area
-    index = tensor(positions.reshape(-1), device=input.device)
-    image = zeros((n, c, padded[0] * padded[1]), dtype=input.dtype, device=input.device)
-    image = index_add(image, 2, index, batched.reshape(n, c, area * length)).reshape(n, c, *padded)
-    image = image[:, :, padding[0]:padding[0] + size[0], padding[1]:padding[1] + size[1]]
+    taps = batched.reshape(n, rows // area, kernel[0], kernel[1], *blocks)
+    image = BlockTapsBackward.apply(taps, kernel=kernel, stride=stride, dilation=dilation, padding=padding, size=size)
     return image if input.ndim == 3 else image.squeeze(0)

@@ -9,9 +9,11 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff.ops._util import broadcast_shape, ensure_tensor, half_computed_in_float32
+from numdiff.ops.linalg import matmul
 from numdiff.ops.reduction import _reduction_dims, amax, amin
 from numdiff.ops.reduction import sum as sum_
-from numdiff.ops.selection import where
+from numdiff.ops.selection import clamp_min, where
+from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 
@@ -77,9 +79,11 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M), as a
-    (..., P, R) tensor; batch dims broadcast. Computed from the differences directly whatever
-    `compute_mode` says (exact, where PyTorch's matrix-product form for p=2 rounds; a (..., P, R, M)
-    intermediate), with gradient 0 where a distance is 0, as PyTorch's.
+    (..., P, R) tensor; batch dims broadcast. For p=2, `compute_mode` picks PyTorch's matrix-product
+    form (one GEMM, see `_euclidean_by_matmul`) by PyTorch's rule: always for "use_mm_for_euclid_dist",
+    when P or R exceeds 25 for the default, never for "donot_use_mm_for_euclid_dist". Otherwise the
+    distance comes from the differences directly (a (..., P, R, M) intermediate), with gradient 0
+    where a distance is 0, as PyTorch's.
 
     >>> numdiff.cdist(numdiff.tensor([[0.0, 0.0]]), numdiff.tensor([[3.0, 4.0], [1.0, 0.0]]))
     tensor([[5., 1.]])
@@ -97,8 +101,30 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
         raise ValueError(f"cdist: unknown compute_mode {compute_mode!r}")
     broadcast_shape("cdist (batch dimensions)", tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+    if p == 2 and _euclid_uses_matmul(compute_mode, x1.shape[-2], x2.shape[-2]):
+        return _euclidean_by_matmul(x1, x2)
     differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return norm(differences, float(p), dim=-1)
+
+
+def _euclid_uses_matmul(compute_mode: str, rows1: int, rows2: int) -> bool:
+    """PyTorch's choice between the matrix-product and the difference form of the p=2 distance."""
+    if compute_mode == "use_mm_for_euclid_dist":
+        return True
+    return compute_mode == "use_mm_for_euclid_dist_if_necessary" and (rows1 > 25 or rows2 > 25)
+
+
+def _euclidean_by_matmul(x1: Tensor, x2: Tensor) -> Tensor:
+    """sqrt(|a|^2 + |b|^2 - 2 a.b) for every pair of rows, as PyTorch's _euclidean_dist: one GEMM of
+    [-2 x1, |x1|^2, 1] against [x2, 1, |x2|^2], so the squared norms ride in the product's last two
+    columns. Cancellation can round a small distance (PyTorch's numbers round the same way); the
+    squared distance is clamped at 1e-30 before the root, which gives gradient 0 there. The
+    (..., P, R, M) differences are never formed: forward and backward are three GEMMs."""
+    x1_norm = sum_(x1 * x1, -1, True)
+    x2_norm = sum_(x2 * x2, -1, True)
+    x1_padded = cat([x1 * -2.0, x1_norm, x1_norm.new_ones(x1_norm.shape)], -1)
+    x2_padded = cat([x2, x2_norm.new_ones(x2_norm.shape), x2_norm], -1)
+    return clamp_min(matmul(x1_padded, x2_padded.mT), 1e-30).sqrt()
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

@@ -13,7 +13,7 @@ from numdiff._dtype_info import finfo
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, is_host
 from numdiff.ops._util import (
     as_result,
     data_of,
@@ -87,12 +87,12 @@ class Prod(Function):
         # The product of the others, computed directly rather than as out / x, so zeros need no
         # branch on the values (a traced or compiled backward cannot take one).
         (x,) = ctx.saved_tensors
-        grad_full = _expand_back(grad, ctx)
         if is_grad_enabled():
             # create_graph=True: the product of the others must itself be differentiable.
-            return (grad_full * _product_of_others_differentiable(x, ctx.dims),)
-        others = Tensor._wrap(_product_of_others(x._data, ctx.dims), None, None)
-        return (grad_full * others,)
+            return (_expand_back(grad, ctx) * _product_of_others_differentiable(x, ctx.dims),)
+        # One broadcast multiply of the arrays, without the expanded gradient as a tensor.
+        others = _product_of_others(x._data, ctx.dims)
+        return (Tensor._wrap(others * grad._data.reshape(ctx.kept_shape), None, None),)
 
 
 def _product_of_others_differentiable(x: Tensor, dims: tuple) -> Tensor:
@@ -114,6 +114,15 @@ def _product_of_others(x: np.ndarray, dims: tuple) -> np.ndarray:
         return np.zeros_like(x)
     moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
     flat = moved.reshape(moved.shape[: x.ndim - len(dims)] + (-1,))
+    if is_host(flat):
+        # Exclusive running products from both ends, written in place: no concatenated copies.
+        result, after = np.empty_like(flat), np.empty_like(flat)
+        result[..., 0] = 1
+        np.cumprod(flat[..., :-1], axis=-1, out=result[..., 1:])
+        after[..., -1] = 1
+        np.cumprod(flat[..., :0:-1], axis=-1, out=after[..., -2::-1])
+        result *= after
+        return np.moveaxis(result.reshape(moved.shape), tuple(range(x.ndim - len(dims), x.ndim)), dims)
     ones = np.ones(flat.shape[:-1] + (1,), dtype=x.dtype, like=x)
     before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]

@@ -7,6 +7,7 @@ import numpy as np
 
 import numdiff
 import numdiff.nn.functional as nf
+from numdiff.ops._block_taps import BlockTaps, BlockTapsBackward
 from tests.ops.op_cases import OpCase, args, distinct, normal
 
 
@@ -40,6 +41,35 @@ def _unfold(x: np.ndarray, k: int, stride: int, padding: int) -> np.ndarray:
                 for oy in range(oh):
                     for ox in range(ow):
                         out[:, ch * k * k + i * k + j, oy * ow + ox] = p[:, ch, oy * stride + i, ox * stride + j]
+    return out
+
+
+BLOCK_TAPS = dict(kernel=(2, 3), stride=(2, 1), dilation=(2, 1), padding=(1, 0))
+
+
+def _block_positions(kernel, stride, dilation, padding, blocks):
+    """(i, j, oy, ox, y, x) of every tap of every block: y, x in the unpadded image (may be outside)."""
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            for oy in range(blocks[0]):
+                for ox in range(blocks[1]):
+                    yield (i, j, oy, ox, oy * stride[0] + i * dilation[0] - padding[0],
+                           ox * stride[1] + j * dilation[1] - padding[1])
+
+
+def _unfold_dilated(x: np.ndarray, blocks: tuple, kernel, stride, dilation, padding) -> np.ndarray:
+    out = np.zeros((*x.shape[:2], *kernel, *blocks))
+    for i, j, oy, ox, y, xx in _block_positions(kernel, stride, dilation, padding, blocks):
+        if 0 <= y < x.shape[2] and 0 <= xx < x.shape[3]:
+            out[:, :, i, j, oy, ox] = x[:, :, y, xx]
+    return out
+
+
+def _fold_dilated(g: np.ndarray, size: tuple, kernel, stride, dilation, padding) -> np.ndarray:
+    out = np.zeros((*g.shape[:2], *size))
+    for i, j, oy, ox, y, xx in _block_positions(kernel, stride, dilation, padding, g.shape[4:]):
+        if 0 <= y < size[0] and 0 <= xx < size[1]:
+            out[:, :, y, xx] += g[:, :, i, j, oy, ox]
     return out
 
 
@@ -91,6 +121,16 @@ CASES = [
     OpCase(None, "mode", args(distinct(3, 5)), lambda x: numdiff.mode(x).values, _mode_reference),
     OpCase(None, "unfold", args(normal(2, 2, 4, 5)), lambda x: nf.unfold(x, 2, padding=1, stride=2),
            lambda x: _unfold(x, 2, 2, 1)),
+    OpCase(
+        "block_taps", "stride-dilation-padding", args(normal(2, 2, 5, 4)),
+        lambda x: BlockTaps.apply(x, blocks=(3, 2), **BLOCK_TAPS),
+        lambda x: _unfold_dilated(x, (3, 2), **BLOCK_TAPS),
+    ),
+    OpCase(
+        "block_taps_backward", "stride-dilation-padding", args(normal(2, 2, 2, 3, 3, 2)),
+        lambda g: BlockTapsBackward.apply(g, size=(5, 4), **BLOCK_TAPS),
+        lambda g: _fold_dilated(g, (5, 4), **BLOCK_TAPS),
+    ),
     OpCase(None, "fold", args(normal(1, 8, 6)), lambda x: nf.fold(x, (3, 4), 2, padding=1, stride=2),
            lambda x: _fold(x, (3, 4), 2, 2, 1)),
 ]

@@ -189,10 +189,15 @@ CASES += [
     ),
     OpCase(
         None, "cdist", args(normal(3, 2), normal(4, 2)),
-        lambda a, b: (numdiff.cdist(a, b), numdiff.cdist(a, b, p=1.5)),
+        lambda a, b: (
+            numdiff.cdist(a, b),
+            numdiff.cdist(a, b, p=1.5),
+            numdiff.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+        ),
         lambda a, b: (
             np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)),
             (np.abs(a[:, None] - b[None]) ** 1.5).sum(-1) ** (1 / 1.5),
+            np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)),
         ),
     ),
 ]

@@ -101,6 +101,9 @@ def test_logcumsumexp_matches_torch_over_a_wide_range_and_infinities():
 UNFOLD_ARGS = [
     dict(kernel_size=2), dict(kernel_size=(3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1)),
     dict(kernel_size=3, padding=2, stride=3), dict(kernel_size=(1, 4), stride=(1, 2)),
+    # Taps that read only padding for some block rows, and a whole tap column in the padding.
+    dict(kernel_size=(2, 3), dilation=(3, 2), padding=(3, 4), stride=(1, 3)), dict(kernel_size=3, padding=1),
+    dict(kernel_size=(4, 1), dilation=2, padding=(0, 2), stride=(2, 5)),
 ]
 
 

@@ -29,6 +29,19 @@ def test_triangles_match_torch(op, diagonal):
     _grads_match(ours, theirs, ours_in, theirs_in)
 
 
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_triangles_zero_nan_and_inf_in_the_dropped_part_and_keep_dtype(op):
+    x = np.random.default_rng(1).standard_normal((3, 5, 4)).astype(np.float32)
+    x[:, ::2] = np.nan
+    x[:, 1, :] = -np.inf
+    for diagonal in (-6, -1, 0, 2, 4):
+        ours, theirs = getattr(numdiff, op)(numdiff.tensor(x), diagonal), getattr(torch, op)(torch.tensor(x), diagonal)
+        assert ours.dtype == numdiff.float32
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        transposed = getattr(numdiff, op)(numdiff.tensor(x).mT, diagonal)
+        np.testing.assert_array_equal(transposed.numpy(), getattr(torch, op)(torch.tensor(x).mT, diagonal).numpy())
+
+
 def test_triangle_bad_inputs_name_the_op():
     with pytest.raises(RuntimeError, match=r"tril: input tensor must have at least 2 dimensions, got shape \(3,\)"):
         numdiff.tril(numdiff.ones(3))
