@@ -320,7 +320,7 @@ def _fused_softmax_backward(grad: Tensor, out: Tensor, dim: int, log: bool) -> T
     return Tensor._wrap(dx, None, None)
 
 
-@register("log_softmax", compile="call")
+@register("log_softmax", compile="call", launchers=("softmax_forward", "softmax_backward"))
 class LogSoftmax(Function):
     """x - logsumexp(x) along `dim`, in one op: the heart of every classification loss.
 
@@ -357,7 +357,7 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim), "log_softmax")
 
 
-@register("softmax", compile="call")
+@register("softmax", compile="call", launchers=("softmax_forward", "softmax_backward"))
 class Softmax(Function):
     """exp(x - max) / sum(exp(x - max)) along `dim`, in one op (attention's probabilities).
 
