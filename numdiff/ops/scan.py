@@ -5,6 +5,7 @@ cumsum and cumprod are primitives; diff is composed of slices and a subtraction.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.backend import is_host
+from numdiff.backend import backend_for, is_host
 from numdiff.creation import arange
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
@@ -23,20 +24,32 @@ from numdiff.ops.selection import where
 from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
+_LANE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
-@register("cumsum", compile="call")
+
+@register("cumsum", compile="call", launchers=("cumsum_lanes",))
 class Cumsum(Function):
-    """out[..., j] = sum(x[..., :j + 1]) along `dim`; the gradient is the running sum taken from the end."""
+    """out[..., j] = sum(x[..., :j + 1]) along `dim`, or with `reverse` sum(x[..., j:]); the
+    gradient of either is the other (the running sum taken from the end)."""
 
     @staticmethod
-    def forward(ctx, x, *, dim):
-        ctx.dim = dim
+    def forward(ctx, x, *, dim, reverse=False):
+        ctx.dim, ctx.reverse = dim, reverse
+        if x.dtype in _LANE_DTYPES:
+            shape = x.shape
+            lanes = np.ascontiguousarray(x, like=x).reshape(
+                math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+            )
+            out = np.empty_like(lanes)
+            backend_for(x).cumsum_lanes(lanes, out, reverse)
+            return out.reshape(shape)
+        if reverse:
+            return np.flip(_running(np.cumsum, np.flip(x, dim), dim), dim)
         return _running(np.cumsum, x, dim)
 
     @staticmethod
     def backward(ctx, grad):
-        dims = (ctx.dim,)
-        return (Cumsum.apply(grad.flip(dims), dim=ctx.dim).flip(dims),)
+        return (Cumsum.apply(grad, dim=ctx.dim, reverse=not ctx.reverse),)
 
 
 @register("cumprod", compile="eager_backward")

@@ -6,6 +6,7 @@ import pytest
 
 import numdiff
 from numdiff.autograd import gradcheck, gradgradcheck
+from numdiff.kernels.scan import cumsum_lanes
 
 
 def _float64(*shape: int, seed: int = 0) -> numdiff.Tensor:
@@ -31,3 +32,44 @@ def test_roll_by_whole_turns_is_a_copy() -> None:
     y = x.roll((3, -8), (0, 1))
     np.testing.assert_array_equal(y.detach().numpy(), x.detach().numpy())
     assert y.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "dim"), [((3, 7), -1), ((5, 2, 3), 0), ((2, 6, 4), 1), ((4,), 0), ((2, 0, 3), 1)])
+def test_cumsum_kernel_matches_numpy_both_ways(shape, dim, dtype) -> None:
+    data = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    x = numdiff.tensor(data, requires_grad=True)
+    y = x.cumsum(dim)
+    assert y.dtype == x.dtype
+    np.testing.assert_allclose(y.detach().numpy(), np.cumsum(data.astype(np.float64), dim), rtol=1e-6, atol=1e-6)
+    weights = np.random.default_rng(2).standard_normal(shape).astype(dtype)
+    y.backward(numdiff.tensor(weights))
+    expected = np.flip(np.cumsum(np.flip(weights.astype(np.float64), dim), dim), dim)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_cumsum_float32_rounds_once_per_element() -> None:
+    # 1 + 1e-8 * k is lost at every step in float32 sums; the float64 running sum keeps it.
+    data = np.array([1.0] + [1e-8] * 1000, dtype=np.float32)
+    y = numdiff.tensor(data).cumsum(0).numpy()
+    assert y[-1] == np.float32(1.0 + 1e-5)
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((3, 4), 1), ((2, 3, 2), 0), ((2, 3, 4), 1)])
+def test_cumsum_gradients_and_second_order(shape, dim) -> None:
+    x = _float64(*shape, seed=3)
+    assert gradcheck(lambda t: t.cumsum(dim), (x,))
+    assert gradgradcheck(lambda t: t.cumsum(dim), (x,))
+
+
+def test_cumsum_of_a_transposed_view() -> None:
+    data = np.random.default_rng(4).standard_normal((4, 5))
+    y = numdiff.tensor(data).T.cumsum(1)
+    np.testing.assert_allclose(y.numpy(), np.cumsum(data.T, 1))
+
+
+def test_cumsum_lanes_rejects_mixed_dtypes_and_shapes() -> None:
+    with pytest.raises(TypeError, match=r"cumsum_lanes: all arrays must share one dtype"):
+        cumsum_lanes(np.ones((1, 2, 1)), np.ones((1, 2, 1), np.float32), False)
+    with pytest.raises(ValueError, match=r"cumsum_lanes: x must be 3-D .* got \(2, 2\)"):
+        cumsum_lanes(np.ones((2, 2)), np.ones((2, 2)), False)
