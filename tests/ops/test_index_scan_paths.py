@@ -73,3 +73,10 @@ def test_cumsum_lanes_rejects_mixed_dtypes_and_shapes() -> None:
         cumsum_lanes(np.ones((1, 2, 1)), np.ones((1, 2, 1), np.float32), False)
     with pytest.raises(ValueError, match=r"cumsum_lanes: x must be 3-D .* got \(2, 2\)"):
         cumsum_lanes(np.ones((2, 2)), np.ones((2, 2)), False)
+
+
+def test_roll_and_reverse_cumsum_have_forward_mode_tangents() -> None:
+    x, t = _float64(3, 4), _float64(3, 4, seed=9)
+    for fn in (lambda v: v.roll((1, -2), (0, 1)), lambda v: v.cumsum(1).sum(1, keepdim=True).cumsum(0)):
+        _, tangent = numdiff.func.jvp(fn, (x.detach(),), (t.detach(),))
+        np.testing.assert_allclose(tangent.numpy(), fn(t).detach().numpy(), rtol=1e-12)
