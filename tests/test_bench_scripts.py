@@ -69,3 +69,26 @@ def test_bench_import_reports_each_case_and_what_import_loaded():
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "| case |" not in line]
     assert [row.split("|")[2].strip() for row in rows] == ["numpy", "import"], done.stdout
     assert "loaded:" not in done.stdout  # import numdiff ran none of numba, scipy, nn, func
+
+
+@pytest.mark.parametrize(
+    "workload", ["bilstm_classifier", "transformer_seq2seq", "efficientnet", "mlp_batchnorm", "rnn_scratch"]
+)
+def test_probed_workloads_train_the_same_model_in_both_libraries(workload):
+    """The rows benchmarks/_models_extra.py adds build the same model and data in numdiff (eager and
+    compiled) and torch: equal losses before and after two steps, so the rows time the same work."""
+    torch = pytest.importorskip("torch")
+    import numdiff
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import _models
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    build = _models.WORKLOADS[workload]
+    steps = [build(torch, True, lambda fn: fn), build(numdiff, True, lambda fn: fn), build(numdiff, True, numdiff.compile)]
+    for _ in range(2):
+        losses = [step.loss() for step in steps]
+        assert losses[1] == pytest.approx(losses[0], rel=1e-4) and losses[2] == pytest.approx(losses[0], rel=1e-4)
+        for step in steps:
+            step()

@@ -228,6 +228,11 @@ def run_backward(
                 "or vjp differentiate it, or call backward() outside the transform."
             )
         top = transforms.interpreter
+        if not capture and len(outputs) == 1 and top is not None:
+            options = {"gradient": grad_outputs[0], "retain_graph": retain_graph,
+                       "create_graph": create_graph, "inputs": inputs}
+            if top.defer_backward(outputs[0], options):
+                return None
         as_ops = top is not None and top.backward(capture, create_graph)
     else:
         as_ops = False

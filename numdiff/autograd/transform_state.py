@@ -127,6 +127,18 @@ class Interpreter:
         form) even without create_graph: numdiff.compile's trace, which records them."""
         return self.parent is not None and self.parent.backward(capture, create_graph)
 
+    def defer_backward(self, root: Any, options: dict) -> bool:
+        """``root.backward(**options)`` (Tensor.backward, writing ``.grad``) is called. True when
+        the interpreter takes the pass over and runs it later itself: numdiff.compile's trace
+        replays it after each compiled call (numdiff/compile/host_steps.py)."""
+        return self.parent is not None and self.parent.defer_backward(root, options)
+
+    def host_step(self, owner: Any, kind: str, run: Any) -> Any:
+        """`run()` updates state outside any graph: ``owner.step()`` or ``owner.zero_grad()``
+        (`kind` "step" or "zero_grad") of an optimizer or Module. It runs now, unless an
+        interpreter takes it over (numdiff.compile's trace replays it after each compiled call)."""
+        return run() if self.parent is None else self.parent.host_step(owner, kind, run)
+
 
 def push(interpreter: Interpreter) -> None:
     """Make `interpreter` this thread's innermost one (its parent: the one innermost until now)."""
@@ -151,6 +163,16 @@ def interpreting(interpreter: Interpreter) -> Iterator[Interpreter]:
         yield interpreter
     finally:
         pop(interpreter)
+
+
+def host_step(owner: Any, kind: str, run: Any) -> Any:
+    """Run `run()`, ``owner.step()`` or ``owner.zero_grad()`` (`kind`), which updates state outside
+    any graph, through this thread's innermost interpreter (eagerly when there is none).
+
+    >>> host_step(optimizer, "step", lambda: update(optimizer))
+    """
+    top = transforms.interpreter
+    return run() if top is None else top.host_step(owner, kind, run)
 
 
 def vmap_active() -> bool:

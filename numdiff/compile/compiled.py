@@ -56,13 +56,13 @@ class Trace:
         for t, expected in zip(self.captured, self.captured_guard):
             if _tensor_key(t) != expected:
                 return False
-        if not self.python_guard.holds():
+        if [t._grad is None for t in self.grad_owners] != self.grad_absent:
+            return False  # code reading p._grad directly (an optimizer) took the other branch
+        if not self.python_guard.holds():  # after the cheap checks: it walks the reachable state
             return False
         for slot, outside in self.aliases:
             if tensors[slot]._data is not outside._data:
                 return False
-        if [t._grad is None for t in self.grad_owners] != self.grad_absent:
-            return False  # code reading p._grad directly (an optimizer) took the other branch
         for slot, grad in self.grad_guards.items():
             if _tensor_at(slot, tensors, self.captured)._grad is not grad:
                 return False
@@ -85,10 +85,13 @@ def _tensor_key(t: Tensor) -> tuple:
     return (data.shape, data.dtype, t._requires_grad, str(data.device))
 
 
-def _flatten_output(result: Any) -> tuple[list, Any]:
-    """The tensors a call returned and how to rebuild its structure (tensor, tuple or list)."""
+def _flatten_output(result: Any, none_allowed: bool = False) -> tuple[list, Any]:
+    """The tensors a call returned and how to rebuild its structure (tensor, tuple or list; None
+    from a training step, which returns nothing when `none_allowed`)."""
     if isinstance(result, Tensor):
         return [result], None
+    if result is None and none_allowed:
+        return [], type(None)
     if isinstance(result, (tuple, list)) and all(isinstance(r, Tensor) for r in result):
         return list(result), type(result)
     raise UnsupportedInCompileError(
@@ -210,7 +213,15 @@ class CompiledFunction:
                     warnings.warn(f"numdiff.compile: {_name(self.fn)} cannot be replayed: {self.eager_reason}; "
                                   "it runs eagerly from now on", stacklevel=3)
                     return None, result
-                outputs, form = _flatten_output(result)
+                tracer.host_steps.check(len(tracer.forward.calls))
+                outputs, form = _flatten_output(result, none_allowed=bool(tracer.host_steps))
+                visible_count = len(outputs)
+                root_slots = []  # each call's backward starts at these outputs (extra ones if not returned)
+                for root in tracer.host_steps.take_roots():
+                    known = [slot for slot, t in enumerate(outputs) if t is root]
+                    root_slots.append(known[0] if known else len(outputs))
+                    if not known:
+                        outputs.append(root)
                 output_values = [tracer.value_for(t) for t in outputs]
                 writes = tracer.write_targets()
                 differentiable = self._differentiable(tensors, tracer, outputs)
@@ -237,8 +248,15 @@ class CompiledFunction:
         guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         trace.write_slots = write_slots
+        trace.visible_count = visible_count
+        trace.root_slots = root_slots
+        trace.host_steps = tracer.host_steps if tracer.host_steps else None  # None: the common, plain trace
         trace.grad_guards = tracer.grad_guards
-        trace.grad_owners = list({id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
+        # Whether each tensor has a .grad steers code that reads p._grad directly: an optimizer's step
+        # or zero_grad, unless the trace deferred them (host_steps.py; then the first call, before any
+        # .grad exists, and the later ones share one trace).
+        trace.grad_owners = [] if tracer.host_steps else list(
+            {id(t): t for t in tracer.captured + python_guard.outside_tensors()}.values())
         trace.grad_absent = [t._grad is None for t in trace.grad_owners]
         # ``f(w)`` where f also reads w itself traced one value for both: only w may reuse it.
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
@@ -293,6 +311,11 @@ class CompiledFunction:
             results = attach(list(outputs), state, differentiable, trace.grad_output_slots)
             watch_saved_outputs(state, results, saved)
         link_outputs(results, trace.output_links, tensors, trace.captured)
+        if trace.host_steps is not None:
+            trace.host_steps.replay([results[slot] for slot in trace.root_slots])  # host_steps.py
+            results = results[:trace.visible_count]
+            if trace.output_form is type(None):
+                return None
         return results[0] if trace.output_form is None else trace.output_form(results)
 
     @property

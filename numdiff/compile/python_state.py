@@ -121,6 +121,9 @@ class StateWalk:
             return self._identity(value)
         if isinstance(value, types.ModuleType) or kind is types.CellType:  # numdiff is a ModuleType subclass
             return self._identity(value)
+        guarded_state = getattr(kind, "_compile_guarded_state", None)
+        if guarded_state is not None:  # an optimizer: what its replayed step does not read afresh
+            return (kind, id(value), self.snap(guarded_state(value)))
         if is_user_class(kind) or hasattr(value, "__dict__") and not callable(value):
             return (kind, id(value), self._attributes(value), self._class_state(kind))
         return self._identity(value)

@@ -22,6 +22,7 @@ from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, 
 from numdiff.backend import is_host
 from numdiff.compile.effects import Effects, root
 from numdiff.compile.graph import Graph, OpCall, ValueRef
+from numdiff.compile.host_steps import HostSteps
 from numdiff.compile.rules import backward_is_traced
 from numdiff.compile.trace_events import GraphBreakError, TraceEvents, UnsupportedInCompileError, user_line
 from numdiff.tensor import Tensor
@@ -54,6 +55,7 @@ class Tracer(TraceEvents):
         self.outside: set | None = None
         self.grad_guards: dict = {}  # (kind, slot) of a tensor whose .grad was read -> that grad
         self.leaf_hooks: dict = {}  # id of an outside tensor -> (tensor, its hook ids when first seen)
+        self.host_steps = HostSteps()  # zero_grad, loss.backward(), optimizer.step(): run after each call
 
     # ------------------------------------------------------------------ values
     def is_outside(self, tensor: Tensor) -> bool:
@@ -206,8 +208,19 @@ class TraceLevel(Interpreter):
         return self.tracer.random_call(function, args, kwargs, lambda: self.run_below(function, args, kwargs))
 
     def grad_read(self, tensor: Tensor) -> None:
+        if self.tracer.host_steps:
+            self.tracer.unsupported("reading .grad after zero_grad(), backward() or an optimizer step")
         self.tracer.grad_read(tensor)
         super().grad_read(tensor)
+
+    def defer_backward(self, root: Tensor, options: dict) -> bool:
+        tracer = self.tracer
+        tracer.host_steps.add_backward(root, options, len(tracer.forward.calls), id(root._data) in tracer.value_of)
+        return True
+
+    def host_step(self, owner: Any, kind: str, run: Any) -> Any:
+        self.tracer.host_steps.add_step(owner, kind, run, len(self.tracer.forward.calls))
+        return None
 
     def run_below(self, function: Any, args: tuple, kwargs: dict) -> Any:
         """``function(*args, **kwargs)`` at the level below: its ops and draws are not this trace's."""

@@ -213,9 +213,10 @@ class _SpecialMath(ast.NodeTransformer):
 
 
 def _innermost_body(loop: ast.For) -> list[ast.stmt]:
-    """The statement list of the deepest ``for`` in a loop nest (where the element is computed)."""
+    """The statement list of the deepest ``for`` (or ``while``) in a loop nest (where the element is
+    computed)."""
     while True:
-        inner = [s for s in loop.body if isinstance(s, ast.For)]
+        inner = [s for s in loop.body if isinstance(s, (ast.For, ast.While))]
         if not inner:
             return loop.body
         loop = inner[-1]
@@ -247,14 +248,17 @@ def _chunked(loop: ast.For, checks: list[ast.expr]) -> list[ast.stmt]:
     """``for i in prange(n): body`` as prange over chunks of _CHUNK iterations, each setting its
     entry of ``outside_chunks``; then ``outside_sin_cos = outside_chunks.any()``."""
     (size,) = loop.iter.args
-    chunks = f"(outside_size + {_CHUNK - 1}) // {_CHUNK}"
-    bounds = f"chunk * {_CHUNK}, min(outside_size, chunk * {_CHUNK} + {_CHUNK})"
+    # A loop over ``parts`` hands each thread one run of the work (numdiff.kernels.elementwise's N-d
+    # loops): one iteration a task, or the runs would share one task and one thread.
+    per_task = 1 if isinstance(size, ast.Name) and size.id == "parts" else _CHUNK
+    chunks = f"(outside_size + {per_task - 1}) // {per_task}"
+    bounds = f"chunk * {per_task}, min(outside_size, chunk * {per_task} + {per_task})"
     if _only_indexes(loop.target, loop.body):
         # An unsigned element index: a signed one that LLVM cannot prove non-negative (the chunk
         # number comes from the parallel schedule) gets Numba's wraparound for negative indices,
         # and that select per access turns the vector loads and stores into gathers and scatters
         # (g * cos(x) on float32[2^20]: 1.77 ms signed, 1.07 ms unsigned, one thread).
-        bounds = f"np.uint64(chunk * {_CHUNK}), np.uint64(min(outside_size, chunk * {_CHUNK} + {_CHUNK}))"
+        bounds = f"np.uint64(chunk * {per_task}), np.uint64(min(outside_size, chunk * {per_task} + {per_task}))"
     inner = ast.For(loop.target, ast.parse(f"range({bounds})", mode="eval").body, loop.body, [])
     _innermost_body(inner).append(_guard(checks, "outside_here"))
     task = ast.For(

@@ -18,7 +18,7 @@ from numba import prange
 
 from numdiff.kernels._blas import gemm
 from numdiff.kernels._im2col import col2im_rows_add, im2col_rows, staging_size
-from numdiff.kernels._parallel import serial_and_parallel
+from numdiff.kernels._parallel import contiguous_run, serial_and_parallel
 
 # Geometry tuple shared by the cores:
 #   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)
@@ -47,17 +47,19 @@ def forward_core(
 ):
     n_img, groups, cg, height, width = x5.shape
     k = w3.shape[2]
-    tiles = (oh_size + rows - 1) // rows
-    items = n_img * groups * tiles
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
     stage = 0 if pointwise else staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size)
     stagebuf = np.empty((parts, stage), x5.dtype)
+    # Each thread takes one contiguous run of the output rows of all (image, group) planes (see
+    # contiguous_run), cut into tiles of at most `rows` at plane ends and at the run's end.
+    total = n_img * groups * oh_size
     for t in prange(parts):
-        for item in range(t, items, parts):
-            n = item // (groups * tiles)
-            g = (item // tiles) % groups
-            oh0 = (item % tiles) * rows
-            oh1 = min(oh_size, oh0 + rows)
+        r, end = contiguous_run(total, parts, t)
+        while r < end:
+            n, g = r // (groups * oh_size), (r // oh_size) % groups
+            oh0 = r % oh_size
+            oh1 = min(oh_size, oh0 + rows, oh0 + end - r)
+            r += oh1 - oh0
             p0, p1 = oh0 * ow_size, oh1 * ow_size
             if pointwise:
                 col = x5[n, g].reshape((cg, height * width))[:, p0:p1]
@@ -81,17 +83,20 @@ def backward_input_core(
     n_img, groups, cg, height, width = dx5.shape
     taps = kh * kw
     tiles = (oh_size + rows - 1) // rows
-    items = n_img * groups * blocks
     max_block = (cg + blocks - 1) // blocks
     colbuf = np.empty((parts, 0 if pointwise else max_block * taps * rows * ow_size), dx5.dtype)
     stage = 0 if pointwise else staging_size(max_block, rows, kh, kw, sh, sw, dh, dw, ow_size)
     stagebuf = np.empty((parts, stage), dx5.dtype)
+    # Each thread takes one contiguous run of the input channels of all (image, group) planes (see
+    # contiguous_run), cut at plane ends into blocks of at most max_block channels.
+    total = n_img * groups * cg
     for t in prange(parts):
-        for item in range(t, items, parts):
-            n = item // (groups * blocks)
-            g = (item // blocks) % groups
-            blk = item % blocks
-            c0, c1 = blk * cg // blocks, (blk + 1) * cg // blocks
+        c, end = contiguous_run(total, parts, t)
+        while c < end:
+            n, g = c // (groups * cg), (c // cg) % groups
+            c0 = c % cg
+            c1 = min(cg, c0 + max_block, c0 + end - c)
+            c += c1 - c0
             dxg = dx5[n, g]
             w_blk = w3[g][:, c0 * taps : c1 * taps]
             if not pointwise:
@@ -115,20 +120,21 @@ def backward_weight_core(
 ):
     n_img, groups, cg, height, width = x5.shape
     k = gw3.shape[2]
-    tiles = (oh_size + rows - 1) // rows
-    items = n_img * groups * tiles
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
     stage = 0 if pointwise else staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size)
     stagebuf = np.empty((parts, stage), x5.dtype)
     # Accumulated transposed, (Cg*KH*KW, Cog): OpenBLAS runs col @ dout.T 1.6x faster than
     # dout @ col.T when the product is short and wide (measured for conv2d 16->32, 32x32).
     acc = np.zeros((parts, gw3.shape[0], gw3.shape[2], gw3.shape[1]), x5.dtype)
+    # Contiguous runs of output rows, as in forward_core.
+    total = n_img * groups * oh_size
     for t in prange(parts):
-        for item in range(t, items, parts):
-            n = item // (groups * tiles)
-            g = (item // tiles) % groups
-            oh0 = (item % tiles) * rows
-            oh1 = min(oh_size, oh0 + rows)
+        r, end = contiguous_run(total, parts, t)
+        while r < end:
+            n, g = r // (groups * oh_size), (r // oh_size) % groups
+            oh0 = r % oh_size
+            oh1 = min(oh_size, oh0 + rows, oh0 + end - r)
+            r += oh1 - oh0
             p0, p1 = oh0 * ow_size, oh1 * ow_size
             if pointwise:
                 col = x5[n, g].reshape((cg, height * width))[:, p0:p1]

@@ -40,10 +40,15 @@ what ran before, forward, input gradient, weight gradient): 32x16->32 8x8 0.82 0
 1.17; small batches: 2x16->32 8x8 0.86 1.42 0.99, 4x16->32 8x8 1.00 1.10 0.79, 8x16->32 8x8
 0.95 0.90, 4x16->32 4x4 1.30 1.49; input gradient to 2 channels (64x2->16 8x8) 1.11.
 Measured again against Winograd with 32-64 channels, the gradients lose beyond 8 wide (see
-:data:`DIRECT_MAX_WIDTH`), unless an input gradient has few channels.
+:data:`DIRECT_MAX_WIDTH`), unless an input gradient has few channels. Measured a third time on the
+AVX2 machine the benchmarks run on: with 64 or more channels the direct loops lose to Winograd and
+im2col (:data:`DIRECT_MAX_CHANNELS`), the weight gradient loses to im2col at every width, and a
+forward with few channels wins at every width (:data:`DIRECT_MAX_IM2COL_WIDTH`).
 """
 
 from __future__ import annotations
+
+import functools
 
 TILE_ELEMENTS = 1 << 17
 """Target size of one thread's im2col tile, in elements (512 KiB float32)."""
@@ -62,7 +67,7 @@ forward wins from 4 wide (0.70 of im2col's time at 32x16->32 4x4), but the digit
 convolution would then compile the Winograd forward core too on a cold start (measured 7.5 s
 more, first call of an empty cache on a busy machine: 16.5 against 9.0 s), for 0.03 ms a step."""
 
-DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 8, "backward_weight": 8}
+DIRECT_MAX_WIDTH = {"forward": 8, "backward_input": 8, "backward_weight": 0}
 """Widest rows (the routine's: the input's for the input gradient) a direct loop writes instead
 of Winograd's; instead of im2col's, up to :data:`DIRECT_MAX_IM2COL_WIDTH`. Measured (one thread,
 thread CPU time, Winograd / direct, input gradient, weight gradient; N x Ci -> Co, width):
@@ -71,8 +76,26 @@ thread CPU time, Winograd / direct, input gradient, weight gradient; N x Ci -> C
 32x16->32 16 1.01 0.80; 32x16->32 12 1.25 0.82; 16x24->24 10 1.04 0.88; at 8 wide 64x32->64 0.91
 0.62, 32x16->32 1.24 0.95, 8x64->64 0.80 1.23; 16x64->64 6 0.81 1.21; 16x128->128 4 1.30 2.03.
 Before, both gradients ran direct up to 16 wide (cifar_bn's 64->64 16x16 layers at 1.9-2.3x
-PyTorch's time). The input gradient's few-channel exception: :data:`DIRECT_MIN_WINOGRAD_CHANNELS`."""
-DIRECT_MAX_IM2COL_WIDTH = 16
+PyTorch's time). The input gradient's few-channel exception: :data:`DIRECT_MIN_WINOGRAD_CHANNELS`.
+The weight gradient never runs direct: measured again on the 2-core AMD EPYC (AVX2) the benchmarks
+run on (one thread, thread CPU time, best of 10 in 5 alternating rounds, load 6-7; direct / im2col,
+N x Ci -> Co, width): 32x16->16 8 0.37 / 0.31; 16x16->16 14 0.56-0.61 / 0.41; 16x16->16 16 0.71 /
+0.48; 32x32->32 8 1.32 / 1.03; 32x64->64 8 5.02 / 2.44; 32x128->128 4 4.83 / 2.55."""
+
+DIRECT_MAX_IM2COL_WIDTH = {"forward": 256, "backward_input": 16, "backward_weight": 0}
+"""Widest rows a direct loop writes where im2col would run instead (no Winograd). A forward with
+few channels runs direct at any width measured (the same protocol as above, direct / im2col ms):
+16x16->16 32 wide 3.37 / 5.73 (resnet's first stage); 16x32->9 32 2.29 / 5.88 (super_resolution's
+last); 8x3->16 64 0.78 / 1.04 (unet's first); 64x3->32 32 3.35 / 3.78 (cifar_bn's first); not
+benchmark shapes: 4x16->16 96 3.63 / 6.02, 2x8->16 128 1.88 / 2.83, 2x3->8 224 1.48 / 2.75,
+16x8->16 48 1.86 / 3.05, 8x16->16 32 unpadded 0.74 / 1.23."""
+
+DIRECT_MAX_CHANNELS = 32
+"""Most channels (the routine's input or output channels per group, whichever is more) for a direct
+loop: its cost per multiply-add grows with the channels it stages, and from 64 it loses to both
+other routes (same protocol; direct / Winograd / im2col ms, forward, input gradient): 32x64->64 8
+wide 3.35 / 2.20 / 3.08, 3.64 / 2.09 / 2.65; 32x128->128 4 wide 3.67 / 3.68 / 2.53, 3.25 / 3.53 /
+2.53; at 32 channels they tie (32x32->32 8 wide 0.87 / 0.82 / 1.16, 0.96 / 0.92 / 1.13)."""
 
 DIRECT_MIN_WINOGRAD_CHANNELS = 28
 """Harmonic mean of the channels below which an input gradient runs direct (up to
@@ -107,16 +130,17 @@ WINOGRAD_BLOCK_ELEMENTS = 3 << 17
 def use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
     """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
     per group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
-    Winograd (where `winograd`) or im2col (see the module docstring for the measurements). The
-    caller checks :data:`DIRECT_MIN_MACS`."""
+    Winograd (where `winograd`) or im2col (see the module docstring for the measurements;
+    :data:`DIRECT_MAX_CHANNELS` bounds both ci and co). The caller checks :data:`DIRECT_MIN_MACS`."""
     few_channels = kind == "backward_input" and 2 * ci * co < DIRECT_MIN_WINOGRAD_CHANNELS * (ci + co)
     beside_winograd = winograd and not few_channels
-    widest = DIRECT_MAX_WIDTH[kind] if beside_winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH)
+    widest = DIRECT_MAX_WIDTH[kind] if beside_winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH[kind])
     return (
         out_w <= widest
         and n_img * out_w >= DIRECT_MIN_ROW
         and n_img * out_h * out_w >= DIRECT_MIN_POSITIONS[kind]
-        and co >= DIRECT_MIN_CHANNELS
+        and DIRECT_MIN_CHANNELS <= co
+        and max(ci, co) <= DIRECT_MAX_CHANNELS
     )
 
 
@@ -227,14 +251,39 @@ GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""
 
 def batched_images(n_img, k, positions, parts):
     """Images per GEMM of the batched cores for a convolution with `positions` output positions an
-    image and K = Cg*KH*KW, or 0 where the per-image im2col cores run instead: as many as keep a
-    column block (K, images*positions) within :data:`TILE_ELEMENTS`, at least one; few enough
-    that every thread gets a block, and equal blocks."""
+    image and K = Cg*KH*KW, or 0 where the per-image im2col cores run instead: at most as many as
+    keep a column block (K, images*positions) within :data:`TILE_ELEMENTS`, at least one; few
+    enough that every thread gets a block; and of those, the largest that gives the busiest thread
+    about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
         return 0
-    images = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
-    blocks = -(-n_img // images)
-    return -(-n_img // blocks)
+    most = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
+    return _balanced_block(n_img, most, parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _balanced_block(total, most, parts):
+    """The largest equal block size up to `most` whose blocks of `total` units, dealt round-robin
+    to `parts` threads, give the busiest thread at most 5% more units than the best size does
+    (larger blocks are larger GEMMs). Equal blocks of the largest size alone left 64 images in
+    blocks of 22, 22, 20 on 2 threads: 42 against 22."""
+    # Equal blocks only: b blocks of ceil(total / b) (32 rows in tiles of 28 and 4 would run one
+    # inefficient small GEMM).
+    sizes = {-(-total // blocks) for blocks in range(-(-total // most), total + 1)}
+    shares = {size: busiest_share(total, size, parts) for size in sizes}
+    least = min(shares.values())
+    return max(size for size, share in shares.items() if share <= 1.05 * least)
+
+
+def busiest_share(total, size, parts):
+    """Units the busiest of `parts` threads gets when `total` units go out in blocks of `size`
+    (the last one short), block b to thread b % parts, as the batched cores deal them."""
+    blocks = -(-total // size)
+    full = total // size
+    shares = [size * (full // parts + (1 if t < full % parts else 0)) for t in range(parts)]
+    if full < blocks:
+        shares[full % parts] += total - full * size
+    return max(shares)
 
 
 def gather_input_gradient(cog, cg, stride):

@@ -25,12 +25,36 @@ from numba import get_num_threads
 from numdiff.kernels._background import defer_to_helper
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["GRAIN_ELEMENTS", "KernelPair", "always_parallel", "always_serial", "serial_and_parallel"]
+__all__ = [
+    "GRAIN_ELEMENTS",
+    "KernelPair",
+    "always_parallel",
+    "always_serial",
+    "contiguous_run",
+    "serial_and_parallel",
+]
 
 GRAIN_ELEMENTS = 1 << 15
 """Elements below which a memory-bound loop (pooling, bias sums) runs on the calling thread."""
 
 _forced = {"parallel": False, "serial": False}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def contiguous_run(total, parts, t):
+    """``(start, stop)``: part `t`'s share of `total` work units split into `parts` contiguous runs
+    whose lengths differ by at most one unit.
+
+    A parallel kernel loops ``for t in prange(parts)`` over these runs of its flattened work
+    (images x channels x rows, or an output's leading axes) and cuts each run at plane ends into
+    its tiles. Handing whole items out round-robin instead leaves a thread a whole item short when
+    the items do not divide among the threads: 3 images on 2 threads ran 2 against 1 (a 25%
+    longer critical path than 1.5 each), and a first axis of 1 left every thread but one idle.
+
+    >>> [contiguous_run(7, 3, t) for t in range(3)]
+    [(0, 2), (2, 4), (4, 7)]
+    """
+    return t * total // parts, (t + 1) * total // parts
 
 
 class KernelPair(NamedTuple):

@@ -86,8 +86,8 @@ LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
 
 @njit(**_OPTIONS)
 def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
-    """Step t's gate gradients of batch rows lo:hi into d_gates[t]; dc_state becomes d c_{t-1} (d
-    h_{t-1} is the product's)."""
+    """Step t's gate gradients of batch rows lo:hi into d_gates[t], from grad[t] (d h_t, (N, H));
+    dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
     hidden = out.shape[2] // 6
     one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
     for n in range(lo, hi):
@@ -103,24 +103,23 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
             dh = g_row[j] + dh_in[j]
             o = row[5 * hidden + j]
             tanh_c = tanh(row[hidden + j])
-            do = dh * tanh_c + g_row[5 * hidden + j]
-            r_row[3 * hidden + j] = do * o * (one - o)
-            dc_in[j] = g_row[hidden + j] + dc_in[j] + dh * o * (one - tanh_c * tanh_c)
+            r_row[3 * hidden + j] = dh * tanh_c * o * (one - o)
+            dc_in[j] = dc_in[j] + dh * o * (one - tanh_c * tanh_c)
         for j in range(hidden):
             dc = dc_in[j]
             i = row[2 * hidden + j]
             f = row[3 * hidden + j]
             g = row[4 * hidden + j]
-            r_row[j] = (dc * g + g_row[2 * hidden + j]) * i * (one - i)
-            r_row[hidden + j] = (dc * c_prev[j] + g_row[3 * hidden + j]) * f * (one - f)
-            r_row[2 * hidden + j] = (dc * i + g_row[4 * hidden + j]) * (one - g * g)
+            r_row[j] = dc * g * i * (one - i)
+            r_row[hidden + j] = dc * c_prev[j] * f * (one - f)
+            r_row[2 * hidden + j] = dc * i * (one - g * g)
             dc_in[j] = dc * f
 
 
 @njit(**_OPTIONS)
 def _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, lo, hi):
-    """Batch rows lo:hi. dh_state, dc_state (N, H) zeros on entry (d h_t and d c_t from the steps
-    after t), d h_0 and d c_0 on return; w_t = W_hh^T, C-contiguous."""
+    """Batch rows lo:hi. dh_state (N, H) zeros and dc_state (N, H) d c_n on entry (d h_t and d c_t
+    from the steps after t), d h_0 and d c_0 on return; w_t = W_hh^T, C-contiguous."""
     for t in range(out.shape[0] - 1, -1, -1):
         _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi)
         dh_state[lo:hi, :] = 0.0
@@ -185,9 +184,9 @@ GRU_FORWARD = serial_and_parallel(_gru_forward_parts, **_PARTS_OPTIONS)
 
 @njit(**_OPTIONS)
 def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
-    """Step t's gradients of batch rows lo:hi into d_pre[t] = [d r_pre, d z_pre, d n_pre] and
-    d_hidden[t] = [d r_pre, d z_pre, d hn]; dh_state becomes the part of d h_{t-1} that does not go
-    through W_hh."""
+    """Step t's gradients of batch rows lo:hi, from grad[t] (d h_t, (N, H)), into d_pre[t] = [d r_pre,
+    d z_pre, d n_pre] and d_hidden[t] = [d r_pre, d z_pre, d hn]; dh_state becomes the part of d
+    h_{t-1} that does not go through W_hh."""
     hidden = out.shape[2] // 5
     one = out.dtype.type(1.0)  # as in _lstm_backward_step
     for n in range(lo, hi):
@@ -203,11 +202,11 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
             z = row[2 * hidden + j]
             n_gate = row[3 * hidden + j]
             hn = row[4 * hidden + j]
-            dn = dh * (one - z) + g_row[3 * hidden + j]
-            dz = dh * (h_prev[j] - n_gate) + g_row[2 * hidden + j]
+            dn = dh * (one - z)
+            dz = dh * (h_prev[j] - n_gate)
             dn_pre = dn * (one - n_gate * n_gate)
-            dhn = dn_pre * r + g_row[4 * hidden + j]
-            dr = dn_pre * hn + g_row[hidden + j]
+            dhn = dn_pre * r
+            dr = dn_pre * hn
             d_h[j] = dr * r * (one - r)
             d_h[hidden + j] = dz * z * (one - z)
             d_h[2 * hidden + j] = dhn

@@ -99,6 +99,16 @@ def exp32(x):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
+def exp32_normal(x):
+    """exp32 for -87 <= x <= 88, where the result is a normal float32: the same reduction and
+    polynomial, bit for bit, without the clamps and the two-step scale that subnormal and overflowing
+    results need. erf's Gaussian, exp(-a * a) with a <= 4, calls this: the clamps and the second
+    scale were an eighth of GELU's forward on float32[524288] (930 -> 820 us, one thread)."""
+    k, r = _reduce_ln2_32(x)
+    return (_ONE32 + (r + r * (r * _exp_tail32(r)))) * _pow2_32(k)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
 def _expm1_moderate32(x):
     """expm1(x) for x <= 88 (see _expm1_moderate), as a float64: the reduction and polynomial in
     float32, the last sum in float64, so callers round once."""

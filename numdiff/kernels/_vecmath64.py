@@ -152,6 +152,15 @@ def exp64(x):
 
 
 @njit(inline="always", cache=True, error_model="numpy")
+def exp64_normal(x):
+    """exp64 for -708 <= x <= 709, where the result is a normal float64: the same reduction and
+    polynomial, bit for bit, without the clamps, the NaN check and the two-step scale (erf64's
+    Gaussian, exp(-a * a) with a <= 6)."""
+    _, k, r = _reduce_ln2(x)
+    return (1.0 + _exp_reduced(r)) * _pow2(k)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
 def _expm1_moderate(x):
     """expm1(x) for x <= 709 (NaN gives NaN): e ** n (e ** r - 1) + (2 ** n - 1), each part exact
     but the last rounding, so no digits cancel for x near 0."""

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.kernels._self_healing_cache import njit
-from numdiff.kernels._vecmath32 import _ONE32, _TWO32, _ZERO32, exp32
-from numdiff.kernels._vecmath64 import _fma, exp64
+from numdiff.kernels._vecmath32 import _ONE32, _TWO32, _ZERO32, exp32_normal
+from numdiff.kernels._vecmath64 import _fma, exp64_normal
 
 _F32 = np.float32
 _FOUR32 = _F32(4.0)
@@ -132,7 +132,7 @@ def _gaussian(a):
     """exp(-a * a), with the square's rounding error lo = a * a - hi put back: exp(-hi) (1 - lo)."""
     hi = a * a
     lo = _fma(a, a, -hi)
-    return exp64(-hi) * (1.0 - lo)
+    return exp64_normal(-hi) * (1.0 - lo)  # hi <= 36: a normal result
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -158,7 +158,7 @@ def erf32(x):
     small = x + x * _horner(z * _TWO32 - _ONE32, _SMALL32)
     a = magnitude if magnitude < _FOUR32 else _FOUR32  # past 3.9 the float32 result is 1
     hi = a * a
-    gaussian = exp32(-hi) * (_ONE32 - _fma(a, a, -hi))
+    gaussian = exp32_normal(-hi) * (_ONE32 - _fma(a, a, -hi))  # hi <= 16: a normal result
     tail = _ONE32 - gaussian * _horner((a - _F32(2.5)) * _F32(2.0 / 3.0), _TAIL32)
     result = small if magnitude < _ONE32 else (tail if x > _ZERO32 else -tail)
     return result if x == x else x

@@ -14,7 +14,7 @@ file under numdiff.kernels._codegen.generated_dir(). A variant is chosen by:
   neighbouring axes every operand steps over as one merged), reading broadcast views without
   copies: rank 1 to `MAX_LOOP_RANK` a nest of that depth, more the N-d index (``np.ndindex``);
 - size: above `GRAIN` elements (and with more than one Numba thread) the loop is a ``prange``
-  (over the elements, or the first axis of the N-d loop); below it the kernel stays serial and never opens a parallel region, as PyTorch's
+  (over the elements, or equal runs of the N-d loop's first two axes); below it the kernel stays serial and never opens a parallel region, as PyTorch's
   grain of 32768.
 
 Loop nest: ``for i in range(n): out[i] = expr(a_x[i], a_y)``; extra memory: none.
@@ -67,6 +67,7 @@ KERNELS: dict[tuple, Dispatcher] = {}
 
 _HEADER = (
     "import math\n\nimport numpy as np\nfrom numba import prange\n\n"
+    "from numdiff.kernels._parallel import contiguous_run\n"
     "from numdiff.kernels._self_healing_cache import njit\n\n\n"
 )
 
@@ -75,10 +76,13 @@ def _loop_source(
     results: list[str], expressions: list[str], operands: tuple[str, ...], pattern: str,
     attr_names: tuple[str, ...], layout: str, parallel: bool,
 ) -> str:
-    """The source of one kernel: ``kernel(r_0[, r_1], a_<operand>..., <attrs>)``."""
+    """The source of one kernel: ``kernel(r_0[, r_1], a_<operand>..., <attrs>[, parts])``."""
     arrays = [name for name, kind in zip(operands, pattern) if kind == "A"]
     reads = {name: f"v_{name}" for name in operands}
-    params = ", ".join([*results, *[f"a_{n}" for n in operands], *attr_names])
+    # The N-d parallel loop takes the thread count last: numba.get_num_threads() called in a kernel
+    # is a ctypes global, which keeps the kernel out of the disk cache.
+    split = ["parts"] if layout not in ("flat", "nd1") and parallel else []
+    params = ", ".join([*results, *[f"a_{n}" for n in operands], *attr_names, *split])
     loop = "prange" if parallel else "range"
     # error_model="numpy": x / 0 is inf or NaN, as in NumPy, instead of raising ZeroDivisionError.
     options = ", parallel=True" if parallel else ""
@@ -94,8 +98,23 @@ def _loop_source(
         # compiles to strided loads; np.ndindex's tuple index cost ~17x more per element.
         rank = int(layout[2:])
         lines += [f"    n{d} = {results[0]}.shape[{d}]" for d in range(rank)]
-        body = "    "
-        for d in range(rank):
+        body, first = "    ", 0
+        if parallel and rank >= 2:
+            # One contiguous run of the (i0, i1) cells a thread (contiguous_run), cut at the ends
+            # of axis 0: a prange over axis 0 split 3 rows as 2 against 1 on two threads. The
+            # run's i1 loop is unsigned: a signed start would keep Numba's wraparound select per
+            # load and stop the vector loads (see numdiff.kernels.reduce_sum).
+            lines += [
+                "    for t in prange(parts):",
+                "        start, stop = contiguous_run(n0 * n1, parts, t)",
+                "        while start < stop:",
+                "            i0, j0 = start // n1, start % n1",
+                "            j1 = min(n1, j0 + stop - start)",
+                "            start += j1 - j0",
+                "            for i1 in range(np.uint64(j0), np.uint64(j1)):",
+            ]
+            body, first = " " * 16, 2
+        for d in range(first, rank):
             lines.append(f"{body}for i{d} in {loop if d == 0 else 'range'}(n{d}):")
             body += "    "
         index = "[" + ", ".join(f"i{d}" for d in range(rank)) + "]"
@@ -107,11 +126,22 @@ def _loop_source(
         sources = {name: f"a_{name}" for name in arrays}
         targets = results
     else:
-        lines.append(f"    for i in prange({results[0]}.shape[0]):")
-        lines += [f"        s_{r} = {r}[i]" for r in results]
-        lines += [f"        s_{name} = a_{name}[i]" for name in arrays]
-        lines.append(f"        for idx in np.ndindex(s_{results[0]}.shape):")
-        body, index = "            ", "[idx]"
+        # One contiguous run of the first two axes' (i, j) cells a thread (contiguous_run), cut
+        # into slices r[i, j0:j1] at the ends of the first axis: a first axis of 1 or 3 on two
+        # threads no longer leaves a thread idle or a whole row short.
+        lines += [
+            f"    cols = {results[0]}.shape[1]",
+            "    for t in prange(parts):",
+            f"        start, stop = contiguous_run({results[0]}.shape[0] * cols, parts, t)",
+            "        while start < stop:",
+            "            i, j0 = start // cols, start % cols",
+            "            j1 = min(cols, j0 + stop - start)",
+            "            start += j1 - j0",
+        ]
+        lines += [f"            s_{r} = {r}[i, j0:j1]" for r in results]
+        lines += [f"            s_{name} = a_{name}[i, j0:j1]" for name in arrays]
+        lines.append(f"            for idx in np.ndindex(s_{results[0]}.shape):")
+        body, index = "                ", "[idx]"
         sources = {name: f"s_{name}" for name in arrays}
         targets = [f"s_{r}" for r in results]
     lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
@@ -308,10 +338,16 @@ def _launch(rule, kind, needed, results, values, shape, dtype, attrs) -> None:
     elif layout != "nd":
         loop_shape = arguments[pattern.index("A")].shape
         outs = [r.reshape(loop_shape) for r in results]
-        parallel = size > GRAIN and loop_shape[0] > 1 and get_num_threads() > 1
+        parts = get_num_threads()
+        parallel = size > GRAIN and parts > 1 and (len(loop_shape) > 1 or loop_shape[0] > 1)
+        if parallel and len(loop_shape) > 1:
+            attrs = (*attrs, parts)
     else:
         outs = list(results)
-        parallel = size > GRAIN and len(shape) >= 2 and shape[0] > 1 and get_num_threads() > 1
+        parts = get_num_threads()
+        parallel = size > GRAIN and len(shape) >= 2 and parts > 1
+        if parallel:
+            attrs = (*attrs, parts)
     kernel = _kernel(rule, kind, needed, pattern, layout, parallel)
     kernel(*outs, *arguments, *attrs)
 

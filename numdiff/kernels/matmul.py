@@ -11,9 +11,9 @@ same two threads, on the AMD EPYC machine of the first sessions; no loop nest wr
 came close. On the AVX-512 Xeon of later sessions (2026-12-02, one nn product, two threads) the
 split took 7.2 ms, OpenBLAS's own two threads 6.65 ms and PyTorch 6.3 ms (256x512x512: 0.54,
 0.50 and 0.40 ms); OpenBLAS's pool still stays off, since its threads would spin beside Numba's
-(numdiff.kernels._blas). Batched products run one batch
-slice per thread when the batch has at least as many slices as threads. Transposed operands
-are passed as flags, never copied.
+(numdiff.kernels._blas). Batched products give each thread an equal run of the (slice, output
+row) cells when the batch has at least as many slices as threads. Transposed operands are passed
+as flags, never copied.
 
 Backward of ``out = a @ b`` with upstream gradient ``g`` is two more products:
 ``grad_a = g @ b.T`` (:func:`gemm_nt`) and ``grad_b = a.T @ g`` (:func:`gemm_tn`), which
@@ -40,6 +40,7 @@ from numdiff.kernels._blas import (
     split_by_rows,
 )
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._parallel import contiguous_run
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
@@ -56,9 +57,19 @@ __all__ = [
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _bgemm_batch_parallel(trans_a, trans_b, a, b, out):
-    for i in prange(out.shape[0]):
-        gemm(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i])
+def _bgemm_batch_parallel(trans_a, trans_b, a, b, out, parts):
+    # Each thread takes one contiguous run of the (slice, output row) cells (contiguous_run): whole
+    # slices when the threads divide the batch, else a row block of the slice a run cuts (a
+    # slice a thread, as before, left 3 slices on 2 threads at 2 against 1).
+    batch, m = out.shape[0], out.shape[1]
+    for t in prange(parts):
+        start, stop = contiguous_run(batch * m, parts, t)
+        while start < stop:
+            i, r0 = start // m, start % m
+            r1 = min(m, r0 + stop - start)
+            start += r1 - r0
+            a_rows = a[i][:, r0:r1] if trans_a else a[i][r0:r1]
+            gemm(trans_a, trans_b, 1.0, a_rows, b[i], 0.0, out[i][r0:r1])
 
 
 @njit(cache=True, nogil=True)
@@ -68,7 +79,7 @@ def _bgemm(trans_a, trans_b, a, b, out, parts):
     threads (or, when small, runs on the calling thread)."""
     k = a.shape[1] if trans_a else a.shape[2]
     if out.shape[0] >= parts and parts > 1 and out.size * k >= PARALLEL_MIN_MACS:
-        _bgemm_batch_parallel(trans_a, trans_b, a, b, out)
+        _bgemm_batch_parallel(trans_a, trans_b, a, b, out, parts)
     else:
         for i in range(out.shape[0]):
             gemm_parallel(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i], parts)
@@ -258,7 +269,7 @@ def bgemm_nn(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``out[i] = a[i] @ b[i]`` for every batch index i.
 
     Shapes: a (B, M, K), b (B, K, N), out (B, M, N). Loop nest: for i in B: BLAS GEMM.
-    Extra memory: none. Parallel: prange over the batch when B >= threads, else each
+    Extra memory: none. Parallel: equal runs of (slice, row) per thread when B >= threads, else each
     product split into row/column blocks per thread.
 
     >>> bgemm_nn(np.ones((2, 1, 3)), np.ones((2, 3, 1)), np.empty((2, 1, 1)))[1, 0, 0]

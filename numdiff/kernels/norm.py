@@ -19,8 +19,9 @@ Loop nest: the (b, g) groups in parallel (prange over B * G; serial below GRAIN_
 with fewer groups than threads, numdiff.kernels._parallel); per group three sweeps over its
 values (forward: the sum and the squared deviations, each over the contiguous (k, s) block of
 every n, then the output; backward: the two sums per k, then dx), innermost loops over s that
-LLVM vectorises, or over k when S = 1 (LayerNorm's rows, BatchNorm1d), where the scale changes
-every element. Sums in float64, rounded once on store; the
+LLVM vectorises, or over k when S = 1 (LayerNorm's rows), where the scale changes every element.
+LayerNorm's (R, 1, 1, D, 1) view runs numdiff.kernels.norm_rows and BatchNorm's (1, N, C, 1, 1)
+view of (N, C) input numdiff.kernels.norm_columns, which sweep whole rows. Sums in float64, rounded once on store; the
 variance is two-pass, never E[x^2] - E[x]^2 (which cancels for data far from 0). Extra memory:
 backward's per-b partial sums of dw and dbias, (B, G, K) each, summed over b by NumPy.
 The composed form (mean, var, six elementwise ops and their broadcasting backwards) took about
@@ -38,6 +39,11 @@ from numba import prange
 from numdiff.kernels._checks import check_float_arrays, check_shape
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
+from numdiff.kernels.norm_columns import (
+    batch_norm_columns_backward,
+    batch_norm_columns_forward,
+    batch_norm_columns_moments,
+)
 from numdiff.kernels.norm_rows import layer_norm_rows_backward, layer_norm_rows_forward
 
 __all__ = ["group_norm_backward", "group_norm_forward", "group_norm_moments"]
@@ -179,6 +185,15 @@ def _is_rows(x: np.ndarray, *others: np.ndarray) -> bool:
     return n_count == groups == s_count == 1 and x.flags.c_contiguous and all(a.flags.c_contiguous for a in others)
 
 
+def _is_columns(x: np.ndarray, *others: np.ndarray) -> bool:
+    """Whether x is BatchNorm's view of (N, C) input, (1, N, C, 1, 1), statistics per column over
+    the rows, and every array C-contiguous: the case numdiff.kernels.norm_columns runs, over whole
+    rows instead of one strided column a job."""
+    batches, n_count, _, k_count, s_count = x.shape
+    return (batches == k_count == s_count == 1 and n_count > 1 and x.flags.c_contiguous
+            and all(a.flags.c_contiguous for a in others))
+
+
 def group_norm_forward(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float, out: np.ndarray, mean: np.ndarray, rstd: np.ndarray
 ) -> np.ndarray:
@@ -198,6 +213,13 @@ def group_norm_forward(
             mean.reshape(rows), rstd.reshape(rows),
         )  # fmt: skip
         return out
+    if _is_columns(x, weight, bias, out, mean, rstd):
+        rows, columns = x.shape[1], x.shape[2]
+        batch_norm_columns_forward(
+            x.reshape(rows, columns), weight.reshape(columns), bias.reshape(columns), float(eps),
+            out.reshape(rows, columns), mean.reshape(columns), rstd.reshape(columns),
+        )  # fmt: skip
+        return out
     _pick(_FORWARD, x)(x, weight, bias, float(eps), out, mean, rstd)
     return out
 
@@ -212,6 +234,9 @@ def group_norm_moments(x: np.ndarray, moments: np.ndarray) -> np.ndarray:
     _check("group_norm_moments", x)
     check_float_arrays("group_norm_moments", x=x, moments=moments)
     check_shape("group_norm_moments", "moments", moments, (2, x.shape[0], x.shape[2]))
+    if _is_columns(x, moments):
+        batch_norm_columns_moments(x.reshape(x.shape[1], x.shape[2]), moments.reshape(2, x.shape[2]))
+        return moments
     _pick(_MOMENTS, x)(x, moments)
     return moments
 
@@ -228,6 +253,13 @@ def group_norm_backward(
         layer_norm_rows_backward(
             grad.reshape(rows, width), x.reshape(rows, width), weight.reshape(width), mean.reshape(rows),
             rstd.reshape(rows), dx.reshape(rows, width), dweight.reshape(width), dbias.reshape(width),
+        )  # fmt: skip
+        return dx
+    if _is_columns(grad, x, weight, mean, rstd, dx, dweight, dbias):
+        rows, columns = x.shape[1], x.shape[2]
+        batch_norm_columns_backward(
+            grad.reshape(rows, columns), x.reshape(rows, columns), weight.reshape(columns), mean.reshape(columns),
+            rstd.reshape(columns), dx.reshape(rows, columns), dweight.reshape(columns), dbias.reshape(columns),
         )  # fmt: skip
         return dx
     parts = np.empty((2, x.shape[0]) + weight.shape, x.dtype)

@@ -11,9 +11,11 @@ W_hh^T, copied once per sequence. No Python runs per step.
 Layouts (H hidden size; every array C-contiguous, one float dtype):
 
 * LSTM, gates i, f, g, o. ``out`` (L, N, 6H) = [h_t, c_t, i, f, g, o] with the gates activated.
-  Backward writes ``res``, flat: [d(pre-activation gates) (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)].
+  Backward reads ``grad`` (L + 1, N, H), the gradients of h_1 .. h_L and of c_L (the op's output;
+  no gradient reaches the other blocks, which only the backward reads), and writes ``res``, flat:
+  [d(pre-activation gates) (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)].
 * GRU, gates r, z, n. ``out`` (L, N, 5H) = [h_t, r, z, n, hn] with ``hn = h_{t-1} W_hn^T + b_hn``.
-  Backward writes ``res``, flat: [[d r_pre, d z_pre, d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn]
+  Backward reads ``grad`` (L, N, H), the gradient of h_1 .. h_L (the op's output), and writes ``res``, flat: [[d r_pre, d z_pre, d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn]
   (L, N, 3H) | d h_0 (N, H)]: the gradient of projected, the operand of W_hh's and b_hh's gradients.
 * RNN (tanh or relu). ``out`` (L, N, H) = h_t. Backward writes ``res``, flat: [d pre (L, N, H) | d h_0 (N, H)].
 
@@ -21,9 +23,9 @@ Each block of a backward's ``res`` is C-contiguous, so the caller takes them as 
 gradients' GEMMs read the gate gradients in place (a block strided inside an (L, N, 6H) result
 was copied first, 0.4 ms of the char LSTM's step), and no step's d h_{t-1} is stored, only h_0's.
 
-``grad`` (the gradient of ``out``) has out's shape: every block of ``out`` may carry a gradient,
-so the kernels are the exact adjoint of the forward, not only of h. The weight gradients are one
-GEMM each over the whole sequence, left to the caller.
+The LSTM and GRU backward kernels read the gradients of h (and LSTM's c_L) only, the op's output:
+the other blocks of ``out`` are a record for the backward, never an output, so they carry no
+gradient. The weight gradients are one GEMM each over the whole sequence, left to the caller.
 
 The loop nests are in numdiff.kernels._recurrent_loops; the functions here check their arguments
 and split the batch between threads.
@@ -110,17 +112,18 @@ def _backward_result(op: str, res: np.ndarray, steps: int, batch: int, hidden: i
 
 def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
     """Backward through time of :func:`lstm_sequence_forward`: ``res`` (flat) <- [d gates before
-    activation (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)] from ``grad`` (L, N, 6H), the gradient of ``out``."""
+    activation (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)] from ``grad`` (L + 1, N, H): the gradients
+    of h_1 .. h_L and, in its last row, of c_L (numdiff.ops.recurrent.lstm_sequence's output)."""
     check_float_arrays("lstm_sequence_backward", grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)
     steps, batch, width = out.shape
     hidden = width // 6
     check_shape("lstm_sequence_backward", "w_hh", w_hh, (4 * hidden, hidden))
-    check_shape("lstm_sequence_backward", "grad", grad, out.shape)
+    check_shape("lstm_sequence_backward", "grad", grad, (steps + 1, batch, hidden))
     check_shape("lstm_sequence_backward", "c0", c0, (batch, hidden))
     d_gates, dh0, dc0 = _backward_result("lstm", res, steps, batch, hidden)
     check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
     dh0[...] = 0.0
-    dc0[...] = 0.0
+    dc0[...] = grad[steps]  # d c_L: the running d c_t starts from it
     _run(loops.LSTM_BACKWARD, steps, batch, 4 * hidden * hidden, grad, out, c0, w_hh, d_gates, dh0, dc0)
     return res
 
@@ -147,13 +150,13 @@ def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
 
 def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
     """Backward through time of :func:`gru_sequence_forward`: ``res`` (flat) <- [[d r_pre, d z_pre,
-    d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn] (L, N, 3H) | d h_0 (N, H)] from ``grad`` (L, N, 5H),
-    the gradient of ``out``."""
+    d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn] (L, N, 3H) | d h_0 (N, H)] from ``grad`` (L, N, H),
+    the gradient of h_1 .. h_L (numdiff.ops.recurrent.gru_sequence's output)."""
     check_float_arrays("gru_sequence_backward", grad=grad, out=out, h0=h0, w_hh=w_hh, res=res)
     steps, batch, width = out.shape
     hidden = width // 5
     check_shape("gru_sequence_backward", "w_hh", w_hh, (3 * hidden, hidden))
-    check_shape("gru_sequence_backward", "grad", grad, out.shape)
+    check_shape("gru_sequence_backward", "grad", grad, (steps, batch, hidden))
     check_shape("gru_sequence_backward", "h0", h0, (batch, hidden))
     d_pre, d_hidden, dh0 = _backward_result("gru", res, steps, batch, hidden)
     check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})

@@ -191,12 +191,40 @@ def _repeat_kv_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tupl
     return repeat(key), repeat(value)
 
 
+def _project(query: Tensor, key: Tensor, value: Tensor, in_proj: Tensor | tuple, bias: Tensor | None) -> tuple:
+    """The query, key and value projections. With the packed (3E, E) weight, self-attention (one
+    tensor for all three) is one GEMM and key is value (attention over an encoder's memory) two,
+    as PyTorch runs them; the pieces are views of the one product, whose gradient the engine writes
+    into one buffer. Separate weights, or three different inputs, take three GEMMs."""
+    if isinstance(in_proj, Tensor):
+        if query is key and key is value:
+            return linear(query, in_proj, bias).chunk(3, -1)
+        embed = in_proj.shape[1]
+        b_q, b_kv = bias.split([embed, 2 * embed]) if bias is not None else (None, None)
+        if key is value:
+            w_q, w_kv = in_proj.split([embed, 2 * embed])
+            return (linear(query, w_q, b_q), *linear(key, w_kv, b_kv).chunk(2, -1))
+        in_proj = in_proj.chunk(3)
+    w_q, w_k, w_v = in_proj
+    b_q, b_k, b_v = bias.chunk(3) if bias is not None else (None, None, None)
+    return linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+
+
+def _split_heads(t: Tensor, num_heads: int, batch_first: bool) -> Tensor:
+    """(N, S, E) if batch_first else (S, N, E) -> a (N, heads, S, E / heads) view."""
+    if batch_first:
+        batch, seq, embed = t.shape
+        return t.reshape(batch, seq, num_heads, embed // num_heads).transpose(1, 2)
+    seq, batch, embed = t.shape
+    return t.reshape(seq, batch, num_heads, embed // num_heads).permute(1, 2, 0, 3)
+
+
 def multi_head_attention(
     query: Tensor,
     key: Tensor,
     value: Tensor,
     num_heads: int,
-    projections: tuple[Tensor, Tensor, Tensor],
+    in_proj: Tensor | tuple[Tensor, Tensor, Tensor],
     in_proj_bias: Tensor | None,
     out_proj: tuple[Tensor, Tensor | None],
     bias_kv: tuple[Tensor, Tensor] | None = None,
@@ -208,52 +236,51 @@ def multi_head_attention(
     average_attn_weights: bool = True,
     is_causal: bool = False,
     name: str = "multi_head_attention",
+    batch_first: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
-    """Multi-head attention on batched (L, N, E) query and (S, N, kdim/vdim) key/value.
+    """Multi-head attention on batched (L, N, E) query and (S, N, kdim/vdim) key/value, or (N, L, E)
+    and (N, S, ...) with batch_first.
 
-    `projections` are the query, key and value weights, `in_proj_bias` their stacked (3E,) bias,
-    `out_proj` the output (weight, bias). Returns (L, N, E) and the weights (N, L, S), or
-    (N, heads, L, S) with average_attn_weights=False, or None when need_weights=False.
+    `in_proj` is the packed (3E, E) query/key/value weight or the three weights, `in_proj_bias`
+    their stacked (3E,) bias, `out_proj` the output (weight, bias). Returns the output in the
+    input's layout and the weights (N, L, S), or (N, heads, L, S) with average_attn_weights=False,
+    or None when need_weights=False.
     """
-    rows, batch, embed = query.shape
+    if batch_first:
+        batch, rows, embed = query.shape
+    else:
+        rows, batch, embed = query.shape
     head_dim = embed // num_heads
-    w_q, w_k, w_v = projections
-    b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
+    q, k, v = _project(query, key, value, in_proj, in_proj_bias)
 
     if is_causal and attn_mask is None:
         raise RuntimeError(f"{name}: need attn_mask if specifying the is_causal hint")
-    cols = key.shape[0]
+    cols = key.shape[1 if batch_first else 0]
     if attn_mask is not None:
         attn_mask = _mask_as_bias(name, "attn_mask", attn_mask, False, query)
         expected = [(rows, cols), (batch * num_heads, rows, cols)]
         if tuple(attn_mask.shape) not in expected:
             raise ValueError(f"{name}: attn_mask should have shape {expected[0]} or {expected[1]}, got {tuple(attn_mask.shape)}")
-        if attn_mask.ndim == 2:
-            attn_mask = attn_mask.unsqueeze(0)
+        lead = (1, 1) if attn_mask.ndim == 2 else (batch, num_heads)
+        attn_mask = attn_mask.reshape(*lead, rows, cols)
     if key_padding_mask is not None:
         key_padding_mask = _mask_as_bias(name, "key_padding_mask", key_padding_mask, False, query)
         if tuple(key_padding_mask.shape) != (batch, cols):
             raise ValueError(f"{name}: key_padding_mask should have shape {(batch, cols)}, got {tuple(key_padding_mask.shape)}")
+        key_padding_mask = key_padding_mask.reshape(batch, 1, 1, cols)
 
+    q, k, v = (_split_heads(t, num_heads, batch_first) for t in (q, k, v))
     if bias_kv is not None:
         bias_k, bias_v = bias_kv
-        k = cat([k, bias_k.expand(1, batch, embed)])
-        v = cat([v, bias_v.expand(1, batch, embed)])
+        k = cat([k, bias_k.reshape(1, num_heads, 1, head_dim).expand(batch, num_heads, 1, head_dim)], 2)
+        v = cat([v, bias_v.reshape(1, num_heads, 1, head_dim).expand(batch, num_heads, 1, head_dim)], 2)
         attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
-
-    q = q.reshape(rows, batch * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], batch * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], batch * num_heads, head_dim).transpose(0, 1)
     if add_zero_attn:
-        empty_slot = zeros(batch * num_heads, 1, head_dim, dtype=q.dtype, device=q.device)
-        k, v = cat([k, empty_slot], 1), cat([v, empty_slot], 1)
+        empty_slot = zeros(batch, num_heads, 1, head_dim, dtype=q.dtype, device=q.device)
+        k, v = cat([k, empty_slot], 2), cat([v, empty_slot], 2)
         attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
-    cols = k.shape[1]
-
     if key_padding_mask is not None:
-        padding = key_padding_mask.reshape(batch, 1, 1, cols).expand(batch, num_heads, 1, cols).reshape(batch * num_heads, 1, cols)
-        attn_mask = padding if attn_mask is None else attn_mask + padding
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
 
     if need_weights:
         scores = matmul(q * math.sqrt(1.0 / head_dim), k.transpose(-2, -1))
@@ -263,26 +290,16 @@ def multi_head_attention(
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p, True)
         attended = matmul(weights, v)
-        weights = weights.reshape(batch, num_heads, rows, cols)
         weights = weights.mean(1) if average_attn_weights else weights
     else:
         # PyTorch's fast path: a truthful is_causal hint with no padding mask becomes a causal mask.
         causal = is_causal and key_padding_mask is None
-        if attn_mask is not None and not causal:
-            lead = (1, 1) if attn_mask.shape[0] == 1 else (batch, num_heads)
-            attn_mask = attn_mask.reshape(*lead, *attn_mask.shape[1:])
-        attended = scaled_dot_product_attention(
-            q.reshape(batch, num_heads, rows, head_dim),
-            k.reshape(batch, num_heads, cols, head_dim),
-            v.reshape(batch, num_heads, cols, head_dim),
-            None if causal else attn_mask,
-            dropout_p,
-            causal,
-        ).reshape(batch * num_heads, rows, head_dim)
+        attended = scaled_dot_product_attention(q, k, v, None if causal else attn_mask, dropout_p, causal)
         weights = None
-    attended = attended.transpose(0, 1).reshape(rows * batch, embed)
-    out = linear(attended, *out_proj).reshape(rows, batch, embed)
-    return out, weights
+    # (N, heads, L, E / heads) -> rows of E in the input's layout, for the output projection.
+    attended = attended.transpose(1, 2) if batch_first else attended.permute(2, 0, 1, 3)
+    out = linear(attended.reshape(-1, embed), *out_proj)
+    return out.reshape((batch, rows, embed) if batch_first else (rows, batch, embed)), weights
 
 
 def _pad_masks(attn_mask: Tensor | None, key_padding_mask: Tensor | None) -> tuple[Tensor | None, Tensor | None]:

@@ -6,8 +6,10 @@ one node per layer whatever the sequence length. The caller computes the input h
 gate first, ``projected = x W_ih^T + b_ih`` (plus ``b_hh`` for LSTM and RNN, where it adds
 straight to the gates), as one GEMM over all time steps.
 
-Forward returns every step's state and activated gates in one array (layouts in
-numdiff.kernels.recurrent); callers slice h (and c) out of it. Backward is a second registered
+Forward returns what a layer hands on: h_1 .. h_L (L, N, H), and for LSTM c_L after them (L + 1,
+N, H). The LSTM and GRU kernels also record every step's activated gates (layouts in
+numdiff.kernels.recurrent), which stay on ctx for the backward: no gradient of them is ever
+formed. Backward is a second registered
 op per family, ``*_sequence_backward``, whose kernel walks the steps in reverse and returns, in
 one flat array of contiguous blocks (numdiff.kernels._recurrent_layout), the gradients of the
 pre-activation gates and of the initial state; the weight gradients are then one GEMM over the
@@ -113,41 +115,48 @@ def _lstm_recurrence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, dh
         i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
         c = f * c + i * g
         h = o * c.tanh()
-        steps.append(cat([h, c, i, f, g, o], -1))
-    return stack(steps, 0)
+        steps.append(h)
+    return stack([*steps, c], 0)
 
 
 @register("lstm_sequence", compile="kernel", launchers=("lstm_sequence_forward",))
 class LSTMSequence(Function):
-    """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L, N, 6H) [h, c, i, f, g, o]."""
+    """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L + 1, N, H): h_1 .. h_L, then c_L.
+
+    The kernel's record of every step, (L, N, 6H) [h, c, i, f, g, o], stays on ctx for the backward:
+    when it was the output, the slices h and c_L took of it got a zero-filled (L, N, 6H) gradient."""
 
     @staticmethod
     def forward(ctx, projected, h0, c0, w_hh):
         steps, batch, gates = projected.shape
-        out = np.empty((steps, batch, 6 * (gates // 4)), dtype=projected.dtype, like=projected)
-        backend_for(projected).lstm_sequence_forward(_c(projected), _c(h0), _c(c0), _c(w_hh), out)
-        ctx.save_for_backward(out, projected, h0, c0, w_hh)
+        hidden = gates // 4
+        record = np.empty((steps, batch, 6 * hidden), dtype=projected.dtype, like=projected)
+        backend_for(projected).lstm_sequence_forward(_c(projected), _c(h0), _c(c0), _c(w_hh), record)
+        out = np.empty((steps + 1, batch, hidden), dtype=projected.dtype, like=projected)
+        out[:steps] = record[..., :hidden]
+        out[steps] = record[steps - 1, :, hidden : 2 * hidden]
+        ctx.save_for_backward(out, record, projected, h0, c0, w_hh)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        out, projected, h0, c0, w_hh = ctx.saved_tensors
+        out, record, projected, h0, c0, w_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
-        res = LSTMSequenceBackward.apply(grad, out, projected, h0, c0, w_hh)
+        res = LSTMSequenceBackward.apply(grad, record, projected, h0, c0, w_hh)
         d_gates, grad_h0, grad_c0 = _blocks("lstm", res, projected, hidden)
-        grad_w = _weight_grad(d_gates, _previous_states(h0, out[..., :hidden])) if ctx.needs_input_grad[3] else None
+        grad_w = _weight_grad(d_gates, _previous_states(h0, out[:-1])) if ctx.needs_input_grad[3] else None
         return d_gates, grad_h0, grad_c0, grad_w
 
 
 @register("lstm_sequence_backward", compile="kernel", launchers=("lstm_sequence_backward",))
 class LSTMSequenceBackward(Function):
-    """grad, out (L, N, 6H), projected, h0, c0, w_hh -> flat [d gates (L, N, 4H) | d h_0 | d c_0]."""
+    """grad (L + 1, N, H), record (L, N, 6H), projected, h0, c0, w_hh -> flat [d gates (L, N, 4H) | d h_0 | d c_0]."""
 
     @staticmethod
-    def forward(ctx, grad, out, projected, h0, c0, w_hh):
+    def forward(ctx, grad, record, projected, h0, c0, w_hh):
         res = _backward_result("lstm", projected, h0.shape[-1])
-        backend_for(out).lstm_sequence_backward(_c(grad), _c(out), _c(c0), _c(w_hh), res)
-        ctx.save_for_backward(grad, out, projected, h0, c0, w_hh)
+        backend_for(record).lstm_sequence_backward(_c(grad), _c(record), _c(c0), _c(w_hh), res)
+        ctx.save_for_backward(grad, record, projected, h0, c0, w_hh)
         return res
 
     @staticmethod
@@ -156,11 +165,11 @@ class LSTMSequenceBackward(Function):
 
 
 def lstm_sequence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
-    """One LSTM layer over a sequence: (L, N, 6H) holding [h_t, c_t, i, f, g, o] per step.
+    """One LSTM layer over a sequence: (L + 1, N, H) holding h_1 .. h_L, then c_L.
 
     >>> out = lstm_sequence(numdiff.zeros(5, 2, 12), numdiff.zeros(2, 3), numdiff.zeros(2, 3), numdiff.zeros(12, 3))
-    >>> tuple(out[..., :3].shape)   # h_1 .. h_5
-    (5, 2, 3)
+    >>> tuple(out[:-1].shape), tuple(out[-1].shape)   # h_1 .. h_5, c_5
+    ((5, 2, 3), (2, 3))
     """
     _check("lstm_sequence", 4, projected, w_hh, h0=h0, c0=c0)
     return LSTMSequence.apply(projected, h0, c0, w_hh)
@@ -181,44 +190,49 @@ def _gru_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | 
         r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
         n = (x_n + r * hn).tanh()
         h = n + z * (h - n)
-        steps.append(cat([h, r, z, n, hn], -1))
+        steps.append(h)
     return stack(steps, 0)
 
 
 @register("gru_sequence", compile="kernel", launchers=("gru_sequence_forward",))
 class GRUSequence(Function):
-    """projected (L, N, 3H), h0 (N, H), w_hh (3H, H), b_hh (3H,) or None -> (L, N, 5H) [h, r, z, n, hn]."""
+    """projected (L, N, 3H), h0 (N, H), w_hh (3H, H), b_hh (3H,) or None -> (L, N, H): h_1 .. h_L.
+
+    The kernel's record of every step, (L, N, 5H) [h, r, z, n, hn], stays on ctx for the backward
+    (as the output, the slice h took of it got a zero-filled (L, N, 5H) gradient)."""
 
     @staticmethod
     def forward(ctx, projected, h0, w_hh, b_hh):
         steps, batch, gates = projected.shape
-        out = np.empty((steps, batch, 5 * (gates // 3)), dtype=projected.dtype, like=projected)
+        hidden = gates // 3
+        record = np.empty((steps, batch, 5 * hidden), dtype=projected.dtype, like=projected)
         bias = np.zeros(gates, dtype=projected.dtype, like=projected) if b_hh is None else _c(b_hh)
-        backend_for(projected).gru_sequence_forward(_c(projected), _c(h0), _c(w_hh), bias, out)
-        ctx.save_for_backward(out, projected, h0, w_hh, b_hh)
+        backend_for(projected).gru_sequence_forward(_c(projected), _c(h0), _c(w_hh), bias, record)
+        out = _c(record[..., :hidden])
+        ctx.save_for_backward(out, record, projected, h0, w_hh, b_hh)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        out, projected, h0, w_hh, b_hh = ctx.saved_tensors
+        out, record, projected, h0, w_hh, b_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
-        res = GRUSequenceBackward.apply(grad, out, projected, h0, w_hh, b_hh)
+        res = GRUSequenceBackward.apply(grad, record, projected, h0, w_hh, b_hh)
         d_pre, d_hidden, grad_h0 = _blocks("gru", res, projected, hidden)
         needs = ctx.needs_input_grad
-        grad_w = _weight_grad(d_hidden, _previous_states(h0, out[..., :hidden])) if needs[2] else None
+        grad_w = _weight_grad(d_hidden, _previous_states(h0, out)) if needs[2] else None
         grad_b = d_hidden.sum((0, 1)) if len(needs) > 3 and needs[3] else None
         return d_pre, grad_h0, grad_w, grad_b
 
 
 @register("gru_sequence_backward", compile="kernel", launchers=("gru_sequence_backward",))
 class GRUSequenceBackward(Function):
-    """grad, out (L, N, 5H), projected, h0, w_hh, b_hh -> flat [d pre (L, N, 3H) | d hidden (L, N, 3H) | d h_0]."""
+    """grad (L, N, H), record (L, N, 5H), projected, h0, w_hh, b_hh -> flat [d pre (L, N, 3H) | d hidden (L, N, 3H) | d h_0]."""
 
     @staticmethod
-    def forward(ctx, grad, out, projected, h0, w_hh, b_hh):
+    def forward(ctx, grad, record, projected, h0, w_hh, b_hh):
         res = _backward_result("gru", projected, h0.shape[-1])
-        backend_for(out).gru_sequence_backward(_c(grad), _c(out), _c(h0), _c(w_hh), res)
-        ctx.save_for_backward(grad, out, projected, h0, w_hh, b_hh)
+        backend_for(record).gru_sequence_backward(_c(grad), _c(record), _c(h0), _c(w_hh), res)
+        ctx.save_for_backward(grad, record, projected, h0, w_hh, b_hh)
         return res
 
     @staticmethod
@@ -231,10 +245,9 @@ class GRUSequenceBackward(Function):
 
 
 def gru_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | None = None) -> Tensor:
-    """One GRU layer over a sequence: (L, N, 5H) holding [h_t, r, z, n, hn] per step.
+    """One GRU layer over a sequence: (L, N, H) holding h_1 .. h_L.
 
-    >>> out = gru_sequence(numdiff.zeros(5, 2, 9), numdiff.zeros(2, 3), numdiff.zeros(9, 3))
-    >>> tuple(out[..., :3].shape)
+    >>> tuple(gru_sequence(numdiff.zeros(5, 2, 9), numdiff.zeros(2, 3), numdiff.zeros(9, 3)).shape)
     (5, 2, 3)
     """
     hidden = _check("gru_sequence", 3, projected, w_hh, h0=h0)

@@ -7,8 +7,8 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.kernels.optim_steps import adagrad_hyper
+from numdiff.optim._group_update import GroupUpdate
 from numdiff.optim.optimizer import (
-    GroupUpdate,
     Optimizer,
     check_implementation_flags,
     flat_state,

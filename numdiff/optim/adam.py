@@ -8,13 +8,12 @@ from typing import Any
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.kernels.optim_steps import adam_hyper
 from numdiff.optim._adam_family import adam_family_defaults, start_state
+from numdiff.optim._group_update import GroupUpdate, unused_buffer
 from numdiff.optim.optimizer import (
-    GroupUpdate,
     Optimizer,
     check_implementation_flags,
     flat_state,
     increment_step,
-    unused_buffer,
     zeros_state,
 )
 

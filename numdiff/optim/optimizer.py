@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype, _profiling
+from numdiff import _profiling
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
-from numdiff.backend import is_host
+from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.creation import full
 from numdiff.tensor import Tensor
 
@@ -40,11 +40,19 @@ def _typename(value: Any) -> str:
 
 
 def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:
-    @functools.wraps(step)
-    def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+    def run(self: Optimizer, args: tuple, kwargs: dict) -> Any:
         if _profiling.recorder is None:
             return step(self, *args, **kwargs)
         return _profiling.recorder.record(name, "optimizer", lambda: step(self, *args, **kwargs))
+
+    @functools.wraps(step)
+    def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
+        if not anywhere.levels:
+            return run(self, args, kwargs)
+        # Through the interpreter door: numdiff.compile's trace replays the step after each call; a
+        # step with a closure (which re-evaluates the model inside the step) it refuses.
+        kind = "step" if all(a is None for a in (*args, *kwargs.values())) else "step(closure)"
+        return host_step(self, kind, lambda: run(self, args, kwargs))
 
     return profiled
 
@@ -143,8 +151,20 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    def _compile_guarded_state(self) -> tuple:
+        """What numdiff.compile guards about this optimizer: its parameters, group by group. Its
+        options and state are read afresh by each replayed step (numdiff/compile/host_steps.py),
+        so a scheduler changing lr needs no retrace."""
+        return tuple(tuple(group["params"]) for group in self.param_groups)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad`: to None (the default), or to zeros in place."""
+        if anywhere.levels:
+            host_step(self, "zero_grad", lambda: self._zero_grad(set_to_none))
+        else:
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 grad = p._grad
@@ -311,71 +331,6 @@ def flat_state(param: Tensor, buffer: Tensor, name: str) -> Any:
     if not data.flags.c_contiguous:
         raise ValueError(f"optimizer state {name!r} is not contiguous (strides {data.strides})")
     return data.reshape(-1)
-
-
-_EMPTY: dict[Any, np.ndarray] = {}
-
-
-def unused_buffer(flat_param: Any) -> Any:
-    """An empty array of the parameter's type and dtype, for a state buffer an option turns off.
-
-    On the CPU it is a separate array, not ``flat_param[:0]``: an empty view shares the parameter's
-    address, so the kernel's runtime overlap check (which cannot know the buffer is never touched)
-    fails and LLVM runs the scalar copy of the loop (Adam over 400k float32: 2.0 ms against 0.9).
-    """
-    if is_host(flat_param):
-        empty = _EMPTY.get(flat_param.dtype)
-        if empty is None:
-            empty = _EMPTY[flat_param.dtype] = np.empty(0, flat_param.dtype)
-        return empty
-    return flat_param[:0]
-
-
-_NARROW_FLOATS = (np.dtype(np.float16), _dtype.BFLOAT16_STORAGE)
-
-
-class GroupUpdate:
-    """One step of one parameter group as a single fused kernel call (numdiff.kernels.optim_foreach).
-
-    :meth:`param` hands out each parameter's data as a flat contiguous array (a copy for a
-    non-contiguous parameter); :meth:`add` queues its arrays; :meth:`run` updates them all, writes
-    the copies back and bumps every parameter's version counter, as any in-place op does.
-    """
-
-    def __init__(self, name: str, flags: tuple[bool, ...]) -> None:
-        from numdiff.kernels.optim_foreach import ForeachUpdate
-
-        self._update = ForeachUpdate(name, flags)
-        self._params: list[tuple[Tensor, Any]] = []
-        self._narrow: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
-
-    def param(self, param: Tensor) -> Any:
-        data = param._data
-        flat = (data if data.flags.c_contiguous else data.copy()).reshape(-1)
-        self._params.append((param, flat))
-        return flat
-
-    def add(self, arrays: tuple[Any, ...], hyper: tuple[float, ...]) -> None:
-        if arrays[0].dtype in _NARROW_FLOATS:
-            # float16 and bfloat16 parameters (the kernels take float32/float64): the step runs on
-            # float32 copies of the parameter, gradient and state, which run() rounds back, as
-            # PyTorch's CPU optimizers compute half types in float.
-            wide = tuple(_dtype.cast_array(a, _dtype.float32) for a in arrays)
-            self._narrow.append((arrays, wide))
-            arrays = wide
-        self._update.add(arrays, hyper)
-
-    def run(self) -> None:
-        self._update.run()
-        for narrow, wide in self._narrow:
-            for index, (target, source) in enumerate(zip(narrow, wide)):
-                if index != 1 and target.size:  # index 1 is the gradient, which is only read
-                    target[...] = _dtype.cast_array(source, _dtype.from_numpy(target.dtype))
-        for param, flat in self._params:
-            data = param._data
-            if not data.flags.c_contiguous:
-                data[...] = flat.reshape(data.shape)
-            param._version_counter[0] += 1
 
 
 def check_implementation_flags(

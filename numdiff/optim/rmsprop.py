@@ -6,14 +6,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.optim._group_update import GroupUpdate, unused_buffer
 from numdiff.optim.optimizer import (
-    GroupUpdate,
     Optimizer,
     check_implementation_flags,
     flat_state,
     increment_step,
     step_tensor,
-    unused_buffer,
     zeros_state,
 )
 

@@ -6,12 +6,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.optim._group_update import GroupUpdate, unused_buffer
 from numdiff.optim.optimizer import (
-    GroupUpdate,
     Optimizer,
     check_implementation_flags,
     flat_state,
-    unused_buffer,
     zeros_state,
 )
 

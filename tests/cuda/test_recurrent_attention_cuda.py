@@ -101,7 +101,7 @@ def test_sequence_kernels_match_the_cpu_kernels_in_float32():
     p, h0, c0, w = (rng.standard_normal(s).astype(f32) for s in ((steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden)))
     out, out_gpu = both("lstm", 6 * hidden, p, h0, c0, w)
     np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-5, atol=1e-6)
-    g = rng.standard_normal(out.shape).astype(f32)
+    g = rng.standard_normal((steps + 1, batch, hidden)).astype(f32)  # d h_1 .. d h_L, d c_L
     size = (steps * 4 + 2) * batch * hidden  # [d gates | d h_0 | d c_0] (numdiff.kernels._recurrent_layout)
     res = cpu.lstm_sequence_backward(g, out, c0, w, np.empty(size, f32))
     res_gpu = gpu.lstm_sequence_backward(up(g), out_gpu, up(c0), up(w), CudaArray.empty((size,), f32, cuda))
@@ -110,7 +110,7 @@ def test_sequence_kernels_match_the_cpu_kernels_in_float32():
     p, w, b = (rng.standard_normal(s).astype(f32) for s in ((steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,)))
     out, out_gpu = both("gru", 5 * hidden, p, h0, w, b)
     np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-5, atol=1e-6)
-    g = rng.standard_normal(out.shape).astype(f32)
+    g = rng.standard_normal((steps, batch, hidden)).astype(f32)  # d h_1 .. d h_L
     size = (steps * 6 + 1) * batch * hidden  # [d pre | d hidden | d h_0]
     res = cpu.gru_sequence_backward(g, out, h0, w, np.empty(size, f32))
     res_gpu = gpu.gru_sequence_backward(up(g), out_gpu, up(h0), up(w), CudaArray.empty((size,), f32, cuda))
@@ -137,7 +137,7 @@ def test_sequence_launcher_refuses_bad_shapes_and_host_arrays():
     with pytest.raises(TypeError, match="rnn_sequence_forward: h0 must be a CUDA array"):
         gpu.rnn_sequence_forward(z(3, 2, 3), np.zeros((2, 3)), z(3, 3), z(3, 2, 3), False)
     with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(84\), got \(3, 2, 18\)"):
-        gpu.lstm_sequence_backward(z(3, 2, 18), z(3, 2, 18), z(2, 3), z(12, 3), z(3, 2, 18))
+        gpu.lstm_sequence_backward(z(4, 2, 3), z(3, 2, 18), z(2, 3), z(12, 3), z(3, 2, 18))
 
 
 @pytest.mark.parametrize("causal, bias_heads", [(False, 0), (True, 1), (False, 2)])

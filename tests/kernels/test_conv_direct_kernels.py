@@ -63,26 +63,28 @@ def direct(monkeypatch):
     monkeypatch.setattr(_conv_routing, "DIRECT_MIN_MACS", 0)
     monkeypatch.setattr(_conv_routing, "DIRECT_MIN_ROW", 0)
     monkeypatch.setattr(_conv_routing, "DIRECT_MIN_CHANNELS", 0)
+    monkeypatch.setattr(_conv_routing, "DIRECT_MAX_CHANNELS", 1 << 20)
 
 
-def _check_route(x_shape, w_shape, out_shape, padding, groups):
-    """Assert that every kernel's plan picks its direct core; return the images in a block of each."""
+def _check_route(x_shape, w_shape, out_shape, padding, groups, kinds=tuple(DIRECT_CORES)):
+    """Assert that the plans of `kinds` pick their direct cores; return the images in a block of each."""
     images = []
-    for kind, cores in DIRECT_CORES.items():
+    for kind in kinds:
+        cores = DIRECT_CORES[kind]
         core, sizes = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, (1, 1), padding, (1, 1), groups)
         assert core in cores, kind
         images.append(sizes[4])
     return images
 
 
-def _check(case, dtype, rng):
+def _check(case, dtype, rng, direct_kinds=tuple(DIRECT_CORES)):
     n, c, h, w, co, padding, groups = case
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
     weight = rng.standard_normal((co, c // groups, 3, 3)).astype(dtype)
     bias = rng.standard_normal(co).astype(dtype)
     args = ((1, 1), padding, (1, 1), groups)
     expected = ref.conv2d(x, weight, bias, *args)
-    _check_route(x.shape, weight.shape, expected.shape, padding, groups)
+    _check_route(x.shape, weight.shape, expected.shape, padding, groups, direct_kinds)
     go = rng.standard_normal(expected.shape).astype(dtype)
     out = conv.conv2d_forward(x, weight, bias, np.full(expected.shape, np.nan, dtype), *args)
     gi = conv.conv2d_backward_input(go, weight, np.full_like(x, np.nan), *args)
@@ -134,16 +136,22 @@ def test_direct_with_one_image_blocks_matches_reference(case, rng, direct, monke
 
 
 def test_direct_default_route_matches_reference(dtype, rng):
-    # The benchmark's shape class, at the smallest batch the routing's thresholds take.
-    _check((16, 16, 8, 8, 32, (1, 1, 1, 1), 1), dtype, rng)
+    # The benchmark's shape class, at the smallest batch the routing's thresholds take; its weight
+    # gradient runs im2col (checked here all the same).
+    _check((16, 16, 8, 8, 32, (1, 1, 1, 1), 1), dtype, rng, ("forward", "backward_input"))
 
 
-def test_direct_route_is_taken_only_for_narrow_stride_one_3x3():
+def test_direct_default_route_takes_a_wide_few_channel_forward(dtype, rng):
+    # 40 wide, 16 -> 16 channels (too few for Winograd): the forward runs direct, not im2col.
+    _check((2, 16, 40, 40, 16, (1, 1, 1, 1), 1), dtype, rng, ("forward",))
+
+
+def test_direct_route_is_taken_only_for_few_channel_stride_one_3x3():
     def direct(kind, x_shape, w_shape, out_shape, stride=(1, 1), dilation=(1, 1)):
         core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
         return core in DIRECT_CORES[kind]
 
-    for kind in DIRECT_CORES:
+    for kind in ("forward", "backward_input"):
         assert direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
         assert direct(kind, (16, 16, 14, 14), (16, 16, 3, 3), (16, 16, 14, 14))  # instead of im2col
         assert not direct(kind, (1, 16, 8, 8), (32, 16, 3, 3), (1, 32, 8, 8))  # a batch row of 8
@@ -151,13 +159,26 @@ def test_direct_route_is_taken_only_for_narrow_stride_one_3x3():
         assert not direct(kind, (32, 16, 8, 8), (32, 16, 5, 5), (32, 32, 6, 6))
         assert not direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 4, 4), stride=(2, 2))
         assert not direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 6, 6), dilation=(2, 2))
+    # 64 channels or more: Winograd or im2col.
+    for shapes in (
+        ((32, 64, 8, 8), (64, 64, 3, 3), (32, 64, 8, 8)),
+        ((32, 16, 8, 8), (64, 16, 3, 3), (32, 64, 8, 8)),
+        ((32, 128, 4, 4), (128, 128, 3, 3), (32, 128, 4, 4)),
+    ):
+        assert not any(direct(kind, *shapes) for kind in DIRECT_CORES), shapes
+    # The weight gradient runs im2col or Winograd where the other two run direct.
+    assert not direct("backward_weight", (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
+    # A forward with few channels runs direct however wide (im2col's GEMM would have 16 rows);
+    # its input gradient only up to DIRECT_MAX_IM2COL_WIDTH.
+    shapes = ((4, 16, 40, 40), (16, 16, 3, 3), (4, 16, 40, 40))
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [True, False, False]
     # 12 wide, 16 -> 32 channels (enough for Winograd): the forward and the weight gradient run
     # Winograd, the input gradient (to 16 channels, too few for Winograd to pay) runs direct.
     shapes = ((32, 16, 12, 12), (32, 16, 3, 3), (32, 32, 12, 12))
     assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, False]
-    # An input gradient to 2 channels stays on im2col, the weight gradient to 2 channels too.
+    # An input gradient to 2 channels stays on im2col.
     shapes = ((256, 2, 8, 8), (16, 2, 3, 3), (256, 16, 8, 8))
-    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [True, False, True]
+    assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [True, False, False]
     shapes = ((256, 16, 8, 8), (2, 16, 3, 3), (256, 2, 8, 8))
     assert [direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, False]
     # The digits CNN's convolutions are too little work to compile the direct cores for.

@@ -9,7 +9,7 @@ import pytest
 
 from numdiff.kernels import recurrent
 from numdiff.kernels._row_products import add_products_nt
-from tests.ops.cases_recurrent import gru_reference, lstm_reference, rnn_reference
+from tests.ops.cases_recurrent import gru_record_reference, lstm_record_reference, rnn_reference
 
 L, N, H = 5, 3, 4
 
@@ -23,10 +23,10 @@ def test_forward_kernels_match_numpy_loops(dtype, tol):
     rng = np.random.default_rng(0)
     p, h0, c0, w = _arrays(rng, dtype, (L, N, 4 * H), (N, H), (N, H), (4 * H, H))
     out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((L, N, 6 * H), dtype))
-    np.testing.assert_allclose(out, lstm_reference(p, h0, c0, w), rtol=tol, atol=tol)
+    np.testing.assert_allclose(out, lstm_record_reference(p, h0, c0, w), rtol=tol, atol=tol)
     p, w, b = _arrays(rng, dtype, (L, N, 3 * H), (3 * H, H), (3 * H,))
     out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((L, N, 5 * H), dtype))
-    np.testing.assert_allclose(out, gru_reference(p, h0, w, b), rtol=tol, atol=tol)
+    np.testing.assert_allclose(out, gru_record_reference(p, h0, w, b), rtol=tol, atol=tol)
     p, w = _arrays(rng, dtype, (L, N, H), (H, H))
     for relu in (False, True):
         out = recurrent.rnn_sequence_forward(p, h0, w, np.empty((L, N, H), dtype), relu)
@@ -50,7 +50,7 @@ def test_row_products_add_a_times_b_transposed_into_c(dtype, tol, rows, cols, in
 def test_float32_backward_matches_float64():
     rng = np.random.default_rng(1)
     p, h0, c0, w = _arrays(rng, np.float64, (L, N, 4 * H), (N, H), (N, H), (4 * H, H))
-    g = rng.standard_normal((L, N, 6 * H))
+    g = rng.standard_normal((L + 1, N, H))  # d h_1 .. d h_L, d c_L
     results = []
     for dtype in (np.float64, np.float32):
         cast = [a.astype(dtype) for a in (p, h0, c0, w, g)]
@@ -69,7 +69,10 @@ def test_mismatched_shapes_name_the_kernel_and_the_shapes():
         recurrent.rnn_sequence_backward(np.zeros((L, N, H)), np.zeros((L, N, H)), np.zeros((H, H)), np.empty((L, N, H)), False)
     with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(264\), got \(5, 3, 24\)"):
         out = np.zeros((L, N, 6 * H))
-        recurrent.lstm_sequence_backward(out, out.copy(), np.zeros((N, H)), np.zeros((4 * H, H)), np.empty_like(out))
+        recurrent.lstm_sequence_backward(np.zeros((L + 1, N, H)), out, np.zeros((N, H)), np.zeros((4 * H, H)), np.empty_like(out))
+    with pytest.raises(ValueError, match=r"lstm_sequence_backward: grad must have shape \(6, 3, 4\), got \(5, 3, 24\)"):
+        out = np.zeros((L, N, 6 * H))
+        recurrent.lstm_sequence_backward(out.copy(), out, np.zeros((N, H)), np.zeros((4 * H, H)), np.empty((4 * L + 2) * N * H))
 
 
 def test_mixed_dtypes_non_contiguous_and_overlapping_outputs_are_refused():
@@ -97,12 +100,12 @@ def _run_all(rng_seed, dtype, batch, hidden, steps):
     results = []
     p, h0, c0, w = _arrays(rng, dtype, (steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden))
     out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((steps, batch, 6 * hidden), dtype))
-    (g,) = _arrays(rng, dtype, out.shape)
+    (g,) = _arrays(rng, dtype, (steps + 1, batch, hidden))
     size = (4 * steps + 2) * batch * hidden
     results += [out, recurrent.lstm_sequence_backward(g, out, c0, w, np.empty(size, dtype))]
     p, w, b = _arrays(rng, dtype, (steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,))
     out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((steps, batch, 5 * hidden), dtype))
-    (g,) = _arrays(rng, dtype, out.shape)
+    (g,) = _arrays(rng, dtype, (steps, batch, hidden))
     size = (6 * steps + 1) * batch * hidden
     results += [out, recurrent.gru_sequence_backward(g, out, h0, w, np.empty(size, dtype))]
     p, w = _arrays(rng, dtype, (steps, batch, hidden), (hidden, hidden))

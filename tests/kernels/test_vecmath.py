@@ -11,6 +11,8 @@ import pytest
 
 import numdiff
 from numdiff.kernels import _vecmath
+from numdiff.kernels._vecmath32 import exp32, exp32_normal
+from numdiff.kernels._vecmath64 import exp64, exp64_normal
 
 NAMES = _vecmath.FUNCTIONS
 
@@ -356,3 +358,29 @@ def test_power_gives_pows_value_for_the_special_exponents_and_every_kind_of_base
             # signs of zeros and infinities, and NaN where pow gives NaN
             assert np.array_equal(np.signbit(got[expected == 0]), np.signbit(expected[expected == 0]))
             assert np.array_equal(np.isnan(got), np.isnan(expected))
+
+
+@numba.njit(error_model="numpy", fastmath={"contract"})
+def _exp_pairs32(x, normal, full):
+    for i in range(x.size):
+        normal[i] = exp32_normal(x[i])
+        full[i] = exp32(x[i])
+
+
+@numba.njit(error_model="numpy", fastmath={"contract"})
+def _exp_pairs64(x, normal, full):
+    for i in range(x.size):
+        normal[i] = exp64_normal(x[i])
+        full[i] = exp64(x[i])
+
+
+@pytest.mark.parametrize("dtype, low, high", [(np.float32, -87.0, 88.0), (np.float64, -708.0, 709.0)])
+def test_exp_normal_is_exp_bit_for_bit_where_the_result_is_normal(dtype, low, high):
+    """erf's Gaussian calls the unclamped, one-scale exp: on its whole domain it must be exp."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(low, high, 50000), rng.uniform(-16, 0, 50000), [low, high, 0.0, -0.0]]).astype(dtype)
+    normal, full = np.empty_like(x), np.empty_like(x)
+    (_exp_pairs32 if dtype == np.float32 else _exp_pairs64)(x, normal, full)
+    assert np.all(np.isfinite(normal)) and np.all(normal >= np.finfo(dtype).tiny)
+    np.testing.assert_array_equal(normal.view(np.uint32 if dtype == np.float32 else np.uint64),
+                                  full.view(np.uint32 if dtype == np.float32 else np.uint64))

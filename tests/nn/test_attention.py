@@ -168,6 +168,93 @@ def test_multihead_attention_matches_torch(rng, case, ctor, call):
     compare_parameter_grads(ours, theirs)
 
 
+SHARED_INPUT_CASES = [
+    ("self, seq-first, weights", "self", {}, {}),
+    ("self, batch_first, causal", "self", {"batch_first": True}, {"masks": "causal", "need_weights": False, "is_causal": True}),
+    ("self, padding + per-head mask", "self", {}, {"masks": "3d", "need_weights": False}),
+    ("self, bias_kv + zero_attn", "self", {"add_bias_kv": True, "add_zero_attn": True, "batch_first": True}, {}),
+    ("self, unbatched", "self", {"batch_first": True}, {"unbatched": True, "need_weights": False}),
+    ("memory, batch_first", "memory", {"batch_first": True}, {"need_weights": False}),
+    ("memory, padding, per-head weights", "memory", {"bias": False}, {"masks": "bool", "average_attn_weights": False}),
+]
+
+
+@pytest.mark.parametrize("case, shared, ctor, call", SHARED_INPUT_CASES, ids=[c[0] for c in SHARED_INPUT_CASES])
+def test_multihead_attention_with_shared_inputs_matches_torch(rng, case, shared, ctor, call):
+    """Self-attention (one tensor as query, key and value) and attention over a memory (key is value)
+    project through the packed weight in one or two GEMMs; values and every gradient match torch."""
+    ours, theirs = _mha_pair(6, 3, **ctor)
+    call = dict(call)
+    masks, unbatched = call.pop("masks", None), call.pop("unbatched", False)
+    batch, rows = 2, 4
+    cols = rows if shared == "self" else 5
+    extra, extra_t = {}, {}
+    if masks == "causal":
+        extra["attn_mask"] = generate_square_subsequent_mask(rows, dtype=numdiff.float64)
+        extra_t["attn_mask"] = torch.nn.Transformer.generate_square_subsequent_mask(rows, dtype=torch.float64)
+    elif masks:
+        padding = np.zeros((batch, cols), bool)
+        padding[1, 2] = True
+        attn = rng.random((rows, cols)) > 0.7 if masks == "bool" else rng.standard_normal((batch * 3, rows, cols))
+        if masks != "bool":
+            padding = np.where(padding, -np.inf, 0.0)
+        for name, value in (("key_padding_mask", padding), ("attn_mask", attn)):
+            extra[name], extra_t[name] = leaf(value, requires_grad=False)
+
+    def shaped(seq):
+        if unbatched:
+            return (seq, 6)
+        return (batch, seq, 6) if ctor.get("batch_first") else (seq, batch, 6)
+
+    x, x_t = leaf(rng.standard_normal(shaped(rows)))
+    memory, memory_t = (x, x_t) if shared == "self" else leaf(rng.standard_normal(shaped(cols)))
+    out, weights = ours(x, memory, memory, **extra, **call)
+    out_t, weights_t = theirs(x_t, memory_t, memory_t, **extra_t, **call)
+    close(out, out_t, "output")
+    outs, outs_t = [out], [out_t]
+    if weights_t is not None:
+        close(weights, weights_t, "attention weights")
+        outs.append(weights)
+        outs_t.append(weights_t)
+    backward_both(rng, outs, outs_t)
+    close(x.grad, x_t.grad, "grad of the query")
+    if shared == "memory":
+        close(memory.grad, memory_t.grad, "grad of the memory")
+    compare_parameter_grads(ours, theirs)
+
+
+def _linear_nodes(out):
+    """How many Linear nodes the graph behind `out` holds (each one GEMM forward)."""
+    seen, stack, count = set(), [out.grad_fn], 0
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        count += node.name() == "LinearBackward"
+        stack.extend(edge[0] for edge in node.next_functions)
+    return count
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_projects_self_attention_in_one_gemm(batch_first):
+    mha = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    x, memory, other = (numdiff.randn(3, 5, 8, requires_grad=True) for _ in range(3))
+    # in-projection + out-projection: one for self-attention, two over a memory, three otherwise.
+    assert _linear_nodes(mha(x, x, x, need_weights=False)[0]) == 2
+    assert _linear_nodes(mha(x, memory, memory, need_weights=False)[0]) == 3
+    assert _linear_nodes(mha(x, memory, other, need_weights=False)[0]) == 4
+
+
+def test_multihead_attention_packed_projection_gradcheck(rng):
+    mha = nn.MultiheadAttention(4, 2, batch_first=True).double()
+    x = numdiff.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    memory = numdiff.tensor(rng.standard_normal((2, 2, 4)), requires_grad=True)
+    weight, bias = mha.in_proj_weight, mha.in_proj_bias
+    assert gradcheck(lambda x, w, b: mha(x, x, x)[0], (x, weight, bias))
+    assert gradcheck(lambda x, m, w: mha(x, m, m, need_weights=False)[0], (x, memory, weight))
+
+
 def test_multihead_attention_unbatched_matches_torch(rng):
     ours, theirs = _mha_pair(4, 2)
     x, x_t = leaf(rng.standard_normal((3, 4)))

@@ -13,6 +13,7 @@ import inspect
 import pytest
 
 import numdiff  # noqa: F401 - every op module registers, every layer attaches
+import numdiff.sparse  # noqa: F401 - loaded on first use (import numdiff leaves it out); its ops register then
 from numdiff.autograd import Function
 from numdiff.backend import CPU, CUDA
 from numdiff.ops import registry

@@ -60,7 +60,8 @@ def _lstm_gates(projected_t, hh, c_state, out_t, hidden):
 
 @cuda.jit
 def _lstm_gate_grads(grad_t, out_t, c_prev, prev_stride, prev_offset, dh_state, dc_state, d_gates_t, hidden):
-    """d_gates_t (N, 4H) <- d gates before activation, dc_state <- d c_{t-1}."""
+    """d_gates_t (N, 4H) <- d gates before activation from grad_t (N, H) = d h_t; dc_state (d c_t from
+    the steps after t, d c_L at the start) <- d c_{t-1}."""
     k = cuda.grid(1)
     if k < dc_state.size:
         n, j = k // hidden, k % hidden
@@ -68,13 +69,13 @@ def _lstm_gate_grads(grad_t, out_t, c_prev, prev_stride, prev_offset, dh_state, 
         gate = n * 4 * hidden + j
         c, i, f = out_t[row + hidden], out_t[row + 2 * hidden], out_t[row + 3 * hidden]
         g, o = out_t[row + 4 * hidden], out_t[row + 5 * hidden]
-        dh = grad_t[row] + dh_state[k]
+        dh = grad_t[k] + dh_state[k]
         tanh_c = math.tanh(c)
-        do = dh * tanh_c + grad_t[row + 5 * hidden]
-        dc = grad_t[row + hidden] + dc_state[k] + dh * o * (1.0 - tanh_c * tanh_c)
-        di = dc * g + grad_t[row + 2 * hidden]
-        df = dc * c_prev[n * prev_stride + prev_offset + j] + grad_t[row + 3 * hidden]
-        dg = dc * i + grad_t[row + 4 * hidden]
+        do = dh * tanh_c
+        dc = dc_state[k] + dh * o * (1.0 - tanh_c * tanh_c)
+        di = dc * g
+        df = dc * c_prev[n * prev_stride + prev_offset + j]
+        dg = dc * i
         d_gates_t[gate] = di * i * (1.0 - i)
         d_gates_t[gate + hidden] = df * f * (1.0 - f)
         d_gates_t[gate + 2 * hidden] = dg * (1.0 - g * g)
@@ -103,20 +104,20 @@ def _gru_gates(projected_t, hh, b_hh, h_prev, prev_stride, out_t, hidden, size):
 
 @cuda.jit
 def _gru_gate_grads(grad_t, out_t, h_prev, prev_stride, dh_state, d_hidden, d_pre_t, hidden):
-    """d_pre_t (N, 3H) <- [d r_pre, d z_pre, d n_pre], d_hidden (N, 3H) <- [d r_pre, d z_pre, d hn],
-    dh_state <- the part of d h_{t-1} that skips the GEMM (dh * z)."""
+    """d_pre_t (N, 3H) <- [d r_pre, d z_pre, d n_pre], d_hidden (N, 3H) <- [d r_pre, d z_pre, d hn]
+    from grad_t (N, H) = d h_t; dh_state <- the part of d h_{t-1} that skips the GEMM (dh * z)."""
     k = cuda.grid(1)
     if k < dh_state.size:
         n, j = k // hidden, k % hidden
         row = n * 5 * hidden + j
         r, z = out_t[row + hidden], out_t[row + 2 * hidden]
         n_gate, hn = out_t[row + 3 * hidden], out_t[row + 4 * hidden]
-        dh = grad_t[row] + dh_state[k]
-        dn = dh * (1.0 - z) + grad_t[row + 3 * hidden]
-        dz = dh * (h_prev[n * prev_stride + j] - n_gate) + grad_t[row + 2 * hidden]
+        dh = grad_t[k] + dh_state[k]
+        dn = dh * (1.0 - z)
+        dz = dh * (h_prev[n * prev_stride + j] - n_gate)
         dn_pre = dn * (1.0 - n_gate * n_gate)
-        dhn = dn_pre * r + grad_t[row + 4 * hidden]
-        dr = dn_pre * hn + grad_t[row + hidden]
+        dhn = dn_pre * r
+        dr = dn_pre * hn
         dr_pre, dz_pre = dr * r * (1.0 - r), dz * z * (1.0 - z)
         base = n * 3 * hidden + j
         d_pre_t[base], d_pre_t[base + hidden], d_pre_t[base + 2 * hidden] = dr_pre, dz_pre, dn_pre
@@ -196,11 +197,11 @@ def lstm_sequence_backward(grad: CudaArray, out: CudaArray, c0: CudaArray, w_hh:
     steps, batch, width = out.shape
     hidden = width // 6
     _check("lstm_sequence_backward", out.shape,
-           {"grad": out.shape, "c0": (batch, hidden), "w_hh": (4 * hidden, hidden)},
+           {"grad": (steps + 1, batch, hidden), "c0": (batch, hidden), "w_hh": (4 * hidden, hidden)},
            grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)  # fmt: skip
     d_gates, dh_state, dc_state = _result_blocks("lstm", res, steps, batch, hidden)
     dh_state[...] = 0
-    dc_state[...] = 0
+    dc_state[...] = grad[steps]  # d c_L
     for t in range(steps - 1, -1, -1):
         c_prev, stride, offset = (c0, hidden, 0) if t == 0 else (out[t - 1], width, hidden)
         _launch(_lstm_gate_grads, batch * hidden, out.device, _flat(grad[t]), _flat(out[t]), _flat(c_prev),
@@ -231,7 +232,7 @@ def gru_sequence_backward(grad: CudaArray, out: CudaArray, h0: CudaArray, w_hh: 
     steps, batch, width = out.shape
     hidden = width // 5
     _check("gru_sequence_backward", out.shape,
-           {"grad": out.shape, "h0": (batch, hidden), "w_hh": (3 * hidden, hidden)},
+           {"grad": (steps, batch, hidden), "h0": (batch, hidden), "w_hh": (3 * hidden, hidden)},
            grad=grad, out=out, h0=h0, w_hh=w_hh, res=res)  # fmt: skip
     d_pre, d_hidden, grad_h0 = _result_blocks("gru", res, steps, batch, hidden)
     dh_state = CudaArray.empty((batch, hidden), out.dtype, out.device)

@@ -125,22 +125,25 @@ class MultiheadAttention(Module):
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         batched = self._check(query, key, value)
+        batch_first = self.batch_first and batched
         if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            # The same tensor stays the same tensor, so self-attention keeps its one-GEMM projection.
+            key_same, value_same = key is query, value is key
+            query = query.unsqueeze(1)
+            key = query if key_same else key.unsqueeze(1)
+            value = key if value_same else value.unsqueeze(1)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         if self._qkv_same_embed_dim:
-            projections = self.in_proj_weight.chunk(3)
+            in_proj = self.in_proj_weight
         else:
-            projections = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+            in_proj = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
         out, weights = _attention.multi_head_attention(
             query,
             key,
             value,
             self.num_heads,
-            projections,
+            in_proj,
             self.in_proj_bias,
             (self.out_proj.weight, self.out_proj.bias),
             (self.bias_k, self.bias_v) if self.bias_k is not None else None,
@@ -152,12 +155,11 @@ class MultiheadAttention(Module):
             average_attn_weights,
             is_causal,
             name=layer_name(self),
+            batch_first=batch_first,
         )
         if not batched:
             out = out.squeeze(1)
             weights = weights.squeeze(0) if weights is not None else None
-        elif self.batch_first:
-            out = out.transpose(0, 1)
         return out, weights
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from numdiff import _module_tracing, _profiling
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
+from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.nn.modules import _state_dict
 from numdiff.nn.modules._module_hooks import KeywordHook as _KeywordHook
 from numdiff.nn.modules._module_hooks import add_hook as _add_hook
@@ -313,6 +314,12 @@ class Module(ModulePlacement):
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None by default, else to zeros."""
+        if anywhere.levels:  # numdiff.compile's trace replays it on each call (compile/host_steps.py)
+            host_step(self, "zero_grad", lambda: self._zero_grad(set_to_none))
+        else:
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for param in self.parameters():
             if param._grad is None:
                 continue

@@ -221,7 +221,6 @@ class RNNBase(Module):
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """The whole sequence as one recurrent op (numdiff.ops.recurrent): one node per layer and
         direction, the time loop inside the kernel."""
-        hidden = self.hidden_size
         if b_hh is not None and self.mode != "GRU":
             b_ih, b_hh = b_ih + b_hh, None  # both add straight to the gates
         projected = functional.linear(input, w_ih, b_ih)
@@ -229,13 +228,12 @@ class RNNBase(Module):
             projected = projected.flip(0)
         c_n = None
         if self.mode == "LSTM":
-            out = lstm_sequence(projected, state[0], state[1], w_hh)
-            c_n = out[-1, :, hidden : 2 * hidden]
+            out = lstm_sequence(projected, state[0], state[1], w_hh)  # h_1 .. h_L, then c_L
+            states, c_n = out[:-1], out[-1]
         elif self.mode == "GRU":
-            out = gru_sequence(projected, state, w_hh, b_hh)
+            states = gru_sequence(projected, state, w_hh, b_hh)
         else:
-            out = rnn_sequence(projected, state, w_hh, relu=self.mode == "RNN_RELU")
-        states = out[..., :hidden]
+            states = rnn_sequence(projected, state, w_hh, relu=self.mode == "RNN_RELU")
         return (states.flip(0) if reverse else states), states[-1], c_n
 
     def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor, order: Tensor | None = None) -> list[Any]:
