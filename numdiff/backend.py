@@ -178,7 +178,7 @@ CPU = _HostBackend(
         "numdiff.kernels.triangular": ("triangular_solve", "cholesky_batched", "lu_solve_batched"),
         "numdiff.kernels.scatter": ("add_at",),
         "numdiff.kernels.reduce_sum": ("sum_dims",),
-        "numdiff.kernels.scan": ("cumsum_lanes",),
+        "numdiff.kernels.scan": ("cumsum_lanes", "cumprod_lanes", "cumprod_backward_lanes"),
         "numdiff.kernels.linalg_small": (
             "cholesky_backward_batched", "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
         ),
@@ -215,7 +215,7 @@ CUDA = _CudaBackend(
         ),
         "numdiff.cuda._indexing": ("add_at",),
         "numdiff.cuda._functions": ("sum_dims",),
-        "numdiff.cuda.kernels.scan": ("cumsum_lanes",),
+        "numdiff.cuda.kernels.scan": ("cumsum_lanes", "cumprod_lanes", "cumprod_backward_lanes"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

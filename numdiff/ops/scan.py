@@ -36,13 +36,8 @@ class Cumsum(Function):
     def forward(ctx, x, *, dim, reverse=False):
         ctx.dim, ctx.reverse = dim, reverse
         if x.dtype in _LANE_DTYPES:
-            shape = x.shape
-            lanes = np.ascontiguousarray(x, like=x).reshape(
-                math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
-            )
-            out = np.empty_like(lanes)
-            backend_for(x).cumsum_lanes(lanes, out, reverse)
-            return out.reshape(shape)
+            lanes = _lanes(x, dim)
+            return backend_for(x).cumsum_lanes(lanes, np.empty_like(lanes), reverse).reshape(x.shape)
         if reverse:
             return np.flip(_running(np.cumsum, np.flip(x, dim), dim), dim)
         return _running(np.cumsum, x, dim)
@@ -52,14 +47,14 @@ class Cumsum(Function):
         return (Cumsum.apply(grad, dim=ctx.dim, reverse=not ctx.reverse),)
 
 
-@register("cumprod", compile="eager_backward")
+@register("cumprod", compile="eager_backward", launchers=("cumprod_lanes", "cumprod_backward_lanes"))
 class Cumprod(Function):
     """out[..., j] = prod(x[..., :j + 1]) along `dim`.
 
     Gradient: dx[i] = sum_{j >= i} g[j] * prod_{k <= j, k != i} x[k], exact where x holds zeros
     (no division by x). First order runs it as the recurrence dx[i] = P[i] * S[i], with P the
-    product of the elements before i and S[i] = g[i] + x[i + 1] * S[i + 1]: one pass over the
-    dimension, vectorized over the others. Under create_graph the same sum is built from ops (an
+    product of the elements before i and S[i] = g[i] + x[i + 1] * S[i + 1]: two passes over each
+    lane in numdiff.kernels.scan (float32/float64; NumPy over the other dims for other dtypes). Under create_graph the same sum is built from ops (an
     n x n matrix per row, so O(n^2) memory) so that it is differentiable again.
     """
 
@@ -67,6 +62,9 @@ class Cumprod(Function):
     def forward(ctx, x, *, dim):
         ctx.dim = dim
         ctx.save_for_backward(x)
+        if x.dtype in _LANE_DTYPES:
+            lanes = _lanes(x, dim)
+            return backend_for(x).cumprod_lanes(lanes, np.empty_like(lanes)).reshape(x.shape)
         return _running(np.cumprod, x, dim)
 
     @staticmethod
@@ -74,7 +72,18 @@ class Cumprod(Function):
         (x,) = ctx.saved_tensors
         if is_grad_enabled():
             return (_cumprod_grad_differentiable(x, grad, ctx.dim),)
-        return (Tensor._wrap(_cumprod_grad(x._data, grad._data, ctx.dim), None, None),)
+        x, grad = x._data, grad._data
+        if x.dtype in _LANE_DTYPES and grad.dtype == x.dtype and grad.shape == x.shape:
+            lanes = _lanes(x, ctx.dim)
+            out = backend_for(x).cumprod_backward_lanes(lanes, _lanes(grad, ctx.dim), np.empty_like(lanes))
+            return (Tensor._wrap(out.reshape(x.shape), None, None),)
+        return (Tensor._wrap(_cumprod_grad(x, grad, ctx.dim), None, None),)
+
+
+def _lanes(x: Any, dim: int) -> Any:
+    """x as a C-contiguous (outer, n, inner) array, n the length of `dim` (numdiff.kernels.scan's view)."""
+    shape = x.shape
+    return np.ascontiguousarray(x, like=x).reshape(math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :]))
 
 
 def _running(scan: Any, x: Any, dim: int) -> Any:

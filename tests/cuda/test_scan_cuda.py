@@ -1,4 +1,5 @@
-"""cumsum's lane kernel on CUDA against the host kernel, both directions, and the op through it."""
+"""The scan lane kernels on CUDA (cumsum both ways, cumprod and its backward) against the host
+kernels, and the ops through them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 import numdiff
 from numdiff._device import device
 from numdiff.cuda.array import CudaArray
-from numdiff.cuda.kernels.scan import cumsum_lanes
+from numdiff.cuda.kernels.scan import cumprod_backward_lanes, cumprod_lanes, cumsum_lanes
 from numdiff.kernels import scan as host_scan
 
 CUDA = device("cuda")
@@ -38,3 +39,30 @@ def test_cumsum_on_cuda_forward_and_backward() -> None:
     np.testing.assert_allclose(y.detach().cpu().numpy(), np.cumsum(data, 1))
     y.sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), np.flip(np.cumsum(np.ones_like(data), 1), 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 5, 1), (2, 4, 7)])
+def test_cumprod_lanes_and_backward_match_the_host_kernels(shape, dtype) -> None:
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.5, 1.5, shape).astype(dtype)
+    x.reshape(-1)[::4] = 0.0
+    g = rng.standard_normal(shape).astype(dtype)
+    out = CudaArray.from_numpy(np.empty_like(x), CUDA)
+    cumprod_lanes(CudaArray.from_numpy(x, CUDA), out)
+    np.testing.assert_allclose(out.to_host(), host_scan.cumprod_lanes(x, np.empty_like(x)), rtol=1e-6)
+    dx = CudaArray.from_numpy(np.empty_like(x), CUDA)
+    cumprod_backward_lanes(CudaArray.from_numpy(x, CUDA), CudaArray.from_numpy(g, CUDA), dx)
+    expected = host_scan.cumprod_backward_lanes(x, g, np.empty_like(x))
+    np.testing.assert_allclose(dx.to_host(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_cumprod_on_cuda_forward_and_backward() -> None:
+    data = np.random.default_rng(9).uniform(0.5, 1.5, (3, 4, 2))
+    x = numdiff.tensor(data, device="cuda", requires_grad=True)
+    y = x.cumprod(1)
+    np.testing.assert_allclose(y.detach().cpu().numpy(), np.cumprod(data, 1))
+    y.sum().backward()
+    host = numdiff.tensor(data, requires_grad=True)
+    host.cumprod(1).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), host.grad.numpy())

@@ -6,7 +6,7 @@ import pytest
 
 import numdiff
 from numdiff.autograd import gradcheck, gradgradcheck
-from numdiff.kernels.scan import cumsum_lanes
+from numdiff.kernels.scan import cumprod_backward_lanes, cumsum_lanes
 
 
 def _float64(*shape: int, seed: int = 0) -> numdiff.Tensor:
@@ -71,7 +71,7 @@ def test_cumsum_of_a_transposed_view() -> None:
 def test_cumsum_lanes_rejects_mixed_dtypes_and_shapes() -> None:
     with pytest.raises(TypeError, match=r"cumsum_lanes: all arrays must share one dtype"):
         cumsum_lanes(np.ones((1, 2, 1)), np.ones((1, 2, 1), np.float32), False)
-    with pytest.raises(ValueError, match=r"cumsum_lanes: x must be 3-D .* got \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"cumsum_lanes: x must be 3-D .* got x \(2, 2\), out \(2, 2\)"):
         cumsum_lanes(np.ones((2, 2)), np.ones((2, 2)), False)
 
 
@@ -80,3 +80,42 @@ def test_roll_and_reverse_cumsum_have_forward_mode_tangents() -> None:
     for fn in (lambda v: v.roll((1, -2), (0, 1)), lambda v: v.cumsum(1).sum(1, keepdim=True).cumsum(0)):
         _, tangent = numdiff.func.jvp(fn, (x.detach(),), (t.detach(),))
         np.testing.assert_allclose(tangent.numpy(), fn(t).detach().numpy(), rtol=1e-12)
+
+
+def _cumprod_grad_reference(x: np.ndarray, g: np.ndarray, dim: int) -> np.ndarray:
+    """dx[i] = sum_{j >= i} g[j] * prod_{k <= j, k != i} x[k], written out element by element."""
+    x, g = np.moveaxis(x, dim, -1), np.moveaxis(g, dim, -1)
+    out = np.zeros_like(x, dtype=np.float64)
+    n = x.shape[-1]
+    for i in range(n):
+        for j in range(i, n):
+            others = np.prod(np.delete(x[..., : j + 1], i, axis=-1), axis=-1)
+            out[..., i] += g[..., j] * others
+    return np.moveaxis(out, -1, dim)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "dim"), [((3, 6), -1), ((4, 2, 3), 0), ((2, 5, 4), 1), ((2, 0, 3), 1)])
+def test_cumprod_kernel_matches_the_written_out_gradient_with_zeros(shape, dim, dtype) -> None:
+    rng = np.random.default_rng(7)
+    data = rng.uniform(0.5, 1.5, shape).astype(dtype)
+    if data.size:
+        data.reshape(-1)[:: max(1, data.size // 3)] = 0.0  # zeros: the gradient must not divide by x
+    x = numdiff.tensor(data, requires_grad=True)
+    y = x.cumprod(dim)
+    np.testing.assert_allclose(y.detach().numpy(), np.cumprod(data.astype(np.float64), dim), rtol=1e-6)
+    weights = rng.standard_normal(shape).astype(dtype)
+    y.backward(numdiff.tensor(weights))
+    expected = _cumprod_grad_reference(data.astype(np.float64), weights.astype(np.float64), dim)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_cumprod_gradients_and_second_order() -> None:
+    x = _float64(2, 4, 3, seed=8)
+    assert gradcheck(lambda t: t.cumprod(1), (x,))
+    assert gradgradcheck(lambda t: t.cumprod(1), (x,))
+
+
+def test_cumprod_backward_lanes_names_the_kernel_and_shapes() -> None:
+    with pytest.raises(ValueError, match=r"cumprod_backward_lanes: .* got x \(1, 2, 1\), grad \(1, 3, 1\)"):
+        cumprod_backward_lanes(np.ones((1, 2, 1)), np.ones((1, 3, 1)), np.ones((1, 2, 1)))
