@@ -7,9 +7,9 @@ The choice is made once per process, when numdiff.kernels._blas is imported:
 - ``NUMDIFF_BLAS=mkl``: MKL, and :class:`BlasLibraryError` naming the extra when it is missing;
 - ``NUMDIFF_BLAS=scipy``: SciPy's BLAS even when MKL is installed.
 
-The chosen ``sgemm``/``dgemm`` (Fortran interface, 32-bit integers: SciPy's ``cython_blas``
-capsules or ``libmkl_rt``'s exports) are registered with LLVM under the names in
-:data:`GEMM_SYMBOLS`, which :func:`numdiff.kernels._blas.gemm` calls. Compiled kernels link to
+The chosen ``sgemm``/``dgemm`` and ``sgemv``/``dgemv`` (Fortran interface, 32-bit integers: SciPy's
+``cython_blas`` capsules or ``libmkl_rt``'s exports) are registered with LLVM under the names in
+:data:`GEMM_SYMBOLS` and :data:`GEMV_SYMBOLS`, which :func:`numdiff.kernels._blas.gemm` calls. Compiled kernels link to
 the name, not to an address, so Numba's on-disk cache stays valid from one process to the next
 and across a change of library.
 
@@ -40,13 +40,18 @@ import scipy
 from llvmlite import binding
 
 __all__ = [
-    "BlasLibrary", "BlasLibraryError", "ENVIRONMENT_VARIABLE", "FACTOR_SYMBOLS", "GEMM_SYMBOLS", "blas_library",
+    "BlasLibrary", "BlasLibraryError", "ENVIRONMENT_VARIABLE", "FACTOR_SYMBOLS", "GEMM_SYMBOLS", "GEMV_SYMBOLS", "blas_library",
     "choose", "cython_blas", "find_mkl", "register_factor_symbols",
 ]
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_BLAS"
 CHOICES = ("auto", "mkl", "scipy")
 GEMM_SYMBOLS = {"s": "numdiff_sgemm", "d": "numdiff_dgemm"}
+GEMV_SYMBOLS = {"s": "numdiff_sgemv", "d": "numdiff_dgemv"}
+# Every routine taken from the chosen library, by its BLAS name: the products (gemm) and, for one-row
+# or one-column products, the matrix-vector ones (gemv).
+_ROUTINES = {f"{kind}gemm": symbol for kind, symbol in GEMM_SYMBOLS.items()} | {
+    f"{kind}gemv": symbol for kind, symbol in GEMV_SYMBOLS.items()}
 FACTOR_SYMBOLS = {f"{kind}{routine}": f"numdiff_{kind}{routine}" for kind in "sd"
                   for routine in ("getrf", "potrf", "trsm", "trmm", "sytrd", "stedc", "gebrd", "bdsdc")}
 
@@ -126,7 +131,7 @@ def cython_blas() -> ModuleType:
 
 def _scipy_gemm(reason: str) -> tuple[dict[str, int], BlasLibrary]:
     capsules = cython_blas().__pyx_capi__
-    addresses = {kind: _capsule_address(capsules[f"{kind}gemm"]) for kind in GEMM_SYMBOLS}
+    addresses = {routine: _capsule_address(capsules[routine]) for routine in _ROUTINES}
     path = os.path.dirname(os.path.abspath(cython_blas().__file__))
     return addresses, BlasLibrary("scipy", path, _scipy_blas_version(), reason)
 
@@ -147,8 +152,7 @@ def _mkl_gemm(path: str, reason: str) -> tuple[dict[str, int], BlasLibrary]:
     library = _load_mkl(path)
     buffer = ctypes.create_string_buffer(256)
     library.MKL_Get_Version_String(buffer, len(buffer))
-    addresses = {kind: ctypes.cast(getattr(library, f"{kind}gemm"), ctypes.c_void_p).value
-                 for kind in GEMM_SYMBOLS}
+    addresses = {routine: ctypes.cast(getattr(library, routine), ctypes.c_void_p).value for routine in _ROUTINES}
     version = buffer.value.decode(errors="replace")
     return addresses, BlasLibrary("mkl", os.path.realpath(path), version, reason)
 
@@ -187,8 +191,8 @@ def blas_library() -> BlasLibrary:
         mkl_path = find_mkl() if requested != "scipy" else None
         name, reason = choose(requested, mkl_path)
         addresses, library = _mkl_gemm(mkl_path, reason) if name == "mkl" else _scipy_gemm(reason)
-        for kind, symbol in GEMM_SYMBOLS.items():
-            binding.add_symbol(symbol, addresses[kind])
+        for routine, symbol in _ROUTINES.items():
+            binding.add_symbol(symbol, addresses[routine])
         _CHOSEN["library"] = library
     return _CHOSEN["library"]
 

@@ -68,10 +68,10 @@ class KernelPair(NamedTuple):
         thread, or when the kernel's ``prange`` has `jobs` iterations, fewer than there are threads
         (one job a thread leaves the others idle at the region's barrier); else the parallel build
         and one part per Numba thread."""
+        if _forced["serial"] or (work < grain and not _forced["parallel"]):
+            return self.serial, 1  # before asking Numba for its thread count, which costs ~2 us a call
         parts = get_num_threads()
-        if _forced["serial"]:
-            return self.serial, 1
-        if _forced["parallel"] or (parts > 1 and work >= grain and (jobs is None or jobs >= parts)):
+        if _forced["parallel"] or (parts > 1 and (jobs is None or jobs >= parts)):
             return self.parallel, parts
         return self.serial, 1
 

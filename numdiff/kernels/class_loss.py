@@ -38,7 +38,7 @@ from numdiff.kernels import _vecmath
 from numdiff.kernels._checks import check_float_arrays, check_index_array, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["cross_entropy_rows"]
+__all__ = ["cross_entropy_rows", "nll_loss_rows"]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -96,6 +96,62 @@ def _cross_entropy_rows(x, target, ignore_index, mean, per_entry, coeff, coeff_s
         else:
             per_entry[i] = 0.0
     return kept, total, -1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nll_loss_rows(log_probs, target, ignore_index, mean, per_entry, coeff):
+    """Returns (kept entries, sum of per_entry in float64, -1), or (0, 0.0, the first row whose
+    target is out of range)."""
+    n, classes = log_probs.shape
+    kept = 0
+    for i in range(n):
+        t = target[i]
+        if t != ignore_index:
+            if t < 0 or t >= classes:
+                return 0, 0.0, i
+            kept += 1
+    scale = -1.0 / (float(kept) if mean and kept > 0 else 1.0)
+    total = 0.0
+    for i in range(n):
+        coeff[i, :] = 0.0
+        t = target[i]
+        if t == ignore_index:
+            per_entry[i] = 0.0
+        else:
+            loss = -log_probs[i, t]
+            per_entry[i] = loss
+            total += loss
+            coeff[i, t] = scale
+    return kept, total, -1
+
+
+def nll_loss_rows(
+    log_probs: np.ndarray, target: np.ndarray, ignore_index: int, mean: bool
+) -> tuple[np.ndarray, float, int, np.ndarray]:
+    """(per_entry (N,), its sum (a float64 sum, rounded once), kept count, coeff (N, C)) of the
+    negative log likelihood of log-probabilities (N, C) at int64 targets (N,), without class
+    weights: ``per_entry[i] = -log_probs[i, t_i]`` and ``coeff[i, t_i] = -1 / D``, 0 where t_i is
+    ignore_index (D: the kept count for 'mean', else 1). One pass over the targets to check and
+    count them, one to write; numdiff.ops.class_loss.NllLoss spent a dozen NumPy calls on these.
+
+    >>> per_entry, total, kept, coeff = nll_loss_rows(np.log(np.full((2, 2), 0.5)), np.array([0, -100]), -100, True)
+    >>> per_entry.round(4).tolist(), round(total, 4), kept, coeff.tolist()
+    ([0.6931, 0.0], 0.6931, 1, [[-1.0, 0.0], [0.0, 0.0]])
+    """
+    check_float_arrays("nll_loss_rows", log_probs=log_probs)
+    check_index_array("nll_loss_rows", "target", target)
+    if log_probs.ndim != 2 or log_probs.shape[1] < 1:
+        raise ValueError(f"nll_loss_rows: log_probs must be (N, C) with C >= 1, got shape {log_probs.shape}")
+    check_shape("nll_loss_rows", "target", target, (log_probs.shape[0],))
+    per_entry = np.empty(log_probs.shape[0], log_probs.dtype)
+    coeff = np.empty(log_probs.shape, log_probs.dtype)
+    kept, total, bad_row = _nll_loss_rows(log_probs, target, ignore_index, mean, per_entry, coeff)
+    if bad_row >= 0:
+        raise IndexError(
+            f"nll_loss: target {int(target[bad_row])} (entry {bad_row}) is out of bounds: class "
+            f"indices must be in [0, {log_probs.shape[1] - 1}] (or equal ignore_index={ignore_index})"
+        )
+    return per_entry, total, kept, coeff
 
 
 def cross_entropy_rows(

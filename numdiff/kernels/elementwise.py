@@ -35,7 +35,6 @@ On CUDA the kernels always run.
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 
@@ -45,13 +44,8 @@ from numba.core.dispatcher import Dispatcher
 
 from numdiff._ground.scalar_expressions import ScalarRule, math_functions_in
 from numdiff._ground.scalar_rules import RULES
-from numdiff.kernels._codegen import (
-    backward_reads,
-    load_source,
-    scalar_code,
-    vector_math_source,
-    vjp_expressions,
-)
+from numdiff.kernels._codegen import backward_reads, load_source, vjp_expressions
+from numdiff.kernels._elementwise_source import loop_source
 from numdiff.kernels._vecmath import FUNCTIONS as VECTOR_MATH
 
 # Work below this many elements runs serially (PyTorch's grain size).
@@ -64,140 +58,6 @@ SMALL = 256
 # (rule, kind, needed inputs, operand pattern, "flat"/"nd<rank>"/"nd", parallel) -> the compiled dispatcher.
 # The generated modules are named numdiff.kernels._generated.*; numdiff.jit lists them from here.
 KERNELS: dict[tuple, Dispatcher] = {}
-
-_HEADER = (
-    "import math\n\nimport numpy as np\nfrom numba import prange\n\n"
-    "from numdiff.kernels._parallel import contiguous_run\n"
-    "from numdiff.kernels._self_healing_cache import njit\n\n\n"
-)
-
-
-def _loop_source(
-    results: list[str], expressions: list[str], operands: tuple[str, ...], pattern: str,
-    attr_names: tuple[str, ...], layout: str, parallel: bool,
-) -> str:
-    """The source of one kernel: ``kernel(r_0[, r_1], a_<operand>..., <attrs>[, parts])``."""
-    arrays = [name for name, kind in zip(operands, pattern) if kind == "A"]
-    reads = {name: f"v_{name}" for name in operands}
-    # The N-d parallel loop takes the thread count last: numba.get_num_threads() called in a kernel
-    # is a ctypes global, which keeps the kernel out of the disk cache.
-    split = ["parts"] if layout not in ("flat", "nd1") and parallel else []
-    params = ", ".join([*results, *[f"a_{n}" for n in operands], *attr_names, *split])
-    loop = "prange" if parallel else "range"
-    # error_model="numpy": x / 0 is inf or NaN, as in NumPy, instead of raising ZeroDivisionError.
-    options = ", parallel=True" if parallel else ""
-    lines = [f"@njit(cache=True, error_model=\"numpy\"{options})", f"def kernel({params}):"]
-    lines += [f"    v_{name} = a_{name}" for name, kind in zip(operands, pattern) if kind == "S"]
-    if layout == "flat":
-        lines.append(f"    for i in {loop}({results[0]}.size):")
-        body, index = "        ", "[i]"
-        sources = {name: f"a_{name}" for name in arrays}
-        targets = results
-    elif layout != "nd":
-        # A loop nest of the coalesced rank (layout "nd<rank>"): one index per axis, which Numba
-        # compiles to strided loads; np.ndindex's tuple index cost ~17x more per element.
-        rank = int(layout[2:])
-        lines += [f"    n{d} = {results[0]}.shape[{d}]" for d in range(rank)]
-        body, first = "    ", 0
-        if parallel and rank >= 2:
-            # One contiguous run of the (i0, i1) cells a thread (contiguous_run), cut at the ends
-            # of axis 0: a prange over axis 0 split 3 rows as 2 against 1 on two threads. The
-            # run's i1 loop is unsigned: a signed start would keep Numba's wraparound select per
-            # load and stop the vector loads (see numdiff.kernels.reduce_sum).
-            lines += [
-                "    for t in prange(parts):",
-                "        start, stop = contiguous_run(n0 * n1, parts, t)",
-                "        while start < stop:",
-                "            i0, j0 = start // n1, start % n1",
-                "            j1 = min(n1, j0 + stop - start)",
-                "            start += j1 - j0",
-                "            for i1 in range(np.uint64(j0), np.uint64(j1)):",
-            ]
-            body, first = " " * 16, 2
-        for d in range(first, rank):
-            lines.append(f"{body}for i{d} in {loop if d == 0 else 'range'}(n{d}):")
-            body += "    "
-        index = "[" + ", ".join(f"i{d}" for d in range(rank)) + "]"
-        sources = {name: f"a_{name}" for name in arrays}
-        targets = results
-    elif not parallel:
-        lines.append(f"    for idx in np.ndindex({results[0]}.shape):")
-        body, index = "        ", "[idx]"
-        sources = {name: f"a_{name}" for name in arrays}
-        targets = results
-    else:
-        # One contiguous run of the first two axes' (i, j) cells a thread (contiguous_run), cut
-        # into slices r[i, j0:j1] at the ends of the first axis: a first axis of 1 or 3 on two
-        # threads no longer leaves a thread idle or a whole row short.
-        lines += [
-            f"    cols = {results[0]}.shape[1]",
-            "    for t in prange(parts):",
-            f"        start, stop = contiguous_run({results[0]}.shape[0] * cols, parts, t)",
-            "        while start < stop:",
-            "            i, j0 = start // cols, start % cols",
-            "            j1 = min(cols, j0 + stop - start)",
-            "            start += j1 - j0",
-        ]
-        lines += [f"            s_{r} = {r}[i, j0:j1]" for r in results]
-        lines += [f"            s_{name} = a_{name}[i, j0:j1]" for name in arrays]
-        lines.append(f"            for idx in np.ndindex(s_{results[0]}.shape):")
-        body, index = "                ", "[idx]"
-        sources = {name: f"s_{name}" for name in arrays}
-        targets = [f"s_{r}" for r in results]
-    lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
-    for target, expression in zip(targets, expressions):
-        lines.append(f"{body}{target}{index} = {_in_operand_precision(scalar_code(expression, reads), arrays)}")
-    return vector_math_source(_HEADER + "\n".join(lines) + "\n")
-
-
-# The _vecmath functions whose float32 versions a float32 kernel should reach: exp and erf in
-# float64 cost two to four times their float32 versions here. sin and cos are left out: their
-# float32 versions take the range guard and the float64 "wide" forms (numdiff/kernels/_codegen.py).
-_SINGLE_PRECISION_MATH = ("exp", "expm1", "log", "log1p", "tanh", "erf")
-
-
-class _InOperandPrecision(ast.NodeTransformer):
-    """Float constants -> ``_vecmath.like(c, v_x)``, v_x the expression's first array operand, and
-    ``math.erf(a)`` -> ``_vecmath.erf_like(a, v_y)``, v_y the first operand read in `a`."""
-
-    def __init__(self, like: str) -> None:
-        self.like = like
-
-    def _call(self, name: str, argument: ast.expr) -> ast.Call:
-        attribute = ast.Attribute(ast.Name("_vecmath", ast.Load()), name, ast.Load())
-        return ast.Call(attribute, [argument, ast.Name(self.like, ast.Load())], [])
-
-    def visit_Constant(self, node: ast.Constant) -> ast.expr:
-        return self._call("like", node) if type(node.value) is float else node
-
-    def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)
-        function = node.func
-        if (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
-                and function.value.id == "math" and function.attr == "erf" and len(node.args) == 1):
-            reads = [n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name) and n.id.startswith("v_")]
-            like = ast.Name(reads[0] if reads else self.like, ast.Load())
-            return ast.Call(ast.Attribute(ast.Name("_vecmath", ast.Load()), "erf_like", ast.Load()), [node.args[0], like], [])
-        return node
-
-
-def _in_operand_precision(code: str, arrays: list[str]) -> str:
-    """`code` computed in the precision of its array operands where it calls exp, erf, tanh or log.
-
-    A rule's float constants are float64 and make float32 arithmetic float64: GELU's backward
-    ``g * (0.5 * (1.0 + erf(x * 0.7071...)) + x * 0.3989... * exp(-0.5 * x * x))`` ran its exp in
-    float64, sigmoid's ``1.0 / (1.0 + exp(-x))`` too. Each constant becomes ``_vecmath.like(c, v_x)``,
-    c rounded to v_x's type when that is float32 (a float64 or integer operand keeps c), so a
-    float32 kernel computes in float32, as PyTorch's do (GELU's backward on float32[524288], one
-    thread: 2.7 ms -> 1.4). Scalar operands (attrs, Python numbers) stay float64. An erf reads its
-    argument rounded to the operands' precision in any case (``_vecmath.erf_like``).
-    """
-    functions = math_functions_in(code)
-    if not arrays or not functions & set(_SINGLE_PRECISION_MATH) or functions & {"sin", "cos"}:
-        return code
-    tree = _InOperandPrecision(f"v_{arrays[0]}").visit(ast.parse(code, mode="eval"))
-    return ast.unparse(ast.fix_missing_locations(tree))
-
 
 # math functions NumPy has as SIMD ufuncs, read from the rules: each unary rule whose forward is the
 # one call ``math.<name>(x)`` and that names its ufunc (exp -> np.exp, atan -> np.arctan). sqrt is
@@ -272,7 +132,7 @@ def _kernel(rule: ScalarRule, kind: str, needed: tuple[int, ...], pattern: str, 
             expressions = vjp_expressions(rule, needed)
             results = [f"r_{i}" for i in range(len(needed))]
             operands = backward_reads(rule, needed)
-        source = _loop_source(results, expressions, operands, pattern, rule.attr_names, layout, parallel)
+        source = loop_source(results, expressions, operands, pattern, rule.attr_names, layout, parallel)
         stem = f"{rule.name}_{kind}{''.join(map(str, needed))}_{pattern}_{layout}{'_par' if parallel else ''}"
         kernel = KERNELS[key] = load_source(stem, source).kernel
     return kernel
@@ -329,8 +189,22 @@ def _coalesced_shape(shape: tuple[int, ...], arrays: list[np.ndarray]) -> tuple[
     return tuple(size for size, _ in merged)
 
 
+_SINGLE = np.dtype(np.float32)
+
+
+def _in_kernel_precision(attrs: tuple, dtype: np.dtype) -> tuple:
+    """A rule's attrs as a float32 kernel's arguments: rounded to float32, as PyTorch's float32
+    kernels take beta, threshold, negative_slope. A float64 attr would make ``x * beta`` and all that
+    follows float64, and the exp after it the slow float64 one: softplus's backward on
+    float32[524288], one thread, 1.75 ms -> 0.52."""
+    if attrs and dtype == _SINGLE:
+        return tuple(np.float32(value) for value in attrs)
+    return attrs
+
+
 def _launch(rule, kind, needed, results, values, shape, dtype, attrs) -> None:
     pattern, arguments, layout = _operands(values, shape, dtype)
+    attrs = _in_kernel_precision(attrs, dtype)
     size = results[0].size
     if layout == "flat":
         outs = [r.reshape(-1) for r in results]
@@ -383,7 +257,7 @@ def forward_contiguous(rule: ScalarRule, x: np.ndarray, attrs: tuple) -> np.ndar
         kernel = KERNELS.get((rule.name, "forward", (), "A", "flat", parallel))
         if kernel is None:
             kernel = _kernel(rule, "forward", (), "A", "flat", parallel)
-        kernel(out.ravel(), x.ravel(), *attrs)  # flat views: both are C-contiguous
+        kernel(out.ravel(), x.ravel(), *_in_kernel_precision(attrs, x.dtype))  # flat views: both C-contiguous
     return out
 
 
@@ -425,6 +299,7 @@ def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tup
     kernel = plan.flat_kernels[parallel]
     if kernel is None:
         kernel = plan.flat_kernels[parallel] = _kernel(rule, "backward", needed, "A" * len(operands), "flat", parallel)
+    attrs = _in_kernel_precision(attrs, g.dtype)
     if len(needed) == 1:
         result = np.empty(size, g.dtype)
         kernel(result, *[v.ravel() for v in operands], *attrs)

@@ -4,13 +4,12 @@ PyTorch's arguments, shape rules and reductions."""
 
 from __future__ import annotations
 
-import math
-
 from numdiff._dtype import bool_ as numdiff_bool
 from numdiff.linalg import vector_norm
 from numdiff.nn._functional_layers import one_hot
 from numdiff.nn._losses import LossArgumentError, _check_float, _reduce, _reduction
-from numdiff.ops.activation import logsigmoid, softplus
+from numdiff.ops.activation import logsigmoid
+from numdiff.ops.elementwise import PUBLIC as RULES
 from numdiff.ops.selection import minimum, where
 from numdiff.tensor import Tensor
 
@@ -165,7 +164,7 @@ def soft_margin_loss(
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     _check_float("soft_margin_loss", "input", input)
     _check_float("soft_margin_loss", "target", target)
-    return _reduce(softplus(-target * input, threshold=math.inf), reduction)
+    return _reduce(RULES["soft_margin"](input, target), reduction)
 
 
 def multilabel_soft_margin_loss(

@@ -10,6 +10,7 @@ Every public function of this module is an activation of numdiff.nn.functional.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from numdiff._ground.scalar_expressions import ScalarRule
 from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.backend import is_host
+from numdiff.backend import backend_for
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS, eager_unary
 from numdiff.ops.registry import register
@@ -294,6 +295,31 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * b.sigmoid()
 
 
+def _lines(shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:
+    """`shape` seen as (outer, n, inner) with `dim` in the middle: the fused kernels' view."""
+    shape = shape or (1,)  # a 0-d tensor is one line of one value
+    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+
+
+def _fused_softmax(x: Any, dim: int, log: bool) -> Any:
+    """softmax (log_softmax if `log`) of array x along `dim`, by the device's fused kernel
+    (numdiff.kernels.softmax)."""
+    view = _lines(x.shape, dim)
+    out = np.empty(x.shape, dtype=x.dtype, like=x)
+    backend_for(x).softmax_forward(np.ascontiguousarray(x, like=x).reshape(view), out.reshape(view), log)
+    return out
+
+
+def _fused_softmax_backward(grad: Tensor, out: Tensor, dim: int, log: bool) -> Tensor:
+    """The first-order input gradient of _fused_softmax for `grad`, from its saved output."""
+    o = out._data
+    view = _lines(o.shape, dim)
+    dx = np.empty(o.shape, dtype=o.dtype, like=o)
+    g = np.ascontiguousarray(grad._data, like=o).reshape(view)
+    backend_for(o).softmax_backward(g, np.ascontiguousarray(o, like=o).reshape(view), dx.reshape(view), log)
+    return Tensor._wrap(dx, None, None)
+
+
 @register("log_softmax", compile="call")
 class LogSoftmax(Function):
     """x - logsumexp(x) along `dim`, in one op: the heart of every classification loss.
@@ -305,18 +331,15 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, x, *, dim):
         ctx.dim = dim
-        # A row holding +inf is NaN throughout (inf - inf), its gradient too, as in PyTorch; a row
-        # of -inf is NaN as well. Finite rows never see an inf shift.
-        shift = np.max(x, axis=dim, keepdims=True)
-        with np.errstate(invalid="ignore"):
-            shifted = x - shift
-        out = shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+        out = _fused_softmax(x, dim, log=True)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
+        if not is_grad_enabled() and grad._data.dtype == out._data.dtype:
+            return (_fused_softmax_backward(grad, out, ctx.dim, log=True),)
         return (grad - out.exp() * grad.sum(ctx.dim, keepdim=True),)
 
 
@@ -346,23 +369,15 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, x, *, dim):
         ctx.dim = dim
-        # A row holding +inf, or only -inf, is NaN throughout (inf - inf), as in PyTorch.
-        with np.errstate(invalid="ignore"):
-            out = np.subtract(x, np.max(x, axis=dim, keepdims=True))
-        np.exp(out, out=out)
-        np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
+        out = _fused_softmax(x, dim, log=False)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        if not is_grad_enabled() and is_host(grad._data) and grad._data.dtype == out._data.dtype:
-            # First order: on the arrays, in place, with nothing recorded (four passes, no temporaries
-            # beyond the product and the row sums).
-            product = np.multiply(grad._data, out._data)
-            product -= out._data * np.sum(product, axis=ctx.dim, keepdims=True)
-            return (Tensor._wrap(product, None, None),)
+        if not is_grad_enabled() and grad._data.dtype == out._data.dtype:
+            return (_fused_softmax_backward(grad, out, ctx.dim, log=False),)
         return (out * (grad - (grad * out).sum(ctx.dim, keepdim=True)),)
 
 

@@ -16,8 +16,8 @@ Backward: nll_loss's input gradient is ``coeff * grad``. cross_entropy's is
 ``(coeff - softmax(x) * sum_c coeff) * grad``; under create_graph the softmax is recomputed from x
 with numdiff ops so the second derivative flows, otherwise the forward's value is used.
 Class weights are constants here (the functional falls back to the composed form when a weight
-requires grad). cross_entropy on (N, C) float32/float64 CPU logits without class weights or
-smoothing, a classifier's usual loss, computes the same values in one compiled pass
+requires grad). cross_entropy and nll_loss on (N, C) float32/float64 CPU inputs without class
+weights (or smoothing), a classifier's usual loss, compute the same values in one compiled pass
 (numdiff.kernels.class_loss).
 """
 
@@ -81,6 +81,8 @@ class NllLoss(Function):
 
     @staticmethod
     def forward(ctx, log_probs, *, target, weight, ignore_index, reduction):
+        if _rows_kernel_applies(log_probs, weight, ignore_index, 0.0):
+            return _nll_loss_rows(ctx, log_probs, target, ignore_index, reduction)
         class_dim = 0 if log_probs.ndim == 1 else 1
         dtype = log_probs.dtype
         safe, entry_weight = _target_coefficients(target, weight, ignore_index, dtype)
@@ -150,11 +152,32 @@ _INT64 = np.iinfo(np.int64)
 
 
 def _rows_kernel_applies(x, weight, ignore_index, label_smoothing):
-    """(N, C) float32/float64 CPU logits, no class weights, no smoothing: numdiff.kernels.class_loss."""
+    """(N, C) float32/float64 CPU logits (or log-probabilities), no class weights, no smoothing:
+    numdiff.kernels.class_loss."""
     return (
         is_host(x) and x.ndim == 2 and x.dtype in _KERNEL_DTYPES and x.shape[1] > 0
         and weight is None and not label_smoothing and _INT64.min <= ignore_index <= _INT64.max
     )  # fmt: skip
+
+
+def _rows_loss(per_entry, total, kept, reduction, dtype):
+    """The rows kernels' loss for `reduction`: per entry, the float64 sum rounded once, or that sum
+    over the kept count (0 / 0 = nan when every entry is ignored, as PyTorch)."""
+    if reduction == "none":
+        return per_entry
+    if reduction == "sum":
+        return np.asarray(total, dtype)
+    return np.asarray(total / kept if kept else np.nan, dtype)  # no np.errstate: it costs more than the kernel
+
+
+def _nll_loss_rows(ctx, log_probs, target, ignore_index, reduction):
+    """NllLoss.forward through the one-pass kernel (same values as the general form)."""
+    per_entry, total, kept, coeff = class_loss_kernels.nll_loss_rows(
+        np.ascontiguousarray(log_probs), np.ascontiguousarray(target, dtype=np.int64), ignore_index, reduction == "mean"
+    )
+    ctx.save_for_backward(coeff)
+    ctx.reduction, ctx.class_dim = reduction, 1
+    return _rows_loss(per_entry, total, kept, reduction, log_probs.dtype)
 
 
 def _cross_entropy_rows(ctx, x, target, ignore_index, reduction):
@@ -163,13 +186,6 @@ def _cross_entropy_rows(ctx, x, target, ignore_index, reduction):
     per_entry, total, kept, coeff, coeff_sum, first_order = class_loss_kernels.cross_entropy_rows(
         np.ascontiguousarray(x), target, ignore_index, reduction == "mean"
     )
-    if reduction == "none":
-        loss = per_entry
-    elif reduction == "sum":
-        loss = np.asarray(total, x.dtype)
-    else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            loss = np.asarray(np.float64(total) / kept, x.dtype)  # 0 / 0 = nan when all are ignored
     ctx.save_for_backward(x, coeff, coeff_sum, first_order)
     ctx.reduction, ctx.class_dim = reduction, 1
-    return loss
+    return _rows_loss(per_entry, total, kept, reduction, x.dtype)

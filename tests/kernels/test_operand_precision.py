@@ -1,5 +1,5 @@
 """Generated elementwise kernels that call exp, erf, tanh or log compute a float32 operand in float32
-(numdiff/kernels/elementwise.py `_in_operand_precision`): the rules' float constants no longer widen
+(numdiff/kernels/_elementwise_source.py `in_operand_precision`): the rules' float constants no longer widen
 the arithmetic to float64, and results stay within float32 rounding of PyTorch's."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 
 import numdiff
 from numdiff._ground.scalar_expressions import math_functions_in
-from numdiff.kernels import _vecmath, elementwise
+from numdiff.kernels import _elementwise_source, _vecmath, elementwise
 from numdiff.kernels._codegen import vjp_expressions
 
 
@@ -30,18 +30,18 @@ def test_like_rounds_a_constant_to_float32_only_for_a_float32_operand():
 @pytest.mark.parametrize("rule", ["gelu", "sigmoid", "silu", "elu"])
 def test_transcendental_kernels_read_their_constants_in_the_operands_precision(rule):
     expressions = [elementwise.RULES[rule].forward, *vjp_expressions(elementwise.RULES[rule], (0,))]
-    transcendental = [e for e in expressions if math_functions_in(e) & set(elementwise._SINGLE_PRECISION_MATH)]
+    transcendental = [e for e in expressions if math_functions_in(e) & set(_elementwise_source.SINGLE_PRECISION_MATH)]
     assert transcendental
     for expression in transcendental:
-        code = elementwise._in_operand_precision(elementwise.scalar_code(expression, {"x": "v_x", "g": "v_g"}), ["x"])
+        code = _elementwise_source.in_operand_precision(_elementwise_source.scalar_code(expression, {"x": "v_x", "g": "v_g"}), ["x"])
         assert "_vecmath.like(" in code, code
 
 
 def test_kernels_without_exp_or_erf_keep_their_float64_constants():
-    code = elementwise.scalar_code("x * 0.5 + 1.0", {"x": "v_x"})
-    assert elementwise._in_operand_precision(code, ["x"]) == code
-    sine = elementwise.scalar_code("math.sin(x) * math.exp(x) * 0.5", {"x": "v_x"})
-    assert elementwise._in_operand_precision(sine, ["x"]) == sine  # sin's guard keeps float64 forms
+    code = _elementwise_source.scalar_code("x * 0.5 + 1.0", {"x": "v_x"})
+    assert _elementwise_source.in_operand_precision(code, ["x"]) == code
+    sine = _elementwise_source.scalar_code("math.sin(x) * math.exp(x) * 0.5", {"x": "v_x"})
+    assert _elementwise_source.in_operand_precision(sine, ["x"]) == sine  # sin's guard keeps float64 forms
 
 
 @pytest.mark.parametrize("name", ["gelu", "sigmoid", "silu", "softplus", "elu", "mish", "tanh"])

@@ -12,7 +12,7 @@ import pytest
 import scipy.special
 
 import numdiff
-from numdiff.kernels import _vecmath, elementwise
+from numdiff.kernels import _elementwise_source, _vecmath, elementwise
 
 
 @numba.njit(error_model="numpy", fastmath={"contract"})
@@ -81,7 +81,7 @@ def test_special_values_are_those_of_c(dtype):
 
 def test_generated_kernels_call_the_vectorised_erf_in_their_operands_precision():
     for rule in ("erf", "gelu"):
-        forward = elementwise._loop_source(["r_0"], [elementwise.RULES[rule].forward], ("x",), "A", (), "flat", False)
+        forward = _elementwise_source.loop_source(["r_0"], [elementwise.RULES[rule].forward], ("x",), "A", (), "flat", False)
         assert "_vecmath.erf_like(" in forward and "math.erf(" not in forward.replace("_vecmath.erf_like(", "")
 
 
