@@ -140,7 +140,6 @@ from numdiff.ops.rearrange import (
     movedim,
     narrow,
     repeat_interleave,
-    roll,
     rot90,
     row_stack,
     select,
@@ -167,6 +166,7 @@ from numdiff.ops.reduction import (
     var,
     var_mean,
 )
+from numdiff.ops.roll import roll
 from numdiff.ops.scan import cummax, cummin, cumprod, cumsum, diff
 from numdiff.ops.scatter import index_add, masked_select, scatter, take
 from numdiff.ops.search import argwhere, bucketize, isclose, nonzero, searchsorted, unique

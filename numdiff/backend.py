@@ -180,6 +180,7 @@ CPU = _HostBackend(
         "numdiff.kernels.scatter": ("add_at",),
         "numdiff.kernels.reduce_sum": ("sum_dims",),
         "numdiff.kernels.resample": ("axis_blend_forward", "axis_blend_adjoint"),
+        "numdiff.kernels.scan": ("cumsum_lanes", "cumprod_lanes", "cumprod_backward_lanes"),
         "numdiff.kernels.linalg_small": (
             "cholesky_backward_batched", "lu_factor_batched", "lu_substitute_batched", "slogdet_batched",
         ),
@@ -218,6 +219,7 @@ CUDA = _CudaBackend(
         "numdiff.cuda._indexing": ("add_at",),
         "numdiff.cuda._functions": ("sum_dims",),
         "numdiff.cuda.kernels.resample": ("axis_blend_forward", "axis_blend_adjoint"),
+        "numdiff.cuda.kernels.scan": ("cumsum_lanes", "cumprod_lanes", "cumprod_backward_lanes"),
     },
 )
 """numdiff.cuda's CudaArray: numba-cuda ``@cuda.jit`` kernels in numdiff.cuda.kernels."""

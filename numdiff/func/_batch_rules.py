@@ -244,7 +244,7 @@ def _attach(rule: Rule, *names: str) -> None:
 # Every op of the scalar rule table is elementwise, and so are these.
 _attach(elementwise, *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy",
         "fmod", "remainder")
-_attach(_shift_dims("dims"), "sum", "prod", "amax", "amin", "flip")
+_attach(_shift_dims("dims"), "sum", "prod", "amax", "amin", "flip", "roll")
 _attach(_shift_dims("dim"), "log_softmax", "softmax", "cat", "gather", "scatter_add", "scatter", "cumsum", "cumprod", "logcumsumexp")
 ELEMENTWISE_SPEC.attach(batching=elementwise)  # every @elementwise function
 _attach(
@@ -282,6 +282,6 @@ for _name in (
     *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
     "sum", "amax", "amin", "log_softmax", "softmax", "flip", "cat", "gather",
     "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
-    "diagonal", "logcumsumexp",
+    "diagonal", "logcumsumexp", "roll",
 ):  # fmt: skip
     attach(_name, batched_backward=True)

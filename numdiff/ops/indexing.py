@@ -197,7 +197,9 @@ class Gather(Function):
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        zeros = Tensor._wrap(np.zeros(ctx.input_shape, dtype=grad._data.dtype, like=grad._data), None, None)
+        # A broadcast zero: scatter_add's copy of it only writes (np.zeros and a copy of it did both).
+        zero = np.zeros((), dtype=grad._data.dtype, like=grad._data)
+        zeros = Tensor._wrap(np.broadcast_to(zero, ctx.input_shape), None, None)
         return scatter_add(zeros, ctx.dim, index, grad), None
 
 

@@ -1,6 +1,6 @@
 """Rearranging ops composed of the shape and indexing primitives: movedim, swapaxes, unbind,
-narrow, roll, tile, rot90, tensor_split, the stacks, repeat_interleave and meshgrid (the
-diagonal family is in numdiff/ops/diagonals.py).
+narrow, tile, rot90, tensor_split, the stacks, repeat_interleave and meshgrid (the
+diagonal family is in numdiff/ops/diagonals.py, roll in numdiff/ops/roll.py).
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 
 from numdiff._batched import VmapDataDependentError
-from numdiff._ground.args import is_int
 from numdiff._tensor_extras import narrow as narrow_method
 from numdiff.backend import to_host
 from numdiff.creation import arange
-from numdiff.ops._util import ensure_tensor, int_sequence, normalize_dim, vmapped
+from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
 from numdiff.tensor import Tensor
 
@@ -104,37 +103,6 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     tensor([2, 3, 4])
     """
     return narrow_method(ensure_tensor("narrow", input), dim, start, length)
-
-
-def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
-    """Rotate elements along `dims` by `shifts` (those leaving one end come back at the other);
-    with dims None the flattened tensor is rolled and reshaped back.
-
-    >>> numdiff.roll(numdiff.tensor([1, 2, 3, 4]), 1)
-    tensor([4, 1, 2, 3])
-    """
-    input = ensure_tensor("roll", input)
-    shift_list = [int(shifts)] if is_int(shifts) else list(int_sequence("roll", "shifts", shifts))
-    if dims is None:
-        if len(shift_list) != 1:
-            raise ValueError(f"roll: with dims=None, shifts must be a single integer, got {shifts!r}")
-        if input.ndim == 0:
-            return input.clone()
-        return roll(input.reshape(-1), shift_list[0], 0).reshape(tuple(input.shape))
-    dim_list = _dims_arg("roll", dims, input.ndim)
-    if len(shift_list) != len(dim_list):
-        raise ValueError(f"roll: shifts {list(shift_list)} and dims {list(dim_list)} must have the same length")
-    out = input
-    for shift, dim in zip(shift_list, dim_list):
-        size = out.shape[dim] if out.ndim else 1
-        if size == 0 or shift % size == 0:
-            continue
-        shift %= size
-        # One gather per dim (its backward a scatter): element i comes from i - shift, wrapped.
-        source = np.arange(-shift, size - shift, dtype=np.int64)
-        source[:shift] += size
-        out = out[(slice(None),) * dim + (source,)]
-    return out if out is not input else input.clone()
 
 
 def tile(input: Tensor, dims: Any) -> Tensor:

@@ -5,6 +5,7 @@ cumsum and cumprod are primitives; diff is composed of slices and a subtraction.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from numdiff._host_functions import host_function
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
-from numdiff.backend import is_host
+from numdiff.backend import backend_for, is_host
 from numdiff.creation import arange
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
@@ -23,30 +24,37 @@ from numdiff.ops.selection import where
 from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
+_LANE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
-@register("cumsum", compile="call")
+
+@register("cumsum", compile="call", launchers=("cumsum_lanes",))
 class Cumsum(Function):
-    """out[..., j] = sum(x[..., :j + 1]) along `dim`; the gradient is the running sum taken from the end."""
+    """out[..., j] = sum(x[..., :j + 1]) along `dim`, or with `reverse` sum(x[..., j:]); the
+    gradient of either is the other (the running sum taken from the end)."""
 
     @staticmethod
-    def forward(ctx, x, *, dim):
-        ctx.dim = dim
+    def forward(ctx, x, *, dim, reverse=False):
+        ctx.dim, ctx.reverse = dim, reverse
+        if x.dtype in _LANE_DTYPES:
+            lanes = _lanes(x, dim)
+            return backend_for(x).cumsum_lanes(lanes, np.empty_like(lanes), reverse).reshape(x.shape)
+        if reverse:
+            return np.flip(_running(np.cumsum, np.flip(x, dim), dim), dim)
         return _running(np.cumsum, x, dim)
 
     @staticmethod
     def backward(ctx, grad):
-        dims = (ctx.dim,)
-        return (Cumsum.apply(grad.flip(dims), dim=ctx.dim).flip(dims),)
+        return (Cumsum.apply(grad, dim=ctx.dim, reverse=not ctx.reverse),)
 
 
-@register("cumprod", compile="eager_backward")
+@register("cumprod", compile="eager_backward", launchers=("cumprod_lanes", "cumprod_backward_lanes"))
 class Cumprod(Function):
     """out[..., j] = prod(x[..., :j + 1]) along `dim`.
 
     Gradient: dx[i] = sum_{j >= i} g[j] * prod_{k <= j, k != i} x[k], exact where x holds zeros
     (no division by x). First order runs it as the recurrence dx[i] = P[i] * S[i], with P the
-    product of the elements before i and S[i] = g[i] + x[i + 1] * S[i + 1]: one pass over the
-    dimension, vectorized over the others. Under create_graph the same sum is built from ops (an
+    product of the elements before i and S[i] = g[i] + x[i + 1] * S[i + 1]: two passes over each
+    lane in numdiff.kernels.scan (float32/float64; NumPy over the other dims for other dtypes). Under create_graph the same sum is built from ops (an
     n x n matrix per row, so O(n^2) memory) so that it is differentiable again.
     """
 
@@ -54,6 +62,9 @@ class Cumprod(Function):
     def forward(ctx, x, *, dim):
         ctx.dim = dim
         ctx.save_for_backward(x)
+        if x.dtype in _LANE_DTYPES:
+            lanes = _lanes(x, dim)
+            return backend_for(x).cumprod_lanes(lanes, np.empty_like(lanes)).reshape(x.shape)
         return _running(np.cumprod, x, dim)
 
     @staticmethod
@@ -61,7 +72,18 @@ class Cumprod(Function):
         (x,) = ctx.saved_tensors
         if is_grad_enabled():
             return (_cumprod_grad_differentiable(x, grad, ctx.dim),)
-        return (Tensor._wrap(_cumprod_grad(x._data, grad._data, ctx.dim), None, None),)
+        x, grad = x._data, grad._data
+        if x.dtype in _LANE_DTYPES and grad.dtype == x.dtype and grad.shape == x.shape:
+            lanes = _lanes(x, ctx.dim)
+            out = backend_for(x).cumprod_backward_lanes(lanes, _lanes(grad, ctx.dim), np.empty_like(lanes))
+            return (Tensor._wrap(out.reshape(x.shape), None, None),)
+        return (Tensor._wrap(_cumprod_grad(x, grad, ctx.dim), None, None),)
+
+
+def _lanes(x: Any, dim: int) -> Any:
+    """x as a C-contiguous (outer, n, inner) array, n the length of `dim` (numdiff.kernels.scan's view)."""
+    shape = x.shape
+    return np.ascontiguousarray(x, like=x).reshape(math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :]))
 
 
 def _running(scan: Any, x: Any, dim: int) -> Any:

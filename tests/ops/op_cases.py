@@ -459,6 +459,14 @@ CORE_CASES: list[OpCase] = [
         lambda x: np.broadcast_to(x, (2, 3, 4)),
     ),
     OpCase("flip", "dims", args(normal(2, 3, 2)), lambda x: x.flip((0, 2)), lambda x: np.flip(x, (0, 2))),
+    OpCase("roll", "one-dim", args(normal(3, 4)), lambda x: x.roll(1, 1), lambda x: np.roll(x, 1, 1)),
+    OpCase(
+        "roll",
+        "two-dims-negative",
+        args(normal(2, 3, 5)),
+        lambda x: x.roll((-2, 4), (2, 0)),
+        lambda x: np.roll(x, (-2, 4), (2, 0)),
+    ),
     OpCase(
         "cat",
         "dim1",
