@@ -196,7 +196,12 @@ def group_norm_forward_fold(
                       ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
     kernel = _FORWARD_FOLD.pick(x.size)[0]
-    low, high = (float(min_val), float(max_val)) if activation == "hardtanh" else (float(negative_slope), 0.0)
+    # The activation's numbers rounded to x's dtype first, as the eager float32 kernels take their attrs
+    # (numdiff.kernels.elementwise): a float32 value times a float32 slope is exact in float64, so the
+    # one rounding on store gives float32's own product, bit for bit.
+    cast = x.dtype.type
+    low, high = ((float(cast(min_val)), float(cast(max_val))) if activation == "hardtanh"
+                 else (float(cast(negative_slope)), 0.0))
     kernel(x, weight, bias, float(eps), out, mean, rstd, moments, x if residual is None else residual,
            residual is not None, ACTIVATIONS[activation], low, high, out if activated is None else activated,
            activated is not None)

@@ -72,8 +72,34 @@ def _streams(recurrence, grad, projected, *rest, extra):
     return [g.numpy() for g in numdiff.autograd.grad(out, [leaves[0], *zeros], numdiff.tensor(grad))]
 
 
+def _lstm_record(projected, h0, c0, w_hh):
+    """lstm_record_reference in numdiff ops: the record a backward op reads, built from its inputs in
+    ops numdiff.compile traces (a host read of the inputs would bake the first draw's record in)."""
+    h, c, steps = h0, c0, []
+    for x in projected.unbind(0):
+        i, f, g, o = (x + h @ w_hh.mT).chunk(4, -1)
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        c = f * c + i * g
+        h = o * c.tanh()
+        steps.append(numdiff.cat([h, c, i, f, g, o], -1))
+    return numdiff.stack(steps)
+
+
+def _gru_record(projected, h0, w_hh, b_hh):
+    """gru_record_reference in numdiff ops (see _lstm_record)."""
+    h, steps = h0, []
+    for x in projected.unbind(0):
+        x_r, x_z, x_n = x.chunk(3, -1)
+        h_r, h_z, hn = (h @ w_hh.mT + b_hh).chunk(3, -1)
+        r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
+        n = (x_n + r * hn).tanh()
+        h = (1 - z) * n + z * h
+        steps.append(numdiff.cat([h, r, z, n, hn], -1))
+    return numdiff.stack(steps)
+
+
 def _lstm_backward(grad, projected, h0, c0, w_hh):
-    record = numdiff.tensor(lstm_record_reference(*(t.detach().cpu().numpy() for t in (projected, h0, c0, w_hh))), device=projected.device)
+    record = _lstm_record(*(t.detach() for t in (projected, h0, c0, w_hh)))
     return recurrent.LSTMSequenceBackward.apply(grad, record, projected, h0, c0, w_hh)
 
 
@@ -88,7 +114,7 @@ def _lstm_backward_reference(grad, projected, h0, c0, w_hh):
 
 
 def _gru_backward(grad, projected, h0, w_hh, b_hh):
-    record = numdiff.tensor(gru_record_reference(*(t.detach().cpu().numpy() for t in (projected, h0, w_hh, b_hh))), device=projected.device)
+    record = _gru_record(*(t.detach() for t in (projected, h0, w_hh, b_hh)))
     return recurrent.GRUSequenceBackward.apply(grad, record, projected, h0, w_hh, b_hh)
 
 
