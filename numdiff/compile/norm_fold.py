@@ -10,7 +10,8 @@ the activation (relu, leaky_relu, hardtanh and so relu6) applied as it is writte
 over the activation remain of the seven. A ResNet block's ``relu(bn(conv(x)) + shortcut)`` folds
 its add too (the shortcut read as the sweep writes). The same fold takes InstanceNorm's and
 GroupNorm's ``grouped_norm`` (style transfer's blocks) and a BatchNorm without running statistics;
-not LayerNorm's row view, which eager runs by a row kernel of its own (numdiff.kernels.norm_rows).
+not LayerNorm's row view, which eager runs by a row kernel of its own (numdiff.kernels.norm_rows), nor
+BatchNorm's view of (N, C) input, which eager runs by column kernels (numdiff.kernels.norm_columns).
 When the add's other operand is computed after the norm (``bn2(conv2(out)) + shortcut(x)`` runs the
 shortcut second), the fold runs where that operand exists, and the running statistics' updates that
 read its moments move after it.
@@ -78,6 +79,10 @@ def _foldable_norm(call: OpCall, values: list) -> bool:
         return False
     if view[1] == view[2] == view[4] == 1:
         # LayerNorm's rows: eager runs numdiff.kernels.norm_rows, whose float32 sums round otherwise.
+        return False
+    if view[0] == view[3] == view[4] == 1:
+        # BatchNorm of (N, C) input: eager runs numdiff.kernels.norm_columns over whole rows, where the
+        # fold's kernel would walk each column with a stride of C (an MLP's BatchNorm1d: 1.4x slower).
         return False
     params = [i for i in call.inputs[1:] if not isinstance(i, tuple)]
     if any(isinstance(i, tuple) and i[1] is not None for i in call.inputs[1:]):

@@ -77,7 +77,8 @@ def test_a_folded_norm_and_relu_train_like_eager(norm, shape, kernel, dtype):
 
 @pytest.mark.parametrize("shape", [(16, 5), (12, 3, 7)])
 def test_batchnorm1d_rows_fold_with_their_statistics(shape):
-    # (N, C) and (N, C, L): the kernel's S = 1 branch and its ordinary one.
+    # (N, C, L) folds; (N, C) stays on eager's column kernels (numdiff.kernels.norm_columns), which sweep
+    # whole rows where the fold would walk strided columns. Both give eager's numbers.
     rng = np.random.default_rng(len(shape))
     batches = [numdiff.tensor(rng.standard_normal(shape) - 0.3, dtype=numdiff.float64) for _ in range(3)]
 
@@ -88,7 +89,7 @@ def test_batchnorm1d_rows_fold_with_their_statistics(shape):
     eager, compiled_net = net(), net()
     compiled = numdiff.compile(compiled_net)
     np.testing.assert_allclose(_train(compiled_net, compiled, batches), _train(eager, eager, batches), rtol=1e-12)
-    assert "group_norm_forward_fold(" in _forward_source(compiled)
+    assert ("group_norm_forward_fold(" in _forward_source(compiled)) == (len(shape) == 3)
     np.testing.assert_allclose(compiled_net[0].running_var.numpy(), eager[0].running_var.numpy(), rtol=1e-12)
     np.testing.assert_allclose(compiled_net[0].running_mean.numpy(), eager[0].running_mean.numpy(), rtol=1e-12)
 
