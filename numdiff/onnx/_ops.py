@@ -25,7 +25,7 @@ from numdiff.onnx._ops_layers import (
     max_pool2d,
 )
 from numdiff.onnx._ops_shape import BIG as _BIG
-from numdiff.onnx._ops_shape import expand, getitem, reshape
+from numdiff.onnx._ops_shape import axis_blend, expand, getitem, reshape
 
 
 def _arith(op: str):
@@ -239,6 +239,7 @@ TRANSLATORS: dict[str, Any] = {
     "reshape": reshape,
     "expand": expand,
     "getitem": getitem,
+    "axis_blend": axis_blend,
     "permute": lambda b, call, out: b.node("Transpose", [b.names[call.inputs[0]]], perm=list(call.attrs["dims"])),
     "cat": lambda b, call, out: b.node("Concat", [b.operand(i, out.dtype) for i in call.inputs],
                                        axis=_axis(call.attrs["dim"], len(out.shape))),

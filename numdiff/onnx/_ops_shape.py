@@ -121,3 +121,19 @@ def getitem(b: Builder, call: Any, out: Any) -> str:
             raise UnsupportedOperatorError("numdiff.onnx: boolean-mask indexing has a data-dependent shape")
         y = b.node("Gather", [y, b.cast(indices, np.int64)], axis=axis)
     return y if y != x else b.node("Identity", [x])
+
+
+def axis_blend(b: Builder, call: Any, out: Any) -> str:
+    """numdiff.ops._axis_blend's resize of x (B, D, R) to (B, O, R) by its (O, K) tables, ``out[b, o] = sum_k
+    weight[o, k] * x[b, index[o, k]]`` (interpolate, reflect/replicate/circular pad): Gather the K source rows of every
+    output row, scale them and sum over K. Holds for any B and R at run time (a dynamic batch axis)."""
+
+    def table(item: Any, dtype: Any) -> str:  # a traced table is a graph value; an untraced one an array
+        if isinstance(item, ValueRef):
+            return b.cast(b.names[item.index], dtype)
+        return b.constant(np.asarray(item), dtype)
+
+    index, weight = table(call.attrs["index"], np.int64), table(call.attrs["weight"], out.dtype)
+    taps = b.node("Gather", [b.names[call.inputs[0]], index], axis=1)  # (B, O, K, R)
+    scaled = b.node("Mul", [taps, b.node("Unsqueeze", [weight, b.ints([0, 3])])])  # weight as (1, O, K, 1)
+    return b.reduce("ReduceSum", scaled, [2], False)

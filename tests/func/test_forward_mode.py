@@ -46,6 +46,13 @@ def _torch_function(name: str):
         "threshold": lambda x: tnf.threshold(x, 0.0, 0.0),
         "xlog1py": torch.special.xlog1py,
         "round": torch.round,
+        # The pointwise losses' rules (internal names), as torch's losses without their reduction.
+        "smooth_l1": lambda x, y: tnf.smooth_l1_loss(x, y, reduction="none"),
+        "huber": lambda x, y: tnf.huber_loss(x, y, reduction="none"),
+        "squared_error": lambda x, y: tnf.mse_loss(x, y, reduction="none"),
+        "bce_with_logits": lambda x, y: tnf.binary_cross_entropy_with_logits(x, y, reduction="none"),
+        # torch has no forward-mode rule for soft_margin_loss: its elementwise value log(1 + exp(-x y)).
+        "soft_margin": lambda x, y: torch.logaddexp(torch.zeros_like(x), -x * y),
     }
     if name in special:
         return special[name]
@@ -114,6 +121,7 @@ def test_broadcast_operands_and_mixed_float_dtypes_give_a_tangent_shaped_as_the_
 
 LINEAR_CASES = {
     "views and indexing": lambda lib, x, w: (x.reshape(4, 3).t()[1:, ::2].flip(0).permute(1, 0) * 2.0, x[..., None].expand(3, 4, 2).sum((0, 2))),
+    "roll": lambda lib, x, w: (x.roll(1, 1), x.roll((-1, 2), (0, 1)), (x * x).roll(5)),
     "cat, where, gather, cumsum": lambda lib, x, w: (
         lib.cat([x, x * x], 1).cumsum(1),
         lib.where(x > 0, x, -x),

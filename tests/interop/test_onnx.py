@@ -72,6 +72,12 @@ MODELS = {
                               nn.Upsample(scale_factor=2), nn.Conv2d(4, 3, 3, padding=1), nn.Sigmoid()),
         lambda: [numdiff.randn(1, 3, 5, 5)],
     ),
+    "resampling and padding": (
+        lambda: nn.Sequential(nn.ReplicationPad2d((1, 2, 0, 1)), nn.Upsample(scale_factor=2, mode="bilinear"),
+                              nn.Conv2d(2, 3, 3), nn.Upsample(size=(7, 9), mode="bicubic", align_corners=True),
+                              nn.CircularPad2d(1), nn.Upsample(scale_factor=1.5, mode="nearest")),
+        lambda: [numdiff.randn(2, 2, 4, 5)],
+    ),
     "mlp of activations": (
         lambda: nn.Sequential(nn.Linear(5, 7), nn.SiLU(), nn.Softplus(), nn.ELU(), nn.Hardswish(), nn.Mish(),
                               nn.SELU(), nn.CELU(), nn.Hardtanh(), nn.Softsign(), nn.Tanhshrink(), nn.Softmax(-1)),
@@ -98,7 +104,7 @@ def test_onnxruntime_matches_numdiff(name):
 
 
 @pytest.mark.parametrize("name", ["cnn with batch norm", "transformer encoder layer", "embedding language model",
-                                  "decoder with transposed convs", "style block"])
+                                  "decoder with transposed convs", "style block", "resampling and padding"])
 def test_a_dynamic_batch_axis_runs_at_other_sizes(name):
     numdiff.manual_seed(0)
     make, inputs = MODELS[name]
