@@ -43,3 +43,17 @@ def _fresh_modes():
     numdiff.autograd.set_detect_anomaly(False)
     assert enabled, "a test left grad mode switched off"
     assert not anomaly, "a test left anomaly detection switched on"
+
+
+@pytest.fixture
+def two_threads():
+    """numdiff on two Numba threads for the test (skipped where the pool has fewer), then as before."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs a Numba pool of at least two threads")
+    previous = numdiff.get_num_threads()
+    numdiff.set_num_threads(2)
+    yield
+    numdiff.set_num_threads(previous)
+

@@ -242,17 +242,6 @@ def test_batchnorm3d_and_relu_fold_in_a_volumetric_step(batch, channels, size):
                                    atol=1e-12, err_msg=name)
 
 
-@pytest.fixture
-def two_threads():
-    import numba
-
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("needs two Numba threads")
-    previous = numba.get_num_threads()
-    numdiff.set_num_threads(2)
-    yield
-    numdiff.set_num_threads(previous)
-
 
 def test_the_fold_kernels_parallel_build_equals_the_eager_kernels(two_threads):
     # 16 x 8 x 512 = 65536 elements at two threads: the parallel build runs (serial below 32768).

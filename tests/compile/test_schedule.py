@@ -119,17 +119,6 @@ def test_float32_column_sums_equal_numpys_reduction_bit_for_bit():
     assert "] += " in compiled.compiled.sources[0]
 
 
-@pytest.fixture
-def two_threads():
-    import numba
-
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("needs two Numba threads")
-    previous = numba.get_num_threads()
-    numdiff.set_num_threads(2)
-    yield
-    numdiff.set_num_threads(previous)
-
 
 @pytest.mark.parametrize("dtype", [numdiff.float64, numdiff.float32])
 def test_a_layers_input_and_weight_gradients_run_as_one_pair_and_match_eager(dtype, two_threads):

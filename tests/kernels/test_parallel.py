@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import numba
 import numpy as np
 import pytest
 
@@ -12,16 +11,6 @@ import numdiff
 from numdiff.kernels import conv, pool
 from numdiff.kernels._conv_cores import forward_core
 from numdiff.kernels._parallel import GRAIN_ELEMENTS, always_parallel, always_serial
-
-
-@pytest.fixture
-def two_threads():
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("needs a Numba pool of at least two threads")
-    previous = numdiff.get_num_threads()
-    numdiff.set_num_threads(2)
-    yield
-    numdiff.set_num_threads(previous)
 
 
 def test_small_work_runs_the_serial_build_on_one_part(two_threads):

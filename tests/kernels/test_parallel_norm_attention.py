@@ -3,24 +3,12 @@ below the grain or with fewer prange jobs than threads, and both builds give the
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
-import numdiff
 from numdiff.kernels import attention, norm, norm_rows
 from numdiff.kernels._blas import PARALLEL_MIN_MACS
 from numdiff.kernels._parallel import GRAIN_ELEMENTS, always_parallel
-
-
-@pytest.fixture
-def two_threads():
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("needs a Numba pool of at least two threads")
-    previous = numdiff.get_num_threads()
-    numdiff.set_num_threads(2)
-    yield
-    numdiff.set_num_threads(previous)
 
 
 @pytest.mark.parametrize("pair", ["_FORWARD", "_MOMENTS", "_BACKWARD"])

@@ -6,11 +6,9 @@ row). The runs must cover the work exactly once, whatever the batch (1, odd), th
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
-import numdiff
 from numdiff.kernels import _blas, _conv_routing, _parallel, conv, elementwise, matmul
 from numdiff.kernels._parallel import always_parallel
 from numdiff.kernels.elementwise import RULES
@@ -64,15 +62,6 @@ def test_im2col_cores_cover_odd_batches_on_any_split(case, parts, tiles):
     gw_ref = ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups)
     np.testing.assert_allclose(gw, gw_ref, rtol=1e-11, atol=4e-11)
 
-
-@pytest.fixture
-def two_threads():
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("needs a Numba pool of at least two threads")
-    previous = numdiff.get_num_threads()
-    numdiff.set_num_threads(2)
-    yield
-    numdiff.set_num_threads(previous)
 
 
 # Output shapes above elementwise.GRAIN whose first axis is 1 or odd, with a broadcast operand, so
