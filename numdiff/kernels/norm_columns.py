@@ -16,7 +16,7 @@ general kernel's expressions, each column's sums in row order as there. Backward
     dbias = sum grad,   dw = sum grad * xhat
     dx    = w r grad + c1 x + c0,   c1 = -r^2 w dw / N,   c0 = -r w dbias / N - c1 mean
 
-Loop nest: blocks of columns in parallel (prange over `parts` blocks, one a thread; serial below
+Loop nest: blocks of columns in parallel (prange over `parts` equal contiguous blocks, one a thread; serial below
 GRAIN_ELEMENTS values, with fewer than MIN_BLOCK columns a thread, or at one thread), per block
 row-major sweeps (two for the moments, one more for the output; two for the backward), innermost
 over the block's columns. Extra memory: four float64 vectors of the block's width per block.
@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._parallel import serial_and_parallel
+from numdiff.kernels._parallel import contiguous_run, serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["MIN_BLOCK", "batch_norm_columns_backward", "batch_norm_columns_forward", "batch_norm_columns_moments"]
@@ -60,10 +60,8 @@ def _column_moments(x, c0, c1):
 
 
 def _moments(x, moments, parts):
-    width = -(-x.shape[1] // parts)
     for part in prange(parts):
-        c0 = part * width
-        c1 = min(c0 + width, x.shape[1])
+        c0, c1 = contiguous_run(x.shape[1], parts, part)
         if c0 < c1:
             mu, var = _column_moments(x, c0, c1)
             moments[0, c0:c1] = mu
@@ -71,10 +69,8 @@ def _moments(x, moments, parts):
 
 
 def _forward(x, weight, bias, eps, out, mean, rstd, parts):
-    width = -(-x.shape[1] // parts)
     for part in prange(parts):
-        c0 = part * width
-        c1 = min(c0 + width, x.shape[1])
+        c0, c1 = contiguous_run(x.shape[1], parts, part)
         if c0 >= c1:
             continue
         mu, var = _column_moments(x, c0, c1)
@@ -94,10 +90,8 @@ def _forward(x, weight, bias, eps, out, mean, rstd, parts):
 
 def _backward(grad, x, weight, mean, rstd, dx, dweight, dbias, parts):
     n_count = x.shape[0]
-    width = -(-x.shape[1] // parts)
     for part in prange(parts):
-        c0 = part * width
-        c1 = min(c0 + width, x.shape[1])
+        c0, c1 = contiguous_run(x.shape[1], parts, part)
         if c0 >= c1:
             continue
         mu = mean[c0:c1].astype(np.float64)
