@@ -56,18 +56,27 @@ def _row_sum64(row):
     return (s0 + s1) + (s2 + s3)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _kept_targets(target, ignore_index, classes):
+    """(entries not ignored, -1), or (0, the first row whose target is outside [0, classes))."""
+    kept = 0
+    for i in range(target.shape[0]):
+        t = target[i]
+        if t != ignore_index:
+            if t < 0 or t >= classes:
+                return 0, i
+            kept += 1
+    return kept, -1
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _cross_entropy_rows(x, target, ignore_index, mean, per_entry, coeff, coeff_sum, first_order):
     """Returns (kept entries, sum of per_entry in float64, -1), or (0, 0.0, the first row whose
     target is out of range)."""
     n, classes = x.shape
-    kept = 0
-    for i in range(n):
-        t = target[i]
-        if t != ignore_index:
-            if t < 0 or t >= classes:
-                return 0, 0.0, i
-            kept += 1
+    kept, bad = _kept_targets(target, ignore_index, classes)
+    if bad >= 0:
+        return 0, 0.0, bad
     divisor = float(kept) if mean and kept > 0 else 1.0
     total = 0.0
     for i in range(n):
@@ -103,13 +112,9 @@ def _nll_loss_rows(log_probs, target, ignore_index, mean, per_entry, coeff):
     """Returns (kept entries, sum of per_entry in float64, -1), or (0, 0.0, the first row whose
     target is out of range)."""
     n, classes = log_probs.shape
-    kept = 0
-    for i in range(n):
-        t = target[i]
-        if t != ignore_index:
-            if t < 0 or t >= classes:
-                return 0, 0.0, i
-            kept += 1
+    kept, bad = _kept_targets(target, ignore_index, classes)
+    if bad >= 0:
+        return 0, 0.0, bad
     scale = -1.0 / (float(kept) if mean and kept > 0 else 1.0)
     total = 0.0
     for i in range(n):
