@@ -120,24 +120,22 @@ def _autorange(step: Callable[[], Any]) -> int:
         number *= 10
 
 
-def _settle_background_builds(step: Callable[[], Any], timeout_s: float = 300.0) -> None:
+def _helper_requests_so_far() -> int:
+    background = sys.modules.get("numdiff.kernels._background")
+    return 0 if background is None else len(background.helper_requests())
+
+
+def _settle_background_builds(step: Callable[[], Any], asked_before: int) -> None:
     """Step until no parallel kernel build is left compiling in numdiff's helper process.
 
     With an empty cache, a first call at two or more threads runs the serial twin of each parallel
-    build while a helper process compiles it (numdiff/kernels/_background.py). Timing then would
-    time the twins, with the helper's compilation on the cores: the two-thread rows of a first run
-    on a fresh machine were 1.5-170x off. Each step may meet new signatures, so step until one asks
-    for nothing new. Nothing to do for torch and jax, or where the helper was never asked."""
+    build while a helper process compiles it (numdiff/kernels/_background.py), so timing then times
+    the twins with the helper's compilation on the cores: the two-thread rows of a first run on a
+    fresh machine were 1.5-170x off. Nothing to do for torch and jax, or where numdiff never
+    loaded the helper's module."""
     background = sys.modules.get("numdiff.kernels._background")
-    if background is None:
-        return
-    deadline = time.monotonic() + timeout_s
-    asked = -1
-    while len(background.helper_requests()) != asked and time.monotonic() < deadline:
-        asked = len(background.helper_requests())
-        while "pending" in background.helper_requests().values() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        step()  # loads what the helper left in the disk cache; a new signature asks again
+    if background is not None:
+        background.settle(step, asked_before)
 
 
 class InProcess:
@@ -152,10 +150,11 @@ class InProcess:
     def request(self, op: str, **fields: Any) -> dict:
         if op == "build":
             self.step = _resolve(fields["builder"])(**fields.get("kwargs", {}))
+            asked_before = _helper_requests_so_far()
             start = time.perf_counter()
             self.step()
             first_s = time.perf_counter() - start
-            _settle_background_builds(self.step)
+            _settle_background_builds(self.step, asked_before)
             return {"first_s": first_s}
         if op == "autorange":
             return {"number": _autorange(self.step)}

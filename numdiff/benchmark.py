@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -99,6 +100,19 @@ def _autorange(fn: Callable[[], Any]) -> int:
         number *= 10
 
 
+def _warm_up(fn: Callable[[], Any], warmup: int) -> None:
+    """`warmup` untimed calls, then more while numdiff's helper process compiles parallel kernels
+    those calls handed to it: until it delivers, calls run their serial twins
+    (numdiff/kernels/_background.py), and a timing would time neither."""
+    background = sys.modules.get("numdiff.kernels._background")
+    asked_before = 0 if background is None else len(background.helper_requests())
+    for _ in range(warmup):
+        fn()
+    background = sys.modules.get("numdiff.kernels._background")  # the calls may have loaded it
+    if warmup and background is not None:
+        background.settle(fn, asked_before)
+
+
 def timeit(fn: Callable[[], Any], repeat: int = 7, number: int | None = None, warmup: int = 1) -> Timing:
     """Time `fn()`: `warmup` untimed calls, then `repeat` rounds of `number` calls.
 
@@ -112,8 +126,7 @@ def timeit(fn: Callable[[], Any], repeat: int = 7, number: int | None = None, wa
         raise ValueError(f"timeit needs repeat >= 1, got {repeat}")
     if number is not None and number < 1:
         raise ValueError(f"timeit needs number >= 1 (or None to choose), got {number}")
-    for _ in range(warmup):
-        fn()
+    _warm_up(fn, warmup)
     if number is None:
         number = _autorange(fn)
     return Timing(tuple(_time_calls(fn, number) for _ in range(repeat)), number)
@@ -200,8 +213,7 @@ def compare(
     if repeat < 1:
         raise ValueError(f"compare needs repeat >= 1, got {repeat}")
     for name in names:
-        for _ in range(warmup):
-            candidates[name]()
+        _warm_up(candidates[name], warmup)
     numbers = {name: number or _autorange(candidates[name]) for name in names}
     samples: dict[str, list[float]] = {name: [] for name in names}
     for round_index in range(repeat):

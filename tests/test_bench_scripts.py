@@ -94,14 +94,12 @@ def test_probed_workloads_train_the_same_model_in_both_libraries(workload):
             step()
 
 
-def test_timing_waits_for_parallel_builds_handed_to_the_helper(monkeypatch):
-    """A build's first step may leave parallel kernels compiling in numdiff's helper process; the
-    harness steps on until no request is pending and a step asks for nothing new."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import _isolated
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+
+def test_settle_steps_until_no_parallel_build_is_pending(monkeypatch):
+    """A first step may leave parallel kernels compiling in numdiff's helper process; settle steps
+    on until no request is pending and a step asks for nothing new."""
+    from numdiff.kernels import _background
+
     requests: dict[str, str] = {"conv core": "pending"}
     polls = {"count": 0}
     steps: list[dict[str, str]] = []
@@ -114,11 +112,37 @@ def test_timing_waits_for_parallel_builds_handed_to_the_helper(monkeypatch):
 
     def step():
         steps.append(dict(requests))
-        if len(steps) == 1:  # the second step meets a new signature, which the helper takes too
+        if len(steps) == 1:  # this step meets a new signature, which the helper takes too
             requests["gemm"] = "pending"
 
-    monkeypatch.setitem(sys.modules, "numdiff.kernels._background", type(sys)("fake_background"))
-    sys.modules["numdiff.kernels._background"].helper_requests = helper_requests
-    monkeypatch.setattr(_isolated.time, "sleep", lambda seconds: None)
-    _isolated._settle_background_builds(step)
+    monkeypatch.setattr(_background, "helper_requests", helper_requests)
+    monkeypatch.setattr(_background.time, "sleep", lambda seconds: None)
+    _background.settle(step, asked_before=0)
     assert len(steps) == 2 and steps[-1] == {"conv core": "done", "gemm": "done"}, steps
+    _background.settle(step, asked_before=2)  # nothing asked since: no call
+    assert len(steps) == 2
+
+
+@pytest.mark.parametrize("harness", ["numdiff.benchmark", "benchmarks/_isolated.py"])
+def test_timing_harnesses_settle_after_warm_up(monkeypatch, harness):
+    from numdiff import benchmark
+    from numdiff.kernels import _background
+
+    settled = []
+    monkeypatch.setattr(_background, "settle", lambda step, asked_before: settled.append(step))
+    calls = []
+    if harness == "numdiff.benchmark":
+        benchmark.timeit(lambda: calls.append(1), repeat=1, number=1)
+        benchmark.compare({"a": lambda: calls.append(1), "b": lambda: calls.append(2)}, repeat=1, number=1)
+        assert len(settled) == 3
+    else:
+        sys.path.insert(0, str(BENCHMARKS))
+        try:
+            import _isolated
+        finally:
+            sys.path.remove(str(BENCHMARKS))
+        monkeypatch.setattr(_isolated, "_resolve", lambda reference: lambda: lambda: calls.append(1))
+        candidate = _isolated.InProcess.__new__(_isolated.InProcess)
+        candidate.step = None
+        assert "first_s" in candidate.request("build", builder="unused")
+        assert len(settled) == 1

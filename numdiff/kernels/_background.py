@@ -38,13 +38,14 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from numba.core.caching import NullCache
 
-__all__ = ["defer_to_helper", "foreground", "helper_requests"]
+__all__ = ["defer_to_helper", "foreground", "helper_requests", "settle"]
 
 _ENABLED = os.environ.get("NUMDIFF_BACKGROUND_COMPILE", "1") != "0"
 _state: dict[str, Any] = {"foreground": 0, "helper": None}
@@ -61,6 +62,23 @@ def helper_requests() -> dict[tuple[str, str, Any], str]:
     """A copy of the builds asked of the helper process in this process, with their state."""
     with _lock:
         return dict(_requests)
+
+
+def settle(step: Callable[[], Any], asked_before: int = 0, timeout_s: float = 300.0) -> None:
+    """Call `step` until no parallel build it needs is left compiling in the helper process.
+
+    Until the helper delivers, calls run the serial twins while the helper compiles on the other
+    core, so a timing taken then times neither. `asked_before` is ``len(helper_requests())``
+    before the calls that may have asked: with nothing asked since, `step` is not called. Each call
+    may meet new argument types and ask again, so this steps until a call asks for nothing new (or
+    `timeout_s` has passed). Timing harnesses call it after their warm-up (numdiff.benchmark,
+    benchmarks/_isolated.py)."""
+    deadline = time.monotonic() + timeout_s
+    while len(helper_requests()) > asked_before and time.monotonic() < deadline:
+        asked_before = len(helper_requests())
+        while "pending" in helper_requests().values() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        step()  # loads what the helper left in the disk cache; a new signature asks again
 
 
 @contextmanager
