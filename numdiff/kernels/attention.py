@@ -1,7 +1,8 @@
 """Scaled dot-product attention kernels (CPU, Numba): forward and backward, one head at a time.
 
 Shapes: q (B, L, E), k (B, S, E), v (B, S, Ev), all C-contiguous of one float dtype; ``bias``
-(Bb, L, S) added to the scores, Bb = 1 (one mask for every head) or B, or (0, 0, 0) for none;
+(Bb, L, S) added to the scores, Bb dividing B and head b reading ``bias[b % Bb]`` (1: one mask for
+every head; B: one each; N with heads ordered (H, N): one per sequence), or (0, 0, 0) for none;
 ``causal`` hides key j from query i when j > i (PyTorch's top-left alignment).
 
 Forward writes ``out`` (B, L, Ev + 1): the attention output and, in the last column, each row's
@@ -171,8 +172,8 @@ def _check(op: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarra
     check_shape(op, "k", k, (heads, None, depth))
     cols = k.shape[1]
     check_shape(op, "v", v, (heads, cols, None))
-    if bias.shape != (0, 0, 0) and (bias.ndim != 3 or bias.shape[1:] != (rows, cols) or bias.shape[0] not in (1, heads)):
-        raise ValueError(f"{op}: bias must be (1, {rows}, {cols}), ({heads}, {rows}, {cols}) or (0, 0, 0), got {bias.shape}")
+    if bias.shape != (0, 0, 0) and (bias.ndim != 3 or bias.shape[1:] != (rows, cols) or bias.shape[0] == 0 or heads % bias.shape[0]):
+        raise ValueError(f"{op}: bias must be (Bb, {rows}, {cols}) with Bb dividing {heads}, or (0, 0, 0), got {bias.shape}")
     return heads, rows, cols, depth, v.shape[2]
 
 

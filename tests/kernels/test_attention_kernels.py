@@ -55,12 +55,18 @@ def test_bad_arguments_name_the_kernel_and_the_shapes():
     q, v = np.zeros((2, 3, 4)), np.zeros((2, 5, 4))
     with pytest.raises(ValueError, match=r"attention_forward: k must have shape \(2, \*, 4\), got \(2, 5, 3\)"):
         attention.attention_forward(q, np.zeros((2, 5, 3)), v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
-    with pytest.raises(ValueError, match=r"attention_forward: bias must be \(1, 3, 5\), \(2, 3, 5\) or \(0, 0, 0\), got \(3, 3, 5\)"):
+    with pytest.raises(ValueError, match=r"attention_forward: bias must be \(Bb, 3, 5\) with Bb dividing 2, or \(0, 0, 0\), got \(3, 3, 5\)"):
         attention.attention_forward(q, v, v, np.zeros((3, 3, 5)), 1.0, False, np.empty((2, 3, 5)))
     with pytest.raises(TypeError, match="attention_forward: all arrays must share one dtype"):
         attention.attention_forward(q.astype(np.float32), v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
     with pytest.raises(ValueError, match=r"attention_forward: out must have shape \(2, 3, 5\)"):
         attention.attention_forward(q, v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 4)))
+
+
+def test_attention_op_refuses_a_bias_whose_count_does_not_divide_the_heads():
+    q, kv = numdiff.zeros(6, 3, 2), numdiff.zeros(6, 4, 2)
+    with pytest.raises(ValueError, match=r"attention: bias must have shape \(Bb, 3, 4\) with Bb dividing 6, got \(4, 3, 4\)"):
+        fused_attention(q, kv, kv, numdiff.zeros(4, 3, 4))
 
 
 @pytest.mark.parametrize("rows, cols", [(5, 7), (7, 5)])
