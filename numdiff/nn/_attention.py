@@ -158,6 +158,8 @@ def _fused(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None, scale
     """scaled_dot_product_attention through the fused attention op, heads flattened to one dim."""
     rows, cols, width = query.shape[-2], key.shape[-2], value.shape[-1]
     heads = math.prod(batch)
+    if _per_sequence(query, key, value, bias, batch):
+        return _fused_per_sequence(query, key, value, bias, scale, causal)
     if bias is not None:
         lead = tuple(bias.shape[:-2])
         if all(n == 1 for n in lead):
@@ -169,6 +171,32 @@ def _fused(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None, scale
         value.reshape(heads, cols, width), bias, scale, causal,
     )  # fmt: skip
     return out[..., :width].reshape(*batch, rows, width)
+
+
+def _per_sequence(query: Tensor, key: Tensor, value: Tensor, bias: Tensor | None, batch: tuple) -> bool:
+    """Whether q, k and v are (N, H, ., .) with a mask that varies over N only (a key padding mask)
+    and flattening (N, H) copies them anyway (heads split from a projection): then heads ordered
+    (H, N) share an (N, L, S) mask instead of an (N * H, L, S) copy of it."""
+    if bias is None or len(batch) != 2 or bias.ndim != 4 or bias.shape[1] != 1 or bias.shape[0] == 1 or batch[1] == 1:
+        return False
+
+    def flat_is_view(t: Tensor) -> bool:
+        return t.stride(0) == batch[1] * t.stride(1)
+
+    return not all(flat_is_view(t) for t in (query, key, value))
+
+
+def _fused_per_sequence(query: Tensor, key: Tensor, value: Tensor, bias: Tensor, scale: float, causal: bool) -> Tensor:
+    """_fused with heads ordered (H, N): head h * N + n adds bias[n] (numdiff.ops.attention)."""
+    sequences, heads_per_sequence, rows = query.shape[:3]
+    cols, width = key.shape[-2], value.shape[-1]
+
+    def flat(t: Tensor) -> Tensor:
+        return t.transpose(0, 1).reshape(sequences * heads_per_sequence, *t.shape[2:])
+
+    shared = bias.expand(sequences, 1, rows, cols).reshape(sequences, rows, cols)
+    out = attention(flat(query), flat(key), flat(value), shared, scale, causal)
+    return out[..., :width].reshape(heads_per_sequence, sequences, rows, width).transpose(0, 1)
 
 
 def _repeat_kv_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
@@ -279,6 +307,9 @@ def multi_head_attention(
         empty_slot = zeros(batch, num_heads, 1, head_dim, dtype=q.dtype, device=q.device)
         k, v = cat([k, empty_slot], 2), cat([v, empty_slot], 2)
         attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+    # A truthful causal hint lets the kernel hide the future itself, the padding mask as its bias.
+    causal_padded = is_causal and key_padding_mask is not None and bias_kv is None and not add_zero_attn
+    padding = key_padding_mask
     if key_padding_mask is not None:
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
 
@@ -294,7 +325,10 @@ def multi_head_attention(
     else:
         # PyTorch's fast path: a truthful is_causal hint with no padding mask becomes a causal mask.
         causal = is_causal and key_padding_mask is None
-        attended = scaled_dot_product_attention(q, k, v, None if causal else attn_mask, dropout_p, causal)
+        if causal_padded and _fused_applies(q, k, v, padding, dropout_p, (batch, num_heads)):
+            attended = _fused(q, k, v, padding, 1.0 / math.sqrt(head_dim), True, (batch, num_heads))
+        else:
+            attended = scaled_dot_product_attention(q, k, v, None if causal else attn_mask, dropout_p, causal)
         weights = None
     # (N, heads, L, E / heads) -> rows of E in the input's layout, for the output projection.
     attended = attended.transpose(1, 2) if batch_first else attended.permute(2, 0, 1, 3)

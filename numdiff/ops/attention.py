@@ -40,6 +40,9 @@ def composed_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, sca
     """What ``attention`` returns, from numdiff ops: [softmax(scale q k^T + bias) v, log-sum-exp]."""
     scores = (q @ k.transpose(-2, -1)) * scale
     if bias is not None:
+        heads, shared = scores.shape[0], bias.shape[0]
+        if shared not in (1, heads):  # head b reads bias[b % Bb]: the bias tiled along the heads
+            bias = bias.unsqueeze(0).expand(heads // shared, *bias.shape).reshape(heads, *bias.shape[1:])
         scores = scores + bias
     if causal:
         rows, cols = scores.shape[-2:]
@@ -56,7 +59,7 @@ def composed_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, sca
 
 @register("attention", compile="kernel", launchers=("attention_forward",))
 class Attention(Function):
-    """q (B, L, E), k (B, S, E), v (B, S, Ev), bias (1 or B, L, S) or None -> (B, L, Ev + 1)."""
+    """q (B, L, E), k (B, S, E), v (B, S, Ev), bias (Bb, L, S), Bb dividing B, or None -> (B, L, Ev + 1)."""
 
     @staticmethod
     def forward(ctx, q, k, v, bias, *, scale, causal):
@@ -112,7 +115,9 @@ class AttentionBackward(Function):
 def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, scale: float | None = None, causal: bool = False) -> Tensor:
     """Fused attention over heads: (B, L, Ev + 1) = [softmax(scale q k^T + bias) v, log-sum-exp].
 
-    The bias (an additive float mask) is a constant: no gradient flows to it.
+    The bias (an additive float mask) is a constant: no gradient flows to it. Its first dim Bb
+    divides B and head b adds ``bias[b % Bb]``: one mask for all heads, one each, or, with heads
+    ordered (H, N), one per sequence of N.
 
     >>> q = numdiff.randn(4, 5, 8)
     >>> tuple(attention(q, q, q, causal=True)[..., :8].shape)
@@ -129,7 +134,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, scale
     dtypes = {str(t.dtype) for t in (q, k, v) + (() if bias is None else (bias,))}
     if len(dtypes) != 1 or dtypes.pop() not in ("numdiff.float32", "numdiff.float64"):
         raise TypeError(f"{op}: expected float32 or float64 tensors of one dtype, got {q.dtype!r}, {k.dtype!r}, {v.dtype!r}")
-    if bias is not None and (bias.ndim != 3 or tuple(bias.shape[1:]) != (rows, cols) or bias.shape[0] not in (1, heads)):
-        raise ValueError(f"{op}: bias must have shape (1, {rows}, {cols}) or ({heads}, {rows}, {cols}), got {tuple(bias.shape)}")
+    if bias is not None and (bias.ndim != 3 or tuple(bias.shape[1:]) != (rows, cols) or bias.shape[0] == 0 or heads % bias.shape[0]):
+        raise ValueError(f"{op}: bias must have shape (Bb, {rows}, {cols}) with Bb dividing {heads}, got {tuple(bias.shape)}")
     scale = 1.0 / math.sqrt(depth) if scale is None else float(scale)
     return Attention.apply(q, k, v, None if bias is None else bias.detach(), scale=scale, causal=bool(causal))

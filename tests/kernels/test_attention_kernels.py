@@ -9,6 +9,7 @@ import pytest
 
 import numdiff
 from numdiff.kernels import attention
+from numdiff.ops.attention import attention as fused_attention
 from tests.ops.cases_attention import attention_reference
 
 NO_BIAS = np.zeros((0, 0, 0))
@@ -54,12 +55,18 @@ def test_bad_arguments_name_the_kernel_and_the_shapes():
     q, v = np.zeros((2, 3, 4)), np.zeros((2, 5, 4))
     with pytest.raises(ValueError, match=r"attention_forward: k must have shape \(2, \*, 4\), got \(2, 5, 3\)"):
         attention.attention_forward(q, np.zeros((2, 5, 3)), v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
-    with pytest.raises(ValueError, match=r"attention_forward: bias must be \(1, 3, 5\), \(2, 3, 5\) or \(0, 0, 0\), got \(3, 3, 5\)"):
+    with pytest.raises(ValueError, match=r"attention_forward: bias must be \(Bb, 3, 5\) with Bb dividing 2, or \(0, 0, 0\), got \(3, 3, 5\)"):
         attention.attention_forward(q, v, v, np.zeros((3, 3, 5)), 1.0, False, np.empty((2, 3, 5)))
     with pytest.raises(TypeError, match="attention_forward: all arrays must share one dtype"):
         attention.attention_forward(q.astype(np.float32), v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 5)))
     with pytest.raises(ValueError, match=r"attention_forward: out must have shape \(2, 3, 5\)"):
         attention.attention_forward(q, v, v, NO_BIAS, 1.0, False, np.empty((2, 3, 4)))
+
+
+def test_attention_op_refuses_a_bias_whose_count_does_not_divide_the_heads():
+    q, kv = numdiff.zeros(6, 3, 2), numdiff.zeros(6, 4, 2)
+    with pytest.raises(ValueError, match=r"attention: bias must have shape \(Bb, 3, 4\) with Bb dividing 6, got \(4, 3, 4\)"):
+        fused_attention(q, kv, kv, numdiff.zeros(4, 3, 4))
 
 
 @pytest.mark.parametrize("rows, cols", [(5, 7), (7, 5)])
@@ -73,6 +80,49 @@ def test_causal_backward_passes_gradcheck_with_more_or_fewer_keys_than_queries(r
         return numdiff.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     assert numdiff.autograd.gradcheck(attend, (q, k, v))
+
+
+# Past CAUSAL_BLOCK query rows a causal head runs in row blocks, each block's products limited to the
+# keys it sees: more rows than keys (late blocks see every key), fewer, and a block boundary inside.
+BLOCKED = [(attention.CAUSAL_BLOCK + 9, 23), (23, attention.CAUSAL_BLOCK + 9), (2 * attention.CAUSAL_BLOCK + 5,) * 2]
+
+
+@pytest.mark.parametrize("rows, cols", BLOCKED)
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+def test_causal_forward_in_row_blocks_matches_numpy(rows, cols, dtype, tol):
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in ((3, rows, 5), (3, cols, 5), (3, cols, 4)))
+    bias = rng.standard_normal((3, rows, cols)).astype(dtype)
+    bias[2, rows - 3, :] = -np.inf  # a row in the last block that sees no key
+    out = attention.attention_forward(q, k, v, bias, 0.4, True, np.empty((3, rows, 5), dtype))
+    np.testing.assert_allclose(out, attention_reference(q, k, v, bias, True, 0.4), rtol=tol, atol=tol)
+    assert out[2, rows - 3, 4] == -np.inf and (out[2, rows - 3, :4] == 0).all()
+
+
+@pytest.mark.parametrize("rows, cols", BLOCKED[:2])
+def test_causal_backward_in_row_blocks_passes_gradcheck(rows, cols):
+    # dK and dV are summed over the row blocks; the log-sum-exp column's gradient flows too.
+    rng = np.random.default_rng(5)
+    q, k, v = (numdiff.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in ((2, rows, 2), (2, cols, 2), (2, cols, 3)))
+    bias = numdiff.tensor(rng.standard_normal((1, rows, cols)))
+    assert numdiff.autograd.gradcheck(lambda q, k, v: fused_attention(q, k, v, bias, 0.8, True), (q, k, v))
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-4), (np.float64, 1e-11)])
+def test_causal_backward_in_row_blocks_matches_one_block(dtype, tol):
+    # The same head as one whole block: the causal mask as a bias of -inf above the diagonal.
+    rows, cols = BLOCKED[2]
+    rng = np.random.default_rng(6)
+    q, k, v, grad = (rng.standard_normal(s).astype(dtype) for s in ((2, rows, 4), (2, cols, 4), (2, cols, 3), (2, rows, 4)))
+    hidden = np.where(np.triu(np.ones((1, rows, cols), bool), k=1), -np.inf, 0.0).astype(dtype)
+    results = []
+    for bias, causal in ((NO_BIAS.astype(dtype), True), (hidden, False)):
+        out = attention.attention_forward(q, k, v, bias, 0.5, causal, np.empty((2, rows, 4), dtype))
+        res = np.empty((2, (rows + cols) * 4 + cols * 3), dtype)
+        results.append((out, attention.attention_backward(grad, out, q, k, v, bias, 0.5, causal, res)))
+    for blocked, whole in zip(*results):
+        np.testing.assert_allclose(blocked, whole, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -14,6 +14,7 @@ import numdiff.nn as nn
 from numdiff.autograd import gradcheck, gradgradcheck
 from numdiff.nn import functional
 from numdiff.nn.modules.transformer import generate_square_subsequent_mask
+from numdiff.ops.attention import attention as fused_attention
 from tests.nn.parity64 import backward_both, close, compare_parameter_grads, leaf, load_from_torch
 
 torch = pytest.importorskip("torch")
@@ -165,6 +166,43 @@ def test_multihead_attention_matches_torch(rng, case, ctor, call):
     backward_both(rng, outs, outs_t)
     for i, (mine, expected) in enumerate(pairs):
         close(mine.grad, expected.grad, f"grad of input {i}")
+    compare_parameter_grads(ours, theirs)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("causal_hint", [False, True])
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_multihead_attention_padding_mask_is_shared_by_the_heads_and_matches_torch(monkeypatch, rng, batch_first, causal_hint, kind):
+    # Heads split from the packed projection are copied to the fused op anyway, so they go in (H, N)
+    # order and every head of a sequence reads one (L, S) mask, not an (N * H, L, S) copy of it; with
+    # a causal hint the kernel hides the future itself (in row blocks: 40 rows) and adds only padding.
+    import numdiff.nn._attention as attention_module
+
+    seen = []
+
+    def spy(q, k, v, bias=None, scale=None, causal=False):
+        seen.append((tuple(bias.shape) if bias is not None else None, causal))
+        return fused_attention(q, k, v, bias, scale, causal)
+
+    monkeypatch.setattr(attention_module, "attention", spy)
+    ours, theirs = _mha_pair(8, 2, batch_first=batch_first)
+    batch, rows = 3, 40
+    x, x_t = leaf(rng.standard_normal((batch, rows, 8) if batch_first else (rows, batch, 8)))
+    padding = np.zeros((batch, rows), bool)
+    padding[1, -4:] = True
+    padding = padding if kind == "bool" else np.where(padding, -np.inf, 0.0)
+    extra, extra_t = {}, {}
+    extra["key_padding_mask"], extra_t["key_padding_mask"] = leaf(padding, requires_grad=False)
+    if causal_hint:
+        future = np.triu(np.ones((rows, rows), bool), 1)
+        future = future if kind == "bool" else np.where(future, -np.inf, 0.0)
+        extra["attn_mask"], extra_t["attn_mask"] = leaf(future, requires_grad=False)
+    out = ours(x, x, x, need_weights=False, is_causal=causal_hint, **extra)[0]
+    out_t = theirs(x_t, x_t, x_t, need_weights=False, is_causal=causal_hint, **extra_t)[0]
+    close(out, out_t, "output")
+    assert seen == [((batch, rows, rows), causal_hint)]
+    backward_both(rng, [out], [out_t])
+    close(x.grad, x_t.grad, "grad of the input")
     compare_parameter_grads(ours, theirs)
 
 

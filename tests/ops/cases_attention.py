@@ -59,6 +59,10 @@ CASES = [
     OpCase("attention", "per-head-bias", lambda rng: (rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 4, 2)),
                                                      rng.standard_normal((2, 4, 2)), Const(rng.standard_normal((2, 3, 4)))),
            fused.attention, attention_reference, **CLOSE),
+    # Bb dividing B: head b adds bias[b % Bb] (heads ordered (H, N) with one padding mask per sequence).
+    OpCase("attention", "bias-per-sequence", lambda rng: (rng.standard_normal((6, 3, 2)), rng.standard_normal((6, 4, 2)),
+                                                         rng.standard_normal((6, 4, 2)), Const(rng.standard_normal((2, 3, 4)))),
+           fused.attention, lambda q, k, v, b: attention_reference(q, k, v, np.tile(b, (3, 1, 1))), **CLOSE),
     OpCase("attention", "row-that-sees-no-key", lambda rng: (rng.standard_normal((1, 3, 2)), rng.standard_normal((1, 4, 2)),
                                                             rng.standard_normal((1, 4, 2)), _blind_row_bias(rng)),
            lambda q, k, v, b: fused.attention(q, k, v, b)[..., :2], lambda q, k, v, b: attention_reference(q, k, v, b)[..., :2],

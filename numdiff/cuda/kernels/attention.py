@@ -134,8 +134,8 @@ def _check(op: str, q: CudaArray, k: CudaArray, v: CudaArray, bias: CudaArray) -
     cols = k.shape[1]
     if k.ndim != 3 or k.shape != (heads, cols, depth) or v.ndim != 3 or v.shape[:2] != (heads, cols):
         raise ValueError(f"{op}: expected q (B, L, E), k (B, S, E), v (B, S, Ev), got {q.shape}, {k.shape}, {v.shape}")
-    if bias.shape != (0, 0, 0) and (bias.shape[1:] != (rows, cols) or bias.shape[0] not in (1, heads)):
-        raise ValueError(f"{op}: bias must be (1, {rows}, {cols}), ({heads}, {rows}, {cols}) or (0, 0, 0), got {bias.shape}")
+    if bias.shape != (0, 0, 0) and (bias.shape[1:] != (rows, cols) or bias.shape[0] == 0 or heads % bias.shape[0]):
+        raise ValueError(f"{op}: bias must be (Bb, {rows}, {cols}) with Bb dividing {heads}, or (0, 0, 0), got {bias.shape}")
 
 
 def attention_forward(q: CudaArray, k: CudaArray, v: CudaArray, bias: CudaArray, scale: float, causal: bool, out: CudaArray) -> CudaArray:
