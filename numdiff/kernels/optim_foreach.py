@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import carray, types
+from numba import carray, literal_unroll, types
 from numba.extending import intrinsic
 
 from numdiff.kernels import optim
@@ -111,6 +111,22 @@ def adagrad_foreach(addresses, lengths, hyper, like, flags):
         _ADAGRAD(_view(a[0], n[0], like), _view(a[1], n[1], like), _view(a[2], n[2], like), (h[0], h[1], h[2]), flags)
 
 
+@njit(cache=True)
+def _row_addresses(arrays, addresses, lengths, j):
+    """Row `j` of the table: each non-empty array's data address and element count (an empty
+    one's stay 0). One compiled call per parameter instead of a Python ``arr.ctypes.data`` per
+    array, which builds a ctypes object each time (1.45 us against 0.5 for a whole row, one
+    thread): for Adam over 60 parameters, 240 of them a step. literal_unroll, not an indexed
+    loop, so that a row whose arrays differ in flags (a read-only gradient) types too; it costs
+    0.2 s of compiling once per dtype and arity, then loads from the disk cache."""
+    k = 0
+    for arr in literal_unroll(arrays):
+        if arr.size:
+            addresses[j, k] = arr.ctypes.data
+            lengths[j, k] = arr.size
+        k += 1
+
+
 FOREACH_KERNELS = {"sgd": sgd_foreach, "adam": adam_foreach, "rmsprop": rmsprop_foreach, "adagrad": adagrad_foreach}
 
 
@@ -166,10 +182,7 @@ class ForeachUpdate:
             addresses = np.zeros((len(rows), SLOTS), np.int64)
             lengths = np.zeros((len(rows), SLOTS), np.int64)
             for j, (arrays, _) in enumerate(rows):
-                for k, arr in enumerate(arrays):
-                    if arr.size:
-                        addresses[j, k] = arr.ctypes.data
-                        lengths[j, k] = arr.size
+                _row_addresses(arrays, addresses, lengths, j)
             # Adam's update runs in float32 for float32 parameters, as run_kernel's does one by one.
             hyper_dtype = np.float32 if self.name == "adam" and dtype == np.float32 else np.float64
             hyper = np.array([h for _, h in rows], hyper_dtype)

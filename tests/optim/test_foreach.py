@@ -65,3 +65,35 @@ def test_bad_arrays_are_rejected_before_anything_changes():
         ForeachUpdate("lbfgs", ())
     update.run()
     np.testing.assert_array_equal(p, np.ones(4))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_with_unused_buffers_and_read_only_gradients_equal_one_call_per_parameter(dtype):
+    # An unused buffer (SGD without momentum, Adam without amsgrad) is empty and must stay out of
+    # the address table; a read-only gradient gives the row's tuple arrays of two types.
+    rng = np.random.default_rng(1)
+    cases = [
+        ("sgd", (False, False), lambda n: (rng.random(n), rng.random(n), np.empty(0)),
+         (0.1, 0.0, 0.0, 0.01, 1.0)),
+        ("adam", (False, False, False), lambda n: (rng.random(n), rng.random(n), np.zeros(n), np.zeros(n), np.empty(0)),
+         optim_steps.adam_hyper(1, 0.01, 0.9, 0.99, 1e-8, 0.0)),
+    ]
+    for name, flags, arrays_of, h in cases:
+        group = []
+        for n in (5, 1, 33):
+            arrays = [a.astype(dtype) for a in arrays_of(n)]
+            arrays[1].flags.writeable = False
+            group.append(tuple(arrays))
+        copies = [tuple(a.copy() for a in arrays) for arrays in group]
+        before = [arrays[0].copy() for arrays in group]
+        update = ForeachUpdate(name, flags)
+        for arrays in group:
+            update.add(arrays, h)
+        update.run()
+        f = flags + ((bool(h[4]),) if name == "sgd" else ())
+        for arrays in copies:
+            optim_steps.run_kernel(name, arrays, h[:4] if name == "sgd" else h, f)
+        for ours, theirs, start in zip(group, copies, before):
+            assert not np.array_equal(ours[0], start)  # the update ran
+            for a, b in zip(ours, theirs):
+                np.testing.assert_array_equal(a, b)
