@@ -40,11 +40,30 @@ _PARTS_OPTIONS = {name: value for name, value in _OPTIONS.items() if name != "ca
 
 
 # --------------------------------------------------------------------------- LSTM
+@njit(inline="always", **_OPTIONS)
+def _sigmoid_into(x, y):
+    """y[j] = sigmoid(x[j]) over two equal-length vectors."""
+    for j in range(y.shape[0]):
+        y[j] = sigmoid(x[j])
+
+
+@njit(inline="always", **_OPTIONS)
+def _tanh_into(x, y):
+    """y[j] = tanh(x[j]) over two equal-length vectors."""
+    for j in range(y.shape[0]):
+        y[j] = tanh(x[j])
+
+
 @njit(**_OPTIONS)
 def _lstm_gates(pre, c0, t, out, lo):
     """Step t's gates from pre (rows lo.., 4H) = the gates before activation: out[t, lo..] (6H)
     written, reading c_{t-1} from out[t - 1] (c0 at t = 0). Activated straight into out, not in
-    place and then copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32."""
+    place and then copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32.
+
+    Every gate block is a view of its own, indexed from 0: with offset indices
+    (``row[2 * hidden + j] = sigmoid(a[j])``) the same loops took 235 us for the gates of 40 steps
+    x 24 x 64 in float32, with views 103 us (one thread, thread CPU time). The GRU and LSTM
+    backward loops measured no faster written this way, so they keep their offset indices."""
     rows, gates = pre.shape
     hidden = gates // 4
     for m in range(rows):
@@ -52,16 +71,15 @@ def _lstm_gates(pre, c0, t, out, lo):
         a = pre[m]
         row = out[t, n]
         c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
-        for j in range(2 * hidden):
-            row[2 * hidden + j] = sigmoid(a[j])
-        for j in range(2 * hidden, 3 * hidden):
-            row[2 * hidden + j] = tanh(a[j])
-        for j in range(3 * hidden, gates):
-            row[2 * hidden + j] = sigmoid(a[j])
+        h, c = row[:hidden], row[hidden : 2 * hidden]
+        i, f, g, o = row[2 * hidden : 3 * hidden], row[3 * hidden : 4 * hidden], row[4 * hidden : 5 * hidden], row[5 * hidden :]
+        _sigmoid_into(a[: 2 * hidden], row[2 * hidden : 4 * hidden])
+        _tanh_into(a[2 * hidden : 3 * hidden], g)
+        _sigmoid_into(a[3 * hidden :], o)
         for j in range(hidden):
-            row[hidden + j] = row[3 * hidden + j] * c_prev[j] + row[2 * hidden + j] * row[4 * hidden + j]
+            c[j] = f[j] * c_prev[j] + i[j] * g[j]
         for j in range(hidden):
-            row[j] = row[5 * hidden + j] * tanh(row[hidden + j])
+            h[j] = o[j] * tanh(c[j])
 
 
 @njit(**_OPTIONS)
