@@ -70,9 +70,11 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
     # A plain loop nest takes its sizes as arguments (n0, n1, ...), so one kernel serves every size,
     # except a short innermost extent, which stays a constant: LLVM vectorises a runtime trip count in
     # chunks of (lanes x interleave), up to 32 elements, and runs a shorter loop scalar (a 16-element
-    # chain took 0.107 ms a call against 0.093 with constants). A tiled loop keeps its constants.
-    inner_runtime = ndim > 0 and loop_shape[-1] >= _RUNTIME_SIZES_FROM
-    runtime = [] if tiled else list(range(ndim if inner_runtime else ndim - 1))
+    # chain took 0.107 ms a call against 0.093 with constants). A tiled loop takes its size too (its
+    # stages' loops run over a runtime tile length anyway), so the SiLU or sigmoid gradient of every
+    # block is one kernel, one parallel compile, whatever the block's size.
+    inner_runtime = tiled or ndim > 0 and loop_shape[-1] >= _RUNTIME_SIZES_FROM
+    runtime = list(range(ndim if inner_runtime else ndim - 1))
     sizes_in_source = [f"n{d}" if d in runtime else str(size) for d, size in enumerate(loop_shape)]
 
     def row_index(row: int) -> str:
@@ -161,19 +163,18 @@ def emit_group(emitter: Emitter, group: fusion.Group, values: list, readers: dic
     params = [f"a{k}" for k in range(len(external))] + [f"b{k}" for k in range(len(buffers))]
     params += [f"s{k}" for k in range(len(reductions))]
     if tiled:
-        summands = [f"q{value} = np.empty({loop_shape!r}, np.{values[value].dtype.name})" for value in reductions]
+        summands = [f"q{value} = np.empty(n0, np.{values[value].dtype.name})" for value in reductions]
         finish = [f"s{k}[0] = r{value}" for k, value in enumerate(reductions)]
         dtypes = {f"t{c.output}": values[c.output].dtype.name for c in group.calls}
         stages: dict = {}
         sums = {f"q{value}": f"r{value}" for value in reductions}
-        source = tiled_kernel(_UNNAMED, params, summands, body, loop_shape[0], dtypes, finish, stages, sums)
+        source = tiled_kernel(_UNNAMED, ["n0", *params], summands, body, dtypes, finish, stages, sums)
         # The stages travel with their kernel: one unit of source, compiled and cached together.
         source = "\n\n".join([*stages.values(), _codegen.vector_math_source(source, header=False)])
-        sizes: tuple = ()
     else:
-        sizes = tuple(loop_shape[d] for d in runtime)
         source = _flat_kernel([f"n{d}" for d in runtime] + params, sizes_in_source, reductions, group, body, values)
     kernel = _add_kernel(kernels, source)
+    sizes = tuple(loop_shape[d] for d in runtime)
     _emit_driver(emitter, kernel, sizes, external, buffers, reductions, group, values, ndim, flat)
 
 

@@ -174,11 +174,11 @@ def _as_soon_as_possible(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 class _TileIndex(ast.NodeTransformer):
-    """``a[i0]`` / ``a[c + i0]`` -> ``<view of a at c + lo>[j]``, and one-element reads -> a scalar
-    read once; records both."""
+    """``a[i0]`` / ``a[r * n0 + i0]`` (row r of a packed buffer) -> ``<view of a at r * n0 + lo>[j]``,
+    and one-element reads -> a scalar read once; records both."""
 
     def __init__(self) -> None:
-        self.views: dict[tuple[str, int], str] = {}
+        self.views: dict[tuple[str, int], str] = {}  # (array, row) -> view
         self.scalars: dict[str, str] = {}  # ``a[()]`` / ``a[0]`` -> its element, read before the tiles
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
@@ -189,16 +189,18 @@ class _TileIndex(ast.NodeTransformer):
             source = ast.unparse(node)
             name = self.scalars.setdefault(source, f"{node.value.id}_element{len(self.scalars)}")
             return ast.Name(name, ast.Load())
-        offset = None
+        row = None
         if isinstance(index, ast.Name) and index.id == "i0":
-            offset = 0
-        elif (isinstance(index, ast.BinOp) and isinstance(index.op, ast.Add) and isinstance(index.left, ast.Constant)
-              and isinstance(index.right, ast.Name) and index.right.id == "i0"):
-            offset = index.left.value
-        if offset is None or not isinstance(node.value, ast.Name):
+            row = 0
+        elif (isinstance(index, ast.BinOp) and isinstance(index.op, ast.Add) and isinstance(index.right, ast.Name)
+              and index.right.id == "i0" and isinstance(index.left, ast.BinOp) and isinstance(index.left.op, ast.Mult)
+              and isinstance(index.left.left, ast.Constant) and isinstance(index.left.right, ast.Name)
+              and index.left.right.id == "n0"):
+            row = index.left.left.value
+        if row is None or not isinstance(node.value, ast.Name):
             return node
-        key = (node.value.id, offset)
-        view = self.views.setdefault(key, f"{key[0]}_at{offset}")
+        key = (node.value.id, row)
+        view = self.views.setdefault(key, f"{key[0]}_at{row}")
         return ast.Subscript(ast.Name(view, ast.Load()), ast.Name("j", ast.Load()), node.ctx)
 
 
@@ -273,13 +275,15 @@ def _scratch_slots(cut: list, stage_of: dict, dtypes: dict) -> dict:
     return slot_of
 
 
-def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[str], size: int,
-                 dtypes: dict[str, str], epilogue: list[str], stages: dict, sums: dict[str, str]) -> str:
-    """The source of a parallel tiled kernel computing what ``for i0 in range(size): body`` does.
+def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[str], dtypes: dict[str, str],
+                 epilogue: list[str], stages: dict, sums: dict[str, str]) -> str:
+    """The source of a parallel tiled kernel computing what ``for i0 in range(n0): body`` does, with
+    ``n0`` in `params` (a runtime size: one kernel serves a group's computation at every size).
 
-    `body` holds the flat loop's statements (``tN = ...`` and array stores indexed by ``i0``),
+    `body` holds the flat loop's statements (``tN = ...`` and array stores indexed by ``i0``, rows
+    of a packed buffer by ``r * n0 + i0``),
     `dtypes` the NumPy dtype name of each ``tN``; `prologue` and `epilogue` run before and after
-    the loop (allocating and finishing reductions). `sums` maps arrays of `size` elements that the
+    the loop (allocating and finishing reductions). `sums` maps arrays of `n0` elements that the
     body stores to names the epilogue reads their float64 sums by: each tile adds up its own part
     (_vecmath.lane_sum) in parallel, and the epilogue's name holds the sum of the tiles' sums. The
     stage functions the kernel calls are added to `stages` (function name -> source), shared by the
@@ -290,7 +294,6 @@ def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[s
     stage_of = {s.targets[0].id: k for k, stage in enumerate(cut) for s in stage
                 if isinstance(s.targets[0], ast.Name)}
     indexer = _TileIndex()
-    ntiles = (size + TILE - 1) // TILE
     slot_of = _scratch_slots(cut, stage_of, dtypes)
     calls = []
     for k, stage in enumerate(cut):
@@ -302,17 +305,18 @@ def tiled_kernel(name: str, params: list[str], prologue: list[str], body: list[s
                  if isinstance(s.targets[0], ast.Name) and s.targets[0].id in slot_of]
         arrays = set(indexer.views.values()) | set(slot_of.values())
         calls.append(_stage_function(work, arrays, set(indexer.scalars.values()), stages))
-    tile_body = [f"lo = tile * {TILE}", f"m = min({TILE}, {size} - lo)"]
-    tile_body += [f"{view} = {array}[{offset} + lo:{offset} + lo + m]"
-                  for (array, offset), view in sorted(indexer.views.items())]
+    tile_body = [f"lo = tile * {TILE}", f"m = min({TILE}, n0 - lo)"]
+    tile_body += [f"{view} = {array}[{row} * n0 + lo:{row} * n0 + lo + m]" if row else f"{view} = {array}[lo:lo + m]"
+                  for (array, row), view in sorted(indexer.views.items())]
     tile_body += [f"{slot} = np.empty({TILE}, np.{slot.split('_')[1]})" for slot in sorted(set(slot_of.values()))]
     tile_body += calls
     tile_body += [f"{total}_tiles[tile] = _vecmath.lane_sum({array}[lo:lo + m])" for array, total in sums.items()]
-    prologue = prologue + [f"{total}_tiles = np.empty({ntiles}, np.float64)" for total in sums.values()]
+    prologue = [*prologue, f"ntiles = (n0 + {TILE - 1}) // {TILE}"]
+    prologue += [f"{total}_tiles = np.empty(ntiles, np.float64)" for total in sums.values()]
     epilogue = [f"{total} = _vecmath.lane_sum({total}_tiles)" for total in sums.values()] + epilogue
     lines = ["@njit(cache=True, parallel=True)", f"def {name}({', '.join(params)}):", *("    " + p for p in prologue)]
     lines += [f"    {scalar} = {source}" for source, scalar in indexer.scalars.items()]
-    lines.append(f"    for tile in prange({ntiles}):")
+    lines.append("    for tile in prange(ntiles):")
     lines += ["        " + s for s in tile_body]
     lines += ["    " + e for e in epilogue]
     tree = ast.parse("\n".join(lines))

@@ -206,3 +206,27 @@ def test_a_float32_chain_multiplies_unrounded_cos_into_its_derivative(size):
         # than its rounding, so the absolute tolerance is relative to the largest gradient.
         expected = eager.grad.numpy()
         np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_one_tiled_kernel_serves_a_computation_at_every_size():
+    # The size is the kernel's argument, not a constant in its text: two blocks of different sizes
+    # running the same chain share one kernel (one parallel compile, one file on disk); each output
+    # keeps eager's values, the rows of the packed buffer at their own runtime offsets included.
+    def two_blocks(a, b):
+        outputs = []
+        for x in (a, b):
+            y = numdiff.exp(numdiff.sin(x) * 0.5)
+            outputs += [y * numdiff.cos(x), y + 1.0]
+        return outputs
+
+    rng = np.random.default_rng(8)
+    small, large = rng.uniform(-3, 3, LARGE), rng.uniform(-3, 3, 3 * LARGE + 5)
+    compiled = numdiff.compile(two_blocks)
+    got = compiled(numdiff.tensor(small), numdiff.tensor(large))
+    expected = two_blocks(numdiff.tensor(small), numdiff.tensor(large))
+    for g, e in zip(got, expected, strict=True):
+        _close(g, e, numdiff.float64)
+    source = compiled.compiled.sources[0]
+    tiled = [part for part in source.split("\ndef fused_")[1:] if "prange(" in part]
+    assert len(tiled) == 1 and "1 * n0 + lo" in tiled[0]
+    assert str(LARGE) not in source.split("def forward(")[0]
