@@ -327,7 +327,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
         if (
             len(w_shape) == 2
-            and x.dtype.is_floating_point
+            and dtype.kind in "fV"  # floating (V: bfloat16's storage), without making a numdiff dtype
             and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
             and not vmap_active()
         ):
