@@ -23,6 +23,7 @@ launch per parameter).
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -168,7 +169,7 @@ class ForeachUpdate:
             for j, (arrays, _) in enumerate(rows):
                 for k, arr in enumerate(arrays):
                     if arr.size:
-                        addresses[j, k] = arr.ctypes.data
+                        addresses[j, k] = _address(arr)
                         lengths[j, k] = arr.size
             # Adam's update runs in float32 for float32 parameters, as run_kernel's does one by one.
             hyper_dtype = np.float32 if self.name == "adam" and dtype == np.float32 else np.float64
@@ -180,3 +181,12 @@ class ForeachUpdate:
             run_kernel(self.name, arrays, hyper[:4] if self.name == "sgd" else hyper, flags)
         self._rows.clear()
         self._one_by_one.clear()
+
+
+def _address(array: np.ndarray) -> int:
+    """The address of a flat contiguous array's first element. Through the buffer protocol for a
+    writable array: ``array.ctypes.data`` builds a ctypes helper object each time and cost four
+    times as much (2.3 against 0.5 us, three arrays per parameter and step)."""
+    if array.flags.writeable:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    return array.ctypes.data
