@@ -15,6 +15,7 @@ from numdiff._batched import physical
 from numdiff._vmap_level import per_example
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
+from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, holds_values, is_numpy, to_host
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
@@ -23,7 +24,10 @@ from numdiff.tensor import Tensor
 
 
 def _is_basic(key: tuple) -> bool:
-    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key)
+    # The set test first: a key of plain ints, slices, None and Ellipsis, without a generator.
+    return _PLAIN.issuperset(map(type, key)) or all(
+        k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in key
+    )
 
 
 # Index parts that need no conversion: a key of only these is checked by NumPy and returned as
@@ -35,7 +39,7 @@ def normalize_key(op: str, key: Any, shape: tuple) -> tuple:
     """An index as a tuple of ints, slices, None, Ellipsis and validated integer/bool arrays."""
     if type(key) in _PLAIN:
         key = (key,)
-    if type(key) is tuple and all(type(k) in _PLAIN for k in key):
+    if type(key) is tuple and _PLAIN.issuperset(map(type, key)):
         # x[1:5], x[:, -1], x[..., None]: the common case, on every slice of a training loop.
         try:
             np.empty(shape, dtype=_NO_BYTES)[key]
@@ -306,7 +310,7 @@ def _batched_index(key: Any) -> bool:
     """Whether an index tensor in `key` is batched by numdiff.func.vmap: its values differ per
     example, so the index cannot be turned into one array (a batched tensor's own array is its
     first example only)."""
-    return vmapped(*(k for k in _key_parts(key) if isinstance(k, Tensor)))
+    return vmap_active() and vmapped(*(k for k in _key_parts(key) if isinstance(k, Tensor)))
 
 
 def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: Any) -> Tensor:

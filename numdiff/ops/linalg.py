@@ -188,12 +188,13 @@ def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     a = ensure_tensor(op, a, "input")
     b = ensure_tensor(op, b, "other")
     check_same_device(op, a, b)
-    if a.dtype is not b.dtype and not (op != "dot" and casts_on(a)):
+    # Read off the arrays: numdiff's dtypes and Sizes are made per access, twice per product here.
+    if a._data.dtype != b._data.dtype and not (op != "dot" and casts_on(a)):
         raise TypeError(
             f"{op}: expected both operands to have the same dtype, got {a.dtype} and {b.dtype}; "
             "convert one with .to(dtype)"
         )
-    if a.ndim == 0 or b.ndim == 0:
+    if not a._data.shape or not b._data.shape:
         raise ValueError(
             f"{op}: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
         )
@@ -217,16 +218,17 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)) and (_sparse(input) or _sparse(other)):
         return input.__matmul__(other) if _sparse(input) else other.__rmatmul__(input)
     a, b = _check_pair("matmul", input, other)
-    k_a = a.shape[-1]
-    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    shape_a, shape_b = a._data.shape, b._data.shape
+    k_a = shape_a[-1]
+    k_b = shape_b[0] if len(shape_b) == 1 else shape_b[-2]
     if k_a != k_b:
         raise ValueError(
-            f"matmul: size mismatch, input {tuple(a.shape)} has {k_a} columns but other "
-            f"{tuple(b.shape)} has {k_b} rows"
+            f"matmul: size mismatch, input {shape_a} has {k_a} columns but other "
+            f"{shape_b} has {k_b} rows"
         )
-    if a.ndim > 2 and b.ndim > 2:
-        broadcast_shape("matmul (batch dimensions)", tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    squeeze_left, squeeze_right = a.ndim == 1, b.ndim == 1
+    if len(shape_a) > 2 and len(shape_b) > 2:
+        broadcast_shape("matmul (batch dimensions)", shape_a[:-2], shape_b[:-2])
+    squeeze_left, squeeze_right = len(shape_a) == 1, len(shape_b) == 1
     if squeeze_left:
         a = a.reshape(1, k_a)
     if squeeze_right:
@@ -327,7 +329,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         # Under vmap the composed form runs: matmul and add have batching rules (per-example weights too).
         if (
             len(w_shape) == 2
-            and x.dtype.is_floating_point
+            and dtype.kind in "fV"  # floating (V: bfloat16's storage), without making a numdiff dtype
             and (mixed or bias is None or bias._data.dtype == dtype)  # mixed: autocast casts all three
             and not vmap_active()
         ):

@@ -305,20 +305,24 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             if is_overridable(t):  # a Proxy (numdiff.overrides)
                 return dispatch_call(cat, {"tensors": tensors, "dim": dim})
             raise TypeError(f"cat: expected a Tensor as element {i} of tensors, got {type(t).__name__}")
-        if t.ndim == 0:  # else the size checks below index its empty shape
+        if not t._data.shape:  # else the size checks below index its empty shape
             raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
-    dim = normalize_dim("cat", dim, first.ndim)
+    first_shape = first._data.shape
+    dim = normalize_dim("cat", dim, len(first_shape))
+    # The sizes before and after `dim` compared as tuples, and one dtype looked for, in one pass:
+    # a per-size generator cost more than the copy for a batch-1 RNN's cat (input, hidden).
+    before, after, dtype, mixed = first_shape[:dim], first_shape[dim + 1 :], first._data.dtype, False
     for i, other in enumerate(tensors[1:], 1):
-        if other.ndim != first.ndim or any(
-            a != b for j, (a, b) in enumerate(zip(first.shape, other.shape)) if j != dim
-        ):
+        shape = other._data.shape
+        if len(shape) != len(first_shape) or shape[:dim] != before or shape[dim + 1 :] != after:
             raise ValueError(
                 f"cat: sizes of tensors must match except in dimension {dim}: tensor 0 has shape "
                 f"{tuple(first.shape)} but tensor {i} has shape {tuple(other.shape)}"
             )
+        if other._data.dtype != dtype:
+            mixed = True
     check_same_device("cat", *tensors)
-    dtypes = {t._data.dtype for t in tensors}
-    if len(dtypes) > 1:
+    if mixed:
         target = first.dtype
         for t_ in tensors[1:]:
             target = _dtype.promote(target, t_.dtype)

@@ -165,19 +165,21 @@ class Optimizer:
             self._zero_grad(set_to_none)
 
     def _zero_grad(self, set_to_none: bool) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                grad = p._grad
-                if grad is None:
-                    continue
-                if set_to_none:
+        if set_to_none:
+            for group in self.param_groups:
+                for p in group["params"]:
                     p._grad = None
-                    continue
-                if grad.grad_fn is not None:
-                    grad.detach_()
-                else:
-                    grad.requires_grad_(False)
-                with no_grad():
+            return
+        with no_grad():  # entered once for the whole model, not once per parameter
+            for group in self.param_groups:
+                for p in group["params"]:
+                    grad = p._grad
+                    if grad is None:
+                        continue
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
                     grad.zero_()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

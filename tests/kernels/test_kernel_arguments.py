@@ -8,6 +8,7 @@ import pytest
 
 from numdiff._ground.args import GEOMETRY_LIMIT, int_tuple
 from numdiff.kernels import conv, matmul, pool
+from numdiff.kernels._checks import check_disjoint
 
 
 def _conv_forward(padding=(0, 0, 0, 0), stride=(1, 1), dilation=(1, 1), out_shape=(1, 1, 3, 3)):
@@ -152,3 +153,29 @@ def test_int_tuple_accepts_numpy_integers_and_a_single_value():
     assert all(type(v) is int for v in int_tuple("k", "s", np.int64(4), 2, 1, expand=True))
     assert int_tuple("k", "s", (1, 2), 2, 1) == (1, 2)
     assert int_tuple("k", "p", (-3, 0), 2, -5) == (-3, 0)
+
+
+def test_overlap_check_sees_views_and_buffers_of_one_allocation():
+    owner = np.zeros((4, 4))
+    # Two views of one array, a view against its owner, and two arrays over one buffer (memory the
+    # check cannot attribute to an owning array) all overlap; outputs are checked against each other.
+    with pytest.raises(ValueError, match=r"k: out \(2, 2\) overlaps a \(2, 2\) in memory"):
+        check_disjoint("k", {"out": owner[1:3, 1:3]}, {"a": owner[:2, :2], "b": np.ones(2)})
+    with pytest.raises(ValueError, match="k: out .* overlaps b"):
+        check_disjoint("k", {"out": owner.reshape(16)[4:8]}, {"a": None, "b": owner})
+    with pytest.raises(ValueError, match="k: first .* overlaps second"):
+        check_disjoint("k", {"first": owner[0], "second": owner[:, 0]}, {})
+    raw = bytearray(8 * 4)
+    with pytest.raises(ValueError, match="k: out .* overlaps a"):
+        check_disjoint("k", {"out": np.frombuffer(raw, np.float64)}, {"a": np.frombuffer(raw, np.float64)[1:]})
+    with pytest.raises(ValueError, match="gemm_nn: out .* overlaps a"):
+        matmul.gemm_nn(owner[:2], np.ones((4, 4)), owner[1:3])
+
+
+def test_overlap_check_lets_views_of_separate_allocations_through():
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    out = np.zeros((4, 4))
+    check_disjoint("k", {"out": out[1:3], "other": out[3]}, {"a": a.reshape(6), "b": b.T, "c": None})
+    matmul.gemm_nn(a.reshape(6).reshape(2, 3), b.T.T, out[1:3])
+    np.testing.assert_array_equal(out[1:3], a @ b)
+    np.testing.assert_array_equal(out[[0, 3]], 0.0)

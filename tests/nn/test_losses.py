@@ -311,6 +311,20 @@ def test_nll_loss_target_out_of_range_names_the_bound():
         nnf.nll_loss(numdiff.zeros(2, 3), numdiff.tensor([0, 5]))
 
 
+@pytest.mark.parametrize("count", [1, 3, 32, 33, 200])  # either side of the list / NumPy range check
+@pytest.mark.parametrize("loss", [nnf.nll_loss, nnf.cross_entropy])
+def test_class_targets_out_of_range_are_refused_at_any_batch_size(loss, count):
+    target = np.arange(count) % 4
+    target[count // 2] = -100  # ignore_index is accepted, wherever it sits
+    loss(numdiff.zeros(count, 4), numdiff.tensor(target))
+    for bad in (4, -1, -101):
+        target[count - 1] = bad
+        with pytest.raises(IndexError, match=rf"{loss.__name__}: target {bad} (\(entry {count - 1}\) )?is out of bounds.*\[0, 3\]"):
+            loss(numdiff.zeros(count, 4), numdiff.tensor(target))
+        with pytest.raises(IndexError, match=rf"target {bad} (\(entry {count - 1}\) )?is out of bounds"):
+            loss(numdiff.zeros(count, 4, 2), numdiff.tensor(np.stack([target, target], 1)))
+
+
 def test_cross_entropy_wrong_target_shape_names_both_shapes():
     with pytest.raises(ValueError, match=r"expected target of shape \(4,\) for input of shape \(4, 3\).*got target of shape \(3,\)"):
         nnf.cross_entropy(numdiff.zeros(4, 3), numdiff.tensor([0, 1, 2]))

@@ -97,3 +97,16 @@ def test_rows_with_unused_buffers_and_read_only_gradients_equal_one_call_per_par
             assert not np.array_equal(ours[0], start)  # the update ran
             for a, b in zip(ours, theirs):
                 np.testing.assert_array_equal(a, b)
+
+
+def test_read_only_gradients_and_views_into_larger_arrays_are_read_at_their_own_address():
+    # A gradient NumPy will not let go of as writable memory, and a parameter and gradient that
+    # start part-way into a larger array: the kernel reads each at its first element.
+    storage = np.arange(10.0)
+    grad = np.full(6, 2.0)
+    grad.flags.writeable = False
+    update = ForeachUpdate("sgd", (False, False))
+    update.add((storage[3:9], grad, np.empty(0)), (0.5, 0.0, 0.0, 0.0, 1.0))
+    update.add((storage[:2], np.arange(10.0, 14.0)[2:], np.empty(0)), (1.0, 0.0, 0.0, 0.0, 1.0))
+    update.run()
+    np.testing.assert_array_equal(storage, [-12.0, -12.0, 2.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0])

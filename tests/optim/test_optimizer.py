@@ -135,6 +135,21 @@ def test_zero_grad_sets_none_by_default_or_zeros_in_place():
     np.testing.assert_array_equal(grad.numpy(), [0.0, 0.0])
 
 
+def test_zero_grad_in_place_detaches_recorded_gradients_and_restores_grad_mode():
+    w, v = _param(1.0, 2.0), _param(3.0)
+    (w * w).sum().backward(create_graph=True)  # w.grad = 2 w, recorded
+    v.grad = numdiff.ones(1)
+    opt = optim.SGD([w, v], lr=0.1)
+    grads = (w.grad, v.grad)
+    assert grads[0].grad_fn is not None
+    opt.zero_grad(set_to_none=False)
+    assert w.grad is grads[0] and v.grad is grads[1]
+    for grad in grads:
+        assert grad.grad_fn is None and not grad.requires_grad
+        np.testing.assert_array_equal(grad.numpy(), 0.0)
+    assert numdiff.is_grad_enabled()
+
+
 def test_non_contiguous_parameter_is_updated_through_its_own_storage():
     base = numdiff.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     w = base.t().detach().requires_grad_()
