@@ -254,10 +254,11 @@ def _padded_positions(size: int, before: int, after: int, mode: str) -> np.ndarr
     return positions % size
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=16)
 def _padding_table(sizes: tuple[int, ...], amounts: tuple[tuple[int, int], ...], mode: str, dtype: np.dtype) -> tuple:
     """``(index, weight)``, read-only (O, 1) tables for axis_blend: output o of the padded trailing
-    dims (flattened) copies flat input position ``index[o, 0]`` of ``sizes``."""
+    dims (flattened) copies flat input position ``index[o, 0]`` of ``sizes``. A table holds 16
+    bytes per padded position of one image (a net pads a few shapes, so few are kept)."""
     positions = [_padded_positions(size, before, after, mode) for size, (before, after) in zip(sizes, amounts)]
     index = np.ravel_multi_index(np.meshgrid(*positions, indexing="ij"), sizes).reshape(-1, 1).astype(np.int64)
     weight = np.ones(index.shape, dtype)
