@@ -22,6 +22,7 @@ from numba import prange
 
 from numdiff.kernels._checks import check_disjoint, check_float_arrays
 from numdiff.kernels._parallel import serial_and_parallel
+from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["axis_blend_adjoint", "axis_blend_forward"]
 
@@ -74,17 +75,72 @@ def _blend_adjoint_core(g, index, weight, grad_in, parts):
 
 
 def _blend_last_adjoint_core(g, index, weight, grad_in, parts):
+    # With one tap whose source rows run on in steps of one (a pad's interior, a crop: see
+    # _unit_runs), a run at a time: a run's rows are distinct, so its loop vectorises instead of
+    # adding to one element at a time, and each input row still gathers its shares in the order of o.
     batch, rows = g.shape
     source_rows = grad_in.shape[1]
     taps = index.shape[1]
+    bounds = np.empty(rows + 1, np.int64)
+    runs = _unit_runs(index, bounds) if taps == 1 else rows
     for p in prange(parts):
         for b in range(p * batch // parts, (p + 1) * batch // parts):
             for i in range(source_rows):
                 grad_in[b, i] = 0
+            if RUN_MIN_LENGTH * runs <= rows:
+                for run in range(runs):
+                    o0, o1 = bounds[run], bounds[run + 1]
+                    dst = grad_in[b, index[o0, 0] : index[o0, 0] + o1 - o0]
+                    src = g[b, o0:o1]
+                    w = weight[o0:o1, 0]
+                    for t in range(o1 - o0):
+                        dst[t] += w[t] * src[t]
+                continue
+            if taps == 1 and rows:
+                # Outputs reading one row in a row (nearest upsampling: 0, 0, 1, 1, ...) add to a
+                # register, stored once: the same additions in the same order, without each
+                # waiting for the last one's store.
+                row = index[0, 0]
+                total = grad_in[b, row]
+                for o in range(rows):
+                    if index[o, 0] != row:
+                        grad_in[b, row] = total
+                        row = index[o, 0]
+                        total = grad_in[b, row]
+                    total += weight[o, 0] * g[b, o]
+                grad_in[b, row] = total
+                continue
             for o in range(rows):
                 share = g[b, o]
                 for k in range(taps):
                     grad_in[b, index[o, k]] += weight[o, k] * share
+
+
+RUN_MIN_LENGTH = 4
+"""Mean run length (output rows) from which the last-axis adjoint adds runs instead of one
+element at a time: shorter runs cost a loop set-up per few elements. Measured (one thread, thread
+CPU time, float32, B x width, before -> after): reflect pad by 3 of 4096 x 64 0.325 -> 0.197 ms,
+by 4 of 8192 x 128 1.19 -> 0.62, by 1 of 8192 x 16 0.162 -> 0.137; a crop 0.242 -> 0.122. The
+forward stays a gather: runs there lost (reflect by 3 of 4096 x 64: 0.116 -> 0.157 ms), its
+edge runs of one element each costing a loop set-up."""
+
+
+@njit(cache=True, nogil=True)
+def _unit_runs(index, bounds):
+    """Split a one-tap table's outputs into runs whose source rows go up by one from output to
+    output: run r is outputs ``bounds[r] .. bounds[r+1]-1``, reading rows from ``index[bounds[r], 0]``
+    on. Returns the number of runs. A reflect pad of 64 by 3: 7 runs (3 + 1 + 3 of its edges)."""
+    rows = index.shape[0]
+    runs = 0
+    bounds[0] = 0
+    for o in range(1, rows):
+        if index[o, 0] != index[o - 1, 0] + 1:
+            runs += 1
+            bounds[runs] = o
+    if rows:
+        runs += 1
+        bounds[runs] = rows
+    return runs
 
 
 # Each core as a serial and a parallel build, picked per call by size (numdiff.kernels._parallel).

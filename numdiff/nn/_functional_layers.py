@@ -7,6 +7,8 @@ in-place updates made under no_grad, as in PyTorch.
 
 from __future__ import annotations
 
+import functools
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +23,7 @@ from numdiff._vmap_level import per_example
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
-from numdiff.ops._axis_blend import BLEND_DTYPES, blend_axis
+from numdiff.ops._axis_blend import BLEND_DTYPES, AxisBlend
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
 from numdiff.ops.selection import where
@@ -201,10 +203,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     per_dim = [(input.ndim - 1 - i, amounts[2 * i], amounts[2 * i + 1]) for i in range(len(amounts) // 2)]
     if mode == "constant":
         return _pad_constant(input, per_dim, 0.0 if value is None else value)
-    out = input
     for dim, before, after in per_dim:
-        out = _pad_by_index(out, dim, before, after, mode)
-    return out
+        _check_index_padding(input, dim, before, after, mode)
+    return _pad_by_index(input, [(before, after) for _, before, after in reversed(per_dim)], mode)
 
 
 def _pad_constant(input: Tensor, per_dim: list[tuple[int, int, int]], value: float) -> Tensor:
@@ -224,7 +225,7 @@ def _pad_constant(input: Tensor, per_dim: list[tuple[int, int, int]], value: flo
     return index_put(canvas, tuple(place), cropped)
 
 
-def _pad_by_index(input: Tensor, dim: int, before: int, after: int, mode: str) -> Tensor:
+def _check_index_padding(input: Tensor, dim: int, before: int, after: int, mode: str) -> None:
     size = input.shape[dim]
     if before < 0 or after < 0:
         raise ValueError(f"pad: mode {mode!r} needs non-negative padding, got ({before}, {after}) for dimension {dim}")
@@ -240,17 +241,47 @@ def _pad_by_index(input: Tensor, dim: int, before: int, after: int, mode: str) -
             f"pad: circular padding ({before}, {after}) must be at most the size {size} of dimension {dim} "
             f"(input shape {tuple(input.shape)})"
         )
+
+
+def _padded_positions(size: int, before: int, after: int, mode: str) -> np.ndarray:
+    """The source index of each padded position along one dim."""
     positions = np.arange(-before, size + after)
     if mode == "reflect":
         positions = np.abs(positions)
-        positions = np.where(positions >= size, 2 * (size - 1) - positions, positions)
-    elif mode == "replicate":
-        positions = np.clip(positions, 0, size - 1)
-    else:
-        positions = positions % size
-    if np.dtype(input._data.dtype) in BLEND_DTYPES:  # one copy per row; its gradient a Numba scatter, not np.add.at
-        return blend_axis(input, dim, positions[:, None], np.ones((positions.size, 1), input._data.dtype))
-    return input[(slice(None),) * dim + (positions,)]
+        return np.where(positions >= size, 2 * (size - 1) - positions, positions)
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    return positions % size
+
+
+@functools.lru_cache(maxsize=16)
+def _padding_table(sizes: tuple[int, ...], amounts: tuple[tuple[int, int], ...], mode: str, dtype: np.dtype) -> tuple:
+    """``(index, weight)``, read-only (O, 1) tables for axis_blend: output o of the padded trailing
+    dims (flattened) copies flat input position ``index[o, 0]`` of ``sizes``. A table holds 16
+    bytes per padded position of one image (a net pads a few shapes, so few are kept)."""
+    positions = [_padded_positions(size, before, after, mode) for size, (before, after) in zip(sizes, amounts)]
+    index = np.ravel_multi_index(np.meshgrid(*positions, indexing="ij"), sizes).reshape(-1, 1).astype(np.int64)
+    weight = np.ones(index.shape, dtype)
+    index.flags.writeable = weight.flags.writeable = False
+    return index, weight
+
+
+def _pad_by_index(input: Tensor, amounts: list[tuple[int, int]], mode: str) -> Tensor:
+    """Pad the trailing len(amounts) dims, (before, after) each, outermost first, by index. Floating
+    inputs take one axis_blend over the padded dims flattened (one pass, one op, whose gradient is
+    the blend kernels' adjoint: a pad of H and W ran two passes and six ops); others copy by index."""
+    count = len(amounts)
+    lead, sizes = tuple(input.shape[: input.ndim - count]), tuple(input.shape[input.ndim - count :])
+    padded = tuple(size + before + after for size, (before, after) in zip(sizes, amounts))
+    dtype = np.dtype(input._data.dtype)
+    if dtype in BLEND_DTYPES:  # one copy per row; its gradient a Numba scatter, not np.add.at
+        index, weight = _padding_table(sizes, tuple(amounts), mode, dtype)
+        flat = input.reshape(math.prod(lead), math.prod(sizes), 1)
+        return AxisBlend.apply(flat, index=index, weight=weight).reshape(*lead, *padded)
+    out = input
+    for axis, (size, (before, after)) in enumerate(zip(sizes, amounts), start=len(lead)):
+        out = out[(slice(None),) * axis + (_padded_positions(size, before, after, mode),)]
+    return out
 
 
 @host_function

@@ -90,6 +90,7 @@ def test_blend_kernels_refuse_bad_tables_naming_the_values():
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 @pytest.mark.parametrize(("shape", "amounts"), [
     ((2, 3, 9), (3, 1)), ((2, 3, 5, 6), (2, 0, 1, 3)), ((1, 2, 4, 3, 5), (1, 2, 0, 2, 3, 1)),
+    ((2, 3, 7, 40), (2, 3, 1, 4)),  # rows wide enough for the adjoint's runs (numdiff.kernels.resample)
 ])  # fmt: skip
 def test_index_padding_runs_on_the_blend_kernels_with_torchs_values_and_gradients(mode, shape, amounts):
     x = RNG.standard_normal(shape)
@@ -120,3 +121,33 @@ def test_parallel_blend_builds_match_the_serial_ones(width):
         parallel = (axis_blend_forward(x, index, weight, np.empty(g.shape)), axis_blend_adjoint(g, index, weight, np.empty(x.shape)))
     np.testing.assert_array_equal(parallel[0], serial[0])
     np.testing.assert_array_equal(parallel[1], serial[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_last_axis_adjoint_of_one_tap_tables_adds_exactly_as_one_element_at_a_time(dtype):
+    # One-tap tables whose outputs read consecutive rows take the adjoint's run path, the others
+    # its register path (repeated rows added in a register); each input row must still gather its
+    # shares in the order of the outputs, so NumPy's sequential add.at gives the same bits.
+    size = 40
+    padded = np.arange(-2, size + 3)
+    tables = [
+        np.where(np.abs(padded) >= size, 2 * (size - 1) - np.abs(padded), np.abs(padded)),  # reflect pad
+        np.clip(padded, 0, size - 1),  # replicate pad
+        np.arange(-5, size + 5) % size,  # circular pad
+        np.arange(3, size - 3),  # crop
+        np.r_[np.arange(size), np.arange(size)[::-1], np.arange(size)],  # rows read three times
+        np.arange(3 * size) // 3,  # nearest upsampling by 3
+        np.floor(np.arange(size * 3 // 2) / 1.5).astype(np.int64),  # nearest by 1.5
+        RNG.integers(0, size, 2 * size),  # any order, rows revisited
+    ]
+    for rows in tables:
+        index = rows[:, None].astype(np.int64)
+        weight = RNG.standard_normal(index.shape).astype(dtype)
+        g = RNG.standard_normal((5, rows.size, 1)).astype(dtype)
+        expected = np.zeros((5, size), dtype)
+        for b in range(5):
+            np.add.at(expected[b], rows, weight[:, 0] * g[b, :, 0])
+        np.testing.assert_array_equal(axis_blend_adjoint(g, index, weight, np.empty((5, size, 1), dtype))[:, :, 0], expected)
+        with always_parallel():
+            parallel = axis_blend_adjoint(g, index, weight, np.empty((5, size, 1), dtype))
+        np.testing.assert_array_equal(parallel[:, :, 0], expected)
