@@ -213,6 +213,25 @@ def use_grouped_direct(groups, cg):
     return groups > 1 and cg <= GROUPED_DIRECT_MAX_CHANNELS
 
 
+DEPTHWISE_LAST_MAX_WIDTH = 8
+"""Widest output rows (OW) for which a depthwise forward (one input and one output channel a
+group) runs with the channels innermost (numdiff.kernels._conv_depthwise) instead of the
+per-group stencil, whose runs carry (KW-1)*dw//sw padding columns a row. Measured (one thread,
+float32, thread CPU time on a busy machine, stencil -> channels innermost, ms): N32 C96 16x16 3x3
+stride 2: 1.20 -> 0.77; N32 C144 8x8 5x5: 1.07 -> 0.79; N32 C240 8x8 5x5 stride 2: 1.68 -> 0.61;
+N32 C576 4x4 3x3: 1.49 -> 0.55; N8 C24 15x15 3x3 stride 2 dilation 2: 0.08 -> 0.06. Wider rows
+lose: N32 C32 32x32 3x3: 1.81 -> 2.93; N16 C64 16x16 7x7: 1.20 -> 1.60."""
+
+DEPTHWISE_LAST_MIN_CHANNELS = 8
+"""Fewest channels for that route: its vectors run along the channels."""
+
+
+def use_depthwise_last(channels, cg, cog, ow_size):
+    """Whether a depthwise forward over `channels` channels (`cg` = `cog` = 1) writing rows of
+    `ow_size` runs with the channels innermost; see :data:`DEPTHWISE_LAST_MAX_WIDTH`."""
+    return cg == 1 and cog == 1 and channels >= DEPTHWISE_LAST_MIN_CHANNELS and ow_size <= DEPTHWISE_LAST_MAX_WIDTH
+
+
 GROUPED_BLOCK_ELEMENTS = 1 << 15
 """Target size of one work item's staged input and output runs in the grouped stencil, in
 elements (128 KiB float32: a core's share of L2)."""

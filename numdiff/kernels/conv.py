@@ -73,6 +73,7 @@ from numdiff.kernels._conv_batched import (
     batched_forward_core,
 )
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
+from numdiff.kernels._conv_depthwise import depthwise_forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._conv_grouped import (
@@ -109,8 +110,11 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         return None, None
     macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
     if routing.use_grouped_direct(groups, cg):
-        kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         cog = c_out // groups
+        if kind == "forward" and routing.use_depthwise_last(groups, cg, cog, ow_size):
+            kernel, parts = depthwise_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
+            return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
+        kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         images = routing.grouped_images(n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts)
         return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
     if kh == kw == 3 and sh == sw == dh == dw == 1:

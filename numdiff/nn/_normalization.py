@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from numdiff import _inplace
 from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.nn._functional_layers import _check_tensor
-from numdiff.ops.norm import grouped_moments, grouped_norm
+from numdiff.ops.norm import grouped_moments, grouped_norm, running_stat_update
 from numdiff.tensor import Tensor
 
 
@@ -70,12 +71,14 @@ def batch_norm(
         view = (1, input.shape[0], channels, 1, count // input.shape[0])
         if running_mean is not None or running_var is not None:
             with no_grad():
-                mean, var = grouped_moments(input, view)[:, 0]
+                moments = grouped_moments(input, view)
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+                    _inplace.apply_inplace(running_mean, "running_stat_", lambda old: running_stat_update(old, moments, 0, momentum))
                 if running_var is not None:
-                    unbiased = var.to(running_var.dtype) * (count / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
+                    unbiased = count / (count - 1)
+                    _inplace.apply_inplace(
+                        running_var, "running_stat_", lambda old: running_stat_update(old, moments, 1, momentum, unbiased)
+                    )
         return grouped_norm(input, view, weight, bias, eps)
     else:
         if running_mean is None or running_var is None:

@@ -7,7 +7,8 @@ which layer is which view). The forward saves each group's mean and
 1 / sqrt(var + eps); the backward op returns dx, dweight and dbias flat, side by side, sliced
 apart here. The backward op is differentiated by recomputing the normalisation from numdiff ops
 (``composed_grouped_norm``), so second derivatives are exact. ``grouped_moments`` gives the same
-view's per-group mean and biased variance in one kernel, for the running statistics.
+view's per-group mean and biased variance in one kernel, for the running statistics, and
+``running_stat`` moves one running estimate towards a row of them in one more.
 """
 
 from __future__ import annotations
@@ -16,18 +17,20 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import float32, float64
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
 from numdiff.backend import backend_for
-from numdiff.creation import ones, zeros
+from numdiff.creation import ones, zeros, zeros_like
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
-__all__ = ["composed_grouped_norm", "grouped_moments", "grouped_norm"]
+__all__ = ["composed_grouped_norm", "grouped_moments", "grouped_norm", "running_stat_update"]
 
 _STAT_DIMS = (1, 3, 4)
+_KERNEL_DTYPES = (float32, float64)
 
 
 def _c(x: Any) -> Any:
@@ -148,6 +151,57 @@ class GroupedMoments(Function):
         d_mean = grad[0].reshape(x.shape[0], 1, x.shape[2], 1, 1)
         d_var = grad[1].reshape(x.shape[0], 1, x.shape[2], 1, 1)
         return ((d_mean + (x - mean) * (d_var * 2.0)) / size,)
+
+
+@register("running_stat", compile="kernel", launchers=("running_stat_update",))
+class RunningStat(Function):
+    """running (C,), moments (2, 1, C) -> (C,): ``running * (1 - momentum) + moments[row, 0] * factor
+    * momentum`` (attrs: row, momentum, factor), BatchNorm's running-estimate update;
+    numdiff.kernels.norm_running has the rounding."""
+
+    @staticmethod
+    def forward(ctx, running, moments, *, row, momentum, factor):
+        ctx.row, ctx.momentum, ctx.factor = row, momentum, factor
+        out = np.empty(running.shape, dtype=running.dtype, like=running)
+        backend_for(running).running_stat_update(_c(running), _c(moments), row, momentum, factor, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        needs = ctx.needs_input_grad
+        d_running = grad * (1.0 - ctx.momentum) if needs[0] else None
+        d_moments = None
+        if needs[1]:
+            step = (grad * (ctx.factor * ctx.momentum)).reshape(1, 1, -1)
+            rows = [step, zeros_like(step)] if ctx.row == 0 else [zeros_like(step), step]
+            d_moments = cat(rows, 0)
+        return d_running, d_moments
+
+
+def running_stat_update(running: Tensor, moments: Tensor, row: int, momentum: float, factor: float = 1.0) -> Tensor:
+    """`running` (C,) moved by `momentum` towards ``moments[row, 0] * factor``, moments being
+    grouped_moments' (2, 1, C) of BatchNorm's view (row 0 the mean, row 1 the biased variance, which
+    factor ``count / (count - 1)`` makes unbiased); one kernel where running and moments share a
+    float dtype and device, else the composed form (same formula, in running's dtype).
+
+    >>> moments = numdiff.tensor([[[2.0]], [[4.0]]])
+    >>> running_stat_update(numdiff.zeros(1), moments, 1, 0.5, 2.0).tolist()
+    [4.0]
+    """
+    channels = running.shape[0] if running.ndim == 1 else -1
+    if channels < 0 or tuple(moments.shape) != (2, 1, channels):
+        raise ValueError(
+            f"running_stat_update: expected running of shape (C,) and moments of shape (2, 1, C), "
+            f"got {tuple(running.shape)} and {tuple(moments.shape)}"
+        )
+    if row not in (0, 1):
+        raise ValueError(f"running_stat_update: row must be 0 (mean) or 1 (variance), got {row!r}")
+    if _fusable(moments, running) and moments.dtype in _KERNEL_DTYPES:
+        return RunningStat.apply(running, moments, row=row, momentum=float(momentum), factor=float(factor))
+    stat = moments[row, 0].to(running.dtype)
+    if factor != 1.0:
+        stat = stat * factor
+    return running * (1 - momentum) + stat * momentum
 
 
 def grouped_moments(input: Tensor, view: tuple[int, int, int, int, int]) -> Tensor:

@@ -60,7 +60,22 @@ def _moments_reference(x):
     return np.stack([x.mean((1, 3, 4)), x.var((1, 3, 4))])
 
 
+def _running_stat_reference(row, momentum, factor):
+    def reference(running, moments):
+        return running * (1 - momentum) + moments[row, 0] * factor * momentum
+
+    return reference
+
+
+def _running_stat_case(name, row, momentum, factor):
+    return OpCase("running_stat", name, args(normal(5), normal(2, 1, 5)),
+                  lambda r, m: fused.RunningStat.apply(r, m, row=row, momentum=momentum, factor=factor),
+                  _running_stat_reference(row, momentum, factor), **CLOSE)  # fmt: skip
+
+
 CASES = [
+    _running_stat_case("mean-row", 0, 0.1, 1.0),
+    _running_stat_case("unbiased-variance-row", 1, 0.3, 8 / 7),
     _norm_case("batch-norm-view-affine", (1, 4, 3, 1, 5), (4, 3, 5), (3,), (3,)),
     _norm_case("instance-norm-view", (3, 1, 2, 1, 6), (3, 2, 2, 3)),
     _norm_case("group-norm-view-weight-only", (2, 1, 2, 3, 4), (2, 6, 4), (6,)),
