@@ -1,5 +1,6 @@
 """Hand-written time loops of RNNCell / LSTMCell / GRUCell, eager (each step the family's sequence op
-over one step) and under numdiff.compile (each step composed from ops): losses and every gradient
+over one step, or composed from ops where the batch is small against the hidden size) and under
+numdiff.compile (each step composed from ops): losses and every gradient
 against torch in float32 and float64, across bias, hx given or None, batch and hidden sizes, plus
 gradcheck of one step through its states and the composed dtypes (float16) that keep the old path."""
 
@@ -23,8 +24,9 @@ CELLS = [
     ("GRUCell", {}),
     ("GRUCell", {"bias": False}),
 ]
-# (input, hidden, batch, steps): batch 1 and hidden sizes that are no multiple of a vector width.
-SIZES = [(3, 16, 1, 4), (5, 37, 7, 3)]
+# (input, hidden, batch, steps): batch 1 and hidden sizes that are no multiple of a vector width;
+# the last is a batch too small for its hidden size, which keeps the composed step eagerly too.
+SIZES = [(3, 16, 1, 4), (5, 37, 7, 3), (3, 260, 1, 2)]
 TOLERANCE = {"float32": {"rtol": 2e-4, "atol": 2e-5}, "float64": {"rtol": 1e-10, "atol": 1e-12}}
 
 

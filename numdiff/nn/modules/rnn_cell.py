@@ -9,7 +9,8 @@ a sequence of one step: one kernel for the product with W_hh and the gates, and 
 backward, where the step composed from differentiable ops records some fifteen ops each way. A
 hand-written loop of 30 steps (batch 16, 32 -> 64, float32, forward and backward, one thread,
 thread CPU time) took LSTMCell 16.6 -> 9.0 ms (PyTorch 4.5), GRUCell 16.6 -> 9.2 (4.4), RNNCell
-7.5 -> 7.0 (2.1). Under numdiff.compile the step stays composed: compile fuses its gate arithmetic
+7.5 -> 7.0 (2.1). A batch of a few rows against a large hidden size keeps the composed step (see
+`RNNCellBase._one_step_op`). Under numdiff.compile the step stays composed: compile fuses its gate arithmetic
 into one loop, and the sequence op's fixed cost per call made the compiled loops slower (LSTMCell
 2.9 -> 3.4 ms, RNNCell 1.3 -> 2.3). The composed step functions below also serve the dtypes the
 kernels lack (float16, bfloat16), an ONNX export, and RNN's stepwise cases (proj_size, packed input).
@@ -72,6 +73,9 @@ def gru_step(x_proj: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> 
 
 
 # ----------------------------------------------------------------------------- cells
+_HIDDEN_PER_BATCH_ROW = 256
+"""A cell runs the one-step sequence op while hidden_size <= this x batch (see `_one_step_op`)."""
+
 class RNNCellBase(Module):
     """Parameters (weight_ih, weight_hh, bias_ih, bias_hh) and checks shared by the cells."""
 
@@ -128,10 +132,14 @@ class RNNCellBase(Module):
 
     def _one_step_op(self, x: Tensor) -> bool:
         """Whether this step runs as its family's sequence op (one step): eagerly, in the kernels'
-        dtypes, and not while exporting to ONNX, which has no form of the sequence ops."""
+        dtypes, not while exporting to ONNX, which has no form of the sequence ops, and unless the
+        batch is small against the hidden size. The op's backward copies W_hh^T (G x H) once per
+        call, as much memory traffic as the products of ~1 batch row: at batch 1 it paid up to H =
+        256 (LSTMCell float32, H = 128: 3.1 -> 2.7x PyTorch's time; H = 320: 1.95 -> 2.10x)."""
         from numdiff.compile.trace import tracing_now  # not at the top: numdiff.compile imports numdiff.nn
 
-        return x.dtype in (float32, float64) and not onnx_exporting[0] and not tracing_now()
+        small_batch = self.hidden_size > _HIDDEN_PER_BATCH_ROW * x.shape[0]
+        return x.dtype in (float32, float64) and not onnx_exporting[0] and not tracing_now() and not small_batch
 
     def _folded_bias(self) -> Tensor | None:
         """b_ih + b_hh, which LSTM and RNN add straight to the gates (None without bias)."""
