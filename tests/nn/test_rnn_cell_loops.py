@@ -6,6 +6,8 @@ gradcheck of one step through its states and the composed dtypes (float16) that 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,24 @@ def test_state_of_another_dtype_is_refused_before_any_kernel(cls_name):
     state = (h, h) if cls_name == "LSTMCell" else h
     with pytest.raises(TypeError, match=r"float32 or float64 tensors of one dtype.*float64"):
         cell(numdiff.zeros(2, 3), state)
+
+
+@pytest.mark.parametrize("cls_name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_vmap_over_a_cell_batches_the_composed_step(cls_name):
+    """Under vmap a cell keeps the composed step, which batches op by op (the sequence ops have no
+    batching rule and would warn and loop): same values as the cell on each example."""
+    from numdiff.func import vmap
+
+    cell = getattr(nn, cls_name)(3, 4).double()
+    x = numdiff.randn(5, 2, 3, dtype=numdiff.float64)
+    h = numdiff.randn(5, 2, 4, dtype=numdiff.float64)
+
+    def step(x, h):
+        out = cell(x, (h, h)) if cls_name == "LSTMCell" else cell(x, h)
+        return out[0] if cls_name == "LSTMCell" else out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batched = vmap(step)(x, h)
+    expected = numdiff.stack([step(x[i], h[i]) for i in range(5)])
+    np.testing.assert_allclose(batched.detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-14)
