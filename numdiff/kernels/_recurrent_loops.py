@@ -39,6 +39,31 @@ _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract
 _PARTS_OPTIONS = {name: value for name, value in _OPTIONS.items() if name != "cache"}  # serial_and_parallel adds it
 
 
+_TILE = 16
+
+
+@njit(**_OPTIONS)
+def _transposed(w):
+    """W^T, C-contiguous, (G, H) -> (H, G), copied in 16 x 16 tiles: the backward reads rows of W_hh^T.
+
+    Loop nest: tiles of rows, tiles of columns, then j and i inside a tile; serial. A row-by-row copy
+    (np.ascontiguousarray(w.T)) writes columns 4H floats apart, which for a power-of-two H fall into
+    the same few cache sets: 2.5 ms for W_hh of an LSTM with H = 512 (float32, against 0.47 ms for
+    H = 480), paid once per backward, so once per step in a loop of LSTMCells. Tiled: 0.52 ms at
+    H = 512, 0.30 -> 0.14 at H = 256, 0.036 -> 0.033 at H = 128; where H is no power of two the
+    row-by-row copy was a little faster (H = 200: 0.060 against 0.083 ms, H = 480: 0.40 against
+    0.46), under 0.2 % of a word-level LSTM's training step. Tiles of 8, 32 and 64 took 0.61, 0.97 and 1.08 ms at H = 512."""
+    rows, cols = w.shape
+    out = np.empty((cols, rows), dtype=w.dtype)
+    for i0 in range(0, rows, _TILE):
+        i1 = min(i0 + _TILE, rows)
+        for j0 in range(0, cols, _TILE):
+            for j in range(j0, min(j0 + _TILE, cols)):
+                for i in range(i0, i1):
+                    out[j, i] = w[i, j]
+    return out
+
+
 # --------------------------------------------------------------------------- LSTM
 @njit(inline="always", **_OPTIONS)
 def _sigmoid_into(x, y):
@@ -145,7 +170,7 @@ def _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, lo, hi):
 
 
 def _lstm_backward_parts(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds):
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    w_t = _transposed(w_hh)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
     for part in prange(bounds.shape[0] - 1):
         _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
 
@@ -243,7 +268,7 @@ def _gru_backward(grad, out, h0, w_t, d_pre, d_hidden, dh_state, lo, hi):
 
 
 def _gru_backward_parts(grad, out, h0, w_hh, d_pre, d_hidden, dh_state, bounds):
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    w_t = _transposed(w_hh)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
     for part in prange(bounds.shape[0] - 1):
         _gru_backward(grad, out, h0, w_t, d_pre, d_hidden, dh_state, bounds[part], bounds[part + 1])
 
@@ -308,7 +333,7 @@ def _rnn_backward(grad, out, w_t, relu, d_pre, dh_state, lo, hi):
 
 
 def _rnn_backward_parts(grad, out, w_hh, relu, d_pre, dh_state, bounds):
-    w_t = np.ascontiguousarray(w_hh.T)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    w_t = _transposed(w_hh)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
     for part in prange(bounds.shape[0] - 1):
         _rnn_backward(grad, out, w_t, relu, d_pre, dh_state, bounds[part], bounds[part + 1])
 
