@@ -2,7 +2,8 @@
 of which showed a gap the benchmark did not: a bidirectional two-layer LSTM classifier, a pre-norm
 nn.Transformer with a float target mask, an EfficientNet-style net (SiLU, squeeze-excitation gates,
 depthwise convs), an MLP with BatchNorm1d, and the char-RNN classifier PyTorch's "NLP from scratch"
-tutorial writes by hand (Linear on cat(input, hidden) every character: tiny ops, per-op cost).
+tutorial writes by hand (Linear on cat(input, hidden) every character: tiny ops, per-op cost), and a time
+loop written by hand over nn.LSTMCell.
 
 Written as benchmarks/_models.py writes its own: ``(lib, quick, compile_fn) -> step``, weights from
 per-name seeds, no library imported at module level.
@@ -161,7 +162,31 @@ def rnn_scratch(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], Non
     return step
 
 
+def lstm_cell_loop(lib: Any, quick: bool, compile_fn: Callable) -> Callable[[], None]:
+    """A time loop written by hand over nn.LSTMCell (input 32, hidden 64), as tutorials and
+    sequence-prediction programs write it: 30 steps of a batch of 16, a Linear head on every
+    step's hidden state, MSE against the next input, Adam."""
+    nn, fn = lib.nn, lib.nn.functional
+    features, hidden, steps, batch = (4, 6, 3, 2) if quick else (32, 64, 30, 16)
+    cell, head = nn.LSTMCell(features, hidden), nn.Linear(hidden, features)
+    same_weights(lib, cell)
+    same_weights(lib, head)
+    rng = _data(36)
+    series = lib.tensor(rng.standard_normal((steps + 1, batch, features)).astype("float32"))
+
+    def loss_of(series: Any, target: Any) -> Any:
+        h = c = lib.zeros(batch, hidden)
+        total = 0.0
+        for t in range(steps):
+            h, c = cell(series[t], (h, c))
+            total = total + fn.mse_loss(head(h), target[t])
+        return total / steps
+
+    return _adam_step(lib, [cell, head], compile_fn(loss_of), series[:steps], series[1:])
+
+
 EXTRA_WORKLOADS: dict[str, Callable[..., Callable[[], None]]] = {
-    f.__name__: f for f in (bilstm_classifier, transformer_seq2seq, efficientnet, mlp_batchnorm, rnn_scratch)
+    f.__name__: f
+    for f in (bilstm_classifier, transformer_seq2seq, efficientnet, mlp_batchnorm, rnn_scratch, lstm_cell_loop)
 }
 """The families found by probing, in the order bench_models.py reports them after the others."""

@@ -72,7 +72,8 @@ def test_bench_import_reports_each_case_and_what_import_loaded():
 
 
 @pytest.mark.parametrize(
-    "workload", ["bilstm_classifier", "transformer_seq2seq", "efficientnet", "mlp_batchnorm", "rnn_scratch"]
+    "workload",
+    ["bilstm_classifier", "transformer_seq2seq", "efficientnet", "mlp_batchnorm", "rnn_scratch", "lstm_cell_loop"]
 )
 def test_probed_workloads_train_the_same_model_in_both_libraries(workload):
     """The rows benchmarks/_models_extra.py adds build the same model and data in numdiff (eager and
