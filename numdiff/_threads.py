@@ -128,7 +128,7 @@ def set_num_threads(n: int) -> None:
             f"NUMBA_NUM_THREADS environment variable at start-up), got {n}"
         )
     numba.set_num_threads(n)
-    _blas.prepare_blas()  # holds SciPy's OpenBLAS at one thread per call
+    _blas.hold_one_blas_thread()
 
 
 def thread_pool_size() -> int:

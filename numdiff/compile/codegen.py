@@ -104,7 +104,8 @@ class Emitter:
         self.available_buffers: set[str] = set()
         # Host graphs call kernel cores directly with plans made at build time (compile.direct).
         self.direct = False
-        self.uses_blas = False
+        # The dtypes of the BLAS products the direct calls run (compile.direct.prepare_blas each).
+        self.blas_dtypes: set[np.dtype] = set()
 
     def ref(self, obj: Any, hint: str) -> str:
         """A module-level name bound to `obj` (classes, constant arrays, odd attrs)."""
@@ -136,7 +137,7 @@ class Emitter:
             return
         if call.special == "gemm_pair":
             self.lines.extend(pair_lines(call, graph.values))
-            self.uses_blas = True
+            self.blas_dtypes.add(np.dtype(graph.values[call.output].dtype))
             return
         if call.special == "norm_fold":
             self.lines.extend(fold_lines(call, graph.values, self.ref))
@@ -152,7 +153,8 @@ class Emitter:
             lines = direct_lines(call, graph.values, self.ref)
             if lines is not None:
                 self.lines.extend(lines)
-                self.uses_blas = self.uses_blas or needs_blas(call)
+                if needs_blas(call):
+                    self.blas_dtypes.add(np.dtype(graph.values[call.output].dtype))
                 return
         forward = self.ref(call.function.forward, call.function.__name__ + "_forward")
         ctx = "ctx" if call.ctx_outputs else "_scratch"

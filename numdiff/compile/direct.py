@@ -103,9 +103,10 @@ def linear_2d(x: np.ndarray, weight: np.ndarray, bias: Any, out: np.ndarray, par
     return out
 
 
-def prepare_blas() -> None:
-    """Hold SciPy's BLAS at one thread per call (numdiff.kernels._blas.prepare_blas)."""
-    _blas.prepare_blas()
+def prepare_blas(dtype: np.dtype) -> None:
+    """Hold SciPy's BLAS at one thread per call and fix gemm's build for `dtype`
+    (numdiff.kernels._blas.prepare_blas)."""
+    _blas.prepare_blas(dtype)
 
 
 RUNTIME = {"_c": _c, "matmul_2d": matmul_2d, "matmul_pair": matmul_pair, "linear_2d": linear_2d,

@@ -27,12 +27,14 @@ import threading
 import numpy as np
 from numba import prange, types
 from numba.core import cgutils
+from numba.core.compiler_lock import global_compiler_lock
 from numba.extending import intrinsic
+from numpy.typing import DTypeLike
 
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, GEMV_SYMBOLS, blas_library
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "blas_threading"]
+__all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "hold_one_blas_thread", "blas_threading"]
 
 # The chosen library's Fortran sgemm/dgemm, linked by name (numdiff.kernels._blas_library):
 # (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), every argument by address.
@@ -235,34 +237,45 @@ def gemm_batch(trans_a, trans_b, a, b, out):
         gemm(trans_a, trans_b, 1.0, a[i], b[i], 0.0, out[i])
 
 
-def _fix_gemm_builds() -> None:
-    """Compile (or load) :func:`gemm` for float32 and float64 and no other argument types.
+_GEMM_SCALARS = {np.dtype(np.float32): types.float32, np.dtype(np.float64): types.float64}
+
+
+def _fix_gemm_build(dtype: np.dtype) -> None:
+    """Compile (or load) :func:`gemm` for one dtype's arrays, and allow no other argument types.
 
     Operands are any-layout views, op(a) and op(b) read-only, so every caller's arrays convert to
     these. Left to itself Numba compiles gemm once per caller's layouts and constant flags (a
     call with literal True/False is specialised): five float32 builds in a digits CNN's cold
-    start, 0.3-0.5 s each. Done on first use rather than at import, which it would slow down.
+    start, 0.3-0.5 s each. Built per dtype on first use, not at import (which it would slow
+    down) and not for both dtypes at once: a float32 model never calls the float64 build, which
+    cost 0.8-0.9 s CPU of its empty-cache start. Compilation is opened only under Numba's
+    compiler lock, so no caller compiling meanwhile on another thread can add a specialised build.
     """
-    for dtype in (types.float32, types.float64):
-        operand = types.Array(dtype, 2, "A", readonly=True)
-        out = types.Array(dtype, 2, "A")
-        gemm.compile((types.boolean, types.boolean, types.float64, operand, operand, types.float64, out))
-    gemm.disable_compile()
+    scalar = _GEMM_SCALARS[dtype]
+    operand = types.Array(scalar, 2, "A", readonly=True)
+    out = types.Array(scalar, 2, "A")
+    with global_compiler_lock:
+        gemm.disable_compile(False)
+        try:
+            gemm.compile((types.boolean, types.boolean, types.float64, operand, operand, types.float64, out))
+        finally:
+            gemm.disable_compile()
 
 
-def _touch_blas() -> None:
-    """One tiny product per dtype on the calling thread, before any worker thread calls BLAS.
+def _touch_blas(dtype: np.dtype) -> None:
+    """One tiny product of this dtype on the calling thread, before any worker thread calls BLAS.
 
     MKL sets itself up (CPU dispatch, its code path libraries) on its first call of each routine,
     and two Numba threads making that first call at once is not safe: measured, one thread's half
     of a split dgemm stayed unwritten (NaN). For SciPy's OpenBLAS the warm-up is harmless.
     """
-    for dtype in (np.float32, np.float64):
-        a = np.ones((1, 1), dtype)
-        gemm(False, False, 1.0, a, a, 0.0, np.empty((1, 1), dtype))
+    a = np.ones((1, 1), dtype)
+    gemm(False, False, 1.0, a, a, 0.0, np.empty((1, 1), dtype))
 
 
 _state: dict[str, object] = {"ready": False, "setter": None, "getter": None, "library": None}
+_built: set[np.dtype] = set()
+"""The dtypes whose :func:`gemm` build is fixed and whose BLAS routine has been called once."""
 
 
 def _find_thread_control() -> None:
@@ -292,24 +305,52 @@ def _find_thread_control() -> None:
 _setup_lock = threading.Lock()
 
 
-def prepare_blas() -> None:
-    """Make SciPy's OpenBLAS single-threaded (every call; cheap) and fix :func:`gemm`'s builds.
+def prepare_blas(dtype: DTypeLike = None) -> None:
+    """Make SciPy's OpenBLAS single-threaded (every call; cheap) and fix :func:`gemm`'s build
+    for `dtype` (float32 or float64; None: both).
 
-    Kernels call this before any compiled code that uses :func:`gemm`. If SciPy's BLAS is not
-    an OpenBLAS whose thread count can be set, the kernels still work, only slower when BLAS
-    threads and Numba threads compete. The one-time set-up runs under a lock: a second thread
-    arriving meanwhile waits for it, rather than compiling :func:`gemm` again after the first
-    disabled its compilation (Numba's "compilation disabled") or using it half set up.
+    Kernels call this, with the dtype of their arrays, before any compiled code that uses
+    :func:`gemm` for that dtype: only the prepared dtypes' builds exist, so a kernel compiled for
+    another dtype fails to type its gemm call. If SciPy's BLAS is not an OpenBLAS whose thread
+    count can be set, the kernels still work, only slower when BLAS threads and Numba threads
+    compete. The one-time set-up of each dtype runs under a lock: a second thread arriving
+    meanwhile waits for it rather than using it half set up.
+
+    >>> prepare_blas(np.float32)
     """
+    if dtype in _built:
+        _set_one_thread()
+        return
+    wanted = tuple(_GEMM_SCALARS) if dtype is None else (_gemm_dtype(dtype),)
+    hold_one_blas_thread()
+    if all(d in _built for d in wanted):
+        return
+    with _setup_lock:
+        for d in wanted:
+            if d not in _built:
+                _fix_gemm_build(d)
+                _touch_blas(d)
+                _built.add(d)
+
+
+def _gemm_dtype(dtype: DTypeLike) -> np.dtype:
+    try:
+        found = np.dtype(dtype)
+    except TypeError:
+        found = None
+    if found not in _GEMM_SCALARS:
+        raise TypeError(f"prepare_blas: gemm runs on float32 or float64 arrays, got dtype {dtype!r}")
+    return found
+
+
+def hold_one_blas_thread() -> None:
+    """Hold SciPy's OpenBLAS at one thread (finding its thread control on the first call), and
+    build nothing: for callers that change thread counts but run no product themselves."""
     if not _state["ready"]:
         with _setup_lock:
             if not _state["ready"]:
                 _find_thread_control()
-                _fix_gemm_builds()
-                _set_one_thread()
-                _touch_blas()
                 _state["ready"] = True
-                return
     _set_one_thread()
 
 
@@ -325,7 +366,7 @@ def blas_threading() -> str:
     >>> isinstance(blas_threading(), str)
     True
     """
-    prepare_blas()
+    hold_one_blas_thread()
     gemm_library = "GEMM: MKL, sequential layer" if _LIBRARY.name == "mkl" else "GEMM: SciPy's BLAS"
     if _state["library"] is None:
         return (f"{gemm_library}; SciPy BLAS thread count not controllable; BLAS threads may compete "

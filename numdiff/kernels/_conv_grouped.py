@@ -56,7 +56,7 @@ from numdiff.kernels._vecmath import wide_vectors
 _SUMS = {"reassoc", "contract"}
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _span(size_out, size_in, stride, pad, offset):
     """``(lo, hi)``: the output positions o with ``0 <= o*stride - pad + offset < size_in``."""
     low_edge = pad - offset
@@ -66,14 +66,14 @@ def _span(size_out, size_in, stride, pad, offset):
     return lo, max(lo, hi)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _layout(kh, kw, sh, sw, dh, dw, oh_size, ow_size):
     """``(rows, ld)`` of one image's staged phase plane: enough rows and columns for every tap's
     reads of the image's outputs."""
     return oh_size + (kh - 1) * dh // sh, ow_size + (kw - 1) * dw // sw
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _tap_offset(i, j, sh, sw, dh, dw, phase_size, ld):
     """Where tap (i, j) starts reading in a channel's staged phase planes (`phase_size` elements
     a phase: a block of images' planes)."""
@@ -81,7 +81,7 @@ def _tap_offset(i, j, sh, sw, dh, dw, phase_size, ld):
     return phase * phase_size + ((i * dh) // sh) * ld + (j * dw) // sw
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _stage(xp, staged, base, phase_size, pt, pl, sh, sw, rows, ld):
     """``staged[base + (a*sw + b)*phase_size + r*ld + c] = xp[r*sh + a - pt, c*sw + b - pl]``, zero
     outside the plane: one image's padded input split into its sh*sw stride phases."""
@@ -107,7 +107,7 @@ def _stage(xp, staged, base, phase_size, pt, pl, sh, sw, rows, ld):
                     row[c] = 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _unstage(staged, base, phase_size, dxp, pt, pl, sh, sw, rows, ld):
     """The adjoint of :func:`_stage`: ``dxp[ih, iw]`` = the staged element holding it (zero
     where none does: the forward never read it)."""
@@ -131,7 +131,7 @@ def _unstage(staged, base, phase_size, dxp, pt, pl, sh, sw, rows, ld):
                     dx_row[c] = row[c]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _add_taps(dst, count, src, starts, weights, taps):
     """``dst[q] = sum_{t < taps} weights[t] * src[starts[t] + q]`` for q < count: three taps a pass,
     the remainder in a pass of its own."""
@@ -154,7 +154,7 @@ def _add_taps(dst, count, src, starts, weights, taps):
             dst[q] += w0 * s0[q]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _stage_block(x5, staged, n0, nb, g, c, size, plane, phase_size, pt, pl, sh, sw, rows, ld):
     """Stage channel c of group g for images n0 .. n0+nb-1 at ``staged[c*size:]``, and zero the
     `ld` elements after each phase's last image (where it has no successor), which a tap's run
@@ -167,7 +167,7 @@ def _stage_block(x5, staged, n0, nb, g, c, size, plane, phase_size, pt, pl, sh, 
             staged[tail : tail + ld] = 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _block(item, blocks, n_img, images):
     """``(group, first image, images)`` of work item `item` (group-major, `blocks` a group)."""
     g = item // blocks

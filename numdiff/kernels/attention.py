@@ -189,7 +189,7 @@ def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndar
     check_float_arrays("attention_forward", q=q, out=out)
     check_shape("attention_forward", "out", out, (heads, rows, width + 1))
     check_disjoint("attention_forward", {"out": out}, {"q": q, "k": k, "v": v, "bias": bias})
-    prepare_blas()
+    prepare_blas(q.dtype)
     _pick(_FORWARD, q, k, v)(q, k, v, bias, float(scale), bool(causal), out)
     return out
 
@@ -206,6 +206,6 @@ def attention_backward(
         check_shape("attention_backward", name, arr, (heads, rows, width + 1))
     check_shape("attention_backward", "res", res, (heads, (rows + cols) * depth + cols * width))
     check_disjoint("attention_backward", {"res": res}, {"grad": grad, "out": out, "q": q, "k": k, "v": v, "bias": bias})
-    prepare_blas()
+    prepare_blas(q.dtype)
     _pick(_BACKWARD, q, k, v)(grad, out, q, k, v, bias, float(scale), bool(causal), res)
     return res

@@ -246,7 +246,7 @@ def conv2d_forward(
     if sizes is None:
         return out
     x5, w3, out4 = _views(x, weight, out, groups)
-    prepare_blas()
+    prepare_blas(x.dtype)
     core(x5, w3, bias_arr, has_bias, out4, *sizes)
     return out
 
@@ -284,7 +284,7 @@ def conv2d_backward_input(
     if backward_input_gathers(core, weight.shape, stride, groups):
         return _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, groups)
     dx5, w3, go4 = _views(grad_in, weight, grad_out, groups)
-    prepare_blas()
+    prepare_blas(grad_in.dtype)
     core(go4, w3, dx5, *sizes)
     return grad_in
 
@@ -355,6 +355,6 @@ def conv2d_backward_weight(
         grad_weight[...] = 0
         return grad_weight
     x5, gw3, go4 = _views(x, grad_weight, grad_out, groups)
-    prepare_blas()
+    prepare_blas(x.dtype)
     core(x5, go4, gw3, *sizes)
     return grad_weight

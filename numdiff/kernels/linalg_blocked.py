@@ -277,7 +277,7 @@ def lu_factor_blocked(a: np.ndarray, block: int | None = None, threads: int = 1)
     """
     block = (LU_BLOCK if threads > 1 else DEFAULT_BLOCK) if block is None else block
     _check("lu_factor_blocked", a, block, threads)
-    prepare_blas()
+    prepare_blas(a.dtype)
     lu = np.array(a, order="F")
     piv = np.empty(a.shape[0], np.int32)
     info = _lu_factor_t(lu.T, piv, block, threads) if a.size else 0
@@ -293,7 +293,7 @@ def cholesky_blocked(a: np.ndarray, block: int | None = None, threads: int = 1) 
     """
     block = DEFAULT_BLOCK if block is None else block
     _check("cholesky_blocked", a, block, threads)
-    prepare_blas()
+    prepare_blas(a.dtype)
     low = np.array(a, order="F")
     info = _cholesky_t(low.T, block, threads) if a.size else 0
     return low, int(info)
@@ -310,7 +310,7 @@ def solve_triangular_blocked(t: np.ndarray, b: np.ndarray, upper: bool, unit: bo
     _check("solve_triangular_blocked", t, 1, threads)
     if b.ndim != 2 or b.shape[0] != t.shape[0] or b.dtype != t.dtype:
         raise ValueError(f"solve_triangular_blocked: B {b.shape} {b.dtype} does not fit T {t.shape} {t.dtype}")
-    prepare_blas()
+    prepare_blas(t.dtype)
     out = np.array(b, order="F")
     if out.size:
         t_at = np.asfortranarray(t).T
@@ -336,7 +336,7 @@ def lu_solve_blocked(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, transposed:
     if b.ndim != 2 or b.shape[0] != n or b.dtype != lu.dtype or piv.shape != (n,):
         raise ValueError(f"lu_solve_blocked: B {b.shape} {b.dtype} and pivots {piv.shape} do not fit LU "
                          f"{lu.shape} {lu.dtype}")
-    prepare_blas()
+    prepare_blas(lu.dtype)
     out = np.array(b, order="F")
     if out.size:
         lu_t = np.asfortranarray(lu).T

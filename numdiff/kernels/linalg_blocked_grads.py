@@ -134,7 +134,7 @@ def cholesky_backward_blocked(low: np.ndarray, grad: np.ndarray, threads: int = 
     if threads < 1 or chunk < 1:
         raise ValueError(f"cholesky_backward_blocked: threads and chunk must be at least 1, got threads={threads}, "
                          f"chunk={chunk}")
-    prepare_blas()
+    prepare_blas(low.dtype)
     out = np.empty(low.shape, dtype=low.dtype)
     if low.size:
         work = np.array(grad, order="F")
@@ -198,7 +198,7 @@ def symmetric_product(a: np.ndarray, b: np.ndarray, threads: int = 1, chunk: int
     if threads < 1 or chunk < 1:
         raise ValueError(f"symmetric_product: threads and chunk must be at least 1, got threads={threads}, "
                          f"chunk={chunk}")
-    prepare_blas()
+    prepare_blas(a.dtype)
     out = np.empty((a.shape[0], a.shape[0]), dtype=a.dtype)
     if out.size:
         # A Fortran-ordered operand (eigh's V) goes in as its row-major transpose: no transposing copy.

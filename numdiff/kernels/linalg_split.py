@@ -247,7 +247,7 @@ def eigh_split(a: np.ndarray, upper: bool = False, threads: int = 1,
     ([1.0, 3.0], 0, True)
     """
     _check("eigh_split", a, threads, block)
-    prepare_blas()
+    prepare_blas(a.dtype)
     n = a.shape[0]
     work = np.array(a.T if upper else a, order="F")  # A's upper triangle is A^T's lower one
     zbuf = np.zeros((n, n), a.dtype)
@@ -266,7 +266,7 @@ def svd_split(a: np.ndarray, threads: int = 1,
     ([6.7082, 2.2361], 0, True)
     """
     _check("svd_split", a, threads, block)
-    prepare_blas()
+    prepare_blas(a.dtype)
     n = a.shape[0]
     if not n:
         return np.zeros((0, 0), a.dtype), np.zeros(0, a.dtype), np.zeros((0, 0), a.dtype), 0

@@ -152,7 +152,7 @@ def run_checked(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out:
 
 def _run(op: str, trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     check_disjoint(op, {"out": out}, {"a": a, "b": b})
-    prepare_blas()
+    prepare_blas(out.dtype)
     if out.ndim == 2:
         a, b, out = a[None], b[None], out[None]
     run_checked(trans_a, trans_b, a, b, out, _threads_for(out.size * (a.shape[1] if trans_a else a.shape[2])))
@@ -258,7 +258,7 @@ def linear_backward_products(
         _run(op, False, False, grad, weight, grad_x)
         _run(op, True, False, grad, x, grad_weight)
         return
-    prepare_blas()
+    prepare_blas(grad.dtype)
     run_pair_checked(False, False, grad, weight, grad_x, True, False, grad, x, grad_weight, parts)
 
 

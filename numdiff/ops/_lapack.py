@@ -148,7 +148,7 @@ def failing_minor(m: np.ndarray) -> int:
     """The order of the first leading minor of the matrix `m` (its lower triangle) that is not positive
     definite, 0 if none: LAPACK potrf's info, from one factorization (not one per minor)."""
     potrf = scipy_linalg.get_lapack_funcs("potrf", (m,))
-    _blas.prepare_blas()
+    _blas.hold_one_blas_thread()
     return int(potrf(m, lower=1, clean=0)[1])
 
 
@@ -217,7 +217,7 @@ def _lu_factor(a: np.ndarray) -> LUFactors:
     if threads:
         lu, piv, _ = _blocked.lu_factor_blocked(m, threads=threads)  # a zero pivot stays in U, as below
         return lu, piv, of_transpose
-    _blas.prepare_blas()
+    _blas.hold_one_blas_thread()
     with warnings.catch_warnings():  # an exactly singular A: its zero pivot, as torch
         warnings.simplefilter("ignore", scipy_linalg.LinAlgWarning)
         return (*scipy_linalg.lu_factor(m, check_finite=False), of_transpose)
@@ -238,7 +238,7 @@ def solve_factored(factors: LUFactors, b: np.ndarray, transposed: bool) -> np.nd
     threads = blocked_threads(lu)
     if threads and b.ndim == 2 and b.dtype == lu.dtype:
         return _blocked.lu_solve_blocked(lu, factors[1], b, transposed, threads)
-    _blas.prepare_blas()
+    _blas.hold_one_blas_thread()
     return scipy_linalg.lu_solve(factors[:2], b, trans=1 if transposed else 0, check_finite=False)
 
 

@@ -79,7 +79,7 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
         for p in range(len(a3)):
             out[p] = _blocked.solve_triangular_blocked(a3[p], b3[p], upper, unit, threads)
     elif len(a3) == 1 or n > _KERNEL_MAX_ORDER:
-        _blas.prepare_blas()
+        _blas.hold_one_blas_thread()
         for p in range(len(a3)):
             out[p] = scipy_linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
                                                    check_finite=False)
