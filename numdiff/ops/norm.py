@@ -21,7 +21,7 @@ from numdiff._dtype import float32, float64
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
-from numdiff.backend import backend_for
+from numdiff.backend import CPU, backend_for
 from numdiff.creation import ones, zeros, zeros_like
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat, stack
@@ -220,10 +220,22 @@ def grouped_moments(input: Tensor, view: tuple[int, int, int, int, int]) -> Tens
 def _fusable(input: Tensor, *params: Tensor | None) -> bool:
     """Floating tensors of one dtype on one device (mixed ones take the composed form, which
     promotes). Half types reach the kernels widened to float32 by Function.apply."""
-    dtype, device = input.dtype, input.device
+    dtype = input.dtype
     if not dtype.is_floating_point or dtype.is_complex:
         return False
-    return all(p is None or (p.dtype == dtype and p.device == device) for p in params)
+    data = input._data
+    backend = backend_for(data)
+    for p in params:
+        if p is None:
+            continue
+        # Equal array dtypes and one backend with a single device (the host) settle it without
+        # building numdiff dtypes and devices, which cost more than the test.
+        other = p._data
+        if other.dtype != data.dtype and p.dtype != dtype:
+            return False
+        if not (backend is CPU and backend_for(other) is CPU) and p.device != input.device:
+            return False
+    return True
 
 
 def grouped_norm(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -240,8 +241,10 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
             f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype!r}"
         )
     dims = _reduction_dims("mean", dim, input.ndim)
-    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    return half_computed_in_float32(input, lambda x: sum(x, dims, keepdim) / count)
+    shape = input._data.shape
+    count = math.prod([shape[d] for d in dims])
+    # Sum.apply, not sum(): the dims are normalised already and a float input needs no int64 cast.
+    return half_computed_in_float32(input, lambda x: Sum.apply(x, dims=dims, keepdim=keepdim) / count)
 
 
 def var(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
