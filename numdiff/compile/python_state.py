@@ -49,7 +49,11 @@ def is_user_class(value: Any) -> bool:
 
 
 def _array_bytes(value: Any) -> tuple | None:
-    """(dtype, shape, bytes) of a NumPy or device array, None for anything else."""
+    """(dtype, shape, bytes) of a NumPy or device array, None for anything else: a class too,
+    whose ``__array_interface__`` is the descriptor its instances read (``np.float64`` reached
+    through a module's globals once broke the guard's snapshot with an unbound ``tobytes``)."""
+    if isinstance(value, type):
+        return None
     if getattr(value, "__array_interface__", None) is not None:
         return ("array", str(value.dtype), value.shape, value.tobytes())
     if getattr(value, "__cuda_array_interface__", None) is not None:

@@ -125,6 +125,21 @@ def test_a_global_numpy_array_changed_in_place():
     _check(numdiff.compile(_reads_array), _reads_array, mutate, _x())
 
 
+CONFIG_WITH_A_CLASS = {"accumulate_in": np.float64, "scale": 2.0}
+
+
+def _reads_beside_a_class(x):
+    return x * CONFIG_WITH_A_CLASS["scale"]
+
+
+def test_a_config_that_holds_a_numpy_scalar_class():
+    # np.float64 has an __array_interface__ descriptor; the snapshot must not take the class for an array.
+    _check(
+        numdiff.compile(_reads_beside_a_class), _reads_beside_a_class,
+        lambda: CONFIG_WITH_A_CLASS.__setitem__("scale", 7.0), _x(),
+    )  # fmt: skip
+
+
 def test_a_module_attribute_that_is_a_list_of_floats():
     class Weighted(numdiff.nn.Module):
         def __init__(self):
