@@ -20,7 +20,8 @@ image are gathered through a table of offsets into its zero-padded copy
 a call. Extra memory per thread: the column block (at most ``routing.TILE_ELEMENTS`` elements,
 or K*P for one image), a (Cog, images*P) block, one zero-padded image; for the weight gradient
 one weight-sized accumulator. Parallelism: items (image block, group) go round-robin to the
-Numba threads, each running single-threaded BLAS; blocks are sized so every thread gets one.
+Numba threads, each running its products on its own (numdiff.kernels._conv_products, which
+the per-image cores share); blocks are sized so every thread gets one.
 Which convolutions come here, and the measurements: :func:`numdiff.kernels._conv_routing.batched_images`.
 """
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._blas import gemm
+from numdiff.kernels._conv_products import product
 from numdiff.kernels._im2col import stage_rows, unstage_add
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
@@ -87,7 +88,7 @@ def batched_forward_core(x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, d
                     for p in range(positions):
                         col[r, b * positions + p] = stage[table[r * positions + p]]
             prod = prodbuf[t, : cog * cols].reshape((cog, cols))
-            gemm(False, False, 1.0, w3[g], col, 0.0, prod)
+            product(False, False, w3[g], col, 0.0, prod)
             for b in range(m):
                 for co in range(cog):
                     shift = bias[g * cog + co] if has_bias else 0.0
@@ -119,7 +120,7 @@ def batched_backward_input_core(go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh
                     for p in range(positions):
                         dout[co, b * positions + p] = go4[n0 + b, g, co, p]
             dcol = colbuf[t, : k * cols].reshape((k, cols))
-            gemm(True, False, 1.0, w3[g], dout, 0.0, dcol)
+            product(True, False, w3[g], dout, 0.0, dcol)
             for b in range(m):
                 stage[:] = 0
                 for r in range(k):
@@ -159,7 +160,7 @@ def batched_backward_weight_core(x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, o
                 for co in range(cog):
                     for p in range(positions):
                         dout[co, b * positions + p] = go4[n0 + b, g, co, p]
-            gemm(False, True, 1.0, col, dout, 1.0, acc[t, g])
+            product(False, True, col, dout, 1.0, acc[t, g])
     # Element by element, as in _conv_cores (no array-to-slice assignment to compile).
     for g in range(groups):
         for co in range(cog):

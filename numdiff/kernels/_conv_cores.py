@@ -7,8 +7,9 @@ Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``o
 
 Numba's disk cache keys a core on this file alone, not on the im2col/col2im helpers it calls:
 after changing numdiff/kernels/_im2col.py, edit this file too (or clear __pycache__), or a
-process may load cores built with the old helpers (last done when the staging pass became
-_im2col.stage_rows, shared with numdiff.kernels._conv_batched).
+process may load cores built with the old helpers (last done when the products moved from BLAS
+to numdiff.kernels._conv_products, shared with numdiff.kernels._conv_batched). The same holds
+for numdiff/kernels/_conv_products.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._blas import gemm
+from numdiff.kernels._conv_products import product
 from numdiff.kernels._im2col import col2im_rows_add, im2col_rows, staging_size
 from numdiff.kernels._parallel import contiguous_run, serial_and_parallel
 
@@ -68,7 +69,7 @@ def forward_core(
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
             dst = out4[n, g][:, p0:p1]
-            gemm(False, False, 1.0, w3[g], col, 0.0, dst)
+            product(False, False, w3[g], col, 0.0, dst)
             if has_bias:
                 cog = dst.shape[0]
                 for co in range(cog):
@@ -108,10 +109,10 @@ def backward_input_core(
                 dout = go4[n, g][:, p0:p1]
                 if pointwise:
                     # col2im is the identity here: write the input gradient in place.
-                    gemm(True, False, 1.0, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
+                    product(True, False, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
                 else:
                     dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
-                    gemm(True, False, 1.0, w_blk, dout, 0.0, dcol)
+                    product(True, False, w_blk, dout, 0.0, dcol)
                     col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg, stagebuf[t])
 
 
@@ -123,8 +124,8 @@ def backward_weight_core(
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
     stage = 0 if pointwise else staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size)
     stagebuf = np.empty((parts, stage), x5.dtype)
-    # Accumulated transposed, (Cg*KH*KW, Cog): OpenBLAS runs col @ dout.T 1.6x faster than
-    # dout @ col.T when the product is short and wide (measured for conv2d 16->32, 32x32).
+    # Accumulated transposed, (Cg*KH*KW, Cog): col @ dout.T copies the (Cog, T) dout tile into
+    # T rows (numdiff.kernels._conv_products), where dout @ col.T would copy the larger (K, T) col.
     acc = np.zeros((parts, gw3.shape[0], gw3.shape[2], gw3.shape[1]), x5.dtype)
     # Contiguous runs of output rows, as in forward_core.
     total = n_img * groups * oh_size
@@ -142,7 +143,7 @@ def backward_weight_core(
                 patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
-            gemm(False, True, 1.0, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
+            product(False, True, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
     # Element by element: an array assigned to a slice makes Numba compile its shape-mismatch
     # message formatting, 2.5 s of a cold start.
     for g in range(gw3.shape[0]):
