@@ -22,7 +22,8 @@ from numdiff.kernels._im2col import col2im_rows_add, im2col_rows, staging_size
 from numdiff.kernels._parallel import contiguous_run, serial_and_parallel
 
 # Geometry tuple shared by the cores:
-#   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)
+#   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts, loops)
+# loops: the products' route, numdiff.kernels._conv_route (Numba loops, else BLAS).
 
 
 def forward_core(
@@ -45,6 +46,7 @@ def forward_core(
     pointwise,
     blocks,
     parts,
+    loops,
 ):
     n_img, groups, cg, height, width = x5.shape
     k = w3.shape[2]
@@ -69,7 +71,7 @@ def forward_core(
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
             dst = out4[n, g][:, p0:p1]
-            product(False, False, w3[g], col, 0.0, dst)
+            product(loops, False, False, w3[g], col, 0.0, dst)
             if has_bias:
                 cog = dst.shape[0]
                 for co in range(cog):
@@ -79,7 +81,7 @@ def forward_core(
 
 
 def backward_input_core(
-    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
+    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops
 ):
     n_img, groups, cg, height, width = dx5.shape
     taps = kh * kw
@@ -109,15 +111,15 @@ def backward_input_core(
                 dout = go4[n, g][:, p0:p1]
                 if pointwise:
                     # col2im is the identity here: write the input gradient in place.
-                    product(True, False, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
+                    product(loops, True, False, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
                 else:
                     dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
-                    product(True, False, w_blk, dout, 0.0, dcol)
+                    product(loops, True, False, w_blk, dout, 0.0, dcol)
                     col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg, stagebuf[t])
 
 
 def backward_weight_core(
-    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
+    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops
 ):
     n_img, groups, cg, height, width = x5.shape
     k = gw3.shape[2]
@@ -143,7 +145,7 @@ def backward_weight_core(
                 patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
-            product(False, True, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
+            product(loops, False, True, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
     # Element by element: an array assigned to a slice makes Numba compile its shape-mismatch
     # message formatting, 2.5 s of a cold start.
     for g in range(gw3.shape[0]):

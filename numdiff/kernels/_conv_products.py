@@ -1,8 +1,10 @@
 """The matrix products of the im2col convolution cores, as Numba loops instead of BLAS calls.
 
-``product(trans_a, trans_b, a, b, beta, c)`` computes ``c = op(a) @ op(b) + beta * c`` (beta 0
-or 1) with the shapes and flags of numdiff.kernels._blas.gemm, which the cores of
-numdiff.kernels._conv_cores and _conv_batched called before. Loop nest (:func:`_accumulate`):
+``product(loops, trans_a, trans_b, a, b, beta, c)`` computes ``c = op(a) @ op(b) + beta * c`` (beta
+0 or 1) with the shapes and flags of numdiff.kernels._blas.gemm, for the cores of
+numdiff.kernels._conv_cores and _conv_batched: in the loops below when ``loops`` is set, else by
+that gemm. The flag is the process's route (numdiff.kernels._conv_route: loops only where
+OpenBLAS runs kernels narrower than the CPU's vectors), passed down as an argument. Loop nest (:func:`_accumulate`):
 for a block of 4 rows of c and 4 steps of the inner dimension, the 16 values of op(a) sit in
 registers while one loop runs along the rows of op(b) and c: 4 loads of op(b) and 4 loads and
 stores of c feed 16 multiply-adds per vector, which LLVM vectorises 512 bits wide where the core
@@ -18,8 +20,10 @@ AMD Zen 5 (AVX-512) the benchmarks run on this session, OpenBLAS detects its "Ha
 and measured (one thread, thread CPU time, best of 15, load 5-7; GFLOP/s OpenBLAS / these loops
 built for the host / the same loops built for Haswell, ``NUMBA_CPU_NAME=haswell``, i.e. AVX2 on the
 same core): 64x512x64 48 / 109 / 104; 64x512x256 58 / 134 / 100; 32x256x256 42 / 136 / 97;
-256x64x64 51 / 85 / 79; 128x1024x16 13 / 38 / 39. The loops win with AVX2 too, so the route does
-not depend on the instruction set. Eight inner steps a block instead of four measured no faster
+256x64x64 51 / 85 / 79; 128x1024x16 13 / 38 / 39. The loops win with AVX2 too, so their own
+build is not what decides; OpenBLAS's is: with its AVX-512 (SkylakeX) kernels on the same core,
+BLAS gave the faster model steps, so the loops serve only where OpenBLAS runs narrower kernels
+than the CPU's (numdiff.kernels._conv_route). Eight inner steps a block instead of four measured no faster
 (70-160 GFLOP/s, noisier). PyTorch's oneDNN reaches ~200 GFLOP/s on these products here. The
 bench_models dcgan step (one thread, CPU time; numdiff eager / compile over PyTorch eager), BLAS ->
 these loops: 1.46-1.48 -> 1.22-1.24 / 1.32-1.34 -> 1.09-1.22 built for the host, 1.51 -> 1.25 /
@@ -33,6 +37,7 @@ from numba import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
+from numdiff.kernels._blas import gemm
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels._vecmath import wide_vectors
 
@@ -124,11 +129,15 @@ def _accumulate(a, b, c):
 
 
 @njit(cache=True, nogil=True)
-def product(trans_a, trans_b, a, b, beta, c):
+def product(loops, trans_a, trans_b, a, b, beta, c):
     """``c = op(a) @ op(b) + beta * c`` for beta 0 (c overwritten, not read) or 1; ``op(x)`` is
-    ``x.T`` where the flag is set. Shapes: op(a) (M, K), op(b) (K, N), c (M, N); b and c need
+    ``x.T`` where the flag is set; Numba loops when ``loops`` is set, else one BLAS call
+    (numdiff.kernels._blas.gemm, whose checks then apply). Shapes: op(a) (M, K), op(b) (K, N), c (M, N); b and c need
     unit stride along their last axis (the cores' views have it). Raises ValueError when the
     shapes do not match. See the module docstring for the loop nest and the measurements."""
+    if not loops:
+        gemm(trans_a, trans_b, 1.0, a, b, beta, c)
+        return
     m, n = c.shape
     depth = a.shape[0] if trans_a else a.shape[1]
     if (a.shape[1] if trans_a else a.shape[0]) != m or (b.shape[1] if trans_b else b.shape[0]) != depth:
