@@ -83,6 +83,8 @@ def _requested() -> str:
 def openblas_corename() -> str | None:
     """The core SciPy's loaded OpenBLAS runs kernels for ("Haswell", "SkylakeX", ...), or None when no
     libscipy_openblas is loaded or it does not say. Call after numdiff.kernels._blas_library loaded it."""
+    if not os.path.exists("/proc/self/maps"):  # not Linux: the loaded library cannot be found this way
+        return None
     with open("/proc/self/maps") as maps:
         paths = [line.split()[-1] for line in maps if "libscipy_openblas-" in line and line.rstrip().endswith(".so")]
     if not paths:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from numdiff.kernels._conv_route import CHOICES, ConvProductsError, choose
+from numdiff.kernels._blas_library import blas_library
+from numdiff.kernels._conv_route import CHOICES, ConvProductsError, choose, openblas_corename
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,6 +44,16 @@ def test_choose_names_the_variable_and_the_choices_for_a_bad_request():
     with pytest.raises(ConvProductsError, match=r"NUMDIFF_CONV_PRODUCTS='fast' is not one of auto, blas, loops"):
         choose("fast", "scipy", True, "Haswell")
     assert CHOICES == ("auto", "blas", "loops")
+
+
+def test_openblas_corename_reads_the_loaded_scipy_openblas():
+    if blas_library().name != "scipy" or not sys.platform.startswith("linux"):
+        pytest.skip("SciPy's OpenBLAS is not the GEMM library here, or /proc/self/maps is absent")
+    name = openblas_corename()
+    assert isinstance(name, str) and name, name
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if forced:
+        assert name.lower() == forced.lower()
 
 
 def _python(program: str, route: str, *args: str) -> subprocess.CompletedProcess:
