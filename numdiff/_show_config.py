@@ -16,6 +16,7 @@ numba = lazy_module("numba")
 scipy = lazy_module("scipy")
 _blas = lazy_module("numdiff.kernels._blas")
 _blas_library = lazy_module("numdiff.kernels._blas_library")
+_conv_route = lazy_module("numdiff.kernels._conv_route")
 _lapack = lazy_module("numdiff.ops._lapack")
 
 __all__ = ["config_lines", "show_config"]
@@ -49,6 +50,14 @@ def _openmp_lines() -> list[str]:
     return lines
 
 
+def _conv_products_line() -> str:
+    route = _conv_route.conv_route()
+    return (
+        f"  conv im2col products: {'Numba loops' if route.loops else 'BLAS'}, {route.reason} "
+        f"({_conv_route.ENVIRONMENT_VARIABLE}=auto, blas or loops forces it)"
+    )
+
+
 def config_lines() -> list[str]:
     """The lines :func:`show_config` prints."""
     gemm = _blas_library.blas_library()
@@ -62,6 +71,7 @@ def config_lines() -> list[str]:
         f"    {gemm.path}",
         f"    {_blas_library.ENVIRONMENT_VARIABLE}={forced!r} (auto, mkl or scipy)" if forced else
         f"    {_blas_library.ENVIRONMENT_VARIABLE} unset (auto: MKL when the mkl extra is installed)",
+        _conv_products_line(),
         f"  LAPACK (numdiff.linalg): {_lapack.lapack_description()}",
         f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading "
         f"layer {_threading_layer()}); {_blas.blas_threading()}",

@@ -6,6 +6,7 @@ import numba
 
 import numdiff
 from numdiff.kernels._blas_library import blas_library
+from numdiff.kernels._conv_route import conv_route
 
 
 def test_show_config_names_the_gemm_library_threads_numba_and_cuda(capsys):
@@ -19,3 +20,10 @@ def test_show_config_names_the_gemm_library_threads_numba_and_cuda(capsys):
     assert f"CPU threads: {numdiff.get_num_threads()} of {numba.config.NUMBA_NUM_THREADS}" in text
     assert f"Numba {numba.__version__}" in text
     assert "CUDA: " + ("not available" if not numdiff.cuda.is_available() else "available") in text
+
+
+def test_show_config_says_which_route_the_conv_products_take_and_why(capsys):
+    numdiff.show_config()
+    text = capsys.readouterr().out
+    route = conv_route()
+    assert f"conv im2col products: {'Numba loops' if route.loops else 'BLAS'}, {route.reason}" in text

@@ -20,7 +20,9 @@ image are gathered through a table of offsets into its zero-padded copy
 a call. Extra memory per thread: the column block (at most ``routing.TILE_ELEMENTS`` elements,
 or K*P for one image), a (Cog, images*P) block, one zero-padded image; for the weight gradient
 one weight-sized accumulator. Parallelism: items (image block, group) go round-robin to the
-Numba threads, each running single-threaded BLAS; blocks are sized so every thread gets one.
+Numba threads, each running its products on its own (numdiff.kernels._conv_products, which
+the per-image cores share; ``loops``, the last argument, picks its route: numdiff.kernels._conv_route);
+blocks are sized so every thread gets one.
 Which convolutions come here, and the measurements: :func:`numdiff.kernels._conv_routing.batched_images`.
 """
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._blas import gemm
+from numdiff.kernels._conv_products import product
 from numdiff.kernels._im2col import stage_rows, unstage_add
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
@@ -62,7 +64,9 @@ def tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size):
     return table
 
 
-def batched_forward_core(x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts):
+def batched_forward_core(
+    x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops
+):
     n_img, groups, cg, height, width = x5.shape
     cog, k = w3.shape[1], w3.shape[2]
     positions = oh_size * ow_size
@@ -87,7 +91,7 @@ def batched_forward_core(x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, d
                     for p in range(positions):
                         col[r, b * positions + p] = stage[table[r * positions + p]]
             prod = prodbuf[t, : cog * cols].reshape((cog, cols))
-            gemm(False, False, 1.0, w3[g], col, 0.0, prod)
+            product(loops, False, False, w3[g], col, 0.0, prod)
             for b in range(m):
                 for co in range(cog):
                     shift = bias[g * cog + co] if has_bias else 0.0
@@ -95,7 +99,9 @@ def batched_forward_core(x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, d
                         out4[n0 + b, g, co, p] = prod[co, b * positions + p] + shift
 
 
-def batched_backward_input_core(go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts):
+def batched_backward_input_core(
+    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops
+):
     n_img, groups, cg, height, width = dx5.shape
     cog, k = w3.shape[1], w3.shape[2]
     positions = oh_size * ow_size
@@ -119,7 +125,7 @@ def batched_backward_input_core(go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh
                     for p in range(positions):
                         dout[co, b * positions + p] = go4[n0 + b, g, co, p]
             dcol = colbuf[t, : k * cols].reshape((k, cols))
-            gemm(True, False, 1.0, w3[g], dout, 0.0, dcol)
+            product(loops, True, False, w3[g], dout, 0.0, dcol)
             for b in range(m):
                 stage[:] = 0
                 for r in range(k):
@@ -130,7 +136,9 @@ def batched_backward_input_core(go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh
                 unstage_add(stage, 0, cg, -pt, pl, block_h, block_w, dxg)
 
 
-def batched_backward_weight_core(x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts):
+def batched_backward_weight_core(
+    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops
+):
     n_img, groups, cg, height, width = x5.shape
     cog, k = gw3.shape[1], gw3.shape[2]
     positions = oh_size * ow_size
@@ -159,7 +167,7 @@ def batched_backward_weight_core(x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, o
                 for co in range(cog):
                     for p in range(positions):
                         dout[co, b * positions + p] = go4[n0 + b, g, co, p]
-            gemm(False, True, 1.0, col, dout, 1.0, acc[t, g])
+            product(loops, False, True, col, dout, 1.0, acc[t, g])
     # Element by element, as in _conv_cores (no array-to-slice assignment to compile).
     for g in range(groups):
         for co in range(cog):

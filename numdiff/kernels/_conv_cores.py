@@ -7,8 +7,9 @@ Layouts: ``x5``/``dx5`` (N, G, Cg, H, W), ``w3``/``gw3`` (G, Cog, Cg*KH*KW), ``o
 
 Numba's disk cache keys a core on this file alone, not on the im2col/col2im helpers it calls:
 after changing numdiff/kernels/_im2col.py, edit this file too (or clear __pycache__), or a
-process may load cores built with the old helpers (last done when the staging pass became
-_im2col.stage_rows, shared with numdiff.kernels._conv_batched).
+process may load cores built with the old helpers (last done when the products moved from BLAS
+to numdiff.kernels._conv_products, shared with numdiff.kernels._conv_batched). The same holds
+for numdiff/kernels/_conv_products.py.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._blas import gemm
+from numdiff.kernels._conv_products import product
 from numdiff.kernels._im2col import col2im_rows_add, im2col_rows, staging_size
 from numdiff.kernels._parallel import contiguous_run, serial_and_parallel
 
 # Geometry tuple shared by the cores:
-#   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts)
+#   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts, loops)
+# loops: the products' route, numdiff.kernels._conv_route (Numba loops, else BLAS).
 
 
 def forward_core(
@@ -44,6 +46,7 @@ def forward_core(
     pointwise,
     blocks,
     parts,
+    loops,
 ):
     n_img, groups, cg, height, width = x5.shape
     k = w3.shape[2]
@@ -68,7 +71,7 @@ def forward_core(
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
             dst = out4[n, g][:, p0:p1]
-            gemm(False, False, 1.0, w3[g], col, 0.0, dst)
+            product(loops, False, False, w3[g], col, 0.0, dst)
             if has_bias:
                 cog = dst.shape[0]
                 for co in range(cog):
@@ -78,7 +81,7 @@ def forward_core(
 
 
 def backward_input_core(
-    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
+    go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops
 ):
     n_img, groups, cg, height, width = dx5.shape
     taps = kh * kw
@@ -108,23 +111,23 @@ def backward_input_core(
                 dout = go4[n, g][:, p0:p1]
                 if pointwise:
                     # col2im is the identity here: write the input gradient in place.
-                    gemm(True, False, 1.0, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
+                    product(loops, True, False, w_blk, dout, 0.0, dxg.reshape((cg, height * width))[c0:c1, p0:p1])
                 else:
                     dcol = colbuf[t, : (c1 - c0) * taps * (p1 - p0)].reshape(((c1 - c0) * taps, p1 - p0))
-                    gemm(True, False, 1.0, w_blk, dout, 0.0, dcol)
+                    product(loops, True, False, w_blk, dout, 0.0, dcol)
                     col2im_rows_add(dcol, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg, stagebuf[t])
 
 
 def backward_weight_core(
-    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts
+    x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops
 ):
     n_img, groups, cg, height, width = x5.shape
     k = gw3.shape[2]
     colbuf = np.empty((parts, 0 if pointwise else k * rows * ow_size), x5.dtype)
     stage = 0 if pointwise else staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size)
     stagebuf = np.empty((parts, stage), x5.dtype)
-    # Accumulated transposed, (Cg*KH*KW, Cog): OpenBLAS runs col @ dout.T 1.6x faster than
-    # dout @ col.T when the product is short and wide (measured for conv2d 16->32, 32x32).
+    # Accumulated transposed, (Cg*KH*KW, Cog): col @ dout.T copies the (Cog, T) dout tile into
+    # T rows (numdiff.kernels._conv_products), where dout @ col.T would copy the larger (K, T) col.
     acc = np.zeros((parts, gw3.shape[0], gw3.shape[2], gw3.shape[1]), x5.dtype)
     # Contiguous runs of output rows, as in forward_core.
     total = n_img * groups * oh_size
@@ -142,7 +145,7 @@ def backward_weight_core(
                 patches = colbuf[t, : k * (p1 - p0)].reshape((k, p1 - p0))
                 im2col_rows(x5[n, g], oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, patches, stagebuf[t])
                 col = patches
-            gemm(False, True, 1.0, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
+            product(loops, False, True, col, go4[n, g][:, p0:p1], 1.0, acc[t, g])
     # Element by element: an array assigned to a slice makes Numba compile its shape-mismatch
     # message formatting, 2.5 s of a cold start.
     for g in range(gw3.shape[0]):

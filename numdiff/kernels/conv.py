@@ -1,6 +1,6 @@
 """Convolution kernels (CPU, Numba): conv1d/conv2d forward, backward_input, backward_weight.
 
-Method: im2col + BLAS GEMM, tiled by output rows. For one image n, group g and a tile of output
+Method: im2col + a matrix product, tiled by output rows. For one image n, group g and a tile of output
 rows, the patches are gathered into ``col`` (K, T) with ``K = Cg*KH*KW`` and ``T`` the tile's
 output positions, then
 
@@ -10,20 +10,21 @@ output positions, then
 
 Tiles hold whole output rows, as many as keep ``K*T <= TILE_ELEMENTS`` (at least one row; the
 rule and its threshold are in numdiff.kernels._conv_routing), so ``col`` stays near the core's
-L2 cache while BLAS reads it. Extra memory per call is bounded by
+L2 cache while the product reads it. Extra memory per call is bounded by
 ``threads * max(TILE_ELEMENTS, K*OW)`` elements for the column buffers, plus per thread a
 zero-padded copy of the input rows one tile reads (numdiff.kernels._im2col), plus, for
 backward_weight, one weight-sized accumulator per thread; never a whole-batch im2col.
-A 1x1, stride-1, unpadded convolution skips im2col and hands BLAS the input planes directly.
+A 1x1, stride-1, unpadded convolution skips im2col and hands the product the input planes directly.
 Small outputs (at most ``routing.BATCHED_MAX_POSITIONS`` positions an image: a strided 4x4
 convolution down to 4x4 or 1x1) run several images side by side in one GEMM instead
 (numdiff.kernels._conv_batched): one image's GEMM there is a few columns wide.
 
 Parallelism: work items are (image, group, tile) for forward and backward_weight, and
 (image, group, channel block) for backward_input, so that two threads never scatter into the
-same input element; items go round-robin to the Numba threads and each thread runs
-single-threaded BLAS on its own items (see :mod:`numdiff.kernels._blas` for why BLAS is not
-threaded itself). When there are fewer images x groups than threads, tiles (or channel blocks)
+same input element; items go round-robin to the Numba threads and each thread runs the
+products of its own items (numdiff.kernels._conv_products: Numba loops, 512 bits wide where the
+core has AVX-512, which ran these short products 1.6-3x faster than SciPy's OpenBLAS's AVX2
+kernels, or one BLAS call; the process's route, numdiff.kernels._conv_route, picks which). When there are fewer images x groups than threads, tiles (or channel blocks)
 are made smaller so every thread gets work.
 
 Measured alternatives: whole-image im2col with threaded BLAS spent more time in the (serial)
@@ -34,7 +35,11 @@ included). With im2col vectorised (see numdiff.kernels._im2col), the GEMMs are 6
 kernel's time, and the gap to PyTorch's oneDNN direct convolution is GEMM efficiency: SciPy's
 OpenBLAS runs these short products, e.g. (32x144)@(144x1024), at 55-60% of the fp32 peak where
 oneDNN reaches 75-80% (NumPy's own OpenBLAS 0.3.31 was 10-20% faster on the forward products and
-no faster on the backward ones). For small images 3x3 convolutions run as direct loop nests
+no faster on the backward ones). On AMD Zen 5, where OpenBLAS runs its AVX2 ("Haswell")
+kernels at 40-60 GFLOP/s on these products, they run in numdiff.kernels._conv_products's loops
+(100-135 GFLOP/s; the dcgan step 1.48 -> 1.24x PyTorch's time); where OpenBLAS runs its own
+AVX-512 (SkylakeX) kernels, BLAS stays faster (numdiff.kernels._conv_route).
+For small images 3x3 convolutions run as direct loop nests
 instead, 512 bits wide (numdiff.kernels._vecmath.wide_vectors: LLVM's tuning for this Xeon
 prefers 256-bit vectors unless a function asks), at 65-80% of the float32 peak.
 
@@ -82,6 +87,7 @@ from numdiff.kernels._conv_grouped import (
     grouped_forward_core,
 )
 from numdiff.kernels._conv_narrow import narrow_forward_core
+from numdiff.kernels._conv_route import conv_route
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
     winograd_backward_weight_core,
@@ -144,10 +150,12 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         kernel, parts = _BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts)
         if images:
-            return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
+            loops = conv_route().loops
+            return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops)
     kernel, parts = _CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
     rows, blocks = routing.im2col_tiles(n_img, groups, cg * kh * kw, oh_size, ow_size, cg, parts)
-    return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts)
+    loops = conv_route().loops  # the products' route (numdiff.kernels._conv_route), the cores' last argument
+    return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops)
 
 
 _CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}
