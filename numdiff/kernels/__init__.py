@@ -135,10 +135,8 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_direct_forward.direct_backward_input_core",
             lambda: conv.conv2d_backward_input(z(128, 32, 1, 8), z(32, 32, 3, 3), z(128, 32, 1, 8), padding=(1, 1, 1, 1)),
         ),
-        (
-            "_conv_direct.direct_backward_weight_core",
-            lambda: conv.conv2d_backward_weight(z(128, 32, 1, 8), z(128, 32, 1, 8), z(32, 32, 3, 3), padding=(1, 1, 1, 1)),
-        ),
+        # No weight gradient routes direct (_conv_routing.DIRECT_MAX_WIDTH["backward_weight"] is 0): that
+        # shape runs im2col, warmed above, so no entry would reach _conv_direct.direct_backward_weight_core.
         # groups > 1 with few channels a group (depthwise) run as the per-group stencil.
         (
             "_conv_grouped.grouped_forward_core",
