@@ -20,12 +20,14 @@ multiply and add per buffer): ~75 us a BatchNorm layer on small batches against 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from numdiff.kernels._checks import check_float_arrays, check_shape
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["running_stat_update"]
+__all__ = ["check_running_stat", "running_stat_update"]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -34,6 +36,23 @@ def _update(running, stat, keep, factor, momentum, out):
     one dtype, so each product and the sum round to it."""
     for c in range(out.shape[0]):
         out[c] = running[c] * keep + (stat[c] * factor) * momentum
+
+
+def check_running_stat(op: str, running: Any, moments: Any, row: int, out: Any) -> int:
+    """The checks after the dtype checks, for both targets' launchers (they read only shapes):
+    running (C,), moments (2, 1, C), out (C,), row 0 or 1. Returns C.
+
+    >>> check_running_stat("op", np.zeros(3), np.zeros((2, 1, 3)), 1, np.zeros(3))
+    3
+    """
+    if running.ndim != 1:
+        raise ValueError(f"{op}: running must be 1-D (C,), got shape {running.shape}")
+    channels = running.shape[0]
+    check_shape(op, "moments", moments, (2, 1, channels))
+    check_shape(op, "out", out, (channels,))
+    if row not in (0, 1):
+        raise ValueError(f"{op}: row must be 0 (mean) or 1 (variance), got {row!r}")
+    return channels
 
 
 def running_stat_update(
@@ -48,13 +67,7 @@ def running_stat_update(
     """
     op = "running_stat_update"
     check_float_arrays(op, running=running, moments=moments, out=out)
-    if running.ndim != 1:
-        raise ValueError(f"{op}: running must be 1-D (C,), got shape {running.shape}")
-    channels = running.shape[0]
-    check_shape(op, "moments", moments, (2, 1, channels))
-    check_shape(op, "out", out, (channels,))
-    if row not in (0, 1):
-        raise ValueError(f"{op}: row must be 0 (mean) or 1 (variance), got {row!r}")
+    check_running_stat(op, running, moments, row, out)
     scalar = running.dtype.type
     _update(running, moments[row, 0], scalar(1.0 - momentum), scalar(factor), scalar(momentum), out)
     return out

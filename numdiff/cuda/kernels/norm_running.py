@@ -9,7 +9,8 @@ from __future__ import annotations
 from numba import cuda
 
 from numdiff.cuda.array import CudaArray
-from numdiff.cuda.kernels._checks import check_float_arrays, check_shape, flat
+from numdiff.cuda.kernels._checks import check_float_arrays, flat
+from numdiff.kernels.norm_running import check_running_stat
 
 __all__ = ["running_stat_update"]
 
@@ -30,13 +31,7 @@ def running_stat_update(
     """numdiff.kernels.norm_running.running_stat_update on CUDA."""
     op = "running_stat_update"
     check_float_arrays(op, running=running, moments=moments, out=out)
-    if running.ndim != 1:
-        raise ValueError(f"{op}: running must be 1-D (C,), got shape {running.shape}")
-    channels = running.shape[0]
-    check_shape(op, "moments", moments, (2, 1, channels))
-    check_shape(op, "out", out, (channels,))
-    if row not in (0, 1):
-        raise ValueError(f"{op}: row must be 0 (mean) or 1 (variance), got {row!r}")
+    channels = check_running_stat(op, running, moments, row, out)
     scalar = running.dtype.type
     if channels:
         with cuda.gpus[getattr(running.device, "index", None) or 0]:
