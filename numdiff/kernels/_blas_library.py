@@ -73,13 +73,18 @@ class BlasLibrary:
     reason: str
 
 
-def _requested() -> str:
-    value = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
-    if value not in CHOICES:
-        raise BlasLibraryError(
-            f"{ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]!r} is not one of {', '.join(CHOICES)}"
-        )
+def environment_choice(variable: str, choices: tuple[str, ...], error: type[Exception]) -> str:
+    """The value of environment variable `variable`, lower-cased, "auto" when unset or empty;
+    `error` naming the variable and `choices` when it is none of them (numdiff's library switches:
+    ``NUMDIFF_BLAS`` here, ``NUMDIFF_CONV_PRODUCTS`` in numdiff.kernels._conv_route)."""
+    value = os.environ.get(variable, "auto").strip().lower() or "auto"
+    if value not in choices:
+        raise error(f"{variable}={os.environ[variable]!r} is not one of {', '.join(choices)}")
     return value
+
+
+def _requested() -> str:
+    return environment_choice(ENVIRONMENT_VARIABLE, CHOICES, BlasLibraryError)
 
 
 def find_mkl() -> str | None:

@@ -21,6 +21,10 @@ import ctypes
 import os
 from dataclasses import dataclass
 
+from llvmlite import binding
+
+from numdiff.kernels._blas_library import blas_library, environment_choice
+
 __all__ = ["CHOICES", "ENVIRONMENT_VARIABLE", "ConvProductsError", "ConvRoute", "choose", "conv_route"]
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_CONV_PRODUCTS"
@@ -71,15 +75,6 @@ def choose(requested: str, library: str, avx512: bool, corename: str | None) -> 
     return ConvRoute(True, f"OpenBLAS runs its {corename} kernels, narrower than this CPU's AVX-512")
 
 
-def _requested() -> str:
-    value = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
-    if value not in CHOICES:
-        raise ConvProductsError(
-            f"{ENVIRONMENT_VARIABLE}={os.environ[ENVIRONMENT_VARIABLE]!r} is not one of {', '.join(CHOICES)}"
-        )
-    return value
-
-
 def openblas_corename() -> str | None:
     """The core SciPy's loaded OpenBLAS runs kernels for ("Haswell", "SkylakeX", ...), or None when no
     libscipy_openblas is loaded or it does not say. Call after numdiff.kernels._blas_library loaded it."""
@@ -98,8 +93,6 @@ def openblas_corename() -> str | None:
 
 
 def _host_has_avx512() -> bool:
-    from llvmlite import binding
-
     return bool(binding.get_host_cpu_features().get("avx512f", False))
 
 
@@ -113,9 +106,7 @@ def conv_route() -> ConvRoute:
     True
     """
     if _CHOSEN["route"] is None:
-        from numdiff.kernels._blas_library import blas_library
-
-        requested = _requested()
+        requested = environment_choice(ENVIRONMENT_VARIABLE, CHOICES, ConvProductsError)
         if requested == "auto":
             library = blas_library().name
             corename = openblas_corename() if library == "scipy" else None
