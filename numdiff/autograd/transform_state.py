@@ -72,6 +72,9 @@ class Interpreter:
     """
 
     parent: Interpreter | None = None
+    records_graph: bool = False
+    """True for a level that records ops into a graph replayed later with other values
+    (numdiff.compile's trace): see `graph_recording`."""
 
     def apply(self, cls: Any, inputs: tuple, attrs: dict) -> Any:
         """A Function's op call (``cls.apply(*inputs, **attrs)``)."""
@@ -192,6 +195,16 @@ def exit_grad_level() -> None:
     transforms.grad_depth -= 1
     with _push_lock:
         anywhere.levels -= 1
+
+
+def graph_recording() -> bool:
+    """Whether a level that records ops into a graph (numdiff.compile's trace) is active in this
+    thread. Code that would branch on tensor values takes the form right for every value then:
+    the graph would keep the first call's branch."""
+    level = transforms.interpreter if anywhere.levels else None
+    while level is not None and not level.records_graph:
+        level = level.parent
+    return level is not None
 
 
 def innermost(kind: type) -> Any:

@@ -18,7 +18,15 @@ from typing import Any
 
 from numdiff._inplace import run_inplace
 from numdiff.autograd.function import _SavedOutput
-from numdiff.autograd.transform_state import Interpreter, innermost, pop, push, transforms, vmap_active
+from numdiff.autograd.transform_state import (
+    Interpreter,
+    graph_recording,
+    innermost,
+    pop,
+    push,
+    transforms,
+    vmap_active,
+)
 from numdiff.backend import is_host
 from numdiff.compile.effects import Effects, root
 from numdiff.compile.graph import Graph, OpCall, ValueRef
@@ -179,6 +187,8 @@ class TraceLevel(Interpreter):
     reads go to the Tracer's events (trace_events.py); a backward pass is refused
     (`UnsupportedInCompileError`), so the compiled function then runs eagerly."""
 
+    records_graph = True
+
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
 
@@ -251,7 +261,7 @@ class TraceLevel(Interpreter):
 def tracing_now() -> bool:
     """True while a trace records op calls in this thread (a compiled function called inside
     another's trace)."""
-    return innermost(TraceLevel) is not None
+    return graph_recording()
 
 
 def runs_inline() -> bool:

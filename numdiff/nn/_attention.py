@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._dtype import float32, float64
+from numdiff.autograd.transform_state import graph_recording
 from numdiff.backend import holds_values
 from numdiff.creation import tensor, zeros
 from numdiff.nn._functional_layers import dropout
@@ -60,9 +61,7 @@ def values_to_branch_on(tensor: Tensor) -> bool:
     would keep the first call's branch for every later value), not under vmap (the values differ per
     batch entry) and not on the meta device (no values). Where it may not, callers take the form that
     is right for every value."""
-    from numdiff.compile.trace import tracing_now  # not at the top: numdiff.compile imports numdiff.nn
-
-    return not tracing_now() and not vmapped(tensor) and holds_values(tensor._data)
+    return not graph_recording() and not vmapped(tensor) and holds_values(tensor._data)
 
 
 def _safe_softmax(scores: Tensor) -> Tensor:

@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 from numdiff._dtype import float32, float64
+from numdiff.autograd.transform_state import graph_recording
 from numdiff.creation import empty, zeros
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn import init
@@ -137,12 +138,10 @@ class RNNCellBase(Module):
         and unless the batch is small against the hidden size. The op's backward copies W_hh^T (G x H) once per
         call, as much memory traffic as the products of ~1 batch row: at batch 1 it paid up to H =
         256 (LSTMCell float32, H = 128: 3.1 -> 2.7x PyTorch's time; H = 320: 1.95 -> 2.10x)."""
-        from numdiff.compile.trace import tracing_now  # not at the top: numdiff.compile imports numdiff.nn
-
         small_batch = self.hidden_size > _HIDDEN_PER_BATCH_ROW * x.shape[0]
         # Under vmap the composed step batches op by op; the sequence ops have no batching rule and
         # would run once per batch entry.
-        eager = not tracing_now() and not vmapped(x, *states, self.weight_ih, self.weight_hh)
+        eager = not graph_recording() and not vmapped(x, *states, self.weight_ih, self.weight_hh)
         return x.dtype in (float32, float64) and not onnx_exporting[0] and eager and not small_batch
 
     def _folded_bias(self) -> Tensor | None:
