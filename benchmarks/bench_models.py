@@ -10,7 +10,11 @@ GRU and Elman RNN language models, word_language_model's two-layer LSTM, a word-
 transformer LM, a minGPT-sized decoder, a CIFAR CNN with BatchNorm, a small ResNet, a DCGAN generator + discriminator step, a VAE, super-resolution with
 pixel shuffle, a style-transfer net with InstanceNorm and upsampling, per-sample gradients
 through vmap, a GCN, a MobileNetV2-style net with depthwise convolutions, and (benchmarks/_models_more.py) a U-Net, a GRU translator with attention, a
-small vision transformer, a 1-D conv classifier and an MLP trained with SGD and momentum. One step is forward, backward and an Adam update (per_sample_grads: the
+small vision transformer, a 1-D conv classifier and an MLP trained with SGD and momentum. benchmarks/_models_extra.py and
+_models_gaps.py add the families found by probing: a bidirectional LSTM classifier, nn.Transformer,
+an EfficientNet-style net, an MLP with BatchNorm1d, hand-written RNN and LSTMCell/GRUCell loops, an
+EmbeddingBag text classifier, a triplet-loss CNN with PReLU, a dilated-conv TCN, a GroupNorm CNN and an
+LSTM encoder-decoder. One step is forward, backward and an Adam update (per_sample_grads: the
 per-sample gradients). Each candidate runs in a worker process of its own that imports only its
 library (benchmarks/_isolated.py; ``--same-process`` imports both in this one, numdiff first unless
 ``--torch-first``); they alternate round by round, and the medians and the

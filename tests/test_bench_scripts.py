@@ -73,11 +73,13 @@ def test_bench_import_reports_each_case_and_what_import_loaded():
 
 @pytest.mark.parametrize(
     "workload",
-    ["bilstm_classifier", "transformer_seq2seq", "efficientnet", "mlp_batchnorm", "rnn_scratch", "lstm_cell_loop"]
+    ["bilstm_classifier", "transformer_seq2seq", "efficientnet", "mlp_batchnorm", "rnn_scratch", "lstm_cell_loop",
+     "text_classification", "siamese_triplet", "tcn", "groupnorm_cnn", "gru_cell_decoder", "lstm_seq2seq"]
 )
 def test_probed_workloads_train_the_same_model_in_both_libraries(workload):
-    """The rows benchmarks/_models_extra.py adds build the same model and data in numdiff (eager and
-    compiled) and torch: equal losses before and after two steps, so the rows time the same work."""
+    """The rows benchmarks/_models_extra.py and _models_gaps.py add build the same model and data in
+    numdiff (eager and compiled) and torch: equal losses before and after two steps, so the rows time
+    the same work."""
     torch = pytest.importorskip("torch")
     import numdiff
 
