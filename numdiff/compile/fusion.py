@@ -234,7 +234,10 @@ def emit_calls(emitter: Emitter, calls: list, values: list, live_after: set, ker
             group = None
 
     for call in calls:
+        # A pending scalar broadcast is read through to its source: the reshape of a group's own
+        # reduction (a 0-d weight's gradient, x * x.sum().reshape(1, 1)) must wait for the group.
         reads = value_reads(call)
+        reads |= {inline.source(i) for i in reads}
         if (id(call) in fusible_ids and _scalar_broadcast(call, values) and call.output not in live_after
                 and readers.get(call.output, set()) <= fusible_ids):
             inline.pending[call.output] = call
