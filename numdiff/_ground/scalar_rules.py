@@ -216,6 +216,12 @@ _TABLE = (
         doc="x for x > 0, else negative_slope * x.",
     ),
     ScalarRule(
+        # PReLU with its slope tensor broadcast against x (numdiff.nn.functional.prelu reshapes it to
+        # the channel dim): one kernel each way, the slope's gradient summed over the broadcast dims.
+        "prelu", 2, "where(x > 0.0, x, y * x)", ("where(x > 0.0, 1.0, y)", "where(x > 0.0, 0.0, x)"),
+        dtypes="float", export=False, method=False, doc="x for x > 0, else weight * x (weight broadcast).",
+    ),
+    ScalarRule(
         "elu", 1, "where(x > 0.0, x, alpha * math.expm1(x))", ("where(x <= 0.0, alpha * math.exp(x), 1.0)",),
         dtypes="float", export=False, attrs=(("alpha", 1.0),), method=False, doc="x for x > 0, else alpha * (exp(x) - 1).",
     ),

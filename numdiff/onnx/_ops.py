@@ -210,7 +210,7 @@ def _logical_reduction(op: str):
 
 TRANSLATORS: dict[str, Any] = {
     **{name: _arith(op) for name, op in {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
-                                          "maximum": "Max", "minimum": "Min"}.items()},
+                                          "maximum": "Max", "minimum": "Min", "prelu": "PRelu"}.items()},
     **{name: _unary(name.capitalize()) for name in ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil",
                                                     "cos", "cosh", "erf", "exp", "floor", "log", "neg", "reciprocal",
                                                     "relu", "round", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan",

@@ -49,6 +49,7 @@ def _integral_clamp(input: Tensor, low: float | None, high: float | None, inplac
 
 Relu, LeakyRelu, Elu = FUNCTIONS["relu"], FUNCTIONS["leaky_relu"], FUNCTIONS["elu"]
 Softplus, Gelu, GeluTanh = FUNCTIONS["softplus"], FUNCTIONS["gelu"], FUNCTIONS["gelu_tanh"]
+Prelu = FUNCTIONS["prelu"]
 
 
 def _maybe_inplace(op: str, input: Tensor, compute, inplace: bool) -> Tensor:
@@ -274,8 +275,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         weight = weight.reshape(tuple(shape))
     else:
         weight = weight.reshape(())
-
-    return where(input > 0, input, weight * input)
+    if weight.dtype != input.dtype:
+        raise TypeError(f"prelu: weight has dtype {weight.dtype} but input has dtype {input.dtype}; give both one dtype")
+    return Prelu.apply(input, weight)
 
 
 @honours_protocol

@@ -46,6 +46,8 @@ def _torch_function(name: str):
         "threshold": lambda x: tnf.threshold(x, 0.0, 0.0),
         "xlog1py": torch.special.xlog1py,
         "round": torch.round,
+        # The prelu rule broadcasts its slope as any binary op (nn.functional.prelu reshapes it first).
+        "prelu": lambda x, w: torch.where(x > 0, x, w * x),
         # The pointwise losses' rules (internal names), as torch's losses without their reduction.
         "smooth_l1": lambda x, y: tnf.smooth_l1_loss(x, y, reduction="none"),
         "huber": lambda x, y: tnf.huber_loss(x, y, reduction="none"),

@@ -89,6 +89,11 @@ MODELS = {
         lambda: [numdiff.randn(2, 3, 4)],
     ),
     "group norm": (lambda: nn.Sequential(nn.Conv2d(4, 4, 1), nn.GroupNorm(2, 4)), lambda: [numdiff.randn(2, 4, 3, 3)]),
+    "prelu per channel and shared": (
+        lambda: nn.Sequential(nn.Conv2d(2, 3, 3), nn.PReLU(3, 0.2), nn.Conv2d(3, 2, 1), nn.PReLU(), nn.Flatten(),
+                              nn.Linear(32, 4), nn.PReLU(4)),
+        lambda: [numdiff.randn(2, 2, 6, 6)],
+    ),
 }  # fmt: skip
 
 

@@ -384,9 +384,10 @@ CORE_CASES: list[OpCase] = [
     ),
     OpCase(None, "glu", args(normal(2, 4)), nf.glu, lambda x: x[:, :2] / (1 + np.exp(-x[:, 2:]))),
     OpCase(
-        None, "prelu-per-channel", args(away_from_zero(2, 3, 2), normal(3)), nf.prelu,
+        "prelu", "per-channel", args(away_from_zero(2, 3, 2), normal(3)), nf.prelu,
         lambda x, w: np.where(x > 0, x, w.reshape(1, 3, 1) * x),
     ),
+    OpCase("prelu", "one-slope", args(away_from_zero(4, 3), normal(1)), nf.prelu, lambda x, w: np.where(x > 0, x, w * x)),
     OpCase(None, "rot90", args(normal(2, 3, 2)), lambda x: numdiff.rot90(x, 1, (1, 2)) * 2.0, lambda x: np.rot90(x, 1, (1, 2)) * 2.0),
     OpCase(
         None, "tensor_split", args(normal(5, 2)), lambda x: numdiff.tensor_split(x, 2),
