@@ -24,7 +24,7 @@ from numdiff.backend import backend_for
 from numdiff.ops._util import half_computed_in_float32, normalize_dim
 from numdiff.ops.elementwise import FUNCTIONS, eager_unary
 from numdiff.ops.registry import register
-from numdiff.ops.selection import clamp, where
+from numdiff.ops.selection import clamp
 from numdiff.overrides import dispatch, dispatch_call, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
@@ -126,10 +126,6 @@ def _rule_activation(name: str, inplace: bool, input: Tensor, **attrs: float) ->
     return _maybe_inplace(f"{name}_", input, lambda x: function.apply(x, **attrs), inplace)
 
 
-
-
-
-
 @honours_protocol
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val], with zero gradient outside."""
@@ -150,8 +146,6 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-
-
 @honours_protocol
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x / alpha) - 1)."""
@@ -162,7 +156,6 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _rule_activation("celu", inplace, input, alpha=float(alpha))
 
 
-
 @honours_protocol
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x moved `lambd` toward 0, and 0 within `lambd` of it."""
@@ -171,8 +164,6 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise ValueError(f"softshrink: lambd must be at least 0, got {lambd}")
     return _rule_activation("softshrink", False, input, lambd=float(lambd))
-
-
 
 
 @honours_protocol

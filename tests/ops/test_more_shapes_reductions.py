@@ -74,3 +74,5 @@ def test_bad_input_is_named():
         nf.prelu(numdiff.ones(2, 4), numdiff.ones(3))
     with pytest.raises(TypeError, match="prelu: expected a floating point tensor"):
         nf.prelu(numdiff.tensor([1, 2]), numdiff.ones(1))
+    with pytest.raises(TypeError, match="prelu: weight has dtype numdiff.float64 but input has dtype numdiff.float32"):
+        nf.prelu(numdiff.ones(2, 3), numdiff.ones(3, dtype=numdiff.float64))
