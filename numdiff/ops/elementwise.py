@@ -30,6 +30,7 @@ from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for, is_host
 from numdiff.ops import _elementwise_eager as elementwise_eager
+from numdiff.ops._ufunc_split import threaded_ufunc
 from numdiff.ops._util import as_default_float, data_of, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
@@ -109,7 +110,7 @@ def _host_forward(rule: ScalarRule) -> Callable[..., Any] | None:
     (``rule.bool_result``), or None."""
     if not rule.ufunc:
         return None
-    ufunc = getattr(np, rule.ufunc)
+    ufunc = threaded_ufunc(rule, getattr(np, rule.ufunc))  # large float operands: on every thread
     if rule.bool_result == "itself":
         return lambda x: x.copy() if x.dtype == np.bool_ else ufunc(x)
     if rule.bool_result == "int64":
