@@ -25,7 +25,7 @@ from llvmlite import binding
 
 from numdiff.kernels._blas_library import blas_library, environment_choice
 
-__all__ = ["CHOICES", "ENVIRONMENT_VARIABLE", "ConvProductsError", "ConvRoute", "choose", "conv_route"]
+__all__ = ["CHOICES", "ENVIRONMENT_VARIABLE", "ConvProductsError", "ConvRoute", "choose", "conv_route", "platform_route"]
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_CONV_PRODUCTS"
 CHOICES = ("auto", "blas", "loops")
@@ -107,10 +107,17 @@ def conv_route() -> ConvRoute:
     """
     if _CHOSEN["route"] is None:
         requested = environment_choice(ENVIRONMENT_VARIABLE, CHOICES, ConvProductsError)
-        if requested == "auto":
-            library = blas_library().name
-            corename = openblas_corename() if library == "scipy" else None
-            _CHOSEN["route"] = choose(requested, library, _host_has_avx512(), corename)
-        else:
-            _CHOSEN["route"] = choose(requested, "", False, None)
+        _CHOSEN["route"] = platform_route() if requested == "auto" else choose(requested, "", False, None)
     return _CHOSEN["route"]
+
+
+def platform_route() -> ConvRoute:
+    """The route :func:`choose` gives this process's GEMM library, CPU and OpenBLAS core when no
+    switch forces one (also the rule of numdiff.kernels._gemm_route for every product).
+
+    >>> isinstance(platform_route().loops, bool)
+    True
+    """
+    library = blas_library().name
+    corename = openblas_corename() if library == "scipy" else None
+    return choose("auto", library, _host_has_avx512(), corename)
