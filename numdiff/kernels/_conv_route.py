@@ -12,7 +12,9 @@ resnet, cifar_bn) on an AVX-512 AMD Zen 5: with ``OPENBLAS_CORETYPE=Haswell`` (A
 BLAS 1.57, 0.95, 0.98 and loops 1.15, 0.92, 1.02; with OpenBLAS's own SkylakeX kernels BLAS
 1.04, 0.76, 0.62 and loops 1.26, 0.86, 0.65. So: loops when the GEMM library is SciPy's
 OpenBLAS, the CPU has AVX-512 and OpenBLAS's core is a known pre-AVX-512 x86 core; BLAS
-otherwise (MKL included). ``NUMDIFF_CONV_PRODUCTS=blas|loops|auto`` forces it.
+otherwise (MKL included). ``NUMDIFF_CONV_PRODUCTS=blas|loops|auto`` forces it. The "blas"
+route calls numdiff.kernels._blas.gemm, which itself runs Numba loops or BLAS by the same rule
+(numdiff.kernels._gemm_route, forced by ``NUMDIFF_GEMM``): BLAS proper needs both set to blas.
 """
 
 from __future__ import annotations
