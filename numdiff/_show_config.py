@@ -17,6 +17,7 @@ scipy = lazy_module("scipy")
 _blas = lazy_module("numdiff.kernels._blas")
 _blas_library = lazy_module("numdiff.kernels._blas_library")
 _conv_route = lazy_module("numdiff.kernels._conv_route")
+_gemm_route = lazy_module("numdiff.kernels._gemm_route")
 _lapack = lazy_module("numdiff.ops._lapack")
 
 __all__ = ["config_lines", "show_config"]
@@ -58,6 +59,14 @@ def _conv_products_line() -> str:
     )
 
 
+def _gemm_route_line() -> str:
+    route = _gemm_route.gemm_route()
+    return (
+        f"  GEMM products: {'Numba loops' if route.loops else 'the BLAS library'}, {route.reason} "
+        f"({_gemm_route.ENVIRONMENT_VARIABLE}=auto, blas or loops forces it)"
+    )
+
+
 def config_lines() -> list[str]:
     """The lines :func:`show_config` prints."""
     gemm = _blas_library.blas_library()
@@ -71,6 +80,7 @@ def config_lines() -> list[str]:
         f"    {gemm.path}",
         f"    {_blas_library.ENVIRONMENT_VARIABLE}={forced!r} (auto, mkl or scipy)" if forced else
         f"    {_blas_library.ENVIRONMENT_VARIABLE} unset (auto: MKL when the mkl extra is installed)",
+        _gemm_route_line(),
         _conv_products_line(),
         f"  LAPACK (numdiff.linalg): {_lapack.lapack_description()}",
         f"  CPU threads: {get_num_threads()} of {numba.config.NUMBA_NUM_THREADS} (Numba pool, threading "

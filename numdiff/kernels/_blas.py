@@ -32,6 +32,8 @@ from numba.extending import intrinsic
 from numpy.typing import DTypeLike
 
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, GEMV_SYMBOLS, blas_library
+from numdiff.kernels._gemm_loops import loop_gemm, loops_suit
+from numdiff.kernels._gemm_route import gemm_route, loops_route
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "hold_one_blas_thread", "blas_threading"]
@@ -39,6 +41,8 @@ __all__ = ["gemm", "gemm_batch", "gemm_parallel", "prepare_blas", "hold_one_blas
 # The chosen library's Fortran sgemm/dgemm, linked by name (numdiff.kernels._blas_library):
 # (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), every argument by address.
 _LIBRARY = blas_library()
+# Whether gemm runs Numba loops instead (numdiff.kernels._gemm_route), read by compiled code at run time.
+_ROUTE = gemm_route()
 _FORTRAN_GEMM = types.void(*(types.voidptr,) * 13)
 _SGEMM = types.ExternalFunction(GEMM_SYMBOLS["s"], _FORTRAN_GEMM)
 _DGEMM = types.ExternalFunction(GEMM_SYMBOLS["d"], _FORTRAN_GEMM)
@@ -52,6 +56,12 @@ _NOTRANS, _TRANS = ord("n"), ord("t")
 # Below this many multiply-adds a product runs on the calling thread: a parallel region costs
 # more than it saves (measured crossover between 32^3 and 64^3 on this machine).
 PARALLEL_MIN_MACS = 1 << 17
+
+GEMV_ROWS_MAX = 4
+"""A product ``a @ b.T`` with at most this many rows of c runs as one gemv per row: a Linear on a
+few samples. Measured (2026-12-06, one thread, SciPy's OpenBLAS with its Haswell kernels, GFLOP/s
+gemv per row / one sgemm / torch.mm): 2x784x128 59 / 11 / 37, 4x784x128 60 / 24 / 50; at 8 rows
+neither won (8x512x512 53 / 39 / 59, 8x4096x1024 29 / 37 / 40)."""
 
 SPLIT_ROWS_MAX_K = 256
 SPLIT_ROWS_MIN_ROWS = 64
@@ -95,7 +105,10 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
 
     ``op(x)`` is ``x.T`` when the flag is set. Every view must have unit stride along its last
     axis (checked; raises ValueError). Shapes: op(a) (M, K), op(b) (K, N), c (M, N).
-    ``beta == 0`` overwrites c without reading it. Runs on the calling thread.
+    ``beta == 0`` overwrites c without reading it. Runs on the calling thread. A one-row or
+    one-column c is a BLAS gemv, ``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows one gemv a
+    row; otherwise the process's route (numdiff.kernels._gemm_route) picks
+    BLAS or numdiff.kernels._gemm_loops.loop_gemm.
     """
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
@@ -119,6 +132,13 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
         raise ValueError("gemm: every operand needs unit stride along its last axis")
     if m == 1 or n == 1:
         _gemv(trans_a, trans_b, alpha, a, b, beta, c)
+        return
+    if trans_b and m <= GEMV_ROWS_MAX:
+        for i in range(m):
+            _gemv(trans_a, trans_b, alpha, a[:, i : i + 1] if trans_a else a[i : i + 1], b, beta, c[i : i + 1])
+        return
+    if loops_route() and loops_suit(trans_b, m):
+        loop_gemm(trans_a, trans_b, alpha, a, b, beta, c)
         return
     scalars = np.empty(2, c.dtype)
     scalars[0] = alpha

@@ -4,7 +4,7 @@
 0 or 1) with the shapes and flags of numdiff.kernels._blas.gemm, for the cores of
 numdiff.kernels._conv_cores and _conv_batched: in the loops below when ``loops`` is set, else by
 that gemm. The flag is the process's route (numdiff.kernels._conv_route: loops only where
-OpenBLAS runs kernels narrower than the CPU's vectors), passed down as an argument. Loop nest (:func:`_accumulate`):
+OpenBLAS runs kernels narrower than the CPU's vectors), passed down as an argument. Loop nest (numdiff.kernels._gemm_loops.accumulate):
 for a block of 4 rows of c and 4 steps of the inner dimension, the 16 values of op(a) sit in
 registers while one loop runs along the rows of op(b) and c: 4 loads of op(b) and 4 loads and
 stores of c feed 16 multiply-adds per vector, which LLVM vectorises 512 bits wide where the core
@@ -33,99 +33,12 @@ these loops: 1.46-1.48 -> 1.22-1.24 / 1.32-1.34 -> 1.09-1.22 built for the host,
 from __future__ import annotations
 
 import numpy as np
-from numba import types
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
 
 from numdiff.kernels._blas import gemm
+from numdiff.kernels._gemm_loops import accumulate
 from numdiff.kernels._self_healing_cache import njit
-from numdiff.kernels._vecmath import wide_vectors
 
 __all__ = ["product"]
-
-
-@intrinsic
-def _unit_stride(typingctx, row):
-    """The 1-D view `row` typed as contiguous (layout "C"), for a row the caller has checked to
-    have unit stride: a row of a strided 2-D view (a tile of an output plane) is typed "A", and
-    LLVM does not vectorise a loop over it whose stride is only known at run time (measured: the
-    forward of conv2d 32->64, 16x16 to 8x8, 5x slower than over contiguous rows)."""
-    if not (isinstance(row, types.Array) and row.ndim == 1):
-        return None
-    contiguous = row.copy(layout="C")
-
-    def codegen(context, builder, signature, args):
-        source = context.make_array(signature.args[0])(context, builder, args[0])
-        view = context.make_array(contiguous)(context, builder)
-        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
-            setattr(view, field, getattr(source, field))
-        return impl_ret_borrowed(context, builder, contiguous, view._getvalue())
-
-    return contiguous(row), codegen
-
-
-@intrinsic
-def _not_inlined(typingctx):
-    """Keep the compiled function this call sits in out of its callers; returns None. Inlined
-    into a core, the product loop lost its 512-bit vectors (wide_vectors marks the function, not
-    the loop) and ran at half its rate (conv2d 32->64, 16x16 to 8x8: 1.67 ms, kept apart 1.0)."""
-
-    def codegen(context, builder, signature, args):
-        builder.function.attributes.add("noinline")
-        return context.get_dummy_value()
-
-    return types.none(), codegen
-
-
-@njit(cache=True, nogil=True, fastmath={"contract"})
-def _accumulate(a, b, c):
-    """``c (M, N) += a (M, K) @ b (K, N)``; b and c unit stride along their rows, a any strides.
-
-    Loop nest: blocks of 4 rows of c x 4 steps of K (then the leftover rows one at a time, and
-    the leftover steps one at a time), innermost a vectorised loop over N. No blocking of K for
-    the cache: blocks of at most 64 Ki elements of b ran 1.5-2x slower on every product measured,
-    the 256x8192x128 one (b 4 MiB) included (121 -> 81 GFLOP/s)."""
-    wide_vectors()
-    _not_inlined()
-    m, depth = a.shape
-    n = c.shape[1]
-    rows4 = m - m % 4
-    depth4 = depth - depth % 4
-    for i in range(0, rows4, 4):
-        c0, c1, c2, c3 = _unit_stride(c[i]), _unit_stride(c[i + 1]), _unit_stride(c[i + 2]), _unit_stride(c[i + 3])
-        for k in range(0, depth4, 4):
-            a00, a01, a02, a03 = a[i, k], a[i, k + 1], a[i, k + 2], a[i, k + 3]
-            a10, a11, a12, a13 = a[i + 1, k], a[i + 1, k + 1], a[i + 1, k + 2], a[i + 1, k + 3]
-            a20, a21, a22, a23 = a[i + 2, k], a[i + 2, k + 1], a[i + 2, k + 2], a[i + 2, k + 3]
-            a30, a31, a32, a33 = a[i + 3, k], a[i + 3, k + 1], a[i + 3, k + 2], a[i + 3, k + 3]
-            b0, b1, b2, b3 = _unit_stride(b[k]), _unit_stride(b[k + 1]), _unit_stride(b[k + 2]), _unit_stride(b[k + 3])
-            for j in range(n):
-                x0, x1, x2, x3 = b0[j], b1[j], b2[j], b3[j]
-                c0[j] += a00 * x0 + a01 * x1 + a02 * x2 + a03 * x3
-                c1[j] += a10 * x0 + a11 * x1 + a12 * x2 + a13 * x3
-                c2[j] += a20 * x0 + a21 * x1 + a22 * x2 + a23 * x3
-                c3[j] += a30 * x0 + a31 * x1 + a32 * x2 + a33 * x3
-        for k in range(depth4, depth):
-            a0, a1, a2, a3 = a[i, k], a[i + 1, k], a[i + 2, k], a[i + 3, k]
-            bk = _unit_stride(b[k])
-            for j in range(n):
-                x = bk[j]
-                c0[j] += a0 * x
-                c1[j] += a1 * x
-                c2[j] += a2 * x
-                c3[j] += a3 * x
-    for i in range(rows4, m):
-        ci = _unit_stride(c[i])
-        for k in range(0, depth4, 4):
-            a0, a1, a2, a3 = a[i, k], a[i, k + 1], a[i, k + 2], a[i, k + 3]
-            b0, b1, b2, b3 = _unit_stride(b[k]), _unit_stride(b[k + 1]), _unit_stride(b[k + 2]), _unit_stride(b[k + 3])
-            for j in range(n):
-                ci[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j]
-        for k in range(depth4, depth):
-            ak = a[i, k]
-            bk = _unit_stride(b[k])
-            for j in range(n):
-                ci[j] += ak * bk[j]
 
 
 @njit(cache=True, nogil=True)
@@ -153,12 +66,13 @@ def product(loops, trans_a, trans_b, a, b, beta, c):
                 c[i, j] = 0
     if m == 0 or n == 0 or depth == 0:
         return
+    one = np.ones(1, c.dtype)[0]  # alpha in c's dtype, so the multiply-adds stay in it
     if trans_b:
         # b is (N, K): copy op(b) = b.T into K rows of N so the inner loop runs along rows.
         rows = np.empty((depth, n), c.dtype)
         for j in range(n):
             for k in range(depth):
                 rows[k, j] = b[j, k]
-        _accumulate(a.T if trans_a else a, rows, c)
+        accumulate(a.T if trans_a else a, rows, one, c)
     else:
-        _accumulate(a.T if trans_a else a, b, c)
+        accumulate(a.T if trans_a else a, b, one, c)

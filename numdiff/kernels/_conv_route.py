@@ -12,7 +12,9 @@ resnet, cifar_bn) on an AVX-512 AMD Zen 5: with ``OPENBLAS_CORETYPE=Haswell`` (A
 BLAS 1.57, 0.95, 0.98 and loops 1.15, 0.92, 1.02; with OpenBLAS's own SkylakeX kernels BLAS
 1.04, 0.76, 0.62 and loops 1.26, 0.86, 0.65. So: loops when the GEMM library is SciPy's
 OpenBLAS, the CPU has AVX-512 and OpenBLAS's core is a known pre-AVX-512 x86 core; BLAS
-otherwise (MKL included). ``NUMDIFF_CONV_PRODUCTS=blas|loops|auto`` forces it.
+otherwise (MKL included). ``NUMDIFF_CONV_PRODUCTS=blas|loops|auto`` forces it. The "blas"
+route calls numdiff.kernels._blas.gemm, which itself runs Numba loops or BLAS by the same rule
+(numdiff.kernels._gemm_route, forced by ``NUMDIFF_GEMM``): BLAS proper needs both set to blas.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from llvmlite import binding
 
 from numdiff.kernels._blas_library import blas_library, environment_choice
 
-__all__ = ["CHOICES", "ENVIRONMENT_VARIABLE", "ConvProductsError", "ConvRoute", "choose", "conv_route"]
+__all__ = ["CHOICES", "ENVIRONMENT_VARIABLE", "ConvProductsError", "ConvRoute", "choose", "conv_route", "platform_route"]
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_CONV_PRODUCTS"
 CHOICES = ("auto", "blas", "loops")
@@ -107,10 +109,17 @@ def conv_route() -> ConvRoute:
     """
     if _CHOSEN["route"] is None:
         requested = environment_choice(ENVIRONMENT_VARIABLE, CHOICES, ConvProductsError)
-        if requested == "auto":
-            library = blas_library().name
-            corename = openblas_corename() if library == "scipy" else None
-            _CHOSEN["route"] = choose(requested, library, _host_has_avx512(), corename)
-        else:
-            _CHOSEN["route"] = choose(requested, "", False, None)
+        _CHOSEN["route"] = platform_route() if requested == "auto" else choose(requested, "", False, None)
     return _CHOSEN["route"]
+
+
+def platform_route() -> ConvRoute:
+    """The route :func:`choose` gives this process's GEMM library, CPU and OpenBLAS core when no
+    switch forces one (also the rule of numdiff.kernels._gemm_route for every product).
+
+    >>> isinstance(platform_route().loops, bool)
+    True
+    """
+    library = blas_library().name
+    corename = openblas_corename() if library == "scipy" else None
+    return choose("auto", library, _host_has_avx512(), corename)

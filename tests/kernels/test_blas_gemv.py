@@ -1,5 +1,5 @@
 """numdiff.kernels._blas.gemm on one-row and one-column products, which it runs as one BLAS gemv:
-every transpose combination, strided views (a column block, a row of a larger array), alpha and
+every transpose combination (and a @ b.T with a few rows, one gemv per row), strided views (a column block, a row of a larger array), alpha and
 beta (beta 0 never reads c), float32 and float64, against NumPy."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from numdiff.kernels._blas import gemm, gemm_batch
+from numdiff.kernels._blas import GEMV_ROWS_MAX, gemm, gemm_batch
 
 
 def _operands(rng, m, n, k, trans_a, trans_b, dtype):
@@ -40,6 +40,23 @@ def test_one_row_or_column_products_match_numpy(m, n, k, trans_a, trans_b, dtype
     gemm(trans_a, trans_b, 0.5, a, b, 2.0, view)
     np.testing.assert_allclose(view, 0.5 * expected + 2.0 * start, **tol)
     assert not wide[:, :2].any() and not wide[:, 2 + n :].any()
+
+
+@pytest.mark.parametrize("m", [2, GEMV_ROWS_MAX])
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_few_row_products_with_b_transposed_run_a_gemv_per_row_and_match_numpy(m, trans_a, dtype):
+    rng = np.random.default_rng(m)
+    a, b, op_a, op_b = _operands(rng, m, 130, 185, trans_a, True, dtype)
+    expected = op_a.astype(np.float64) @ op_b.astype(np.float64)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    wide = np.full((m, 134), np.nan, dtype)
+    view = wide[:, 2:132]
+    gemm(trans_a, True, 1.0, a, b, 0.0, view)  # beta 0: the NaN must not be read
+    np.testing.assert_allclose(view, expected, **tol)
+    gemm(trans_a, True, -0.5, a, b, 3.0, view)
+    np.testing.assert_allclose(view, 2.5 * expected, **tol)
+    assert np.isnan(wide[:, :2]).all() and np.isnan(wide[:, 132:]).all()
 
 
 def test_batched_one_row_products_match_numpy():

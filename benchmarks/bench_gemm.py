@@ -1,0 +1,75 @@
+"""GEMM rates on a population of shapes: numdiff's Numba product loops, the BLAS library, torch.mm.
+
+    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024]
+
+Run with ``NUMDIFF_GEMM=blas`` so that numdiff.kernels._blas.gemm calls the BLAS library, while the
+loops are called directly (numdiff.kernels._gemm_loops.loop_gemm). One thread (Numba's, BLAS's and
+torch's), thread CPU time, the three alternating rep by rep, best of --repeat. Prints GFLOP/s and the
+loops' time over torch's for each shape (M x K x N) and transpose pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+SHAPES = [
+    (64, 64, 64), (128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+    (4096, 576, 64), (16, 128, 512), (64, 784, 128), (256, 2304, 128), (8, 512, 512), (2, 784, 128),
+]
+PAIRS = [(False, False), (False, True), (True, False), (True, True)]
+
+
+def _best(calls, inner: int, repeat: int) -> list[float]:
+    """Best thread CPU time of each (function, arguments) over `repeat` rounds of `inner` calls, a call each."""
+    best = [float("inf")] * len(calls)
+    for _ in range(repeat):
+        for i, (function, arguments) in enumerate(calls):
+            start = time.thread_time()
+            for _ in range(inner):
+                function(*arguments)
+            best[i] = min(best[i], (time.thread_time() - start) / inner)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", default="", help="comma-separated MxKxN shapes")
+    args = parser.parse_args()
+    if os.environ.get("NUMDIFF_GEMM", "").lower() != "blas":
+        parser.error("run with NUMDIFF_GEMM=blas, so that gemm measures the BLAS library")
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.only.split(",")] if args.only else SHAPES
+    import torch
+
+    from numdiff.kernels._blas import gemm, prepare_blas
+    from numdiff.kernels._gemm_loops import loop_gemm
+
+    torch.set_num_threads(1)
+    dtype = np.dtype(args.dtype)
+    prepare_blas(dtype)
+    rng = np.random.default_rng(0)
+    print("| M x K x N | op | loops GFLOP/s | BLAS | torch | loops / torch time |\n|---|---|---|---|---|---|")
+    for m, k, n in shapes:
+        for trans_a, trans_b in PAIRS:
+            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
+            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
+            c = np.empty((m, n), dtype)
+            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+            ta, tb = ta.T if trans_a else ta, tb.T if trans_b else tb
+            inner = max(1, int(5e7 / (m * n * k)))
+            flags = (trans_a, trans_b, 1.0, a, b, 0.0, c)
+            calls = [(loop_gemm, flags), (gemm, flags), (torch.mm, (ta, tb))]
+            _best(calls, inner, 1)
+            seconds = _best(calls, inner, args.repeat)
+            rates = " | ".join(f"{2 * m * n * k / s / 1e9:.0f}" for s in seconds)
+            op = f"{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}"
+            print(f"| {m}x{k}x{n} | {op} | {rates} | {seconds[0] / seconds[2]:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""A general matrix product in Numba loops, for CPUs whose BLAS runs kernels narrower than their vectors.
+
+:func:`loop_gemm` computes ``c = alpha * op(a) @ op(b) + beta * c`` with the shapes, flags and
+scalars of numdiff.kernels._blas.gemm, which calls it in place of BLAS where this process's route
+says so (numdiff.kernels._gemm_route). numdiff.kernels._conv_products runs :func:`accumulate`, its
+inner loop nest, for the im2col convolution cores.
+
+Loop nest. op(b) is cut into blocks of at most ``KC`` of its rows (the inner dimension) by
+:func:`panel_columns` of its columns, and each block is packed into one contiguous buffer (op(b)
+transposed or not; the copy is K*N elements against M*K*N multiply-adds). For each block,
+:func:`accumulate` runs over all of c's rows: 4 rows of c by 4 steps of K at a time, the 16 values
+of alpha * op(a) in registers, while the innermost loop runs along the block's columns: 4 loads of
+the packed block and 4 loads and stores of c feed 16 multiply-adds per vector, which LLVM
+vectorises 512 bits wide where the core has AVX-512 (numdiff.kernels._vecmath.wide_vectors), with
+fused multiply-adds (``fastmath={"contract"}``: each term rounded once, as BLAS kernels do). The
+block (``PANEL_BYTES``) stays in the core's L2 cache while every row of c passes over it, and the
+4 rows of c being updated stay in L1. op(a) is read in place, element by element, so a transposed
+a costs nothing. Extra memory: the packed block, at most ``PANEL_BYTES``. Runs on the calling
+thread; numdiff.kernels._blas.gemm_parallel splits a product across threads by rows or columns.
+
+Summation order differs from BLAS's: results agree with it within the dtype's rounding over K terms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+from numdiff.kernels._self_healing_cache import njit
+from numdiff.kernels._vecmath import wide_vectors
+
+__all__ = ["KC", "PANEL_BYTES", "accumulate", "loop_gemm", "loops_suit", "panel_columns"]
+
+KC = 256
+PANEL_BYTES = 1 << 19
+"""Largest packed block of op(b), in rows of the inner dimension and in bytes."""
+PACK_MIN_ROWS = 64
+"""op(b) is packed when c has at least this many rows (or b is transposed); for fewer, the copy
+costs more than reading b's rows in place saves (16x128x512: 167 GFLOP/s in place, 71 packed)."""
+TRANSPOSED_B_MIN_ROWS = 256
+"""With b transposed the packing is a transposing copy, ~0.7 ns an element, which the product
+repays only over enough rows of c: fewer, and :func:`loops_suit` leaves the product to BLAS."""
+
+
+@intrinsic
+def _unit_stride(typingctx, row):
+    """The 1-D view `row` typed as contiguous (layout "C"), for a row the caller has checked to
+    have unit stride: a row of a strided 2-D view (a tile of an output plane) is typed "A", and
+    LLVM does not vectorise a loop over it whose stride is only known at run time (measured: the
+    forward of conv2d 32->64, 16x16 to 8x8, 5x slower than over contiguous rows)."""
+    if not (isinstance(row, types.Array) and row.ndim == 1):
+        return None
+    contiguous = row.copy(layout="C")
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        view = context.make_array(contiguous)(context, builder)
+        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
+            setattr(view, field, getattr(source, field))
+        return impl_ret_borrowed(context, builder, contiguous, view._getvalue())
+
+    return contiguous(row), codegen
+
+
+@intrinsic
+def _read_only(typingctx, matrix):
+    """The 2-D array `matrix` typed as a read-only view of any layout, as op(b) arrives from the
+    caller: :func:`accumulate` then runs one compiled version for packed blocks and for b read in
+    place (each version cost ~1.5 s of compilation on an empty cache)."""
+    if not (isinstance(matrix, types.Array) and matrix.ndim == 2):
+        return None
+    viewed = matrix.copy(layout="A", readonly=True)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        view = context.make_array(viewed)(context, builder)
+        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
+            setattr(view, field, getattr(source, field))
+        return impl_ret_borrowed(context, builder, viewed, view._getvalue())
+
+    return viewed(matrix), codegen
+
+
+@intrinsic
+def _not_inlined(typingctx):
+    """Keep the compiled function this call sits in out of its callers; returns None. Inlined
+    into a core, the product loop lost its 512-bit vectors (wide_vectors marks the function, not
+    the loop) and ran at half its rate (conv2d 32->64, 16x16 to 8x8: 1.67 ms, kept apart 1.0)."""
+
+    def codegen(context, builder, signature, args):
+        builder.function.attributes.add("noinline")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def accumulate(a, b, alpha, c):
+    """``c (M, N) += alpha * a (M, K) @ b (K, N)``; b and c unit stride along their rows, a any strides,
+    alpha a scalar of c's dtype.
+
+    Loop nest: blocks of 4 rows of c x 4 steps of K (then the leftover rows one at a time, and
+    the leftover steps one at a time), innermost a vectorised loop over N. No blocking of K for
+    the cache: blocks of at most 64 Ki elements of b ran 1.5-2x slower on every product measured,
+    the 256x8192x128 one (b 4 MiB) included (121 -> 81 GFLOP/s)."""
+    wide_vectors()
+    _not_inlined()
+    m, depth = a.shape
+    n = c.shape[1]
+    rows4 = m - m % 4
+    depth4 = depth - depth % 4
+    for i in range(0, rows4, 4):
+        c0, c1, c2, c3 = _unit_stride(c[i]), _unit_stride(c[i + 1]), _unit_stride(c[i + 2]), _unit_stride(c[i + 3])
+        for k in range(0, depth4, 4):
+            a00, a01 = alpha * a[i, k], alpha * a[i, k + 1]
+            a02, a03 = alpha * a[i, k + 2], alpha * a[i, k + 3]
+            a10, a11 = alpha * a[i + 1, k], alpha * a[i + 1, k + 1]
+            a12, a13 = alpha * a[i + 1, k + 2], alpha * a[i + 1, k + 3]
+            a20, a21 = alpha * a[i + 2, k], alpha * a[i + 2, k + 1]
+            a22, a23 = alpha * a[i + 2, k + 2], alpha * a[i + 2, k + 3]
+            a30, a31 = alpha * a[i + 3, k], alpha * a[i + 3, k + 1]
+            a32, a33 = alpha * a[i + 3, k + 2], alpha * a[i + 3, k + 3]
+            b0, b1, b2, b3 = _unit_stride(b[k]), _unit_stride(b[k + 1]), _unit_stride(b[k + 2]), _unit_stride(b[k + 3])
+            for j in range(n):
+                x0, x1, x2, x3 = b0[j], b1[j], b2[j], b3[j]
+                c0[j] += a00 * x0 + a01 * x1 + a02 * x2 + a03 * x3
+                c1[j] += a10 * x0 + a11 * x1 + a12 * x2 + a13 * x3
+                c2[j] += a20 * x0 + a21 * x1 + a22 * x2 + a23 * x3
+                c3[j] += a30 * x0 + a31 * x1 + a32 * x2 + a33 * x3
+        for k in range(depth4, depth):
+            a0, a1, a2, a3 = alpha * a[i, k], alpha * a[i + 1, k], alpha * a[i + 2, k], alpha * a[i + 3, k]
+            bk = _unit_stride(b[k])
+            for j in range(n):
+                x = bk[j]
+                c0[j] += a0 * x
+                c1[j] += a1 * x
+                c2[j] += a2 * x
+                c3[j] += a3 * x
+    for i in range(rows4, m):
+        ci = _unit_stride(c[i])
+        for k in range(0, depth4, 4):
+            a0, a1, a2, a3 = alpha * a[i, k], alpha * a[i, k + 1], alpha * a[i, k + 2], alpha * a[i, k + 3]
+            b0, b1, b2, b3 = _unit_stride(b[k]), _unit_stride(b[k + 1]), _unit_stride(b[k + 2]), _unit_stride(b[k + 3])
+            for j in range(n):
+                ci[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j]
+        for k in range(depth4, depth):
+            ak = alpha * a[i, k]
+            bk = _unit_stride(b[k])
+            for j in range(n):
+                ci[j] += ak * bk[j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def panel_columns(k, n, itemsize):
+    """Columns of op(b) per packed block: all n when a block of min(k, KC) rows of them fits in
+    PANEL_BYTES, else as many as fit, rounded down to a multiple of 16 (at least 16)."""
+    rows = min(k, KC)
+    fit = PANEL_BYTES // (rows * itemsize)
+    if n <= fit:
+        return n
+    return max(16, fit - fit % 16)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def loops_suit(trans_b, m):
+    """Whether :func:`loop_gemm` beats BLAS's pre-AVX-512 kernels on a product with m rows of c."""
+    return not trans_b or m >= TRANSPOSED_B_MIN_ROWS
+
+
+@njit(cache=True, nogil=True)
+def loop_gemm(trans_a, trans_b, alpha, a, b, beta, c):
+    """``c = alpha * op(a) @ op(b) + beta * c`` by the loop nest of the module docstring.
+
+    ``op(x)`` is ``x.T`` where the flag is set. Shapes: op(a) (M, K), op(b) (K, N), c (M, N), all
+    at least 1, checked by the caller (numdiff.kernels._blas.gemm) along with c's unit stride
+    along its rows; a and b any strides. ``beta == 0`` overwrites c without reading it.
+    """
+    m, n = c.shape
+    depth = a.shape[0] if trans_a else a.shape[1]
+    for i in range(m):
+        row = c[i]
+        if beta == 0:
+            for j in range(n):
+                row[j] = 0
+        elif beta != 1:
+            for j in range(n):
+                row[j] *= beta
+    if alpha == 0:
+        return
+    rows_a = a.T if trans_a else a
+    scale = np.empty(1, c.dtype)
+    scale[0] = alpha  # in c's dtype: a float64 alpha would turn float32 multiply-adds into float64 ones
+    kc = min(depth, KC)
+    nc = panel_columns(depth, n, c.itemsize)
+    pack = trans_b or m >= PACK_MIN_ROWS
+    panel = np.empty(kc * nc if pack else 0, c.dtype)
+    for k0 in range(0, depth, kc):
+        kd = min(kc, depth - k0)
+        for j0 in range(0, n, nc):
+            nd = min(nc, n - j0)
+            if pack:
+                block = panel[: kd * nd].reshape((kd, nd))
+                if trans_b:
+                    # Strips of 16 columns: a strip's rows in the block are 16 elements of one cache
+                    # line, where writing whole columns (rows of b) one after another touched kd
+                    # lines N elements apart, which share few L1 sets (0.7 ns an element here, 3.5).
+                    for strip in range(0, nd, 16):
+                        for k in range(kd):
+                            packed = block[k]
+                            for j in range(strip, min(strip + 16, nd)):
+                                packed[j] = b[j0 + j, k0 + k]
+                else:
+                    for k in range(kd):
+                        row = _unit_stride(b[k0 + k])
+                        packed = block[k]
+                        for j in range(nd):
+                            packed[j] = row[j0 + j]
+                accumulate(rows_a[:, k0 : k0 + kd], _read_only(block), scale[0], c[:, j0 : j0 + nd])
+            else:
+                accumulate(rows_a[:, k0 : k0 + kd], b[k0 : k0 + kd, j0 : j0 + nd], scale[0], c[:, j0 : j0 + nd])
