@@ -93,3 +93,38 @@ def test_running_stats_update_is_running_stat_update_per_row():
     for row, got in ((0, mean), (1, var)):
         expected = running[row] * np.float32(0.75) + (moments[row, 0] * np.float32(9 / 8 if row else 1.0)) * np.float32(0.25)
         assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("shape, affine", [((6, 4), True), ((3, 4, 5), False), ((2, 4, 3, 5), True), ((2, 4, 2, 3, 2), True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_first_order_backward_on_arrays_is_the_op_path_bit_for_bit(shape, affine, dtype):
+    """Without create_graph GroupedNorm's backward runs its kernel on arrays; with it, the
+    grouped_norm_backward op and slices of its flat result: the same kernel, the same bits."""
+    rng = np.random.default_rng(14)
+    batch, grad = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    params = [numdiff.tensor(rng.standard_normal(shape[1]).astype(dtype), requires_grad=True) for _ in range(2)]
+    found = []
+    for create_graph in (False, True):
+        x = numdiff.tensor(batch, requires_grad=True)
+        leaves = [x] + (params if affine else [])
+        out = functional.batch_norm(x, None, None, *(params if affine else []), training=True)
+        found.append(numdiff.autograd.grad(out, leaves, numdiff.tensor(grad), create_graph=create_graph))
+    for first, through_op in zip(*found):
+        assert np.array_equal(first.numpy(), through_op.detach().numpy())
+    assert found[0][0].shape == shape and all(not g.requires_grad for g in found[0])
+
+
+def test_first_order_backward_matches_torch_on_a_channels_last_input():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(15)
+    batch, grad = rng.standard_normal((4, 5, 3, 6)), rng.standard_normal((4, 6, 5, 3))
+    ours_x = numdiff.tensor(batch, requires_grad=True)
+    layer = nn.BatchNorm2d(6).double()
+    layer(ours_x.permute(0, 3, 1, 2)).backward(numdiff.tensor(grad))
+    theirs_x = torch.tensor(batch, requires_grad=True)
+    theirs = torch.nn.BatchNorm2d(6).double()
+    theirs(theirs_x.permute(0, 3, 1, 2)).backward(torch.tensor(grad))
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(layer.bias.grad.numpy(), theirs.bias.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(layer.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-12)
