@@ -11,8 +11,10 @@ contracted into a fused multiply-add, so the result is the composed
 ``running.mul_(1 - momentum).add_(stat * factor * momentum)`` bit for bit in float32 and float64 (a
 factor of 1 multiplies exactly). Measured against PyTorch's float32 update: 0 ulp apart on the
 mean, at most 1 on the variance; computing in float64 and rounding once was 2 ulp apart on both.
-Loop nest: one serial loop over the C channels (C is at most a few
-thousand: a prange would cost more than it saves). Extra memory: none.
+``running_stats_update`` makes both buffers' updates in one launcher call, for the eager path
+that writes them into the buffers itself (numdiff.nn._normalization). Loop nest: one serial loop
+over the C channels (C is at most a few thousand: a prange would cost more than it saves). Extra
+memory: none.
 
 The composed form took about ten small ops (a slice, an index, two multiplies, an in-place
 multiply and add per buffer): ~75 us a BatchNorm layer on small batches against ~20 us for this.

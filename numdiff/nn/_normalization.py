@@ -2,7 +2,9 @@
 
 batch_norm in training, instance_norm with the input's statistics, group_norm and layer_norm run the fused
 ``grouped_norm`` op (numdiff.ops.norm: one kernel per direction); the rest are compositions of
-differentiable ops. Running statistics are in-place updates made under no_grad, as in PyTorch.
+differentiable ops. Running statistics are in-place updates made under no_grad, as in PyTorch;
+BatchNorm's, in eager mode where the write records nothing, go straight into the buffers' storage
+by one moments kernel and one update launcher (``_write_running_stats``), the bits of the ops.
 """
 
 from __future__ import annotations
