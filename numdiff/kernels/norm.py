@@ -262,6 +262,10 @@ def group_norm_backward(
             rstd.reshape(columns), dx.reshape(rows, columns), dweight.reshape(columns), dbias.reshape(columns),
         )  # fmt: skip
         return dx
+    if x.shape[0] == 1:  # BatchNorm's view: one b, whose partial sums are the sums (no NumPy sum calls)
+        _pick(_BACKWARD, x)(grad, x, weight, mean, rstd, dx, dweight.reshape((1,) + weight.shape),
+                            dbias.reshape((1,) + weight.shape))  # fmt: skip
+        return dx
     parts = np.empty((2, x.shape[0]) + weight.shape, x.dtype)
     _pick(_BACKWARD, x)(grad, x, weight, mean, rstd, dx, parts[0], parts[1])
     dweight[...] = parts[0].sum(axis=0)

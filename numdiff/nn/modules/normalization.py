@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from numdiff import _dtype
+from numdiff import _dtype, _inplace
 from numdiff._ground.args import is_int
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty, ones, tensor, zeros
@@ -39,6 +39,16 @@ def _reset_affine(module: Module) -> None:
         init.ones_(module.weight)
     if module.bias is not None:
         init.zeros_(module.bias)
+
+
+def _count_batch(num_batches_tracked: Tensor) -> None:
+    """``num_batches_tracked += 1`` under no_grad; straight into the storage where that write
+    records nothing (numdiff._inplace.write_at), ~0.5 us against ~10 for the in-place op's path."""
+    if _inplace.records_nothing(num_batches_tracked, None):
+        _inplace.write_at(num_batches_tracked, "add_", Ellipsis, num_batches_tracked._data + 1)
+    else:
+        with no_grad():
+            num_batches_tracked.add_(1)
 
 
 class _BatchNorm(Module):
@@ -93,8 +103,7 @@ class _BatchNorm(Module):
         check_input(self, input, ok, self._expected.format(c=self.num_features))
         average_factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
+            _count_batch(self.num_batches_tracked)
             if self.momentum is None:
                 # No momentum: a cumulative average over every batch seen so far.
                 average_factor = 1.0 / float(self.num_batches_tracked.item())
