@@ -21,9 +21,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels._conv_products import _accumulate
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["add_products_nt"]
+__all__ = ["add_products_nt", "add_step_product", "forward_reads_transposed"]
+
+TRANSPOSED_MAX_HIDDEN = 256
+TRANSPOSED_MAX_BYTES = 1 << 20
+TRANSPOSED_MIN_ROWS = 256
 
 # reassoc lets LLVM split each sum into vector lanes; contract fuses the multiply-adds.
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
@@ -105,3 +110,20 @@ def add_products_nt(a, b, c):
     for j in range(cols3, cols):
         for i in range(rows):
             c[i, j] += _dot(a[i], b[j])
+
+
+@njit(cache=True, nogil=True)
+def forward_reads_transposed(rows, w):
+    """Whether a forward whose steps multiply `rows` state rows in all (steps x batch) by w.T, w
+    (G, H), runs faster reading the rows of a copy of w.T (the measurements in the module docstring)."""
+    return w.shape[1] <= TRANSPOSED_MAX_HIDDEN and w.size * w.itemsize <= TRANSPOSED_MAX_BYTES and rows >= TRANSPOSED_MIN_ROWS
+
+
+@njit(inline="always", cache=True, nogil=True)
+def add_step_product(a, w, w_t, c):
+    """``c += a @ w.T``: along the rows of w_t = w.T (C-contiguous) where it has rows, else as
+    :func:`add_products_nt`. c needs unit stride along its rows. Runs on the calling thread."""
+    if w_t.shape[0]:
+        _accumulate(a, w_t, c)
+    else:
+        add_products_nt(a, w, c)
