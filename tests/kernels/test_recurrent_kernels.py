@@ -67,7 +67,9 @@ def test_forward_reads_the_transposed_weight_only_for_short_hidden_sizes_and_lon
     assert forward_reads_transposed(64 * 16, np.zeros((512, 128), np.float32))
     assert not forward_reads_transposed(1 * 16, np.zeros((512, 128), np.float32))  # one step: the copy does not pay
     assert not forward_reads_transposed(64 * 16, np.zeros((2048, 512), np.float32))  # H > 256
-    assert not forward_reads_transposed(64 * 16, np.zeros((800, 200), np.float64))  # W_hh over 1 MiB
+    assert not forward_reads_transposed(64 * 16, np.zeros((800, 200), np.float64))  # W_hh over 768 KiB
+    assert not forward_reads_transposed(64 * 16, np.zeros((1024, 256), np.float32))
+    assert forward_reads_transposed(64 * 16, np.zeros((800, 200), np.float32))
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
