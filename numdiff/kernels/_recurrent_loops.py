@@ -24,7 +24,7 @@ from numba import prange
 
 from numdiff.kernels._gate_math import sigmoid, tanh
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._row_products import add_products_nt
+from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["GRU_BACKWARD", "GRU_FORWARD", "LSTM_BACKWARD", "LSTM_FORWARD", "RNN_BACKWARD", "RNN_FORWARD"]
@@ -62,6 +62,15 @@ def _transposed(w):
                 for i in range(i0, i1):
                     out[j, i] = w[i, j]
     return out
+
+
+@njit(**_OPTIONS)
+def _forward_weight(projected, w_hh):
+    """The forward's second copy of the weight: W_hh^T where the step products read its rows
+    (numdiff.kernels._row_products.forward_reads_transposed), else an array of no rows."""
+    if forward_reads_transposed(projected.shape[0] * projected.shape[1], w_hh):
+        return _transposed(w_hh)
+    return np.empty((0, w_hh.shape[0]), w_hh.dtype)
 
 
 # --------------------------------------------------------------------------- LSTM
@@ -108,20 +117,21 @@ def _lstm_gates(pre, c0, t, out, lo):
 
 
 @njit(**_OPTIONS)
-def _lstm_forward(projected, h0, c0, w_hh, out, lo, hi):
-    """Batch rows lo:hi of the whole sequence."""
+def _lstm_forward(projected, h0, c0, w_hh, w_t, out, lo, hi):
+    """Batch rows lo:hi of the whole sequence; w_t = W_hh^T, or no rows (numdiff.kernels._row_products.add_step_product)."""
     steps, _, gates = projected.shape
     hidden = gates // 4
     pre = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
         pre[:, :] = projected[t, lo:hi]
-        add_products_nt(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, pre)
+        add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, w_t, pre)
         _lstm_gates(pre, c0, t, out, lo)
 
 
 def _lstm_forward_parts(projected, h0, c0, w_hh, out, bounds):
+    w_t = _forward_weight(projected, w_hh)
     for part in prange(bounds.shape[0] - 1):
-        _lstm_forward(projected, h0, c0, w_hh, out, bounds[part], bounds[part + 1])
+        _lstm_forward(projected, h0, c0, w_hh, w_t, out, bounds[part], bounds[part + 1])
 
 
 LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
@@ -205,21 +215,22 @@ def _gru_gates(projected, h0, hidden_part, t, out, lo):
 
 
 @njit(**_OPTIONS)
-def _gru_forward(projected, h0, w_hh, b_hh, out, lo, hi):
-    """Batch rows lo:hi of the whole sequence."""
+def _gru_forward(projected, h0, w_hh, w_t, b_hh, out, lo, hi):
+    """Batch rows lo:hi of the whole sequence; w_t as in _lstm_forward."""
     steps, _, gates = projected.shape
     hidden = gates // 3
     hidden_part = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
         for m in range(hi - lo):
             hidden_part[m, :] = b_hh
-        add_products_nt(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, hidden_part)
+        add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, w_t, hidden_part)
         _gru_gates(projected, h0, hidden_part, t, out, lo)
 
 
 def _gru_forward_parts(projected, h0, w_hh, b_hh, out, bounds):
+    w_t = _forward_weight(projected, w_hh)
     for part in prange(bounds.shape[0] - 1):
-        _gru_forward(projected, h0, w_hh, b_hh, out, bounds[part], bounds[part + 1])
+        _gru_forward(projected, h0, w_hh, w_t, b_hh, out, bounds[part], bounds[part + 1])
 
 
 GRU_FORWARD = serial_and_parallel(_gru_forward_parts, **_PARTS_OPTIONS)
@@ -292,17 +303,18 @@ def _rnn_activate(out_t, relu, lo, hi):
 
 
 @njit(**_OPTIONS)
-def _rnn_forward(projected, h0, w_hh, relu, out, lo, hi):
-    """Batch rows lo:hi of the whole sequence."""
+def _rnn_forward(projected, h0, w_hh, w_t, relu, out, lo, hi):
+    """Batch rows lo:hi of the whole sequence; w_t as in _lstm_forward."""
     for t in range(projected.shape[0]):
         out[t, lo:hi] = projected[t, lo:hi]
-        add_products_nt(h0[lo:hi] if t == 0 else out[t - 1, lo:hi], w_hh, out[t, lo:hi])
+        add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi], w_hh, w_t, out[t, lo:hi])
         _rnn_activate(out[t], relu, lo, hi)
 
 
 def _rnn_forward_parts(projected, h0, w_hh, relu, out, bounds):
+    w_t = _forward_weight(projected, w_hh)
     for part in prange(bounds.shape[0] - 1):
-        _rnn_forward(projected, h0, w_hh, relu, out, bounds[part], bounds[part + 1])
+        _rnn_forward(projected, h0, w_hh, w_t, relu, out, bounds[part], bounds[part + 1])
 
 
 RNN_FORWARD = serial_and_parallel(_rnn_forward_parts, **_PARTS_OPTIONS)

@@ -15,15 +15,36 @@ in 44 us against 64 us for SciPy's OpenBLAS sgemm on the same views; 16x512 by 5
 against 71 us; word_language_model's 20x200 by 200x800 93 us against 181 us. With the blocks as
 functions of their own rather than inlined, the first took 56 us. Summation order differs
 from BLAS (eight lanes, then across them): results agree to rounding.
+
+The forward steps may read the weight's transpose instead (:func:`add_step_product`): ``c[m] +=
+a[m, k] * w_t[k]`` along rows of W_hh^T, the loop nest of numdiff.kernels._conv_products (4 rows
+of c x 4 steps of k, the inner loop along c's row, 512 bits wide on AVX-512), with no sums across
+lanes to finish. It wins where the summed axis (K = H, the hidden size) is short and W_hh^T stays
+in the L2 cache (it is read whole for every 4 batch rows), once the transpose, copied once per
+sequence, is paid for by steps x batch rows. Measured on an AVX-512 Zen 5 (one thread; GFLOP/s,
+dot products here / rows of W^T, wall-clock best of 150, load 5-7, float32 then float64): 16x128
+by 128x512 143 / 199, 104 / 101; 20x200 by 200x800 137 / 225, 108 / 75; 32x64 by 64x256 109 /
+190, 74 / 104; the backward's 16x512 by 512x128 175 / 160 and 128x1024 by 1024x4096 88 / 36, so
+the backward keeps the dot products. Whole LSTM forward kernels (thread CPU time, load 11-13; dot
+products / rows of W^T with its copy, ms): 40 steps x batch 24 x H 64 float32 0.43 / 0.27, float64
+0.79 / 0.70; 64 x 16 x 128 1.18 / 0.79, 2.69 / 2.14; 35 x 20 x 200 1.97 / 1.31, float64 (W_hh
+1.25 MiB) 3.22 / 3.83; 32 x 32 x 256 float32 (1 MiB) 3.69 / 4.37. Hence
+:func:`forward_reads_transposed`: H <= 256, W_hh at most 768 KiB, and 256 rows or more (at 16 x
+128 by 128 x 512 the transpose, 36 us, is the gain of ~130 rows).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels._conv_products import _accumulate
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["add_products_nt"]
+__all__ = ["add_products_nt", "add_step_product", "forward_reads_transposed"]
+
+TRANSPOSED_MAX_HIDDEN = 256
+TRANSPOSED_MAX_BYTES = 3 << 18  # 768 KiB
+TRANSPOSED_MIN_ROWS = 256
 
 # reassoc lets LLVM split each sum into vector lanes; contract fuses the multiply-adds.
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
@@ -105,3 +126,20 @@ def add_products_nt(a, b, c):
     for j in range(cols3, cols):
         for i in range(rows):
             c[i, j] += _dot(a[i], b[j])
+
+
+@njit(cache=True, nogil=True)
+def forward_reads_transposed(rows, w):
+    """Whether a forward whose steps multiply `rows` state rows in all (steps x batch) by w.T, w
+    (G, H), runs faster reading the rows of a copy of w.T (the measurements in the module docstring)."""
+    return w.shape[1] <= TRANSPOSED_MAX_HIDDEN and w.size * w.itemsize <= TRANSPOSED_MAX_BYTES and rows >= TRANSPOSED_MIN_ROWS
+
+
+@njit(inline="always", cache=True, nogil=True)
+def add_step_product(a, w, w_t, c):
+    """``c += a @ w.T``: along the rows of w_t = w.T (C-contiguous) where it has rows, else as
+    :func:`add_products_nt`. c needs unit stride along its rows. Runs on the calling thread."""
+    if w_t.shape[0]:
+        _accumulate(a, w_t, c)
+    else:
+        add_products_nt(a, w, c)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from numdiff.kernels import recurrent
-from numdiff.kernels._row_products import add_products_nt
+from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
 from tests.ops.cases_recurrent import gru_record_reference, lstm_record_reference, rnn_reference
 
 L, N, H = 5, 3, 4
@@ -45,6 +45,52 @@ def test_row_products_add_a_times_b_transposed_into_c(dtype, tol, rows, cols, in
     expected = c.astype(np.float64) + a.astype(np.float64) @ b.T.astype(np.float64)
     add_products_nt(a, b, c)
     np.testing.assert_allclose(c, expected, rtol=tol, atol=tol * inner)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+@pytest.mark.parametrize("rows, cols, inner", [(1, 1, 1), (4, 12, 8), (7, 13, 5), (9, 16, 33)])
+def test_step_product_from_rows_of_the_transposed_weight_matches_numpy(dtype, tol, rows, cols, inner):
+    """add_step_product along the rows of W^T (leftover rows and inner steps included) and, given
+    a transpose of no rows, as add_products_nt; row views of a 3-D array as a, C holding values."""
+    rng = np.random.default_rng(rows * 10 + cols)
+    a = rng.standard_normal((2, rows, inner + 3)).astype(dtype)[1, :, 1 : inner + 1]
+    w = rng.standard_normal((cols, inner)).astype(dtype)
+    c = rng.standard_normal((rows, cols)).astype(dtype)
+    expected = c.astype(np.float64) + a.astype(np.float64) @ w.T.astype(np.float64)
+    for w_t in (np.ascontiguousarray(w.T), np.empty((0, cols), dtype)):
+        out = c.copy()
+        add_step_product(a, w, w_t, out)
+        np.testing.assert_allclose(out, expected, rtol=tol, atol=tol * inner)
+
+
+def test_forward_reads_the_transposed_weight_only_for_short_hidden_sizes_and_long_sequences():
+    assert forward_reads_transposed(64 * 16, np.zeros((512, 128), np.float32))
+    assert not forward_reads_transposed(1 * 16, np.zeros((512, 128), np.float32))  # one step: the copy does not pay
+    assert not forward_reads_transposed(64 * 16, np.zeros((2048, 512), np.float32))  # H > 256
+    assert not forward_reads_transposed(64 * 16, np.zeros((800, 200), np.float64))  # W_hh over 768 KiB
+    assert not forward_reads_transposed(64 * 16, np.zeros((1024, 256), np.float32))
+    assert forward_reads_transposed(64 * 16, np.zeros((800, 200), np.float32))
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+def test_forward_kernels_on_the_transposed_weight_route_match_numpy_loops(dtype, tol):
+    """37 steps x batch 7 (259 rows, so the forwards read W_hh^T; 7 = one 4-row block and 3
+    leftover rows) and H = 5 (a leftover inner step)."""
+    steps, batch, hidden = 37, 7, 5
+    rng = np.random.default_rng(2)
+    p, h0, c0, w = _arrays(rng, dtype, (steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden))
+    w *= 0.5
+    assert forward_reads_transposed(steps * batch, w)
+    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((steps, batch, 6 * hidden), dtype))
+    np.testing.assert_allclose(out, lstm_record_reference(p, h0, c0, w), rtol=tol, atol=tol)
+    p, w, b = _arrays(rng, dtype, (steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,))
+    out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((steps, batch, 5 * hidden), dtype))
+    np.testing.assert_allclose(out, gru_record_reference(p, h0, w, b), rtol=tol, atol=tol)
+    p, w = _arrays(rng, dtype, (steps, batch, hidden), (hidden, hidden))
+    w *= 0.3
+    for relu in (False, True):
+        out = recurrent.rnn_sequence_forward(p, h0, w, np.empty((steps, batch, hidden), dtype), relu)
+        np.testing.assert_allclose(out, rnn_reference(p, h0, w, relu), rtol=tol, atol=tol)
 
 
 def test_float32_backward_matches_float64():

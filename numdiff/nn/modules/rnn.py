@@ -8,12 +8,13 @@ Parameter names, shapes, gate order and initialisation are PyTorch's, so a torch
 Each layer and direction projects the whole input sequence with one matmul, then runs the time
 loop as one recurrent op (numdiff.ops.recurrent: lstm_sequence, gru_sequence, rnn_sequence), whose
 kernels hold the loop and the backward through time; a tape or compiled graph gets one node per
-layer and direction whatever the sequence length. Two cases run step by step instead, composed
-from differentiable ops with the step functions of rnn_cell.py (where the one-step cells live,
-importable from here too, as in PyTorch): LSTM with proj_size, and a PackedSequence input, which
-runs padded in its length-sorted order with each sequence's state held once the sequence has
-ended (so h_n is its last valid step's, as in PyTorch); also dtypes other than float32/float64,
-and an ONNX export (the sequence ops have no ONNX form).
+layer and direction whatever the sequence length. A PackedSequence runs on its packed rows, one
+sequence op per run of steps with one batch size (numdiff.nn.modules._rnn_packed). Some cases run
+step by step instead, composed from differentiable ops with the step functions of rnn_cell.py
+(where the one-step cells live, importable from here too, as in PyTorch): LSTM with proj_size,
+dtypes other than float32/float64, and an ONNX export (the sequence ops have no ONNX form); a
+PackedSequence among them runs padded in its length-sorted order with each sequence's state held
+once the sequence has ended (so h_n is its last valid step's, as in PyTorch).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from numdiff.creation import empty, tensor, zeros
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn import init
 from numdiff.nn.modules._checks import layer_name
+from numdiff.nn.modules._rnn_packed import run_packed, runs_of_batch_sizes
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.rnn_cell import (
     GRUCell,
@@ -166,9 +168,12 @@ class RNNBase(Module):
             raise TypeError(f"{name}: input and {what} must have the same dtype, got {like.dtype!r} and {state.dtype!r}")
 
     # -------------------------------------------------------------- the loop
-    def _run(self, input: Tensor, states: list[Any], running: Tensor | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    def _run(
+        self, input: Tensor, states: list[Any], running: Tensor | None = None, runs: list[tuple[int, int, int]] | None = None
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """input (L, N, H_in); states[k] the (h, c) or h of layer-direction k; running (L, N, 1) bool,
-        False past each sequence's end (packed input). Returns output, h_n, c_n lists."""
+        False past each sequence's end (packed input run padded). With `runs` (numdiff.nn.modules._rnn_packed),
+        input is a PackedSequence's data (sum of lengths, H_in) and so is the output. Returns output, h_n, c_n lists."""
         h_final: list[Tensor] = []
         c_final: list[Tensor] = []
         layer_input = input
@@ -176,7 +181,10 @@ class RNNBase(Module):
             outputs = []
             for direction, suffix in enumerate(self._suffixes(layer)):
                 index = layer * self.num_directions + direction
-                out, h_n, c_n = self._run_direction(layer_input, states[index], suffix, direction == 1, running)
+                if runs is not None:
+                    out, h_n, c_n = self._run_packed_direction(layer_input, states[index], suffix, direction == 1, runs)
+                else:
+                    out, h_n, c_n = self._run_direction(layer_input, states[index], suffix, direction == 1, running)
                 outputs.append(out)
                 h_final.append(h_n)
                 if c_n is not None:
@@ -221,20 +229,45 @@ class RNNBase(Module):
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """The whole sequence as one recurrent op (numdiff.ops.recurrent): one node per layer and
         direction, the time loop inside the kernel."""
-        if b_hh is not None and self.mode != "GRU":
-            b_ih, b_hh = b_ih + b_hh, None  # both add straight to the gates
-        projected = functional.linear(input, w_ih, b_ih)
+        projected, b_hh = self._projection(input, w_ih, b_ih, b_hh)
         if reverse:
             projected = projected.flip(0)
-        c_n = None
+        states, h_n, c_n = self._sequence(projected, state, w_hh, b_hh)
+        return (states.flip(0) if reverse else states), h_n, c_n
+
+    def _projection(self, input: Tensor, w_ih: Tensor, b_ih: Tensor | None, b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """Every step's input half of the gates, one matmul; and the b_hh the sequence op still takes
+        (GRU's: LSTM's and RNN's add straight to the gates, so they join b_ih here)."""
+        if b_hh is not None and self.mode != "GRU":
+            b_ih, b_hh = b_ih + b_hh, None
+        return functional.linear(input, w_ih, b_ih), b_hh
+
+    def _sequence(self, projected: Tensor, state: Any, w_hh: Tensor, b_hh: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The sequence op of this layer's mode over projected (L, N, G): h_1 .. h_L, h_L, c_L (LSTM) or None."""
         if self.mode == "LSTM":
             out = lstm_sequence(projected, state[0], state[1], w_hh)  # h_1 .. h_L, then c_L
-            states, c_n = out[:-1], out[-1]
-        elif self.mode == "GRU":
+            return out[:-1], out[-2], out[-1]
+        if self.mode == "GRU":
             states = gru_sequence(projected, state, w_hh, b_hh)
         else:
             states = rnn_sequence(projected, state, w_hh, relu=self.mode == "RNN_RELU")
-        return (states.flip(0) if reverse else states), states[-1], c_n
+        return states, states[-1], None
+
+    def _run_packed_direction(
+        self, data: Tensor, state: Any, suffix: str, reverse: bool, runs: list[tuple[int, int, int]]
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """One layer direction over a PackedSequence's rows, one sequence op per run of steps with one
+        batch size (numdiff.nn.modules._rnn_packed)."""
+        w_ih, w_hh, b_ih, b_hh, _ = self._weights(suffix)
+        projected, b_hh = self._projection(data, w_ih, b_ih, b_hh)
+        lstm = self.mode == "LSTM"
+
+        def sequence(block: Tensor, start: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
+            states, h_n, c_n = self._sequence(block, start if lstm else start[0], w_hh, b_hh)
+            return states, ((h_n, c_n) if lstm else (h_n,))
+
+        out, final = run_packed(sequence, projected, runs, tuple(state) if lstm else (state,), reverse)
+        return out, final[0], (final[1] if lstm else None)
 
     def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor, order: Tensor | None = None) -> list[Any]:
         """The per-layer-direction initial states (zeros when hx is None), each (N, H); `order`
@@ -290,18 +323,27 @@ class RNNBase(Module):
         return output, ((h_n, c_n) if self.mode == "LSTM" else h_n)
 
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
-        """Run a PackedSequence padded in its sorted order, each sequence masked past its end."""
+        """Run a PackedSequence on its packed rows by runs of one batch size, or (the step-by-step
+        cases) padded in its sorted order, each sequence masked past its end."""
         data = packed.data
         if not isinstance(data, Tensor) or data.ndim != 2 or data.shape[-1] != self.input_size:
             raise ValueError(f"{layer_name(self)}: expected PackedSequence data of shape (sum of lengths, {self.input_size}), got {tuple(getattr(data, 'shape', ()))}")
         self._check_input(data.unsqueeze(1))
         sizes = packed.batch_sizes.detach().cpu().numpy()
+        if not self.proj_size and data.dtype in _KERNEL_DTYPES and not onnx_exporting[0]:
+            states = self._initial_states(hx, int(sizes[0]), True, data, packed.sorted_indices)
+            output, h_n, c_n = self._run(data, states, runs=runs_of_batch_sizes(sizes))
+            return self._packed_result(packed, output, h_n, c_n)
         padded, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes))
         lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
         running = tensor((np.arange(len(sizes))[:, None] < lengths[None, :])[..., None], device=data.device)
         states = self._initial_states(hx, padded.shape[1], True, padded, packed.sorted_indices)
         output, h_n, c_n = self._run(padded, states, running)
-        output = PackedSequence(cat([output[t, : int(size)] for t, size in enumerate(sizes)], 0), *packed[1:])
+        return self._packed_result(packed, cat([output[t, : int(size)] for t, size in enumerate(sizes)], 0), h_n, c_n)
+
+    def _packed_result(self, packed: PackedSequence, data: Tensor, h_n: list[Tensor], c_n: list[Tensor]) -> tuple[PackedSequence, Any]:
+        """The output PackedSequence and the final states in the caller's batch order."""
+        output = PackedSequence(data, *packed[1:])
         finals = [stack(h_n, 0)] + ([stack(c_n, 0)] if c_n else [])
         if packed.unsorted_indices is not None:
             finals = [f.index_select(1, packed.unsorted_indices) for f in finals]
