@@ -32,7 +32,7 @@ from numdiff.amp import casts_on
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, is_host
 from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 from numdiff.ops._linalg_grads import direct
 from numdiff.ops.linalg import _product
@@ -378,6 +378,9 @@ def rnn_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, relu: bool = False
 
 
 # --------------------------------------------------------------------------- checks
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _check(op: str, gates: int, projected: Any, w_hh: Any, **states: Any) -> int:
     """Validate shapes, dtypes and devices before any kernel runs; returns the hidden size."""
     tensors = {"projected": projected, "w_hh": w_hh, **states}
@@ -395,6 +398,12 @@ def _check(op: str, gates: int, projected: Any, w_hh: Any, **states: Any) -> int
     for name, state in states.items():
         if tuple(state.shape) != (batch, hidden):
             raise ValueError(f"{op}: {name} must have shape ({batch}, {hidden}), got {tuple(state.shape)}")
+    # The common case first, on the arrays: one kernel dtype, every tensor on the host (a cell's
+    # step checks once a step, and naming every dtype and device cost ~3 us of a ~70 us step).
+    arrays = [value._data for value in tensors.values()]
+    first = arrays[0].dtype
+    if first in _KERNEL_DTYPES and all(a.dtype == first and is_host(a) for a in arrays):
+        return hidden
     dtypes = {name: str(value.dtype) for name, value in tensors.items()}
     # Under autocast the sequence ops run in float32 (amp.FLOAT32): the cast comes after this check.
     floats = ("numdiff.float32", "numdiff.float64", "numdiff.bfloat16", "numdiff.float16")
