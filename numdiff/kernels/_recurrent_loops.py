@@ -24,7 +24,12 @@ from numba import prange
 
 from numdiff.kernels._gate_math import sigmoid, tanh
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
+from numdiff.kernels._row_products import (
+    add_products_nn,
+    add_products_nt,
+    add_step_product,
+    forward_reads_transposed,
+)
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["GRU_BACKWARD", "GRU_FORWARD", "LSTM_BACKWARD", "LSTM_FORWARD", "RNN_BACKWARD", "RNN_FORWARD"]
@@ -71,6 +76,27 @@ def _forward_weight(projected, w_hh):
     if forward_reads_transposed(projected.shape[0] * projected.shape[1], w_hh):
         return _transposed(w_hh)
     return np.empty((0, w_hh.shape[0]), w_hh.dtype)
+
+
+@njit(inline="always", **_OPTIONS)
+def _add_state_products(d, w, transposed, dh):
+    """dh += d @ W_hh, reading `w` = W_hh^T (rows of it, `add_products_nt`) when `transposed`, else
+    W_hh as it lies (`add_products_nn`)."""
+    if transposed:
+        add_products_nt(d, w, dh)
+    else:
+        add_products_nn(d, w, dh)
+
+
+@njit(inline="always", **_OPTIONS)
+def _backward_weight(w_hh, steps):
+    """What the backward steps read for d h_{t-1} = d gates @ W_hh, and whether it is W_hh^T: for
+    one step (a cell's step) W_hh itself, read by `add_products_nn`, since a transposed copy made
+    for a single product cost more than the product (batch 16, H = 256: 145 of the LSTM
+    backward's 236 us); over longer sequences the copy is paid once for all steps."""
+    if steps == 1:
+        return np.ascontiguousarray(w_hh), False
+    return _transposed(w_hh), True
 
 
 # --------------------------------------------------------------------------- LSTM
@@ -170,19 +196,20 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
 
 
 @njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, lo, hi):
+def _lstm_backward(grad, out, c0, w, transposed, d_gates, dh_state, dc_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros and dc_state (N, H) d c_n on entry (d h_t and d c_t
-    from the steps after t), d h_0 and d c_0 on return; w_t = W_hh^T, C-contiguous."""
+    from the steps after t), d h_0 and d c_0 on return; w = W_hh^T if `transposed` else W_hh,
+    C-contiguous (`_backward_weight`)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi)
         dh_state[lo:hi, :] = 0.0
-        add_products_nt(d_gates[t, lo:hi], w_t, dh_state[lo:hi])
+        _add_state_products(d_gates[t, lo:hi], w, transposed, dh_state[lo:hi])
 
 
 def _lstm_backward_parts(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds):
-    w_t = _transposed(w_hh)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    w, transposed = _backward_weight(w_hh, out.shape[0])
     for part in prange(bounds.shape[0] - 1):
-        _lstm_backward(grad, out, c0, w_t, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
+        _lstm_backward(grad, out, c0, w, transposed, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
 
 
 LSTM_BACKWARD = serial_and_parallel(_lstm_backward_parts, **_PARTS_OPTIONS)
@@ -270,18 +297,19 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
 
 
 @njit(**_OPTIONS)
-def _gru_backward(grad, out, h0, w_t, d_pre, d_hidden, dh_state, lo, hi):
+def _gru_backward(grad, out, h0, w, transposed, d_pre, d_hidden, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
-    return; w_t = W_hh^T, C-contiguous."""
+    return; w = W_hh^T if `transposed` else W_hh,
+    C-contiguous (`_backward_weight`)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi)
-        add_products_nt(d_hidden[t, lo:hi], w_t, dh_state[lo:hi])
+        _add_state_products(d_hidden[t, lo:hi], w, transposed, dh_state[lo:hi])
 
 
 def _gru_backward_parts(grad, out, h0, w_hh, d_pre, d_hidden, dh_state, bounds):
-    w_t = _transposed(w_hh)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    w, transposed = _backward_weight(w_hh, out.shape[0])
     for part in prange(bounds.shape[0] - 1):
-        _gru_backward(grad, out, h0, w_t, d_pre, d_hidden, dh_state, bounds[part], bounds[part + 1])
+        _gru_backward(grad, out, h0, w, transposed, d_pre, d_hidden, dh_state, bounds[part], bounds[part + 1])
 
 
 GRU_BACKWARD = serial_and_parallel(_gru_backward_parts, **_PARTS_OPTIONS)
@@ -335,19 +363,20 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
 
 
 @njit(**_OPTIONS)
-def _rnn_backward(grad, out, w_t, relu, d_pre, dh_state, lo, hi):
+def _rnn_backward(grad, out, w, transposed, relu, d_pre, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
-    return; w_t = W_hh^T, C-contiguous."""
+    return; w = W_hh^T if `transposed` else W_hh,
+    C-contiguous (`_backward_weight`)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu, lo, hi)
         dh_state[lo:hi, :] = 0.0
-        add_products_nt(d_pre[t, lo:hi], w_t, dh_state[lo:hi])
+        _add_state_products(d_pre[t, lo:hi], w, transposed, dh_state[lo:hi])
 
 
 def _rnn_backward_parts(grad, out, w_hh, relu, d_pre, dh_state, bounds):
-    w_t = _transposed(w_hh)  # d h_{t-1} = d gates @ w_hh, as rows of w_hh^T
+    w, transposed = _backward_weight(w_hh, out.shape[0])
     for part in prange(bounds.shape[0] - 1):
-        _rnn_backward(grad, out, w_t, relu, d_pre, dh_state, bounds[part], bounds[part + 1])
+        _rnn_backward(grad, out, w, transposed, relu, d_pre, dh_state, bounds[part], bounds[part + 1])
 
 
 RNN_BACKWARD = serial_and_parallel(_rnn_backward_parts, **_PARTS_OPTIONS)

@@ -6,7 +6,8 @@ one GEMM batched over time, done by the caller) and runs the time loop here: per
 product ``h_{t-1} @ W_hh^T`` (:func:`numdiff.kernels._row_products.add_products_nt`, register-
 blocked dot products added straight into the step's gate block) and one fused loop over the
 gates. Backward walks the steps in reverse with one product ``dgates_t @ W_hh`` per step, reading
-W_hh^T, copied once per sequence. No Python runs per step.
+W_hh^T, copied once per sequence; a sequence of one step (a cell's step) reads W_hh as it lies
+instead (``_recurrent_loops._backward_weight``). No Python runs per step.
 
 Layouts (H hidden size; every array C-contiguous, one float dtype):
 

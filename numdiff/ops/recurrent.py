@@ -14,7 +14,11 @@ op per family, ``*_sequence_backward``, whose kernel walks the steps in reverse 
 one flat array of contiguous blocks (numdiff.kernels._recurrent_layout), the gradients of the
 pre-activation gates and of the initial state; the weight gradients are then one GEMM over the
 whole sequence, reading the gate gradients in place. The backward ops are differentiated by recomputing
-the same recurrence from numdiff ops (``_streams``), so second derivatives are exact.
+the same recurrence from numdiff ops (``_streams``), so second derivatives are exact. A first-order
+backward (grad mode off, host arrays) runs the same kernel and GEMM on arrays without dispatching
+the backward op, its views and the matmul: nine ops fewer per call, which a hand-written loop of
+cells pays every step (LSTMCell, 30 steps, batch 16, 32 -> 64, forward and backward: 10.1 -> 8.1 ms,
+PyTorch 4.7).
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from numdiff.amp import casts_on
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
-from numdiff.backend import backend_for
+from numdiff.backend import backend_for, is_host
 from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
+from numdiff.ops._linalg_grads import direct
+from numdiff.ops.linalg import _product
 from numdiff.ops.registry import register
 from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
@@ -55,6 +61,24 @@ def _weight_grad(d_hidden: Tensor, h0: Tensor, states: Tensor) -> Tensor:
         return d_hidden[0].t() @ h0
     previous = cat([h0.unsqueeze(0), states[: steps - 1]], 0)
     return d_hidden.reshape(-1, d_hidden.shape[-1]).t() @ previous.reshape(-1, previous.shape[-1])
+
+
+def _weight_grad_array(d_hidden: Any, h0: Any, states: Any) -> Any:
+    """`_weight_grad` on arrays, for a first-order backward (`_direct_grads`): the same GEMM on the
+    same operands (so the same numbers), without the recorded ops around it."""
+    steps, width = d_hidden.shape[0], d_hidden.shape[-1]
+    out = np.empty((width, h0.shape[-1]), dtype=d_hidden.dtype)
+    if steps == 1:
+        _product(d_hidden[0].T, h0, out)
+    else:
+        previous = np.concatenate([h0[None], states[: steps - 1]], 0)
+        _product(d_hidden.reshape(-1, width).T, previous.reshape(-1, previous.shape[-1]), out)
+    return out
+
+
+def _direct_grads(*arrays: Any) -> tuple:
+    """A first-order backward's gradients as tensors without history (None stays None)."""
+    return tuple(None if a is None else Tensor._wrap(a, None, None) for a in arrays)
 
 
 def _backward_result(op: str, projected: Any, hidden: int) -> Any:
@@ -144,6 +168,13 @@ class LSTMSequence(Function):
     def backward(ctx, grad):
         out, record, projected, h0, c0, w_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
+        if direct(grad, out.shape):
+            # First order: the backward kernel and the weight GEMM on arrays, no op recorded or
+            # dispatched between them (a cell's step in a hand-written loop runs this once a step).
+            res = _lstm_backward_kernel(grad._data, record._data, projected._data, c0._data, w_hh._data)
+            d_gates, grad_h0, grad_c0 = split(res, backward_blocks("lstm", *projected.shape[:2], hidden))
+            grad_w = _weight_grad_array(d_gates, h0._data, out._data) if ctx.needs_input_grad[3] else None
+            return _direct_grads(d_gates, grad_h0, grad_c0, grad_w)
         res = LSTMSequenceBackward.apply(grad, record, projected, h0, c0, w_hh)
         d_gates, grad_h0, grad_c0 = _blocks("lstm", res, projected, hidden)
         grad_w = _weight_grad(d_gates, h0, out) if ctx.needs_input_grad[3] else None
@@ -156,14 +187,18 @@ class LSTMSequenceBackward(Function):
 
     @staticmethod
     def forward(ctx, grad, record, projected, h0, c0, w_hh):
-        res = _backward_result("lstm", projected, h0.shape[-1])
-        backend_for(record).lstm_sequence_backward(_c(grad), _c(record), _c(c0), _c(w_hh), res)
         ctx.save_for_backward(grad, record, projected, h0, c0, w_hh)
-        return res
+        return _lstm_backward_kernel(grad, record, projected, c0, w_hh)
 
     @staticmethod
     def backward(ctx, grad_res):
         return _backward_of_backward(_lstm_recurrence, ctx, grad_res, 2, lambda dp, dh, dc: _flat(dp, dh[0], dc[0]))
+
+
+def _lstm_backward_kernel(grad: Any, record: Any, projected: Any, c0: Any, w_hh: Any) -> Any:
+    res = _backward_result("lstm", projected, c0.shape[-1])
+    backend_for(record).lstm_sequence_backward(_c(grad), _c(record), _c(c0), _c(w_hh), res)
+    return res
 
 
 def lstm_sequence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
@@ -218,9 +253,16 @@ class GRUSequence(Function):
     def backward(ctx, grad):
         out, record, projected, h0, w_hh, b_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
+        needs = ctx.needs_input_grad
+        if direct(grad, out.shape):  # first order: arrays only (see LSTMSequence.backward)
+            res = _gru_backward_kernel(grad._data, record._data, projected._data, h0._data, w_hh._data)
+            d_pre, d_hidden, grad_h0 = split(res, backward_blocks("gru", *projected.shape[:2], hidden))
+            grad_w = _weight_grad_array(d_hidden, h0._data, out._data) if needs[2] else None
+            grads = _direct_grads(d_pre, grad_h0, grad_w)
+            d_hidden = Tensor._wrap(d_hidden, None, None)
+            return (*grads, d_hidden.sum((0, 1)) if len(needs) > 3 and needs[3] else None)
         res = GRUSequenceBackward.apply(grad, record, projected, h0, w_hh, b_hh)
         d_pre, d_hidden, grad_h0 = _blocks("gru", res, projected, hidden)
-        needs = ctx.needs_input_grad
         grad_w = _weight_grad(d_hidden, h0, out) if needs[2] else None
         grad_b = d_hidden.sum((0, 1)) if len(needs) > 3 and needs[3] else None
         return d_pre, grad_h0, grad_w, grad_b
@@ -232,10 +274,8 @@ class GRUSequenceBackward(Function):
 
     @staticmethod
     def forward(ctx, grad, record, projected, h0, w_hh, b_hh):
-        res = _backward_result("gru", projected, h0.shape[-1])
-        backend_for(record).gru_sequence_backward(_c(grad), _c(record), _c(h0), _c(w_hh), res)
         ctx.save_for_backward(grad, record, projected, h0, w_hh, b_hh)
-        return res
+        return _gru_backward_kernel(grad, record, projected, h0, w_hh)
 
     @staticmethod
     def backward(ctx, grad_res):
@@ -244,6 +284,12 @@ class GRUSequenceBackward(Function):
             return _flat(dp, cat([dp[..., : 2 * hidden], dhn], -1), dh[0])
 
         return _backward_of_backward(_gru_recurrence, ctx, grad_res, 2, split_streams)
+
+
+def _gru_backward_kernel(grad: Any, record: Any, projected: Any, h0: Any, w_hh: Any) -> Any:
+    res = _backward_result("gru", projected, h0.shape[-1])
+    backend_for(record).gru_sequence_backward(_c(grad), _c(record), _c(h0), _c(w_hh), res)
+    return res
 
 
 def gru_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | None = None) -> Tensor:
@@ -286,6 +332,11 @@ class RNNSequence(Function):
     def backward(ctx, grad):
         out, projected, h0, w_hh = ctx.saved_tensors
         hidden = h0.shape[-1]
+        if direct(grad, out.shape):  # first order: arrays only (see LSTMSequence.backward)
+            res = _rnn_backward_kernel(grad._data, out._data, projected._data, w_hh._data, ctx.relu)
+            d_pre, grad_h0 = split(res, backward_blocks("rnn", *projected.shape[:2], hidden))
+            grad_w = _weight_grad_array(d_pre, h0._data, out._data) if ctx.needs_input_grad[2] else None
+            return _direct_grads(d_pre, grad_h0, grad_w)
         res = RNNSequenceBackward.apply(grad, out, projected, h0, w_hh, relu=ctx.relu)
         d_pre, grad_h0 = _blocks("rnn", res, projected, hidden)
         grad_w = _weight_grad(d_pre, h0, out) if ctx.needs_input_grad[2] else None
@@ -299,10 +350,8 @@ class RNNSequenceBackward(Function):
     @staticmethod
     def forward(ctx, grad, out, projected, h0, w_hh, *, relu):
         ctx.relu = relu
-        res = _backward_result("rnn", projected, h0.shape[-1])
-        backend_for(out).rnn_sequence_backward(_c(grad), _c(out), _c(w_hh), res, relu)
         ctx.save_for_backward(grad, out, projected, h0, w_hh)
-        return res
+        return _rnn_backward_kernel(grad, out, projected, w_hh, relu)
 
     @staticmethod
     def backward(ctx, grad_res):
@@ -310,6 +359,12 @@ class RNNSequenceBackward(Function):
             return _rnn_recurrence(projected, h0, w_hh, dh, relu=ctx.relu)
 
         return _backward_of_backward(recurrence, ctx, grad_res, 1, lambda dp, dh: _flat(dp, dh[0]))
+
+
+def _rnn_backward_kernel(grad: Any, out: Any, projected: Any, w_hh: Any, relu: bool) -> Any:
+    res = _backward_result("rnn", projected, w_hh.shape[-1])
+    backend_for(out).rnn_sequence_backward(_c(grad), _c(out), _c(w_hh), res, relu)
+    return res
 
 
 def rnn_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, relu: bool = False) -> Tensor:
@@ -323,6 +378,9 @@ def rnn_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, relu: bool = False
 
 
 # --------------------------------------------------------------------------- checks
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _check(op: str, gates: int, projected: Any, w_hh: Any, **states: Any) -> int:
     """Validate shapes, dtypes and devices before any kernel runs; returns the hidden size."""
     tensors = {"projected": projected, "w_hh": w_hh, **states}
@@ -340,6 +398,12 @@ def _check(op: str, gates: int, projected: Any, w_hh: Any, **states: Any) -> int
     for name, state in states.items():
         if tuple(state.shape) != (batch, hidden):
             raise ValueError(f"{op}: {name} must have shape ({batch}, {hidden}), got {tuple(state.shape)}")
+    # The common case first, on the arrays: one kernel dtype, every tensor on the host (a cell's
+    # step checks once a step, and naming every dtype and device cost ~3 us of a ~70 us step).
+    arrays = [value._data for value in tensors.values()]
+    first = arrays[0].dtype
+    if first in _KERNEL_DTYPES and all(a.dtype == first and is_host(a) for a in arrays):
+        return hidden
     dtypes = {name: str(value.dtype) for name, value in tensors.items()}
     # Under autocast the sequence ops run in float32 (amp.FLOAT32): the cast comes after this check.
     floats = ("numdiff.float32", "numdiff.float64", "numdiff.bfloat16", "numdiff.float16")

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from numdiff.kernels import recurrent
-from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
+from numdiff.kernels._row_products import (
+    add_products_nn,
+    add_products_nt,
+    add_step_product,
+    forward_reads_transposed,
+)
 from tests.ops.cases_recurrent import gru_record_reference, lstm_record_reference, rnn_reference
 
 L, N, H = 5, 3, 4
@@ -91,6 +96,54 @@ def test_forward_kernels_on_the_transposed_weight_route_match_numpy_loops(dtype,
     for relu in (False, True):
         out = recurrent.rnn_sequence_forward(p, h0, w, np.empty((steps, batch, hidden), dtype), relu)
         np.testing.assert_allclose(out, rnn_reference(p, h0, w, relu), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
+@pytest.mark.parametrize("rows, cols, inner", [(1, 1, 1), (4, 3, 8), (5, 7, 13), (9, 4, 2), (16, 64, 256)])
+def test_row_products_add_a_times_b_into_c(dtype, tol, rows, cols, inner):
+    """add_products_nn: blocks of 4 rows, leftover rows, a row view of a 3-D array as `a` and a C
+    that already holds values, against NumPy."""
+    rng = np.random.default_rng(rows * 100 + cols + 1)
+    a = rng.standard_normal((2, rows, inner + 3)).astype(dtype)[1, :, 1 : inner + 1]
+    b = rng.standard_normal((inner, cols)).astype(dtype)
+    c = rng.standard_normal((rows, cols)).astype(dtype)
+    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    add_products_nn(a, b, c)
+    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol * inner)
+
+
+@pytest.mark.parametrize("batch", [1, 5, 8])
+def test_one_step_backward_reads_w_hh_as_it_lies_and_matches_the_first_step_of_two(batch):
+    """A one-step backward (W_hh read untransposed by add_products_nn) gives the gradients that the
+    first step of a two-step backward (W_hh^T copied, add_products_nt) gives, seeded with step 1's
+    d h_1 and d c_1: every family, float64."""
+    rng = np.random.default_rng(batch)
+    hidden = 6
+    p, h0, c0, w, g = _arrays(rng, np.float64, (2, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden), (3, batch, hidden))
+    g[1] = 0.0  # no gradient on h_2, so d c_2 = g[2] alone
+    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((2, batch, 6 * hidden)))
+    two = recurrent.lstm_sequence_backward(g, out, c0, w, np.empty((4 * 2 + 2) * batch * hidden))
+    # What reaches step 0 in the two-step run: d h_1 = g[0] + d gates_1 @ W_hh, d c_1 = d c_2 * f_2
+    size = batch * 4 * hidden
+    d_gates_1 = two[size : 2 * size].reshape(batch, 4 * hidden)
+    one_grad = np.stack([g[0] + d_gates_1 @ w, g[2] * out[1, :, 3 * hidden : 4 * hidden]])
+    one = recurrent.lstm_sequence_backward(one_grad, out[:1].copy(), c0, w, np.empty((4 + 2) * batch * hidden))
+    np.testing.assert_allclose(one[:size], two[:size], rtol=1e-12, atol=1e-12)  # d gates of step 0
+    np.testing.assert_allclose(one[size:], two[2 * size :], rtol=1e-12, atol=1e-12)  # d h_0, d c_0
+    for op, gates, extra in (("rnn", 1, ()), ("gru", 3, ((3 * hidden,),))):
+        p, w, *bias = _arrays(rng, np.float64, (1, batch, gates * hidden), (gates * hidden, hidden), *extra)
+        g1 = rng.standard_normal((1, batch, hidden))
+        if op == "rnn":
+            out = recurrent.rnn_sequence_forward(p, h0, w, np.empty((1, batch, hidden)), False)
+            got = recurrent.rnn_sequence_backward(g1, out, w, np.empty(2 * batch * hidden), False)
+            d_pre, d_h0 = got[: batch * hidden].reshape(batch, hidden), got[batch * hidden :].reshape(batch, hidden)
+            np.testing.assert_allclose(d_h0, d_pre @ w, rtol=1e-12, atol=1e-12)
+        else:
+            out = recurrent.gru_sequence_forward(p, h0, w, bias[0], np.empty((1, batch, 5 * hidden)))
+            got = recurrent.gru_sequence_backward(g1, out, h0, w, np.empty(7 * batch * hidden))
+            d_hidden = got[3 * batch * hidden : 6 * batch * hidden].reshape(batch, 3 * hidden)
+            z = out[0, :, 2 * hidden : 3 * hidden]
+            np.testing.assert_allclose(got[6 * batch * hidden :].reshape(batch, hidden), g1[0] * z + d_hidden @ w, rtol=1e-12, atol=1e-12)
 
 
 def test_float32_backward_matches_float64():
