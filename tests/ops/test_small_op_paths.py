@@ -110,3 +110,93 @@ def test_log_softmax_of_a_row_matches_torch_and_gradchecks():
     with pytest.raises(IndexError, match="log_softmax: dimension 2 is out of range"):
         F.log_softmax(numdiff.tensor(x), dim=2)
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, np.uint8])
+def test_zero_in_place_on_an_untracked_tensor_writes_the_storage_and_bumps_the_version(dtype):
+    x = numdiff.tensor(np.arange(1, 7).reshape(2, 3).astype(dtype))
+    view = x[1]
+    version = x._version
+    assert x.zero_() is x
+    np.testing.assert_array_equal(x.numpy(), np.zeros((2, 3), dtype))
+    np.testing.assert_array_equal(view.numpy(), np.zeros(3, dtype))  # the storage itself was written
+    assert x._version == version + 1 and view._version == x._version
+
+
+def test_zero_in_place_keeps_the_recorded_rules():
+    w = numdiff.ones(3, requires_grad=True)
+    with pytest.raises(numdiff.autograd.function.InPlaceOnLeafError, match="zero_: a leaf tensor of shape"):
+        w.zero_()
+    with numdiff.no_grad():
+        w.zero_()
+    np.testing.assert_array_equal(w.detach().numpy(), np.zeros(3))
+    y = w * 2
+    y.zero_()  # recorded: the gradient through the zeroed value is 0
+    (y + w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.ones(3))
+    with pytest.raises(RuntimeError, match="zero_: cannot write in place .* an expanded view"):
+        numdiff.ones(3).expand(2, 3).zero_()
+    p = numdiff.ones(2, 2, requires_grad=True)
+    (p * 3).sum().backward()
+    p.grad.zero_()  # what optimizers and hand-written loops call
+    np.testing.assert_array_equal(p.grad.numpy(), np.zeros((2, 2)))
+
+
+_IN_PLACE = [
+    ("add_", lambda a, b: a + b), ("sub_", lambda a, b: a - b), ("mul_", lambda a, b: a * b),
+    ("div_", lambda a, b: a / b), ("__iadd__", lambda a, b: a + b), ("__isub__", lambda a, b: a - b),
+    ("__imul__", lambda a, b: a * b), ("__itruediv__", lambda a, b: a / b),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("method, out_of_place", _IN_PLACE, ids=[m for m, _ in _IN_PLACE])
+def test_in_place_arithmetic_on_untracked_tensors_equals_the_out_of_place_op(dtype, method, out_of_place):
+    # Written straight into the storage: the out-of-place op's bits, the storage shared with views,
+    # and one version bump.
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal((3, 5)).astype(dtype), rng.uniform(0.5, 2.0, (3, 5)).astype(dtype)
+    expected = out_of_place(numdiff.tensor(a), numdiff.tensor(b)).numpy()
+    x = numdiff.tensor(a.copy())
+    row = x[0]
+    version = x._version
+    result = getattr(x, method)(numdiff.tensor(b))
+    assert result is x
+    np.testing.assert_array_equal(x.numpy(), expected)
+    np.testing.assert_array_equal(row.numpy(), expected[0])
+    assert x._version == version + 1
+    np.testing.assert_allclose(x.numpy(), out_of_place(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["add_", "sub_"])
+def test_in_place_add_and_sub_with_alpha_round_as_the_out_of_place_op(method):
+    # The hand-written SGD step of PyTorch's tutorials: p.data.add_(p.grad, alpha=-lr).
+    rng = np.random.default_rng(10)
+    p = numdiff.tensor(rng.standard_normal((4, 6)).astype(np.float32), requires_grad=True)
+    g = numdiff.tensor(rng.standard_normal((4, 6)).astype(np.float32))
+    expected = getattr(numdiff, method[:-1])(p.detach(), g, alpha=-0.005).numpy()
+    getattr(p.data, method)(g, alpha=-0.005)
+    np.testing.assert_array_equal(p.detach().numpy(), expected)
+    with numdiff.no_grad():
+        p -= 0.5 * g  # the other spelling of the same loop
+    np.testing.assert_array_equal(p.detach().numpy(), expected - np.float32(0.5) * g.numpy())
+
+
+def test_in_place_arithmetic_outside_the_short_path_keeps_its_rules():
+    x = numdiff.ones(2, 3)
+    x += numdiff.tensor([1.0, 2.0, 3.0])  # broadcast: the general path
+    np.testing.assert_array_equal(x.numpy(), [[2.0, 3.0, 4.0]] * 2)
+    w = numdiff.ones(3, requires_grad=True)
+    with pytest.raises(numdiff.autograd.function.InPlaceOnLeafError, match="__iadd__: a leaf tensor"):
+        w += numdiff.ones(3)
+    h = numdiff.zeros(3)
+    h += w * 2  # a tracked value: recorded, so the gradient reaches w
+    h.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(3, 2.0))
+    with pytest.raises(RuntimeError, match="__isub__: cannot write in place .* an expanded view"):
+        e = numdiff.ones(3).expand(2, 3)
+        e -= numdiff.ones(2, 3)
+    with pytest.raises(TypeError):
+        numdiff.ones(3).mul_(numdiff.ones(3), alpha=2)  # mul_ takes no alpha, on either path
+    i = numdiff.tensor([1, 2, 3])
+    i += numdiff.tensor([1, 1, 1])  # integers: the general path
+    assert i.tolist() == [2, 3, 4]
