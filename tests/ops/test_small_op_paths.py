@@ -200,3 +200,34 @@ def test_in_place_arithmetic_outside_the_short_path_keeps_its_rules():
     i = numdiff.tensor([1, 2, 3])
     i += numdiff.tensor([1, 1, 1])  # integers: the general path
     assert i.tolist() == [2, 3, 4]
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax"])
+@pytest.mark.parametrize("dims, keepdim", [(None, False), ((1,), False), ((0, 2), True), ((1,), True)])
+def test_first_order_reduction_backward_equals_the_recorded_one(reduce, dims, keepdim):
+    # Without create_graph the reduced gradient is broadcast back on arrays; with it, by ops.
+    rng = np.random.default_rng(12)
+    x_data = rng.standard_normal((2, 3, 4))
+    results = []
+    for create_graph in (False, True):
+        x = numdiff.tensor(x_data, requires_grad=True)
+        fn = getattr(numdiff, reduce)
+        out = fn(x) if dims is None else fn(x, dim=dims, keepdim=keepdim)
+        seed = numdiff.tensor(np.linspace(-1.0, 1.0, out.numel()).reshape(tuple(out.shape)))
+        (grad,) = numdiff.autograd.grad(out, [x], seed, create_graph=create_graph)
+        results.append(grad.detach().numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    t = torch.tensor(x_data, requires_grad=True)
+    expected = getattr(torch, reduce)(t) if dims is None else getattr(torch, reduce)(t, dim=dims, keepdim=keepdim)
+    expected.backward(torch.tensor(seed.numpy()))
+    np.testing.assert_allclose(results[0], t.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_relu_sum_backward_gives_ones_where_positive_and_gradchecks():
+    rng = np.random.default_rng(13)
+    x = numdiff.tensor(rng.standard_normal((32, 16, 8, 8)).astype(np.float32), requires_grad=True)
+    numdiff.relu(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), (x.detach().numpy() > 0).astype(np.float32))
+    x.grad.numpy()[0, 0, 0, 0] = 5.0  # .grad owns its memory: the broadcast gradient was copied
+    small = numdiff.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda v: v.sum(dim=1), (small,))
