@@ -15,7 +15,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from numdiff import _batched, _dtype
+import numpy as np
+
+from numdiff import _batched, _dtype, _profiling
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import is_host
@@ -67,6 +69,58 @@ def inplace_method(op: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     method.__name__ = method.__qualname__ = op
     method.__doc__ = f"In-place version of {getattr(fn, '__name__', op.rstrip('_'))}."
     return method
+
+
+def arithmetic_inplace_method(op: str, fn: Callable[..., Tensor], ufunc: Any,
+                              multiply: Callable[..., Tensor] | None = None) -> Callable[..., Tensor]:
+    """The in-place arithmetic method `op` (``p -= lr * g``, ``p.data.add_(g, alpha=-lr)``): on
+    untracked float host tensors of one dtype and shape, ``ufunc`` writes straight into self's
+    storage (PyTorch's one pass) instead of computing a new tensor and copying it back. An `alpha`
+    (add and sub: pass `multiply`, numdiff's mul) scales `other` first, as `fn` does, so the
+    rounding is the same. Any other call runs ``fn`` out of place (:func:`inplace_method`)."""
+    general = inplace_method(op, fn)
+
+    def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
+        if (
+            type(other) is Tensor
+            and (not kwargs or (multiply is not None and len(kwargs) == 1 and "alpha" in kwargs))
+            and _profiling.recorder is None
+            and records_nothing(self, other)
+            and is_host(other._data)
+            and self._data.dtype in _FLOATS
+            and other._data.dtype is self._data.dtype
+            and other._data.shape == self._data.shape
+            and self._data.flags.writeable
+        ):
+            alpha = kwargs.get("alpha", 1)
+            source = other._data if alpha == 1 else multiply(other, alpha)._data
+            ufunc(self._data, source, out=self._data)
+            self._version_counter[0] += 1
+            return self
+        return general(self, other, **kwargs)
+
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = general.__doc__
+    return method
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def zero_inplace_method(fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """``zero_``: on a tensor nothing tracks (:func:`records_nothing`), zeros written straight into
+    the storage; else ``fn`` (zeros computed out of place) through :func:`inplace_method`."""
+    general = inplace_method("zero_", fn)
+
+    def zero_(self: Tensor) -> Tensor:
+        if records_nothing(self, None) and self._data.dtype.kind in "biufc":
+            # p.grad.zero_() in a hand-written training loop: not a zero copy computed and then
+            # written back (13x PyTorch's time for two layer gradients).
+            return write_at(self, "zero_", Ellipsis, np.zeros((), self._data.dtype))
+        return general(self)
+
+    zero_.__doc__ = general.__doc__
+    return zero_
 
 
 def run_inplace(self: Tensor, op: str, compute: Callable[[Tensor], Tensor]) -> Tensor:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from numdiff import (
     _dtype,
     _inplace,
@@ -323,10 +325,10 @@ METHODS = {
     "scatter_": _inplace.inplace_method("scatter_", scatter.scatter),
     "scatter_add_": _inplace.inplace_method("scatter_add_", indexing.scatter_add),
     "index_add_": _inplace.inplace_method("index_add_", scatter.index_add),
-    "add_": _inplace.inplace_method("add_", arithmetic.add),
-    "sub_": _inplace.inplace_method("sub_", arithmetic.sub),
-    "mul_": _inplace.inplace_method("mul_", arithmetic.mul),
-    "div_": _inplace.inplace_method("div_", arithmetic.div),
+    "add_": _inplace.arithmetic_inplace_method("add_", arithmetic.add, np.add, arithmetic.mul),
+    "sub_": _inplace.arithmetic_inplace_method("sub_", arithmetic.sub, np.subtract, arithmetic.mul),
+    "mul_": _inplace.arithmetic_inplace_method("mul_", arithmetic.mul, np.multiply),
+    "div_": _inplace.arithmetic_inplace_method("div_", arithmetic.div, np.true_divide),
     "pow_": _inplace.inplace_method("pow_", arithmetic.pow),
     "neg_": _inplace.inplace_method("neg_", arithmetic.neg),
     "clamp_": _inplace.inplace_method("clamp_", selection.clamp),
@@ -342,15 +344,15 @@ METHODS = {
     "lerp_": _inplace.inplace_method("lerp_", arithmetic.lerp),
     "relu_": _inplace.inplace_method("relu_", activation.relu),
     "masked_fill_": _inplace.inplace_method("masked_fill_", selection.masked_fill),
-    "zero_": _inplace.inplace_method("zero_", _zero),
+    "zero_": _inplace.zero_inplace_method(_zero),
     "fill_": _inplace.inplace_method("fill_", _fill),
     "copy_": _inplace.inplace_method("copy_", _copy),
     "uniform_": _inplace.inplace_method("uniform_", _uniform),
     "normal_": _inplace.inplace_method("normal_", _normal),
-    "__iadd__": _inplace.inplace_method("__iadd__", arithmetic.add),
-    "__isub__": _inplace.inplace_method("__isub__", arithmetic.sub),
-    "__imul__": _inplace.inplace_method("__imul__", arithmetic.mul),
-    "__itruediv__": _inplace.inplace_method("__itruediv__", arithmetic.div),
+    "__iadd__": _inplace.arithmetic_inplace_method("__iadd__", arithmetic.add, np.add, arithmetic.mul),
+    "__isub__": _inplace.arithmetic_inplace_method("__isub__", arithmetic.sub, np.subtract, arithmetic.mul),
+    "__imul__": _inplace.arithmetic_inplace_method("__imul__", arithmetic.mul, np.multiply),
+    "__itruediv__": _inplace.arithmetic_inplace_method("__itruediv__", arithmetic.div, np.true_divide),
     # Without these Python falls back to x = x ** y: a new tensor of the promoted dtype, and the
     # old one (and every view of it) unchanged, where PyTorch writes in place.
     "__ipow__": _inplace.inplace_method("__ipow__", arithmetic.pow),

@@ -152,6 +152,11 @@ def run_checked(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out:
 
 def _run(op: str, trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     check_disjoint(op, {"out": out}, {"a": a, "b": b})
+    _run_disjoint(trans_a, trans_b, a, b, out)
+
+
+def _run_disjoint(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """:func:`_run` for operands whose overlap the caller has already refused."""
     prepare_blas(out.dtype)
     if out.ndim == 2:
         a, b, out = a[None], b[None], out[None]
@@ -255,8 +260,8 @@ def linear_backward_products(
     check_disjoint(op, {"grad_x": grad_x, "grad_weight": grad_weight}, {"grad": grad, "weight": weight, "x": x})
     parts = _threads_for(rows * outputs * weight.shape[1])
     if parts < 2 or rows * outputs * weight.shape[1] < PAIR_MIN_MACS:
-        _run(op, False, False, grad, weight, grad_x)
-        _run(op, True, False, grad, x, grad_weight)
+        _run_disjoint(False, False, grad, weight, grad_x)  # overlaps refused above, for both
+        _run_disjoint(True, False, grad, x, grad_weight)
         return
     prepare_blas(grad.dtype)
     run_pair_checked(False, False, grad, weight, grad_x, True, False, grad, x, grad_weight, parts)

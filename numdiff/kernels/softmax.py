@@ -207,10 +207,12 @@ def _jobs(shape: tuple[int, int, int]) -> int:
 
 def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> None:
     check_float_arrays(op, x=x, **arrays)
-    if x.ndim != 3 or x.shape[1] < 1:
-        raise ValueError(f"{op}: expected a view (outer, n, inner) with n >= 1, got shape {x.shape}")
+    shape = x.shape
+    if len(shape) != 3 or shape[1] < 1:
+        raise ValueError(f"{op}: expected a view (outer, n, inner) with n >= 1, got shape {shape}")
     for name, arr in arrays.items():
-        check_shape(op, name, arr, x.shape)
+        if arr.shape != shape:  # check_shape only to raise: a call per array costs more than the kernel's row
+            check_shape(op, name, arr, shape)
 
 
 def softmax_forward(x: np.ndarray, out: np.ndarray, log: bool) -> np.ndarray:

@@ -291,7 +291,10 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 def _lines(shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:
     """`shape` seen as (outer, n, inner) with `dim` in the middle: the fused kernels' view."""
     shape = shape or (1,)  # a 0-d tensor is one line of one value
-    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+    n = shape[dim]
+    if dim == len(shape) - 1 and n:  # along the last dimension (a classifier's rows): no products
+        return math.prod(shape) // n, n, 1
+    return math.prod(shape[:dim]), n, math.prod(shape[dim + 1 :])
 
 
 def _fused_softmax(x: Any, dim: int, log: bool) -> Any:

@@ -329,9 +329,13 @@ def _per_example_index(op: str, compute: Any, input: Tensor, key: Any, *rest: An
 
 def getitem(input: Tensor, key: Any) -> Tensor:
     """``input[key]`` with ints, slices, None, Ellipsis, integer and bool tensors."""
-    if _batched_index(key):
+    shape = input._data.shape
+    if type(key) is int and shape and -shape[0] <= key < shape[0]:
+        key = (key,)  # x[t] in a time loop: in bounds, so normalize_key would return it as is
+    elif _batched_index(key):
         return _per_example_index("getitem", getitem, input, key)
-    key = normalize_key("index", key, input._data.shape)
+    else:
+        key = normalize_key("index", key, shape)
 
     out = GetItem.apply(input, key=key)
     return _as_view(out, input, GetItem, {"key": key}) if _is_basic(key) else out

@@ -34,6 +34,13 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 def _expand_back(grad: Tensor, ctx) -> Tensor:
     """Undo a reduction's shape change: reinsert reduced dims as size 1, then broadcast."""
+    if type(grad) is Tensor and not is_grad_enabled():
+        # First order: the reshape and broadcast_to of the array that the reshape and expand ops
+        # would make, without two op calls (12 of the 52 us of relu(x).sum().backward() on 32x16x8x8).
+        data = grad._data if ctx.keepdim else grad._data.reshape(ctx.kept_shape)
+        if data.shape == tuple(ctx.input_shape):
+            return grad if data is grad._data else Tensor._wrap(data, None, None)
+        return Tensor._wrap(np.broadcast_to(data, ctx.input_shape), None, None)
     if not ctx.keepdim:
         grad = grad.reshape(ctx.kept_shape)
     return grad.expand(ctx.input_shape)

@@ -12,6 +12,7 @@ from numdiff import _dtype
 from numdiff._ground.args import is_int
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import _state as _grad_state
 from numdiff.ops._util import (
     check_same_device,
     int_sequence,
@@ -106,11 +107,18 @@ class Cat(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        # First order: the pieces are views of the gradient's array, as getitem's forward would
+        # give, without an op call each (the engine copies a view before it writes into one).
+        recorded = _grad_state.enabled
+        data = grad._data
         grads = []
         start = 0
         for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
-            index = (slice(None),) * ctx.dim + (slice(start, start + size),)
-            grads.append(grad[index] if needed else None)
+            if needed:
+                index = (slice(None),) * ctx.dim + (slice(start, start + size),)
+                grads.append(grad[index] if recorded else Tensor._wrap(data[index], None, None))
+            else:
+                grads.append(None)
             start += size
         return tuple(grads)
 
