@@ -127,20 +127,17 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         )
         return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
     winograd_3x3 = kh == kw == 3 and sh == sw == dh == dw == 1
-    if (
-        kind == "backward_weight"
-        and sh == sw == 1
-        and routing.use_flat_weight(
-            n_img,
-            c_out // groups,
-            kh * kw,
-            oh_size,
-            ow_size,
-            winograd_3x3 and routing.use_winograd(kind, cg, c_out // groups, ow_size),
-        )
+    if kind == "backward_weight" and routing.use_flat_weight(
+        n_img,
+        c_out // groups,
+        kh * kw,
+        max(sh, sw),
+        oh_size,
+        ow_size,
+        winograd_3x3 and routing.use_winograd(kind, cg, c_out // groups, ow_size),
     ):
         kernel, parts = flat_backward_weight_core.pick(macs, routing.PARALLEL_MIN_MACS)
-        return kernel, (kh, kw, pt, pl, dh, dw, oh_size, ow_size, parts)
+        return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
     if winograd_3x3:
         cog = c_out // groups
         if kind == "backward_input":

@@ -1,5 +1,5 @@
-"""numdiff.kernels._conv_flat_weight: the stride-1 weight gradient to few output channels over
-padded planes (any kernel size, padding, dilation, groups) agrees with torch, is the route taken
+"""numdiff.kernels._conv_flat_weight: the weight gradient to few output channels over padded
+planes (any kernel size, padding, dilation, groups, strides 1 and 2) agrees with torch, is the route taken
 for such shapes and not for others, has a float64 gradient through conv2d, and bad arguments are
 refused before it runs."""
 
@@ -42,9 +42,16 @@ SHAPES = [
     (2, 3, 22, 20, 7, (5, 3), (-1, 2, 1, -2), (1, 2), 1),  # negative padding crops
     (2, 8, 1, 300, 12, (1, 5), (0, 0, 2, 2), (1, 1), 1),  # conv1d: one row
 ]
+STRIDED = [
+    # (N, C, H, W, Co, (KH, KW), (top, bottom, left, right), (dh, dw), groups, (sh, sw))
+    (2, 3, 34, 34, 8, (4, 4), (1, 1, 1, 1), (1, 1), 1, (2, 2)),  # dcgan's first discriminator layer, smaller
+    (2, 5, 35, 37, 3, (3, 5), (1, 0, 2, 2), (1, 1), 1, (2, 2)),  # odd sizes, uneven padding
+    (2, 4, 36, 33, 6, (3, 3), (2, 2, 1, 1), (2, 1), 2, (2, 1)),  # dilation, groups, one stride of 1
+    (1, 3, 3, 600, 5, (3, 5), (1, 1, 2, 2), (1, 2), 1, (1, 2)),  # a dilation that is a multiple of the stride
+]
 
 
-def _torch_weight_grad(x, grad_out, w_shape, pads, dilation, groups):
+def _torch_weight_grad(x, grad_out, w_shape, pads, dilation, groups, stride=(1, 1)):
     top, bottom, left, right = pads
     xt = torch.nn.functional.pad(torch.tensor(x), (max(left, 0), max(right, 0), max(top, 0), max(bottom, 0)))
     xt = xt[
@@ -54,14 +61,14 @@ def _torch_weight_grad(x, grad_out, w_shape, pads, dilation, groups):
         -min(left, 0) or None : xt.shape[3] + min(right, 0),
     ]
     weight = torch.zeros(w_shape, dtype=xt.dtype, requires_grad=True)
-    out = torch.nn.functional.conv2d(xt, weight, dilation=dilation, groups=groups)
+    out = torch.nn.functional.conv2d(xt, weight, stride=stride, dilation=dilation, groups=groups)
     out.backward(torch.tensor(grad_out))
     return weight.grad.numpy()
 
 
-def _out_shape(n, h, w, co, k, pads, dilation):
-    oh = h + pads[0] + pads[1] - dilation[0] * (k[0] - 1)
-    ow = w + pads[2] + pads[3] - dilation[1] * (k[1] - 1)
+def _out_shape(n, h, w, co, k, pads, dilation, stride=(1, 1)):
+    oh = (h + pads[0] + pads[1] - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
+    ow = (w + pads[2] + pads[3] - dilation[1] * (k[1] - 1) - 1) // stride[1] + 1
     return (n, co, oh, ow)
 
 
@@ -69,16 +76,29 @@ def _out_shape(n, h, w, co, k, pads, dilation):
 @pytest.mark.parametrize("build", [always_serial, always_parallel])
 @pytest.mark.parametrize("n,c,h,w,co,k,pads,dilation,groups", SHAPES)
 def test_flat_weight_gradient_matches_torch(n, c, h, w, co, k, pads, dilation, groups, build, dtype):
+    _check_against_torch(n, c, h, w, co, k, pads, dilation, groups, (1, 1), build, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("build", [always_serial, always_parallel])
+@pytest.mark.parametrize("n,c,h,w,co,k,pads,dilation,groups,stride", STRIDED)
+def test_strided_flat_weight_gradient_matches_torch(
+    n, c, h, w, co, k, pads, dilation, groups, stride, build, dtype
+):
+    _check_against_torch(n, c, h, w, co, k, pads, dilation, groups, stride, build, dtype)
+
+
+def _check_against_torch(n, c, h, w, co, k, pads, dilation, groups, stride, build, dtype):
     rng = np.random.default_rng(n * c + co)
     x = rng.standard_normal((n, c, h, w)).astype(dtype)
-    grad_out = rng.standard_normal(_out_shape(n, h, w, co, k, pads, dilation)).astype(dtype)
+    grad_out = rng.standard_normal(_out_shape(n, h, w, co, k, pads, dilation, stride)).astype(dtype)
     w_shape = (co, c // groups, *k)
-    expected = _torch_weight_grad(x, grad_out, w_shape, pads, dilation, groups)
-    core, _ = conv2d_plan("backward_weight", x.shape, w_shape, grad_out.shape, (1, 1), pads, dilation, groups)
+    expected = _torch_weight_grad(x, grad_out, w_shape, pads, dilation, groups, stride)
+    core, _ = conv2d_plan("backward_weight", x.shape, w_shape, grad_out.shape, stride, pads, dilation, groups)
     assert core in flat_backward_weight_core
     grad_weight = np.full(w_shape, np.nan, dtype)
     with build():
-        conv2d_backward_weight(x, grad_out, grad_weight, (1, 1), pads, dilation, groups)
+        conv2d_backward_weight(x, grad_out, grad_weight, stride, pads, dilation, groups)
     tol = 1e-4 if dtype == np.float32 else 1e-11
     np.testing.assert_allclose(grad_weight, expected, rtol=tol, atol=tol * np.abs(expected).max())
 
@@ -89,7 +109,8 @@ def test_flat_weight_gradient_matches_torch(n, c, h, w, co, k, pads, dilation, g
         ((2, 16, 8, 8), (16, 16, 3, 3), (2, 16, 8, 8), (1, 1), (1,) * 4),  # small planes
         ((2, 16, 32, 32), (8, 16, 1, 1), (2, 8, 32, 32), (1, 1), (0,) * 4),  # 1x1: the plain product
         ((2, 16, 32, 32), (80, 16, 5, 5), (2, 80, 32, 32), (1, 1), (2,) * 4),  # many output channels
-        ((2, 16, 32, 32), (3, 16, 5, 5), (2, 3, 16, 16), (2, 2), (2,) * 4),  # stride 2
+        ((2, 16, 32, 32), (40, 16, 5, 5), (2, 40, 16, 16), (2, 2), (2,) * 4),  # stride 2, many channels
+        ((2, 16, 48, 48), (3, 16, 5, 5), (2, 3, 16, 16), (3, 3), (1,) * 4),  # stride 3
         ((2, 32, 32, 32), (32, 32, 3, 3), (2, 32, 32, 32), (1, 1), (1,) * 4),  # Winograd's, on a large plane
     ],
 )
@@ -99,11 +120,12 @@ def test_flat_weight_route_is_not_taken_outside_its_shapes(x_shape, w_shape, go_
 
 
 def test_flat_weight_route_takes_winograd_shapes_on_small_planes():
-    assert routing.use_flat_weight(4, 64, 9, 16, 16, True)
-    assert not routing.use_flat_weight(8, 64, 9, 16, 16, True)  # more images: Winograd's blocks fill
-    assert not routing.use_flat_weight(4, 64, 9, 32, 32, True)
-    assert routing.use_flat_weight(4, 64, 9, 32, 32, False)
-    assert not routing.use_flat_weight(4, routing.FLAT_WEIGHT_MAX_CHANNELS + 1, 9, 32, 32, False)
+    assert routing.use_flat_weight(4, 64, 9, 1, 16, 16, True)
+    assert not routing.use_flat_weight(8, 64, 9, 1, 16, 16, True)  # more images: Winograd's blocks fill
+    assert not routing.use_flat_weight(4, 64, 9, 1, 32, 32, True)
+    assert routing.use_flat_weight(4, 64, 9, 1, 32, 32, False)
+    assert not routing.use_flat_weight(4, routing.FLAT_WEIGHT_MAX_CHANNELS[1] + 1, 9, 1, 32, 32, False)
+    assert not routing.use_flat_weight(4, routing.FLAT_WEIGHT_MAX_CHANNELS[2] + 1, 9, 2, 32, 32, False)
 
 
 def test_flat_weight_gradient_has_a_float64_gradient():
@@ -111,6 +133,8 @@ def test_flat_weight_gradient_has_a_float64_gradient():
     weight = numdiff.randn(3, 2, 3, 5, dtype=numdiff.float64, requires_grad=True)
     conv = numdiff.nn.functional.conv2d
     assert numdiff.autograd.gradcheck(lambda a, b: conv(a, b, padding=(1, 2)), (x, weight))
+    x = numdiff.randn(1, 2, 33, 32, dtype=numdiff.float64, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda a, b: conv(a, b, stride=2, padding=(1, 2)), (x, weight))
 
 
 def test_flat_weight_gradient_refuses_a_wrong_weight_shape():
