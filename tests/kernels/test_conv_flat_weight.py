@@ -141,3 +141,32 @@ def test_flat_weight_gradient_refuses_a_wrong_weight_shape():
     x, grad_out = np.ones((1, 4, 20, 20)), np.ones((1, 3, 16, 16))
     with pytest.raises(ValueError, match="conv2d_backward_weight"):
         conv2d_backward_weight(x, grad_out, np.empty((3, 4, 5, 4)), (1, 1), (0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("stride,size", [(1, 16), (2, 32)])
+def test_compiled_step_runs_the_flat_weight_gradient_and_matches_eager(stride, size):
+    core, _ = conv2d_plan(
+        "backward_weight",
+        (2, 3, size, size),
+        (4, 3, 5, 5),
+        (2, 4, 16, 16),
+        (stride,) * 2,
+        (2,) * 4,
+        (1, 1),
+        1,
+    )
+    assert core in flat_backward_weight_core
+    numdiff.manual_seed(0)
+    model = numdiff.nn.Conv2d(3, 4, 5, stride=stride, padding=2).to(dtype=numdiff.float64)
+    x = numdiff.randn(2, 3, size, size, dtype=numdiff.float64)
+
+    def weight_grad(compiled: bool) -> np.ndarray:
+        model.weight.grad = None
+
+        def loss_of(a):
+            return (model(a) ** 2).sum()
+
+        (numdiff.compile(loss_of) if compiled else loss_of)(x).backward()
+        return model.weight.grad.numpy().copy()
+
+    np.testing.assert_allclose(weight_grad(True), weight_grad(False), rtol=1e-12, atol=1e-12)
