@@ -100,6 +100,11 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_cores.backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 1, 34), z(1, 1, 1, 33), z(1, 1, 1, 2)),
         ),
+        # Stride-1 weight gradients to few channels over planes of 256+ positions (_conv_routing.use_flat_weight).
+        (
+            "_conv_flat_weight.flat_backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(1, 1, 1, 257), z(1, 1, 1, 256), z(1, 1, 1, 2)),
+        ),
         # Small outputs run several images a GEMM (_conv_routing.batched_images).
         (
             "_conv_batched.batched_forward_core",

@@ -134,7 +134,11 @@ def use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
     :data:`DIRECT_MAX_CHANNELS` bounds both ci and co). The caller checks :data:`DIRECT_MIN_MACS`."""
     few_channels = kind == "backward_input" and 2 * ci * co < DIRECT_MIN_WINOGRAD_CHANNELS * (ci + co)
     beside_winograd = winograd and not few_channels
-    widest = DIRECT_MAX_WIDTH[kind] if beside_winograd else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH[kind])
+    widest = (
+        DIRECT_MAX_WIDTH[kind]
+        if beside_winograd
+        else max(DIRECT_MAX_WIDTH[kind], DIRECT_MAX_IM2COL_WIDTH[kind])
+    )
     return (
         out_w <= widest
         and n_img * out_w >= DIRECT_MIN_ROW
@@ -229,7 +233,12 @@ DEPTHWISE_LAST_MIN_CHANNELS = 8
 def use_depthwise_last(channels, cg, cog, ow_size):
     """Whether a depthwise forward over `channels` channels (`cg` = `cog` = 1) writing rows of
     `ow_size` runs with the channels innermost; see :data:`DEPTHWISE_LAST_MAX_WIDTH`."""
-    return cg == 1 and cog == 1 and channels >= DEPTHWISE_LAST_MIN_CHANNELS and ow_size <= DEPTHWISE_LAST_MAX_WIDTH
+    return (
+        cg == 1
+        and cog == 1
+        and channels >= DEPTHWISE_LAST_MIN_CHANNELS
+        and ow_size <= DEPTHWISE_LAST_MAX_WIDTH
+    )
 
 
 GROUPED_BLOCK_ELEMENTS = 1 << 15
@@ -261,6 +270,44 @@ def use_narrow(cog, cg, taps, ow_size):
     channels (im2col's GEMM would have M = cog rows), at least 9 taps x channels (below, the
     im2col column buffer is small and cheap) and rows of at least 8 (the loop's vectors)."""
     return cog <= NARROW_MAX_CHANNELS and cg * taps >= 9 and ow_size >= 8
+
+
+FLAT_WEIGHT_MAX_CHANNELS = {1: 64, 2: 32}
+"""Most output channels per group for which a weight gradient of stride 1 or 2 (the larger of the
+two) runs as dot products over padded planes (numdiff.kernels._conv_flat_weight); see
+:func:`use_flat_weight`."""
+
+FLAT_WEIGHT_MIN_POSITIONS = 256
+"""Fewest output positions an image (OH*OW) for the flat weight gradient: each dot product's
+partial sums are reduced per tap, which short planes do not pay for."""
+
+
+FLAT_OVER_WINOGRAD_MAX_POSITIONS = 1024
+"""Most output positions of the whole batch (N*OH*OW) for which the flat weight gradient replaces
+Winograd's: with more images or larger planes Winograd's blocks fill and it wins (64->64 16x16:
+4 images 0.33-0.86 / 0.66-1.23 ms, 8 images 1.90 / 1.58, 64 images 13.3 / 9.0)."""
+
+
+def use_flat_weight(n_img, cog, taps, stride, oh_size, ow_size, winograd):
+    """Whether a weight gradient over `n_img` images to `cog` output channels per group, with
+    `taps` filter taps, largest stride `stride` and (oh_size, ow_size) outputs an image, runs as the flat dot products instead of
+    im2col, the direct loops or (`winograd`: that route would take it) Winograd's. Measured (one thread, thread CPU time, best of 7, load
+    7-8; N x Ci -> Co, size, kernel: flat / what ran before): 4x16->3 64 9x9 2.19 / 12.7 ms (PyTorch
+    2.9); 4x3->16 64 9x9 1.52 / 2.24; 4x32->3 64 3x3 0.73 / 2.88; 4x16->8 64 5x5 1.29 / 3.64;
+    8x32->4 32 7x7 1.45 / 6.51; 4x3->32 64 3x3 0.31 / 0.59; 4x3->64 128 7x7 10.8 / 13.0;
+    4x16->16 64 5x5 1.76 / 3.74; 8x8->8 64 3x3 0.56 / 1.41; 4x128->8 16 3x3 0.28 / 0.71; against
+    Winograd: 4x64->64 16 3x3 0.83-0.86 / 1.14-1.23, 4x64->32 32 1.33-1.78 / 1.49-1.52, 4x32->16
+    64 1.72-2.16 / 1.57-1.60, 2x32->16 64 0.62 / 0.78 (see :data:`FLAT_OVER_WINOGRAD_MAX_POSITIONS`). It loses on small
+    planes (8x64->64 8x8: 0.84 / 0.34, hence :data:`FLAT_WEIGHT_MIN_POSITIONS`) and to the plain
+    product of a 1x1 convolution. Stride 2 (x split into its 4 phases): 4x16->32 64 3x3 0.45 /
+    0.50 (PyTorch 0.25), 32x3->32 32 4x4 0.33 / 0.46, 32x32->3 64 4x4 5.2 / 13.2 (PyTorch 5.0);
+    it loses at 64 channels (4x32->64 32 3x3 0.48 / 0.35), hence the smaller bound."""
+    if stride not in FLAT_WEIGHT_MAX_CHANNELS:
+        return False
+    positions = oh_size * ow_size
+    if winograd and n_img * positions > FLAT_OVER_WINOGRAD_MAX_POSITIONS:
+        return False
+    return cog <= FLAT_WEIGHT_MAX_CHANNELS[stride] and taps > 1 and positions >= FLAT_WEIGHT_MIN_POSITIONS
 
 
 BATCHED_MAX_POSITIONS = 32

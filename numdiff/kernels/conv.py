@@ -81,6 +81,7 @@ from numdiff.kernels._conv_cores import backward_input_core, backward_weight_cor
 from numdiff.kernels._conv_depthwise import depthwise_forward_core
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
+from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
 from numdiff.kernels._conv_grouped import (
     grouped_backward_input_core,
     grouped_backward_weight_core,
@@ -121,9 +122,23 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             kernel, parts = depthwise_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
         kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
-        images = routing.grouped_images(n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts)
+        images = routing.grouped_images(
+            n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts
+        )
         return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
-    if kh == kw == 3 and sh == sw == dh == dw == 1:
+    winograd_3x3 = kh == kw == 3 and sh == sw == dh == dw == 1
+    if kind == "backward_weight" and routing.use_flat_weight(
+        n_img,
+        c_out // groups,
+        kh * kw,
+        max(sh, sw),
+        oh_size,
+        ow_size,
+        winograd_3x3 and routing.use_winograd(kind, cg, c_out // groups, ow_size),
+    ):
+        kernel, parts = flat_backward_weight_core.pick(macs, routing.PARALLEL_MIN_MACS)
+        return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
+    if winograd_3x3:
         cog = c_out // groups
         if kind == "backward_input":
             # The input gradient is a 3x3 convolution of the output gradient: Cog -> Cg channels,
@@ -132,13 +147,17 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         else:
             ci, co, out_h, out_w, top, left = cg, cog, oh_size, ow_size, pt, pl
         winograd = routing.use_winograd(kind, ci, co, out_w)
-        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
+        if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(
+            kind, n_img, ci, co, out_h, out_w, winograd
+        ):
             kernel, parts = _DIRECT_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             images = routing.direct_images(n_img, co, out_h, out_w, parts)
             return kernel, (top, left, oh_size, ow_size, images, parts)
         if winograd:
             kernel, parts = _WINOGRAD_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
-            images, rows = routing.winograd_blocks(n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts)
+            images, rows = routing.winograd_blocks(
+                n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts
+            )
             # (oh_size, ow_size): the forward output's size, which is the routine's output or,
             # for the input gradient, its input.
             return kernel, (top, left, oh_size, ow_size, images, rows, parts)
@@ -158,7 +177,11 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops)
 
 
-_CORES = {"forward": forward_core, "backward_input": backward_input_core, "backward_weight": backward_weight_core}
+_CORES = {
+    "forward": forward_core,
+    "backward_input": backward_input_core,
+    "backward_weight": backward_weight_core,
+}
 _BATCHED_CORES = {
     "forward": batched_forward_core,
     "backward_input": batched_backward_input_core,
@@ -243,7 +266,9 @@ def conv2d_forward(
     """
     op = "conv2d_forward"
     check_float_arrays(op, x=x, weight=weight, out=out)
-    core, sizes = _check_conv(op, "forward", x.shape, weight.shape, out.shape, stride, padding, dilation, groups)
+    core, sizes = _check_conv(
+        op, "forward", x.shape, weight.shape, out.shape, stride, padding, dilation, groups
+    )
     if bias is None:
         bias_arr, has_bias = np.zeros(0, x.dtype), False
     else:
@@ -327,7 +352,9 @@ def _backward_input_as_forward(grad_out, weight, grad_in, padding, dilation, gro
     top, left = (kh - 1) * dilation[0] - padding[0], (kw - 1) * dilation[1] - padding[2]
     bottom = height - out_h - top + (kh - 1) * dilation[0]
     right = width - out_w - left + (kw - 1) * dilation[1]
-    return conv2d_forward(grad_out, flipped, None, grad_in, (1, 1), (top, bottom, left, right), dilation, groups)
+    return conv2d_forward(
+        grad_out, flipped, None, grad_in, (1, 1), (top, bottom, left, right), dilation, groups
+    )
 
 
 def conv2d_backward_weight(
