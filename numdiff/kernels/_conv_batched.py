@@ -21,8 +21,7 @@ a call. Extra memory per thread: the column block (at most ``routing.TILE_ELEMEN
 or K*P for one image), a (Cog, images*P) block, one zero-padded image; for the weight gradient
 one weight-sized accumulator. Parallelism: items (image block, group) go round-robin to the
 Numba threads, each running its products on its own (numdiff.kernels._conv_products, which
-the per-image cores share, one build per dtype; ``loops``, the last argument, picks its route:
-numdiff.kernels._conv_route);
+the per-image cores share; ``loops``, the last argument, picks its route: numdiff.kernels._conv_route);
 blocks are sized so every thread gets one.
 Which convolutions come here, and the measurements: :func:`numdiff.kernels._conv_routing.batched_images`.
 """

@@ -9,8 +9,7 @@ Numba's disk cache keys a core on this file alone, not on the im2col/col2im help
 after changing numdiff/kernels/_im2col.py, edit this file too (or clear __pycache__), or a
 process may load cores built with the old helpers (last done when the products moved from BLAS
 to numdiff.kernels._conv_products, shared with numdiff.kernels._conv_batched). The same holds
-for numdiff/kernels/_conv_products.py (last done when its product came to take every operand as
-any layout, one build per dtype for all six cores).
+for numdiff/kernels/_conv_products.py.
 """
 
 from __future__ import annotations

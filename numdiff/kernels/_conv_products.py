@@ -128,43 +128,13 @@ def _accumulate(a, b, c):
                 ci[j] += ak * bk[j]
 
 
-@intrinsic
-def _any_layout(typingctx, array):
-    """`array` typed with layout "A" (any strides), the same view: the cores pass C-contiguous and
-    strided operands, and each mix of layouts would compile :func:`_accumulate` and the BLAS call
-    once more (four products and four _accumulate builds, 7 s, in an empty-cache MobileNet step),
-    where every loop here reads rows through :func:`_unit_stride` and a[i, k] through its strides
-    whatever the layout."""
-    if not isinstance(array, types.Array):
-        return None
-    anything = array.copy(layout="A")
-
-    def codegen(context, builder, signature, args):
-        source = context.make_array(signature.args[0])(context, builder, args[0])
-        view = context.make_array(anything)(context, builder)
-        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
-            setattr(view, field, getattr(source, field))
-        return impl_ret_borrowed(context, builder, anything, view._getvalue())
-
-    return anything(array), codegen
-
-
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def product(loops, trans_a, trans_b, a, b, beta, c):
     """``c = op(a) @ op(b) + beta * c`` for beta 0 (c overwritten, not read) or 1; ``op(x)`` is
     ``x.T`` where the flag is set; Numba loops when ``loops`` is set, else one BLAS call
     (numdiff.kernels._blas.gemm, whose checks then apply). Shapes: op(a) (M, K), op(b) (K, N), c (M, N); b and c need
     unit stride along their last axis (the cores' views have it). Raises ValueError when the
-    shapes do not match. See the module docstring for the loop nest and the measurements.
-
-    Inlined into the caller, it passes the operands on typed as any layout, so one build of
-    :func:`_product` per dtype serves every core."""
-    _product(loops, trans_a, trans_b, _any_layout(a), _any_layout(b), beta, _any_layout(c))
-
-
-@njit(cache=True, nogil=True)
-def _product(loops, trans_a, trans_b, a, b, beta, c):
-    """:func:`product` on operands of any layout."""
+    shapes do not match. See the module docstring for the loop nest and the measurements."""
     if not loops:
         gemm(trans_a, trans_b, 1.0, a, b, beta, c)
         return
@@ -189,6 +159,6 @@ def _product(loops, trans_a, trans_b, a, b, beta, c):
         for j in range(n):
             for k in range(depth):
                 rows[k, j] = b[j, k]
-        _accumulate(a.T if trans_a else a, _any_layout(rows), c)
+        _accumulate(a.T if trans_a else a, rows, c)
     else:
         _accumulate(a.T if trans_a else a, b, c)

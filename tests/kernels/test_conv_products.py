@@ -8,13 +8,12 @@ transpose flags, accumulation into c and overwriting it, and both float dtypes, 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 from numba import njit
 
 from numdiff.kernels._blas import prepare_blas
-from numdiff.kernels._conv_products import _product, product
+from numdiff.kernels._conv_products import product
 
 prepare_blas()
 
@@ -71,37 +70,3 @@ def test_product_rejects_mismatched_shapes(loops):
 def test_product_rejects_an_output_without_unit_stride(loops):
     with pytest.raises(ValueError, match="unit stride"):
         product(loops, False, False, np.ones((3, 4)), np.ones((4, 4)), 0.0, np.empty((3, 8))[:, ::2])
-
-
-@njit  # not cached: compiled in each process, so its calls type (or load) the builds counted below
-def _products_of_every_layout(loops, a, b, plane):
-    """The cores' mixes of operands: C-contiguous arrays and strided tiles of a plane, with the flags
-    given as constants, as the cores give them."""
-    tile = plane[:, 1:5]
-    product(loops, False, False, a, b, 0.0, tile)
-    product(loops, True, False, np.ascontiguousarray(a.T), b, 1.0, plane[:, :4])
-    product(loops, False, True, a, np.ascontiguousarray(b.T), 1.0, tile)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_every_layout_and_flag_shares_one_build_of_the_product(dtype):
-    rng = np.random.default_rng(3)
-    a = rng.standard_normal((3, 5)).astype(dtype)
-    b = rng.standard_normal((5, 4)).astype(dtype)
-    ab = a.astype(np.float64) @ b.astype(np.float64)
-    expected = np.zeros((3, 6))
-    expected[:, 1:5] = ab
-    expected[:, :4] += ab
-    expected[:, 1:5] += ab
-    tolerance = 1e-5 if dtype == np.float32 else 1e-12
-    for loops in (True, False):
-        plane = np.zeros((3, 6), dtype)
-        _products_of_every_layout(loops, a, b, plane)
-        np.testing.assert_allclose(plane, expected, rtol=tolerance, atol=tolerance)
-    # One build per dtype: operands typed as any layout, the flags as plain bools (so _accumulate,
-    # which _product calls with its own operands, has one build per dtype too).
-    numba_dtype = numba.from_dtype(np.dtype(dtype))
-    builds = [sig for sig in _product.signatures if sig[-1].dtype == numba_dtype]
-    assert len(builds) == 1, builds
-    assert all(arg.layout == "A" for arg in builds[0] if isinstance(arg, numba.types.Array))
-    assert builds[0][:3] == (numba.types.boolean,) * 3
