@@ -188,8 +188,8 @@ class CachedDispatcher(CPUDispatcher):
 
         Numba types a constant argument (``filter_transform(w, True, u)``) as a literal and compiles
         the callee once per value (Literal[bool](True), Literal[bool](False)), each build linking
-        all the callee's own callees again: with an empty cache a conv core's products compiled four
-        times in MobileNet's first step. The build for the plain type serves every constant (a
+        all the callee's own callees again: with an empty cache the Winograd forward and input
+        gradient built filter_transform twice (0.2-0.4 s CPU). The build for the plain type serves every constant (a
         literal converts to its plain type at the call), and LLVM still folds the constant where it
         inlines the callee. A kernel whose typing needs the value itself (``literally``, a tuple
         index) fails to type for the plain type and is compiled for the literal, as Numba would."""
