@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numba
+from numba.core import errors, types, typing
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
@@ -171,7 +172,8 @@ def _object_code(data: tuple) -> bytes:
 
 class CachedDispatcher(CPUDispatcher):
     """Numba's CPU dispatcher for a kernel with a `SelfHealingCache`: the extension scan waits for a
-    compile (see module)."""
+    compile (see module), and a call from another kernel with a constant flag or integer compiles
+    one build for the plain type (see :meth:`get_call_template`)."""
 
     def _compilation_chain_init_hook(self) -> None:
         # Numba calls this before typing the arguments of a call it has no machine code for, to load
@@ -179,6 +181,31 @@ class CachedDispatcher(CPUDispatcher):
         # compiler's CPU target loads every extension when it refreshes (numba.core.cpu), before
         # it types a kernel. So a call served from the disk cache skips the scan.
         pass
+
+    def get_call_template(self, args: Any, kws: Any) -> Any:
+        """Numba's typing of a call from compiled code, compiling for plain ``bool`` and ``int64``
+        where the caller passes constants.
+
+        Numba types a constant argument (``filter_transform(w, True, u)``) as a literal and compiles
+        the callee once per value (Literal[bool](True), Literal[bool](False)), each build linking
+        all the callee's own callees again: with an empty cache the Winograd forward and input
+        gradient built filter_transform twice (0.2-0.4 s CPU). The build for the plain type serves every constant (a
+        literal converts to its plain type at the call), and LLVM still folds the constant where it
+        inlines the callee. A kernel whose typing needs the value itself (``literally``, a tuple
+        index) fails to type for the plain type and is compiled for the literal, as Numba would."""
+        pysig, folded = self._compiler.fold_argument_types(args, kws)
+        plain = tuple(
+            types.unliteral(a) if isinstance(a, (types.BooleanLiteral, types.IntegerLiteral)) else a for a in folded
+        )
+        if plain == tuple(folded) or not self._can_compile:
+            return super().get_call_template(args, kws)
+        try:
+            self.compile(plain)
+        except (errors.TypingError, errors.ForceLiteralArg):
+            return super().get_call_template(args, kws)
+        name = self.py_func.__name__
+        template = typing.make_concrete_template(f"CallTemplate({name})", key=name, signatures=self.nopython_signatures)
+        return template, pysig, plain, {}
 
 
 def njit(function: Callable[..., Any] | None = None, **options: Any) -> Any:
