@@ -19,10 +19,11 @@ from numdiff import _dtype, _memory_format, _tensor_dlpack
 from numdiff import _tensor_conversion as _conversion
 from numdiff._device import device
 from numdiff.autograd import function as _function_module
+from numdiff.autograd import node as _node_module
 from numdiff.autograd.engine import run_backward
 from numdiff.autograd.function import InPlaceOnLeafError as InPlaceOnLeafError
-from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.hooks import RemovableHandle, check_callable
+from numdiff.autograd.node import leaf_accumulator
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import backend_for
 
@@ -410,3 +411,4 @@ class Tensor:
         return tensor_repr(self)
 
 _function_module.Tensor = Tensor
+_node_module.Tensor = Tensor

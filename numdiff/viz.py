@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from numdiff._graph_layout import CHAR_W, LINE_H, MARGIN, PAD_X, PAD_Y, Box, layout
-from numdiff.autograd.function import AccumulateGrad, _SavedOutput
+from numdiff.autograd.node import AccumulateGrad, _SavedOutput
 from numdiff.tensor import Tensor
 
 __all__ = ["GraphDrawing", "draw_graph"]

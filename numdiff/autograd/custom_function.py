@@ -26,6 +26,7 @@ import numpy as np
 
 from numdiff.autograd import function as _function
 from numdiff.autograd import graph as _graph
+from numdiff.autograd import node as _node
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
 
@@ -82,8 +83,8 @@ def _adapter(cls: type) -> type:
     adapter = _ADAPTERS.get(cls)
     if adapter is None:
 
-        def backward(ctx: _function.Node, grad: Any) -> tuple:
-            if type(ctx) is not _function.Node:  # numdiff.compile replays it on a ctx of its own
+        def backward(ctx: _node.Node, grad: Any) -> tuple:
+            if type(ctx) is not _node.Node:  # numdiff.compile replays it on a ctx of its own
                 return cls.backward(ctx, grad)
             output_nr = ctx.__dict__.get("output_nr")
             if output_nr is not None:
@@ -104,10 +105,10 @@ def _adapter(cls: type) -> type:
 _ADAPTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _output_port(node: _function.Node, output_nr: int, output_count: int) -> _function.Node:
+def _output_port(node: _node.Node, output_nr: int, output_count: int) -> _node.Node:
     """grad_fn of output `output_nr` of a Function with several outputs: a node leading into the
     Function's node. Hooks and retain_grad on that output attach here."""
-    port = _function.Node(node.function, ())
+    port = _node.Node(node.function, ())
     port.next_nodes = [node]
     port.input_shapes = [None]  # what it hands on is the slots object, which has no shape
     port.needs_input_grad = (True,)
@@ -116,7 +117,7 @@ def _output_port(node: _function.Node, output_nr: int, output_count: int) -> _fu
     return port
 
 
-def _materialized(ctx: _function.Node, grads: list) -> list:
+def _materialized(ctx: _node.Node, grads: list) -> list:
     """Missing output gradients as zeros (or None after ``ctx.set_materialize_grads(False)``)."""
     if not ctx.materialize_grads:
         return grads
@@ -130,7 +131,7 @@ def _materialized(ctx: _function.Node, grads: list) -> list:
     return result
 
 
-def _checked_gradients(cls: type, ctx: _function.Node, grads: Any) -> tuple:
+def _checked_gradients(cls: type, ctx: _node.Node, grads: Any) -> tuple:
     """One gradient (or None) per forward input; trailing Nones past the inputs are dropped."""
     count = len(ctx.next_nodes)
     if not isinstance(grads, tuple):
@@ -195,7 +196,7 @@ def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
     record = enabled and any(t._requires_grad for _, t in tensors)
     versions = [t._version_counter[0] for _, t in tensors]
     if record:
-        ctx = _function.Node(_adapter(cls), inputs, attrs)
+        ctx = _node.Node(_adapter(cls), inputs, attrs)
     else:
         ctx = _UnrecordedCtx(len(inputs))
     if anywhere.levels and transforms.forward_ctx:  # forward mode reads this ctx (numdiff.func._forward)
@@ -330,7 +331,7 @@ def _output_tensor(
     return result
 
 
-def _bind_saved(ctx: _function.Node, inputs: tuple, outputs: list, results: list, dirty: set) -> None:
+def _bind_saved(ctx: _node.Node, inputs: tuple, outputs: list, results: list, dirty: set) -> None:
     """Saved outputs are kept as `_SavedOutput` (no reference cycle through the node); saved
     inputs and other tensors as themselves, with the version each had when saved. A tensor that
     forward got as an input and returned (as-is, not dirty) is saved as the input."""
@@ -346,7 +347,7 @@ def _bind_saved(ctx: _function.Node, inputs: tuple, outputs: list, results: list
         if isinstance(item, tensor_type):
             result = None if id(item) in input_ids else returned.get(id(item))
             if result is not None and result._grad_fn is ctx:
-                saved.append(_function._SavedOutput(result._data, result._version_counter))
+                saved.append(_node._SavedOutput(result._data, result._version_counter))
                 versions.append(result._version_counter[0])
                 continue
             if result is not None:
@@ -364,7 +365,7 @@ def _bind_saved(ctx: _function.Node, inputs: tuple, outputs: list, results: list
     ctx._saved = saved
     ctx._saved_versions = versions
     if _graph.active_pair() is not None:
-        _function.pack_saved(ctx)
+        _node.pack_saved(ctx)
 
 
 def once_differentiable(backward: Callable) -> Callable:
@@ -415,7 +416,7 @@ class _DelayedError:
     __name__ = "DelayedError"
 
     @staticmethod
-    def backward(ctx: _function.Node, grad: Any) -> tuple:
+    def backward(ctx: _node.Node, grad: Any) -> tuple:
         raise CustomFunctionError(
             f"trying to differentiate twice a function that was marked with @once_differentiable "
             f"({ctx.backward_name}): its backward is not recorded. Write the backward with "
@@ -426,6 +427,6 @@ class _DelayedError:
 def _delayed_error(result: Any, anchors: list, name: str) -> Any:
     """`result` (computed with grad mode off) recorded as depending on `anchors`, through a node
     whose backward raises."""
-    node = _function.Node(_DelayedError, tuple(anchors))
+    node = _node.Node(_DelayedError, tuple(anchors))
     node.__dict__["backward_name"] = name
     return _function.Tensor._wrap(result._data, node, result._version_counter)

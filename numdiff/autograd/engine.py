@@ -20,8 +20,8 @@ from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd._grad_buffers import add_in_place, backward_into_buffer, unshared
-from numdiff.autograd.function import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.node import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import is_host
 

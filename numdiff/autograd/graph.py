@@ -32,7 +32,7 @@ _stack = _HookStack()
 _count_lock = threading.Lock()
 pairs_anywhere = 0
 """How many (pack, unpack) pairs are active over all threads: while none is, the op path skips the
-per-thread lookup (numdiff.autograd.function._bind_saved reads it on every recorded op that saves)."""
+per-thread lookup (numdiff.autograd.node._bind_saved reads it on every recorded op that saves)."""
 
 
 class PackedSaved:

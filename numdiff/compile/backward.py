@@ -15,8 +15,8 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff.autograd.engine import sum_to_shape
-from numdiff.autograd.function import leaf_accumulator
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.node import leaf_accumulator
 from numdiff.backend import is_host
 from numdiff.compile.graph import OpCall
 from numdiff.compile.rules import backward_is_traced

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff._inplace import run_inplace
-from numdiff.autograd.function import _SavedOutput
+from numdiff.autograd.node import _SavedOutput
 from numdiff.autograd.transform_state import (
     Interpreter,
     graph_recording,

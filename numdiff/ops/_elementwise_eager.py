@@ -24,8 +24,9 @@ import numpy as np
 
 from numdiff import _profiling
 from numdiff.autograd import anomaly, graph
-from numdiff.autograd.function import Function, Node, _SavedNumber, _SavedOutput, leaf_accumulator, pack_saved
+from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state
+from numdiff.autograd.node import Node, _SavedNumber, _SavedOutput, leaf_accumulator, pack_saved
 from numdiff.autograd.transform_state import anywhere
 from numdiff.autograd.views import check_view_is_current
 from numdiff.backend import is_host

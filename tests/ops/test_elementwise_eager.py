@@ -9,7 +9,7 @@ import pytest
 
 import numdiff
 from numdiff._ground.scalar_rules import RULES
-from numdiff.autograd.function import _SavedNumber, _SavedOutput
+from numdiff.autograd.node import _SavedNumber, _SavedOutput
 from numdiff.kernels import _elementwise_small
 from numdiff.kernels import elementwise as cpu
 from numdiff.ops import activation, arithmetic
