@@ -310,18 +310,38 @@ def use_flat_weight(n_img, cog, taps, stride, oh_size, ow_size, winograd):
     return cog <= FLAT_WEIGHT_MAX_CHANNELS[stride] and taps > 1 and positions >= FLAT_WEIGHT_MIN_POSITIONS
 
 
-BATCHED_MAX_POSITIONS = 32
+BATCHED_MAX_POSITIONS = 256
 """Most output positions per image (OH*OW) for which the im2col route runs several images per
-GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""
+GEMM (numdiff.kernels._conv_batched) in a forward or an input gradient; see :func:`batched_images`.
+Per image, a product of OH*OW columns is too short for the loops' vectors and blocks (a 64-column
+product is 4 vectors of 16 a row). Measured on the AVX-512 Zen 5 with OpenBLAS's Haswell kernels
+(one thread, thread CPU time, min of 9 alternating reps, load 2-3; numdiff / PyTorch, forward and
+then forward + input gradient; N x Ci -> Co, size, kernel, stride; per image at 32 / batched at
+256): conv1d 32x128->128 64 k5 2.18 / 1.72, 1.91 / 1.60; conv1d 16x64->64 100 k9 s2 2.34 / 1.70,
+2.06 / 1.62; conv1d 32x48->64 128 k3 1.90 / 1.65, 1.75 / 1.38; 32x64->128 16x16 k3 s2 2.12 /
+1.60, 1.47 / 1.33; 32x32->64 32x32 k3 s2 1.25 / 1.06, 1.08 / 1.00; 8x256->256 32x32 k3 s2 1.54 /
+1.32, 1.85 / 1.29; 8x64->64 18x18 k5 2.29 / 2.05, 2.30 / 1.99; 96x32->64 12x12 k5 1.48 / 1.51,
+1.76 / 1.55. Even (+-10%): 96x32->64 12x12 k3, 64x64->64 16x16 k3, 1x64->64 56x56 k3, conv1d
+8x256->256 200 k5 (1.48 / 1.56, 1.52 / 1.62)."""
+
+BATCHED_WEIGHT_MAX_POSITIONS = 32
+"""The same bound for a weight gradient, whose batched core copies each block's output gradient
+side by side and accumulates ``col @ dout.T``: batching to 256 positions measured slower there
+(forward + weight gradient, per image / batched: 96x32->64 12x12 k5 1.53 / 1.76, conv1d
+32x128->128 64 k5 1.61 / 1.76, 32x64->128 16x16 k3 s2 1.58 / 1.72)."""
 
 
-def batched_images(n_img, k, positions, parts):
-    """Images per GEMM of the batched cores for a convolution with `positions` output positions an
-    image and K = Cg*KH*KW, or 0 where the per-image im2col cores run instead: at most as many as
-    keep a column block (K, images*positions) within :data:`TILE_ELEMENTS`, at least one; few
-    enough that every thread gets a block; and of those, the largest that gives the busiest thread
-    about the fewest images (:func:`busiest_share`)."""
+def batched_images(n_img, k, positions, parts, kind="forward"):
+    """Images per GEMM of the batched cores for the `kind` kernel ("forward", "backward_input" or
+    "backward_weight") of a convolution with `positions` output positions an image and K =
+    Cg*KH*KW, or 0 where the per-image im2col cores run instead (more than
+    :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_WEIGHT_MAX_POSITIONS` for a weight
+    gradient): at most as many as keep a column block (K, images*positions) within
+    :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
+    the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
+        return 0
+    if kind == "backward_weight" and positions > BATCHED_WEIGHT_MAX_POSITIONS:
         return 0
     most = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
     return _balanced_block(n_img, most, parts)
