@@ -328,20 +328,22 @@ BATCHED_WEIGHT_MAX_POSITIONS = 32
 """The same bound for a weight gradient, whose batched core copies each block's output gradient
 side by side and accumulates ``col @ dout.T``: batching to 256 positions measured slower there
 (forward + weight gradient, per image / batched: 96x32->64 12x12 k5 1.53 / 1.76, conv1d
-32x128->128 64 k5 1.61 / 1.76, 32x64->128 16x16 k3 s2 1.58 / 1.72)."""
+32x128->128 64 k5 1.61 / 1.76, 32x64->128 16x16 k3 s2 1.58 / 1.72). It bounds, too, an input
+gradient that runs as a forward gather (:func:`gather_input_gradient`), which replaces only the
+per-image core: beyond it, that gradient keeps the gather."""
 
 
-def batched_images(n_img, k, positions, parts, kind="forward"):
+def batched_images(n_img, k, positions, parts, kind="forward", gathers=False):
     """Images per GEMM of the batched cores for the `kind` kernel ("forward", "backward_input" or
     "backward_weight") of a convolution with `positions` output positions an image and K =
     Cg*KH*KW, or 0 where the per-image im2col cores run instead (more than
     :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_WEIGHT_MAX_POSITIONS` for a weight
-    gradient): at most as many as keep a column block (K, images*positions) within
+    gradient and for an input gradient that `gathers`, :func:`gather_input_gradient`): at most as many as keep a column block (K, images*positions) within
     :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
     the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
         return 0
-    if kind == "backward_weight" and positions > BATCHED_WEIGHT_MAX_POSITIONS:
+    if (kind == "backward_weight" or gathers) and positions > BATCHED_WEIGHT_MAX_POSITIONS:
         return 0
     most = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
     return _balanced_block(n_img, most, parts)

@@ -167,7 +167,8 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     if not pointwise:
         kernel, parts = _BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
-        images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts, kind)
+        gathers = kind == "backward_input" and routing.gather_input_gradient(c_out // groups, cg, (sh, sw))
+        images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts, kind, gathers)
         if images:
             loops = conv_route().loops
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops)

@@ -215,3 +215,14 @@ def test_newly_batched_float32_forward_and_input_gradient_match_torch(x_shape, w
     yt.backward(torch.tensor(g))
     np.testing.assert_allclose(yn.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_an_input_gradient_that_gathers_keeps_the_per_image_plan_beyond_32_positions():
+    # 8 -> 16 channels, stride 1: the input gradient runs as a forward gather of the output gradient
+    # (_conv_routing.gather_input_gradient), which replaces the per-image core only.
+    x_shape, w_shape, stride, padding = (3, 16, 13, 13), (8, 16, 4, 4), (1, 1), (1, 1, 1, 1)
+    core, _ = conv.conv2d_plan("backward_input", x_shape, w_shape, (3, 8, 12, 12), stride, padding, (1, 1), 1)
+    assert core not in BATCHED_CORES["backward_input"]
+    assert conv.backward_input_gathers(core, w_shape, stride, 1)
+    small, _ = conv.conv2d_plan("backward_input", (3, 16, 5, 5), w_shape, (3, 8, 4, 4), stride, padding, (1, 1), 1)
+    assert small in BATCHED_CORES["backward_input"]
