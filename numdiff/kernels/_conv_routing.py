@@ -333,17 +333,28 @@ gradient that runs as a forward gather (:func:`gather_input_gradient`), which re
 per-image core: beyond it, that gradient keeps the gather."""
 
 
+BATCHED_MAX_IMAGE_ELEMENTS = 1 << 20
+"""Most patch elements of one image (K*OH*OW) for which an image of more than
+:data:`BATCHED_WEIGHT_MAX_POSITIONS` positions runs batched: the batched cores gather one whole
+image's patches, through a table of K*OH*OW int64 offsets, where the per-image cores cut it into
+tiles of :data:`TILE_ELEMENTS` (at the bound, 4 MiB of float32 patches and 8 MiB of offsets)."""
+
+
 def batched_images(n_img, k, positions, parts, kind="forward", gathers=False):
     """Images per GEMM of the batched cores for the `kind` kernel ("forward", "backward_input" or
     "backward_weight") of a convolution with `positions` output positions an image and K =
-    Cg*KH*KW, or 0 where the per-image im2col cores run instead (more than
+    Cg*KH*KW, or 0 where the per-image im2col cores run instead: more than
     :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_WEIGHT_MAX_POSITIONS` for a weight
-    gradient and for an input gradient that `gathers`, :func:`gather_input_gradient`): at most as many as keep a column block (K, images*positions) within
-    :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
-    the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
+    gradient and for an input gradient that `gathers` (:func:`gather_input_gradient`), or more
+    than that with more than :data:`BATCHED_MAX_IMAGE_ELEMENTS` patch elements an image. Else at
+    most as many as keep a column block (K, images*positions) within :data:`TILE_ELEMENTS`, at
+    least one; few enough that every thread gets a block; and of those, the largest that gives
+    the busiest thread about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
         return 0
-    if (kind == "backward_weight" or gathers) and positions > BATCHED_WEIGHT_MAX_POSITIONS:
+    if positions > BATCHED_WEIGHT_MAX_POSITIONS and (
+        kind == "backward_weight" or gathers or k * positions > BATCHED_MAX_IMAGE_ELEMENTS
+    ):
         return 0
     most = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
     return _balanced_block(n_img, most, parts)

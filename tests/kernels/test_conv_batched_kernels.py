@@ -110,6 +110,8 @@ def test_batched_route_is_taken_for_small_outputs_only():
     assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [True, True, False]
     assert batched((32, 128, 1, 68), (128, 128, 1, 5), (32, 128, 1, 64), (1, 1), (0, 0, 0, 0)) == [True, True, False]
     assert batched((8, 64, 32, 32), (64, 64, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, True, False]
+    # So do images whose patches exceed BATCHED_MAX_IMAGE_ELEMENTS (512 x 3x3 channels on 16x16 outputs).
+    assert batched((2, 512, 32, 32), (64, 512, 3, 3), (2, 64, 16, 16), (2, 2)) == [False] * 3
     # Wider outputs stay on the per-image cores; so does a pointwise convolution.
     assert batched((8, 64, 34, 34), (64, 64, 3, 3), (8, 64, 17, 17), (2, 2)) == [False] * 3
     assert batched((32, 64, 4, 4), (64, 64, 1, 1), (32, 64, 4, 4), (1, 1), (0, 0, 0, 0)) == [False] * 3
