@@ -87,10 +87,11 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
     return [
         ("matmul.gemm_batch", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),  # small: calling thread
         ("matmul._bgemm", lambda: matmul._bgemm(False, False, z(1, 2, 2), z(1, 2, 2), z(1, 2, 2), 1)),
-        # Outputs of more than BATCHED_MAX_POSITIONS positions an image run im2col image by image.
+        # Outputs of more than BATCHED_MAX_POSITIONS positions an image (BATCHED_GRADIENT_MAX_POSITIONS
+        # for the gradients) run im2col image by image.
         (
             "_conv_cores.forward_core",
-            lambda: conv.conv2d_forward(z(1, 1, 1, 34), z(1, 1, 1, 2), z(1), z(1, 1, 1, 33)),
+            lambda: conv.conv2d_forward(z(1, 1, 1, 258), z(1, 1, 1, 2), z(1), z(1, 1, 1, 257)),
         ),
         (
             "_conv_cores.backward_input_core",

@@ -310,18 +310,47 @@ def use_flat_weight(n_img, cog, taps, stride, oh_size, ow_size, winograd):
     return cog <= FLAT_WEIGHT_MAX_CHANNELS[stride] and taps > 1 and positions >= FLAT_WEIGHT_MIN_POSITIONS
 
 
-BATCHED_MAX_POSITIONS = 32
-"""Most output positions per image (OH*OW) for which the im2col route runs several images per
-GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`."""
+BATCHED_MAX_POSITIONS = 256
+"""Most output positions per image (OH*OW) for which a forward's im2col route runs several images
+per GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`. Per image, a product of
+OH*OW columns is short for the loops' vectors (a row of 60 is 3 vectors of 16 and a scalar tail),
+and a strided image's rows are gathered a few columns at a time. Measured on the AVX-512 Zen 5
+with OpenBLAS's Haswell kernels (one thread, thread CPU time, min of 9 alternating reps, load
+2-4; forward, numdiff / PyTorch; N x Ci -> Co, size, kernel, stride; per image (bound 32) /
+batched (256)): conv1d 32x128->128 64 k5 2.18 / 1.72; conv1d 16x64->64 100 k9 s2 2.34 / 1.70;
+conv1d 32x48->64 128 k3 1.90 / 1.65; 32x64->128 16x16 k3 s2 2.12 / 1.60; 32x32->64 32x32 k3 s2
+1.25 / 1.06; 8x256->256 32x32 k3 s2 1.54 / 1.32; 8x64->64 18x18 k5 2.29 / 2.05. Even (+-10%):
+96x32->64 12x12 k5 and k3, 1x64->64 56x56 k3, conv1d 8x256->256 200 k5."""
+
+BATCHED_GRADIENT_MAX_POSITIONS = 32
+"""The same bound for the input and weight gradients. Their batched cores scatter-add each
+image's patch gradients through the offset table, or copy the output gradients side by side and
+accumulate ``col @ dout.T``, and batching to 256 positions measured no faster or slower (us a
+position, per image / batched, input gradient of conv1d 32 x Ci -> Co, length, kernel: 48->48
+130 k3 4.4 / 5.1, 192 k3 4.3 / 5.0, 128x128 64 k5 38.7 / 43.3, but 68 k5 52.8 / 45.0; forward +
+weight gradient over PyTorch: 96x32->64 12x12 k5 1.53 / 1.76, conv1d 32x128->128 64 k5 1.61 /
+1.76, 32x64->128 16x16 k3 s2 1.58 / 1.72)."""
+
+BATCHED_MAX_IMAGE_ELEMENTS = 1 << 20
+"""Most patch elements of one image (K*OH*OW) for which a forward of more than
+:data:`BATCHED_GRADIENT_MAX_POSITIONS` positions an image runs batched: the batched cores gather
+one whole image's patches, through a table of K*OH*OW int64 offsets, where the per-image cores
+cut it into tiles of :data:`TILE_ELEMENTS` (at the bound, 4 MiB of float32 patches and 8 MiB of
+offsets)."""
 
 
-def batched_images(n_img, k, positions, parts):
-    """Images per GEMM of the batched cores for a convolution with `positions` output positions an
-    image and K = Cg*KH*KW, or 0 where the per-image im2col cores run instead: at most as many as
-    keep a column block (K, images*positions) within :data:`TILE_ELEMENTS`, at least one; few
-    enough that every thread gets a block; and of those, the largest that gives the busiest thread
-    about the fewest images (:func:`busiest_share`)."""
+def batched_images(n_img, k, positions, parts, kind="forward"):
+    """Images per GEMM of the batched cores for the `kind` kernel ("forward", "backward_input" or
+    "backward_weight") of a convolution with `positions` output positions an image and K =
+    Cg*KH*KW, or 0 where the per-image im2col cores run instead: more than
+    :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_GRADIENT_MAX_POSITIONS` for a
+    gradient, or more than that with more than :data:`BATCHED_MAX_IMAGE_ELEMENTS` patch elements
+    an image. Else at most as many as keep a column block (K, images*positions) within
+    :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
+    the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
+        return 0
+    if positions > BATCHED_GRADIENT_MAX_POSITIONS and (kind != "forward" or k * positions > BATCHED_MAX_IMAGE_ELEMENTS):
         return 0
     most = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
     return _balanced_block(n_img, most, parts)

@@ -15,8 +15,8 @@ L2 cache while the product reads it. Extra memory per call is bounded by
 zero-padded copy of the input rows one tile reads (numdiff.kernels._im2col), plus, for
 backward_weight, one weight-sized accumulator per thread; never a whole-batch im2col.
 A 1x1, stride-1, unpadded convolution skips im2col and hands the product the input planes directly.
-Small outputs (at most ``routing.BATCHED_MAX_POSITIONS`` positions an image: a strided 4x4
-convolution down to 4x4 or 1x1) run several images side by side in one GEMM instead
+Small outputs (at most ``routing.BATCHED_MAX_POSITIONS`` positions an image for a forward, 32 for
+the gradients: a strided 4x4 convolution down to 4x4 or 1x1) run several images side by side in one GEMM instead
 (numdiff.kernels._conv_batched): one image's GEMM there is a few columns wide.
 
 Parallelism: work items are (image, group, tile) for forward and backward_weight, and
@@ -167,7 +167,7 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     if not pointwise:
         kernel, parts = _BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
-        images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts)
+        images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts, kind)
         if images:
             loops = conv_route().loops
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops)

@@ -105,16 +105,24 @@ def test_batched_route_is_taken_for_small_outputs_only():
     assert batched((32, 64, 8, 8), (128, 64, 4, 4), (32, 128, 4, 4), (2, 2)) == [True] * 3
     assert batched((32, 128, 4, 4), (1, 128, 4, 4), (32, 1, 1, 1), (1, 1), (0, 0, 0, 0)) == [True] * 3
     assert batched((16, 48, 10, 10), (96, 48, 4, 4), (16, 96, 5, 5), (2, 2)) == [True] * 3
-    # 8x8 outputs and wider stay on the per-image cores; so does a pointwise convolution.
-    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [False] * 3
+    # Forwards batch up to 256 positions an image (conv1d rows, strided layers); gradients stay on
+    # the per-image cores beyond 32.
+    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [True, False, False]
+    assert batched((32, 128, 1, 68), (128, 128, 1, 5), (32, 128, 1, 64), (1, 1), (0, 0, 0, 0)) == [True, False, False]
+    assert batched((8, 64, 32, 32), (64, 64, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, False, False]
+    # So do images whose patches exceed BATCHED_MAX_IMAGE_ELEMENTS (512 x 3x3 channels on 16x16 outputs).
+    assert batched((2, 512, 32, 32), (64, 512, 3, 3), (2, 64, 16, 16), (2, 2)) == [False] * 3
+    # Wider outputs stay on the per-image cores; so does a pointwise convolution.
+    assert batched((8, 64, 34, 34), (64, 64, 3, 3), (8, 64, 17, 17), (2, 2)) == [False] * 3
     assert batched((32, 64, 4, 4), (64, 64, 1, 1), (32, 64, 4, 4), (1, 1), (0, 0, 0, 0)) == [False] * 3
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 8])
 @pytest.mark.parametrize("n_img", [1, 2, 5, 32, 33])
-@pytest.mark.parametrize(("k", "positions"), [(16, 1), (1024, 16), (4096, 32), (1 << 18, 4)])
+@pytest.mark.parametrize(("k", "positions"), [(16, 1), (1024, 16), (4096, 32), (1 << 18, 4), (640, 60), (2304, 256)])
 def test_batched_blocks_cover_the_batch_in_equal_blocks_within_budget(parts, n_img, k, positions):
     images = _conv_routing.batched_images(n_img, k, positions, parts)
+    assert _conv_routing.batched_images(n_img, k, positions, parts, "backward_input") in (images, 0)
     assert 1 <= images <= -(-n_img // parts)
     if images > 1:
         assert k * images * positions <= _conv_routing.TILE_ELEMENTS
@@ -157,3 +165,54 @@ def test_a_wrong_output_shape_is_refused_before_the_batched_core_runs():
     with pytest.raises(ValueError, match=r"conv2d_forward: output must have shape \(2, 3, 2, 2\)"):
         conv.conv2d_forward(np.ones((2, 4, 4, 4)), np.ones((3, 4, 4, 4)), None, np.empty((2, 3, 1, 1)), (2, 2),
                             (1, 1, 1, 1))  # fmt: skip
+
+
+def test_rows_of_up_to_256_positions_batch_the_forward_and_pass_gradcheck():
+    # A conv1d-like row of 40 output positions: forward batched, gradients per image; float64
+    # gradients against central differences.
+    rng = np.random.default_rng(5)
+    fn = numdiff.nn.functional
+    x = numdiff.tensor(rng.standard_normal((3, 4, 1, 44)), requires_grad=True)
+    w = numdiff.tensor(rng.standard_normal((6, 4, 1, 5)), requires_grad=True)
+    out_shape = (3, 6, 1, 40)
+    picked = [
+        conv.conv2d_plan(kind, x.shape, w.shape, out_shape, (1, 1), (0, 0, 0, 0), (1, 1), 1)[0] in BATCHED_CORES[kind]
+        for kind in BATCHED_CORES
+    ]
+    assert picked == [True, False, False]
+    assert numdiff.autograd.gradcheck(lambda x, w: fn.conv2d(x, w), (x, w))
+    x1 = numdiff.tensor(rng.standard_normal((2, 3, 70)), requires_grad=True)
+    w1 = numdiff.tensor(rng.standard_normal((5, 3, 9)), requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda x, w: fn.conv1d(x, w, stride=2, padding=4), (x1, w1))
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "stride", "padding"),
+    [
+        ((6, 16, 64), (24, 16, 5), 1, 0),  # conv1d rows of 60 positions
+        ((4, 8, 100), (8, 8, 9), 2, 4),  # strided conv1d, 50 positions
+        ((5, 8, 16, 16), (16, 8, 3, 3), 2, 1),  # strided conv2d to 8x8
+        ((3, 6, 16, 16), (10, 6, 5, 3), 1, (2, 1)),  # 16x16 = 256 positions, the bound itself
+    ],
+)
+def test_newly_batched_float32_forward_and_its_input_gradient_match_torch(x_shape, w_shape, stride, padding):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = (rng.standard_normal(w_shape) * 0.2).astype(np.float32)
+    name = f"conv{len(x_shape) - 2}d"
+    xn = numdiff.tensor(x, requires_grad=True)
+    yn = getattr(numdiff.nn.functional, name)(xn, numdiff.tensor(w), stride=stride, padding=padding)
+    xt = torch.tensor(x, requires_grad=True)
+    yt = getattr(torch.nn.functional, name)(xt, torch.tensor(w), stride=stride, padding=padding)
+    as_2d = (lambda s: s[:2] + (1,) + s[2:]) if len(x_shape) == 3 else (lambda s: s)
+    pads = (padding, padding) if isinstance(padding, int) else padding
+    pads = (0, 0, pads[0], pads[0]) if len(x_shape) == 3 else (pads[0], pads[0], pads[1], pads[1])
+    strides = (1, stride) if len(x_shape) == 3 else (stride, stride)
+    plan = conv.conv2d_plan("forward", as_2d(x_shape), as_2d(w_shape), as_2d(tuple(yt.shape)), strides, pads, (1, 1), 1)
+    assert plan[0] in BATCHED_CORES["forward"]
+    g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    yn.backward(numdiff.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(yn.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -54,7 +54,9 @@ def _close(actual, expected, dtype, scale=1.0):
 @pytest.fixture(params=["im2col", "batched"])
 def route(request, monkeypatch):
     """Every output size through the per-image im2col cores, or through the batched ones."""
-    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", 0 if request.param == "im2col" else 1 << 30)
+    most_positions = 0 if request.param == "im2col" else 1 << 30
+    monkeypatch.setattr(_conv_routing, "BATCHED_MAX_POSITIONS", most_positions)
+    monkeypatch.setattr(_conv_routing, "BATCHED_GRADIENT_MAX_POSITIONS", most_positions)
     return request.param
 
 
@@ -154,17 +156,18 @@ def test_conv2d_random_configurations_match_reference(
     eff_h, eff_w = dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1
     assume(h + padding[0] + padding[1] >= eff_h and w + padding[2] + padding[3] >= eff_w)
     case = (n, cg * groups, h, w, cog * groups, kernel[0], kernel[1], stride, padding, dilation, groups)
-    previous = _conv_routing.BATCHED_MAX_POSITIONS
+    previous = _conv_routing.BATCHED_MAX_POSITIONS, _conv_routing.BATCHED_GRADIENT_MAX_POSITIONS
     try:
         for most_positions in (0, 1 << 30):  # the per-image im2col cores, then the batched ones
             _conv_routing.BATCHED_MAX_POSITIONS = most_positions
+            _conv_routing.BATCHED_GRADIENT_MAX_POSITIONS = most_positions
             rng = np.random.default_rng(0)
             x, weight, go, expected, out, gi, gw = _run(case, np.float64, rng)
             _close(out, expected, np.float64)
             _close(gi, ref.conv2d_backward_input(go, weight, x.shape, stride, padding, dilation, groups), np.float64)
             _close(gw, ref.conv2d_backward_weight(x, go, weight.shape, stride, padding, dilation, groups), np.float64)
     finally:
-        _conv_routing.BATCHED_MAX_POSITIONS = previous
+        _conv_routing.BATCHED_MAX_POSITIONS, _conv_routing.BATCHED_GRADIENT_MAX_POSITIONS = previous
 
 
 @pytest.mark.parametrize("case", CASES[:3])
