@@ -137,7 +137,7 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
         for i in range(m):
             _gemv(trans_a, trans_b, alpha, a[:, i : i + 1] if trans_a else a[i : i + 1], b, beta, c[i : i + 1])
         return
-    if loops_route() and loops_suit(trans_b, m):
+    if loops_route() and loops_suit(trans_a, trans_b, m, k):
         loop_gemm(trans_a, trans_b, alpha, a, b, beta, c)
         return
     scalars = np.empty(2, c.dtype)
