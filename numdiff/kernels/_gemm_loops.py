@@ -49,6 +49,10 @@ DOT_MIN_DEPTH_FEW_ROWS = 64
 PACK_MIN_ROWS rows of c, the second): each 4 x 4 block of c ends in 16 sums across vector lanes,
 which a short K does not repay (float32, time over torch.mm's: 16x64x256 1.09 against BLAS's 1.44,
 64x64x256 1.15 against 1.04, 64x96x512 0.89 against 1.02, 128x32x512 1.81 against 0.97)."""
+DOT_MIN_ROWS = 4
+"""Fewest rows of c for :func:`dot_rows` over one BLAS gemv a row (numdiff.kernels._blas.gemm): with
+4 a block of rows reads b once where the gemvs read it 4 times (float32 4x1024x1024: 0.35 of
+torch.mm's time, the gemvs 0.88); with 2 or 3 every row reads b on its own either way."""
 DOT_BLOCK_BYTES = 1 << 18
 """Rows of b that :func:`dot_rows` runs every row of a over, in bytes: they stay in the L2 cache."""
 
@@ -180,6 +184,8 @@ def loops_suit(trans_a, trans_b, m, depth):
     if not trans_b or m >= TRANSPOSED_B_MIN_ROWS:
         return True
     if trans_a:
+        return False
+    if m < DOT_MIN_ROWS:
         return False
     return depth >= DOT_MIN_DEPTH or (m < PACK_MIN_ROWS and depth >= DOT_MIN_DEPTH_FEW_ROWS)
 

@@ -19,6 +19,7 @@ from numdiff.kernels._gemm_loops import (
     DOT_BLOCK_BYTES,
     DOT_MIN_DEPTH,
     DOT_MIN_DEPTH_FEW_ROWS,
+    DOT_MIN_ROWS,
     KC,
     PACK_MIN_ROWS,
     TRANSPOSED_B_MIN_ROWS,
@@ -103,6 +104,8 @@ def test_loops_suit_leaves_short_transposed_b_products_to_blas_unless_k_repays_d
     assert loops_suit(False, True, TRANSPOSED_B_MIN_ROWS - 1, DOT_MIN_DEPTH)
     assert loops_suit(False, True, PACK_MIN_ROWS - 1, DOT_MIN_DEPTH_FEW_ROWS)
     assert not loops_suit(False, True, PACK_MIN_ROWS, DOT_MIN_DEPTH_FEW_ROWS)
+    assert loops_suit(False, True, DOT_MIN_ROWS, DOT_MIN_DEPTH)
+    assert not loops_suit(False, True, DOT_MIN_ROWS - 1, 4 * DOT_MIN_DEPTH)  # one gemv a row
     assert not loops_suit(True, True, TRANSPOSED_B_MIN_ROWS - 1, 4 * DOT_MIN_DEPTH)
     assert loops_suit(True, True, TRANSPOSED_B_MIN_ROWS, 8)
 
@@ -142,7 +145,8 @@ def test_gemm_through_the_route_matches_numpy_in_both_dtypes():
         from numdiff.kernels._blas import gemm
 
         for trans_a, trans_b, m, k in ((False, False, 33, 50), (True, False, 40, 50),
-                                       (False, True, TRANSPOSED_B_MIN_ROWS + 1, 50), (False, True, 20, 200)):
+                                       (False, True, TRANSPOSED_B_MIN_ROWS + 1, 50), (False, True, 20, 200),
+                                       (False, True, DOT_MIN_ROWS, 200), (False, True, 3, 200)):
             a, b, c = _operands(rng, dtype, m, k, 24, trans_a, trans_b, True)
             expected = _expected(a, b, c, trans_a, trans_b, 1.5, 1.0)
             gemm(trans_a, trans_b, 1.5, a, b, 1.0, c)
