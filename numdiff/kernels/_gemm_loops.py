@@ -43,6 +43,10 @@ TRANSPOSED_B_MIN_ROWS = 256
 """With b transposed the packing is a transposing copy, ~0.7 ns an element, which the product
 repays only over enough rows of c: fewer, and :func:`loop_gemm` takes ``a @ b.T`` as dot products
 (:func:`dot_rows`), or :func:`loops_suit` leaves it to BLAS."""
+SHORT_K_PACKED_MIN_ROWS = 128
+"""Fewest rows of c over which the packed nest repays its transposing copy for ``a @ b.T`` with a K
+too short for :func:`dot_rows` (float32, time over torch.mm's, packed / BLAS: 128x64x256 0.83 / 0.97,
+192x32x512 0.73 / 0.94, 255x80x512 0.67 / 0.91; with 64 rows 1.21 / 1.03)."""
 DOT_MIN_DEPTH = 96
 DOT_MIN_DEPTH_FEW_ROWS = 64
 """Shortest inner dimension for which :func:`dot_rows` beats BLAS's pre-AVX-512 sgemm (with fewer than
@@ -180,11 +184,14 @@ def panel_columns(k, n, itemsize):
 def loops_suit(trans_a, trans_b, m, depth):
     """Whether :func:`loop_gemm` beats BLAS's pre-AVX-512 kernels on a product with m rows of c and
     inner dimension depth: op(b) untransposed, or at least TRANSPOSED_B_MIN_ROWS rows (packed), or
-    ``a @ b.T`` with a K long enough for :func:`dot_rows`."""
+    ``a @ b.T`` with at least SHORT_K_PACKED_MIN_ROWS rows (:func:`dot_rows` or packed) or a K long
+    enough for :func:`dot_rows`."""
     if not trans_b or m >= TRANSPOSED_B_MIN_ROWS:
         return True
     if trans_a:
         return False
+    if m >= SHORT_K_PACKED_MIN_ROWS:
+        return True
     if m < DOT_MIN_ROWS:
         return False
     return depth >= DOT_MIN_DEPTH or (m < PACK_MIN_ROWS and depth >= DOT_MIN_DEPTH_FEW_ROWS)
@@ -198,11 +205,13 @@ def loop_gemm(trans_a, trans_b, alpha, a, b, beta, c):
     at least 1, checked by the caller (numdiff.kernels._blas.gemm) along with c's unit stride
     along its rows; a and b any strides. ``beta == 0`` overwrites c without reading it.
     ``a @ b.T`` with fewer than TRANSPOSED_B_MIN_ROWS rows, a and b unit stride along K, runs as
-    :func:`dot_rows` instead.
+    :func:`dot_rows` instead, unless its K is shorter than DOT_MIN_DEPTH and it has at least
+    SHORT_K_PACKED_MIN_ROWS rows.
     """
     m, n = c.shape
     depth = a.shape[0] if trans_a else a.shape[1]
-    if trans_b and not trans_a and m < TRANSPOSED_B_MIN_ROWS and alpha != 0:
+    dots = m < SHORT_K_PACKED_MIN_ROWS or depth >= DOT_MIN_DEPTH
+    if trans_b and not trans_a and m < TRANSPOSED_B_MIN_ROWS and dots and alpha != 0:
         if (depth == 1 or a.strides[1] == a.itemsize) and (depth == 1 or b.strides[1] == b.itemsize):
             dot_rows(alpha, a, b, beta, c)
             return

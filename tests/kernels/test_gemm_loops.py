@@ -22,6 +22,7 @@ from numdiff.kernels._gemm_loops import (
     DOT_MIN_ROWS,
     KC,
     PACK_MIN_ROWS,
+    SHORT_K_PACKED_MIN_ROWS,
     TRANSPOSED_B_MIN_ROWS,
     dot_rows,
     loop_gemm,
@@ -67,6 +68,7 @@ def _expected(a, b, c, trans_a, trans_b, alpha, beta):
         (3, 40, 20_000, False),  # N split into panels (float32: 8192 columns a panel)
         (21, 2000, 150, True),  # a @ b.T as dot products: b's rows in blocks (float32: 32 rows), leftovers
         (255, 97, 66, False),  # a @ b.T dot products, the most rows before packing
+        (130, 40, 50, True),  # a @ b.T with a short K and enough rows: packed
     ],
 )
 def test_loop_gemm_matches_numpy_for_every_transpose_pair(dtype, trans_a, trans_b, m, k, n, strided):
@@ -100,7 +102,9 @@ def test_panel_columns_keep_a_block_within_its_bytes():
 def test_loops_suit_leaves_short_transposed_b_products_to_blas_unless_k_repays_dot_products():
     assert loops_suit(False, False, 2, 8)
     assert loops_suit(True, False, 2, 8)
-    assert not loops_suit(False, True, TRANSPOSED_B_MIN_ROWS - 1, DOT_MIN_DEPTH - 1)
+    assert not loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS - 1, DOT_MIN_DEPTH - 1)
+    assert loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS - 1, DOT_MIN_DEPTH)
+    assert loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS, 8)  # packed
     assert loops_suit(False, True, TRANSPOSED_B_MIN_ROWS - 1, DOT_MIN_DEPTH)
     assert loops_suit(False, True, PACK_MIN_ROWS - 1, DOT_MIN_DEPTH_FEW_ROWS)
     assert not loops_suit(False, True, PACK_MIN_ROWS, DOT_MIN_DEPTH_FEW_ROWS)
@@ -146,7 +150,8 @@ def test_gemm_through_the_route_matches_numpy_in_both_dtypes():
 
         for trans_a, trans_b, m, k in ((False, False, 33, 50), (True, False, 40, 50),
                                        (False, True, TRANSPOSED_B_MIN_ROWS + 1, 50), (False, True, 20, 200),
-                                       (False, True, DOT_MIN_ROWS, 200), (False, True, 3, 200)):
+                                       (False, True, DOT_MIN_ROWS, 200), (False, True, 3, 200),
+                                       (False, True, SHORT_K_PACKED_MIN_ROWS, 40)):
             a, b, c = _operands(rng, dtype, m, k, 24, trans_a, trans_b, True)
             expected = _expected(a, b, c, trans_a, trans_b, 1.5, 1.0)
             gemm(trans_a, trans_b, 1.5, a, b, 1.0, c)
