@@ -106,9 +106,9 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
     ``op(x)`` is ``x.T`` when the flag is set. Every view must have unit stride along its last
     axis (checked; raises ValueError). Shapes: op(a) (M, K), op(b) (K, N), c (M, N).
     ``beta == 0`` overwrites c without reading it. Runs on the calling thread. A one-row or
-    one-column c is a BLAS gemv, ``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows one gemv a
-    row; otherwise the process's route (numdiff.kernels._gemm_route) picks
-    BLAS or numdiff.kernels._gemm_loops.loop_gemm.
+    one-column c is a BLAS gemv; otherwise the process's route (numdiff.kernels._gemm_route) picks
+    numdiff.kernels._gemm_loops.loop_gemm where it suits the product (loops_suit), else ``a @ b.T``
+    with at most :data:`GEMV_ROWS_MAX` rows is one gemv a row, and the rest one BLAS gemm.
     """
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
@@ -133,12 +133,12 @@ def gemm(trans_a, trans_b, alpha, a, b, beta, c):
     if m == 1 or n == 1:
         _gemv(trans_a, trans_b, alpha, a, b, beta, c)
         return
+    if loops_route() and loops_suit(trans_a, trans_b, m, k):
+        loop_gemm(trans_a, trans_b, alpha, a, b, beta, c)
+        return
     if trans_b and m <= GEMV_ROWS_MAX:
         for i in range(m):
             _gemv(trans_a, trans_b, alpha, a[:, i : i + 1] if trans_a else a[i : i + 1], b, beta, c[i : i + 1])
-        return
-    if loops_route() and loops_suit(trans_b, m):
-        loop_gemm(trans_a, trans_b, alpha, a, b, beta, c)
         return
     scalars = np.empty(2, c.dtype)
     scalars[0] = alpha

@@ -15,7 +15,20 @@ import pytest
 
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._conv_route import platform_route
-from numdiff.kernels._gemm_loops import KC, TRANSPOSED_B_MIN_ROWS, loop_gemm, loops_suit, panel_columns
+from numdiff.kernels._gemm_loops import (
+    DOT_BLOCK_BYTES,
+    DOT_MIN_DEPTH,
+    DOT_MIN_DEPTH_FEW_ROWS,
+    DOT_MIN_ROWS,
+    KC,
+    PACK_MIN_ROWS,
+    SHORT_K_PACKED_MIN_ROWS,
+    TRANSPOSED_B_MIN_ROWS,
+    dot_rows,
+    loop_gemm,
+    loops_suit,
+    panel_columns,
+)
 from numdiff.kernels._gemm_route import CHOICES, GemmRouteError, choose, gemm_route
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +66,9 @@ def _expected(a, b, c, trans_a, trans_b, alpha, beta):
         (70, 300, 40, False),  # packed (>= 64 rows), K split into blocks of KC
         (64, 2 * KC + 3, 600, True),  # K blocks with a leftover, packed from strided views
         (3, 40, 20_000, False),  # N split into panels (float32: 8192 columns a panel)
+        (21, 2000, 150, True),  # a @ b.T as dot products: b's rows in blocks (float32: 32 rows), leftovers
+        (255, 97, 66, False),  # a @ b.T dot products, the most rows before packing
+        (130, 40, 50, True),  # a @ b.T with a short K and enough rows: packed
     ],
 )
 def test_loop_gemm_matches_numpy_for_every_transpose_pair(dtype, trans_a, trans_b, m, k, n, strided):
@@ -83,10 +99,47 @@ def test_panel_columns_keep_a_block_within_its_bytes():
     assert panel_columns(KC, 17, 4) == 17
 
 
-def test_loops_suit_leaves_short_transposed_b_products_to_blas():
-    assert loops_suit(False, 2)
-    assert not loops_suit(True, TRANSPOSED_B_MIN_ROWS - 1)
-    assert loops_suit(True, TRANSPOSED_B_MIN_ROWS)
+def test_loops_suit_leaves_short_transposed_b_products_to_blas_unless_k_repays_dot_products():
+    assert loops_suit(False, False, 2, 8)
+    assert loops_suit(True, False, 2, 8)
+    assert not loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS - 1, DOT_MIN_DEPTH - 1)
+    assert loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS - 1, DOT_MIN_DEPTH)
+    assert loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS, 8)  # packed
+    assert loops_suit(False, True, TRANSPOSED_B_MIN_ROWS - 1, DOT_MIN_DEPTH)
+    assert loops_suit(False, True, PACK_MIN_ROWS - 1, DOT_MIN_DEPTH_FEW_ROWS)
+    assert not loops_suit(False, True, PACK_MIN_ROWS, DOT_MIN_DEPTH_FEW_ROWS)
+    assert loops_suit(False, True, DOT_MIN_ROWS, DOT_MIN_DEPTH)
+    assert not loops_suit(False, True, DOT_MIN_ROWS - 1, 4 * DOT_MIN_DEPTH)  # one gemv a row
+    assert not loops_suit(True, True, TRANSPOSED_B_MIN_ROWS - 1, 4 * DOT_MIN_DEPTH)
+    assert loops_suit(True, True, TRANSPOSED_B_MIN_ROWS, 8)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_rows_matches_numpy_across_row_blocks_and_leftovers(dtype):
+    rng = np.random.default_rng(7)
+    depth = 301
+    block = DOT_BLOCK_BYTES // (depth * np.dtype(dtype).itemsize)
+    for m, n in ((1, 1), (6, 3), (17, 2 * block + 7)):
+        a = rng.standard_normal((m, depth)).astype(dtype)
+        b = rng.standard_normal((n, depth)).astype(dtype)
+        for alpha, beta in ((1.0, 0.0), (-0.5, 2.0)):
+            c = rng.standard_normal((m, n)).astype(dtype)
+            expected = _expected(a, b, c, False, True, alpha, beta)
+            if beta == 0:
+                c[...] = np.nan
+            dot_rows(alpha, a, b, beta, c)
+            error = np.abs(c - expected).max() / max(1.0, np.abs(expected).max())
+            assert error < TOLERANCE[dtype], (m, n, alpha, beta, error)
+
+
+def test_loop_gemm_takes_a_transposed_b_with_non_unit_k_stride_through_the_packed_nest():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((9, 2 * 130)).astype(np.float32)[:, ::2]
+    b = rng.standard_normal((11, 2 * 130)).astype(np.float32)[:, ::2]
+    c = np.full((9, 11), np.nan, np.float32)
+    loop_gemm(False, True, 1.0, a, b, 0.0, c)
+    expected = _expected(a, b, c, False, True, 1.0, 0.0)
+    assert np.abs(c - expected).max() / np.abs(expected).max() < TOLERANCE[np.float32]
 
 
 def test_gemm_through_the_route_matches_numpy_in_both_dtypes():
@@ -95,8 +148,11 @@ def test_gemm_through_the_route_matches_numpy_in_both_dtypes():
         prepare_blas(dtype)
         from numdiff.kernels._blas import gemm
 
-        for trans_a, trans_b, m in ((False, False, 33), (True, False, 40), (False, True, TRANSPOSED_B_MIN_ROWS + 1)):
-            a, b, c = _operands(rng, dtype, m, 50, 24, trans_a, trans_b, True)
+        for trans_a, trans_b, m, k in ((False, False, 33, 50), (True, False, 40, 50),
+                                       (False, True, TRANSPOSED_B_MIN_ROWS + 1, 50), (False, True, 20, 200),
+                                       (False, True, DOT_MIN_ROWS, 200), (False, True, 3, 200),
+                                       (False, True, SHORT_K_PACKED_MIN_ROWS, 40)):
+            a, b, c = _operands(rng, dtype, m, k, 24, trans_a, trans_b, True)
             expected = _expected(a, b, c, trans_a, trans_b, 1.5, 1.0)
             gemm(trans_a, trans_b, 1.5, a, b, 1.0, c)
             assert np.abs(c - expected).max() / np.abs(expected).max() < TOLERANCE[dtype]
@@ -144,7 +200,8 @@ rng = np.random.default_rng(0)
 for dtype, tolerance in ((np.float32, 2e-5), (np.float64, 1e-12)):
     prepare_blas(dtype)
     for trans_a, trans_b, m, k, n in ((False, False, 300, 70, 90), (True, False, 90, 300, 70),
-                                      (False, True, 300, 64, 200), (True, True, 17, 33, 400)):
+                                      (False, True, 300, 64, 200), (False, True, 40, 130, 90),
+                                      (True, True, 17, 33, 400)):
         a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
         b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
         c = rng.standard_normal((m, n)).astype(dtype)
@@ -152,8 +209,8 @@ for dtype, tolerance in ((np.float32, 2e-5), (np.float64, 1e-12)):
         gemm_parallel(trans_a, trans_b, 0.5, a, b, 2.0, c, 2)
         assert np.abs(c - expected).max() / np.abs(expected).max() < tolerance, (dtype, trans_a, trans_b)
     x = rng.standard_normal((6, 40, 30)).astype(dtype)
-    w = rng.standard_normal((6, 30, 20)).astype(dtype)
-    weight = rng.standard_normal((300, 20)).astype(dtype)
+    w = rng.standard_normal((6, 30, 100)).astype(dtype)  # Linear below: 240x100 @ (300x100).T, dot products
+    weight = rng.standard_normal((300, 100)).astype(dtype)
     bias = rng.standard_normal(300).astype(dtype)
     v = rng.standard_normal((300, 25)).astype(dtype)
     arrays = (x, w, weight, bias, v)
