@@ -117,3 +117,30 @@ def test_defining_a_kernel_leaves_the_cache_folder_alone(package):
     report = _run(package, "import json, os, sys\nfrom cachepkg import kernels\n"
                            "print(json.dumps({'made': os.path.exists(os.environ['NUMBA_CACHE_DIR'])}))")
     assert report == {"made": False}
+
+
+def test_an_entry_saved_against_other_numdiff_kernels_modules_is_compiled_again(package):
+    # A cached kernel holds its callees' machine code: an entry saved while numdiff.kernels' modules
+    # were otherwise (another stamp) must not be loaded, and the one saved now must.
+    other = "import numdiff.kernels._self_healing_cache as cache\ncache.kernels_stamp = lambda: 'another'\n"
+    _run(package, _CALL)
+    assert _run(package, _CALL)["hits"] == 2
+    assert _run(package, other + _CALL)["hits"] == 0  # compiled again, and saved under that stamp
+    assert _run(package, _CALL)["hits"] == 0  # so the real stamp compiles again too
+    assert _run(package, _CALL)["hits"] == 2
+
+
+def test_the_kernels_stamp_follows_each_modules_time_and_size(tmp_path, monkeypatch):
+    from numdiff.kernels import _self_healing_cache as cache
+
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    monkeypatch.setattr(cache, "__file__", str(tmp_path / "a.py"))
+    stamps = []
+    for change in (None, lambda: os.utime(tmp_path / "b.py", ns=(1, 10**18)), lambda: (tmp_path / "a.py").write_text("x = 10\n")):
+        if change is not None:
+            change()
+        cache.kernels_stamp.cache_clear()
+        stamps.append(cache.kernels_stamp())
+    cache.kernels_stamp.cache_clear()
+    assert len(set(stamps)) == 3
