@@ -47,6 +47,16 @@ SHORT_K_PACKED_MIN_ROWS = 128
 """Fewest rows of c over which the packed nest repays its transposing copy for ``a @ b.T`` with a K
 too short for :func:`dot_rows` (float32, time over torch.mm's, packed / BLAS: 128x64x256 0.83 / 0.97,
 192x32x512 0.73 / 0.94, 255x80x512 0.67 / 0.91; with 64 rows 1.21 / 1.03)."""
+UNTRANSPOSED_MAX_ROWS = 32
+"""Most rows of c for which :func:`loop_gemm` takes ``a @ b`` or ``a.T @ b`` from BLAS. Measured
+with the machine otherwise quiet (one thread, wall clock, loops / BLAS with the Haswell kernels):
+4-32 rows win (4x512x512 0.18, 16x784x128 0.52, 32x512x512 0.66, 32x1024x1024 0.97); from 64 rows
+BLAS wins at every shape measured (64x784x128 1.28, 256x512x64 2.07, 1024x1024x32 1.94, 1024^3
+nn 1.7, 8192x576x64 1.99), and 2-4x where c is narrow (1024x1024x7 3.4: the loops vectorise along
+N). Measured under load 13-18 (eight engineers on two cores) the packed nest had looked faster
+than BLAS on large products; on a quiet machine BLAS's kernels run near their peak and it is not.
+``a @ b.T`` with 256 rows or more (a transposing copy, then the packed nest) loses the same way
+(256x512x128 nt 1.98), and so does the packed nest for 128-255 rows with a short K."""
 DOT_MIN_DEPTH = 96
 DOT_MIN_DEPTH_FEW_ROWS = 64
 """Shortest inner dimension for which :func:`dot_rows` beats BLAS's pre-AVX-512 sgemm (with fewer than
@@ -183,16 +193,11 @@ def panel_columns(k, n, itemsize):
 @njit(cache=True, nogil=True, inline="always")
 def loops_suit(trans_a, trans_b, m, depth):
     """Whether :func:`loop_gemm` beats BLAS's pre-AVX-512 kernels on a product with m rows of c and
-    inner dimension depth: op(b) untransposed, or at least TRANSPOSED_B_MIN_ROWS rows (packed), or
-    ``a @ b.T`` with at least SHORT_K_PACKED_MIN_ROWS rows (:func:`dot_rows` or packed) or a K long
-    enough for :func:`dot_rows`."""
-    if not trans_b or m >= TRANSPOSED_B_MIN_ROWS:
-        return True
-    if trans_a:
-        return False
-    if m >= SHORT_K_PACKED_MIN_ROWS:
-        return True
-    if m < DOT_MIN_ROWS:
+    inner dimension depth: op(b) untransposed with at most UNTRANSPOSED_MAX_ROWS rows, or ``a @ b.T``
+    with fewer than TRANSPOSED_B_MIN_ROWS rows and a K long enough for :func:`dot_rows`."""
+    if not trans_b:
+        return m <= UNTRANSPOSED_MAX_ROWS
+    if trans_a or m >= TRANSPOSED_B_MIN_ROWS or m < DOT_MIN_ROWS:
         return False
     return depth >= DOT_MIN_DEPTH or (m < PACK_MIN_ROWS and depth >= DOT_MIN_DEPTH_FEW_ROWS)
 

@@ -24,6 +24,7 @@ from numdiff.kernels._gemm_loops import (
     PACK_MIN_ROWS,
     SHORT_K_PACKED_MIN_ROWS,
     TRANSPOSED_B_MIN_ROWS,
+    UNTRANSPOSED_MAX_ROWS,
     dot_rows,
     loop_gemm,
     loops_suit,
@@ -104,14 +105,18 @@ def test_loops_suit_leaves_short_transposed_b_products_to_blas_unless_k_repays_d
     assert loops_suit(True, False, 2, 8)
     assert not loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS - 1, DOT_MIN_DEPTH - 1)
     assert loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS - 1, DOT_MIN_DEPTH)
-    assert loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS, 8)  # packed
+    assert not loops_suit(False, True, SHORT_K_PACKED_MIN_ROWS, 8)  # the packed nest loses to BLAS
     assert loops_suit(False, True, TRANSPOSED_B_MIN_ROWS - 1, DOT_MIN_DEPTH)
     assert loops_suit(False, True, PACK_MIN_ROWS - 1, DOT_MIN_DEPTH_FEW_ROWS)
     assert not loops_suit(False, True, PACK_MIN_ROWS, DOT_MIN_DEPTH_FEW_ROWS)
     assert loops_suit(False, True, DOT_MIN_ROWS, DOT_MIN_DEPTH)
     assert not loops_suit(False, True, DOT_MIN_ROWS - 1, 4 * DOT_MIN_DEPTH)  # one gemv a row
     assert not loops_suit(True, True, TRANSPOSED_B_MIN_ROWS - 1, 4 * DOT_MIN_DEPTH)
-    assert loops_suit(True, True, TRANSPOSED_B_MIN_ROWS, 8)
+    assert not loops_suit(True, True, TRANSPOSED_B_MIN_ROWS, 8)
+    assert not loops_suit(False, True, TRANSPOSED_B_MIN_ROWS, 4 * DOT_MIN_DEPTH)
+    assert loops_suit(False, False, UNTRANSPOSED_MAX_ROWS, 8) and loops_suit(True, False, UNTRANSPOSED_MAX_ROWS, 8)
+    assert not loops_suit(False, False, UNTRANSPOSED_MAX_ROWS + 1, 512)
+    assert not loops_suit(True, False, UNTRANSPOSED_MAX_ROWS + 1, 512)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
