@@ -31,7 +31,7 @@ from numba.extending import intrinsic
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels._vecmath import wide_vectors
 
-__all__ = ["KC", "PANEL_BYTES", "accumulate", "dot_rows", "loop_gemm", "loops_suit", "panel_columns"]
+__all__ = ["KC", "PANEL_BYTES", "accumulate", "dot_rows", "loop_gemm", "loops_suit", "one_like", "panel_columns"]
 
 KC = 256
 PANEL_BYTES = 1 << 19
@@ -71,6 +71,20 @@ DOT_BLOCK_BYTES = 1 << 18
 """Rows of b that :func:`dot_rows` runs every row of a over, in bytes: they stay in the L2 cache."""
 
 
+def _same_memory_as(retyped):
+    """The codegen of an intrinsic that returns its array argument typed as `retyped`: the same
+    memory, shape and strides (borrowed), only the Numba type differs."""
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        view = context.make_array(retyped)(context, builder)
+        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
+            setattr(view, field, getattr(source, field))
+        return impl_ret_borrowed(context, builder, retyped, view._getvalue())
+
+    return codegen
+
+
 @intrinsic
 def _unit_stride(typingctx, row):
     """The 1-D view `row` typed as contiguous (layout "C"), for a row the caller has checked to
@@ -80,15 +94,20 @@ def _unit_stride(typingctx, row):
     if not (isinstance(row, types.Array) and row.ndim == 1):
         return None
     contiguous = row.copy(layout="C")
+    return contiguous(row), _same_memory_as(contiguous)
+
+
+@intrinsic
+def one_like(typingctx, array):
+    """1 in `array`'s element type, as a constant of the compiled code: an alpha for
+    :func:`accumulate` that keeps float32 multiply-adds in float32, without allocating."""
+    if not isinstance(array, types.Array):
+        return None
 
     def codegen(context, builder, signature, args):
-        source = context.make_array(signature.args[0])(context, builder, args[0])
-        view = context.make_array(contiguous)(context, builder)
-        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
-            setattr(view, field, getattr(source, field))
-        return impl_ret_borrowed(context, builder, contiguous, view._getvalue())
+        return context.get_constant(array.dtype, 1)
 
-    return contiguous(row), codegen
+    return array.dtype(array), codegen
 
 
 @intrinsic
@@ -99,15 +118,7 @@ def _read_only(typingctx, matrix):
     if not (isinstance(matrix, types.Array) and matrix.ndim == 2):
         return None
     viewed = matrix.copy(layout="A", readonly=True)
-
-    def codegen(context, builder, signature, args):
-        source = context.make_array(signature.args[0])(context, builder, args[0])
-        view = context.make_array(viewed)(context, builder)
-        for field in ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides"):
-            setattr(view, field, getattr(source, field))
-        return impl_ret_borrowed(context, builder, viewed, view._getvalue())
-
-    return viewed(matrix), codegen
+    return viewed(matrix), _same_memory_as(viewed)
 
 
 @intrinsic

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff.kernels._gemm_loops import accumulate
+from numdiff.kernels._gemm_loops import accumulate, one_like
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["add_products_nn", "add_products_nt", "add_step_product", "forward_reads_transposed"]
@@ -141,7 +141,7 @@ def add_step_product(a, w, w_t, c):
     """``c += a @ w.T``: along the rows of w_t = w.T (C-contiguous) where it has rows, else as
     :func:`add_products_nt`. c needs unit stride along its rows. Runs on the calling thread."""
     if w_t.shape[0]:
-        accumulate(a, w_t, np.ones(1, c.dtype)[0], c)  # alpha 1 in c's dtype: the same bits as no alpha
+        accumulate(a, w_t, one_like(c), c)  # alpha 1 in c's dtype: the same bits as no alpha
     else:
         add_products_nt(a, w, c)
 
