@@ -14,7 +14,7 @@ op per family, ``*_sequence_backward``, whose kernel walks the steps in reverse 
 one flat array of contiguous blocks (numdiff.kernels._recurrent_layout), the gradients of the
 pre-activation gates and of the initial state; the weight gradients are then one GEMM over the
 whole sequence, reading the gate gradients in place. The backward ops are differentiated by recomputing
-the same recurrence from numdiff ops (``_streams``), so second derivatives are exact. A first-order
+the same recurrence from numdiff ops (numdiff.ops._recurrent_recompute), so second derivatives are exact. A first-order
 backward (grad mode off, host arrays) runs the same kernel and GEMM on arrays without dispatching
 the backward op, its views and the matmul: nine ops fewer per call, which a hand-written loop of
 cells pays every step (LSTMCell, 30 steps, batch 16, 32 -> 64, forward and backward: 10.1 -> 8.1 ms,
@@ -23,21 +23,25 @@ PyTorch 4.7).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from numdiff.amp import casts_on
-from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.function import Function
-from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.backend import backend_for, is_host
 from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
 from numdiff.ops._linalg_grads import direct
+from numdiff.ops._recurrent_recompute import (
+    backward_of_backward,
+    flat,
+    gru_recurrence,
+    lstm_recurrence,
+    rnn_recurrence,
+)
 from numdiff.ops.linalg import _product
 from numdiff.ops.registry import register
-from numdiff.ops.shape import cat, stack
+from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 __all__ = ["gru_sequence", "lstm_sequence", "rnn_sequence"]
@@ -92,59 +96,7 @@ def _blocks(op: str, res: Tensor, projected: Tensor, hidden: int) -> list[Tensor
     return split(res, backward_blocks(op, projected.shape[0], projected.shape[1], hidden))
 
 
-def _flat(*streams: Tensor) -> Tensor:
-    """The blocks of a backward op's result laid end to end, from differentiable tensors."""
-    return cat([s.reshape(-1) for s in streams], 0)
-
-
-def _streams(recurrence: Callable[..., Tensor], grad: Tensor, inputs: list[Tensor | None], extra: int) -> tuple:
-    """The backward ops' own backward: rebuild the forward from numdiff ops with zero
-    perturbations added where each step reads its state (and GRU's hn), take the gradients the
-    kernel computes (d projected, d perturbations) as differentiable tensors, and differentiate
-    them. The caller gives out None: its dependence on the inputs is in the recomputation."""
-    create_graph = is_grad_enabled()
-    leaves = [
-        None if t is None else (t if create_graph and t.requires_grad else t.detach().requires_grad_())
-        for t in [grad, *inputs]
-    ]
-    seed, projected, rest = leaves[0], leaves[1], leaves[2:]
-    steps, batch = projected.shape[:2]
-    hidden = rest[0].shape[-1]
-    with enable_grad():
-        zeros = [projected.new_zeros((steps, batch, hidden)).requires_grad_() for _ in range(extra)]
-        out = recurrence(projected, *rest, *zeros)
-        streams = autograd_grad(out, [projected, *zeros], seed, create_graph=True)
-        return streams, leaves, create_graph
-
-
-def _backward_of_backward(recurrence: Callable[..., Tensor], ctx: Any, grad_res: Tensor, extra: int, split: Callable) -> tuple:
-    grad, _out, *inputs = ctx.saved_tensors
-    streams, leaves, create_graph = _streams(recurrence, grad, inputs, extra)
-    wanted = [leaf for leaf in leaves if leaf is not None]
-    with enable_grad():
-        res = split(*streams)
-        found = autograd_grad(res, wanted, grad_res, create_graph=create_graph, allow_unused=True)
-    by_leaf = dict(zip(map(id, wanted), found))
-    grads = [by_leaf.get(id(leaf)) if leaf is not None else None for leaf in leaves]
-    grads.insert(1, None)
-    return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
-
-
 # --------------------------------------------------------------------------- LSTM
-def _lstm_recurrence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, dh: Tensor | None = None, dc: Tensor | None = None) -> Tensor:
-    """lstm_sequence's output from numdiff ops (dh, dc: perturbations of each step's incoming state)."""
-    h, c, w_t, steps = h0, c0, w_hh.t(), []
-    for t in range(projected.shape[0]):
-        if dh is not None:
-            h, c = h + dh[t], c + dc[t]
-        i, f, g, o = (projected[t] + h @ w_t).chunk(4, -1)
-        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-        c = f * c + i * g
-        h = o * c.tanh()
-        steps.append(h)
-    return stack([*steps, c], 0)
-
-
 @register("lstm_sequence", compile="kernel", launchers=("lstm_sequence_forward",))
 class LSTMSequence(Function):
     """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L + 1, N, H): h_1 .. h_L, then c_L.
@@ -192,7 +144,7 @@ class LSTMSequenceBackward(Function):
 
     @staticmethod
     def backward(ctx, grad_res):
-        return _backward_of_backward(_lstm_recurrence, ctx, grad_res, 2, lambda dp, dh, dc: _flat(dp, dh[0], dc[0]))
+        return backward_of_backward(lstm_recurrence, ctx, grad_res, 2, lambda dp, dh, dc: flat(dp, dh[0], dc[0]))
 
 
 def _lstm_backward_kernel(grad: Any, record: Any, projected: Any, c0: Any, w_hh: Any) -> Any:
@@ -213,24 +165,6 @@ def lstm_sequence(projected: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor) -> Te
 
 
 # --------------------------------------------------------------------------- GRU
-def _gru_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | None, dh: Tensor | None = None, dhn: Tensor | None = None) -> Tensor:
-    """gru_sequence's output from numdiff ops (dh, dhn: perturbations of h_{t-1} and of hn)."""
-    h, w_t, steps = h0, w_hh.t(), []
-    for t in range(projected.shape[0]):
-        if dh is not None:
-            h = h + dh[t]
-        hidden_part = h @ w_t if b_hh is None else h @ w_t + b_hh
-        x_r, x_z, x_n = projected[t].chunk(3, -1)
-        h_r, h_z, hn = hidden_part.chunk(3, -1)
-        if dhn is not None:
-            hn = hn + dhn[t]
-        r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
-        n = (x_n + r * hn).tanh()
-        h = n + z * (h - n)
-        steps.append(h)
-    return stack(steps, 0)
-
-
 @register("gru_sequence", compile="kernel", launchers=("gru_sequence_forward",))
 class GRUSequence(Function):
     """projected (L, N, 3H), h0 (N, H), w_hh (3H, H), b_hh (3H,) or None -> (L, N, H): h_1 .. h_L.
@@ -281,9 +215,9 @@ class GRUSequenceBackward(Function):
     def backward(ctx, grad_res):
         def split_streams(dp: Tensor, dh: Tensor, dhn: Tensor) -> Tensor:
             hidden = dh.shape[-1]
-            return _flat(dp, cat([dp[..., : 2 * hidden], dhn], -1), dh[0])
+            return flat(dp, cat([dp[..., : 2 * hidden], dhn], -1), dh[0])
 
-        return _backward_of_backward(_gru_recurrence, ctx, grad_res, 2, split_streams)
+        return backward_of_backward(gru_recurrence, ctx, grad_res, 2, split_streams)
 
 
 def _gru_backward_kernel(grad: Any, record: Any, projected: Any, h0: Any, w_hh: Any) -> Any:
@@ -305,17 +239,6 @@ def gru_sequence(projected: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Tensor | Non
 
 
 # --------------------------------------------------------------------------- RNN
-def _rnn_recurrence(projected: Tensor, h0: Tensor, w_hh: Tensor, dh: Tensor | None = None, *, relu: bool = False) -> Tensor:
-    h, w_t, steps = h0, w_hh.t(), []
-    for t in range(projected.shape[0]):
-        if dh is not None:
-            h = h + dh[t]
-        pre = projected[t] + h @ w_t
-        h = pre.relu() if relu else pre.tanh()
-        steps.append(h)
-    return stack(steps, 0)
-
-
 @register("rnn_sequence", compile="kernel", launchers=("rnn_sequence_forward",))
 class RNNSequence(Function):
     """projected (L, N, H), h0 (N, H), w_hh (H, H) -> (L, N, H): h_t = act(projected_t + h_{t-1} W_hh^T)."""
@@ -356,9 +279,9 @@ class RNNSequenceBackward(Function):
     @staticmethod
     def backward(ctx, grad_res):
         def recurrence(projected, h0, w_hh, dh):
-            return _rnn_recurrence(projected, h0, w_hh, dh, relu=ctx.relu)
+            return rnn_recurrence(projected, h0, w_hh, dh, relu=ctx.relu)
 
-        return _backward_of_backward(recurrence, ctx, grad_res, 1, lambda dp, dh: _flat(dp, dh[0]))
+        return backward_of_backward(recurrence, ctx, grad_res, 1, lambda dp, dh: flat(dp, dh[0]))
 
 
 def _rnn_backward_kernel(grad: Any, out: Any, projected: Any, w_hh: Any, relu: bool) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import numdiff
-from numdiff.ops import recurrent
+from numdiff.ops import _recurrent_recompute, recurrent
 from tests.ops.op_cases import OpCase, args, normal
 
 CLOSE = dict(forward_rtol=1e-10, forward_atol=1e-12)
@@ -109,7 +109,7 @@ def _flat(*blocks):
 
 
 def _lstm_backward_reference(grad, projected, h0, c0, w_hh):
-    d_projected, dh, dc = _streams(recurrent._lstm_recurrence, grad, projected, h0, c0, w_hh, extra=2)
+    d_projected, dh, dc = _streams(_recurrent_recompute.lstm_recurrence, grad, projected, h0, c0, w_hh, extra=2)
     return _flat(d_projected, dh[0], dc[0])
 
 
@@ -119,7 +119,7 @@ def _gru_backward(grad, projected, h0, w_hh, b_hh):
 
 
 def _gru_backward_reference(grad, projected, h0, w_hh, b_hh):
-    d_projected, dh, dhn = _streams(recurrent._gru_recurrence, grad, projected, h0, w_hh, b_hh, extra=2)
+    d_projected, dh, dhn = _streams(_recurrent_recompute.gru_recurrence, grad, projected, h0, w_hh, b_hh, extra=2)
     hidden = h0.shape[-1]
     return _flat(d_projected, np.concatenate([d_projected[..., : 2 * hidden], dhn], -1), dh[0])
 
@@ -130,7 +130,7 @@ def _rnn_backward(grad, projected, h0, w_hh):
 
 
 def _rnn_backward_reference(grad, projected, h0, w_hh):
-    d_projected, dh = _streams(recurrent._rnn_recurrence, grad, projected, h0, w_hh, extra=1)
+    d_projected, dh = _streams(_recurrent_recompute.rnn_recurrence, grad, projected, h0, w_hh, extra=1)
     return _flat(d_projected, dh[0])
 
 
