@@ -207,7 +207,10 @@ def group_norm_forward_fold(
     for name, arr in (("weight", weight), ("bias", bias), ("out", out), ("mean", mean), ("rstd", rstd),
                       ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
-    kernel = _FORWARD_FOLD.pick(x.size)[0]
+    # Serial when the prange has fewer (b, g) jobs than threads, as eager's norm kernels choose
+    # (numdiff.kernels.norm._pick): BatchNorm1d's view has one group, and a parallel region would run
+    # it on one thread while the others wait at its barrier.
+    kernel = _FORWARD_FOLD.pick(x.size, jobs=batches * groups)[0]
     # The activation's numbers rounded to x's dtype first, as the eager float32 kernels take their attrs
     # (numdiff.kernels.elementwise): a float32 value times a float32 slope is exact in float64, so the
     # one rounding on store gives float32's own product, bit for bit.
