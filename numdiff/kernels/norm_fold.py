@@ -17,13 +17,19 @@ expressions, in the same order, as the eager kernels, so the results agree bit f
 
 Shapes: x, out and activated (B, N, G, K, S) (the view of numdiff.kernels.norm), weight and bias
 (G, K), mean and rstd (B, G), moments (2, B, G). Loop nest: the (b, g) groups in parallel (prange
-over B * G; a serial build below 32768 elements or at one thread, numdiff.kernels._parallel); the
-sweep's innermost loop runs over s (over k when S = 1), vectorised by LLVM.
+over B * G; a serial build below 32768 elements or at one thread, numdiff.kernels._parallel); per
+(b, g) and k the sweep runs n then s (k when S = 1), innermost vectorised by LLVM, and relu or
+hardtanh in place is taken in that sweep. The other epilogues (a residual, leaky_relu, a kept input)
+run as a second pass over the same (b, :, g, k) values just written, still in cache (per row when
+S = 1). Every loop indexes the whole arrays: no row views, whose reference counts cost more than the
+arithmetic of a short row (S = 64 or 16: BatchNorm after a ResNet's or MobileNet's later stages).
 Extra memory: none. The three eager kernels take two passes over x for the moments, three more in
-the norm, two for the activation; this one takes three (four when both arrays are written).
+the norm, two for the activation; this one takes three (four or five with an epilogue pass).
 Measured (float32, one thread, thread CPU time): BatchNorm 64 x 32 x 32 x 32 with relu 1.47 ms
 against 3.05 for the three, 64 x 64 x 16 x 16 0.70 against 1.47, InstanceNorm 8 x 32 x 64 x 64 0.49
-against 1.19 (benchmarks/RESULTS.md).
+against 1.19 (benchmarks/RESULTS.md). Without row views (session 19, loaded machine, 32-image
+batches): BatchNorm + relu over 64 x 8 x 8 maps 0.125 -> 0.062 ms, 128 x 4 x 4 0.19 -> 0.07, with
+a residual 0.15 -> 0.08 and 0.21 -> 0.11; 16 x 32 x 32 unchanged within noise.
 """
 
 from __future__ import annotations
@@ -51,9 +57,13 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_
     batches, n_count, groups, k_count, s_count = x.shape
     xf = x.reshape((batches, n_count, groups, k_count * s_count))
     of = out.reshape((batches, n_count, groups, k_count * s_count))
-    rf = residual.reshape((batches, n_count, groups, k_count * s_count))
-    af = activated.reshape((batches, n_count, groups, k_count * s_count))
+    # With S = 1 a row runs over k: the same memory seen as (B, N, G, 1, K) for the epilogue.
+    rows = (batches, n_count, groups, 1, k_count * s_count)
+    out_rows, residual_rows, activated_rows = out.reshape(rows), residual.reshape(rows), activated.reshape(rows)
     epilogue = add_residual or act != NO_ACTIVATION
+    # relu and hardtanh in place are taken in the sweep itself; the other cases by _epilogue
+    fused_relu = act == RELU and not add_residual and not separate
+    fused_clamp = act == HARDTANH and not add_residual and not separate
     for job in prange(batches * groups):
         b = job // groups
         g = job - b * groups
@@ -67,22 +77,33 @@ def _forward_fold(x, weight, bias, eps, out, mean, rstd, moments, residual, add_
             for n in range(n_count):
                 for k in range(k_count):
                     of[b, n, g, k] = (xf[b, n, g, k] - mu) * r * weight[g, k] + bias[g, k]
-                if epilogue:
-                    _epilogue(of[b, n, g], rf[b, n, g], af[b, n, g], add_residual, act, low, high, separate)
+                if epilogue:  # on the row while it is in cache
+                    _epilogue(out_rows, residual_rows, activated_rows, b, g, 0, n, n + 1, add_residual, act, low,
+                              high, separate)
             continue
         for k in range(k_count):
             scale = weight[g, k] * r
             shift = bias[g, k] - mu * scale
-            for n in range(n_count):
-                if add_residual:
+            if fused_relu:
+                for n in range(n_count):
+                    for s in range(s_count):
+                        # The sign of the float64 value is the sign of its rounding: relu of either agrees.
+                        v = x[b, n, g, k, s] * scale + shift
+                        out[b, n, g, k, s] = 0.0 if v <= 0.0 else v
+                continue
+            if fused_clamp:  # relu6: the clamp of the stored (rounded) value
+                for n in range(n_count):
                     for s in range(s_count):
                         out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
-                    # on the stored (rounded) values, as eager's add and activation read them
-                    _epilogue(out[b, n, g, k], residual[b, n, g, k], activated[b, n, g, k], add_residual, act,
-                              low, high, separate)
-                else:
-                    _sweep(x[b, n, g, k], out[b, n, g, k], activated[b, n, g, k], scale, shift, act, low, high,
-                           separate)
+                        v = out[b, n, g, k, s]
+                        out[b, n, g, k, s] = low if v < low else (high if v > high else v)
+                continue
+            for n in range(n_count):
+                for s in range(s_count):
+                    out[b, n, g, k, s] = x[b, n, g, k, s] * scale + shift
+            if epilogue:  # on the stored (rounded) values, as eager's add and activation read them
+                _epilogue(out, residual, activated, b, g, k, 0, n_count, add_residual, act, low, high,
+                          separate)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
@@ -99,61 +120,48 @@ def _activate(v, act, low, high):
     return v
 
 
-@njit(inline="always", cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _sweep(x_row, out_row, activated_row, scale, shift, act, low, high, separate):
-    """out_row <- x_row * scale + shift, then the activation, in place or into activated_row: one loop
-    per case, so that each vectorises (a branch on `act` inside the loop kept LLVM from it)."""
-    if act == NO_ACTIVATION:
-        for s in range(x_row.shape[0]):
-            out_row[s] = x_row[s] * scale + shift
-    elif act == RELU and not separate:
-        for s in range(x_row.shape[0]):
-            # The sign of the float64 value is the sign of its rounding: relu of either agrees.
-            v = x_row[s] * scale + shift
-            out_row[s] = 0.0 if v <= 0.0 else v
-    elif act == RELU:
-        for s in range(x_row.shape[0]):
-            out_row[s] = x_row[s] * scale + shift
-            v = out_row[s]
-            activated_row[s] = 0.0 if v <= 0.0 else v
-    elif act == LEAKY_RELU and separate:
-        for s in range(x_row.shape[0]):
-            out_row[s] = x_row[s] * scale + shift
-            v = out_row[s]  # leaky_relu reads the rounded value; its product is taken in float64
-            activated_row[s] = v if v > 0.0 else v * low
-    elif act == LEAKY_RELU:
-        for s in range(x_row.shape[0]):
-            out_row[s] = x_row[s] * scale + shift
-            v = out_row[s]
-            out_row[s] = v if v > 0.0 else v * low
-    elif separate:
-        for s in range(x_row.shape[0]):
-            out_row[s] = x_row[s] * scale + shift
-            v = out_row[s]
-            activated_row[s] = low if v < low else (high if v > high else v)
-    else:
-        for s in range(x_row.shape[0]):
-            out_row[s] = x_row[s] * scale + shift
-            v = out_row[s]
-            out_row[s] = low if v < low else (high if v > high else v)
-
-
 # _epilogue and _activate are plain calls (LLVM inlines them), not Numba IR inlining: inlined into
 # _forward_fold at two sites, the residual row loop ran scalar (BatchNorm 64 x 32 x 32 x 32 + residual
 # + relu, float32, one thread: 7.8 ms, 0.93 as a call) and the kernel's first compile took 0.4 s more.
-# _sweep stays inlined: its loops ran 4-7% slower as a call. Same results, bit for bit.
+# A per-row _sweep inlined by Numba (the session 18 kernel) cost ~25 ns a row in reference counts of
+# its row views and of the inlined arguments: with S = 64 more than the row's own arithmetic.
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "reassoc"})
-def _epilogue(row, residual_row, activated_row, add_residual, act, low, high, separate):
-    """row <- row + residual_row (when asked), then the activation of it, into row itself or, when
-    `separate` (the value before the activation is kept), into activated_row; in row's dtype, one row
-    still in cache."""
-    for i in range(row.shape[0]):
-        v = row[i] + residual_row[i] if add_residual else row[i]
-        if separate:
-            row[i] = v
-            activated_row[i] = _activate(row[i], act, low, high)
-        else:
-            row[i] = _activate(v, act, low, high)
+def _epilogue(out, residual, activated, b, g, k, n_start, n_stop, add_residual, act, low, high, separate):
+    """out[b, n_start:n_stop, g, k] <- itself + residual's values there (when asked), then the
+    activation of it, into out itself or, when `separate` (the value before the activation is kept),
+    into activated; in out's dtype, on values still in cache. One loop nest per case, chosen outside
+    the loops, so that each vectorises (a branch on `act` inside a loop kept LLVM from it)."""
+    s_count = out.shape[4]
+    if add_residual and act == RELU and not separate:  # a ResNet block's relu(bn(conv(x)) + shortcut)
+        for n in range(n_start, n_stop):
+            for s in range(s_count):
+                v = out[b, n, g, k, s] + residual[b, n, g, k, s]
+                out[b, n, g, k, s] = 0.0 if v <= 0.0 else v
+        return
+    if add_residual:
+        for n in range(n_start, n_stop):
+            for s in range(s_count):
+                out[b, n, g, k, s] = out[b, n, g, k, s] + residual[b, n, g, k, s]
+    if act == NO_ACTIVATION:
+        return
+    if separate:
+        for n in range(n_start, n_stop):
+            for s in range(s_count):
+                activated[b, n, g, k, s] = _activate(out[b, n, g, k, s], act, low, high)
+    elif act == RELU:
+        for n in range(n_start, n_stop):
+            for s in range(s_count):
+                v = out[b, n, g, k, s]
+                out[b, n, g, k, s] = 0.0 if v <= 0.0 else v
+    elif act == HARDTANH:
+        for n in range(n_start, n_stop):
+            for s in range(s_count):
+                v = out[b, n, g, k, s]
+                out[b, n, g, k, s] = low if v < low else (high if v > high else v)
+    else:
+        for n in range(n_start, n_stop):
+            for s in range(s_count):
+                out[b, n, g, k, s] = _activate(out[b, n, g, k, s], act, low, high)
 
 
 # Serial below GRAIN_ELEMENTS or at one thread (no parallel region to open), and with an empty cache
@@ -199,7 +207,10 @@ def group_norm_forward_fold(
     for name, arr in (("weight", weight), ("bias", bias), ("out", out), ("mean", mean), ("rstd", rstd),
                       ("moments", moments), *given.items()):
         check_shape(op, name, arr, expected[name])
-    kernel = _FORWARD_FOLD.pick(x.size)[0]
+    # Serial when the prange has fewer (b, g) jobs than threads, as eager's norm kernels choose
+    # (numdiff.kernels.norm._pick): BatchNorm1d's view has one group, and a parallel region would run
+    # it on one thread while the others wait at its barrier.
+    kernel = _FORWARD_FOLD.pick(x.size, jobs=batches * groups)[0]
     # The activation's numbers rounded to x's dtype first, as the eager float32 kernels take their attrs
     # (numdiff.kernels.elementwise): a float32 value times a float32 slope is exact in float64, so the
     # one rounding on store gives float32's own product, bit for bit.

@@ -223,6 +223,42 @@ def test_the_fold_kernel_adds_a_residual_to_the_rounded_values_before_its_relu()
     np.testing.assert_array_equal(out, np.maximum(normed + residual, 0))
 
 
+EPILOGUES = {  # fold kernel keywords -> the eager op applied after the norm (and the residual's add)
+    "relu": ({"activation": "relu"}, lambda t: numdiff.nn.functional.relu(t)),
+    "relu6": ({"activation": "hardtanh", "min_val": 0.0, "max_val": 6.0},
+              lambda t: numdiff.nn.functional.hardtanh(t, 0.0, 6.0)),
+    "leaky": ({"activation": "leaky_relu", "negative_slope": 0.1},
+              lambda t: numdiff.nn.functional.leaky_relu(t, 0.1)),
+}
+
+
+@pytest.mark.parametrize(("view", "dtype"), [((1, 5, 4, 1, 16), np.float32), ((2, 3, 2, 3, 9), np.float32),
+                                             ((1, 7, 3, 1, 64), np.float64), ((4, 3, 1, 6, 1), np.float32)])
+@pytest.mark.parametrize("epilogue", sorted(EPILOGUES))
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_every_epilogue_of_the_fold_kernel_equals_eagers_chain_over_groups_and_short_rows(
+        view, dtype, epilogue, keep, with_residual):
+    # The sweep and its epilogue index whole arrays by (b, n, g, k): every case, over several (b, g)
+    # groups, k > 1, short rows (S = 9, 16) and rows over k (S = 1), against the eager kernels.
+    rng = np.random.default_rng(view[3] + view[4])
+    x, residual = (rng.standard_normal(view) * 3 + 1).astype(dtype), rng.standard_normal(view).astype(dtype)
+    weight, bias = rng.standard_normal(view[2:4]).astype(dtype), rng.standard_normal(view[2:4]).astype(dtype)
+    keywords, eager_op = EPILOGUES[epilogue]
+    stats = [np.empty((view[0], view[2]), dtype), np.empty((view[0], view[2]), dtype),
+             np.empty((2, view[0], view[2]), dtype)]
+    out, activated = np.empty_like(x), np.empty_like(x) if keep else None
+    got = group_norm_forward_fold(x, weight, bias, 1e-5, out, *stats, residual=residual if with_residual else None,
+                                  activated=activated, **keywords)
+    normed = np.empty_like(x)
+    group_norm_forward(x, weight, bias, 1e-5, normed, np.empty_like(stats[0]), np.empty_like(stats[1]))
+    before = normed + residual if with_residual else normed
+    np.testing.assert_array_equal(got, eager_op(numdiff.tensor(before)).numpy())
+    if keep:
+        np.testing.assert_array_equal(out, before)
+    np.testing.assert_array_equal(stats[2], group_norm_moments(x, np.empty_like(stats[2])))
+
+
 @pytest.mark.parametrize(("batch", "channels", "size"), [(2, 3, 5), (1, 1, 4)])
 def test_batchnorm3d_and_relu_fold_in_a_volumetric_step(batch, channels, size):
     rng = np.random.default_rng(batch * 7 + size)
