@@ -8,9 +8,9 @@ backward formulas of one or two backward passes and then runs a third through al
   func.functional_call, the outer loss differentiated through it;
 - a WGAN-GP critic step: the gradient penalty on interpolated samples.
 
-numdiff.compile traces a loss whose backward runs once; these losses run backward passes of their
-own, so the compiled candidate either runs them as ops or refuses, and bench_models reports the
-refusal in place of a time. Written as benchmarks/_models.py writes its own:
+numdiff.compile runs these losses too: their inner backward passes are traced as ops (the test in
+tests/test_bench_scripts.py checks its losses against torch's). Written as benchmarks/_models.py
+writes its own:
 ``(lib, quick, compile_fn) -> step``, weights from per-name seeds, no library imported at module
 level.
 """
