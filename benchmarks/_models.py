@@ -469,12 +469,14 @@ WORKLOADS: dict[str, Callable[..., Callable[[], None]]] = {
 }  # fmt: skip
 """Every workload by name, in the order bench_models.py reports them."""
 
-# The further families (benchmarks/_models_more.py, then _models_extra.py and _models_gaps.py) report after these; those
-# modules build on this one.
+# The further families (benchmarks/_models_more.py, then _models_extra.py, _models_gaps.py and _models_higher.py) report
+# after these; those modules build on this one.
 from _models_extra import EXTRA_WORKLOADS  # noqa: E402
 from _models_gaps import GAP_WORKLOADS  # noqa: E402
+from _models_higher import HIGHER_WORKLOADS  # noqa: E402
 from _models_more import MORE_WORKLOADS  # noqa: E402
 
 WORKLOADS.update(MORE_WORKLOADS)
 WORKLOADS.update(EXTRA_WORKLOADS)
 WORKLOADS.update(GAP_WORKLOADS)
+WORKLOADS.update(HIGHER_WORKLOADS)

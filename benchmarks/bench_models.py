@@ -14,7 +14,8 @@ small vision transformer, a 1-D conv classifier and an MLP trained with SGD and 
 _models_gaps.py add the families found by probing: a bidirectional LSTM classifier, nn.Transformer,
 an EfficientNet-style net, an MLP with BatchNorm1d, hand-written RNN and LSTMCell/GRUCell loops, an
 EmbeddingBag text classifier, a triplet-loss CNN with PReLU, a dilated-conv TCN, a GroupNorm CNN and an
-LSTM encoder-decoder. One step is forward, backward and an Adam update (per_sample_grads: the
+LSTM encoder-decoder; _models_higher.py adds steps that differentiate gradients (a physics-informed
+network, MAML, a WGAN-GP critic). One step is forward, backward and an Adam update (per_sample_grads: the
 per-sample gradients). Each candidate runs in a worker process of its own that imports only its
 library (benchmarks/_isolated.py; ``--same-process`` imports both in this one, numdiff first unless
 ``--torch-first``); they alternate round by round, and the medians and the

@@ -74,10 +74,11 @@ def test_bench_import_reports_each_case_and_what_import_loaded():
 @pytest.mark.parametrize(
     "workload",
     ["bilstm_classifier", "transformer_seq2seq", "efficientnet", "mlp_batchnorm", "rnn_scratch", "lstm_cell_loop",
-     "text_classification", "siamese_triplet", "tcn", "groupnorm_cnn", "gru_cell_decoder", "lstm_seq2seq"]
+     "text_classification", "siamese_triplet", "tcn", "groupnorm_cnn", "gru_cell_decoder", "lstm_seq2seq",
+     "pinn", "maml", "wgan_gp"]
 )
 def test_probed_workloads_train_the_same_model_in_both_libraries(workload):
-    """The rows benchmarks/_models_extra.py and _models_gaps.py add build the same model and data in
+    """The rows benchmarks/_models_extra.py, _models_gaps.py and _models_higher.py add build the same model and data in
     numdiff (eager and compiled) and torch: equal losses before and after two steps, so the rows time
     the same work."""
     torch = pytest.importorskip("torch")

@@ -170,21 +170,28 @@ class Matmul(Function):
         # leaf's gradient is a contiguous copy rather than a strided one.
         if ctx.needs_input_grad[0]:
             if a.ndim == 2 and b.ndim == 2 and _stored_transposed(a):
-                grad_a = matmul(b, grad.mT).mT
+                grad_a = _times(b, grad.mT).mT
             else:
-                grad_a = matmul(grad, b.mT)  # the engine sums broadcast batch dims back to a's shape
+                grad_a = _times(grad, b.mT)  # the engine sums broadcast batch dims back to a's shape
         if ctx.needs_input_grad[1]:
             if b.ndim == 2:
                 k, n = b.shape
-                count = int(np.prod(a.shape[:-1]))  # explicit: -1 cannot be inferred when k == 0
+                count = math.prod(a.shape[:-1])  # explicit: -1 cannot be inferred when k == 0
                 rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
                 if _stored_transposed(b):
-                    grad_b = matmul(grad_rows.mT, rows).mT
+                    grad_b = _times(grad_rows.mT, rows).mT
                 else:
-                    grad_b = matmul(rows.mT, grad_rows)
+                    grad_b = _times(rows.mT, grad_rows)
             else:
-                grad_b = matmul(a.mT, grad)
+                grad_b = _times(a.mT, grad)
         return grad_a, grad_b
+
+
+def _times(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` inside Matmul's backward: operands of two or more dimensions whose shapes the
+    forward checked, so the op directly, without matmul()'s checks on every product of a
+    create_graph backward; matmul() where the dtypes differ, for its error."""
+    return Matmul.apply(a, b) if a._data.dtype == b._data.dtype else matmul(a, b)
 
 
 def _stored_transposed(t: Tensor) -> bool:

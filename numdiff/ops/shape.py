@@ -68,7 +68,9 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return (grad.permute(ctx.inverse),)
+        # The op directly, not permute(): the inverse of a checked permutation needs no checks.
+        inverse = ctx.inverse
+        return (_as_view(Permute.apply(grad, dims=inverse), grad, Permute, {"dims": inverse}),)
 
 
 @register("expand", compile="call", view=True)
@@ -177,7 +179,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     if input.ndim < 2:
         return input
     dims[a], dims[b] = dims[b], dims[a]
-    return permute(input, dims)
+    dims = tuple(dims)  # a permutation by construction: the op directly, without permute()'s checks
+    return _as_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
 
 
 def t(input: Tensor) -> Tensor:
