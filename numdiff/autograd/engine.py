@@ -327,21 +327,12 @@ def run_backward(
             ):
                 run = False  # written into the input's buffer: only the counts below remain
             if run:
-                # With `inputs`, an input whose gradient reaches none of them is not asked for (as
-                # PyTorch's engine does): autograd.grad(u, x, create_graph=True) through a Linear
-                # records no weight and bias gradients. The forward's flags come back afterwards.
-                recorded_needs = node.needs_input_grad
-                if needed is not None:
-                    node.needs_input_grad = _restricted(recorded_needs, node.next_nodes, needed)
-                try:
-                    if _profiling.recorder is None:
-                        grads = node.function.backward(node, grad)
-                    else:
-                        grads = _profiling.recorder.record(
-                            f"{node.function.__name__}Backward", "backward", node.function.backward, node, grad
-                        )
-                finally:
-                    node.needs_input_grad = recorded_needs
+                if _profiling.recorder is None:
+                    grads = node.function.backward(node, grad)
+                else:
+                    grads = _profiling.recorder.record(
+                        f"{node.function.__name__}Backward", "backward", node.function.backward, node, grad
+                    )
                 if type(grads) is not tuple or len(grads) != len(node.next_nodes):
                     grads = _as_tuple(grads, node)
                 if check:
@@ -397,13 +388,6 @@ def run_backward(
             )
         results.append(grad.detach() if as_ops and not create_graph and grad is not None else grad)
     return tuple(results)
-
-
-def _restricted(needs: tuple, next_nodes: list, needed: set) -> tuple:
-    """`needs` (a node's needs_input_grad) with False for each input whose next node leads to no
-    target of the pass; `needs` itself when nothing changes."""
-    restricted = tuple([need and next_node in needed for need, next_node in zip(needs, next_nodes)])
-    return needs if restricted == needs else restricted
 
 
 def _as_tuple(grads: object, node: Node) -> tuple:
