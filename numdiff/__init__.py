@@ -98,7 +98,7 @@ from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
-from numdiff.ops.linalg import bmm, dot, matmul, mm, outer
+from numdiff.ops.linalg import matmul
 from numdiff.ops.log_scan import logcumsumexp
 from numdiff.ops.logical import (
     all,
@@ -127,7 +127,20 @@ from numdiff.ops.logical import (
 )
 from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
 from numdiff.ops.order_statistics import kthvalue, median, mode, nanmedian
-from numdiff.ops.products import addcdiv, addcmul, addmm, addmv, baddbmm, cross, inner, tensordot
+from numdiff.ops.products import (
+    addcdiv,
+    addcmul,
+    addmm,
+    addmv,
+    baddbmm,
+    bmm,
+    cross,
+    dot,
+    inner,
+    mm,
+    outer,
+    tensordot,
+)
 from numdiff.ops.rearrange import (
     atleast_1d,
     atleast_2d,

@@ -20,6 +20,7 @@ from numdiff.ops import (
     diagonals,
     linalg,
     logical,
+    products,
     reduction,
     selection,
     shape,
@@ -133,18 +134,18 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (real tensors: conjugation is the identity)."""
-    return linalg.dot(_matrix("vdot", "input", input, 1), _matrix("vdot", "other", other, 1))
+    return products.dot(_matrix("vdot", "input", input, 1), _matrix("vdot", "other", other, 1))
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2)."""
-    product = linalg.outer(_matrix("addr", "vec1", vec1, 1), _matrix("addr", "vec2", vec2, 1))
+    product = products.outer(_matrix("addr", "vec1", vec1, 1), _matrix("addr", "vec2", vec2, 1))
     return _scaled_sum(input, product, beta, alpha)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
-    product = reduction.sum(linalg.bmm(_matrix("addbmm", "batch1", batch1, 3), _matrix("addbmm", "batch2", batch2, 3)), 0)
+    product = reduction.sum(products.bmm(_matrix("addbmm", "batch1", batch1, 3), _matrix("addbmm", "batch2", batch2, 3)), 0)
     return _scaled_sum(input, product, beta, alpha)
 
 

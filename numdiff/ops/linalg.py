@@ -32,7 +32,7 @@ from numdiff.tensor import Tensor
 
 _matmul_kernels = lazy_module("numdiff.kernels.matmul")  # with Numba, loaded by the first product
 
-__all__ = ["bmm", "dot", "linear", "matmul", "mm", "outer"]
+__all__ = ["linear", "matmul"]
 
 
 def _operand(x: Any) -> tuple[Any, bool]:
@@ -163,28 +163,60 @@ class Matmul(Function):
             and grad._data.dtype in _FLOATS
             and a._data.dtype == grad._data.dtype == b._data.dtype
         ):
-            return _matmul_backward_arrays(a._data, b._data, grad._data, ctx.needs_input_grad)
-        grad_a = grad_b = None
-        # A matrix stored transposed (weight.t() in linear) gets its gradient computed in that
-        # same layout, (g^T a)^T instead of a^T g: the transpose back to it is then free and the
-        # leaf's gradient is a contiguous copy rather than a strided one.
-        if ctx.needs_input_grad[0]:
-            if a.ndim == 2 and b.ndim == 2 and _stored_transposed(a):
-                grad_a = _times(b, grad.mT).mT
+            grads = _matmul_grads(a._data, b._data, grad._data, ctx.needs_input_grad, _array_times, _swap_last, _itself)
+            return tuple(None if g is None else Tensor._wrap(g, None, None) for g in grads)
+        return _matmul_grads(a, b, grad, ctx.needs_input_grad, _times, _matrix_transpose, _array_of)
+
+
+def _matmul_grads(a: Any, b: Any, grad: Any, needs: tuple, times: Any, swap: Any, array_of: Any) -> tuple:
+    """Matmul's two gradients, written once for both forms of its backward: on tensors, recorded
+    (`times` the op, `swap` ``.mT``), and on host arrays when nothing is recorded (`times` the
+    forward's product, `swap` a swapaxes view; for small batched products the op calls and
+    transposes of the recorded form cost several times the arithmetic). `array_of` gives an
+    operand's array, whose layout picks the product.
+
+    A matrix stored transposed (weight.t() in linear) gets its gradient computed in that same
+    layout, (g^T a)^T instead of a^T g: the transpose back to it is then free and the leaf's
+    gradient is a contiguous copy rather than a strided one. grad_a keeps the broadcast batch
+    dimensions; the engine sums them back to a's shape."""
+    grad_a = grad_b = None
+    if needs[0]:
+        if a.ndim == 2 and b.ndim == 2 and _transposed_layout(array_of(a)):
+            grad_a = swap(times(b, swap(grad)))
+        else:
+            grad_a = times(grad, swap(b))
+    if needs[1]:
+        if b.ndim == 2:
+            k, n = b.shape
+            count = math.prod(a.shape[:-1])  # explicit: -1 cannot be inferred when k == 0
+            rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
+            if _transposed_layout(array_of(b)):
+                grad_b = swap(times(swap(grad_rows), rows))
             else:
-                grad_a = _times(grad, b.mT)  # the engine sums broadcast batch dims back to a's shape
-        if ctx.needs_input_grad[1]:
-            if b.ndim == 2:
-                k, n = b.shape
-                count = math.prod(a.shape[:-1])  # explicit: -1 cannot be inferred when k == 0
-                rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
-                if _stored_transposed(b):
-                    grad_b = _times(grad_rows.mT, rows).mT
-                else:
-                    grad_b = _times(rows.mT, grad_rows)
-            else:
-                grad_b = _times(a.mT, grad)
-        return grad_a, grad_b
+                grad_b = times(swap(rows), grad_rows)
+        else:
+            grad_b = times(swap(a), grad)
+    return grad_a, grad_b
+
+
+def _array_times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return Matmul.forward(_Unsaved, a, b)
+
+
+def _swap_last(x: np.ndarray) -> np.ndarray:
+    return np.swapaxes(x, -1, -2)
+
+
+def _itself(x: np.ndarray) -> np.ndarray:
+    return x
+
+
+def _matrix_transpose(t: Tensor) -> Tensor:
+    return t.mT
+
+
+def _array_of(t: Tensor) -> Any:
+    return t._data
 
 
 def _times(a: Tensor, b: Tensor) -> Tensor:
@@ -194,40 +226,9 @@ def _times(a: Tensor, b: Tensor) -> Tensor:
     return Matmul.apply(a, b) if a._data.dtype == b._data.dtype else matmul(a, b)
 
 
-def _stored_transposed(t: Tensor) -> bool:
-    """True for a 2-D tensor whose transpose is C-contiguous but which itself is not."""
-    return _transposed_layout(t._data)
-
-
 def _transposed_layout(data: Any) -> bool:
+    """True for a 2-D array whose transpose is C-contiguous but which itself is not."""
     return not data.flags.c_contiguous and data.T.flags.c_contiguous
-
-
-def _matmul_backward_arrays(a: np.ndarray, b: np.ndarray, grad: np.ndarray, needs: tuple) -> tuple:
-    """Matmul's first-order backward on CPU arrays: the tensor form's products (same layouts, same
-    kernels), called directly. Without create_graph nothing is recorded, and for small batched
-    products the recorded form's matmul calls and transposes cost several times the arithmetic
-    (a bmm of 16 slices of 1x12 @ 12x64: 5 op calls for 4 us of products)."""
-    grad_a = grad_b = None
-    if needs[0]:
-        if a.ndim == 2 and b.ndim == 2 and _transposed_layout(a):
-            grad_a = Matmul.forward(_Unsaved, b, grad.T).T
-        else:
-            grad_a = Matmul.forward(_Unsaved, grad, np.swapaxes(b, -1, -2))
-        grad_a = Tensor._wrap(grad_a, None, None)  # the engine sums broadcast batch dims back to a's shape
-    if needs[1]:
-        if b.ndim == 2:
-            k, n = b.shape
-            count = math.prod(a.shape[:-1])  # explicit: -1 cannot be inferred when k == 0
-            rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
-            if _transposed_layout(b):
-                grad_b = Matmul.forward(_Unsaved, grad_rows.T, rows).T
-            else:
-                grad_b = Matmul.forward(_Unsaved, rows.T, grad_rows)
-        else:
-            grad_b = Matmul.forward(_Unsaved, np.swapaxes(a, -1, -2), grad)
-        grad_b = Tensor._wrap(grad_b, None, None)
-    return grad_a, grad_b
 
 
 def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
@@ -284,65 +285,6 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         shape = tuple(out.shape)
         out = out.reshape(shape[:-2] + shape[-2:-1] * (not squeeze_left) + shape[-1:] * (not squeeze_right))
     return out
-
-
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Product of two matrices, (n, m) @ (m, p) -> (n, p); no broadcasting.
-
-    >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
-    numdiff.Size([2, 4])
-    """
-    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)) and (_sparse(input) or _sparse(mat2)):
-        return matmul(input, mat2)  # the COO and CSR kernels (numdiff.sparse)
-    a, b = _check_pair("mm", input, mat2)
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(
-            f"mm: both arguments must be 2-D matrices, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
-        )
-    return matmul(a, b)
-
-
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Batched product of 3-D tensors with equal batch sizes, (b, n, m) @ (b, m, p) -> (b, n, p).
-
-    >>> numdiff.bmm(numdiff.ones(5, 2, 3), numdiff.ones(5, 3, 4)).shape
-    numdiff.Size([5, 2, 4])
-    """
-    a, b = _check_pair("bmm", input, mat2)
-    if a.ndim != 3 or b.ndim != 3:
-        raise ValueError(f"bmm: both arguments must be 3-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"bmm: batch sizes differ, input {tuple(a.shape)} and mat2 {tuple(b.shape)}")
-    return matmul(a, b)
-
-
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-D tensors of equal length, a 0-d tensor.
-
-    >>> numdiff.dot(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0]))
-    tensor(11.)
-    """
-    a, b = _check_pair("dot", input, other)
-    if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"dot: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"dot: lengths differ, {a.shape[0]} and {b.shape[0]}")
-    return matmul(a, b)
-
-
-def outer(input: Tensor, vec2: Tensor) -> Tensor:
-    """Outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]``.
-
-    >>> numdiff.outer(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0, 5.0])).shape
-    numdiff.Size([2, 3])
-    """
-    a = ensure_tensor("outer", input, "input")
-    b = ensure_tensor("outer", vec2, "vec2")  # mixed dtypes promote (the product does), as in PyTorch
-    if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(
-            f"outer: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
-        )
-    return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
 @hands_over

@@ -1,5 +1,6 @@
-"""Products composed of matmul and the elementwise ops: tensordot, inner, cross, and the fused
-multiply-adds addmm, baddbmm, addcmul, addcdiv. Their gradients come from the ops they are made of.
+"""Products composed of matmul and the elementwise ops: mm, bmm, dot and outer (matmul with their
+shape rules), tensordot, inner, cross, and the fused multiply-adds addmm, baddbmm, addcmul,
+addcdiv. Their gradients come from the ops they are made of.
 """
 
 from __future__ import annotations
@@ -11,9 +12,68 @@ import numpy as np
 
 from numdiff.ops._util import broadcast_shape, ensure_tensor, normalize_dim
 from numdiff.ops.arithmetic import add, div, mul
-from numdiff.ops.linalg import bmm, linear, matmul, mm
+from numdiff.ops.linalg import _check_pair, _sparse, linear, matmul
 from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices, (n, m) @ (m, p) -> (n, p); no broadcasting.
+
+    >>> numdiff.mm(numdiff.ones(2, 3), numdiff.ones(3, 4)).shape
+    numdiff.Size([2, 4])
+    """
+    if not (isinstance(input, Tensor) and isinstance(mat2, Tensor)) and (_sparse(input) or _sparse(mat2)):
+        return matmul(input, mat2)  # the COO and CSR kernels (numdiff.sparse)
+    a, b = _check_pair("mm", input, mat2)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(
+            f"mm: both arguments must be 2-D matrices, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return matmul(a, b)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched product of 3-D tensors with equal batch sizes, (b, n, m) @ (b, m, p) -> (b, n, p).
+
+    >>> numdiff.bmm(numdiff.ones(5, 2, 3), numdiff.ones(5, 3, 4)).shape
+    numdiff.Size([5, 2, 4])
+    """
+    a, b = _check_pair("bmm", input, mat2)
+    if a.ndim != 3 or b.ndim != 3:
+        raise ValueError(f"bmm: both arguments must be 3-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"bmm: batch sizes differ, input {tuple(a.shape)} and mat2 {tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of equal length, a 0-d tensor.
+
+    >>> numdiff.dot(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    a, b = _check_pair("dot", input, other)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"dot: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"dot: lengths differ, {a.shape[0]} and {b.shape[0]}")
+    return matmul(a, b)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]``.
+
+    >>> numdiff.outer(numdiff.tensor([1.0, 2.0]), numdiff.tensor([3.0, 4.0, 5.0])).shape
+    numdiff.Size([2, 3])
+    """
+    a = ensure_tensor("outer", input, "input")
+    b = ensure_tensor("outer", vec2, "vec2")  # mixed dtypes promote (the product does), as in PyTorch
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(
+            f"outer: both arguments must be 1-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:

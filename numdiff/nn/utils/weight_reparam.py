@@ -17,7 +17,7 @@ from numdiff.autograd.grad_mode import no_grad
 from numdiff.nn.functional import normalize
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
-from numdiff.ops import linalg, norms
+from numdiff.ops import linalg, norms, products
 from numdiff.tensor import Tensor
 
 
@@ -91,7 +91,7 @@ class _SpectralNorm:
                     v.copy_(normalize(linalg.matmul(matrix.t(), u), dim=0, eps=self.eps))
                     u.copy_(normalize(linalg.matmul(matrix, v), dim=0, eps=self.eps))
                 u, v = u.clone(), v.clone()  # the backward must see these, not later updates
-        sigma = linalg.dot(u, linalg.matmul(matrix, v))
+        sigma = products.dot(u, linalg.matmul(matrix, v))
         return weight / sigma
 
     def __call__(self, module: Module, inputs: Any) -> None:
