@@ -19,6 +19,8 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
 
 
 def _norm(t: Tensor, norm_type: float) -> Tensor:
+    if norm_type == 2:
+        return (t * t).sum().sqrt()  # x * x is |x| * |x| exactly: no pass for the magnitudes
     magnitudes = t.abs()
     if norm_type == math.inf:
         return magnitudes.amax() if t.numel() else magnitudes.sum()
@@ -28,8 +30,6 @@ def _norm(t: Tensor, norm_type: float) -> Tensor:
         return (magnitudes != 0).to(t.dtype).sum()
     if norm_type == 1:
         return magnitudes.sum()
-    if norm_type == 2:
-        return (magnitudes * magnitudes).sum().sqrt()
     return magnitudes.pow(norm_type).sum().pow(1.0 / norm_type)
 
 
