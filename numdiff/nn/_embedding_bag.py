@@ -18,11 +18,12 @@ import numpy as np
 
 from numdiff._host_functions import host_function
 from numdiff.backend import holds_values, like_host
-from numdiff.creation import arange, zeros
+from numdiff.creation import arange
+from numdiff.kernels.bags import first_max_rows
 from numdiff.nn._functional_layers import _renorm_rows, embedding
 from numdiff.ops._util import ensure_tensor
-from numdiff.ops.scatter import index_add, scaled_row_scatter
-from numdiff.ops.search import _host, _on_device_of, searchsorted
+from numdiff.ops.scatter import scaled_row_scatter
+from numdiff.ops.search import _host, _on_device_of
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
@@ -32,15 +33,17 @@ _MODES = ("sum", "mean", "max")
 @host_function
 def bag_max_positions(embedded: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
     """(bags, dim) int64: for each bag and column, the first row of `embedded` (T, dim) in that bag
-    holding the bag's maximum (0 for a bag with no included row)."""
+    holding the bag's maximum (0 for a bag with no included row; numdiff.kernels.bags)."""
     values, segment, keep = _host("embedding_bag", embedded), _host("embedding_bag", segments), _host("embedding_bag", included)
-    rows, dim = values.shape
-    best = np.full((bags, dim), -np.inf, dtype=values.dtype)
-    np.maximum.at(best, segment[keep], values[keep])
-    hits = (values == best[segment]) & keep[:, None]
-    first = np.full((bags, dim), rows, dtype=np.int64)
-    np.minimum.at(first, segment, np.where(hits, np.arange(rows)[:, None], rows))
-    return _on_device_of(np.where(first == rows, 0, first), embedded)
+    return _on_device_of(first_max_rows(values, segment, keep, bags)[0], segments)
+
+
+@host_function
+def bags_with_entries(segments: Tensor, included: Tensor, bags: int) -> Tensor:
+    """(bags, 1) bool: whether each bag holds an included entry (an empty bag's max is 0)."""
+    segment, keep = _host("embedding_bag", segments), _host("embedding_bag", included)
+    counts = np.bincount(segment[keep], minlength=bags)
+    return _on_device_of((counts > 0)[:, None], segments)
 
 
 @host_function
@@ -119,13 +122,11 @@ def embedding_bag(
     if mode != "max":
         return _bag_sum(flat, weight, starts, mode == "mean", per_sample_weights, padding_idx, max_norm, norm_type, sparse)
     embedded = embedding(flat, weight, None, max_norm, norm_type, False, sparse)
-    rows, bags = flat.shape[0], starts.shape[0]
-    segments = searchsorted(starts, arange(rows, device=flat.device), right=True) - 1
+    bags = starts.shape[0]
+    segments = bag_of_entries(starts, flat.shape[0])
     included = flat >= 0 if padding_idx is None else flat != (padding_idx % weight.shape[0])
-    positions = bag_max_positions(embedded, segments, included, bags)
-    counts = index_add(zeros((bags,), dtype=weight.dtype, device=weight.device), 0, segments, included.to(weight.dtype))
-    picked = embedded.gather(0, positions)
-    return where(counts.unsqueeze(1) > 0, picked, 0.0)
+    picked = embedded.gather(0, bag_max_positions(embedded, segments, included, bags))
+    return where(bags_with_entries(segments, included, bags), picked, 0.0)
 
 
 def _bag_sum(
