@@ -5,8 +5,8 @@ entry's bag and weight are found on the host (`bag_of_entries`, `entry_scales`):
 sum, 1 / the bag's count for mean, 0 for an entry equal to padding_idx (left out, and not counted
 by mean), times per_sample_weights. Sum and mean are then one scaled_row_scatter of the weight's
 rows (numdiff.ops.scatter), whose gradient is the same kernel with the indices swapped; max is a
-gather at the position of each bag's maximum, found on the host, of F.embedding's rows. max_norm
-renormalises the looked-up rows as F.embedding does. Empty bags give zeros. numdiff.compile
+gather from the weight at the row of each bag's maximum, found on the host (numdiff.kernels.bags).
+max_norm renormalises the looked-up rows as F.embedding does. Empty bags give zeros. numdiff.compile
 replays the host steps.
 """
 
@@ -31,11 +31,12 @@ _MODES = ("sum", "mean", "max")
 
 
 @host_function
-def bag_max_positions(embedded: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
-    """(bags, dim) int64: for each bag and column, the first row of `embedded` (T, dim) in that bag
-    holding the bag's maximum (0 for a bag with no included row; numdiff.kernels.bags)."""
-    values, segment, keep = _host("embedding_bag", embedded), _host("embedding_bag", segments), _host("embedding_bag", included)
-    return _on_device_of(first_max_rows(values, segment, keep, bags)[0], segments)
+def bag_max_positions(weight: Tensor, flat: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
+    """(bags, dim) int64: for each bag and column, the row of `weight` of the bag's first entry
+    holding its maximum (0 for a bag with no included entry; numdiff.kernels.bags)."""
+    table, ids = _host("embedding_bag", weight), _host("embedding_bag", flat)
+    segment, keep = _host("embedding_bag", segments), _host("embedding_bag", included)
+    return _on_device_of(first_max_rows(table, ids, segment, keep, bags)[0], segments)
 
 
 @host_function
@@ -121,11 +122,13 @@ def embedding_bag(
             )
     if mode != "max":
         return _bag_sum(flat, weight, starts, mode == "mean", per_sample_weights, padding_idx, max_norm, norm_type, sparse)
-    embedded = embedding(flat, weight, None, max_norm, norm_type, False, sparse)
+    _check_bag_entries(flat, weight, padding_idx, max_norm, norm_type, sparse)
     bags = starts.shape[0]
     segments = bag_of_entries(starts, flat.shape[0])
     included = flat >= 0 if padding_idx is None else flat != (padding_idx % weight.shape[0])
-    picked = embedded.gather(0, bag_max_positions(embedded, segments, included, bags))
+    # Gathered from the weight itself: the gradient is a (bags, dim) scatter into the weight's
+    # shape, not one into (entries, dim) and a second into the weight's.
+    picked = weight.gather(0, bag_max_positions(weight, flat, segments, included, bags))
     return where(bags_with_entries(segments, included, bags), picked, 0.0)
 
 
@@ -134,6 +137,20 @@ def _bag_sum(
     max_norm: float | None, norm_type: float, sparse: bool,
 ) -> Tensor:
     """embedding_bag's sum (mean: each entry weighted by 1 / its bag's count) as one scaled_row_scatter."""
+    _check_bag_entries(flat, weight, padding_idx, max_norm, norm_type, sparse)
+    rows = weight.shape[0]
+    segments = bag_of_entries(starts, flat.shape[0])
+    scale = entry_scales(flat, segments, starts.shape[0], mean, -1 if padding_idx is None else padding_idx % rows, weight)
+    if per_sample_weights is not None:
+        scale = scale * per_sample_weights.reshape(-1)
+    return scaled_row_scatter(weight, scale, flat.reshape(-1), segments, starts.shape[0])
+
+
+def _check_bag_entries(
+    flat: Tensor, weight: Tensor, padding_idx: int | None, max_norm: float | None, norm_type: float, sparse: bool
+) -> None:
+    """The checks F.embedding makes (its errors for a bad weight or index dtype), the indices
+    against the weight's rows and padding_idx, then max_norm's renormalisation of the rows used."""
     if weight.ndim != 2 or flat._data.dtype.kind not in "iu" or weight._data.dtype.kind not in "fV":
         embedding(flat, weight, None, None, norm_type, False, sparse)  # its errors name the bad argument
     if sparse:
@@ -149,8 +166,3 @@ def _bag_sum(
         raise ValueError(f"embedding_bag: padding_idx must be within [{-rows}, {rows - 1}], got {padding_idx}")
     if max_norm is not None and ids is not None:
         _renorm_rows(weight, np.unique(ids), max_norm, norm_type)
-    segments = bag_of_entries(starts, flat.shape[0])
-    scale = entry_scales(flat, segments, starts.shape[0], mean, -1 if padding_idx is None else padding_idx % rows, weight)
-    if per_sample_weights is not None:
-        scale = scale * per_sample_weights.reshape(-1)
-    return scaled_row_scatter(weight, scale, flat.reshape(-1), segments, starts.shape[0])
