@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import bool_, int64
 from numdiff._host_functions import host_function
 from numdiff.backend import holds_values, like_host
-from numdiff.creation import arange
+from numdiff.creation import arange, zeros
 from numdiff.kernels.bags import first_max_rows
 from numdiff.nn._functional_layers import _renorm_rows, embedding
 from numdiff.ops._util import ensure_tensor
@@ -30,10 +31,18 @@ from numdiff.tensor import Tensor
 _MODES = ("sum", "mean", "max")
 
 
+def _shapes_only(shape: tuple, dtype: Any, like: Tensor) -> Tensor | None:
+    """On the meta device (shapes, no values), a result of `shape` and `dtype` there; else None."""
+    return None if holds_values(like._data) else zeros(shape, dtype=dtype, device=like.device)
+
+
 @host_function
 def bag_max_positions(weight: Tensor, flat: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
     """(bags, dim) int64: for each bag and column, the row of `weight` of the bag's first entry
     holding its maximum (0 for a bag with no included entry; numdiff.kernels.bags)."""
+    meta = _shapes_only((bags, weight.shape[1]), int64, weight)
+    if meta is not None:
+        return meta
     table, ids = _host("embedding_bag", weight), _host("embedding_bag", flat)
     segment, keep = _host("embedding_bag", segments), _host("embedding_bag", included)
     return _on_device_of(first_max_rows(table, ids, segment, keep, bags)[0], segments)
@@ -42,6 +51,9 @@ def bag_max_positions(weight: Tensor, flat: Tensor, segments: Tensor, included: 
 @host_function
 def bags_with_entries(segments: Tensor, included: Tensor, bags: int) -> Tensor:
     """(bags, 1) bool: whether each bag holds an included entry (an empty bag's max is 0)."""
+    meta = _shapes_only((bags, 1), bool_, segments)
+    if meta is not None:
+        return meta
     segment, keep = _host("embedding_bag", segments), _host("embedding_bag", included)
     counts = np.bincount(segment[keep], minlength=bags)
     return _on_device_of((counts > 0)[:, None], segments)
@@ -51,6 +63,9 @@ def bags_with_entries(segments: Tensor, included: Tensor, bags: int) -> Tensor:
 def bag_of_entries(starts: Tensor, entries: int) -> Tensor:
     """(entries,) int64: the bag of each of `entries` flat indices, bags starting at `starts`
     (checked non-decreasing from 0, so each bag holds the entries up to the next start)."""
+    meta = _shapes_only((entries,), int64, starts)
+    if meta is not None:
+        return meta
     first = _host("embedding_bag", starts)
     sizes = np.diff(np.append(first, entries))
     return _on_device_of(np.repeat(np.arange(first.size, dtype=np.int64), sizes), starts)
@@ -60,6 +75,9 @@ def bag_of_entries(starts: Tensor, entries: int) -> Tensor:
 def entry_scales(flat: Tensor, segments: Tensor, bags: int, mean: bool, padding_idx: int, like: Tensor) -> Tensor:
     """(entries,) in `like`'s dtype: each entry's weight in its bag's sum; 0 where flat equals
     padding_idx (-1: none), and with `mean`, 1 / the count of the bag's other entries."""
+    meta = _shapes_only(tuple(flat.shape), like.dtype, like)
+    if meta is not None:
+        return meta
     ids, bag = _host("embedding_bag", flat), _host("embedding_bag", segments)
     included = ids != padding_idx
     scale = included.astype(np.float64)
