@@ -73,9 +73,10 @@ def inplace_method(op: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 def arithmetic_inplace_method(op: str, fn: Callable[..., Tensor], ufunc: Any,
                               multiply: Callable[..., Tensor] | None = None) -> Callable[..., Tensor]:
-    """The in-place arithmetic method `op` (``p -= lr * g``, ``p.data.add_(g, alpha=-lr)``): on
-    untracked float host tensors of one dtype and shape, ``ufunc`` writes straight into self's
-    storage (PyTorch's one pass) instead of computing a new tensor and copying it back. An `alpha`
+    """The in-place arithmetic method `op` (``p -= lr * g``, ``p.data.add_(g, alpha=-lr)``,
+    ``g.mul_(clip_factor)``): on untracked float host tensors of one dtype, `other`'s shape
+    broadcasting to self's, ``ufunc`` writes straight into self's storage (PyTorch's one pass)
+    instead of computing a new tensor and copying it back. An `alpha`
     (add and sub: pass `multiply`, numdiff's mul) scales `other` first, as `fn` does, so the
     rounding is the same. Any other call runs ``fn`` out of place (:func:`inplace_method`)."""
     general = inplace_method(op, fn)
@@ -89,7 +90,7 @@ def arithmetic_inplace_method(op: str, fn: Callable[..., Tensor], ufunc: Any,
             and is_host(other._data)
             and self._data.dtype in _FLOATS
             and other._data.dtype is self._data.dtype
-            and other._data.shape == self._data.shape
+            and _broadcasts_into(other._data.shape, self._data.shape)
             and self._data.flags.writeable
         ):
             alpha = kwargs.get("alpha", 1)
@@ -105,6 +106,15 @@ def arithmetic_inplace_method(op: str, fn: Callable[..., Tensor], ufunc: Any,
 
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _broadcasts_into(shape: tuple, target: tuple) -> bool:
+    """Whether an operand of `shape` broadcasts to `target` without growing it (a 0-d factor, a row)."""
+    if shape == target or not shape:
+        return True
+    if len(shape) > len(target):
+        return False
+    return all(n == 1 or n == m for n, m in zip(shape, target[len(target) - len(shape):]))
 
 
 def zero_inplace_method(fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:

@@ -122,6 +122,13 @@ def add_at(out: CudaArray, key: Any, values: Any) -> None:
     scatter(out, key, values, accumulate=True)
 
 
+def scaled_row_scatter(out: CudaArray, src: CudaArray, scale: CudaArray, take: CudaArray, into: CudaArray) -> None:
+    """out[into[t]] += scale[t] * src[take[t]] for every t (the host's is numdiff.kernels.scatter):
+    the rows gathered and scaled by elementwise kernels, then scatter-added with atomic adds."""
+    scaled = np.multiply(src[(take,)], scale.reshape(scale.shape[0], 1))
+    scatter(out, (into,), scaled, accumulate=True)
+
+
 def scatter(x: CudaArray, key: Any, value: Any, accumulate: bool) -> None:
     """x[key] = value, or x[key] += value with every repeat of an index counted (np.add.at)."""
     if x.dtype == _BFLOAT16_BITS and not accumulate and isinstance(value, CudaArray) and value.dtype == x.dtype:

@@ -100,6 +100,23 @@ def index_add_into_zeros_rule(cls: Any, values: list, batched: list, attrs: dict
     return cls.apply(grad, key=key, shape=(size, *attrs["shape"]))
 
 
+def scaled_row_scatter_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """The batch as one scatter: example b's source rows, entries and output rows stacked, its take
+    shifted by b times src's rows and its into by b times the output's (shared indices only)."""
+    src, scale, take, into = values
+    if batched[2] or batched[3]:
+        return None
+    src, scale = _materialize(src, batched[0], size), _materialize(scale, batched[1], size)
+    rows, out_rows = src.shape[1], attrs["size"]
+    example = np.arange(size, dtype=np.int64)[:, None]
+    shifted = [
+        Tensor._wrap(like_host((to_host(ids._data)[None] + example * n).reshape(-1), ids._data), None, None)
+        for ids, n in ((take, rows), (into, out_rows))
+    ]
+    out = cls.apply(src.reshape(size * rows, src.shape[2]), scale.reshape(-1), *shifted, size=size * out_rows)
+    return out.reshape(size, out_rows, src.shape[2])
+
+
 def index_put_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
     key = attrs["key"]
     batched_key = _batched_key(key)
@@ -259,6 +276,7 @@ _attach(expand_rule, "expand")
 _attach(getitem_rule, "getitem")
 _attach(index_add_into_zeros_rule, "index_add_into_zeros")
 _attach(index_put_rule, "index_put")
+_attach(scaled_row_scatter_rule, "scaled_row_scatter")
 _attach(matmul_rule, "matmul")
 _attach(linear_rule, "linear")
 _attach(conv2d_rule, "conv2d")

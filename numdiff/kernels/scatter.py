@@ -15,6 +15,14 @@ of the key, integer index arrays on the leading axes and whole trailing axes (``
   index_add_rows, any other key (a mask, slices between index arrays, a dtype with no kernel)
   through np.add.at itself.
 
+- ``scaled_row_scatter(out, src, scale, take, into)``: ``out[into[t], :] += scale[t] *
+  src[take[t], :]`` for each t in order: a gather, a per-row scale and a scatter in one pass, the
+  whole of embedding_bag's sum and mean (take the token ids, into their bags, scale 1 or 1/count)
+  and, with take and into swapped, its weight gradient. Loop nest: entries t (serial, as
+  index_add_rows), then the columns j (contiguous in src and out). Extra memory: none; the
+  composed form (gather T rows, scale them, scatter them) wrote and read two (T, width) arrays
+  and ran five ops (measured on a 64-bag, 1400-token, 64-wide bag: 280 us -> see the op).
+
 The CUDA twin is numdiff.cuda._indexing's offset scatter with atomic adds.
 """
 
@@ -25,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from numdiff.kernels._checks import FLOAT_DTYPES, check_float_arrays, check_index_array
+from numdiff.kernels._checks import FLOAT_DTYPES, check_disjoint, check_float_arrays, check_index_array
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["add_at", "index_add_rows"]
+__all__ = ["add_at", "index_add_rows", "scaled_row_scatter"]
 
 
 @njit(cache=True, nogil=True)
@@ -98,3 +106,39 @@ def add_at(out: np.ndarray, key: tuple, values: Any) -> None:
     width = math.prod(out.shape[len(indices):])
     src = np.broadcast_to(np.asarray(values, dtype=out.dtype), index[0].shape + out.shape[len(indices):])
     index_add_rows(out.reshape(-1, width), rows, np.ascontiguousarray(src).reshape(rows.size, width))
+
+
+@njit(cache=True, nogil=True)
+def _scaled_rows(out, src, scale, take, into):
+    width = out.shape[1]
+    for t in range(take.shape[0]):
+        a = take[t]
+        b = into[t]
+        s = scale[t]
+        for j in range(width):
+            out[b, j] += s * src[a, j]
+
+
+def scaled_row_scatter(out: np.ndarray, src: np.ndarray, scale: np.ndarray, take: np.ndarray, into: np.ndarray) -> None:
+    """``out[into[t], :] += scale[t] * src[take[t], :]`` for every t, repeats accumulating in order
+    (`out` C-contiguous, src and scale of any layout, take and into int64).
+
+    >>> out = np.zeros((2, 2)); src = np.arange(6.0).reshape(3, 2)
+    >>> scaled_row_scatter(out, src, np.array([1.0, 0.5]), np.array([2, 0]), np.array([1, 1])); out[1]
+    array([4., 5.5])
+    """
+    src, scale = np.ascontiguousarray(src), np.ascontiguousarray(scale)  # a gradient may be expanded
+    check_float_arrays("scaled_row_scatter", out=out, src=src, scale=scale)
+    check_index_array("scaled_row_scatter", "take", take)
+    check_index_array("scaled_row_scatter", "into", into)
+    entries = take.shape[0] if take.ndim == 1 else -1
+    if out.ndim != 2 or src.ndim != 2 or src.shape[1] != out.shape[1] or entries < 0 or into.shape != take.shape or scale.shape != take.shape:
+        raise ValueError(
+            f"scaled_row_scatter: out and src must be 2-D of one width, take, into and scale 1-D of one length; "
+            f"got out {out.shape}, src {src.shape}, scale {scale.shape}, take {take.shape}, into {into.shape}"
+        )
+    for name, ids, rows in (("take", take, src.shape[0]), ("into", into, out.shape[0])):
+        if ids.size and (ids.min() < 0 or ids.max() >= rows):
+            raise IndexError(f"scaled_row_scatter: {name} must lie in [0, {rows - 1}], got values in [{ids.min()}, {ids.max()}]")
+    check_disjoint("scaled_row_scatter", {"out": out}, {"src": src, "scale": scale})
+    _scaled_rows(out, src, scale, take, into)

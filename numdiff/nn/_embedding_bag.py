@@ -1,11 +1,13 @@
 """embedding_bag: the sum, mean or max of the embedding rows of each bag of indices.
 
-Bags are the rows of a 2-D input, or the runs of a 1-D input that start at `offsets`. The rows
-come from F.embedding (so max_norm renormalises them as there), each element's bag from a
-searchsorted of its position in the offsets, and the reduction is an index_add into zeros (sum;
-mean divides by the bag's count) or, for max, a gather at the position of each bag's maximum,
-found on the host. Empty bags give zeros, entries equal to padding_idx are left out (and not
-counted by mean). Gradients come from those ops; numdiff.compile replays the host steps.
+Bags are the rows of a 2-D input, or the runs of a 1-D input that start at `offsets`. Each
+entry's bag and weight are found on the host (`bag_of_entries`, `entry_scales`): weight 1 for
+sum, 1 / the bag's count for mean, 0 for an entry equal to padding_idx (left out, and not counted
+by mean), times per_sample_weights. Sum and mean are then one scaled_row_scatter of the weight's
+rows (numdiff.ops.scatter), whose gradient is the same kernel with the indices swapped; max is a
+gather from the weight at the row of each bag's maximum, found on the host (numdiff.kernels.bags).
+max_norm renormalises the looked-up rows as F.embedding does. Empty bags give zeros. numdiff.compile
+replays the host steps.
 """
 
 from __future__ import annotations
@@ -14,30 +16,75 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import bool_, int64
 from numdiff._host_functions import host_function
+from numdiff.backend import holds_values, like_host
 from numdiff.creation import arange, zeros
-from numdiff.nn._functional_layers import embedding
+from numdiff.kernels.bags import first_max_rows
+from numdiff.nn._functional_layers import _renorm_rows, embedding
 from numdiff.ops._util import ensure_tensor
-from numdiff.ops.scatter import index_add
-from numdiff.ops.search import _host, _on_device_of, searchsorted
+from numdiff.ops.scatter import scaled_row_scatter
+from numdiff.ops.search import _host, _on_device_of
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
 
 _MODES = ("sum", "mean", "max")
 
 
+def _shapes_only(shape: tuple, dtype: Any, like: Tensor) -> Tensor | None:
+    """On the meta device (shapes, no values), a result of `shape` and `dtype` there; else None."""
+    return None if holds_values(like._data) else zeros(shape, dtype=dtype, device=like.device)
+
+
 @host_function
-def bag_max_positions(embedded: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
-    """(bags, dim) int64: for each bag and column, the first row of `embedded` (T, dim) in that bag
-    holding the bag's maximum (0 for a bag with no included row)."""
-    values, segment, keep = _host("embedding_bag", embedded), _host("embedding_bag", segments), _host("embedding_bag", included)
-    rows, dim = values.shape
-    best = np.full((bags, dim), -np.inf, dtype=values.dtype)
-    np.maximum.at(best, segment[keep], values[keep])
-    hits = (values == best[segment]) & keep[:, None]
-    first = np.full((bags, dim), rows, dtype=np.int64)
-    np.minimum.at(first, segment, np.where(hits, np.arange(rows)[:, None], rows))
-    return _on_device_of(np.where(first == rows, 0, first), embedded)
+def bag_max_positions(weight: Tensor, flat: Tensor, segments: Tensor, included: Tensor, bags: int) -> Tensor:
+    """(bags, dim) int64: for each bag and column, the row of `weight` of the bag's first entry
+    holding its maximum (0 for a bag with no included entry; numdiff.kernels.bags)."""
+    meta = _shapes_only((bags, weight.shape[1]), int64, weight)
+    if meta is not None:
+        return meta
+    table, ids = _host("embedding_bag", weight), _host("embedding_bag", flat)
+    segment, keep = _host("embedding_bag", segments), _host("embedding_bag", included)
+    return _on_device_of(first_max_rows(table, ids, segment, keep, bags)[0], segments)
+
+
+@host_function
+def bags_with_entries(segments: Tensor, included: Tensor, bags: int) -> Tensor:
+    """(bags, 1) bool: whether each bag holds an included entry (an empty bag's max is 0)."""
+    meta = _shapes_only((bags, 1), bool_, segments)
+    if meta is not None:
+        return meta
+    segment, keep = _host("embedding_bag", segments), _host("embedding_bag", included)
+    counts = np.bincount(segment[keep], minlength=bags)
+    return _on_device_of((counts > 0)[:, None], segments)
+
+
+@host_function
+def bag_of_entries(starts: Tensor, entries: int) -> Tensor:
+    """(entries,) int64: the bag of each of `entries` flat indices, bags starting at `starts`
+    (checked non-decreasing from 0, so each bag holds the entries up to the next start)."""
+    meta = _shapes_only((entries,), int64, starts)
+    if meta is not None:
+        return meta
+    first = _host("embedding_bag", starts)
+    sizes = np.diff(np.append(first, entries))
+    return _on_device_of(np.repeat(np.arange(first.size, dtype=np.int64), sizes), starts)
+
+
+@host_function
+def entry_scales(flat: Tensor, segments: Tensor, bags: int, mean: bool, padding_idx: int, like: Tensor) -> Tensor:
+    """(entries,) in `like`'s dtype: each entry's weight in its bag's sum; 0 where flat equals
+    padding_idx (-1: none), and with `mean`, 1 / the count of the bag's other entries."""
+    meta = _shapes_only(tuple(flat.shape), like.dtype, like)
+    if meta is not None:
+        return meta
+    ids, bag = _host("embedding_bag", flat), _host("embedding_bag", segments)
+    included = ids != padding_idx
+    scale = included.astype(np.float64)
+    if mean:
+        counts = np.bincount(bag, weights=scale, minlength=bags)
+        scale /= np.maximum(counts, 1.0)[bag]
+    return Tensor._wrap(like_host(scale.astype(like._data.dtype), like._data), None, None)
 
 
 def _offsets_of(input: Tensor, offsets: Any, include_last_offset: bool) -> tuple[Tensor, Tensor]:
@@ -83,10 +130,6 @@ def embedding_bag(
         raise ValueError("embedding_bag: scale_grad_by_freq=True is not supported; use False")
     input = ensure_tensor("embedding_bag", input)
     flat, starts = _offsets_of(input, offsets, include_last_offset)
-    embedded = embedding(flat, weight, None, max_norm, norm_type, False, sparse)
-    rows, dim, bags = flat.shape[0], weight.shape[1], starts.shape[0]
-    segments = searchsorted(starts, arange(rows, device=flat.device), right=True) - 1
-    included = flat >= 0 if padding_idx is None else flat != (padding_idx % weight.shape[0])
     if per_sample_weights is not None:
         if mode != "sum":
             raise ValueError(f"embedding_bag: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
@@ -95,17 +138,49 @@ def embedding_bag(
             raise ValueError(
                 f"embedding_bag: per_sample_weights must have the input's shape {tuple(input.shape)}, got {tuple(per_sample_weights.shape)}"
             )
-    empty = zeros((bags, dim), dtype=weight.dtype, device=weight.device)
-    if mode == "max":
-        positions = bag_max_positions(embedded, segments, included, bags)
-        counts = index_add(zeros((bags,), dtype=weight.dtype, device=weight.device), 0, segments, included.to(weight.dtype))
-        picked = embedded.gather(0, positions)
-        return where(counts.unsqueeze(1) > 0, picked, 0.0)
-    scale = included.to(weight.dtype)
+    if mode != "max":
+        return _bag_sum(flat, weight, starts, mode == "mean", per_sample_weights, padding_idx, max_norm, norm_type, sparse)
+    _check_bag_entries(flat, weight, padding_idx, max_norm, norm_type, sparse)
+    bags = starts.shape[0]
+    segments = bag_of_entries(starts, flat.shape[0])
+    included = flat >= 0 if padding_idx is None else flat != (padding_idx % weight.shape[0])
+    # Gathered from the weight itself: the gradient is a (bags, dim) scatter into the weight's
+    # shape, not one into (entries, dim) and a second into the weight's.
+    picked = weight.gather(0, bag_max_positions(weight, flat, segments, included, bags))
+    return where(bags_with_entries(segments, included, bags), picked, 0.0)
+
+
+def _bag_sum(
+    flat: Tensor, weight: Tensor, starts: Tensor, mean: bool, per_sample_weights: Tensor | None, padding_idx: int | None,
+    max_norm: float | None, norm_type: float, sparse: bool,
+) -> Tensor:
+    """embedding_bag's sum (mean: each entry weighted by 1 / its bag's count) as one scaled_row_scatter."""
+    _check_bag_entries(flat, weight, padding_idx, max_norm, norm_type, sparse)
+    rows = weight.shape[0]
+    segments = bag_of_entries(starts, flat.shape[0])
+    scale = entry_scales(flat, segments, starts.shape[0], mean, -1 if padding_idx is None else padding_idx % rows, weight)
     if per_sample_weights is not None:
         scale = scale * per_sample_weights.reshape(-1)
-    total = index_add(empty, 0, segments, embedded * scale.unsqueeze(1))
-    if mode == "sum":
-        return total
-    counts = index_add(zeros((bags,), dtype=weight.dtype, device=weight.device), 0, segments, included.to(weight.dtype))
-    return total / counts.clamp(min=1.0).unsqueeze(1)
+    return scaled_row_scatter(weight, scale, flat.reshape(-1), segments, starts.shape[0])
+
+
+def _check_bag_entries(
+    flat: Tensor, weight: Tensor, padding_idx: int | None, max_norm: float | None, norm_type: float, sparse: bool
+) -> None:
+    """The checks F.embedding makes (its errors for a bad weight or index dtype), the indices
+    against the weight's rows and padding_idx, then max_norm's renormalisation of the rows used."""
+    if weight.ndim != 2 or flat._data.dtype.kind not in "iu" or weight._data.dtype.kind not in "fV":
+        embedding(flat, weight, None, None, norm_type, False, sparse)  # its errors name the bad argument
+    if sparse:
+        raise ValueError("embedding_bag: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
+    rows = weight.shape[0]
+    ids = _host("embedding_bag", flat) if holds_values(flat._data) else None
+    if ids is not None and ids.size and (ids.min() < 0 or ids.max() >= rows):
+        raise IndexError(
+            f"embedding_bag: indices must be in [0, {rows - 1}] for a weight of shape {tuple(weight.shape)}, "
+            f"got values in [{ids.min()}, {ids.max()}]"
+        )
+    if padding_idx is not None and not -rows <= padding_idx < rows:
+        raise ValueError(f"embedding_bag: padding_idx must be within [{-rows}, {rows - 1}], got {padding_idx}")
+    if max_norm is not None and ids is not None:
+        _renorm_rows(weight, np.unique(ids), max_norm, norm_type)

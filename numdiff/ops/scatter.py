@@ -1,7 +1,9 @@
 """Writes at index positions, and reads by mask or flat index: scatter, index_add, masked_select, take.
 
 scatter is a primitive (the gradient of its src is a gather, and of its input the same scatter of
-zeros); index_add, masked_select and take are composed of indexing ops.
+zeros); so is scaled_row_scatter (rows gathered, scaled and added at other rows: its gradient for
+the rows is itself with the two indices swapped); index_add, masked_select and take are composed
+of indexing ops.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._dtype import int64
 from numdiff._vmap_level import per_example
 from numdiff.autograd.function import Function
-from numdiff.backend import holds_values, to_host
+from numdiff.backend import backend_for, holds_values, to_host
 from numdiff.ops._util import (
     broadcast_shape,
     check_same_device,
@@ -60,6 +63,70 @@ class Scatter(Function):
                 corner = tuple(slice(0, n) for n in index.shape)
                 grad_src = IndexAddIntoZeros.apply(grad_src, key=corner, shape=ctx.src_shape)
         return grad_x, None, grad_src
+
+
+@register("scaled_row_scatter", compile="call", launchers=("scaled_row_scatter",))
+class ScaledRowScatter(Function):
+    """zeros(size, width) with scale[t] * src[take[t]] added at row into[t] for every t: a gather,
+    a scale and a scatter-add in one kernel (embedding_bag's sum and mean). Its gradient for src is
+    the same op with take and into swapped; for scale, the dot of the two rows each entry joins."""
+
+    @staticmethod
+    def forward(ctx, src, scale, take, into, *, size):
+        # src only for scale's gradient: a weight updated in place after the forward stays usable.
+        if ctx.needs_input_grad[1:2] == (True,):
+            ctx.save_for_backward(src, scale, take, into)
+        else:
+            ctx.save_for_backward(scale, take, into)
+        ctx.src_rows = src.shape[0]
+        out = np.zeros((size, src.shape[1]), dtype=src.dtype, like=src)
+        backend_for(out).scaled_row_scatter(out, src, scale, take, into)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        *src, scale, take, into = ctx.saved_tensors
+        grad_src = grad_scale = None
+        if ctx.needs_input_grad[0]:
+            grad_src = ScaledRowScatter.apply(grad, scale, into, take, size=ctx.src_rows)
+        if ctx.needs_input_grad[1]:
+            width = grad.shape[1]
+            rows_of_grad = gather(grad, 0, into.unsqueeze(1).expand(-1, width))
+            rows_of_src = gather(src[0], 0, take.unsqueeze(1).expand(-1, width))
+            grad_scale = (rows_of_grad * rows_of_src).sum(1)
+        return grad_src, grad_scale, None, None
+
+
+def scaled_row_scatter(src: Tensor, scale: Tensor, take: Tensor, into: Tensor, size: int) -> Tensor:
+    """A (size, width) tensor whose row r is the sum of scale[t] * src[take[t]] over the t with
+    into[t] == r: the rows of `src` (n, width) at `take`, scaled and added at `into` (all three 1-D
+    of one length). Differentiable in src and scale.
+
+    >>> ones, eye = numdiff.tensor([1.0, 2.0]), numdiff.eye(2)
+    >>> scaled_row_scatter(eye, ones, numdiff.tensor([0, 1]), numdiff.tensor([1, 1]), 2)
+    tensor([[0., 0.],
+            [1., 2.]])
+    """
+    op = "scaled_row_scatter"
+    src, scale = ensure_tensor(op, src, "src"), ensure_tensor(op, scale, "scale")
+    if src.ndim != 2 or src._data.dtype.kind not in "fV":
+        raise ValueError(f"{op}: src must be a 2-D floating tensor, got shape {tuple(src.shape)} dtype {src.dtype}")
+    if scale.dtype is not src.dtype:
+        raise TypeError(f"{op}: scale is {scale.dtype} but src is {src.dtype}; they must have the same dtype")
+    for name, ids, rows in (("take", take, src.shape[0]), ("into", into, size)):
+        if not isinstance(ids, Tensor) or ids.ndim != 1 or ids._data.dtype.kind not in "iu":
+            raise TypeError(f"{op}: {name} must be a 1-D integer tensor, got {getattr(ids, 'dtype', type(ids).__name__)}")
+        if tuple(ids.shape) != tuple(scale.shape):
+            raise ValueError(f"{op}: take, into and scale must have one length, got {name} {tuple(ids.shape)} and scale {tuple(scale.shape)}")
+        values = ids._data
+        if holds_values(values) and values.size:
+            low, high = int(values.min()), int(values.max())
+            if low < 0 or high >= rows:
+                raise IndexError(f"{op}: {name} values must be in [0, {rows}), got values in [{low}, {high}]")
+    check_same_device(op, src, scale, take, into)
+    take = take if take._data.dtype == np.int64 else take.to(dtype=int64)
+    into = into if into._data.dtype == np.int64 else into.to(dtype=int64)
+    return ScaledRowScatter.apply(src, scale, take, into, size=size)
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None, reduce: str | None = None) -> Tensor:

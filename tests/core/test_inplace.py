@@ -208,3 +208,30 @@ def test_an_input_a_needed_gradient_reads_is_still_checked():
     b.add_(1)
     with pytest.raises(RuntimeError, match="MulBackward.*version 0.*version 1"):
         c.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("other_shape", [(), (1,), (4,), (3, 1), (1, 4), (3, 4)])
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_"])
+def test_untracked_inplace_arithmetic_with_a_broadcast_operand_matches_torch(op, other_shape, dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal((3, 4)).astype(dtype), (rng.standard_normal(other_shape) + 3.0).astype(dtype)
+    mine, theirs = numdiff.tensor(x), torch.tensor(x)
+    storage, version = mine._data, mine._version
+    assert getattr(mine, op)(numdiff.tensor(y)) is mine
+    getattr(theirs, op)(torch.tensor(y))
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())  # one rounding, as PyTorch's
+    assert mine._data is storage and mine._version == version + 1
+
+
+def test_untracked_inplace_arithmetic_refuses_an_operand_that_would_grow_self():
+    with pytest.raises(Exception, match=r"\(2, 3\)|broadcast"):
+        numdiff.ones(3).mul_(numdiff.ones(2, 3))
+
+
+def test_untracked_inplace_multiply_by_a_row_of_itself_reads_the_row_before_writing():
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    t = numdiff.tensor(x)
+    t.mul_(t[0])
+    np.testing.assert_array_equal(t.numpy(), x * x[0])

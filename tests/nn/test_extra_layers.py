@@ -143,8 +143,10 @@ def test_bad_arguments_name_the_function_and_the_values():
         nf.embedding_bag(numdiff.tensor([[1, 2]]), w, per_sample_weights=numdiff.ones(1, 2))
     with pytest.raises(ValueError, match=r"embedding_bag: per_sample_weights must have the input's shape \(1, 2\), got \(2,\)"):
         nf.embedding_bag(numdiff.tensor([[1, 2]]), w, mode="sum", per_sample_weights=numdiff.ones(2))
-    with pytest.raises(IndexError, match=r"embedding: indices must be in \[0, 9\]"):
+    with pytest.raises(IndexError, match=r"embedding_bag: indices must be in \[0, 9\] .* got values in \[1, 12\]"):
         nf.embedding_bag(numdiff.tensor([[1, 12]]), w)
+    with pytest.raises(IndexError, match=r"embedding_bag: indices must be in \[0, 9\] .* got values in \[1, 12\]"):
+        nf.embedding_bag(numdiff.tensor([[1, 12]]), w, mode="max")
     with pytest.raises(ValueError, match=r"local_response_norm: expects an input of at least 3 dims \(N, C, \*\), got shape \(2, 3\)"):
         nf.local_response_norm(numdiff.ones(2, 3), 2)
     with pytest.raises(ValueError, match=r"local_response_norm: size must be a positive int, got 0"):

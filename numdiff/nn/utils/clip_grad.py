@@ -6,8 +6,15 @@ import math
 import warnings
 from collections.abc import Iterable
 
+import numpy as np
+
+from numdiff._host_functions import host_function
 from numdiff.autograd.grad_mode import no_grad
+from numdiff.backend import is_host
 from numdiff.creation import tensor
+from numdiff.kernels._checks import FLOAT_DTYPES
+from numdiff.kernels.sum_squares import sum_of_squares
+from numdiff.ops._util import vmapped
 from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
@@ -18,7 +25,18 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
     return [p.grad for p in parameters if p.grad is not None]
 
 
+@host_function
+def _squared_norm(t: Tensor) -> Tensor:
+    """0-d float64: the sum of the squares of a host float tensor's elements, in one pass
+    (numdiff.kernels.sum_squares); numdiff.compile replays it as a host step."""
+    return Tensor._wrap(np.asarray(sum_of_squares(t._data)), None, None)
+
+
 def _norm(t: Tensor, norm_type: float) -> Tensor:
+    if norm_type == 2:
+        if is_host(t._data) and t._data.dtype in FLOAT_DTYPES and not vmapped(t):
+            return _squared_norm(t).sqrt().to(t.dtype)  # the root taken in float64, rounded once
+        return (t * t).sum().sqrt()  # x * x is |x| * |x| exactly: no pass for the magnitudes
     magnitudes = t.abs()
     if norm_type == math.inf:
         return magnitudes.amax() if t.numel() else magnitudes.sum()
@@ -28,8 +46,6 @@ def _norm(t: Tensor, norm_type: float) -> Tensor:
         return (magnitudes != 0).to(t.dtype).sum()
     if norm_type == 1:
         return magnitudes.sum()
-    if norm_type == 2:
-        return (magnitudes * magnitudes).sum().sqrt()
     return magnitudes.pow(norm_type).sum().pow(1.0 / norm_type)
 
 
