@@ -23,8 +23,8 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._gate_math import sigmoid, tanh
-from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._gemm_loops import accumulate, one_like
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._row_products import (
     add_products_nt,
     add_step_product,
