@@ -40,7 +40,7 @@ import numpy as np
 from numdiff.kernels._gemm_loops import accumulate, one_like
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["add_products_nn", "add_products_nt", "add_step_product", "forward_reads_transposed"]
+__all__ = ["add_products_nt", "add_step_product", "forward_reads_transposed"]
 
 TRANSPOSED_MAX_HIDDEN = 256
 TRANSPOSED_MAX_BYTES = 3 << 18  # 768 KiB
@@ -144,46 +144,3 @@ def add_step_product(a, w, w_t, c):
         accumulate(a, w_t, one_like(c), c)  # alpha 1 in c's dtype: the same bits as no alpha
     else:
         add_products_nt(a, w, c)
-
-
-@njit(inline="always", **_OPTIONS)
-def _axpy_4(x0, x1, x2, x3, b_row, c0, c1, c2, c3):
-    """c0..c3 += x0..x3 * b_row: one load of b_row for four rows of c."""
-    for n in range(b_row.shape[0]):
-        y = b_row[n]
-        c0[n] += x0 * y
-        c1[n] += x1 * y
-        c2[n] += x2 * y
-        c3[n] += x3 * y
-
-
-@njit(**_OPTIONS)
-def add_products_nn(a, b, c):
-    """``c += a @ b``: a (M, K), b (K, N), c (M, N), b read as it lies (rows along n).
-
-    For a product whose right operand is stored untransposed and used once: the backward step of a
-    one-step recurrent call (a cell's step, ``d_gates @ W_hh``), where `add_products_nt` first needs
-    W_hh^T copied, a copy as large as the product's weight read, made every call. Loop nest: blocks
-    of 4 rows of a, k, then n in one loop that vectorises (each b row loaded once per block, c rows
-    updated in place); leftover rows one at a time; runs on the calling thread. Measured against
-    the transposed copy plus `add_products_nt` for d_gates (M, 4H) @ W_hh (4H, H) (float32, one
-    thread, thread CPU time, a loaded machine): M = 16, H = 64: 8.7 against 12.2 us; 16 x 256: 136
-    against 206; 1 x 128: 5.2 against 35.7; 64 x 512: 1226 against 1848. The LSTM backward kernel of
-    one step: 16 x 64: 20.3 -> 16.5 us, 16 x 256: 235 -> 152. Each c[m, n] sums its products in
-    order of k. Shapes are the caller's to check."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
-    rows, inner = a.shape
-    rows4 = rows - rows % 4
-    for i in range(0, rows4, 4):
-        a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
-        c0, c1, c2, c3 = c[i], c[i + 1], c[i + 2], c[i + 3]
-        for k in range(inner):
-            _axpy_4(a0[k], a1[k], a2[k], a3[k], b[k], c0, c1, c2, c3)
-    for i in range(rows4, rows):
-        a_row, c_row = a[i], c[i]
-        for k in range(inner):
-            x = a_row[k]
-            b_row = b[k]
-            for n in range(b_row.shape[0]):
-                c_row[n] += x * b_row[n]

@@ -9,7 +9,6 @@ import pytest
 
 from numdiff.kernels import recurrent
 from numdiff.kernels._row_products import (
-    add_products_nn,
     add_products_nt,
     add_step_product,
     forward_reads_transposed,
@@ -98,23 +97,9 @@ def test_forward_kernels_on_the_transposed_weight_route_match_numpy_loops(dtype,
         np.testing.assert_allclose(out, rnn_reference(p, h0, w, relu), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
-@pytest.mark.parametrize("rows, cols, inner", [(1, 1, 1), (4, 3, 8), (5, 7, 13), (9, 4, 2), (16, 64, 256)])
-def test_row_products_add_a_times_b_into_c(dtype, tol, rows, cols, inner):
-    """add_products_nn: blocks of 4 rows, leftover rows, a row view of a 3-D array as `a` and a C
-    that already holds values, against NumPy."""
-    rng = np.random.default_rng(rows * 100 + cols + 1)
-    a = rng.standard_normal((2, rows, inner + 3)).astype(dtype)[1, :, 1 : inner + 1]
-    b = rng.standard_normal((inner, cols)).astype(dtype)
-    c = rng.standard_normal((rows, cols)).astype(dtype)
-    expected = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
-    add_products_nn(a, b, c)
-    np.testing.assert_allclose(c, expected, rtol=tol, atol=tol * inner)
-
-
 @pytest.mark.parametrize("batch", [1, 5, 8])
 def test_one_step_backward_reads_w_hh_as_it_lies_and_matches_the_first_step_of_two(batch):
-    """A one-step backward (W_hh read untransposed by add_products_nn) gives the gradients that the
+    """A one-step backward (W_hh read untransposed, along its rows) gives the gradients that the
     first step of a two-step backward (W_hh^T copied, add_products_nt) gives, seeded with step 1's
     d h_1 and d c_1: every family, float64."""
     rng = np.random.default_rng(batch)
@@ -260,3 +245,27 @@ def test_split_batch_layers_pass_gradcheck_bidirectional_batch_first(mode):
             assert gradcheck(lambda x: layer(x)[0], (x,))
     finally:
         numdiff.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("batch, hidden", [(1, 37), (7, 33), (16, 64)])
+def test_one_step_backward_in_float32_matches_float64(batch, hidden):
+    """The one-step backward's d h_0 = d gates @ W_hh (W_hh read along its rows: 4-row blocks, leftover
+    rows and leftover inner steps) in float32 against float64, for every family."""
+    rng = np.random.default_rng(batch + hidden)
+    for op, gates in (("lstm", 4), ("gru", 3), ("rnn", 1)):
+        p, h0, c0, w, b = _arrays(rng, np.float64, (1, batch, gates * hidden), (batch, hidden), (batch, hidden), (gates * hidden, hidden), (gates * hidden,))
+        g = rng.standard_normal((2 if op == "lstm" else 1, batch, hidden))
+        results = []
+        for dtype in (np.float64, np.float32):
+            p_, h0_, c0_, w_, b_, g_ = (a.astype(dtype) for a in (p, h0, c0, w, b, g))
+            if op == "lstm":
+                out = recurrent.lstm_sequence_forward(p_, h0_, c0_, w_, np.empty((1, batch, 6 * hidden), dtype))
+                res = recurrent.lstm_sequence_backward(g_, out, c0_, w_, np.empty(6 * batch * hidden, dtype))
+            elif op == "gru":
+                out = recurrent.gru_sequence_forward(p_, h0_, w_, b_, np.empty((1, batch, 5 * hidden), dtype))
+                res = recurrent.gru_sequence_backward(g_, out, h0_, w_, np.empty(7 * batch * hidden, dtype))
+            else:
+                out = recurrent.rnn_sequence_forward(p_, h0_, w_, np.empty((1, batch, hidden), dtype), False)
+                res = recurrent.rnn_sequence_backward(g_, out, w_, np.empty(2 * batch * hidden, dtype), False)
+            results.append(res)
+        np.testing.assert_allclose(results[1], results[0], rtol=2e-4, atol=2e-4, err_msg=op)
