@@ -12,7 +12,9 @@ block of ``images`` images of one group; with ``P = OH*OW`` and ``K = Cg*KH*KW``
   with the bias added;
 * backward_input:   ``dcol (K, images*P) = W_g.T @ dout (Cog, images*P)``, then per image a
   scatter-add into a zero-padded block and its in-image part written into grad_in;
-* backward_weight:  ``dW_g.T += col @ dout.T`` into a per-thread (K, Cog) accumulator.
+* backward_weight:  ``dW_g += dout @ colT`` into a per-thread (Cog, K) accumulator, with the
+  patches gathered transposed, ``colT (images*P, K)``: the product's rows run along K, the long
+  side, and need no transposing copy (measured below).
 
 ``dout`` is the output gradient of the block's images copied side by side. The patches of one
 image are gathered through a table of offsets into its zero-padded copy
@@ -143,13 +145,15 @@ def batched_backward_weight_core(
     cog, k = gw3.shape[1], gw3.shape[2]
     positions = oh_size * ow_size
     block_h, block_w = _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size)
-    table = tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size)
+    # The patches are gathered transposed, one row of K per output position, so that the product
+    # is dout (Cog, T) @ colT (T, K) with long rows of K and accumulates in gw3's own layout.
+    table = np.ascontiguousarray(tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size).reshape((k, positions)).T)
     blocks = (n_img + images - 1) // images
     items = blocks * groups
     colbuf = np.empty((parts, k * images * positions), x5.dtype)
     doutbuf = np.empty((parts, cog * images * positions), x5.dtype)
     stagebuf = np.empty((parts, cg * block_h * block_w), x5.dtype)
-    acc = np.zeros((parts, groups, k, cog), x5.dtype)
+    acc = np.zeros((parts, groups, cog, k), x5.dtype)
     for t in prange(parts):
         stage = stagebuf[t]
         for item in range(t, items, parts):
@@ -157,24 +161,26 @@ def batched_backward_weight_core(
             g = item % groups
             m = min(n_img, n0 + images) - n0
             cols = m * positions
-            col = colbuf[t, : k * cols].reshape((k, cols))
+            col_t = colbuf[t, : cols * k].reshape((cols, k))
             dout = doutbuf[t, : cog * cols].reshape((cog, cols))
             for b in range(m):
                 stage_rows(x5[n0 + b, g], -pt, pl, block_h, block_w, stage)
-                for r in range(k):
-                    for p in range(positions):
-                        col[r, b * positions + p] = stage[table[r * positions + p]]
+                for p in range(positions):
+                    row = col_t[b * positions + p]
+                    taps = table[p]
+                    for r in range(k):
+                        row[r] = stage[taps[r]]
                 for co in range(cog):
                     for p in range(positions):
                         dout[co, b * positions + p] = go4[n0 + b, g, co, p]
-            product(loops, False, True, col, dout, 1.0, acc[t, g])
+            product(loops, False, False, dout, col_t, 1.0, acc[t, g])
     # Element by element, as in _conv_cores (no array-to-slice assignment to compile).
     for g in range(groups):
         for co in range(cog):
             for q in range(k):
-                total = acc[0, g, q, co]
+                total = acc[0, g, co, q]
                 for t in range(1, parts):
-                    total += acc[t, g, q, co]
+                    total += acc[t, g, co, q]
                 gw3[g, co, q] = total
 
 

@@ -323,7 +323,15 @@ conv1d 32x48->64 128 k3 1.90 / 1.65; 32x64->128 16x16 k3 s2 2.12 / 1.60; 32x32->
 96x32->64 12x12 k5 and k3, 1x64->64 56x56 k3, conv1d 8x256->256 200 k5."""
 
 BATCHED_GRADIENT_MAX_POSITIONS = 32
-"""The same bound for the input and weight gradients. Their batched cores scatter-add each
+"""The same bound for the input gradient, and for a weight gradient whose one image's patches
+(K*OH*OW) exceed :data:`TILE_ELEMENTS`; other weight gradients batch up to
+:data:`BATCHED_MAX_POSITIONS`, since their core gathers the patches transposed and runs
+``dout (Cog, T) @ colT (T, K)``. Measured (one thread, thread CPU time, min of 9 alternating
+reps, load 5-11; numdiff / PyTorch ms, per image -> batched; the dcgan rows' convolutions, as
+conv or conv_transpose weight gradients): conv 32x32->64 16x16 k4 s2 1.86 -> 1.21 / 0.87-0.95;
+conv 32x64->128 8x8 k4 s2 1.62 -> 1.15 / 0.84; convT 32x128->64 4x4 k4 s2 1.57 -> 1.00 / 0.86;
+convT 32x64->128 1x1 k4 (batched before, (K, Cog) product) 0.31 -> 0.15 / 0.28; conv 32x128->1
+4x4 k4 0.15 -> 0.08 / 0.09. Before that, the input and weight gradients' batched cores scatter-add each
 image's patch gradients through the offset table, or copy the output gradients side by side and
 accumulate ``col @ dout.T``, and batching to 256 positions measured no faster or slower (us a
 position, per image / batched, input gradient of conv1d 32 x Ci -> Co, length, kernel: 48->48
@@ -343,15 +351,21 @@ def batched_images(n_img, k, positions, parts, kind="forward"):
     """Images per GEMM of the batched cores for the `kind` kernel ("forward", "backward_input" or
     "backward_weight") of a convolution with `positions` output positions an image and K =
     Cg*KH*KW, or 0 where the per-image im2col cores run instead: more than
-    :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_GRADIENT_MAX_POSITIONS` for a
-    gradient, or more than that with more than :data:`BATCHED_MAX_IMAGE_ELEMENTS` patch elements
-    an image. Else at most as many as keep a column block (K, images*positions) within
+    :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_GRADIENT_MAX_POSITIONS` for an
+    input gradient, or more than that with more than :data:`BATCHED_MAX_IMAGE_ELEMENTS` patch
+    elements an image (a forward) or :data:`TILE_ELEMENTS` (a weight gradient). Else at most as many as keep a column block (K, images*positions) within
     :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
     the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
         return 0
-    if positions > BATCHED_GRADIENT_MAX_POSITIONS and (kind != "forward" or k * positions > BATCHED_MAX_IMAGE_ELEMENTS):
-        return 0
+    if positions > BATCHED_GRADIENT_MAX_POSITIONS:
+        if kind == "backward_input":
+            return 0
+        # The weight gradient's product re-reads its (images*P, K) patch block once per 4 output
+        # channels: one image's patches must fit the tile (a 2x64->64 4x4 stride-4 gradient,
+        # K*P = 256 Ki, measured 1.57 ms batched against 0.82 per image).
+        if k * positions > (BATCHED_MAX_IMAGE_ELEMENTS if kind == "forward" else TILE_ELEMENTS):
+            return 0
     most = max(1, min(TILE_ELEMENTS // max(1, k * positions), -(-n_img // parts)))
     return _balanced_block(n_img, most, parts)
 

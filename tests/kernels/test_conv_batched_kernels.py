@@ -44,6 +44,14 @@ CASES = [
     (7, 5, 4, 4, 3, 4, 4, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # 7 images: a short last block
 ]
 
+# Weight gradients batch up to 256 positions an image (the forward too, the input gradient not):
+# (N, C, H, W, Co, KH, KW, stride, padding, dilation, groups)
+WEIGHT_CASES = [
+    (5, 6, 16, 16, 4, 4, 4, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # DCGAN's strided 4x4 to 8x8
+    (3, 4, 13, 11, 6, 3, 2, (1, 2), (1, 0, 2, 1), (2, 1), 2),  # uneven stride, pads, dilation, groups
+    (2, 3, 20, 20, 5, 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 1),  # 5x5, 400 positions: per image
+]
+
 
 def _run(case, dtype, rng):
     n, c, h, w, co, kh, kw, stride, padding, dilation, groups = case
@@ -68,6 +76,22 @@ def _run(case, dtype, rng):
 @pytest.mark.parametrize("case", CASES)
 def test_batched_route_matches_reference(case, dtype, rng):
     _run(case, dtype, rng)
+
+
+@pytest.mark.parametrize("case", WEIGHT_CASES)
+def test_batched_weight_gradient_of_larger_outputs_matches_reference(case, dtype, rng):
+    n, c, h, w, co, kh, kw, stride, padding, dilation, groups = case
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    weight_shape = (co, c // groups, kh, kw)
+    out_h = conv.conv_output_size(h, kh, stride[0], *padding[:2], dilation[0])
+    out_w = conv.conv_output_size(w, kw, stride[1], *padding[2:], dilation[1])
+    go = rng.standard_normal((n, co, out_h, out_w)).astype(dtype)
+    core, _ = conv.conv2d_plan("backward_weight", x.shape, weight_shape, go.shape, stride, padding, dilation, groups)
+    assert (core in BATCHED_CORES["backward_weight"]) == (out_h * out_w <= _conv_routing.BATCHED_MAX_POSITIONS)
+    gw = conv.conv2d_backward_weight(x, go, np.full(weight_shape, np.nan, dtype), stride, padding, dilation, groups)
+    want = ref.conv2d_backward_weight(x, go, weight_shape, stride, padding, dilation, groups)
+    tol = dict(rtol=1e-11, atol=1e-11) if dtype == np.float64 else dict(rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(gw, want, **tol)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -105,11 +129,13 @@ def test_batched_route_is_taken_for_small_outputs_only():
     assert batched((32, 64, 8, 8), (128, 64, 4, 4), (32, 128, 4, 4), (2, 2)) == [True] * 3
     assert batched((32, 128, 4, 4), (1, 128, 4, 4), (32, 1, 1, 1), (1, 1), (0, 0, 0, 0)) == [True] * 3
     assert batched((16, 48, 10, 10), (96, 48, 4, 4), (16, 96, 5, 5), (2, 2)) == [True] * 3
-    # Forwards batch up to 256 positions an image (conv1d rows, strided layers); gradients stay on
-    # the per-image cores beyond 32.
-    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [True, False, False]
-    assert batched((32, 128, 1, 68), (128, 128, 1, 5), (32, 128, 1, 64), (1, 1), (0, 0, 0, 0)) == [True, False, False]
+    # Forwards and weight gradients batch up to 256 positions an image (conv1d rows, strided
+    # layers); input gradients stay on the per-image cores beyond 32, and so do weight gradients
+    # whose one image's patches exceed TILE_ELEMENTS (64 x 3x3 channels on 16x16 outputs).
+    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [True, False, True]
+    assert batched((32, 128, 1, 68), (128, 128, 1, 5), (32, 128, 1, 64), (1, 1), (0, 0, 0, 0)) == [True, False, True]
     assert batched((8, 64, 32, 32), (64, 64, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, False, False]
+    assert batched((8, 32, 32, 32), (64, 32, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, False, True]
     # So do images whose patches exceed BATCHED_MAX_IMAGE_ELEMENTS (512 x 3x3 channels on 16x16 outputs).
     assert batched((2, 512, 32, 32), (64, 512, 3, 3), (2, 64, 16, 16), (2, 2)) == [False] * 3
     # Wider outputs stay on the per-image cores; so does a pointwise convolution.
@@ -168,8 +194,8 @@ def test_a_wrong_output_shape_is_refused_before_the_batched_core_runs():
 
 
 def test_rows_of_up_to_256_positions_batch_the_forward_and_pass_gradcheck():
-    # A conv1d-like row of 40 output positions: forward batched, gradients per image; float64
-    # gradients against central differences.
+    # A conv1d-like row of 40 output positions: forward and weight gradient batched, input
+    # gradient per image; float64 gradients against central differences.
     rng = np.random.default_rng(5)
     fn = numdiff.nn.functional
     x = numdiff.tensor(rng.standard_normal((3, 4, 1, 44)), requires_grad=True)
@@ -179,7 +205,7 @@ def test_rows_of_up_to_256_positions_batch_the_forward_and_pass_gradcheck():
         conv.conv2d_plan(kind, x.shape, w.shape, out_shape, (1, 1), (0, 0, 0, 0), (1, 1), 1)[0] in BATCHED_CORES[kind]
         for kind in BATCHED_CORES
     ]
-    assert picked == [True, False, False]
+    assert picked == [True, False, True]
     assert numdiff.autograd.gradcheck(lambda x, w: fn.conv2d(x, w), (x, w))
     x1 = numdiff.tensor(rng.standard_normal((2, 3, 70)), requires_grad=True)
     w1 = numdiff.tensor(rng.standard_normal((5, 3, 9)), requires_grad=True)
@@ -195,24 +221,30 @@ def test_rows_of_up_to_256_positions_batch_the_forward_and_pass_gradcheck():
         ((3, 6, 16, 16), (10, 6, 5, 3), 1, (2, 1)),  # 16x16 = 256 positions, the bound itself
     ],
 )
-def test_newly_batched_float32_forward_and_its_input_gradient_match_torch(x_shape, w_shape, stride, padding):
+def test_newly_batched_float32_forward_and_its_gradients_match_torch(x_shape, w_shape, stride, padding):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(7)
     x = rng.standard_normal(x_shape).astype(np.float32)
     w = (rng.standard_normal(w_shape) * 0.2).astype(np.float32)
     name = f"conv{len(x_shape) - 2}d"
-    xn = numdiff.tensor(x, requires_grad=True)
-    yn = getattr(numdiff.nn.functional, name)(xn, numdiff.tensor(w), stride=stride, padding=padding)
-    xt = torch.tensor(x, requires_grad=True)
-    yt = getattr(torch.nn.functional, name)(xt, torch.tensor(w), stride=stride, padding=padding)
+    xn, wn = numdiff.tensor(x, requires_grad=True), numdiff.tensor(w, requires_grad=True)
+    yn = getattr(numdiff.nn.functional, name)(xn, wn, stride=stride, padding=padding)
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    yt = getattr(torch.nn.functional, name)(xt, wt, stride=stride, padding=padding)
     as_2d = (lambda s: s[:2] + (1,) + s[2:]) if len(x_shape) == 3 else (lambda s: s)
     pads = (padding, padding) if isinstance(padding, int) else padding
     pads = (0, 0, pads[0], pads[0]) if len(x_shape) == 3 else (pads[0], pads[0], pads[1], pads[1])
     strides = (1, stride) if len(x_shape) == 3 else (stride, stride)
     plan = conv.conv2d_plan("forward", as_2d(x_shape), as_2d(w_shape), as_2d(tuple(yt.shape)), strides, pads, (1, 1), 1)
     assert plan[0] in BATCHED_CORES["forward"]
+    weight_plan = conv.conv2d_plan("backward_weight", as_2d(x_shape), as_2d(w_shape), as_2d(tuple(yt.shape)), strides,
+                                   pads, (1, 1), 1)  # fmt: skip
+    # Batched, except where the flat dot products take it (16x16 = 256 positions, few channels).
+    flat = _conv_routing.FLAT_WEIGHT_MIN_POSITIONS <= weight_plan[1][8] * weight_plan[1][9]
+    assert flat or weight_plan[0] in BATCHED_CORES["backward_weight"]
     g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
     yn.backward(numdiff.tensor(g))
     yt.backward(torch.tensor(g))
     np.testing.assert_allclose(yn.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(wn.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
