@@ -91,7 +91,7 @@ from numdiff.kernels._conv_grouped import (
 )
 from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._conv_route import conv_route
-from numdiff.kernels._conv_rows import rows_forward_core, rows_images, staged_length, use_rows
+from numdiff.kernels._conv_rows import rows_cores, rows_images, staged_length, use_rows
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
     winograd_backward_weight_core,
@@ -129,8 +129,8 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts
         )
         return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
-    if kind == "forward" and use_rows(height, kh, pt, pb, kw, sw, pl, pr, conv_route().loops):
-        kernel, parts = rows_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
+    if kind in rows_cores and use_rows(height, kh, pt, pb, kw, sw, pl, pr, conv_route().loops):
+        kernel, parts = rows_cores[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         images = rows_images(n_img, groups, staged_length(kw, sw, dw, ow_size), parts)
         return kernel, (kw, sw, pl, dw, ow_size, images, parts)
     winograd_3x3 = kh == kw == 3 and sh == sw == dh == dw == 1

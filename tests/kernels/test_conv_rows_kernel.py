@@ -1,8 +1,9 @@
-"""numdiff.kernels._conv_rows: conv1d's forward as one product per filter tap over staged rows, for
-every stride, dilation, padding (causal and cropping included), groups and kernel size, agrees
-with torch (and so do the gradients beside it), is the route such shapes take, has float64
-gradients through conv1d and conv_transpose1d (whose input gradient it is), runs the same when
-compiled, and bad arguments are refused before it runs."""
+"""numdiff.kernels._conv_rows: conv1d's forward (one product per filter tap over staged rows) and
+weight gradient (dot products of output-gradient rows with the shifted staged rows), for every
+stride, dilation, padding (causal and cropping included), groups and kernel size, agree with torch
+(and so does the input gradient beside them), are the route such shapes take, have float64
+gradients through conv1d and conv_transpose1d, run the same when compiled, and bad arguments are
+refused before they run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch
 import numdiff
 from numdiff.kernels import conv
 from numdiff.kernels._conv_route import ConvRoute
-from numdiff.kernels._conv_rows import rows_forward_core, rows_images, use_rows
+from numdiff.kernels._conv_rows import rows_backward_weight_core, rows_forward_core, rows_images, use_rows
 from numdiff.kernels._parallel import always_parallel, always_serial
 from numdiff.kernels.conv import conv2d_backward_input, conv2d_backward_weight, conv2d_forward, conv2d_plan
 
@@ -66,6 +67,8 @@ def test_rows_forward_and_the_gradients_beside_it_match_torch(shape, build, dtyp
     x4, w4, g4 = x[:, :, None], w[:, :, None], grad[:, :, None]
     core, _ = conv2d_plan("forward", x4.shape, w4.shape, g4.shape, st, pads, dil, groups)
     assert core in rows_forward_core
+    core, _ = conv2d_plan("backward_weight", x4.shape, w4.shape, g4.shape, st, pads, dil, groups)
+    assert core in rows_backward_weight_core
     out = np.full(g4.shape, np.nan, dtype)
     grad_x = np.full(x4.shape, np.nan, dtype)
     grad_w = np.full(w4.shape, np.nan, dtype)
