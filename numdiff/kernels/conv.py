@@ -51,7 +51,9 @@ each threshold; :func:`_check_conv` applies them.
 Transposed convolution needs no kernel of its own: ``conv_transpose`` forward is
 :func:`conv2d_backward_input` and its input gradient is :func:`conv2d_forward`; its weight
 gradient is :func:`conv2d_backward_weight` with input and output-gradient swapped. conv1d is
-conv2d with H = 1 (numdiff.ops.conv reshapes, no copy); the bias gradient is a plain sum.
+conv2d with H = 1 (numdiff.ops.conv reshapes, no copy), and its forward runs as one product per
+filter tap over staged rows where the products run as Numba loops (numdiff.kernels._conv_rows);
+the bias gradient is a plain sum.
 
 Padding is explicit per side, ``(top, bottom, left, right)``; the op layer resolves
 ``"same"``/``"valid"`` and output_padding (a transposed conv's output_padding is bottom/right
@@ -89,6 +91,7 @@ from numdiff.kernels._conv_grouped import (
 )
 from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._conv_route import conv_route
+from numdiff.kernels._conv_rows import rows_cores, rows_images, staged_length, use_rows
 from numdiff.kernels._winograd import (
     winograd_backward_input_core,
     winograd_backward_weight_core,
@@ -126,6 +129,10 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts
         )
         return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts)
+    if kind in rows_cores and use_rows(height, kh, pt, pb, kw, sw, pl, pr, conv_route().loops):
+        kernel, parts = rows_cores[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+        images = rows_images(n_img, groups, staged_length(kw, sw, dw, ow_size), parts)
+        return kernel, (kw, sw, pl, dw, ow_size, images, parts)
     winograd_3x3 = kh == kw == 3 and sh == sw == dh == dw == 1
     if kind == "backward_weight" and routing.use_flat_weight(
         n_img,

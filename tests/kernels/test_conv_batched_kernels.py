@@ -27,6 +27,14 @@ def _grouped_cases_stay_on_this_route(monkeypatch):
     the grouped stencil (numdiff.kernels._conv_grouped, tested in test_conv_grouped_kernels.py)."""
     monkeypatch.setattr(_conv_routing, "GROUPED_DIRECT_MAX_CHANNELS", 0)
 
+
+@pytest.fixture(autouse=True)
+def _one_row_cases_stay_on_this_route(monkeypatch):
+    """The conv1d-like cases here (one row high) test this file's route; where the products run as
+    Numba loops their forward and weight gradient would otherwise run numdiff.kernels._conv_rows
+    (tested in test_conv_rows_kernel.py)."""
+    monkeypatch.setattr(conv, "use_rows", lambda *sizes: False)
+
 BATCHED_CORES = {
     "forward": batched_forward_core,
     "backward_input": batched_backward_input_core,

@@ -11,6 +11,7 @@ import torch
 
 import numdiff
 from numdiff.kernels import _conv_routing as routing
+from numdiff.kernels import conv
 from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
 from numdiff.kernels._parallel import always_parallel, always_serial
 from numdiff.kernels.conv import conv2d_backward_weight, conv2d_plan
@@ -20,6 +21,13 @@ from numdiff.kernels.conv import conv2d_backward_weight, conv2d_plan
 def _grouped_cases_stay_on_this_route(monkeypatch):
     """Few channels a group would otherwise run the grouped stencil (numdiff.kernels._conv_grouped)."""
     monkeypatch.setattr(routing, "GROUPED_DIRECT_MAX_CHANNELS", 0)
+
+
+@pytest.fixture(autouse=True)
+def _one_row_cases_stay_on_this_route(monkeypatch):
+    """The conv1d case here (one row high) tests this file's route; where the products run as
+    Numba loops it would otherwise run numdiff.kernels._conv_rows (test_conv_rows_kernel.py)."""
+    monkeypatch.setattr(conv, "use_rows", lambda *sizes: False)
 
 
 SHAPES = [
