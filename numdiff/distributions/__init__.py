@@ -1,5 +1,5 @@
 """numdiff.distributions: PyTorch's torch.distributions for the distributions that reinforcement
-learning and VAE programs use, composed from numdiff's differentiable ops.
+learning, VAE and mixture-density programs use, composed from numdiff's differentiable ops.
 
     >>> from numdiff.distributions import Categorical
     >>> d = Categorical(logits=numdiff.zeros(4))
@@ -16,6 +16,7 @@ from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategor
 from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
+from numdiff.distributions.mixture import MixtureSameFamily
 
 __all__ = [
     "Bernoulli",
@@ -24,6 +25,7 @@ __all__ = [
     "Exponential",
     "Independent",
     "Laplace",
+    "MixtureSameFamily",
     "Normal",
     "OneHotCategorical",
     "Uniform",
