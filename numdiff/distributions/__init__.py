@@ -7,7 +7,7 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     tensor(1.3863)
 
 Absent (their densities need lgamma/digamma, or linear algebra numdiff lacks): Gamma, Beta,
-Dirichlet, Poisson, Binomial, StudentT, Chi2, MultivariateNormal, LowRankMultivariateNormal.
+Dirichlet, Poisson, Binomial, StudentT, Chi2, LowRankMultivariateNormal.
 """
 
 from numdiff.distributions import constraints
@@ -17,6 +17,7 @@ from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.mixture import MixtureSameFamily
+from numdiff.distributions.multivariate import MultivariateNormal
 
 __all__ = [
     "Bernoulli",
@@ -26,6 +27,7 @@ __all__ = [
     "Independent",
     "Laplace",
     "MixtureSameFamily",
+    "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
     "Uniform",
