@@ -101,3 +101,29 @@ def test_refuses_what_it_cannot_build():
         mvn(numdiff.zeros(2), numdiff.tensor([[1.0, 2.0], [2.0, 1.0]]))
     with pytest.raises(ValueError, match="scale_tril .* LowerCholesky"):
         mvn(numdiff.zeros(2), scale_tril=numdiff.tensor([[1.0, 1.0], [0.0, 1.0]]))
+
+
+def test_kl_divergence_matches_torch_across_broadcast_batches():
+    other = np.linalg.cholesky(COVARIANCE[1] + np.eye(3))
+    results = []
+    for lib in (numdiff, torch):
+        p = lib.distributions.MultivariateNormal(lib.tensor(LOC), lib.tensor(COVARIANCE))  # batch (2,)
+        q = lib.distributions.MultivariateNormal(lib.tensor(LOC[0] + 1.0), scale_tril=lib.tensor(other))  # batch ()
+        results.append([lib.distributions.kl_divergence(p, q).numpy(), lib.distributions.kl_divergence(q, p).numpy()])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_kl_divergence_gradcheck_and_refusal():
+    loc = numdiff.tensor(LOC, requires_grad=True)
+    a = numdiff.tensor(_A, requires_grad=True)
+    q = numdiff.distributions.MultivariateNormal(numdiff.tensor(LOC[1]), numdiff.tensor(COVARIANCE[0]))
+
+    def kl(loc, a):
+        covariance = a @ a.mT + 2.0 * numdiff.eye(3, dtype=numdiff.float64)
+        return numdiff.distributions.kl_divergence(numdiff.distributions.MultivariateNormal(loc, covariance), q)
+
+    assert gradcheck(kl, [loc, a])
+    two = numdiff.distributions.MultivariateNormal(numdiff.zeros(2), numdiff.eye(2))
+    with pytest.raises(ValueError, match="event shapes differ, \\(2,\\) and \\(3,\\)"):
+        numdiff.distributions.kl_divergence(two, q)
