@@ -18,14 +18,19 @@ from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
+from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
 
 __all__ = [
     "Bernoulli",
+    "Cauchy",
     "Categorical",
     "Distribution",
     "Exponential",
+    "Gumbel",
+    "HalfNormal",
     "Independent",
     "Laplace",
+    "LogNormal",
     "MixtureSameFamily",
     "MultivariateNormal",
     "Normal",
