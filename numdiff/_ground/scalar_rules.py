@@ -60,7 +60,9 @@ _TABLE = (
     ScalarRule("add", 2, "x + y", ("1.0", "1.0"), ufunc="add", dtypes="any", method=False),
     ScalarRule("sub", 2, "x - y", ("1.0", "-1.0"), ufunc="subtract", dtypes="any", method=False),
     ScalarRule("mul", 2, "x * y", ("y", "x"), ufunc="multiply", dtypes="any", method=False),
-    ScalarRule("div", 2, "x / y", ("1.0 / y", "-out / y"), ufunc="true_divide", method=False),
+    # d/dy recomputes x / y rather than reading out, as PyTorch does: the node keeps x and y, so
+    # q = x / y; q.masked_fill_(m, 0) still differentiates. x / y is out bit for bit.
+    ScalarRule("div", 2, "x / y", ("1.0 / y", "-(x / y) / y"), ufunc="true_divide", method=False),
     ScalarRule("neg", 1, "-x", ("-1.0",), ufunc="negative", dtypes="any", method=False),
     ScalarRule(
         "pow", 2, "x ** y",

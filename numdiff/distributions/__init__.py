@@ -1,5 +1,5 @@
 """numdiff.distributions: PyTorch's torch.distributions for the distributions that reinforcement
-learning and VAE programs use, composed from numdiff's differentiable ops.
+learning, VAE and mixture-density programs use, composed from numdiff's differentiable ops.
 
     >>> from numdiff.distributions import Categorical
     >>> d = Categorical(logits=numdiff.zeros(4))
@@ -7,7 +7,7 @@ learning and VAE programs use, composed from numdiff's differentiable ops.
     tensor(1.3863)
 
 Absent (their densities need lgamma/digamma, or linear algebra numdiff lacks): Gamma, Beta,
-Dirichlet, Poisson, Binomial, StudentT, Chi2, MultivariateNormal, LowRankMultivariateNormal.
+Dirichlet, Poisson, Binomial, StudentT, Chi2, LowRankMultivariateNormal.
 """
 
 from numdiff.distributions import constraints
@@ -16,14 +16,23 @@ from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategor
 from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
+from numdiff.distributions.mixture import MixtureSameFamily
+from numdiff.distributions.multivariate import MultivariateNormal
+from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
 
 __all__ = [
     "Bernoulli",
+    "Cauchy",
     "Categorical",
     "Distribution",
     "Exponential",
+    "Gumbel",
+    "HalfNormal",
     "Independent",
     "Laplace",
+    "LogNormal",
+    "MixtureSameFamily",
+    "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
     "Uniform",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numdiff
 from numdiff.tensor import Tensor
 
 
@@ -137,6 +138,26 @@ class IndependentConstraint(Constraint):
         return f"{type(self).__name__}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
+class LowerCholesky(Constraint):
+    """Lower-triangular square matrices with a positive diagonal (a Cholesky factor)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        lower = (value.tril() == value).all(dim=-1).all(dim=-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(dim=-1)
+
+
+class PositiveDefinite(Constraint):
+    """Symmetric square matrices whose Cholesky factorisation succeeds."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        symmetric = (value - value.mT).abs().le(1e-6 * (1 + value.abs())).all(dim=-1).all(dim=-1)
+        return symmetric & (numdiff.linalg.cholesky_ex(value.detach())[1] == 0)
+
+
 dependent = Dependent()
 real = Real()
 boolean = Boolean()
@@ -146,6 +167,8 @@ unit_interval = Interval(0.0, 1.0)
 simplex = Simplex()
 one_hot = OneHot()
 real_vector = IndependentConstraint(real, 1)
+lower_cholesky = LowerCholesky()
+positive_definite = PositiveDefinite()
 independent = IndependentConstraint
 interval = Interval
 integer_interval = IntegerInterval
@@ -162,9 +185,11 @@ __all__ = [
     "interval",
     "is_dependent",
     "less_than",
+    "lower_cholesky",
     "nonnegative",
     "one_hot",
     "positive",
+    "positive_definite",
     "real",
     "real_vector",
     "simplex",

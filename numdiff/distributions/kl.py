@@ -17,6 +17,7 @@ from numdiff.distributions.continuous import Exponential, Laplace, Normal, Unifo
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution, sum_rightmost
 from numdiff.distributions.independent import Independent
+from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.tensor import Tensor
 
@@ -142,3 +143,23 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
             f"got {p.reinterpreted_batch_ndims} and {q.reinterpreted_batch_ndims}"
         )
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    # log|Sq|/2 - log|Sp|/2 + (tr(Sq^-1 Sp) + |Lq^-1 (mu_q - mu_p)|^2 - d) / 2, with Sq^-1 Sp's trace
+    # the squared Frobenius norm of Lq^-1 Lp.
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "kl_divergence(MultivariateNormal, MultivariateNormal): the event shapes differ, "
+            f"{tuple(p.event_shape)} and {tuple(q.event_shape)}"
+        )
+    batch = tuple(numdiff.broadcast_shapes(p.batch_shape, q.batch_shape))
+    d = p.event_shape[0]
+    q_tril = q._unbroadcasted_scale_tril.expand(batch + (d, d))
+    p_tril = p._unbroadcasted_scale_tril.expand(batch + (d, d))
+    shift = (q.loc - p.loc).expand(batch + (d,)).unsqueeze(-1)
+    half_log_ratio = q._half_log_det() - p._half_log_det()
+    trace = numdiff.linalg.solve_triangular(q_tril, p_tril, upper=False).pow(2).sum((-2, -1))
+    mahalanobis = numdiff.linalg.solve_triangular(q_tril, shift, upper=False).pow(2).sum((-2, -1))
+    return half_log_ratio + 0.5 * (trace + mahalanobis - d)

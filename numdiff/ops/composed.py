@@ -14,6 +14,7 @@ from collections import namedtuple
 from typing import Any
 
 from numdiff import _dtype as dtypes
+from numdiff.amp import casts_on
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
     arithmetic,
@@ -146,6 +147,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
     product = reduction.sum(products.bmm(_matrix("addbmm", "batch1", batch1, 3), _matrix("addbmm", "batch2", batch2, 3)), 0)
+    if isinstance(input, Tensor) and input.dtype is not product.dtype and casts_on(product) and input.is_floating_point():
+        input = input.to(product.dtype)  # autocast lowers addbmm's input too, as PyTorch's does
     return _scaled_sum(input, product, beta, alpha)
 
 

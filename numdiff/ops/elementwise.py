@@ -136,9 +136,9 @@ def _make_function(rule: ScalarRule) -> type[Function]:
 
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
     splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> (passed, needed, small_backward, SMALL)
-    # needs_input_grad -> save_plan. x * 2 keeps no x: only the gradient of the 2 would read it.
-    # Saving it anyway held it alive and made an in-place change to x after the product fail
-    # backward with SavedTensorModifiedError, unlike PyTorch.
+    # needs_input_grad -> save_plan. x * 2 keeps no x: only the gradient of the 2 would read it,
+    # and x / 2 keeps no output. Saving them anyway held them alive and made an in-place change
+    # after the op (x / t then fill_diagonal_) fail backward with SavedTensorModifiedError, unlike PyTorch.
     keeps: dict[tuple[bool, ...], tuple[int | None, ...]] = {}
     arity = rule.arity
 
@@ -150,7 +150,9 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             vjp_names = [names_in(expression) for expression in derive_vjps()]
             read = set().union(*(vjp_names[i] for i, need in enumerate(needs) if need)) if len(needs) == rule.arity else None
             plan = tuple(i if read is None or saved[k] in read else None for k, i in enumerate(saved_inputs))
-            plan = keeps[needs] = plan + (-1,) if saves_out else plan
+            if saves_out:  # x / 2 keeps no output either: only the 2's gradient reads it
+                plan += (-1 if read is None or "out" in read else None,)
+            keeps[needs] = plan
         return plan
 
     def _saved_items(ctx, inputs: tuple, out: Any) -> list:

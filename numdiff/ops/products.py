@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.amp import autocast, casts_on
 from numdiff.ops._util import broadcast_shape, ensure_tensor, normalize_dim
 from numdiff.ops.arithmetic import add, div, mul
 from numdiff.ops.linalg import _check_pair, _sparse, linear, matmul
@@ -165,6 +166,9 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 def _scaled_sum(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) -> Tensor:
     """beta * input + alpha * product; beta = 0 ignores input (its NaN and inf too), as PyTorch."""
     input = ensure_tensor(op, input)
+    if input.dtype is not product.dtype and op != "addmv" and casts_on(product) and input.is_floating_point():
+        # Autocast lowers all of addmm's and baddbmm's operands, input too, as PyTorch's does.
+        input = input.to(product.dtype)
     if input.dtype is not product.dtype:
         raise TypeError(f"{op}: input is {input.dtype} but the product is {product.dtype}; convert with .to(dtype)")
     broadcast_shape(op, tuple(input.shape), tuple(product.shape))
@@ -212,6 +216,10 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     vec = ensure_tensor("addmv", vec, "vec")
     if mat.ndim != 2 or vec.ndim != 1:
         raise ValueError(f"addmv: expects a 2-D mat and a 1-D vec, got shapes {tuple(mat.shape)} and {tuple(vec.shape)}")
+    if casts_on(mat):
+        # Not on PyTorch's autocast lists: addmv runs in its operands' dtype, so its product does too.
+        with autocast(mat.device.type, enabled=False):
+            return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
     return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 

@@ -235,3 +235,39 @@ def test_untracked_inplace_multiply_by_a_row_of_itself_reads_the_row_before_writ
     t = numdiff.tensor(x)
     t.mul_(t[0])
     np.testing.assert_array_equal(t.numpy(), x * x[0])
+
+
+@pytest.mark.parametrize(
+    "make, change",
+    [
+        # x / 2 kept its output for the gradient of the 2: a contrastive loss's sim.fill_diagonal_
+        (lambda lib, x, y: (x @ x.T) / 0.5, lambda q: q.fill_diagonal_(float("-inf"))),
+        (lambda lib, x, y: x ** 2, lambda q: q.add_(1.0)),
+        # div's divisor gradient recomputes x / y, as PyTorch's does, instead of reading the output
+        (lambda lib, x, y: x / y, lambda q: q.masked_fill_(q > 0.5, 0.0)),
+        (lambda lib, x, y: 2.0 / y, lambda q: q.mul_(3.0)),
+    ],
+)
+def test_an_output_no_needed_gradient_reads_can_change_in_place(make, change):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x0, y0 = rng.normal(size=(3, 3)), rng.uniform(1.0, 2.0, size=(3, 3))
+    results = []
+    for lib in (numdiff, torch):
+        x, y = _torch_leaf(lib, x0), _torch_leaf(lib, y0)
+        q = make(lib, x, y)
+        change(q)
+        q.logsumexp(1).sum().backward()
+        results.append([None if leaf.grad is None else leaf.grad.numpy() for leaf in (x, y)])
+    for got, want in zip(*results):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_an_output_a_needed_gradient_reads_is_still_checked():
+    x = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    q = x.exp()  # exp's gradient is its output
+    q.add_(1.0)
+    with pytest.raises(RuntimeError, match="ExpBackward.*version 0.*version 1"):
+        q.sum().backward()

@@ -136,3 +136,29 @@ def split_kl(case: Case) -> tuple[Case, Case]:
         Case(case.name + "-p", case.build, case.params[:half]),
         Case(case.name + "-q", case.build, case.params[half:]),
     )
+
+
+def _cauchy(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.Cauchy(loc, scale)
+
+
+def _gumbel(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.Gumbel(loc, scale)
+
+
+def _half_normal(lib: Any, scale: Any) -> Any:
+    return lib.distributions.HalfNormal(scale)
+
+
+def _log_normal(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.LogNormal(loc, scale)
+
+
+# Drawn after the lists above, so their parameters stay what they were.
+CASES += [
+    Case("cauchy", _cauchy, [_real(2, 1), _positive(3)]),
+    Case("gumbel", _gumbel, [_real(3), _positive(2, 3)]),
+    Case("halfnormal", _half_normal, [_positive(2, 3)]),
+    Case("lognormal", _log_normal, [_real(2, 3), _positive(3)]),
+    Case("lognormal-number-loc", _log_normal, [0.2, _positive(3)], numbers=(0,)),
+]

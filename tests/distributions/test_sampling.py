@@ -11,7 +11,10 @@ from numdiff.distributions import (
     Bernoulli,
     Categorical,
     Exponential,
+    Gumbel,
+    HalfNormal,
     Laplace,
+    LogNormal,
     Normal,
     OneHotCategorical,
     Uniform,
@@ -29,6 +32,9 @@ CONTINUOUS = [
     ("uniform", lambda: Uniform(_f64([-1.0, 2.0]), _f64([1.0, 2.5]))),
     ("exponential", lambda: Exponential(_f64([0.5, 4.0]))),
     ("laplace", lambda: Laplace(_f64([1.0, -1.0]), _f64([0.5, 2.0]))),
+    ("gumbel", lambda: Gumbel(_f64([1.0, -1.0]), _f64([0.5, 2.0]))),
+    ("halfnormal", lambda: HalfNormal(_f64([0.5, 2.0]))),
+    ("lognormal", lambda: LogNormal(_f64([0.0, -1.0]), _f64([0.3, 0.5]))),
 ]
 
 

@@ -59,6 +59,16 @@ BAD = [
         "value-wrong-event-size",
         lambda lib: lib.distributions.OneHotCategorical(logits=lib.zeros(3)).log_prob(lib.zeros(2)),
     ),
+    ("cauchy-zero-scale", lambda lib: lib.distributions.Cauchy(lib.tensor([0.0]), lib.tensor([0.0]))),
+    ("gumbel-negative-scale", lambda lib: lib.distributions.Gumbel(0.0, lib.tensor([1.0, -1.0]))),
+    (
+        "multivariate-normal-not-positive-definite",
+        lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2), lib.tensor([[1.0, 2.0], [2.0, 1.0]])),
+    ),
+    (
+        "multivariate-normal-scale-tril-not-lower",
+        lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2), scale_tril=lib.tensor([[1.0, 1.0], [0.0, 1.0]])),
+    ),
     (
         "independent-too-many-dims",
         lambda lib: lib.distributions.Independent(lib.distributions.Normal(0.0, 1.0), 1),
@@ -159,3 +169,20 @@ def test_validation_runs_under_vmap_over_every_batch_entry() -> None:
         numdiff.func.vmap(lambda s: numdiff.distributions.Normal(0.0, s))(numdiff.tensor([1.0, -1.0]))
     with pytest.raises(ValueError, match=r"within the support \(GreaterThanEq"):
         numdiff.func.vmap(lambda v: numdiff.distributions.Exponential(1.0).log_prob(v))(numdiff.tensor([1.0, -1.0]))
+
+
+@pytest.mark.parametrize(
+    "make, support",
+    [
+        (lambda lib: lib.distributions.HalfNormal(1.0).log_prob(lib.tensor(-0.5)), "GreaterThanEq"),
+        (lambda lib: lib.distributions.LogNormal(0.0, 1.0).log_prob(lib.tensor([1.0, 0.0])), "GreaterThan"),
+    ],
+    ids=["halfnormal-negative-value", "lognormal-zero-value"],
+)
+def test_a_value_outside_a_half_line_support_is_refused(make, support) -> None:
+    # PyTorch's message shows HalfNormal() and LogNormal() (their parameters live on a base
+    # distribution); numdiff's shows the parameters, so only the rest of the line is compared.
+    with pytest.raises(ValueError, match=f"to be within the support \\({support}"):
+        make(torch)
+    with pytest.raises(ValueError, match=f"to be within the support \\({support}.*of the distribution .*Normal\\(.*scale: 1.0\\)"):
+        make(numdiff)

@@ -81,7 +81,7 @@ def test_moments_and_entropy_match_torch(case, quantity: str) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    [c for c in CASES if c.name.split("-")[0] in ("normal", "uniform", "exponential", "laplace")],
+    [c for c in CASES if c.name.split("-")[0] in ("normal", "uniform", "exponential", "laplace", "cauchy", "gumbel", "halfnormal", "lognormal")],
     ids=lambda c: c.name,
 )
 def test_cdf_and_icdf_match_torch(case) -> None:

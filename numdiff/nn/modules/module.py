@@ -11,6 +11,7 @@ from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.nn.modules import _state_dict
+from numdiff.nn.modules._backward_hooks import add_backward_hook
 from numdiff.nn.modules._module_hooks import KeywordHook as _KeywordHook
 from numdiff.nn.modules._module_hooks import add_hook as _add_hook
 from numdiff.nn.modules._module_placement import ModulePlacement
@@ -111,6 +112,16 @@ class Module(ModulePlacement):
         if with_kwargs or always_call:
             hook = _KeywordHook(hook, with_kwargs, always_call)
         return _add_hook(self._forward_hooks, hook, prepend)
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` once the gradients of the module's tensor
+        inputs are computed; a returned tuple replaces grad_input (numdiff/nn/modules/_backward_hooks.py)."""
+        return add_backward_hook(self, "_full_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradients of the module's outputs arrive; a
+        returned tuple replaces grad_output."""
+        return add_backward_hook(self, "_full_backward_pre_hooks", hook, prepend)
 
     # ------------------------------------------------------------------ registration
     def _check_name(self, kind: str, name: Any, dicts: tuple[str, ...]) -> None:
