@@ -88,23 +88,24 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
         ("matmul.gemm_batch", lambda: matmul.gemm_nn(z(2, 2), z(2, 2), z(2, 2))),  # small: calling thread
         ("matmul._bgemm", lambda: matmul._bgemm(False, False, z(1, 2, 2), z(1, 2, 2), z(1, 2, 2), 1)),
         # Outputs of more than BATCHED_MAX_POSITIONS positions an image (BATCHED_GRADIENT_MAX_POSITIONS
-        # for the gradients) run im2col image by image.
+        # for the input gradient) run im2col image by image. Two rows: a one-row convolution (conv1d)
+        # takes numdiff.kernels._conv_rows where the products run as loops.
         (
             "_conv_cores.forward_core",
-            lambda: conv.conv2d_forward(z(1, 1, 1, 258), z(1, 1, 1, 2), z(1), z(1, 1, 1, 257)),
+            lambda: conv.conv2d_forward(z(1, 1, 2, 258), z(1, 1, 1, 2), z(1), z(1, 1, 2, 257)),
         ),
         (
             "_conv_cores.backward_input_core",
             lambda: conv.conv2d_backward_input(z(1, 1, 1, 33), z(1, 1, 1, 2), z(1, 1, 1, 34)),
         ),
         (
-            "_conv_cores.backward_weight_core",
-            lambda: conv.conv2d_backward_weight(z(1, 1, 1, 34), z(1, 1, 1, 33), z(1, 1, 1, 2)),
+            "_conv_cores.backward_weight_core",  # stride 3: not the flat dot products' route
+            lambda: conv.conv2d_backward_weight(z(1, 1, 2, 772), z(1, 1, 2, 257), z(1, 1, 1, 2), stride=(1, 3)),
         ),
         # Stride-1 weight gradients to few channels over planes of 256+ positions (_conv_routing.use_flat_weight).
         (
             "_conv_flat_weight.flat_backward_weight_core",
-            lambda: conv.conv2d_backward_weight(z(1, 1, 1, 257), z(1, 1, 1, 256), z(1, 1, 1, 2)),
+            lambda: conv.conv2d_backward_weight(z(1, 1, 2, 257), z(1, 1, 2, 256), z(1, 1, 1, 2)),
         ),
         # Small outputs run several images a GEMM (_conv_routing.batched_images).
         (
