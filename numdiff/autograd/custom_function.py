@@ -17,9 +17,7 @@ The leaf contract holds through a Function as through built-in ops:
 
 from __future__ import annotations
 
-import functools
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -366,67 +364,3 @@ def _bind_saved(ctx: _node.Node, inputs: tuple, outputs: list, results: list, di
     ctx._saved_versions = versions
     if _graph.active_pair() is not None:
         _node.pack_saved(ctx)
-
-
-def once_differentiable(backward: Callable) -> Callable:
-    """Decorate a Function's backward that is not itself differentiable: it runs with grad mode
-    off, and differentiating its result (create_graph=True, then backward again) raises.
-
-    >>> class Exp(numdiff.autograd.Function):
-    ...     @staticmethod
-    ...     def forward(ctx, x):
-    ...         y = x.exp(); ctx.save_for_backward(y); return y
-    ...     @staticmethod
-    ...     @once_differentiable
-    ...     def backward(ctx, grad):
-    ...         (y,) = ctx.saved_tensors
-    ...         return grad * y
-    """
-
-    @functools.wraps(backward)
-    def wrapper(ctx: Any, *grads: Any) -> Any:
-        enabled = _state.enabled
-        _state.enabled = False
-        try:
-            result = backward(ctx, *grads)
-        finally:
-            _state.enabled = enabled
-        if not enabled:
-            return result
-        if not any(isinstance(g, _function.Tensor) and g._requires_grad for g in grads):
-            return result
-        anchors = [g for g in grads if isinstance(g, _function.Tensor) and g._requires_grad]
-        name = getattr(backward, "__qualname__", "backward")
-        single = not isinstance(result, tuple)
-        wrapped = tuple(
-            _delayed_error(g, anchors, name)
-            if isinstance(g, _function.Tensor) and g.is_floating_point()
-            else g
-            for g in ((result,) if single else result)
-        )
-        return wrapped[0] if single else wrapped
-
-    return wrapper
-
-
-class _DelayedError:
-    """The function of the node a once_differentiable backward's result hangs from: its own
-    backward raises."""
-
-    __name__ = "DelayedError"
-
-    @staticmethod
-    def backward(ctx: _node.Node, grad: Any) -> tuple:
-        raise CustomFunctionError(
-            f"trying to differentiate twice a function that was marked with @once_differentiable "
-            f"({ctx.backward_name}): its backward is not recorded. Write the backward with "
-            "differentiable numdiff ops and drop @once_differentiable to take higher derivatives."
-        )
-
-
-def _delayed_error(result: Any, anchors: list, name: str) -> Any:
-    """`result` (computed with grad mode off) recorded as depending on `anchors`, through a node
-    whose backward raises."""
-    node = _node.Node(_DelayedError, tuple(anchors))
-    node.__dict__["backward_name"] = name
-    return _function.Tensor._wrap(result._data, node, result._version_counter)
