@@ -25,12 +25,9 @@ import numpy as np
 from numdiff.autograd import function as _function
 from numdiff.autograd import graph as _graph
 from numdiff.autograd import node as _node
+from numdiff.autograd._function_contract import CustomFunctionError as CustomFunctionError
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.transform_state import anywhere, transforms
-
-
-class CustomFunctionError(RuntimeError):
-    """A user-defined Function broke the Function contract (its outputs, dirty inputs or backward)."""
 
 
 class _UnrecordedCtx:

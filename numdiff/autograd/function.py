@@ -20,7 +20,7 @@ import numpy as np
 from numdiff import _profiling
 from numdiff._dtype import BFLOAT16_STORAGE
 from numdiff.autograd import anomaly, custom_function
-from numdiff.autograd._once_differentiable import once_differentiable as once_differentiable  # PyTorch's path
+from numdiff.autograd._function_contract import once_differentiable as once_differentiable  # PyTorch's path
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.node import AccumulateGrad as AccumulateGrad
 from numdiff.autograd.node import InPlaceOnLeafError as InPlaceOnLeafError

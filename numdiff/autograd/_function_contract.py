@@ -1,7 +1,10 @@
-"""`once_differentiable`: a custom Function's backward that is not itself differentiable.
+"""The parts of the custom-Function contract that need no import of Tensor: its error, and
+`once_differentiable`, a backward that is not itself differentiable (its result, taken with grad
+mode on and a gradient that requires grad, hangs from a node whose own backward raises, so a second
+derivative through it fails loudly instead of silently being zero).
 
-Its result, taken with grad mode on and a gradient that requires grad, hangs from a node whose own
-backward raises, so a second derivative through it fails loudly instead of silently being zero.
+This module imports neither numdiff.tensor nor numdiff.autograd.function (it reads the Tensor class
+that numdiff.tensor binds into numdiff.autograd.node), so it stays out of their import cycle.
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from numdiff.autograd import function as _function
 from numdiff.autograd import node as _node
-from numdiff.autograd.custom_function import CustomFunctionError
 from numdiff.autograd.grad_mode import _state
+
+
+class CustomFunctionError(RuntimeError):
+    """A user-defined Function broke the Function contract (its outputs, dirty inputs or backward)."""
 
 
 def once_differentiable(backward: Callable) -> Callable:
@@ -41,14 +46,14 @@ def once_differentiable(backward: Callable) -> Callable:
             _state.enabled = enabled
         if not enabled:
             return result
-        if not any(isinstance(g, _function.Tensor) and g._requires_grad for g in grads):
+        if not any(isinstance(g, _node.Tensor) and g._requires_grad for g in grads):
             return result
-        anchors = [g for g in grads if isinstance(g, _function.Tensor) and g._requires_grad]
+        anchors = [g for g in grads if isinstance(g, _node.Tensor) and g._requires_grad]
         name = getattr(backward, "__qualname__", "backward")
         single = not isinstance(result, tuple)
         wrapped = tuple(
             _delayed_error(g, anchors, name)
-            if isinstance(g, _function.Tensor) and g.is_floating_point()
+            if isinstance(g, _node.Tensor) and g.is_floating_point()
             else g
             for g in ((result,) if single else result)
         )
@@ -77,4 +82,4 @@ def _delayed_error(result: Any, anchors: list, name: str) -> Any:
     whose backward raises."""
     node = _node.Node(_DelayedError, tuple(anchors))
     node.__dict__["backward_name"] = name
-    return _function.Tensor._wrap(result._data, node, result._version_counter)
+    return _node.Tensor._wrap(result._data, node, result._version_counter)
