@@ -16,26 +16,11 @@ import numpy as np
 from numba import cuda
 
 from numdiff._device import device as device_type
+from numdiff._strided_array import StridedArray, c_strides
 
 
 class HostConversionError(TypeError):
     """A CudaArray was handed to code that needs host memory (np.asarray and friends)."""
-
-
-class _Flags:
-    __slots__ = ("c_contiguous",)
-
-    def __init__(self, c_contiguous: bool) -> None:
-        self.c_contiguous = c_contiguous
-
-
-def _c_strides(shape: tuple) -> tuple:
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _allocate(size: int, dtype: np.dtype, where: device_type) -> Any:
@@ -48,7 +33,7 @@ def _upload(values: np.ndarray, where: device_type) -> Any:
         return cuda.to_device(values)
 
 
-class CudaArray:
+class CudaArray(StridedArray):
     """An n-d array on a CUDA device: ``CudaArray.empty((2, 3), np.float32, device("cuda"))``."""
 
     __slots__ = ("_buffer", "shape", "_strides", "_offset", "dtype", "device")
@@ -66,13 +51,13 @@ class CudaArray:
     def empty(cls, shape: tuple, dtype: Any, where: device_type) -> CudaArray:
         shape = tuple(int(n) for n in shape)
         size = math.prod(shape)
-        return cls(_allocate(size, np.dtype(dtype), where), shape, _c_strides(shape), 0, where)
+        return cls(_allocate(size, np.dtype(dtype), where), shape, c_strides(shape), 0, where)
 
     @classmethod
     def from_numpy(cls, host: np.ndarray, where: device_type) -> CudaArray:
         shape = host.shape  # np.ascontiguousarray makes a 0-d array 1-d; keep the shape
         flat = np.ascontiguousarray(host).reshape(-1)
-        return cls(_upload(flat, where), shape, _c_strides(shape), 0, where)
+        return cls(_upload(flat, where), shape, c_strides(shape), 0, where)
 
     def from_host(self, host: Any) -> CudaArray:
         """A copy of the host array (or number) `host` on this array's device."""
@@ -85,46 +70,6 @@ class CudaArray:
         source = self if self.flags.c_contiguous else self.copy()
         start = source._offset
         return source._buffer[start : start + source.size].copy_to_host().reshape(self.shape)
-
-    # ----------------------------------------------------------------- metadata
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.itemsize
-
-    @property
-    def strides(self) -> tuple:
-        """Strides in bytes, as NumPy reports them."""
-        return tuple(s * self.itemsize for s in self._strides)
-
-    @property
-    def flags(self) -> _Flags:
-        expected = 1
-        for n, s in zip(reversed(self.shape), reversed(self._strides)):
-            if n != 1 and s != expected:
-                return _Flags(self.size <= 1)
-            expected *= n
-        return _Flags(True)
-
-    @property
-    def T(self) -> CudaArray:  # noqa: N802 - NumPy's name
-        return self.transpose()
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"CudaArray(shape={self.shape}, dtype={self.dtype}, device='{self.device}')"
@@ -180,7 +125,7 @@ class CudaArray:
         """
         dtype = np.dtype(interface["typestr"])
         shape = tuple(int(n) for n in interface["shape"])
-        strides_bytes = interface.get("strides") or tuple(s * dtype.itemsize for s in _c_strides(shape))
+        strides_bytes = interface.get("strides") or tuple(s * dtype.itemsize for s in c_strides(shape))
         if any(s < 0 or s % dtype.itemsize for s in strides_bytes):
             raise BufferError(f"from_dlpack: device strides {strides_bytes} are negative or not whole items")
         strides = tuple(s // dtype.itemsize for s in strides_bytes)
@@ -205,6 +150,9 @@ class CudaArray:
     def _view(self, shape: tuple, strides: tuple, offset: int) -> CudaArray:
         return CudaArray(self._buffer, shape, strides, offset, self.device)
 
+    def _strided(self, shape: tuple, strides: tuple) -> CudaArray:
+        return self._view(shape, strides, self._offset)
+
     # ----------------------------------------------------------------- views and copies
     def reshape(self, *shape: Any) -> CudaArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -218,29 +166,7 @@ class CudaArray:
                 f"cannot reshape array of size {self.size} (shape {self.shape}) into shape {shape}"
             )
         source = self if self.flags.c_contiguous else self.copy()
-        return source._view(shape, _c_strides(shape), source._offset)
-
-    def transpose(self, *axes: Any) -> CudaArray:
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        if not axes:
-            axes = tuple(reversed(range(self.ndim)))
-        axes = tuple(int(a) % max(self.ndim, 1) for a in axes)
-        if sorted(axes) != list(range(self.ndim)):
-            raise ValueError(f"axes {axes} don't match an array of shape {self.shape}")
-        return self._view(
-            tuple(self.shape[a] for a in axes), tuple(self._strides[a] for a in axes), self._offset
-        )
-
-    def broadcast_to(self, shape: tuple) -> CudaArray:
-        shape = tuple(int(n) for n in shape)
-        if np.broadcast_shapes(self.shape, shape) != shape:
-            raise ValueError(f"array of shape {self.shape} cannot be broadcast to {shape}")
-        lead = len(shape) - self.ndim
-        strides = (0,) * lead + tuple(
-            0 if n == 1 and t != 1 else s for n, t, s in zip(self.shape, shape[lead:], self._strides)
-        )
-        return self._view(shape, strides, self._offset)
+        return source._view(shape, c_strides(shape), source._offset)
 
     def flip(self, axes: tuple) -> CudaArray:
         strides = list(self._strides)
@@ -288,15 +214,6 @@ class CudaArray:
             )
         return self.to_host().reshape(()).item()
 
-    def __bool__(self) -> bool:
-        return bool(self.item())
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
     def tolist(self) -> Any:
         return self.to_host().tolist()
 
@@ -317,68 +234,3 @@ class CudaArray:
 
     def prod(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
         return np.prod(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
-        return np.max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
-        return np.min(self, axis=axis, keepdims=keepdims)
-
-    def any(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
-        return np.any(self, axis=axis, keepdims=keepdims)
-
-    def all(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
-        return np.all(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
-        return np.argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> CudaArray:
-        return np.argmin(self, axis=axis, keepdims=keepdims)
-
-    def ravel(self) -> CudaArray:
-        return self.reshape(-1)
-
-
-def _operator(ufunc: np.ufunc, reflected: bool = False):
-    if reflected:
-        return lambda self, other: ufunc(other, self)
-    return lambda self, other: ufunc(self, other)
-
-
-def _inplace(ufunc: np.ufunc):
-    def operate(self: CudaArray, other: Any) -> CudaArray:
-        return ufunc(self, other, out=(self,))
-
-    return operate
-
-
-for _name, _ufunc in {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "truediv": np.divide,
-    "floordiv": np.floor_divide,
-    "pow": np.power,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}.items():
-    setattr(CudaArray, f"__{_name}__", _operator(_ufunc))
-    setattr(CudaArray, f"__r{_name}__", _operator(_ufunc, reflected=True))
-    setattr(CudaArray, f"__i{_name}__", _inplace(_ufunc))
-
-for _name, _ufunc in {
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-}.items():
-    setattr(CudaArray, f"__{_name}__", _operator(_ufunc))
-
-CudaArray.__neg__ = lambda self: np.negative(self)
-CudaArray.__abs__ = lambda self: np.absolute(self)
-CudaArray.__invert__ = lambda self: np.invert(self)
-CudaArray.__hash__ = None

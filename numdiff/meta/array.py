@@ -10,12 +10,12 @@ allocates or reads memory in proportion to a meta array's size. Reading values o
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from numdiff._device import device as device_type
+from numdiff._strided_array import StridedArray, c_strides, install_operators, shape_tuple
 
 META = device_type("meta")
 
@@ -27,20 +27,6 @@ class MetaTensorDataError(NotImplementedError):
     """Values were asked of a meta tensor, which has none (NotImplementedError, as PyTorch's)."""
 
 
-def c_strides(shape: tuple) -> tuple:
-    """C-order strides in elements."""
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def _shape_of(shape: Any) -> tuple:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-
-
 def _is_basic_key(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return all(
@@ -49,14 +35,14 @@ def _is_basic_key(key: Any) -> bool:
     )
 
 
-class MetaArray:
+class MetaArray(StridedArray):
     """An n-d array with no data: ``MetaArray.empty((2, 3), np.float32)``."""
 
     __slots__ = ("shape", "_strides", "dtype", "storage")
     device = META
 
     def __init__(self, shape: tuple, dtype: Any, strides: tuple | None = None, storage: Any = None) -> None:
-        self.shape = _shape_of(shape)
+        self.shape = shape_tuple(shape)
         self.dtype = np.dtype(dtype)
         self._strides = c_strides(self.shape) if strides is None else tuple(int(s) for s in strides)
         # Views share their base's storage token, so np.may_share_memory answers as for real arrays.
@@ -64,55 +50,13 @@ class MetaArray:
 
     @classmethod
     def empty(cls, shape: Any, dtype: Any) -> MetaArray:
-        if any(n < 0 for n in _shape_of(shape)):
-            raise ValueError(f"negative dimensions are not allowed, got shape {_shape_of(shape)}")
+        if any(n < 0 for n in shape_tuple(shape)):
+            raise ValueError(f"negative dimensions are not allowed, got shape {shape_tuple(shape)}")
         return cls(shape, dtype)
-
-    # ----------------------------------------------------------------- metadata
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.itemsize
-
-    @property
-    def strides(self) -> tuple:
-        """Strides in bytes, as NumPy reports them."""
-        return tuple(s * self.itemsize for s in self._strides)
-
-    @property
-    def flags(self) -> Any:
-        expected = 1
-        contiguous = True
-        for n, s in zip(reversed(self.shape), reversed(self._strides)):
-            if n != 1 and s != expected:
-                contiguous = self.size <= 1
-                break
-            expected *= n
-        return _Flags(contiguous)
-
-    @property
-    def T(self) -> MetaArray:  # noqa: N802 - NumPy's name
-        return self.transpose()
 
     def probe(self) -> np.ndarray:
         """A zero-byte NumPy stand-in of this shape, for NumPy to work out result shapes on."""
         return np.empty(self.shape, NO_BYTES)
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"MetaArray(shape={self.shape}, dtype={self.dtype})"
@@ -124,32 +68,10 @@ class MetaArray:
     def reshape(self, *shape: Any, order: str = "C") -> MetaArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        target = self.probe().reshape(_shape_of(shape)).shape  # NumPy's -1 and size checks
+        target = self.probe().reshape(shape_tuple(shape)).shape  # NumPy's -1 and size checks
         if self.flags.c_contiguous:
             return self._strided(target, c_strides(target))  # a view, as NumPy's
         return MetaArray(target, self.dtype)  # a copy
-
-    def transpose(self, *axes: Any) -> MetaArray:
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        order = tuple(int(a) % max(self.ndim, 1) for a in axes) if axes else tuple(reversed(range(self.ndim)))
-        if sorted(order) != list(range(self.ndim)):
-            raise ValueError(f"axes {axes} don't match an array of shape {self.shape}")
-        return self._strided(tuple(self.shape[a] for a in order), tuple(self._strides[a] for a in order))
-
-    def swapaxes(self, axis1: int, axis2: int) -> MetaArray:
-        order = list(range(self.ndim))
-        order[axis1], order[axis2] = order[axis2], order[axis1]
-        return self.transpose(order)
-
-    def broadcast_to(self, shape: Any) -> MetaArray:
-        shape = _shape_of(shape)
-        np.broadcast_to(self.probe(), shape)  # NumPy's check and message
-        lead = len(shape) - self.ndim
-        strides = (0,) * lead + tuple(
-            0 if n == 1 and t != 1 else s for n, t, s in zip(self.shape, shape[lead:], self._strides)
-        )
-        return self._strided(shape, strides)
 
     def copy(self, order: str = "C") -> MetaArray:
         return MetaArray(self.shape, self.dtype)
@@ -167,10 +89,7 @@ class MetaArray:
             raise ValueError(f"a meta array view as {np.dtype(dtype)} needs items of {self.itemsize} bytes")
         return MetaArray(self.shape, dtype, self._strides, self.storage)
 
-    def ravel(self, order: str = "C") -> MetaArray:
-        return self.reshape(-1)
-
-    flatten = ravel
+    flatten = StridedArray.ravel
 
     def squeeze(self, axis: Any = None) -> MetaArray:
         axes = [d for d, n in enumerate(self.shape) if n == 1] if axis is None else [
@@ -221,12 +140,6 @@ class MetaArray:
             f"the truth value of a meta tensor (shape {self.shape}) is unknown: it holds no values"
         )
 
-    def __float__(self) -> float:
-        return self.item()
-
-    def __int__(self) -> int:
-        return self.item()
-
     def from_host(self, host: Any) -> MetaArray:
         """A meta array of `host`'s shape and dtype (the values are dropped)."""
         host = np.asarray(host)
@@ -245,24 +158,6 @@ class MetaArray:
     def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> MetaArray:
         return np.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> MetaArray:
-        return np.max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis: Any = None, keepdims: bool = False) -> MetaArray:
-        return np.min(self, axis=axis, keepdims=keepdims)
-
-    def any(self, axis: Any = None, keepdims: bool = False) -> MetaArray:
-        return np.any(self, axis=axis, keepdims=keepdims)
-
-    def all(self, axis: Any = None, keepdims: bool = False) -> MetaArray:
-        return np.all(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> MetaArray:
-        return np.argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> MetaArray:
-        return np.argmin(self, axis=axis, keepdims=keepdims)
-
     def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> MetaArray:
         return np.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
@@ -271,13 +166,6 @@ class _Storage:
     """The identity of a meta array's (absent) memory, shared by its views."""
 
     __slots__ = ()
-
-
-class _Flags:
-    __slots__ = ("c_contiguous",)
-
-    def __init__(self, c_contiguous: bool) -> None:
-        self.c_contiguous = c_contiguous
 
 
 def _numpy_rules() -> Any:
@@ -299,34 +187,5 @@ def _host_key(key: Any) -> Any:
     return converted if isinstance(key, tuple) else converted[0]
 
 
-def _operator(ufunc: np.ufunc, reflected: bool = False) -> Any:
-    if reflected:
-        return lambda self, other: ufunc(other, self)
-    return lambda self, other: ufunc(self, other)
-
-
-def _inplace(ufunc: np.ufunc) -> Any:
-    def operate(self: MetaArray, other: Any) -> MetaArray:
-        return ufunc(self, other, out=(self,))
-
-    return operate
-
-
-for _name, _ufunc in {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide, "floordiv": np.floor_divide,
-    "mod": np.remainder, "pow": np.power, "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}.items():
-    setattr(MetaArray, f"__{_name}__", _operator(_ufunc))
-    setattr(MetaArray, f"__r{_name}__", _operator(_ufunc, reflected=True))
-    setattr(MetaArray, f"__i{_name}__", _inplace(_ufunc))
-
-for _name, _ufunc in {
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-}.items():
-    setattr(MetaArray, f"__{_name}__", _operator(_ufunc))
-
-MetaArray.__neg__ = lambda self: np.negative(self)
-MetaArray.__abs__ = lambda self: np.absolute(self)
-MetaArray.__invert__ = lambda self: np.invert(self)
-MetaArray.__hash__ = None
+install_operators(MetaArray, {"mod": np.remainder, "matmul": np.matmul})
+"""Two operators more than a CUDA array has: the meta device works out any NumPy call's shape."""
