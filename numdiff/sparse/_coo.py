@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype
-from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import tensor as make_tensor
 from numdiff.creation import zeros
 from numdiff.ops.shape import cat
 from numdiff.ops.sparse import coo_matmul
+from numdiff.sparse._base import SparseBase
 from numdiff.tensor import Size, Tensor
 
 
@@ -34,7 +33,7 @@ strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 
 
-class SparseTensor:
+class SparseTensor(SparseBase):
     """A sparse COO tensor; make one with ``numdiff.sparse_coo_tensor`` or ``t.to_sparse()``.
 
     >>> a = numdiff.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (2, 2))
@@ -51,51 +50,14 @@ class SparseTensor:
         self._indices, self._values, self._shape, self._coalesced = indices, values, Size(shape), coalesced
 
     # ------------------------------------------------------------------ metadata
-    @property
-    def shape(self) -> Size:
-        return self._shape
-
-    def size(self, dim: int | None = None) -> Any:
-        return self._shape if dim is None else self._shape[dim]
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    def dim(self) -> int:
-        return len(self._shape)
-
     def sparse_dim(self) -> int:
         return len(self._shape)
 
     def dense_dim(self) -> int:
         return 0
 
-    @property
-    def dtype(self) -> _dtype.dtype:
-        return self._values.dtype
-
-    @property
-    def device(self) -> Any:
-        return self._values.device
-
-    @property
-    def is_cuda(self) -> bool:
-        return self._values.is_cuda
-
-    @property
-    def requires_grad(self) -> bool:
-        return self._values.requires_grad
-
-    def requires_grad_(self, flag: bool = True) -> SparseTensor:
-        self._values.requires_grad_(flag)
-        return self
-
-    @property
-    def grad(self) -> Any:
-        """The gradient of the values, as a sparse tensor with these indices (None before backward)."""
-        g = self._values.grad
-        return None if g is None else SparseTensor(self._indices, g, self._shape, self._coalesced)
+    def _with_values(self, values: Tensor) -> SparseTensor:
+        return SparseTensor(self._indices.to(values.device), values, self._shape, self._coalesced)
 
     def indices(self) -> Tensor:
         if not self._coalesced:
@@ -110,14 +72,8 @@ class SparseTensor:
     def _indices_(self) -> Tensor:
         return self._indices
 
-    def _nnz(self) -> int:
-        return int(self._values.shape[0])
-
     def is_coalesced(self) -> bool:
         return self._coalesced
-
-    def __len__(self) -> int:
-        return self._shape[0]
 
     # ------------------------------------------------------------------ conversions
     def _linear(self) -> np.ndarray:
@@ -142,12 +98,6 @@ class SparseTensor:
         dense = flat.index_add(0, linear, self._values).reshape(tuple(self._shape))
         return dense if dtype is None else dense.to(dtype)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """NumPy sees the dense values (``dense + sparse`` is dense, as in PyTorch)."""
-        with no_grad():
-            array = self.to_dense().cpu().numpy()
-        return array if dtype is None else array.astype(dtype)
-
     def to_sparse(self, *, layout: Any = None) -> Any:
         return self.to_sparse_csr() if layout is not None and layout.name == "sparse_csr" else self
 
@@ -159,25 +109,6 @@ class SparseTensor:
         from numdiff.sparse._csr import coo_to_csr  # _csr builds on this module
 
         return coo_to_csr(self)
-
-    def to(self, *args: Any, **kwargs: Any) -> SparseTensor:
-        values = self._values.to(*args, **kwargs)
-        return SparseTensor(self._indices.to(values.device), values, self._shape, self._coalesced)
-
-    def cpu(self) -> SparseTensor:
-        return self.to("cpu")
-
-    def cuda(self, device: Any = None) -> SparseTensor:
-        return self.to("cuda" if device is None else device)
-
-    def float(self) -> SparseTensor:
-        return self.to(_dtype.float32)
-
-    def double(self) -> SparseTensor:
-        return self.to(_dtype.float64)
-
-    def detach(self) -> SparseTensor:
-        return SparseTensor(self._indices, self._values.detach(), self._shape, self._coalesced)
 
     def clone(self) -> SparseTensor:
         return SparseTensor(self._indices.clone(), self._values.clone(), self._shape, self._coalesced)
@@ -211,11 +142,6 @@ class SparseTensor:
             raise ValueError(f"sparse matmul: dense @ sparse needs a 2-D dense tensor, got {type(other).__name__}")
         return (self.t() @ other.t()).t()
 
-    def mm(self, other: Any) -> Any:
-        return self @ other
-
-    matmul = mm
-
     def __add__(self, other: Any) -> Any:
         if isinstance(other, SparseTensor):
             if other._shape != self._shape:
@@ -225,26 +151,11 @@ class SparseTensor:
             return SparseTensor(indices, cat([self._values, other._values]), self._shape).coalesce()
         return self.to_dense() + other
 
-    __radd__ = __add__
-
     def __sub__(self, other: Any) -> Any:
         return self + (-other)
 
     def __rsub__(self, other: Any) -> Any:
         return other + (-self)
-
-    def __neg__(self) -> SparseTensor:
-        return SparseTensor(self._indices, -self._values, self._shape, self._coalesced)
-
-    def __mul__(self, other: Any) -> Any:
-        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
-            return SparseTensor(self._indices, self._values * other, self._shape, self._coalesced)
-        raise TypeError("sparse mul: only a scalar multiplies a sparse tensor here; use to_dense() for more")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> SparseTensor:
-        return self * (1.0 / other)
 
     def sum(self, dim: Any = None) -> Tensor:
         """All values summed, or the dense sums along `dim` (int or tuple) without densifying."""

@@ -13,18 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype
-from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import tensor as make_tensor
 from numdiff.creation import zeros
 from numdiff.ops.sparse import csr_matmul, csr_transpose
+from numdiff.sparse._base import SparseBase
 from numdiff.sparse._coo import SparseTensor, layout
 from numdiff.tensor import Size, Tensor
 
 sparse_csr = layout("sparse_csr")
 
 
-class SparseCsrTensor:
+class SparseCsrTensor(SparseBase):
     """A 2-D sparse CSR matrix; make one with ``numdiff.sparse_csr_tensor`` or ``t.to_sparse_csr()``.
 
     >>> a = numdiff.sparse_csr_tensor([0, 1, 2], [1, 0], [2.0, 3.0], (2, 2))
@@ -36,51 +35,16 @@ class SparseCsrTensor:
     is_sparse = False  # PyTorch's: is_sparse means COO; CSR answers is_sparse_csr
     is_sparse_csr = True
     layout = sparse_csr
+    _name = "sparse CSR"
 
     def __init__(self, crow: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) -> None:
         self._crow, self._cols, self._values, self._shape = crow, cols, values, Size(shape)
 
-    # ------------------------------------------------------------------ metadata
-    @property
-    def shape(self) -> Size:
-        return self._shape
+    def _with_values(self, values: Tensor) -> SparseCsrTensor:
+        device = values.device
+        return SparseCsrTensor(self._crow.to(device), self._cols.to(device), values, self._shape)
 
-    def size(self, dim: int | None = None) -> Any:
-        return self._shape if dim is None else self._shape[dim]
-
-    @property
-    def ndim(self) -> int:
-        return 2
-
-    def dim(self) -> int:
-        return 2
-
-    @property
-    def dtype(self) -> _dtype.dtype:
-        return self._values.dtype
-
-    @property
-    def device(self) -> Any:
-        return self._values.device
-
-    @property
-    def is_cuda(self) -> bool:
-        return self._values.is_cuda
-
-    @property
-    def requires_grad(self) -> bool:
-        return self._values.requires_grad
-
-    def requires_grad_(self, flag: bool = True) -> SparseCsrTensor:
-        self._values.requires_grad_(flag)
-        return self
-
-    @property
-    def grad(self) -> Any:
-        """The gradient of the values, as a CSR tensor with this structure (None before backward)."""
-        g = self._values.grad
-        return None if g is None else SparseCsrTensor(self._crow, self._cols, g, self._shape)
-
+    # ------------------------------------------------------------------ structure
     def crow_indices(self) -> Tensor:
         """Row offsets: row i's entries are ``crow_indices()[i]:crow_indices()[i + 1]``."""
         return self._crow
@@ -92,12 +56,6 @@ class SparseCsrTensor:
     def values(self) -> Tensor:
         """The value of each entry, row by row (gradients reach it)."""
         return self._values
-
-    def _nnz(self) -> int:
-        return int(self._values.shape[0])
-
-    def __len__(self) -> int:
-        return self._shape[0]
 
     # ------------------------------------------------------------------ conversions
     def _rows(self) -> np.ndarray:
@@ -124,31 +82,6 @@ class SparseCsrTensor:
         dense = dense.reshape(tuple(self._shape))
         return dense if dtype is None else dense.to(dtype)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """NumPy sees the dense values."""
-        with no_grad():
-            array = self.to_dense().cpu().numpy()
-        return array if dtype is None else array.astype(dtype)
-
-    def to(self, *args: Any, **kwargs: Any) -> SparseCsrTensor:
-        values = self._values.to(*args, **kwargs)
-        return SparseCsrTensor(self._crow.to(values.device), self._cols.to(values.device), values, self._shape)
-
-    def cpu(self) -> SparseCsrTensor:
-        return self.to("cpu")
-
-    def cuda(self, device: Any = None) -> SparseCsrTensor:
-        return self.to("cuda" if device is None else device)
-
-    def float(self) -> SparseCsrTensor:
-        return self.to(_dtype.float32)
-
-    def double(self) -> SparseCsrTensor:
-        return self.to(_dtype.float64)
-
-    def detach(self) -> SparseCsrTensor:
-        return SparseCsrTensor(self._crow, self._cols, self._values.detach(), self._shape)
-
     def clone(self) -> SparseCsrTensor:
         return SparseCsrTensor(self._crow.clone(), self._cols.clone(), self._values.clone(), self._shape)
 
@@ -174,30 +107,10 @@ class SparseCsrTensor:
             raise ValueError(f"sparse CSR matmul: dense @ sparse needs a 2-D dense tensor, got {type(other).__name__}")
         return (self._transposed() @ other.t()).t()
 
-    def mm(self, other: Any) -> Any:
-        return self @ other
-
-    matmul = mm
-
     def __add__(self, other: Any) -> Any:
         if isinstance(other, SparseCsrTensor):
             return (self.to_sparse_coo() + other.to_sparse_coo()).to_sparse_csr()
         return self.to_dense() + other
-
-    __radd__ = __add__
-
-    def __neg__(self) -> SparseCsrTensor:
-        return SparseCsrTensor(self._crow, self._cols, -self._values, self._shape)
-
-    def __mul__(self, other: Any) -> SparseCsrTensor:
-        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and other.ndim == 0):
-            return SparseCsrTensor(self._crow, self._cols, self._values * other, self._shape)
-        raise TypeError("sparse CSR mul: only a scalar multiplies a sparse tensor here; use to_dense() for more")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other: Any) -> SparseCsrTensor:
-        return self * (1.0 / other)
 
     def sum(self, dim: Any = None) -> Tensor:
         """All values summed, or the dense sums along `dim` (through the COO form)."""
