@@ -17,21 +17,17 @@ def adam_family_defaults(
     betas: tuple[float, float],
     eps: float,
     weight_decay: float,
-    *,
-    weight_decay_label: str = "weight decay",
     **options: Any,
 ) -> dict[str, Any]:
     """Check the shared options in PyTorch's order (lr, eps, betas, weight_decay) and return the
-    group defaults, the optimizer's own `options` last. `weight_decay_label` keeps each
-    optimizer's existing wording of the weight-decay error (Adam's says ``weight_decay``).
+    group defaults, the optimizer's own `options` last.
 
     >>> adam_family_defaults(1e-3, (0.9, 0.999), 1e-8, 0, maximize=False)["betas"]
     (0.9, 0.999)
     """
-    check_nonnegative(learning_rate=lr, epsilon_value=eps)
+    check_nonnegative({"learning rate": lr, "epsilon value": eps})
     check_betas(betas)
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid {weight_decay_label} value: {weight_decay}")
+    check_nonnegative({"weight_decay value": weight_decay})
     return {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, **options}
 
 

@@ -12,11 +12,12 @@ from typing import Any
 from numdiff.tensor import Tensor
 
 
-def check_nonnegative(**values: float) -> None:
-    """PyTorch's argument checks: ``Invalid <name>: <value>`` for a negative option."""
-    for name, value in values.items():
+def check_nonnegative(values: dict[str, float]) -> None:
+    """PyTorch's argument checks: ``Invalid <what>: <value>`` for the first negative option, where
+    `values` maps PyTorch's words for each option ("learning rate", "weight_decay value") to it."""
+    for what, value in values.items():
         if not 0.0 <= value:
-            raise ValueError(f"Invalid {name.replace('_', ' ')}: {value}")
+            raise ValueError(f"Invalid {what}: {value}")
 
 
 def check_betas(betas: tuple[float, float]) -> None:

@@ -40,7 +40,7 @@ class Adadelta(Optimizer):
         check_implementation_flags(
             "Adadelta", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
-        check_nonnegative(learning_rate=lr, epsilon_value=eps, weight_decay_value=weight_decay)
+        check_nonnegative({"learning rate": lr, "epsilon value": eps, "weight_decay value": weight_decay})
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize}

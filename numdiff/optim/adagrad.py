@@ -8,6 +8,7 @@ from typing import Any
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.kernels.optim_steps import adagrad_hyper
 from numdiff.optim._group_update import GroupUpdate
+from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import (
     Optimizer,
     check_implementation_flags,
@@ -41,16 +42,13 @@ class Adagrad(Optimizer):
         check_implementation_flags(
             "Adagrad", foreach=foreach, differentiable=differentiable, fused=fused
         )
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_nonnegative({
+            "learning rate": lr,
+            "lr_decay value": lr_decay,
+            "weight_decay value": weight_decay,
+            "initial_accumulator_value value": initial_accumulator_value,
+            "epsilon value": eps,
+        })
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,

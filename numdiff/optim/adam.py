@@ -51,7 +51,6 @@ class Adam(Optimizer):
         defaults = adam_family_defaults(
             lr, betas, eps, weight_decay,
             amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
-            weight_decay_label="weight_decay",
         )  # fmt: skip
         super().__init__(params, defaults)
 

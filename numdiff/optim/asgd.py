@@ -49,7 +49,7 @@ class ASGD(Optimizer):
         check_implementation_flags(
             "ASGD", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
-        check_nonnegative(learning_rate=lr, weight_decay_value=weight_decay)
+        check_nonnegative({"learning rate": lr, "weight_decay value": weight_decay})
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay, "maximize": maximize}
         super().__init__(params, defaults)
 

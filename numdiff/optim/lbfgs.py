@@ -8,6 +8,7 @@ from typing import Any
 from numdiff.autograd.grad_mode import enable_grad, no_grad
 from numdiff.ops.shape import cat
 from numdiff.optim._line_search import strong_wolfe
+from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import Optimizer
 from numdiff.tensor import Tensor
 
@@ -42,8 +43,7 @@ class LBFGS(Optimizer):
         history_size: int = 100,
         line_search_fn: str | None = None,
     ) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative({"learning rate": lr})
         if not (isinstance(max_iter, int) and max_iter >= 1):
             raise ValueError(f"Invalid max_iter: {max_iter!r} (expected an int >= 1)")
         if max_eval is None:

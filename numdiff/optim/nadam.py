@@ -50,7 +50,7 @@ class NAdam(Optimizer):
             lr, betas, eps, weight_decay,
             momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
         )  # fmt: skip
-        check_nonnegative(momentum_decay=momentum_decay)
+        check_nonnegative({"momentum_decay value": momentum_decay})
         super().__init__(params, defaults)
 
     @no_grad()

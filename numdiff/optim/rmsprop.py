@@ -7,6 +7,7 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim._group_update import GroupUpdate, unused_buffer
+from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import (
     Optimizer,
     check_implementation_flags,
@@ -42,16 +43,13 @@ class RMSprop(Optimizer):
         check_implementation_flags(
             "RMSprop", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_nonnegative({
+            "learning rate": lr,
+            "epsilon value": eps,
+            "momentum value": momentum,
+            "weight_decay value": weight_decay,
+            "alpha value": alpha,
+        })
         defaults = {
             "lr": lr,
             "alpha": alpha,

@@ -43,7 +43,7 @@ class Rprop(Optimizer):
         check_implementation_flags(
             "Rprop", foreach=foreach, capturable=capturable, differentiable=differentiable
         )
-        check_nonnegative(learning_rate=lr)
+        check_nonnegative({"learning rate": lr})
         if len(etas) != 2 or not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas}: Rprop needs 0 < etas[0] < 1 < etas[1]")
         if len(step_sizes) != 2 or not 0.0 <= step_sizes[0] <= step_sizes[1]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim._group_update import GroupUpdate, unused_buffer
+from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import (
     Optimizer,
     check_implementation_flags,
@@ -40,12 +41,7 @@ class SGD(Optimizer):
         check_implementation_flags(
             "SGD", foreach=foreach, differentiable=differentiable, fused=fused
         )
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonnegative({"learning rate": lr, "momentum value": momentum, "weight_decay value": weight_decay})
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError(
                 "Nesterov momentum requires a momentum and zero dampening "

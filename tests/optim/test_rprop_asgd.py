@@ -123,7 +123,7 @@ def test_rprop_uses_only_the_gradients_sign():
         ("Rprop", {"etas": (1.5, 1.2)}, r"Invalid eta values: \(1.5, 1.2\)"),
         ("Rprop", {"etas": (0.5, 0.9)}, r"Invalid eta values: \(0.5, 0.9\)"),
         ("ASGD", {"lr": -0.1}, r"Invalid learning rate: -0.1"),
-        ("ASGD", {"weight_decay": -1.0}, r"Invalid weight decay value: -1.0"),
+        ("ASGD", {"weight_decay": -1.0}, r"Invalid weight_decay value: -1.0"),
     ],
 )
 def test_bad_arguments_raise_like_torch(name, kwargs, message):
