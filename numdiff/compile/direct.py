@@ -134,6 +134,16 @@ def _value_inputs(call: OpCall) -> list | None:
     return found
 
 
+def _float_operands(call: OpCall, values: list, count: int, optional_last: bool = False) -> list | None:
+    """The call's `count` positional inputs as value indices when they and its output are host
+    float32/float64 arrays of one dtype, else None. With `optional_last` the last input may be a
+    None literal (a bias), kept as None."""
+    inputs = _value_inputs(call)
+    if inputs is None or len(inputs) != count or None in (inputs[:-1] if optional_last else inputs):
+        return None
+    return inputs if _float(values, call.output, *(i for i in inputs if i is not None)) else None
+
+
 def _alloc(values: list, index: int) -> str:
     value = values[index]
     return f"v{index} = np.empty({tuple(value.shape)!r}, {np.dtype(value.dtype).name!r})"
@@ -150,13 +160,10 @@ def _conv_geometry(call: OpCall) -> tuple:
 
 @plans("conv2d", blas=True)
 def _conv2d(call: OpCall, values: list, ref: Callable) -> list | None:
-    inputs = _value_inputs(call)
-    if inputs is None or len(inputs) != 3 or inputs[0] is None or inputs[1] is None:
+    inputs = _float_operands(call, values, 3, optional_last=True)
+    if inputs is None:
         return None
-    x, w, b = inputs
-    if not _float(values, x, w, call.output, *([b] if b is not None else [])):
-        return None
-    out = call.output
+    (x, w, b), out = inputs, call.output
     x_shape, w_shape, out_shape = values[x].shape, values[w].shape, values[out].shape
     if len(x_shape) != 4 or (b is not None and values[b].shape != (w_shape[0],)):
         return None
@@ -175,13 +182,10 @@ def _conv2d(call: OpCall, values: list, ref: Callable) -> list | None:
 
 @plans("conv_transpose2d", blas=True)
 def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
-    inputs = _value_inputs(call)
-    if inputs is None or len(inputs) != 2 or None in inputs:
+    inputs = _float_operands(call, values, 2)
+    if inputs is None or len(values[inputs[0]].shape) != 4:
         return None
-    g, w = inputs
-    out = call.output
-    if not _float(values, g, w, out) or len(values[g].shape) != 4:
-        return None
+    (g, w), out = inputs, call.output
     stride, padding, dilation, groups = _conv_geometry(call)
     g_shape, w_shape, out_shape = values[g].shape, values[w].shape, values[out].shape
     core, sizes = conv.conv2d_plan("backward_input", out_shape, w_shape, g_shape, stride, padding, dilation, groups)
@@ -197,13 +201,10 @@ def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
 
 @plans("conv2d_weight_grad", blas=True)
 def _conv2d_weight_grad(call: OpCall, values: list, ref: Callable) -> list | None:
-    inputs = _value_inputs(call)
-    if inputs is None or len(inputs) != 2 or None in inputs:
+    inputs = _float_operands(call, values, 2)
+    if inputs is None or len(values[inputs[0]].shape) != 4:
         return None
-    x, g = inputs
-    out = call.output
-    if not _float(values, x, g, out) or len(values[x].shape) != 4:
-        return None
+    (x, g), out = inputs, call.output
     stride, padding, dilation, groups = _conv_geometry(call)
     x_shape, g_shape, out_shape = values[x].shape, values[g].shape, values[out].shape
     core, sizes = conv.conv2d_plan("backward_weight", x_shape, out_shape, g_shape, stride, padding, dilation, groups)
@@ -219,12 +220,12 @@ def _conv2d_weight_grad(call: OpCall, values: list, ref: Callable) -> list | Non
 
 @plans("max_pool2d", ctx_arrays=_INDICES)
 def _max_pool2d(call: OpCall, values: list, ref: Callable) -> list | None:
-    inputs = _value_inputs(call)
-    if inputs is None or len(inputs) != 1 or inputs[0] is None:
+    inputs = _float_operands(call, values, 1)
+    if inputs is None:
         return None
     (x,), out = inputs, call.output
     x_shape, out_shape = values[x].shape, values[out].shape
-    if not _float(values, x, out) or len(x_shape) != 4 or 0 in x_shape:
+    if len(x_shape) != 4 or 0 in x_shape:
         return None
     a = call.attrs
     core, sizes = pool.max_pool2d_plan(
@@ -276,13 +277,10 @@ def _max_pool_scatter(call: OpCall, values: list, ref: Callable) -> list | None:
 
 @plans("matmul", blas=True)
 def _matmul(call: OpCall, values: list, ref: Callable) -> list | None:
-    inputs = _value_inputs(call)
-    if inputs is None or len(inputs) != 2 or None in inputs:
+    inputs = _float_operands(call, values, 2)
+    if inputs is None:
         return None
-    a, b = inputs
-    out = call.output
-    if not _float(values, a, b, out):
-        return None
+    (a, b), out = inputs, call.output
     a_shape, b_shape = values[a].shape, values[b].shape
     if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != b_shape[0] or 0 in a_shape + b_shape:
         return None
@@ -310,13 +308,10 @@ def pair_lines(call: OpCall, values: list) -> list:
 
 @plans("linear", blas=True)
 def _linear(call: OpCall, values: list, ref: Callable) -> list | None:
-    inputs = _value_inputs(call)
-    if inputs is None or len(inputs) != 3 or inputs[0] is None or inputs[1] is None:
+    inputs = _float_operands(call, values, 3, optional_last=True)
+    if inputs is None:
         return None
-    x, w, b = inputs
-    out = call.output
-    if not _float(values, x, w, out, *([b] if b is not None else [])):
-        return None
+    (x, w, b), out = inputs, call.output
     x_shape, w_shape = values[x].shape, values[w].shape
     if len(x_shape) != 2 or len(w_shape) != 2 or x_shape[1] != w_shape[1] or 0 in x_shape + w_shape:
         return None
