@@ -15,6 +15,7 @@ from numdiff._host_functions import random_function
 from numdiff._python_data import as_array, number_dtype
 from numdiff._random import Generator, batched_sample, different_levels, rng
 from numdiff._scalar_convert import ScalarOverflowError, checked_array
+from numdiff._spaced_values import spaced_values
 from numdiff.backend import is_numpy, move_array
 from numdiff.meta.array import MetaArray
 from numdiff.tensor import Tensor
@@ -204,7 +205,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
     if dtype is not None:
         for bound in (start, end):  # PyTorch writes the bounds in the dtype first: 300 into uint8 is an error
             checked_array("linspace", bound, _dtype.to_dtype(dtype))
-    return _place(np.linspace(start, end, steps, dtype=_float_dtype(dtype)), device, requires_grad, dtype)
+    return _place(spaced_values(start, end, steps, _float_dtype(dtype)), device, requires_grad, dtype)
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: Any = None, device: Any = None,

@@ -28,10 +28,12 @@ _PADDINGS = ("zeros", "border", "reflection")
 
 
 def _base_coordinates(n: int, align_corners: bool, like: Tensor) -> Tensor:
-    if align_corners:
-        return linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device) if n > 1 else \
-            arange(1, dtype=like.dtype, device=like.device) * 0
-    return (arange(n, dtype=like.dtype, device=like.device) * 2 + 1) / n - 1
+    # PyTorch's own arithmetic (linspace scaled by (n - 1) / n), so that grid points fall on the
+    # same side of a pixel to the last bit: the grid's gradient jumps there.
+    if n == 1:
+        return arange(1, dtype=like.dtype, device=like.device) * 0
+    steps = linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device)
+    return steps if align_corners else steps * (n - 1) / n
 
 
 def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> Tensor:
@@ -86,12 +88,20 @@ def _reflect(x: Tensor, twice_low: int, twice_high: int) -> Tensor:
     return where(flips.remainder(2) == 0, extra + low, span - extra + low)
 
 
+def _clipped(x: Tensor, size: int) -> Tensor:
+    """x clamped to [0, size - 1], with no gradient on the limits either (PyTorch's grid sampler
+    counts them as outside): a coordinate exactly on the last pixel would otherwise be
+    differentiated against the zero beyond it, as with an identity theta's border points."""
+    inside = (x > 0) & (x < size - 1)
+    return where(inside, x, x.detach().clamp(0, size - 1))
+
+
 def _padded(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
     if padding_mode == "border":
-        return x.clamp(0, size - 1)
+        return _clipped(x, size)
     if padding_mode == "reflection":
         x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-        return x.clamp(0, size - 1)
+        return _clipped(x, size)
     return x
 
 

@@ -14,6 +14,14 @@ from numdiff.ops.selection import minimum, where
 from numdiff.tensor import Tensor
 
 
+def _target_in_input_dtype(op: str, target: Tensor, input: Tensor) -> Tensor:
+    """The target in the input's dtype: PyTorch takes integer and bool targets for the margin
+    losses (``torch.tensor([1, -1])``, a label tensor), which only compare or scale by them."""
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op}: argument 'target' must be a Tensor, not {type(target).__name__}")
+    return target if target.is_floating_point() else target.to(input.dtype)
+
+
 def margin_ranking_loss(
     input1: Tensor,
     input2: Tensor,
@@ -29,8 +37,9 @@ def margin_ranking_loss(
     >>> margin_ranking_loss(numdiff.tensor([0.2, 0.9]), numdiff.tensor([0.5, 0.1]), numdiff.tensor([1.0, -1.0]))
     """
     reduction = _reduction("margin_ranking_loss", size_average, reduce, reduction)
-    for name, t in (("input1", input1), ("input2", input2), ("target", target)):
+    for name, t in (("input1", input1), ("input2", input2)):
         _check_float("margin_ranking_loss", name, t)
+    target = _target_in_input_dtype("margin_ranking_loss", target, input1)
     if not input1.ndim == input2.ndim == target.ndim:
         raise LossArgumentError(
             "margin_ranking_loss: all input tensors should have the same number of dimensions, but got "
@@ -55,7 +64,7 @@ def hinge_embedding_loss(
     """
     reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
     _check_float("hinge_embedding_loss", "input", input)
-    _check_float("hinge_embedding_loss", "target", target)
+    target = _target_in_input_dtype("hinge_embedding_loss", target, input)
     below_margin = where(target != 1, (margin - input).clamp_min(0), 0.0)
     distance = where(target != -1, input, 0.0)
     return _reduce(below_margin + distance, reduction)
@@ -79,8 +88,9 @@ def cosine_embedding_loss(
     """
     op = "cosine_embedding_loss"
     reduction = _reduction(op, size_average, reduce, reduction)
-    for name, t in (("input1", input1), ("input2", input2), ("target", target)):
+    for name, t in (("input1", input1), ("input2", input2)):
         _check_float(op, name, t)
+    target = _target_in_input_dtype(op, target, input1)
     if target.ndim > 1:
         raise LossArgumentError(f"{op}: expected a 0-d or 1-d target (multi-target not supported), got shape {tuple(target.shape)}")
     if not input1.ndim == input2.ndim == target.ndim + 1:
@@ -163,7 +173,7 @@ def soft_margin_loss(
     """
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     _check_float("soft_margin_loss", "input", input)
-    _check_float("soft_margin_loss", "target", target)
+    target = _target_in_input_dtype("soft_margin_loss", target, input)
     return _reduce(RULES["soft_margin"](input, target), reduction)
 
 
@@ -183,7 +193,7 @@ def multilabel_soft_margin_loss(
     op = "multilabel_soft_margin_loss"
     reduction = _reduction(op, size_average, reduce, reduction)
     _check_float(op, "input", input)
-    _check_float(op, "target", target)
+    target = _target_in_input_dtype(op, target, input)
     if input.ndim == 0:
         raise ValueError(f"{op}: input must have a class dimension (C) or (N, C), got a 0-d tensor")
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))

@@ -3,6 +3,7 @@ learning-rate schedulers (``numdiff.optim.lr_scheduler``), as in ``torch.optim``
 
 from numdiff.optim import lr_scheduler, swa_utils
 from numdiff.optim.adadelta import Adadelta
+from numdiff.optim.adafactor import Adafactor
 from numdiff.optim.adagrad import Adagrad
 from numdiff.optim.adam import Adam, AdamW
 from numdiff.optim.adamax import Adamax
@@ -17,7 +18,7 @@ from numdiff.optim.sgd import SGD
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
 __all__ += ["LBFGS", "Adadelta", "Adamax", "NAdam", "RAdam"]
-__all__ += ["ASGD", "Rprop", "swa_utils"]
+__all__ += ["ASGD", "Rprop", "swa_utils", "Adafactor"]
 
 
 def __dir__() -> list[str]:

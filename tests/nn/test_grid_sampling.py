@@ -104,3 +104,24 @@ def test_5d_gradcheck_and_gradgradcheck_to_input_grid_and_theta():
     theta = numdiff.tensor(rng.standard_normal((1, 3, 4)) * 0.5, requires_grad=True)
     assert gradcheck(lambda a, t: nf.grid_sample(a, nf.affine_grid(t, (1, 2, 2, 2, 2), align_corners=False),
                                                  align_corners=False), (x, theta))
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("size", [(1, 2, 4, 5), (1, 2, 3, 4, 2)])
+def test_theta_gradient_at_an_identity_grid_matches_pytorch(size, padding_mode, align_corners):
+    """An identity theta puts every grid point on a pixel, the outermost ones on the border, where
+    PyTorch's clamp and reflection give no gradient (a spatial transformer's first step)."""
+    dims = len(size) - 2
+    rng = np.random.default_rng(5)
+    x0, upstream = rng.standard_normal(size), rng.standard_normal(size)
+    theta0 = np.eye(dims, dims + 1)[None]
+    grads = []
+    for lib, functional in ((numdiff, nf), (torch, torch.nn.functional)):
+        x, theta = lib.tensor(x0, requires_grad=True), lib.tensor(theta0, requires_grad=True)
+        grid = functional.affine_grid(theta, size, align_corners=align_corners)
+        out = functional.grid_sample(x, grid, padding_mode=padding_mode, align_corners=align_corners)
+        out.backward(lib.tensor(upstream))
+        grads.append((x.grad.numpy(), theta.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-10, atol=1e-12)

@@ -259,8 +259,10 @@ def test_bad_input_raises_errors_naming_the_function_and_values():
         nnf.gaussian_nll_loss(z(3, 2), z(3, 2), 1)
     with pytest.raises(ValueError, match=r"gaussian_nll_loss: reduction .*'batchmean'"):
         nnf.gaussian_nll_loss(z(3, 2), z(3, 2), numdiff.ones(3, 2), reduction="batchmean")
-    with pytest.raises(TypeError, match=r"soft_margin_loss: expected 'target' to be a floating point tensor"):
-        nnf.soft_margin_loss(z(2), numdiff.tensor([1, -1]))
+    with pytest.raises(TypeError, match=r"soft_margin_loss: argument 'target' must be a Tensor, not list"):
+        nnf.soft_margin_loss(z(2), [1, -1])
+    with pytest.raises(TypeError, match=r"hinge_embedding_loss: expected 'input' to be a floating point tensor"):
+        nnf.hinge_embedding_loss(numdiff.tensor([1, 2]), numdiff.tensor([1, -1]))
     with pytest.raises(ValueError, match=r"multilabel_soft_margin_loss: input must have a class dimension"):
         nnf.multilabel_soft_margin_loss(numdiff.tensor(1.0), numdiff.tensor(1.0))
     with pytest.raises(ValueError, match=r"HuberLoss: reduction must be 'none', 'mean' or 'sum', got 'avg'"):
@@ -351,3 +353,39 @@ def test_multi_margin_loss_refuses_bad_arguments_naming_them():
         nnf.multi_margin_loss(numdiff.zeros(2, 3, 4), numdiff.tensor([0, 1]))
     with pytest.raises(ValueError, match=r"MultiMarginLoss: only p == 1 and p == 2"):
         nn.MultiMarginLoss(p=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("target_dtype", ["int64", "bool"])
+def test_margin_losses_take_integer_and_bool_targets_as_pytorch(target_dtype, dtype):
+    """PyTorch programs pass label tensors such as ``torch.tensor([1, -1])`` straight to the margin
+    losses; the value and the gradient are those of the target in the input's dtype."""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((6, 4)).astype(dtype), rng.standard_normal((6, 4)).astype(dtype)
+    signs = np.array([1, -1, 1, 1, -1, -1])
+    labels = np.array([[1, 0, 1, 0], [0, 0, 1, 1]] * 3)
+    target = (signs > 0) if target_dtype == "bool" else signs
+    cases = {
+        "cosine_embedding_loss": lambda lib, x, y: lib.nn.functional.cosine_embedding_loss(
+            x, y, lib.tensor(target), margin=0.2),
+        "hinge_embedding_loss": lambda lib, x, y: lib.nn.functional.hinge_embedding_loss(
+            (x - y).norm(dim=1), lib.tensor(target)),
+        "margin_ranking_loss": lambda lib, x, y: lib.nn.functional.margin_ranking_loss(
+            x[:, 0], y[:, 0], lib.tensor(target), margin=0.1),
+        "soft_margin_loss": lambda lib, x, y: lib.nn.functional.soft_margin_loss(x[:, 0], lib.tensor(target)),
+        "multilabel_soft_margin_loss": lambda lib, x, y: lib.nn.functional.multilabel_soft_margin_loss(
+            x, lib.tensor(labels.astype(bool) if target_dtype == "bool" else labels)),
+    }
+    if target_dtype == "bool":  # PyTorch takes a bool target only where it just compares it with 1 and -1
+        cases = {name: cases[name] for name in ("cosine_embedding_loss", "hinge_embedding_loss")}
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == "float64" else dict(rtol=1e-5, atol=1e-6)
+    for name, loss in cases.items():
+        results = []
+        for lib in (numdiff, torch):
+            x, y = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+            value = loss(lib, x, y)
+            value.backward()
+            results.append((value.detach().numpy(), x.grad.numpy(), str(value.dtype).split(".")[-1]))
+        assert results[0][2] == results[1][2] == dtype, name
+        np.testing.assert_allclose(results[0][0], results[1][0], err_msg=name, **tol)
+        np.testing.assert_allclose(results[0][1], results[1][1], err_msg=name, **tol)

@@ -92,3 +92,35 @@ def test_packing_refuses_bad_lengths():
         packing.pack_padded_sequence(x, [5, 4, 1])
     with pytest.raises(ValueError, match=r"LSTM\(3, 4\): expected PackedSequence data of shape \(sum of lengths, 3\), got \(7, 2\)"):
         nn.LSTM(3, 4)(packing.pack_padded_sequence(x, [4, 2, 1]))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_unpad_and_unpack_sequence_match_torch_and_carry_gradients(rng, batch_first):
+    arrays = [rng.standard_normal((n, 2)) for n in (3, 1, 4)]
+    lengths = [3, 1, 4]
+    padded = packing.pad_sequence([numdiff.tensor(a) for a in arrays], batch_first)
+    padded_t = torch_packing.pad_sequence([torch.tensor(a) for a in arrays], batch_first)
+    ours = packing.unpad_sequence(padded, numdiff.tensor(lengths), batch_first=batch_first)
+    theirs = torch_packing.unpad_sequence(padded_t, torch.tensor(lengths), batch_first=batch_first)
+    assert len(ours) == len(theirs) == 3
+    for a, b in zip(ours, theirs):
+        close(a, b, "unpadded")
+    packed = packing.pack_sequence([numdiff.tensor(a) for a in arrays], enforce_sorted=False)
+    for a, b in zip(packing.unpack_sequence(packed), arrays):
+        np.testing.assert_array_equal(a.numpy(), b)
+    x = numdiff.tensor(rng.standard_normal((3, 4, 2) if batch_first else (4, 3, 2)), requires_grad=True)
+    assert gradcheck(lambda t: numdiff.cat(packing.unpad_sequence(t, lengths, batch_first), 0), (x,))
+    assert gradcheck(lambda t: numdiff.cat(packing.unpack_sequence(
+        packing.pack_padded_sequence(t, lengths, batch_first, enforce_sorted=False)), 0), (x,))
+
+
+def test_unpad_and_unpack_refuse_bad_arguments_naming_the_values():
+    x = numdiff.zeros(4, 3, 2)
+    with pytest.raises(ValueError, match=r"unpad_sequence: expected 3 lengths \(one per sequence in the batch\), got 2"):
+        packing.unpad_sequence(x, [4, 1])
+    with pytest.raises(ValueError, match=r"unpad_sequence: every length must be between 0 and the padded length 4, got \[5, 1, 1\]"):
+        packing.unpad_sequence(x, [5, 1, 1])
+    with pytest.raises(TypeError, match=r"unpad_sequence: lengths must be a 1-D sequence of integers"):
+        packing.unpad_sequence(x, [1.5, 1, 1])
+    with pytest.raises(TypeError, match=r"unpack_sequence: expected a PackedSequence, got Tensor"):
+        packing.unpack_sequence(x)

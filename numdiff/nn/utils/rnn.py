@@ -1,5 +1,6 @@
 """Variable-length sequences for the recurrent layers: PackedSequence, pack_padded_sequence,
-pad_packed_sequence, pad_sequence and pack_sequence, with PyTorch's layout.
+pad_packed_sequence, pad_sequence and pack_sequence, and their inverses unpad_sequence and
+unpack_sequence, with PyTorch's layout.
 
 A PackedSequence holds the valid time steps of a batch sorted by length (longest first), time
 step by time step: ``data`` is (sum(lengths), *), ``batch_sizes[t]`` counts the sequences still
@@ -136,4 +137,43 @@ def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> P
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
-__all__ = ["PackedSequence", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence", "pad_sequence"]
+def unpad_sequence(padded_sequences: Tensor, lengths: Any, batch_first: bool = False) -> list[Tensor]:
+    """The inverse of pad_sequence: a (max L, B, *) (or (B, max L, *)) batch cut into B sequences of
+    shapes (L_i, *). Unlike PyTorch's, the batch is not transposed in place when batch_first is False.
+
+    >>> [s.shape for s in unpad_sequence(numdiff.zeros(4, 2, 3), numdiff.tensor([4, 1]))]
+    [numdiff.Size([4, 3]), numdiff.Size([1, 3])]
+    """
+    op = "unpad_sequence"
+    if not isinstance(padded_sequences, Tensor) or padded_sequences.ndim < 2:
+        raise ValueError(f"{op}: expected a Tensor of at least 2 dims (time and batch), got {padded_sequences!r}")
+    batch_major = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
+    longest = int(batch_major.shape[1])
+    if isinstance(lengths, Tensor):
+        lengths = lengths.detach().cpu().numpy()
+    values = np.asarray(lengths)
+    if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+        raise TypeError(f"{op}: lengths must be a 1-D sequence of integers, got {lengths!r}")
+    if values.size != batch_major.shape[0]:
+        raise ValueError(f"{op}: expected {batch_major.shape[0]} lengths (one per sequence in the batch), got {values.size}")
+    if values.size and (values.min() < 0 or values.max() > longest):
+        raise ValueError(f"{op}: every length must be between 0 and the padded length {longest}, got {values.tolist()}")
+    return [batch_major[i, : int(length)] for i, length in enumerate(values)]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """The inverse of pack_sequence: the packed batch as a list of its sequences, in their original order.
+
+    >>> [s.tolist() for s in unpack_sequence(pack_sequence([numdiff.tensor([1, 2]), numdiff.tensor([3])]))]
+    [[1, 2], [3]]
+    """
+    if not isinstance(packed_sequences, PackedSequence):
+        raise TypeError(f"unpack_sequence: expected a PackedSequence, got {type(packed_sequences).__name__}")
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
+
+
+__all__ = [
+    "PackedSequence", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence", "pad_sequence",
+    "unpack_sequence", "unpad_sequence",
+]
