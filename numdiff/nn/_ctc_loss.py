@@ -1,12 +1,13 @@
-"""nn.functional.ctc_loss: PyTorch's arguments, checked here before the kernel (numdiff.ops.ctc) runs.
+"""nn.functional.ctc_loss: PyTorch's arguments, their types checked here; the op
+(numdiff.ops.ctc) checks their values before its kernel runs, also in a compiled replay.
 
-log_probs is (T, N, C), or (T, C) for one unbatched sequence; targets are padded (N, S) or the N
-targets concatenated (sum(target_lengths),) (unbatched: (1, S), or (S,) holding exactly the target); the lengths are integer Tensors,
-lists, tuples or (unbatched) ints. The reductions are PyTorch's: 'none' gives each item's loss,
-'sum' their sum, 'mean' the mean of each loss divided by its target length (clamped to 1),
-composed from numdiff ops as PyTorch composes it. PyTorch reads target values without checking
-them (a value >= C reads outside the tensor); numdiff refuses a target value outside [0, C) or
-equal to blank, naming the item.
+log_probs is (T, N, C), or (T, C) for one unbatched sequence; targets are padded (N, S) or the
+N targets concatenated (sum(target_lengths),) (unbatched: (1, S), or (S,) holding exactly the
+target); the lengths are integer Tensors, lists, tuples or (unbatched) ints. The reductions are
+PyTorch's: 'none' gives each item's loss, 'sum' their sum, 'mean' the mean of each loss divided
+by its target length (clamped to 1). PyTorch reads target values without checking them (a value
+>= C reads outside the tensor); numdiff refuses a target value outside [0, C) or equal to blank,
+naming the item.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numdiff.backend import like_host
 from numdiff.nn._losses import _reduction
 from numdiff.ops.ctc import CtcArgumentError, CtcLoss
 from numdiff.tensor import Tensor
@@ -71,17 +71,9 @@ def ctc_loss(
         raise TypeError(f"ctc_loss: targets must be a Tensor, got {type(targets).__name__}")
     if isinstance(blank, bool) or not isinstance(blank, (int, np.integer)):
         raise TypeError(f"ctc_loss: blank must be an int, got {blank!r}")
-    losses = CtcLoss.apply(
+    loss = CtcLoss.apply(
         log_probs, targets=targets._data, input_lengths=_as_array("input_lengths", input_lengths),
         target_lengths=_as_array("target_lengths", target_lengths), blank=int(blank), zero_infinity=bool(zero_infinity),
+        reduction=reduction,
     )  # fmt: skip
-    if reduction == "mean":  # PyTorch's: each loss over its target length (at least 1), then the mean
-        counts = (
-            target_lengths
-            if isinstance(target_lengths, Tensor)
-            else Tensor._wrap(like_host(np.asarray(target_lengths, np.int64), losses._data), None, None)
-        )  # a Tensor's values stay a value of a compiled program
-        return (losses / counts.reshape(-1).clamp(min=1).to(losses.dtype)).mean()
-    if reduction == "sum":
-        return losses.sum()
-    return losses[0] if unbatched else losses
+    return loss[0] if unbatched and reduction == "none" else loss
