@@ -10,6 +10,8 @@ import pytest
 
 import numdiff
 from numdiff.autograd.gradcheck import gradcheck
+from numdiff.kernels import ctc as ctc_kernels
+from numdiff.kernels._parallel import always_parallel
 from numdiff.ops.ctc import CtcArgumentError
 from tests.ops.cases_ctc import ctc_reference
 
@@ -226,3 +228,14 @@ def test_a_compiled_replay_still_refuses_a_bad_target():
     compiled(log_probs, numdiff.tensor([[1, 2], [3, 0]]))
     with pytest.raises(CtcArgumentError, match=r"targets\[1\]\[0\] = 9 is not a label"):
         compiled(log_probs, numdiff.tensor([[1, 2], [9, 0]]))
+
+
+def test_the_parallel_build_gives_the_serial_builds_values():
+    rng = np.random.default_rng(9)
+    x, targets, input_lengths, target_lengths = _draw(rng, 20, 5, 6, 6)
+    log_probs = x - np.log(np.exp(x).sum(2, keepdims=True))
+    serial = ctc_kernels.ctc_loss(log_probs, targets, input_lengths, target_lengths, 0, False, True)
+    with always_parallel():
+        parallel = ctc_kernels.ctc_loss(log_probs, targets, input_lengths, target_lengths, 0, False, True)
+    for got, want in zip(parallel, serial):
+        np.testing.assert_array_equal(got, want)
