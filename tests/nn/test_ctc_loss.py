@@ -239,3 +239,15 @@ def test_the_parallel_build_gives_the_serial_builds_values():
         parallel = ctc_kernels.ctc_loss(log_probs, targets, input_lengths, target_lengths, 0, False, True)
     for got, want in zip(parallel, serial):
         np.testing.assert_array_equal(got, want)
+
+
+def test_vmap_runs_it_entry_by_entry_and_says_so():
+    x = numdiff.randn(3, 6, 2, 4, dtype=numdiff.float64)
+    targets = numdiff.tensor([[1, 2], [3, 0]])
+
+    def loss(lp):
+        return F.ctc_loss(lp.log_softmax(2), targets, [6, 5], [2, 1], reduction="none")
+
+    with pytest.warns(UserWarning, match="op 'ctc_loss' has no batching rule"):
+        batched = numdiff.func.vmap(loss)(x)
+    np.testing.assert_array_equal(batched.numpy(), numdiff.stack([loss(x[i]) for i in range(3)]).numpy())
