@@ -52,7 +52,7 @@ def once_differentiable(backward: Callable) -> Callable:
         name = getattr(backward, "__qualname__", "backward")
         single = not isinstance(result, tuple)
         wrapped = tuple(
-            _delayed_error(g, anchors, name)
+            delayed_error(g, anchors, name)
             if isinstance(g, _node.Tensor) and g.is_floating_point()
             else g
             for g in ((result,) if single else result)
@@ -77,7 +77,7 @@ class _DelayedError:
         )
 
 
-def _delayed_error(result: Any, anchors: list, name: str) -> Any:
+def delayed_error(result: Any, anchors: list, name: str) -> Any:
     """`result` (computed with grad mode off) recorded as depending on `anchors`, through a node
     whose backward raises."""
     node = _node.Node(_DelayedError, tuple(anchors))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff._lazy import lazy_module
-from numdiff.autograd.custom_function import _delayed_error
+from numdiff.autograd._function_contract import delayed_error
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated, no_grad
 from numdiff.backend import holds_values, like_host, to_host
@@ -207,5 +207,5 @@ class CtcLoss(Function):
         # PyTorch has no second derivative either: differentiating this gradient raises.
         if backward_is_differentiated():
             anchors = [log_probs] + ([grad] if grad.requires_grad else [])
-            result = _delayed_error(result, anchors, "ctc_loss's backward")
+            result = delayed_error(result, anchors, "ctc_loss's backward")
         return (result,)
