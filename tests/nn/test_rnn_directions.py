@@ -84,3 +84,26 @@ def test_a_bidirectional_state_with_one_direction_names_the_layer_and_the_shapes
     h0 = numdiff.zeros(1, 2, 4)
     with pytest.raises(ValueError, match=r"LSTM.*h_0 of shape \(2, 2, 4\), got \(1, 2, 4\)"):
         layer(numdiff.zeros(2, 1, 3), (h0, h0))
+
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_final_states_can_be_written_in_place_while_recording_as_in_torch(mode):
+    """h_n (and c_n) are tensors of their own, as PyTorch's: zeroing a finished sequence's row of
+    the state and scaling it in place before the next call records, and the gradient is PyTorch's."""
+    import numpy as np
+
+    theirs = getattr(torch.nn, mode)(3, 4).double()
+    ours = getattr(nn, mode)(3, 4).double()
+    ours.load_state_dict({k: numdiff.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    grads = []
+    for lib, layer in ((numdiff, ours), (torch, theirs)):
+        x = lib.tensor(np.linspace(-1.0, 1.0, 12).reshape(2, 2, 3), requires_grad=True)
+        _, state = layer(x)
+        h = state[0] if mode == "LSTM" else state
+        h[:, 0] = 0.0
+        h.mul_(2.0)
+        out, _ = layer(x, (h, state[1]) if mode == "LSTM" else h)
+        out.sum().backward()
+        grads.append(np.asarray(x.grad.detach().numpy()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)

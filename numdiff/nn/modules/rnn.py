@@ -379,9 +379,11 @@ class RNNBase(Module):
 
 
 def _joined(finals: list[Tensor]) -> Tensor:
-    """h_n or c_n (layers * directions, N, H) from each layer-direction's (1, N, H): the one itself
-    (no op: a stack of one was an unsqueeze and a copy, two of a one-step decoder's ~13 ops a call)."""
-    return finals[0] if len(finals) == 1 else cat(finals, 0)
+    """h_n or c_n (layers * directions, N, H) from each layer-direction's (1, N, H), a tensor of its
+    own as PyTorch's (not a view of the sequence op's output: a program may write into h_n, e.g.
+    zero the rows of finished episodes, while recording). One op: a stack of one was an unsqueeze
+    and a copy."""
+    return finals[0].clone() if len(finals) == 1 else cat(finals, 0)
 
 
 class RNN(RNNBase):
