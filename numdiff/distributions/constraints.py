@@ -95,6 +95,20 @@ class Interval(Constraint):
         return f"{type(self).__name__}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
 
+class HalfOpenInterval(Interval):
+    """Half-open interval [lower_bound, upper_bound)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= self.lower_bound) & (value < self.upper_bound)
+
+
+class IntegerGreaterThan(GreaterThan):
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+
 class IntegerInterval(Interval):
     is_discrete = True
 
@@ -172,7 +186,11 @@ positive_definite = PositiveDefinite()
 independent = IndependentConstraint
 interval = Interval
 integer_interval = IntegerInterval
+half_open_interval = HalfOpenInterval
+nonnegative_integer = IntegerGreaterThan(0)
+positive_integer = IntegerGreaterThan(1)
 greater_than = GreaterThan
+greater_than_eq = GreaterThanEq
 less_than = LessThan
 
 __all__ = [
@@ -180,6 +198,8 @@ __all__ = [
     "boolean",
     "dependent",
     "greater_than",
+    "greater_than_eq",
+    "half_open_interval",
     "independent",
     "integer_interval",
     "interval",
@@ -187,8 +207,10 @@ __all__ = [
     "less_than",
     "lower_cholesky",
     "nonnegative",
+    "nonnegative_integer",
     "one_hot",
     "positive",
+    "positive_integer",
     "positive_definite",
     "real",
     "real_vector",
