@@ -6,26 +6,35 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     >>> d.entropy()
     tensor(1.3863)
 
-Absent (their densities need lgamma/digamma, or linear algebra numdiff lacks): Gamma, Beta,
-Dirichlet, Poisson, Binomial, StudentT, Chi2, LowRankMultivariateNormal.
+Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
+implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: Poisson, Binomial,
+LowRankMultivariateNormal and the other rarely used families of torch.distributions.
 """
 
-from numdiff.distributions import constraints
+from numdiff.distributions import constraints, transforms
+from numdiff.distributions.beta import Beta, Dirichlet
+from numdiff.distributions.constraint_registry import biject_to, transform_to
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution
+from numdiff.distributions.gamma import Chi2, Gamma, StudentT
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
+from numdiff.distributions.transformed import TransformedDistribution
 
 __all__ = [
     "Bernoulli",
+    "Beta",
     "Cauchy",
     "Categorical",
+    "Chi2",
+    "Dirichlet",
     "Distribution",
     "Exponential",
+    "Gamma",
     "Gumbel",
     "HalfNormal",
     "Independent",
@@ -35,10 +44,15 @@ __all__ = [
     "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
+    "StudentT",
+    "TransformedDistribution",
     "Uniform",
+    "biject_to",
     "constraints",
     "kl_divergence",
     "register_kl",
+    "transform_to",
+    "transforms",
 ]
 
 

@@ -34,6 +34,10 @@ class Case:
     params: list[Any]
     numbers: tuple[int, ...] = field(default=())
     continuous: bool = True
+    # rsample draws on the host and differentiates the draw implicitly (the gamma family): a
+    # redraw at perturbed parameters is not the same quantile, so central differences of the
+    # draw do not measure its gradient (tests/distributions/test_gamma_family.py does).
+    implicit_rsample: bool = False
 
 
 def _normal(lib: Any, loc: Any, scale: Any) -> Any:
@@ -161,4 +165,39 @@ CASES += [
     Case("halfnormal", _half_normal, [_positive(2, 3)]),
     Case("lognormal", _log_normal, [_real(2, 3), _positive(3)]),
     Case("lognormal-number-loc", _log_normal, [0.2, _positive(3)], numbers=(0,)),
+]
+
+
+def _gamma(lib: Any, concentration: Any, rate: Any) -> Any:
+    return lib.distributions.Gamma(concentration, rate)
+
+
+def _chi2(lib: Any, df: Any) -> Any:
+    return lib.distributions.Chi2(df)
+
+
+def _student_t(lib: Any, df: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.StudentT(df, loc, scale)
+
+
+def _beta(lib: Any, concentration1: Any, concentration0: Any) -> Any:
+    return lib.distributions.Beta(concentration1, concentration0)
+
+
+def _dirichlet(lib: Any, concentration: Any) -> Any:
+    return lib.distributions.Dirichlet(concentration)
+
+
+# Drawn after the lists above, so their parameters stay what they were.
+CASES += [
+    Case("gamma", _gamma, [_positive(2, 3) * 2, _positive(3)], implicit_rsample=True),
+    Case("gamma-small-shape", _gamma, [_positive(4) * 0.2, _positive(4)], implicit_rsample=True),
+    Case("gamma-number-rate", _gamma, [_positive(3), 2.5], numbers=(1,), implicit_rsample=True),
+    Case("chi2", _chi2, [_positive(2, 3) * 3], implicit_rsample=True),
+    Case("studentt", _student_t, [_positive(3) * 3, _real(2, 3), _positive(3)], implicit_rsample=True),
+    Case("studentt-heavy", _student_t, [_positive(4) * 0.9, _real(4), _positive(4)], implicit_rsample=True),
+    Case("beta", _beta, [_positive(2, 3), _positive(3)], implicit_rsample=True),
+    Case("beta-numbers", _beta, [0.7, 2.5], numbers=(0, 1), implicit_rsample=True),
+    Case("dirichlet", _dirichlet, [_positive(2, 4)], implicit_rsample=True),
+    Case("dirichlet-below-one", _dirichlet, [_positive(3, 3) * 0.4], implicit_rsample=True),
 ]
