@@ -12,6 +12,8 @@ LowRankMultivariateNormal and the other rarely used families of torch.distributi
 """
 
 from numdiff.distributions import constraints, transforms
+from numdiff.distributions import kl_cross as kl_cross  # registers its kl_divergence pairs
+from numdiff.distributions import kl_families as kl_families  # registers its kl_divergence pairs
 from numdiff.distributions.beta import Beta, Dirichlet
 from numdiff.distributions.constraint_registry import biject_to, transform_to
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
