@@ -43,10 +43,7 @@ PARAMS = {
     "Uniform-wide": [np.array([0.15, -0.1, 0.25]), np.array([0.75, 0.95, 1.5])],
 }
 # Second parameter sets, so that KL(p || q) of one family compares two different members.
-OTHER = {
-    name: [v[::-1].copy() if v.ndim == 1 else v[::-1].copy() for v in values]
-    for name, values in PARAMS.items()
-}
+OTHER = {name: [v[::-1].copy() for v in values] for name, values in PARAMS.items()}
 OTHER["Uniform-inside"] = [np.array([0.1, 0.0, 0.2]), np.array([0.8, 1.0, 0.6])]
 OTHER["Uniform-wide"] = [np.array([-0.5, -1.0, 0.0]), np.array([1.0, 2.0, 1.2])]
 
