@@ -1,7 +1,7 @@
 """kl_divergence between two members of the same family, for the families beyond kl.py's:
-Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, HalfNormal, LogNormal and two
-TransformedDistributions that share their transforms. Registered on import (numdiff.distributions
-imports this module).
+Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, HalfNormal, and two TransformedDistributions
+that share their transforms (LogNormal among them: KL is unchanged by a common bijection).
+Registered on import (numdiff.distributions imports this module).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numdiff
 from numdiff.distributions.beta import Beta, Dirichlet
 from numdiff.distributions.gamma import Gamma
-from numdiff.distributions.kl import _kl_normal_normal, kl_divergence, register_kl
-from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
+from numdiff.distributions.kl import kl_divergence, register_kl
+from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.tensor import Tensor
 
@@ -84,12 +84,6 @@ def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
 def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
     variance_ratio = (p.scale / q.scale).pow(2)
     return 0.5 * (variance_ratio - 1 - variance_ratio.log())
-
-
-@register_kl(LogNormal, LogNormal)
-def _kl_lognormal_lognormal(p: LogNormal, q: LogNormal) -> Tensor:
-    # KL is invariant under the common bijection exp.
-    return _kl_normal_normal(p._normal(), q._normal())
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)
