@@ -17,6 +17,7 @@ from numdiff.distributions import kl_families as kl_families  # registers its kl
 from numdiff.distributions.beta import Beta, Dirichlet
 from numdiff.distributions.constraint_registry import biject_to, transform_to
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from numdiff.distributions.counting import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.gamma import Chi2, Gamma, StudentT
@@ -30,22 +31,27 @@ from numdiff.distributions.transformed import TransformedDistribution
 __all__ = [
     "Bernoulli",
     "Beta",
-    "Cauchy",
+    "Binomial",
     "Categorical",
+    "Cauchy",
     "Chi2",
     "Dirichlet",
     "Distribution",
     "Exponential",
     "Gamma",
+    "Geometric",
     "Gumbel",
     "HalfNormal",
     "Independent",
     "Laplace",
     "LogNormal",
     "MixtureSameFamily",
+    "Multinomial",
     "MultivariateNormal",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
+    "Poisson",
     "StudentT",
     "TransformedDistribution",
     "Uniform",

@@ -125,6 +125,19 @@ class Simplex(Constraint):
         return (value >= 0).all(dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class Multinomial(Constraint):
+    """Non-negative count vectors (last dimension) summing to at most `upper_bound`."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: int) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(dim=-1) & (value.sum(dim=-1) <= self.upper_bound)
+
+
 class OneHot(Constraint):
     is_discrete = True
     event_dim = 1
@@ -187,6 +200,7 @@ independent = IndependentConstraint
 interval = Interval
 integer_interval = IntegerInterval
 half_open_interval = HalfOpenInterval
+multinomial = Multinomial
 nonnegative_integer = IntegerGreaterThan(0)
 positive_integer = IntegerGreaterThan(1)
 greater_than = GreaterThan
@@ -206,6 +220,7 @@ __all__ = [
     "is_dependent",
     "less_than",
     "lower_cholesky",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",

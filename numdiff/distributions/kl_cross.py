@@ -1,7 +1,7 @@
 """kl_divergence between members of different families among Beta, Exponential, Gamma, Gumbel,
-Laplace, Normal and Uniform: each E_p[log p] - E_p[log q] in closed form, or infinity where q's
-support misses part of p's (a Normal against a Gamma, a Uniform against a Beta where it reaches
-outside [0, 1]). Registered on import (numdiff.distributions imports this module).
+Laplace, Normal and Uniform, and among Bernoulli, Binomial and Poisson: each E_p[log p] - E_p[log q]
+in closed form, or infinity where q's support misses part of p's (a Normal against a Gamma, a
+Uniform against a Beta where it reaches outside [0, 1]). Registered on import (numdiff.distributions imports this module).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import math
 import numdiff
 from numdiff.distributions.beta import Beta
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from numdiff.distributions.counting import Binomial, Poisson
+from numdiff.distributions.discrete import Bernoulli
 from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.gamma import Gamma
 from numdiff.distributions.kl import _infinite_where, register_kl
@@ -235,3 +237,14 @@ def _kl_uniform_normal(p: Uniform, q: Normal) -> Tensor:
     width = p.high - p.low
     second = width.pow(2) / 12 + ((p.high + p.low) / 2 - q.loc).pow(2)
     return -width.log() + _normal_cross_entropy(second, q)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
+    # log q(k) = k log rate - rate - log k!, and log k! = 0 for k in {0, 1}.
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+# A Poisson reaches counts a Bernoulli or Binomial cannot.
+register_kl(Poisson, Bernoulli)(_infinite("rate"))
+register_kl(Poisson, Binomial)(_infinite("rate"))

@@ -1,13 +1,17 @@
 """kl_divergence between two members of the same family, for the families beyond kl.py's:
-Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, HalfNormal, and two TransformedDistributions
-that share their transforms (LogNormal among them: KL is unchanged by a common bijection).
+Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, HalfNormal, Poisson, Geometric, Binomial, and
+two TransformedDistributions that share their transforms (LogNormal among them: KL is unchanged by
+a common bijection).
 Registered on import (numdiff.distributions imports this module).
 """
 
 from __future__ import annotations
 
+import math
+
 import numdiff
 from numdiff.distributions.beta import Beta, Dirichlet
+from numdiff.distributions.counting import Binomial, Geometric, Poisson
 from numdiff.distributions.gamma import Gamma
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal
@@ -99,3 +103,25 @@ def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistri
             f"got {tuple(p.event_shape)} and {tuple(q.event_shape)}"
         )
     return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    # E_p[log q(k)] = E_p[k] log(1 - q) + log q, with E_p[k] = (1 - p) / p.
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    # q cannot reach counts above its total_count, which p can.
+    return numdiff.where(p.total_count > q.total_count, math.inf, kl)

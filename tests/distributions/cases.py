@@ -201,3 +201,53 @@ CASES += [
     Case("dirichlet", _dirichlet, [_positive(2, 4)], implicit_rsample=True),
     Case("dirichlet-below-one", _dirichlet, [_positive(3, 3) * 0.4], implicit_rsample=True),
 ]
+
+
+def _poisson(lib: Any, rate: Any) -> Any:
+    return lib.distributions.Poisson(rate)
+
+
+def _geometric_probs(lib: Any, probs: Any) -> Any:
+    return lib.distributions.Geometric(probs=probs)
+
+
+def _geometric_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.Geometric(logits=logits)
+
+
+def _binomial_probs(lib: Any, total_count: Any, probs: Any) -> Any:
+    return lib.distributions.Binomial(total_count, probs=probs)
+
+
+def _binomial_logits(lib: Any, total_count: Any, logits: Any) -> Any:
+    return lib.distributions.Binomial(total_count, logits=logits)
+
+
+def _negative_binomial_probs(lib: Any, total_count: Any, probs: Any) -> Any:
+    return lib.distributions.NegativeBinomial(total_count, probs=probs)
+
+
+def _negative_binomial_logits(lib: Any, total_count: Any, logits: Any) -> Any:
+    return lib.distributions.NegativeBinomial(total_count, logits=logits)
+
+
+def _multinomial_probs(lib: Any, total_count: Any, probs: Any) -> Any:
+    return lib.distributions.Multinomial(total_count, probs=probs)
+
+
+def _multinomial_logits(lib: Any, total_count: Any, logits: Any) -> Any:
+    return lib.distributions.Multinomial(total_count, logits=logits)
+
+
+CASES += [
+    Case("poisson", _poisson, [_positive(2, 3) * 3], continuous=False),
+    Case("poisson-number", _poisson, [4.5], numbers=(0,), continuous=False),
+    Case("geometric-probs", _geometric_probs, [_unit(2, 3)], continuous=False),
+    Case("geometric-logits", _geometric_logits, [_real(4)], continuous=False),
+    Case("binomial-probs", _binomial_probs, [7, _unit(2, 3)], numbers=(0,), continuous=False),
+    Case("binomial-logits", _binomial_logits, [5, _real(4)], numbers=(0,), continuous=False),
+    Case("negative-binomial-probs", _negative_binomial_probs, [_positive(3) * 2, _unit(2, 3)], continuous=False),
+    Case("negative-binomial-logits", _negative_binomial_logits, [_positive(4) * 2, _real(4)], continuous=False),
+    Case("multinomial-probs", _multinomial_probs, [6, _positive(2, 3)], numbers=(0,), continuous=False),
+    Case("multinomial-logits", _multinomial_logits, [4, _real(4)], numbers=(0,), continuous=False),
+]

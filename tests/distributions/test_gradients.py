@@ -32,12 +32,16 @@ def _value(case):
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.name not in ("normal-numbers", "beta-numbers")], ids=lambda c: c.name
+    "case",
+    [c for c in CASES if c.name not in ("normal-numbers", "beta-numbers", "poisson-number")],
+    ids=lambda c: c.name,
 )
 def test_log_prob_and_entropy_gradcheck(case) -> None:
     value = _value(case)
     leaves = _differentiable(case)
     assert gradcheck(lambda *ps: case.build(numdiff, *_rebuild(case, ps)).log_prob(value), leaves)
+    if case.name.startswith(("poisson", "negative-binomial")):
+        return  # no entropy in closed form (nor in torch)
     assert gradcheck(lambda *ps: case.build(numdiff, *_rebuild(case, ps)).entropy(), leaves)
 
 

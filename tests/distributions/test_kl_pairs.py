@@ -1,6 +1,6 @@
-"""kl_divergence for every pair torch.distributions registers among Beta, Cauchy, Chi2, Dirichlet,
-Exponential, Gamma, Gumbel, HalfNormal, Laplace, LogNormal, Normal, Uniform and
-TransformedDistribution: values against torch in float64 (including the infinite pairs, and
+"""kl_divergence for every pair torch.distributions registers among Bernoulli, Beta, Binomial,
+Cauchy, Chi2, Dirichlet, Exponential, Gamma, Geometric, Gumbel, HalfNormal, Laplace, LogNormal,
+Normal, Poisson, Uniform and TransformedDistribution: values against torch in float64 (including the infinite pairs, and
 Uniforms inside and outside the other's support), float64 gradchecks of the finite ones, and the
 refusals."""
 
@@ -27,30 +27,45 @@ def _real(*shape: int) -> np.ndarray:
     return _rng.normal(size=shape)
 
 
+def _unit(*shape: int) -> np.ndarray:
+    return _rng.uniform(0.1, 0.9, shape)
+
+
 PARAMS = {
+    "Bernoulli": [_unit(3)],
     "Beta": [_positive(3), _positive(3)],
+    "Binomial": [6, _unit(3)],  # total_count stays a number (a perturbed count is refused)
     "Cauchy": [_real(3), _positive(3)],
     "Chi2": [_positive(3) * 3],
     "Dirichlet": [_positive(2, 4)],
     "Exponential": [_positive(3)],
     "Gamma": [_positive(3), _positive(3)],
+    "Geometric": [_unit(3)],
     "Gumbel": [_real(3), _positive(3)],
     "HalfNormal": [_positive(3)],
     "Laplace": [_real(3), _positive(3)],
     "LogNormal": [_real(3), _positive(3)],
     "Normal": [_real(3), _positive(3)],
+    "Poisson": [_positive(3) * 2],
     "Uniform-inside": [np.array([0.2, 0.1, 0.3]), np.array([0.7, 0.9, 0.5])],
     "Uniform-wide": [np.array([0.15, -0.1, 0.25]), np.array([0.75, 0.95, 1.5])],
 }
 # Second parameter sets, so that KL(p || q) of one family compares two different members.
-OTHER = {name: [v[::-1].copy() for v in values] for name, values in PARAMS.items()}
+OTHER = {
+    name: [v[::-1].copy() if isinstance(v, np.ndarray) else v for v in values]
+    for name, values in PARAMS.items()
+}
 OTHER["Uniform-inside"] = [np.array([0.1, 0.0, 0.2]), np.array([0.8, 1.0, 0.6])]
 OTHER["Uniform-wide"] = [np.array([-0.5, -1.0, 0.0]), np.array([1.0, 2.0, 1.2])]
 
 
 def _make(lib, name: str, params, requires_grad: bool = False):
-    tensors = [lib.tensor(np.asarray(p, dtype=np.float64), requires_grad=requires_grad) for p in params]
-    return getattr(lib.distributions, name.split("-")[0])(*tensors), tensors
+    args = [
+        lib.tensor(p, dtype=lib.float64, requires_grad=requires_grad) if isinstance(p, np.ndarray) else p
+        for p in params
+    ]
+    tensors = [a for a in args if isinstance(a, lib.Tensor)]
+    return getattr(lib.distributions, name.split("-")[0])(*args), tensors
 
 
 def _torch_pairs():
@@ -96,9 +111,13 @@ def test_kl_divergence_gradcheck(p_name: str, q_name: str) -> None:
     _, q_leaves = _make(numdiff, q_name, q_params, requires_grad=True)
     count = len(p_leaves)
 
-    def kl(*params):
-        p = getattr(numdiff.distributions, p_name.split("-")[0])(*params[:count])
-        q = getattr(numdiff.distributions, q_name.split("-")[0])(*params[count:])
+    def rebuild(params, leaves):
+        leaves = iter(leaves)
+        return [next(leaves) if isinstance(v, np.ndarray) else v for v in params]
+
+    def kl(*leaves):
+        p = getattr(numdiff.distributions, p_name.split("-")[0])(*rebuild(PARAMS[p_name], leaves[:count]))
+        q = getattr(numdiff.distributions, q_name.split("-")[0])(*rebuild(q_params, leaves[count:]))
         return numdiff.distributions.kl_divergence(p, q)
 
     assert gradcheck(kl, p_leaves + q_leaves)
