@@ -21,6 +21,7 @@ from numdiff.distributions.counting import Binomial, Geometric, Multinomial, Neg
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.gamma import Chi2, Gamma, StudentT
+from numdiff.distributions.heavy_tails import HalfCauchy, Pareto, Weibull
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.mixture import MixtureSameFamily
@@ -41,6 +42,7 @@ __all__ = [
     "Gamma",
     "Geometric",
     "Gumbel",
+    "HalfCauchy",
     "HalfNormal",
     "Independent",
     "Laplace",
@@ -51,10 +53,12 @@ __all__ = [
     "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
+    "Pareto",
     "Poisson",
     "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "biject_to",
     "constraints",
     "kl_divergence",

@@ -15,6 +15,7 @@ from numdiff.distributions.counting import Binomial, Poisson
 from numdiff.distributions.discrete import Bernoulli
 from numdiff.distributions.distribution import Distribution
 from numdiff.distributions.gamma import Gamma
+from numdiff.distributions.heavy_tails import Pareto
 from numdiff.distributions.kl import _infinite_where, register_kl
 from numdiff.distributions.kl_families import EULER_GAMMA
 from numdiff.distributions.normal_relatives import Gumbel
@@ -53,6 +54,9 @@ for _p, _q, _param in [
     (Gumbel, Beta, "loc"), (Gumbel, Exponential, "loc"), (Gumbel, Gamma, "loc"), (Gumbel, Uniform, "loc"),
     (Laplace, Beta, "loc"), (Laplace, Exponential, "loc"), (Laplace, Gamma, "loc"), (Laplace, Uniform, "loc"),
     (Normal, Beta, "loc"), (Normal, Exponential, "loc"), (Normal, Gamma, "loc"), (Normal, Uniform, "loc"),
+    (Beta, Pareto, "concentration1"), (Exponential, Pareto, "rate"), (Gamma, Pareto, "concentration"),
+    (Gumbel, Pareto, "loc"), (Laplace, Pareto, "loc"), (Normal, Pareto, "loc"),
+    (Pareto, Beta, "scale"), (Pareto, Uniform, "scale"),
 ]:  # fmt: skip
     register_kl(_p, _q)(_infinite(_param))
 
@@ -248,3 +252,45 @@ def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
 # A Poisson reaches counts a Bernoulli or Binomial cannot.
 register_kl(Poisson, Bernoulli)(_infinite("rate"))
 register_kl(Poisson, Binomial)(_infinite("rate"))
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p: Pareto, q: Exponential) -> Tensor:
+    product = p.scale * q.rate
+    result = (p.alpha / product).log() - p.alpha.reciprocal() + p.alpha * product / (p.alpha - 1) - 1
+    return _infinite_where(p.alpha <= 1, result)  # p's mean is infinite
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p: Pareto, q: Gamma) -> Tensor:
+    expected_log = p.scale.log() + p.alpha.reciprocal()  # E_p[log x]
+    result = (
+        p.alpha.log()
+        - expected_log
+        + numdiff.lgamma(q.concentration)
+        - q.concentration * q.rate.log()
+        + (1 - q.concentration) * expected_log
+        + q.rate * p.alpha * p.scale / (p.alpha - 1)
+        - 1
+    )
+    return _infinite_where(p.alpha <= 1, result)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p: Pareto, q: Normal) -> Tensor:
+    spread = p.scale / (p.alpha - 1)
+    result = (
+        (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+        - p.alpha.reciprocal()
+        + (p.alpha * spread.pow(2) / (p.alpha - 2) + (p.alpha * spread - q.loc).pow(2)) / (2 * q.scale.pow(2))
+        - 1
+    )
+    return _infinite_where(p.alpha <= 2, result)  # p's variance is infinite
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
+    width = p.high - p.low
+    log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    result = log_x * (q.alpha + 1) - (q.alpha * q.scale.pow(q.alpha) * width).log()
+    return _infinite_where(p.low < q.scale, result)

@@ -1,8 +1,8 @@
 """kl_divergence between two members of the same family, for the families beyond kl.py's:
-Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, HalfNormal, Poisson, Geometric, Binomial, and
-two TransformedDistributions that share their transforms (LogNormal among them: KL is unchanged by
-a common bijection).
-Registered on import (numdiff.distributions imports this module).
+Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, HalfNormal, Pareto, Poisson, Geometric, Binomial,
+and two TransformedDistributions that share their transforms (LogNormal, HalfCauchy and Weibull
+among them: KL is unchanged by a common bijection). Registered on import (numdiff.distributions
+imports this module).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numdiff
 from numdiff.distributions.beta import Beta, Dirichlet
 from numdiff.distributions.counting import Binomial, Geometric, Poisson
 from numdiff.distributions.gamma import Gamma
+from numdiff.distributions.heavy_tails import Pareto
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal
 from numdiff.distributions.transformed import TransformedDistribution
@@ -88,6 +89,13 @@ def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
 def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
     variance_ratio = (p.scale / q.scale).pow(2)
     return 0.5 * (variance_ratio - 1 - variance_ratio.log())
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    return numdiff.where(p.scale < q.scale, math.inf, result)  # p reaches below q's minimum
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)

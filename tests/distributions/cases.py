@@ -246,8 +246,33 @@ CASES += [
     Case("geometric-logits", _geometric_logits, [_real(4)], continuous=False),
     Case("binomial-probs", _binomial_probs, [7, _unit(2, 3)], numbers=(0,), continuous=False),
     Case("binomial-logits", _binomial_logits, [5, _real(4)], numbers=(0,), continuous=False),
-    Case("negative-binomial-probs", _negative_binomial_probs, [_positive(3) * 2, _unit(2, 3)], continuous=False),
-    Case("negative-binomial-logits", _negative_binomial_logits, [_positive(4) * 2, _real(4)], continuous=False),
+    Case(
+        "negative-binomial-probs", _negative_binomial_probs, [_positive(3) * 2, _unit(2, 3)], continuous=False
+    ),
+    Case(
+        "negative-binomial-logits", _negative_binomial_logits, [_positive(4) * 2, _real(4)], continuous=False
+    ),
     Case("multinomial-probs", _multinomial_probs, [6, _positive(2, 3)], numbers=(0,), continuous=False),
     Case("multinomial-logits", _multinomial_logits, [4, _real(4)], numbers=(0,), continuous=False),
+]
+
+
+def _half_cauchy(lib: Any, scale: Any) -> Any:
+    return lib.distributions.HalfCauchy(scale)
+
+
+def _pareto(lib: Any, scale: Any, alpha: Any) -> Any:
+    return lib.distributions.Pareto(scale, alpha)
+
+
+def _weibull(lib: Any, scale: Any, concentration: Any) -> Any:
+    return lib.distributions.Weibull(scale, concentration)
+
+
+CASES += [
+    Case("halfcauchy", _half_cauchy, [_positive(2, 3)]),
+    Case("pareto", _pareto, [_positive(2, 3), _positive(3) * 2]),
+    Case("pareto-heavy", _pareto, [_positive(3), _positive(3) * 0.5]),
+    Case("weibull", _weibull, [_positive(3), _positive(2, 3) * 2]),
+    Case("weibull-numbers", _weibull, [1.5, 0.7], numbers=(0, 1)),
 ]
