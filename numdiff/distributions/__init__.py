@@ -7,8 +7,8 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     tensor(1.3863)
 
 Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
-implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: Poisson, Binomial,
-LowRankMultivariateNormal and the other rarely used families of torch.distributions.
+implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: LowRankMultivariateNormal,
+the relaxed (Gumbel-softmax) and continuous Bernoulli families, and the other rarely used ones.
 """
 
 from numdiff.distributions import constraints, transforms
@@ -28,6 +28,7 @@ from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
 from numdiff.distributions.transformed import TransformedDistribution
+from numdiff.distributions.von_mises import VonMises
 
 __all__ = [
     "Bernoulli",
@@ -58,6 +59,7 @@ __all__ = [
     "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "VonMises",
     "Weibull",
     "biject_to",
     "constraints",
