@@ -8,7 +8,7 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
 
 Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
 implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: LowRankMultivariateNormal,
-the relaxed (Gumbel-softmax) and continuous Bernoulli families, and the other rarely used ones.
+ContinuousBernoulli, and the other rarely used families of torch.distributions.
 """
 
 from numdiff.distributions import constraints, transforms
@@ -27,6 +27,12 @@ from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
+from numdiff.distributions.relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.distributions.von_mises import VonMises
 
@@ -39,6 +45,7 @@ __all__ = [
     "Chi2",
     "Dirichlet",
     "Distribution",
+    "ExpRelaxedCategorical",
     "Exponential",
     "Gamma",
     "Geometric",
@@ -48,6 +55,7 @@ __all__ = [
     "Independent",
     "Laplace",
     "LogNormal",
+    "LogitRelaxedBernoulli",
     "MixtureSameFamily",
     "Multinomial",
     "MultivariateNormal",
@@ -56,6 +64,8 @@ __all__ = [
     "OneHotCategorical",
     "Pareto",
     "Poisson",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
     "StudentT",
     "TransformedDistribution",
     "Uniform",

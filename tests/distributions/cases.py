@@ -276,3 +276,27 @@ CASES += [
     Case("weibull", _weibull, [_positive(3), _positive(2, 3) * 2]),
     Case("weibull-numbers", _weibull, [1.5, 0.7], numbers=(0, 1)),
 ]
+
+
+def _relaxed_bernoulli_probs(lib: Any, temperature: Any, probs: Any) -> Any:
+    return lib.distributions.RelaxedBernoulli(temperature, probs=probs)
+
+
+def _relaxed_bernoulli_logits(lib: Any, temperature: Any, logits: Any) -> Any:
+    return lib.distributions.RelaxedBernoulli(temperature, logits=logits)
+
+
+def _relaxed_one_hot_probs(lib: Any, temperature: Any, probs: Any) -> Any:
+    return lib.distributions.RelaxedOneHotCategorical(temperature, probs=probs)
+
+
+def _relaxed_one_hot_logits(lib: Any, temperature: Any, logits: Any) -> Any:
+    return lib.distributions.RelaxedOneHotCategorical(temperature, logits=logits)
+
+
+CASES += [
+    Case("relaxed-bernoulli-probs", _relaxed_bernoulli_probs, [_positive(), _unit(2, 3)]),
+    Case("relaxed-bernoulli-logits", _relaxed_bernoulli_logits, [_positive(3), _real(2, 3)]),
+    Case("relaxed-one-hot-probs", _relaxed_one_hot_probs, [_positive(), _positive(2, 4)]),
+    Case("relaxed-one-hot-logits", _relaxed_one_hot_logits, [_positive(1), _real(2, 3)]),
+]
