@@ -57,8 +57,9 @@ def _shape_derivative(x, alpha):
     while True:
         n += 1
         a = alpha + n
-        psi += 1.0 / a  # digamma(alpha + n + 1)
-        ratio *= x / a
+        inverse = 1.0 / a  # one division a term: the loop's latency is its chain of these
+        psi += inverse  # digamma(alpha + n + 1)
+        ratio *= x * inverse
         ratios += ratio
         total += ratio * (log_x - psi)
         if ratio > 1e280:
