@@ -7,8 +7,8 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     tensor(1.3863)
 
 Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
-implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: LowRankMultivariateNormal,
-ContinuousBernoulli, and the other rarely used families of torch.distributions.
+implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: LowRankMultivariateNormal
+and the other rarely used families of torch.distributions.
 """
 
 from numdiff.distributions import constraints, transforms
@@ -17,6 +17,7 @@ from numdiff.distributions import kl_families as kl_families  # registers its kl
 from numdiff.distributions.beta import Beta, Dirichlet
 from numdiff.distributions.constraint_registry import biject_to, transform_to
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from numdiff.distributions.continuous_bernoulli import ContinuousBernoulli
 from numdiff.distributions.counting import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution
@@ -43,6 +44,7 @@ __all__ = [
     "Categorical",
     "Cauchy",
     "Chi2",
+    "ContinuousBernoulli",
     "Dirichlet",
     "Distribution",
     "ExpRelaxedCategorical",

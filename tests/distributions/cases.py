@@ -300,3 +300,22 @@ CASES += [
     Case("relaxed-one-hot-probs", _relaxed_one_hot_probs, [_positive(), _positive(2, 4)]),
     Case("relaxed-one-hot-logits", _relaxed_one_hot_logits, [_positive(1), _real(2, 3)]),
 ]
+
+
+def _continuous_bernoulli_probs(lib: Any, probs: Any) -> Any:
+    return lib.distributions.ContinuousBernoulli(probs=probs)
+
+
+def _continuous_bernoulli_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.ContinuousBernoulli(logits=logits)
+
+
+CASES += [
+    # 0.4995 and 0.5008 lie inside the Taylor region (0.499, 0.501].
+    Case(
+        "continuous-bernoulli-probs",
+        _continuous_bernoulli_probs,
+        [np.array([[0.2, 0.4995, 0.93], [0.5008, 0.6, 0.05]])],
+    ),
+    Case("continuous-bernoulli-logits", _continuous_bernoulli_logits, [_real(4) * 2]),
+]

@@ -1,7 +1,8 @@
-"""RelaxedBernoulli and RelaxedOneHotCategorical: the rounding of a draw is exact at any
+"""RelaxedBernoulli, RelaxedOneHotCategorical and ContinuousBernoulli (the relaxations of the
+discrete distributions VAEs use). The relaxed ones: the rounding of a draw is exact at any
 temperature (P(draw > 1/2) = probs; the argmax of a one-hot draw is Categorical(probs)), low
 temperatures give near-discrete draws, rsample gradients reach logits and temperature, and
-refusals match torch."""
+refusals match torch. ContinuousBernoulli: sample moments and its probs check."""
 
 from __future__ import annotations
 
@@ -71,3 +72,21 @@ def test_bad_input_raises_value_error_like_torch(make) -> None:
     with pytest.raises(ValueError) as ours:
         make(numdiff)
     assert str(ours.value).splitlines()[0] == str(theirs.value).splitlines()[0].replace("torch.", "numdiff.")
+
+
+def test_continuous_bernoulli_draws_have_its_mean_and_variance() -> None:
+    probs = np.array([0.03, 0.3, 0.5, 0.9])
+    d = numdiff.distributions.ContinuousBernoulli(probs=numdiff.tensor(probs))
+    numdiff.manual_seed(8)
+    draws = d.sample((DRAWS,)).numpy()
+    assert draws.min() >= 0 and draws.max() <= 1
+    mean, variance = d.mean.numpy(), d.variance.numpy()
+    assert np.all(np.abs(draws.mean(0) - mean) < 6 * np.sqrt(variance / DRAWS))
+    fourth = ((draws - draws.mean(0)) ** 4).mean(0)
+    assert np.all(np.abs(draws.var(0, ddof=1) - variance) < 6 * np.sqrt((fourth - variance**2) / DRAWS))
+
+
+def test_continuous_bernoulli_refuses_probs_outside_the_interval_when_asked_to_validate() -> None:
+    for lib in (torch, numdiff):
+        with pytest.raises(ValueError, match="The parameter probs has invalid values"):
+            lib.distributions.ContinuousBernoulli(probs=lib.tensor([1.5]), validate_args=True)
