@@ -1,7 +1,9 @@
 """kl_divergence between members of different families among Beta, Exponential, Gamma, Gumbel,
-Laplace, Normal and Uniform, and among Bernoulli, Binomial and Poisson: each E_p[log p] - E_p[log q]
-in closed form, or infinity where q's support misses part of p's (a Normal against a Gamma, a
-Uniform against a Beta where it reaches outside [0, 1]). Registered on import (numdiff.distributions imports this module).
+Laplace, Normal, Pareto, Uniform and ContinuousBernoulli (with ContinuousBernoulli's own pair,
+which shares their cross-entropy helper), and among Bernoulli, Binomial and Poisson: each
+E_p[log p] - E_p[log q] in closed form, or infinity where q's support misses part of p's (a Normal
+against a Gamma, a Uniform against a Beta where it reaches outside [0, 1]). Registered on import
+(numdiff.distributions imports this module).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 import numdiff
 from numdiff.distributions.beta import Beta
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from numdiff.distributions.continuous_bernoulli import ContinuousBernoulli
 from numdiff.distributions.counting import Binomial, Poisson
 from numdiff.distributions.discrete import Bernoulli
 from numdiff.distributions.distribution import Distribution
@@ -294,3 +297,57 @@ def _kl_uniform_pareto(p: Uniform, q: Pareto) -> Tensor:
     log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     result = log_x * (q.alpha + 1) - (q.alpha * q.scale.pow(q.alpha) * width).log()
     return _infinite_where(p.low < q.scale, result)
+
+
+def _cross_entropy_to_continuous_bernoulli(mean: Tensor, q: ContinuousBernoulli) -> Tensor:
+    """-E_p[log q(x)] for p with mean `mean` on [0, 1]: log q(x) = x logit + log(1 - p) + log C."""
+    return -mean * q.logits - (-q.probs).log1p() - q._log_normaliser()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    return (
+        p.mean * (p.logits - q.logits)
+        + p._log_normaliser()
+        + (-p.probs).log1p()
+        - q._log_normaliser()
+        - (-q.probs).log1p()
+    )
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p: Beta, q: ContinuousBernoulli) -> Tensor:
+    return -p.entropy() + _cross_entropy_to_continuous_bernoulli(p.mean, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p: Uniform, q: ContinuousBernoulli) -> Tensor:
+    # Infinite only where p reaches outside [0, 1] (PyTorch's test also counts a Uniform that
+    # touches 0 or 1, where the divergence is finite).
+    result = -p.entropy() + _cross_entropy_to_continuous_bernoulli(p.mean, q)
+    return _infinite_where((p.high > 1) | (p.low < 0), result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p: ContinuousBernoulli, q: Exponential) -> Tensor:
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p: ContinuousBernoulli, q: Normal) -> Tensor:
+    second = p.variance + p.mean.pow(2) - 2 * q.loc * p.mean + q.loc.pow(2)
+    return -p.entropy() + _normal_cross_entropy(second, q)
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tensor:
+    # Infinite where q misses part of [0, 1] (PyTorch's test also counts a q that covers it exactly).
+    result = -p.entropy() + (q.high - q.low).log()
+    return _infinite_where((q.low > 0) | (q.high < 1), result)
+
+
+# Supports reaching outside [0, 1] against a ContinuousBernoulli, and [0, 1] against a Pareto.
+for _p, _param in [(Exponential, "rate"), (Gamma, "concentration"), (Gumbel, "loc"), (Laplace, "loc"),
+                   (Normal, "loc"), (Pareto, "scale")]:  # fmt: skip
+    register_kl(_p, ContinuousBernoulli)(_infinite(_param))
+register_kl(ContinuousBernoulli, Pareto)(_infinite("probs"))

@@ -36,6 +36,7 @@ PARAMS = {
     "Beta": [_positive(3), _positive(3)],
     "Binomial": [6, _unit(3)],  # total_count stays a number (a perturbed count is refused)
     "Cauchy": [_real(3), _positive(3)],
+    "ContinuousBernoulli": [np.array([0.2, 0.4995, 0.85])],
     "Chi2": [_positive(3) * 3],
     "Dirichlet": [_positive(2, 4)],
     "Exponential": [_positive(3)],
@@ -144,3 +145,17 @@ def test_transformed_distributions_with_equal_transforms_reduce_to_their_bases()
     np.testing.assert_allclose(d.kl_divergence(p, q).numpy(), expected.numpy(), rtol=1e-12)
     with pytest.raises(NotImplementedError, match="needs the same transforms"):
         d.kl_divergence(p, make([0.3, -0.2], [0.5, 1.0], [t.AffineTransform(1.0, 3.0), t.TanhTransform()]))
+
+
+def test_uniforms_touching_the_unit_interval_have_finite_kl_with_a_continuous_bernoulli() -> None:
+    # torch reports infinity when a Uniform touches 0 or 1; the integrals are finite there.
+    d = numdiff.distributions
+    q = d.ContinuousBernoulli(probs=numdiff.tensor([0.3], dtype=numdiff.float64))
+    p = d.Uniform(numdiff.tensor([0.0], dtype=numdiff.float64), numdiff.tensor([1.0], dtype=numdiff.float64))
+    # KL(U(0, 1) || q) = -E_U[log q] = -(logit / 2 + log(1 - p) + log C(p)).
+    logit, probs = np.log(0.3 / 0.7), 0.3
+    log_c = np.log(2 * np.arctanh(1 - 2 * probs) / (1 - 2 * probs))
+    np.testing.assert_allclose(
+        d.kl_divergence(p, q).numpy(), [-(logit / 2 + np.log(1 - probs) + log_c)], rtol=1e-12
+    )
+    np.testing.assert_allclose(d.kl_divergence(q, p).numpy(), -q.entropy().numpy(), rtol=1e-12)
