@@ -6,39 +6,79 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     >>> d.entropy()
     tensor(1.3863)
 
-Absent (their densities need lgamma/digamma, or linear algebra numdiff lacks): Gamma, Beta,
-Dirichlet, Poisson, Binomial, StudentT, Chi2, LowRankMultivariateNormal.
+Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
+implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: LowRankMultivariateNormal
+and the other rarely used families of torch.distributions.
 """
 
-from numdiff.distributions import constraints
+from numdiff.distributions import constraints, transforms
+from numdiff.distributions import kl_cross as kl_cross  # registers its kl_divergence pairs
+from numdiff.distributions import kl_families as kl_families  # registers its kl_divergence pairs
+from numdiff.distributions.beta import Beta, Dirichlet
+from numdiff.distributions.constraint_registry import biject_to, transform_to
 from numdiff.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from numdiff.distributions.continuous_bernoulli import ContinuousBernoulli
+from numdiff.distributions.counting import Binomial, Geometric, Multinomial, NegativeBinomial, Poisson
 from numdiff.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from numdiff.distributions.distribution import Distribution
+from numdiff.distributions.gamma import Chi2, Gamma, StudentT
+from numdiff.distributions.heavy_tails import HalfCauchy, Pareto, Weibull
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
+from numdiff.distributions.relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
+from numdiff.distributions.transformed import TransformedDistribution
+from numdiff.distributions.von_mises import VonMises
 
 __all__ = [
     "Bernoulli",
-    "Cauchy",
+    "Beta",
+    "Binomial",
     "Categorical",
+    "Cauchy",
+    "Chi2",
+    "ContinuousBernoulli",
+    "Dirichlet",
     "Distribution",
+    "ExpRelaxedCategorical",
     "Exponential",
+    "Gamma",
+    "Geometric",
     "Gumbel",
+    "HalfCauchy",
     "HalfNormal",
     "Independent",
     "Laplace",
     "LogNormal",
+    "LogitRelaxedBernoulli",
     "MixtureSameFamily",
+    "Multinomial",
     "MultivariateNormal",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
+    "Pareto",
+    "Poisson",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "StudentT",
+    "TransformedDistribution",
     "Uniform",
+    "VonMises",
+    "Weibull",
+    "biject_to",
     "constraints",
     "kl_divergence",
     "register_kl",
+    "transform_to",
+    "transforms",
 ]
 
 

@@ -95,6 +95,20 @@ class Interval(Constraint):
         return f"{type(self).__name__}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
 
+class HalfOpenInterval(Interval):
+    """Half-open interval [lower_bound, upper_bound)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= self.lower_bound) & (value < self.upper_bound)
+
+
+class IntegerGreaterThan(GreaterThan):
+    is_discrete = True
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+
 class IntegerInterval(Interval):
     is_discrete = True
 
@@ -109,6 +123,19 @@ class Simplex(Constraint):
 
     def check(self, value: Tensor) -> Tensor:
         return (value >= 0).all(dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class Multinomial(Constraint):
+    """Non-negative count vectors (last dimension) summing to at most `upper_bound`."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: int) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value >= 0).all(dim=-1) & (value.sum(dim=-1) <= self.upper_bound)
 
 
 class OneHot(Constraint):
@@ -172,7 +199,12 @@ positive_definite = PositiveDefinite()
 independent = IndependentConstraint
 interval = Interval
 integer_interval = IntegerInterval
+half_open_interval = HalfOpenInterval
+multinomial = Multinomial
+nonnegative_integer = IntegerGreaterThan(0)
+positive_integer = IntegerGreaterThan(1)
 greater_than = GreaterThan
+greater_than_eq = GreaterThanEq
 less_than = LessThan
 
 __all__ = [
@@ -180,15 +212,20 @@ __all__ = [
     "boolean",
     "dependent",
     "greater_than",
+    "greater_than_eq",
+    "half_open_interval",
     "independent",
     "integer_interval",
     "interval",
     "is_dependent",
     "less_than",
     "lower_cholesky",
+    "multinomial",
     "nonnegative",
+    "nonnegative_integer",
     "one_hot",
     "positive",
+    "positive_integer",
     "positive_definite",
     "real",
     "real_vector",

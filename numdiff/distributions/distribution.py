@@ -45,9 +45,14 @@ class Distribution:
             self._validate_args = validate_args
         if self._validate_args:
             for param, constraint in self.arg_constraints.items():
-                if constraints.is_dependent(constraint) or param not in self.__dict__:
-                    continue  # bounds that depend on other parameters, or a parameter not yet computed
-                value = self.__dict__[param]
+                if constraints.is_dependent(constraint):
+                    continue  # bounds that depend on other parameters
+                if param in self.__dict__:
+                    value = self.__dict__[param]
+                elif isinstance(getattr(type(self), param, None), property):
+                    value = getattr(self, param)  # read from a base distribution (HalfCauchy's scale)
+                else:
+                    continue  # a lazily derived parameter not yet computed (Categorical's logits)
                 if not _all_hold(constraint.check(value)):
                     raise ValueError(
                         f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "

@@ -1,6 +1,7 @@
 """Continuous distributions with closed-form densities on the real line and its positive half:
 Cauchy and Gumbel (location-scale, sampled through the inverse cdf of uniform noise), and
-HalfNormal and LogNormal (|X| and exp(X) of a Normal X, computed from numdiff.distributions.Normal).
+HalfNormal and LogNormal (|X| and exp(X) of a Normal X; LogNormal is the TransformedDistribution of
+that Normal through ExpTransform, as PyTorch's).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.continuous import Normal, _batch_shape, _LocationScale
 from numdiff.distributions.distribution import Distribution, broadcast_all, noise
+from numdiff.distributions.transformed import TransformedDistribution
+from numdiff.distributions.transforms import ExpTransform
 from numdiff.tensor import Tensor
 
 _EULER_GAMMA = 0.5772156649015329
@@ -149,8 +152,9 @@ class HalfNormal(Distribution):
         return 0.5 * (math.pi * self.scale.pow(2) / 2).log() + 0.5
 
 
-class LogNormal(Distribution):
-    """exp(X) for X ~ Normal(loc, scale).
+class LogNormal(TransformedDistribution):
+    """exp(X) for X ~ Normal(loc, scale): a TransformedDistribution of that Normal through
+    ExpTransform, as in PyTorch (so kl_divergence, cdf and icdf come from the transform).
 
     >>> numdiff.distributions.LogNormal(0.0, 1.0).log_prob(numdiff.tensor(1.0))
     tensor(-0.9189)
@@ -161,11 +165,18 @@ class LogNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape((loc, scale), self.loc), validate_args=validate_args)
+        super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(), validate_args=validate_args)
+
+    @property
+    def loc(self) -> Tensor:
+        return self.base_dist.loc
+
+    @property
+    def scale(self) -> Tensor:
+        return self.base_dist.scale
 
     def _normal(self) -> Normal:
-        return Normal(self.loc, self.scale, validate_args=False)
+        return self.base_dist
 
     @property
     def mean(self) -> Tensor:
@@ -180,22 +191,9 @@ class LogNormal(Distribution):
         squared = self.scale.pow(2)
         return squared.expm1() * (2 * self.loc + squared).exp()
 
-    def rsample(self, sample_shape: Any = ()) -> Tensor:
-        return self._normal().rsample(sample_shape).exp()
-
-    def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        log_value = value.log()
-        return self._normal().log_prob(log_value) - log_value
-
-    def cdf(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        return self._normal().cdf(value.log())
-
-    def icdf(self, value: Tensor) -> Tensor:
-        return self._normal().icdf(value).exp()
-
     def entropy(self) -> Tensor:
-        return self._normal().entropy() + self.loc
+        return self.base_dist.entropy() + self.loc
+
+    def __repr__(self) -> str:
+        # PyTorch prints LogNormal(); the parameters are shown here, as for Normal.
+        return repr(self.base_dist).replace("Normal", "LogNormal", 1)

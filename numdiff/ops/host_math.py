@@ -104,7 +104,8 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     rates = _host("poisson", input)
     if np.any(rates < 0) or np.any(np.isnan(rates)):
         raise ValueError("poisson: rates must be non-negative numbers")
-    draws = _random.rng(generator).poisson(rates.astype(np.float64)).astype(rates.dtype)
+    # np.asarray: NumPy returns a Python int for a 0-d rate, which has no astype.
+    draws = np.asarray(_random.rng(generator).poisson(rates.astype(np.float64))).astype(rates.dtype)
     return _on_device_of(draws, input)
 
 
@@ -117,7 +118,7 @@ def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
     n, p = _host("binomial", count), _host("binomial", prob)
     if np.any(p < 0) or np.any(p > 1) or np.any(n < 0):
         raise ValueError("binomial: prob must be in [0, 1] and count non-negative")
-    draws = _random.rng(generator).binomial(n.astype(np.int64), p.astype(np.float64)).astype(p.dtype)
+    draws = np.asarray(_random.rng(generator).binomial(n.astype(np.int64), p.astype(np.float64))).astype(p.dtype)
     return _on_device_of(draws, prob)
 
 

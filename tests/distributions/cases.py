@@ -34,6 +34,10 @@ class Case:
     params: list[Any]
     numbers: tuple[int, ...] = field(default=())
     continuous: bool = True
+    # rsample draws on the host and differentiates the draw implicitly (the gamma family): a
+    # redraw at perturbed parameters is not the same quantile, so central differences of the
+    # draw do not measure its gradient (tests/distributions/test_gamma_family.py does).
+    implicit_rsample: bool = False
 
 
 def _normal(lib: Any, loc: Any, scale: Any) -> Any:
@@ -161,4 +165,157 @@ CASES += [
     Case("halfnormal", _half_normal, [_positive(2, 3)]),
     Case("lognormal", _log_normal, [_real(2, 3), _positive(3)]),
     Case("lognormal-number-loc", _log_normal, [0.2, _positive(3)], numbers=(0,)),
+]
+
+
+def _gamma(lib: Any, concentration: Any, rate: Any) -> Any:
+    return lib.distributions.Gamma(concentration, rate)
+
+
+def _chi2(lib: Any, df: Any) -> Any:
+    return lib.distributions.Chi2(df)
+
+
+def _student_t(lib: Any, df: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.StudentT(df, loc, scale)
+
+
+def _beta(lib: Any, concentration1: Any, concentration0: Any) -> Any:
+    return lib.distributions.Beta(concentration1, concentration0)
+
+
+def _dirichlet(lib: Any, concentration: Any) -> Any:
+    return lib.distributions.Dirichlet(concentration)
+
+
+# Drawn after the lists above, so their parameters stay what they were.
+CASES += [
+    Case("gamma", _gamma, [_positive(2, 3) * 2, _positive(3)], implicit_rsample=True),
+    Case("gamma-small-shape", _gamma, [_positive(4) * 0.2, _positive(4)], implicit_rsample=True),
+    Case("gamma-number-rate", _gamma, [_positive(3), 2.5], numbers=(1,), implicit_rsample=True),
+    Case("chi2", _chi2, [_positive(2, 3) * 3], implicit_rsample=True),
+    Case("studentt", _student_t, [_positive(3) * 3, _real(2, 3), _positive(3)], implicit_rsample=True),
+    Case("studentt-heavy", _student_t, [_positive(4) * 0.9, _real(4), _positive(4)], implicit_rsample=True),
+    Case("beta", _beta, [_positive(2, 3), _positive(3)], implicit_rsample=True),
+    Case("beta-numbers", _beta, [0.7, 2.5], numbers=(0, 1), implicit_rsample=True),
+    Case("dirichlet", _dirichlet, [_positive(2, 4)], implicit_rsample=True),
+    Case("dirichlet-below-one", _dirichlet, [_positive(3, 3) * 0.4], implicit_rsample=True),
+]
+
+
+def _poisson(lib: Any, rate: Any) -> Any:
+    return lib.distributions.Poisson(rate)
+
+
+def _geometric_probs(lib: Any, probs: Any) -> Any:
+    return lib.distributions.Geometric(probs=probs)
+
+
+def _geometric_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.Geometric(logits=logits)
+
+
+def _binomial_probs(lib: Any, total_count: Any, probs: Any) -> Any:
+    return lib.distributions.Binomial(total_count, probs=probs)
+
+
+def _binomial_logits(lib: Any, total_count: Any, logits: Any) -> Any:
+    return lib.distributions.Binomial(total_count, logits=logits)
+
+
+def _negative_binomial_probs(lib: Any, total_count: Any, probs: Any) -> Any:
+    return lib.distributions.NegativeBinomial(total_count, probs=probs)
+
+
+def _negative_binomial_logits(lib: Any, total_count: Any, logits: Any) -> Any:
+    return lib.distributions.NegativeBinomial(total_count, logits=logits)
+
+
+def _multinomial_probs(lib: Any, total_count: Any, probs: Any) -> Any:
+    return lib.distributions.Multinomial(total_count, probs=probs)
+
+
+def _multinomial_logits(lib: Any, total_count: Any, logits: Any) -> Any:
+    return lib.distributions.Multinomial(total_count, logits=logits)
+
+
+CASES += [
+    Case("poisson", _poisson, [_positive(2, 3) * 3], continuous=False),
+    Case("poisson-number", _poisson, [4.5], numbers=(0,), continuous=False),
+    Case("geometric-probs", _geometric_probs, [_unit(2, 3)], continuous=False),
+    Case("geometric-logits", _geometric_logits, [_real(4)], continuous=False),
+    Case("binomial-probs", _binomial_probs, [7, _unit(2, 3)], numbers=(0,), continuous=False),
+    Case("binomial-logits", _binomial_logits, [5, _real(4)], numbers=(0,), continuous=False),
+    Case(
+        "negative-binomial-probs", _negative_binomial_probs, [_positive(3) * 2, _unit(2, 3)], continuous=False
+    ),
+    Case(
+        "negative-binomial-logits", _negative_binomial_logits, [_positive(4) * 2, _real(4)], continuous=False
+    ),
+    Case("multinomial-probs", _multinomial_probs, [6, _positive(2, 3)], numbers=(0,), continuous=False),
+    Case("multinomial-logits", _multinomial_logits, [4, _real(4)], numbers=(0,), continuous=False),
+]
+
+
+def _half_cauchy(lib: Any, scale: Any) -> Any:
+    return lib.distributions.HalfCauchy(scale)
+
+
+def _pareto(lib: Any, scale: Any, alpha: Any) -> Any:
+    return lib.distributions.Pareto(scale, alpha)
+
+
+def _weibull(lib: Any, scale: Any, concentration: Any) -> Any:
+    return lib.distributions.Weibull(scale, concentration)
+
+
+CASES += [
+    Case("halfcauchy", _half_cauchy, [_positive(2, 3)]),
+    Case("pareto", _pareto, [_positive(2, 3), _positive(3) * 2]),
+    Case("pareto-heavy", _pareto, [_positive(3), _positive(3) * 0.5]),
+    Case("weibull", _weibull, [_positive(3), _positive(2, 3) * 2]),
+    Case("weibull-numbers", _weibull, [1.5, 0.7], numbers=(0, 1)),
+]
+
+
+def _relaxed_bernoulli_probs(lib: Any, temperature: Any, probs: Any) -> Any:
+    return lib.distributions.RelaxedBernoulli(temperature, probs=probs)
+
+
+def _relaxed_bernoulli_logits(lib: Any, temperature: Any, logits: Any) -> Any:
+    return lib.distributions.RelaxedBernoulli(temperature, logits=logits)
+
+
+def _relaxed_one_hot_probs(lib: Any, temperature: Any, probs: Any) -> Any:
+    return lib.distributions.RelaxedOneHotCategorical(temperature, probs=probs)
+
+
+def _relaxed_one_hot_logits(lib: Any, temperature: Any, logits: Any) -> Any:
+    return lib.distributions.RelaxedOneHotCategorical(temperature, logits=logits)
+
+
+CASES += [
+    Case("relaxed-bernoulli-probs", _relaxed_bernoulli_probs, [_positive(), _unit(2, 3)]),
+    Case("relaxed-bernoulli-logits", _relaxed_bernoulli_logits, [_positive(3), _real(2, 3)]),
+    Case("relaxed-one-hot-probs", _relaxed_one_hot_probs, [_positive(), _positive(2, 4)]),
+    Case("relaxed-one-hot-logits", _relaxed_one_hot_logits, [_positive(1), _real(2, 3)]),
+]
+
+
+def _continuous_bernoulli_probs(lib: Any, probs: Any) -> Any:
+    return lib.distributions.ContinuousBernoulli(probs=probs)
+
+
+def _continuous_bernoulli_logits(lib: Any, logits: Any) -> Any:
+    return lib.distributions.ContinuousBernoulli(logits=logits)
+
+
+CASES += [
+    # 0.4995 and 0.5008 lie inside the Taylor region (0.499, 0.501].
+    Case(
+        "continuous-bernoulli-probs",
+        _continuous_bernoulli_probs,
+        [np.array([[0.2, 0.4995, 0.93], [0.5008, 0.6, 0.05]])],
+    ),
+    Case("continuous-bernoulli-logits", _continuous_bernoulli_logits, [_real(4) * 2]),
 ]

@@ -31,16 +31,29 @@ def _value(case):
     return numdiff.tensor(theirs.sample((3,)).numpy())
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.name != "normal-numbers"], ids=lambda c: c.name)
+# Cases made from plain numbers only: nothing to differentiate.
+NUMBERS_ONLY = ("normal-numbers", "beta-numbers", "poisson-number", "weibull-numbers")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name not in NUMBERS_ONLY], ids=lambda c: c.name)
 def test_log_prob_and_entropy_gradcheck(case) -> None:
     value = _value(case)
     leaves = _differentiable(case)
     assert gradcheck(lambda *ps: case.build(numdiff, *_rebuild(case, ps)).log_prob(value), leaves)
+    if case.name.startswith(("poisson", "negative-binomial", "relaxed")):
+        return  # no entropy in closed form (nor in torch)
     assert gradcheck(lambda *ps: case.build(numdiff, *_rebuild(case, ps)).entropy(), leaves)
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.continuous and c.name != "normal-numbers"], ids=lambda c: c.name
+    "case",
+    # pareto-heavy draws reach 1e4, where sin(draw^2) turns faster than the difference step.
+    [
+        c
+        for c in CASES
+        if c.continuous and not c.implicit_rsample and c.name not in NUMBERS_ONLY + ("pareto-heavy",)
+    ],
+    ids=lambda c: c.name,
 )
 def test_rsample_expression_gradcheck(case) -> None:
     leaves = _differentiable(case)

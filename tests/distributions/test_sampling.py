@@ -17,7 +17,9 @@ from numdiff.distributions import (
     LogNormal,
     Normal,
     OneHotCategorical,
+    Pareto,
     Uniform,
+    Weibull,
 )
 
 DRAWS = 20000
@@ -35,6 +37,8 @@ CONTINUOUS = [
     ("gumbel", lambda: Gumbel(_f64([1.0, -1.0]), _f64([0.5, 2.0]))),
     ("halfnormal", lambda: HalfNormal(_f64([0.5, 2.0]))),
     ("lognormal", lambda: LogNormal(_f64([0.0, -1.0]), _f64([0.3, 0.5]))),
+    ("pareto", lambda: Pareto(_f64([0.5, 2.0]), _f64([9.0, 12.0]))),
+    ("weibull", lambda: Weibull(_f64([0.5, 2.0]), _f64([0.8, 3.0]))),
 ]
 
 

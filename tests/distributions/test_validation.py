@@ -69,6 +69,14 @@ BAD = [
         "multivariate-normal-scale-tril-not-lower",
         lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2), scale_tril=lib.tensor([[1.0, 1.0], [0.0, 1.0]])),
     ),
+    # HalfCauchy's scale lives on its base Cauchy: checked through the property (it was skipped).
+    ("halfcauchy-negative-scale", lambda lib: lib.distributions.HalfCauchy(lib.tensor([1.0, -1.0]))),
+    ("halfcauchy-negative-value", lambda lib: lib.distributions.HalfCauchy(1.0).log_prob(lib.tensor(-1.0))),
+    ("pareto-zero-alpha", lambda lib: lib.distributions.Pareto(1.0, lib.tensor([0.0]))),
+    ("pareto-negative-scale", lambda lib: lib.distributions.Pareto(lib.tensor([-1.0]), 2.0)),
+    ("pareto-value-below-scale", lambda lib: lib.distributions.Pareto(2.0, 3.0).log_prob(lib.tensor(1.0))),
+    ("weibull-negative-concentration", lambda lib: lib.distributions.Weibull(1.0, lib.tensor([-0.5]))),
+    ("weibull-negative-scale", lambda lib: lib.distributions.Weibull(lib.tensor([-1.0]), 1.0)),
     (
         "independent-too-many-dims",
         lambda lib: lib.distributions.Independent(lib.distributions.Normal(0.0, 1.0), 1),
