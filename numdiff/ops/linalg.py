@@ -352,7 +352,18 @@ class Linear(Function):
             # (0.9 of Linear.forward's 6.7 us on 1x185 rows). A C-contiguous x has no stride-0 row copies.
             out = np.empty((x.shape[0], out_features), dtype=x.dtype, like=x)
             if out.size:
-                backend_for(out).gemm_nt(x, weight, out)
+                if (
+                    is_host(x)
+                    and is_host(weight)
+                    and x.dtype in _FLOATS
+                    and weight.dtype == x.dtype
+                    and weight.shape[1] == x.shape[1]
+                ):
+                    # Everything gemm_nt checks is known here, and out is new: its checks would
+                    # be half of the product's cost on a batch-1 row (kernels.matmul.run_product_checked).
+                    _matmul_kernels.run_product_checked(False, True, x, weight, out)
+                else:
+                    backend_for(out).gemm_nt(x, weight, out)
                 if bias is not None:
                     np.add(out, bias, out=out)
             return out
@@ -418,11 +429,15 @@ def _linear_backward_arrays(
         and grad_rows.flags.c_contiguous  # tested one by one: a generator costs a call per layer
         and weight.flags.c_contiguous
         and x_rows.flags.c_contiguous
+        and is_host(weight)
+        and is_host(x)
     ):
-        # Both products in one call: side by side on the threads (numdiff.kernels.matmul).
+        # Both products in one call: side by side on the threads (numdiff.kernels.matmul). The
+        # caller checked the dtypes (float32 or float64, all one), the shapes are the forward's and
+        # both outputs are new, so linear_backward_products' checks would be repeated work.
         grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
         grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        _matmul_kernels.linear_backward_products(grad_rows, weight, x_rows, grad_x, grad_weight)
+        _matmul_kernels.run_linear_backward_checked(grad_rows, weight, x_rows, grad_x, grad_weight)
         grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
         grad_weight = Tensor._wrap(grad_weight, None, None)
         needs = (False, False, needs[2])
