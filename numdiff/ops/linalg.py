@@ -423,18 +423,18 @@ def _linear_backward_arrays(
     grad_rows = grad.reshape(n_rows, out_features)
     grad_x = grad_weight = grad_bias = None
     x_rows = x.reshape(n_rows, in_features)
-    if (
-        needs[0]
-        and needs[1]
-        and grad_rows.flags.c_contiguous  # tested one by one: a generator costs a call per layer
+    # The caller checked the dtypes (float32 or float64, all one), the shapes are the forward's and
+    # the outputs are new: with C-contiguous host operands the kernels' argument checks (and
+    # _product's layout tests) would be repeated work.
+    direct = (
+        grad_rows.flags.c_contiguous  # tested one by one: a generator costs a call per layer
         and weight.flags.c_contiguous
         and x_rows.flags.c_contiguous
         and is_host(weight)
         and is_host(x)
-    ):
-        # Both products in one call: side by side on the threads (numdiff.kernels.matmul). The
-        # caller checked the dtypes (float32 or float64, all one), the shapes are the forward's and
-        # both outputs are new, so linear_backward_products' checks would be repeated work.
+    )
+    if direct and needs[0] and needs[1]:
+        # Both products in one call: side by side on the threads (numdiff.kernels.matmul).
         grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
         grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
         _matmul_kernels.run_linear_backward_checked(grad_rows, weight, x_rows, grad_x, grad_weight)
@@ -443,11 +443,19 @@ def _linear_backward_arrays(
         needs = (False, False, needs[2])
     if needs[0]:
         grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
-        _product(grad_rows, weight, grad_x)
+        if direct:
+            _matmul_kernels.run_product_checked(False, False, grad_rows, weight, grad_x)
+        else:
+            _product(grad_rows, weight, grad_x)
         grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
     if needs[1]:
+        # A first layer's weight gradient (its input needs none): grad_rows.T @ x_rows, the gemm_tn
+        # that _product picks for a transposed C-contiguous operand.
         grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        _product(grad_rows.T, x_rows, grad_weight)
+        if direct:
+            _matmul_kernels.run_product_checked(True, False, grad_rows, x_rows, grad_weight)
+        else:
+            _product(grad_rows.T, x_rows, grad_weight)
         grad_weight = Tensor._wrap(grad_weight, None, None)
     if needs[2]:
         grad_bias = Tensor._wrap(grad_rows.sum(0), None, None)

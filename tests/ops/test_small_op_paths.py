@@ -258,3 +258,27 @@ def test_linear_first_order_backward_equals_the_recorded_one_and_torch(dtype, ro
         assert eager.dtype == graph.dtype == numdiff.tensor(arrays[0]).dtype
         np.testing.assert_allclose(eager.numpy(), graph.detach().numpy(), **tol)
         np.testing.assert_allclose(eager.numpy(), reference.numpy(), **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [1, 5])
+def test_linear_backward_of_one_needed_product_equals_both_products_bit_for_bit(dtype, rows):
+    # A first layer (input without grad) needs only the weight gradient, a frozen layer only the
+    # input's: each single product gives the bits of the paired call, and torch's values.
+    rng = np.random.default_rng(rows + 11)
+    x, w, b, seed = (rng.standard_normal(s).astype(dtype) for s in ((rows, 9), (7, 9), (7,), (rows, 7)))
+
+    def grads(x_needs, w_needs):
+        xt = numdiff.tensor(x, requires_grad=x_needs)
+        wt = numdiff.tensor(w, requires_grad=w_needs)
+        F.linear(xt, wt, numdiff.tensor(b, requires_grad=True)).backward(numdiff.tensor(seed))
+        return xt.grad, wt.grad
+
+    both_x, both_w = grads(True, True)
+    _, only_w = grads(False, True)
+    only_x, _ = grads(True, False)
+    assert only_w.numpy().tobytes() == both_w.numpy().tobytes()
+    assert only_x.numpy().tobytes() == both_x.numpy().tobytes()
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-4, atol=1e-4)
+    np.testing.assert_allclose(only_w.numpy(), seed.T.astype(np.float64) @ x, **tol)
+    np.testing.assert_allclose(only_x.numpy(), seed.astype(np.float64) @ w, **tol)
