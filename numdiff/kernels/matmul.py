@@ -152,11 +152,22 @@ def run_checked(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out:
 
 def _run(op: str, trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     check_disjoint(op, {"out": out}, {"a": a, "b": b})
-    _run_disjoint(trans_a, trans_b, a, b, out)
+    run_product_checked(trans_a, trans_b, a, b, out)
 
 
-def _run_disjoint(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """:func:`_run` for operands whose overlap the caller has already refused."""
+def run_product_checked(trans_a: bool, trans_b: bool, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out = op(a) @ op(b)`` (2-D, or 3-D batches) on arguments the caller has checked as the
+    public functions do: C-contiguous ndarrays of one float dtype (float32 or float64), matching
+    shapes, and an `out` that overlaps neither operand (one the caller has just allocated).
+
+    For an op that made `out` itself and read the shapes off its operands (Linear's forward),
+    the public functions' checks are repeated work: 2.3 of gemm_nt's 4.8 us on a 1x185 row by a
+    128x185 weight (thread CPU time, loaded machine, 2026-12-07).
+
+    >>> out = np.empty((1, 2)); run_product_checked(False, True, np.ones((1, 3)), np.ones((2, 3)), out)
+    >>> out.tolist()
+    [[3.0, 3.0]]
+    """
     prepare_blas(out.dtype)
     if out.ndim == 2:
         a, b, out = a[None], b[None], out[None]
@@ -258,10 +269,26 @@ def linear_backward_products(
     check_shape(op, "grad_x", grad_x, x.shape)
     check_shape(op, "grad_weight", grad_weight, weight.shape)
     check_disjoint(op, {"grad_x": grad_x, "grad_weight": grad_weight}, {"grad": grad, "weight": weight, "x": x})
+    run_linear_backward_checked(grad, weight, x, grad_x, grad_weight)
+
+
+def run_linear_backward_checked(
+    grad: np.ndarray, weight: np.ndarray, x: np.ndarray, grad_x: np.ndarray, grad_weight: np.ndarray
+) -> None:
+    """:func:`linear_backward_products` on arguments the caller has checked as it does (Linear's
+    first-order backward: operands of the layer's forward, outputs it has just allocated); its
+    checks are 3.7 of its 10 us on a batch-1 layer of 185 -> 128 (thread CPU time, 2026-12-07).
+
+    >>> gx, gw = np.empty((1, 2)), np.empty((1, 2))
+    >>> run_linear_backward_checked(np.ones((1, 1)), np.ones((1, 2)), np.ones((1, 2)), gx, gw)
+    >>> gx.tolist(), gw.tolist()
+    ([[1.0, 1.0]], [[1.0, 1.0]])
+    """
+    rows, outputs = grad.shape
     parts = _threads_for(rows * outputs * weight.shape[1])
     if parts < 2 or rows * outputs * weight.shape[1] < PAIR_MIN_MACS:
-        _run_disjoint(False, False, grad, weight, grad_x)  # overlaps refused above, for both
-        _run_disjoint(True, False, grad, x, grad_weight)
+        run_product_checked(False, False, grad, weight, grad_x)
+        run_product_checked(True, False, grad, x, grad_weight)
         return
     prepare_blas(grad.dtype)
     run_pair_checked(False, False, grad, weight, grad_x, True, False, grad, x, grad_weight, parts)

@@ -352,7 +352,18 @@ class Linear(Function):
             # (0.9 of Linear.forward's 6.7 us on 1x185 rows). A C-contiguous x has no stride-0 row copies.
             out = np.empty((x.shape[0], out_features), dtype=x.dtype, like=x)
             if out.size:
-                backend_for(out).gemm_nt(x, weight, out)
+                if (
+                    is_host(x)
+                    and is_host(weight)
+                    and x.dtype in _FLOATS
+                    and weight.dtype == x.dtype
+                    and weight.shape[1] == x.shape[1]
+                ):
+                    # Everything gemm_nt checks is known here, and out is new: its checks would
+                    # be half of the product's cost on a batch-1 row (kernels.matmul.run_product_checked).
+                    _matmul_kernels.run_product_checked(False, True, x, weight, out)
+                else:
+                    backend_for(out).gemm_nt(x, weight, out)
                 if bias is not None:
                     np.add(out, bias, out=out)
             return out
@@ -412,27 +423,39 @@ def _linear_backward_arrays(
     grad_rows = grad.reshape(n_rows, out_features)
     grad_x = grad_weight = grad_bias = None
     x_rows = x.reshape(n_rows, in_features)
-    if (
-        needs[0]
-        and needs[1]
-        and grad_rows.flags.c_contiguous  # tested one by one: a generator costs a call per layer
+    # The caller checked the dtypes (float32 or float64, all one), the shapes are the forward's and
+    # the outputs are new: with C-contiguous host operands the kernels' argument checks (and
+    # _product's layout tests) would be repeated work.
+    direct = (
+        grad_rows.flags.c_contiguous  # tested one by one: a generator costs a call per layer
         and weight.flags.c_contiguous
         and x_rows.flags.c_contiguous
-    ):
+        and is_host(weight)
+        and is_host(x)
+    )
+    if direct and needs[0] and needs[1]:
         # Both products in one call: side by side on the threads (numdiff.kernels.matmul).
         grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
         grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        _matmul_kernels.linear_backward_products(grad_rows, weight, x_rows, grad_x, grad_weight)
+        _matmul_kernels.run_linear_backward_checked(grad_rows, weight, x_rows, grad_x, grad_weight)
         grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
         grad_weight = Tensor._wrap(grad_weight, None, None)
         needs = (False, False, needs[2])
     if needs[0]:
         grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
-        _product(grad_rows, weight, grad_x)
+        if direct:
+            _matmul_kernels.run_product_checked(False, False, grad_rows, weight, grad_x)
+        else:
+            _product(grad_rows, weight, grad_x)
         grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
     if needs[1]:
+        # A first layer's weight gradient (its input needs none): grad_rows.T @ x_rows, the gemm_tn
+        # that _product picks for a transposed C-contiguous operand.
         grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        _product(grad_rows.T, x_rows, grad_weight)
+        if direct:
+            _matmul_kernels.run_product_checked(True, False, grad_rows, x_rows, grad_weight)
+        else:
+            _product(grad_rows.T, x_rows, grad_weight)
         grad_weight = Tensor._wrap(grad_weight, None, None)
     if needs[2]:
         grad_bias = Tensor._wrap(grad_rows.sum(0), None, None)

@@ -73,3 +73,31 @@ def test_linear_layer_gradients_at_two_threads_match_one_thread(threads):
     expected = [grad @ w_data, grad.reshape(-1, 128).T @ x_data.reshape(-1, 128), grad.reshape(-1, 128).sum(0)]
     for got, want in zip((x.grad, w.grad, b.grad), expected):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("rows, outputs, inputs", [(1, 128, 185), (7, 5, 3), (256, 128, 128)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_checked_entries_give_the_checking_functions_bits(threads, rows, outputs, inputs, dtype):
+    # run_linear_backward_checked and run_product_checked skip only the argument checks: the
+    # products are the public functions', bit for bit.
+    rng = np.random.default_rng(rows * outputs)
+    grad = rng.standard_normal((rows, outputs)).astype(dtype)
+    weight = rng.standard_normal((outputs, inputs)).astype(dtype)
+    x = rng.standard_normal((rows, inputs)).astype(dtype)
+    checked = np.empty_like(x), np.empty_like(weight)
+    matmul.linear_backward_products(grad, weight, x, *checked)
+    trusted = np.empty_like(x), np.empty_like(weight)
+    matmul.run_linear_backward_checked(grad, weight, x, *trusted)
+    np.testing.assert_array_equal(trusted[0], checked[0])
+    np.testing.assert_array_equal(trusted[1], checked[1])
+    for public, trans_a, trans_b, a, b in [
+        (matmul.gemm_nt, False, True, x, weight),
+        (matmul.gemm_nn, False, False, grad, weight),
+        (matmul.gemm_tn, True, False, grad, x),
+    ]:
+        rows_out = a.shape[1] if trans_a else a.shape[0]
+        cols_out = b.shape[0] if trans_b else b.shape[1]
+        expected = public(a, b, np.empty((rows_out, cols_out), dtype))
+        out = np.empty((rows_out, cols_out), dtype)
+        matmul.run_product_checked(trans_a, trans_b, a, b, out)
+        np.testing.assert_array_equal(out, expected)

@@ -231,3 +231,54 @@ def test_relu_sum_backward_gives_ones_where_positive_and_gradchecks():
     x.grad.numpy()[0, 0, 0, 0] = 5.0  # .grad owns its memory: the broadcast gradient was copied
     small = numdiff.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     assert numdiff.autograd.gradcheck(lambda v: v.sum(dim=1), (small,))
+
+
+def test_linear_of_rows_the_checks_would_refuse_still_reaches_them():
+    # The direct product skips gemm_nt's checks only where Linear has made them itself: mixed
+    # dtypes (Linear.apply called without linear()'s checks) still get gemm_nt's error.
+    with pytest.raises(TypeError, match="gemm_nt: all arrays must share one dtype"):
+        numdiff.ops.linalg.Linear.apply(numdiff.ones(1, 5), numdiff.ones(4, 5, dtype=numdiff.float64), None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_linear_first_order_backward_equals_the_recorded_one_and_torch(dtype, rows):
+    # The first-order backward calls the products directly; with create_graph it records Matmul
+    # ops. Both give torch's gradients.
+    rng = np.random.default_rng(rows)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in ((rows, 185), (128, 185), (128,), (rows, 128))]
+    x, w, b = (numdiff.tensor(a, requires_grad=True) for a in arrays[:3])
+    F.linear(x, w, b).backward(numdiff.tensor(arrays[3]))
+    x2, w2, b2 = (numdiff.tensor(a, requires_grad=True) for a in arrays[:3])
+    recorded = numdiff.autograd.grad(F.linear(x2, w2, b2), (x2, w2, b2), numdiff.tensor(arrays[3]), create_graph=True)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in arrays[:3])
+    torch.nn.functional.linear(tx, tw, tb).backward(torch.tensor(arrays[3]))
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-4, atol=1e-4)
+    for eager, graph, reference in zip((x.grad, w.grad, b.grad), recorded, (tx.grad, tw.grad, tb.grad)):
+        assert eager.dtype == graph.dtype == numdiff.tensor(arrays[0]).dtype
+        np.testing.assert_allclose(eager.numpy(), graph.detach().numpy(), **tol)
+        np.testing.assert_allclose(eager.numpy(), reference.numpy(), **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [1, 5])
+def test_linear_backward_of_one_needed_product_equals_both_products_bit_for_bit(dtype, rows):
+    # A first layer (input without grad) needs only the weight gradient, a frozen layer only the
+    # input's: each single product gives the bits of the paired call, and torch's values.
+    rng = np.random.default_rng(rows + 11)
+    x, w, b, seed = (rng.standard_normal(s).astype(dtype) for s in ((rows, 9), (7, 9), (7,), (rows, 7)))
+
+    def grads(x_needs, w_needs):
+        xt = numdiff.tensor(x, requires_grad=x_needs)
+        wt = numdiff.tensor(w, requires_grad=w_needs)
+        F.linear(xt, wt, numdiff.tensor(b, requires_grad=True)).backward(numdiff.tensor(seed))
+        return xt.grad, wt.grad
+
+    both_x, both_w = grads(True, True)
+    _, only_w = grads(False, True)
+    only_x, _ = grads(True, False)
+    assert only_w.numpy().tobytes() == both_w.numpy().tobytes()
+    assert only_x.numpy().tobytes() == both_x.numpy().tobytes()
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-4, atol=1e-4)
+    np.testing.assert_allclose(only_w.numpy(), seed.T.astype(np.float64) @ x, **tol)
+    np.testing.assert_allclose(only_x.numpy(), seed.astype(np.float64) @ w, **tol)
