@@ -69,44 +69,47 @@ def _taps_by_channel(w3):
 @njit(cache=True, nogil=True)
 def _stage_channels_last(x4, xp, pt, pl):
     """``xp[ih + pt, iw + pl, c] = x4[c, 0, ih, iw]`` where that lies inside xp (Hp, Wp, C); the rest
-    of xp is left as it is (zeros: the padding). Eight channels at a time: eight input rows read in
-    step, each staged row written in runs of eight (a plain transpose writes one element a row and
-    misses the cache)."""
+    of xp is left as it is (zeros: the padding). A staged row at a time, channel after channel:
+    the row (Wp*C elements) stays in L1 while its channels' input rows are read in order (blocks
+    of eight channels written eight at a time ran 2.3x slower: N16 C64 16x16, 0.16 -> 0.07 ms)."""
     channels, _, height, width = x4.shape
     hp, wp, _ = xp.shape
-    for c0 in range(0, channels, 8):
-        c1 = min(c0 + 8, channels)
-        for ih in range(max(0, -pt), min(height, hp - pt)):
-            for iw in range(max(0, -pl), min(width, wp - pl)):
-                cell = xp[ih + pt, iw + pl]
-                for c in range(c0, c1):
-                    cell[c] = x4[c, 0, ih, iw]
+    lo, hi = max(0, -pl), min(width, wp - pl)
+    if lo >= hi:
+        return
+    for ih in range(max(0, -pt), min(height, hp - pt)):
+        # Slices, so the loops index from 0: an index with a variable offset (iw + pl) makes Numba
+        # check each element for a negative (wraparound) index, which ran the copy 2.8x slower.
+        dst = xp[ih + pt, lo + pl : hi + pl]
+        for c in range(channels):
+            src = x4[c, 0, ih, lo:hi]
+            for k in range(hi - lo):
+                dst[k, c] = src[k]
 
 
 @njit(cache=True, nogil=True)
 def _planes_to_channels_last(planes, cells):
-    """``cells[oh, ow, c] = planes[c, 0, oh*OW + ow]``: one image's (C, 1, OH*OW) planes as (OH, OW, C)."""
+    """``cells[oh, ow, c] = planes[c, 0, oh*OW + ow]``: one image's (C, 1, OH*OW) planes as (OH, OW, C),
+    a row of cells at a time as :func:`_stage_channels_last` stages."""
     oh_size, ow_size, channels = cells.shape
-    for c0 in range(0, channels, 8):
-        c1 = min(c0 + 8, channels)
-        for oh in range(oh_size):
+    for oh in range(oh_size):
+        dst = cells[oh]
+        for c in range(channels):
+            src = planes[c, 0, oh * ow_size : (oh + 1) * ow_size]
             for ow in range(ow_size):
-                cell = cells[oh, ow]
-                for c in range(c0, c1):
-                    cell[c] = planes[c, 0, oh * ow_size + ow]
+                dst[ow, c] = src[ow]
 
 
 @njit(cache=True, nogil=True)
 def _unstage_channels_last(cells, planes):
     """``planes[c, 0, oh*OW + ow] = cells[oh, ow, c]``: the adjoint of :func:`_planes_to_channels_last`."""
     oh_size, ow_size, channels = cells.shape
-    for c0 in range(0, channels, 8):
-        c1 = min(c0 + 8, channels)
-        for oh in range(oh_size):
+    for oh in range(oh_size):
+        src = cells[oh]
+        for c in range(channels):
+            dst = planes[c, 0, oh * ow_size : (oh + 1) * ow_size]
             for ow in range(ow_size):
-                cell = cells[oh, ow]
-                for c in range(c0, c1):
-                    planes[c, 0, oh * ow_size + ow] = cell[c]
+                dst[ow] = src[ow, c]
 
 
 def depthwise_forward_loop(x5, w3, bias, has_bias, out4, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts):
@@ -185,18 +188,20 @@ def depthwise_backward_input_loop(go4, w3, dx5, kh, kw, sh, sw, pt, pl, dh, dw, 
                     for c in range(channels):
                         d[c] += w[c] * g[c]
         dx4 = dx5[n]
-        for c0 in range(0, channels, 8):
-            c1 = min(c0 + 8, channels)
-            for ih in range(height):
-                inside_row = 0 <= ih + pt < hp
-                for iw in range(width):
-                    if inside_row and 0 <= iw + pl < wp:
-                        cell = dxp[ih + pt, iw + pl]
-                        for c in range(c0, c1):
-                            dx4[c, 0, ih, iw] = cell[c]
-                    else:
-                        for c in range(c0, c1):
-                            dx4[c, 0, ih, iw] = 0
+        lo, hi = max(0, -pl), min(width, wp - pl)  # columns a tap reaches (pl < 0: a crop)
+        for ih in range(height):
+            if ih + pt < 0 or ih + pt >= hp:
+                for c in range(channels):
+                    dx4[c, 0, ih, :] = 0
+                continue
+            src = dxp[ih + pt, lo + pl : max(lo, hi) + pl]  # a slice: see _stage_channels_last
+            for c in range(channels):
+                dst = dx4[c, 0, ih]
+                dst[:lo] = 0
+                inside = dst[lo : max(lo, hi)]
+                for k in range(inside.shape[0]):
+                    inside[k] = src[k, c]
+                dst[max(lo, hi) :] = 0
 
 
 def depthwise_backward_weight_loop(x5, go4, gw3, kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts):
