@@ -154,6 +154,14 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             lambda: conv.conv2d_forward(z(1, 8, 3, 3), z(8, 1, 2, 2), z(8), z(1, 8, 2, 2), groups=8),
         ),
         (
+            "_conv_depthwise.depthwise_backward_input_core",
+            lambda: conv.conv2d_backward_input(z(1, 8, 2, 2), z(8, 1, 2, 2), z(1, 8, 3, 3), groups=8),
+        ),
+        (
+            "_conv_depthwise.depthwise_backward_weight_core",
+            lambda: conv.conv2d_backward_weight(z(1, 8, 3, 3), z(1, 8, 2, 2), z(8, 1, 2, 2), groups=8),
+        ),
+        (
             "_conv_grouped.grouped_backward_input_core",
             lambda: conv.conv2d_backward_input(z(1, 2, 2, 2), z(2, 1, 2, 2), z(1, 2, 3, 3), groups=2),
         ),

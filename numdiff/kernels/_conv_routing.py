@@ -217,27 +217,43 @@ def use_grouped_direct(groups, cg):
     return groups > 1 and cg <= GROUPED_DIRECT_MAX_CHANNELS
 
 
-DEPTHWISE_LAST_MAX_WIDTH = 8
-"""Widest output rows (OW) for which a depthwise forward (one input and one output channel a
-group) runs with the channels innermost (numdiff.kernels._conv_depthwise) instead of the
-per-group stencil, whose runs carry (KW-1)*dw//sw padding columns a row. Measured (one thread,
-float32, thread CPU time on a busy machine, stencil -> channels innermost, ms): N32 C96 16x16 3x3
-stride 2: 1.20 -> 0.77; N32 C144 8x8 5x5: 1.07 -> 0.79; N32 C240 8x8 5x5 stride 2: 1.68 -> 0.61;
-N32 C576 4x4 3x3: 1.49 -> 0.55; N8 C24 15x15 3x3 stride 2 dilation 2: 0.08 -> 0.06. Wider rows
-lose: N32 C32 32x32 3x3: 1.81 -> 2.93; N16 C64 16x16 7x7: 1.20 -> 1.60."""
+DEPTHWISE_LAST_MAX_WIDTH = {"forward": (8, 8), "backward_input": (8, 8), "backward_weight": (8, 16)}
+"""Widest output rows (OW), at stride 1 and at a larger stride, for which a depthwise convolution's
+`kind` (one input and one output channel a group) runs with the channels innermost
+(numdiff.kernels._conv_depthwise) instead of the per-group stencil, whose runs carry (KW-1)*dw//sw
+padding columns a row and whose stride phases are staged apart. One thread, float32, thread CPU
+time, stencil -> channels innermost, ms.
+
+Forward (load 5-15): N32 C96 16x16 3x3 stride 2: 1.20 -> 0.77; N32 C144 8x8 5x5: 1.07 -> 0.79;
+N32 C240 8x8 5x5 stride 2: 1.68 -> 0.61; N32 C576 4x4 3x3: 1.49 -> 0.55; N8 C24 15x15 3x3 stride 2
+dilation 2: 0.08 -> 0.06. Wider rows lose: N32 C32 32x32 3x3: 1.81 -> 2.93; N16 C64 16x16 7x7:
+1.20 -> 1.60.
+
+Input gradient (load 10; input sizes, OW in brackets): N16 C64 16x16 3x3 s2 [8]: 0.28 -> 0.26;
+N16 C96 8x8 3x3 [8]: 0.21 -> 0.22; N16 C96 8x8 3x3 s2 [4]: 0.21 -> 0.10; N32 C144 8x8 5x5 [8]: 1.01
+-> 0.89; N32 C240 8x8 5x5 s2 [4]: 1.21 -> 0.71; N32 C576 4x4 3x3 [4]: 1.22 -> 0.63; N32 C96 16x16
+3x3 s2 [8]: 1.06 -> 0.88. Wider rows lose at either stride: N16 C48 12x12 3x3 [12]: 0.19 -> 0.27;
+N32 C40 24x24 5x5 s2 [12]: 1.03 -> 1.35; N32 C32 32x32 3x3 s2 [16]: 0.78 -> 1.14.
+
+Weight gradient (same shapes): 0.39 -> 0.30, 0.27 -> 0.24, 0.26 -> 0.11, 2.88 -> 1.11, 2.85 ->
+0.87, 1.93 -> 0.77, 2.42 -> 1.14; strided wider rows still win (the stencil stages each stride
+phase apart): N32 C40 24x24 5x5 s2 [12]: 2.45 -> 1.62, N32 C32 32x32 3x3 s2 [16]: 2.27 -> 1.57;
+stride-1 wider rows do not: N16 C48 12x12 3x3 [12]: 0.23 -> 0.27, N32 C64 16x16 3x3 [16]: 1.24 ->
+1.30, N8 C128 14x14 7x7 [14]: 1.12 -> 1.16."""
 
 DEPTHWISE_LAST_MIN_CHANNELS = 8
 """Fewest channels for that route: its vectors run along the channels."""
 
 
-def use_depthwise_last(channels, cg, cog, ow_size):
-    """Whether a depthwise forward over `channels` channels (`cg` = `cog` = 1) writing rows of
-    `ow_size` runs with the channels innermost; see :data:`DEPTHWISE_LAST_MAX_WIDTH`."""
+def use_depthwise_last(kind, channels, cg, cog, ow_size, stride):
+    """Whether a depthwise convolution's `kind` ("forward", "backward_input", "backward_weight")
+    over `channels` channels (`cg` = `cog` = 1) writing rows of `ow_size` with the largest stride
+    `stride` runs with the channels innermost; see :data:`DEPTHWISE_LAST_MAX_WIDTH`."""
     return (
         cg == 1
         and cog == 1
         and channels >= DEPTHWISE_LAST_MIN_CHANNELS
-        and ow_size <= DEPTHWISE_LAST_MAX_WIDTH
+        and ow_size <= DEPTHWISE_LAST_MAX_WIDTH[kind][stride > 1]
     )
 
 

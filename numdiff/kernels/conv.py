@@ -80,7 +80,11 @@ from numdiff.kernels._conv_batched import (
     batched_forward_core,
 )
 from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
-from numdiff.kernels._conv_depthwise import depthwise_forward_core
+from numdiff.kernels._conv_depthwise import (
+    depthwise_backward_input_core,
+    depthwise_backward_weight_core,
+    depthwise_forward_core,
+)
 from numdiff.kernels._conv_direct import direct_backward_weight_core
 from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
@@ -121,8 +125,8 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     macs = n_img * c_out * cg * kh * kw * oh_size * ow_size
     if routing.use_grouped_direct(groups, cg):
         cog = c_out // groups
-        if kind == "forward" and routing.use_depthwise_last(groups, cg, cog, ow_size):
-            kernel, parts = depthwise_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
+        if routing.use_depthwise_last(kind, groups, cg, cog, ow_size, max(sh, sw)):
+            kernel, parts = _DEPTHWISE_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
         kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         images = routing.grouped_images(
@@ -203,6 +207,11 @@ _GROUPED_CORES = {
     "forward": grouped_forward_core,
     "backward_input": grouped_backward_input_core,
     "backward_weight": grouped_backward_weight_core,
+}
+_DEPTHWISE_CORES = {
+    "forward": depthwise_forward_core,
+    "backward_input": depthwise_backward_input_core,
+    "backward_weight": depthwise_backward_weight_core,
 }
 _WINOGRAD_CORES = {
     "forward": winograd_forward_core,

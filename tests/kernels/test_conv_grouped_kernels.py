@@ -12,17 +12,22 @@ import torch
 
 import numdiff
 from numdiff.kernels import _conv_routing, _parallel, conv
-from numdiff.kernels._conv_depthwise import depthwise_forward_core
+from numdiff.kernels._conv_depthwise import (
+    depthwise_backward_input_core,
+    depthwise_backward_weight_core,
+    depthwise_forward_core,
+)
 from numdiff.kernels._conv_grouped import (
     grouped_backward_input_core,
     grouped_backward_weight_core,
     grouped_forward_core,
 )
 
-# Both builds (serial, parallel) of each grouped core, and of the depthwise forward that narrow
-# output rows take instead (numdiff.kernels._conv_depthwise, tested in test_conv_depthwise_kernel.py).
+# Both builds (serial, parallel) of each grouped core, and of the depthwise cores that narrow output
+# rows take instead (numdiff.kernels._conv_depthwise, tested in test_conv_depthwise_kernel.py).
 GROUPED_CORES = [build for pair in (grouped_forward_core, grouped_backward_input_core, grouped_backward_weight_core,
-                                    depthwise_forward_core) for build in pair]
+                                    depthwise_forward_core, depthwise_backward_input_core,
+                                    depthwise_backward_weight_core) for build in pair]  # fmt: skip
 
 # (N, C_in, C_out, size, kernel, stride, padding, dilation, groups)
 CASES_2D = [
