@@ -34,7 +34,7 @@ from numdiff.backend import is_host
 
 _rows = lazy_module("numdiff.kernels._layout_copy_rows")  # Numba loads with the first split copy
 
-__all__ = ["SPLIT_MIN_ELEMENTS", "TRANSPOSE_MIN_PLANE", "contiguous_copy", "reshaped"]
+__all__ = ["SPLIT_MIN_ELEMENTS", "TRANSPOSE_MIN_PLANE", "contiguous", "contiguous_copy", "reshaped"]
 
 SPLIT_MIN_ELEMENTS = 1 << 16
 """Elements from which a copy is split over the threads (PyTorch's grain is 32,768)."""
@@ -94,6 +94,18 @@ def contiguous_copy(x: Any) -> Any:
     flat = np.lib.stride_tricks.as_strided(x, (span,), (x.itemsize,), writeable=False)
     _rows.copy_rows(flat, shape, strides, out.reshape(-1), parts)
     return out
+
+
+def contiguous(x: Any) -> Any:
+    """x itself where it is C-contiguous, else :func:`contiguous_copy` of it
+    (``np.ascontiguousarray``, split over the threads where it pays).
+
+    >>> a = np.zeros((2, 3)); contiguous(a) is a, contiguous(a.T).flags.c_contiguous
+    (True, True)
+    """
+    if not is_host(x):
+        return np.ascontiguousarray(x, like=x)
+    return x if x.flags.c_contiguous else contiguous_copy(x)
 
 
 def reshaped(x: Any, shape: tuple[int, ...]) -> Any:

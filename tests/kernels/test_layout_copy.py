@@ -109,3 +109,30 @@ def test_ops_that_copy_match_torch_with_their_gradients(dtype, two_threads):
     loss.backward()
     sum((out.reshape(weight.shape) * torch.tensor(weight)).sum() for out in theirs).backward()
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6 if dtype == np.float32 else 1e-12)
+
+
+def test_contiguous_returns_contiguous_arrays_themselves(two_threads):
+    x = np.random.default_rng(4).standard_normal((3, 140, 160)).astype(np.float32)
+    assert layout_copy.contiguous(x) is x
+    transposed = x.transpose(0, 2, 1)
+    copied = layout_copy.contiguous(transposed)
+    assert copied.flags.c_contiguous and copied.tobytes() == np.ascontiguousarray(transposed).tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv1d_of_a_permuted_embedding_matches_torch(dtype, two_threads):
+    """A text CNN's input: (batch, tokens, embedding) permuted to channels first, copied by conv's
+    operand preparation on the split route."""
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((4, 180, 100)).astype(dtype)
+    weight = rng.standard_normal((8, 100, 3)).astype(dtype)
+    x, xt = numdiff.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    w, wt = numdiff.tensor(weight, requires_grad=True), torch.tensor(weight, requires_grad=True)
+    out = numdiff.nn.functional.conv1d(x.permute(0, 2, 1), w, padding=1)
+    expected = torch.nn.functional.conv1d(xt.permute(0, 2, 1), wt, padding=1)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=tolerance, atol=tolerance)
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=tolerance, atol=tolerance * 10)
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=tolerance, atol=tolerance * 100)
