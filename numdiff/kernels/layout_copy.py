@@ -115,8 +115,8 @@ def reshaped(x: Any, shape: tuple[int, ...]) -> Any:
     >>> reshaped(np.arange(6.0).reshape(2, 3).T, (6,)).tolist()
     [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
     """
-    if not is_host(x) or x.size < SPLIT_MIN_ELEMENTS or x.flags.c_contiguous:
-        return x.reshape(shape)
+    if not is_host(x) or x.size < SPLIT_MIN_ELEMENTS or x.flags.c_contiguous or get_num_threads() < 2:
+        return x.reshape(shape)  # at one thread without the failed view's exception (2-3 us a call)
     try:
         return x.reshape(shape, copy=False)
     except ValueError:  # no view of x has that shape: NumPy would copy
