@@ -15,7 +15,7 @@ the critical path (the wall time on an idle machine, less the regions' wake-ups)
 ``cpu / (threads * busiest)``: 1.0 when every thread did an equal share.
 
 The ops are forward plus backward at shapes the threads do not divide evenly (batch 1, 3, 5, a
-first axis of 1), which the model benchmarks do not use.
+first axis of 1), which the model benchmarks do not use; the transposing copies are forward only.
 """
 
 from __future__ import annotations
@@ -95,6 +95,14 @@ def _workloads(m, library: str) -> dict[str, Callable[[], object]]:
 
         return step
 
+    def transposing_copy(shape, permutation):
+        x = m.tensor(rng.standard_normal(shape).astype(np.float32))
+
+        def step():
+            x.permute(*permutation).contiguous()  # forward only: a copy has no work backward
+
+        return step
+
     return {
         "conv 5x5 3->32 32x32 batch 3": conv(3, 3, 32, 32, 5, 1),
         "conv 5x5 16->32 24x24 batch 5": conv(5, 16, 32, 24, 5, 1),
@@ -105,6 +113,8 @@ def _workloads(m, library: str) -> dict[str, Callable[[], object]]:
         "mul (3,48,40,40) * (48,1,1)": broadcast((3, 48, 40, 40), (48, 1, 1)),
         "bmm 3 x 256x128 @ 128x192": bmm(3, 256, 128, 192),
         "bmm 5 x 96x64 @ 64x96": bmm(5, 96, 64, 96),
+        "copy (3,40,33,40) to NHWC": transposing_copy((3, 40, 33, 40), (0, 2, 3, 1)),
+        "copy (5,130,129) permuted (0,2,1)": transposing_copy((5, 130, 129), (0, 2, 1)),
     }
 
 

@@ -272,6 +272,13 @@ def _other_warmups(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]]:
     calls += _foreach_warmups(dtype)
     # A broadcast's gradient: summed axes interleaved with kept ones.
     calls.append(("reduce_sum._SUM_PAIRS", lambda: reduce_sum.sum_dims(np.zeros((2, 2, 2), dtype), (0, 2), np.zeros((1, 2, 1), dtype))))
+    # The transposing copy's parallel build (layout_copy runs it only at two or more threads).
+    from numdiff.kernels import _layout_copy_rows
+
+    flat = np.zeros(4, dtype)
+    flat.flags.writeable = False  # as layout_copy passes its source
+    calls.append(("_layout_copy_rows.copy_rows",
+                  lambda: _layout_copy_rows.copy_rows(flat, (1, 1, 2, 2), (0, 0, 1, 2), np.zeros(4, dtype), 2)))
     return calls
 
 

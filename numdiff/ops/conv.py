@@ -26,6 +26,7 @@ from numdiff._memory_format import channels_last
 from numdiff.amp import casts_on
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, holds_values
+from numdiff.kernels import layout_copy
 from numdiff.ops._util import check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
@@ -35,7 +36,7 @@ __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 
 def _c(x: Any) -> Any:
-    return np.ascontiguousarray(x, like=x)
+    return layout_copy.contiguous(x)
 
 
 @register("conv2d", compile="kernel", launchers=("conv2d_forward",))

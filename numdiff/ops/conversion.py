@@ -8,6 +8,7 @@ from numdiff import _dtype, _memory_format
 from numdiff._device import device
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, move_array
+from numdiff.kernels import layout_copy
 from numdiff.ops.registry import register
 from numdiff.tensor import Tensor
 
@@ -44,7 +45,7 @@ class ToDevice(Function):
 class Clone(Function):
     @staticmethod
     def forward(ctx, x):
-        return x.copy()
+        return layout_copy.contiguous_copy(x)
 
     @staticmethod
     def backward(ctx, grad):

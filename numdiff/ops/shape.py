@@ -13,6 +13,7 @@ from numdiff._ground.args import is_int
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
+from numdiff.kernels import layout_copy
 from numdiff.ops._util import (
     check_same_device,
     int_sequence,
@@ -51,7 +52,7 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx, x, *, shape):
         ctx.input_shape = x.shape
-        return x.reshape(shape)
+        return layout_copy.reshaped(x, shape)
 
     @staticmethod
     def backward(ctx, grad):
