@@ -121,3 +121,15 @@ def test_check_rules_refuses_a_tensor_vjp_that_reads_what_forward_did_not_save()
         check_rules((ScalarRule("tanh", 1, tanh.forward, tanh.derivatives, tensor_vjps=("math.cbrt(g)",)),))
     with pytest.raises(ValueError, match="2 tensor_vjps for 1 inputs"):
         check_rules((ScalarRule("tanh", 1, tanh.forward, tanh.derivatives, tensor_vjps=("g", "g")),))
+
+
+@pytest.mark.parametrize("act", [nf.relu, lambda x: nf.leaky_relu(x, 0.2)], ids=["relu", "leaky_relu"])
+def test_the_input_gradient_of_a_piecewise_linear_net_is_differentiable_again(act):
+    # PyTorch's threshold_backward keeps the graph through the output it masks with, so the second
+    # derivative is zeros; the masked where() of the vjp expression made d a constant, and the
+    # second grad raised "does not require grad".
+    x = numdiff.tensor(_inputs("float64")[0], requires_grad=True)
+    (d,) = numdiff.autograd.grad(act(x).sum(), x, create_graph=True)
+    assert d.requires_grad
+    (second,) = numdiff.autograd.grad(d.sum(), x)
+    np.testing.assert_array_equal(second.numpy(), np.zeros(x.shape))
