@@ -29,6 +29,11 @@ The fields of `ScalarRule`:
 - ``functional``: ``"plain"`` or ``"inplace"`` to generate ``numdiff.nn.functional.<name>(input,
   <attrs>)`` (with PyTorch's ``inplace=False`` argument for ``"inplace"``) in
   numdiff/ops/activation.py; ``""`` for none, or one written by hand there.
+- ``tensor_vjps``: per input, the backward's tensor form (the one ``create_graph`` records) where
+  it can be fewer ops than `vjp_expression`'s, ``""`` to keep that one; empty for none. It may call
+  a two-input rule that computes the whole vjp, as ``"math.tanh_backward(g, out)"`` (one op where
+  ``g * (1.0 - out * out)`` records three), and reads only names the derived vjp reads (what
+  forward saved). The kernels never read it: they compute the derived vjp.
 
 The expression language (a subset of Python that Numba compiles on both targets, and that can also
 be evaluated on numdiff Tensors, which is how backward stays differentiable):
@@ -74,6 +79,7 @@ class ScalarRule:
     # A bool input's result where PyTorch's differs from NumPy's ufunc: "itself" (sign: NumPy has
     # no bool loop) or "int64" (square: NumPy's is int8).
     bool_result: str = ""
+    tensor_vjps: tuple[str, ...] = ()
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -194,6 +200,7 @@ def check_rules(rules: tuple[ScalarRule, ...]) -> None:
                 f"scalar rule {rule.name!r}: bool_result={rule.bool_result!r}; a rule with a ufunc may say "
                 "'itself' or 'int64'"
             )
+        _check_tensor_vjps(rule, known)
         allowed_forward = set(rule.inputs) | set(rule.attr_names)
         allowed = allowed_forward | {"out"}
         for expression, names in [(rule.forward, allowed_forward)] + [(d, allowed) for d in rule.derivatives]:
@@ -207,3 +214,24 @@ def check_rules(rules: tuple[ScalarRule, ...]) -> None:
                         f"scalar rule {rule.name!r}: derivative {expression!r} calls math.{function}, "
                         "which is not a rule, so its tensor form would not be differentiable"
                     )
+
+
+def _check_tensor_vjps(rule: ScalarRule, known: set[str]) -> None:
+    """Refuse tensor forms of a vjp that do not fit `rule`: one per input, each reading only what
+    the derived vjp reads (forward saved nothing else) and calling only rules."""
+    if not rule.tensor_vjps:
+        return
+    if len(rule.tensor_vjps) != rule.arity:
+        raise ValueError(f"scalar rule {rule.name!r}: {len(rule.tensor_vjps)} tensor_vjps for {rule.arity} inputs")
+    for index, expression in enumerate(rule.tensor_vjps):
+        if not expression:
+            continue
+        unknown = names_in(expression) - names_in(vjp_expression(rule, index)) - {"g"}
+        if unknown:
+            raise ValueError(
+                f"scalar rule {rule.name!r}: tensor vjp {expression!r} reads {sorted(unknown)}, which the "
+                f"derived vjp {vjp_expression(rule, index)!r} does not (forward would not save them)"
+            )
+        for function in math_functions_in(expression):
+            if MATH_RULES.get(function, function) not in known:
+                raise ValueError(f"scalar rule {rule.name!r}: tensor vjp {expression!r} calls math.{function}, which is not a rule")

@@ -21,6 +21,7 @@ gradient is NaN or inf, as PyTorch's masked backwards do.
 
 from __future__ import annotations
 
+from numdiff._ground.scalar_backward_rules import BACKWARD_RULES
 from numdiff._ground.scalar_expressions import (
     MATH_RULES,
     ScalarRule,
@@ -127,9 +128,12 @@ _TABLE = (
         "sign", 1, "where(x > 0.0, 1.0, where(x < 0.0, -1.0, x))", ("0.0",),
         ufunc="sign", dtypes="any", bool_result="itself", doc="Elementwise sign: -1, 0 or 1 (NaN stays NaN).",
     ),
-    ScalarRule("sin", 1, "math.sin(x)", ("math.cos(x)",), ufunc="sin", doc="Elementwise sine."),
-    ScalarRule("cos", 1, "math.cos(x)", ("-math.sin(x)",), ufunc="cos", doc="Elementwise cosine."),
-    ScalarRule("tanh", 1, "math.tanh(x)", ("1.0 - out * out",), ufunc="tanh", doc="Elementwise hyperbolic tangent."),
+    ScalarRule("sin", 1, "math.sin(x)", ("math.cos(x)",), ufunc="sin", doc="Elementwise sine.", tensor_vjps=("math.sin_backward(g, x)",)),
+    ScalarRule("cos", 1, "math.cos(x)", ("-math.sin(x)",), ufunc="cos", doc="Elementwise cosine.", tensor_vjps=("math.cos_backward(g, x)",)),
+    ScalarRule(
+        "tanh", 1, "math.tanh(x)", ("1.0 - out * out",), ufunc="tanh", doc="Elementwise hyperbolic tangent.",
+        tensor_vjps=("math.tanh_backward(g, out)",),
+    ),
     ScalarRule("atan", 1, "math.atan(x)", ("1.0 / (1.0 + x * x)",), ufunc="arctan", doc="Elementwise arctangent."),
     ScalarRule("tan", 1, "math.tan(x)", ("1.0 + out * out",), ufunc="tan", doc="Elementwise tangent."),
     ScalarRule("asin", 1, "math.asin(x)", ("1.0 / math.sqrt(1.0 - x * x)",), ufunc="arcsin", doc="Elementwise arcsine."),
@@ -172,7 +176,7 @@ _TABLE = (
         "sigmoid", 1,
         # exp(-x) overflows to inf for x < -709, and 1 / inf = 0 is the right limit: one exp, no branch.
         "1.0 / (1.0 + math.exp(-x))",
-        ("out * (1.0 - out)",), doc="Elementwise 1 / (1 + exp(-x)).",
+        ("out * (1.0 - out)",), doc="Elementwise 1 / (1 + exp(-x)).", tensor_vjps=("math.sigmoid_backward(g, out)",),
     ),
     ScalarRule(
         "erf", 1, "math.erf(x)", ("1.1283791670955126 * math.exp(-(x * x))",),  # 2 / sqrt(pi)
@@ -211,11 +215,13 @@ _TABLE = (
     ScalarRule(
         "relu", 1, "where(x <= 0.0, 0.0, x)", ("where(out <= 0.0, 0.0, 1.0)",),
         dtypes="float", method=False, doc="max(x, 0); NaN stays NaN and passes its gradient.",
+        tensor_vjps=("math.relu_backward(g, out)",),
     ),
     ScalarRule(
         "leaky_relu", 1, "where(x > 0.0, x, x * negative_slope)", ("where(x > 0.0, 1.0, negative_slope)",),
         dtypes="float", export=False, attrs=(("negative_slope", 0.01),), method=False,
         doc="x for x > 0, else negative_slope * x.",
+        tensor_vjps=("math.leaky_relu_backward(g, x, negative_slope=negative_slope)",),
     ),
     ScalarRule(
         # PReLU with its slope tensor broadcast against x (numdiff.nn.functional.prelu reshapes it to
@@ -236,11 +242,13 @@ _TABLE = (
         ("where(x * beta > threshold, 1.0, 1.0 / (1.0 + math.exp(-x * beta)))",),
         dtypes="float", export=False, attrs=(("beta", 1.0), ("threshold", 20.0)), method=False,
         doc="A smooth relu: log(1 + exp(beta x)) / beta.",
+        tensor_vjps=("math.softplus_backward(g, x, beta=beta, threshold=threshold)",),
     ),
     ScalarRule(
         "gelu", 1, "0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))",  # 1 / sqrt(2)
         ("0.5 * (1.0 + math.erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * math.exp(-0.5 * x * x)",),
         dtypes="float", export=False, method=False, doc="x * Phi(x), Phi the standard normal CDF (erf form).",
+        tensor_vjps=("math.gelu_backward(g, x)",),
     ),
     ScalarRule(
         "gelu_tanh", 1,
@@ -255,6 +263,7 @@ _TABLE = (
         "silu", 1, "x / (1.0 + math.exp(-x))",
         ("(1.0 / (1.0 + math.exp(-x))) * (1.0 + x * (1.0 - 1.0 / (1.0 + math.exp(-x))))",),
         dtypes="float", export=False, method=False, functional="inplace", doc="x * sigmoid(x) (swish).",
+        tensor_vjps=("math.silu_backward(g, x)",),
     ),
     ScalarRule(
         "mish", 1, "x * math.tanh(math.log1p(math.exp(x)))",
@@ -369,6 +378,9 @@ _TABLE = (
         doc="Elementwise log(1 + exp(-x y)), soft_margin_loss before its reduction.",
     ),
 )  # fmt: skip
+
+# The activations' backwards as ops of their own, what their tensor_vjps call (create_graph records one op).
+_TABLE += BACKWARD_RULES
 
 RULES: dict[str, ScalarRule] = {rule.name: rule for rule in _TABLE}
 

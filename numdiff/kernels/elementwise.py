@@ -261,6 +261,28 @@ def forward_contiguous(rule: ScalarRule, x: np.ndarray, attrs: tuple) -> np.ndar
     return out
 
 
+def forward_pair(rule: ScalarRule, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """`forward` of a two-input rule without attrs on two float arrays of one shape and dtype
+    (tanh_backward's gradient and saved output: the create_graph hot path), C-contiguous ones
+    straight into the flat loop; None for operands that broadcast, which need the op's checks."""
+    if type(x) is not np.ndarray or type(y) is not np.ndarray or x.shape != y.shape or x.dtype != y.dtype:
+        return None
+    code = _numpy_code(rule.forward)
+    if code is not None:
+        return _evaluate(code, {"x": x, "y": y}, x.shape, x.dtype)
+    if not (x.flags.c_contiguous and y.flags.c_contiguous):  # a sum's expanded gradient, a transposed one
+        return forward(rule, (x, y), (), x.shape, x.dtype)
+    out = np.empty(x.shape, x.dtype)
+    size = out.size
+    if size:
+        parallel = size > GRAIN and get_num_threads() > 1
+        kernel = KERNELS.get((rule.name, "forward", (), "AA", "flat", parallel))
+        if kernel is None:
+            kernel = _kernel(rule, "forward", (), "AA", "flat", parallel)
+        kernel(out.ravel(), x.ravel(), y.ravel())  # flat views: both C-contiguous
+    return out
+
+
 def backward(rule: ScalarRule, needed: tuple[int, ...], values: dict, attrs: tuple) -> list[np.ndarray]:
     """The gradients of the inputs in `needed`, in the output's shape, from one pass.
 

@@ -13,7 +13,8 @@ them always run the ufunc, with NumPy's dtype promotion.
 Backward: without ``create_graph`` one generated kernel writes every needed input gradient in
 one pass (numdiff/kernels/elementwise.py says where the CPU evaluates the same expression with
 NumPy instead). With ``create_graph`` the vjp expressions are evaluated on Tensors (``math.exp``
-is the exp op, ``where`` is numdiff.where), so the backward is recorded and differentiable again.
+is the exp op, ``where`` is numdiff.where), so the backward is recorded and differentiable again;
+a rule's ``tensor_vjps`` replace them where one op (``tanh_backward``) does the work of several.
 """
 
 from __future__ import annotations
@@ -134,6 +135,11 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             vjps[:] = [vjp_expression(rule, i, "g") for i in range(rule.arity)]  # one step: threads may race here
         return vjps
 
+    def tensor_vjps() -> list[str]:
+        """The vjps as create_graph records them: the rule's own tensor form where it gives one."""
+        own = rule.tensor_vjps or ("",) * rule.arity
+        return [mine or derived for mine, derived in zip(own, derive_vjps())]
+
     kernel_first = rule.name not in UFUNC_FORWARD or ufunc is None
     splits: dict[tuple[bool, ...], tuple] = {}  # needs_input_grad -> (passed, needed, small_backward, SMALL)
     # needs_input_grad -> save_plan. x * 2 keeps no x: only the gradient of the 2 would read it,
@@ -185,7 +191,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             scope = {**ctx.attrs, **dict(zip(saved, saved_tensors)), "g": grad}
             scope.update(math=_TensorMath(), where=_tensor_where)
             if not vjp_code:
-                vjp_code[:] = [compile(vjp, f"<vjp of {rule.name}>", "eval") for vjp in derive_vjps()]
+                vjp_code[:] = [compile(vjp, f"<vjp of {rule.name}>", "eval") for vjp in tensor_vjps()]
             return tuple(
                 _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
             )
@@ -334,6 +340,8 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
         public = eager_unary(function, general)
     elif rule.dtypes == "any" and not defaults and ufunc is not None:
         public = elementwise_eager.binary(function, ufunc, general)
+    elif rule.arity == 2 and not defaults and ufunc is None:  # tanh_backward(g, out): the loop on like arrays
+        public = elementwise_eager.binary(function, lambda x, y: cpu.forward_pair(rule, x, y), general)
     honours_protocol(public)
     public.__name__ = public.__qualname__ = rule.name
     public.__module__ = __name__

@@ -55,6 +55,18 @@ def _torch_function(name: str):
         "bce_with_logits": lambda x, y: tnf.binary_cross_entropy_with_logits(x, y, reduction="none"),
         # torch has no forward-mode rule for soft_margin_loss: its elementwise value log(1 + exp(-x y)).
         "soft_margin": lambda x, y: torch.logaddexp(torch.zeros_like(x), -x * y),
+        # The activations' backwards (numdiff/_ground/scalar_backward_rules.py): torch's own ops
+        # where it has them, gradient first.
+        "tanh_backward": torch.ops.aten.tanh_backward,
+        "sigmoid_backward": torch.ops.aten.sigmoid_backward,
+        # (aten's silu_backward has no forward-mode rule: its value written out)
+        "silu_backward": lambda g, x: g * torch.sigmoid(x) * (1.0 + x * (1.0 - torch.sigmoid(x))),
+        "gelu_backward": torch.ops.aten.gelu_backward,
+        "softplus_backward": lambda g, x: torch.ops.aten.softplus_backward(g, x, 1.0, 20.0),
+        "relu_backward": lambda g, y: torch.ops.aten.threshold_backward(g, y, 0.0),
+        "leaky_relu_backward": lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.01, False),
+        "sin_backward": lambda g, x: g * torch.cos(x),
+        "cos_backward": lambda g, x: -g * torch.sin(x),
     }
     if name in special:
         return special[name]
