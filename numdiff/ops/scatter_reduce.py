@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff import _dtype, creation
+from numdiff import _dtype
 from numdiff._vmap_level import per_example
+from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import like_host, to_host
-from numdiff.ops import arithmetic, indexing, logical, selection
+from numdiff.ops import arithmetic, indexing, selection
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import _check_index_tensor, _scatter_key
 from numdiff.tensor import Tensor
@@ -55,37 +56,43 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             "scatter_reduce: the gradient of reduce='prod' is not implemented in numdiff; "
             "compute it under numdiff.no_grad(), or use exp(scatter_reduce(log(x), ..., 'sum')) for positive values"
         )
-    touched = _touched(input, dim, index)
-    own = creation.ones(tuple(input.shape), dtype=input.dtype, device=input.device)
+    # Which positions count their own value, how many elements each group holds and which of
+    # them tie with the result are constants of the gradient (piecewise constant in the values):
+    # they are computed on the host, and only the ops a gradient flows through are recorded.
+    # Composed of tensor ops throughout, the amax of 40 edges into 10 nodes ran 20 ops and took
+    # 6.5x PyTorch's time forward and backward.
+    key = _scatter_key(to_host(index._data), dim)
+    own = np.ones(tuple(input.shape), dtype=to_host(input._data).dtype)
     if not include_self:
-        own = selection.where(touched, 0, own)
+        own[key] = 0
     if reduce in ("sum", "mean"):
-        total = indexing.scatter_add(arithmetic.mul(input, own), dim, index, src)
+        total = indexing.scatter_add(input if include_self else arithmetic.mul(input, _constant(own, input)), dim, index, src)
         if reduce == "sum":
             return total
-        count = indexing.scatter_add(own, dim, index, creation.ones(tuple(index.shape), dtype=input.dtype, device=input.device))
-        safe = selection.where(logical.eq(count, 0), 1, count)
-        mean = arithmetic.floor_divide(total, safe) if not input.is_floating_point() else arithmetic.div(total, safe)
-        return selection.where(logical.eq(count, 0), input, mean)
+        count = own.copy()
+        np.add.at(count, key, 1)
+        mean = arithmetic.floor_divide if not input.is_floating_point() else arithmetic.div
+        return selection.where(_constant(count == 0, input), input, mean(total, _constant(np.where(count == 0, 1, count), input)))
     result = _host_reduce(input, dim, index, src, reduce, include_self)
-    if reduce == "prod":
+    if reduce == "prod" or not (is_grad_enabled() and (input.requires_grad or src.requires_grad)):
         return result
     # Each element equal to the result shares its gradient with the other ties.
-    own_ties = logical.logical_and(logical.eq(input, result), logical.ne(own, 0))
-    src_ties = logical.eq(src, indexing.gather(result, dim, index))
-    count = indexing.scatter_add(own_ties.to(input.dtype), dim, index, src_ties.to(input.dtype))
-    safe = selection.where(logical.eq(count, 0), 1, count)
+    values, sent, reduced = to_host(input._data), to_host(src._data), to_host(result._data)
+    own_ties = (values == reduced) & (own != 0)
+    src_ties = sent == np.take_along_axis(reduced, to_host(index._data), axis=dim)
+    count = own_ties.astype(values.dtype)
+    np.add.at(count, key, src_ties.astype(values.dtype))
+    safe = np.where(count == 0, 1, count)
     share = indexing.scatter_add(
-        arithmetic.div(selection.where(own_ties, input, 0), safe), dim, index,
-        arithmetic.div(selection.where(src_ties, src, 0), indexing.gather(safe, dim, index)),
+        arithmetic.div(selection.where(_constant(own_ties, input), input, 0), _constant(safe, input)), dim, index,
+        arithmetic.div(selection.where(_constant(src_ties, src), src, 0), _constant(np.take_along_axis(safe, to_host(index._data), axis=dim), src)),
     )  # fmt: skip
-    return selection.where(logical.eq(count, 0), result, share)  # NaNs: no element equals the result
+    return selection.where(_constant(count == 0, input), result, share)  # NaNs: no element equals the result
 
 
-def _touched(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    hits = np.zeros(tuple(input.shape), dtype=bool)
-    hits[_scatter_key(to_host(index._data), dim)] = True
-    return Tensor._wrap(like_host(hits, input._data), None, None)
+def _constant(host: np.ndarray, like: Tensor) -> Tensor:
+    """A host array as a tensor on `like`'s device, outside any graph."""
+    return Tensor._wrap(like_host(np.ascontiguousarray(host), like._data), None, None)
 
 
 def _host_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import numdiff
-from numdiff.autograd import gradcheck
+from numdiff.autograd import gradcheck, gradgradcheck
 
 RNG = np.random.default_rng(7)
 A = RNG.standard_normal((3, 4))
@@ -245,6 +245,29 @@ def test_scatter_reduce_gradcheck_and_integer_mean():
         assert gradcheck(lambda a, s, r=reduce: numdiff.scatter_reduce(a, 1, index, s, r), inputs)
     ours = numdiff.tensor([1, 2, 3]).scatter_reduce(0, numdiff.tensor([0, 1, 0]), numdiff.tensor([5, 6, 7]), "mean")
     assert ours.tolist() == torch.tensor([1, 2, 3]).scatter_reduce(0, torch.tensor([0, 1, 0]), torch.tensor([5, 6, 7]), "mean").tolist()
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_scatter_reduce_extremes_second_derivative_and_exact_ties(reduce):
+    # The tie shares are constants of the gradient: a second derivative flows through the
+    # gathered and scattered gradient and matches torch's.
+    index = SCATTER_INDEX
+    src = RNG.standard_normal((3, 4))
+    inputs = [numdiff.tensor(B[:, :4], requires_grad=True), numdiff.tensor(src, requires_grad=True)]
+    assert gradgradcheck(lambda a, s: numdiff.scatter_reduce(a, 1, numdiff.tensor(index), s, reduce) ** 2, inputs)
+    ours_in = [numdiff.tensor(B[:, :4], requires_grad=True), numdiff.tensor(src, requires_grad=True)]
+    theirs_in = [torch.tensor(B[:, :4], requires_grad=True), torch.tensor(src, requires_grad=True)]
+    grads = []
+    for lib, (a, s) in ((numdiff, ours_in), (torch, theirs_in)):
+        out = (a.scatter_reduce(1, lib.tensor(index), s, reduce, include_self=False) ** 3).sum()
+        (g,) = lib.autograd.grad(out, s, create_graph=True)
+        grads.append(lib.autograd.grad((g * g).sum(), [a, s], allow_unused=True))
+    for mine, their in zip(*grads):
+        np.testing.assert_allclose(mine.numpy() if mine is not None else 0.0, their.numpy() if their is not None else 0.0, rtol=1e-10)
+    # Three equal values in one group, none needing a gradient: the result is the value itself.
+    ties = np.full(3, 0.1)
+    ours = numdiff.zeros(1, dtype=numdiff.float64).scatter_reduce(0, numdiff.tensor([0, 0, 0]), numdiff.tensor(ties), reduce, include_self=False)
+    assert ours.tolist() == [0.1]
 
 
 @pytest.mark.parametrize(
