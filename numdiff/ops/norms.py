@@ -60,21 +60,21 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     if input._data.dtype == np.float16:
         return half_computed_in_float32(input, lambda x: norm(x, p, dim, keepdim))
     dims = _reduction_dims("norm", dim, input.ndim)
-    magnitude = input.abs()
     if p == math.inf or p == -math.inf:
         if input.numel() == 0 and (not dims or any(input.shape[d] == 0 for d in dims)):
             raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
-        return (amax if p > 0 else amin)(magnitude, dims, keepdim)
+        return (amax if p > 0 else amin)(input.abs(), dims, keepdim)
     if p == 0:
         # A count with a zero gradient, as PyTorch's: the unselected branch x * 0 ties the result
         # to x (it is NaN only where x is infinite, and there the count's 1 is selected).
         with np.errstate(invalid="ignore"):
             return sum_(where(input != 0, 1.0, input * 0.0), dims, keepdim)
+    # |x| only where a branch reads it: the 2-norm's squares need none (one op fewer per call).
     if p == 1:
-        return sum_(magnitude, dims, keepdim)
+        return sum_(input.abs(), dims, keepdim)
     if p == 2:
         return _root(sum_(input * input, dims, keepdim), 2)
-    return _root(sum_(magnitude**p, dims, keepdim), p)
+    return _root(sum_(input.abs() ** p, dims, keepdim), p)
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
