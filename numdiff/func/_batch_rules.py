@@ -308,6 +308,6 @@ for _name in (
     *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
     "sum", "amax", "amin", "log_softmax", "softmax", "flip", "cat", "gather",
     "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
-    "diagonal", "logcumsumexp", "roll",
+    "diagonal", "logcumsumexp", "roll", "mse_loss_mean",
 ):  # fmt: skip
     attach(_name, batched_backward=True)
