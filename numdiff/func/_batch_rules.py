@@ -50,6 +50,13 @@ def _shift_dims(key: str) -> Rule:
     return rule
 
 
+def mse_loss_mean_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """One mean squared error per batch entry: the squares, then the mean of each entry's row."""
+    x, target = (_materialize(v, b, size) for v, b in zip(values, batched))
+    difference = x - target
+    return (difference * difference).reshape(size, -1).mean(1)
+
+
 def reshape_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
     return cls.apply(values[0], shape=(size, *attrs["shape"]))
 
@@ -271,6 +278,7 @@ _attach(
 )  # fmt: skip
 _attach(diagonal_rule, "diagonal")
 _attach(reshape_rule, "reshape")
+_attach(mse_loss_mean_rule, "mse_loss_mean")
 _attach(permute_rule, "permute")
 _attach(expand_rule, "expand")
 _attach(getitem_rule, "getitem")
@@ -300,6 +308,6 @@ for _name in (
     *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
     "sum", "amax", "amin", "log_softmax", "softmax", "flip", "cat", "gather",
     "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
-    "diagonal", "logcumsumexp", "roll",
+    "diagonal", "logcumsumexp", "roll", "mse_loss_mean",
 ):  # fmt: skip
     attach(_name, batched_backward=True)

@@ -350,6 +350,8 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     dim = normalize_dim("log_softmax", dim, input.ndim)
     if input._data.size == 0:
         return input * 1
+    if input._data.dtype.char in "fd":  # computes in its own dtype: no half-precision wrapper and closure
+        return LogSoftmax.apply(input, dim=dim)
     return half_computed_in_float32(input, lambda x: LogSoftmax.apply(x, dim=dim), "log_softmax")
 
 
@@ -388,4 +390,6 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     dim = normalize_dim("softmax", dim, input.ndim)
     if input._data.size == 0:
         return input * 1
+    if input._data.dtype.char in "fd":  # computes in its own dtype: no half-precision wrapper and closure
+        return Softmax.apply(input, dim=dim)
     return half_computed_in_float32(input, lambda x: Softmax.apply(x, dim=dim), "softmax")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.ops.registry import register
+from numdiff.tensor import Tensor
 
 _LOG_FLOOR = -100.0
 _EPSILON = 1e-12
@@ -41,4 +43,37 @@ class BinaryCrossEntropy(Function):
             log_x = x.log().clamp(min=_LOG_FLOOR)
             log_1mx = (1 - x).log().clamp(min=_LOG_FLOOR)
             grad_target = grad * (log_1mx - log_x)
+        return grad_x, grad_target
+
+
+@register("mse_loss_mean", compile="call")
+class MseLossMean(Function):
+    """mean((x - t)^2) over every element of two same-shape float arrays, in one op.
+
+    mse_loss's default reduction as one recorded op instead of three (squared_error, sum, divide:
+    20 us a call on a (16, 8) float32 pair, PyTorch 7). It computes what the three compute, in their
+    order, so the bits are theirs: the squares in C order, NumPy's sum over every axis, that sum over
+    the count; gradient 2 (x - t) (g * (1 / n)), as squared_error's rule after mean's backward.
+    """
+
+    @staticmethod
+    def forward(ctx, x, target):
+        ctx.save_for_backward(x, target)
+        difference = np.subtract(x, target, order="C")
+        return np.asarray(np.true_divide(np.sum(difference * difference, axis=tuple(range(x.ndim))), x.size))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, target = ctx.saved_tensors
+        need_x, need_target = ctx.needs_input_grad
+        if is_grad_enabled():  # create_graph: the same formula in recorded ops, for higher derivatives
+            scale = grad * (1.0 / x.numel())
+            return (
+                2.0 * (x - target) * scale if need_x else None,
+                2.0 * (target - x) * scale if need_target else None,
+            )
+        xs, ts = x._data, target._data
+        scale = grad._data * xs.dtype.type(1.0 / xs.size)  # mean's backward: times the rounded 1 / n
+        grad_x = Tensor._wrap(np.subtract(xs, ts, order="C") * 2 * scale, None, None) if need_x else None
+        grad_target = Tensor._wrap(np.subtract(ts, xs, order="C") * 2 * scale, None, None) if need_target else None
         return grad_x, grad_target

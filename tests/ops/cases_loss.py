@@ -1,4 +1,4 @@
-"""Cases for the loss primitives in numdiff/ops/loss.py (binary_cross_entropy) and
+"""Cases for the loss primitives in numdiff/ops/loss.py (binary_cross_entropy, mse_loss_mean) and
 numdiff/ops/class_loss.py (nll_loss, cross_entropy over class indices)."""
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ CASES = [
     OpCase("binary_cross_entropy", "soft-target", args(uniform(0.1, 0.9, 2, 3), uniform(0.0, 1.0, 2, 3)),
            lambda x, t: numdiff.nn.functional.binary_cross_entropy(x, t, reduction="none"), _bce),
     OpCase("binary_cross_entropy", "reduced-mean", args(uniform(0.1, 0.9, 4), uniform(0.0, 1.0, 4)),
-           numdiff.nn.functional.binary_cross_entropy, lambda x, t: _bce(x, t).mean()),    OpCase("nll_loss", "mean", args(normal(4, 3), constant(_TARGET)), F.nll_loss, _nll),
+           numdiff.nn.functional.binary_cross_entropy, lambda x, t: _bce(x, t).mean()),    OpCase("mse_loss_mean", "both-grads", args(normal(3, 4), normal(3, 4)), F.mse_loss, lambda x, t: ((x - t) ** 2).mean()),
+    OpCase("mse_loss_mean", "3d", args(normal(2, 3, 2), normal(2, 3, 2)), F.mse_loss, lambda x, t: ((x - t) ** 2).mean()),
+    OpCase("nll_loss", "mean", args(normal(4, 3), constant(_TARGET)), F.nll_loss, _nll),
     OpCase(
         "nll_loss", "weight-ignore-NCd-sum", args(normal(2, 3, 2), constant(_IGNORED), Const(_WEIGHT)),
         lambda x, t, w: F.nll_loss(x, t, w, reduction="sum"), lambda x, t, w: _nll(x, t, w, reduction="sum"),
