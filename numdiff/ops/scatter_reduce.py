@@ -1,5 +1,6 @@
 """scatter_reduce: src's elements combined into input at index positions along dim by a sum,
-mean, maximum, minimum or product, PyTorch's reductions, optionally counting input's own value.
+mean, maximum, minimum or product, PyTorch's reductions, optionally counting input's own value;
+and index_reduce, the same with one index per slice of source along dim (PyTorch's index_add form).
 
 It is composed of scatter_add, gather and where, so it needs no backward of its own: the sum and
 mean are linear; the maximum and minimum pass the gradient to every element equal to the result,
@@ -80,6 +81,64 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         arithmetic.div(selection.where(src_ties, src, 0), indexing.gather(safe, dim, index)),
     )  # fmt: skip
     return selection.where(logical.eq(count, 0), result, share)  # NaNs: no element equals the result
+
+
+INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(
+    input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """A copy of `input` where slice ``index[i]`` along `dim` holds the `reduce` ("prod", "mean",
+    "amax", "amin") of the source slices ``i`` sent there, and of its own value when `include_self`.
+    Gradients as scatter_reduce's and PyTorch's (an index_reduce is a scatter_reduce whose index is
+    `index` broadcast along the other dims of source): the mean's, and the maximum's and minimum's
+    split evenly among ties; prod's gradient is refused by name, as scatter_reduce's.
+
+    >>> x = numdiff.ones(3, 2)
+    >>> x.index_reduce(0, numdiff.tensor([0, 0, 2]), numdiff.tensor([[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]), "prod")
+    tensor([[ 8., 15.],
+            [ 1.,  1.],
+            [ 6.,  7.]])
+    """
+    input, source = ensure_tensor("index_reduce", input), ensure_tensor("index_reduce", source, "source")
+    index = ensure_tensor("index_reduce", index, "index")
+    if reduce not in INDEX_REDUCTIONS:
+        raise ValueError(f"index_reduce: reduce must be one of {INDEX_REDUCTIONS}, got {reduce!r}")
+    if index.dtype not in (_dtype.int64, _dtype.int32):
+        raise TypeError(f"index_reduce: index must be an int64 or int32 tensor, got {index.dtype}")
+    if index.ndim > 1:
+        raise ValueError(f"index_reduce: index must be a vector (at most 1-D), got shape {tuple(index.shape)}")
+    if source.dtype is not input.dtype:
+        raise TypeError(f"index_reduce: source is {source.dtype} but input is {input.dtype}; they must have the same dtype")
+    if input.ndim == 0:
+        raise ValueError("index_reduce: input must have at least one dimension, got a 0-d tensor")
+    dim = normalize_dim("index_reduce", dim, input.ndim)
+    n = int(index.numel())
+    expected = list(input.shape)
+    expected[dim] = n
+    if tuple(source.shape) != tuple(expected):
+        raise ValueError(
+            f"index_reduce: source shape {tuple(source.shape)} must be input's shape {tuple(input.shape)} "
+            f"with dim {dim} of size {n} (index's length)"
+        )
+    values = to_host(index._data).reshape(-1)
+    bad = (values < 0) | (values >= input.shape[dim])
+    if bad.any():
+        raise IndexError(
+            f"index_reduce: index {int(values[bad][0])} is out of range for dim {dim} of size {input.shape[dim]} "
+            f"(input shape {tuple(input.shape)})"
+        )
+    if reduce == "prod" and (input.requires_grad or source.requires_grad):
+        raise NotImplementedError(
+            "index_reduce: the gradient of reduce='prod' is not implemented in numdiff; "
+            "compute it under numdiff.no_grad(), or use exp(index_add(log(x), ...)) for positive values"
+        )
+    # index along dim, broadcast over the other dims: a scatter_reduce index of source's shape.
+    along = [1] * input.ndim
+    along[dim] = n
+    full = index.reshape(tuple(along)).expand(tuple(source.shape))
+    return scatter_reduce(input, dim, full, source, reduce, include_self=include_self)
 
 
 def _touched(input: Tensor, dim: int, index: Tensor) -> Tensor:
