@@ -1,6 +1,7 @@
 """scatter_reduce: src's elements combined into input at index positions along dim by a sum,
 mean, maximum, minimum or product, PyTorch's reductions, optionally counting input's own value;
-and index_reduce, the same with one index per slice of source along dim (PyTorch's index_add form).
+and index_reduce, the same with one index per slice of source along dim (PyTorch's index_add form),
+whose product does have a gradient (each slot's factors are gathered along a new dim first).
 
 It is composed of scatter_add, gather and where, so it needs no backward of its own: the sum and
 mean are linear; the maximum and minimum pass the gradient to every element equal to the result,
@@ -15,7 +16,7 @@ import numpy as np
 from numdiff import _dtype, creation
 from numdiff._vmap_level import per_example
 from numdiff.backend import like_host, to_host
-from numdiff.ops import arithmetic, indexing, logical, selection
+from numdiff.ops import arithmetic, indexing, logical, reduction, selection, shape
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import _check_index_tensor, _scatter_key
 from numdiff.tensor import Tensor
@@ -93,7 +94,8 @@ def index_reduce(
     "amax", "amin") of the source slices ``i`` sent there, and of its own value when `include_self`.
     Gradients as scatter_reduce's and PyTorch's (an index_reduce is a scatter_reduce whose index is
     `index` broadcast along the other dims of source): the mean's, and the maximum's and minimum's
-    split evenly among ties; prod's gradient is refused by name, as scatter_reduce's.
+    split evenly among ties; the product's is the product of the other factors (zeros included),
+    from the slot's factors gathered and multiplied out (`_index_prod`).
 
     >>> x = numdiff.ones(3, 2)
     >>> x.index_reduce(0, numdiff.tensor([0, 0, 2]), numdiff.tensor([[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]), "prod")
@@ -130,15 +132,37 @@ def index_reduce(
             f"(input shape {tuple(input.shape)})"
         )
     if reduce == "prod" and (input.requires_grad or source.requires_grad):
-        raise NotImplementedError(
-            "index_reduce: the gradient of reduce='prod' is not implemented in numdiff; "
-            "compute it under numdiff.no_grad(), or use exp(index_add(log(x), ...)) for positive values"
-        )
+        return _index_prod(input, dim, values, source, include_self)
     # index along dim, broadcast over the other dims: a scatter_reduce index of source's shape.
     along = [1] * input.ndim
     along[dim] = n
     full = index.reshape(tuple(along)).expand(tuple(source.shape))
     return scatter_reduce(input, dim, full, source, reduce, include_self=include_self)
+
+
+def _index_prod(input: Tensor, dim: int, index: np.ndarray, source: Tensor, include_self: bool) -> Tensor:
+    """index_reduce's product as differentiable ops: each slot's source slices gathered into a new dim
+    (padded with a slice of ones to the largest group) and multiplied out by prod, whose gradient is
+    the product of the others, zeros included, as PyTorch's; its own value multiplied in with
+    include_self. Slots no index names keep input's value (gradient 1)."""
+    slots = input.shape[dim]
+    groups = [np.flatnonzero(index == slot) for slot in range(slots)]
+    width = max(1, max(len(g) for g in groups))
+    padding = len(index)  # the slice of ones appended to source
+    picks = np.full((slots, width), padding, dtype=np.int64)
+    for slot, members in enumerate(groups):
+        picks[slot, : len(members)] = members
+    ones_shape = list(source.shape)
+    ones_shape[dim] = 1
+    padded = shape.cat([source, creation.ones(tuple(ones_shape), dtype=source.dtype, device=source.device)], dim)
+    picked = indexing.index_select(padded, dim, creation.tensor(picks.reshape(-1), device=input.device))
+    product = reduction.prod(shape.unflatten(picked, dim, (slots, width)), dim + 1)
+    if include_self:
+        product = arithmetic.mul(product, input)
+    touched_shape = [1] * input.ndim
+    touched_shape[dim] = slots
+    touched = np.array([len(g) > 0 for g in groups]).reshape(touched_shape)
+    return selection.where(creation.tensor(touched, device=input.device), product, input)
 
 
 def _touched(input: Tensor, dim: int, index: Tensor) -> Tensor:

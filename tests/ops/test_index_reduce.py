@@ -1,6 +1,7 @@
 """index_reduce / Tensor.index_reduce_ against PyTorch: every reduction with and without the input's own
-value, on every dim of a 3-d input with repeated and missing indices and ties, the gradients (mean, amax,
-amin: split among ties, as PyTorch), a float64 gradcheck, integer means, and bad input refused by name."""
+value, on every dim of a 3-d input with repeated and missing indices, ties and zeros, the gradients (amax,
+amin: split among ties; prod: zeros included) and prod's second derivative, a float64 gradcheck, integer
+means, and bad input refused by name."""
 
 from __future__ import annotations
 
@@ -34,13 +35,13 @@ def test_index_reduce_matches_torch_with_gradients(reduce, include_self, dim):
     # splits the gradient between (halving the source's share, for a value that took no part); numdiff
     # splits among the values reduced. Such coincidences are left out of this comparison.
     x, index, source = _inputs(dim, 6, self_ties=include_self or reduce in ("prod", "mean"))
-    differentiable = reduce != "prod"
+    differentiable = True
     theirs_in = [torch.tensor(a, requires_grad=differentiable) for a in (x, source)]
     ours_in = [numdiff.tensor(a, requires_grad=differentiable) for a in (x, source)]
     theirs = theirs_in[0].index_reduce(dim, torch.tensor(index), theirs_in[1], reduce, include_self=include_self)
     ours = ours_in[0].index_reduce(dim, numdiff.tensor(index), ours_in[1], reduce, include_self=include_self)
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-14, atol=0.0)
-    if differentiable:
+    if differentiable:  # prod's gradient included: zeros (one or several per slot) occur in the groups
         weights = RNG.standard_normal(x.shape)
         (theirs * torch.tensor(weights)).sum().backward()
         (ours * numdiff.tensor(weights)).sum().backward()
@@ -61,7 +62,7 @@ def test_index_reduce_in_place_and_function_forms_agree_with_torch(reduce):
         torch.tensor(x), 2, torch.tensor(index), torch.tensor(source), reduce).numpy())
 
 
-@pytest.mark.parametrize("reduce", ["mean", "amax", "amin"])
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
 def test_index_reduce_float64_gradcheck(reduce):
     # Distinct values: gradcheck's central differences see no ties.
     x = numdiff.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
@@ -76,6 +77,29 @@ def test_index_reduce_without_self_gives_a_lone_maximum_its_whole_gradient():
     source = numdiff.tensor([5.0], dtype=numdiff.float64, requires_grad=True)
     x.index_reduce(0, numdiff.tensor([1]), source, "amax", include_self=False).sum().backward()
     assert x.grad.tolist() == [1.0, 0.0] and source.grad.tolist() == [1.0]
+
+
+def test_index_reduce_prod_second_derivative_matches_torch():
+    x = np.array([[2.0, 0.0, 3.0], [1.5, -1.0, 0.5]])
+    source = np.array([[0.5, 4.0], [0.0, 2.0], [-1.0, 3.0]]).T.copy()
+    index = [2, 2, 0]
+    grads = []
+    for lib in (numdiff, torch):
+        a, s = lib.tensor(x, requires_grad=True), lib.tensor(source, requires_grad=True)
+        out = a.index_reduce(1, lib.tensor(index), s, "prod")
+        (ga,) = lib.autograd.grad(out.sum(), a, create_graph=True)
+        (gs,) = lib.autograd.grad((ga * ga).sum(), s)
+        grads.append(gs.detach().numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-13, atol=0.0)
+
+
+@pytest.mark.filterwarnings("ignore")  # a vmap loop warning, where one applies
+@pytest.mark.parametrize("reduce", ["prod", "amax"])
+def test_index_reduce_under_vmap_matches_torch_func(reduce):
+    x = RNG.standard_normal((3, 4, 2))
+    ours = numdiff.vmap(lambda a: a.index_reduce(0, numdiff.tensor([0, 0, 3, 1]), a * 2, reduce))(numdiff.tensor(x))
+    theirs = torch.vmap(lambda a: a.index_reduce(0, torch.tensor([0, 0, 3, 1]), a * 2, reduce))(torch.tensor(x))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
 
 
 def test_index_reduce_integer_mean_floors_as_torch():
@@ -101,8 +125,6 @@ def test_index_reduce_integer_mean_floors_as_torch():
          r"index_reduce: index must be an int64 or int32 tensor, got .*float32"),
         (lambda: numdiff.ones(3).index_reduce(0, numdiff.tensor([[0]]), numdiff.ones(1), "mean"), ValueError,
          r"index_reduce: index must be a vector .* shape \(1, 1\)"),
-        (lambda: numdiff.ones(3, requires_grad=True).index_reduce(0, numdiff.tensor([0]), numdiff.ones(1), "prod"),
-         NotImplementedError, r"index_reduce: the gradient of reduce='prod'"),
         (lambda: numdiff.ones(3).index_reduce(0, numdiff.tensor([0]), numdiff.ones(1, dtype=numdiff.float64), "amax"),
          TypeError, r"index_reduce: source is .*float64 but input is .*float32"),
         (lambda: numdiff.tensor(1.0).index_reduce(0, numdiff.tensor([0]), numdiff.ones(1), "amax"), ValueError,
