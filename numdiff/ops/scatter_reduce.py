@@ -105,6 +105,10 @@ def index_reduce(
     """
     input, source = ensure_tensor("index_reduce", input), ensure_tensor("index_reduce", source, "source")
     index = ensure_tensor("index_reduce", index, "index")
+    if vmapped(input, index, source):  # the host reads below see one example of a batched tensor
+        return per_example(
+            "index_reduce", lambda x, i, s: index_reduce(x, dim, i, s, reduce, include_self=include_self), input, index, source
+        )
     if reduce not in INDEX_REDUCTIONS:
         raise ValueError(f"index_reduce: reduce must be one of {INDEX_REDUCTIONS}, got {reduce!r}")
     if index.dtype not in (_dtype.int64, _dtype.int32):

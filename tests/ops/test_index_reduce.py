@@ -93,7 +93,7 @@ def test_index_reduce_prod_second_derivative_matches_torch():
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-13, atol=0.0)
 
 
-@pytest.mark.filterwarnings("ignore")  # a vmap loop warning, where one applies
+@pytest.mark.filterwarnings("ignore")  # index_reduce's vmap loop warning (numdiff gives it once per process)
 @pytest.mark.parametrize("reduce", ["prod", "amax"])
 def test_index_reduce_under_vmap_matches_torch_func(reduce):
     x = RNG.standard_normal((3, 4, 2))
