@@ -214,6 +214,7 @@ from numdiff.ops.shape import (
 )
 from numdiff.ops.sorting import argsort, sort, topk
 from numdiff.ops.special_functions import logit, mvlgamma, polygamma
+from numdiff.ops.strided_view import as_strided
 from numdiff.ops.triangular import tril, triu
 from numdiff.ops.unary import absolute, arctan2, round
 from numdiff.sampling import bernoulli, multinomial, normal
@@ -315,7 +316,7 @@ __all__ += ["floor_divide", "fmod", "remainder"]
 __all__ += ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 __all__ += ["true_divide", "clamp_max", "clamp_min", "nan_to_num", "logical_and", "logical_or", "logical_xor"]
 __all__ += [
-    "addcdiv", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
+    "addcdiv", "as_strided", "addcmul", "addmm", "addmv", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
     "bucketize", "cdist", "column_stack", "count_nonzero", "cross", "cummax", "cummin", "cumprod", "cumsum", "diag", "diag_embed", "diagonal", "diff",
     "dstack", "hstack", "index_add", "inner", "isclose", "masked_select", "meshgrid", "moveaxis", "movedim",
     "nanmean", "nansum", "narrow", "nonzero", "norm", "repeat_interleave", "roll", "row_stack", "scatter",

@@ -44,6 +44,7 @@ from numdiff.ops import (
     selection,
     shape,
     sorting,
+    strided_view,
     triangular,
     unary,
 )
@@ -294,6 +295,7 @@ METHODS = {
     "diag": diagonals.diag,
     "diag_embed": diagonals.diag_embed,
     "diagonal": diagonals.diagonal,
+    "as_strided": strided_view.as_strided,
     "trace": diagonals.trace,
     "rot90": rearrange.rot90,
     "dist": norms.dist,

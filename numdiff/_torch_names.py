@@ -40,7 +40,7 @@ _COMPOSED = {
                           "take_along_dim", "broadcast_shapes", "broadcast_tensors", "index_fill", "index_copy",
                           "masked_scatter", "trapezoid", "cumulative_trapezoid", "quantile", "nanquantile", "renorm")),
         (logical, ("signbit", "isposinf", "isneginf", "isreal")),
-        (scatter_reduce, ("scatter_reduce",)),
+        (scatter_reduce, ("scatter_reduce", "index_reduce")),
     )
     for name in names
 }  # fmt: skip
@@ -159,7 +159,7 @@ def methods() -> dict[str, Any]:
     """The Tensor methods to add (those Tensor lacks), with their in-place forms."""
     found = _method_names()
     for name in ("deg2rad", "rad2deg", "sgn", "fix", "copysign", "heaviside", "ldexp", "sinc", "index_fill", "scatter_reduce",
-                 "index_copy", "masked_scatter", "put", "renorm", "addr", "addbmm", "float_power",
+                 "index_copy", "index_reduce", "masked_scatter", "put", "renorm", "addr", "addbmm", "float_power",
                  "arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh"):  # fmt: skip
         found[f"{name}_"] = _inplace.inplace_method(f"{name}_", found[name])
     for name, target in (("true_divide", "div"), ("multiply", "mul"), ("subtract", "sub"), ("divide", "div"),

@@ -30,6 +30,9 @@ psi = digamma
 multigammaln = mvlgamma
 
 xlogy = PUBLIC["xlogy"]
+# The modified Bessel functions of the first kind (orders 0 and 1, plain and scaled by exp(-|x|)) and
+# the scaled complementary error function exp(x^2) erfc(x): scalar rules with their derivatives.
+i0, i0e, i1, i1e, erfcx = PUBLIC["i0"], PUBLIC["i0e"], PUBLIC["i1"], PUBLIC["i1e"], PUBLIC["erfcx"]
 
 _SQRT_HALF = math.sqrt(0.5)
 
@@ -134,7 +137,8 @@ def sinc(input: Tensor) -> Tensor:
 
 
 __all__ = [
-    "digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_ndtr",
+    "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1",
+    "i1e", "log1p", "log_ndtr",
     "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
     "softmax", "xlog1py", "xlogy",
 ]  # fmt: skip

@@ -54,6 +54,10 @@ _NEAREST = (
     " where(math.floor(x) * 0.5 == math.floor(math.floor(x) * 0.5), math.floor(x), math.floor(x) + 1.0)))"
 )
 
+# 1 - S for erfcx's asymptotic series S = sum_k>=0 (-1)^k (2k - 1)!! r^k, r = 1 / (2 x^2), to k = 9 (the
+# next term is below 1e-19 relative from x = 26 on), in Horner form: r (1 - 3r (1 - 5r (1 - ...))).
+_ERFCX_TAIL = "".join(f"{2 * k - 1}.0 * (0.5 / (x * x)) * (1.0 - " for k in range(1, 10)) + "0.0" + ")" * 9
+
 # The table. Derivatives are checked by gradcheck/gradgradcheck in tests/ops/test_op_cases.py and
 # against PyTorch (including NaN and inf inputs) in tests/ops/test_scalar_rules.py.
 _TABLE = (
@@ -204,6 +208,32 @@ _TABLE = (
         attrs=(("order", 1.0),),
         method=False, export=False,  # numdiff.polygamma(n, input): PyTorch's argument order
         doc="Elementwise derivative of digamma of the given order >= 1.",
+    ),
+    # the modified Bessel functions of the first kind and the scaled erfc (numdiff.kernels._special's).
+    # i1's derivative i0 - i1 / x is 1/2 at 0 (its limit), and at NaN, as PyTorch's mask gives; i0e and
+    # i1e carry exp(-|x|), whose derivative adds -sign(x) times the function (PyTorch's formulas).
+    ScalarRule("i0", 1, "math.i0(x)", ("math.i1(x)",), export=True, doc="Elementwise I0(x), the modified Bessel function of order 0."),
+    ScalarRule(
+        "i0e", 1, "math.i0e(x)", ("math.i1e(x) - where(x > 0.0, out, where(x < 0.0, -out, 0.0))",),
+        method=False, export=False, doc="Elementwise exp(-|x|) I0(x).",
+    ),
+    ScalarRule(
+        "i1", 1, "math.i1(x)", ("where(math.fabs(x) > 0.0, math.i0(x) - out / x, 0.5)",),
+        method=False, export=False, doc="Elementwise I1(x), the modified Bessel function of order 1.",
+    ),
+    ScalarRule(
+        "i1e", 1, "math.i1e(x)",
+        ("where(math.fabs(x) > 0.0, math.i0e(x) - out * (where(x > 0.0, 1.0, -1.0) + 1.0 / x), 0.5)",),
+        method=False, export=False, doc="Elementwise exp(-|x|) I1(x).",
+    ),
+    ScalarRule(
+        # 2 x erfcx(x) - 2 / sqrt(pi) (2 / sqrt(pi) = 1.128...), PyTorch's; its two terms cancel as x grows,
+        # so from 26 on (where erfcx is its asymptotic series) the difference is that series' own,
+        # (2 / sqrt(pi)) sum_k>=1 (-1)^k (2k - 1)!! / (2 x^2)^k: -1 / (sqrt(pi) x^2) to leading order.
+        # x - x is NaN at +inf, PyTorch's value there (its inf * 0), and an exact 0 elsewhere.
+        "erfcx", 1, "math.erfcx(x)",
+        (f"where(x < 26.0, 2.0 * x * out - 1.1283791670955126, -1.1283791670955126 * {_ERFCX_TAIL} + (x - x))",),
+        method=False, export=False, doc="Elementwise exp(x ** 2) erfc(x), finite where erfc underflows.",
     ),
     ScalarRule(
         "logit", 1, "math.log(x / (1.0 - x))",

@@ -141,6 +141,13 @@ def diagonal_rule(cls: Any, values: list, batched: list, attrs: dict, size: int)
     return cls.apply(values[0], **{**attrs, "dim1": attrs["dim1"] + 1, "dim2": attrs["dim2"] + 1})
 
 
+def as_strided_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
+    """Each example's view, one example's element count apart (the op reads its input flattened in C order)."""
+    x = values[0]
+    per_example = int(np.prod(x.shape[1:], dtype=np.int64))
+    return cls.apply(x, size=(size, *attrs["size"]), stride=(per_example, *attrs["stride"]), offset=attrs["offset"])
+
+
 def matmul_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor:
     a, b = values
     a_vector = logical_ndim(a, batched[0]) == 1
@@ -277,6 +284,7 @@ _attach(
     "axis_taps_backward", "axis_blend", "axis_blend_backward", "block_taps", "block_taps_backward",
 )  # fmt: skip
 _attach(diagonal_rule, "diagonal")
+_attach(as_strided_rule, "as_strided")
 _attach(reshape_rule, "reshape")
 _attach(mse_loss_mean_rule, "mse_loss_mean")
 _attach(permute_rule, "permute")

@@ -1,5 +1,7 @@
 """scatter_reduce: src's elements combined into input at index positions along dim by a sum,
-mean, maximum, minimum or product, PyTorch's reductions, optionally counting input's own value.
+mean, maximum, minimum or product, PyTorch's reductions, optionally counting input's own value;
+and index_reduce, the same with one index per slice of source along dim (PyTorch's index_add form),
+whose product does have a gradient (each slot's factors are gathered along a new dim first).
 
 It is composed of scatter_add, gather and where, so it needs no backward of its own: the sum and
 mean are linear; the maximum and minimum pass the gradient to every element equal to the result,
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff import _dtype
+from numdiff import _dtype, creation
 from numdiff._vmap_level import per_example
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import like_host, to_host
-from numdiff.ops import arithmetic, indexing, selection
+from numdiff.ops import arithmetic, indexing, reduction, selection, shape
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import _check_index_tensor, _scatter_key
 from numdiff.tensor import Tensor
@@ -93,6 +95,92 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def _constant(host: np.ndarray, like: Tensor) -> Tensor:
     """A host array as a tensor on `like`'s device, outside any graph."""
     return Tensor._wrap(like_host(np.ascontiguousarray(host), like._data), None, None)
+
+
+INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(
+    input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
+    """A copy of `input` where slice ``index[i]`` along `dim` holds the `reduce` ("prod", "mean",
+    "amax", "amin") of the source slices ``i`` sent there, and of its own value when `include_self`.
+    Gradients as scatter_reduce's and PyTorch's (an index_reduce is a scatter_reduce whose index is
+    `index` broadcast along the other dims of source): the mean's, and the maximum's and minimum's
+    split evenly among ties; the product's is the product of the other factors (zeros included),
+    from the slot's factors gathered and multiplied out (`_index_prod`).
+
+    >>> x = numdiff.ones(3, 2)
+    >>> x.index_reduce(0, numdiff.tensor([0, 0, 2]), numdiff.tensor([[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]), "prod")
+    tensor([[ 8., 15.],
+            [ 1.,  1.],
+            [ 6.,  7.]])
+    """
+    input, source = ensure_tensor("index_reduce", input), ensure_tensor("index_reduce", source, "source")
+    index = ensure_tensor("index_reduce", index, "index")
+    if vmapped(input, index, source):  # the host reads below see one example of a batched tensor
+        return per_example(
+            "index_reduce", lambda x, i, s: index_reduce(x, dim, i, s, reduce, include_self=include_self), input, index, source
+        )
+    if reduce not in INDEX_REDUCTIONS:
+        raise ValueError(f"index_reduce: reduce must be one of {INDEX_REDUCTIONS}, got {reduce!r}")
+    if index.dtype not in (_dtype.int64, _dtype.int32):
+        raise TypeError(f"index_reduce: index must be an int64 or int32 tensor, got {index.dtype}")
+    if index.ndim > 1:
+        raise ValueError(f"index_reduce: index must be a vector (at most 1-D), got shape {tuple(index.shape)}")
+    if source.dtype is not input.dtype:
+        raise TypeError(f"index_reduce: source is {source.dtype} but input is {input.dtype}; they must have the same dtype")
+    if input.ndim == 0:
+        raise ValueError("index_reduce: input must have at least one dimension, got a 0-d tensor")
+    dim = normalize_dim("index_reduce", dim, input.ndim)
+    n = int(index.numel())
+    expected = list(input.shape)
+    expected[dim] = n
+    if tuple(source.shape) != tuple(expected):
+        raise ValueError(
+            f"index_reduce: source shape {tuple(source.shape)} must be input's shape {tuple(input.shape)} "
+            f"with dim {dim} of size {n} (index's length)"
+        )
+    values = to_host(index._data).reshape(-1)
+    bad = (values < 0) | (values >= input.shape[dim])
+    if bad.any():
+        raise IndexError(
+            f"index_reduce: index {int(values[bad][0])} is out of range for dim {dim} of size {input.shape[dim]} "
+            f"(input shape {tuple(input.shape)})"
+        )
+    if reduce == "prod" and (input.requires_grad or source.requires_grad):
+        return _index_prod(input, dim, values, source, include_self)
+    # index along dim, broadcast over the other dims: a scatter_reduce index of source's shape.
+    along = [1] * input.ndim
+    along[dim] = n
+    full = index.reshape(tuple(along)).expand(tuple(source.shape))
+    return scatter_reduce(input, dim, full, source, reduce, include_self=include_self)
+
+
+def _index_prod(input: Tensor, dim: int, index: np.ndarray, source: Tensor, include_self: bool) -> Tensor:
+    """index_reduce's product as differentiable ops: each slot's source slices gathered into a new dim
+    (padded with a slice of ones to the largest group) and multiplied out by prod, whose gradient is
+    the product of the others, zeros included, as PyTorch's; its own value multiplied in with
+    include_self. Slots no index names keep input's value (gradient 1)."""
+    slots = input.shape[dim]
+    groups = [np.flatnonzero(index == slot) for slot in range(slots)]
+    width = max(1, max(len(g) for g in groups))
+    padding = len(index)  # the slice of ones appended to source
+    picks = np.full((slots, width), padding, dtype=np.int64)
+    for slot, members in enumerate(groups):
+        picks[slot, : len(members)] = members
+    ones_shape = list(source.shape)
+    ones_shape[dim] = 1
+    padded = shape.cat([source, creation.ones(tuple(ones_shape), dtype=source.dtype, device=source.device)], dim)
+    picked = indexing.index_select(padded, dim, creation.tensor(picks.reshape(-1), device=input.device))
+    product = reduction.prod(shape.unflatten(picked, dim, (slots, width)), dim + 1)
+    if include_self:
+        product = arithmetic.mul(product, input)
+    touched_shape = [1] * input.ndim
+    touched_shape[dim] = slots
+    touched = np.array([len(g) > 0 for g in groups]).reshape(touched_shape)
+    return selection.where(creation.tensor(touched, device=input.device), product, input)
+
 
 
 def _host_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:

@@ -53,6 +53,7 @@ _TORCH_FUNCTIONS = dict(
     lgamma=torch.lgamma, digamma=torch.digamma, fabs=torch.abs, floor=torch.floor, ceil=torch.ceil,
     trunc=torch.trunc, pow=torch.pow, atan2=torch.atan2, hypot=torch.hypot,
     degrees=torch.rad2deg, radians=torch.deg2rad, isnan=torch.isnan, isinf=torch.isinf, isfinite=torch.isfinite,
+    i0=torch.special.i0, i0e=torch.special.i0e, i1=torch.special.i1, i1e=torch.special.i1e, erfcx=torch.special.erfcx,
 )  # fmt: skip
 TORCH_MATH = types.SimpleNamespace(
     pi=math.pi, e=math.e, tau=math.tau, inf=math.inf, nan=math.nan, log=_on_tensors(_log),

@@ -125,6 +125,37 @@ _digamma = cuda.jit(device=True)(_special.digamma_scalar)
 _polygamma = cuda.jit(device=True)(_special.polygamma_scalar)
 _erfinv = cuda.jit(device=True)(_special.erfinv_scalar)
 
+_i0 = cuda.jit(device=True)(_special.i0_scalar)
+_i0e = cuda.jit(device=True)(_special.i0e_scalar)
+_i1 = cuda.jit(device=True)(_special.i1_scalar)
+_i1e = cuda.jit(device=True)(_special.i1e_scalar)
+_erfcx = cuda.jit(device=True)(_special.erfcx_scalar)
+
+
+@cuda.jit(device=True)
+def i0(a):
+    return _i0(float(a))
+
+
+@cuda.jit(device=True)
+def i0e(a):
+    return _i0e(float(a))
+
+
+@cuda.jit(device=True)
+def i1(a):
+    return _i1(float(a))
+
+
+@cuda.jit(device=True)
+def i1e(a):
+    return _i1e(float(a))
+
+
+@cuda.jit(device=True)
+def erfcx(a):
+    return _erfcx(float(a))
+
 
 @cuda.jit(device=True)
 def digamma(a):
