@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from numdiff import _dtype, _memory_format, _tensor_dlpack
+from numdiff import _dtype, _tensor_dlpack
 from numdiff import _tensor_conversion as _conversion
+from numdiff import _tensor_queries as _queries
 from numdiff._device import device
 from numdiff.autograd import function as _function_module
 from numdiff.autograd import node as _node_module
@@ -120,44 +121,6 @@ class Tensor:
     def numel(self) -> int:
         return int(self._data.size)
 
-    def element_size(self) -> int:
-        return self._data.dtype.itemsize
-
-    @property
-    def itemsize(self) -> int:
-        return self._data.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return int(self._data.size) * self._data.dtype.itemsize
-
-    def nelement(self) -> int:
-        return int(self._data.size)
-
-    def ndimension(self) -> int:
-        return self._data.ndim
-
-    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
-        """The step in elements between neighbours along each dimension (or along `dim`)."""
-        steps = tuple(s // self._data.dtype.itemsize for s in self._data.strides)
-        return steps if dim is None else steps[dim]
-
-    def is_complex(self) -> bool:
-        return False  # numdiff has no complex dtypes
-
-    @property
-    def is_cpu(self) -> bool:
-        return self.device.type == "cpu"
-
-    def get_device(self) -> int:
-        """The CUDA device index, or -1 for the CPU (PyTorch's convention)."""
-        where = self.device
-        return -1 if where.type == "cpu" else (where.index or 0)
-
-    def __contains__(self, element: Any) -> bool:
-        """``element in t``: whether any element equals it (a number or a tensor that broadcasts)."""
-        return bool((self == element).any())
-
     @property
     def dtype(self) -> _dtype.dtype:
         return _dtype.from_numpy(self._data.dtype)
@@ -167,22 +130,23 @@ class Tensor:
         return backend_for(self._data).device_of(self._data)
 
     @property
-    def is_cuda(self) -> bool:
-        return self.device.type == "cuda"
-
-    def is_floating_point(self) -> bool:
-        return self.dtype.is_floating_point
-
-    def is_contiguous(self, memory_format: Any = None) -> bool:
-        """Whether the data is laid out densely in `memory_format` (row-major by default)."""
-        if memory_format is None or memory_format is _memory_format.contiguous_format:
-            return bool(self._data.flags.c_contiguous)
-        fmt = _memory_format.checked(memory_format, "is_contiguous")
-        return _memory_format.is_contiguous_in(tuple(self._data.shape), self.stride(), fmt)
-
-    @property
     def _version(self) -> int:
         return self._version_counter[0]
+
+    # Written in numdiff/_tensor_queries.py; bound here so they are Tensor's own methods.
+    element_size = _queries.element_size
+    itemsize = property(_queries.itemsize)
+    nbytes = property(_queries.nbytes)
+    nelement = _queries.nelement
+    ndimension = _queries.ndimension
+    stride = _queries.stride
+    is_complex = _queries.is_complex
+    is_cpu = property(_queries.is_cpu)
+    get_device = _queries.get_device
+    __contains__ = _queries.contains
+    is_cuda = property(_queries.is_cuda)
+    is_floating_point = _queries.is_floating_point
+    is_contiguous = _queries.is_contiguous
 
     # ----------------------------------------------------------------- autograd state
     @property

@@ -20,6 +20,7 @@ from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd._grad_buffers import add_in_place, backward_into_buffer, unshared
+from numdiff.autograd._hook_calls import apply_hooks, refuse_post_hook_result
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.node import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.transform_state import anywhere, transforms
@@ -148,47 +149,6 @@ def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
     return grad
 
 
-def _apply_hooks(hooks: dict | None, grad: Tensor) -> Tensor:
-    if hooks:
-        for hook in list(hooks.values()):
-            replacement = hook(grad)
-            if replacement is not None:
-                _check_hook_result(hook, grad, replacement)
-                grad = replacement
-    return grad
-
-
-def _check_hook_result(hook: object, grad: Tensor, replacement: object) -> None:
-    """A hook may replace a gradient only by a tensor of the same shape, dtype and device."""
-    from numdiff.tensor import Tensor
-
-    name = getattr(hook, "__qualname__", None) or repr(hook)
-    if not isinstance(replacement, Tensor):
-        shown = repr(replacement)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        raise TypeError(
-            f"hook '{name}' returned a {type(replacement).__name__} ({shown}): a gradient hook must "
-            "return None or a Tensor (wrap an array with numdiff.tensor(...))"
-        )
-    expected = (tuple(grad.shape), grad.dtype, grad.device)
-    got = (tuple(replacement.shape), replacement.dtype, replacement.device)
-    for what, want, have in zip(("shape", "dtype", "device"), expected, got):
-        if want != have:
-            raise RuntimeError(
-                f"hook '{name}' has changed the {what} of the gradient: expected {what} {want!r}, "
-                f"got {have!r}. A hook must return a gradient of the same shape, dtype and device."
-            )
-
-
-def _refuse_post_hook_result(hook: object, variable: Tensor) -> None:
-    name = getattr(hook, "__qualname__", None) or repr(hook)
-    raise RuntimeError(
-        f"post-accumulate-grad hook '{name}' of the leaf of shape {tuple(variable.shape)} returned a "
-        "value, but such a hook must return None: it runs after .grad is written. Change the "
-        "gradient in place there (p.grad.mul_(...)), or use register_hook to replace it before."
-    )
-
-
 def _accumulate_into(tensor: Tensor, grad: Tensor, create_graph: bool, unshared: bool = False) -> None:
     """`tensor.grad += grad`, allocating on first write; never aliases a buffer someone else holds."""
     if tensor._grad is None:
@@ -291,7 +251,7 @@ def run_backward(
                     grad = grad.to(node.variable.dtype)
                 variable = node.variable
                 if variable._hooks:
-                    grad = _apply_hooks(variable._hooks, grad)
+                    grad = apply_hooks(variable._hooks, grad)
                 if capture and node in target_nodes:
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
@@ -303,7 +263,7 @@ def run_backward(
                     if post_hooks:
                         for hook in tuple(post_hooks.values()):
                             if hook(variable) is not None:
-                                _refuse_post_hook_result(hook, variable)
+                                refuse_post_hook_result(hook, variable)
                 continue
             if grad is None:
                 run = False
@@ -311,7 +271,7 @@ def run_backward(
                 run = True  # the common case: no hooks, no retain_grad, every node runs
             else:
                 if node._pre_hooks:
-                    grad = _apply_hooks(node._pre_hooks, grad)
+                    grad = apply_hooks(node._pre_hooks, grad)
                 if node._retained is not None:
                     retained = node._retained()
                     if retained is not None:

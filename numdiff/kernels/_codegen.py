@@ -1,10 +1,10 @@
-"""Generated kernel source: scalar expressions to loop bodies, written to files and imported.
+"""Generated kernel source: scalar expressions to loop bodies, and the rewrite of a generated
+module's CPU loops to numdiff.kernels._vecmath's vectorisable math.
 
-Numba caches a function on disk only if it was defined in a file (``cache=True`` needs a source
-file to key the cache on), so each generated kernel is written to its own module under
-`generated_dir()` (``$NUMBA_CACHE_DIR/numdiff_generated``, else ``~/.cache/numdiff/generated``)
-and imported from there. The file name holds a hash of the source, so a changed rule gets a new
-file and never a stale cache; an existing file is used only if its text is exactly the source.
+Each generated kernel is written to its own module and imported from there
+(numdiff.kernels._kernel_files: `load_source`, `generated_dir`). The file name holds a hash of
+the source, so a changed rule gets a new file and never a stale cache; an existing file is used
+only if its text is exactly the source.
 """
 
 from __future__ import annotations
@@ -13,82 +13,13 @@ import ast
 import copy
 import functools
 import hashlib
-import importlib.util
-import os
 import sys
-import tempfile
-import threading
 from pathlib import Path
-from types import ModuleType
 
 from numdiff._ground.scalar_expressions import ScalarRule, vjp_expression
 from numdiff.kernels import _special, _vecmath
-
-_loaded: dict[str, ModuleType] = {}
-_directory: Path | None = None
-# Two threads asking for one new kernel at once would both write and import its module, and the
-# second would replace the first's sys.modules entry while the first still compiles from it.
-_load_lock = threading.RLock()
-
-
-def generated_dir() -> Path:
-    """The folder generated kernel modules are written to (created on first use)."""
-    global _directory
-    if _directory is None:
-        numba_cache = os.environ.get("NUMBA_CACHE_DIR")
-        if numba_cache:
-            base = Path(numba_cache)
-        else:
-            base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numdiff"
-        candidate = base / "numdiff_generated" if numba_cache else base / "generated"
-        try:
-            candidate.mkdir(parents=True, exist_ok=True)
-            if not os.access(candidate, os.W_OK):
-                raise PermissionError(candidate)
-        except OSError:
-            # A read-only home still works: the kernels then compile per process.
-            candidate = Path(tempfile.gettempdir()) / f"numdiff_generated_{os.getuid()}"
-            candidate.mkdir(parents=True, exist_ok=True)
-        _directory = candidate
-    return _directory
-
-
-def load_source(stem: str, source: str) -> ModuleType:
-    """Import `source` as a module from a file named after `stem` and the source's hash."""
-    # Numba's cache records the module name and imports it on load, so the name is hashed with the
-    # source: a cache entry never meets a module registered under another name.
-    package = "numdiff.kernels._generated"  # listed by numdiff.jit.compiled_kernels under this name
-    digest = hashlib.sha256(f"{package}\n{source}".encode()).hexdigest()[:16]
-    name = f"{package}.{stem}_{digest}"
-    module = _loaded.get(name)
-    if module is not None:
-        return module
-    with _load_lock:
-        module = _loaded.get(name)
-        if module is None:
-            module = _load_file(name, stem, digest, source)
-            _loaded[name] = module
-    return module
-
-
-def _load_file(name: str, stem: str, digest: str, source: str) -> ModuleType:
-    """Write `source` to its file unless the file holds it already, and import it as `name`."""
-    path = generated_dir() / f"{stem}_{digest}.py"
-    try:
-        current = path.read_text()
-    except OSError:
-        current = None
-    if current != source:
-        # Written under a temporary name and renamed, so a concurrent process never imports half a file.
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        with os.fdopen(handle, "w") as file:
-            file.write(source)
-        os.replace(temporary, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from numdiff.kernels._kernel_files import generated_dir, read_checked, write_checked
+from numdiff.kernels._kernel_files import load_source as load_source  # callers load through here
 
 
 class _Substitute(ast.NodeTransformer):
@@ -337,10 +268,10 @@ def vector_math_source(source: str, header: bool = True) -> str:
     code = _rewritten.get(key)
     if code is None:
         path = generated_dir() / "vector_math" / f"{key}.py"
-        code = _read_checked(path)
+        code = read_checked(path)
         if code is None:
             code = rewrite_vector_math(source, header)
-            _write_checked(path, code)
+            write_checked(path, code)
         _rewritten[key] = code
     return code
 
@@ -353,28 +284,6 @@ def _rewriter_digest() -> str:
     """What the rewriting depends on: this file, _vecmath's and _special's sources, Python's ast."""
     code = Path(__file__).read_bytes()
     return hashlib.sha256(code + f"{_VECMATH_DIGEST}{_SPECIAL_DIGEST}{sys.version_info[:2]}".encode()).hexdigest()
-
-
-def _read_checked(path: Path) -> str | None:
-    """The text stored at `path` by `_write_checked`, or None if absent or damaged."""
-    try:
-        stored = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
-    digest, _, text = stored.partition("\n")
-    return text if digest == "# " + hashlib.sha256(text.encode()).hexdigest() else None
-
-
-def _write_checked(path: Path, text: str) -> None:
-    """Store `text` at `path` behind a line with its hash, atomically; a failure only costs a rewrite."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        with os.fdopen(handle, "w") as file:
-            file.write("# " + hashlib.sha256(text.encode()).hexdigest() + "\n" + text)
-        os.replace(temporary, path)
-    except OSError:
-        pass
 
 
 def rewrite_vector_math(source: str, header: bool = True) -> str:

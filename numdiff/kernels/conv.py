@@ -71,36 +71,14 @@ from typing import Any
 import numpy as np
 
 from numdiff._ground.conv_geometry import conv2d_geometry, conv_output_size
+from numdiff.kernels import _conv_families as families
 from numdiff.kernels import _conv_routing as routing
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
-from numdiff.kernels._conv_batched import (
-    batched_backward_input_core,
-    batched_backward_weight_core,
-    batched_forward_core,
-)
-from numdiff.kernels._conv_cores import backward_input_core, backward_weight_core, forward_core
-from numdiff.kernels._conv_depthwise import (
-    depthwise_backward_input_core,
-    depthwise_backward_weight_core,
-    depthwise_forward_core,
-)
-from numdiff.kernels._conv_direct import direct_backward_weight_core
-from numdiff.kernels._conv_direct_forward import direct_backward_input_core, direct_forward_core
 from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
-from numdiff.kernels._conv_grouped import (
-    grouped_backward_input_core,
-    grouped_backward_weight_core,
-    grouped_forward_core,
-)
 from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._conv_route import conv_route
 from numdiff.kernels._conv_rows import rows_cores, rows_images, staged_length, use_rows
-from numdiff.kernels._winograd import (
-    winograd_backward_input_core,
-    winograd_backward_weight_core,
-    winograd_forward_core,
-)
 
 __all__ = [
     "conv_output_size",
@@ -126,9 +104,9 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     if routing.use_grouped_direct(groups, cg):
         cog = c_out // groups
         if routing.use_depthwise_last(kind, groups, cg, cog, ow_size, max(sh, sw)):
-            kernel, parts = _DEPTHWISE_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+            kernel, parts = families.DEPTHWISE_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, parts)
-        kernel, parts = _GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+        kernel, parts = families.GROUPED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         images = routing.grouped_images(
             n_img, groups, cg, cog, kh, kw, sh, sw, dh, dw, oh_size, ow_size, parts
         )
@@ -161,11 +139,11 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         if macs >= routing.DIRECT_MIN_MACS and routing.use_direct(
             kind, n_img, ci, co, out_h, out_w, winograd
         ):
-            kernel, parts = _DIRECT_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+            kernel, parts = families.DIRECT_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             images = routing.direct_images(n_img, co, out_h, out_w, parts)
             return kernel, (top, left, oh_size, ow_size, images, parts)
         if winograd:
-            kernel, parts = _WINOGRAD_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+            kernel, parts = families.WINOGRAD_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
             images, rows = routing.winograd_blocks(
                 n_img, (out_h + 1) // 2, groups * (ci + co), (out_w + 1) // 2 + 1, parts
             )
@@ -177,47 +155,15 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
         return kernel, (kh, kw, pt, pl, dh, dw, oh_size, ow_size, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     if not pointwise:
-        kernel, parts = _BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+        kernel, parts = families.BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
         images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts, kind)
         if images:
             loops = conv_route().loops
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops)
-    kernel, parts = _CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
+    kernel, parts = families.CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
     rows, blocks = routing.im2col_tiles(n_img, groups, cg * kh * kw, oh_size, ow_size, cg, parts)
     loops = conv_route().loops  # the products' route (numdiff.kernels._conv_route), the cores' last argument
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops)
-
-
-_CORES = {
-    "forward": forward_core,
-    "backward_input": backward_input_core,
-    "backward_weight": backward_weight_core,
-}
-_BATCHED_CORES = {
-    "forward": batched_forward_core,
-    "backward_input": batched_backward_input_core,
-    "backward_weight": batched_backward_weight_core,
-}
-_DIRECT_CORES = {
-    "forward": direct_forward_core,
-    "backward_input": direct_backward_input_core,
-    "backward_weight": direct_backward_weight_core,
-}
-_GROUPED_CORES = {
-    "forward": grouped_forward_core,
-    "backward_input": grouped_backward_input_core,
-    "backward_weight": grouped_backward_weight_core,
-}
-_DEPTHWISE_CORES = {
-    "forward": depthwise_forward_core,
-    "backward_input": depthwise_backward_input_core,
-    "backward_weight": depthwise_backward_weight_core,
-}
-_WINOGRAD_CORES = {
-    "forward": winograd_forward_core,
-    "backward_input": winograd_backward_input_core,
-    "backward_weight": winograd_backward_weight_core,
-}
 
 
 def conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
@@ -348,7 +294,7 @@ def backward_input_gathers(core: Any, weight_shape: tuple, stride: tuple, groups
     >>> backward_input_gathers(core, (2, 16, 3, 3), (1, 1), 1), backward_input_gathers(core, (2, 16, 3, 3), (2, 2), 1)
     (True, False)
     """
-    return core in _CORES["backward_input"] and routing.gather_input_gradient(
+    return core in families.CORES["backward_input"] and routing.gather_input_gradient(
         weight_shape[0] // groups, weight_shape[1], tuple(stride)
     )
 

@@ -84,6 +84,7 @@ import numpy as np
 import torch
 
 import numdiff
+from numdiff.kernels import _conv_families as families
 from numdiff.kernels import conv
 from numdiff.kernels._conv_route import conv_route
 
@@ -95,7 +96,10 @@ CASES = [
     (5, 6, 8, 8, 4, 4, 4, (2, 2), (1, 1), (1, 1), 1),  # small outputs: batched cores
     (3, 4, 4, 4, 3, 4, 4, (1, 1), (0, 0), (1, 1), 1),  # to 1x1, batched
 ]
-PLANNED = {"forward": (conv._CORES, conv._BATCHED_CORES), "backward_weight": (conv._CORES, conv._BATCHED_CORES)}
+PLANNED = {
+    "forward": (families.CORES, families.BATCHED_CORES),
+    "backward_weight": (families.CORES, families.BATCHED_CORES),
+}
 rng = np.random.default_rng(0)
 for dtype, tolerance in ((np.float32, 2e-4), (np.float64, 1e-10)):
     for n, c, h, w, co, kh, kw, stride, padding, dilation, groups in CASES:

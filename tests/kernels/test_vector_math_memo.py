@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from numdiff.kernels import _codegen
+from numdiff.kernels import _codegen, _kernel_files
 
 _KERNEL = """@njit(cache=True)
 def kernel(n0, a0, out):
@@ -19,7 +19,7 @@ def kernel(n0, a0, out):
 
 @pytest.fixture
 def memo_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(_codegen, "_directory", tmp_path)
+    monkeypatch.setattr(_kernel_files, "_directory", tmp_path)
     monkeypatch.setattr(_codegen, "_rewritten", {})
     return tmp_path / "vector_math"
 

@@ -20,7 +20,7 @@ import numdiff.nn.functional as nf
 from numdiff._ground.scalar_expressions import ScalarRule, check_rules, vjp_expression
 from numdiff._ground.scalar_rules import RULES
 from numdiff.autograd.function import _Unrecorded
-from numdiff.kernels import _codegen
+from numdiff.kernels import _codegen, _kernel_files
 from numdiff.kernels import elementwise as cpu_kernels
 from numdiff.ops import OPS
 from numdiff.ops.elementwise import FUNCTIONS, PUBLIC
@@ -443,7 +443,7 @@ def test_generated_source_lives_in_a_file_and_a_damaged_file_is_rewritten():
     assert path.startswith(str(_codegen.generated_dir())) and open(path).read() == source
     with open(path, "w") as file:
         file.write("garbage that is not the source")
-    _codegen._loaded.clear()
+    _kernel_files._loaded.clear()
     assert _codegen.load_source("test_probe", source).VALUE == 1
     assert open(path).read() == source
 

@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from numdiff._dtype import float32, float64
-from numdiff.amp import casts_on
-from numdiff.creation import empty, tensor, zeros
+from numdiff.creation import empty, tensor
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn import init
 from numdiff.nn.modules._checks import layer_name
+from numdiff.nn.modules._rnn_args import check_input, initial_states
 from numdiff.nn.modules._rnn_packed import run_packed, runs_of_batch_sizes
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.rnn_cell import (
@@ -137,35 +137,6 @@ class RNNBase(Module):
     def _weights(self, suffix: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         get = self._parameters.get
         return get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix), get("bias_hh" + suffix), get("weight_hr" + suffix)
-
-    # -------------------------------------------------------------- argument checks
-    def _check_input(self, input: Any) -> bool:
-        """Validate the input; True when it has a batch dimension."""
-        name = layer_name(self)
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor or PackedSequence input, got {type(input).__name__}")
-        if input.ndim not in (2, 3):
-            layout = "(N, L, H_in)" if self.batch_first else "(L, N, H_in)"
-            raise ValueError(f"{name}: expected input of shape {layout} or (L, H_in) for unbatched, got {tuple(input.shape)} ({input.ndim}-D)")
-        if input.shape[-1] != self.input_size:
-            raise ValueError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]} (input shape {tuple(input.shape)})")
-        if not input.is_floating_point():
-            raise TypeError(f"{name}: expected a floating point input, got dtype {input.dtype!r}")
-        if input.dtype is not self.weight_ih_l0.dtype and not casts_on(input):
-            raise TypeError(f"{name}: input is {input.dtype!r} but the layer's weights are {self.weight_ih_l0.dtype!r}; convert one with .to(dtype)")
-        return input.ndim == 3
-
-    def _check_state(self, state: Any, what: str, expected: tuple[int, ...], batched: bool, like: Tensor) -> None:
-        name = layer_name(self)
-        if not isinstance(state, Tensor):
-            raise TypeError(f"{name}: {what} must be a Tensor, got {type(state).__name__}")
-        if state.ndim != len(expected):
-            kind = "batched 3-D" if batched else "unbatched 2-D"
-            raise ValueError(f"{name}: for {kind} input, {what} should be {len(expected)}-D with shape {expected}, got shape {tuple(state.shape)}")
-        if tuple(state.shape) != expected:
-            raise ValueError(f"{name}: expected {what} of shape {expected}, got {tuple(state.shape)}")
-        if state.dtype != like.dtype and not casts_on(like):  # under autocast the op casts both
-            raise TypeError(f"{name}: input and {what} must have the same dtype, got {like.dtype!r} and {state.dtype!r}")
 
     # -------------------------------------------------------------- the loop
     def _run(
@@ -281,48 +252,15 @@ class RNNBase(Module):
         out, final = run_packed(sequence, projected, runs, tuple(state) if lstm else (state,), reverse)
         return out, final[0].unsqueeze(0), (final[1].unsqueeze(0) if lstm else None)
 
-    def _initial_states(self, hx: Any, batch: int, batched: bool, like: Tensor, order: Tensor | None = None) -> list[Any]:
-        """The per-layer-direction initial states (zeros when hx is None), each (N, H); `order`
-        reorders the batch (packed sequences run sorted by length)."""
-        count = self.num_layers * self.num_directions
-        out_size = self.proj_size or self.hidden_size
-        h_shape = (count, batch, out_size) if batched else (count, out_size)
-        c_shape = (count, batch, self.hidden_size) if batched else (count, self.hidden_size)
-        if self.mode == "LSTM":
-            if hx is None:
-                h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
-                c0 = zeros(*c_shape, dtype=like.dtype, device=like.device)
-            else:
-                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                    raise TypeError(f"{layer_name(self)}: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
-                h0, c0 = hx
-                self._check_state(h0, "h_0", h_shape, batched, like)
-                self._check_state(c0, "c_0", c_shape, batched, like)
-            if not batched:
-                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
-            if order is not None:
-                h0, c0 = h0.index_select(1, order), c0.index_select(1, order)
-            return [(h0[k], c0[k]) for k in range(count)]
-        if hx is None:
-            h0 = zeros(*h_shape, dtype=like.dtype, device=like.device)
-        else:
-            self._check_state(hx, "hx", h_shape, batched, like)
-            h0 = hx
-        if not batched:
-            h0 = h0.unsqueeze(1)
-        if order is not None:
-            h0 = h0.index_select(1, order)
-        return [h0[k] for k in range(count)]
-
     def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
-        batched = self._check_input(input)
+        batched = check_input(self, input)
         if not batched:
             input = input.unsqueeze(1)
         elif self.batch_first:
             input = input.transpose(0, 1)
-        states = self._initial_states(hx, input.shape[1], batched, input)
+        states = initial_states(self, hx, input.shape[1], batched, input)
         output, h_n, c_n = self._run(input, states)
         h_n = _joined(h_n)
         c_n = _joined(c_n) if c_n else None
@@ -340,16 +278,16 @@ class RNNBase(Module):
         data = packed.data
         if not isinstance(data, Tensor) or data.ndim != 2 or data.shape[-1] != self.input_size:
             raise ValueError(f"{layer_name(self)}: expected PackedSequence data of shape (sum of lengths, {self.input_size}), got {tuple(getattr(data, 'shape', ()))}")
-        self._check_input(data.unsqueeze(1))
+        check_input(self, data.unsqueeze(1))
         sizes = packed.batch_sizes.detach().cpu().numpy()
         if not self.proj_size and data.dtype in _KERNEL_DTYPES and not onnx_exporting[0]:
-            states = self._initial_states(hx, int(sizes[0]), True, data, packed.sorted_indices)
+            states = initial_states(self, hx, int(sizes[0]), True, data, packed.sorted_indices)
             output, h_n, c_n = self._run(data, states, runs=runs_of_batch_sizes(sizes))
             return self._packed_result(packed, output, h_n, c_n)
         padded, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes))
         lengths = (sizes[None, :] > np.arange(int(sizes[0]))[:, None]).sum(1)
         running = tensor((np.arange(len(sizes))[:, None] < lengths[None, :])[..., None], device=data.device)
-        states = self._initial_states(hx, padded.shape[1], True, padded, packed.sorted_indices)
+        states = initial_states(self, hx, padded.shape[1], True, padded, packed.sorted_indices)
         output, h_n, c_n = self._run(padded, states, running)
         return self._packed_result(packed, cat([output[t, : int(size)] for t, size in enumerate(sizes)], 0), h_n, c_n)
 
