@@ -15,7 +15,7 @@ B = rows, N = 1, G = 1, K = D, S = 1. Backward, with ``dxhat = grad * w``:
     dx        = r * (dxhat - sum(dxhat) / M - xhat * sum(dxhat * xhat) / M)   (sums per (b, g))
     dw[g, k]  = sum over (b, n, s) of grad * xhat,   dbias[g, k] = sum over (b, n, s) of grad
 
-Loop nest: the (b, g) groups in parallel (prange over B * G; serial below NORM_GRAIN_ELEMENTS values or
+Loop nest: the (b, g) groups in parallel (prange over B * G; serial below GRAIN_ELEMENTS values or
 with fewer groups than threads, numdiff.kernels._parallel); per group three sweeps over its
 values (forward: the sum and the squared deviations, each over the contiguous (k, s) block of
 every n, then the output; backward: the two sums per k, then dx), innermost loops over s that
@@ -37,7 +37,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._checks import check_float_arrays, check_shape
-from numdiff.kernels._parallel import NORM_GRAIN_ELEMENTS, serial_and_parallel
+from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels.norm_columns import (
     batch_norm_columns_backward,
@@ -160,9 +160,9 @@ _BACKWARD = serial_and_parallel(_backward, **_OPTIONS)
 
 
 def _pick(pair, x: np.ndarray):
-    """The build of `pair` for a view x: serial below NORM_GRAIN_ELEMENTS values or with fewer
-    (b, g) groups, the prange's jobs, than threads (numdiff.kernels._parallel.KernelPair.pick)."""
-    return pair.pick(x.size, NORM_GRAIN_ELEMENTS, jobs=x.shape[0] * x.shape[2])[0]
+    """The build of `pair` for a view x: serial below GRAIN_ELEMENTS values or with fewer (b, g)
+    groups, the prange's jobs, than threads (numdiff.kernels._parallel.KernelPair.pick)."""
+    return pair.pick(x.size, jobs=x.shape[0] * x.shape[2])[0]
 
 
 def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> None:

@@ -8,19 +8,17 @@ import pytest
 
 from numdiff.kernels import attention, norm, norm_rows
 from numdiff.kernels._blas import PARALLEL_MIN_MACS
-from numdiff.kernels._parallel import NORM_GRAIN_ELEMENTS, always_parallel
+from numdiff.kernels._parallel import GRAIN_ELEMENTS, always_parallel
 
 
 @pytest.mark.parametrize("pair", ["_FORWARD", "_MOMENTS", "_BACKWARD"])
 def test_group_norm_runs_serially_below_the_grain_or_on_one_group(two_threads, pair):
     kernels = getattr(norm, pair)
     small = np.empty((4, 1, 8, 1, 16))  # 512 values in 32 groups
-    one_group = np.empty((1, 64, 1, 1, NORM_GRAIN_ELEMENTS))  # GroupNorm(1) on one image: one job
-    large = np.empty((2, 1, 16, 1, NORM_GRAIN_ELEMENTS // 32))
-    small_map = np.empty((1, 16, 96, 1, 64))  # BatchNorm2d on 16 x 96 x 8 x 8: 98,304 values, 96 jobs
+    one_group = np.empty((1, 64, 1, 1, GRAIN_ELEMENTS))  # GroupNorm(1) on one image: one job
+    large = np.empty((2, 1, 16, 1, GRAIN_ELEMENTS // 16))
     assert norm._pick(kernels, small) is kernels.serial
     assert norm._pick(kernels, one_group) is kernels.serial
-    assert norm._pick(kernels, small_map) is kernels.serial
     assert norm._pick(kernels, large) is kernels.parallel
 
 
