@@ -10,7 +10,8 @@ gradient (Expand's backward) and every ``Tensor.sum`` over several axes comes th
   collapses neighbouring axes that are all summed or all kept, so ``x`` becomes pairs
   ``(k_0, r_0), ..., (k_m, r_m)`` (kept size, summed size; the first k or the last r may be 1).
   Loop nest: output rows ``t`` (every combination of the outer kept sizes k_0..k_{m-1}) split into
-  column blocks of the last kept size k_m, in parallel; per row, every combination of the outer
+  column blocks of the last kept size k_m, in parallel from SUM_GRAIN_ELEMENTS values
+  (numdiff.kernels._parallel); per row, every combination of the outer
   summed sizes r_0..r_{m-1}; inside, the last pair, contiguous in x: ``out[t, d] += sum_e x[...,
   d, e]``. Each (row, block) is written by one thread, so no two threads write one element.
   The innermost sum over r_m accumulates in float64; the sum over the outer summed axes adds
@@ -27,7 +28,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._checks import FLOAT_DTYPES
-from numdiff.kernels._parallel import serial_and_parallel
+from numdiff.kernels._parallel import SUM_GRAIN_ELEMENTS, serial_and_parallel
 
 __all__ = ["SHORT_INNER_SUM", "collapse_axes", "sum_dims"]
 
@@ -149,7 +150,7 @@ def sum_dims(x: np.ndarray, dims: tuple[int, ...], out: np.ndarray) -> None:
     summed_strides.reverse()
     kept_strides = [s * r for s, r in zip(summed_strides, summed)]
     rows = out.size // kept[-1]
-    kernel, parts = _SUM_PAIRS.pick(x.size)
+    kernel, parts = _SUM_PAIRS.pick(x.size, SUM_GRAIN_ELEMENTS)
     # Rows split over the threads; with fewer rows than threads, each row's columns too.
     blocks = 1 if rows >= 4 * parts else max(1, min(kept[-1] // 256, -(-4 * parts // rows)))
     kernel(

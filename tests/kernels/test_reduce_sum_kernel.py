@@ -94,3 +94,22 @@ def test_sum_over_interleaved_axes_has_a_gradient():
     assert numdiff.autograd.gradcheck(lambda t: t.sum(dim=(2, 4)), (x,))
     assert numdiff.autograd.gradgradcheck(lambda t: t.sum(dim=(0, 4)) ** 2, (x,))
     np.testing.assert_allclose(x.sum(dim=(2, 4)).detach().numpy(), x.detach().numpy().sum(axis=(2, 4)))
+
+
+@pytest.mark.parametrize("shape,dims", [((16, 96, 8, 8), (0, 2, 3)), ((256, 512), (0,)), ((2, 64, 16, 16), (0, 2, 3))])
+def test_bias_gradient_sums_run_serially_and_match_the_parallel_build(two_threads, shape, dims):
+    # Below SUM_GRAIN_ELEMENTS (a bias gradient of a small map, a Linear's over a batch) the sum
+    # stays on the calling thread at two threads; the parallel build gives the same bits.
+    from numdiff.kernels import reduce_sum
+    from numdiff.kernels._parallel import SUM_GRAIN_ELEMENTS
+
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    assert x.size < SUM_GRAIN_ELEMENTS
+    assert reduce_sum._SUM_PAIRS.pick(x.size, SUM_GRAIN_ELEMENTS)[0] is reduce_sum._SUM_PAIRS.serial
+    kept = tuple(1 if a in dims else n for a, n in enumerate(shape))
+    serial, parallel = np.empty(kept, np.float32), np.empty(kept, np.float32)
+    sum_dims(x, dims, serial)
+    with always_parallel():
+        sum_dims(x, dims, parallel)
+    np.testing.assert_array_equal(serial, parallel)
+    np.testing.assert_allclose(serial, x.astype(np.float64).sum(axis=dims, keepdims=True), rtol=1e-5, atol=1e-5)
