@@ -63,13 +63,16 @@ def once_differentiable(backward: Callable) -> Callable:
 
 
 class _DelayedError:
-    """The function of the node a once_differentiable backward's result hangs from: its own
-    backward raises."""
+    """The function of the node a not-differentiable backward's result hangs from (a
+    once_differentiable backward's, or a numdiff op's with no second derivative): its own backward
+    raises."""
 
     __name__ = "DelayedError"
 
     @staticmethod
     def backward(ctx: _node.Node, grad: Any) -> tuple:
+        if ctx.op_reason:
+            raise CustomFunctionError(f"trying to differentiate twice {ctx.backward_name}: {ctx.op_reason}")
         raise CustomFunctionError(
             f"trying to differentiate twice a function that was marked with @once_differentiable "
             f"({ctx.backward_name}): its backward is not recorded. Write the backward with "
@@ -77,9 +80,10 @@ class _DelayedError:
         )
 
 
-def delayed_error(result: Any, anchors: list, name: str) -> Any:
+def delayed_error(result: Any, anchors: list, name: str, op_reason: str = "") -> Any:
     """`result` (computed with grad mode off) recorded as depending on `anchors`, through a node
-    whose backward raises."""
+    whose backward raises, saying `op_reason` for a numdiff op (once_differentiable's words without)."""
     node = _node.Node(_DelayedError, tuple(anchors))
     node.__dict__["backward_name"] = name
+    node.__dict__["op_reason"] = op_reason
     return _node.Tensor._wrap(result._data, node, result._version_counter)

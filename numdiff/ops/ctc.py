@@ -207,5 +207,8 @@ class CtcLoss(Function):
         # PyTorch has no second derivative either: differentiating this gradient raises.
         if backward_is_differentiated():
             anchors = [log_probs] + ([grad] if grad.requires_grad else [])
-            result = delayed_error(result, anchors, "ctc_loss's backward")
+            result = delayed_error(
+                result, anchors, "ctc_loss's backward",
+                "ctc_loss has no second derivative (nor forward-mode derivative), as in PyTorch",
+            )
         return (result,)
