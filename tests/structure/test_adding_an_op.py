@@ -87,7 +87,7 @@ print("added", flush=True)
 
 def _insert_rows(path: Path, rows: str) -> None:
     source = path.read_text()
-    end = "\n)  # fmt: skip\n\nRULES"
+    end = "\n)  # fmt: skip\n\n# The activations' backwards"
     assert source.count(end) == 1, "the rule table's end moved: update this test"
     path.write_text(source.replace(end, "\n" + rows.rstrip("\n") + end))
 
