@@ -153,6 +153,11 @@ class CudaArray(StridedArray):
     def _strided(self, shape: tuple, strides: tuple) -> CudaArray:
         return self._view(shape, strides, self._offset)
 
+    def as_strided(self, shape: tuple, strides: tuple, offset: int) -> CudaArray:
+        """A view of this array's buffer with `shape` and element `strides`, starting `offset`
+        elements past this array's first (the caller checked that it stays inside this array)."""
+        return self._view(tuple(shape), tuple(strides), self._offset + int(offset))
+
     # ----------------------------------------------------------------- views and copies
     def reshape(self, *shape: Any) -> CudaArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
