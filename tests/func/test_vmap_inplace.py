@@ -158,6 +158,7 @@ VIEW_CALLS = {
     "expand": lambda y: y[:1].expand(3, 2),
     "getitem": lambda y: y[0],
     "diagonal": lambda y: y.diagonal(),
+    "as_strided": lambda y: y.as_strided((2, 2), (1, 2)),
 }
 
 

@@ -84,7 +84,7 @@ def _modules():
         "LocalResponseNorm": (2,), "ConstantPad1d": (1, 0.0), "ConstantPad2d": (1, 0.0), "ConstantPad3d": (1, 0.0),
         "PixelShuffle": (2,), "PixelUnshuffle": (2,), "InstanceNorm1d": (4,), "InstanceNorm2d": (4,),
         "LSTM": (4, 6), "GRU": (4, 6), "RNN": (4, 6), "RNNBase": ("LSTM", 4, 6), "LSTMCell": (4, 6),
-        "GRUCell": (4, 6), "RNNCell": (4, 6), "RNNCellBase": (4, 6),
+        "GRUCell": (4, 6), "RNNCell": (4, 6), "RNNCellBase": (4, 6), "AdaptiveLogSoftmaxWithLoss": (8, 10, [4, 8]),
     }  # fmt: skip
     special = {
         "TransformerEncoder": lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2),
