@@ -5,8 +5,10 @@ whose product does have a gradient (each slot's factors are gathered along a new
 
 It is composed of scatter_add, gather and where, so it needs no backward of its own: the sum and
 mean are linear; the maximum and minimum pass the gradient to every element equal to the result,
-split evenly among ties, as PyTorch does. The product's value is exact; its gradient is refused
-by name (numdiff would otherwise have to give a wrong one where a group holds zeros).
+split evenly among ties, as PyTorch does. The product, when a gradient is wanted, gathers each
+position's factors into a row (its own value first, then src's in index order, padded with ones)
+and multiplies the rows out with prod, whose gradient is the product of the other factors, zeros
+included, as PyTorch's (`_scatter_prod`).
 """
 
 from __future__ import annotations
@@ -53,11 +55,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         src = indexing.getitem(src, tuple(slice(0, n) for n in index.shape))
     if input.dtype is _dtype.bfloat16:  # its storage holds bit patterns: reduce in float32
         return scatter_reduce(input.float(), dim, index, src.float(), reduce, include_self=include_self).to(input.dtype)
-    if reduce == "prod" and (input.requires_grad or src.requires_grad):
-        raise NotImplementedError(
-            "scatter_reduce: the gradient of reduce='prod' is not implemented in numdiff; "
-            "compute it under numdiff.no_grad(), or use exp(scatter_reduce(log(x), ..., 'sum')) for positive values"
-        )
+    if reduce == "prod" and is_grad_enabled() and (input.requires_grad or src.requires_grad):
+        return _scatter_prod(input, dim, to_host(index._data), src, include_self)
     # Which positions count their own value, how many elements each group holds and which of
     # them tie with the result are constants of the gradient (piecewise constant in the values):
     # they are computed on the host, and only the ops a gradient flows through are recorded.
@@ -108,7 +107,7 @@ def index_reduce(
     Gradients as scatter_reduce's and PyTorch's (an index_reduce is a scatter_reduce whose index is
     `index` broadcast along the other dims of source): the mean's, and the maximum's and minimum's
     split evenly among ties; the product's is the product of the other factors (zeros included),
-    from the slot's factors gathered and multiplied out (`_index_prod`).
+    from each position's factors gathered and multiplied out (`_scatter_prod`).
 
     >>> x = numdiff.ones(3, 2)
     >>> x.index_reduce(0, numdiff.tensor([0, 0, 2]), numdiff.tensor([[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]), "prod")
@@ -148,8 +147,6 @@ def index_reduce(
             f"index_reduce: index {int(values[bad][0])} is out of range for dim {dim} of size {input.shape[dim]} "
             f"(input shape {tuple(input.shape)})"
         )
-    if reduce == "prod" and (input.requires_grad or source.requires_grad):
-        return _index_prod(input, dim, values, source, include_self)
     # index along dim, broadcast over the other dims: a scatter_reduce index of source's shape.
     along = [1] * input.ndim
     along[dim] = n
@@ -157,30 +154,37 @@ def index_reduce(
     return scatter_reduce(input, dim, full, source, reduce, include_self=include_self)
 
 
-def _index_prod(input: Tensor, dim: int, index: np.ndarray, source: Tensor, include_self: bool) -> Tensor:
-    """index_reduce's product as differentiable ops: each slot's source slices gathered into a new dim
-    (padded with a slice of ones to the largest group) and multiplied out by prod, whose gradient is
-    the product of the others, zeros included, as PyTorch's; its own value multiplied in with
-    include_self. Slots no index names keep input's value (gradient 1)."""
-    slots = input.shape[dim]
-    groups = [np.flatnonzero(index == slot) for slot in range(slots)]
-    width = max(1, max(len(g) for g in groups))
-    padding = len(index)  # the slice of ones appended to source
-    picks = np.full((slots, width), padding, dtype=np.int64)
-    for slot, members in enumerate(groups):
-        picks[slot, : len(members)] = members
-    ones_shape = list(source.shape)
-    ones_shape[dim] = 1
-    padded = shape.cat([source, creation.ones(tuple(ones_shape), dtype=source.dtype, device=source.device)], dim)
-    picked = indexing.index_select(padded, dim, creation.tensor(picks.reshape(-1), device=input.device))
-    product = reduction.prod(shape.unflatten(picked, dim, (slots, width)), dim + 1)
+def _scatter_prod(input: Tensor, dim: int, index: np.ndarray, src: Tensor, include_self: bool) -> Tensor:
+    """scatter_reduce's product as differentiable ops. Each position an index names gets a row of
+    its factors: its own value first when `include_self`, then the src elements sent there in
+    index order (the order the host reduction multiplies them in), padded with ones to the
+    longest row. prod multiplies the rows out; its gradient is the product of the other factors,
+    zeros included, as PyTorch's. Positions no index names keep input's value (gradient 1).
+    `src` has index's shape."""
+    size, count = int(input.numel()), int(index.size)
+    if count == 0:
+        return input.clone()
+    targets = np.ravel_multi_index(_scatter_key(index, dim), tuple(input.shape)).reshape(-1)
+    order = np.argsort(targets, kind="stable")  # each position's src elements in index order
+    touched, starts, sizes = np.unique(targets[order], return_index=True, return_counts=True)
+    own = 1 if include_self else 0
+    padding = count + size  # the one appended after src's and input's elements
+    picks = np.full((len(touched), own + int(sizes.max())), padding, dtype=np.int64)
     if include_self:
-        product = arithmetic.mul(product, input)
-    touched_shape = [1] * input.ndim
-    touched_shape[dim] = slots
-    touched = np.array([len(g) > 0 for g in groups]).reshape(touched_shape)
-    return selection.where(creation.tensor(touched, device=input.device), product, input)
-
+        picks[:, 0] = count + touched
+    column = np.arange(count) - np.repeat(starts, sizes)  # each element's place in its row
+    picks[np.repeat(np.arange(len(touched)), sizes), own + column] = order
+    flat_input = shape.reshape(input, (size,))
+    one = creation.ones((1,), dtype=input.dtype, device=input.device)
+    factors = shape.cat([shape.reshape(src, (count,)), flat_input, one], 0)
+    rows = indexing.index_select(factors, 0, _constant(picks.reshape(-1), input))
+    product = reduction.prod(shape.reshape(rows, picks.shape), 1)
+    row_of = np.zeros(size, dtype=np.int64)
+    row_of[touched] = np.arange(len(touched))
+    named = np.zeros(size, dtype=bool)
+    named[touched] = True
+    placed = indexing.index_select(product, 0, _constant(row_of, input))
+    return shape.reshape(selection.where(_constant(named, input), placed, flat_input), tuple(input.shape))
 
 
 def _host_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:

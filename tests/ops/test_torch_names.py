@@ -224,18 +224,57 @@ SCATTER_SRC[0, 1] = SCATTER_SRC[0, 0]  # a tie inside one group
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin", "prod"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce_matches_torch_with_gradients_split_among_ties(reduce, include_self):
-    differentiable = reduce != "prod"
-    theirs_in = [torch.tensor(x, requires_grad=differentiable) for x in (B[:, :4], SCATTER_SRC)]
-    ours_in = [numdiff.tensor(x.detach().numpy(), requires_grad=differentiable) for x in theirs_in]
+    theirs_in = [torch.tensor(x, requires_grad=True) for x in (B[:, :4], SCATTER_SRC)]
+    ours_in = [numdiff.tensor(x.detach().numpy(), requires_grad=True) for x in theirs_in]
     theirs = theirs_in[0].scatter_reduce(1, torch.tensor(SCATTER_INDEX), theirs_in[1], reduce, include_self=include_self)
     ours = ours_in[0].scatter_reduce(1, numdiff.tensor(SCATTER_INDEX), ours_in[1], reduce, include_self=include_self)
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
-    if differentiable:
-        weights = RNG.standard_normal((3, 4))
-        (theirs * torch.tensor(weights)).sum().backward()
-        (ours * numdiff.tensor(weights)).sum().backward()
-        for mine, their in zip(ours_in, theirs_in):
-            np.testing.assert_allclose(mine.grad.numpy(), their.grad.numpy(), rtol=1e-10)
+    weights = RNG.standard_normal((3, 4))
+    (theirs * torch.tensor(weights)).sum().backward()
+    (ours * numdiff.tensor(weights)).sum().backward()
+    for mine, their in zip(ours_in, theirs_in):
+        np.testing.assert_allclose(mine.grad.numpy(), their.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_reduce_prod_matches_torch_bit_for_bit_with_zeros_in_groups(dtype):
+    # Random shapes, dims and indices; zeros in input and src so that groups hold one zero or
+    # several (the gradient is the product of the other factors, not result / factor).
+    rng = np.random.default_rng(7)
+    for case in range(60):
+        shape = tuple(int(n) for n in rng.integers(1, 5, size=rng.integers(1, 4)))
+        dim = int(rng.integers(0, len(shape)))
+        index_shape = [int(rng.integers(1, n + 1)) for n in shape]
+        index_shape[dim] = int(rng.integers(1, 7))
+        x, src = rng.standard_normal(shape).astype(dtype), rng.standard_normal(index_shape).astype(dtype)
+        x[rng.random(shape) < 0.3] = 0
+        src[rng.random(index_shape) < 0.25] = 0
+        index = rng.integers(0, shape[dim], size=index_shape)
+        include_self = bool(case % 2)
+        results = []
+        for lib in (numdiff, torch):
+            a, s = lib.tensor(x, requires_grad=True), lib.tensor(src, requires_grad=True)
+            out = a.scatter_reduce(dim, lib.tensor(index), s, "prod", include_self=include_self)
+            out.backward(lib.tensor(np.linspace(-1, 1, out.numel(), dtype=dtype).reshape(out.shape)))
+            results.append((out.detach().numpy(), a.grad.numpy(), s.grad.numpy()))
+        with numdiff.no_grad():  # the host reduction gives the same bits
+            untracked = numdiff.tensor(x).scatter_reduce(dim, numdiff.tensor(index), numdiff.tensor(src), "prod", include_self=include_self)
+        (out, *grads), (their_out, *their_grads) = results
+        np.testing.assert_array_equal(out, their_out)
+        np.testing.assert_array_equal(untracked.numpy(), out)
+        for mine, their in zip(grads, their_grads):
+            np.testing.assert_allclose(mine, their, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-13)
+
+
+def test_scatter_reduce_prod_gradcheck_and_second_derivative():
+    index = numdiff.tensor(SCATTER_INDEX)
+    x, src = B[:, :4].copy(), RNG.standard_normal((3, 4))
+    src[1, 2] = 0.0  # one zero factor in a group
+    for include_self in (True, False):
+        inputs = [numdiff.tensor(x, requires_grad=True), numdiff.tensor(src, requires_grad=True)]
+        call = lambda a, s, i=include_self: numdiff.scatter_reduce(a, 1, index, s, "prod", include_self=i)  # noqa: E731
+        assert gradcheck(call, inputs)
+        assert gradgradcheck(call, inputs)
 
 
 def test_scatter_reduce_gradcheck_and_integer_mean():
@@ -276,7 +315,7 @@ def test_scatter_reduce_extremes_second_derivative_and_exact_ties(reduce):
         (lambda: numdiff.ones(3).scatter_reduce(0, numdiff.tensor([0]), numdiff.ones(1), "max"), ValueError, "scatter_reduce: reduce must"),
         (lambda: numdiff.ones(3).scatter_reduce(0, numdiff.tensor([3]), numdiff.ones(1), "sum"), IndexError, "scatter_reduce: index values"),
         (lambda: numdiff.ones(3).scatter_reduce(0, numdiff.tensor([0]), numdiff.ones(1, dtype=numdiff.float64), "sum"), TypeError, "scatter_reduce: src"),
-        (lambda: numdiff.ones(3, requires_grad=True).scatter_reduce(0, numdiff.tensor([0]), numdiff.ones(1), "prod"), NotImplementedError, "reduce='prod'"),
+        (lambda: numdiff.ones(3, requires_grad=True).scatter_reduce(0, numdiff.tensor([-1]), numdiff.ones(1), "prod"), IndexError, "scatter_reduce: index values"),
     ],
 )
 def test_scatter_reduce_refuses_bad_input_by_name(call, error, message):
