@@ -139,10 +139,11 @@ class _ConvNd(Module):
         return s
 
 
-class Conv1d(_ConvNd):
-    """1-D convolution over (N, C_in, L) inputs (or unbatched (C_in, L))."""
+class _Conv(_ConvNd):
+    """The forward convolutions: PyTorch's constructor signature and a forward over the layer's
+    functional conv, batched or unbatched."""
 
-    _dims = 1
+    _spatial = ""
 
     def __init__(
         self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
@@ -152,14 +153,22 @@ class Conv1d(_ConvNd):
                          device=device, dtype=dtype)
 
     def forward(self, input: Tensor) -> Tensor:
-        self._check(input, "L")
+        self._check(input, self._spatial)
         padded, padding = self._padded(input)
+        conv = (functional.conv1d, functional.conv2d, functional.conv3d)[self._dims - 1]
         return unbatched(
-            lambda x: functional.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, 3
+            lambda x: conv(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, self._dims + 2
         )
 
 
-class Conv2d(_ConvNd):
+class Conv1d(_Conv):
+    """1-D convolution over (N, C_in, L) inputs (or unbatched (C_in, L))."""
+
+    _dims = 1
+    _spatial = "L"
+
+
+class Conv2d(_Conv):
     """2-D convolution over (N, C_in, H, W) inputs (or unbatched (C_in, H, W)).
 
     >>> Conv2d(1, 8, 3)(numdiff.randn(4, 1, 8, 8)).shape
@@ -167,23 +176,10 @@ class Conv2d(_ConvNd):
     """
 
     _dims = 2
-
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
-    ) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
-                         device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        self._check(input, "H, W")
-        padded, padding = self._padded(input)
-        return unbatched(
-            lambda x: functional.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, 4
-        )
+    _spatial = "H, W"
 
 
-class Conv3d(_ConvNd):
+class Conv3d(_Conv):
     """3-D convolution over (N, C_in, D, H, W) inputs (or unbatched (C_in, D, H, W)).
 
     >>> Conv3d(1, 4, 3, padding=1)(numdiff.randn(2, 1, 4, 5, 6)).shape
@@ -191,20 +187,7 @@ class Conv3d(_ConvNd):
     """
 
     _dims = 3
-
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
-    ) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
-                         device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        self._check(input, "D, H, W")
-        padded, padding = self._padded(input)
-        return unbatched(
-            lambda x: functional.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups), padded, 5
-        )
+    _spatial = "D, H, W"
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -214,8 +197,9 @@ class _ConvTransposeNd(_ConvNd):
     _spatial = ""
 
     def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any, padding: Any,
-        output_padding: Any, groups: int, bias: bool, dilation: Any, padding_mode: str, device: Any, dtype: Any,
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+        device: Any = None, dtype: Any = None,
     ) -> None:  # fmt: skip
         name = type(self).__name__
         if padding_mode != "zeros":
@@ -269,14 +253,6 @@ class ConvTranspose1d(_ConvTransposeNd):
     _dims = 1
     _spatial = "L"
 
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
-        device: Any = None, dtype: Any = None,
-    ) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, padding_mode, device, dtype)
-
 
 class ConvTranspose2d(_ConvTransposeNd):
     """The gradient of Conv2d with respect to its input, as a layer (a "deconvolution").
@@ -288,14 +264,6 @@ class ConvTranspose2d(_ConvTransposeNd):
     _dims = 2
     _spatial = "H, W"
 
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
-        device: Any = None, dtype: Any = None,
-    ) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, padding_mode, device, dtype)
-
 
 class ConvTranspose3d(_ConvTransposeNd):
     """The gradient of Conv3d with respect to its input, as a layer, over (N, C_in, D, H, W) inputs.
@@ -306,11 +274,3 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     _dims = 3
     _spatial = "D, H, W"
-
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
-        device: Any = None, dtype: Any = None,
-    ) -> None:  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias,
-                         dilation, padding_mode, device, dtype)
