@@ -22,7 +22,7 @@ from numdiff.distributions.discrete import (
     _cross_entropy_with_logits,
     _one_parameter,
 )
-from numdiff.distributions.distribution import Distribution, broadcast_all, noise
+from numdiff.distributions.distribution import Distribution, broadcast_all, delegated, noise
 from numdiff.distributions.gamma import Gamma
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.tensor import Size, Tensor
@@ -321,17 +321,9 @@ class Multinomial(Distribution):
     def support(self) -> constraints.Constraint:  # type: ignore[override]
         return constraints.multinomial(self.total_count)
 
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
+    probs = delegated("_categorical", "probs")
+    logits = delegated("_categorical", "logits")
+    param_shape = delegated("_categorical", "param_shape")
 
     @property
     def mean(self) -> Tensor:

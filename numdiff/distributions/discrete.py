@@ -11,7 +11,7 @@ from typing import Any
 
 import numdiff
 from numdiff.distributions import constraints
-from numdiff.distributions.distribution import Distribution, _broadcast_shapes, broadcast_all
+from numdiff.distributions.distribution import Distribution, _broadcast_shapes, broadcast_all, delegated
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.tensor import Size, Tensor
 
@@ -138,17 +138,9 @@ class OneHotCategorical(Distribution):
         param = self._categorical._param
         super().__init__(self._categorical.batch_shape, param.shape[-1:], validate_args=validate_args)
 
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
+    probs = delegated("_categorical", "probs")
+    logits = delegated("_categorical", "logits")
+    param_shape = delegated("_categorical", "param_shape")
 
     @property
     def mean(self) -> Tensor:

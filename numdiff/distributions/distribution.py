@@ -160,6 +160,13 @@ class Distribution:
         return f"{type(self).__name__}({', '.join(shown)})"
 
 
+def delegated(holder: str, name: str) -> property:
+    """A read-only property answering with attribute `name` of the distribution this one is built
+    on, held in attribute `holder` ("base_dist", "_categorical"): a RelaxedBernoulli's probs are its
+    base LogitRelaxedBernoulli's, a Multinomial's its Categorical's."""
+    return property(lambda self: getattr(getattr(self, holder), name), doc=f"The {name} of self.{holder}.")
+
+
 def _shown(value: Tensor) -> Tensor:
     """`value` for an error message: under vmap the whole batch (formatting one entry would be
     data-dependent, and raise)."""

@@ -12,7 +12,7 @@ from typing import Any
 import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.continuous import Exponential
-from numdiff.distributions.distribution import Distribution, broadcast_all
+from numdiff.distributions.distribution import Distribution, broadcast_all, delegated
 from numdiff.distributions.normal_relatives import Cauchy
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.distributions.transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
@@ -36,9 +36,7 @@ class HalfCauchy(TransformedDistribution):
         base = Cauchy(0, scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
-    @property
-    def scale(self) -> Tensor:
-        return self.base_dist.scale
+    scale = delegated("base_dist", "scale")
 
     @property
     def mean(self) -> Tensor:
@@ -50,9 +48,7 @@ class HalfCauchy(TransformedDistribution):
     def mode(self) -> Tensor:
         return numdiff.zeros_like(self.scale)
 
-    @property
-    def variance(self) -> Tensor:
-        return self.base_dist.variance
+    variance = delegated("base_dist", "variance")
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

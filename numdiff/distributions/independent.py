@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from numdiff.distributions import constraints
-from numdiff.distributions.distribution import Distribution, sum_rightmost
+from numdiff.distributions.distribution import Distribution, delegated, sum_rightmost
 from numdiff.tensor import Size, Tensor
 
 
@@ -61,17 +61,9 @@ class Independent(Distribution):
             else constraints.independent(base, self.reinterpreted_batch_ndims)
         )
 
-    @property
-    def mean(self) -> Tensor:
-        return self.base_dist.mean
-
-    @property
-    def mode(self) -> Tensor:
-        return self.base_dist.mode
-
-    @property
-    def variance(self) -> Tensor:
-        return self.base_dist.variance
+    mean = delegated("base_dist", "mean")
+    mode = delegated("base_dist", "mode")
+    variance = delegated("base_dist", "variance")
 
     def expand(self, batch_shape: Any, _instance: Distribution | None = None) -> Independent:
         batch_shape = Size(batch_shape)

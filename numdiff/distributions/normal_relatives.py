@@ -12,7 +12,7 @@ from typing import Any
 import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.continuous import Normal, _batch_shape, _LocationScale
-from numdiff.distributions.distribution import Distribution, broadcast_all, noise
+from numdiff.distributions.distribution import Distribution, broadcast_all, delegated, noise
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.distributions.transforms import ExpTransform
 from numdiff.tensor import Tensor
@@ -167,13 +167,8 @@ class LogNormal(TransformedDistribution):
     def __init__(self, loc: Tensor | float, scale: Tensor | float, validate_args: bool | None = None) -> None:
         super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(), validate_args=validate_args)
 
-    @property
-    def loc(self) -> Tensor:
-        return self.base_dist.loc
-
-    @property
-    def scale(self) -> Tensor:
-        return self.base_dist.scale
+    loc = delegated("base_dist", "loc")
+    scale = delegated("base_dist", "scale")
 
     def _normal(self) -> Normal:
         return self.base_dist

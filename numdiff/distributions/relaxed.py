@@ -19,7 +19,7 @@ import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.counting import _ProbsOrLogits
 from numdiff.distributions.discrete import Categorical
-from numdiff.distributions.distribution import Distribution, broadcast_all, noise
+from numdiff.distributions.distribution import Distribution, broadcast_all, delegated, noise
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.distributions.transforms import ExpTransform, SigmoidTransform
 from numdiff.tensor import Size, Tensor
@@ -87,17 +87,9 @@ class RelaxedBernoulli(TransformedDistribution):
         base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
 
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
+    temperature = delegated("base_dist", "temperature")
+    logits = delegated("base_dist", "logits")
+    probs = delegated("base_dist", "probs")
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -126,17 +118,9 @@ class ExpRelaxedCategorical(Distribution):
         new._batch_shape = Size(batch_shape)
         return new
 
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
+    param_shape = delegated("_categorical", "param_shape")
+    logits = delegated("_categorical", "logits")
+    probs = delegated("_categorical", "probs")
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         u = _clamped_uniform(self._extended_shape(sample_shape), self.logits)
@@ -178,14 +162,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, ExpTransform(), validate_args=validate_args)
 
-    @property
-    def temperature(self) -> Tensor:
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
+    temperature = delegated("base_dist", "temperature")
+    logits = delegated("base_dist", "logits")
+    probs = delegated("base_dist", "probs")
