@@ -366,12 +366,10 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     dim = normalize_dim("stack", dim, ndim + 1)
     if dim == ndim:  # a new last dimension: no existing one to concatenate along
         return cat([unsqueeze(t_, dim) for t_ in tensors], dim)
-    # Concatenated along `dim`, the k pieces of size n lie one after another, so splitting that
-    # dimension into (k, n) is the stack: two recorded ops instead of k + 1 (k unsqueezes and a
-    # cat; 24 -> 8 us for four (1, 18) rows), the same values and gradients.
+    # Joined along `dim`, the k pieces of size n lie one after another: splitting it into (k, n) is
+    # the stack in two ops, not k unsqueezes and a cat. Reshape directly: the joined array is new
+    # memory no one else holds, so the result is no view (as PyTorch's) and needs no checks.
     shape = tensors[0]._data.shape
-    # The op directly, not reshape(): the joined array is new memory no one else holds, so the
-    # result is not a view of anything (as PyTorch's stack), and the shape needs no checks.
     return Reshape.apply(cat(tensors, dim), shape=shape[:dim] + (len(tensors), shape[dim]) + shape[dim + 1 :])
 
 
