@@ -25,7 +25,7 @@ from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
 from numdiff.ops._axis_blend import BLEND_DTYPES, AxisBlend
 from numdiff.ops._util import vmapped
-from numdiff.ops.indexing import index_put
+from numdiff.ops.indexing import GetItem, index_put
 from numdiff.ops.selection import where
 from numdiff.overrides import dispatch, is_overridable
 from numdiff.tensor import Tensor
@@ -154,7 +154,13 @@ def embedding(
         padding_idx %= rows
     if max_norm is not None and indices is not None:
         _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
-    looked_up = weight[input]
+    if indices is not None and indices.dtype.kind == "i":
+        # The rows were range-checked just above: the gather op on the host index array that
+        # weight[input] would record, without indexing's key normalisation (which checks the same
+        # ranges again on a stand-in array: 3-4 of the lookup's 11 us for 8 tokens).
+        looked_up = GetItem.apply(weight, key=(indices,))
+    else:  # unsigned (uint8 indexes as a mask, as weight[input] reads it) or meta indices
+        looked_up = weight[input]
     if scale_grad_by_freq and looked_up.requires_grad and indices is not None:
         counts = np.bincount(indices.reshape(-1), minlength=rows).astype(np.float64)
         inverse = Tensor._wrap((1.0 / counts[indices])[..., None], None, None)

@@ -362,8 +362,15 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"stack: expects each tensor to be equal size, but got {tuple(tensors[0].shape)} at "
                 f"entry 0 and {tuple(other.shape)} at entry {i}"
             )
-    dim = normalize_dim("stack", dim, tensors[0].ndim + 1)
-    return cat([unsqueeze(t_, dim) for t_ in tensors], dim)
+    ndim = tensors[0].ndim
+    dim = normalize_dim("stack", dim, ndim + 1)
+    if dim == ndim:  # a new last dimension: no existing one to concatenate along
+        return cat([unsqueeze(t_, dim) for t_ in tensors], dim)
+    # Joined along `dim`, the k pieces of size n lie one after another: splitting it into (k, n) is
+    # the stack in two ops, not k unsqueezes and a cat. Reshape directly: the joined array is new
+    # memory no one else holds, so the result is no view (as PyTorch's) and needs no checks.
+    shape = tensors[0]._data.shape
+    return Reshape.apply(cat(tensors, dim), shape=shape[:dim] + (len(tensors), shape[dim]) + shape[dim + 1 :])
 
 
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:

@@ -197,6 +197,26 @@ def test_embedding_max_norm_renormalises_looked_up_rows_in_place_like_torch(rng)
     assert np.allclose(ours.numpy()[[1, 3]], table[[1, 3]])  # rows not looked up are untouched
 
 
+@pytest.mark.parametrize("indices", [np.array(2), np.array([3, 0, 3], np.int32), np.array([[[1, 0], [2, 2]]])], ids=["0-d", "int32", "3-d"])
+def test_embedding_of_any_index_shape_and_dtype_matches_torch_and_gradchecks(rng, indices):
+    # Checked indices take the gather op directly (not weight[input]): every index layout must
+    # still give torch's rows and gradients (repeated rows summed).
+    table = rng.standard_normal((4, 3))
+    _forward_backward(
+        lambda w: nnf.embedding(numdiff.tensor(indices), w),
+        lambda w: TF.embedding(torch.tensor(indices.astype(np.int64)), w),
+        (table,),
+        rng,
+    )
+    weight = numdiff.tensor(table, requires_grad=True)
+    assert gradcheck(lambda w: nnf.embedding(numdiff.tensor(indices), w), (weight,))
+
+
+def test_embedding_negative_index_is_refused_before_the_lookup():
+    with pytest.raises(IndexError, match=r"indices must be in \[0, 3\].*got values in \[-1, 2\]"):
+        nnf.embedding(numdiff.tensor([2, -1]), numdiff.ones(4, 2))
+
+
 def test_embedding_index_out_of_range_names_the_table_size():
     with pytest.raises(IndexError, match=r"indices must be in \[0, 3\].*got values in \[0, 4\]"):
         nnf.embedding(numdiff.tensor([0, 4]), numdiff.ones(4, 2))

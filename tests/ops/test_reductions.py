@@ -268,3 +268,18 @@ def test_std_of_subnormal_float32_spread_has_a_finite_gradient(values):
     exact = torch.tensor(values, dtype=torch.float32).double().requires_grad_()
     exact.std(unbiased=False).backward()
     np.testing.assert_allclose(ours.grad.numpy(), exact.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+@pytest.mark.parametrize("dim", [None, (0, 1), 1])
+def test_sum_of_host_arrays_is_numpys_sum_bit_for_bit(dtype, dim):
+    # Sum's forward reduces host arrays with np.add.reduce (np.sum without its wrapper): the same
+    # values to the bit, non-contiguous layouts included, and int64 for the smaller integers.
+    rng = np.random.default_rng(5)
+    array = (rng.standard_normal((7, 33, 5)) * 50).astype(dtype)[:, ::2]
+    got = numdiff.tensor(array).sum(dim)
+    expected = np.sum(array.astype(np.int64) if array.dtype.kind in "bi" else array, axis=dim)
+    assert got.dtype == numdiff.tensor(expected).dtype
+    np.testing.assert_array_equal(got.numpy(), expected)
+    if array.dtype.kind == "f":
+        np.testing.assert_array_equal(numdiff.tensor(array).mean(dim).numpy(), (expected / (array.size // np.asarray(expected).size)).astype(dtype))

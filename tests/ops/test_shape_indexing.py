@@ -156,6 +156,32 @@ def test_cat_and_stack_match_torch(data):
     )
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -2, -3])
+def test_stack_is_new_memory_that_in_place_edits_and_gradients_pass_through(dim):
+    # stack joins along an existing dim by cat and a reshape: the result must still be its own
+    # tensor (no view of the joined array), take in-place edits, and send every piece its rows.
+    rng = np.random.default_rng(3)
+    pieces = [rng.standard_normal((2, 3)) for _ in range(3)]
+    weight = rng.standard_normal(torch.stack([torch.tensor(p) for p in pieces], dim).shape)
+    grads = {}
+    for lib in (numdiff, torch):
+        xs = [lib.tensor(p, requires_grad=True) for p in pieces]
+        out = lib.stack(xs, dim)
+        assert out._base is None
+        edited = out * 1
+        edited.mul_(2.0)
+        (edited * lib.tensor(weight)).sum().backward()
+        grads[lib.__name__] = [x.grad.numpy() for x in xs]
+        np.testing.assert_array_equal(np.asarray(out.detach().numpy()), np.stack(pieces, dim))
+    for mine, theirs in zip(grads["numdiff"], grads["torch"]):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_stack_of_unequal_shapes_names_the_entries():
+    with pytest.raises(ValueError, match=r"stack: .*\(2, 3\) at entry 0 and \(3, 2\) at entry 1"):
+        numdiff.stack([numdiff.zeros(2, 3), numdiff.zeros(3, 2)], 1)
+
+
 @given(data=st.data())
 def test_expand_and_repeat_match_torch(data):
     dtype = data.draw(DTYPES, label="dtype")

@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from numdiff._dtype import float32, float64
-from numdiff.autograd.transform_state import graph_recording
+from numdiff.autograd.transform_state import graph_recording, vmap_active
 from numdiff.creation import empty, zeros
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn import init
@@ -109,25 +109,27 @@ class RNNCellBase(Module):
             init.uniform_(weight, -bound, bound)
 
     def _prepare(self, input: Any, states: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Tensor, list[Tensor], bool]:
-        """Check input (N, H_in) or (H_in,) and the states; give them a batch dim and zeros for None."""
-        name = layer_name(self)
+        """Check input (N, H_in) or (H_in,) and the states; give them a batch dim and zeros for None.
+        The layer's name (extra_repr) is built only for an error: a cell runs this once a step."""
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
-        if input.ndim not in (1, 2) or input.shape[-1] != self.input_size:
-            raise ValueError(f"{name}: expected input of shape (N, {self.input_size}) or ({self.input_size},), got {tuple(input.shape)}")
-        batched = input.ndim == 2
+            raise TypeError(f"{layer_name(self)}: expected a Tensor input, got {type(input).__name__}")
+        shape = input.shape
+        if len(shape) not in (1, 2) or shape[-1] != self.input_size:
+            raise ValueError(f"{layer_name(self)}: expected input of shape (N, {self.input_size}) or ({self.input_size},), got {tuple(shape)}")
+        batched = len(shape) == 2
         if not batched:
             input = input.unsqueeze(0)
-        expected = (input.shape[0], self.hidden_size) if batched else (self.hidden_size,)
+        rows = input.shape[0]
+        expected = (rows, self.hidden_size) if batched else (self.hidden_size,)
         prepared = []
         for state, what in zip(states, names):
             if state is None:
-                state = zeros(input.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
+                state = zeros(rows, self.hidden_size, dtype=input.dtype, device=input.device)
             else:
                 if not isinstance(state, Tensor):
-                    raise TypeError(f"{name}: {what} must be a Tensor, got {type(state).__name__}")
+                    raise TypeError(f"{layer_name(self)}: {what} must be a Tensor, got {type(state).__name__}")
                 if tuple(state.shape) != expected:
-                    raise ValueError(f"{name}: expected {what} of shape {expected} for input of shape {tuple(input.shape if batched else input.shape[1:])}, got {tuple(state.shape)}")
+                    raise ValueError(f"{layer_name(self)}: expected {what} of shape {expected} for input of shape {tuple(input.shape if batched else input.shape[1:])}, got {tuple(state.shape)}")
                 state = state if batched else state.unsqueeze(0)
             prepared.append(state)
         return input, prepared, batched
@@ -142,7 +144,8 @@ class RNNCellBase(Module):
         small_batch = self.hidden_size > _HIDDEN_PER_BATCH_ROW * x.shape[0]
         # Under vmap the composed step batches op by op; the sequence ops have no batching rule and
         # would run once per batch entry.
-        eager = not graph_recording() and not vmapped(x, *states, self.weight_ih, self.weight_hh)
+        # vmap_active() first: outside vmap the weights are not looked up (a module attribute each).
+        eager = not graph_recording() and not (vmap_active() and vmapped(x, *states, self.weight_ih, self.weight_hh))
         return x.dtype in (float32, float64) and not onnx_exporting[0] and eager and not small_batch
 
     def _folded_bias(self) -> Tensor | None:
