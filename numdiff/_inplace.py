@@ -222,9 +222,12 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
         raise TypeError(
             f"{op}: result type {out.dtype!r} can't be cast to the desired output type {self.dtype!r}"
         )
-    if node is not None:
-        if self._base is not None and _made_by_custom_function(self):
+    if self._base is not None and _state.enabled and (node is not None or self._base._requires_grad):
+        if _made_by_custom_function(self):
             raise InPlaceOnViewError(_custom_function_view_message(self, op))
+        if view_shape is None and self._view_replay is not None:
+            return _store_through_base(self, op, out, alias)
+    if node is not None:
         if self._base is not None or view_shape is not None:
             raise InPlaceOnViewError(
                 f"{op}: in-place modification of a view (shape {view_shape or tuple(self.shape)}) while recording "
@@ -249,6 +252,38 @@ def _store(self: Tensor, op: str, out: Tensor, alias: Tensor | None, view_shape:
         self._grad_fn = None
         self._requires_grad = False
     return self
+
+
+def _store_through_base(view: Tensor, op: str, out: Tensor, alias: Tensor | None) -> Tensor:
+    """An in-place op on a view while recording (``h[:, 0].mul_(2)``, ``v[1] = x`` on a view):
+    PyTorch's CopySlices. The base's new value is its old one with the view's elements replaced by
+    `out`, recorded as one ``index_put`` at the elements' flat positions in the base (the view's
+    own view ops, replayed on ``arange(base.numel())``), so gradients reach both the base's other
+    elements and whatever `out` was computed from; the base takes that history, and the view (like
+    every other view of the base) takes it through its view ops when next used
+    (autograd.views.check_view_is_current)."""
+    from numdiff.creation import arange
+    from numdiff.ops import indexing
+
+    if is_host(view._data) and not view._data.flags.writeable:
+        _refuse_read_only(view, op)  # an expanded view: several elements share one location
+    if out._grad_fn is not None and alias is not None:
+        _snapshot_saved_alias(out._grad_fn, alias)
+    base = view._base
+    previous = _state.enabled
+    _state.enabled = False
+    try:
+        positions = arange(base.numel(), device=base.device).reshape(base.shape)
+        for function, attrs in view._view_replay:
+            positions = function.apply(positions, **attrs)
+    finally:
+        _state.enabled = previous
+    base_alias = Tensor._wrap(base._data, base._grad_fn, base._version_counter)
+    base_alias._requires_grad = base._requires_grad
+    value = out if out.dtype == base.dtype else out.to(base.dtype)
+    flat = indexing.index_put(base_alias.reshape(-1), (positions.reshape(-1),), value.reshape(-1))
+    _store(base, op, flat.reshape(base.shape), base_alias)
+    return view
 
 
 def _refuse_read_only(self: Tensor, op: str) -> None:

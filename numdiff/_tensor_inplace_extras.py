@@ -36,6 +36,10 @@ def _reshaping_inplace(op: str, compute: Callable[[Tensor], Tensor]) -> Callable
         self._data = out._data
         if recording:
             self._grad_fn = out._grad_fn
+        if self._base is not None and out._base is self._base:
+            # Still a view of the same base, now made by one more view op: a later in-place op
+            # through it, or on the base, replays the view ops including this one.
+            self._view_replay, self._base_node = out._view_replay, out._base_node
         self._version_counter[0] += 1
         return self
 

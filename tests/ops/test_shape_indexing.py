@@ -280,10 +280,13 @@ def test_integer_indexing_one_element_returns_a_view_as_pytorch():
     ty[0].mul_(3.0)
     np.testing.assert_array_equal(y.numpy(), ty.numpy())
     assert m.numpy()[1, 2] == 0.0 and m.numpy()[0, 0] == 0.0 and m.numpy()[1, 1] == 4.0
-    # While recording, an in-place edit of that view refuses (as of any view) instead of a wrong gradient.
-    x = numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    with pytest.raises(numdiff._inplace.InPlaceOnViewError):
-        (x * 1.0)[0].mul_(3.0)
+    # While recording, an in-place edit of that view reaches the base's gradient, as in PyTorch.
+    x, tx = numdiff.tensor([1.0, 2.0, 3.0], requires_grad=True), torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    for lib, start in ((numdiff, x), (torch, tx)):
+        h = start * 2.0
+        h[0].mul_(3.0)
+        (h * lib.tensor([1.0, 10.0, 100.0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
 
 
 @pytest.mark.parametrize("repeats", [(1, 1), (3, 1), (1, 1, 1), (2, 1, 1)])
