@@ -1,7 +1,8 @@
 """SparseTensor: a COO tensor (PyTorch's ``layout=torch.sparse_coo``) of any number of sparse dims.
 
-It holds ``indices`` (int64, (ndim, nnz)) and ``values`` (nnz,), both numdiff Tensors on one
-device; gradients flow to the values. Products with dense matrices run the COO kernels
+It holds ``indices`` (int64, (sparse_dim, nnz)) and ``values`` (nnz, *dense_shape), both numdiff
+Tensors on one device; gradients flow to the values. A hybrid tensor (dense_dim > 0) is what a
+sparse embedding gradient is: indices (1, nnz) naming rows, values (nnz, dim) holding them. Products with dense matrices run the COO kernels
 (numdiff.ops.sparse); elementwise sums with a dense tensor give a dense tensor, as in PyTorch.
 """
 
@@ -51,10 +52,16 @@ class SparseTensor(SparseBase):
 
     # ------------------------------------------------------------------ metadata
     def sparse_dim(self) -> int:
-        return len(self._shape)
+        return int(self._indices.shape[0])
 
     def dense_dim(self) -> int:
-        return 0
+        return self._values.ndim - 1
+
+    def _sparse_shape(self) -> tuple[int, ...]:
+        return tuple(self._shape[: self.sparse_dim()])
+
+    def _dense_shape(self) -> tuple[int, ...]:
+        return tuple(self._shape[self.sparse_dim():])
 
     def _with_values(self, values: Tensor) -> SparseTensor:
         return SparseTensor(self._indices.to(values.device), values, self._shape, self._coalesced)
@@ -75,25 +82,42 @@ class SparseTensor(SparseBase):
     def is_coalesced(self) -> bool:
         return self._coalesced
 
+    @property
+    def grad_fn(self) -> Any:
+        return self._values.grad_fn
+
+    def detach_(self) -> SparseTensor:
+        self._values = self._values.detach()
+        return self
+
+    def zero_(self) -> SparseTensor:
+        """No entries left (nnz 0), as PyTorch's sparse zero_ leaves it; the shape stays."""
+        self._indices = make_tensor(np.zeros((self.sparse_dim(), 0), np.int64), device=self.device)
+        self._values = zeros((0, *self._dense_shape()), dtype=self.dtype, device=self.device)
+        self._coalesced = True
+        return self
+
     # ------------------------------------------------------------------ conversions
     def _linear(self) -> np.ndarray:
         host = self._indices.detach().cpu().numpy()
-        return np.ravel_multi_index(tuple(host), tuple(self._shape)) if host.shape[1] else np.zeros(0, np.int64)
+        return np.ravel_multi_index(tuple(host), self._sparse_shape()) if host.shape[1] else np.zeros(0, np.int64)
 
     def coalesce(self) -> SparseTensor:
         """Duplicate indices summed (differentiably), indices sorted; itself when already coalesced."""
         if self._coalesced:
             return self
         unique, inverse = np.unique(self._linear(), return_inverse=True)
-        values = zeros(len(unique), dtype=self.dtype, device=self.device).index_add(
-            0, make_tensor(inverse.astype(np.int64), device=self.device), self._values
+        values = zeros((len(unique), *self._dense_shape()), dtype=self.dtype, device=self.device).index_add(
+            0, make_tensor(inverse.reshape(-1).astype(np.int64), device=self.device), self._values
         )
-        indices = np.stack(np.unravel_index(unique, tuple(self._shape))).astype(np.int64).reshape(self.ndim, -1)
+        sparse_shape = self._sparse_shape()
+        indices = np.stack(np.unravel_index(unique, sparse_shape)).astype(np.int64).reshape(len(sparse_shape), -1)
         return SparseTensor(make_tensor(indices, device=self.device), values, self._shape, coalesced=True)
 
     def to_dense(self, dtype: Any = None) -> Tensor:
         """The dense tensor (duplicates summed); gradients reach the values."""
-        flat = zeros(int(np.prod(self._shape, dtype=np.int64)), dtype=self.dtype, device=self.device)
+        rows = int(np.prod(self._sparse_shape(), dtype=np.int64))
+        flat = zeros((rows, *self._dense_shape()), dtype=self.dtype, device=self.device)
         linear = make_tensor(self._linear().astype(np.int64), device=self.device)
         dense = flat.index_add(0, linear, self._values).reshape(tuple(self._shape))
         return dense if dtype is None else dense.to(dtype)
@@ -114,11 +138,13 @@ class SparseTensor(SparseBase):
         return SparseTensor(self._indices.clone(), self._values.clone(), self._shape, self._coalesced)
 
     def t(self) -> SparseTensor:
-        if self.ndim != 2:
+        if self.ndim != 2 or self.dense_dim():
             raise ValueError(f"t(): expects a 2-D sparse tensor, got {self.ndim}-D")
         return SparseTensor(self._indices.flip(0), self._values, (self._shape[1], self._shape[0]))
 
     def transpose(self, dim0: int, dim1: int) -> SparseTensor:
+        if self.dense_dim():
+            raise ValueError(f"transpose: a hybrid sparse tensor (dense_dim {self.dense_dim()}) is not transposed here; use to_dense()")
         order = list(range(self.ndim))
         order[dim0], order[dim1] = order[dim1], order[dim0]
         shape = tuple(self._shape[d] for d in order)
@@ -126,7 +152,7 @@ class SparseTensor(SparseBase):
 
     # ------------------------------------------------------------------ arithmetic
     def _matrix_parts(self, op: str) -> tuple[Tensor, Tensor, tuple[int, int]]:
-        if self.ndim != 2:
+        if self.ndim != 2 or self.dense_dim():
             raise ValueError(f"{op}: expects a 2-D sparse matrix, got shape {tuple(self._shape)}")
         return self._indices[0], self._indices[1], (self._shape[0], self._shape[1])
 
@@ -146,10 +172,18 @@ class SparseTensor(SparseBase):
         if isinstance(other, SparseTensor):
             if other._shape != self._shape:
                 raise ValueError(f"sparse add: shapes {tuple(self._shape)} and {tuple(other._shape)} differ")
-            indices = make_tensor(np.concatenate([self._indices.cpu().numpy(), other._indices.cpu().numpy()], 1),
-                                  device=self.device)
-            return SparseTensor(indices, cat([self._values, other._values]), self._shape).coalesce()
+            return self._concatenated(other).coalesce()
         return self.to_dense() + other
+
+    def _concatenated(self, other: SparseTensor) -> SparseTensor:
+        """The sum of two COO tensors of one shape, uncoalesced: both index lists and both value
+        lists one after the other (what PyTorch's sparse gradient accumulation gives)."""
+        if other._shape != self._shape or other.sparse_dim() != self.sparse_dim():
+            raise ValueError(f"sparse add: shapes {tuple(self._shape)} (sparse_dim {self.sparse_dim()}) and "
+                             f"{tuple(other._shape)} (sparse_dim {other.sparse_dim()}) differ")
+        indices = make_tensor(np.concatenate([self._indices.cpu().numpy(), other._indices.cpu().numpy()], 1),
+                              device=self.device)
+        return SparseTensor(indices, cat([self._values, other._values.to(self.dtype)]), self._shape)
 
     def __sub__(self, other: Any) -> Any:
         return self + (-other)
@@ -161,6 +195,8 @@ class SparseTensor(SparseBase):
         """All values summed, or the dense sums along `dim` (int or tuple) without densifying."""
         if dim is None:
             return self._values.sum()
+        if self.dense_dim():
+            return self.to_dense().sum(dim)
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         dims = tuple(d % self.ndim for d in dims)
         kept = [d for d in range(self.ndim) if d not in dims]
