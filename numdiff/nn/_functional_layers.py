@@ -20,9 +20,10 @@ from numdiff._batched import VmapDataDependentError
 from numdiff._ground.args import is_int
 from numdiff._host_functions import host_function
 from numdiff._vmap_level import per_example
-from numdiff.autograd.grad_mode import no_grad
+from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
 from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
+from numdiff.nn._sparse_embedding import sparse_rows
 from numdiff.ops._axis_blend import BLEND_DTYPES, AxisBlend
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import index_put
@@ -123,6 +124,7 @@ def embedding(
     """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape (*input.shape, dim).
 
     The row at `padding_idx` gets no gradient; `max_norm` renormalises looked-up rows in place.
+    With `sparse` the weight's gradient is a sparse COO tensor of the rows looked up (numdiff.nn._sparse_embedding).
     """
     _check_tensor("embedding", "input", input, floating=False)
     _check_tensor("embedding", "weight", weight)
@@ -130,8 +132,6 @@ def embedding(
         raise TypeError(f"embedding: input must be an integer tensor of indices, got dtype {input.dtype!r}")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {tuple(weight.shape)}")
-    if sparse:
-        raise ValueError("embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
     if vmapped(input):
         # The indices differ per vmap example (range checks, max_norm's rows): one example at a time.
 
@@ -154,7 +154,16 @@ def embedding(
         padding_idx %= rows
     if max_norm is not None and indices is not None:
         _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
-    looked_up = weight[input]
+    sparse = sparse and weight.requires_grad and is_grad_enabled()
+    if sparse and scale_grad_by_freq:
+        raise RuntimeError(
+            "embedding: scale_grad_by_freq not supported with sparse gradients (PyTorch refuses it in backward); "
+            "use sparse=False or scale_grad_by_freq=False"
+        )
+    if sparse:
+        looked_up = sparse_rows("embedding", weight, input, padding_idx).reshape(*input.shape, weight.shape[1])
+    else:
+        looked_up = weight[input]
     if scale_grad_by_freq and looked_up.requires_grad and indices is not None:
         counts = np.bincount(indices.reshape(-1), minlength=rows).astype(np.float64)
         inverse = Tensor._wrap((1.0 / counts[indices])[..., None], None, None)
@@ -163,7 +172,7 @@ def embedding(
         # A separate node after the hook, so hooks the caller registers on the output see the
         # unscaled gradient, as they do in PyTorch.
         looked_up = looked_up[...]
-    if padding_idx is not None and looked_up.requires_grad:
+    if padding_idx is not None and looked_up.requires_grad and not sparse:  # sparse: left out of the gradient
         is_padding = (input == padding_idx).unsqueeze(-1)
         looked_up = where(is_padding, looked_up.detach(), looked_up)
     return looked_up
