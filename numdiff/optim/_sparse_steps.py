@@ -1,0 +1,138 @@
+"""The sparse paths of SGD, Adagrad and SparseAdam: updates of only the rows a sparse gradient
+names (an embedding's with sparse=True), in PyTorch's arithmetic order.
+
+A sparse gradient is coalesced first (duplicate rows summed), so each row is read and written
+once: the parameter and each state buffer are viewed as a (rows, *dense) table and updated by
+fancy indexing on the host. SGD's momentum buffer stays sparse when it starts sparse, growing by
+concatenation as PyTorch's does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from numdiff.optim.optimizer import SparseGradientError, zeros_state
+from numdiff.tensor import Tensor
+
+
+def is_sparse(grad: Any) -> bool:
+    """True for a sparse COO gradient (anything but a dense Tensor in `.grad`)."""
+    return not isinstance(grad, Tensor) and getattr(grad, "is_sparse", False) is True
+
+
+def _table(tensor: Tensor, sparse_dim: int) -> np.ndarray:
+    """`tensor`'s host array viewed as (rows over the first `sparse_dim` dims, *the rest)."""
+    data = tensor._data
+    if not isinstance(data, np.ndarray) or not data.flags.c_contiguous:
+        raise SparseGradientError(
+            f"sparse optimizer step: the parameter or state must be a contiguous CPU array, got {type(data).__name__} "
+            f"of shape {tuple(tensor.shape)}"
+        )
+    return data.reshape((-1, *data.shape[sparse_dim:]))
+
+
+def coalesced_rows(param: Tensor, grad: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(row numbers (nnz,) int64, their values (nnz, *dense)) of `grad` coalesced, rows flat over
+    `param`'s sparse dims, after checking its shape matches `param`'s."""
+    if tuple(grad.shape) != tuple(param.shape):
+        raise SparseGradientError(
+            f"sparse optimizer step: gradient of shape {tuple(grad.shape)} for a parameter of shape {tuple(param.shape)}"
+        )
+    coalesced = grad.coalesce()
+    index = coalesced._indices.cpu().numpy()
+    rows = np.ravel_multi_index(tuple(index), tuple(param.shape[: index.shape[0]])) if index.shape[1] else index[0]
+    return rows.astype(np.int64), np.asarray(coalesced._values.detach().cpu().numpy(), dtype=param._data.dtype)
+
+
+def add_rows(target: Tensor, grad: Any, alpha: float) -> None:
+    """``target += alpha * grad`` in place for a sparse or dense `grad` (PyTorch's dense ``add_``)."""
+    if is_sparse(grad):
+        rows, values = coalesced_rows(target, grad)
+        table = _table(target, grad.sparse_dim())
+        table[rows] += values * table.dtype.type(alpha)
+    else:
+        target._data += grad._data * target._data.dtype.type(alpha)
+    target._version_counter[0] += 1
+
+
+def sgd_sparse_step(param: Tensor, grad: Any, state: dict[str, Any], group: dict[str, Any]) -> None:
+    """One SGD step of `param` with a sparse `grad` (PyTorch's _single_tensor_sgd on a sparse grad)."""
+    if group["maximize"]:
+        grad = -grad
+    if group["weight_decay"] != 0:
+        raise SparseGradientError(
+            "SGD: weight_decay needs grad + weight_decay * param, and add(sparse, dense) is not supported. "
+            "Use add(dense, sparse) instead (as in PyTorch; set weight_decay=0 for sparse gradients)"
+        )
+    momentum = float(group["momentum"])
+    if momentum != 0:
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            buf = grad.detach().clone()
+        elif is_sparse(buf):
+            buf = (buf * momentum)._concatenated(grad * (1 - float(group["dampening"])))
+        else:
+            buf._data *= buf._data.dtype.type(momentum)
+            add_rows(buf, grad, 1 - float(group["dampening"]))
+        state["momentum_buffer"] = buf
+        if not group["nesterov"]:
+            grad = buf
+        elif is_sparse(buf):
+            grad = grad._concatenated(buf * momentum)
+        else:
+            grad = buf * momentum + grad.to_dense()
+    add_rows(param, grad, -float(group["lr"]))
+
+
+def adagrad_sparse_step(param: Tensor, grad: Any, state_sum: Tensor, step: float, group: dict[str, Any]) -> None:
+    """One Adagrad step with a sparse `grad`: ``sum[rows] += g*g``, then
+    ``p[rows] -= clr * g / (sqrt(sum[rows]) + eps)`` over the coalesced rows only."""
+    if group["weight_decay"] != 0:
+        raise SparseGradientError("weight_decay option is not compatible with sparse gradients")
+    clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+    rows, values = coalesced_rows(param, grad)
+    if group["maximize"]:
+        values = -values
+    sums = _table(state_sum, grad.sparse_dim())
+    sums[rows] += values * values
+    std = np.sqrt(sums[rows]) + sums.dtype.type(group["eps"])
+    table = _table(param, grad.sparse_dim())
+    table[rows] += (values / std) * table.dtype.type(-clr)
+    state_sum._version_counter[0] += 1
+    param._version_counter[0] += 1
+
+
+def sparse_adam_step(param: Tensor, grad: Any, state: dict[str, Any], group: dict[str, Any]) -> None:
+    """One SparseAdam step: Adam's moments and update on the rows `grad` names only (PyTorch's
+    F.sparse_adam: the moments of other rows do not decay)."""
+    if len(state) == 0:
+        state["step"] = 0
+        state["exp_avg"] = zeros_state(param)
+        state["exp_avg_sq"] = zeros_state(param)
+    state["step"] += 1
+    step = state["step"]
+    beta1, beta2 = group["betas"]
+    rows, values = coalesced_rows(param, grad)
+    if group["maximize"]:
+        values = -values
+    if rows.size == 0:
+        return
+    exp_avg = _table(state["exp_avg"], grad.sparse_dim())
+    exp_avg_sq = _table(state["exp_avg_sq"], grad.sparse_dim())
+    kind = exp_avg.dtype.type
+    old_avg, old_sq = exp_avg[rows], exp_avg_sq[rows]
+    avg_update = (values - old_avg) * kind(1 - beta1)
+    sq_update = (values * values - old_sq) * kind(1 - beta2)
+    exp_avg[rows] += avg_update
+    exp_avg_sq[rows] += sq_update
+    numer = avg_update + old_avg
+    denom = np.sqrt(sq_update + old_sq) + kind(group["eps"])
+    step_size = group["lr"] * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+    table = _table(param, grad.sparse_dim())
+    table[rows] += kind(-step_size) * (numer / denom)
+    for name in ("exp_avg", "exp_avg_sq"):
+        state[name]._version_counter[0] += 1
+    param._version_counter[0] += 1
