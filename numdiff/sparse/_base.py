@@ -118,5 +118,10 @@ class SparseBase:
 
     __rmul__ = __mul__
 
+    def mul_(self, other: Any) -> SparseBase:
+        """Scale the values by a scalar in place (the structure stays); clip_grad_norm_ uses it."""
+        self._values = (self * other)._values
+        return self
+
     def __truediv__(self, other: Any) -> SparseBase:
         return self * (1.0 / other)
