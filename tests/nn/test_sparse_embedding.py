@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numdiff
-import numdiff.nn.functional as F
+import numdiff.nn.functional as nf
 
 torch = pytest.importorskip("torch")
 
@@ -45,10 +45,10 @@ def test_embedding_sparse_gradient_is_the_central_difference_in_float64():
     push = numdiff.tensor(RNG.standard_normal((2, 3, 4)))
 
     def loss(table):
-        return float((F.embedding(ids, numdiff.tensor(table), padding_idx=6).pow(2) * push).sum().item())
+        return float((nf.embedding(ids, numdiff.tensor(table), padding_idx=6).pow(2) * push).sum().item())
 
     weight = numdiff.tensor(TABLE.copy(), requires_grad=True)
-    (F.embedding(ids, weight, padding_idx=6, sparse=True).pow(2) * push).sum().backward()
+    (nf.embedding(ids, weight, padding_idx=6, sparse=True).pow(2) * push).sum().backward()
     numeric = np.zeros_like(TABLE)
     for index in np.ndindex(TABLE.shape):
         step = np.zeros_like(TABLE)
@@ -129,7 +129,7 @@ def test_one_backward_summing_sparse_and_dense_paths_gives_pytorchs_layout():
 
 def test_autograd_grad_returns_the_sparse_gradient():
     weight = numdiff.tensor(TABLE.copy(), requires_grad=True)
-    (grad,) = numdiff.autograd.grad(F.embedding(numdiff.tensor([5, 5]), weight, sparse=True).sum(), [weight])
+    (grad,) = numdiff.autograd.grad(nf.embedding(numdiff.tensor([5, 5]), weight, sparse=True).sum(), [weight])
     assert grad.is_sparse and weight.grad is None
     np.testing.assert_array_equal(grad.to_dense().numpy()[5], [2.0] * 4)
 
@@ -158,21 +158,21 @@ def test_clip_grad_norm_of_sparse_gradients_is_that_of_their_dense_form():
 def test_bad_inputs_are_refused_before_a_kernel_runs():
     weight = numdiff.tensor(TABLE.copy(), requires_grad=True)
     with pytest.raises(IndexError, match=r"embedding: indices must be in \[0, 6\].*got values in \[0, 7\]"):
-        F.embedding(numdiff.tensor([0, 7]), weight, sparse=True)
+        nf.embedding(numdiff.tensor([0, 7]), weight, sparse=True)
     with pytest.raises(TypeError, match="embedding: input must be an integer tensor"):
-        F.embedding(numdiff.tensor([0.0, 1.0]), weight, sparse=True)
+        nf.embedding(numdiff.tensor([0.0, 1.0]), weight, sparse=True)
     with pytest.raises(RuntimeError, match="embedding: scale_grad_by_freq not supported with sparse gradients"):
-        F.embedding(numdiff.tensor([0, 1]), weight, scale_grad_by_freq=True, sparse=True)
+        nf.embedding(numdiff.tensor([0, 1]), weight, scale_grad_by_freq=True, sparse=True)
     with pytest.raises(ValueError, match="embedding_bag: max mode does not support sparse weights"):
-        F.embedding_bag(numdiff.tensor([[0, 1]]), weight, mode="max", sparse=True)
+        nf.embedding_bag(numdiff.tensor([[0, 1]]), weight, mode="max", sparse=True)
     with pytest.raises(IndexError, match=r"embedding_bag: indices must be in \[0, 6\]"):
-        F.embedding_bag(numdiff.tensor([[0, -1]]), weight, mode="sum", sparse=True)
+        nf.embedding_bag(numdiff.tensor([[0, -1]]), weight, mode="sum", sparse=True)
 
 
 def test_a_weight_that_needs_no_gradient_looks_up_as_without_sparse():
     weight = numdiff.tensor(TABLE.copy())
-    out = F.embedding(numdiff.tensor(IDS), weight, sparse=True)
+    out = nf.embedding(numdiff.tensor(IDS), weight, sparse=True)
     np.testing.assert_array_equal(out.numpy(), TABLE[IDS])
     with numdiff.no_grad():
         trainable = numdiff.tensor(TABLE.copy(), requires_grad=True)
-        assert F.embedding(numdiff.tensor(IDS), trainable, sparse=True).grad_fn is None
+        assert nf.embedding(numdiff.tensor(IDS), trainable, sparse=True).grad_fn is None
