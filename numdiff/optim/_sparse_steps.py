@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.kernels.scatter import index_add_rows
 from numdiff.optim.optimizer import SparseGradientError, zeros_state
 from numdiff.tensor import Tensor
 
@@ -24,35 +25,48 @@ def is_sparse(grad: Any) -> bool:
 
 
 def _table(tensor: Tensor, sparse_dim: int) -> np.ndarray:
-    """`tensor`'s host array viewed as (rows over the first `sparse_dim` dims, *the rest)."""
+    """`tensor`'s host array viewed as (rows over the first `sparse_dim` dims, the rest flattened)."""
     data = tensor._data
     if not isinstance(data, np.ndarray) or not data.flags.c_contiguous:
         raise SparseGradientError(
             f"sparse optimizer step: the parameter or state must be a contiguous CPU array, got {type(data).__name__} "
             f"of shape {tuple(tensor.shape)}"
         )
-    return data.reshape((-1, *data.shape[sparse_dim:]))
+    return data.reshape(int(np.prod(data.shape[:sparse_dim], dtype=np.int64)), -1)
 
 
-def coalesced_rows(param: Tensor, grad: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(row numbers (nnz,) int64, their values (nnz, *dense)) of `grad` coalesced, rows flat over
-    `param`'s sparse dims, after checking its shape matches `param`'s."""
+def _entries(param: Tensor, grad: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(row of each entry (nnz,) int64, flat over `param`'s sparse dims; the values (nnz, width))
+    of `grad` as it stands (repeats kept), after checking its shape matches `param`'s."""
     if tuple(grad.shape) != tuple(param.shape):
         raise SparseGradientError(
             f"sparse optimizer step: gradient of shape {tuple(grad.shape)} for a parameter of shape {tuple(param.shape)}"
         )
-    coalesced = grad.coalesce()
-    index = coalesced._indices.cpu().numpy()
+    index = grad._indices.cpu().numpy()
     rows = np.ravel_multi_index(tuple(index), tuple(param.shape[: index.shape[0]])) if index.shape[1] else index[0]
-    return rows.astype(np.int64), np.asarray(coalesced._values.detach().cpu().numpy(), dtype=param._data.dtype)
+    values = np.ascontiguousarray(grad._values.detach().cpu().numpy(), dtype=param._data.dtype)
+    return rows.astype(np.int64, copy=False), values.reshape(rows.size, -1)
+
+
+def coalesced_rows(param: Tensor, grad: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows (n,) int64, sorted; their summed values (n, width)) of `grad`: PyTorch's
+    coalesce, repeats summed in the order they come (numdiff.kernels.scatter.index_add_rows)."""
+    rows, values = _entries(param, grad)
+    if grad.is_coalesced():
+        return rows, values
+    distinct, inverse = np.unique(rows, return_inverse=True)
+    summed = np.zeros((distinct.size, values.shape[1]), dtype=values.dtype)
+    index_add_rows(summed, inverse.reshape(-1).astype(np.int64, copy=False), values)
+    return distinct, summed
 
 
 def add_rows(target: Tensor, grad: Any, alpha: float) -> None:
-    """``target += alpha * grad`` in place for a sparse or dense `grad` (PyTorch's dense ``add_``)."""
+    """``target += alpha * grad`` in place for a sparse or dense `grad` (PyTorch's dense ``add_``:
+    each entry's ``alpha * value`` added at its row in turn, repeats included)."""
     if is_sparse(grad):
-        rows, values = coalesced_rows(target, grad)
+        rows, values = _entries(target, grad)
         table = _table(target, grad.sparse_dim())
-        table[rows] += values * table.dtype.type(alpha)
+        index_add_rows(table.reshape(table.shape[0], -1), rows, values * table.dtype.type(alpha))
     else:
         target._data += grad._data * target._data.dtype.type(alpha)
     target._version_counter[0] += 1
@@ -74,6 +88,9 @@ def sgd_sparse_step(param: Tensor, grad: Any, state: dict[str, Any], group: dict
             buf = grad.detach().clone()
         elif is_sparse(buf):
             buf = (buf * momentum)._concatenated(grad * (1 - float(group["dampening"])))
+            if buf._nnz() > param.shape[0]:
+                # More entries than rows (PyTorch's buffer keeps growing): summed, same dense value.
+                buf = buf.coalesce()
         else:
             buf._data *= buf._data.dtype.type(momentum)
             add_rows(buf, grad, 1 - float(group["dampening"]))
