@@ -2,8 +2,8 @@
 names (an embedding's with sparse=True), in PyTorch's arithmetic order.
 
 A sparse gradient is coalesced first (duplicate rows summed), so each row is read and written
-once: the parameter and each state buffer are viewed as a (rows, *dense) table and updated by
-fancy indexing on the host. SGD's momentum buffer stays sparse when it starts sparse, growing by
+once: the parameter and each state buffer are viewed as a (rows, width) table and updated on
+the host by numdiff.kernels.sparse_row_steps (Adagrad, SparseAdam) or index_add_rows (SGD). SGD's momentum buffer stays sparse when it starts sparse, growing by
 concatenation as PyTorch's does.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from numdiff.kernels.scatter import index_add_rows
+from numdiff.kernels.sparse_row_steps import adagrad_rows, sparse_adam_rows
 from numdiff.optim.optimizer import SparseGradientError, zeros_state
 from numdiff.tensor import Tensor
 
@@ -113,11 +114,7 @@ def adagrad_sparse_step(param: Tensor, grad: Any, state_sum: Tensor, step: float
     rows, values = coalesced_rows(param, grad)
     if group["maximize"]:
         values = -values
-    sums = _table(state_sum, grad.sparse_dim())
-    sums[rows] += values * values
-    std = np.sqrt(sums[rows]) + sums.dtype.type(group["eps"])
-    table = _table(param, grad.sparse_dim())
-    table[rows] += (values / std) * table.dtype.type(-clr)
+    adagrad_rows(_table(param, grad.sparse_dim()), _table(state_sum, grad.sparse_dim()), rows, values, group["eps"], clr)
     state_sum._version_counter[0] += 1
     param._version_counter[0] += 1
 
@@ -137,19 +134,12 @@ def sparse_adam_step(param: Tensor, grad: Any, state: dict[str, Any], group: dic
         values = -values
     if rows.size == 0:
         return
-    exp_avg = _table(state["exp_avg"], grad.sparse_dim())
-    exp_avg_sq = _table(state["exp_avg_sq"], grad.sparse_dim())
-    kind = exp_avg.dtype.type
-    old_avg, old_sq = exp_avg[rows], exp_avg_sq[rows]
-    avg_update = (values - old_avg) * kind(1 - beta1)
-    sq_update = (values * values - old_sq) * kind(1 - beta2)
-    exp_avg[rows] += avg_update
-    exp_avg_sq[rows] += sq_update
-    numer = avg_update + old_avg
-    denom = np.sqrt(sq_update + old_sq) + kind(group["eps"])
     step_size = group["lr"] * math.sqrt(1 - beta2**step) / (1 - beta1**step)
-    table = _table(param, grad.sparse_dim())
-    table[rows] += kind(-step_size) * (numer / denom)
+    sparse_dim = grad.sparse_dim()
+    sparse_adam_rows(
+        _table(param, sparse_dim), _table(state["exp_avg"], sparse_dim), _table(state["exp_avg_sq"], sparse_dim),
+        rows, values, beta1, beta2, group["eps"], step_size,
+    )  # fmt: skip
     for name in ("exp_avg", "exp_avg_sq"):
         state[name]._version_counter[0] += 1
     param._version_counter[0] += 1
