@@ -126,8 +126,7 @@ def sparse_adam_step(param: Tensor, grad: Any, state: dict[str, Any], group: dic
         state["step"] = 0
         state["exp_avg"] = zeros_state(param)
         state["exp_avg_sq"] = zeros_state(param)
-    state["step"] += 1
-    step = state["step"]
+    step = state["step"] = int(state["step"]) + 1  # a plain int, as PyTorch keeps (a loaded state may hold a tensor)
     beta1, beta2 = group["betas"]
     rows, values = coalesced_rows(param, grad)
     if group["maximize"]:
