@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from numdiff.autograd.function import Function
+from numdiff.autograd.transform_state import anywhere, transforms
 from numdiff.backend import is_host
 from numdiff.tensor import Tensor
 
@@ -56,6 +57,12 @@ def sparse_rows(op: str, weight: Tensor, ids: Tensor, padding_idx: int | None) -
     >>> sparse_rows("embedding", weight, numdiff.tensor([0, 2, 2]), None).shape
     numdiff.Size([3, 4])
     """
+    if anywhere.levels and (transforms.interpreter is not None or transforms.grad_depth):
+        # compile's traced backward and the func transforms hold gradients as dense arrays.
+        raise NotImplementedError(
+            f"{op}: sparse=True gradients are not supported inside numdiff.compile or a numdiff.func transform "
+            "(vmap, grad, vjp, jvp); use sparse=False there, or run the model eagerly"
+        )
     if not is_host(weight._data):
         raise NotImplementedError(
             f"{op}: sparse=True gradients are implemented for weights on the CPU, got a weight on {weight.device}; "

@@ -176,3 +176,12 @@ def test_a_weight_that_needs_no_gradient_looks_up_as_without_sparse():
     with numdiff.no_grad():
         trainable = numdiff.tensor(TABLE.copy(), requires_grad=True)
         assert nf.embedding(numdiff.tensor(IDS), trainable, sparse=True).grad_fn is None
+
+
+def test_compile_and_func_transforms_refuse_sparse_gradients_by_name():
+    emb = numdiff.nn.Embedding(7, 4, sparse=True)
+    compiled = numdiff.compile(lambda ids: emb(ids).sum())
+    with pytest.raises(NotImplementedError, match="embedding: sparse=True gradients are not supported inside numdiff.compile"):
+        compiled(numdiff.tensor([1, 2]))
+    with pytest.raises(NotImplementedError, match="embedding: sparse=True gradients are not supported"):
+        numdiff.func.grad(lambda w: nf.embedding(numdiff.tensor([1]), w, sparse=True).sum())(numdiff.ones(7, 4))
