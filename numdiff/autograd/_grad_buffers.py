@@ -122,10 +122,10 @@ def accumulate_sparse(tensor: Any, grad: Any) -> None:
     sparse_into_dense = is_sparse_gradient(grad) and not is_sparse_gradient(old)
     if sparse_into_dense and is_host(old._data) and old._data.flags.c_contiguous and not old._requires_grad:
         coalesced = grad.coalesce()
-        rows = coalesced._indices.cpu().numpy()
+        rows = coalesced._index_tensor.cpu().numpy()
         target = old._data.reshape((-1,) + tuple(old.shape[coalesced.sparse_dim():]))
         linear = np.ravel_multi_index(tuple(rows), tuple(old.shape[: coalesced.sparse_dim()]))
-        target[linear] += coalesced._values._data.astype(target.dtype, copy=False)
+        target[linear] += coalesced._value_tensor._data.astype(target.dtype, copy=False)
         old._version_counter[0] += 1
         return
     tensor._grad = sum_gradients(old, grad)

@@ -43,9 +43,9 @@ def _entries(param: Tensor, grad: Any) -> tuple[np.ndarray, np.ndarray]:
         raise SparseGradientError(
             f"sparse optimizer step: gradient of shape {tuple(grad.shape)} for a parameter of shape {tuple(param.shape)}"
         )
-    index = grad._indices.cpu().numpy()
+    index = grad._index_tensor.cpu().numpy()
     rows = np.ravel_multi_index(tuple(index), tuple(param.shape[: index.shape[0]])) if index.shape[1] else index[0]
-    values = np.ascontiguousarray(grad._values.detach().cpu().numpy(), dtype=param._data.dtype)
+    values = np.ascontiguousarray(grad._value_tensor.detach().cpu().numpy(), dtype=param._data.dtype)
     return rows.astype(np.int64, copy=False), values.reshape(rows.size, -1)
 
 

@@ -28,7 +28,7 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
 def _values_of(grad: Tensor) -> Tensor:
     """The tensor whose norm is the gradient's: itself, or a sparse gradient's values once
     duplicate rows are summed (PyTorch's clip_grad_norm_ refuses sparse gradients instead)."""
-    return grad if isinstance(grad, Tensor) else grad.coalesce()._values
+    return grad if isinstance(grad, Tensor) else grad.coalesce()._value_tensor
 
 
 @host_function
