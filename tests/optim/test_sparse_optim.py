@@ -126,3 +126,18 @@ def test_sgd_momentum_buffer_stays_sparse_and_uncoalesced_as_in_pytorch():
         buffers.append((buffer.is_sparse, buffer._nnz(), buffer.to_dense().numpy()))
     assert buffers[0][:2] == buffers[1][:2] == (True, 3)
     np.testing.assert_allclose(buffers[0][2], buffers[1][2], rtol=1e-6)
+
+
+def test_an_assigned_sparse_grad_steps_as_in_pytorch():
+    results = []
+    for lib in (numdiff, torch):
+        p = lib.nn.Parameter(lib.ones(4, 2, dtype=lib.float64))
+        p.grad = lib.sparse_coo_tensor([[3, 0, 3]], lib.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=lib.float64), (4, 2))
+        lib.optim.Adagrad([p], lr=0.5).step()
+        results.append(p.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+    p = numdiff.nn.Parameter(numdiff.ones(4, 2))
+    with pytest.raises(RuntimeError, match=r"assigned grad has shape \(5, 2\)"):
+        p.grad = numdiff.sparse_coo_tensor([[1]], numdiff.ones(1, 2), (5, 2))
+    with pytest.raises(TypeError, match="assigned grad must be a Tensor, a sparse tensor or None, got list"):
+        p.grad = [1.0]
