@@ -323,7 +323,7 @@ def run_backward(
                             buffers[next_node] = g
                         elif into_allowed and type(pending) is type(g) is _function.Tensor and add_in_place(pending, g):
                             buffers[next_node] = pending  # a buffer only the engine holds: summed in place
-                        elif sparse or is_sparse_gradient(pending):
+                        elif sparse or (type(pending) is not _function.Tensor and is_sparse_gradient(pending)):
                             buffers[next_node] = sum_gradients(pending, g)
                         else:
                             buffers[next_node] = pending + g

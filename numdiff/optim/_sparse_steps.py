@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff.backend import is_host
 from numdiff.kernels.scatter import index_add_rows
 from numdiff.kernels.sparse_row_steps import adagrad_rows, sparse_adam_rows
 from numdiff.optim.optimizer import SparseGradientError, zeros_state
@@ -28,7 +29,7 @@ def is_sparse(grad: Any) -> bool:
 def _table(tensor: Tensor, sparse_dim: int) -> np.ndarray:
     """`tensor`'s host array viewed as (rows over the first `sparse_dim` dims, the rest flattened)."""
     data = tensor._data
-    if not isinstance(data, np.ndarray) or not data.flags.c_contiguous:
+    if not is_host(data) or not data.flags.c_contiguous:
         raise SparseGradientError(
             f"sparse optimizer step: the parameter or state must be a contiguous CPU array, got {type(data).__name__} "
             f"of shape {tuple(tensor.shape)}"
