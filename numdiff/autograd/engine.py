@@ -243,6 +243,7 @@ def run_backward(
     check = anomaly._state.enabled
     plain = needed is None and not target_nodes  # every node runs and none is a target
     pop_buffer = buffers.pop
+    dense = _function.Tensor  # anything else reaching a buffer is a sparse gradient (or a subclass)
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
     # pass itself is wanted, or an interpreter must see them as ops (`as_ops`: the results are
     # detached below, as without create_graph).
@@ -256,7 +257,7 @@ def run_backward(
             if type(node) is AccumulateGrad:
                 if grad is None:
                     continue
-                sparse = type(grad) is not _function.Tensor and is_sparse_gradient(grad)
+                sparse = type(grad) is not dense and is_sparse_gradient(grad)
                 if not sparse and grad._data.dtype is not node.variable._data.dtype and (
                     grad._data.dtype != node.variable._data.dtype
                 ):
@@ -315,7 +316,7 @@ def run_backward(
                     if next_node is None:
                         continue
                     if g is not None:
-                        sparse = type(g) is not _function.Tensor and is_sparse_gradient(g)
+                        sparse = type(g) is not dense and is_sparse_gradient(g)
                         if not sparse and shape is not None and g._data.shape != shape:  # None: an output port
                             g = _reduce(g, node, shape)
                         pending = pop_buffer(next_node, None)
@@ -323,7 +324,7 @@ def run_backward(
                             buffers[next_node] = g
                         elif into_allowed and type(pending) is type(g) is _function.Tensor and add_in_place(pending, g):
                             buffers[next_node] = pending  # a buffer only the engine holds: summed in place
-                        elif sparse or (type(pending) is not _function.Tensor and is_sparse_gradient(pending)):
+                        elif sparse or (type(pending) is not dense and is_sparse_gradient(pending)):
                             buffers[next_node] = sum_gradients(pending, g)
                         else:
                             buffers[next_node] = pending + g
