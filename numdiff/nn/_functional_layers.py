@@ -152,18 +152,11 @@ def embedding(
         if not -rows <= padding_idx < rows:
             raise ValueError(f"embedding: padding_idx must be within [{-rows}, {rows - 1}], got {padding_idx}")
         padding_idx %= rows
+    if sparse and weight.requires_grad and is_grad_enabled():
+        return _sparse_lookup(input, weight, indices, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     if max_norm is not None and indices is not None:
         _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
-    sparse = sparse and weight.requires_grad and is_grad_enabled()
-    if sparse and scale_grad_by_freq:
-        raise RuntimeError(
-            "embedding: scale_grad_by_freq not supported with sparse gradients (PyTorch refuses it in backward); "
-            "use sparse=False or scale_grad_by_freq=False"
-        )
-    if sparse:
-        looked_up = sparse_rows("embedding", weight, input, padding_idx).reshape(*input.shape, weight.shape[1])
-    else:
-        looked_up = weight[input]
+    looked_up = weight[input]
     if scale_grad_by_freq and looked_up.requires_grad and indices is not None:
         counts = np.bincount(indices.reshape(-1), minlength=rows).astype(np.float64)
         inverse = Tensor._wrap((1.0 / counts[indices])[..., None], None, None)
@@ -172,7 +165,7 @@ def embedding(
         # A separate node after the hook, so hooks the caller registers on the output see the
         # unscaled gradient, as they do in PyTorch.
         looked_up = looked_up[...]
-    if padding_idx is not None and looked_up.requires_grad and not sparse:  # sparse: left out of the gradient
+    if padding_idx is not None and looked_up.requires_grad:
         is_padding = (input == padding_idx).unsqueeze(-1)
         looked_up = where(is_padding, looked_up.detach(), looked_up)
     return looked_up
@@ -187,6 +180,22 @@ def _renorm_rows(weight: Tensor, rows: np.ndarray, max_norm: float, norm_type: f
         norms = selected.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
         scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[rows] = selected * scale
+
+
+def _sparse_lookup(
+    input: Tensor, weight: Tensor, indices: np.ndarray | None, padding_idx: int | None, max_norm: float | None,
+    norm_type: float, scale_grad_by_freq: bool,
+) -> Tensor:
+    """F.embedding with sparse=True, its arguments checked: max_norm's renormalisation, then the
+    rows with a sparse gradient for the weight (padding_idx's entries left out of it)."""
+    if scale_grad_by_freq:
+        raise RuntimeError(
+            "embedding: scale_grad_by_freq not supported with sparse gradients (PyTorch refuses it in backward); "
+            "use sparse=False or scale_grad_by_freq=False"
+        )
+    if max_norm is not None and indices is not None:
+        _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
+    return sparse_rows("embedding", weight, input, padding_idx).reshape(*input.shape, weight.shape[1])
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
