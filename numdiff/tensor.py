@@ -207,8 +207,9 @@ class Tensor:
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
-            if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
+            if not isinstance(value, Tensor) and getattr(value, "is_sparse", False) is not True:
+                # A sparse COO tensor may stand as a gradient, as an embedding's with sparse=True does.
+                raise TypeError(f"assigned grad must be a Tensor, a sparse tensor or None, got {type(value).__name__}")
             if value.shape != self.shape or value.dtype is not self.dtype:
                 raise RuntimeError(
                     f"assigned grad has shape {tuple(value.shape)} and dtype {value.dtype!r}, but "

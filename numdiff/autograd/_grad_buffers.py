@@ -23,7 +23,7 @@ import numpy as np
 
 from numdiff.backend import is_host
 
-__all__ = ["add_in_place", "backward_into_buffer", "unshared"]
+__all__ = ["accumulate_sparse", "add_in_place", "backward_into_buffer", "is_sparse_gradient", "sum_gradients", "unshared"]
 
 
 def _summable(data: Any) -> bool:
@@ -94,3 +94,38 @@ def add_in_place(pending: Any, grad: Any) -> bool:
         return False
     np.add(pending._data, grad._data, out=pending._data)
     return True
+
+
+def is_sparse_gradient(grad: Any) -> bool:
+    """True for a sparse COO gradient (an embedding's with sparse=True), which the engine sums
+    with :func:`sum_gradients` instead of as an array. Dense Tensors answer from their type."""
+    return getattr(grad, "is_sparse", False) is True and not hasattr(grad, "_data")
+
+
+def sum_gradients(old: Any, new: Any) -> Any:
+    """``old + new`` for two gradients of one tensor where either is sparse, as PyTorch sums them:
+    sparse + sparse stays sparse and uncoalesced (both index lists, both value lists), dense +
+    sparse and sparse + dense give dense."""
+    if is_sparse_gradient(old):
+        return old._concatenated(new) if is_sparse_gradient(new) else new + old.to_dense().to(new.dtype)
+    return old + new.to_dense().to(old.dtype)
+
+
+def accumulate_sparse(tensor: Any, grad: Any) -> None:
+    """``tensor.grad += grad`` where `grad` or the `.grad` already there is sparse. A dense `.grad`
+    on the host takes a sparse gradient's rows in place (PyTorch's dense ``+=`` sparse); any other
+    pair is summed by :func:`sum_gradients` into a new `.grad`."""
+    old = tensor._grad
+    if old is None:
+        tensor._grad = grad
+        return
+    sparse_into_dense = is_sparse_gradient(grad) and not is_sparse_gradient(old)
+    if sparse_into_dense and is_host(old._data) and old._data.flags.c_contiguous and not old._requires_grad:
+        coalesced = grad.coalesce()
+        rows = coalesced._index_tensor.cpu().numpy()
+        target = old._data.reshape((-1,) + tuple(old.shape[coalesced.sparse_dim():]))
+        linear = np.ravel_multi_index(tuple(rows), tuple(old.shape[: coalesced.sparse_dim()]))
+        target[linear] += coalesced._value_tensor._data.astype(target.dtype, copy=False)
+        old._version_counter[0] += 1
+        return
+    tensor._grad = sum_gradients(old, grad)

@@ -19,7 +19,14 @@ import numpy as np
 from numdiff import _profiling
 from numdiff.autograd import anomaly
 from numdiff.autograd import function as _function
-from numdiff.autograd._grad_buffers import add_in_place, backward_into_buffer, unshared
+from numdiff.autograd._grad_buffers import (
+    accumulate_sparse,
+    add_in_place,
+    backward_into_buffer,
+    is_sparse_gradient,
+    sum_gradients,
+    unshared,
+)
 from numdiff.autograd._hook_calls import apply_hooks, refuse_post_hook_result
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.node import AccumulateGrad, Node, leaf_accumulator
@@ -151,6 +158,12 @@ def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
 
 def _accumulate_into(tensor: Tensor, grad: Tensor, create_graph: bool, unshared: bool = False) -> None:
     """`tensor.grad += grad`, allocating on first write; never aliases a buffer someone else holds."""
+    held = tensor._grad
+    if (type(grad) is not _function.Tensor and is_sparse_gradient(grad)) or (
+        held is not None and type(held) is not _function.Tensor and is_sparse_gradient(held)
+    ):
+        accumulate_sparse(tensor, grad)  # a sparse gradient (an embedding's with sparse=True)
+        return
     if tensor._grad is None:
         if create_graph or unshared:
             tensor._grad = grad
@@ -230,6 +243,7 @@ def run_backward(
     check = anomaly._state.enabled
     plain = needed is None and not target_nodes  # every node runs and none is a target
     pop_buffer = buffers.pop
+    dense = _function.Tensor  # anything else reaching a buffer is a sparse gradient (or a subclass)
     # Backward formulas, hooks and gradient sums are recorded only when a graph of the backward
     # pass itself is wanted, or an interpreter must see them as ops (`as_ops`: the results are
     # detached below, as without create_graph).
@@ -243,7 +257,8 @@ def run_backward(
             if type(node) is AccumulateGrad:
                 if grad is None:
                     continue
-                if grad._data.dtype is not node.variable._data.dtype and (
+                sparse = type(grad) is not dense and is_sparse_gradient(grad)
+                if not sparse and grad._data.dtype is not node.variable._data.dtype and (
                     grad._data.dtype != node.variable._data.dtype
                 ):
                     # A custom Function's backward may return another float dtype: `.grad` keeps
@@ -256,7 +271,7 @@ def run_backward(
                     captured[node] = grad
                 elif needed is None or node in target_nodes:
                     refs = sys.getrefcount(grad)  # its own statement: a call's arguments count too
-                    owned = unshared(grad, refs)
+                    owned = sparse or unshared(grad, refs)
                     with _GRAD_LOCKS[(id(variable) >> 4) & _GRAD_LOCK_MASK]:
                         _accumulate_into(variable, grad, create_graph, owned)
                     post_hooks = variable._post_accumulate_hooks
@@ -301,13 +316,16 @@ def run_backward(
                     if next_node is None:
                         continue
                     if g is not None:
-                        if shape is not None and g._data.shape != shape:  # None: a Function's output port
+                        sparse = type(g) is not dense and is_sparse_gradient(g)
+                        if not sparse and shape is not None and g._data.shape != shape:  # None: an output port
                             g = _reduce(g, node, shape)
                         pending = pop_buffer(next_node, None)
                         if pending is None:
                             buffers[next_node] = g
                         elif into_allowed and type(pending) is type(g) is _function.Tensor and add_in_place(pending, g):
                             buffers[next_node] = pending  # a buffer only the engine holds: summed in place
+                        elif sparse or (type(pending) is not dense and is_sparse_gradient(pending)):
+                            buffers[next_node] = sum_gradients(pending, g)
                         else:
                             buffers[next_node] = pending + g
                     count = dependencies[next_node] - 1

@@ -6,7 +6,8 @@ sum, 1 / the bag's count for mean, 0 for an entry equal to padding_idx (left out
 by mean), times per_sample_weights. Sum and mean are then one scaled_row_scatter of the weight's
 rows (numdiff.ops.scatter), whose gradient is the same kernel with the indices swapped; max is a
 gather from the weight at the row of each bag's maximum, found on the host (numdiff.kernels.bags).
-max_norm renormalises the looked-up rows as F.embedding does. Empty bags give zeros. numdiff.compile
+max_norm renormalises the looked-up rows as F.embedding does. With sparse=True (sum and mean) the
+rows are looked up by numdiff.nn._sparse_embedding and the weight's gradient is sparse. Empty bags give zeros. numdiff.compile
 replays the host steps.
 """
 
@@ -18,10 +19,12 @@ import numpy as np
 
 from numdiff._dtype import bool_, int64
 from numdiff._host_functions import host_function
+from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import holds_values, like_host
 from numdiff.creation import arange, zeros
 from numdiff.kernels.bags import first_max_rows
 from numdiff.nn._functional_layers import _renorm_rows, embedding
+from numdiff.nn._sparse_embedding import sparse_rows
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.scatter import scaled_row_scatter
 from numdiff.ops.search import _host, _on_device_of
@@ -126,6 +129,8 @@ def embedding_bag(
     """
     if mode not in _MODES:
         raise ValueError(f"embedding_bag: mode must be one of {_MODES}, got {mode!r}")
+    if sparse and mode == "max":
+        raise ValueError("embedding_bag: max mode does not support sparse weights (PyTorch refuses it too); use sparse=False")
     if scale_grad_by_freq:
         raise ValueError("embedding_bag: scale_grad_by_freq=True is not supported; use False")
     input = ensure_tensor("embedding_bag", input)
@@ -161,6 +166,12 @@ def _bag_sum(
     scale = entry_scales(flat, segments, starts.shape[0], mean, -1 if padding_idx is None else padding_idx % rows, weight)
     if per_sample_weights is not None:
         scale = scale * per_sample_weights.reshape(-1)
+    if sparse and weight.requires_grad and is_grad_enabled():
+        # Each entry's row, scaled and added into its bag: the weight's gradient is then the
+        # entries' rows of the output gradient, scaled, as a sparse tensor (padding entries left out).
+        rows = sparse_rows("embedding_bag", weight, flat, None if padding_idx is None else padding_idx % weight.shape[0])
+        bags = zeros((starts.shape[0], weight.shape[1]), dtype=weight.dtype, device=weight.device)
+        return bags.index_add(0, segments, rows * scale.unsqueeze(1))
     return scaled_row_scatter(weight, scale, flat.reshape(-1), segments, starts.shape[0])
 
 
@@ -171,8 +182,6 @@ def _check_bag_entries(
     against the weight's rows and padding_idx, then max_norm's renormalisation of the rows used."""
     if weight.ndim != 2 or flat._data.dtype.kind not in "iu" or weight._data.dtype.kind not in "fV":
         embedding(flat, weight, None, None, norm_type, False, sparse)  # its errors name the bad argument
-    if sparse:
-        raise ValueError("embedding_bag: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
     rows = weight.shape[0]
     ids = _host("embedding_bag", flat) if holds_values(flat._data) else None
     if ids is not None and ids.size and (ids.min() < 0 or ids.max() >= rows):

@@ -20,9 +20,10 @@ from numdiff._batched import VmapDataDependentError
 from numdiff._ground.args import is_int
 from numdiff._host_functions import host_function
 from numdiff._vmap_level import per_example
-from numdiff.autograd.grad_mode import no_grad
+from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
 from numdiff.backend import holds_values, to_host
 from numdiff.creation import full, rand
+from numdiff.nn._sparse_embedding import sparse_rows
 from numdiff.ops._axis_blend import BLEND_DTYPES, AxisBlend
 from numdiff.ops._util import vmapped
 from numdiff.ops.indexing import GetItem, index_put
@@ -123,6 +124,7 @@ def embedding(
     """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape (*input.shape, dim).
 
     The row at `padding_idx` gets no gradient; `max_norm` renormalises looked-up rows in place.
+    With `sparse` the weight's gradient is a sparse COO tensor of the rows looked up (numdiff.nn._sparse_embedding).
     """
     _check_tensor("embedding", "input", input, floating=False)
     _check_tensor("embedding", "weight", weight)
@@ -130,8 +132,6 @@ def embedding(
         raise TypeError(f"embedding: input must be an integer tensor of indices, got dtype {input.dtype!r}")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape {tuple(weight.shape)}")
-    if sparse:
-        raise ValueError("embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
     if vmapped(input):
         # The indices differ per vmap example (range checks, max_norm's rows): one example at a time.
 
@@ -152,6 +152,8 @@ def embedding(
         if not -rows <= padding_idx < rows:
             raise ValueError(f"embedding: padding_idx must be within [{-rows}, {rows - 1}], got {padding_idx}")
         padding_idx %= rows
+    if sparse and weight.requires_grad and is_grad_enabled():
+        return _sparse_lookup(input, weight, indices, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     if max_norm is not None and indices is not None:
         _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
     if indices is not None and indices.dtype.kind == "i":
@@ -184,6 +186,22 @@ def _renorm_rows(weight: Tensor, rows: np.ndarray, max_norm: float, norm_type: f
         norms = selected.abs().pow(norm_type).sum(1, keepdim=True).pow(1.0 / norm_type)
         scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[rows] = selected * scale
+
+
+def _sparse_lookup(
+    input: Tensor, weight: Tensor, indices: np.ndarray | None, padding_idx: int | None, max_norm: float | None,
+    norm_type: float, scale_grad_by_freq: bool,
+) -> Tensor:
+    """F.embedding with sparse=True, its arguments checked: max_norm's renormalisation, then the
+    rows with a sparse gradient for the weight (padding_idx's entries left out of it)."""
+    if scale_grad_by_freq:
+        raise RuntimeError(
+            "embedding: scale_grad_by_freq not supported with sparse gradients (PyTorch refuses it in backward); "
+            "use sparse=False or scale_grad_by_freq=False"
+        )
+    if max_norm is not None and indices is not None:
+        _renorm_rows(weight, np.unique(indices), max_norm, norm_type)
+    return sparse_rows("embedding", weight, input, padding_idx).reshape(*input.shape, weight.shape[1])
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:

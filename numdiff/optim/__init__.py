@@ -15,10 +15,11 @@ from numdiff.optim.radam import RAdam
 from numdiff.optim.rmsprop import RMSprop
 from numdiff.optim.rprop import Rprop
 from numdiff.optim.sgd import SGD
+from numdiff.optim.sparse_adam import SparseAdam
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
 __all__ += ["LBFGS", "Adadelta", "Adamax", "NAdam", "RAdam"]
-__all__ += ["ASGD", "Rprop", "swa_utils", "Adafactor"]
+__all__ += ["ASGD", "Rprop", "swa_utils", "Adafactor", "SparseAdam"]
 
 
 def __dir__() -> list[str]:

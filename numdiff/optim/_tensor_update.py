@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from numdiff.optim.optimizer import SparseGradientError, sparse_refusal
 from numdiff.tensor import Tensor
 
 
@@ -28,11 +29,14 @@ def check_betas(betas: tuple[float, float]) -> None:
             raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
 
 
-def gradients(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
-    """(param, gradient as a constant tensor, negated under ``maximize``) for params with a grad."""
+def gradients(group: dict[str, Any], optimizer: str) -> Iterator[tuple[Tensor, Tensor]]:
+    """(param, gradient as a constant tensor, negated under ``maximize``) for params with a grad;
+    a sparse gradient is refused with PyTorch's words, naming the `optimizer`."""
     for p in group["params"]:
         if p._grad is None:
             continue
+        if not isinstance(p._grad, Tensor):
+            raise SparseGradientError(sparse_refusal(optimizer))
         grad = p._grad.detach()
         yield p, (-grad if group.get("maximize", False) else grad)
 

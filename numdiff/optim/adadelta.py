@@ -52,7 +52,7 @@ class Adadelta(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = step_tensor()

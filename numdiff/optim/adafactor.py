@@ -64,7 +64,7 @@ class Adafactor(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             lr, (eps1, eps2), d = group["lr"], group["eps"], group["d"]
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = step_tensor()

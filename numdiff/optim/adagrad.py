@@ -8,6 +8,7 @@ from typing import Any
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.kernels.optim_steps import adagrad_hyper
 from numdiff.optim._group_update import GroupUpdate
+from numdiff.optim._sparse_steps import adagrad_sparse_step
 from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import (
     Optimizer,
@@ -83,3 +84,7 @@ class Adagrad(Optimizer):
                 update.add((update.param(p), grad, flat_state(p, state["sum"], "sum")), hyper)
             update.run()
         return loss
+
+    def _sparse_step(self, p: Any, grad: Any, group: dict[str, Any]) -> None:
+        state = self._init_state(p, group)
+        adagrad_sparse_step(p, grad, state["sum"], increment_step(state["step"]), group)

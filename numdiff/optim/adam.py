@@ -29,6 +29,8 @@ class Adam(Optimizer):
     >>> opt = numdiff.optim.Adam(model.parameters(), lr=1e-3)
     """
 
+    sparse_gradient_refusal = "Adam does not support sparse gradients, please consider SparseAdam instead"
+
     def __init__(
         self,
         params: Iterable[Any],

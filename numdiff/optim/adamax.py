@@ -49,7 +49,7 @@ class Adamax(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 start_state(state, p, "exp_avg", "exp_inf")
                 step = increment_step(state["step"])

@@ -59,7 +59,7 @@ class ASGD(Optimizer):
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             lr, lambd, weight_decay = group["lr"], group["lambd"], group["weight_decay"]
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = step_tensor()

@@ -60,7 +60,7 @@ class NAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, decay = group["lr"], group["momentum_decay"]
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 # mu_product is a 0-d float32 tensor, as PyTorch keeps it
                 start_state(state, p, "exp_avg", "exp_avg_sq", mu_product=1.0)

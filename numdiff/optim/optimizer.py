@@ -57,6 +57,19 @@ def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:
     return profiled
 
 
+class SparseGradientError(RuntimeError):
+    """An optimizer without a sparse path met a sparse gradient (an embedding's with sparse=True)."""
+
+
+def sparse_refusal(name: str) -> str:
+    """PyTorch's words for an optimizer that takes no sparse gradients.
+
+    >>> sparse_refusal("RMSprop")
+    'RMSprop does not support sparse gradients'
+    """
+    return f"{name} does not support sparse gradients"
+
+
 class Optimizer:
     """Base class of all optimizers.
 
@@ -66,6 +79,12 @@ class Optimizer:
         optim.SGD([{"params": model.base.parameters()},
                    {"params": model.head.parameters(), "lr": 1e-3}], lr=1e-2, momentum=0.9)
     """
+
+    sparse_gradient_refusal: str | None = None
+    """The error for a sparse gradient where PyTorch words it differently from sparse_refusal's."""
+    _sparse_step: Callable[[Tensor, Any, dict[str, Any]], None] | None = None
+    """(param, sparse grad, group) -> None: the update for a sparse gradient, in optimizers that
+    take them (SGD, Adagrad); _params_with_grad runs it and yields only the dense gradients."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Each optimizer's step shows in numdiff.profiler as "Optimizer.step#<Name>.step", as in torch.
@@ -270,12 +289,19 @@ class Optimizer:
 
     # ----------------------------------------------------------------- helpers for subclasses
     def _params_with_grad(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Any]]:
-        """(param, flat contiguous gradient array) for each parameter of `group` that has a grad."""
+        """(param, flat contiguous gradient array) for each parameter of `group` that has a dense grad;
+        a sparse grad is updated here by `_sparse_step`, or refused with PyTorch's words."""
         for p in group["params"]:
             grad = p._grad
             if grad is None:
                 continue
-            data = grad._data
+            try:
+                data = grad._data
+            except AttributeError:  # a sparse gradient: no one array to hand the group's kernel
+                if self._sparse_step is None:
+                    raise SparseGradientError(self.sparse_gradient_refusal or sparse_refusal(type(self).__name__)) from None
+                self._sparse_step(p, grad, group)
+                continue
             yield p, (data if data.flags.c_contiguous else data.copy()).reshape(-1)
 
 

@@ -57,7 +57,7 @@ class RAdam(Optimizer):
             beta1, beta2 = group["betas"]
             lr = group["lr"]
             rho_inf = 2 / (1 - beta2) - 1
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 start_state(state, p, "exp_avg", "exp_avg_sq")
                 step = increment_step(state["step"])

@@ -58,7 +58,7 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             eta_minus, eta_plus = group["etas"]
             smallest, largest = group["step_sizes"]
-            for p, grad in gradients(group):
+            for p, grad in gradients(group, type(self).__name__):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = step_tensor()

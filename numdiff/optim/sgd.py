@@ -7,6 +7,7 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim._group_update import GroupUpdate, unused_buffer
+from numdiff.optim._sparse_steps import sgd_sparse_step
 from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import (
     Optimizer,
@@ -78,3 +79,6 @@ class SGD(Optimizer):
                 update.add((param, grad, buf), hyper)
             update.run()
         return loss
+
+    def _sparse_step(self, p: Any, grad: Any, group: dict[str, Any]) -> None:
+        sgd_sparse_step(p, grad, self.state[p], group)

@@ -47,14 +47,17 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
         value_tensor = make_tensor(values, dtype=dtype)
     if device is not None:
         value_tensor = value_tensor.to(device)
-    if value_tensor.ndim != 1 or value_tensor.shape[0] != index_host.shape[1]:
-        raise ValueError(f"sparse_coo_tensor: expected one value per index column, got values of shape "
-                         f"{tuple(value_tensor.shape)} for {index_host.shape[1]} indices (hybrid tensors are not supported)")
+    if value_tensor.ndim < 1 or value_tensor.shape[0] != index_host.shape[1]:
+        raise ValueError(f"sparse_coo_tensor: expected one value per index column (a hybrid tensor: one "
+                         f"dense block per column), got values of shape {tuple(value_tensor.shape)} for {index_host.shape[1]} indices")
+    dense_shape = tuple(value_tensor.shape[1:])
     if size is None:
         size = tuple(int(v) + 1 for v in index_host.max(axis=1)) if index_host.shape[1] else (0,) * index_host.shape[0]
+        size += dense_shape
     size = tuple(int(n) for n in size)
-    if len(size) != index_host.shape[0]:
-        raise ValueError(f"sparse_coo_tensor: indices have {index_host.shape[0]} rows but size {size} has {len(size)} dims")
+    if len(size) != index_host.shape[0] + len(dense_shape) or size[index_host.shape[0]:] != dense_shape:
+        raise ValueError(f"sparse_coo_tensor: indices have {index_host.shape[0]} rows and values' dense shape is "
+                         f"{dense_shape}, so size must be {index_host.shape[0]} sparse sizes then {dense_shape}, got {size}")
     if index_host.shape[1]:
         low, high = index_host.min(axis=1), index_host.max(axis=1)
         for d, (lo, hi, n) in enumerate(zip(low, high, size)):

@@ -38,7 +38,7 @@ class SparseCsrTensor(SparseBase):
     _name = "sparse CSR"
 
     def __init__(self, crow: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) -> None:
-        self._crow, self._cols, self._values, self._shape = crow, cols, values, Size(shape)
+        self._crow, self._cols, self._value_tensor, self._shape = crow, cols, values, Size(shape)
 
     def _with_values(self, values: Tensor) -> SparseCsrTensor:
         device = values.device
@@ -55,7 +55,7 @@ class SparseCsrTensor(SparseBase):
 
     def values(self) -> Tensor:
         """The value of each entry, row by row (gradients reach it)."""
-        return self._values
+        return self._value_tensor
 
     # ------------------------------------------------------------------ conversions
     def _rows(self) -> np.ndarray:
@@ -65,7 +65,7 @@ class SparseCsrTensor(SparseBase):
     def to_sparse_coo(self) -> SparseTensor:
         """The COO form: the same entries, in the same (row-major, so coalesced) order."""
         indices = np.stack([self._rows(), self._cols.detach().cpu().numpy()]).astype(np.int64)
-        return SparseTensor(make_tensor(indices, device=self.device), self._values, self._shape, coalesced=True)
+        return SparseTensor(make_tensor(indices, device=self.device), self._value_tensor, self._shape, coalesced=True)
 
     def to_sparse(self, *, layout: Any = None) -> Any:
         """``to_sparse()`` is the COO form (as PyTorch's); ``layout=numdiff.sparse_csr`` is itself."""
@@ -78,12 +78,12 @@ class SparseCsrTensor(SparseBase):
         """The dense matrix; gradients reach the values."""
         flat = zeros(self._shape[0] * self._shape[1], dtype=self.dtype, device=self.device)
         linear = self._rows() * self._shape[1] + self._cols.detach().cpu().numpy()
-        dense = flat.index_add(0, make_tensor(linear.astype(np.int64), device=self.device), self._values)
+        dense = flat.index_add(0, make_tensor(linear.astype(np.int64), device=self.device), self._value_tensor)
         dense = dense.reshape(tuple(self._shape))
         return dense if dtype is None else dense.to(dtype)
 
     def clone(self) -> SparseCsrTensor:
-        return SparseCsrTensor(self._crow.clone(), self._cols.clone(), self._values.clone(), self._shape)
+        return SparseCsrTensor(self._crow.clone(), self._cols.clone(), self._value_tensor.clone(), self._shape)
 
     def _transposed(self) -> SparseCsrTensor:
         """A.T in CSR form (the values gathered, so gradients reach this tensor's)."""
@@ -91,7 +91,7 @@ class SparseCsrTensor(SparseBase):
             self._crow.detach().cpu().numpy(), self._cols.detach().cpu().numpy(), self._shape[1]
         )
         device = self.device
-        values = self._values[make_tensor(order, device=device)]
+        values = self._value_tensor[make_tensor(order, device=device)]
         return SparseCsrTensor(make_tensor(crow_t, device=device), make_tensor(cols_t, device=device), values,
                                (self._shape[1], self._shape[0]))
 
@@ -99,7 +99,7 @@ class SparseCsrTensor(SparseBase):
     def __matmul__(self, other: Any) -> Any:
         if isinstance(other, (SparseCsrTensor, SparseTensor)):
             return (self @ other.to_dense()).to_sparse_csr()
-        return csr_matmul(self._crow, self._cols, self._values, (self._shape[0], self._shape[1]), other)
+        return csr_matmul(self._crow, self._cols, self._value_tensor, (self._shape[0], self._shape[1]), other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
         """dense @ CSR = (CSR.T @ dense.T).T, with CSR.T's structure worked out on the host."""
@@ -114,11 +114,11 @@ class SparseCsrTensor(SparseBase):
 
     def sum(self, dim: Any = None) -> Tensor:
         """All values summed, or the dense sums along `dim` (through the COO form)."""
-        return self._values.sum() if dim is None else self.to_sparse_coo().sum(dim)
+        return self._value_tensor.sum() if dim is None else self.to_sparse_coo().sum(dim)
 
     def __repr__(self) -> str:
         return (f"tensor(crow_indices={self._crow!r},\n       col_indices={self._cols!r},\n       "
-                f"values={self._values!r}, size={tuple(self._shape)}, nnz={self._nnz()},\n       "
+                f"values={self._value_tensor!r}, size={tuple(self._shape)}, nnz={self._nnz()},\n       "
                 "layout=numdiff.sparse_csr)")
 
 
@@ -128,9 +128,9 @@ def coo_to_csr(coo: SparseTensor) -> SparseCsrTensor:
     if coo.ndim != 2:
         raise ValueError(f"to_sparse_csr: expects a 2-D sparse tensor, got shape {tuple(coo.shape)}")
     coalesced = coo.coalesce()
-    index = coalesced._indices.detach().cpu().numpy()
+    index = coalesced._index_tensor.detach().cpu().numpy()
     counts = np.bincount(index[0], minlength=coo.shape[0]) if index.shape[1] else np.zeros(coo.shape[0], np.int64)
     crow = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     device = coalesced.device
     return SparseCsrTensor(make_tensor(crow, device=device), make_tensor(index[1].astype(np.int64), device=device),
-                           coalesced._values, (coo.shape[0], coo.shape[1]))
+                           coalesced._value_tensor, (coo.shape[0], coo.shape[1]))

@@ -61,8 +61,6 @@ class EmbeddingBag(Module):
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"EmbeddingBag: padding_idx must be within [{-num_embeddings}, {num_embeddings - 1}], got {padding_idx}")
             padding_idx %= num_embeddings
-        if sparse:
-            raise ValueError("EmbeddingBag: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         self.mode, self.sparse, self.include_last_offset, self.padding_idx = mode, sparse, include_last_offset, padding_idx

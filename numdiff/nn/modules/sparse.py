@@ -41,8 +41,6 @@ class Embedding(Module):
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: padding_idx must be within [{-num_embeddings}, {num_embeddings - 1}], got {padding_idx}")
             padding_idx %= num_embeddings
-        if sparse:
-            raise ValueError("Embedding: sparse=True is not supported (numdiff has no sparse gradients); use sparse=False")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx

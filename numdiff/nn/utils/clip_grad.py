@@ -25,6 +25,12 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
     return [p.grad for p in parameters if p.grad is not None]
 
 
+def _values_of(grad: Tensor) -> Tensor:
+    """The tensor whose norm is the gradient's: itself, or a sparse gradient's values once
+    duplicate rows are summed (PyTorch's clip_grad_norm_ refuses sparse gradients instead)."""
+    return grad if isinstance(grad, Tensor) else grad.coalesce()._value_tensor
+
+
 @host_function
 def _squared_norm(t: Tensor) -> Tensor:
     """0-d float64: the sum of the squares of a host float tensor's elements, in one pass
@@ -67,7 +73,7 @@ def clip_grad_norm_(
     if not grads:
         return tensor(0.0)
     with no_grad():
-        norms = stack([_norm(g.detach(), norm_type).to(grads[0].dtype) for g in grads])
+        norms = stack([_norm(_values_of(g).detach(), norm_type).to(grads[0].dtype) for g in grads])
         total = _norm(norms, norm_type)
         if error_if_nonfinite and not bool(total.isfinite()):
             raise RuntimeError(
