@@ -31,7 +31,7 @@ from numba.extending import intrinsic
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels._vecmath import wide_vectors
 
-__all__ = ["KC", "PANEL_BYTES", "accumulate", "dot_rows", "loop_gemm", "loops_suit", "one_like", "panel_columns"]
+__all__ = ["KC", "PANEL_BYTES", "accumulate", "accumulate_as_gemm", "dot_rows", "loop_gemm", "loops_suit", "one_like", "panel_columns"]
 
 KC = 256
 PANEL_BYTES = 1 << 19
@@ -122,6 +122,16 @@ def _read_only(typingctx, matrix):
 
 
 @intrinsic
+def _any_layout(typingctx, matrix):
+    """The 2-D array `matrix` typed as a writable view of any layout, as loop_gemm's blocks of c
+    arrive at :func:`accumulate` (see :func:`accumulate_as_gemm`)."""
+    if not (isinstance(matrix, types.Array) and matrix.ndim == 2):
+        return None
+    viewed = matrix.copy(layout="A", readonly=False)
+    return viewed(matrix), _same_memory_as(viewed)
+
+
+@intrinsic
 def _not_inlined(typingctx):
     """Keep the compiled function this call sits in out of its callers; returns None. Inlined
     into a core, the product loop lost its 512-bit vectors (wide_vectors marks the function, not
@@ -188,6 +198,18 @@ def accumulate(a, b, alpha, c):
             bk = _unit_stride(b[k])
             for j in range(n):
                 ci[j] += ak * bk[j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def accumulate_as_gemm(a, b, c):
+    """``c (M, N) += a (M, K) @ b (K, N)`` by :func:`accumulate`, its operands typed as
+    :func:`loop_gemm` passes them (a and b read-only, all three of any layout; alpha 1 in c's
+    dtype): one compiled accumulate per dtype serves the GEMM and the recurrent steps, where each
+    caller's own layouts compiled one more (~1 s of CPU time each on an empty cache; the char
+    LSTM's first call compiled three). Only the types change: the memory, shapes and strides are
+    the arrays' own, and accumulate reads a element by element and b and c along unit-stride rows
+    whatever their layout type."""
+    accumulate(_read_only(a), _read_only(b), one_like(c), _any_layout(c))
 
 
 @njit(cache=True, nogil=True, inline="always")

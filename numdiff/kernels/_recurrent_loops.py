@@ -23,7 +23,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._gate_math import sigmoid, tanh
-from numdiff.kernels._gemm_loops import accumulate, one_like
+from numdiff.kernels._gemm_loops import accumulate_as_gemm
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._row_products import (
     add_products_nt,
@@ -42,6 +42,23 @@ __all__ = ["GRU_BACKWARD", "GRU_FORWARD", "LSTM_BACKWARD", "LSTM_FORWARD", "RNN_
 # the loops take the arrays' dtype (``one``): a Python 1.0 is a float64 and would widen them too.
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 _PARTS_OPTIONS = {name: value for name, value in _OPTIONS.items() if name != "cache"}  # serial_and_parallel adds it
+
+
+@njit(inline="always", **_OPTIONS)
+def _copy_into(x, y):
+    """y[j] = x[j] over two equal-length vectors. The kernels copy rows with this loop, never an
+    array-to-array slice assignment (``y[:] = x``): Numba's setitem compiles a shape check whose
+    error message (string formatting, joins) took 3.3 of the char LSTM's 24 s of first-call
+    build (CPU seconds, empty cache), and the loop runs the same copy."""
+    for j in range(y.shape[0]):
+        y[j] = x[j]
+
+
+@njit(inline="always", **_OPTIONS)
+def _copy_rows_into(x, y):
+    """y[m] = x[m] for every row of two equal-shape 2-D arrays (see `_copy_into`)."""
+    for m in range(y.shape[0]):
+        _copy_into(x[m], y[m])
 
 
 _TILE = 16
@@ -90,7 +107,7 @@ def _add_state_products(d, w, transposed, dh):
     if transposed:
         add_products_nt(d, w, dh)
     else:
-        accumulate(d, w, one_like(dh), dh)
+        accumulate_as_gemm(d, w, dh)
 
 
 @njit(inline="always", **_OPTIONS)
@@ -154,7 +171,7 @@ def _lstm_forward(projected, h0, c0, w_hh, w_t, out, lo, hi):
     hidden = gates // 4
     pre = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
-        pre[:, :] = projected[t, lo:hi]
+        _copy_rows_into(projected[t, lo:hi], pre)
         add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, w_t, pre)
         _lstm_gates(pre, c0, t, out, lo)
 
@@ -240,7 +257,7 @@ def _gru_gates(projected, h0, hidden_part, t, out, lo):
             row[2 * hidden + j] = sigmoid(x[hidden + j] + a[hidden + j])
         for j in range(hidden):
             row[3 * hidden + j] = tanh(x[2 * hidden + j] + row[hidden + j] * a[2 * hidden + j])
-        row[4 * hidden :] = a[2 * hidden :]
+        _copy_into(a[2 * hidden :], row[4 * hidden :])
         for j in range(hidden):
             n_gate = row[3 * hidden + j]
             row[j] = n_gate + row[2 * hidden + j] * (h_prev[j] - n_gate)
@@ -254,7 +271,7 @@ def _gru_forward(projected, h0, w_hh, w_t, b_hh, out, lo, hi):
     hidden_part = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
         for m in range(hi - lo):
-            hidden_part[m, :] = b_hh
+            _copy_into(b_hh, hidden_part[m])
         add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, w_t, hidden_part)
         _gru_gates(projected, h0, hidden_part, t, out, lo)
 
@@ -298,7 +315,7 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
             d_h[2 * hidden + j] = dhn
             r_row[2 * hidden + j] = dn_pre
             dh_in[j] = dh * z
-        r_row[: 2 * hidden] = d_h[: 2 * hidden]
+        _copy_into(d_h[: 2 * hidden], r_row[: 2 * hidden])
 
 
 @njit(**_OPTIONS)
@@ -339,7 +356,7 @@ def _rnn_activate(out_t, relu, lo, hi):
 def _rnn_forward(projected, h0, w_hh, w_t, relu, out, lo, hi):
     """Batch rows lo:hi of the whole sequence; w_t as in _lstm_forward."""
     for t in range(projected.shape[0]):
-        out[t, lo:hi] = projected[t, lo:hi]
+        _copy_rows_into(projected[t, lo:hi], out[t, lo:hi])
         add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi], w_hh, w_t, out[t, lo:hi])
         _rnn_activate(out[t], relu, lo, hi)
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numdiff.kernels._gemm_loops import accumulate, one_like
+from numdiff.kernels._gemm_loops import accumulate_as_gemm
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["add_products_nt", "add_step_product", "forward_reads_transposed"]
@@ -141,6 +141,10 @@ def add_step_product(a, w, w_t, c):
     """``c += a @ w.T``: along the rows of w_t = w.T (C-contiguous) where it has rows, else as
     :func:`add_products_nt`. c needs unit stride along its rows. Runs on the calling thread."""
     if w_t.shape[0]:
-        accumulate(a, w_t, one_like(c), c)  # alpha 1 in c's dtype: the same bits as no alpha
+        accumulate_as_gemm(a, w_t, c)  # alpha 1 in c's dtype: the same bits as no alpha
     else:
-        add_products_nt(a, w, c)
+        # a's C-contiguous copy made here, as add_products_nt would make it: the forwards (whose
+        # state rows are views typed of any layout) and the backwards (C-contiguous gate
+        # gradients) then call one compiled add_products_nt per dtype, not one per layout (~1 s
+        # of CPU time each on an empty cache).
+        add_products_nt(np.ascontiguousarray(a), w, c)

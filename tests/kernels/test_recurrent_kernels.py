@@ -269,3 +269,47 @@ def test_one_step_backward_in_float32_matches_float64(batch, hidden):
                 res = recurrent.rnn_sequence_backward(g_, out, w_, np.empty(2 * batch * hidden, dtype), False)
             results.append(res)
         np.testing.assert_allclose(results[1], results[0], rtol=2e-4, atol=2e-4, err_msg=op)
+
+
+def _run_every_sequence_kernel(rng, dtype, steps, batch, hidden):
+    """Forward and backward of the LSTM, GRU and RNN kernels over random arrays."""
+    from numdiff.kernels._recurrent_layout import backward_size
+
+    for op, gates, width in (("lstm", 4, 6), ("gru", 3, 5), ("rnn", 1, 1)):
+        projected, h0, c0 = _arrays(rng, dtype, (steps, batch, gates * hidden), (batch, hidden), (batch, hidden))
+        w_hh = 0.1 * _arrays(rng, dtype, (gates * hidden, hidden))[0]
+        out = np.empty((steps, batch, width * hidden), dtype)
+        res = np.empty(backward_size(op, steps, batch, hidden), dtype)
+        if op == "lstm":
+            recurrent.lstm_sequence_forward(projected, h0, c0, w_hh, out)
+            recurrent.lstm_sequence_backward(_arrays(rng, dtype, (steps + 1, batch, hidden))[0], out, c0, w_hh, res)
+        elif op == "gru":
+            recurrent.gru_sequence_forward(projected, h0, w_hh, np.zeros(gates * hidden, dtype), out)
+            recurrent.gru_sequence_backward(_arrays(rng, dtype, (steps, batch, hidden))[0], out, h0, w_hh, res)
+        else:
+            recurrent.rnn_sequence_forward(projected, h0, w_hh, out, False)
+            recurrent.rnn_sequence_backward(_arrays(rng, dtype, (steps, batch, hidden))[0], out, w_hh, res, False)
+
+
+def test_step_products_compile_one_version_per_dtype_whatever_the_layouts():
+    """Forward and backward steps call _gemm_loops.accumulate typed as loop_gemm calls it (a and b
+    read-only, every operand of any layout) and add_products_nt on C-contiguous rows: each layout
+    the kernels passed compiled one more version, ~1 s each of an empty cache's first call."""
+    from numdiff.kernels._gemm_loops import accumulate
+
+    def float64_signatures(dispatcher):
+        return {sig for sig in dispatcher.signatures if sig[-1].dtype == numba.float64}
+
+    before = {f: float64_signatures(f) for f in (accumulate, add_products_nt)}
+    rng = np.random.default_rng(5)
+    # 64 x 4 steps read rows of W_hh^T forward (accumulate), 2 x 4 take dot products (add_products_nt),
+    # a backward over one step reads W_hh along its rows (accumulate), over more rows of W_hh^T.
+    for steps in (64, 2, 1):
+        assert forward_reads_transposed(steps * 4, np.empty((4 * 8, 8))) == (steps == 64)
+        _run_every_sequence_kernel(rng, np.float64, steps, 4, 8)
+    operand = numba.types.Array(numba.float64, 2, "A", readonly=True)
+    assert float64_signatures(accumulate) - before[accumulate] <= {
+        (operand, operand, numba.float64, numba.types.Array(numba.float64, 2, "A"))
+    }
+    new = float64_signatures(add_products_nt) - before[add_products_nt]
+    assert len(new) <= 1 and all(arg.layout == "C" for sig in new for arg in sig)
