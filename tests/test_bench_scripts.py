@@ -13,7 +13,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.mark.parametrize("script", ["bench_cpu.py", "bench_compile.py", "bench_models.py"])
+@pytest.mark.parametrize("script", ["bench_cpu.py", "bench_compile.py", "bench_models.py", "bench_first_calls.py"])
 def test_only_matching_no_workload_names_the_workloads(script):
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "--only", "no such workload"],
@@ -21,7 +21,7 @@ def test_only_matching_no_workload_names_the_workloads(script):
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--only 'no such workload' matches no workload" in done.stderr
-    assert ("char_lstm" if script == "bench_models.py" else "digits") in done.stderr  # the workloads it could name
+    assert ("char_lstm" if script in ("bench_models.py", "bench_first_calls.py") else "digits") in done.stderr  # the workloads it could name
 
 
 def test_bench_models_quick_run_steps_every_candidate():
