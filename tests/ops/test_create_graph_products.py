@@ -89,3 +89,49 @@ def test_linear_gradcheck_and_gradgradcheck(x_shape):
 def test_linear_refuses_mismatched_features_naming_the_shapes():
     with pytest.raises(ValueError, match=r"linear: input \(4, 3\) must end with in_features=2"):
         numdiff.nn.functional.linear(numdiff.ones(4, 3), numdiff.ones(5, 2))
+
+
+REDUCTIONS = [((4, 3, 5), dims, keepdim) for dims in [None, 0, (0, 1), 1, (1, 2), 2, (0, 2)] for keepdim in (False, True)]
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "prod"])
+@pytest.mark.parametrize("shape, dims, keepdim", REDUCTIONS, ids=str)
+def test_a_reduction_s_create_graph_backward_matches_torch(op, shape, dims, keepdim):
+    # The recorded backward puts reduced dims back by a reshape and an expand, or an expand alone
+    # where the reduced dims lead and are not kept (numdiff.ops.reduction._expand_back).
+    rng = np.random.default_rng(len(str(dims)))
+    data = rng.standard_normal(shape) * 0.5 + 1.5
+    weights = rng.standard_normal(shape)
+
+    def second(lib):
+        x = lib.tensor(data, requires_grad=True)
+        if dims is None:
+            out = getattr(lib, op)(x)
+        else:
+            out = getattr(lib, op)(x, dims, keepdim=keepdim) if op != "prod" or isinstance(dims, int) else None
+        if out is None:
+            return None
+        (g,) = lib.autograd.grad((out * out).sum(), x, create_graph=True)
+        assert tuple(g.shape) == shape
+        (gg,) = lib.autograd.grad((g * lib.tensor(weights)).sum(), x)
+        return g.detach().numpy(), gg.numpy()
+
+    got, expected = second(numdiff), second(torch)
+    assert (got is None) == (expected is None)
+    if got is not None:
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("dims, keepdim", [((0,), False), ((1,), False), ((0, 1), True), (None, False)], ids=str)
+def test_sum_and_mean_gradgradcheck(dims, keepdim):
+    x = numdiff.tensor(np.random.default_rng(2).standard_normal((3, 4)), requires_grad=True)
+    for fn in (lambda t: (t.sum(dims, keepdim=keepdim) if dims else t.sum()) ** 2,
+               lambda t: (t.mean(dims, keepdim=keepdim) if dims else t.mean()) ** 3):
+        assert numdiff.autograd.gradcheck(fn, (x,))
+        assert numdiff.autograd.gradgradcheck(fn, (x,))
+
+
+def test_sum_refuses_a_dim_out_of_range_naming_it():
+    with pytest.raises((IndexError, ValueError), match="sum"):
+        numdiff.ones(2, 3).sum(5)
