@@ -135,3 +135,37 @@ def test_sum_and_mean_gradgradcheck(dims, keepdim):
 def test_sum_refuses_a_dim_out_of_range_naming_it():
     with pytest.raises((IndexError, ValueError), match="sum"):
         numdiff.ones(2, 3).sum(5)
+
+
+@pytest.mark.parametrize("shape", [(), (7,), (16, 8), (3, 4, 5)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", [1.0, 0.3, -7.5])
+def test_mse_loss_s_create_graph_gradient_has_the_first_order_bits(shape, dtype, seed):
+    # The recorded form scales by g * (2 / n), the first-order one by 2 and then g * (1 / n).
+    rng = np.random.default_rng(len(shape))
+    x = numdiff.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+    t = numdiff.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+    grad_output = numdiff.tensor(np.asarray(seed, dtype))
+    first = numdiff.autograd.grad(numdiff.nn.functional.mse_loss(x, t), (x, t), grad_output)
+    recorded = numdiff.autograd.grad(numdiff.nn.functional.mse_loss(x, t), (x, t), grad_output, create_graph=True)
+    for a, b in zip(first, recorded):
+        assert b.requires_grad
+        np.testing.assert_array_equal(a.numpy(), b.detach().numpy())
+
+
+def test_mse_loss_double_backward_matches_torch():
+    rng = np.random.default_rng(5)
+    x_np, t_np, w_np = (rng.standard_normal((6, 4)) for _ in range(3))
+
+    def second(lib):
+        x, t = lib.tensor(x_np, requires_grad=True), lib.tensor(t_np, requires_grad=True)
+        gx, gt = lib.autograd.grad(lib.nn.functional.mse_loss(x, t) ** 2, (x, t), create_graph=True)
+        return [g.numpy() for g in lib.autograd.grad((gx * lib.tensor(w_np)).sum() + gt.square().sum(), (x, t))]
+
+    for a, b in zip(second(numdiff), second(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_mse_loss_refuses_mismatched_shapes_naming_them():
+    with pytest.warns(UserWarning, match="mse_loss"), pytest.raises(ValueError, match=r"\(2, 3\) and \(4,\)"):
+        numdiff.nn.functional.mse_loss(numdiff.ones(2, 3), numdiff.ones(4))
