@@ -25,6 +25,8 @@ from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
 from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, is_host
+from numdiff.ops import reduction as _reduction
+from numdiff.ops import shape as _shape
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
@@ -72,6 +74,22 @@ def _product(a: Any, b: Any, out: Any) -> None:
         (kernels.bgemm_nn if batched else kernels.gemm_nn)(a_c, b_c, out)
 
 
+def _fresh_product(a: Any, b: Any, out: Any) -> None:
+    """out = a @ b for 2-D arrays into an `out` just allocated by the caller: host operands of
+    out's float dtype, each C-contiguous or the transpose of a C-contiguous array (the layouts of
+    a create_graph backward's products: a gradient, a weight, a ``.mT`` view), go to
+    run_product_checked with the layout as flags, after the one check that guards its memory
+    accesses (a's columns against b's rows, out's shape); anything else takes _product and the
+    checking kernels. The kernel and its result are _product's: same bits."""
+    dtype = out.dtype
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype == b.dtype and dtype in _FLOATS:
+        (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
+        if not (a_t and b_t) and a.shape[1] == b.shape[0] and out.shape == (a.shape[0], b.shape[1]):
+            _matmul_kernels.run_product_checked(a_t, b_t, a_c, b_c, out)
+            return
+    _product(a, b, out)
+
+
 class _Unsaved:
     """The ctx of a forward run again on part of its input: saves nothing."""
 
@@ -113,7 +131,7 @@ class Matmul(Function):
         if out.size == 0:
             return out
         if a.ndim == b.ndim == 2:
-            _product(a, b, out)
+            _fresh_product(a, b, out)
         elif b.ndim == 2 and 0 in a.strides[:-1] and _copied_rows(a) is not None:
             out[...] = Matmul.forward(_Unsaved, a[_copied_rows(a)], b)
         elif b.ndim == 2:
@@ -212,7 +230,7 @@ def _itself(x: np.ndarray) -> np.ndarray:
 
 
 def _matrix_transpose(t: Tensor) -> Tensor:
-    return t.mT
+    return _shape.transposed_matrix(t)
 
 
 def _array_of(t: Tensor) -> Any:
@@ -396,6 +414,8 @@ class Linear(Function):
             and x._data.dtype == grad._data.dtype == weight._data.dtype
         ):
             return _linear_backward_arrays(x._data, weight._data, grad._data, n_rows, ctx.needs_input_grad)
+        # Recorded (create_graph): the transpose and the bias sum as their ops directly, without
+        # transpose()'s and sum()'s argument checks: (1, 0) is a permutation and dim 0 exists.
         grad_x = grad_weight = grad_bias = None
         grad_rows = grad if grad.ndim == 2 else grad.reshape(n_rows, weight.shape[0])
         if ctx.needs_input_grad[0]:
@@ -404,9 +424,9 @@ class Linear(Function):
                 grad_x = grad_x.reshape(tuple(x.shape))
         if ctx.needs_input_grad[1]:
             rows = x if x.ndim == 2 else x.reshape(n_rows, weight.shape[1])
-            grad_weight = Matmul.apply(grad_rows.mT, rows)
+            grad_weight = Matmul.apply(_shape.transposed_matrix(grad_rows), rows)
         if ctx.needs_input_grad[2]:
-            grad_bias = grad_rows.sum(0)
+            grad_bias = _reduction.Sum.apply(grad_rows, dims=(0,), keepdim=False)
         return grad_x, grad_weight, grad_bias
 
 

@@ -67,13 +67,18 @@ class MseLossMean(Function):
         x, target = ctx.saved_tensors
         need_x, need_target = ctx.needs_input_grad
         if is_grad_enabled():  # create_graph: the same formula in recorded ops, for higher derivatives
-            scale = grad * (1.0 / x.numel())
+            # g * (2 / n) is 2 * (g * (1 / n)) exactly (a power of two scales without rounding), so
+            # one product by it gives the first-order form's bits with an op fewer per input.
+            scale = grad * (2.0 / x.numel())
             return (
-                2.0 * (x - target) * scale if need_x else None,
-                2.0 * (target - x) * scale if need_target else None,
+                (x - target) * scale if need_x else None,
+                (target - x) * scale if need_target else None,
             )
         xs, ts = x._data, target._data
         scale = grad._data * xs.dtype.type(1.0 / xs.size)  # mean's backward: times the rounded 1 / n
-        grad_x = Tensor._wrap(np.subtract(xs, ts, order="C") * 2 * scale, None, None) if need_x else None
-        grad_target = Tensor._wrap(np.subtract(ts, xs, order="C") * 2 * scale, None, None) if need_target else None
+        # asarray: on 0-d operands NumPy's products are scalars, which a Tensor cannot hold.
+        grad_x = Tensor._wrap(np.asarray(np.subtract(xs, ts, order="C") * 2 * scale), None, None) if need_x else None
+        grad_target = (
+            Tensor._wrap(np.asarray(np.subtract(ts, xs, order="C") * 2 * scale), None, None) if need_target else None
+        )
         return grad_x, grad_target

@@ -26,6 +26,7 @@ from numdiff.ops._util import (
 from numdiff.ops.indexing import gather
 from numdiff.ops.registry import register
 from numdiff.ops.selection import maximum, minimum, where
+from numdiff.ops.shape import Expand, Reshape, _as_view
 from numdiff.overrides import dispatch_call, honours_protocol, is_overridable
 from numdiff.tensor import Tensor
 
@@ -41,9 +42,16 @@ def _expand_back(grad: Tensor, ctx) -> Tensor:
         if data.shape == tuple(ctx.input_shape):
             return grad if data is grad._data else Tensor._wrap(data, None, None)
         return Tensor._wrap(np.broadcast_to(data, ctx.input_shape), None, None)
-    if not ctx.keepdim:
-        grad = grad.reshape(ctx.kept_shape)
-    return grad.expand(ctx.input_shape)
+    # Recorded (create_graph): the view ops directly, without reshape()'s and expand()'s argument
+    # checks (the shapes are the forward's). With the leading dims reduced and not kept, expand's
+    # broadcast puts them back by itself: no reshape op (a bias gradient's sum(0), a full sum).
+    if not ctx.keepdim and ctx.dims != tuple(range(len(ctx.dims))):
+        kept = ctx.kept_shape
+        grad = _as_view(Reshape.apply(grad, shape=kept), grad, Reshape, {"shape": kept})
+    shape = tuple(ctx.input_shape)
+    if grad._data.shape == shape:
+        return grad
+    return _as_view(Expand.apply(grad, shape=shape), grad, Expand, {"shape": shape})
 
 
 def _remember(ctx, x, dims: tuple, keepdim: bool) -> None:

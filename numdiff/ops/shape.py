@@ -184,6 +184,14 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return _as_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
 
 
+def transposed_matrix(input: Tensor) -> Tensor:
+    """``input.mT`` for a tensor known to have at least 2 dims (a backward formula's operand):
+    the Permute op as a view of `input`, without transpose()'s dim normalisation."""
+    ndim = input._data.ndim
+    dims = tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+    return _as_view(Permute.apply(input, dims=dims), input, Permute, {"dims": dims})
+
+
 def t(input: Tensor) -> Tensor:
     """Transpose of a tensor with at most 2 dims."""
     if input.ndim > 2:
