@@ -82,7 +82,7 @@ def _fresh_product(a: Any, b: Any, out: Any) -> None:
     accesses (a's columns against b's rows, out's shape); anything else takes _product and the
     checking kernels. The kernel and its result are _product's: same bits."""
     dtype = out.dtype
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype == b.dtype and dtype in _FLOATS:
+    if is_host(a) and is_host(b) and a.dtype == dtype == b.dtype and dtype in _FLOATS:
         (a_c, a_t), (b_c, b_t) = _operand(a), _operand(b)
         if not (a_t and b_t) and a.shape[1] == b.shape[0] and out.shape == (a.shape[0], b.shape[1]):
             _matmul_kernels.run_product_checked(a_t, b_t, a_c, b_c, out)
