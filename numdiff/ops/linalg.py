@@ -27,6 +27,7 @@ from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, is_host
 from numdiff.ops import reduction as _reduction
 from numdiff.ops import shape as _shape
+from numdiff.ops._product_grads import array_of, itself, linear_backward_arrays, matmul_grads, swap_last
 from numdiff.ops._util import broadcast_shape, check_same_device, ensure_tensor
 from numdiff.ops.registry import register
 from numdiff.overrides import ForeignOperandError, dispatch_call, hands_over
@@ -181,60 +182,17 @@ class Matmul(Function):
             and grad._data.dtype in _FLOATS
             and a._data.dtype == grad._data.dtype == b._data.dtype
         ):
-            grads = _matmul_grads(a._data, b._data, grad._data, ctx.needs_input_grad, _array_times, _swap_last, _itself)
+            grads = matmul_grads(a._data, b._data, grad._data, ctx.needs_input_grad, _array_times, swap_last, itself)
             return tuple(None if g is None else Tensor._wrap(g, None, None) for g in grads)
-        return _matmul_grads(a, b, grad, ctx.needs_input_grad, _times, _matrix_transpose, _array_of)
-
-
-def _matmul_grads(a: Any, b: Any, grad: Any, needs: tuple, times: Any, swap: Any, array_of: Any) -> tuple:
-    """Matmul's two gradients, written once for both forms of its backward: on tensors, recorded
-    (`times` the op, `swap` ``.mT``), and on host arrays when nothing is recorded (`times` the
-    forward's product, `swap` a swapaxes view; for small batched products the op calls and
-    transposes of the recorded form cost several times the arithmetic). `array_of` gives an
-    operand's array, whose layout picks the product.
-
-    A matrix stored transposed (weight.t() in linear) gets its gradient computed in that same
-    layout, (g^T a)^T instead of a^T g: the transpose back to it is then free and the leaf's
-    gradient is a contiguous copy rather than a strided one. grad_a keeps the broadcast batch
-    dimensions; the engine sums them back to a's shape."""
-    grad_a = grad_b = None
-    if needs[0]:
-        if a.ndim == 2 and b.ndim == 2 and _transposed_layout(array_of(a)):
-            grad_a = swap(times(b, swap(grad)))
-        else:
-            grad_a = times(grad, swap(b))
-    if needs[1]:
-        if b.ndim == 2:
-            k, n = b.shape
-            count = math.prod(a.shape[:-1])  # explicit: -1 cannot be inferred when k == 0
-            rows, grad_rows = a.reshape(count, k), grad.reshape(count, n)
-            if _transposed_layout(array_of(b)):
-                grad_b = swap(times(swap(grad_rows), rows))
-            else:
-                grad_b = times(swap(rows), grad_rows)
-        else:
-            grad_b = times(swap(a), grad)
-    return grad_a, grad_b
+        return matmul_grads(a, b, grad, ctx.needs_input_grad, _times, _matrix_transpose, array_of)
 
 
 def _array_times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return Matmul.forward(_Unsaved, a, b)
 
 
-def _swap_last(x: np.ndarray) -> np.ndarray:
-    return np.swapaxes(x, -1, -2)
-
-
-def _itself(x: np.ndarray) -> np.ndarray:
-    return x
-
-
 def _matrix_transpose(t: Tensor) -> Tensor:
     return _shape.transposed_matrix(t)
-
-
-def _array_of(t: Tensor) -> Any:
-    return t._data
 
 
 def _times(a: Tensor, b: Tensor) -> Tensor:
@@ -242,11 +200,6 @@ def _times(a: Tensor, b: Tensor) -> Tensor:
     forward checked, so the op directly, without matmul()'s checks on every product of a
     create_graph backward; matmul() where the dtypes differ, for its error."""
     return Matmul.apply(a, b) if a._data.dtype == b._data.dtype else matmul(a, b)
-
-
-def _transposed_layout(data: Any) -> bool:
-    """True for a 2-D array whose transpose is C-contiguous but which itself is not."""
-    return not data.flags.c_contiguous and data.T.flags.c_contiguous
 
 
 def _check_pair(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
@@ -413,7 +366,7 @@ class Linear(Function):
             and grad._data.dtype in _FLOATS
             and x._data.dtype == grad._data.dtype == weight._data.dtype
         ):
-            return _linear_backward_arrays(x._data, weight._data, grad._data, n_rows, ctx.needs_input_grad)
+            return linear_backward_arrays(x._data, weight._data, grad._data, n_rows, ctx.needs_input_grad, _product)
         # Recorded (create_graph): the transpose and the bias sum as their ops directly, without
         # transpose()'s and sum()'s argument checks: (1, 0) is a permutation and dim 0 exists.
         grad_x = grad_weight = grad_bias = None
@@ -431,52 +384,3 @@ class Linear(Function):
 
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _linear_backward_arrays(
-    x: np.ndarray, weight: np.ndarray, grad: np.ndarray, n_rows: int, needs: tuple
-) -> tuple:
-    """Linear's first-order backward on CPU arrays: the tensor form's products and sum, called
-    directly. Without create_graph nothing is recorded, and for a small layer the three op calls
-    (and the transposes that feed them) cost several times the arithmetic."""
-    out_features, in_features = weight.shape
-    grad_rows = grad.reshape(n_rows, out_features)
-    grad_x = grad_weight = grad_bias = None
-    x_rows = x.reshape(n_rows, in_features)
-    # The caller checked the dtypes (float32 or float64, all one), the shapes are the forward's and
-    # the outputs are new: with C-contiguous host operands the kernels' argument checks (and
-    # _product's layout tests) would be repeated work.
-    direct = (
-        grad_rows.flags.c_contiguous  # tested one by one: a generator costs a call per layer
-        and weight.flags.c_contiguous
-        and x_rows.flags.c_contiguous
-        and is_host(weight)
-        and is_host(x)
-    )
-    if direct and needs[0] and needs[1]:
-        # Both products in one call: side by side on the threads (numdiff.kernels.matmul).
-        grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
-        grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        _matmul_kernels.run_linear_backward_checked(grad_rows, weight, x_rows, grad_x, grad_weight)
-        grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
-        grad_weight = Tensor._wrap(grad_weight, None, None)
-        needs = (False, False, needs[2])
-    if needs[0]:
-        grad_x = np.empty((n_rows, in_features), dtype=grad.dtype)
-        if direct:
-            _matmul_kernels.run_product_checked(False, False, grad_rows, weight, grad_x)
-        else:
-            _product(grad_rows, weight, grad_x)
-        grad_x = Tensor._wrap(grad_x.reshape(x.shape), None, None)
-    if needs[1]:
-        # A first layer's weight gradient (its input needs none): grad_rows.T @ x_rows, the gemm_tn
-        # that _product picks for a transposed C-contiguous operand.
-        grad_weight = np.empty((out_features, in_features), dtype=grad.dtype)
-        if direct:
-            _matmul_kernels.run_product_checked(True, False, grad_rows, x_rows, grad_weight)
-        else:
-            _product(grad_rows.T, x_rows, grad_weight)
-        grad_weight = Tensor._wrap(grad_weight, None, None)
-    if needs[2]:
-        grad_bias = Tensor._wrap(grad_rows.sum(0), None, None)
-    return grad_x, grad_weight, grad_bias
