@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff.ops._reduction_constants import eager_host_data
 from numdiff.ops._util import broadcast_shape, ensure_tensor, half_computed_in_float32
 from numdiff.ops.linalg import matmul
 from numdiff.ops.reduction import _reduction_dims, amax, amin
@@ -20,7 +21,9 @@ from numdiff.tensor import Tensor
 def _root(total: Tensor, p: float) -> Tensor:
     """total ** (1 / p), with value and gradient 0 where total is 0 (the root's slope is infinite
     there; PyTorch's norm gives the zero subgradient)."""
-    zero = total == 0
+    host = eager_host_data(total)
+    # The mask is a constant of the gradient: on a host array, NumPy's comparison, not a recorded op.
+    zero = total == 0 if host is None else Tensor._wrap(np.asarray(host == 0), None, None)
     safe = where(zero, 1.0, total)
     return where(zero, 0.0, safe.sqrt() if p == 2 else safe ** (1.0 / p))
 
