@@ -125,6 +125,7 @@ from numdiff.ops.logical import (
     lt,
     ne,
 )
+from numdiff.ops.moments import logsumexp, std, std_mean, var, var_mean
 from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
 from numdiff.ops.order_statistics import kthvalue, median, mode, nanmedian
 from numdiff.ops.products import (
@@ -168,16 +169,11 @@ from numdiff.ops.reduction import (
     amin,
     argmax,
     argmin,
-    logsumexp,
     max,
     mean,
     min,
     prod,
-    std,
-    std_mean,
     sum,
-    var,
-    var_mean,
 )
 from numdiff.ops.roll import roll
 from numdiff.ops.scan import cummax, cummin, cumprod, cumsum, diff

@@ -33,6 +33,7 @@ from numdiff.ops import (
     indexing,
     linalg,
     logical,
+    moments,
     norms,
     products,
     rearrange,
@@ -215,8 +216,8 @@ METHODS = {
     # reductions
     "sum": reduction.sum,
     "mean": reduction.mean,
-    "var": reduction.var,
-    "std": reduction.std,
+    "var": moments.var,
+    "std": moments.std,
     "prod": reduction.prod,
     "max": reduction.max,
     "min": reduction.min,
@@ -224,7 +225,7 @@ METHODS = {
     "amin": reduction.amin,
     "argmax": reduction.argmax,
     "argmin": reduction.argmin,
-    "logsumexp": reduction.logsumexp,
+    "logsumexp": moments.logsumexp,
     # shape
     "reshape": shape.reshape,
     "view": shape.view,

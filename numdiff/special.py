@@ -17,7 +17,7 @@ from numdiff._dtype import float64, get_default_dtype
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.activation import log_softmax, softmax
 from numdiff.ops.elementwise import PUBLIC
-from numdiff.ops.reduction import logsumexp
+from numdiff.ops.moments import logsumexp
 from numdiff.ops.selection import where
 from numdiff.ops.special_functions import digamma, erfc, erfinv, lgamma, logit, mvlgamma, polygamma
 from numdiff.ops.unary import round
