@@ -239,7 +239,7 @@ METHODS = {
     "expand": shape.expand,
     "expand_as": lambda self, other: shape.expand(self, tuple(other.shape)),
     "broadcast_to": shape.broadcast_to,
-    "repeat": shape.repeat,
+    "repeat": rearrange.repeat,
     "split": shape.split,
     "chunk": shape.chunk,
     "flip": shape.flip,

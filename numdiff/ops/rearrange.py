@@ -15,7 +15,7 @@ from numdiff._tensor_extras import narrow as narrow_method
 from numdiff.backend import to_host
 from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
-from numdiff.ops.shape import _shape_arg, cat, new_memory, permute, transpose
+from numdiff.ops.shape import _shape_arg, cat, permute, reshape, transpose
 from numdiff.tensor import Tensor
 
 
@@ -183,6 +183,32 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Stack 0-d and 1-D tensors as columns (others as they are) along dim 1."""
     pieces = [t.reshape(-1, 1) if t.ndim <= 1 else t for t in _sequence("column_stack", tensors)]
     return cat(pieces, 1)
+
+
+def repeat(input: Tensor, *repeats: Any) -> Tensor:
+    """Tile the tensor `repeats[i]` times along dim i (composed from expand and reshape)."""
+    repeats = _shape_arg(repeats, "repeat")
+    if len(repeats) < input.ndim:
+        raise ValueError(f"repeat: number of repeat dims {len(repeats)} can not be smaller than number of tensor dims {input.ndim}")
+    if any(r < 0 for r in repeats):
+        raise ValueError(f"repeat: repeats must be non-negative, got {list(repeats)}")
+    shape = (1,) * (len(repeats) - input.ndim) + tuple(input.shape)
+    interleaved = []
+    for n in shape:
+        interleaved += [1, n]
+    tiled = []
+    for r, n in zip(repeats, shape):
+        tiled += [r, n]
+    out = reshape(input, interleaved).expand(tiled)
+    return new_memory(out.reshape(tuple(r * n for r, n in zip(repeats, shape))))
+
+
+def new_memory(out: Tensor) -> Tensor:
+    """`out` copied if it is a view, for ops composed of expand and reshape that PyTorch documents
+    as copying (repeat, repeat_interleave). Where nothing really repeats, or only ahead of size-1
+    dims, reshape keeps a view: writable into the input, or read-only with stride 0 (an empty
+    broadcast is read-only too)."""
+    return out.clone() if out._base is not None or out.numel() == 0 else out
 
 
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *, output_size: int | None = None) -> Tensor:

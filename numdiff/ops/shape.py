@@ -285,32 +285,6 @@ def flip(input: Tensor, dims: Any) -> Tensor:
     return Flip.apply(input, dims=dims)
 
 
-def repeat(input: Tensor, *repeats: Any) -> Tensor:
-    """Tile the tensor `repeats[i]` times along dim i (composed from expand and reshape)."""
-    repeats = _shape_arg(repeats, "repeat")
-    if len(repeats) < input.ndim:
-        raise ValueError(f"repeat: number of repeat dims {len(repeats)} can not be smaller than number of tensor dims {input.ndim}")
-    if any(r < 0 for r in repeats):
-        raise ValueError(f"repeat: repeats must be non-negative, got {list(repeats)}")
-    shape = (1,) * (len(repeats) - input.ndim) + tuple(input.shape)
-    interleaved = []
-    for n in shape:
-        interleaved += [1, n]
-    tiled = []
-    for r, n in zip(repeats, shape):
-        tiled += [r, n]
-    out = reshape(input, interleaved).expand(tiled)
-    return new_memory(out.reshape(tuple(r * n for r, n in zip(repeats, shape))))
-
-
-def new_memory(out: Tensor) -> Tensor:
-    """`out` copied if it is a view, for ops composed of expand and reshape that PyTorch documents
-    as copying (repeat, repeat_interleave). Where nothing really repeats, or only ahead of size-1
-    dims, reshape keeps a view: writable into the input, or read-only with stride 0 (an empty
-    broadcast is read-only too)."""
-    return out.clone() if out._base is not None or out.numel() == 0 else out
-
-
 @honours_protocol
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of equal shape except along `dim`."""
