@@ -1,16 +1,78 @@
-"""Losses from likelihoods: kl_div, poisson_nll_loss and gaussian_nll_loss, composed from
-differentiable ops (no backward of their own), with PyTorch's arguments and reductions."""
+"""Losses from likelihoods: binary_cross_entropy (from probabilities, or stably from logits),
+kl_div, poisson_nll_loss and gaussian_nll_loss, with PyTorch's arguments and reductions."""
 
 from __future__ import annotations
 
 import math
 import warnings
 
-from numdiff.backend import to_host
+from numdiff.backend import holds_values, to_host
 from numdiff.creation import full_like
 from numdiff.nn._losses import _check_float, _reduce, _reduction
+from numdiff.ops.activation import softplus
+from numdiff.ops.elementwise import PUBLIC as RULES
+from numdiff.ops.loss import BinaryCrossEntropy
 from numdiff.ops.selection import where
 from numdiff.tensor import Tensor
+
+
+def _check_same_shape(op: str, input: Tensor, target: Tensor) -> None:
+    _check_float(op, "input", input)
+    _check_float(op, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"{op}: target size {tuple(target.shape)} must be the same as input size {tuple(input.shape)}"
+        )
+
+
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; logs are clamped at -100."""
+    reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
+    _check_same_shape("binary_cross_entropy", input, target)
+    if holds_values(input._data):  # a meta input has no values to check
+        values = to_host(input._data)
+        if values.size and not ((values >= 0) & (values <= 1)).all():
+            raise ValueError(
+                "binary_cross_entropy: all elements of input should be between 0 and 1 (got values in "
+                f"[{values.min()}, {values.max()}]); pass logits to binary_cross_entropy_with_logits instead"
+            )
+    loss = BinaryCrossEntropy.apply(input, target)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target), computed stably from logits.
+
+    `pos_weight` (broadcast along the last dimension, one per class) scales the positive term.
+    """
+    reduction = _reduction("binary_cross_entropy_with_logits", size_average, reduce, reduction)
+    _check_same_shape("binary_cross_entropy_with_logits", input, target)
+    if pos_weight is None:
+        loss = RULES["bce_with_logits"](input, target)
+    else:
+        # softplus(-x) = -log(sigmoid(x)); an infinite threshold keeps it exact for every x.
+        neg_log_sigmoid = softplus(-input, threshold=float("inf"))
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * neg_log_sigmoid
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
 
 
 def kl_div(
@@ -139,4 +201,4 @@ def gaussian_nll_loss(
     return _reduce(loss, reduction)
 
 
-__all__ = ["gaussian_nll_loss", "kl_div", "poisson_nll_loss"]
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "gaussian_nll_loss", "kl_div", "poisson_nll_loss"]

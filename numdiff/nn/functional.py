@@ -21,10 +21,14 @@ from numdiff.nn._layer_functions import (
     rrelu,
 )
 from numdiff.nn._legacy import log_softmax, softmax, softmin, upsample_bilinear, upsample_nearest
-from numdiff.nn._likelihood_losses import gaussian_nll_loss, kl_div, poisson_nll_loss
-from numdiff.nn._losses import (
+from numdiff.nn._likelihood_losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    gaussian_nll_loss,
+    kl_div,
+    poisson_nll_loss,
+)
+from numdiff.nn._losses import (
     cross_entropy,
     huber_loss,
     l1_loss,

@@ -100,7 +100,7 @@ class BCELoss(_WeightedLoss):
     """Binary cross entropy of probabilities in [0, 1]; `weight` rescales each element."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return _losses.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+        return _likelihood_losses.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -119,7 +119,7 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return _losses.binary_cross_entropy_with_logits(
+        return _likelihood_losses.binary_cross_entropy_with_logits(
             input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
         )
 
