@@ -50,6 +50,10 @@ CASES = [
     (2, 2, 6, 6, 3, 3, 3, (1, 1), (1, -1, 2, -1), (1, 1), 1),  # negative pads crop
     (2, 2, 7, 7, 2, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 1),  # the last input row and column unread
     (7, 5, 4, 4, 3, 4, 4, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # 7 images: a short last block
+    # Output rows of PHASE_MIN_RUN or more: patches move as runs of a phase-split block.
+    (3, 4, 5, 19, 5, 3, 3, (2, 2), (1, 0, 1, 2), (1, 1), 1),  # 2x10 outputs, uneven pads
+    (4, 4, 4, 30, 6, 2, 3, (1, 3), (0, 1, 2, 1), (2, 2), 2),  # 3x10, stride 3 along W, dilation, groups
+    (2, 4, 3, 12, 6, 3, 3, (1, 1), (1, 0, -1, 1), (1, 1), 1),  # a negative left pad crops, 2x10
 ]
 
 # Weight gradients batch up to 256 positions an image (the forward too, the input gradient not):
