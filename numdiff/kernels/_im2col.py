@@ -143,3 +143,62 @@ def col2im_rows_add(col, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_si
                     for ow in range(ow_size):
                         stage[np.uint64(d0 + ow * sw)] += src[np.uint64(s0 + ow)]
     unstage_add(stage, c0, channels, oh0 * sh - pt, pl, block_h, block_w, dxg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def phase_width(block_w, sw):
+    """Columns of one stride phase of a zero-padded block `block_w` wide: ``ceil(block_w / sw)``."""
+    return -(-block_w // sw)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def stage_phases(xg, top, pl, block_h, block_w, sw, stage):
+    """Copy input rows ``top .. top+block_h-1`` of ``xg`` (Cg, H, W) into ``stage`` as the zero-padded
+    block of :func:`stage_rows` split into its ``sw`` column phases: ``stage`` (1-D, at least
+    ``sw*Cg*block_h*Wq`` elements, Wq = :func:`phase_width`) laid out (sw, Cg, block_h, Wq) with
+    ``stage[((p*Cg + c)*block_h + a)*Wq + q]`` = input (c, top + a, q*sw + p - pl), zeros outside
+    the image and past the block. A tap's run of outputs along a row, input columns ``ow*sw + k``,
+    is then one unit-stride run of phase ``k % sw`` from column ``k // sw``."""
+    cg, height, width = xg.shape
+    wq = phase_width(block_w, sw)
+    src = xg.reshape(-1)
+    for p in range(sw):
+        # Columns [lo, hi) of this phase's rows come from the image: 0 <= q*sw + p - pl < width.
+        lo = min(max(-(-(pl - p) // sw), 0), wq)
+        hi = max(min(-(-(width + pl - p) // sw), wq), lo)
+        for c in range(cg):
+            for a in range(block_h):
+                ih = top + a
+                d0 = ((p * cg + c) * block_h + a) * wq
+                if ih < 0 or ih >= height:
+                    for q in range(wq):
+                        stage[np.uint64(d0 + q)] = 0
+                    continue
+                s0 = (c * height + ih) * width + p - pl
+                for q in range(lo):
+                    stage[np.uint64(d0 + q)] = 0
+                for q in range(lo, hi):
+                    stage[np.uint64(d0 + q)] = src[np.uint64(s0 + q * sw)]
+                for q in range(hi, wq):
+                    stage[np.uint64(d0 + q)] = 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def unstage_phases_add(stage, top, pl, block_h, block_w, sw, dxg):
+    """The adjoint of :func:`stage_phases`: add the in-image part of the phase-split block ``stage``
+    into ``dxg`` (Cg, H, W) and drop its padding."""
+    cg, height, width = dxg.shape
+    wq = phase_width(block_w, sw)
+    dst = dxg.reshape(-1)
+    for p in range(sw):
+        lo = min(max(-(-(pl - p) // sw), 0), wq)
+        hi = max(min(-(-(width + pl - p) // sw), wq), lo)
+        for c in range(cg):
+            for a in range(block_h):
+                ih = top + a
+                if ih < 0 or ih >= height:
+                    continue
+                s0 = ((p * cg + c) * block_h + a) * wq
+                d0 = (c * height + ih) * width + p - pl
+                for q in range(lo, hi):
+                    dst[np.uint64(d0 + q * sw)] += stage[np.uint64(s0 + q)]

@@ -75,6 +75,7 @@ from numdiff.kernels import _conv_families as families
 from numdiff.kernels import _conv_routing as routing
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
+from numdiff.kernels._conv_batched import PHASE_MIN_RUN
 from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
 from numdiff.kernels._conv_narrow import narrow_forward_core
 from numdiff.kernels._conv_route import conv_route
@@ -156,7 +157,17 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     if not pointwise:
         kernel, parts = families.BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
-        images = routing.batched_images(n_img, cg * kh * kw, oh_size * ow_size, parts, kind)
+        # A strided input gradient (a transposed convolution's forward) with output rows of
+        # PHASE_MIN_RUN or more scatters unit-stride runs (_conv_batched.scatter_phases_add), where
+        # the per-image cores scatter with the stride: batched as far as a forward (measured, one
+        # thread, float32, load 14, per image -> batched: convT 32x64->32 8x8 k4 s2 1.65-1.84 ->
+        # 1.05-1.09 ms, torch 0.88; conv 32x32->64 32x32 k4 s2 forward + input gradient 9.5-9.8 ->
+        # 8.2, torch 8.4; at stride 1 it measured even or slower, conv1d 32x48->48 128 k3 1.09-1.21
+        # -> 1.16-1.18, 16x64->64 16x16 3x3 4.9-5.0 -> 5.0-5.2).
+        strided_runs = kind == "backward_input" and sw > 1 and ow_size >= PHASE_MIN_RUN
+        images = routing.batched_images(
+            n_img, cg * kh * kw, oh_size * ow_size, parts, "forward" if strided_runs else kind
+        )
         if images:
             loops = conv_route().loops
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops)

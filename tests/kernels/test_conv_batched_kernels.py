@@ -50,6 +50,10 @@ CASES = [
     (2, 2, 6, 6, 3, 3, 3, (1, 1), (1, -1, 2, -1), (1, 1), 1),  # negative pads crop
     (2, 2, 7, 7, 2, 2, 2, (2, 2), (0, 0, 0, 0), (1, 1), 1),  # the last input row and column unread
     (7, 5, 4, 4, 3, 4, 4, (2, 2), (1, 1, 1, 1), (1, 1), 1),  # 7 images: a short last block
+    # Output rows of PHASE_MIN_RUN or more: patches move as runs of a phase-split block.
+    (3, 4, 5, 19, 5, 3, 3, (2, 2), (1, 0, 1, 2), (1, 1), 1),  # 2x10 outputs, uneven pads
+    (4, 4, 4, 30, 6, 2, 3, (1, 3), (0, 1, 2, 1), (2, 2), 2),  # 3x10, stride 3 along W, dilation, groups
+    (2, 4, 3, 12, 6, 3, 3, (1, 1), (1, 0, -1, 1), (1, 1), 1),  # a negative left pad crops, 2x10
 ]
 
 # Weight gradients batch up to 256 positions an image (the forward too, the input gradient not):
@@ -138,12 +142,15 @@ def test_batched_route_is_taken_for_small_outputs_only():
     assert batched((32, 128, 4, 4), (1, 128, 4, 4), (32, 1, 1, 1), (1, 1), (0, 0, 0, 0)) == [True] * 3
     assert batched((16, 48, 10, 10), (96, 48, 4, 4), (16, 96, 5, 5), (2, 2)) == [True] * 3
     # Forwards and weight gradients batch up to 256 positions an image (conv1d rows, strided
-    # layers); input gradients stay on the per-image cores beyond 32, and so do weight gradients
-    # whose one image's patches exceed TILE_ELEMENTS (64 x 3x3 channels on 16x16 outputs).
-    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [True, False, True]
+    # layers), and so do strided input gradients with output rows of PHASE_MIN_RUN or more (they
+    # scatter unit-stride runs); other input gradients stay on the per-image cores beyond 32, and
+    # so do weight gradients whose one image's patches exceed TILE_ELEMENTS (64 x 3x3 channels on
+    # 16x16 outputs).
+    assert batched((32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2)) == [True, True, True]
     assert batched((32, 128, 1, 68), (128, 128, 1, 5), (32, 128, 1, 64), (1, 1), (0, 0, 0, 0)) == [True, False, True]
-    assert batched((8, 64, 32, 32), (64, 64, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, False, False]
-    assert batched((8, 32, 32, 32), (64, 32, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, False, True]
+    assert batched((8, 64, 32, 32), (64, 64, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, True, False]
+    assert batched((8, 32, 32, 32), (64, 32, 3, 3), (8, 64, 16, 16), (2, 2)) == [True, True, True]
+    assert batched((32, 32, 24, 12), (64, 32, 4, 4), (32, 64, 12, 6), (2, 2)) == [True, False, True]  # rows of 6
     # So do images whose patches exceed BATCHED_MAX_IMAGE_ELEMENTS (512 x 3x3 channels on 16x16 outputs).
     assert batched((2, 512, 32, 32), (64, 512, 3, 3), (2, 64, 16, 16), (2, 2)) == [False] * 3
     # Wider outputs stay on the per-image cores; so does a pointwise convolution.
@@ -193,6 +200,43 @@ def test_batched_route_matches_torch_for_a_strided_transposed_convolution(rng):
     ny.backward(numdiff.tensor(go))
     for got, want in ((ny, ty), (nx.grad, tx.grad), (nw.grad, tw.grad)):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+# Transposed convolutions whose forward is a strided input gradient with rows of 8 or more and
+# over 32 positions (batched, scattering unit-stride runs): (N, Ci, H, W, Co, K, stride, padding,
+# output_padding, dilation).
+RUN_TRANSPOSED_CASES = [
+    (4, 6, 8, 8, 5, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1)),  # the DCGAN generator's 8x8 -> 16x16
+    (3, 4, 5, 9, 3, (3, 2), (2, 3), (0, 1), (1, 2), (1, 2)),  # uneven strides, output_padding, dilation
+]
+
+
+@pytest.mark.parametrize("case", RUN_TRANSPOSED_CASES)
+def test_batched_strided_input_gradients_match_torch_and_pass_gradcheck(case, rng):
+    torch = pytest.importorskip("torch")
+    n, ci, h, w, co, k, stride, padding, output_padding, dilation = case
+    kw = dict(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+    x = rng.standard_normal((n, ci, h, w))
+    weight = rng.standard_normal((ci, co) + k)
+    ty = torch.nn.functional.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(weight), **kw)
+    # The forward is conv2d's input gradient of the convolution from ty's shape down to x's.
+    pads = (padding[0], padding[0] - output_padding[0], padding[1], padding[1] - output_padding[1])
+    core, _ = conv.conv2d_plan("backward_input", tuple(ty.shape), weight.shape, x.shape, stride, pads, dilation, 1)
+    assert core in BATCHED_CORES["backward_input"] and x.shape[3] >= 8 and x.shape[2] * x.shape[3] > 32
+    tx = torch.from_numpy(x.astype(np.float32)).requires_grad_()
+    tw = torch.from_numpy(weight.astype(np.float32)).requires_grad_()
+    go = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    ty32 = torch.nn.functional.conv_transpose2d(tx, tw, **kw)
+    ty32.backward(torch.from_numpy(go))
+    nx = numdiff.tensor(x.astype(np.float32), requires_grad=True)
+    nw = numdiff.tensor(weight.astype(np.float32), requires_grad=True)
+    ny = numdiff.nn.functional.conv_transpose2d(nx, nw, **kw)
+    ny.backward(numdiff.tensor(go))
+    for got, want in ((ny, ty32), (nx.grad, tx.grad), (nw.grad, tw.grad)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-4)
+    small_x = numdiff.tensor(x[:2, :3], requires_grad=True)
+    small_w = numdiff.tensor(weight[:3, :2], requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda a, b: numdiff.nn.functional.conv_transpose2d(a, b, **kw), (small_x, small_w))
 
 
 def test_a_wrong_output_shape_is_refused_before_the_batched_core_runs():
