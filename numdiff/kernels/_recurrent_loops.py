@@ -25,11 +25,7 @@ from numba import prange
 from numdiff.kernels._gate_math import sigmoid, tanh
 from numdiff.kernels._gemm_loops import accumulate_as_gemm
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._row_products import (
-    add_products_nt,
-    add_step_product,
-    forward_reads_transposed,
-)
+from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["GRU_BACKWARD", "GRU_FORWARD", "LSTM_BACKWARD", "LSTM_FORWARD", "RNN_BACKWARD", "RNN_FORWARD"]
