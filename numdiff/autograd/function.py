@@ -109,54 +109,35 @@ class Function:
             except Exception as error:
                 return _retry_narrow_float(cls, args, inputs, attrs, error)
             return Tensor._wrap(out if is_host(out) else _as_array(out), None, None)
-        if len(inputs) == 1 and type(inputs[0]) is Tensor:
-            # One Tensor operand (reshape, getitem, sum, an activation): the same, without the loop.
-            t = inputs[0]
-            if t._base is not None:
-                check_view_is_current(t, cls.op_name)
-            data = t._data
-            args.append(data)
-            next_node = t._grad_fn
-            if next_node is None and t._requires_grad:
-                ref = t._grad_accumulator
-                next_node = ref() if ref is not None else None
-                if next_node is None:
-                    next_node = leaf_accumulator(t)
-            record = next_node is not None
-            next_nodes = [next_node]
-            shapes = [data.shape]
-            needs = _ONE_NEEDED
-        else:
-            shapes = []
-            next_nodes = []
-            needs = []  # needs_input_grad, built here: a comprehension would cost a call per op
-            record = False
-            for t in inputs:
-                if isinstance(t, Tensor):
-                    if t._base is not None:
-                        check_view_is_current(t, cls.op_name)  # may give the view its base's new history
-                    data = t._data
-                    args.append(data)
-                    shapes.append(data.shape)
-                    next_node = t._grad_fn
-                    if next_node is None and t._requires_grad:
-                        # A leaf's AccumulateGrad, usually already made (weakly held by the leaf).
-                        ref = t._grad_accumulator
-                        next_node = ref() if ref is not None else None
-                        if next_node is None:
-                            next_node = leaf_accumulator(t)
-                    if next_node is not None:
-                        record = True
-                        needs.append(True)
-                    else:
-                        needs.append(False)
-                    next_nodes.append(next_node)
+        shapes = []
+        next_nodes = []
+        needs = []  # needs_input_grad, built here: a comprehension would cost a call per op
+        record = False
+        for t in inputs:
+            if isinstance(t, Tensor):
+                if t._base is not None:
+                    check_view_is_current(t, cls.op_name)  # may give the view its base's new history
+                data = t._data
+                args.append(data)
+                shapes.append(data.shape)
+                next_node = t._grad_fn
+                if next_node is None and t._requires_grad:
+                    # A leaf's AccumulateGrad, usually already made (weakly held by the leaf).
+                    ref = t._grad_accumulator
+                    next_node = ref() if ref is not None else None
+                    if next_node is None:
+                        next_node = leaf_accumulator(t)
+                if next_node is not None:
+                    record = True
+                    needs.append(True)
                 else:
-                    args.append(t)
-                    shapes.append(None)
-                    next_nodes.append(None)
                     needs.append(False)
-            needs = tuple(needs)
+                next_nodes.append(next_node)
+            else:
+                args.append(t)
+                shapes.append(None)
+                next_nodes.append(None)
+                needs.append(False)
         if not record:
             try:
                 out = cls.forward(_Unrecorded(), *args, **attrs)
@@ -168,7 +149,7 @@ class Function:
         node.attrs = attrs
         node.next_nodes = next_nodes
         node.input_shapes = shapes
-        node.needs_input_grad = needs
+        node.needs_input_grad = tuple(needs)
         node._saved = ()
         node._saved_versions = ()
         node._freed = False
@@ -188,7 +169,6 @@ class Function:
 
 
 _new_node = object.__new__
-_ONE_NEEDED = (True,)  # needs_input_grad of a recorded op on one tensor
 
 
 def _retry_narrow_float(cls: type[Function], args: list, inputs: tuple, attrs: dict, error: Exception) -> Tensor:
