@@ -7,6 +7,7 @@ from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.optim._sparse_steps import is_sparse, sparse_adam_step
+from numdiff.optim._tensor_update import check_betas
 from numdiff.optim.optimizer import Optimizer, SparseGradientError
 
 
@@ -33,9 +34,7 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        for i, beta in enumerate(betas):
-            if not 0.0 <= beta < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        check_betas(betas)
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "maximize": maximize})
         complex_params = [
             [g, i] for g, group in enumerate(self.param_groups) for i, p in enumerate(group["params"]) if p.is_complex()
