@@ -267,6 +267,19 @@ def linear_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -
     return cls.apply(values[0], *values[1:], **attrs)
 
 
+def cell_step_rule(cls: Any, values: list, batched: list, attrs: dict, size: int) -> Tensor | None:
+    """lstm_cell_step, gru_cell_step and rnn_cell_step with shared parameters (the last four
+    inputs): the vmap batch folds into the rows of x and the states."""
+    if any(batched[-4:]):
+        return None
+    rows = [_materialize(v, b, size) for v, b in zip(values[:-4], batched[:-4])]
+    n = rows[0].shape[1]
+    out = cls.apply(*(r.reshape(size * n, r.shape[-1]) for r in rows), *values[-4:], **attrs)
+    if out.ndim == 3:  # lstm_cell_step's (2, N, H): h', then c'
+        return out.reshape(2, size, n, out.shape[-1]).permute(1, 0, 2, 3)
+    return out.reshape(size, n, out.shape[-1])
+
+
 def _attach(rule: Rule, *names: str) -> None:
     for name in names:
         attach(name, batching=rule)
@@ -295,6 +308,7 @@ _attach(index_put_rule, "index_put")
 _attach(scaled_row_scatter_rule, "scaled_row_scatter")
 _attach(matmul_rule, "matmul")
 _attach(linear_rule, "linear")
+_attach(cell_step_rule, "lstm_cell_step", "gru_cell_step", "rnn_cell_step")
 _attach(conv2d_rule, "conv2d")
 _attach(grouped_moments_rule, "grouped_moments")
 _attach(grouped_norm_rule, "grouped_norm")

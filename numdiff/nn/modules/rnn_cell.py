@@ -4,12 +4,14 @@ GRU run once per time step.
 Parameters are PyTorch's (``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``; gates stacked
 LSTM i, f, g, o and GRU r, z, n).
 
-Run eagerly, a cell's step is the recurrent sequence op of its family (numdiff.ops.recurrent) over
-a sequence of one step: one kernel for the product with W_hh and the gates, and one for their
-backward, where the step composed from differentiable ops records some fifteen ops each way. A
+Run eagerly, a cell's step is one op of its family (numdiff.ops.recurrent_cell): the input GEMM,
+then the sequence kernel over one step (the product with W_hh and the gates), and one backward,
+where the step composed from differentiable ops records some fifteen ops each way. A
 hand-written loop of 30 steps (batch 16, 32 -> 64, float32, forward and backward, one thread,
 thread CPU time) took LSTMCell 16.6 -> 9.0 ms (PyTorch 4.5), GRUCell 16.6 -> 9.2 (4.4), RNNCell
-7.5 -> 7.0 (2.1). A batch of a few rows against a large hidden size, and vmap, keep the composed
+7.5 -> 7.0 (2.1) as the sequence op of one step with the input Linear, b_ih + b_hh, the unsqueeze
+and the [0] recorded around it; as one op, LSTMCell 6.8 -> 5.1 ms (PyTorch 5.3), GRUCell
+(batch 8, 32 -> 128) 7.8 -> 4.8 (6.3), RNNCell 4.6 -> 2.9 (2.1) on a loaded machine. A batch of a few rows against a large hidden size, and vmap, keep the composed
 step (see `RNNCellBase._one_step_op`). Under numdiff.compile the step stays composed too: compile
 fuses its gate arithmetic into one loop, and the sequence op's fixed cost per call made the
 compiled loops slower (LSTMCell 2.9 -> 3.4 ms, RNNCell 1.3 -> 2.3). The composed step functions below also serve the dtypes the
@@ -32,7 +34,7 @@ from numdiff.nn.parameter import Parameter
 from numdiff.onnx._state import exporting as onnx_exporting
 from numdiff.ops._util import vmapped
 from numdiff.ops.linalg import matmul
-from numdiff.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
+from numdiff.ops.recurrent_cell import gru_cell_step, lstm_cell_step, rnn_cell_step
 from numdiff.tensor import Tensor
 
 
@@ -135,22 +137,18 @@ class RNNCellBase(Module):
         return input, prepared, batched
 
     def _one_step_op(self, x: Tensor, *states: Tensor) -> bool:
-        """Whether this step runs as its family's sequence op (one step): eagerly and outside vmap,
-        in the kernels' dtypes, not while exporting to ONNX (which has no form of the sequence ops),
+        """Whether this step runs as its family's cell-step op: eagerly and outside vmap,
+        in the kernels' dtypes, not while exporting to ONNX (which has no form of these ops),
         and unless the batch is small against the hidden size. At batch 1 (float32, one thread, 10 steps
         forward and backward) the op paid up to H = 512 once its one-step backward stopped copying
         W_hh^T (LSTMCell 9.8 -> 7.0 ms, GRUCell 9.2 -> 7.7, RNNCell 3.8 -> 3.3; PyTorch 5.3, 4.8,
         1.8); at H = 1024 the two were even (LSTMCell 38.6 and 40.9 ms)."""
         small_batch = self.hidden_size > _HIDDEN_PER_BATCH_ROW * x.shape[0]
-        # Under vmap the composed step batches op by op; the sequence ops have no batching rule and
-        # would run once per batch entry.
+        # Under vmap the composed step batches op by op (the cell-step ops batch only with shared
+        # weights, and per-example weights are vmap's usual case).
         # vmap_active() first: outside vmap the weights are not looked up (a module attribute each).
         eager = not graph_recording() and not (vmap_active() and vmapped(x, *states, self.weight_ih, self.weight_hh))
         return x.dtype in (float32, float64) and not onnx_exporting[0] and eager and not small_batch
-
-    def _folded_bias(self) -> Tensor | None:
-        """b_ih + b_hh, which LSTM and RNN add straight to the gates (None without bias)."""
-        return None if self.bias_ih is None else self.bias_ih + self.bias_hh
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -177,7 +175,7 @@ class RNNCell(RNNCellBase):
         x, (h,), batched = self._prepare(input, (hx,), ("hx",))
         relu = self.nonlinearity == "relu"
         if self._one_step_op(x, h):
-            h = rnn_sequence(functional.linear(x, self.weight_ih, self._folded_bias()).unsqueeze(0), h, self.weight_hh, relu)[0]
+            h = rnn_cell_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, relu)
         else:
             h = rnn_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(), self.bias_hh, relu)
         return h if batched else h.squeeze(0)
@@ -196,8 +194,8 @@ class LSTMCell(RNNCellBase):
             raise TypeError(f"{layer_name(self)}: hx must be a tuple (h, c), got {type(hx).__name__}")
         x, (h, c), batched = self._prepare(input, tuple(hx) if hx is not None else (None, None), ("h", "c"))
         if self._one_step_op(x, h, c):
-            out = lstm_sequence(functional.linear(x, self.weight_ih, self._folded_bias()).unsqueeze(0), h, c, self.weight_hh)
-            h, c = out[0], out[1]  # h_1, then c_1
+            out = lstm_cell_step(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+            h, c = out[0], out[1]
         else:
             h, c = lstm_step(functional.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh.t(), self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
@@ -214,11 +212,10 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, (h,), batched = self._prepare(input, (hx,), ("hx",))
-        projected = functional.linear(x, self.weight_ih, self.bias_ih)
         if self._one_step_op(x, h):
-            h = gru_sequence(projected.unsqueeze(0), h, self.weight_hh, self.bias_hh)[0]
+            h = gru_cell_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         else:
-            h = gru_step(projected, h, self.weight_hh.t(), self.bias_hh)
+            h = gru_step(functional.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(), self.bias_hh)
         return h if batched else h.squeeze(0)
 
 
