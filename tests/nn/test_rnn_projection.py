@@ -116,3 +116,26 @@ def test_a_projection_too_costly_to_fuse_runs_step_by_step_and_still_matches_tor
     x = numdiff.tensor(rng.standard_normal((4, 2, 3)))
     assert "lstm_sequence" not in _recorded_ops(ours(x)[0])
     _compare_run(rng, "LSTM", ours, theirs, (4, 2, 3), (2,))
+
+
+def test_compiled_projected_lstm_matches_eager_and_its_graph_does_not_grow_with_the_length(rng):
+    layer = numdiff.nn.LSTM(3, 5, proj_size=2, num_layers=2).double()
+
+    def loss(x):
+        out, (h, c) = layer(x)
+        return out.square().sum() + h.sum() + c.sum()
+
+    listings = []
+    for steps in (3, 9):
+        x = numdiff.tensor(rng.standard_normal((steps, 2, 3)))
+        compiled = numdiff.compile(loss)
+        expected, got = loss(x), compiled(x)
+        np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12)
+        params = list(layer.parameters())
+        for a, b in zip(numdiff.autograd.grad(got, params), numdiff.autograd.grad(expected, params)):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+        (trace,) = [t for traces in compiled.compiled.traces.values() for t in traces]
+        calls = [call.op_name for call in trace.program.graph.calls]
+        assert calls.count("lstm_sequence") == 2
+        listings.append(calls)
+    assert listings[0] == listings[1]
