@@ -10,14 +10,15 @@ step's gates, and the kernel starts from r_0 = 0. The gradients (and second deri
 the ops the function is written in: the sequence op's backward kernel, then the GEMMs' own.
 
 Cost: the recurrent product is (N, H) by (H, 4H) a step, against (N, P) by (P, 4H) plus the (N, H)
-by (H, P) projection in a loop of steps, 4H / (4P + P) times the multiply-adds (1.6x at P = H / 2),
+by (H, P) projection in a loop of steps: 4H / 5P times the multiply-adds (1.6x at P = H / 2),
 against one recorded op per layer and direction instead of about a dozen per step. So the layer
 takes this path while the extra multiply-adds of a step, N (4H^2 - 5HP), stay under
 FUSED_MAX_EXTRA_MACS (:func:`fuses_projection`), and runs step by step past it. Measured (forward and
 backward, float32, one thread, thread CPU time, min of 9, load 12; this path / step by step /
-PyTorch, ms): input 64, H 128, P 64, 64 steps x batch 16 (0.4M extra a step) 10.9 / 35.5 / 14.8;
-input 128, H 512, P 128, 32 steps x batch 32 (23M) 110 / 82 / 53. At ~50 G multiply-adds a second,
-4M of them forward and twice that backward take about what a step's dozen recorded ops do.
+PyTorch, ms; extra multiply-adds a step): input 64, H 128, P 64, 64 steps x batch 16 (0.4M) 10.9 /
+35.5 / 14.8; 128, 256, 128, 50 x 32 (3.1M) 56 / 72 / 49; 256, 512, 256, 32 x 8 (3.1M) 53 / 67 / 41;
+but 128, 512, 128, 32 x 16 (11.5M) 66 / 54 / 35; 128, 256, 64, 32 x 64 (11.5M) 63 / 57 / 42; 128,
+512, 128, 32 x 32 (23M) 110 / 82 / 53.
 """
 
 from __future__ import annotations
