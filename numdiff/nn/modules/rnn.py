@@ -9,10 +9,11 @@ Each layer and direction projects the whole input sequence with one matmul, then
 loop as one recurrent op (numdiff.ops.recurrent: lstm_sequence, gru_sequence, rnn_sequence), whose
 kernels hold the loop and the backward through time; a tape or compiled graph gets one node per
 layer and direction whatever the sequence length. A PackedSequence runs on its packed rows, one
-sequence op per run of steps with one batch size (numdiff.nn.modules._rnn_packed). Some cases run
+sequence op per run of steps with one batch size (numdiff.nn.modules._rnn_packed), and an LSTM
+with proj_size as one lstm_sequence too where that is cheaper (numdiff.nn.modules._rnn_projection). Some cases run
 step by step instead, composed from differentiable ops with the step functions of rnn_cell.py
-(where the one-step cells live, importable from here too, as in PyTorch): LSTM with proj_size,
-dtypes other than float32/float64, and an ONNX export (the sequence ops have no ONNX form); a
+(where the one-step cells live, importable from here too, as in PyTorch): dtypes other than
+float32/float64, an LSTM whose projection is cheaper per step, and an ONNX export (the sequence ops have no ONNX form); a
 PackedSequence among them runs padded in its length-sorted order with each sequence's state held
 once the sequence has ended (so h_n is its last valid step's, as in PyTorch).
 """
@@ -32,6 +33,7 @@ from numdiff.nn import init
 from numdiff.nn.modules._checks import layer_name
 from numdiff.nn.modules._rnn_args import check_input, initial_states
 from numdiff.nn.modules._rnn_packed import run_packed, runs_of_batch_sizes
+from numdiff.nn.modules._rnn_projection import fuses_projection, lstm_projected_sequence
 from numdiff.nn.modules.module import Module
 from numdiff.nn.modules.rnn_cell import (
     GRUCell,
@@ -138,6 +140,11 @@ class RNNBase(Module):
         get = self._parameters.get
         return get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix), get("bias_hh" + suffix), get("weight_hr" + suffix)
 
+    def _fuses(self, batch: int) -> bool:
+        """Whether the layer runs as sequence ops: always without projections, and with them while
+        the recurrence of numdiff.nn.modules._rnn_projection costs less than a loop of steps."""
+        return not self.proj_size or fuses_projection(batch, self.hidden_size, self.proj_size)
+
     # -------------------------------------------------------------- the loop
     def _run(
         self, input: Tensor, states: list[Any], running: Tensor | None = None, runs: list[tuple[int, int, int]] | None = None
@@ -168,9 +175,9 @@ class RNNBase(Module):
 
     def _run_direction(self, input: Tensor, state: Any, suffix: str, reverse: bool, running: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
-        fused = running is None and w_hr is None and input.dtype in _KERNEL_DTYPES and not onnx_exporting[0]
+        fused = running is None and self._fuses(input.shape[1]) and input.dtype in _KERNEL_DTYPES and not onnx_exporting[0]
         if fused and input.shape[0]:
-            return self._run_sequence_op(input, state, w_ih, w_hh, b_ih, b_hh, reverse)
+            return self._run_sequence_op(input, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse)
         projected = functional.linear(input, w_ih, b_ih)  # every time step's input half at once
         if b_hh is not None and self.mode != "GRU":
             projected, b_hh = projected + b_hh, None
@@ -197,7 +204,8 @@ class RNNBase(Module):
         return stack(outputs, 0), h.unsqueeze(0), (c.unsqueeze(0) if c is not None else None)
 
     def _run_sequence_op(
-        self, input: Tensor, state: Any, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None, reverse: bool
+        self, input: Tensor, state: Any, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None, w_hr: Tensor | None,
+        reverse: bool,
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """The whole sequence as one recurrent op (numdiff.ops.recurrent): one node per layer and
         direction, the time loop inside the kernel. The reverse direction runs on the sequence
@@ -209,7 +217,7 @@ class RNNBase(Module):
         projected, b_hh = self._projection(input.flip(0) if flip_input else input, w_ih, b_ih, b_hh)
         if reverse and not flip_input:
             projected = projected.flip(0)
-        states, h_n, c_n = self._sequence(projected, state, w_hh, b_hh, keepdim=True)
+        states, h_n, c_n = self._sequence(projected, state, w_hh, b_hh, w_hr, keepdim=True)
         return (states.flip(0) if reverse else states), h_n, c_n
 
     def _projection(self, input: Tensor, w_ih: Tensor, b_ih: Tensor | None, b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
@@ -220,11 +228,17 @@ class RNNBase(Module):
         return functional.linear(input, w_ih, b_ih), b_hh
 
     def _sequence(
-        self, projected: Tensor, state: Any, w_hh: Tensor, b_hh: Tensor | None, keepdim: bool = False
+        self, projected: Tensor, state: Any, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None, keepdim: bool = False
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """The sequence op of this layer's mode over projected (L, N, G): h_1 .. h_L, h_L, c_L (LSTM) or
-        None; h_L and c_L (N, H), or (1, N, H) with `keepdim` (slices of the op's output: no stack later)."""
+        None; h_L and c_L (N, H), or (1, N, H) with `keepdim` (slices of the op's output: no stack later).
+        An LSTM with projections (w_hr) runs as numdiff.nn.modules._rnn_projection lays out."""
         steps = projected.shape[0]
+        if w_hr is not None:
+            states, c_n = lstm_projected_sequence(projected, state[0], state[1], w_hh, w_hr)
+            if keepdim:
+                return states, states[steps - 1 :], c_n.unsqueeze(0)
+            return states, states[steps - 1], c_n
         if self.mode == "LSTM":
             out = lstm_sequence(projected, state[0], state[1], w_hh)  # h_1 .. h_L, then c_L
             if keepdim:
@@ -241,12 +255,12 @@ class RNNBase(Module):
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """One layer direction over a PackedSequence's rows, one sequence op per run of steps with one
         batch size (numdiff.nn.modules._rnn_packed)."""
-        w_ih, w_hh, b_ih, b_hh, _ = self._weights(suffix)
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
         projected, b_hh = self._projection(data, w_ih, b_ih, b_hh)
         lstm = self.mode == "LSTM"
 
         def sequence(block: Tensor, start: tuple[Tensor, ...]) -> tuple[Tensor, tuple[Tensor, ...]]:
-            states, h_n, c_n = self._sequence(block, start if lstm else start[0], w_hh, b_hh)
+            states, h_n, c_n = self._sequence(block, start if lstm else start[0], w_hh, b_hh, w_hr)
             return states, ((h_n, c_n) if lstm else (h_n,))
 
         out, final = run_packed(sequence, projected, runs, tuple(state) if lstm else (state,), reverse)
@@ -280,7 +294,7 @@ class RNNBase(Module):
             raise ValueError(f"{layer_name(self)}: expected PackedSequence data of shape (sum of lengths, {self.input_size}), got {tuple(getattr(data, 'shape', ()))}")
         check_input(self, data.unsqueeze(1))
         sizes = packed.batch_sizes.detach().cpu().numpy()
-        if not self.proj_size and data.dtype in _KERNEL_DTYPES and not onnx_exporting[0]:
+        if self._fuses(int(sizes[0])) and data.dtype in _KERNEL_DTYPES and not onnx_exporting[0]:
             states = initial_states(self, hx, int(sizes[0]), True, data, packed.sorted_indices)
             output, h_n, c_n = self._run(data, states, runs=runs_of_batch_sizes(sizes))
             return self._packed_result(packed, output, h_n, c_n)
