@@ -11,6 +11,7 @@ from typing import Any
 import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.distribution import Distribution, _broadcast_shapes, noise
+from numdiff.distributions.multivariate import _describe
 from numdiff.tensor import Size, Tensor
 
 
@@ -135,6 +136,3 @@ class LowRankMultivariateNormal(Distribution):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(loc: {self.loc.size()}, cov_factor: {self.cov_factor.size()}, cov_diag: {self.cov_diag.size()})"
 
-
-def _describe(value: Any) -> str:
-    return f"shape {tuple(value.shape)}" if isinstance(value, Tensor) else type(value).__name__
