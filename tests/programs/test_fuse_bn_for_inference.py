@@ -6,8 +6,8 @@ outputs. numdiff had no ``nn.utils.fusion`` module (the seventh probe found it).
 With PyTorch installed the same weights and batch must give PyTorch's losses, fused parameters
 and outputs; alone, the fused model must reproduce the unfused one.
 
-Stands for: pytorch/tutorials recipes_source/fuse.py and intermediate_source/custom_function_conv_bn_tutorial.py's
-inference half, which fold Conv-BN pairs before deployment.
+Stands for: pytorch/tutorials intermediate_source/fx_conv_bn_fuser.py (which folds Conv-BN pairs
+with fuse_conv_bn_eval before deployment), done here by hand on a Sequential.
 """
 
 from __future__ import annotations
