@@ -7,8 +7,8 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     tensor(1.3863)
 
 Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
-implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: LowRankMultivariateNormal
-and the other rarely used families of torch.distributions.
+implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: Kumaraswamy and the other
+rarely used families of torch.distributions.
 """
 
 from numdiff.distributions import constraints, transforms
@@ -25,6 +25,7 @@ from numdiff.distributions.gamma import Chi2, Gamma, StudentT
 from numdiff.distributions.heavy_tails import HalfCauchy, Pareto, Weibull
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
+from numdiff.distributions.low_rank import LowRankMultivariateNormal
 from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
@@ -58,6 +59,7 @@ __all__ = [
     "Laplace",
     "LogNormal",
     "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal",
     "MixtureSameFamily",
     "Multinomial",
     "MultivariateNormal",

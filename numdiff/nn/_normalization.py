@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from numdiff import _inplace
+from numdiff import _dtype, _inplace
+from numdiff._dtype_info import finfo
 from numdiff._ground.args import is_int
 from numdiff._lazy import lazy_module
 from numdiff.autograd.grad_mode import no_grad
@@ -24,6 +25,7 @@ from numdiff.ops.norm import grouped_moments, grouped_norm, running_stat_update
 from numdiff.tensor import Tensor
 
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_REDUCED = (_dtype.float16, _dtype.bfloat16)
 _norm_kernels = lazy_module("numdiff.kernels.norm")
 _running_kernels = lazy_module("numdiff.kernels.norm_running")
 
@@ -38,6 +40,14 @@ def _check_channel_vectors(op: str, input: Tensor, **vectors: Tensor | None) -> 
     for name, t in vectors.items():
         if t is not None and tuple(t.shape) != (channels,):
             raise ValueError(f"{op}: {name} must have shape ({channels},) for input {tuple(input.shape)}, got {tuple(t.shape)}")
+
+
+def _in_input_dtype(input: Tensor, out: Tensor) -> Tensor:
+    """PyTorch's norms take a float16 or bfloat16 input with float32 weight, bias or running
+    statistics (autocast's usual mix: a lowered Linear's output into a float32 LayerNorm),
+    compute in float32 and return the input's dtype; numdiff's ops promote, so the result is
+    cast back here."""
+    return out.to(input.dtype) if input.dtype in _REDUCED and out.dtype is not input.dtype else out
 
 
 def _scale_and_shift(out: Tensor, weight: Tensor | None, bias: Tensor | None, shape: tuple[int, ...]) -> Tensor:
@@ -115,12 +125,13 @@ def batch_norm(
                     _inplace.apply_inplace(
                         running_var, "running_stat_", lambda old: running_stat_update(old, moments, 1, momentum, unbiased)
                     )
-        return grouped_norm(input, view, weight, bias, eps)
+        return _in_input_dtype(input, grouped_norm(input, view, weight, bias, eps))
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
         mean, var = running_mean, running_var
-    return _scale_and_shift((input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt(), weight, bias, shape)
+    out = _scale_and_shift((input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt(), weight, bias, shape)
+    return _in_input_dtype(input, out)
 
 
 def group_norm(
@@ -142,7 +153,7 @@ def group_norm(
     _check_channel_vectors("group_norm", input, weight=weight, bias=bias)
     per_group = channels // num_groups
     view = (n, 1, num_groups, per_group, math.prod(input.shape[2:]))
-    return grouped_norm(input, view, weight, bias, eps)
+    return _in_input_dtype(input, grouped_norm(input, view, weight, bias, eps))
 
 
 def instance_norm(
@@ -182,12 +193,12 @@ def instance_norm(
                 if running_var is not None:
                     unbiased = var * (count / (count - 1))
                     running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
-        return grouped_norm(input, view, weight, bias, eps)
+        return _in_input_dtype(input, grouped_norm(input, view, weight, bias, eps))
     else:
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: running_mean and running_var must be given when use_input_stats=False")
         mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    return _scale_and_shift((input - mean) * (var + eps).rsqrt(), weight, bias, shape)
+    return _in_input_dtype(input, _scale_and_shift((input - mean) * (var + eps).rsqrt(), weight, bias, shape))
 
 
 def layer_norm(
@@ -201,7 +212,7 @@ def layer_norm(
     dims = _trailing_dims("layer_norm", input, normalized_shape, weight=weight, bias=bias)
     width = math.prod(input.shape[dims[0] :])
     rows = math.prod(input.shape[: dims[0]])
-    return grouped_norm(input, (rows, 1, 1, width, 1), weight, bias, eps)
+    return _in_input_dtype(input, grouped_norm(input, (rows, 1, 1, width, 1), weight, bias, eps))
 
 
 def rms_norm(
@@ -211,16 +222,21 @@ def rms_norm(
     eps: float | None = None,
 ) -> Tensor:
     """``input / sqrt(mean(input**2) + eps) * weight``, the mean over the trailing
-    `normalized_shape` dims; eps None is the machine epsilon of input's dtype, as in PyTorch.
+    `normalized_shape` dims, in the input's dtype. As in PyTorch, a float16 or bfloat16 input is
+    computed in float32, and eps None is the machine epsilon of the dtype computed in (float32's
+    for those, not their own: bfloat16's 2**-7 would swamp small activations).
 
     >>> rms_norm(numdiff.tensor([[3.0, 4.0]]), 2)
     tensor([[0.8485, 1.1314]])
     """
     dims = _trailing_dims("rms_norm", input, normalized_shape, weight=weight)
+    computed = input.to(_dtype.float32) if input.dtype in _REDUCED else input
     if eps is None:
-        eps = float(np.finfo(input._data.dtype).eps)
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
+        eps = finfo(computed.dtype).eps
+    out = computed * ((computed * computed).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    return out if out.dtype is input.dtype else out.to(input.dtype)
 
 
 def _trailing_dims(op: str, input: Tensor, normalized_shape: Sequence[int] | int, **params: Tensor | None) -> tuple:

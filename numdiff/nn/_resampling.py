@@ -107,6 +107,32 @@ def _cubic_table(in_size: int, out_size: int, scale: float | None, align_corners
     return rows, weight
 
 
+def _antialias_table(in_size: int, out_size: int, scale: float | None, align_corners: bool, cubic: bool, dtype: Any) -> tuple:
+    """(O, K) source rows and weights of PyTorch's antialiased bilinear or bicubic (PIL's filters): a
+    triangle, or the a = -0.5 cubic, centred on each output's source position and stretched by the
+    downscale factor, so that every source row under it counts; each row's weights sum to 1. K is
+    the widest window; narrower ones end in rows of weight 0."""
+    step = _source_scale(in_size, out_size, scale, align_corners, dtype)
+    one, half = dtype.type(1.0), dtype.type(0.5)
+    reach = dtype.type(2.0 if cubic else 1.0)  # the filter's half width at scale 1
+    support, invscale = (reach * step, one / step) if step >= one else (reach, one)
+    center = step * (np.arange(out_size, dtype=dtype) + half)
+    start = np.maximum(np.trunc(center - support + half).astype(np.int64), 0)
+    count = np.minimum(np.trunc(center + support + half).astype(np.int64), in_size) - start
+    taps = np.arange(max(int(count.max()), 1))
+    rows = start[:, None] + taps[None, :]
+    x = np.abs((rows.astype(dtype) - center[:, None] + half) * invscale).astype(dtype)
+    if cubic:
+        a = dtype.type(-0.5)
+        weight = np.where(x < one, ((a + 2) * x - (a + 3)) * x * x + one, np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0))
+    else:
+        weight = np.where(x < one, one - x, dtype.type(0.0))
+    weight = np.where(taps[None, :] < count[:, None], weight, dtype.type(0.0)).astype(dtype)
+    total = weight.sum(axis=1, keepdims=True)
+    weight = np.where(total != 0, weight / np.where(total != 0, total, one), weight).astype(dtype)
+    return np.minimum(rows, in_size - 1), weight
+
+
 def _area_table(in_size: int, out_size: int, dtype: Any) -> tuple:
     """(O, K) source rows and weights of adaptive average pooling's windows along one axis (K the
     widest window; narrower windows repeat their last row with weight 0)."""
@@ -134,7 +160,8 @@ def interpolate(
 
     Modes: "nearest" and "nearest-exact" (1 to 3 spatial dims), "linear" (1), "bilinear" and
     "bicubic" (2), "trilinear" (3), each with PyTorch's `align_corners`, and "area" (adaptive
-    average pooling, 1 to 3 spatial dims). With `recompute_scale_factor`, source positions come from the output size
+    average pooling, 1 to 3 spatial dims). `antialias` (bilinear and bicubic) widens the filter by
+    the downscale factor, as PyTorch's (and PIL's) resize. With `recompute_scale_factor`, source positions come from the output size
     rather than the scale factor, as in PyTorch.
 
     >>> interpolate(numdiff.tensor([[[0.0, 1.0]]]), scale_factor=2, mode="linear").tolist()
@@ -145,8 +172,8 @@ def interpolate(
         raise TypeError(f"{op}: expected a Tensor, got {type(input).__name__}")
     if mode not in _MODES:
         raise ValueError(f"{op}: mode must be one of {', '.join(_MODES)}, got {mode!r}")
-    if antialias:
-        raise ValueError(f"{op}: antialias=True is not supported by numdiff")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError(f"{op}: antialias=True needs mode 'bilinear' or 'bicubic' (a 4-D input), got mode {mode!r}")
     if input.ndim not in (3, 4, 5):
         raise ValueError(f"{op}: expected a 3-D, 4-D or 5-D input (N, C, *spatial), got shape {tuple(input.shape)}")
     if mode in _SPATIAL_DIMS and input.ndim - 2 != _SPATIAL_DIMS[mode]:
@@ -159,7 +186,7 @@ def interpolate(
     if input._data.dtype.kind not in "fV":
         raise TypeError(f"{op}: expected a floating point input, got dtype {input.dtype!r}")
     if input._data.dtype.itemsize < 4:  # bfloat16, float16: computed in float32 and rounded once, as PyTorch's CPU kernels
-        resized = interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor)
+        resized = interpolate(input.float(), size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
         return resized.to(input.dtype)
     sizes, scales = _output_sizes(op, input, size, scale_factor)
     if mode == "area" and input.ndim < 5:  # the pooling kernels measured as fast or faster than the separable means
@@ -175,6 +202,11 @@ def interpolate(
             return _repeat_each(input, repeats)
     elif mode == "area":
         tables = [_area_table(n, m, dtype) for n, m in zip(input.shape[2:], sizes)]
+    elif antialias:
+        cubic = mode == "bicubic"
+        tables = [
+            _antialias_table(n, m, scale, bool(align_corners), cubic, dtype) for n, m, scale in zip(input.shape[2:], sizes, scales)
+        ]
     else:
         table = _cubic_table if mode == "bicubic" else _linear_table
         tables = [table(n, m, scale, bool(align_corners), dtype) for n, m, scale in zip(input.shape[2:], sizes, scales)]

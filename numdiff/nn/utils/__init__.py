@@ -1,11 +1,17 @@
 """numdiff.nn.utils: gradient clipping, parameter/vector conversion, packed sequences (utils.rnn),
-parametrizations (utils.parametrize, utils.parametrizations) and pruning (utils.prune)."""
+parametrizations (utils.parametrize, utils.parametrizations), pruning (utils.prune) and BatchNorm
+fusion (utils.fusion)."""
 
-from numdiff.nn.utils import parametrizations, parametrize, prune, rnn
+from numdiff.nn.utils import fusion, parametrizations, parametrize, prune, rnn
 from numdiff.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
-from numdiff.nn.utils.weight_reparam import (
+from numdiff.nn.utils.fusion import (
     fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from numdiff.nn.utils.weight_reparam import (
     remove_spectral_norm,
     remove_weight_norm,
     skip_init,
@@ -17,7 +23,8 @@ __all__ = [
     "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "parametrizations", "parametrize", "prune", "rnn",
     "vector_to_parameters",
 ]
-__all__ += ["fuse_conv_bn_eval", "remove_spectral_norm", "remove_weight_norm", "skip_init", "spectral_norm", "weight_norm"]
+__all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "fusion"]
+__all__ += ["remove_spectral_norm", "remove_weight_norm", "skip_init", "spectral_norm", "weight_norm"]
 
 
 def __dir__() -> list[str]:

@@ -1,6 +1,5 @@
 """The hook-based weight reparametrizations of torch.nn.utils: ``weight_norm`` (w = g v / |v|),
-``spectral_norm`` (w / sigma(w), sigma by power iteration), their removal, and the helpers
-``fuse_conv_bn_eval`` (a conv and the BatchNorm after it as one conv) and ``skip_init``.
+``spectral_norm`` (w / sigma(w), sigma by power iteration), their removal, and ``skip_init``.
 
 Each reparametrization replaces the module's `weight` parameter by the parameters it is made of
 and recomputes the weight before every forward (a forward pre-hook), so gradients reach g and v
@@ -9,7 +8,6 @@ and recomputes the weight before every forward (a forward pre-hook), so gradient
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from numdiff import creation
@@ -136,22 +134,6 @@ def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     raise ValueError(f"remove_spectral_norm: spectral_norm of {name!r} not found in {type(module).__name__}")
 
 
-def fuse_conv_bn_eval(conv: Module, bn: Module, transpose: bool = False) -> Module:
-    """A copy of `conv` whose weight and bias include the evaluation-mode BatchNorm `bn` after it."""
-    if conv.training or bn.training:
-        raise ValueError("fuse_conv_bn_eval: only for modules in eval mode (call .eval() first)")
-    fused = copy.deepcopy(conv)
-    with no_grad():
-        scale = bn.weight / (bn.running_var + bn.eps).sqrt() if bn.weight is not None else 1.0 / (bn.running_var + bn.eps).sqrt()
-        shift = bn.bias if bn.bias is not None else creation.zeros_like(bn.running_mean)
-        shape = [1] * conv.weight.ndim
-        shape[1 if transpose else 0] = -1
-        fused.weight = Parameter(conv.weight * scale.reshape(shape))
-        bias = conv.bias if conv.bias is not None else creation.zeros_like(bn.running_mean)
-        fused.bias = Parameter((bias - bn.running_mean) * scale + shift)
-    return fused
-
-
 def skip_init(module_cls: type, *args: Any, **kwargs: Any) -> Module:
     """``module_cls(*args, **kwargs)`` with its parameters allocated but not initialised: it is
     built on the meta device (no values computed) and then given empty storage on `device`."""
@@ -161,4 +143,4 @@ def skip_init(module_cls: type, *args: Any, **kwargs: Any) -> Module:
     return module_cls(*args, device="meta", **kwargs).to_empty(device=device)
 
 
-__all__ = ["fuse_conv_bn_eval", "remove_spectral_norm", "remove_weight_norm", "skip_init", "spectral_norm", "weight_norm"]
+__all__ = ["remove_spectral_norm", "remove_weight_norm", "skip_init", "spectral_norm", "weight_norm"]
