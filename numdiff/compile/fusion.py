@@ -15,6 +15,7 @@ computing their input). numdiff/compile/group_kernel.py writes each group's loop
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from typing import Any
 
@@ -129,9 +130,13 @@ def calls_math(call: OpCall) -> bool:
 def _math_calls(call: OpCall) -> int:
     """How many math.* functions the call's forward calls (fabs and sqrt, single instructions, aside)."""
     rule = _rule_of(call) if not call.host and call.op_name != "where" else None
-    if rule is None:
-        return 0
-    tree = ast.parse(rule.forward, mode="eval")
+    return 0 if rule is None else _forward_math_calls(rule.forward)
+
+
+@functools.lru_cache(maxsize=1024)
+def _forward_math_calls(forward: str) -> int:
+    """How many math.* functions a rule's forward source calls (counted once per rule text)."""
+    tree = ast.parse(forward, mode="eval")
     return sum(1 for node in ast.walk(tree) if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "math"
                and node.attr not in ("fabs", "sqrt"))
 

@@ -7,6 +7,7 @@ numdiff/compile/fusion.py decides which calls join a group; this module writes t
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib
 import re
@@ -309,7 +310,21 @@ class _Float32Literals(ast.NodeTransformer):
 
 def _single_precision(expression: str) -> str:
     """float32 groups compute in float32, as eager float32 ops do (float64 literals would widen
-    every step and call the slower double-precision math.sin/exp)."""
+    every step and call the slower double-precision math.sin/exp).
+
+    Rewritten once per text with its temporaries renumbered in order (`_literals_to_float32`):
+    the groups of an unrolled loop's steps differ only in their value numbers."""
+    found: dict[str, str] = {}
+    renumbered = _LOCAL.sub(lambda m: found.setdefault(m.group(0), f"t{len(found)}"), expression)
+    original = {number: name for name, number in found.items()}
+    return _LOCAL.sub(lambda m: original[m.group(0)], _literals_to_float32(renumbered))
+
+
+_LOCAL = re.compile(r"(?<![\w.])t\d+\b")  # a group's temporary (t12), not float32 or a0[i0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _literals_to_float32(expression: str) -> str:
     tree = _Float32Literals().visit(ast.parse(expression, mode="eval"))
     return ast.unparse(ast.fix_missing_locations(tree))
 
