@@ -57,7 +57,8 @@ def plan_for_inputs(roots: list, dependencies: dict, targets: Iterable) -> tuple
     ready = [r for r in dict.fromkeys(roots) if remaining.get(r, 0) == 0]
     while ready:
         node = ready.pop()
-        order.append(node)
+        if node.next_nodes:  # a leaf's AccumulateGrad leads nowhere: nothing to plan for it
+            order.append(node)
         for next_node in node.next_nodes:
             if next_node is None:
                 continue
@@ -68,10 +69,9 @@ def plan_for_inputs(roots: list, dependencies: dict, targets: Iterable) -> tuple
     leads = set(targets)  # the nodes from which a target can be reached
     runs = set()
     masks = {}
+    leads_to = leads.__contains__
     for node in reversed(order):
-        if type(node) is AccumulateGrad:
-            continue
-        mask = tuple([n in leads for n in node.next_nodes])  # None is never in leads
+        mask = tuple(map(leads_to, node.next_nodes))  # None is never in leads
         if True not in mask:
             continue
         leads.add(node)
