@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +28,7 @@ from numdiff.autograd._grad_buffers import (
     unshared,
 )
 from numdiff.autograd._hook_calls import apply_hooks, refuse_post_hook_result
+from numdiff.autograd._walk_plan import discover, narrowed, plan_for_inputs
 from numdiff.autograd.grad_mode import _state
 from numdiff.autograd.node import AccumulateGrad, Node, leaf_accumulator
 from numdiff.autograd.transform_state import anywhere, transforms
@@ -94,53 +95,6 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
         # As PyTorch does: the gradient takes the output's dtype, so `.grad` keeps the leaf's.
         grad = grad.to(tensor.dtype)
     return grad
-
-
-def _discover(roots: Iterable[Node | AccumulateGrad]) -> dict:
-    """Count, for each reachable node, how many edges lead into it."""
-    dependencies: dict = {}
-    if len(roots) > 1:
-        stack = list(dict.fromkeys(roots))
-        # A root that another root reaches is already on the stack.
-        roots = set(stack)
-    else:
-        stack = list(roots)
-        roots = ()  # a graph has no cycle: nothing leads back to the one root
-    get = dependencies.get
-    while stack:
-        node = stack.pop()
-        for next_node in node.next_nodes:
-            if next_node is None:
-                continue
-            count = get(next_node)
-            if count is None:
-                dependencies[next_node] = 1
-                if next_node not in roots:
-                    stack.append(next_node)
-            else:
-                dependencies[next_node] = count + 1
-    return dependencies
-
-
-def _needed(roots: list, dependencies: dict, targets: set) -> set:
-    """The nodes from which some target can be reached: only those need to run."""
-    remaining = dict(dependencies)
-    order = []
-    ready = [r for r in dict.fromkeys(roots) if remaining.get(r, 0) == 0]
-    while ready:
-        node = ready.pop()
-        order.append(node)
-        for next_node in node.next_nodes:
-            if next_node is None:
-                continue
-            remaining[next_node] -= 1
-            if remaining[next_node] == 0:
-                ready.append(next_node)
-    needed = set()
-    for node in reversed(order):
-        if node in targets or any(n in needed for n in node.next_nodes if n is not None):
-            needed.add(node)
-    return needed
 
 
 def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
@@ -219,7 +173,7 @@ def run_backward(
         buffers = {}
         for node, seed in zip(roots, seeds):
             buffers[node] = buffers[node] + seed if node in buffers else seed
-    dependencies = _discover(roots)
+    dependencies = discover(roots)
 
     target_nodes: dict = {}
     if inputs is not None:
@@ -233,9 +187,9 @@ def run_backward(
                     f"input {i} (shape {tuple(t.shape)}) does not require grad and is not the "
                     "result of a recorded op, so no gradient can be computed for it"
                 )
-        needed = _needed(roots, dependencies, set(target_nodes))
+        needed, masks = plan_for_inputs(roots, dependencies, target_nodes)
     else:
-        needed = None
+        needed, masks = None, None
     captured: dict = {}
 
     ready = [r for r in buffers if r not in dependencies]  # buffers: the roots, each once, in order
@@ -302,11 +256,14 @@ def run_backward(
             ):
                 run = False  # written into the input's buffer: only the counts below remain
             if run:
+                # A built-in op that this call needs fewer input gradients of than it records sees
+                # the narrower needs_input_grad (numdiff.autograd._walk_plan).
+                ctx = narrowed(node, masks[node]) if masks and node in masks else node
                 if _profiling.recorder is None:
-                    grads = node.function.backward(node, grad)
+                    grads = node.function.backward(ctx, grad)
                 else:
                     grads = _profiling.recorder.record(
-                        f"{node.function.__name__}Backward", "backward", node.function.backward, node, grad
+                        f"{node.function.__name__}Backward", "backward", node.function.backward, ctx, grad
                     )
                 if type(grads) is not tuple or len(grads) != len(node.next_nodes):
                     grads = _as_tuple(grads, node)
@@ -334,7 +291,7 @@ def run_backward(
                         ready.append(next_node)
                 # Drop this frame's references, so the reference counts that let a leaf take over a
                 # gradient buffer (see _grad_buffers.unshared) see only the holders that matter.
-                grads = g = pending = None
+                grads = g = pending = ctx = None
             else:
                 for next_node in node.next_nodes:
                     if next_node is not None:

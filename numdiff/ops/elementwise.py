@@ -106,6 +106,18 @@ def _tensor_where(condition: Tensor, a: Any, b: Any) -> Tensor:
     return where(condition, a, b)
 
 
+def _tensor_vjp_functions(rule: ScalarRule, expressions: list[str]) -> list[Callable[..., Tensor]]:
+    """Each vjp expression evaluated on Tensors as a function of ``(g, *rule.saved, *attrs)``: a
+    call per create_graph backward, where building a scope dict and eval-ing the expression in it
+    took 3.6 of tanh's 7.7 us (8x6 float32, thread CPU time, load 14)."""
+    parameters = ", ".join(["g", *rule.saved, *rule.attr_names])
+    scope = {"math": _TensorMath(), "where": _tensor_where}
+    return [
+        eval(compile(f"lambda {parameters}: {vjp}", f"<vjp of {rule.name}>", "eval"), scope)
+        for vjp in expressions
+    ]
+
+
 def _host_forward(rule: ScalarRule) -> Callable[..., Any] | None:
     """The rule's NumPy ufunc, with PyTorch's result for a bool input where it differs
     (``rule.bool_result``), or None."""
@@ -187,14 +199,13 @@ def _make_function(rule: ScalarRule) -> type[Function]:
     def backward(ctx, grad):
         needs = ctx.needs_input_grad
         if _state.enabled:  # create_graph: the tensor form, recorded for higher derivatives
-            saved_tensors = ctx.saved_tensors if saved else ()
-            scope = {**ctx.attrs, **dict(zip(saved, saved_tensors)), "g": grad}
-            scope.update(math=_TensorMath(), where=_tensor_where)
             if not vjp_code:
-                vjp_code[:] = [compile(vjp, f"<vjp of {rule.name}>", "eval") for vjp in tensor_vjps()]
-            return tuple(
-                _as_gradient(eval(vjp_code[i], scope), grad) if needs[i] else None for i in range(rule.arity)
-            )
+                vjp_code[:] = _tensor_vjp_functions(rule, tensor_vjps())  # one step: threads may race here
+            values = ctx.saved_tensors if saved else ()
+            if attr_names:
+                values = (*values, *[ctx.attrs[n] for n in attr_names])
+            gradients = [vjp_code[i](grad, *values) if needs[i] else None for i in range(rule.arity)]
+            return tuple([g if g is None else _as_gradient(g, grad) for g in gradients])
         split = splits.get(needs)
         if split is None:
             passed, needed = _backward_split(derive_vjps(), needs)
