@@ -124,7 +124,12 @@ def is_anomaly_enabled() -> bool:
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Switch autograd's anomaly detection on or off for this thread."""
-    anomaly.set_detect_anomaly(bool(enabled))  # turns it on at construction, as PyTorch's
+    anomaly.set_detect_anomaly(bool(enabled), bool(check_nan))  # turns it on at construction, as PyTorch's
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection, when on, checks backward's gradients for NaN (check_nan)."""
+    return anomaly.is_check_nan_enabled()
 
 
 _INTEROP_THREADS = [1]
@@ -289,6 +294,7 @@ FUNCTIONS = {
     fn.__name__: fn
     for fn in (result_type, promote_types, can_cast, get_rng_state, set_rng_state, seed, initial_seed,
                set_float32_matmul_precision, get_float32_matmul_precision, is_anomaly_enabled, set_anomaly_enabled,
+               is_anomaly_check_nan_enabled,
                set_num_interop_threads, get_num_interop_threads, scalar_tensor, asarray, empty_strided, typename,
                hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, vander, combinations,
                unravel_index, histogram)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -13,6 +14,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 class _State(threading.local):
     enabled = False
+    check_nan = True  # off: creation sites are still recorded, gradients are not checked
 
 
 _state = _State()
@@ -26,25 +28,49 @@ def is_enabled() -> bool:
     return _state.enabled
 
 
+def is_check_nan_enabled() -> bool:
+    return _state.check_nan
+
+
 class set_detect_anomaly:  # noqa: N801 - PyTorch's name
     """``set_detect_anomaly(True)`` turns detection on now; as a context manager, for a block.
 
     While on, every recorded op remembers the file:line of user code that created it, and backward
-    raises `AnomalyError` at the first op whose input gradient holds a NaN or Inf.
+    raises `AnomalyError` at the first op whose input gradient holds a NaN or Inf (unless
+    ``check_nan=False``, which keeps the creation sites and skips the check).
     """
 
-    def __init__(self, mode: bool) -> None:
-        self._previous = _state.enabled
-        _state.enabled = bool(mode)
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self._previous = (_state.enabled, _state.check_nan)
+        _state.enabled, _state.check_nan = bool(mode), bool(check_nan)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc_info: object) -> None:
-        _state.enabled = self._previous
+        _state.enabled, _state.check_nan = self._previous
 
 
-detect_anomaly = set_detect_anomaly
+class detect_anomaly:  # noqa: N801 - PyTorch's name
+    """``with detect_anomaly():`` turns detection on for the block (see `set_detect_anomaly`), as
+    PyTorch's context manager does: on entering, not at construction, with PyTorch's warning that
+    it slows every op down."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        self._previous = (_state.enabled, _state.check_nan)
+
+    def __enter__(self) -> None:
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled "
+            "for debugging.",
+            stacklevel=2,
+        )
+        self._previous = (_state.enabled, _state.check_nan)
+        _state.enabled, _state.check_nan = True, bool(self.check_nan)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _state.enabled, _state.check_nan = self._previous
 
 
 def creation_site() -> str:

@@ -194,7 +194,7 @@ def run_backward(
 
     ready = [r for r in buffers if r not in dependencies]  # buffers: the roots, each once, in order
     previous_mode = _state.enabled
-    check = anomaly._state.enabled
+    check = anomaly._state.enabled and anomaly._state.check_nan
     plain = needed is None and not target_nodes  # every node runs and none is a target
     pop_buffer = buffers.pop
     dense = _function.Tensor  # anything else reaching a buffer is a sparse gradient (or a subclass)

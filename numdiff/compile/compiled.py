@@ -350,7 +350,7 @@ def _restore_global_state(state: tuple) -> None:
     _state.enabled, dtype, device, anomaly_enabled = state
     set_default_dtype(dtype)
     set_default_device(device)
-    anomaly.set_detect_anomaly(anomaly_enabled)
+    anomaly.set_detect_anomaly(anomaly_enabled, anomaly.is_check_nan_enabled())
 
 
 def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:

@@ -91,3 +91,22 @@ def test_finite_gradients_pass_with_detection_on():
     with set_detect_anomaly(True):
         x.sqrt().sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.25])
+
+
+def test_detect_anomaly_is_torchs_context_manager():
+    """`with torch.autograd.detect_anomaly():` takes no mode: it turns detection on for the block only,
+    with PyTorch's warning, and check_nan=False keeps creation sites without checking gradients."""
+    assert not numdiff.is_anomaly_enabled()
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        with numdiff.autograd.detect_anomaly():
+            assert numdiff.is_anomaly_enabled() and numdiff.is_anomaly_check_nan_enabled()
+            x = numdiff.tensor([0.0, 1.0], requires_grad=True)
+            with pytest.raises(AnomalyError, match="Sqrt|sqrt"):
+                (x.sqrt() * 0.0).sum().backward()
+    assert not numdiff.is_anomaly_enabled()
+    with pytest.warns(UserWarning), numdiff.autograd.detect_anomaly(check_nan=False):
+        assert not numdiff.is_anomaly_check_nan_enabled()
+        x = numdiff.tensor([0.0, 1.0], requires_grad=True)
+        (x.sqrt() * 0.0).sum().backward()  # no check: the NaN reaches .grad, as in PyTorch
+        assert np.isnan(x.grad.numpy()[0])
+    assert numdiff.is_anomaly_check_nan_enabled() and not numdiff.is_anomaly_enabled()
