@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
-from numdiff.kernels._blas import _data_ptr
 from numdiff.kernels._blas_library import FACTOR_SYMBOLS, register_factor_symbols
+from numdiff.kernels._gemm_body import _data_ptr
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["at_address", "blas_flags", "getrf", "potrf", "swap_rows", "trmm", "trsm"]

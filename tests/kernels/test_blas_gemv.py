@@ -9,7 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
-from numdiff.kernels._blas import GEMV_ROWS_MAX, gemm, gemm_batch
+from numdiff.kernels._blas import gemm, gemm_batch, prepare_blas
+from numdiff.kernels._gemm_body import GEMV_ROWS_MAX
+
+prepare_blas()
 
 
 def _operands(rng, m, n, k, trans_a, trans_b, dtype):
