@@ -12,32 +12,50 @@ from pathlib import Path
 
 import pytest
 
+from numdiff.kernels import _conv_route
 from numdiff.kernels._blas_library import blas_library
-from numdiff.kernels._conv_route import CHOICES, ConvProductsError, choose, openblas_corename
+from numdiff.kernels._conv_route import CHOICES, ConvProductsError, choose, openblas_corename, platform_route
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    "requested, library, avx512, corename, loops",
+    "requested, library, avx512, corename, halved, loops",
     [
-        ("auto", "scipy", True, "Haswell", True),  # AVX2 kernels on an AVX-512 core
-        ("auto", "scipy", True, "Zen", True),
-        ("auto", "scipy", True, "sandybridge", True),  # the names compare without case
-        ("auto", "scipy", True, "SkylakeX", False),  # OpenBLAS uses AVX-512 itself
-        ("auto", "scipy", True, "Cooperlake", False),
-        ("auto", "scipy", True, "SapphireRapids", False),
-        ("auto", "scipy", True, None, False),  # core unknown
-        ("auto", "scipy", False, "Haswell", False),  # no AVX-512: OpenBLAS's kernels are as wide
-        ("auto", "mkl", True, "Haswell", False),  # MKL picks its own kernels
-        ("blas", "scipy", True, "Haswell", False),
-        ("loops", "mkl", False, None, True),
+        ("auto", "scipy", True, "Haswell", False, True),  # AVX2 kernels on an AVX-512 core
+        ("auto", "scipy", True, "Zen", False, True),
+        ("auto", "scipy", True, "sandybridge", False, True),  # the names compare without case
+        ("auto", "scipy", True, "SkylakeX", False, False),  # OpenBLAS uses AVX-512 itself
+        ("auto", "scipy", True, "SkylakeX", True, True),  # ... at half width: a Zen 4
+        ("auto", "scipy", True, None, True, True),
+        ("auto", "scipy", True, "Cooperlake", False, False),
+        ("auto", "scipy", True, "SapphireRapids", False, False),
+        ("auto", "scipy", True, None, False, False),  # core unknown
+        ("auto", "scipy", False, "Haswell", False, False),  # no AVX-512: OpenBLAS's kernels are as wide
+        ("auto", "mkl", True, "Haswell", False, False),  # MKL picks its own kernels
+        ("auto", "mkl", True, "SkylakeX", True, False),
+        ("blas", "scipy", True, "SkylakeX", True, False),
+        ("blas", "scipy", True, "Haswell", False, False),
+        ("loops", "mkl", False, None, False, True),
     ],
 )
-def test_choose_takes_loops_only_where_openblas_runs_narrower_kernels(requested, library, avx512, corename, loops):
-    route = choose(requested, library, avx512, corename)
+def test_choose_takes_loops_only_where_openblas_runs_narrower_kernels(
+    requested, library, avx512, corename, halved, loops
+):
+    route = choose(requested, library, avx512, corename, halved)
     assert route.loops is loops
     assert route.reason
+
+
+def test_only_the_conv_route_takes_loops_for_a_cpu_that_halves_avx512(monkeypatch):
+    if blas_library().name != "scipy":
+        pytest.skip("SciPy's OpenBLAS is not the GEMM library here")
+    monkeypatch.setattr(_conv_route, "_host_has_avx512", lambda: True)
+    monkeypatch.setattr(_conv_route, "_host_halves_avx512", lambda: True)
+    monkeypatch.setattr(_conv_route, "openblas_corename", lambda: "SkylakeX")
+    conv = platform_route(conv=True)
+    assert conv.loops and "two 256-bit halves" in conv.reason
+    assert platform_route().loops is False  # numdiff.kernels._gemm_route's rule
 
 
 def test_choose_names_the_variable_and_the_choices_for_a_bad_request():
