@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from numdiff import _profiling
-from numdiff.autograd import anomaly
+from numdiff.autograd import _graph_task, anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd._grad_buffers import (
     accumulate_sparse,
@@ -250,6 +250,7 @@ def run_backward(
     _state.enabled = create_graph or as_ops
     # First order only: a recorded backward must stay a graph of ops.
     into_allowed = not _state.enabled and not check and _profiling.recorder is None
+    _graph_task.push(_graph_task.GraphTask(roots, dependencies, needed))
     try:
         while ready:
             node = ready.pop()
@@ -350,6 +351,7 @@ def run_backward(
                 node._saved_versions = ()
                 node._freed = True
     finally:
+        _graph_task.pop()
         _state.enabled = previous_mode
 
     if not capture:
