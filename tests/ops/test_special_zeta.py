@@ -1,4 +1,5 @@
-"""special.zeta (Hurwitz zeta) and the modified_bessel_i0 / i1 names, against torch.special."""
+"""special.zeta (Hurwitz zeta), the modified_bessel_i0 / i1 names and the Bessel functions J, Y and K
+of orders 0 and 1, against torch.special."""
 
 from __future__ import annotations
 
@@ -69,3 +70,32 @@ def test_modified_bessel_names_match_torch(name):
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-14)
     x = numdiff.tensor([-2.0, 0.5, 3.0], dtype=numdiff.float64, requires_grad=True)
     assert numdiff.autograd.gradcheck(getattr(numdiff.special, name), (x,))
+
+
+_BESSELS = [
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+]  # fmt: skip
+_EDGES = [0.0, -0.0, -1.0, 2.5, 1e-300, 30.0, 1e3, 1e17, -1e3, 800.0, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize("name", _BESSELS)
+def test_bessel_functions_match_torch_and_record_no_gradient(name):
+    ours, theirs = getattr(numdiff.special, name), getattr(torch.special, name)
+    got = ours(numdiff.tensor(_EDGES, dtype=numdiff.float64, requires_grad=True))
+    # rtol 2e-12: torch's y0(2.5) is 1.4e-12 off mpmath's 0.498070359615232, which numdiff (Cephes) gives
+    np.testing.assert_allclose(got.numpy(), theirs(torch.tensor(_EDGES, dtype=torch.float64)).numpy(), rtol=2e-12, atol=1e-13)
+    assert not got.requires_grad and got.grad_fn is None  # torch's is a constant too
+    # float32: torch computes in float32, numdiff rounds the float64 value (closer), so moderate arguments only
+    moderate = [0.5, 1.0, 3.0, 7.5, 20.0]
+    got = ours(numdiff.tensor(moderate))
+    assert str(got.dtype) == "numdiff.float32"
+    np.testing.assert_allclose(got.numpy(), theirs(torch.tensor(moderate)).numpy(), rtol=2e-6, atol=1e-7)
+    assert str(ours(numdiff.tensor([1, 2])).dtype) == str(theirs(torch.tensor([1, 2])).dtype).replace("torch", "numdiff")
+
+
+def test_bessel_functions_refuse_what_they_cannot_take():
+    with pytest.raises(TypeError, match="special.bessel_j0: expects a float32, float64 or integer input, got dtype"):
+        numdiff.special.bessel_j0(numdiff.ones(2, dtype=numdiff.float16))
+    with pytest.raises(TypeError, match="special.modified_bessel_k0: argument 'input' must be a Tensor, not float"):
+        numdiff.special.modified_bessel_k0(1.0)
