@@ -49,6 +49,14 @@ class _Running(threading.local):
 
 
 _running = _Running()
+wanted = False
+"""Whether any hook has asked for the running walk (register_multi_grad_hook sets it, once): until
+then the engine skips the bookkeeping, ~1 us of a small backward's ~30 us."""
+
+
+def want() -> None:
+    global wanted
+    wanted = True
 
 
 def push(task: GraphTask) -> None:

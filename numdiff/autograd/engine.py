@@ -250,7 +250,9 @@ def run_backward(
     _state.enabled = create_graph or as_ops
     # First order only: a recorded backward must stay a graph of ops.
     into_allowed = not _state.enabled and not check and _profiling.recorder is None
-    _graph_task.push(_graph_task.GraphTask(roots, dependencies, needed))
+    walk = _graph_task.GraphTask(roots, dependencies, needed) if _graph_task.wanted else None
+    if walk is not None:
+        _graph_task.push(walk)
     try:
         while ready:
             node = ready.pop()
@@ -351,7 +353,8 @@ def run_backward(
                 node._saved_versions = ()
                 node._freed = True
     finally:
-        _graph_task.pop()
+        if walk is not None:
+            _graph_task.pop()
         _state.enabled = previous_mode
 
     if not capture:

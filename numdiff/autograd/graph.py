@@ -190,6 +190,7 @@ def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., Any], *, 
     for i, tensor in enumerate(tensors):
         if not hasattr(tensor, "register_hook"):
             raise TypeError(f"register_multi_grad_hook: tensors[{i}] is a {type(tensor).__name__}, not a Tensor")
+    _graph_task.want()
     lock = threading.Lock()
     key = object()  # this hook's slot in each pass's hook_state
     if mode == "any":
