@@ -11,11 +11,18 @@ tensor([0.0000, 1.7918])
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
-from numdiff._dtype import float64, get_default_dtype
+import numpy as np
+
+from numdiff._dtype import float32, float64, get_default_dtype, promote
+from numdiff._lazy import lazy_module
+from numdiff.backend import like_host, to_host
+from numdiff.creation import full_like
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.activation import log_softmax, softmax
+from numdiff.ops.composed_index import broadcast_tensors
 from numdiff.ops.elementwise import PUBLIC
 from numdiff.ops.moments import logsumexp
 from numdiff.ops.selection import where
@@ -33,6 +40,9 @@ xlogy = PUBLIC["xlogy"]
 # The modified Bessel functions of the first kind (orders 0 and 1, plain and scaled by exp(-|x|)) and
 # the scaled complementary error function exp(x^2) erfc(x): scalar rules with their derivatives.
 i0, i0e, i1, i1e, erfcx = PUBLIC["i0"], PUBLIC["i0e"], PUBLIC["i1"], PUBLIC["i1e"], PUBLIC["erfcx"]
+# PyTorch's second names for I0 and I1 (the same values; torch records no gradient for these names,
+# numdiff's are i0's and i1's, differentiable).
+modified_bessel_i0, modified_bessel_i1 = i0, i1
 
 _SQRT_HALF = math.sqrt(0.5)
 
@@ -136,11 +146,115 @@ def sinc(input: Tensor) -> Tensor:
     return where(input == 0.0, 1.0, safe.sin() / safe)
 
 
+
+# Euler-Maclaurin's tail coefficients B_2j / (2j)! for j = 1..12 (the Bernoulli numbers B_2 .. B_24).
+_BERNOULLI = (
+    Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66), Fraction(-691, 2730),
+    Fraction(7, 6), Fraction(-3617, 510), Fraction(43867, 798), Fraction(-174611, 330), Fraction(854513, 138),
+    Fraction(-236364091, 2730),
+)  # fmt: skip
+_TAIL_COEFFICIENTS = tuple(float(b / math.factorial(2 * j)) for j, b in enumerate(_BERNOULLI, start=1))
+# The direct sum runs until the shifted argument w = q + n is at least this (and n at least this):
+# the first omitted tail term is then below 1e-19 of the sum for every x > 1.
+_SUM_UNTIL = 9
+
+
+def zeta(input: Any, other: Any) -> Tensor:
+    """The Hurwitz zeta function sum_k (q + k)^-x of x = `input` and q = `other`, as torch.special.zeta.
+
+    inf at x = 1 and at the poles q = 0, -1, -2, ...; NaN for x < 1, and for q < 0 with x not an
+    integer. Computed as the first terms of the sum plus the Euler-Maclaurin tail, all differentiable
+    tensor ops: the gradient in q is -x zeta(x + 1, q), as PyTorch's; numdiff also differentiates in x,
+    where PyTorch raises "the derivative for 'zeta' is not implemented" (NaN for q < 0, where zeta is
+    defined at integer x only).
+
+    >>> numdiff.special.zeta(numdiff.tensor([2.0, 4.0]), 1.0)  # pi^2 / 6 and pi^4 / 90
+    tensor([1.6449, 1.0823])
+    """
+    kinds = [isinstance(v, Tensor) or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in (input, other)]
+    if not all(kinds) or not (isinstance(input, Tensor) or isinstance(other, Tensor)):
+        raise TypeError(
+            "special.zeta: input and other must be Tensors or real numbers, at least one a Tensor; got "
+            f"{type(input).__name__} and {type(other).__name__}"
+        )
+    x = input if isinstance(input, Tensor) else full_like(other, input, dtype=_float_of(other))
+    q = other if isinstance(other, Tensor) else full_like(input, other, dtype=_float_of(input))
+    x, q = (t if t.is_floating_point() else t.to(get_default_dtype()) for t in (x, q))
+    if x.dtype != q.dtype:
+        dtype = promote(x.dtype, q.dtype)
+        x, q = x.to(dtype), q.to(dtype)
+    x, q = broadcast_tensors(x, q)
+    pole = (q <= 0.0) & (q == q.floor())
+    inside = (x > 1.0) & (x < math.inf) & (q < math.inf) & ~pole & ((q > 0.0) | (x == x.floor()))
+    # Each part sees only arguments it is finite at, so the other's gradient is an exact zero.
+    xs, qs = where(inside, x, 2.0), where(inside, q, 1.0)
+    lowest = float(qs.detach().min()) if qs.numel() else 1.0
+    terms = max(_SUM_UNTIL, math.ceil(_SUM_UNTIL - lowest))
+    total = qs.pow(-xs)
+    for k in range(1, terms):
+        total = total + (qs + k).pow(-xs)
+    w = qs + terms
+    power = w.pow(-xs)  # w^-x, then w^(-x - 2j + 1) times the rising product x (x + 1) .. (x + 2j - 2)
+    total = total + power * w / (xs - 1.0) + power * 0.5
+    rising = xs / w
+    for j, coefficient in enumerate(_TAIL_COEFFICIENTS, start=1):
+        total = total + power * rising * coefficient
+        rising = rising * (xs + 2 * j - 1) * (xs + 2 * j) / (w * w)
+    # Cephes' order, which PyTorch follows: x = 1, then x < 1 (NaN), then the poles (inf even for a NaN
+    # x); an infinite x sends every term with |q + k| < 1 to inf.
+    infinite = (x == 1.0) | (pole & ~(x < 1.0)) | ((x == math.inf) & (q < 1.0))
+    edge = where(infinite, math.inf, where((x == math.inf) & (q == 1.0), 1.0, math.nan))
+    return where(inside, total, edge)
+
+
+def _float_of(t: Tensor) -> Any:
+    return t.dtype if t.is_floating_point() else get_default_dtype()
+
+
+_scipy_special = lazy_module("scipy.special")
+
+
+def _bessel(name: str, scipy_name: str, formula: str) -> Any:
+    """torch.special.<name>: SciPy's Cephes routine on the host values (a device input makes the round
+    trip). PyTorch records no gradient for these functions, and neither does numdiff: the result is
+    a new tensor that requires none."""
+
+    def function(input: Tensor) -> Tensor:
+        input = ensure_tensor(f"special.{name}", input)
+        dtype = input.dtype if input.is_floating_point() else get_default_dtype()
+        if input.is_complex() or dtype not in (float32, float64):
+            raise TypeError(f"special.{name}: expects a float32, float64 or integer input, got dtype {input.dtype}")
+        host = to_host(input.detach().to(dtype)._data)
+        # float32 comes back as float32: SciPy computes it in float64, then it is rounded once.
+        values = getattr(_scipy_special, scipy_name)(host.astype(np.float64)).astype(host.dtype)
+        return Tensor._wrap(like_host(values, input._data), None, None)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"""{formula}, elementwise (no gradient, as PyTorch's).
+
+    >>> numdiff.special.{name}(numdiff.tensor([1.0])).shape
+    numdiff.Size([1])
+    """
+    return function
+
+
+bessel_j0 = _bessel("bessel_j0", "j0", "The Bessel function of the first kind of order 0, J0(x)")
+bessel_j1 = _bessel("bessel_j1", "j1", "The Bessel function of the first kind of order 1, J1(x)")
+bessel_y0 = _bessel("bessel_y0", "y0", "The Bessel function of the second kind of order 0, Y0(x) (NaN below 0)")
+bessel_y1 = _bessel("bessel_y1", "y1", "The Bessel function of the second kind of order 1, Y1(x) (NaN below 0)")
+modified_bessel_k0 = _bessel("modified_bessel_k0", "k0", "The modified Bessel function K0(x) (NaN below 0)")
+modified_bessel_k1 = _bessel("modified_bessel_k1", "k1", "The modified Bessel function K1(x) (NaN below 0)")
+scaled_modified_bessel_k0 = _bessel("scaled_modified_bessel_k0", "k0e", "exp(x) K0(x) (NaN below 0)")
+scaled_modified_bessel_k1 = _bessel("scaled_modified_bessel_k1", "k1e", "exp(x) K1(x) (NaN below 0)")
+
 __all__ = [
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1",
     "i1e", "log1p", "log_ndtr",
-    "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
-    "softmax", "xlog1py", "xlogy",
+    "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1", "multigammaln", "ndtr",
+    "ndtri", "polygamma", "psi", "round", "sinc",
+    "softmax", "xlog1py", "xlogy", "zeta",
 ]  # fmt: skip
 
 

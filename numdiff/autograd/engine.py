@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from numdiff import _profiling
-from numdiff.autograd import anomaly
+from numdiff.autograd import _graph_task, anomaly
 from numdiff.autograd import function as _function
 from numdiff.autograd._grad_buffers import (
     accumulate_sparse,
@@ -204,6 +204,9 @@ def run_backward(
     _state.enabled = create_graph or as_ops
     # First order only: a recorded backward must stay a graph of ops.
     into_allowed = not _state.enabled and not check and _profiling.recorder is None
+    walk = _graph_task.GraphTask(roots, dependencies, needed) if _graph_task.wanted else None
+    if walk is not None:
+        _graph_task.push(walk)
     try:
         while ready:
             node = ready.pop()
@@ -307,6 +310,8 @@ def run_backward(
                 node._saved_versions = ()
                 node._freed = True
     finally:
+        if walk is not None:
+            _graph_task.pop()
         _state.enabled = previous_mode
 
     if not capture:

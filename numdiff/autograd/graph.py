@@ -1,4 +1,5 @@
-"""numdiff.autograd.graph: hooks on the tensors the graph saves for backward, as PyTorch's.
+"""numdiff.autograd.graph: hooks on the tensors the graph saves for backward, as PyTorch's, and
+``register_multi_grad_hook``, one hook over the gradients of several tensors.
 
 Inside ``saved_tensors_hooks(pack, unpack)``, every tensor an op saves for backward is stored as
 ``pack(tensor)`` (any object), and backward reads ``unpack(packed)`` instead; the innermost block
@@ -8,12 +9,15 @@ wins. ``save_on_cpu`` is such a pair that moves saved tensors to the host and ba
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from numdiff.autograd import _graph_task
+from numdiff.autograd.hooks import check_callable
 
 # PyTorch keeps this module's Node name in numdiff.autograd.function, where the graph is built.
 
-__all__ = ["disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+__all__ = ["disable_saved_tensors_hooks", "register_multi_grad_hook", "save_on_cpu", "saved_tensors_hooks"]
 
 
 def __dir__() -> list[str]:
@@ -136,3 +140,89 @@ class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
 
     def __exit__(self, *exc_info: object) -> None:
         _stack.disabled.pop()
+
+
+class _MultiHandle:
+    """The handle register_multi_grad_hook returns: ``remove()`` removes the hook from every tensor."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+
+def _node_of(tensor: Any) -> Any:
+    """The node backward runs for `tensor`: its grad_fn, or the AccumulateGrad the running walk holds
+    for a leaf (None when no walk reaches the leaf: the engine keeps it only weakly cached)."""
+    if tensor._grad_fn is not None:
+        return tensor._grad_fn
+    ref = tensor._grad_accumulator
+    return ref() if ref is not None else None
+
+
+def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., Any], *, mode: str = "all") -> _MultiHandle:
+    """One hook over the gradients of several tensors, as PyTorch's.
+
+    ``mode="all"``: once per backward, after the gradient of every tensor that backward computes,
+    ``fn(grads)`` gets a list with one gradient per tensor (None for a tensor the pass does not reach,
+    or that no ``inputs=`` of the pass needs). ``mode="any"``: ``fn(grad)`` gets the first gradient
+    computed for any of the tensors, once per backward. `fn`'s return value is ignored: the hook
+    changes no gradient. ``handle.remove()`` unregisters it.
+
+    >>> seen = []
+    >>> handle = numdiff.autograd.graph.register_multi_grad_hook((a, b), lambda gs: seen.append(gs))
+    >>> (a * b).sum().backward()   # seen[0] == [b, a]
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"register_multi_grad_hook: mode must be 'all' or 'any', got {mode!r}")
+    check_callable("register_multi_grad_hook", fn)
+    tensors = tuple(tensors)
+    for i, tensor in enumerate(tensors):
+        if not hasattr(tensor, "register_hook"):
+            raise TypeError(f"register_multi_grad_hook: tensors[{i}] is a {type(tensor).__name__}, not a Tensor")
+    _graph_task.want()
+    lock = threading.Lock()
+    key = object()  # this hook's slot in each pass's hook_state
+    if mode == "any":
+
+        def first_only(grad: Any) -> None:
+            task = _graph_task.current()
+            if task is not None:
+                with lock:
+                    fired = task.state_of(key, list)
+                    if fired:
+                        return
+                    fired.append(True)
+            fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first_only) for t in tensors if t.requires_grad))
+
+    def hook_for(index: int) -> Callable[[Any], None]:
+        def collect(grad: Any) -> None:
+            task = _graph_task.current()
+            if task is None or not task.will_execute(_node_of(tensors[index])):
+                return  # the engine also runs the hook of a leaf that this pass's inputs leave out
+            with lock:
+                # [gradients so far, calls still to come]; the count is taken at the first call, as
+                # PyTorch does, when every node the pass reaches is known.
+                state = task.state_of(key, lambda: [[None] * len(tensors), sum(
+                    task.will_execute(_node_of(t)) for t in tensors)])
+                state[0][index] = grad
+                state[1] -= 1
+                done = state[1] == 0
+            if done:
+                fn(state[0])
+
+        return collect
+
+    return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))

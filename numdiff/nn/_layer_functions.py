@@ -3,6 +3,7 @@ and elementwise ops (their gradients come from those)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from numdiff import _inplace
@@ -111,6 +112,38 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
         window = window + padded.narrow(1, offset, channels)
     return input / (window * (alpha / size) + k) ** beta
 
+
+
+def cross_map_lrn2d(input: Tensor, size: int, alpha: float, beta: float, k: float) -> Tensor:
+    """nn.CrossMapLRN2d's forward, PyTorch's values: x / (k + alpha / size * window) ** beta for an
+    (N, C, H, W) input, where channel c's window sums the squares of channels c - p + 1 .. c + p - 1
+    (p = (size - 1) // 2 + 1) and, from c = p on, channel 0's too: PyTorch's running sum never takes
+    channel 0 out again. The gradient is this forward's (PyTorch's hand-written backward fails its own
+    gradcheck), composed of differentiable ops. Values of very different sizes can differ from PyTorch's
+    in the last digits, as its running sum subtracts the squares that leave the window.
+    """
+    input = ensure_tensor("CrossMapLRN2d", input)
+    if input.ndim != 4:
+        raise ValueError(f"CrossMapLRN2d: expects a 4D input (N, C, H, W), got shape {tuple(input.shape)}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"CrossMapLRN2d: size must be a positive int, got {size!r}")
+    channels = input.shape[1]
+    reach = (size - 1) // 2  # p - 1 channels either side
+    squares = input * input
+    padded = pad(squares, (0, 0, 0, 0, reach, reach))
+    window = padded.narrow(1, 0, channels)
+    for offset in range(1, 2 * reach + 1):
+        window = window + padded.narrow(1, offset, channels)
+    if channels > reach + 1:
+        after = (0, 0, 0, 0, reach + 1, 0)  # pads channels 0 .. p - 1, where neither applies
+        first = squares.narrow(1, 0, 1).expand(input.shape[0], channels - reach - 1, *input.shape[2:])
+        window = window + pad(first, after)
+        # A NaN or inf square that has left the running sum leaves NaN behind in every later channel
+        # (inf - inf); channel 0's never leaves. Counts of such squares in channels 1 .. c - p:
+        bad = (~squares.isfinite()).to(input.dtype).cumsum(1)
+        left_behind = pad((bad - bad.narrow(1, 0, 1)).narrow(1, 0, channels - reach - 1), after)
+        window = where(left_behind > 0.0, math.nan, window)
+    return input / (window * (alpha / size) + k) ** beta
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:

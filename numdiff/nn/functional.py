@@ -10,6 +10,7 @@ from numdiff.nn._attention import scaled_dot_product_attention
 from numdiff.nn._ctc_loss import ctc_loss
 from numdiff.nn._distance import cosine_similarity, normalize
 from numdiff.nn._embedding_bag import embedding_bag
+from numdiff.nn._fractional_pool import fractional_max_pool2d, fractional_max_pool2d_with_indices
 from numdiff.nn._functional_layers import dropout, dropout1d, dropout2d, dropout3d, embedding, one_hot, pad
 from numdiff.nn._grid_sampling import affine_grid, grid_sample
 from numdiff.nn._im2col import fold, unfold
@@ -136,6 +137,7 @@ __all__ += [
     "triplet_margin_with_distance_loss",
 ]
 __all__ += ["softmin"]
+__all__ += ["fractional_max_pool2d", "fractional_max_pool2d_with_indices"]
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "group_norm", "instance_norm"]
 __all__ += ["interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample", "upsample_bilinear", "upsample_nearest"]
 __all__ += ["cosine_similarity", "normalize"]

@@ -1,5 +1,6 @@
-"""AlphaDropout, FeatureAlphaDropout, LocalResponseNorm and EmbeddingBag: the layers over
-numdiff.nn.functional's alpha_dropout, feature_alpha_dropout, local_response_norm and embedding_bag."""
+"""AlphaDropout, FeatureAlphaDropout, LocalResponseNorm, CrossMapLRN2d and EmbeddingBag: the layers over
+numdiff.nn.functional's alpha_dropout, feature_alpha_dropout, local_response_norm and embedding_bag, and
+CrossMapLRN2d's own forward (numdiff.nn._layer_functions.cross_map_lrn2d)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from numdiff.autograd.grad_mode import no_grad
 from numdiff.creation import empty
 from numdiff.nn import _implementations as functional  # nn.functional, unwrapped where it can be
 from numdiff.nn import init
+from numdiff.nn._layer_functions import cross_map_lrn2d
 from numdiff.nn.modules.dropout import Dropout
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
@@ -41,6 +43,22 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(LocalResponseNorm):
+    """PyTorch's older response normalisation over channels of an (N, C, H, W) input: like
+    LocalResponseNorm, but the window spans channels c - p + 1 .. c + p - 1 for p = (size - 1) // 2 + 1
+    and, as PyTorch's running sum, keeps channel 0 in every window from channel p on.
+
+    >>> CrossMapLRN2d(3)(numdiff.ones(1, 4, 2, 2)).shape
+    numdiff.Size([1, 4, 2, 2])
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
 
 class EmbeddingBag(Module):

@@ -1,11 +1,13 @@
 """Module forms of the functions in numdiff.nn._more_functional: unpooling, power-average and
-1-D adaptive max pooling, Softmax2d, ChannelShuffle, and two margin losses."""
+1-D adaptive max pooling, Softmax2d, ChannelShuffle, and two margin losses; and FractionalMaxPool2d
+(numdiff.nn._fractional_pool)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from numdiff.nn import _more_functional as functional
+from numdiff.nn._fractional_pool import fractional_max_pool2d
 from numdiff.nn.modules.loss import NLLLoss
 from numdiff.nn.modules.module import Module
 from numdiff.ops.activation import softmax
@@ -138,3 +140,29 @@ class TripletMarginWithDistanceLoss(Module):
 
 class NLLLoss2d(NLLLoss):
     """PyTorch's deprecated name of NLLLoss for (N, C, H, W) inputs: the same loss."""
+
+
+class FractionalMaxPool2d(Module):
+    """Max over `kernel_size` windows at pseudo-random increasing offsets, down to `output_size` or
+    input size * `output_ratio` (see numdiff.nn.functional.fractional_max_pool2d).
+
+    >>> FractionalMaxPool2d(3, output_ratio=0.5)(numdiff.randn(1, 2, 8, 8)).shape
+    numdiff.Size([1, 2, 4, 4])
+    """
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:  # fmt: skip
+        super().__init__()
+        if output_size is None and output_ratio is None:
+            raise ValueError(
+                "FractionalMaxPool2d requires specifying either an output size, or a pooling ratio"
+            )
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("FractionalMaxPool2d: give only one of output_size and output_ratio")
+        self.kernel_size, self.output_size, self.output_ratio = kernel_size, output_size, output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input: Tensor) -> Any:
+        return fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                     self.return_indices, self._random_samples)  # fmt: skip
