@@ -205,31 +205,39 @@ def _jobs(shape: tuple[int, int, int]) -> int:
     return outer if inner == 1 else outer * -(-inner // COLUMN_BLOCK)
 
 
-def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> None:
+def _check(op: str, x: np.ndarray, **arrays: np.ndarray) -> tuple[int, int, int]:
+    """x's view as (outer, n, inner), after checking the arrays: a 2-D x is rows (outer, n), inner 1."""
     check_float_arrays(op, x=x, **arrays)
     shape = x.shape
-    if len(shape) != 3 or shape[1] < 1:
-        raise ValueError(f"{op}: expected a view (outer, n, inner) with n >= 1, got shape {shape}")
+    if len(shape) == 2 and shape[1] >= 1:
+        view = shape + (1,)
+    elif len(shape) == 3 and shape[1] >= 1:
+        view = shape
+    else:
+        raise ValueError(f"{op}: expected rows (outer, n) or a view (outer, n, inner) with n >= 1, got shape {shape}")
     for name, arr in arrays.items():
         if arr.shape != shape:  # check_shape only to raise: a call per array costs more than the kernel's row
             check_shape(op, name, arr, shape)
+    return view
 
 
 def softmax_forward(x: np.ndarray, out: np.ndarray, log: bool) -> np.ndarray:
-    """out (outer, n, inner) <- softmax, or log_softmax if `log`, of x along axis 1. See the module
-    docstring.
+    """out (outer, n, inner) <- softmax, or log_softmax if `log`, of x along axis 1; x and out
+    may also be rows (outer, n), inner 1, which need no reshape. See the module docstring.
 
     >>> out = np.empty((1, 2, 1)); _ = softmax_forward(np.zeros((1, 2, 1)), out, False)
     >>> out.ravel().tolist()
     [0.5, 0.5]
     """
-    _check("softmax_forward", x, out=out)
-    outer, n, inner = x.shape
+    outer, n, inner = _check("softmax_forward", x, out=out)
     if x.size == 0:
         return out
     if inner == 1:
         kernel, _ = _ROWS_FORWARD.pick(x.size, jobs=outer)
-        kernel(x.reshape(outer, n), out.reshape(outer, n), bool(log), np.empty(outer, x.dtype))
+        rows_x, rows_out = x, out
+        if len(x.shape) == 3:
+            rows_x, rows_out = x.reshape(outer, n), out.reshape(outer, n)
+        kernel(rows_x, rows_out, bool(log), np.empty(outer, x.dtype))
     else:
         kernel, _ = _COLUMNS_FORWARD.pick(x.size, jobs=_jobs(x.shape))
         kernel(x, out, bool(log), COLUMN_BLOCK)
@@ -238,20 +246,22 @@ def softmax_forward(x: np.ndarray, out: np.ndarray, log: bool) -> np.ndarray:
 
 def softmax_backward(grad: np.ndarray, out: np.ndarray, dx: np.ndarray, log: bool) -> np.ndarray:
     """dx (outer, n, inner) <- the gradient of softmax_forward's input for `grad`, from its saved
-    output `out` (log_softmax's if `log`). See the module docstring.
+    output `out` (log_softmax's if `log`); rows (outer, n) too, as softmax_forward. See the module
+    docstring.
 
     >>> dx = np.empty((1, 2, 1)); _ = softmax_backward(np.ones((1, 2, 1)), np.full((1, 2, 1), 0.5), dx, False)
     >>> dx.ravel().tolist()
     [0.0, 0.0]
     """
-    _check("softmax_backward", out, grad=grad, dx=dx)
-    outer, n, inner = out.shape
+    outer, n, inner = _check("softmax_backward", out, grad=grad, dx=dx)
     if out.size == 0:
         return dx
     if inner == 1:
         kernel, _ = _ROWS_BACKWARD.pick(out.size, jobs=outer)
-        shape = (outer, n)
-        kernel(grad.reshape(shape), out.reshape(shape), dx.reshape(shape), bool(log), np.empty(outer, out.dtype))
+        rows = grad, out, dx
+        if len(out.shape) == 3:
+            rows = grad.reshape(outer, n), out.reshape(outer, n), dx.reshape(outer, n)
+        kernel(*rows, bool(log), np.empty(outer, out.dtype))
     else:
         kernel, _ = _COLUMNS_BACKWARD.pick(out.size, jobs=_jobs(out.shape))
         kernel(grad, out, dx, bool(log), COLUMN_BLOCK)

@@ -31,21 +31,21 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     tensor([[0.5000, 0.5000],
             [0.5000, 0.5000]])
     """
-    if is_overridable(input):  # a numdiff.fx Proxy records the call
+    if type(input) is not Tensor and is_overridable(input):  # a numdiff.fx Proxy records the call
         return dispatch(softmax, (input, dim), {} if dtype is None else {"dtype": dtype})
     return activation.softmax(input, implicit_softmax_dim("softmax", dim, input), dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """log(softmax(x)) along `dim` (implicit, with a warning, when not given)."""
-    if is_overridable(input):  # a numdiff.fx Proxy records the call
+    if type(input) is not Tensor and is_overridable(input):  # a numdiff.fx Proxy records the call
         return dispatch(log_softmax, (input, dim), {} if dtype is None else {"dtype": dtype})
     return activation.log_softmax(input, implicit_softmax_dim("log_softmax", dim, input), dtype)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """softmax(-x) along `dim` (implicit, with a warning, when not given)."""
-    if is_overridable(input):  # a numdiff.fx Proxy records the call
+    if type(input) is not Tensor and is_overridable(input):  # a numdiff.fx Proxy records the call
         return dispatch(softmin, (input, dim), {} if dtype is None else {"dtype": dtype})
     return activation.softmin(input, implicit_softmax_dim("softmin", dim, input), dtype)
 

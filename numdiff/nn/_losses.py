@@ -190,10 +190,11 @@ def cross_entropy(
     _check_float("cross_entropy", "input", input)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
-    if input.ndim == 0:
+    shape = input._data.shape  # a tuple: Tensor.shape builds a Size on every read
+    if not shape:
         raise ValueError("cross_entropy: input must have at least 1 dimension (C) or (N, C, ...), got a 0-d tensor")
-    class_dim = 0 if input.ndim == 1 else 1
-    classes = input.shape[class_dim]
+    class_dim = 0 if len(shape) == 1 else 1
+    classes = shape[class_dim]
     _check_class_weight("cross_entropy", weight, classes)
     if _one_op(input, target, weight):
         _check_class_target("cross_entropy", input, target, ignore_index)

@@ -288,13 +288,18 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * b.sigmoid()
 
 
-def _lines(shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:
-    """`shape` seen as (outer, n, inner) with `dim` in the middle: the fused kernels' view."""
+def _lines(shape: tuple[int, ...], dim: int) -> tuple[int, ...]:
+    """The fused kernels' view of `shape`: rows (outer, n) along the last dim, else (outer, n, inner)."""
     shape = shape or (1,)  # a 0-d tensor is one line of one value
-    n = shape[dim]
-    if dim == len(shape) - 1 and n:  # along the last dimension (a classifier's rows): no products
-        return math.prod(shape) // n, n, 1
-    return math.prod(shape[:dim]), n, math.prod(shape[dim + 1 :])
+    if dim == len(shape) - 1 and shape[dim]:  # a classifier's rows: no products
+        return math.prod(shape) // shape[dim], shape[dim]
+    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+
+
+def _as_lines(array: Any, view: tuple[int, ...], like: Any) -> Any:
+    """`array` C-contiguous as `like`'s type in shape `view`: itself if it is one (no view made)."""
+    array = np.ascontiguousarray(array, like=like)
+    return array if array.shape == view else array.reshape(view)
 
 
 def _fused_softmax(x: Any, dim: int, log: bool) -> Any:
@@ -302,7 +307,7 @@ def _fused_softmax(x: Any, dim: int, log: bool) -> Any:
     (numdiff.kernels.softmax)."""
     view = _lines(x.shape, dim)
     out = np.empty(x.shape, dtype=x.dtype, like=x)
-    backend_for(x).softmax_forward(np.ascontiguousarray(x, like=x).reshape(view), out.reshape(view), log)
+    backend_for(x).softmax_forward(_as_lines(x, view, x), _as_lines(out, view, x), log)
     return out
 
 
@@ -311,8 +316,7 @@ def _fused_softmax_backward(grad: Tensor, out: Tensor, dim: int, log: bool) -> T
     o = out._data
     view = _lines(o.shape, dim)
     dx = np.empty(o.shape, dtype=o.dtype, like=o)
-    g = np.ascontiguousarray(grad._data, like=o).reshape(view)
-    backend_for(o).softmax_backward(g, np.ascontiguousarray(o, like=o).reshape(view), dx.reshape(view), log)
+    backend_for(o).softmax_backward(_as_lines(grad._data, view, o), _as_lines(o, view, o), _as_lines(dx, view, o), log)
     return Tensor._wrap(dx, None, None)
 
 

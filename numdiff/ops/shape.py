@@ -13,6 +13,7 @@ from numdiff._ground.args import is_int
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import _state as _grad_state
+from numdiff.backend import is_host
 from numdiff.kernels import layout_copy
 from numdiff.ops._util import (
     check_same_device,
@@ -290,32 +291,38 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of equal shape except along `dim`."""
     if (type(tensors) not in (list, tuple) and is_overridable(tensors)) or (type(dim) is not int and is_overridable(dim)):
         return dispatch_call(cat, locals())  # a Proxy (numdiff.overrides)
-    tensors = list(tensors)
+    if type(tensors) is not tuple:
+        tensors = tuple(tensors)  # a list or a generator: Cat.apply takes them unpacked either way
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
+    first_shape = first._data.shape if isinstance(first, Tensor) else None
+    if first_shape:
+        dim = normalize_dim("cat", dim, len(first_shape))
+        before, after, dtype = first_shape[:dim], first_shape[dim + 1 :], first._data.dtype
+    # One pass checks each tensor's type, rank, sizes off `dim`, dtype and host-ness: split into
+    # passes (and a per-size generator) they cost more than the copy of a batch-1 RNN's cat.
+    mixed = on_device = False
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             if is_overridable(t):  # a Proxy (numdiff.overrides)
-                return dispatch_call(cat, {"tensors": tensors, "dim": dim})
+                return dispatch_call(cat, {"tensors": list(tensors), "dim": dim})
             raise TypeError(f"cat: expected a Tensor as element {i} of tensors, got {type(t).__name__}")
-        if not t._data.shape:  # else the size checks below index its empty shape
+        data = t._data
+        shape = data.shape
+        if not shape:  # else the size checks below index its empty shape
             raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
-    first_shape = first._data.shape
-    dim = normalize_dim("cat", dim, len(first_shape))
-    # The sizes before and after `dim` compared as tuples, and one dtype looked for, in one pass:
-    # a per-size generator cost more than the copy for a batch-1 RNN's cat (input, hidden).
-    before, after, dtype, mixed = first_shape[:dim], first_shape[dim + 1 :], first._data.dtype, False
-    for i, other in enumerate(tensors[1:], 1):
-        shape = other._data.shape
         if len(shape) != len(first_shape) or shape[:dim] != before or shape[dim + 1 :] != after:
             raise ValueError(
                 f"cat: sizes of tensors must match except in dimension {dim}: tensor 0 has shape "
-                f"{tuple(first.shape)} but tensor {i} has shape {tuple(other.shape)}"
+                f"{tuple(first.shape)} but tensor {i} has shape {tuple(t.shape)}"
             )
-        if other._data.dtype != dtype:
+        if data.dtype != dtype:
             mixed = True
-    check_same_device("cat", *tensors)
+        if not is_host(data):
+            on_device = True
+    if on_device:
+        check_same_device("cat", *tensors)
     if mixed:
         target = first.dtype
         for t_ in tensors[1:]:

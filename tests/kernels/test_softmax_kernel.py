@@ -5,6 +5,8 @@ before any kernel runs."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -72,9 +74,26 @@ def test_forward_refuses_a_strided_input():
         softmax_forward(x, np.zeros((2, 3, 2)), False)
 
 
-def test_forward_refuses_a_view_that_is_not_3d():
-    with pytest.raises(ValueError, match=r"softmax_forward: expected a view \(outer, n, inner\) with n >= 1, got shape \(2, 3\)"):
-        softmax_forward(np.zeros((2, 3)), np.zeros((2, 3)), False)
+@pytest.mark.parametrize("shape", [(6,), (2, 3, 1, 1), (2, 0), (2, 0, 3)], ids=str)
+def test_forward_refuses_a_view_that_is_not_rows_or_3d(shape):
+    with pytest.raises(ValueError, match=rf"softmax_forward: expected rows \(outer, n\) or a view \(outer, n, inner\) with n >= 1, got shape {re.escape(str(shape))}"):
+        softmax_forward(np.zeros(shape), np.zeros(shape), False)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_given_as_2d_match_the_3d_view(log):
+    rng = np.random.default_rng(3)
+    x, grad = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    out2, dx2, out3, dx3 = (np.empty((4, 5)) for _ in range(4))
+    softmax_forward(x, out2, log)
+    softmax_backward(grad, out2, dx2, log)
+    softmax_forward(x[:, :, None], out3.reshape(4, 5, 1), log)
+    softmax_backward(grad[:, :, None], out3.reshape(4, 5, 1), dx3.reshape(4, 5, 1), log)
+    want_out, want_dx = _reference(x, grad, log)
+    np.testing.assert_allclose(out2, want_out, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(dx2, want_dx, rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(out2, out3)
+    np.testing.assert_array_equal(dx2, dx3)
 
 
 def test_backward_refuses_a_gradient_of_another_shape():

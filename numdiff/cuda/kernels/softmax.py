@@ -66,18 +66,19 @@ def _launch(kernel: Any, lines: int, device: Any, *args: Any) -> None:
         kernel[(lines + THREADS - 1) // THREADS, THREADS](*args)
 
 
-def _check(op: str, x: CudaArray, **arrays: CudaArray) -> None:
+def _check(op: str, x: CudaArray, **arrays: CudaArray) -> tuple[int, int, int]:
+    """x's view as (outer, n, inner), after checking the arrays: a 2-D x is rows (outer, n), inner 1."""
     check_float_arrays(op, x=x, **arrays)
-    if x.ndim != 3 or x.shape[1] < 1:
-        raise ValueError(f"{op}: expected a view (outer, n, inner) with n >= 1, got shape {x.shape}")
+    if x.ndim not in (2, 3) or x.shape[1] < 1:
+        raise ValueError(f"{op}: expected rows (outer, n) or a view (outer, n, inner) with n >= 1, got shape {x.shape}")
     for name, arr in arrays.items():
         check_shape(op, name, arr, x.shape)
+    return tuple(x.shape) + (1,) * (3 - x.ndim)
 
 
 def softmax_forward(x: CudaArray, out: CudaArray, log: bool) -> CudaArray:
     """numdiff.kernels.softmax.softmax_forward on CUDA."""
-    _check("softmax_forward", x, out=out)
-    outer, n, inner = x.shape
+    outer, n, inner = _check("softmax_forward", x, out=out)
     if x.size:
         _launch(_forward, outer * inner, x.device, flat(x), flat(out), bool(log), outer * inner, n, inner)
     return out
@@ -85,8 +86,7 @@ def softmax_forward(x: CudaArray, out: CudaArray, log: bool) -> CudaArray:
 
 def softmax_backward(grad: CudaArray, out: CudaArray, dx: CudaArray, log: bool) -> CudaArray:
     """numdiff.kernels.softmax.softmax_backward on CUDA."""
-    _check("softmax_backward", out, grad=grad, dx=dx)
-    outer, n, inner = out.shape
+    outer, n, inner = _check("softmax_backward", out, grad=grad, dx=dx)
     if out.size:
         _launch(_backward, outer * inner, out.device, flat(grad), flat(out), flat(dx), bool(log), outer * inner, n, inner)
     return dx

@@ -63,6 +63,12 @@ class Linear(Module):
         shape = input._data.shape if isinstance(input, Tensor) else None
         if not shape or shape[-1] != self.in_features:  # the message is built only when it is needed
             check_input(self, input, False, f"(*, {self.in_features})")
+        params = self._parameters
+        if "weight" in params and "bias" in params:
+            # Read off the dict: each self.<parameter> is a failed attribute lookup and then Module.__getattr__
+            # (1.2 us of a 13 us call on one row). A reparametrized weight (parametrize, weight_norm, pruning)
+            # has left _parameters, and is read as an attribute.
+            return functional.linear(input, params["weight"], params["bias"])
         return functional.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
