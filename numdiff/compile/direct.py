@@ -28,6 +28,7 @@ import numpy as np
 
 from numdiff._lazy import lazy_module
 from numdiff._threads import get_num_threads
+from numdiff.compile import conv_tuning
 from numdiff.compile.graph import OpCall, ValueRef
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.ops.linalg import _operand
@@ -168,7 +169,9 @@ def _conv2d(call: OpCall, values: list, ref: Callable) -> list | None:
     if len(x_shape) != 4 or (b is not None and values[b].shape != (w_shape[0],)):
         return None
     stride, padding, dilation, groups = _conv_geometry(call)
-    core, sizes = conv.conv2d_plan("forward", x_shape, w_shape, out_shape, stride, padding, dilation, groups)
+    core, sizes = conv_tuning.conv2d_plan(
+        "forward", x_shape, w_shape, out_shape, stride, padding, dilation, groups, values[x].dtype
+    )
     if core is None:
         return None
     x5, w3, out4 = conv.conv2d_views(x_shape, w_shape, out_shape, groups)
@@ -188,7 +191,9 @@ def _conv_transpose2d(call: OpCall, values: list, ref: Callable) -> list | None:
     (g, w), out = inputs, call.output
     stride, padding, dilation, groups = _conv_geometry(call)
     g_shape, w_shape, out_shape = values[g].shape, values[w].shape, values[out].shape
-    core, sizes = conv.conv2d_plan("backward_input", out_shape, w_shape, g_shape, stride, padding, dilation, groups)
+    core, sizes = conv_tuning.conv2d_plan(
+        "backward_input", out_shape, w_shape, g_shape, stride, padding, dilation, groups, values[g].dtype
+    )
     if core is None or conv.backward_input_gathers(core, w_shape, stride, groups):
         return None  # the op's own kernel call: eager's route, a forward convolution of the flipped weight
     dx5, w3, go4 = conv.conv2d_views(out_shape, w_shape, g_shape, groups)
@@ -207,7 +212,9 @@ def _conv2d_weight_grad(call: OpCall, values: list, ref: Callable) -> list | Non
     (x, g), out = inputs, call.output
     stride, padding, dilation, groups = _conv_geometry(call)
     x_shape, g_shape, out_shape = values[x].shape, values[g].shape, values[out].shape
-    core, sizes = conv.conv2d_plan("backward_weight", x_shape, out_shape, g_shape, stride, padding, dilation, groups)
+    core, sizes = conv_tuning.conv2d_plan(
+        "backward_weight", x_shape, out_shape, g_shape, stride, padding, dilation, groups, values[x].dtype
+    )
     if core is None:
         return None
     x5, gw3, go4 = conv.conv2d_views(x_shape, out_shape, g_shape, groups)

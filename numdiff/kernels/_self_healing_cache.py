@@ -149,6 +149,15 @@ class SelfHealingCache(FunctionCache):
             self._drop_damaged_files(err)
             return None  # Numba compiles, then saves fresh files
 
+    def has_entry(self, sig: Any, target_context: Any) -> bool:
+        """Whether the cache holds machine code for `sig` (its index lists it; nothing is loaded)."""
+        if not self._enabled:
+            return False
+        try:
+            return self._index_key(sig, target_context.codegen()) in self._cache_file._load_index()
+        except Exception:  # a damaged index: the call would compile (and heal it)
+            return False
+
     def _save_overload(self, sig: Any, data: Any) -> None:
         try:
             super()._save_overload(sig, data)
@@ -201,6 +210,12 @@ class CachedDispatcher(CPUDispatcher):
         # compiler's CPU target loads every extension when it refreshes (numba.core.cpu), before
         # it types a kernel. So a call served from the disk cache skips the scan.
         pass
+
+    def ready_for(self, *args: Any) -> bool:
+        """Whether a call with `args` would run without compiling: machine code for their types is
+        in memory or in the disk cache. numdiff.compile times alternative kernels only when so."""
+        sig = tuple(self.typeof_pyval(a) for a in args)
+        return sig in self.overloads or self._cache.has_entry(sig, self.targetctx)
 
     def get_call_template(self, args: Any, kws: Any) -> Any:
         """Numba's typing of a call from compiled code, compiling for plain ``bool`` and ``int64``

@@ -91,11 +91,12 @@ __all__ = [
 ]
 
 
-def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
+def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups, routing=routing):
     """Validate a conv2d configuration; return the build of the core to run for `kind` (serial
     below ``routing.PARALLEL_MIN_MACS``; direct or Winograd where ``routing.use_direct`` or
     ``routing.use_winograd`` says so, else im2col) and the sizes it takes, or (None, None) for an
-    empty batch, where there is nothing to compute."""
+    empty batch, where there is nothing to compute. `routing` is the module of rules, or
+    numdiff.kernels._conv_plans's view of it with some decisions fixed."""
     n_img, _, height, width, c_out, cg, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh_size, ow_size = (
         conv2d_geometry(op, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
     )
@@ -177,19 +178,21 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops)
 
 
-def conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups):
+def conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups, rules=routing):
     """What the conv2d kernel `kind` ("forward", "backward_input" or "backward_weight") runs for
     these shapes: ``(core, sizes)``, the compiled core and the sizes after its array arguments,
     or (None, None) for an empty batch. Raises as the kernel does for a bad configuration.
 
     This is the kernels' whole plan: numdiff.compile works it out once per traced graph and then
     calls the core itself on views of C-contiguous arrays of these shapes (see :func:`conv2d_views`).
+    `rules` replaces numdiff.kernels._conv_routing (numdiff.kernels._conv_plans: the other plans).
 
     >>> core, sizes = conv2d_plan("forward", (1, 1, 3, 3), (1, 1, 2, 2), (1, 1, 2, 2), (1, 1), (0, 0, 0, 0), (1, 1), 1)
     >>> sizes[:4]
     (2, 2, 1, 1)
     """
-    return _check_conv(f"conv2d_{kind}", kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
+    op = f"conv2d_{kind}"
+    return _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups, rules)
 
 
 def conv2d_views(x_shape, w_shape, out_shape, groups):
