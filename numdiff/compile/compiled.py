@@ -23,6 +23,7 @@ from numdiff.autograd import anomaly
 from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
 from numdiff.backend import is_host, is_numpy, to_host
+from numdiff.compile import conv_tuning
 from numdiff.compile.backward import trace_backward
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.effects import write_back
@@ -116,9 +117,13 @@ class CompiledFunction:
         self.compile_count = 0
         self.eager_reason: str | None = None
         self._warned_recompiles = False
+        self.fullgraph = False  # numdiff.compile(fullgraph=True): raise where it would fall back to eager
+        self.autotune = False  # numdiff.compile(mode="max-autotune"): programs time their conv kernels
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.eager_reason is not None or runs_inline() or anomaly.is_enabled():
+        if self.eager_reason is not None:
+            return self._fall_back(args, kwargs)
+        if runs_inline() or anomaly.is_enabled():
             # Inside another compiled function's trace the ops are recorded into that trace; under
             # vmap they are batched; anomaly detection checks each op's gradient, which only the
             # eager graph has.
@@ -129,7 +134,7 @@ class CompiledFunction:
             warnings.warn(f"numdiff.compile: {_name(self.fn)} received {self.eager_reason}, which are not "
                           "traced as inputs; it runs eagerly from now on (pass tensors positionally)",
                           stacklevel=2)
-            return self.fn(*args, **kwargs)
+            return self._fall_back(args, kwargs)
         key = self._key(args, kwargs)
         candidates = self.traces.get(key, ())
         for candidate in candidates:
@@ -139,13 +144,24 @@ class CompiledFunction:
             # Each trace would be checked on every call, and the next one would not hold either.
             self._run_eagerly(f"the Python state or tensor values it reads (a global, a Parameter's .item()) "
                               f"changed on {len(candidates)} calls with the same arguments", stacklevel=3)
-            return self.fn(*args, **kwargs)
+            return self._fall_back(args, kwargs)
         trace, eager_result = self._trace(args, kwargs, tensors)
         if trace is None:
             # The trace's own run is this call's eager result when it ran to the end.
-            return self.fn(*args, **kwargs) if eager_result is None else eager_result
+            return self._fall_back(args, kwargs) if eager_result is None or self.fullgraph else eager_result
         self.traces.setdefault(key, []).append(trace)
         return self._run(trace, tensors, args, kwargs)
+
+    def _fall_back(self, args: tuple, kwargs: dict) -> Any:
+        """The function's eager call, for a function that cannot run compiled (`eager_reason`); with
+        ``fullgraph=True``, `UnsupportedInCompileError` instead, as torch.compile raises at a graph
+        break (where the trace's own run went to the end, its effects have happened)."""
+        if self.fullgraph:
+            raise UnsupportedInCompileError(
+                f"numdiff.compile(fullgraph=True): {_name(self.fn)} cannot run as one compiled graph: "
+                f"{self.eager_reason}"
+            )
+        return self.fn(*args, **kwargs)
 
     def _run_eagerly(self, reason: str, stacklevel: int) -> None:
         """Run the function eagerly from now on, with a warning saying why."""
@@ -240,7 +256,8 @@ class CompiledFunction:
         tracer.effects.undo()
         on_host = all(is_host(t._data) for t in tensors + tracer.captured)
         # Tensors written in place get their last values as extra outputs, written back (effects.py).
-        program = build(tracer, output_values + [index for _, index in writes], grads, cuda=not on_host)
+        with conv_tuning.autotuning(self.autotune):
+            program = build(tracer, output_values + [index for _, index in writes], grads, cuda=not on_host)
         write_slots = [_slot_of(target, tensors, tracer.captured) for target, _ in writes]
         if any((kind, slot) in write_slots for _, slot, kind in program.saved_inputs):
             self._run_eagerly("it writes in place into a tensor that its backward reads", stacklevel=3)

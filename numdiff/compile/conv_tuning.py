@@ -24,8 +24,10 @@ cores: results then differ in rounding, never more (every candidate computes the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import threading
 import time
 from typing import Any
 
@@ -49,12 +51,33 @@ TOLERANCE = {np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-9}
 candidate to count."""
 
 
+class _Autotune(threading.local):
+    enabled = False
+
+
+_autotune = _Autotune()
+
+
+@contextlib.contextmanager
+def autotuning(enabled: bool) -> Any:
+    """Within the block, `conv2d_plan` times candidates (``numdiff.compile(mode="max-autotune")``
+    builds its programs in one); outside it, a program runs the rules' plans, as eager does."""
+    previous, _autotune.enabled = _autotune.enabled, bool(enabled)
+    try:
+        yield
+    finally:
+        _autotune.enabled = previous
+
+
 def conv2d_plan(kind: str, x_shape: tuple, w_shape: tuple, go_shape: tuple, stride: tuple, padding: tuple,
                 dilation: tuple, groups: int, dtype: Any) -> tuple:  # fmt: skip
     """The ``(core, sizes)`` a program runs for the conv2d kernel `kind` of these shapes (those of
     numdiff.kernels.conv.conv2d_plan, whose plan this is below TUNE_MIN_MACS) and `dtype`: the
-    fastest of numdiff.kernels._conv_plans.conv2d_plans, timed once per process and thread count."""
+    fastest of numdiff.kernels._conv_plans.conv2d_plans, timed once per process and thread count,
+    inside `autotuning(True)`; the rules' plan outside it."""
     rules_plan = conv.conv2d_plan(kind, x_shape, w_shape, go_shape, stride, padding, dilation, groups)
+    if not _autotune.enabled:
+        return rules_plan
     macs = x_shape[0] * math.prod(w_shape) * go_shape[2] * go_shape[3]
     if rules_plan[0] is None or macs < TUNE_MIN_MACS or _gathers(kind, rules_plan, w_shape, stride, groups):
         return rules_plan

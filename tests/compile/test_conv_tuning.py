@@ -107,7 +107,7 @@ def test_a_compiled_step_calls_the_chosen_cores_and_matches_eager(monkeypatch, n
     def loss_of(x):
         return (conv(x) ** 2).sum()
 
-    compiled = numdiff.compile(loss_of)
+    compiled = numdiff.compile(loss_of, mode="max-autotune")
     results = []
     for step in (compiled, loss_of):
         x.grad, conv.weight.grad = None, None
@@ -119,3 +119,14 @@ def test_a_compiled_step_calls_the_chosen_cores_and_matches_eager(monkeypatch, n
     ((trace,),) = compiled.compiled.traces.values()
     called = list(trace.program.forward.__globals__.values())  # the program's module: its named refs
     assert chosen and all(any(core is ref for ref in called) for core in chosen), (chosen, name)
+
+
+def test_the_default_mode_runs_the_rules_plans_untimed(monkeypatch):
+    """Only mode="max-autotune" times candidates: by default a program runs eager's plans, the same
+    cores in every process."""
+    monkeypatch.setattr(conv_tuning, "TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_tuning, "fastest", lambda plans, run, clock: pytest.fail("timed a conv"))
+    conv = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+    x = numdiff.randn(2, 3, 8, 8, requires_grad=True)
+    for mode in (None, "default", "reduce-overhead"):
+        numdiff.compile(lambda x: conv(x).sum(), mode=mode)(x).backward()
