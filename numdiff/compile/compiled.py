@@ -17,14 +17,26 @@ import warnings
 from typing import Any
 
 from numdiff import amp
-from numdiff._device import get_default_device, set_default_device
-from numdiff._dtype import get_default_dtype, set_default_dtype
+from numdiff._device import get_default_device
+from numdiff._dtype import get_default_dtype
 from numdiff.autograd import anomaly
 from numdiff.autograd.function import SavedTensorModifiedError
 from numdiff.autograd.grad_mode import _state
-from numdiff.backend import is_host, is_numpy, to_host
+from numdiff.backend import is_host
 from numdiff.compile import conv_tuning
 from numdiff.compile.backward import trace_backward
+from numdiff.compile.call_state import (
+    changed_outside_the_graph,
+    global_state,
+    hashable,
+    nested_tensors,
+    restore_global_state,
+    slot_of,
+    tensor_at,
+    tensor_key,
+    tensor_state,
+    value_bytes,
+)
 from numdiff.compile.codegen import ShapeChangedError
 from numdiff.compile.effects import write_back
 from numdiff.compile.guards import PythonGuard
@@ -44,7 +56,7 @@ class Trace:
                  output_form: Any) -> None:
         self.program = program
         self.captured = captured
-        self.captured_guard = [_tensor_key(t) for t in captured]
+        self.captured_guard = [tensor_key(t) for t in captured]
         self.guarded_values = guarded_values  # (kind, slot) of an integer tensor -> bytes of its traced value
         self.python_guard = python_guard
         self.aliases: list = []  # (input slot, the outside tensor that argument was while tracing)
@@ -55,7 +67,7 @@ class Trace:
 
     def matches(self, tensors: list) -> bool:
         for t, expected in zip(self.captured, self.captured_guard):
-            if _tensor_key(t) != expected:
+            if tensor_key(t) != expected:
                 return False
         if [t._grad is None for t in self.grad_owners] != self.grad_absent:
             return False  # code reading p._grad directly (an optimizer) took the other branch
@@ -65,25 +77,12 @@ class Trace:
             if tensors[slot]._data is not outside._data:
                 return False
         for slot, grad in self.grad_guards.items():
-            if _tensor_at(slot, tensors, self.captured)._grad is not grad:
+            if tensor_at(slot, tensors, self.captured)._grad is not grad:
                 return False
         for slot, data in self.guarded_values.items():
-            if _value_bytes(_tensor_at(slot, tensors, self.captured)) != data:
+            if value_bytes(tensor_at(slot, tensors, self.captured)) != data:
                 return False
         return True
-
-
-def _value_bytes(t: Tensor) -> bytes:
-    """The bytes of a tensor's values, copied to the host first when it lives on a GPU."""
-    data = t._data
-    return to_host(data).tobytes()
-
-
-def _tensor_key(t: Tensor) -> tuple:
-    data = t._data
-    if is_host(data):
-        return (data.shape, data.dtype, t._requires_grad)
-    return (data.shape, data.dtype, t._requires_grad, str(data.device))
 
 
 def _flatten_output(result: Any, none_allowed: bool = False) -> tuple[list, Any]:
@@ -129,7 +128,7 @@ class CompiledFunction:
             # eager graph has.
             return self.fn(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, Tensor)]
-        if (len(tensors) != len(args) or kwargs) and _nested_tensors(args, kwargs):
+        if (len(tensors) != len(args) or kwargs) and nested_tensors(args, kwargs):
             self.eager_reason = "tensors inside lists, tuples, dicts or keyword arguments"
             warnings.warn(f"numdiff.compile: {_name(self.fn)} received {self.eager_reason}, which are not "
                           "traced as inputs; it runs eagerly from now on (pass tensors positionally)",
@@ -175,10 +174,10 @@ class CompiledFunction:
         first_seen: dict = {}  # id of an argument's array -> the number of distinct arrays before it
         for a in args:
             if isinstance(a, Tensor):
-                parts.append((*_tensor_key(a), first_seen.setdefault(id(a._data), len(first_seen))))
+                parts.append((*tensor_key(a), first_seen.setdefault(id(a._data), len(first_seen))))
             else:
-                parts.append(("py", type(a), _hashable(a)))
-        parts.extend((name, _hashable(value)) for name, value in sorted(kwargs.items()))
+                parts.append(("py", type(a), hashable(a)))
+        parts.extend((name, hashable(value)) for name, value in sorted(kwargs.items()))
         return tuple(parts)
 
     # ------------------------------------------------------------------ tracing
@@ -199,19 +198,19 @@ class CompiledFunction:
         tracer.outside = {id(t._data) for t in python_guard.outside_tensors()}
         for slot, t in enumerate(tensors):
             tracer.add_input(t, slot)
-        state_before = _global_state()
-        reachable = [(t, _tensor_state(t)) for t in tensors + python_guard.outside_tensors()]
+        state_before = global_state()
+        reachable = [(t, tensor_state(t)) for t in tensors + python_guard.outside_tensors()]
         try:
             with Tracing(tracer):
                 result = self.fn(*args, **kwargs)
                 tracer.check_hooks()
-                if _changed_outside_the_graph(reachable, tracer.effects.saved_data):
+                if changed_outside_the_graph(reachable, tracer.effects.saved_data):
                     # Its run here was an eager call: its result and effects are this call's.
                     self._run_eagerly("it changes tensors it can reach without ops a trace records (.grad "
                                       "or .data assigned, requires_grad_(), an optimizer's fused step)",
                                       stacklevel=3)
                     return None, result
-                if _global_state() != state_before or tracer.effects.reseeded():
+                if global_state() != state_before or tracer.effects.reseeded():
                     raise UnsupportedInCompileError(
                         "numdiff.compile: it changes global state (grad mode, the default dtype or "
                         "device, anomaly detection, or reseeds numdiff's generator), which a compiled "
@@ -248,7 +247,7 @@ class CompiledFunction:
                     raise UnsupportedInCompileError(f"numdiff.compile: its backward cannot run ({error})") from None
         except UnsupportedInCompileError as error:
             tracer.effects.undo()
-            _restore_global_state(state_before)
+            restore_global_state(state_before)
             self.eager_reason = str(error)
             warnings.warn(f"{error}; running {_name(self.fn)} eagerly from now on", stacklevel=3)
             return None, None
@@ -258,11 +257,11 @@ class CompiledFunction:
         # Tensors written in place get their last values as extra outputs, written back (effects.py).
         with conv_tuning.autotuning(self.autotune):
             program = build(tracer, output_values + [index for _, index in writes], grads, cuda=not on_host)
-        write_slots = [_slot_of(target, tensors, tracer.captured) for target, _ in writes]
+        write_slots = [slot_of(target, tensors, tracer.captured) for target, _ in writes]
         if any((kind, slot) in write_slots for _, slot, kind in program.saved_inputs):
             self._run_eagerly("it writes in place into a tensor that its backward reads", stacklevel=3)
             return None, None
-        guarded = {slot: _value_bytes(_tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
+        guarded = {slot: value_bytes(tensor_at(slot, tensors, tracer.captured)) for slot in tracer.value_guarded}
         trace = Trace(program, tracer.captured, guarded, python_guard, form)
         trace.write_slots = write_slots
         trace.visible_count = visible_count
@@ -279,7 +278,7 @@ class CompiledFunction:
         slot_of_array = {id(t._data): slot for slot, t in enumerate(tensors)}
         trace.aliases = [(slot_of_array[id(t._data)], t) for t in python_guard.outside_tensors()
                          if id(t._data) in slot_of_array]
-        trace.differentiable_slots = [_slot_of(t, tensors, tracer.captured) for t in differentiable]
+        trace.differentiable_slots = [slot_of(t, tensors, tracer.captured) for t in differentiable]
         # An output that is an argument (``return x``) is that argument, as in eager mode; one
         # that views it or shares its storage shares its version counter (outputs.py).
         trace.fresh_slots = tracer.fresh_slots()
@@ -314,13 +313,13 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         if trace.write_slots:
             count = len(outputs) - len(trace.write_slots)
-            write_back([_tensor_at(slot, tensors, trace.captured) for slot in trace.write_slots], outputs[count:])
+            write_back([tensor_at(slot, tensors, trace.captured) for slot in trace.write_slots], outputs[count:])
             outputs = outputs[:count]
         if not trace.grad_output_slots:
             results = attach(list(outputs), None, [], set())
         else:
-            differentiable = [_tensor_at(slot, tensors, trace.captured) for slot in trace.differentiable_slots]
-            saved_tensors = [_tensor_at((kind, slot), tensors, trace.captured)
+            differentiable = [tensor_at(slot, tensors, trace.captured) for slot in trace.differentiable_slots]
+            saved_tensors = [tensor_at((kind, slot), tensors, trace.captured)
                              for _, slot, kind in program.saved_inputs]
             grad_shapes = [(slot, outputs[slot]) for slot in trace.grad_output_slots]
             state = RegionState(program, saved, differentiable, saved_tensors, len(outputs), grad_shapes,
@@ -340,74 +339,6 @@ class CompiledFunction:
         """The generated source of every trace so far: its fused kernels, then its forward and backward."""
         return ["\n\n".join([*t.program.kernel_sources, t.program.source])
                 for traces in self.traces.values() for t in traces]
-
-
-def _tensor_state(t: Tensor) -> tuple:
-    """What a replay could not redo about a tensor: its array and .grad objects, requires_grad and
-    version (a write by an op the trace recorded is redone by the write-back)."""
-    return t._data, t._grad, t._requires_grad, t._version_counter[0]
-
-
-def _changed_outside_the_graph(reachable: list, written: dict) -> bool:
-    for t, (data, grad, requires_grad, version) in reachable:
-        if id(data) in written:
-            continue
-        now = _tensor_state(t)
-        if now[0] is not data or now[1] is not grad or now[2:] != (requires_grad, version):
-            return True
-    return False
-
-
-def _global_state() -> tuple:
-    """The global modes a call runs under (grad mode is also part of the key)."""
-    return _state.enabled, get_default_dtype(), get_default_device(), anomaly.is_enabled()
-
-
-def _restore_global_state(state: tuple) -> None:
-    _state.enabled, dtype, device, anomaly_enabled = state
-    set_default_dtype(dtype)
-    set_default_device(device)
-    anomaly.set_detect_anomaly(anomaly_enabled, anomaly.is_check_nan_enabled())
-
-
-def _slot_of(t: Tensor, tensors: list, captured: list) -> tuple:
-    for slot, candidate in enumerate(tensors):
-        if candidate is t:
-            return ("input", slot)
-    return ("captured", next(i for i, c in enumerate(captured) if c is t))
-
-
-def _tensor_at(slot: tuple, tensors: list, captured: list) -> Tensor:
-    kind, index = slot
-    return tensors[index] if kind == "input" else captured[index]
-
-
-def _nested_tensors(args: tuple, kwargs: dict) -> bool:
-    stack = [a for a in args if not isinstance(a, Tensor)] + list(kwargs.values())
-    while stack:
-        value = stack.pop()
-        if isinstance(value, Tensor):
-            return True
-        if isinstance(value, (list, tuple)):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-    return False
-
-
-def _hashable(value: Any) -> Any:
-    """A key part equal for equal values: NumPy arrays by their bytes (repr elides long ones)."""
-    if is_numpy(value):
-        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
-    if type(value) in (list, tuple):
-        return (type(value), tuple(_hashable(item) for item in value))
-    if type(value) is dict:
-        return (dict, tuple((_hashable(k), _hashable(v)) for k, v in value.items()))
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return repr(value)
 
 
 def _name(fn: Any) -> str:
