@@ -18,10 +18,11 @@ class GraphTask:
     plus the `roots`) and, when it was given ``inputs``, the nodes it runs (`needed`). Hooks that
     count calls per pass keep their state in `hook_state` (keyed by the hook), so it ends with the pass."""
 
-    __slots__ = ("roots", "dependencies", "needed", "hook_state")
+    __slots__ = ("roots", "dependencies", "needed", "targets", "hook_state")
 
-    def __init__(self, roots: list, dependencies: dict, needed: set | None) -> None:
+    def __init__(self, roots: list, dependencies: dict, needed: set | None, targets: dict | None = None) -> None:
         self.roots, self.dependencies, self.needed = roots, dependencies, needed
+        self.targets = targets or {}  # the requested inputs' nodes: they run, and `needed` may leave them out
         self.hook_state: dict | None = None
 
     def state_of(self, key: Any, make: Any) -> Any:
@@ -39,7 +40,7 @@ class GraphTask:
         if node is None:
             return False
         if self.needed is not None:
-            return node in self.needed
+            return node in self.needed or node in self.targets
         return node in self.dependencies or node in self.roots
 
 

@@ -204,7 +204,7 @@ def run_backward(
     _state.enabled = create_graph or as_ops
     # First order only: a recorded backward must stay a graph of ops.
     into_allowed = not _state.enabled and not check and _profiling.recorder is None
-    walk = _graph_task.GraphTask(roots, dependencies, needed) if _graph_task.wanted else None
+    walk = _graph_task.GraphTask(roots, dependencies, needed, target_nodes) if _graph_task.wanted else None
     if walk is not None:
         _graph_task.push(walk)
     try:

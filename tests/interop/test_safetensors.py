@@ -85,6 +85,7 @@ def _modules():
         "PixelShuffle": (2,), "PixelUnshuffle": (2,), "InstanceNorm1d": (4,), "InstanceNorm2d": (4,),
         "LSTM": (4, 6), "GRU": (4, 6), "RNN": (4, 6), "RNNBase": ("LSTM", 4, 6), "LSTMCell": (4, 6),
         "GRUCell": (4, 6), "RNNCell": (4, 6), "RNNCellBase": (4, 6), "AdaptiveLogSoftmaxWithLoss": (8, 10, [4, 8]),
+        "FractionalMaxPool2d": (2, 3), "FractionalMaxPool3d": (2, 3),
     }  # fmt: skip
     special = {
         "TransformerEncoder": lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 2),

@@ -97,7 +97,9 @@ def test_softmax_lines_view_matches_the_general_products(shape, dim):
     size = int(np.prod(shape)) if shape else 1
     n = (shape or (1,))[dim]
     before = int(np.prod((shape or (1,))[:dim]))
-    assert _lines(shape, dim) == (before, n, size // (before * n) if before * n else int(np.prod(shape[dim + 1:])))
+    inner = size // (before * n) if before * n else int(np.prod(shape[dim + 1:]))
+    rows = dim == len(shape or (1,)) - 1 and n > 0  # along the last dim: rows (outer, n), no inner
+    assert _lines(shape, dim) == ((before, n) if rows else (before, n, inner))
 
 
 def test_log_softmax_of_a_row_matches_torch_and_gradchecks():
