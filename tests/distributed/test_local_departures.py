@@ -18,9 +18,10 @@ import numdiff, numdiff.nn as nn, numdiff.distributed as dist
 from numdiff.nn.parallel import DistributedDataParallel
 from numdiff.distributed.nn.functional import all_reduce as differentiable_all_reduce
 
-HOW, LEAVER = {how!r}, {leaver}
+HOW, LEAVER, REPORTS = {how!r}, {leaver}, {reports!r}
 dist.init_process_group("mpi", timeout=600)
 rank, world = dist.get_rank(), dist.get_world_size()
+report = open(os.path.join(REPORTS, f"rank{{rank}}.txt"), "w")  # one file a rank: mpiexec may splice long lines
 numdiff.manual_seed(0)
 model = DistributedDataParallel(nn.Linear(3, 2))  # built by every rank, before one leaves
 if rank == LEAVER:
@@ -52,11 +53,22 @@ else:
     for name, call in collectives.items():
         try:
             call()
-            print(f"rank {{rank}}: {{name}} COMPLETED", flush=True)
+            print(f"rank {{rank}}: {{name}} COMPLETED", file=report, flush=True)
         except dist.RankDepartedError as error:
-            print(f"rank {{rank}}: {{name}} refused: {{error}}", flush=True)
-    sys.stdout.flush()
+            print(f"rank {{rank}}: {{name}} refused: {{error}}", file=report, flush=True)
+report.close()
 """
+
+
+def survivor_job(tmp_path, how: str, leaver: int, ranks: int):
+    """Runs SURVIVOR and returns the job and a function giving one rank's report lines."""
+    job = run_job(tmp_path, SURVIVOR.format(how=how, leaver=leaver, reports=str(tmp_path)), ranks=ranks, timeout=240)
+
+    def lines_of(rank: int) -> list[str]:
+        path = tmp_path / f"rank{rank}.txt"
+        return path.read_text().splitlines() if path.exists() else []
+
+    return job, lines_of
 
 
 @pytest.mark.parametrize(
@@ -69,17 +81,17 @@ else:
     ],
 )
 def test_survivors_fail_every_collective_naming_the_rank_that_left(tmp_path, how, reason):
-    job = run_job(tmp_path, SURVIVOR.format(how=how, leaver=1), ranks=2, timeout=240)
-    lines = [line for line in job.stdout.splitlines() if line.startswith("rank 0:")]
+    job, lines_of = survivor_job(tmp_path, how, leaver=1, ranks=2)
+    lines = lines_of(0)
     assert len(lines) == 11, job.stdout + job.stderr[-3000:]
     for line in lines:
         assert "refused" in line and f"rank 1 of 2 left the job: {reason}" in line, line
 
 
 def test_with_three_ranks_both_survivors_name_the_rank_that_left(tmp_path):
-    job = run_job(tmp_path, SURVIVOR.format(how="exit", leaver=2), ranks=3, timeout=240)
+    job, lines_of = survivor_job(tmp_path, "exit", leaver=2, ranks=3)
     for survivor in (0, 1):
-        lines = [line for line in job.stdout.splitlines() if line.startswith(f"rank {survivor}:")]
+        lines = lines_of(survivor)
         assert len(lines) == 11, job.stdout + job.stderr[-3000:]
         for line in lines:
             if survivor != 0 and line.startswith(f"rank {survivor}: reduce COMPLETED"):
