@@ -113,6 +113,13 @@ class Gamma(Distribution):
             - numdiff.lgamma(alpha)
         )
 
+    def cdf(self, value: Tensor) -> Tensor:
+        """P(concentration, rate * value): differentiable in the rate and the value; in the
+        concentration it raises on backward, as PyTorch's."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return numdiff.special.gammainc(self.concentration, self.rate * value)
+
     def entropy(self) -> Tensor:
         alpha = self.concentration
         return alpha - self.rate.log() + numdiff.lgamma(alpha) + (1.0 - alpha) * numdiff.digamma(alpha)
