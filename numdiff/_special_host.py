@@ -97,7 +97,8 @@ class _RegularizedGamma(Function):
         name = "gammaincc" if upper else "gammainc"
         compute = _scipy_special.gammaincc if upper else _scipy_special.gammainc
         a_host, x_host = _float_host(f"special.{name}", a), _float_host(f"special.{name}", x)
-        values = np.asarray(compute(a_host.astype(np.float64), x_host.astype(np.float64)))
+        a64, x64 = a_host.astype(np.float64), x_host.astype(np.float64)
+        values = _torch_edges(np.asarray(compute(a64, x64)), a64, x64, upper)
         ctx.save_for_backward(a, x)
         ctx.function_name, ctx.upper = name, upper
         return _on_device_of(values.astype(a_host.dtype), x)
@@ -114,6 +115,18 @@ class _RegularizedGamma(Function):
             return None, None, None
         density = (xlogy(a - 1.0, x) - x - lgamma(a)).exp()
         return None, (-grad if ctx.upper else grad) * density, None
+
+
+def _torch_edges(values: np.ndarray, a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
+    """PyTorch decides x = 0, then an infinite a, then an infinite x before looking at a NaN
+    argument, where Cephes answers NaN: P(NaN, 0) = 0, P(NaN, inf) = 1, P(inf, NaN) = 0."""
+    a_nan, x_nan = np.isnan(a), np.isnan(x)
+    lower = np.where(a_nan & (x == 0), 0.0, np.where(a_nan & (x == np.inf), 1.0, np.nan))
+    lower = np.where((a == np.inf) & x_nan, 0.0, lower)
+    decided = ~np.isnan(lower)
+    if not decided.any():
+        return values
+    return np.where(decided, 1.0 - lower if upper else lower, values)
 
 
 def _regularized_gamma(name: str, input: Any, other: Any, upper: bool) -> Tensor:

@@ -106,11 +106,13 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def log_ndtr(input: Tensor) -> Tensor:
-    """log(ndtr(x)), finite far into the lower tail, where ndtr itself underflows to 0.
+    """log(ndtr(x)), accurate in both tails: finite far into the lower one, where ndtr itself
+    underflows to 0, and not rounded to 0 in the upper one, where ndtr rounds to 1.
 
     Below a threshold (-20 in float64, -10 otherwise) it is the asymptotic expansion
     log ndtr(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + ...),
-    whose first omitted term is below the dtype's rounding there.
+    whose first omitted term is below the dtype's rounding there; above 0 it is
+    log1p(-ndtr(-x)), which keeps the tiny ndtr(-x).
 
     >>> numdiff.special.log_ndtr(numdiff.tensor([0.0, -40.0]))
     tensor([  -0.6931, -804.6084])
@@ -119,14 +121,17 @@ def log_ndtr(input: Tensor) -> Tensor:
     if not input.is_floating_point():
         input = input.to(get_default_dtype())
     threshold = -20.0 if input.dtype == float64 else -10.0
-    tail = input < threshold
-    # Each branch sees only inputs it is finite at, so the other's gradient is an exact zero, not 0 * inf.
-    body = ndtr(where(tail, 0.0, input)).log()
+    tail, upper = input < threshold, input > 0.0
+    # Each branch sees only inputs it is finite at, so the others' gradients are exact zeros, not 0 * inf.
+    middle = ndtr(where(tail | upper, 0.0, input)).log()
+    above = log1p(-ndtr(-where(upper, input, 0.0)))
     x = where(tail, input, threshold)
-    r = 1.0 / (x * x)
+    # 1 / x squared and (x * -0.5) * x, not x * x: that overflows float32 from |x| = 1.8e19, where the
+    # result is still finite.
+    r = (1.0 / x).square()
     series = 1.0 + r * (-1.0 + r * (3.0 + r * (-15.0 + r * (105.0 + r * (-945.0 + r * 10395.0)))))
-    asymptotic = x * x * -0.5 - (-x).log() - _LOG_SQRT_2PI + series.log()
-    return where(tail, asymptotic, body)
+    asymptotic = (x * -0.5) * x - (-x).log() - _LOG_SQRT_2PI + series.log()
+    return where(tail, asymptotic, where(upper, above, middle))
 
 
 def xlog1py(input: Any, other: Any) -> Tensor:
