@@ -2,8 +2,8 @@
 prior of Bayesian covariance models) and Wishart (positive definite matrices, the conjugate prior
 of a Gaussian's precision).
 
-LKJCholesky samples by the onion method (Ghosh and Henderson 2003, as PyTorch's): row i is a
-uniform direction scaled by the square root of a Beta draw. Wishart's rsample is Bartlett's
+LKJCholesky samples by the onion method (Lewandowski, Kurowicka and Joe 2009): row i is a uniform
+direction scaled by the square root of a Beta draw. Wishart's rsample is Bartlett's
 decomposition, L A A^T L^T with A lower triangular, chi draws on its diagonal (differentiable in
 df through the implicit gamma derivative) and normal draws below it.
 """
@@ -50,13 +50,13 @@ class LKJCholesky(Distribution):
         super().__init__(self.concentration.shape, (dim, dim), validate_args=validate_args)
 
     def _beta(self) -> Beta:
-        """The Beta laws of the squared lengths of rows 1 .. dim - 1 (row 0's entry is unused)."""
-        offset = numdiff.arange(
-            self.dim - 1, dtype=self.concentration.dtype, device=self.concentration.device
-        )
-        offset = numdiff.cat([offset.new_zeros(1), offset])
-        marginal = self.concentration + 0.5 * (self.dim - 2)
-        return Beta(offset + 0.5, marginal.unsqueeze(-1) - 0.5 * offset)
+        """The Beta laws of the squared lengths of each row's part below the diagonal: row i's is
+        Beta(i / 2, beta - (i - 1) / 2) with beta = concentration + (dim - 2) / 2 (Lewandowski,
+        Kurowicka and Joe 2009, section 3.2; row 0's is never used). PyTorch gives row i >= 2 the
+        first parameter i - 1/2, which skews its draws' correlations (a test pins the difference)."""
+        rows = numdiff.arange(self.dim, dtype=self.concentration.dtype, device=self.concentration.device)
+        beta = self.concentration.unsqueeze(-1) + 0.5 * (self.dim - 2)
+        return Beta(rows.clamp(min=1) / 2, beta - 0.5 * (rows - 1).clamp(min=0))
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         with numdiff.no_grad():
