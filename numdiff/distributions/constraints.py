@@ -218,10 +218,12 @@ class PositiveSemidefinite(Symmetric):
     """Symmetric matrices with no negative eigenvalue."""
 
     def check(self, value: Tensor) -> Tensor:
+        # Per matrix: PyTorch answers with the symmetry check alone for a whole batch once one
+        # matrix in it is not symmetric.
         symmetric = super().check(value)
-        if not bool(symmetric.all()):
+        if not bool(symmetric.any()):
             return symmetric
-        return numdiff.linalg.eigvalsh(value.detach()).ge(0).all(dim=-1)
+        return symmetric & numdiff.linalg.eigvalsh(value.detach()).ge(0).all(dim=-1)
 
 
 class Cat(Constraint):
