@@ -114,8 +114,8 @@ def log_ndtr(input: Tensor) -> Tensor:
     whose first omitted term is below the dtype's rounding there; above 0 it is
     log1p(-ndtr(-x)), which keeps the tiny ndtr(-x).
 
-    >>> numdiff.special.log_ndtr(numdiff.tensor([0.0, -40.0]))
-    tensor([  -0.6931, -804.6084])
+    >>> numdiff.special.log_ndtr(numdiff.tensor([-40.0, 9.0], dtype=numdiff.float64))
+    tensor([-8.0461e+02, -1.1286e-19], dtype=numdiff.float64)
     """
     input = ensure_tensor("special.log_ndtr", input)
     if not input.is_floating_point():
