@@ -38,6 +38,7 @@ from numdiff.distributions.relaxed import (
 from numdiff.distributions.tail_and_ratio import (
     FisherSnedecor,
     GeneralizedPareto,
+    InverseGamma,
     Kumaraswamy,
     LogisticNormal,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "InverseGamma",
     "Kumaraswamy",
     "LKJCholesky",
     "Laplace",

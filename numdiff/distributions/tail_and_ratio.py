@@ -1,9 +1,10 @@
 """The rarer univariate families of torch.distributions: Kumaraswamy (a transformed Uniform),
-LogisticNormal (a stick-broken Normal), FisherSnedecor (a ratio of gamma draws) and
-GeneralizedPareto (sampled through its closed-form inverse cdf).
+LogisticNormal (a stick-broken Normal), FisherSnedecor (a ratio of gamma draws), InverseGamma (the
+reciprocal of a gamma draw) and GeneralizedPareto (sampled through its closed-form inverse cdf).
 
 Each rsample is differentiable in every parameter: Kumaraswamy and GeneralizedPareto through
-their inverse cdfs, FisherSnedecor through the implicit derivative of its gamma draws.
+their inverse cdfs, FisherSnedecor and InverseGamma through the implicit derivative of their
+gamma draws.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.continuous import Normal, Uniform, _batch_shape
-from numdiff.distributions.distribution import Distribution, broadcast_all, noise
-from numdiff.distributions.gamma import standard_gamma
+from numdiff.distributions.distribution import Distribution, broadcast_all, delegated, noise
+from numdiff.distributions.gamma import Gamma, standard_gamma
 from numdiff.distributions.kl_families import EULER_GAMMA
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.distributions.transforms import AffineTransform, PowerTransform, StickBreakingTransform
@@ -173,6 +174,47 @@ class FisherSnedecor(Distribution):
             + (half1 - 1) * value.log()
             - (half1 + half2) * (ratio * value).log1p()
         )
+
+
+class InverseGamma(TransformedDistribution):
+    """1 / X for X ~ Gamma(concentration, rate): density rate^a / Gamma(a) x^(-a-1) exp(-rate / x).
+
+    >>> numdiff.distributions.InverseGamma(3.0, 2.0).mean
+    tensor(1.)
+    """
+
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+    concentration = delegated("base_dist", "concentration")
+    rate = delegated("base_dist", "rate")
+
+    def __init__(
+        self, concentration: Tensor | float, rate: Tensor | float, validate_args: bool | None = None
+    ) -> None:
+        base = Gamma(concentration, rate, validate_args=validate_args)
+        super().__init__(base, PowerTransform(-base.rate.new_ones(())), validate_args=validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        a = numdiff.where(self.concentration > 1, self.concentration, 2.0)
+        return numdiff.where(self.concentration > 1, self.rate / (a - 1), math.inf)
+
+    @property
+    def mode(self) -> Tensor:
+        return self.rate / (self.concentration + 1)
+
+    @property
+    def variance(self) -> Tensor:
+        a = numdiff.where(self.concentration > 2, self.concentration, 3.0)
+        return numdiff.where(self.concentration > 2, self.rate.pow(2) / ((a - 1).pow(2) * (a - 2)), math.inf)
+
+    def entropy(self) -> Tensor:
+        a = self.concentration
+        return a + self.rate.log() + numdiff.lgamma(a) - (1 + a) * numdiff.digamma(a)
+
+    def __repr__(self) -> str:
+        return Distribution.__repr__(self)
 
 
 class GeneralizedPareto(Distribution):

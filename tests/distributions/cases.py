@@ -337,6 +337,10 @@ def _fisher_snedecor(lib: Any, df1: Any, df2: Any) -> Any:
     return lib.distributions.FisherSnedecor(df1, df2)
 
 
+def _inverse_gamma(lib: Any, concentration: Any, rate: Any) -> Any:
+    return lib.distributions.InverseGamma(concentration, rate)
+
+
 def _lkj_cholesky(lib: Any, concentration: Any) -> Any:
     return lib.distributions.LKJCholesky(3, concentration)
 
@@ -359,6 +363,8 @@ CASES += [
     Case("logistic-normal-numbers", _logistic_normal, [0.3, 1.5], numbers=(0, 1)),
     Case("fisher-snedecor", _fisher_snedecor, [_positive(2, 3) * 3, _positive(3) * 6], implicit_rsample=True),
     Case("fisher-snedecor-numbers", _fisher_snedecor, [3.0, 7.0], numbers=(0, 1), implicit_rsample=True),
+    Case("inverse-gamma", _inverse_gamma, [_positive(2, 3) * 2, _positive(3)], implicit_rsample=True),
+    Case("inverse-gamma-heavy", _inverse_gamma, [_positive(3) * 0.8, 2.0], numbers=(1,), implicit_rsample=True),
     Case("lkj-cholesky", _lkj_cholesky, [_positive(2) * 2]),
     Case("wishart", _wishart, [_positive(2) + 4.0, _real(2, 3, 3)], implicit_rsample=True),
     Case("wishart-scale-tril", _wishart_tril, [7.5, _real(3, 3)], numbers=(0,), implicit_rsample=True),

@@ -196,3 +196,21 @@ def test_wishart_refuses_what_torch_refuses():
     with pytest.raises(ValueError, match="to be within the support"):
         Wishart(4.0, covariance_matrix=cov).log_prob(-cov)
     assert math.isfinite(Wishart(4.0, covariance_matrix=cov).log_prob(cov).item())
+
+
+def test_inverse_gamma_draws_and_their_implicit_gradients_match_the_mean():
+    # E[X] = rate / (a - 1): d/da = -rate / (a - 1)^2, d/d rate = 1 / (a - 1).
+    a = numdiff.tensor([3.0, 6.0], dtype=numdiff.float64, requires_grad=True)
+    rate = numdiff.tensor([2.0, 0.5], dtype=numdiff.float64, requires_grad=True)
+    numdiff.manual_seed(9)
+    n = 400_000
+    draws = numdiff.distributions.InverseGamma(a, rate).rsample((n,))
+    d = numdiff.distributions.InverseGamma(a.detach(), rate.detach())
+    np.testing.assert_allclose(draws.detach().numpy().mean(0), d.mean.numpy(), rtol=0.02)
+    draws.sum().backward()
+    a_, r_ = a.detach().numpy(), rate.detach().numpy()
+    np.testing.assert_allclose(a.grad.numpy() / n, -r_ / (a_ - 1) ** 2, rtol=0.05)
+    np.testing.assert_allclose(rate.grad.numpy() / n, 1 / (a_ - 1), rtol=0.02)
+    assert np.isinf(numdiff.distributions.InverseGamma(0.5, 1.0).mean.item())
+    with pytest.raises(ValueError, match=r"Expected parameter rate"):
+        numdiff.distributions.InverseGamma(1.0, numdiff.tensor([-1.0]))
