@@ -168,7 +168,7 @@ class Wishart(Distribution):
             if name == "covariance_matrix":
                 return (tril @ tril.mT).expand(square)
             identity = numdiff.eye(tril.shape[-1], dtype=tril.dtype, device=tril.device)
-            return numdiff.cholesky_solve(identity, tril).expand(square)
+            return numdiff.cholesky_solve(identity.expand(tril.shape).contiguous(), tril).expand(square)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _df_matrix(self) -> Tensor:
@@ -221,9 +221,12 @@ class Wishart(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         nu, p = self.df, self._event_shape[-1]
-        trace = (
-            numdiff.cholesky_solve(value, self._unbroadcasted_scale_tril).diagonal(dim1=-2, dim2=-1).sum(-1)
-        )
+        # Both operands at one batch shape, contiguous: numdiff's CUDA cholesky_solve neither
+        # broadcasts its operands nor reads an expanded view's batch.
+        tril = self._unbroadcasted_scale_tril
+        square = _broadcast_shapes(tuple(value.shape[:-2]), tuple(tril.shape[:-2])) + (p, p)
+        solved = numdiff.cholesky_solve(value.expand(square).contiguous(), tril.expand(square).contiguous())
+        trace = solved.diagonal(dim1=-2, dim2=-1).sum(-1)
         return (
             -nu * (p * _LOG_2 / 2 + self._log_det_scale())
             - numdiff.mvlgamma(nu / 2, p)
