@@ -2,7 +2,9 @@
 
 Every name is an existing differentiable op or a composition of them (gradients included):
 ``numdiff.special.expit`` is numdiff.sigmoid, ``gammaln`` is numdiff.lgamma, ``ndtr`` is
-``(1 + erf(x / sqrt 2)) / 2``, and so on.
+``(1 + erf(x / sqrt 2)) / 2``, and so on. The Bessel functions J, Y and K, ``airy_ai``,
+``spherical_bessel_j0`` and ``gammainc``/``gammaincc`` call SciPy on host values
+(numdiff/_special_host.py).
 
 >>> numdiff.special.gammaln(numdiff.tensor([1.0, 4.0]))  # log Gamma: 0 and log 6
 tensor([0.0000, 1.7918])
@@ -14,11 +16,21 @@ import math
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
-from numdiff._dtype import float32, float64, get_default_dtype, promote
-from numdiff._lazy import lazy_module
-from numdiff.backend import like_host, to_host
+from numdiff._dtype import float64, get_default_dtype, promote
+from numdiff._special_host import (
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
+    gammainc,
+    gammaincc,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+    spherical_bessel_j0,
+)
 from numdiff.creation import full_like
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.activation import log_softmax, softmax
@@ -94,27 +106,32 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def log_ndtr(input: Tensor) -> Tensor:
-    """log(ndtr(x)), finite far into the lower tail, where ndtr itself underflows to 0.
+    """log(ndtr(x)), accurate in both tails: finite far into the lower one, where ndtr itself
+    underflows to 0, and not rounded to 0 in the upper one, where ndtr rounds to 1.
 
     Below a threshold (-20 in float64, -10 otherwise) it is the asymptotic expansion
     log ndtr(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + ...),
-    whose first omitted term is below the dtype's rounding there.
+    whose first omitted term is below the dtype's rounding there; above 0 it is
+    log1p(-ndtr(-x)), which keeps the tiny ndtr(-x).
 
-    >>> numdiff.special.log_ndtr(numdiff.tensor([0.0, -40.0]))
-    tensor([  -0.6931, -804.6084])
+    >>> numdiff.special.log_ndtr(numdiff.tensor([-40.0, 9.0], dtype=numdiff.float64))
+    tensor([-8.0461e+02, -1.1286e-19], dtype=numdiff.float64)
     """
     input = ensure_tensor("special.log_ndtr", input)
     if not input.is_floating_point():
         input = input.to(get_default_dtype())
     threshold = -20.0 if input.dtype == float64 else -10.0
-    tail = input < threshold
-    # Each branch sees only inputs it is finite at, so the other's gradient is an exact zero, not 0 * inf.
-    body = ndtr(where(tail, 0.0, input)).log()
+    tail, upper = input < threshold, input > 0.0
+    # Each branch sees only inputs it is finite at, so the others' gradients are exact zeros, not 0 * inf.
+    middle = ndtr(where(tail | upper, 0.0, input)).log()
+    above = log1p(-ndtr(-where(upper, input, 0.0)))
     x = where(tail, input, threshold)
-    r = 1.0 / (x * x)
+    # 1 / x squared and (x * -0.5) * x, not x * x: that overflows float32 from |x| = 1.8e19, where the
+    # result is still finite.
+    r = (1.0 / x).square()
     series = 1.0 + r * (-1.0 + r * (3.0 + r * (-15.0 + r * (105.0 + r * (-945.0 + r * 10395.0)))))
-    asymptotic = x * x * -0.5 - (-x).log() - _LOG_SQRT_2PI + series.log()
-    return where(tail, asymptotic, body)
+    asymptotic = (x * -0.5) * x - (-x).log() - _LOG_SQRT_2PI + series.log()
+    return where(tail, asymptotic, where(upper, above, middle))
 
 
 def xlog1py(input: Any, other: Any) -> Tensor:
@@ -211,43 +228,8 @@ def _float_of(t: Tensor) -> Any:
     return t.dtype if t.is_floating_point() else get_default_dtype()
 
 
-_scipy_special = lazy_module("scipy.special")
-
-
-def _bessel(name: str, scipy_name: str, formula: str) -> Any:
-    """torch.special.<name>: SciPy's Cephes routine on the host values (a device input makes the round
-    trip). PyTorch records no gradient for these functions, and neither does numdiff: the result is
-    a new tensor that requires none."""
-
-    def function(input: Tensor) -> Tensor:
-        input = ensure_tensor(f"special.{name}", input)
-        dtype = input.dtype if input.is_floating_point() else get_default_dtype()
-        if input.is_complex() or dtype not in (float32, float64):
-            raise TypeError(f"special.{name}: expects a float32, float64 or integer input, got dtype {input.dtype}")
-        host = to_host(input.detach().to(dtype)._data)
-        # float32 comes back as float32: SciPy computes it in float64, then it is rounded once.
-        values = getattr(_scipy_special, scipy_name)(host.astype(np.float64)).astype(host.dtype)
-        return Tensor._wrap(like_host(values, input._data), None, None)
-
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"""{formula}, elementwise (no gradient, as PyTorch's).
-
-    >>> numdiff.special.{name}(numdiff.tensor([1.0])).shape
-    numdiff.Size([1])
-    """
-    return function
-
-
-bessel_j0 = _bessel("bessel_j0", "j0", "The Bessel function of the first kind of order 0, J0(x)")
-bessel_j1 = _bessel("bessel_j1", "j1", "The Bessel function of the first kind of order 1, J1(x)")
-bessel_y0 = _bessel("bessel_y0", "y0", "The Bessel function of the second kind of order 0, Y0(x) (NaN below 0)")
-bessel_y1 = _bessel("bessel_y1", "y1", "The Bessel function of the second kind of order 1, Y1(x) (NaN below 0)")
-modified_bessel_k0 = _bessel("modified_bessel_k0", "k0", "The modified Bessel function K0(x) (NaN below 0)")
-modified_bessel_k1 = _bessel("modified_bessel_k1", "k1", "The modified Bessel function K1(x) (NaN below 0)")
-scaled_modified_bessel_k0 = _bessel("scaled_modified_bessel_k0", "k0e", "exp(x) K0(x) (NaN below 0)")
-scaled_modified_bessel_k1 = _bessel("scaled_modified_bessel_k1", "k1e", "exp(x) K1(x) (NaN below 0)")
-
 __all__ = [
+    "airy_ai", "gammainc", "gammaincc", "spherical_bessel_j0",
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
     "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1",

@@ -7,8 +7,7 @@ learning, VAE and mixture-density programs use, composed from numdiff's differen
     tensor(1.3863)
 
 Gamma, Chi2, Beta, Dirichlet and StudentT sample on the host and differentiate their draws
-implicitly in the concentration (numdiff/kernels/gamma_grad.py). Absent: Kumaraswamy and the other
-rarely used families of torch.distributions.
+implicitly in the concentration (numdiff/kernels/gamma_grad.py).
 """
 
 from numdiff.distributions import constraints, transforms
@@ -26,6 +25,7 @@ from numdiff.distributions.heavy_tails import HalfCauchy, Pareto, Weibull
 from numdiff.distributions.independent import Independent
 from numdiff.distributions.kl import kl_divergence, register_kl
 from numdiff.distributions.low_rank import LowRankMultivariateNormal
+from numdiff.distributions.matrix_variate import LKJCholesky, Wishart
 from numdiff.distributions.mixture import MixtureSameFamily
 from numdiff.distributions.multivariate import MultivariateNormal
 from numdiff.distributions.normal_relatives import Cauchy, Gumbel, HalfNormal, LogNormal
@@ -34,6 +34,13 @@ from numdiff.distributions.relaxed import (
     LogitRelaxedBernoulli,
     RelaxedBernoulli,
     RelaxedOneHotCategorical,
+)
+from numdiff.distributions.tail_and_ratio import (
+    FisherSnedecor,
+    GeneralizedPareto,
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
 )
 from numdiff.distributions.transformed import TransformedDistribution
 from numdiff.distributions.von_mises import VonMises
@@ -50,14 +57,20 @@ __all__ = [
     "Distribution",
     "ExpRelaxedCategorical",
     "Exponential",
+    "FisherSnedecor",
     "Gamma",
+    "GeneralizedPareto",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "InverseGamma",
+    "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
+    "LogisticNormal",
     "LogitRelaxedBernoulli",
     "LowRankMultivariateNormal",
     "MixtureSameFamily",
@@ -75,6 +88,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraints",
     "kl_divergence",

@@ -19,11 +19,16 @@ from typing import Any
 from numdiff.distributions import constraints
 from numdiff.distributions.transforms import (
     AffineTransform,
+    CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
     ExpTransform,
     IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     SigmoidTransform,
     SoftmaxTransform,
+    StackTransform,
     StickBreakingTransform,
     Transform,
 )
@@ -102,3 +107,20 @@ for _registry, _independent in ((biject_to, _independent_bijection), (transform_
     _registry.register(constraints.HalfOpenInterval, _between)
 biject_to.register(constraints.Simplex, lambda constraint: StickBreakingTransform())
 transform_to.register(constraints.Simplex, lambda constraint: SoftmaxTransform())
+# Only transform_to for these two, as in PyTorch: LowerCholeskyTransform drops the upper triangle.
+transform_to.register(constraints.LowerCholesky, lambda constraint: LowerCholeskyTransform())
+for _kind in (constraints.PositiveDefinite, constraints.PositiveSemidefinite):
+    transform_to.register(_kind, lambda constraint: PositiveDefiniteTransform())
+for _registry in (biject_to, transform_to):
+    _registry.register(constraints.CorrCholesky, lambda constraint: CorrCholeskyTransform())
+    # Each block or slice gets its own constraint's transform from the same registry.
+    _registry.register(
+        constraints.Cat,
+        lambda constraint, _r=_registry: CatTransform(
+            [_r(c) for c in constraint.cseq], constraint.dim, constraint.lengths
+        ),
+    )
+    _registry.register(
+        constraints.Stack,
+        lambda constraint, _r=_registry: StackTransform([_r(c) for c in constraint.cseq], constraint.dim),
+    )

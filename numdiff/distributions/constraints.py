@@ -185,6 +185,110 @@ class PositiveDefinite(Constraint):
         return symmetric & (numdiff.linalg.cholesky_ex(value.detach())[1] == 0)
 
 
+class CorrCholesky(LowerCholesky):
+    """Cholesky factors of correlation matrices: lower Cholesky with rows of unit length (to
+    10 eps times the size, PyTorch's tolerance)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        tolerance = numdiff.finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = numdiff.linalg.norm(value.detach(), dim=-1)
+        return super().check(value) & (row_norm - 1.0).abs().le(tolerance).all(dim=-1)
+
+
+class Square(Constraint):
+    """Square matrices (the last two dimensions equal)."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return numdiff.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=numdiff.bool)
+
+
+class Symmetric(Square):
+    """Symmetric square matrices (equal to their transpose to PyTorch's isclose, atol 1e-6)."""
+
+    def check(self, value: Tensor) -> Tensor:
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return numdiff.isclose(value, value.mT, atol=1e-6).all(dim=-1).all(dim=-1)
+
+
+class PositiveSemidefinite(Symmetric):
+    """Symmetric matrices with no negative eigenvalue."""
+
+    def check(self, value: Tensor) -> Tensor:
+        # Per matrix: PyTorch answers with the symmetry check alone for a whole batch once one
+        # matrix in it is not symmetric.
+        symmetric = super().check(value)
+        if not bool(symmetric.any()):
+            return symmetric
+        return symmetric & numdiff.linalg.eigvalsh(value.detach()).ge(0).all(dim=-1)
+
+
+class Cat(Constraint):
+    """`cseq[i]` on the i-th block of `lengths[i]` entries along `dim` (torch.cat's layout)."""
+
+    def __init__(self, cseq: list[Constraint], dim: int = 0, lengths: list[int] | None = None) -> None:
+        self.cseq = list(cseq)
+        if not all(isinstance(c, Constraint) for c in self.cseq):
+            raise TypeError(f"constraints.cat: every element of cseq must be a Constraint, got {self.cseq!r}")
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(
+                f"constraints.cat: lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})"
+            )
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim("constraints.cat", self.dim, value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start += length
+        return numdiff.cat(checks, self.dim)
+
+
+class Stack(Constraint):
+    """`cseq[i]` on the i-th slice along `dim` (torch.stack's layout)."""
+
+    def __init__(self, cseq: list[Constraint], dim: int = 0) -> None:
+        self.cseq = list(cseq)
+        if not all(isinstance(c, Constraint) for c in self.cseq):
+            raise TypeError(
+                f"constraints.stack: every element of cseq must be a Constraint, got {self.cseq!r}"
+            )
+        self.dim = dim
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        event_dim = max(c.event_dim for c in self.cseq)
+        # A negative dim inside the event makes the stacked dimension part of it.
+        return event_dim + 1 if self.dim + event_dim < 0 else event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        _check_dim("constraints.stack", self.dim, value)
+        slices = [value.select(self.dim, i) for i in range(value.shape[self.dim])]
+        return numdiff.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
+def _check_dim(op: str, dim: int, value: Tensor) -> None:
+    if not -value.dim() <= dim < value.dim():
+        raise IndexError(f"{op}: dim {dim} is out of range for a value with {value.dim()} dimensions")
+
+
 dependent = Dependent()
 real = Real()
 boolean = Boolean()
@@ -196,6 +300,12 @@ one_hot = OneHot()
 real_vector = IndependentConstraint(real, 1)
 lower_cholesky = LowerCholesky()
 positive_definite = PositiveDefinite()
+positive_semidefinite = PositiveSemidefinite()
+corr_cholesky = CorrCholesky()
+square = Square()
+symmetric = Symmetric()
+cat = Cat
+stack = Stack
 independent = IndependentConstraint
 interval = Interval
 integer_interval = IntegerInterval
@@ -210,6 +320,8 @@ less_than = LessThan
 __all__ = [
     "Constraint",
     "boolean",
+    "cat",
+    "corr_cholesky",
     "dependent",
     "greater_than",
     "greater_than_eq",
@@ -227,9 +339,13 @@ __all__ = [
     "positive",
     "positive_integer",
     "positive_definite",
+    "positive_semidefinite",
     "real",
     "real_vector",
     "simplex",
+    "square",
+    "stack",
+    "symmetric",
     "unit_interval",
 ]
 

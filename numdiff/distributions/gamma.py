@@ -36,7 +36,7 @@ class _StandardGamma(Function):
         draws = _random.rng(None).standard_gamma(alpha.astype(np.float64))
         # A draw that underflows to 0 is kept at the smallest normal number, as in PyTorch, so
         # log_prob of the draw stays finite.
-        draws = np.maximum(draws, np.finfo(alpha.dtype).tiny).astype(alpha.dtype)
+        draws = np.asarray(np.maximum(draws, np.finfo(alpha.dtype).tiny), dtype=alpha.dtype)  # 0-d stays an array
         out = _on_device_of(draws, concentration)
         ctx.save_for_backward(concentration, out)
         return out
@@ -112,6 +112,13 @@ class Gamma(Distribution):
             - rate * value
             - numdiff.lgamma(alpha)
         )
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """P(concentration, rate * value): differentiable in the rate and the value; in the
+        concentration it raises on backward, as PyTorch's."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return numdiff.special.gammainc(self.concentration, self.rate * value)
 
     def entropy(self) -> Tensor:
         alpha = self.concentration

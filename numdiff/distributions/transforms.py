@@ -23,6 +23,14 @@ from typing import Any
 import numdiff
 from numdiff.distributions import constraints
 from numdiff.distributions.distribution import _broadcast_shapes, broadcast_all, sum_rightmost
+from numdiff.distributions.structured_transforms import (
+    CatTransform,
+    CorrCholeskyTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    StackTransform,
+)
 from numdiff.distributions.transform_base import (
     ComposeTransform,
     IndependentTransform,
@@ -323,13 +331,19 @@ def _at_least_one_dim(shape: Any) -> None:
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
     "ExpTransform",
     "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
     "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",

@@ -123,6 +123,10 @@ KL_CASES = [
 ]
 
 
+# Families without a closed-form entropy (nor one in torch).
+NO_ENTROPY = ("poisson", "negative-binomial", "relaxed", "logistic-normal", "fisher-snedecor", "lkj-cholesky")
+
+
 def tensors(lib: Any, case: Case, requires_grad: bool = False) -> list[Any]:
     """The case's parameters as float64 tensors of `lib` (numbers stay numbers)."""
     out = []
@@ -318,4 +322,50 @@ CASES += [
         [np.array([[0.2, 0.4995, 0.93], [0.5008, 0.6, 0.05]])],
     ),
     Case("continuous-bernoulli-logits", _continuous_bernoulli_logits, [_real(4) * 2]),
+]
+
+
+def _kumaraswamy(lib: Any, concentration1: Any, concentration0: Any) -> Any:
+    return lib.distributions.Kumaraswamy(concentration1, concentration0)
+
+
+def _logistic_normal(lib: Any, loc: Any, scale: Any) -> Any:
+    return lib.distributions.LogisticNormal(loc, scale)
+
+
+def _fisher_snedecor(lib: Any, df1: Any, df2: Any) -> Any:
+    return lib.distributions.FisherSnedecor(df1, df2)
+
+
+def _inverse_gamma(lib: Any, concentration: Any, rate: Any) -> Any:
+    return lib.distributions.InverseGamma(concentration, rate)
+
+
+def _lkj_cholesky(lib: Any, concentration: Any) -> Any:
+    return lib.distributions.LKJCholesky(3, concentration)
+
+
+def _wishart(lib: Any, df: Any, root: Any) -> Any:
+    # root root^T + I: a positive definite covariance that every entry of root reaches.
+    eye = lib.eye(root.shape[-1], dtype=root.dtype) if hasattr(root, "shape") else None
+    return lib.distributions.Wishart(df, covariance_matrix=root @ root.mT + eye)
+
+
+def _wishart_tril(lib: Any, df: Any, root: Any) -> Any:
+    eye = lib.eye(root.shape[-1], dtype=root.dtype)
+    return lib.distributions.Wishart(df, scale_tril=root.tril(-1) + eye * 1.5)
+
+
+CASES += [
+    Case("kumaraswamy", _kumaraswamy, [_positive(2, 3) * 2, _positive(3) * 2]),
+    Case("kumaraswamy-numbers", _kumaraswamy, [0.7, 3.0], numbers=(0, 1)),
+    Case("logistic-normal", _logistic_normal, [_real(2, 3), _positive(3)]),
+    Case("logistic-normal-numbers", _logistic_normal, [0.3, 1.5], numbers=(0, 1)),
+    Case("fisher-snedecor", _fisher_snedecor, [_positive(2, 3) * 3, _positive(3) * 6], implicit_rsample=True),
+    Case("fisher-snedecor-numbers", _fisher_snedecor, [3.0, 7.0], numbers=(0, 1), implicit_rsample=True),
+    Case("inverse-gamma", _inverse_gamma, [_positive(2, 3) * 2, _positive(3)], implicit_rsample=True),
+    Case("inverse-gamma-heavy", _inverse_gamma, [_positive(3) * 0.8, 2.0], numbers=(1,), implicit_rsample=True),
+    Case("lkj-cholesky", _lkj_cholesky, [_positive(2) * 2]),
+    Case("wishart", _wishart, [_positive(2) + 4.0, _real(2, 3, 3)], implicit_rsample=True),
+    Case("wishart-scale-tril", _wishart_tril, [7.5, _real(3, 3)], numbers=(0,), implicit_rsample=True),
 ]
