@@ -1,0 +1,126 @@
+"""The gradient of a split, joined in one array: a rewrite of a host backward graph before fusion.
+
+A traced backward of ``q, k, v = qkv.split(d, dim=-1)`` (or chunk, unbind, ``x[..., :n]`` and
+``x[..., n:]``) gives each piece's gradient its own ``index_add_into_zeros``: a zero array of the
+whole shape with the piece written at its key. Adds then sum those arrays into the gradient of the
+whole. For three pieces of a (16, 64, 384) float32 array (minGPT's qkv), that is three 1.5 MB
+zero fills, three slice writes and a loop reading all three: about 0.7 ms a block on one thread,
+where eager's tape writes the pieces into one buffer (GetItem.backward_into).
+
+`join_slice_grads` finds such a sum, a chain of adds whose leaves are index_add_into_zeros calls
+with basic keys (slices and integers) that no two of them share an element of, and replaces it by
+one "slice_join" call: one array (``np.empty`` where the keys cover it, else ``np.zeros``) with each
+piece written at its key. The numbers are the sum's: each element is one piece's value or zero,
+and adding zeros changes nothing (only a -0.0 piece stays -0.0, which the sum made +0.0; eager's
+buffer keeps -0.0 too). The adds and the zero arrays must have no other reader, and the pieces one
+shape and dtype with the sum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numdiff.compile.graph import OpCall, attr_refs
+
+
+def _plain(call: OpCall, name: str) -> bool:
+    return call.op_name == name and not call.special and not call.host and not call.tensor_forward
+
+
+def _ranges(key: tuple, shape: tuple) -> list | None:
+    """Per dimension of `shape`, the range of indices a basic `key` reaches, or None for a key with
+    arrays, booleans, None (new axes) or more than one Ellipsis."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not all(
+        k is Ellipsis or isinstance(k, (slice, int, np.integer)) and not isinstance(k, bool) for k in key
+    ):
+        return None
+    ellipses = [at for at, k in enumerate(key) if k is Ellipsis]
+    if len(ellipses) > 1:
+        return None
+    if ellipses:
+        at = ellipses[0]
+        key = key[:at] + (slice(None),) * (len(shape) - len(key) + 1) + key[at + 1 :]
+    if len(key) > len(shape):
+        return None
+    key = key + (slice(None),) * (len(shape) - len(key))
+    found = []
+    for k, size in zip(key, shape):
+        if isinstance(k, slice):
+            found.append(range(*k.indices(size)))
+        elif -size <= int(k) < size:
+            index = int(k) % size
+            found.append(range(index, index + 1))
+        else:
+            return None
+    return found
+
+
+def _disjoint(a: list, b: list) -> bool:
+    """Whether two keys' index ranges share no element: they differ in some dimension."""
+    return any(set(x).isdisjoint(y) for x, y in zip(a, b))
+
+
+def join_slice_grads(calls: list, values: list, live_after: set) -> list:
+    """The calls with every sum of index_add_into_zeros pieces at disjoint basic keys made one
+    "slice_join" call (see the module docstring): inputs the pieces, attrs ``keys`` and ``covers``
+    (whether the keys reach every element), output the sum's."""
+    producer = {c.output: c for c in calls}
+    readers: dict[int, int] = {}
+    for call in calls:
+        for i in [i for i in call.inputs if not isinstance(i, tuple)] + attr_refs(call):
+            readers[i] = readers.get(i, 0) + 1
+
+    def only_here(index: int) -> bool:
+        return readers.get(index, 0) == 1 and index not in live_after
+
+    dropped: set[int] = set()  # ids of the calls a join replaces
+    joins: dict[int, OpCall] = {}  # id of a sum's last add -> its join
+    for call in reversed(calls):  # the last add of a chain first: it takes the whole chain
+        if id(call) in dropped or not _plain(call, "add") or call.attrs:
+            continue
+        out = values[call.output]
+        chain, pieces, pending = [call], [], list(call.inputs)
+        while pending:
+            index = pending.pop(0)
+            source = producer.get(index) if not isinstance(index, tuple) else None
+            if (
+                source is None
+                or not only_here(index)
+                or values[index].shape != out.shape
+                or values[index].dtype != out.dtype
+            ):
+                break
+            if _plain(source, "add") and not source.attrs:
+                chain.append(source)
+                pending.extend(source.inputs)
+            elif _plain(source, "index_add_into_zeros") and tuple(source.attrs["shape"]) == out.shape:
+                pieces.append(source)
+            else:
+                break
+        else:
+            keys = [_ranges(p.attrs["key"], out.shape) for p in pieces]
+            if (
+                len(pieces) > 1
+                and all(k is not None for k in keys)
+                and all(_disjoint(keys[i], keys[j]) for i in range(len(keys)) for j in range(i))
+            ):
+                reached = sum(int(np.prod([len(r) for r in k])) for k in keys)
+                joins[id(call)] = OpCall(
+                    call.function, [p.inputs[0] for p in pieces],
+                    {"keys": tuple(p.attrs["key"] for p in pieces), "covers": reached == int(np.prod(out.shape))},
+                    call.output, special="slice_join",
+                )  # fmt: skip
+                dropped.update(id(c) for c in chain + pieces)
+    return [joins.get(id(c), c) for c in calls if id(c) in joins or id(c) not in dropped]
+
+
+def join_lines(call: OpCall, values: list, attr_source) -> list:
+    """The lines of a "slice_join" call: its array, then each piece written at its key."""
+    value = values[call.output]
+    fill = "empty" if call.attrs["covers"] else "zeros"
+    lines = [f"v{call.output} = np.{fill}({tuple(value.shape)!r}, {np.dtype(value.dtype).name!r})"]
+    for piece, key in zip(call.inputs, call.attrs["keys"]):
+        lines.append(f"v{call.output}[{attr_source(key)}] = v{piece}")
+    return lines
