@@ -13,7 +13,10 @@ one "slice_join" call: one array (``np.empty`` where the keys cover it, else ``n
 piece written at its key. The numbers are the sum's: each element is one piece's value or zero,
 and adding zeros changes nothing (only a -0.0 piece stays -0.0, which the sum made +0.0; eager's
 buffer keeps -0.0 too). The adds and the zero arrays must have no other reader, and the pieces one
-shape and dtype with the sum.
+shape and dtype with the sum. A piece whose gradient is a reshape copy (attention's heads merged back
+into rows) is written through a view of its place instead, when the reshape has no other reader:
+one copy of the piece, not two. Measured with the A/B in the commit message: minGPT's block and ViT's
+step gain 2-6% on one thread.
 """
 
 from __future__ import annotations
@@ -107,13 +110,49 @@ def join_slice_grads(calls: list, values: list, live_after: set) -> list:
                 and all(_disjoint(keys[i], keys[j]) for i in range(len(keys)) for j in range(i))
             ):
                 reached = sum(int(np.prod([len(r) for r in k])) for k in keys)
+                sources, views = [], []
+                for piece in pieces:
+                    grad = piece.inputs[0]
+                    merged = _merged_view(
+                        producer.get(grad), grad, piece.attrs["key"], values, only_here, out
+                    )
+                    sources.append(grad if merged is None else merged.inputs[0])
+                    views.append(None if merged is None else values[merged.inputs[0]].shape)
+                    chain.extend([] if merged is None else [merged])
                 joins[id(call)] = OpCall(
-                    call.function, [p.inputs[0] for p in pieces],
-                    {"keys": tuple(p.attrs["key"] for p in pieces), "covers": reached == int(np.prod(out.shape))},
+                    call.function, sources,
+                    {"keys": tuple(p.attrs["key"] for p in pieces), "views": tuple(views),
+                     "covers": reached == int(np.prod(out.shape))},
                     call.output, special="slice_join",
                 )  # fmt: skip
                 dropped.update(id(c) for c in chain + pieces)
     return [joins.get(id(c), c) for c in calls if id(c) in joins or id(c) not in dropped]
+
+
+def _merged_view(
+    reshape: OpCall | None, grad: int, key: tuple, values: list, only_here, out
+) -> OpCall | None:
+    """The reshape that made a piece's gradient, where the join can write the reshape's input
+    through a view of its piece instead (heads merged back into rows, ``y.transpose(1, 2).reshape(b,
+    t, d)``, a copy otherwise): the reshape has no other reader and the piece of a C-contiguous array
+    takes the input's shape as a view. Else None."""
+    if (
+        reshape is None
+        or not _plain(reshape, "reshape")
+        or not only_here(grad)
+        or isinstance(reshape.inputs[0], tuple)
+    ):
+        return None
+    shape = values[reshape.inputs[0]].shape
+    whole = np.empty(out.shape, out.dtype)  # untouched, so never backed by memory
+    piece = whole[key]
+    if piece.shape != values[grad].shape:
+        return None
+    try:
+        view = piece.reshape(shape)
+    except ValueError:
+        return None
+    return reshape if np.may_share_memory(view, whole) else None
 
 
 def join_lines(call: OpCall, values: list, attr_source) -> list:
@@ -121,6 +160,9 @@ def join_lines(call: OpCall, values: list, attr_source) -> list:
     value = values[call.output]
     fill = "empty" if call.attrs["covers"] else "zeros"
     lines = [f"v{call.output} = np.{fill}({tuple(value.shape)!r}, {np.dtype(value.dtype).name!r})"]
-    for piece, key in zip(call.inputs, call.attrs["keys"]):
-        lines.append(f"v{call.output}[{attr_source(key)}] = v{piece}")
+    for piece, key, view in zip(call.inputs, call.attrs["keys"], call.attrs["views"]):
+        at = f"v{call.output}[{attr_source(key)}]" + (
+            "" if view is None else f".reshape({tuple(view)!r})[...]"
+        )
+        lines.append(f"{at} = v{piece}")
     return lines

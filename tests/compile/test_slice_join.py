@@ -52,6 +52,17 @@ def test_attention_qkv_split_gradient_is_one_array_and_matches_eager(dtype):
     # (the attention's own output gradient, padded by one column, keeps its one piece)
     assert "shape=(2, 5, 12, )" not in backward
     assert backward.count("np.empty((2, 5, 12), ") == 1 and "np.zeros((2, 5, 12)" not in backward
+    # Each head-major piece gradient is written through a view of its columns, not copied into rows first.
+    assert backward.count(".reshape((2, 5, 2, 2))[...] = v") == 3
+
+
+def test_a_piece_whose_reshape_is_no_view_of_its_place_is_copied_first():
+    def halves(x):
+        left, right = x[:, :2].reshape(8), x[:, 2:4].reshape(8)  # short rows: no flat view of either
+        return (left.exp() * right).sum()
+
+    backward = _compare(halves, [(4, 4)], numdiff.float64)
+    assert "IndexAddIntoZeros" not in backward and "[...] = v" not in backward
 
 
 @pytest.mark.parametrize("dtype", [numdiff.float64, numdiff.float32])
@@ -91,3 +102,12 @@ def test_key_ranges_expand_ellipsis_negative_steps_and_integers():
     assert _ranges((np.array([0, 1]),), shape) is None
     assert _disjoint(_ranges((slice(0, None, 2),), shape), _ranges((slice(1, None, 2),), shape))
     assert not _disjoint(_ranges((slice(0, 2), 1), shape), _ranges((1,), shape))
+
+
+def test_strided_pieces_are_written_through_flat_views():
+    def interleaved(x):
+        even, odd = x[:, 0::2].reshape(12), x[:, 1::2].reshape(12)  # every other column: one stride
+        return (even.exp() * odd).sum()
+
+    backward = _compare(interleaved, [(4, 6)], numdiff.float64)
+    assert "IndexAddIntoZeros" not in backward and backward.count(".reshape((12,))[...] = v") == 2
