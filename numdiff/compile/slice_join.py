@@ -62,13 +62,22 @@ def _ranges(key: tuple, shape: tuple) -> list | None:
 
 def _disjoint(a: list, b: list) -> bool:
     """Whether two keys' index ranges share no element: they differ in some dimension."""
-    return any(set(x).isdisjoint(y) for x, y in zip(a, b))
+    return any(_apart(x, y) for x, y in zip(a, b))
+
+
+def _apart(x: range, y: range) -> bool:
+    if not x or not y:
+        return True
+    if x.step == 1 and y.step == 1:  # the usual split: intervals, no sets of a long dimension's indices
+        return x.stop <= y.start or y.stop <= x.start
+    return set(x).isdisjoint(y)
 
 
 def join_slice_grads(calls: list, values: list, live_after: set) -> list:
     """The calls with every sum of index_add_into_zeros pieces at disjoint basic keys made one
-    "slice_join" call (see the module docstring): inputs the pieces, attrs ``keys`` and ``covers``
-    (whether the keys reach every element), output the sum's."""
+    "slice_join" call (see the module docstring): inputs the pieces (or the arrays their reshapes
+    copied), attrs ``keys``, ``views`` (per piece the shape its place is viewed as, or None) and
+    ``covers`` (whether the keys reach every element), output the sum's."""
     producer = {c.output: c for c in calls}
     readers: dict[int, int] = {}
     for call in calls:
@@ -98,7 +107,11 @@ def join_slice_grads(calls: list, values: list, live_after: set) -> list:
             if _plain(source, "add") and not source.attrs:
                 chain.append(source)
                 pending.extend(source.inputs)
-            elif _plain(source, "index_add_into_zeros") and tuple(source.attrs["shape"]) == out.shape:
+            elif (
+                _plain(source, "index_add_into_zeros")
+                and tuple(source.attrs["shape"]) == out.shape
+                and not isinstance(source.inputs[0], tuple)  # an array piece, not a Python number
+            ):
                 pieces.append(source)
             else:
                 break

@@ -102,6 +102,9 @@ def test_key_ranges_expand_ellipsis_negative_steps_and_integers():
     assert _ranges((np.array([0, 1]),), shape) is None
     assert _disjoint(_ranges((slice(0, None, 2),), shape), _ranges((slice(1, None, 2),), shape))
     assert not _disjoint(_ranges((slice(0, 2), 1), shape), _ranges((1,), shape))
+    assert _disjoint(_ranges((slice(0, 2),), shape), _ranges((slice(2, 4),), shape))
+    assert not _disjoint(_ranges((slice(None, None, -1),), shape), _ranges((slice(3, 4),), shape))
+    assert _disjoint(_ranges((slice(5, 5),), shape), _ranges((Ellipsis,), shape))  # an empty piece
 
 
 def test_strided_pieces_are_written_through_flat_views():
