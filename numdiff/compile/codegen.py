@@ -19,9 +19,10 @@ import numpy as np
 
 from numdiff.backend import is_host
 from numdiff.compile.direct import RUNTIME, direct_lines, needs_blas, pair_lines
-from numdiff.compile.graph import Graph, OpCall, ValueRef
+from numdiff.compile.graph import Graph, OpCall, ValueRef, attr_refs
 from numdiff.compile.norm_fold import RUNTIME as NORM_RUNTIME
 from numdiff.compile.norm_fold import fold_lines
+from numdiff.compile.slice_join import join_lines
 
 
 class ShapeChangedError(RuntimeError):
@@ -62,19 +63,6 @@ def needed_calls(graph: Graph, wanted: set) -> tuple[list, set]:
         wanted.update(attr_refs(call))
     kept.reverse()
     return kept, wanted
-
-
-def attr_refs(call: OpCall) -> list[int]:
-    """The values a call's attrs refer to (at top level or inside tuples)."""
-    found = []
-    stack = list(call.attrs.values())
-    while stack:
-        value = stack.pop()
-        if isinstance(value, ValueRef):
-            found.append(value.index)
-        elif type(value) is tuple:
-            stack.extend(value)
-    return found
 
 
 def _literal(value: Any) -> str | None:
@@ -141,6 +129,9 @@ class Emitter:
             return
         if call.special == "norm_fold":
             self.lines.extend(fold_lines(call, graph.values, self.ref))
+            return
+        if call.special == "slice_join":
+            self.lines.extend(join_lines(call, graph.values, self.attr_source))
             return
         if call.special == "item":
             self.lines.append(f"v{call.output} = v{call.inputs[0]}[{call.attrs['position']}]")

@@ -68,6 +68,19 @@ class OpCall:
         return getattr(self.function, "op_name", self.function.__name__)
 
 
+def attr_refs(call: OpCall) -> list[int]:
+    """The values a call's attrs refer to (at top level or inside tuples)."""
+    found = []
+    stack = list(call.attrs.values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ValueRef):
+            found.append(value.index)
+        elif type(value) is tuple:
+            stack.extend(value)
+    return found
+
+
 @dataclass
 class Graph:
     """Values and op calls in execution order; `outputs` is the structure the function returns."""

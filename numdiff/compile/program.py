@@ -20,7 +20,7 @@ from typing import Any
 
 from numdiff._lazy import lazy_module
 from numdiff._threads import get_num_threads
-from numdiff.compile import cuda_fusion, fusion, norm_fold, schedule
+from numdiff.compile import cuda_fusion, fusion, norm_fold, schedule, slice_join
 from numdiff.compile.codegen import Emitter, attr_refs, base_namespace, needed_calls
 from numdiff.compile.graph import Graph
 from numdiff.compile.trace import Tracer
@@ -91,6 +91,8 @@ def build(tracer: Tracer, outputs: list, grad_results: list, cuda: bool = False)
         forward_calls = schedule.pair_products(schedule.hoist_sums(forward_calls, forward_values),
                                                forward_values, get_num_threads())
         forward_calls = norm_fold.fold_norms(forward_calls, forward_values, live_after)
+        backward_calls = slice_join.join_slice_grads(backward_calls, values,
+                                                     {g for g in grad_results if g is not None})
         backward_calls = schedule.pair_products(schedule.hoist_sums(backward_calls, values), values,
                                                 get_num_threads())
     fusion.emit_calls(fwd, forward_calls, forward_values, live_after, kernels, check_shapes=True, cuda=cuda)
