@@ -141,8 +141,12 @@ def sum_dims(x: np.ndarray, dims: tuple[int, ...], out: np.ndarray) -> None:
             f"summed over axes {tuple(dims)} with the summed axes kept as size 1)"
         )
     dims = tuple(dims)
+    last = len(shape) - 1
+    while last > 0 and shape[last] == 1:
+        last -= 1
     if (
-        x.dtype not in FLOAT_DTYPES
+        last not in dims  # the innermost axis kept (a bias gradient's sum over rows): NumPy's own case
+        or x.dtype not in FLOAT_DTYPES
         or out.dtype != x.dtype
         or not x.flags.c_contiguous
         or not out.flags.c_contiguous
