@@ -106,8 +106,10 @@ def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
         [i + lead for i, size in enumerate(shape) if size == 1 and grad_shape[i + lead] != 1]
     )
     if axes:
-        grad = grad.sum(dim=axes, keepdim=True)
-    if lead or grad._data.shape != tuple(shape):
+        # Only leading axes (a bias's gradient): summed away, they leave the input's shape, with
+        # no reshape op after the sum.
+        grad = grad.sum(dim=axes, keepdim=len(axes) != lead)
+    if grad._data.shape != tuple(shape):
         grad = grad.reshape(shape)
     return grad
 
