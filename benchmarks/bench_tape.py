@@ -1,6 +1,7 @@
 """Tape overhead: a chain of tiny elementwise ops plus backward, numdiff vs PyTorch (one thread).
 
     python benchmarks/bench_tape.py [--ops 100] [--repeat 15] [--memory-steps 10000] [--profile] [--cpu-time]
+                                    [--op-table [WORD,...]]
 
 On a 16-element float32 tensor the arithmetic is negligible, so the time per op is the cost of
 recording a node in forward and replaying it in backward: Python dispatch, Node construction,
@@ -8,7 +9,10 @@ saved-tensor bookkeeping and the walk. The two libraries are timed alternately i
 (numdiff.benchmark.compare) and the medians are reported per op, with their ratio. A tracemalloc
 check then runs many small forward+backward steps and reports the memory still held afterwards.
 ``--cpu-time`` times the calling thread's CPU time instead of wall time (both libraries run one
-thread), which other processes on a loaded machine do not inflate.
+thread), which other processes on a loaded machine do not inflate. ``--op-table`` adds one small op
+of each family (broadcast arithmetic, activations, reductions, views, indexing, cat, matmul, Linear,
+softmax and the losses; benchmarks/_tape_ops.py), forward and forward+backward, with their ratios;
+given words, only the rows whose name contains one.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import numpy as np
 
 # Run from a checkout without installing: the repository root holds the numdiff package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _tape_ops  # noqa: E402 - benchmarks/_tape_ops.py, the per-op table
 
 import numdiff  # noqa: E402
 from numdiff.benchmark import compare  # noqa: E402
@@ -108,6 +115,10 @@ def main() -> None:
     parser.add_argument("--memory-ops", type=int, default=4, help="ops per step in the tracemalloc check")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of numdiff's chain")
     parser.add_argument("--cpu-time", action="store_true", help="time the thread's CPU time, not wall time")
+    parser.add_argument(
+        "--op-table", nargs="?", const="", default=None, metavar="WORDS",
+        help="also time one small op of each family (comma-separated words: only rows naming one)",
+    )  # fmt: skip
     args = parser.parse_args()
 
     candidates: dict[str, Callable[[], object]] = {}
@@ -158,6 +169,9 @@ def main() -> None:
             f"left {growth} bytes ({growth / args.memory_steps:.2f} bytes/step); peak above start "
             f"{peak / 1024:.1f} KiB"
         )
+
+    if args.op_table is not None and torch is not None:
+        _tape_ops.op_table(torch, args.repeat, args.cpu_time, [w for w in args.op_table.split(",") if w])
 
     if args.profile:
         profile(args.ops, calls=200)

@@ -99,13 +99,17 @@ def _seed(tensor: Tensor, grad: Tensor | None, index: int) -> Tensor:
 
 def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
     """Sum a broadcast gradient back down to an input's shape."""
-    lead = grad.ndim - len(shape)
+    # The array's shape, not grad.shape: that property makes a Size per access (one per dim here).
+    grad_shape = grad._data.shape
+    lead = len(grad_shape) - len(shape)
     axes = tuple(range(lead)) + tuple(
-        i + lead for i, size in enumerate(shape) if size == 1 and grad.shape[i + lead] != 1
+        [i + lead for i, size in enumerate(shape) if size == 1 and grad_shape[i + lead] != 1]
     )
     if axes:
-        grad = grad.sum(dim=axes, keepdim=True)
-    if lead or tuple(grad.shape) != tuple(shape):
+        # Only leading axes (a bias's gradient): summed away, they leave the input's shape, with
+        # no reshape op after the sum.
+        grad = grad.sum(dim=axes, keepdim=len(axes) != lead)
+    if grad._data.shape != tuple(shape):
         grad = grad.reshape(shape)
     return grad
 

@@ -40,10 +40,17 @@ thread CPU time, load ~10: (16, 96, 8, 8) over (2, 3) 36 us against 71, a run of
 float64 run's length."""
 
 
-def _sum_pairs(x, out, kept, summed, x_kept_strides, x_summed_strides, blocks):
-    """x, out: flat C-contiguous arrays; kept/summed: the pairs' sizes (int64[m + 1]); the
-    strides of each pair's kept and summed index in x's elements; blocks: column blocks per row."""
-    m = kept.shape[0] - 1
+def _sum_pairs(x, out, pairs, blocks):
+    """x, out: flat C-contiguous arrays; pairs: int64[4 (m + 1)], the pairs' kept sizes, summed
+    sizes, and the strides of each pair's kept and summed index in x's elements, one after the
+    other (one flat array, not four: each array argument costs the launcher a conversion and Numba
+    a type check); blocks: column blocks per row."""
+    count = pairs.shape[0] // 4
+    kept = pairs[:count]
+    summed = pairs[count : 2 * count]
+    x_kept_strides = pairs[2 * count : 3 * count]
+    x_summed_strides = pairs[3 * count :]
+    m = count - 1
     width = kept[m]
     inner = summed[m]
     rows = 1
@@ -119,46 +126,51 @@ def collapse_axes(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[list[i
 def sum_dims(x: np.ndarray, dims: tuple[int, ...], out: np.ndarray) -> None:
     """``out[...] = x.sum(axis=dims, keepdims=True)`` in one pass over `x` (module docstring).
 
+    Called on every broadcast's gradient and every sum over some axes, mostly of small arrays: the
+    launcher is written for its Python cost (the kernel on a 4x8 array takes 0.5 us; the launcher
+    took 6 until its checks, sizes and strides were one pass and one int64 array).
+
     >>> out = np.empty((2, 1, 3, 1)); sum_dims(np.ones((2, 4, 3, 5)), (1, 3), out); out.ravel()
     array([20., 20., 20., 20., 20., 20.])
     """
-    kept_shape = tuple(1 if axis in dims else size for axis, size in enumerate(x.shape))
-    if tuple(out.shape) != kept_shape:
+    shape = x.shape
+    kept_shape = tuple([1 if axis in dims else size for axis, size in enumerate(shape)])
+    if out.shape != kept_shape:
         raise ValueError(
-            f"sum_dims: out has shape {tuple(out.shape)}, expected {kept_shape} (x {tuple(x.shape)} "
+            f"sum_dims: out has shape {tuple(out.shape)}, expected {kept_shape} (x {tuple(shape)} "
             f"summed over axes {tuple(dims)} with the summed axes kept as size 1)"
         )
+    dims = tuple(dims)
+    last = len(shape) - 1
+    while last > 0 and shape[last] == 1:
+        last -= 1
     if (
-        x.dtype not in FLOAT_DTYPES
+        last not in dims  # the innermost axis kept (a bias gradient's sum over rows): NumPy's own case
+        or x.dtype not in FLOAT_DTYPES
         or out.dtype != x.dtype
         or not x.flags.c_contiguous
         or not out.flags.c_contiguous
         or x.size == 0
     ):
-        np.sum(x, axis=tuple(dims), keepdims=True, out=out)
+        np.add.reduce(x, axis=dims, keepdims=True, out=out)  # np.sum's reduction, without its wrapper
         return
-    kept, summed = collapse_axes(tuple(x.shape), tuple(dims))
+    kept, summed = collapse_axes(shape, dims)
     if not 1 < summed[-1] <= SHORT_INNER_SUM:
-        np.sum(x, axis=tuple(dims), keepdims=True, out=out)
+        np.add.reduce(x, axis=dims, keepdims=True, out=out)
         return
-    pair_sizes = [k * r for k, r in zip(kept, summed)]
-    summed_strides = []
+    # Strides from the innermost pair outwards: a pair's summed index steps over whole runs of
+    # its kept index's inner neighbours, its kept index over the summed run inside it.
+    count = len(kept)
+    kept_strides = [0] * count
+    summed_strides = [0] * count
     stride = 1
-    for size in reversed(pair_sizes):
-        summed_strides.append(stride)
-        stride *= size
-    summed_strides.reverse()
-    kept_strides = [s * r for s, r in zip(summed_strides, summed)]
+    for i in range(count - 1, -1, -1):
+        summed_strides[i] = stride
+        kept_strides[i] = stride * summed[i]
+        stride *= kept[i] * summed[i]
     rows = out.size // kept[-1]
     kernel, parts = _SUM_PAIRS.pick(x.size, SUM_GRAIN_ELEMENTS)
     # Rows split over the threads; with fewer rows than threads, each row's columns too.
     blocks = 1 if rows >= 4 * parts else max(1, min(kept[-1] // 256, -(-4 * parts // rows)))
-    kernel(
-        x.reshape(-1),
-        out.reshape(-1),
-        np.array(kept, np.int64),
-        np.array(summed, np.int64),
-        np.array(kept_strides, np.int64),
-        np.array(summed_strides, np.int64),
-        blocks,
-    )
+    pairs = np.array(kept + summed + kept_strides + summed_strides, np.int64)
+    kernel(x.reshape(-1), out.reshape(-1), pairs, blocks)

@@ -249,6 +249,18 @@ def normalize_dims(op: str, dim: Any, ndim: int) -> tuple[int, ...]:
     """`dim` (None, an int or a sequence) as a sorted tuple of distinct non-negative dims."""
     if dim is None:
         return tuple(range(ndim))
+    if type(dim) is tuple and ndim:
+        # The usual sequence (a broadcast gradient's axes): distinct in-range ints, no checks to
+        # run; anything else leaves the loop for the checking path below and its errors.
+        dims = []
+        for d in dim:
+            if type(d) is not int or not -ndim <= d < ndim:
+                break
+            dims.append(d % ndim)
+        else:
+            if len(set(dims)) == len(dims):
+                dims.sort()
+                return tuple(dims)
     if isinstance(dim, (int, np.integer)):
         dims = (normalize_dim(op, int(dim), ndim),)
     else:

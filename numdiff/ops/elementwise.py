@@ -218,7 +218,11 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         if needed:
             g = grad._data
             if small is not None and is_host(g) and (g.dtype is _F32 or g.dtype is _F64) and g.size <= small_size:
-                results = small(g, *ctx.saved_arrays())  # the eager per-op path: a tiny host gradient
+                # The eager per-op path: a tiny host gradient (the attributes as rule_backward gets them).
+                if attr_names:
+                    results = small(g, *ctx.saved_arrays(), *[ctx.attrs[n] for n in attr_names])
+                else:
+                    results = small(g, *ctx.saved_arrays())
             else:
                 arrays = dict(zip(saved, ctx.saved_arrays())) if saved else {}
                 arrays["g"] = g

@@ -85,7 +85,8 @@ class Sum(Function):
                 return np.add.reduce(x, axis=dims, keepdims=keepdim)
             return np.sum(x, axis=dims, keepdims=keepdim)
         # One pass over x for interleaved or short innermost summed axes (a broadcast's gradient).
-        out = np.empty(ctx.kept_shape, dtype=x.dtype, like=x)
+        # like= only off the host: its dispatch costs a small sum ~0.5 us.
+        out = np.empty(ctx.kept_shape, x.dtype) if is_host(x) else np.empty(ctx.kept_shape, dtype=x.dtype, like=x)
         backend_for(x).sum_dims(x, dims, out)
         return out if keepdim else out.reshape([n for i, n in enumerate(x.shape) if i not in dims])
 

@@ -4,6 +4,8 @@ general path, the general path for every call outside the common case, and fewer
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pytest
 
@@ -158,22 +160,44 @@ def test_a_recorded_product_runs_in_one_python_frame():
     assert calls_into(files, lambda: y + 2.0) == []
 
 
-@pytest.mark.parametrize("name", [n for n, r in RULES.items() if not r.attr_names])
+@pytest.mark.parametrize("name", list(RULES))
 def test_small_backward_matches_the_general_small_backward(name):
+    """Every rule has a small backward, those with attributes (leaky_relu's slope) or a ``where``
+    (relu, abs) too, and it gives the general backward's numbers; operands straddle zero and the
+    attributes, so both branches of each ``where`` are taken."""
     rule = RULES[name]
     rng = np.random.default_rng(1)
+    needed = tuple(range(rule.arity))
+    # Where a ``where`` picks the branch, operands on both sides of zero; elsewhere inside every domain.
+    low = -2.5 if any("where(" in e for e in _elementwise_small.vjp_expressions(rule, needed)) else 0.2
     values = {"g": rng.uniform(-1, 1, 8)}
     for operand in rule.inputs:
-        values[operand] = rng.uniform(0.2, 0.8, 8)
+        values[operand] = rng.uniform(low, 0.8 if low > 0 else 2.5, 8)
     if "out" in rule.saved:
-        values["out"] = rng.uniform(0.2, 0.8, 8)
-    needed = tuple(range(rule.arity))
+        values["out"] = rng.uniform(low / 3, 0.8, 8)
+    attrs = tuple(rng.uniform(0.3, 0.9) if default > 0 else default for _, default in rule.attrs)
     small = _elementwise_small.small_backward(rule, needed)
-    expected = cpu.backward(rule, needed, values, ())
-    if small is None:
-        assert any("where(" in e for e in _elementwise_small.vjp_expressions(rule, needed))
-        return
-    got = small(values["g"], *[values.get(name) for name in rule.saved])
+    expected = cpu.backward(rule, needed, values, attrs)
+    got = small(values["g"], *[values.get(name) for name in rule.saved], *attrs)
+    assert len(got) == len(expected)
     for a, b in zip(got, expected):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_leaky_relu_backward_takes_the_small_backward():
+    """leaky_relu's backward of a small gradient passes its slope to the small backward (it used to
+    fall back to the dict-and-eval backward for a rule with attributes) and gives PyTorch's numbers."""
+    torch = pytest.importorskip("torch")
+    data = np.array([-2.0, -0.5, 0.0, 0.5, 2.0])
+    x = numdiff.tensor(data, requires_grad=True)
+    numdiff.nn.functional.leaky_relu(x, 0.2).sum().backward()
+    expected = torch.tensor(data, requires_grad=True)
+    torch.nn.functional.leaky_relu(expected, 0.2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), expected.grad.numpy())
+    calls = []
+    y = numdiff.nn.functional.leaky_relu(x, 0.2)
+    with patch.object(cpu, "backward", lambda *a: calls.append(a)):
+        y.backward(numdiff.ones(5))
+    assert calls == []
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * expected.grad.numpy())

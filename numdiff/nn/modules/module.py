@@ -206,10 +206,18 @@ class Module(ModuleTraversal, ModulePlacement):
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
+        # Every parameter and submodule read in a forward comes here: the three tables written
+        # out, not looped over (no tuple walk, one dict read a table instead of two).
         state = self.__dict__
-        for kind in ("_parameters", "_buffers", "_modules"):
-            if kind in state and name in state[kind]:
-                return state[kind][name]
+        table = state.get("_parameters")
+        if table is not None and name in table:
+            return table[name]
+        table = state.get("_buffers")
+        if table is not None and name in table:
+            return table[name]
+        table = state.get("_modules")
+        if table is not None and name in table:
+            return table[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
