@@ -47,7 +47,14 @@ from numdiff._tensor_types import (
     LongTensor,
     ShortTensor,
 )
-from numdiff.autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
+from numdiff.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from numdiff.creation import (
     arange,
     as_tensor,

@@ -65,9 +65,9 @@ def _dtype_of_numpy_items(data: list | tuple) -> _dtype.dtype | None:
     (``[np.float64(0.1), 2.0]`` is float64, ``[np.float32(1)]`` float32 even under a float64
     default, ``[np.int16(1), 2]`` int64), where NumPy's values alone would give the default."""
     items = list(_flat(data))
-    if not any(isinstance(x, (np.generic, np.ndarray)) for x in items):
+    if not any(isinstance(x, np.generic) or is_numpy(x) for x in items):
         return None
-    dtypes = (_dtype.from_numpy(x.dtype) if isinstance(x, np.ndarray) else number_dtype("tensor", x) for x in items)
+    dtypes = (_dtype.from_numpy(x.dtype) if is_numpy(x) else number_dtype("tensor", x) for x in items)
     return functools.reduce(_dtype.promote, dtypes)
 
 

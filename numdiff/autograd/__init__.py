@@ -72,7 +72,7 @@ def grad(
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:
-        result = _batched_grads(outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused)
+        result = _batched_grads(run_backward, outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused)
     else:
         result = run_backward(
             outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
@@ -84,10 +84,11 @@ def grad(
     return result
 
 
-def _batched_grads(outputs: list, grad_outputs: list, retain_graph: bool, create_graph: bool, inputs: list, allow_unused: bool) -> tuple:
+def _batched_grads(
+    run_backward: Any, outputs: list, grad_outputs: list, retain_graph: bool, create_graph: bool, inputs: list, allow_unused: bool
+) -> tuple:
     """grad's results for each row of the batched grad_outputs, stacked along a new first
     dimension. PyTorch runs the rows under vmap; one backward per row gives the same numbers."""
-    from numdiff.autograd.engine import run_backward
     from numdiff.ops.shape import stack
 
     batches = set()
