@@ -242,7 +242,8 @@ METHODS = {
     "repeat": rearrange.repeat,
     "split": shape.split,
     "chunk": shape.chunk,
-    "flip": shape.flip,
+    # the method also takes the dims one by one, as torch's does: x.flip(0, 1)
+    "flip": lambda self, *dims, **kwargs: shape.flip(self, *(dims if len(dims) <= 1 else (dims,)), **kwargs),
     "view_as": lambda self, other: shape.view(self, tuple(other.shape)),
     "reshape_as": lambda self, other: shape.reshape(self, tuple(other.shape)),
     # ordering and triangles

@@ -1,4 +1,4 @@
-"""Tensor.new_zeros/new_ones/new_empty/new_full/new_tensor and Tensor.narrow, against torch 2.13."""
+"""Tensor.new_zeros/new_ones/new_empty/new_full/new_tensor, Tensor.narrow and Tensor.flip's forms, against torch 2.13."""
 
 from __future__ import annotations
 
@@ -72,3 +72,14 @@ def test_deepcopy_copies_a_leaf_with_its_grad_and_refuses_an_op_result():
     assert pair[0] is pair[1]  # the memo keeps shared tensors shared
     with pytest.raises(RuntimeError, match=r"deepcopy: only leaf tensors .* produced by MulBackward"):
         copy.deepcopy(a * 2)
+
+
+def test_flip_method_takes_dims_one_by_one_like_torch():
+    array = np.arange(24.0).reshape(2, 3, 4)
+    for args, kwargs in [((0, 2), {}), ((1,), {}), (((0, 1),), {}), ((), {"dims": [2]}), ((-1, 0, 1), {})]:
+        expected = torch.tensor(array).flip(*args, **kwargs)
+        np.testing.assert_array_equal(numdiff.tensor(array).flip(*args, **kwargs).numpy(), expected.numpy())
+    x = numdiff.tensor(array, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda t: t.flip(0, 2), (x,))
+    with pytest.raises(ValueError, match=r"flip: dim \(1, 1\) names a dimension more than once"):
+        x.flip(1, 1)
