@@ -79,6 +79,8 @@ def _shared_by_equals(input: Tensor, value: Tensor) -> Tensor:
     """A whole tensor's median `value` with PyTorch's gradient: shared evenly by every element
     equal to it, as max() of a whole tensor shares its own, where the dim= form gives it to the
     element picked. A NaN or infinite median keeps the picked element's gradient."""
+    if not input.is_floating_point():  # no gradient to share, and the dtype stays the input's
+        return value
     finite = isfinite(value)
     equal = logical_and(input == value.detach(), isfinite(input))
     count = equal.sum().clamp(min=1)

@@ -57,6 +57,18 @@ def test_a_whole_tensor_median_shares_its_gradient_among_equal_elements_like_tor
     np.testing.assert_array_equal(leaf.grad.numpy(), reference.grad.numpy())
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float32", "float16", "bfloat16"])
+def test_a_whole_tensor_median_keeps_the_input_dtype(dtype):
+    values = [3, 1, 2, 2, 7]
+    ours = numdiff.tensor(values, dtype=getattr(numdiff, dtype))
+    theirs = torch.tensor(values, dtype=getattr(torch, dtype))
+    for name in ("median", "nanmedian"):
+        if name == "nanmedian" and dtype in ("int64", "int32", "uint8"):
+            continue  # torch's nanmedian refuses integers
+        result = getattr(ours, name)()
+        assert result.dtype.name == dtype and result.item() == getattr(theirs, name)().item()
+
+
 def test_a_whole_tensor_median_passes_gradcheck_and_gradgradcheck():
     x = numdiff.tensor([[0.3, 2.0, -1.0], [4.0, 0.7, 1.5]], dtype=numdiff.float64, requires_grad=True)
     assert numdiff.autograd.gradcheck(lambda t: t.median() * t.sum(), (x,))
