@@ -47,7 +47,14 @@ from numdiff._tensor_types import (
     LongTensor,
     ShortTensor,
 )
-from numdiff.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from numdiff.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from numdiff.creation import (
     arange,
     as_tensor,
@@ -277,7 +284,7 @@ __all__ = [
     "clip", "clone", "concat", "cos", "cuda", "device", "div", "dtype", "empty", "empty_like",
     "enable_grad", "eq", "equal", "erf", "exp", "expm1", "eye", "flatten", "flip", "float32",
     "float64", "from_numpy", "full", "full_like", "gather", "ge", "gt", "index_select",
-    "inference_mode", "int32", "int64", "is_grad_enabled", "isfinite", "isinf", "isnan", "le",
+    "inference_mode", "int32", "int64", "is_grad_enabled", "is_inference_mode_enabled", "isfinite", "isinf", "isnan", "le",
     "linspace", "logspace", "log", "log1p", "log_softmax", "logical_not", "logsumexp", "lt", "manual_seed",
     "masked_fill", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "nn", "no_grad",
     "ones", "ones_like", "permute", "pow", "prod", "rand", "rand_like", "randint", "randn",

@@ -29,6 +29,10 @@ def as_array(data: Any, dtype: Any) -> np.ndarray:
         python_data = False
     else:
         array = _python_array(data, target) if python_data else np.array(data)
+    if target is None and python_data and isinstance(data, (list, tuple)):
+        numpy_items = _dtype_of_numpy_items(data)
+        if numpy_items is not None:
+            return array if array.dtype == numpy_items.numpy else _dtype.cast_array(array, numpy_items)
     if target is not None:
         if python_data:
             _check_python_values("tensor", array, target)
@@ -53,6 +57,18 @@ def _array_of_tensors(data: list | tuple) -> np.ndarray:
         values = np.array(_host_values_nested(data))
         return values if values.dtype == target.numpy else _dtype.cast_array(values, target)
     return np.array([as_array(x, None) for x in data])
+
+
+def _dtype_of_numpy_items(data: list | tuple) -> _dtype.dtype | None:
+    """The dtype of a list that holds NumPy scalars or arrays, None if it holds none: PyTorch
+    promotes the items' own dtypes, a Python float counting as the default float dtype
+    (``[np.float64(0.1), 2.0]`` is float64, ``[np.float32(1)]`` float32 even under a float64
+    default, ``[np.int16(1), 2]`` int64), where NumPy's values alone would give the default."""
+    items = list(_flat(data))
+    if not any(isinstance(x, np.generic) or is_numpy(x) for x in items):
+        return None
+    dtypes = (_dtype.from_numpy(x.dtype) if is_numpy(x) else number_dtype("tensor", x) for x in items)
+    return functools.reduce(_dtype.promote, dtypes)
 
 
 def _host_values_nested(data: Any) -> Any:

@@ -231,7 +231,7 @@ METHODS = {
     "view": shape.view,
     "flatten": shape.flatten,
     "unflatten": shape.unflatten,
-    "squeeze": shape.squeeze,
+    "squeeze": lambda self, *dims, **kwargs: shape.squeeze(self, *(dims if len(dims) <= 1 else (dims,)), **kwargs),
     "unsqueeze": shape.unsqueeze,
     "transpose": shape.transpose,
     "permute": shape.permute,
@@ -242,7 +242,8 @@ METHODS = {
     "repeat": rearrange.repeat,
     "split": shape.split,
     "chunk": shape.chunk,
-    "flip": shape.flip,
+    # flip, squeeze and tile also take the dims one by one, as torch's methods do: x.flip(0, 1)
+    "flip": lambda self, *dims, **kwargs: shape.flip(self, *(dims if len(dims) <= 1 else (dims,)), **kwargs),
     "view_as": lambda self, other: shape.view(self, tuple(other.shape)),
     "reshape_as": lambda self, other: shape.reshape(self, tuple(other.shape)),
     # ordering and triangles
@@ -302,7 +303,7 @@ METHODS = {
     "dist": norms.dist,
     "tensor_split": rearrange.tensor_split,
     "roll": roll.roll,
-    "tile": rearrange.tile,
+    "tile": lambda self, *dims, **kwargs: rearrange.tile(self, *(dims if len(dims) <= 1 else (dims,)), **kwargs),
     "unbind": rearrange.unbind,
     "select": rearrange.select,
     "movedim": rearrange.movedim,

@@ -16,6 +16,7 @@ from numdiff.autograd.grad_mode import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
@@ -41,9 +42,15 @@ def grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
 ) -> tuple:
     """d(outputs)/d(inputs), returned as a tuple; no `.grad` is touched.
+
+    With `is_grads_batched`, each grad_output holds a batch of them along its first dimension
+    and each result is the batch of vector-Jacobian products. With `materialize_grads`, an
+    input the outputs do not use gets zeros instead of None.
 
     >>> x = numdiff.tensor(3.0, requires_grad=True)
     >>> (dx,) = numdiff.autograd.grad(x**3, x, create_graph=True)
@@ -51,7 +58,12 @@ def grad(
     (tensor(18.),)
     """
     from numdiff.autograd.engine import run_backward
+    from numdiff.creation import zeros_like
 
+    if materialize_grads and allow_unused is False:
+        raise ValueError("grad: materialize_grads=True needs allow_unused=True or left out, got allow_unused=False")
+    if allow_unused is None:
+        allow_unused = materialize_grads
     outputs = _tensors("grad", "outputs", outputs)
     inputs = _tensors("grad", "inputs", inputs)
     grad_outputs = [None] * len(outputs) if grad_outputs is None else _as_list(grad_outputs)
@@ -59,9 +71,53 @@ def grad(
         raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
     if retain_graph is None:
         retain_graph = create_graph
-    return run_backward(
-        outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
-    )
+    if is_grads_batched:
+        result = _batched_grads(run_backward, outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused)
+    else:
+        result = run_backward(
+            outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
+        )
+    if materialize_grads:
+        result = tuple(
+            zeros_like(x, requires_grad=create_graph) if r is None else r for r, x in zip(result, inputs)
+        )
+    return result
+
+
+def _batched_grads(
+    run_backward: Any, outputs: list, grad_outputs: list, retain_graph: bool, create_graph: bool, inputs: list, allow_unused: bool
+) -> tuple:
+    """grad's results for each row of the batched grad_outputs, stacked along a new first
+    dimension. PyTorch runs the rows under vmap; one backward per row gives the same numbers."""
+    from numdiff.ops.shape import stack
+
+    batches = set()
+    for index, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            continue
+        if not isinstance(g, Variable) or tuple(g.shape[1:]) != tuple(out.shape) or g.ndim != out.ndim + 1:
+            got = tuple(g.shape) if isinstance(g, Variable) else type(g).__name__
+            raise ValueError(
+                f"grad: with is_grads_batched=True, grad_outputs[{index}] must have a batch dimension "
+                f"in front of the output's shape {tuple(out.shape)}, got {got}"
+            )
+        batches.add(g.shape[0])
+    if len(batches) != 1:
+        raise ValueError(f"grad: is_grads_batched=True needs grad_outputs of one batch size, got sizes {sorted(batches)}")
+    (size,) = batches
+    rows = [
+        run_backward(
+            outputs,
+            [None if g is None else g[i] for g in grad_outputs],
+            retain_graph or i < size - 1,  # every row but the last needs the graph again
+            create_graph,
+            inputs=inputs,
+            capture=True,
+            allow_unused=allow_unused,
+        )
+        for i in range(size)
+    ]
+    return tuple(None if column[0] is None else stack(list(column)) for column in zip(*rows))
 
 
 def backward(
@@ -96,6 +152,7 @@ __all__ = [
     "gradgradcheck",
     "graph",
     "inference_mode",
+    "is_inference_mode_enabled",
     "is_grad_enabled",
     "no_grad",
     "set_detect_anomaly",

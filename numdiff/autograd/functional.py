@@ -30,10 +30,23 @@ def _single(values: tuple, single: bool) -> Any:
     return values[0] if single else values
 
 
-def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False) -> Any:
-    """d func(inputs) / d inputs, shaped output.shape + input.shape (reverse mode)."""
+def jacobian(
+    func: Callable[..., Any],
+    inputs: Any,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    strategy: str = "reverse-mode",
+) -> Any:
+    """d func(inputs) / d inputs, shaped output.shape + input.shape, by reverse mode or, with
+    strategy="forward-mode" (which PyTorch allows only with vectorize=True), by forward mode."""
     args, single = _as_tuple(inputs, "jacobian")
-    jac = _func.jacrev(func, argnums=tuple(range(len(args))))(*args)
+    if strategy not in ("reverse-mode", "forward-mode"):
+        raise ValueError(f"jacobian: strategy must be 'reverse-mode' or 'forward-mode', got {strategy!r}")
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError("jacobian: strategy='forward-mode' is only implemented with vectorize=True, as in PyTorch")
+    transform = _func.jacfwd if strategy == "forward-mode" else _func.jacrev
+    jac = transform(func, argnums=tuple(range(len(args))))(*args)
     if isinstance(jac, tuple) and jac and isinstance(jac[0], tuple):
         return tuple(_single(j, single) for j in jac)
     return _single(jac, single)

@@ -15,9 +15,16 @@ class _State(threading.local):
     # Set while numdiff.compile traces a backward (numdiff/compile/backward.py): ops record
     # themselves, but the gradients they compute are never differentiated again.
     tracing_backward = False
+    # Inside inference_mode(): only reported (is_inference_mode_enabled); it records as no_grad.
+    inference = False
 
 
 _state = _State()
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` (and a function it decorates), as in PyTorch."""
+    return _state.inference
 
 
 def is_grad_enabled() -> bool:
@@ -83,11 +90,28 @@ class inference_mode(_GradMode):  # noqa: N801
 
     def __enter__(self) -> None:
         self._mode = False if self._disable else _state.enabled
+        self._previous_inference = _state.inference
+        _state.inference = self._disable
         super().__enter__()
+
+    def __exit__(self, *exc_info: object) -> None:
+        super().__exit__(*exc_info)
+        _state.inference = self._previous_inference
 
     def __call__(self, func: F) -> F:
         self._mode = False if self._disable else True
-        return super().__call__(func)
+        grad_wrapper, disable = super().__call__(func), self._disable
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            previous = _state.inference
+            _state.inference = disable
+            try:
+                return grad_wrapper(*args, **kwargs)
+            finally:
+                _state.inference = previous
+
+        return wrapper  # type: ignore[return-value]
 
 
 class set_grad_enabled(_GradMode):  # noqa: N801

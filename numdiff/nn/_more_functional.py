@@ -215,17 +215,18 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     x = input if input.ndim == 2 else shape.unsqueeze(input, 0)
     labels = np.asarray(target.tolist(), dtype=np.int64).reshape(x.shape)
     classes = x.shape[1]
-    is_target = np.zeros(labels.shape, dtype=bool)
+    # A class listed twice before the -1 counts twice, as in PyTorch's loop over the list.
+    times_listed = np.zeros(labels.shape, dtype=np.int64)
     for row, values in enumerate(labels):
         for value in values:
             if value == -1:
                 break
             if not 0 <= value < classes:
                 raise IndexError(f"multilabel_margin_loss: target class {value} is out of range for {classes} classes")
-            is_target[row, value] = True
-    pairs = creation.tensor(is_target[:, :, None] & ~is_target[:, None, :], device=input.device)
+            times_listed[row, value] += 1
+    pair_counts = times_listed[:, :, None] * (times_listed[:, None, :] == 0)
     gaps = arithmetic.sub(1.0, arithmetic.sub(shape.unsqueeze(x, 2), shape.unsqueeze(x, 1)))
-    hinge = selection.where(pairs, activation.relu(gaps), 0.0)
+    hinge = arithmetic.mul(activation.relu(gaps), creation.tensor(pair_counts, dtype=x.dtype, device=input.device))
     per_sample = arithmetic.div(reductions.sum(hinge, (1, 2)), classes)
     per_sample = per_sample if input.ndim == 2 else shape.reshape(per_sample, ())
     return _reduce(per_sample, _reduction("multilabel_margin_loss", size_average, reduce, reduction))

@@ -69,13 +69,14 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise maximum, where a NaN loses to a number (NaN only where both are NaN)."""
     input, other = ensure_tensor("fmax", input), ensure_tensor("fmax", other)
-    return selection.where(logical.isnan(other), input, selection.where(logical.isnan(input), other, selection.maximum(input, other)))
+    # On a tie the gradient goes to input alone, as PyTorch's fmax has it (maximum splits it).
+    return selection.where(logical.logical_or(logical.isnan(other), logical.ge(input, other)), input, other)
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The elementwise minimum, where a NaN loses to a number (NaN only where both are NaN)."""
     input, other = ensure_tensor("fmin", input), ensure_tensor("fmin", other)
-    return selection.where(logical.isnan(other), input, selection.where(logical.isnan(input), other, selection.minimum(input, other)))
+    return selection.where(logical.logical_or(logical.isnan(other), logical.le(input, other)), input, other)
 
 
 def copysign(input: Any, other: Any) -> Tensor:

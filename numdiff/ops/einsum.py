@@ -119,12 +119,40 @@ def _contract(a: Tensor, a_letters: str, b: Tensor, b_letters: str, keep: set[st
     return product.reshape(*[sizes[c] for c in letters]), letters
 
 
+def _sublist_form(args: tuple) -> tuple[str, tuple]:
+    """The equation and operands of einsum's sublist form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``:
+    each operand followed by its dimensions' numbers (0-51, or ... for the broadcast ones),
+    and optionally the output's numbers last."""
+    pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
+
+    def letters(sublist: Any) -> str:
+        if not isinstance(sublist, (list, tuple)):
+            raise TypeError(f"einsum: in the sublist form each operand is followed by a list of ints, got {type(sublist).__name__}")
+        text = ""
+        for item in sublist:
+            if item is Ellipsis:
+                text += "..."
+            elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < 52:
+                text += chr(ord("A") + item) if item < 26 else chr(ord("a") + item - 26)
+            else:
+                raise ValueError(f"einsum: a sublist subscript must be an int in [0, 52) or ..., got {item!r}")
+        return text
+
+    equation = ",".join(letters(sublist) for sublist in pairs[1::2])
+    if output is not None:
+        equation += "->" + letters(output)
+    return equation, tuple(pairs[0::2])
+
+
 def einsum(equation: str, *operands: Any) -> Tensor:
-    """Einstein summation, as ``torch.einsum``: ``einsum("bij,bjk->bik", a, b)`` is a batched matmul.
+    """Einstein summation, as ``torch.einsum``: ``einsum("bij,bjk->bik", a, b)`` is a batched matmul,
+    and so is the sublist form ``einsum(a, [0, 1, 2], b, [0, 2, 3], [0, 1, 3])``.
 
     >>> numdiff.einsum("ij,j->i", numdiff.ones(2, 3), numdiff.tensor([1., 2., 3.]))
     tensor([6., 6.])
     """
+    if isinstance(equation, Tensor):
+        equation, operands = _sublist_form((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):

@@ -3,7 +3,8 @@ gathered.
 
 Each finds an int64 index per slice from ops numdiff.compile can replay (a stable argsort, counts
 of NaNs, comparisons, cummax), and gathers the values at those indices, so the gradient goes to
-the element picked, as PyTorch's does. No new primitive: the gradient checks in
+the element picked, as PyTorch's does (the whole tensor's median shares it among the elements
+equal to it, as PyTorch's evenly_distribute_backward). No new primitive: the gradient checks in
 tests/ops/cases_order_statistics.py run through gather's backward.
 
 PyTorch's rules: the median of n values is the lower one, sorted position (n - 1) // 2; a slice
@@ -20,6 +21,7 @@ from typing import Any
 from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.indexing import gather
+from numdiff.ops.logical import isfinite, logical_and
 from numdiff.ops.reduction import values_indices
 from numdiff.ops.scan import cummax
 from numdiff.ops.selection import where
@@ -61,7 +63,7 @@ def _median(op: str, input: Any, dim: Any, keepdim: bool, ignore_nan: bool):
         input = ensure_tensor(op, input)
         if input.numel() == 0:
             raise IndexError(f"{op}: cannot take the median of an empty tensor (shape {tuple(input.shape)})")
-        return _median(op, input.reshape(-1), 0, False, ignore_nan).values
+        return _shared_by_equals(input, _median(op, input.reshape(-1), 0, False, ignore_nan).values)
     input, dim, scalar = _prepare(op, input, dim)
     order = argsort(input, dim, stable=True)  # NaNs sort last, in their order
     n = input.shape[dim]
@@ -71,6 +73,20 @@ def _median(op: str, input: Any, dim: Any, keepdim: bool, ignore_nan: bool):
     else:  # a slice with NaN: its first NaN
         position = where(nans > 0, n - nans, nans * 0 + (n - 1) // 2)
     return _picked(op, input, dim, position, order, keepdim, scalar)
+
+
+def _shared_by_equals(input: Tensor, value: Tensor) -> Tensor:
+    """A whole tensor's median `value` with PyTorch's gradient: shared evenly by every element
+    equal to it, as max() of a whole tensor shares its own, where the dim= form gives it to the
+    element picked. A NaN or infinite median keeps the picked element's gradient."""
+    if not input.is_floating_point():  # no gradient to share, and the dtype stays the input's
+        return value
+    finite = isfinite(value)
+    equal = logical_and(input == value.detach(), isfinite(input))
+    count = equal.sum().clamp(min=1)
+    # Zero in the forward pass; subtracting it keeps a median of -0.0 negative.
+    minus_share = where(equal, input.detach() - input, 0.0).sum() / count
+    return where(finite, value.detach(), value) - minus_share
 
 
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -33,6 +33,7 @@ from numdiff.ops.indexing import (
     scatter_add,
 )
 from numdiff.ops.registry import register
+from numdiff.ops.scatter_reduce import scatter_reduce
 from numdiff.tensor import Tensor
 
 
@@ -159,9 +160,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     else:
         src = scalar_like(src, input, "scatter").expand(tuple(index.shape))
     if reduce is not None:
-        if reduce != "add":
-            raise ValueError(f"scatter: reduce={reduce!r} is not supported (None or 'add'; see scatter_add)")
-        return scatter_add(input, dim, index, src)
+        if reduce not in ("add", "multiply"):
+            raise ValueError(f"scatter: reduce must be 'add' or 'multiply' (see scatter_reduce for more), got {reduce!r}")
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        # PyTorch's multiply keeps input's own value in each product and records no derivative;
+        # scatter_reduce's "prod" computes the same numbers and has one.
+        return scatter_reduce(input, dim, index, src, "prod", include_self=True)
     return Scatter.apply(input, index, src, dim=dim)
 
 

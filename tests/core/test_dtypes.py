@@ -332,3 +332,45 @@ def test_integer_to_float_promotion_takes_the_default_dtype_like_torch(op):
         results.append((str(out.dtype).split(".")[1], out.numpy()))
     assert results[0][0] == results[1][0] == "float64"
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-15)  # 1 ulp: sqrt's last bit
+
+
+# Lists of NumPy scalars and arrays, as built from a NumPy computation (np.mean, an array's
+# rows): numdiff gave them the default float dtype, so [np.float64(0.1)] lost its digits.
+NUMPY_ITEM_LISTS = [
+    [np.float64(0.1), 2.0],
+    [np.float32(1.5)],
+    [np.float16(1.0), 2],
+    [np.int32(1), np.int32(2)],
+    [np.int16(1), 2],
+    [np.uint8(1), np.int8(-1)],
+    [np.float32(1.0), True],
+    [np.bool_(True), False],
+    [np.int64(3), 2.0],
+    [np.ones(2), np.zeros(2)],
+    [np.ones(2, dtype=np.float32), [1.0, 2.0]],
+    [np.arange(2, dtype=np.int32), [1, 2]],
+    [[np.float64(0.5)], [np.float64(0.25)]],
+]
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+@pytest.mark.parametrize("case", range(len(NUMPY_ITEM_LISTS)))
+def test_a_list_of_numpy_items_promotes_their_dtypes_like_torch(case, default):
+    data = NUMPY_ITEM_LISTS[case]
+    torch_default, nd_default = torch.get_default_dtype(), nd.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, default))
+    nd.set_default_dtype(getattr(nd, default))
+    try:
+        expected, got = torch.tensor(data), nd.tensor(data)
+    finally:
+        torch.set_default_dtype(torch_default)
+        nd.set_default_dtype(nd_default)
+    assert got.dtype.name == str(expected.dtype).removeprefix("torch.")
+    assert got.tolist() == expected.tolist()
+
+
+def test_a_list_of_numpy_items_keeps_an_explicit_dtype_and_refuses_an_unsupported_one():
+    assert nd.tensor([np.float64(0.1)], dtype=nd.float32).dtype is nd.float32
+    assert nd.tensor([np.float64(0.1)]).item() == 0.1
+    with pytest.raises(TypeError, match="complex128"):
+        nd.tensor([np.complex128(1.0)])

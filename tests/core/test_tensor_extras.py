@@ -1,4 +1,4 @@
-"""Tensor.new_zeros/new_ones/new_empty/new_full/new_tensor and Tensor.narrow, against torch 2.13."""
+"""Tensor.new_zeros/new_ones/new_empty/new_full/new_tensor, Tensor.narrow and Tensor.flip's forms, against torch 2.13."""
 
 from __future__ import annotations
 
@@ -72,3 +72,35 @@ def test_deepcopy_copies_a_leaf_with_its_grad_and_refuses_an_op_result():
     assert pair[0] is pair[1]  # the memo keeps shared tensors shared
     with pytest.raises(RuntimeError, match=r"deepcopy: only leaf tensors .* produced by MulBackward"):
         copy.deepcopy(a * 2)
+
+
+@pytest.mark.parametrize(
+    "method, args, kwargs",
+    [
+        ("flip", (0, 2), {}),
+        ("flip", (1,), {}),
+        ("flip", ((0, 1),), {}),
+        ("flip", (), {"dims": [2]}),
+        ("flip", (-1, 0, 1), {}),
+        ("squeeze", (0, 2), {}),
+        ("squeeze", ((0, 2),), {}),
+        ("squeeze", (), {"dim": 2}),
+        ("squeeze", (), {}),
+        ("tile", (2, 1, 1), {}),
+        ("tile", (1, 2, 1, 2), {}),
+        ("tile", (3,), {}),
+        ("tile", (), {"dims": (2, 1)}),
+    ],
+)
+def test_shape_methods_take_dims_one_by_one_like_torch(method, args, kwargs):
+    array = np.arange(24.0).reshape((1, 2, 1, 12) if method == "squeeze" else (2, 3, 4))
+    expected = getattr(torch.tensor(array), method)(*args, **kwargs)
+    np.testing.assert_array_equal(getattr(numdiff.tensor(array), method)(*args, **kwargs).numpy(), expected.numpy())
+
+
+def test_flip_method_with_dims_one_by_one_has_a_gradient_and_refuses_a_repeat():
+    array = np.arange(24.0).reshape(2, 3, 4)
+    x = numdiff.tensor(array, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda t: t.flip(0, 2), (x,))
+    with pytest.raises(ValueError, match=r"flip: dim \(1, 1\) names a dimension more than once"):
+        x.flip(1, 1)

@@ -21,6 +21,8 @@ ROWS = RNG.standard_normal((5, 3))
 NEGATIVES = RNG.standard_normal((5, 3))
 SCORES = RNG.standard_normal((3, 5))
 LABELS = np.array([[3, 0, -1, 1, 2], [1, 2, 3, -1, 0], [4, -1, 2, 2, 2]])
+# A class listed twice before the -1 counts twice in PyTorch (numdiff counted it once).
+REPEATED_LABELS = np.array([[2, 2, -1, 0, 0], [1, 4, 1, 1, -1], [0, 1, 2, 3, 4]])
 
 # name -> (function(library functional, inputs), inputs)
 CASES = {
@@ -34,6 +36,9 @@ CASES = {
     "channel_shuffle": (lambda f, x: f.channel_shuffle(x, 2), [X4]),
     "multilabel_margin_loss": (lambda f, x: f.multilabel_margin_loss(x, _labels(f)), [SCORES]),
     "multilabel_margin_loss_none": (lambda f, x: f.multilabel_margin_loss(x, _labels(f), reduction="none"), [SCORES]),
+    "multilabel_margin_loss_repeated": (
+        lambda f, x: f.multilabel_margin_loss(x, _labels(f, REPEATED_LABELS), reduction="none"), [SCORES]
+    ),
     "triplet_with_distance": (
         lambda f, a, p, n: f.triplet_margin_with_distance_loss(a, p, n, margin=0.5, swap=True), [ROWS, ROWS * 0.5, NEGATIVES]
     ),
@@ -46,8 +51,8 @@ CASES = {
 }
 
 
-def _labels(f):
-    return (torch if f is tf else numdiff).tensor(LABELS)
+def _labels(f, labels=LABELS):
+    return (torch if f is tf else numdiff).tensor(labels)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -64,7 +69,7 @@ def test_value_and_gradient_match_torch(case):
         np.testing.assert_allclose(mine.grad.numpy(), their.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("case", ["lp_pool2d", "max_unpool2d", "pdist", "multilabel_margin_loss", "triplet_with_distance"])
+@pytest.mark.parametrize("case", ["lp_pool2d", "max_unpool2d", "pdist", "multilabel_margin_loss", "multilabel_margin_loss_repeated", "triplet_with_distance"])
 def test_float64_gradcheck(case):
     function, arrays = CASES[case]
     inputs = [numdiff.tensor(a, requires_grad=True) for a in arrays]

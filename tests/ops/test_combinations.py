@@ -43,6 +43,54 @@ def test_median_gradient_goes_to_the_element_picked():
     np.testing.assert_array_equal(leaf.grad.numpy(), reference.grad.numpy())
 
 
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize(
+    "values", [[2.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [3.0, 2.0, 3.0, 2.0, 1.0, 2.0], [NAN, 1.0, 2.0, 1.0], [-0.0]]
+)
+def test_a_whole_tensor_median_shares_its_gradient_among_equal_elements_like_torch(name, values):
+    leaf, reference = numdiff.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    ours, theirs = getattr(leaf, name)(), getattr(reference, name)()
+    ours.backward()
+    theirs.backward()
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    assert np.signbit(ours.item()) == np.signbit(theirs.item())
+    np.testing.assert_array_equal(leaf.grad.numpy(), reference.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "float32", "float16", "bfloat16"])
+def test_a_whole_tensor_median_keeps_the_input_dtype(dtype):
+    values = [3, 1, 2, 2, 7]
+    ours = numdiff.tensor(values, dtype=getattr(numdiff, dtype))
+    theirs = torch.tensor(values, dtype=getattr(torch, dtype))
+    for name in ("median", "nanmedian"):
+        if name == "nanmedian" and dtype in ("int64", "int32", "uint8"):
+            continue  # torch's nanmedian refuses integers
+        result = getattr(ours, name)()
+        assert result.dtype.name == dtype and result.item() == getattr(theirs, name)().item()
+
+
+def test_a_whole_tensor_median_passes_gradcheck_and_gradgradcheck():
+    x = numdiff.tensor([[0.3, 2.0, -1.0], [4.0, 0.7, 1.5]], dtype=numdiff.float64, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda t: t.median() * t.sum(), (x,))
+    assert numdiff.autograd.gradgradcheck(lambda t: t.nanmedian() * t.sum(), (x,))
+
+
+def test_fmax_and_fmin_give_a_tie_gradient_to_input_and_skip_nan_like_torch():
+    a = [0.0, 1.0, NAN, NAN, 2.0, -1.0]
+    b = [0.0, NAN, 1.0, NAN, 3.0, -2.0]
+    for name in ("fmax", "fmin"):
+        ours = [numdiff.tensor(v, dtype=numdiff.float64, requires_grad=True) for v in (a, b)]
+        theirs = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (a, b)]
+        getattr(numdiff, name)(*ours).sum().backward()
+        getattr(torch, name)(*theirs).sum().backward()
+        np.testing.assert_array_equal(getattr(numdiff, name)(*ours).detach().numpy(), getattr(torch, name)(*theirs).detach().numpy())
+        for mine, their in zip(ours, theirs):
+            np.testing.assert_array_equal(mine.grad.numpy(), their.grad.numpy())
+    x = numdiff.tensor([0.5, -1.0, 2.0], dtype=numdiff.float64, requires_grad=True)
+    y = numdiff.tensor([1.0, -2.0, 0.0], dtype=numdiff.float64, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda p, q: numdiff.fmax(p, q) * numdiff.fmin(p, q), (x, y))
+
+
 def test_mode_takes_the_smallest_most_frequent_value_at_its_last_occurrence():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 4, (5, 9)).astype(np.float64)

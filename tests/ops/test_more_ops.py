@@ -191,6 +191,9 @@ PARITY = {
     "scatter-value": (lambda m, x, i: x.scatter(0, i, -1.5), _normal(3, 2), np.array([[2, 0]])),
     "scatter-value-kw": (lambda m, x, i: m.scatter(x, 0, i, value=4), _ints(0, 9, 3, 2), np.array([[2, 0]])),
     "scatter-reduce-add": (lambda m, x, i, s: x.scatter(0, i, s, reduce="add"), _normal(3), np.array([1, 1]), _normal(2)),
+    # torch records no derivative for reduce="multiply", so the parity cases hold integers
+    "scatter-reduce-multiply": (lambda m, x, i, s: x.scatter(1, i, s, reduce="multiply"), _ints(1, 6, 2, 3), np.array([[0, 0, 2], [1, 1, 1]]), _ints(1, 6, 2, 3)),
+    "scatter-reduce-multiply-value": (lambda m, x, i: m.scatter(x, 0, i, value=3, reduce="multiply"), _ints(1, 6, 3, 2), np.array([[2, 0], [2, 2]])),
     "index_add": (lambda m, x, i, s: m.index_add(x, 0, i, s, alpha=3), _normal(3, 2), np.array([2, 2, 0]), _normal(3, 2)),
     "index_add-dim": (lambda m, x, i, s: x.index_add(-1, i, s), _normal(2, 3), np.array([1]), _normal(2, 1)),
     "masked_select": (lambda m, x, k: m.masked_select(x, k), _normal(2, 3), _normal(3) > 0),
@@ -441,7 +444,7 @@ BAD = [
     (lambda: numdiff.scatter(numdiff.ones(3), 0, numdiff.tensor([0, 1]), numdiff.ones(1)), ValueError, r"scatter: index shape \(2,\) exceeds src shape \(1,\)"),
     (lambda: numdiff.scatter(numdiff.ones(3), 0, numdiff.tensor([0]), numdiff.ones(1, dtype=numdiff.float64)), TypeError, r"scatter: src is numdiff.float64 but input is numdiff.float32"),
     (lambda: numdiff.scatter(numdiff.ones(2, 2), 0, numdiff.tensor([[0, 0, 0]]), 1.0), ValueError, r"scatter: index shape \(1, 3\) exceeds input shape \(2, 2\) in dimension 1"),
-    (lambda: numdiff.scatter(numdiff.ones(2), 0, numdiff.tensor([0]), 1.0, reduce="multiply"), ValueError, r"scatter: reduce='multiply' is not supported"),
+    (lambda: numdiff.scatter(numdiff.ones(2), 0, numdiff.tensor([0]), 1.0, reduce="mean"), ValueError, r"scatter: reduce must be 'add' or 'multiply' .* got 'mean'"),
     (lambda: numdiff.scatter(numdiff.ones(2), 0, numdiff.tensor([0])), TypeError, r"scatter: expected a src tensor or a value"),
     (lambda: numdiff.index_add(numdiff.ones(3), 0, numdiff.tensor([3]), numdiff.ones(1)), IndexError, r"index_add: index values must be in \[0, 3\)"),
     (lambda: numdiff.index_add(numdiff.ones(3, 2), 0, numdiff.tensor([0, 1]), numdiff.ones(3, 2)), ValueError, r"index_add: source of shape \(3, 2\) must be the input's shape \(3, 2\) with 2"),
@@ -663,3 +666,16 @@ def test_inf_norms_and_logsumexp_of_an_empty_tensor_over_non_empty_dims_are_empt
     assert empty.grad.shape == (0, 3)
     with pytest.raises(RuntimeError, match=r"amax: cannot reduce over dim 0, which has size 0 \(input shape \(0, 3\)\)"):
         empty.amax(0)
+
+
+def test_scatter_multiply_of_floats_matches_torch_and_passes_gradcheck():
+    # torch computes the products but records no derivative; numdiff's go through scatter_reduce's prod.
+    x, src, index = _normal(2, 4), _normal(2, 4), np.array([[0, 0, 3, 3], [1, 2, 1, 1]])
+    expected = torch.tensor(x).scatter(1, torch.tensor(index), torch.tensor(src), reduce="multiply")
+    got = numdiff.tensor(x).scatter(1, numdiff.tensor(index), numdiff.tensor(src), reduce="multiply")
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-15)
+    inplace = numdiff.tensor(x)
+    inplace.scatter_(1, numdiff.tensor(index), numdiff.tensor(src), reduce="multiply")
+    np.testing.assert_allclose(inplace.numpy(), expected.numpy(), rtol=1e-15)
+    inputs = (numdiff.tensor(x, requires_grad=True), numdiff.tensor(src, requires_grad=True))
+    assert numdiff.autograd.gradcheck(lambda a, s: a.scatter(1, numdiff.tensor(index), s, reduce="multiply"), inputs)

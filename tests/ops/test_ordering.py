@@ -155,6 +155,39 @@ def test_einsum_bad_equations_name_the_problem(equation, shapes, message):
         numdiff.einsum(equation, *[numdiff.ones(*s) for s in shapes])
 
 
+@pytest.mark.parametrize(
+    "sublists,shapes",
+    [
+        (([0, 1, 2], [2, 3], [0, 3]), [(2, 3, 4), (4, 5)]),
+        (([0, 1, 2], [2, 3]), [(2, 3, 4), (4, 5)]),
+        (([7, 7],), [(4, 4)]),
+        (([51, 0], [0]), [(3, 4)]),
+        (([Ellipsis, 2], [2, 30], [Ellipsis, 30]), [(2, 3, 4), (4, 5)]),
+        (([0], [1], [0, 1], [0]), [(3,), (4,), (3, 4)]),
+    ],
+)
+def test_einsum_sublist_form_matches_torch_forward_and_gradients(sublists, shapes):
+    rng = np.random.default_rng(6)
+    pairs = [_pair(rng.standard_normal(shape)) for shape in shapes]
+
+    def interleave(tensors):
+        args = [item for tensor, sublist in zip(tensors, sublists) for item in (tensor, list(sublist))]
+        return args + [list(sublists[-1])] if len(sublists) > len(shapes) else args
+
+    ours = numdiff.einsum(*interleave([p[0] for p in pairs]))
+    theirs = torch.einsum(*interleave([p[1] for p in pairs]))
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
+    _grads_match(ours, theirs, pairs[0][0], pairs[0][1])
+    assert numdiff.autograd.gradcheck(lambda *xs: numdiff.einsum(*interleave(xs)), [p[0] for p in pairs])
+
+
+def test_einsum_sublist_form_refuses_bad_subscripts_by_name():
+    with pytest.raises(ValueError, match=r"einsum: a sublist subscript must be an int in \[0, 52\) or \.\.\., got 52"):
+        numdiff.einsum(numdiff.ones(2, 2), [0, 52])
+    with pytest.raises(TypeError, match="einsum: in the sublist form each operand is followed by a list of ints, got str"):
+        numdiff.einsum(numdiff.ones(2, 2), "ij")
+
+
 def test_einsum_refuses_non_tensors():
     with pytest.raises(TypeError, match="einsum: operands must be Tensors"):
         numdiff.einsum("i->i", np.ones(2))
