@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,9 +42,16 @@ def grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
-) -> tuple:
-    """d(outputs)/d(inputs), returned as a tuple; no `.grad` is touched.
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple | dict:
+    """d(outputs)/d(inputs), returned as a tuple (a dict when `inputs` is a dict of tensors, as
+    torch 2's); no `.grad` is touched. PyTorch's keywords: `only_inputs` is deprecated and ignored
+    (False warns, as PyTorch does); `is_grads_batched` takes each grad_output with a leading batch
+    dimension and returns the gradients stacked along it; `materialize_grads` gives zeros instead of
+    None for inputs the outputs do not depend on (`allow_unused` then defaults to True).
 
     >>> x = numdiff.tensor(3.0, requires_grad=True)
     >>> (dx,) = numdiff.autograd.grad(x**3, x, create_graph=True)
@@ -52,16 +60,70 @@ def grad(
     """
     from numdiff.autograd.engine import run_backward
 
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "grad: materialize_grads=True fills unused inputs' gradients with zeros, so allow_unused must be "
+            "True or not passed, but got allow_unused=False"
+        )
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if not only_inputs:
+        # PyTorch's own warning: the argument has done nothing since it was deprecated.
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+            "gradient for other parts of the graph, please use numdiff.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
+        )
+    keys = list(inputs) if type(inputs) is dict else None
     outputs = _tensors("grad", "outputs", outputs)
-    inputs = _tensors("grad", "inputs", inputs)
+    inputs = _tensors("grad", "inputs", list(inputs.values()) if keys is not None else inputs)
+    if not inputs:
+        raise RuntimeError("grad: the inputs argument cannot be empty; pass the tensors to differentiate with respect to")
     grad_outputs = [None] * len(outputs) if grad_outputs is None else _as_list(grad_outputs)
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
     if retain_graph is None:
         retain_graph = create_graph
-    return run_backward(
-        outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
-    )
+    if is_grads_batched:
+        result = _batched_grad(run_backward, outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    else:
+        result = run_backward(
+            outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
+        )
+    if materialize_grads:
+        from numdiff.creation import zeros_like
+
+        result = tuple(
+            g if g is not None else zeros_like(t).requires_grad_(create_graph) for g, t in zip(result, inputs)
+        )
+    return dict(zip(keys, result)) if keys is not None else result
+
+
+def _batched_grad(run_backward: Any, outputs: list, inputs: list, grad_outputs: list, retain_graph: bool,
+                  create_graph: bool, allow_unused: bool) -> tuple:
+    """grad with is_grads_batched: one backward per entry of the grad_outputs' leading dimension
+    (the graph kept until the last), each input's gradients stacked along a new first dimension."""
+    from numdiff.ops.shape import stack
+
+    sizes = set()
+    for index, (output, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(g, Variable) or g.ndim == 0 or g.shape[0] == 0 or tuple(g.shape[1:]) != tuple(output.shape):
+            shape = tuple(g.shape) if isinstance(g, Variable) else type(g).__name__
+            raise RuntimeError(
+                f"grad: with is_grads_batched=True, grad_outputs[{index}] must be a tensor of shape (batch, "
+                f"*{tuple(output.shape)}) (output {index}'s shape behind a batch of at least 1), got {shape}"
+            )
+        sizes.add(g.shape[0])
+    if len(sizes) != 1:
+        raise RuntimeError(f"grad: with is_grads_batched=True, every grad_output needs one batch size, got {sorted(sizes)}")
+    (count,) = sizes
+    rows = []
+    for b in range(count):
+        keep = retain_graph or b < count - 1  # the later rows walk the same graph
+        rows.append(run_backward(outputs, [g[b] for g in grad_outputs], keep, create_graph, inputs=inputs,
+                                 capture=True, allow_unused=allow_unused))
+    return tuple(None if column[0] is None else stack(list(column)) for column in zip(*rows))
 
 
 def backward(
