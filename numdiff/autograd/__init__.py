@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from numdiff.autograd import graph
@@ -25,7 +25,13 @@ from numdiff.autograd.variable import Variable
 
 
 def _as_list(x: Any) -> list:
-    return list(x) if isinstance(x, (tuple, list)) else [x]
+    """A tensor (or None) as a one-item list; any other iterable as its items, as PyTorch reads them:
+    MAML code passes ``model.parameters()`` (a generator) or a dict's ``.values()``."""
+    if isinstance(x, (tuple, list)):
+        return list(x)
+    if x is None or isinstance(x, Variable) or not isinstance(x, Iterable):
+        return [x]
+    return list(x)
 
 
 def _tensors(op: str, what: str, items: Any) -> list:
