@@ -98,10 +98,8 @@ def grad(
             outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
         )
     if materialize_grads:
-        from numdiff.creation import zeros_like
-
         result = tuple(
-            g if g is not None else zeros_like(t).requires_grad_(create_graph) for g, t in zip(result, inputs)
+            g if g is not None else t.new_zeros(t.shape).requires_grad_(create_graph) for g, t in zip(result, inputs)
         )
     return dict(zip(keys, result)) if keys is not None else result
 

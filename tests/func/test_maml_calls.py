@@ -106,3 +106,13 @@ def test_jacobian_strategy_errors_name_the_call_and_the_value():
         numdiff.autograd.functional.jacobian(numdiff.exp, x, create_graph=True, strategy="forward-mode")
     with pytest.raises(ValueError, match=r"hessian: outer_jacobian_strategy must be"):
         numdiff.autograd.functional.hessian(lambda v: v.sum(), x, outer_jacobian_strategy=None)
+
+
+def test_stateless_functional_call_is_the_deprecated_alias_with_torchs_warning():
+    model = numdiff.nn.Linear(3, 2)
+    values = {"weight": numdiff.ones(2, 3), "bias": numdiff.zeros(2)}
+    with pytest.warns(FutureWarning, match="use numdiff.func.functional_call"):
+        out = numdiff.nn.utils.stateless.functional_call(model, values, (numdiff.ones(1, 3),))
+    np.testing.assert_array_equal(out.detach().numpy(), [[3.0, 3.0]])
+    with pytest.warns(FutureWarning), pytest.raises(KeyError, match=r"no value given for \['bias'\]"):
+        numdiff.nn.utils.stateless.functional_call(model, {"weight": numdiff.ones(2, 3)}, numdiff.ones(1, 3), strict=True)
