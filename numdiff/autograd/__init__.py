@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from numdiff.autograd import graph
@@ -25,7 +26,13 @@ from numdiff.autograd.variable import Variable
 
 
 def _as_list(x: Any) -> list:
-    return list(x) if isinstance(x, (tuple, list)) else [x]
+    """A tensor (or None) as a one-item list; any other iterable as its items, as PyTorch reads them:
+    MAML code passes ``model.parameters()`` (a generator) or a dict's ``.values()``."""
+    if isinstance(x, (tuple, list)):
+        return list(x)
+    if x is None or isinstance(x, Variable) or not isinstance(x, Iterable):
+        return [x]
+    return list(x)
 
 
 def _tensors(op: str, what: str, items: Any) -> list:
@@ -42,15 +49,16 @@ def grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
-) -> tuple:
-    """d(outputs)/d(inputs), returned as a tuple; no `.grad` is touched.
-
-    With `is_grads_batched`, each grad_output holds a batch of them along its first dimension
-    and each result is the batch of vector-Jacobian products. With `materialize_grads`, an
-    input the outputs do not use gets zeros instead of None.
+) -> tuple | dict:
+    """d(outputs)/d(inputs), returned as a tuple (a dict when `inputs` is a dict of tensors, as
+    torch 2's); no `.grad` is touched. PyTorch's keywords: `only_inputs` is deprecated and ignored
+    (False warns, as PyTorch does); `is_grads_batched` takes each grad_output with a leading batch
+    dimension and returns the gradients stacked along it; `materialize_grads` gives zeros instead of
+    None for inputs the outputs do not depend on (`allow_unused` then defaults to True).
 
     >>> x = numdiff.tensor(3.0, requires_grad=True)
     >>> (dx,) = numdiff.autograd.grad(x**3, x, create_graph=True)
@@ -58,65 +66,68 @@ def grad(
     (tensor(18.),)
     """
     from numdiff.autograd.engine import run_backward
-    from numdiff.creation import zeros_like
 
     if materialize_grads and allow_unused is False:
-        raise ValueError("grad: materialize_grads=True needs allow_unused=True or left out, got allow_unused=False")
+        raise ValueError(
+            "grad: materialize_grads=True fills unused inputs' gradients with zeros, so allow_unused must be "
+            "True or not passed, but got allow_unused=False"
+        )
     if allow_unused is None:
         allow_unused = materialize_grads
+    if not only_inputs:
+        # PyTorch's own warning: the argument has done nothing since it was deprecated.
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+            "gradient for other parts of the graph, please use numdiff.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
+        )
+    keys = list(inputs) if type(inputs) is dict else None
     outputs = _tensors("grad", "outputs", outputs)
-    inputs = _tensors("grad", "inputs", inputs)
+    inputs = _tensors("grad", "inputs", list(inputs.values()) if keys is not None else inputs)
+    if not inputs:
+        raise RuntimeError("grad: the inputs argument cannot be empty; pass the tensors to differentiate with respect to")
     grad_outputs = [None] * len(outputs) if grad_outputs is None else _as_list(grad_outputs)
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
     if retain_graph is None:
         retain_graph = create_graph
     if is_grads_batched:
-        result = _batched_grads(run_backward, outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused)
+        result = _batched_grad(run_backward, outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
     else:
         result = run_backward(
             outputs, grad_outputs, retain_graph, create_graph, inputs=inputs, capture=True, allow_unused=allow_unused
         )
     if materialize_grads:
         result = tuple(
-            zeros_like(x, requires_grad=create_graph) if r is None else r for r, x in zip(result, inputs)
+            g if g is not None else t.new_zeros(t.shape).requires_grad_(create_graph) for g, t in zip(result, inputs)
         )
-    return result
+    return dict(zip(keys, result)) if keys is not None else result
 
 
-def _batched_grads(
-    run_backward: Any, outputs: list, grad_outputs: list, retain_graph: bool, create_graph: bool, inputs: list, allow_unused: bool
-) -> tuple:
-    """grad's results for each row of the batched grad_outputs, stacked along a new first
-    dimension. PyTorch runs the rows under vmap; one backward per row gives the same numbers."""
+def _batched_grad(run_backward: Any, outputs: list, inputs: list, grad_outputs: list, retain_graph: bool,
+                  create_graph: bool, allow_unused: bool) -> tuple:
+    """grad with is_grads_batched: one backward per entry of the grad_outputs' leading dimension
+    (the graph kept until the last), each input's gradients stacked along a new first dimension."""
     from numdiff.ops.shape import stack
 
-    batches = set()
-    for index, (out, g) in enumerate(zip(outputs, grad_outputs)):
-        if g is None:
-            continue
-        if not isinstance(g, Variable) or tuple(g.shape[1:]) != tuple(out.shape) or g.ndim != out.ndim + 1:
-            got = tuple(g.shape) if isinstance(g, Variable) else type(g).__name__
-            raise ValueError(
-                f"grad: with is_grads_batched=True, grad_outputs[{index}] must have a batch dimension "
-                f"in front of the output's shape {tuple(out.shape)}, got {got}"
+    sizes = set()
+    for index, (output, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(g, Variable) or g.ndim == 0 or g.shape[0] == 0 or tuple(g.shape[1:]) != tuple(output.shape):
+            shape = tuple(g.shape) if isinstance(g, Variable) else type(g).__name__
+            raise RuntimeError(
+                f"grad: with is_grads_batched=True, grad_outputs[{index}] must be a tensor of shape (batch, "
+                f"*{tuple(output.shape)}) (output {index}'s shape behind a batch of at least 1), got {shape}"
             )
-        batches.add(g.shape[0])
-    if len(batches) != 1:
-        raise ValueError(f"grad: is_grads_batched=True needs grad_outputs of one batch size, got sizes {sorted(batches)}")
-    (size,) = batches
-    rows = [
-        run_backward(
-            outputs,
-            [None if g is None else g[i] for g in grad_outputs],
-            retain_graph or i < size - 1,  # every row but the last needs the graph again
-            create_graph,
-            inputs=inputs,
-            capture=True,
-            allow_unused=allow_unused,
-        )
-        for i in range(size)
-    ]
+        sizes.add(g.shape[0])
+    if len(sizes) != 1:
+        raise RuntimeError(f"grad: with is_grads_batched=True, every grad_output needs one batch size, got {sorted(sizes)}")
+    (count,) = sizes
+    rows = []
+    for b in range(count):
+        keep = retain_graph or b < count - 1  # the later rows walk the same graph
+        rows.append(run_backward(outputs, [g[b] for g in grad_outputs], keep, create_graph, inputs=inputs,
+                                 capture=True, allow_unused=allow_unused))
     return tuple(None if column[0] is None else stack(list(column)) for column in zip(*rows))
 
 

@@ -30,36 +30,46 @@ def _single(values: tuple, single: bool) -> Any:
     return values[0] if single else values
 
 
-def jacobian(
-    func: Callable[..., Any],
-    inputs: Any,
-    create_graph: bool = False,
-    strict: bool = False,
-    vectorize: bool = False,
-    strategy: str = "reverse-mode",
-) -> Any:
-    """d func(inputs) / d inputs, shaped output.shape + input.shape, by reverse mode or, with
-    strategy="forward-mode" (which PyTorch allows only with vectorize=True), by forward mode."""
+def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
+    """d func(inputs) / d inputs, shaped output.shape + input.shape; `strategy` "reverse-mode"
+    (jacrev) or "forward-mode" (jacfwd: fewer passes when func has more outputs than inputs)."""
+    transform = _strategy("jacobian", "strategy", strategy)
+    if transform is _func.jacfwd and not vectorize:
+        raise NotImplementedError('jacobian: strategy="forward-mode" is only implemented with vectorize=True, as in PyTorch')
+    if transform is _func.jacfwd and create_graph:
+        raise NotImplementedError(
+            'jacobian: create_graph=True and strategy="forward-mode" are not supported together (as in '
+            'PyTorch); set create_graph=False or strategy="reverse-mode"'
+        )
     args, single = _as_tuple(inputs, "jacobian")
-    if strategy not in ("reverse-mode", "forward-mode"):
-        raise ValueError(f"jacobian: strategy must be 'reverse-mode' or 'forward-mode', got {strategy!r}")
-    if strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError("jacobian: strategy='forward-mode' is only implemented with vectorize=True, as in PyTorch")
-    transform = _func.jacfwd if strategy == "forward-mode" else _func.jacrev
     jac = transform(func, argnums=tuple(range(len(args))))(*args)
     if isinstance(jac, tuple) and jac and isinstance(jac[0], tuple):
         return tuple(_single(j, single) for j in jac)
     return _single(jac, single)
 
 
-def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False) -> Any:
-    """The Hessian of a scalar func; for a tuple of inputs, a tuple of tuples of blocks."""
+def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
+    """The Hessian of a scalar func; for a tuple of inputs, a tuple of tuples of blocks. The outer
+    jacobian is taken forward over the inner reverse one whatever `outer_jacobian_strategy` names
+    (it is checked as PyTorch checks it): the same matrix, in one pass per input element."""
+    _strategy("hessian", "outer_jacobian_strategy", outer_jacobian_strategy)
     args, single = _as_tuple(inputs, "hessian")
     nums = tuple(range(len(args)))
     blocks = _func.jacfwd(_func.jacrev(func, argnums=nums), argnums=nums)(*args)
     if single:
         return blocks[0][0]
     return blocks
+
+
+def _strategy(op: str, name: str, strategy: Any) -> Callable[..., Any]:
+    """The transform that `strategy` names: jacrev for "reverse-mode", jacfwd for "forward-mode"."""
+    if strategy == "reverse-mode":
+        return _func.jacrev
+    if strategy == "forward-mode":
+        return _func.jacfwd
+    raise ValueError(f'{op}: {name} must be "forward-mode" or "reverse-mode", got {strategy!r}')
 
 
 def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:

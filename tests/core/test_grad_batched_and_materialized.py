@@ -51,10 +51,10 @@ def test_batched_grad_of_a_second_derivative_is_the_hessian():
 def test_batched_grad_outputs_without_a_batch_dimension_are_refused_by_name():
     x, y = _pair(numdiff)
     out = _curve(numdiff, x, y)
-    with pytest.raises(ValueError, match=r"grad: with is_grads_batched=True, grad_outputs\[0\].*\(3,\), got \(3,\)"):
+    with pytest.raises(RuntimeError, match=r"grad: with is_grads_batched=True, grad_outputs\[0\].*\(3,\).*got \(3,\)"):
         numdiff.autograd.grad(out, x, numdiff.ones(3, dtype=numdiff.float64), is_grads_batched=True)
     two = [numdiff.ones(2, 3, dtype=numdiff.float64), numdiff.ones(4, 3, dtype=numdiff.float64)]
-    with pytest.raises(ValueError, match=r"one batch size, got sizes \[2, 4\]"):
+    with pytest.raises(RuntimeError, match=r"one batch size, got \[2, 4\]"):
         numdiff.autograd.grad([out, out * 2], x, two, is_grads_batched=True)
 
 

@@ -164,3 +164,53 @@ def test_norm_with_zero_groups_gives_the_op_paths_bits_and_torchs_gradient(p, mo
     t = torch.tensor(a, requires_grad=True)
     torch.norm(t, p, 1).sum().backward()
     np.testing.assert_allclose(host[1], t.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def _penalty_grads(a, p, dims, keepdim):
+    """A gradient penalty through norm: the norm, its input gradient (create_graph) and the gradient
+    of a penalty on that gradient, as arrays."""
+    x = numdiff.tensor(a, requires_grad=True)
+    y = numdiff.norm(x * 1.5, p, dims, keepdim)
+    (slope,) = numdiff.autograd.grad(y.sum(), x, create_graph=True)
+    penalty = ((numdiff.norm(slope, p, dims, keepdim) - 1) ** 2).mean() + (y**2).sum()
+    penalty.backward()
+    return [y.detach().numpy().copy(), slope.detach().numpy().copy(), x.grad.numpy().copy()]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("p", [2, 3.0, "fro"])
+@pytest.mark.parametrize(("dims", "keepdim"), [(1, False), ((0, 2), True), (None, False)])
+def test_norm_without_zero_groups_gives_the_op_paths_bits_to_second_order(dims, keepdim, p, dtype, monkeypatch):
+    """With no zero total, eager host norms skip the two masking wheres (the identity there):
+    values, gradients and second-order gradients keep the op path's bits, and torch's numbers."""
+    a = np.random.default_rng(8).standard_normal((3, 4, 5)).astype(dtype)
+    if p == "fro" and dims == 1:
+        dims = (1, 2)
+    host = _penalty_grads(a, p, dims, keepdim)
+    with monkeypatch.context() as patch:
+        patch.setattr(norms, "eager_host_data", lambda t: None)
+        ops = _penalty_grads(a, p, dims, keepdim)
+    for got, want in zip(host, ops):
+        assert got.dtype == want.dtype == dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), (p, dims, got, want)
+    t = torch.tensor(a, requires_grad=True)
+    ty = torch.norm(t * 1.5, p, dims, keepdim)
+    (tslope,) = torch.autograd.grad(ty.sum(), t, create_graph=True)
+    (((torch.norm(tslope, p, dims, keepdim) - 1) ** 2).mean() + (ty**2).sum()).backward()
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
+    for got, want in zip(host, (ty.detach(), tslope.detach(), t.grad)):
+        np.testing.assert_allclose(got, want.numpy(), **tol)
+
+
+def test_norm_without_zero_groups_checks_gradients_to_second_order_in_float64():
+    x = numdiff.tensor(np.random.default_rng(9).standard_normal((4, 3)) + 0.5, requires_grad=True)
+    assert numdiff.autograd.gradcheck(lambda t: numdiff.norm(t, 2, 1), (x,))
+    assert numdiff.autograd.gradgradcheck(lambda t: numdiff.norm(t, 2, 1), (x,))
+    assert numdiff.autograd.gradgradcheck(lambda t: numdiff.norm(t, 3.0, 0, True), (x,))
+
+
+def test_norm_bad_input_names_the_op_and_the_values():
+    with pytest.raises(TypeError, match=r"norm: expected a floating point tensor as input, got .*int64"):
+        numdiff.norm(numdiff.ones(2, 3, dtype=numdiff.int64), 2, 1)
+    with pytest.raises(ValueError, match=r"norm: p='nuc' is not supported"):
+        numdiff.norm(numdiff.ones(2, 3), "nuc", 1)
