@@ -186,7 +186,6 @@ LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
 def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
     """Step t's gate gradients of batch rows lo:hi into d_gates[t], from grad[t] (d h_t, (N, H));
     dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
-    wide_kernel()
     hidden = out.shape[2] // 6
     one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
     for n in range(lo, hi):
