@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels._gemm_loops import _not_inlined
 from numdiff.kernels._self_healing_cache import njit
-from numdiff.kernels._vecmath import _by_precision
+from numdiff.kernels._vecmath import _by_precision, wide_vectors
 from numdiff.kernels._vecmath32 import _ONE32, _TWO32, _ZERO32, _exp_tail32, _pow2_32, _reduce_ln2_32, exp32
 from numdiff.kernels._vecmath64 import exp64, tanh64
 
-__all__ = ["sigmoid", "tanh"]
+__all__ = ["sigmoid", "tanh", "wide_kernel"]
 
 _F32 = np.float32
 
@@ -61,3 +62,16 @@ def tanh32(x):
 
 sigmoid = _by_precision("sigmoid", sigmoid64, sigmoid32)
 tanh = _by_precision("gate_tanh", tanh64, tanh32)
+
+
+@njit(inline="always", cache=True)
+def wide_kernel():
+    """Mark the function this sits in (inlined into it by Numba) for 512-bit vectors, and keep it
+    out of its callers, whose 256-bit preference would otherwise split its vectors again
+    (numdiff.kernels._gemm_loops' `_not_inlined`). LLVM's tuning for Intel's AVX-512 server cores
+    prefers 256-bit vectors; a gate loop is nothing but polynomial arithmetic on data in the L1
+    cache, so twice the lanes pay. Measured on an Emerald Rapids Xeon (one thread, thread CPU
+    time, float32, load 13-15): the LSTM gates of 64 steps x 16 x 128 649 -> 542 us, 40 x 24 x 64
+    312 -> 266 us. Results are the same bits: each lane computes what it did."""
+    wide_vectors()
+    _not_inlined()

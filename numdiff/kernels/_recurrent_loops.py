@@ -2,12 +2,13 @@
 documents the layouts and calls these): RNN, LSTM and GRU over a whole sequence, and their
 backward through time, for a run of batch rows ``lo:hi``.
 
-Loop nest per step: the product (on the thread of the part), then n over the batch, j over H in loops that
-vectorise (contiguous rows, gate functions from numdiff.kernels._gate_math). Each step's gate loops
-are a function of their own, and a loop writes at most a few outputs: compiled into one function
-with the product, the LSTM forward's gate loops ran scalar (19.5 ms against 6 ms for 64 steps x
-16 x 128), and so did the GRU forward's and the LSTM backward's five-output loops (GRU forward
-10.3 -> 4.1 ms, LSTM backward 7.3 -> 3.9 ms once split; float32, one thread). Extra memory:
+Loop nest per step: the product (on the thread of the part), then n over the batch, j over H in
+loops that vectorise (contiguous rows, gate functions from numdiff.kernels._gate_math), 512 bits
+wide where the core has AVX-512 (`wide_kernel`). Each step's gate loops are a function of their
+own, and a loop writes at most a few outputs: compiled into one function with the product, the
+LSTM forward's gate loops ran scalar (19.5 ms against 6 ms for 64 steps x 16 x 128), and so did
+the GRU forward's and the LSTM backward's five-output loops (GRU forward 10.3 -> 4.1 ms, LSTM
+backward 7.3 -> 3.9 ms once split; float32, one thread). Extra memory:
 one (N, G) step buffer, the (N, H) running states and, backward, W_hh^T.
 
 Parallel: over the batch, never within a step. A recurrence's batch rows never meet, so each
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from numdiff.kernels._gate_math import sigmoid, tanh
+from numdiff.kernels._gate_math import sigmoid, tanh, wide_kernel
 from numdiff.kernels._gemm_loops import accumulate_as_gemm
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
@@ -65,12 +66,12 @@ def _transposed(w):
     """W^T, C-contiguous, (G, H) -> (H, G), copied in 16 x 16 tiles: the backward reads rows of W_hh^T.
 
     Loop nest: tiles of rows, tiles of columns, then j and i inside a tile; serial. A row-by-row copy
-    (np.ascontiguousarray(w.T)) writes columns 4H floats apart, which for a power-of-two H fall into
-    the same few cache sets: 2.5 ms for W_hh of an LSTM with H = 512 (float32, against 0.47 ms for
-    H = 480), paid once per backward, so once per step in a loop of LSTMCells. Tiled: 0.52 ms at
-    H = 512, 0.30 -> 0.14 at H = 256, 0.036 -> 0.033 at H = 128; where H is no power of two the
-    row-by-row copy was a little faster (H = 200: 0.060 against 0.083 ms, H = 480: 0.40 against
-    0.46), under 0.2 % of a word-level LSTM's training step. Tiles of 8, 32 and 64 took 0.61, 0.97 and 1.08 ms at H = 512."""
+    (np.ascontiguousarray(w.T)) writes columns 4H floats apart, which for a power-of-two H fall into the
+    same few cache sets: 2.5 ms for W_hh of an LSTM with H = 512 (float32, against 0.47 ms for H = 480),
+    paid once per backward, so once per step in a loop of LSTMCells. Tiled: 0.52 ms at H = 512, 0.30 ->
+    0.14 at H = 256, 0.036 -> 0.033 at H = 128; where H is no power of two the row-by-row copy was a
+    little faster (H = 200: 0.060 against 0.083 ms, H = 480: 0.40 against 0.46), under 0.2 % of a
+    word-level LSTM's training step. Tiles of 8, 32 and 64 took 0.61, 0.97 and 1.08 ms at H = 512."""
     rows, cols = w.shape
     out = np.empty((cols, rows), dtype=w.dtype)
     for i0 in range(0, rows, _TILE):
@@ -93,13 +94,12 @@ def _forward_weight(projected, w_hh):
 
 @njit(inline="always", **_OPTIONS)
 def _add_state_products(d, w, transposed, dh):
-    """dh += d @ W_hh, reading `w` = W_hh^T (rows of it, `add_products_nt`) when `transposed`, else
-    W_hh as it lies, along its rows (numdiff.kernels._gemm_loops.accumulate: 4 rows of dh by 4
-    rows of W_hh per pass, vectors as wide as the core's). For a cell's one step, accumulate
-    against `add_products_nn` (4 rows of dh by 1 row of W_hh, dh loaded and stored for every row),
-    d (M, G) @ W_hh (G, H), float32, one thread, thread CPU time, us: 1 x 512 x 128 3.9 -> 2.8,
-    8 x 384 x 128 18.8 -> 5.4, 16 x 256 x 64 15.4 -> 5.1, 32 x 512 x 128 104 -> 34, 16 x 1024 x 256
-    157 -> 43."""
+    """dh += d @ W_hh, reading `w` = W_hh^T (rows of it, `add_products_nt`) when `transposed`, else W_hh
+    as it lies, along its rows (numdiff.kernels._gemm_loops.accumulate: 4 rows of dh by 4 rows of W_hh
+    per pass, vectors as wide as the core's). For a cell's one step, accumulate against
+    `add_products_nn` (4 rows of dh by 1 row of W_hh, dh loaded and stored for every row), d (M, G) @
+    W_hh (G, H), float32, one thread, thread CPU time, us: 1 x 512 x 128 3.9 -> 2.8, 8 x 384 x 128 18.8
+    -> 5.4, 16 x 256 x 64 15.4 -> 5.1, 32 x 512 x 128 104 -> 34, 16 x 1024 x 256 157 -> 43."""
     if transposed:
         add_products_nt(d, w, dh)
     else:
@@ -142,6 +142,7 @@ def _lstm_gates(pre, c0, t, out, lo):
     (``row[2 * hidden + j] = sigmoid(a[j])``) the same loops took 235 us for the gates of 40 steps
     x 24 x 64 in float32, with views 103 us (one thread, thread CPU time). The GRU and LSTM
     backward loops measured no faster written this way, so they keep their offset indices."""
+    wide_kernel()
     rows, gates = pre.shape
     hidden = gates // 4
     for m in range(rows):
@@ -216,8 +217,7 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
 @njit(**_OPTIONS)
 def _lstm_backward(grad, out, c0, w, transposed, d_gates, dh_state, dc_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros and dc_state (N, H) d c_n on entry (d h_t and d c_t
-    from the steps after t), d h_0 and d c_0 on return; w = W_hh^T if `transposed` else W_hh,
-    C-contiguous (`_backward_weight`)."""
+    from the steps after t), d h_0 and d c_0 on return; w = W_hh^T if `transposed` else W_hh, C-contiguous (`_backward_weight`)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi)
         dh_state[lo:hi, :] = 0.0
@@ -238,6 +238,7 @@ LSTM_BACKWARD = serial_and_parallel(_lstm_backward_parts, **_PARTS_OPTIONS)
 def _gru_gates(projected, h0, hidden_part, t, out, lo):
     """Step t's gates from projected[t] and hidden_part = h_{t-1} W_hh^T + b_hh (batch rows lo..),
     into out[t]."""
+    wide_kernel()
     rows, gates = hidden_part.shape
     hidden = gates // 3
     for m in range(rows):
@@ -286,6 +287,7 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
     """Step t's gradients of batch rows lo:hi, from grad[t] (d h_t, (N, H)), into d_pre[t] = [d r_pre,
     d z_pre, d n_pre] and d_hidden[t] = [d r_pre, d z_pre, d hn]; dh_state becomes the part of d
     h_{t-1} that does not go through W_hh."""
+    wide_kernel()
     hidden = out.shape[2] // 5
     one = out.dtype.type(1.0)  # as in _lstm_backward_step
     for n in range(lo, hi):
@@ -317,8 +319,7 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
 @njit(**_OPTIONS)
 def _gru_backward(grad, out, h0, w, transposed, d_pre, d_hidden, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
-    return; w = W_hh^T if `transposed` else W_hh,
-    C-contiguous (`_backward_weight`)."""
+    return; w = W_hh^T if `transposed` else W_hh, C-contiguous (`_backward_weight`)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi)
         _add_state_products(d_hidden[t, lo:hi], w, transposed, dh_state[lo:hi])
@@ -336,6 +337,7 @@ GRU_BACKWARD = serial_and_parallel(_gru_backward_parts, **_PARTS_OPTIONS)
 # --------------------------------------------------------------------------- RNN
 @njit(**_OPTIONS)
 def _rnn_activate(out_t, relu, lo, hi):
+    wide_kernel()
     hidden = out_t.shape[1]
     zero = out_t.dtype.type(0.0)
     for n in range(lo, hi):
@@ -368,6 +370,7 @@ RNN_FORWARD = serial_and_parallel(_rnn_forward_parts, **_PARTS_OPTIONS)
 
 @njit(**_OPTIONS)
 def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
+    wide_kernel()
     hidden = out_t.shape[1]
     one, zero = out_t.dtype.type(1.0), out_t.dtype.type(0.0)  # as in _lstm_backward_step
     for n in range(lo, hi):
@@ -383,8 +386,7 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
 @njit(**_OPTIONS)
 def _rnn_backward(grad, out, w, transposed, relu, d_pre, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
-    return; w = W_hh^T if `transposed` else W_hh,
-    C-contiguous (`_backward_weight`)."""
+    return; w = W_hh^T if `transposed` else W_hh, C-contiguous (`_backward_weight`)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu, lo, hi)
         dh_state[lo:hi, :] = 0.0

@@ -14,7 +14,11 @@ Measured (thread CPU time, one thread, float32, AMD EPYC, AVX2, best of 31): 16x
 in 44 us against 64 us for SciPy's OpenBLAS sgemm on the same views; 16x512 by 512x128 42 us
 against 71 us; word_language_model's 20x200 by 200x800 93 us against 181 us. With the blocks as
 functions of their own rather than inlined, the first took 56 us. Summation order differs
-from BLAS (eight lanes, then across them): results agree to rounding.
+from BLAS (the vector's lanes, then across them): results agree to rounding. The k loops run 512
+bits wide where the core has AVX-512 (numdiff.kernels._gate_math.wide_kernel; LLVM's Intel tuning
+chose 256): the backward's d_gates (N, 4H) by W_hh^T rows (H, 4H), 32 steps, Emerald Rapids Xeon,
+one thread, thread CPU time, GFLOP/s 256 -> 512 bits: N 16 x H 128 55 -> 68, 24 x 64 74 -> 104,
+20 x 200 67 -> 70, 16 x 64 57 -> 75, 8 x 128 66 -> 94 (load 13-15).
 
 The forward steps may read the weight's transpose instead (:func:`add_step_product`): ``c[m] +=
 a[m, k] * w_t[k]`` along rows of W_hh^T, the loop nest of numdiff.kernels._conv_products (4 rows
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels._gate_math import wide_kernel
 from numdiff.kernels._gemm_loops import accumulate_as_gemm
 from numdiff.kernels._self_healing_cache import njit
 
@@ -111,6 +116,7 @@ def add_products_nt(a, b, c):
     C-contiguous copies unless they are C-contiguous already). Loop nest: blocks of 3 rows of b,
     inside them blocks of 4 rows of a, each one loop over k; runs on the calling thread. Shapes
     are the caller's to check."""
+    wide_kernel()
     # Row views of a 3-D array arrive typed as any-layout, and LLVM only vectorises the k loops
     # over rows known to be unit-stride: a C-typed copy of a (N x K, a few KB) is cheaper.
     a = np.ascontiguousarray(a)
