@@ -14,13 +14,14 @@ block of ``images`` images of one group; with ``P = OH*OW`` and ``K = Cg*KH*KW``
   scatter-add into a zero-padded block and its in-image part written into grad_in;
 * backward_weight:  ``dW_g += dout @ colT`` into a per-thread (Cog, K) accumulator, with the
   patches gathered transposed, ``colT (images*P, K)``: the product's rows run along K, the long
-  side, and need no transposing copy (measured below).
+  side, and need no transposing copy; on the BLAS route with rows of :data:`PHASE_MIN_RUN` or
+  more, gathered as the forward's ``col`` and multiplied as ``dout @ col.T`` by BLAS.
 
 ``dout`` is the output gradient of the block's images copied side by side. Where output rows
 are at least :data:`PHASE_MIN_RUN` long, the forward and input gradient move one image's patches
 as unit-stride runs of its zero-padded copy split into column phases
-(numdiff.kernels._im2col.stage_phases, :func:`gather_phases`); shorter rows, and the weight
-gradient's transposed gather, go through a table of offsets into the plain zero-padded copy
+(numdiff.kernels._im2col.stage_phases, :func:`gather_phases`), and so does the weight gradient
+on the BLAS route; shorter rows, and the weight gradient's transposed gather, go through a table of offsets into the plain zero-padded copy
 (numdiff.kernels._im2col.stage_rows), one flat loop over ``K*P`` whatever the geometry, made once
 a call. Extra memory per thread: the column block (at most ``routing.TILE_ELEMENTS`` elements,
 or K*P for one image), a (Cog, images*P) block, one zero-padded image; for the weight gradient
@@ -220,14 +221,22 @@ def batched_backward_weight_core(
     cog, k = gw3.shape[1], gw3.shape[2]
     positions = oh_size * ow_size
     block_h, block_w = _block_size(kh, kw, sh, sw, dh, dw, oh_size, ow_size)
-    # The patches are gathered transposed, one row of K per output position, so that the product
-    # is dout (Cog, T) @ colT (T, K) with long rows of K and accumulates in gw3's own layout.
-    table = np.ascontiguousarray(tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size).reshape((k, positions)).T)
+    # Rows of PHASE_MIN_RUN or more on the BLAS route: the patches move as runs of a phase-split
+    # block into col (K, T), as the forward's, and BLAS reads it transposed, dout (Cog, T) @ col.T
+    # (one thread, float32, load 17, table -> runs, ms: dcgan's 32x32->64 16x16 k4 s2 1.78-1.99 ->
+    # 1.76-1.81, 32x64->32 16x16 2.98-3.18 -> 2.81-3.24, 32x3->32 32x32 0.70-0.92 -> 0.68-0.77, 8x16->32
+    # 24x24 k5 s2 0.61 -> 0.54-0.69). The loops route would copy col.T into scratch first (measured
+    # 3-4x slower), so it and shorter rows gather transposed through the table, one row of K per
+    # output position, and run dout @ colT (T, K) with long rows of K. Both accumulate in gw3's layout.
+    phased = ow_size >= PHASE_MIN_RUN and not loops
+    table = np.empty((0, k), np.int64)
+    if not phased:
+        table = np.ascontiguousarray(tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size).reshape((k, positions)).T)
     blocks = (n_img + images - 1) // images
     items = blocks * groups
     colbuf = np.empty((parts, k * images * positions), x5.dtype)
     doutbuf = np.empty((parts, cog * images * positions), x5.dtype)
-    stagebuf = np.empty((parts, cg * block_h * block_w), x5.dtype)
+    stagebuf = np.empty((parts, _stage_size(cg, block_h, block_w, sw)), x5.dtype)
     acc = np.zeros((parts, groups, cog, k), x5.dtype)
     for t in prange(parts):
         stage = stagebuf[t]
@@ -236,19 +245,27 @@ def batched_backward_weight_core(
             g = item % groups
             m = min(n_img, n0 + images) - n0
             cols = m * positions
+            col = colbuf[t, : k * cols].reshape((k, cols))
             col_t = colbuf[t, : cols * k].reshape((cols, k))
             dout = doutbuf[t, : cog * cols].reshape((cog, cols))
             for b in range(m):
+                for co in range(cog):
+                    for p in range(positions):
+                        dout[co, b * positions + p] = go4[n0 + b, g, co, p]
+                if phased:
+                    stage_phases(x5[n0 + b, g], -pt, pl, block_h, block_w, sw, stage)
+                    gather_phases(stage, cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size, block_h, block_w, col, b * positions)
+                    continue
                 stage_rows(x5[n0 + b, g], -pt, pl, block_h, block_w, stage)
                 for p in range(positions):
                     row = col_t[b * positions + p]
                     taps = table[p]
                     for r in range(k):
                         row[r] = stage[taps[r]]
-                for co in range(cog):
-                    for p in range(positions):
-                        dout[co, b * positions + p] = go4[n0 + b, g, co, p]
-            product(loops, False, False, dout, col_t, 1.0, acc[t, g])
+            if phased:
+                product(loops, False, True, dout, col, 1.0, acc[t, g])
+            else:
+                product(loops, False, False, dout, col_t, 1.0, acc[t, g])
     # Element by element, as in _conv_cores (no array-to-slice assignment to compile).
     for g in range(groups):
         for co in range(cog):

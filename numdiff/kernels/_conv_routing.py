@@ -50,6 +50,10 @@ from __future__ import annotations
 
 import functools
 
+from llvmlite import binding
+
+from numdiff.kernels._conv_route import HALVED_AVX512_CPUS
+
 TILE_ELEMENTS = 1 << 17
 """Target size of one thread's im2col tile, in elements (512 KiB float32)."""
 
@@ -95,7 +99,22 @@ DIRECT_MAX_CHANNELS = 32
 loop: its cost per multiply-add grows with the channels it stages, and from 64 it loses to both
 other routes (same protocol; direct / Winograd / im2col ms, forward, input gradient): 32x64->64 8
 wide 3.35 / 2.20 / 3.08, 3.64 / 2.09 / 2.65; 32x128->128 4 wide 3.67 / 3.68 / 2.53, 3.25 / 3.53 /
-2.53; at 32 channels they tie (32x32->32 8 wide 0.87 / 0.82 / 1.16, 0.96 / 0.92 / 1.13)."""
+2.53; at 32 channels they tie (32x32->32 8 wide 0.87 / 0.82 / 1.16, 0.96 / 0.92 / 1.13). On a CPU
+that runs AVX-512 at full width the bound is :data:`DIRECT_MAX_CHANNELS_AVX512` instead."""
+
+DIRECT_MAX_CHANNELS_AVX512 = 64
+""":data:`DIRECT_MAX_CHANNELS` where the host runs 512-bit multiply-adds at full width (AVX-512, not
+numdiff.kernels._conv_route.HALVED_AVX512_CPUS): the direct loops' vectors hold 16 floats, and up to
+64 channels they beat the im2col and Winograd routes. Measured on an Intel Emerald Rapids (one
+thread, float32, thread CPU time, min of 9 alternating rounds, load 12-15; 32 -> 64 as the bound,
+N x Ci -> Co, size, ms forward / forward + input gradient, PyTorch 2.13 in brackets): 32x48->32 4x4
+(cnn3d's last conv3d, as conv2d) 0.57 / 0.94 -> 0.17 / 0.37 (0.21 / 0.45); 32x64->64 4x4 0.88 /
+1.87 -> 0.67 / 1.45 (0.37 / 0.78); 16x48->64 4x4 0.39 / 0.87 -> 0.35 / 0.61; 32x64->48 6x6 1.79 /
+3.32 -> 0.96 / 2.08; 8x64->64 8x8 0.55 / 1.12 -> 0.38 / 0.81; 32x64->32 8x8 0.83 / 1.60 -> 0.68 /
+1.40; 32x64->64 8x8 1.22 / 3.32 -> 1.25 / 2.74; 32x48->48 8x8 0.68 / 1.93 -> 0.79 / 1.66; 32x64->64
+2x2 and 16x16 even. From 96 channels the direct loops gain nothing (16x96->96 8x8, 32x128->128
+4x4). The forwards 8 wide run Winograd beside (and won or lost against it), so the bound holds only
+where im2col is the other route: 8 wide, the input gradients, not the forwards."""
 
 DIRECT_MIN_WINOGRAD_CHANNELS = 28
 """Harmonic mean of the channels below which an input gradient runs direct (up to
@@ -131,9 +150,11 @@ def use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
     """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
     per group, writing out_h x out_w planes of n_img images, runs faster as a direct loop than as
     Winograd (where `winograd`) or im2col (see the module docstring for the measurements;
-    :data:`DIRECT_MAX_CHANNELS` bounds both ci and co). The caller checks :data:`DIRECT_MIN_MACS`."""
+    :data:`DIRECT_MAX_CHANNELS` or, on a full-width AVX-512 CPU where im2col is the other route,
+    :data:`DIRECT_MAX_CHANNELS_AVX512` bounds both ci and co). The caller checks :data:`DIRECT_MIN_MACS`."""
     few_channels = kind == "backward_input" and 2 * ci * co < DIRECT_MIN_WINOGRAD_CHANNELS * (ci + co)
     beside_winograd = winograd and not few_channels
+    wide = not beside_winograd  # the wider channel bound is measured against im2col alone
     widest = (
         DIRECT_MAX_WIDTH[kind]
         if beside_winograd
@@ -144,8 +165,16 @@ def use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
         and n_img * out_w >= DIRECT_MIN_ROW
         and n_img * out_h * out_w >= DIRECT_MIN_POSITIONS[kind]
         and DIRECT_MIN_CHANNELS <= co
-        and max(ci, co) <= DIRECT_MAX_CHANNELS
+        and max(ci, co) <= (DIRECT_MAX_CHANNELS_AVX512 if wide and _full_width_avx512() else DIRECT_MAX_CHANNELS)
     )
+
+
+@functools.cache
+def _full_width_avx512():
+    """Whether the host has AVX-512 and runs its 512-bit multiply-adds whole (asked once: llvmlite
+    reads the CPU's features)."""
+    avx512 = bool(binding.get_host_cpu_features().get("avx512f", False))
+    return avx512 and binding.get_host_cpu_name() not in HALVED_AVX512_CPUS
 
 
 def use_winograd(kind, ci, co, out_w):

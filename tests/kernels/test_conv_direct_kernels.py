@@ -64,6 +64,7 @@ def direct(monkeypatch):
     monkeypatch.setattr(_conv_routing, "DIRECT_MIN_ROW", 0)
     monkeypatch.setattr(_conv_routing, "DIRECT_MIN_CHANNELS", 0)
     monkeypatch.setattr(_conv_routing, "DIRECT_MAX_CHANNELS", 1 << 20)
+    monkeypatch.setattr(_conv_routing, "DIRECT_MAX_CHANNELS_AVX512", 1 << 20)
 
 
 def _check_route(x_shape, w_shape, out_shape, padding, groups, kinds=tuple(DIRECT_CORES)):
@@ -146,11 +147,15 @@ def test_direct_default_route_takes_a_wide_few_channel_forward(dtype, rng):
     _check((2, 16, 40, 40, 16, (1, 1, 1, 1), 1), dtype, rng, ("forward",))
 
 
-def test_direct_route_is_taken_only_for_few_channel_stride_one_3x3():
-    def direct(kind, x_shape, w_shape, out_shape, stride=(1, 1), dilation=(1, 1)):
-        core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
-        return core in DIRECT_CORES[kind]
+def _takes_direct(kind, x_shape, w_shape, out_shape, stride=(1, 1), dilation=(1, 1)):
+    core, _ = conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, (1, 1, 1, 1), dilation, 1)
+    return core in DIRECT_CORES[kind]
 
+
+def test_direct_route_is_taken_only_for_few_channel_stride_one_3x3(monkeypatch):
+    # The rules of a CPU without full-width AVX-512 (the AVX2 machines they were measured on).
+    monkeypatch.setattr(_conv_routing, "_full_width_avx512", lambda: False)
+    direct = _takes_direct
     for kind in ("forward", "backward_input"):
         assert direct(kind, (32, 16, 8, 8), (32, 16, 3, 3), (32, 32, 8, 8))
         assert direct(kind, (16, 16, 14, 14), (16, 16, 3, 3), (16, 16, 14, 14))  # instead of im2col
@@ -184,6 +189,31 @@ def test_direct_route_is_taken_only_for_few_channel_stride_one_3x3():
     # The digits CNN's convolutions are too little work to compile the direct cores for.
     for shapes in (((32, 1, 8, 8), (16, 1, 3, 3), (32, 16, 8, 8)), ((32, 16, 4, 4), (32, 16, 3, 3), (32, 32, 4, 4))):
         assert not any(direct(kind, *shapes) for kind in DIRECT_CORES)
+
+
+def test_direct_route_takes_up_to_64_channels_on_full_width_avx512(monkeypatch):
+    monkeypatch.setattr(_conv_routing, "_full_width_avx512", lambda: True)
+    # cnn3d's last conv3d as the conv2d it runs (48 -> 32 on 4x4), and 64 channels 4 wide.
+    for shapes in (
+        ((32, 48, 4, 4), (32, 48, 3, 3), (32, 32, 4, 4)),
+        ((32, 64, 4, 4), (64, 64, 3, 3), (32, 64, 4, 4)),
+    ):
+        assert [_takes_direct(kind, *shapes) for kind in DIRECT_CORES] == [True, True, False], shapes
+    # 8 wide the forward runs Winograd, as before; the input gradient (im2col beside) runs direct.
+    shapes = ((32, 64, 8, 8), (64, 64, 3, 3), (32, 64, 8, 8))
+    assert [_takes_direct(kind, *shapes) for kind in DIRECT_CORES] == [False, True, False]
+    # Beyond 64 channels: Winograd or im2col, as without AVX-512.
+    shapes = ((32, 128, 4, 4), (128, 128, 3, 3), (32, 128, 4, 4))
+    assert not any(_takes_direct(kind, *shapes) for kind in DIRECT_CORES)
+    monkeypatch.setattr(_conv_routing, "_full_width_avx512", lambda: False)
+    shapes = ((32, 48, 4, 4), (32, 48, 3, 3), (32, 32, 4, 4))
+    assert not any(_takes_direct(kind, *shapes) for kind in DIRECT_CORES)
+
+
+def test_direct_default_route_matches_reference_at_64_channels(dtype, rng, monkeypatch):
+    # The channel count the full-width AVX-512 bound newly lets through, on any host.
+    monkeypatch.setattr(_conv_routing, "_full_width_avx512", lambda: True)
+    _check((32, 64, 4, 4, 48, (1, 1, 1, 1), 1), dtype, rng, ("forward", "backward_input"))
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 8])

@@ -113,6 +113,7 @@ CASES = [
     (3, 20, 9, 40, 36, 1, 1, (1, 1), (0, 0), (1, 1), 2),  # pointwise, grouped (10 -> 18 channels a group)
     (5, 6, 8, 8, 4, 4, 4, (2, 2), (1, 1), (1, 1), 1),  # small outputs: batched cores
     (3, 4, 4, 4, 3, 4, 4, (1, 1), (0, 0), (1, 1), 1),  # to 1x1, batched
+    (3, 4, 16, 16, 6, 4, 4, (2, 2), (1, 1), (1, 1), 1),  # rows of 8, batched: the weight gradient's phase runs
 ]
 PLANNED = {
     "forward": (families.CORES, families.BATCHED_CORES),
