@@ -57,7 +57,9 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="", help="comma-separated MxKxN shapes")
-    parser.add_argument("--training", action="store_true", help="the GEMMs of Linear layers' training steps")
+    parser.add_argument(
+        "--training", action="store_true", help="the GEMMs of Linear layers' training steps (--only then names layers: batch x in x out)",
+    )
     args = parser.parse_args()
     if os.environ.get("NUMDIFF_GEMM", "").lower() != "blas":
         parser.error("run with NUMDIFF_GEMM=blas, so that gemm measures the BLAS library")
