@@ -1,11 +1,14 @@
 """GEMM rates on a population of shapes: numdiff's Numba product loops, the BLAS library, torch.mm.
 
-    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024]
+    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024] [--training]
 
 Run with ``NUMDIFF_GEMM=blas`` so that numdiff.kernels._blas.gemm calls the BLAS library, while the
 loops are called directly (numdiff.kernels._gemm_loops.loop_gemm). One thread (Numba's, BLAS's and
 torch's), thread CPU time, the three alternating rep by rep, best of --repeat. Prints GFLOP/s and the
-loops' time over torch's for each shape (M x K x N) and transpose pair.
+loops' time over torch's for each shape (M x K x N) and transpose pair. ``--training`` measures
+instead the three products of each Linear layer in TRAINING_LAYERS, with the transpose pair that a
+training step runs: forward ``x @ W.T`` (nt), input gradient ``g @ W`` (nn), weight gradient
+``g.T @ x`` (tn), and the BLAS's FLOP rate as a share of torch's.
 """
 
 from __future__ import annotations
@@ -21,6 +24,20 @@ SHAPES = [
     (4096, 576, 64), (16, 128, 512), (64, 784, 128), (256, 2304, 128), (8, 512, 512), (2, 784, 128),
 ]
 PAIRS = [(False, False), (False, True), (True, False), (True, True)]
+TRAINING_LAYERS = [
+    (16, 784, 128), (64, 784, 512), (128, 784, 512), (560, 1000, 128), (1024, 128, 384), (1024, 512, 128),
+    (256, 1024, 1024), (1024, 128, 4096), (4096, 512, 512), (1024, 4096, 1024), (64, 4096, 4096),
+]
+"""Linear layers as (batch rows, in features, out features): the MNIST/digits MLPs, a 128-wide
+LSTM's gates, transformer feed-forward blocks (d 128-1024, ff 4x) and wide classifier heads."""
+
+
+def training_products(layers):
+    """The (M, K, N, trans_a, trans_b) of each layer's forward, input-gradient and weight-gradient GEMM."""
+    for rows, fan_in, fan_out in layers:
+        yield rows, fan_in, fan_out, False, True
+        yield rows, fan_out, fan_in, False, False
+        yield fan_out, rows, fan_in, True, False
 
 
 def _best(calls, inner: int, repeat: int) -> list[float]:
@@ -40,10 +57,17 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="", help="comma-separated MxKxN shapes")
+    parser.add_argument(
+        "--training", action="store_true", help="the GEMMs of Linear layers' training steps (--only then names layers: batch x in x out)",
+    )
     args = parser.parse_args()
     if os.environ.get("NUMDIFF_GEMM", "").lower() != "blas":
         parser.error("run with NUMDIFF_GEMM=blas, so that gemm measures the BLAS library")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.only.split(",")] if args.only else SHAPES
+    if args.training:
+        products = list(training_products(TRAINING_LAYERS if not args.only else shapes))
+    else:
+        products = [(m, k, n, ta, tb) for m, k, n in shapes for ta, tb in PAIRS]
     import torch
 
     from numdiff.kernels._blas import gemm, prepare_blas
@@ -53,22 +77,25 @@ def main() -> None:
     dtype = np.dtype(args.dtype)
     prepare_blas(dtype)
     rng = np.random.default_rng(0)
-    print("| M x K x N | op | loops GFLOP/s | BLAS | torch | loops / torch time |\n|---|---|---|---|---|---|")
-    for m, k, n in shapes:
-        for trans_a, trans_b in PAIRS:
-            a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
-            b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
-            c = np.empty((m, n), dtype)
-            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-            ta, tb = ta.T if trans_a else ta, tb.T if trans_b else tb
-            inner = max(1, int(5e7 / (m * n * k)))
-            flags = (trans_a, trans_b, 1.0, a, b, 0.0, c)
-            calls = [(loop_gemm, flags), (gemm, flags), (torch.mm, (ta, tb))]
-            _best(calls, inner, 1)
-            seconds = _best(calls, inner, args.repeat)
-            rates = " | ".join(f"{2 * m * n * k / s / 1e9:.0f}" for s in seconds)
-            op = f"{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}"
-            print(f"| {m}x{k}x{n} | {op} | {rates} | {seconds[0] / seconds[2]:.2f} |", flush=True)
+    print(
+        "| M x K x N | op | loops GFLOP/s | BLAS | torch | loops / torch time | BLAS / torch time |"
+        "\n|---|---|---|---|---|---|---|"
+    )
+    for m, k, n, trans_a, trans_b in products:
+        a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
+        b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
+        c = np.empty((m, n), dtype)
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        ta, tb = ta.T if trans_a else ta, tb.T if trans_b else tb
+        inner = max(1, int(5e7 / (m * n * k)))
+        flags = (trans_a, trans_b, 1.0, a, b, 0.0, c)
+        calls = [(loop_gemm, flags), (gemm, flags), (torch.mm, (ta, tb))]
+        _best(calls, inner, 1)
+        seconds = _best(calls, inner, args.repeat)
+        rates = " | ".join(f"{2 * m * n * k / s / 1e9:.0f}" for s in seconds)
+        op = f"{'t' if trans_a else 'n'}{'t' if trans_b else 'n'}"
+        ratios = f"{seconds[0] / seconds[2]:.2f} | {seconds[1] / seconds[2]:.2f}"
+        print(f"| {m}x{k}x{n} | {op} | {rates} | {ratios} |", flush=True)
 
 
 if __name__ == "__main__":
