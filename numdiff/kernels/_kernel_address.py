@@ -16,6 +16,12 @@ RuntimeError with the slot's message instead of jumping to address 0.
 
 The cost at run time is one load and an indirect call, where the linked copy was a direct call
 that LLVM could not inline anyway (the kernels called this way are large).
+
+:func:`by_address` does the same for any ``@njit`` helper, one slot per argument types, made when a
+kernel calling it is typed: the convolution and recurrent families' helpers (products, im2col rows,
+Winograd blocks and transforms, direct-conv parts, the recurrences' step loops) each compile once,
+however many cores, serial and parallel twins call them. With an empty cache (one thread, CPU s,
+load 12-15): the cifar_bn compiled step's first call 36.1 -> 30.5, the char LSTM's eager 14.2 -> 11.3.
 """
 
 from __future__ import annotations
