@@ -141,6 +141,8 @@ def _dispatchers_in(value: Any, depth: int = 2) -> Iterator[Dispatcher]:
     (kernels built in pairs, such as serial and parallel builds, are kept in such tables)."""
     if isinstance(value, numba.core.dispatcher.Dispatcher):
         yield value
+    elif isinstance(getattr(value, "dispatcher", None), numba.core.dispatcher.Dispatcher):
+        yield value.dispatcher  # a helper kernels call by address (numdiff.kernels._kernel_address.by_address)
     elif depth and isinstance(value, dict):
         for item in value.values():
             yield from _dispatchers_in(item, depth - 1)

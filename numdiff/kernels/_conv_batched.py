@@ -39,6 +39,7 @@ from numba import prange
 
 from numdiff.kernels._conv_products import product
 from numdiff.kernels._im2col import phase_width, stage_phases, stage_rows, unstage_add, unstage_phases_add
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 
@@ -66,6 +67,7 @@ def _phase_run(c, i, j, oh, cg, sh, sw, dh, dw, block_h, wq):
     return ((((j * dw) % sw) * cg + c) * block_h + oh * sh + i * dh) * wq + (j * dw) // sw
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def gather_phases(stage, cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size, block_h, block_w, col, column0):
     """``col[r, column0 + oh*OW + ow]`` = the input under tap (i, j) of channel c for output (oh, ow),
@@ -83,6 +85,7 @@ def gather_phases(stage, cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size, block_h, 
                         row[np.uint64(d0 + ow)] = stage[np.uint64(s0 + ow)]
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def scatter_phases_add(dcol, column0, cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size, block_h, block_w, stage):
     """The adjoint of :func:`gather_phases`: add ``dcol[r, column0 + oh*OW + ow]`` into one
@@ -115,6 +118,7 @@ def _gather_plan(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size):
     return False, tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size)
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size):
     """``table[r*P + p]``: where in an image's zero-padded copy (Cg, BH, BW) column p of im2col row

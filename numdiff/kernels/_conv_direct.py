@@ -53,6 +53,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._moves import copy8
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
@@ -93,6 +94,7 @@ def _row(r, rows, ld, split):
     return ((r % 2) * ((rows + 1) // 2) + r // 2) * ld if split else r * ld
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, split, inner, xs):
     """The three column-shifted copies of channel c of images n0 .. n0 + nb - 1 of ``src5``
@@ -149,6 +151,7 @@ def _stage(src5, n0, nb, g, c, top, left, rows, ow_size, ld, split, inner, xs):
                     xs[2 * plane + at + ow_size - 1] = src5[n0 + k, g, c, r - top, last]
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def _gather_planes(src4, n0, nb, g, ow_size, ld, dst):
     """``dst[o*plane + oh*ld + k*ow_size + w] = src4[n0 + k, g, o, oh*ow_size + w]`` for the
@@ -170,6 +173,7 @@ def _gather_planes(src4, n0, nb, g, ow_size, ld, dst):
                     dst[np.uint64(d0 + w)] = src[np.uint64(s1 + w)]
 
 
+@by_address
 @njit(cache=True, nogil=True, fastmath=_SUMS)
 def _weight_part(t, parts, x5, go4, gw, top, left, oh_size, ow_size, images):
     """Thread t's image blocks of the weight gradient, added into gw (G, Co, Ci*9):

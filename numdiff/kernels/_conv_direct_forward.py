@@ -37,6 +37,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._conv_direct import _SUMS, _aligned, _edges, _stage
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._moves import move8
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
@@ -47,6 +48,7 @@ from numdiff.kernels._vecmath import wide_vectors
 # the work items' count.
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def _pair_filters(w3, g, rotate, f):
     """``f[i, pair, 9*m + tap]``: the tap of output channel 2*pair + m (zero past the last) from
@@ -67,6 +69,7 @@ def _pair_filters(w3, g, rotate, f):
                         f[i, pair, 9 * m + q] = w3[g, o, i * 9 + q]
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def _scatter_rows(acc, n0, nb, g, out_h, out_w, ld, bias, has_bias, dst4):
     """``dst4[n0 + k, g, o, oh*out_w + w] = bias[g*Co + o] + acc[...]`` (bias where has_bias)
@@ -89,6 +92,7 @@ def _scatter_rows(acc, n0, nb, g, out_h, out_w, ld, bias, has_bias, dst4):
                     dst[np.uint64(d1 + w)] = acc[np.uint64(s0 + w)] + shift
 
 
+@by_address
 @njit(cache=True, nogil=True, fastmath=_SUMS)
 def _conv_part(t, parts, src5, w3, bias, has_bias, dst4, top, left, out_h, out_w, rotate, images):
     """Thread t's image blocks of the stride-1 3x3 convolution from src5 (N, G, Ci, Hs, Ws) to

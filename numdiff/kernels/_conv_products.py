@@ -36,11 +36,13 @@ import numpy as np
 
 from numdiff.kernels._blas import gemm
 from numdiff.kernels._gemm_loops import accumulate
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["product"]
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def product(loops, trans_a, trans_b, a, b, beta, c):
     """``c = op(a) @ op(b) + beta * c`` for beta 0 (c overwritten, not read) or 1; ``op(x)`` is

@@ -28,6 +28,7 @@ from numba import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels._vecmath import wide_vectors
 
@@ -144,6 +145,7 @@ def _not_inlined(typingctx):
     return types.none(), codegen
 
 
+@by_address
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def accumulate(a, b, alpha, c):
     """``c (M, N) += alpha * a (M, K) @ b (K, N)``; b and c unit stride along their rows, a any strides,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._self_healing_cache import njit
 
 
@@ -82,6 +83,7 @@ def unstage_add(stage, c0, channels, top, pl, block_h, block_w, dxg):
                 dst[np.uint64(d0 + b)] += stage[np.uint64(s0 + b)]
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col, staging):
     """Fill ``col`` (Cg*KH*KW, (oh1-oh0)*OW) from ``xg`` (Cg, H, W); both C-contiguous.
@@ -112,6 +114,7 @@ def im2col_rows(xg, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, col, stag
                         dst[np.uint64(d0 + ow)] = stage[np.uint64(s0 + ow * sw)]
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def col2im_rows_add(col, c0, c1, oh0, oh1, kh, kw, sh, sw, pt, pl, dh, dw, ow_size, dxg, staging):
     """Scatter-add ``col`` ((c1-c0)*KH*KW, (oh1-oh0)*OW) into channels c0..c1-1 of ``dxg``.

@@ -25,6 +25,7 @@ from numba import prange
 
 from numdiff.kernels._gate_math import sigmoid, tanh, wide_kernel
 from numdiff.kernels._gemm_loops import accumulate_as_gemm
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
 from numdiff.kernels._self_healing_cache import njit
@@ -61,6 +62,7 @@ def _copy_rows_into(x, y):
 _TILE = 16
 
 
+@by_address
 @njit(**_OPTIONS)
 def _transposed(w):
     """W^T, C-contiguous, (G, H) -> (H, G), copied in 16 x 16 tiles: the backward reads rows of W_hh^T.
@@ -83,6 +85,7 @@ def _transposed(w):
     return out
 
 
+@by_address
 @njit(**_OPTIONS)
 def _forward_weight(projected, w_hh):
     """The forward's second copy of the weight: W_hh^T where the step products read its rows
@@ -132,6 +135,7 @@ def _tanh_into(x, y):
         y[j] = tanh(x[j])
 
 
+@by_address
 @njit(**_OPTIONS)
 def _lstm_gates(pre, c0, t, out, lo):
     """Step t's gates from pre (rows lo.., 4H) = the gates before activation: out[t, lo..] (6H)
@@ -161,6 +165,7 @@ def _lstm_gates(pre, c0, t, out, lo):
             h[j] = o[j] * tanh(c[j])
 
 
+@by_address
 @njit(**_OPTIONS)
 def _lstm_forward(projected, h0, c0, w_hh, w_t, out, lo, hi):
     """Batch rows lo:hi of the whole sequence; w_t = W_hh^T, or no rows (numdiff.kernels._row_products.add_step_product)."""
@@ -182,6 +187,7 @@ def _lstm_forward_parts(projected, h0, c0, w_hh, out, bounds):
 LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
 
 
+@by_address
 @njit(**_OPTIONS)
 def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
     """Step t's gate gradients of batch rows lo:hi into d_gates[t], from grad[t] (d h_t, (N, H));
@@ -214,6 +220,7 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
             dc_in[j] = dc * f
 
 
+@by_address
 @njit(**_OPTIONS)
 def _lstm_backward(grad, out, c0, w, transposed, d_gates, dh_state, dc_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros and dc_state (N, H) d c_n on entry (d h_t and d c_t
@@ -234,6 +241,7 @@ LSTM_BACKWARD = serial_and_parallel(_lstm_backward_parts, **_PARTS_OPTIONS)
 
 
 # --------------------------------------------------------------------------- GRU
+@by_address
 @njit(**_OPTIONS)
 def _gru_gates(projected, h0, hidden_part, t, out, lo):
     """Step t's gates from projected[t] and hidden_part = h_{t-1} W_hh^T + b_hh (batch rows lo..),
@@ -260,6 +268,7 @@ def _gru_gates(projected, h0, hidden_part, t, out, lo):
             row[j] = n_gate + row[2 * hidden + j] * (h_prev[j] - n_gate)
 
 
+@by_address
 @njit(**_OPTIONS)
 def _gru_forward(projected, h0, w_hh, w_t, b_hh, out, lo, hi):
     """Batch rows lo:hi of the whole sequence; w_t as in _lstm_forward."""
@@ -282,6 +291,7 @@ def _gru_forward_parts(projected, h0, w_hh, b_hh, out, bounds):
 GRU_FORWARD = serial_and_parallel(_gru_forward_parts, **_PARTS_OPTIONS)
 
 
+@by_address
 @njit(**_OPTIONS)
 def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
     """Step t's gradients of batch rows lo:hi, from grad[t] (d h_t, (N, H)), into d_pre[t] = [d r_pre,
@@ -316,6 +326,7 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
         _copy_into(d_h[: 2 * hidden], r_row[: 2 * hidden])
 
 
+@by_address
 @njit(**_OPTIONS)
 def _gru_backward(grad, out, h0, w, transposed, d_pre, d_hidden, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
@@ -335,6 +346,7 @@ GRU_BACKWARD = serial_and_parallel(_gru_backward_parts, **_PARTS_OPTIONS)
 
 
 # --------------------------------------------------------------------------- RNN
+@by_address
 @njit(**_OPTIONS)
 def _rnn_activate(out_t, relu, lo, hi):
     wide_kernel()
@@ -350,6 +362,7 @@ def _rnn_activate(out_t, relu, lo, hi):
                 row[j] = tanh(row[j])
 
 
+@by_address
 @njit(**_OPTIONS)
 def _rnn_forward(projected, h0, w_hh, w_t, relu, out, lo, hi):
     """Batch rows lo:hi of the whole sequence; w_t as in _lstm_forward."""
@@ -368,6 +381,7 @@ def _rnn_forward_parts(projected, h0, w_hh, relu, out, bounds):
 RNN_FORWARD = serial_and_parallel(_rnn_forward_parts, **_PARTS_OPTIONS)
 
 
+@by_address
 @njit(**_OPTIONS)
 def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
     wide_kernel()
@@ -383,6 +397,7 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
             r_row[j] = (dh if row[j] > zero else zero) if relu else dh * (one - row[j] * row[j])
 
 
+@by_address
 @njit(**_OPTIONS)
 def _rnn_backward(grad, out, w, transposed, relu, d_pre, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on

@@ -43,6 +43,7 @@ import numpy as np
 
 from numdiff.kernels._gate_math import wide_kernel
 from numdiff.kernels._gemm_loops import accumulate_as_gemm
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["add_products_nt", "add_step_product", "forward_reads_transposed"]
@@ -110,6 +111,7 @@ def _block_1x3(a0, b0, b1, b2, c, i, j):
     c[i, j + 2] += s2
 
 
+@by_address
 @njit(**_OPTIONS)
 def add_products_nt(a, b, c):
     """``c += a @ b.T``: a (M, K), b (N, K), c (M, N), any layout (a and b are read through

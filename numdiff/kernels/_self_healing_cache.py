@@ -50,6 +50,8 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 
+from numdiff.kernels._kernel_address import fill_slots_named_in
+
 __all__ = ["CachedDispatcher", "KernelCacheWarning", "SelfHealingCache", "njit"]
 
 _DATA_MAGIC = b"numdiff-sha256\n"
@@ -142,8 +144,11 @@ class SelfHealingCache(FunctionCache):
             data = self._cache_file.load(self._index_key(sig, target_context.codegen()))
             if data is None:
                 return None
-            if _HASH_SECRET_SYMBOL in _object_code(data):
+            code = _object_code(data)
+            if _HASH_SECRET_SYMBOL in code:
                 import numba.cpython.hashing  # noqa: F401 - registers the symbols that code links against
+            if not fill_slots_named_in(code):
+                return None  # a callee by address has no build to load: compile the caller again
             return self._impl.rebuild(target_context, data)
         except Exception as err:  # anything a damaged pickle or object file can raise
             self._drop_damaged_files(err)

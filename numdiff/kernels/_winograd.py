@@ -53,6 +53,7 @@ import numpy as np
 from numba import prange
 
 from numdiff.kernels._blas import gemm
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._self_healing_cache import njit
 from numdiff.kernels._winograd_transforms import (
@@ -69,6 +70,7 @@ from numdiff.kernels._winograd_transforms import (
 # backward_input, pt/pl are already 2 - pad.
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def input_block(src, channels, height, width, pt, pl, qc, n0, images, a0, rows, bufs):
     """Transform the input tiles of tile rows a0..a0+rows-1 of images n0..n0+images-1 into the
@@ -85,6 +87,7 @@ def input_block(src, channels, height, width, pt, pl, qc, n0, images, a0, rows, 
         )
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt, pl, n0, images, a0, rows, bufs):
     """One work item of the forward routine: tile rows a0..a0+rows-1 of the output of images
@@ -118,6 +121,7 @@ def conv_block(src, ci, height, width, u, shifts, dst, co, oh_size, ow_size, pt,
         output_tiles(mf, k * ld, mp, rows, qc, images, shifts[k], stage, dst, o0, image_step, oh_size - 2 * a0, ow_size)
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def _buffers(ci, co, images, rows, tiles_w, like):
     """One thread's buffers for blocks of ``rows`` tile rows of ``images`` images:
@@ -192,6 +196,7 @@ def winograd_backward_input_core(go4, w3, dx5, pt, pl, go_h, go_w, images, rows,
         conv_blocks(t, parts, src, cog, go_h, go_w, u, shifts, dst, cg, height, width, pt, pl, n_img, images, rows)
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def weight_block(src, go, cg, cog, height, width, oh_size, ow_size, pt, pl, n0, images, a0, rows, bufs, acc):
     """One work item of the weight gradient: tile rows a0..a0+rows-1 of images

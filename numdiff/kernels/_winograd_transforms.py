@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._self_healing_cache import njit
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def filter_transform(w3, swap, u):
     """``u[g, xi] = (G f G^T)[xi]`` for every 3x3 filter f of ``w3`` (G, Cog, Cg*9).
@@ -132,6 +134,7 @@ def _vertical(h, even, odd, qc, dst, o, plane, count):
         dst[o0 + t], dst[o1 + t], dst[o2 + t], dst[o3 + t] = d0 - d2, d1 + d2, d2 - d1, d1 - d3
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def input_tiles(src, plane0, image_step, images, height, width, top, left, rows, qc, stage, half, h, dst, o, plane):
     """``dst[o + xi*plane + a*lq + n*qc + b] = (B^T d B)[xi]``, lq = images*qc, for the tiles
@@ -169,6 +172,7 @@ def _untransform(mf, o, plane):
     return s0 + s1 + s2, s1 - s2 - s3, e0 + e1 + e2, e1 - e2 - e3
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def output_tiles(mf, o, plane, rows, qc, images, shift, stage, dst, o0, image_step, out_rows, ow_size):
     """Write ``A^T M A + shift`` of the tiles (a, b), a < rows, b < qc - 1, of one channel of
@@ -201,6 +205,7 @@ def _column(dst, o, step, e, d):
     dst[o], dst[o + step], dst[o + np.uint64(2) * step], dst[o + np.uint64(3) * step] = e, e + d, e - d, -d
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def grad_tiles(src, plane0, image_step, images, oh_size, ow_size, top, rows, qc, stage, half, dst, o, plane):
     """``dst[o + xi*plane + a*lq + n*qc + b] = (A dy A^T)[xi]`` (lq = images*qc) for the 2x2
@@ -239,6 +244,7 @@ def grad_tiles(src, plane0, image_step, images, oh_size, ow_size, top, rows, qc,
         _column(dst, o3 + t, p4, e, d)
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def weight_from_transformed(acc, gw3):
     """``gw3[g, co, c*9:(c+1)*9] = G^T M G`` with ``M[xi] = sum_t acc[t, g, xi, c, co]``."""

@@ -4,6 +4,10 @@ passes its exceptions on, and a kernel calling gemm compiles a call instead of g
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -11,7 +15,8 @@ from numba import types
 from numba.extending import intrinsic
 
 from numdiff.kernels._blas import gemm, prepare_blas
-from numdiff.kernels._kernel_address import KernelSlot, call_through_slot
+from numdiff.kernels._kernel_address import KernelSlot, by_address, call_through_slot
+from numdiff.kernels._self_healing_cache import njit
 
 
 @numba.njit
@@ -72,3 +77,71 @@ def test_gemm_checks_its_operands_inside_a_kernel_that_calls_it():
     a = np.ones((2, 3), np.float32)
     with pytest.raises(ValueError, match="gemm: operand shapes do not match the output"):
         _product(a, np.ones((4, 2), np.float32), np.empty((2, 4), np.float32))
+
+
+@by_address
+@njit(cache=True, nogil=True)
+def _scaled_sum_and_head(a, k):
+    if k < 0:
+        raise ValueError("scaled_sum: k must not be negative")
+    total = 0.0
+    for x in a:
+        total += x * k
+    return total, a[:2]
+
+
+@njit(cache=True, nogil=True)
+def _calls_twice(a, k):
+    total, head = _scaled_sum_and_head(a, k)
+    return total + head[1] + _scaled_sum_and_head(a[1:], 2)[0]
+
+
+def test_a_kernel_calls_a_by_address_helper_through_a_slot_and_gets_its_results_and_exceptions():
+    a = np.arange(5.0)
+    assert _calls_twice(a, 3) == 30.0 + 1.0 + 20.0
+    assert _scaled_sum_and_head(a, 1)[0] == 10.0  # from Python: the helper's dispatcher
+    caller = _calls_twice.overloads[_calls_twice.signatures[0]].library.get_llvm_str()
+    assert "numdiff_at_tests_kernels_test_kernel_address__scaled_sum_and_head__" in caller
+    defined = [line for line in caller.splitlines() if line.startswith("define")]
+    assert not [line for line in defined if "_scaled_sum_and_head" in line]
+    with pytest.raises(ValueError, match="scaled_sum: k must not be negative"):
+        _calls_twice(a, -1)
+    # One build per argument types, shared by both calls (the slice a[1:] is typed as a itself).
+    assert len(_scaled_sum_and_head.dispatcher.signatures) == 1
+
+
+_MODULE = '''
+import numpy as np
+from numdiff.kernels._kernel_address import by_address
+from numdiff.kernels._self_healing_cache import njit
+
+
+@by_address
+@njit(cache=True)
+def helper(a):
+    return 2.0 * a.sum()
+
+
+@njit(cache=True)
+def caller(a):
+    return helper(a) + 1.0
+
+
+print(caller(np.arange(4.0)), caller.stats.cache_hits.get(caller.signatures[0], 0))
+'''
+
+
+def test_a_caller_from_the_disk_cache_fills_its_slots_or_is_compiled_again(tmp_path):
+    (tmp_path / "addressed_module.py").write_text(_MODULE)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "addressed_module.py"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return done.stdout.split()
+
+    assert run() == ["13.0", "0"]  # compiled
+    assert run() == ["13.0", "1"]  # the caller loaded, its slot filled from the helper's cache entry
+    for entry in (tmp_path / "cache").rglob("*helper*"):
+        entry.unlink()
+    assert run() == ["13.0", "0"]  # no build of the helper to fill the slot with: compiled again

@@ -297,8 +297,8 @@ def test_step_products_compile_one_version_per_dtype_whatever_the_layouts():
     the kernels passed compiled one more version, ~1 s each of an empty cache's first call."""
     from numdiff.kernels._gemm_loops import accumulate
 
-    def float64_signatures(dispatcher):
-        return {sig for sig in dispatcher.signatures if sig[-1].dtype == numba.float64}
+    def float64_signatures(kernel):  # both are called by address: their builds are the dispatcher's
+        return {sig for sig in kernel.dispatcher.signatures if sig[-1].dtype == numba.float64}
 
     before = {f: float64_signatures(f) for f in (accumulate, add_products_nt)}
     rng = np.random.default_rng(5)
