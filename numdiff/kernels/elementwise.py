@@ -88,7 +88,10 @@ class _NumpyMath:
     sqrt = staticmethod(np.sqrt)
 
     def __getattr__(self, name: str):
-        return functools.partial(_by_rule, RULES[name])
+        rule = RULES.get(name)
+        if rule is None:  # AttributeError, so hasattr() and getattr(..., default) work on it
+            raise AttributeError(f"elementwise math: no function or rule named {name!r}")
+        return functools.partial(_by_rule, rule)
 
 
 for _name, _function in NUMPY_FUNCTIONS.items():
