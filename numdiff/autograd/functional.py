@@ -1,7 +1,8 @@
 """The older functional API (torch.autograd.functional): jacobian, hessian, vjp, jvp, hvp, vhp.
 
 Each is a thin layer over numdiff.func. `inputs` is a tensor or a tuple of tensors, and results
-follow that structure. Results are differentiable when the inputs require grad.
+follow that structure. As in PyTorch, results are detached unless `create_graph=True`; then
+they are differentiable where the inputs require grad.
 
 >>> numdiff.autograd.functional.jacobian(numdiff.exp, numdiff.zeros(2))
 tensor([[1., 0.],
@@ -30,6 +31,19 @@ def _single(values: tuple, single: bool) -> Any:
     return values[0] if single else values
 
 
+def _graph_or_detached(result: Any, create_graph: bool) -> Any:
+    """`result` (a tensor, or nested tuples of them) as it is under create_graph=True, else every
+    tensor in it detached, as PyTorch returns them: `jacobian(f, x).numpy()` works on an x that
+    requires grad."""
+    if create_graph:
+        return result
+    if isinstance(result, Tensor):
+        return result.detach()
+    if isinstance(result, tuple):
+        return tuple(_graph_or_detached(r, create_graph) for r in result)
+    return result
+
+
 def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """d func(inputs) / d inputs, shaped output.shape + input.shape; `strategy` "reverse-mode"
@@ -45,8 +59,8 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
     args, single = _as_tuple(inputs, "jacobian")
     jac = transform(func, argnums=tuple(range(len(args))))(*args)
     if isinstance(jac, tuple) and jac and isinstance(jac[0], tuple):
-        return tuple(_single(j, single) for j in jac)
-    return _single(jac, single)
+        return _graph_or_detached(tuple(_single(j, single) for j in jac), create_graph)
+    return _graph_or_detached(_single(jac, single), create_graph)
 
 
 def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
@@ -58,9 +72,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     args, single = _as_tuple(inputs, "hessian")
     nums = tuple(range(len(args)))
     blocks = _func.jacfwd(_func.jacrev(func, argnums=nums), argnums=nums)(*args)
-    if single:
-        return blocks[0][0]
-    return blocks
+    return _graph_or_detached(blocks[0][0] if single else blocks, create_graph)
 
 
 def _strategy(op: str, name: str, strategy: Any) -> Callable[..., Any]:
@@ -81,7 +93,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
             raise ValueError("vjp: v may be omitted only when func returns a single-element tensor")
 
         v = ones_like(out)
-    return out, _single(vjp_fn(v), single)
+    return _graph_or_detached((out, _single(vjp_fn(v), single)), create_graph)
 
 
 def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
@@ -93,7 +105,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 
         v = tuple(ones_like(a) for a in args)
     tangents, _ = _as_tuple(v, "jvp", "v")
-    return _func.jvp(func, args, tangents)
+    return _graph_or_detached(_func.jvp(func, args, tangents), create_graph)
 
 
 def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
@@ -103,7 +115,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     nums = tuple(range(len(args)))
     value = func(*args)
     _, product = _func.vjp(_func.grad(func, argnums=nums), *args)
-    return value.detach(), _single(product(tangents), single)
+    return _graph_or_detached((value, _single(product(tangents), single)), create_graph)
 
 
 def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
@@ -113,7 +125,7 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     nums = tuple(range(len(args)))
     value = func(*args)
     _, product = _func.jvp(_func.grad(func, argnums=nums), args, tangents)
-    return value.detach(), _single(product, single)
+    return _graph_or_detached((value, _single(product, single)), create_graph)
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 

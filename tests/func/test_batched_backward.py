@@ -190,7 +190,7 @@ def test_jacobian_of_inputs_that_require_grad_is_differentiable_through_the_batc
 
     data = np.array([0.3, -0.7, 1.1])
     x, tx = numdiff.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
-    jac = af.jacobian(lambda a: a.sin() * a.sum(), x)
+    jac = af.jacobian(lambda a: a.sin() * a.sum(), x, create_graph=True)
     tjac = torch.autograd.functional.jacobian(lambda a: a.sin() * a.sum(), tx, create_graph=True)
     np.testing.assert_allclose(jac.detach().numpy(), tjac.detach().numpy(), rtol=1e-12)
     (jac * jac).sum().backward()
