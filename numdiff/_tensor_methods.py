@@ -113,6 +113,16 @@ def _normal(old: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any 
         return randn(*old.shape, generator=generator, dtype=old.dtype, device=old.device) * std + mean
 
 
+def _squeeze_method(self: Tensor, *dims: Any, dim: Any = None) -> Tensor:
+    """x.squeeze(), x.squeeze(d), x.squeeze(d0, d1) or x.squeeze(dim=...), as torch's method takes
+    them; `dim` is a named parameter so that NumPy's `axis` reaches it (numdiff._numpy_names)."""
+    if dims:
+        if dim is not None:
+            raise TypeError(f"squeeze() got dims {dims} and dim={dim!r}: pass them one way")
+        dim = dims[0] if len(dims) == 1 else dims
+    return shape.squeeze(self, dim)
+
+
 METHODS = {
     # arithmetic
     "__add__": arithmetic.add,
@@ -231,7 +241,7 @@ METHODS = {
     "view": shape.view,
     "flatten": shape.flatten,
     "unflatten": shape.unflatten,
-    "squeeze": lambda self, *dims, **kwargs: shape.squeeze(self, *(dims if len(dims) <= 1 else (dims,)), **kwargs),
+    "squeeze": _squeeze_method,
     "unsqueeze": shape.unsqueeze,
     "transpose": shape.transpose,
     "permute": shape.permute,
