@@ -91,9 +91,13 @@ def test_probed_workloads_train_the_same_model_in_both_libraries(workload):
         sys.path.remove(str(BENCHMARKS))
     build = _models.WORKLOADS[workload]
     steps = [build(torch, True, lambda fn: fn), build(numdiff, True, lambda fn: fn), build(numdiff, True, numdiff.compile)]
-    for _ in range(2):
+    # Before any step the losses agree to float32 rounding. Adam's first step is lr * sign(g) wherever
+    # |g| >> eps, so a gradient element that is zero up to rounding (a bias ahead of a BatchNorm, say:
+    # efficientnet's stem bias gets 7e-8 from torch and another 7e-8 from numdiff on an Emerald Rapids)
+    # moves by up to lr in either direction: after a step the losses agree to 1e-3, not 1e-4.
+    for rel in (1e-4, 1e-3):
         losses = [step.loss() for step in steps]
-        assert losses[1] == pytest.approx(losses[0], rel=1e-4) and losses[2] == pytest.approx(losses[0], rel=1e-4)
+        assert losses[1] == pytest.approx(losses[0], rel=rel) and losses[2] == pytest.approx(losses[0], rel=rel)
         for step in steps:
             step()
 
