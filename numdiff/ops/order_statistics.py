@@ -21,7 +21,7 @@ from typing import Any
 from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.indexing import gather
-from numdiff.ops.logical import isfinite, logical_and
+from numdiff.ops.logical import isfinite
 from numdiff.ops.reduction import values_indices
 from numdiff.ops.scan import cummax
 from numdiff.ops.selection import where
@@ -82,7 +82,8 @@ def _shared_by_equals(input: Tensor, value: Tensor) -> Tensor:
     if not input.is_floating_point():  # no gradient to share, and the dtype stays the input's
         return value
     finite = isfinite(value)
-    equal = logical_and(input == value.detach(), isfinite(input))
+    # An infinite or NaN median is compared with NaN, so that no element shares its gradient.
+    equal = input == where(finite, value.detach(), float("nan"))
     count = equal.sum().clamp(min=1)
     # Zero in the forward pass; subtracting it keeps a median of -0.0 negative.
     minus_share = where(equal, input.detach() - input, 0.0).sum() / count
