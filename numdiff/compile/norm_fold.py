@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from numdiff._lazy import lazy_module
-from numdiff.compile.graph import OpCall, ValueRef
+from numdiff.compile.graph import OpCall, attr_refs
 
 _kernel = lazy_module("numdiff.kernels.norm_fold")
 
@@ -53,15 +53,7 @@ RUNTIME = {"group_norm_forward_fold": group_norm_forward_fold}
 
 def _reads(call: OpCall) -> set:
     """The values a call reads: its inputs and the values its attrs refer to (at top level or in tuples)."""
-    found = {i for i in call.inputs if not isinstance(i, tuple)}
-    stack = list(call.attrs.values())
-    while stack:
-        value = stack.pop()
-        if isinstance(value, ValueRef):
-            found.add(value.index)
-        elif type(value) is tuple:
-            stack.extend(value)
-    return found
+    return {i for i in call.inputs if not isinstance(i, tuple)}.union(attr_refs(call))
 
 
 def _plain(call: OpCall, name: str) -> bool:
