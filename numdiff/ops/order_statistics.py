@@ -21,7 +21,7 @@ from typing import Any
 from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.indexing import gather
-from numdiff.ops.logical import isfinite
+from numdiff.ops.logical import isfinite, isnan
 from numdiff.ops.reduction import values_indices
 from numdiff.ops.scan import cummax
 from numdiff.ops.selection import where
@@ -77,17 +77,24 @@ def _median(op: str, input: Any, dim: Any, keepdim: bool, ignore_nan: bool):
 
 def _shared_by_equals(input: Tensor, value: Tensor) -> Tensor:
     """A whole tensor's median `value` with PyTorch's gradient: shared evenly by every element
-    equal to it, as max() of a whole tensor shares its own, where the dim= form gives it to the
-    element picked. A NaN or infinite median keeps the picked element's gradient."""
+    equal to it (by the NaNs where it is NaN), as max() of a whole tensor shares its own, where the
+    dim= form gives it to the element picked."""
     if not input.is_floating_point():  # no gradient to share, and the dtype stays the input's
         return value
-    finite = isfinite(value)
-    # An infinite or NaN median is compared with NaN, so that no element shares its gradient.
-    equal = input == where(finite, value.detach(), float("nan"))
+    median = value.detach()
+    # Float masks, not logical ops: a NaN median is shared by the NaNs, and every backend has these.
+    equal = ((input == median).to(input.dtype) + isnan(input).to(input.dtype) * isnan(median).to(input.dtype)) > 0
     count = equal.sum().clamp(min=1)
-    # Zero in the forward pass; subtracting it keeps a median of -0.0 negative.
-    minus_share = where(equal, input.detach() - input, 0.0).sum() / count
-    return where(finite, value.detach(), value) - minus_share
+    finite = isfinite(median)
+    # A finite median: zero added in the forward pass, so a median of -0.0 stays negative (only
+    # finite elements enter, so that inf - inf raises no NumPy warning).
+    taken = where(where(finite, equal, False), input, 0.0)
+    shared = median - (taken.detach() - taken).sum() / count
+    # An infinite or NaN one, where x - x is NaN: max() of the equal elements shares its gradient
+    # evenly (a NaN max among the NaNs); -inf is negated first, so that the -inf filler stays below.
+    sign = where(median == float("-inf"), -1.0, 1.0).to(input.dtype)
+    extreme = sign * where(equal, sign * input, float("-inf")).max()
+    return where(finite, shared, extreme)
 
 
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -12,6 +12,7 @@ import numdiff.nn.functional as nf
 
 torch = pytest.importorskip("torch")
 NAN = float("nan")
+INF = float("inf")
 
 
 def _pair(ours, theirs):
@@ -45,7 +46,23 @@ def test_median_gradient_goes_to_the_element_picked():
 
 @pytest.mark.parametrize("name", ["median", "nanmedian"])
 @pytest.mark.parametrize(
-    "values", [[2.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [3.0, 2.0, 3.0, 2.0, 1.0, 2.0], [NAN, 1.0, 2.0, 1.0], [-0.0]]
+    "values",
+    [
+        [2.0, 1.0, 2.0, 3.0],
+        [1.0, 1.0, 1.0],
+        [3.0, 2.0, 3.0, 2.0, 1.0, 2.0],
+        [NAN, 1.0, 2.0, 1.0],
+        [-0.0],
+        [0.0, -0.0, 5.0],
+        [1.0, INF, INF],
+        [INF, INF, INF, 1.0, 2.0],
+        [-INF, -INF, -INF, 1.0],
+        [-INF, 1.0, INF],
+        [1.0, INF, 2.0],
+        [NAN, NAN, 1.0],
+        [NAN, NAN, 1.0, 1.0],
+        [NAN, NAN],
+    ],
 )
 def test_a_whole_tensor_median_shares_its_gradient_among_equal_elements_like_torch(name, values):
     leaf, reference = numdiff.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
