@@ -89,7 +89,8 @@ def first_failure(op: str, value: Tensor, test: Any) -> int | None:
 
 def integer_tensor(values: Any, like: Tensor) -> Tensor:
     """An integer or bool result (info, pivots, ranks, masks) as a tensor on `like`'s device, keeping its dtype."""
-    return Tensor._wrap(np.ascontiguousarray(values), None, None).to(like.device)
+    # np.array, not np.ascontiguousarray, which makes a 0-d array (an unbatched info or rank) 1-d.
+    return Tensor._wrap(np.array(values, order="C"), None, None).to(like.device)
 
 
 def same_dtype(op: str, a: Tensor, b: Tensor) -> None:

@@ -23,8 +23,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:  # noqa: N803
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}")
     A = matrix("linalg.matrix_power", A)  # noqa: N806
-    if n == 0:
-        return A.new_tensor(np.broadcast_to(np.eye(A.shape[-1]), A.shape).copy())
+    if n == 0:  # the identity, written over a copy of A so that A gets its (zero) gradient, as in PyTorch
+        return A.clone().copy_(A.new_tensor(np.broadcast_to(np.eye(A.shape[-1]), A.shape)))
     base = inv(A) if n < 0 else A
     result = None
     power = abs(int(n))

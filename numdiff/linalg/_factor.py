@@ -172,9 +172,11 @@ def qr(A: Tensor, mode: str = "reduced") -> QRResult:  # noqa: N803
     A = matrix("linalg.qr", A, square=False)  # noqa: N806
     m, n = A.shape[-2], A.shape[-1]
     if m < n and A.requires_grad and is_grad_enabled():
-        raise NotImplementedError(
-            f"linalg.qr: the gradient of QR is defined for m >= n (PyTorch's too); A is {m} by {n}"
-        )
+        # A = [X Y] with X square: Q R_X = X, and R = [R_X, Q^T Y], so the gradient flows through
+        # the square factorization and a product (PyTorch's rule for wide A, by composition).
+        q, r_square = qr(A[..., :m])
+        r = cat([r_square, q.mT @ A[..., m:]], -1)
+        return QRResult(A.new_zeros((0,)) if mode == "r" else q, r)
     with _lapack.one_factorization():
         r = _on_host("linalg.qr", A, ops.QrR.apply)
         if mode == "r":
@@ -312,8 +314,8 @@ def _lu_parts(A: Tensor, op: str) -> tuple[Tensor, Tensor, np.ndarray]:  # noqa:
 
 
 class _LUPart(Function):
-    """L or U of A = P L U for square A, with the gradient (PyTorch's, real case):
-    gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, each part linear in its own gradient."""
+    """L or U of A = P L U, with PyTorch's gradient (real case; see _lu_gradient), linear in the
+    part's own gradient."""
 
     @staticmethod
     def forward(ctx, a, part, which):
@@ -324,15 +326,38 @@ class _LUPart(Function):
     @staticmethod
     def backward(ctx, grad):
         a, part = ctx.saved_tensors
-        if a.shape[-1] != a.shape[-2]:
-            raise NotImplementedError("linalg.lu: the gradient is implemented for square matrices")
         L, U, perm = _lu_parts(a.detach(), "linalg.lu")  # noqa: N806
-        inner = (L.mT @ grad).tril(-1) if ctx.which == "L" else (grad @ U.mT).triu()
-        left = SolveTriangular.apply(L.mT, inner, upper=True, left=True, unitriangular=True)
-        g = SolveTriangular.apply(U.mT, left, upper=False, left=False, unitriangular=False)
+        grad_l = grad if ctx.which == "L" else L.new_zeros(L.shape)
+        grad_u = grad if ctx.which == "U" else U.new_zeros(U.shape)
         p = np.zeros(perm.shape + perm.shape[-1:])
         np.put_along_axis(p, perm[..., None, :], 1.0, axis=-2)
-        return grad.new_tensor(p.reshape(a.shape)) @ g, None, None
+        p = grad.new_tensor(p.reshape(a.shape[:-2] + p.shape[-2:]))
+        return p @ _lu_gradient(L, U, grad_l, grad_u), None, None
+
+
+def _lu_gradient(L: Tensor, U: Tensor, grad_l: Tensor, grad_u: Tensor) -> Tensor:  # noqa: N803
+    """The gradient for P^T A = L U (L m x k unit lower, U k x n upper, k = min(m, n)).
+
+    Square: L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T. Wide (m < n, U = [U1 U2]): the square
+    rule on (L, U1) with gL's part reduced by gU2 U2^T, and gU2 passed through L^-T. Tall (m > n,
+    L = [L1; L2]): the transpose of that, with gL2 passed through U^-T.
+    """
+    m, n = L.shape[-2], U.shape[-1]
+    if m <= n:
+        u1, grad_u1, grad_u2 = U[..., :m], grad_u[..., :m], grad_u[..., m:]
+        lower = L.mT @ grad_l
+        if m < n:
+            lower = lower - grad_u2 @ U[..., m:].mT
+        inner = lower.tril(-1) + (grad_u1 @ u1.mT).triu()
+        right = SolveTriangular.apply(u1.mT, inner, upper=False, left=False, unitriangular=False)
+        if m < n:
+            right = cat([right, grad_u2], -1)
+        return SolveTriangular.apply(L.mT, right, upper=True, left=True, unitriangular=True)
+    l1, grad_l1, grad_l2 = L[..., :n, :], grad_l[..., :n, :], grad_l[..., n:, :]
+    upper = grad_u @ U.mT - L[..., n:, :].mT @ grad_l2
+    inner = (l1.mT @ grad_l1).tril(-1) + upper.triu()
+    left = SolveTriangular.apply(l1.mT, inner, upper=True, left=True, unitriangular=True)
+    return SolveTriangular.apply(U.mT, cat([left, grad_l2], -2), upper=False, left=False, unitriangular=False)
 
 
 def lu(A: Tensor, *, pivot: bool = True) -> LUResult:  # noqa: N803

@@ -152,6 +152,11 @@ FIRST_ORDER = {
     "cholesky_solve": (lambda: (RNG.standard_normal((3, 2)), np.linalg.cholesky(_spd(3, ()))),
                        lambda b, low: numdiff.cholesky_solve(b, low.tril())),
     "det at a singular matrix": (lambda: (np.array([[1.0, 2.0], [2.0, 4.0]]),), linalg.det),
+    "lu of a tall matrix": (lambda: (_tall(5, 3, (2,)),), lambda a: tuple(linalg.lu(a))[1:]),
+    "lu of a wide matrix": (lambda: (_tall(3, 5, (2,)),), lambda a: tuple(linalg.lu(a))[1:]),
+    "qr of a wide matrix": (lambda: (_tall(3, 5, (2,)),), lambda a: tuple(linalg.qr(a))),
+    "qr of a wide matrix, r only": (lambda: (_tall(2, 4, ()),), lambda a: linalg.qr(a, mode="r").R),
+    "matrix_power 0": (lambda: (_square(3, (2,)),), lambda a: linalg.matrix_power(a, 0) + a),
 }
 
 
@@ -212,6 +217,33 @@ def test_bad_input_raises_a_clear_error(name):
     call, error, message = BAD[name]
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 2), (2, 2, 6)])
+def test_rectangular_lu_and_wide_qr_gradients_match_torch(shape):
+    x = RNG.standard_normal(shape)
+    weights = [RNG.standard_normal(shape[:-2] + (m, n)) for m, n in [(shape[-2], min(shape[-2:])),
+                                                                    (min(shape[-2:]), shape[-1])]]
+
+    def grads(lib, factor):
+        a = lib.tensor(x, requires_grad=True)
+        first, second = factor(lib, a)
+        ((first * lib.tensor(weights[0])).sum() + (second * lib.tensor(weights[1])).sum()).backward()
+        return a.grad.numpy()
+
+    lu = lambda lib, a: tuple(lib.linalg.lu(a))[1:]  # noqa: E731
+    np.testing.assert_allclose(grads(numdiff, lu), grads(torch, lu), rtol=1e-10, atol=1e-12)
+    if shape[-2] < shape[-1]:  # torch differentiates wide QR; tall QR's Q is checked elsewhere
+        qr = lambda lib, a: tuple(p.abs() for p in lib.linalg.qr(a))  # noqa: E731
+        np.testing.assert_allclose(grads(numdiff, qr), grads(torch, qr), rtol=1e-10, atol=1e-12)
+
+
+def test_unbatched_info_and_rank_are_0_d_like_torch():
+    a = numdiff.tensor(np.eye(3))
+    results = [linalg.cholesky_ex(a).info, linalg.inv_ex(a).info, linalg.solve_ex(a, a).info,
+               linalg.lu_factor_ex(a).info, linalg.ldl_factor_ex(a).info, linalg.matrix_rank(a)]
+    assert [tuple(r.shape) for r in results] == [()] * 6
+    assert linalg.matrix_rank(a.float()).item() == 3 and tuple(linalg.matrix_rank(numdiff.ones(2, 3, 3)).shape) == (2,)
 
 
 def test_the_ex_forms_report_info_instead_of_raising():
