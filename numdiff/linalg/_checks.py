@@ -8,6 +8,7 @@ does. CUDA tensors are computed on the host and moved back (numdiff has no LAPAC
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -74,7 +75,7 @@ def finite(op: str, value: Tensor, name: str) -> None:
 def host_batches(value: Tensor) -> np.ndarray:
     """The matrices of `value` on the host, flattened to (batch, m, n)."""
     array = backend_for(value._data).to_host(value._data)
-    return array.reshape((-1,) + array.shape[-2:])
+    return array.reshape((math.prod(array.shape[:-2]),) + array.shape[-2:])  # -1 is ambiguous when empty
 
 
 def first_failure(op: str, value: Tensor, test: Any) -> int | None:

@@ -301,6 +301,12 @@ def _pivots(perm: np.ndarray) -> np.ndarray:
 def _lu_parts(A: Tensor, op: str) -> tuple[Tensor, Tensor, np.ndarray]:  # noqa: N803
     A = matrix(op, A, square=False)  # noqa: N806
     batches = host_batches(A)
+    m, n = A.shape[-2], A.shape[-1]
+    if not batches.size:  # empty matrices or an empty batch: empty factors, as in PyTorch
+        k = min(m, n)
+        L = _LUPart.apply(A, A.new_tensor(np.eye(m, k, dtype=A.dtype.numpy) * np.ones(A.shape[:-2] + (1, 1))), "L")  # noqa: N806
+        U = _LUPart.apply(A, A.new_zeros(A.shape[:-2] + (k, n)), "U")  # noqa: N806
+        return L, U, np.broadcast_to(np.arange(m), (len(batches), m))
     perms, lows, ups = [], [], []
     for m in batches:
         p, low, up = scipy_linalg.lu(m, check_finite=False)

@@ -166,13 +166,16 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> LstsqResult:  # noqa: N803
     """The least-squares solution of A X = B, as (solution, residuals, rank, singular_values).
 
-    residuals (the squared residual norm per column) are given for tall full-rank A, and
-    singular_values for the 'gelsd' and 'gelss' drivers, as in PyTorch; the solution is pinv(A) B,
+    residuals (the squared residual norm per column) are given for tall full-rank A by every
+    driver but 'gelsy' (the CPU default), rank by every driver but 'gels', and singular_values by
+    'gelsd' and 'gelss', as in PyTorch; the solution is pinv(A) B,
     differentiable in A and B."""
     drivers = ("gels", "gelsy", "gelsd", "gelss")
     if driver is not None and driver not in drivers:
         raise ValueError(f"linalg.lstsq: driver must be one of {drivers}, got {driver!r}")
     A = matrix("linalg.lstsq", A, square=False)  # noqa: N806
+    if driver is None:  # PyTorch's defaults: gelsy on the CPU, gels on CUDA (the only one there)
+        driver = "gelsy" if A.device.type == "cpu" else "gels"
     vector = isinstance(B, Tensor) and B.ndim == A.ndim - 1
     B = B.unsqueeze(-1) if vector else B  # noqa: N806
     matrix("linalg.lstsq", B, "B", square=False)
@@ -189,6 +192,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     else:
         residuals = A.new_zeros((0,))
     singular = s if driver in ("gelsd", "gelss") else A.new_zeros((0,))
+    if driver == "gels":  # gels assumes full rank and reports none, as in PyTorch
+        rank = integer_tensor(np.zeros((0,), dtype=np.int64), A)
     return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank, singular)
 
 
@@ -222,7 +227,10 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
         return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
     B, _ = _as_matrix_rhs("linalg.lu_solve", LU, B)  # noqa: N806
     perm = _permutation(pivots.numpy().reshape(-1, pivots.shape[-1]), LU.shape[-1])
-    batch = LU.shape[:-2]
+    batch = tuple(np.broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
+    if batch != LU.shape[:-2] or batch != B.shape[:-2]:  # batch dims broadcast, as in torch
+        perm = np.broadcast_to(perm.reshape(LU.shape[:-2] + perm.shape[-1:]), batch + perm.shape[-1:])
+        LU, B = LU.expand(batch + LU.shape[-2:]), B.expand(batch + B.shape[-2:])  # noqa: N806
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         rows = integer_tensor(perm.reshape(batch + (LU.shape[-1],)).astype(np.int64), B)
         Pb = B.gather(-2, rows.unsqueeze(-1).expand(*rows.shape, B.shape[-1])) if batch else B[rows]  # noqa: N806

@@ -35,6 +35,7 @@ gesdd loop 3-11 ms on a loaded machine; 16x16: 24 against 43 ms).
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -100,12 +101,12 @@ def _remembered(key: tuple, a: np.ndarray, compute: Callable[[], Any]) -> Any:
 
 def per_matrix(a: np.ndarray, scipy_fn: Callable[[np.ndarray], Any], numpy_fn: Callable[[np.ndarray], Any]) -> Any:
     """``numpy_fn(a)`` for a batch of small matrices, else ``scipy_fn`` on each matrix, restacked."""
-    if a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL and a.size:
-        return numpy_fn(a)
+    if not a.size or (a.ndim > 2 and a.shape[-1] <= _SMALL and a.shape[-2] <= _SMALL):
+        return numpy_fn(a)  # NumPy's batched LAPACK also gives empty batches' and 0 x 0 matrices' results
     _blas.prepare_blas()
     if a.ndim == 2:  # one matrix: its results as they come (restacking copied each, ~2 MB at order 512)
         return scipy_fn(a)
-    flat = a.reshape((-1,) + a.shape[-2:])
+    flat = a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])
     results = [scipy_fn(m) for m in flat]
     batch = a.shape[:-2]
     if isinstance(results[0], tuple):

@@ -15,6 +15,7 @@ The public functions (numdiff.linalg) check shapes, dtypes, NaN and singularity 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ def on_device(a: Any) -> bool:
 def _stack3(x: Any) -> Any:
     """A contiguous (batch, m, n) array of `x`'s matrices (copied only when not contiguous)."""
     x = x if x.flags.c_contiguous else x.copy()
-    return x.reshape((-1,) + tuple(x.shape[-2:]))
+    return x.reshape((math.prod(x.shape[:-2]),) + tuple(x.shape[-2:]))
 
 
 def device_triangular_solve(a: Any, b: Any, upper: bool, unit: bool) -> Any:
@@ -70,8 +71,8 @@ def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n, k = a.shape[-1], b.shape[-1]
     dtype = np.result_type(a, b)
-    a3 = np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-2:]), dtype=dtype).reshape(-1, n, n)
-    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(-1, n, k)
+    a3 = np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-2:]), dtype=dtype).reshape(math.prod(batch), n, n)
+    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:]), dtype=dtype).reshape(math.prod(batch), n, k)
     out = np.empty_like(b3)
     threads = _lapack.blocked_threads(a3)
     # trsm over numdiff's threads; a zero on the diagonal goes to SciPy's, which raises (as at one thread)
@@ -209,7 +210,7 @@ class Pinv(Function):
 
 
 def _expm(a: np.ndarray) -> np.ndarray:
-    flat = a.reshape(-1, *a.shape[-2:])
+    flat = a.reshape(math.prod(a.shape[:-2]), *a.shape[-2:])
     out = np.empty_like(flat)
     for p in range(len(flat)):
         out[p] = scipy_linalg.expm(flat[p])

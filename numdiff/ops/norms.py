@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype
+from numdiff._lazy import lazy_module
 from numdiff.ops._reduction_constants import eager_host_data
 from numdiff.ops._util import broadcast_shape, ensure_tensor, half_computed_in_float32
 from numdiff.ops.linalg import matmul
@@ -16,6 +17,8 @@ from numdiff.ops.reduction import sum as sum_
 from numdiff.ops.selection import clamp_min, where
 from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
+
+_linalg = lazy_module("numdiff.linalg")  # norm(p='nuc') needs an SVD; numdiff.linalg imports numdiff.ops
 
 
 def _root(total: Tensor, p: float) -> Tensor:
@@ -57,8 +60,13 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     """
     input = floating_input("norm", input, dtype)
     if isinstance(p, str):
+        if p == "nuc":  # the sum of singular values, of the last two dims or the two dims given
+            dims = tuple(range(input.ndim)) if dim is None else (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+            if len(dims) != 2:
+                raise ValueError(f"norm: p='nuc' needs two dims (a matrix), got dims {dims} of shape {tuple(input.shape)}")
+            return _linalg.matrix_norm(input, "nuc", dim=dims, keepdim=keepdim)
         if p != "fro":
-            raise ValueError(f"norm: p={p!r} is not supported (only 'fro' and numbers; the nuclear norm needs an SVD)")
+            raise ValueError(f"norm: p={p!r} is not supported (only 'fro', 'nuc' and numbers)")
         if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) not in (1, 2):
             raise ValueError(f"norm: p='fro' takes one or two dims, got dim={dim!r}")
         p = 2

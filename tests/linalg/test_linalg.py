@@ -322,3 +322,56 @@ def test_forward_mode_and_hessians_match_torch_func(ours, theirs):
     hessian = numdiff.func.hessian(lambda m: ours((m + m.mT) / 2).sum())(numdiff.tensor(a[0]))
     expected_hessian = torch.func.hessian(lambda m: theirs((m + m.mT) / 2).sum())(torch.from_numpy(a[0]))
     np.testing.assert_allclose(hessian.numpy(), expected_hessian.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_lu_solve_broadcasts_the_batch_dims_like_torch():
+    a, b = _spd(4, (3,)), RNG.standard_normal((2, 1, 4, 2))
+    ours = linalg.lu_solve(*linalg.lu_factor(numdiff.tensor(a)), numdiff.tensor(b))
+    theirs = torch.linalg.lu_solve(*torch.linalg.lu_factor(torch.tensor(a)), torch.tensor(b))
+    assert tuple(ours.shape) == (2, 3, 4, 2)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    assert gradcheck(lambda lu, rhs: linalg.lu_solve(lu, linalg.lu_factor(lu.detach())[1], rhs),
+                     _inputs(np.linalg.cholesky(a), b))
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_reports_what_each_driver_reports_in_torch(driver):
+    a, b = RNG.standard_normal((2, 6, 4)), RNG.standard_normal((2, 6, 3))
+    ours = linalg.lstsq(numdiff.tensor(a), numdiff.tensor(b), driver=driver)
+    theirs = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    for mine, their in zip(ours, theirs):
+        assert tuple(mine.shape) == tuple(their.shape)
+        np.testing.assert_allclose(mine.numpy(), their.numpy(), rtol=1e-10, atol=1e-12)
+
+
+EMPTY = {
+    "det": lambda lib, a: lib.linalg.det(a),
+    "slogdet": lambda lib, a: lib.stack(tuple(lib.linalg.slogdet(a))),
+    "inv": lambda lib, a: lib.linalg.inv(a),
+    "cholesky": lambda lib, a: lib.linalg.cholesky(a),
+    "eigvalsh": lambda lib, a: lib.linalg.eigvalsh(a),
+    "svdvals": lambda lib, a: lib.linalg.svdvals(a),
+    "qr": lambda lib, a: lib.linalg.qr(a).R,
+    "lu_factor": lambda lib, a: lib.linalg.lu_factor(a).LU,
+    "matrix_exp": lambda lib, a: lib.linalg.matrix_exp(a),
+    "solve_triangular": lambda lib, a: lib.linalg.solve_triangular(a, a, upper=True),
+    "matrix_norm": lambda lib, a: lib.linalg.matrix_norm(a, "nuc"),
+}
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
+@pytest.mark.parametrize("name", list(EMPTY))
+def test_empty_matrices_and_empty_batches_give_torch_results(name, shape):
+    ours, theirs = EMPTY[name](numdiff, numdiff.zeros(shape, dtype=numdiff.float64)), EMPTY[name](torch, torch.zeros(shape, dtype=torch.float64))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_norm_takes_the_nuclear_norm_over_two_dims():
+    x = RNG.standard_normal((2, 3, 4))
+    for kwargs in (dict(dim=(0, 2)), dict(dim=(2, 1), keepdim=True)):
+        np.testing.assert_allclose(numdiff.norm(numdiff.tensor(x), p="nuc", **kwargs).numpy(),
+                                   torch.norm(torch.tensor(x), p="nuc", **kwargs).numpy(), rtol=1e-12)
+    assert gradcheck(lambda t: numdiff.norm(t, p="nuc", dim=(0, 2)), _inputs(x))
+    with pytest.raises(ValueError, match=r"norm: p='nuc' needs two dims \(a matrix\), got dims \(0, 1, 2\)"):
+        numdiff.norm(numdiff.tensor(x), p="nuc")
