@@ -28,7 +28,7 @@ The LSTM and GRU backward kernels read the gradients of h (and LSTM's c_L) only,
 the other blocks of ``out`` are a record for the backward, never an output, so they carry no
 gradient. The weight gradients are one GEMM each over the whole sequence, left to the caller.
 
-The loop nests are in numdiff.kernels._recurrent_loops; the functions here check their arguments
+The loop nests are in numdiff.kernels._recurrent_loops (LSTM) and _gru_rnn_loops; the functions here check their arguments
 and split the batch between threads.
 """
 
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numdiff.kernels import _gru_rnn_loops as gru_rnn_loops
 from numdiff.kernels import _recurrent_loops as loops
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._parallel import KernelPair
@@ -145,7 +146,7 @@ def gru_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
     check_shape("gru_sequence_forward", "b_hh", b_hh, (3 * hidden,))
     check_shape("gru_sequence_forward", "out", out, (steps, batch, 5 * hidden))
     check_disjoint("gru_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh, "b_hh": b_hh})
-    _run(loops.GRU_FORWARD, steps, batch, 3 * hidden * hidden, projected, h0, w_hh, b_hh, out)
+    _run(gru_rnn_loops.GRU_FORWARD, steps, batch, 3 * hidden * hidden, projected, h0, w_hh, b_hh, out)
     return out
 
 
@@ -162,7 +163,7 @@ def gru_sequence_backward(grad: np.ndarray, out: np.ndarray, h0: np.ndarray, w_h
     d_pre, d_hidden, dh0 = _backward_result("gru", res, steps, batch, hidden)
     check_disjoint("gru_sequence_backward", {"res": res}, {"grad": grad, "out": out, "h0": h0, "w_hh": w_hh})
     dh0[...] = 0.0
-    _run(loops.GRU_BACKWARD, steps, batch, 3 * hidden * hidden, grad, out, h0, w_hh, d_pre, d_hidden, dh0)
+    _run(gru_rnn_loops.GRU_BACKWARD, steps, batch, 3 * hidden * hidden, grad, out, h0, w_hh, d_pre, d_hidden, dh0)
     return res
 
 
@@ -177,7 +178,7 @@ def rnn_sequence_forward(projected: np.ndarray, h0: np.ndarray, w_hh: np.ndarray
     check_shape("rnn_sequence_forward", "h0", h0, (batch, hidden))
     check_shape("rnn_sequence_forward", "out", out, projected.shape)
     check_disjoint("rnn_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "w_hh": w_hh})
-    _run(loops.RNN_FORWARD, steps, batch, hidden * hidden, projected, h0, w_hh, bool(relu), out)
+    _run(gru_rnn_loops.RNN_FORWARD, steps, batch, hidden * hidden, projected, h0, w_hh, bool(relu), out)
     return out
 
 
@@ -190,5 +191,5 @@ def rnn_sequence_backward(grad: np.ndarray, out: np.ndarray, w_hh: np.ndarray, r
     d_pre, dh0 = _backward_result("rnn", res, steps, batch, hidden)
     check_disjoint("rnn_sequence_backward", {"res": res}, {"grad": grad, "out": out, "w_hh": w_hh})
     dh0[...] = 0.0
-    _run(loops.RNN_BACKWARD, steps, batch, hidden * hidden, grad, out, w_hh, bool(relu), d_pre, dh0)
+    _run(gru_rnn_loops.RNN_BACKWARD, steps, batch, hidden * hidden, grad, out, w_hh, bool(relu), d_pre, dh0)
     return res
