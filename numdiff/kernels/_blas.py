@@ -136,7 +136,7 @@ def _build_gemm(dtype: np.dtype) -> None:
     (measured, one thread's half of a split dgemm stayed unwritten: NaN). For SciPy's OpenBLAS the
     call is harmless.
     """
-    build = fill_gemm_slot(dtype, _ROUTE.loops)
+    build = fill_gemm_slot(dtype, _ROUTE.loops, _ROUTE.tiles)
     a = np.ones((1, 1), dtype)
     build(False, False, 1.0, a, a, 0.0, np.empty((1, 1), dtype))
 

@@ -1,13 +1,14 @@
 """What numdiff.kernels._blas.gemm runs: the BLAS calls (and, on the loops route, numdiff's loops),
 compiled once per dtype and called from every kernel by address.
 
-:func:`gemm_by_blas` and :func:`gemm_by_loops_or_blas` are the product with gemm's checks, shapes and
-flags: BLAS ``sgemm``/``dgemm`` with explicit leading dimensions (any row-major view whose rows are
-unit-stride), ``sgemv``/``dgemv`` for a one-row or one-column c and for ``a @ b.T`` with at most
-:data:`GEMV_ROWS_MAX` rows; the second also takes numdiff.kernels._gemm_loops.loop_gemm where it
-suits the product (loops_suit). Which of the two this process runs follows its GEMM route
-(numdiff.kernels._gemm_route), read in Python when the build is made: the BLAS route never compiles
-the loops (5-6 s of its float32 build, dot_rows included, on an empty cache).
+:func:`gemm_by_blas`, :func:`gemm_by_blas_in_tiles` and :func:`gemm_by_loops_or_blas` are the product
+with gemm's checks, shapes and flags: BLAS ``sgemm``/``dgemm`` with explicit leading dimensions (any
+row-major view whose rows are unit-stride), ``sgemv``/``dgemv`` for a one-row or one-column c and for
+``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts float32 products with few rows of c
+into tiles for OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles), and the third takes
+numdiff.kernels._gemm_loops.loop_gemm where it suits the product (loops_suit). Which one this process
+runs follows its GEMM route (numdiff.kernels._gemm_route), read in Python when the build is made: the
+BLAS route never compiles the loops (5-6 s of its float32 build, dot_rows included, on an empty cache).
 
 :func:`fill_gemm_slot` compiles (or loads from the disk cache) one of them for one dtype, with
 every operand an any-layout view (op(a) and op(b) read-only), and puts its address in that dtype's
@@ -26,10 +27,13 @@ from numba.extending import intrinsic
 
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, GEMV_SYMBOLS
 from numdiff.kernels._gemm_loops import loop_gemm, loops_suit
+from numdiff.kernels._gemm_tiles import tile_shape
 from numdiff.kernels._kernel_address import KernelSlot, call_through_slot
 from numdiff.kernels._self_healing_cache import njit
 
-__all__ = ["GEMV_ROWS_MAX", "call_gemm_build", "fill_gemm_slot", "gemm_by_blas", "gemm_by_loops_or_blas"]
+__all__ = [
+    "GEMV_ROWS_MAX", "call_gemm_build", "fill_gemm_slot", "gemm_by_blas", "gemm_by_blas_in_tiles", "gemm_by_loops_or_blas",
+]  # fmt: skip
 
 # The chosen library's Fortran sgemm/dgemm, linked by name (numdiff.kernels._blas_library):
 # (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), every argument by address.
@@ -109,12 +113,43 @@ def _checks_or_small(trans_a, trans_b, alpha, a, b, beta, c):
 def _blas_product(trans_a, trans_b, alpha, a, b, beta, c):
     """The product of at least 2 x 2 checked by :func:`_checks_or_small`: ``a @ b.T`` with at most
     :data:`GEMV_ROWS_MAX` rows as one gemv a row, the rest one BLAS gemm."""
+    if trans_b and c.shape[0] <= GEMV_ROWS_MAX:
+        _gemv_rows(trans_a, alpha, a, b, beta, c)
+    else:
+        _blas_gemm(trans_a, trans_b, alpha, a, b, beta, c)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
+    """:func:`_blas_product`, with float32 products of few rows cut into tiles for OpenBLAS's
+    small-matrix kernels (numdiff.kernels._gemm_tiles.tile_shape), each tile one BLAS gemm."""
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
-    if trans_b and m <= GEMV_ROWS_MAX:
-        for i in range(m):
-            _gemv(trans_a, trans_b, alpha, a[:, i : i + 1] if trans_a else a[i : i + 1], b, beta, c[i : i + 1])
+    columns, depth = tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
+    if columns == 0:
+        _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
         return
+    for j0 in range(0, n, columns):
+        j1 = min(n, j0 + columns)
+        for k0 in range(0, k, depth):
+            k1 = min(k, k0 + depth)
+            a_tile = a[k0:k1] if trans_a else a[:, k0:k1]
+            b_tile = b[j0:j1, k0:k1] if trans_b else b[k0:k1, j0:j1]
+            _blas_gemm(trans_a, trans_b, alpha, a_tile, b_tile, beta if k0 == 0 else 1.0, c[:, j0:j1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _gemv_rows(trans_a, alpha, a, b, beta, c):
+    """``a @ b.T`` as one gemv per row of c."""
+    for i in range(c.shape[0]):
+        _gemv(trans_a, True, alpha, a[:, i : i + 1] if trans_a else a[i : i + 1], b, beta, c[i : i + 1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _blas_gemm(trans_a, trans_b, alpha, a, b, beta, c):
+    """One BLAS sgemm/dgemm on views checked by :func:`_checks_or_small`."""
+    m, n = c.shape
+    k = a.shape[0] if trans_a else a.shape[1]
     scalars = np.empty(2, c.dtype)
     scalars[0] = alpha
     scalars[1] = beta
@@ -142,6 +177,14 @@ def gemm_by_blas(trans_a, trans_b, alpha, a, b, beta, c):
     """numdiff.kernels._blas.gemm on the BLAS route: every product by BLAS."""
     if not _checks_or_small(trans_a, trans_b, alpha, a, b, beta, c):
         _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
+
+
+@njit(cache=True, nogil=True)
+def gemm_by_blas_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
+    """numdiff.kernels._blas.gemm on the BLAS route where OpenBLAS has small-matrix kernels: every
+    product by BLAS, float32 ones with few rows of c in tiles (numdiff.kernels._gemm_tiles)."""
+    if not _checks_or_small(trans_a, trans_b, alpha, a, b, beta, c):
+        _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c)
 
 
 @njit(cache=True, nogil=True)
@@ -221,12 +264,16 @@ _SLOTS = {
 }
 
 
-def fill_gemm_slot(dtype: np.dtype, loops: bool) -> Dispatcher:
+def fill_gemm_slot(dtype: np.dtype, loops: bool, tiles: bool = False) -> Dispatcher:
     """Build gemm for `dtype` (float32 or float64): :func:`gemm_by_loops_or_blas` where `loops`, else
-    :func:`gemm_by_blas`, compiled or loaded from the disk cache, and put it where
-    :func:`call_gemm_build` calls it. Returns the one of the two it built."""
+    :func:`gemm_by_blas_in_tiles` where `tiles` and `dtype` is float32, else :func:`gemm_by_blas`,
+    compiled or loaded from the disk cache, and put it where :func:`call_gemm_build` calls it.
+    Returns the one it built."""
     scalar = _SCALARS[np.dtype(dtype)]
-    build = gemm_by_loops_or_blas if loops else gemm_by_blas
+    if loops:
+        build = gemm_by_loops_or_blas
+    else:
+        build = gemm_by_blas_in_tiles if tiles and scalar == types.float32 else gemm_by_blas
     _SLOTS[scalar].fill(build, _argument_types(scalar))
     return build
 

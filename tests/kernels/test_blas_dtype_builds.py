@@ -16,13 +16,13 @@ from numdiff.kernels._blas import prepare_blas
 ROOT = Path(__file__).resolve().parents[2]
 
 # The dtypes of gemm's builds (numdiff.kernels._gemm_body), whichever of the two the route builds.
-_GEMM_DTYPES = "sorted({str(sig[3].dtype) for build in (gemm_by_blas, gemm_by_loops_or_blas) for sig in build.signatures})"
+_GEMM_DTYPES = "sorted({str(sig[3].dtype) for build in (gemm_by_blas, gemm_by_blas_in_tiles, gemm_by_loops_or_blas) for sig in build.signatures})"
 
 _FLOAT32_STEP_THEN_FLOAT64 = f"""
 import numpy as np
 import torch
 import numdiff
-from numdiff.kernels._gemm_body import gemm_by_blas, gemm_by_loops_or_blas
+from numdiff.kernels._gemm_body import gemm_by_blas, gemm_by_blas_in_tiles, gemm_by_loops_or_blas
 
 def step(lib, dtype, seed):
     g = torch.Generator().manual_seed(seed)
@@ -53,7 +53,7 @@ def test_a_float32_step_builds_only_float32_gemm_and_float64_still_runs_after():
 
 _FLOAT32_LINALG_FIRST = f"""
 import numpy as np
-from numdiff.kernels._gemm_body import gemm_by_blas, gemm_by_loops_or_blas
+from numdiff.kernels._gemm_body import gemm_by_blas, gemm_by_blas_in_tiles, gemm_by_loops_or_blas
 from numdiff.kernels.linalg_blocked import cholesky_blocked, lu_factor_blocked, lu_solve_blocked, solve_triangular_blocked
 from numdiff.kernels.linalg_blocked_grads import cholesky_backward_blocked, symmetric_product
 from numdiff.kernels.linalg_split import eigh_split, svd_split
@@ -87,7 +87,7 @@ def test_float32_linear_algebra_first_builds_only_float32_gemm():
 
 
 def test_set_num_threads_builds_no_gemm():
-    code = ("import numdiff\nfrom numdiff.kernels._gemm_body import gemm_by_blas, gemm_by_loops_or_blas\n"
+    code = ("import numdiff\nfrom numdiff.kernels._gemm_body import gemm_by_blas, gemm_by_blas_in_tiles, gemm_by_loops_or_blas\n"
             f"numdiff.set_num_threads(1)\nprint(len({_GEMM_DTYPES}))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
