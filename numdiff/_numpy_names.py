@@ -7,7 +7,6 @@ the functions and methods for which PyTorch 2.13 accepts each name (found by cal
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -57,7 +56,9 @@ def _accepting(fn: Callable[..., Any], renames: tuple[tuple[str, str], ...]) -> 
 
 
 def _parameters(fn: Any) -> tuple[str, ...]:
-    code = getattr(inspect.unwrap(fn), "__code__", None)  # through out= and numdiff.overrides' wrappers
+    while hasattr(fn, "__wrapped__"):  # through out= and numdiff.overrides' wrappers
+        fn = fn.__wrapped__
+    code = getattr(fn, "__code__", None)
     return code.co_varnames[: code.co_argcount + code.co_kwonlyargcount] if code is not None else ()
 
 

@@ -24,9 +24,25 @@ class Generator:
     """A source of random numbers (PCG64), as ``numdiff.Generator().manual_seed(0)``."""
 
     def __init__(self, device: str = "cpu") -> None:
-        self._rng = np.random.default_rng()
+        # The NumPy generator is made at the first draw: numpy.random's import is a tenth of
+        # `import numdiff`'s, and a script that never draws should not pay it.
+        self._numpy_rng: np.random.Generator | None = None
         self._seed: int | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: __getstate__ holds it while _rng may make the generator
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        rng = self._numpy_rng
+        if rng is None:
+            with self._lock:
+                if self._numpy_rng is None:
+                    self._numpy_rng = np.random.default_rng()
+                rng = self._numpy_rng
+        return rng
+
+    @_rng.setter
+    def _rng(self, rng: np.random.Generator) -> None:
+        self._numpy_rng = rng
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
@@ -36,7 +52,7 @@ class Generator:
         rng = np.random.default_rng(seed)
         with self._lock:
             self._seed = seed
-            self._rng = rng
+            self._numpy_rng = rng
         return self
 
     def initial_seed(self) -> int | None:
@@ -48,8 +64,8 @@ class Generator:
             return {"_rng": self._rng, "_seed": self._seed}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._rng, self._seed = state["_rng"], state["_seed"]
 
     @property
     def numpy(self) -> np.random.Generator:

@@ -13,7 +13,6 @@ tensor([0.0000, 1.7918])
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 from numdiff._dtype import float64, get_default_dtype, promote
@@ -164,13 +163,13 @@ def sinc(input: Tensor) -> Tensor:
 
 
 
-# Euler-Maclaurin's tail coefficients B_2j / (2j)! for j = 1..12 (the Bernoulli numbers B_2 .. B_24).
+# Euler-Maclaurin's tail coefficients B_2j / (2j)! for j = 1..12, from the Bernoulli numbers B_2 .. B_24 as
+# (numerator, denominator): int / int rounds the exact quotient once, as Fraction's float() does.
 _BERNOULLI = (
-    Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fraction(5, 66), Fraction(-691, 2730),
-    Fraction(7, 6), Fraction(-3617, 510), Fraction(43867, 798), Fraction(-174611, 330), Fraction(854513, 138),
-    Fraction(-236364091, 2730),
+    (1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66), (-691, 2730), (7, 6), (-3617, 510), (43867, 798),
+    (-174611, 330), (854513, 138), (-236364091, 2730),
 )  # fmt: skip
-_TAIL_COEFFICIENTS = tuple(float(b / math.factorial(2 * j)) for j, b in enumerate(_BERNOULLI, start=1))
+_TAIL_COEFFICIENTS = tuple(n / (d * math.factorial(2 * j)) for j, (n, d) in enumerate(_BERNOULLI, start=1))
 # The direct sum runs until the shifted argument w = q + n is at least this (and n at least this):
 # the first omitted tail term is then below 1e-19 of the sum for every x > 1.
 _SUM_UNTIL = 9

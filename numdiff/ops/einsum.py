@@ -9,7 +9,6 @@ broadcast against the other operands, as in PyTorch.
 
 from __future__ import annotations
 
-import string
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,9 @@ from numdiff.ops.linalg import matmul
 from numdiff.ops.reduction import sum as sum_
 from numdiff.tensor import Tensor
 
-_LETTERS = set(string.ascii_letters)
+# Spelled out, not string.ascii_letters: the string module compiles a regular expression at import.
+_ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LETTERS = set(_ASCII_LETTERS)
 
 
 def _parse(equation: str, operands: tuple[Tensor, ...]) -> tuple[list[str], str]:
@@ -31,7 +32,7 @@ def _parse(equation: str, operands: tuple[Tensor, ...]) -> tuple[list[str], str]
             f"einsum: the equation {equation!r} names {len(inputs)} operands but {len(operands)} were given"
         )
     used = set(equation) & _LETTERS
-    spare = [c for c in string.ascii_letters if c not in used]
+    spare = [c for c in _ASCII_LETTERS if c not in used]
     for text in [*inputs, output]:
         if set(text) - _LETTERS - {"."} or text.replace("...", "").count(".") or text.count("...") > 1:
             raise ValueError(f"einsum: invalid subscripts {text!r} in {equation!r} (letters and one '...' only)")

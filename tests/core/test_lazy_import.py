@@ -16,7 +16,8 @@ from numdiff._lazy import lazy_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Modules whose code must not run during `import numdiff`: each costs tens of milliseconds or more.
+# Modules whose code must not run during `import numdiff`: each costs tens of milliseconds or more,
+# or (numpy.random, fractions, string) several where the whole import is 0.1-0.2 s.
 HEAVY = [
     "numba.core.dispatcher",
     "llvmlite.binding",
@@ -28,6 +29,9 @@ HEAVY = [
     "numdiff.kernels._blas",
     "numdiff.kernels.class_loss",
     "numdiff.profiler._profile",
+    "numpy.random",
+    "fractions",
+    "string",
 ]
 
 
@@ -46,6 +50,21 @@ def _loaded_after(code: str) -> dict[str, bool]:
 def test_import_numdiff_runs_no_kernel_module():
     loaded = _loaded_after("import numdiff")
     assert not any(loaded.values()), f"imported by `import numdiff`: {[m for m, ran in loaded.items() if ran]}"
+
+
+def test_first_draw_makes_the_default_generator():
+    code = (
+        "import pickle\n"
+        "import numdiff\n"
+        "fresh = pickle.loads(pickle.dumps(numdiff.Generator()))\n"
+        "a = numdiff.randn(3)\n"
+        "numdiff.manual_seed(5)\n"
+        "b = numdiff.rand(4)\n"
+        "numdiff.manual_seed(5)\n"
+        "assert numdiff.equal(b, numdiff.rand(4)) and numdiff.default_generator.initial_seed() == 5\n"
+        "assert fresh.initial_seed() is None and fresh._rng is not numdiff.default_generator._rng\n"
+    )
+    assert _loaded_after(code)["numpy.random"]
 
 
 def test_first_op_loads_the_kernels_it_needs():

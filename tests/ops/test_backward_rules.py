@@ -10,7 +10,7 @@ import pytest
 import numdiff
 import numdiff.nn.functional as nf
 from numdiff._ground.scalar_expressions import ScalarRule, check_rules
-from numdiff._ground.scalar_rules import RULES
+from numdiff._ground.scalar_rules import _TABLE, RULES
 from numdiff.ops.elementwise import PUBLIC
 
 torch = pytest.importorskip("torch")
@@ -111,6 +111,12 @@ def test_bad_operands_name_the_op():
         PUBLIC["tanh_backward"](numdiff.tensor([1, 2]), numdiff.tensor([3, 4]))
     with pytest.raises(TypeError, match="softplus_backward: unexpected keyword arguments \\['alpha'\\]"):
         PUBLIC["softplus_backward"](g, g, alpha=1.0)
+
+
+def test_the_scalar_rule_table_passes_its_checks():
+    # Checked here, not at import: the table is source, and its checks cost every import 2 ms.
+    check_rules(_TABLE)
+    assert len(_TABLE) == len(RULES)  # one rule per name
 
 
 def test_check_rules_refuses_a_tensor_vjp_that_reads_what_forward_did_not_save():
