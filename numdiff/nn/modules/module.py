@@ -20,11 +20,12 @@ from numdiff.nn.modules._module_hooks import KeywordHook as _KeywordHook
 from numdiff.nn.modules._module_hooks import add_hook as _add_hook
 from numdiff.nn.modules._module_placement import ModulePlacement
 from numdiff.nn.modules._module_traversal import ModuleTraversal
+from numdiff.nn.modules._state_dict_hooks import StateDictHooks
 from numdiff.nn.parameter import Buffer, Parameter
 from numdiff.tensor import Tensor
 
 
-class Module(ModuleTraversal, ModulePlacement):
+class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
     """Base class for neural-network layers; subclasses set attributes and define `forward`.
 
     >>> class Net(Module):
