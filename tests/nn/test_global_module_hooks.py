@@ -58,7 +58,7 @@ def test_global_pre_hook_may_replace_the_inputs_and_always_call_runs_on_error():
         pre.remove()
         post.remove()
     assert len(seen) == 2 and seen[1] is None  # the failed call's hook saw no output
-    assert not numdiff.nn.modules._global_hooks.forward_hooks
+    assert not numdiff.nn.modules._module_hooks.forward_hooks
 
 
 def test_a_global_hook_that_is_not_callable_is_refused():
