@@ -8,7 +8,7 @@ import numpy as np
 
 from numdiff._dtype_info import finfo
 from numdiff.autograd.function import Function
-from numdiff.creation import tensor
+from numdiff.creation import tensor, zeros
 from numdiff.ops._util import (
     _scalar_operand,
     broadcast_shape,
@@ -35,7 +35,9 @@ class Where(Function):
     @staticmethod
     def backward(ctx, grad):
         (condition,) = ctx.saved_tensors
-        zero = grad * 0
+        # A true zero, not grad * 0: a NaN or inf reaching the branch not taken must not pass into it
+        # (a fully masked softmax row behind masked_fill), as PyTorch's where gives 0 there.
+        zero = zeros((), dtype=grad.dtype, device=grad.device)
         return (
             None,
             where(condition, grad, zero) if ctx.needs_input_grad[1] else None,
@@ -67,7 +69,7 @@ class Clamp(Function):
         if ctx.max is not None:
             below = x <= ctx.max
             inside = below if inside is None else inside & below
-        return (where(inside, grad, grad * 0) if inside is not None else grad,)
+        return (where(inside, grad, zeros((), dtype=grad.dtype, device=grad.device)) if inside is not None else grad,)
 
 
 _UNSET: Any = object()

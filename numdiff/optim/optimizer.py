@@ -20,8 +20,12 @@ import numpy as np
 from numdiff import _profiling
 from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
+from numdiff.autograd.hooks import RemovableHandle
 from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.creation import full
+from numdiff.optim import _step_hooks
+from numdiff.optim._step_hooks import register_optimizer_step_post_hook as register_optimizer_step_post_hook
+from numdiff.optim._step_hooks import register_optimizer_step_pre_hook as register_optimizer_step_pre_hook
 from numdiff.tensor import Tensor
 
 
@@ -42,8 +46,9 @@ def _typename(value: Any) -> str:
 def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:
     def run(self: Optimizer, args: tuple, kwargs: dict) -> Any:
         if _profiling.recorder is None:
-            return step(self, *args, **kwargs)
-        return _profiling.recorder.record(name, "optimizer", lambda: step(self, *args, **kwargs))
+            return _step_hooks.run_with_hooks(self, step, args, kwargs)
+        return _profiling.recorder.record(name, "optimizer",
+                                          lambda: _step_hooks.run_with_hooks(self, step, args, kwargs))
 
     @functools.wraps(step)
     def profiled(self: Optimizer, *args: Any, **kwargs: Any) -> Any:
@@ -205,6 +210,14 @@ class Optimizer:
         """Update the parameters once; `closure` re-evaluates the model and returns the loss."""
         raise NotImplementedError(f"{type(self).__name__} does not implement step()")
 
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` before each step; it may return ``(new_args, new_kwargs)``."""
+        return _step_hooks.add_hook(_step_hooks.instance_registry(self, "_step_pre_hooks"), hook)
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` after each step."""
+        return _step_hooks.add_hook(_step_hooks.instance_registry(self, "_step_post_hooks"), hook)
+
     @staticmethod
     def _eval_closure(closure: Callable[[], Any] | None) -> Any:
         if closure is None:
@@ -276,8 +289,10 @@ class Optimizer:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled state, without the per-instance ``step`` wrapper an lr scheduler adds (it holds
-        a weak reference; a new scheduler wraps the unpickled optimizer again)."""
-        return {key: value for key, value in self.__dict__.items() if key != "step"}
+        a weak reference; a new scheduler wraps the unpickled optimizer again) or the step hooks
+        (PyTorch pickles none either)."""
+        return {key: value for key, value in self.__dict__.items()
+                if key not in ("step", "_step_pre_hooks", "_step_post_hooks")}
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]

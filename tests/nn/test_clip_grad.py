@@ -9,7 +9,14 @@ import pytest
 
 import numdiff
 import numdiff.nn as nn
-from numdiff.nn.utils import clip_grad_norm_, clip_grad_value_, parameters_to_vector, vector_to_parameters
+from numdiff.nn.utils import (
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+    parameters_to_vector,
+    vector_to_parameters,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -58,6 +65,25 @@ def test_clip_grad_norm_error_if_nonfinite():
     p.grad = numdiff.tensor([float("inf"), 1.0])
     with pytest.raises(RuntimeError, match="total norm of order 2.0 of the gradients is inf"):
         clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+
+
+@pytest.mark.parametrize("norm_type", [1.0, 2.0, math.inf])
+def test_get_total_norm_then_clip_grads_with_norm_matches_torch(rng, norm_type):
+    # torch 2.6's split of clip_grad_norm_: the norm of any tensors, then a scale by a given norm.
+    ours, theirs = _twin_params(rng, 10.0)
+    total = get_total_norm([p.grad for p in ours], norm_type)
+    expected = torch.nn.utils.get_total_norm([q.grad for q in theirs], norm_type)
+    assert total.item() == pytest.approx(expected.item(), rel=1e-12)
+    clip_grads_with_norm_(ours, 2.0, total * 2)
+    torch.nn.utils.clip_grads_with_norm_(theirs, 2.0, expected * 2)
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)
+    assert get_total_norm([]).item() == 0.0 and get_total_norm(numdiff.tensor([3.0, 4.0])).item() == 5.0
+
+
+def test_get_total_norm_error_if_nonfinite_names_the_norm():
+    with pytest.raises(RuntimeError, match="total norm of order 1.0 of the gradients is nan"):
+        get_total_norm([numdiff.tensor([float("nan"), 1.0])], 1, error_if_nonfinite=True)
 
 
 def test_clip_grad_value_clamps_in_place(rng):

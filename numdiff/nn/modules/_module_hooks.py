@@ -1,4 +1,8 @@
-"""Forward hooks registered with PyTorch's keyword options, and the registry insertion both kinds share."""
+"""Forward hooks registered with PyTorch's keyword options, the registry insertion both kinds share,
+and the hooks on every module's call, PyTorch's ``register_module_forward_pre_hook`` and
+``register_module_forward_hook`` (a profiler or a debugging print that should see every layer).
+Those run before each module's own hooks of the same kind, as PyTorch runs them; Module.__call__
+checks their two registries before taking its no-hook path."""
 
 from __future__ import annotations
 
@@ -38,3 +42,32 @@ def add_hook(registry: OrderedDict, hook: Callable[..., Any], prepend: bool) -> 
     if prepend:
         registry.move_to_end(handle.id, last=False)
     return handle
+
+
+forward_pre_hooks: OrderedDict = OrderedDict()
+forward_hooks: OrderedDict = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call ``hook(module, args)`` before every module's forward (before the module's own
+    pre-hooks); a returned value replaces the inputs.
+
+    >>> handle = register_module_forward_pre_hook(lambda module, args: print(type(module).__name__))
+    >>> handle.remove()
+    """
+    return add_hook(forward_pre_hooks, hook, prepend=False)
+
+
+def register_module_forward_hook(
+    hook: Callable[..., Any], *, with_kwargs: bool = False, always_call: bool = False
+) -> RemovableHandle:
+    """Call ``hook(module, args, output)`` after every module's forward (before the module's own
+    hooks); a returned value replaces the output. `with_kwargs` and `always_call` as in
+    Module.register_forward_hook.
+
+    >>> handle = register_module_forward_hook(lambda module, args, output: None)
+    >>> handle.remove()
+    """
+    if with_kwargs or always_call:
+        hook = KeywordHook(hook, with_kwargs, always_call)
+    return add_hook(forward_hooks, hook, prepend=False)

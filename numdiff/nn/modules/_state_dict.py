@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.backend import is_numpy
 from numdiff.creation import from_numpy
+from numdiff.nn.modules._state_dict_hooks import EXTRA_STATE_KEY, has_extra_state, hooks_of
 from numdiff.nn.parameter import Parameter
 from numdiff.tensor import Tensor
 
@@ -29,19 +30,35 @@ class IncompatibleKeys(NamedTuple):
         return f"IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
 
 
-def collect(module: Module, destination: dict | None, prefix: str, keep_vars: bool) -> OrderedDict:
-    """Own parameters, then own persistent buffers, then each child's entries under "child."."""
+class _ExtraState(NamedTuple):
+    """What load expects at a module's ``_extra_state`` key: a value for its set_extra_state."""
+
+    module: Any
+
+
+def collect(module: Module, destination: dict | None, prefix: str, keep_vars: bool, for_load: bool = False) -> OrderedDict:
+    """Own parameters, own persistent buffers, own extra state, then each child's entries under
+    "child."; with the state_dict hooks around (not `for_load`, which lists what a load expects)."""
     if destination is None:
         destination = OrderedDict()
+    if not for_load:
+        for hook in hooks_of(module, "_state_dict_pre_hooks"):
+            hook(module, prefix, keep_vars)
     for name, param in module._parameters.items():
         if param is not None:
             destination[prefix + name] = param if keep_vars else param.detach()
     for name, buffer in module._buffers.items():
         if buffer is not None and name not in module._non_persistent_buffers_set:
             destination[prefix + name] = buffer if keep_vars else buffer.detach()
+    if has_extra_state(module):
+        destination[prefix + EXTRA_STATE_KEY] = _ExtraState(module) if for_load else module.get_extra_state()
     for name, child in module._modules.items():
         if child is not None:
-            collect(child, destination, prefix + name + ".", keep_vars)
+            collect(child, destination, prefix + name + ".", keep_vars, for_load)
+    if not for_load:
+        for hook in hooks_of(module, "_state_dict_post_hooks"):
+            if hook(module, destination, prefix, {}) is not None:
+                raise RuntimeError("state_dict post-hook must return None: edit the state dict it is given in place")
     return destination
 
 
@@ -64,21 +81,30 @@ def _as_tensor(key: str, value: Any) -> Tensor:
 
 
 def load(module: Module, state_dict: Mapping, strict: bool, assign: bool = False) -> IncompatibleKeys:
-    """Check every key and shape first, then copy all values under no_grad (all or nothing); with
+    """Run the load pre-hooks, check every key and shape, then copy all values under no_grad (all or
+    nothing, unless a post-hook is registered: strict's check of the keys then follows it); with
     `assign`, put the state dict's tensors themselves in place instead (see :func:`_assign`)."""
     if not isinstance(state_dict, Mapping):
         raise TypeError(f"load_state_dict: expected state_dict to be dict-like, got {type(state_dict).__name__}")
-    expected = collect(module, None, "", keep_vars=True)
+    state_dict = OrderedDict(state_dict)  # the pre-hooks edit a copy, as PyTorch's
+    errors: list[str] = []
+    modules = list(module.named_modules())
+    for name, sub in modules:
+        for hook in hooks_of(sub, "_load_state_dict_pre_hooks"):
+            hook(sub, state_dict, name + "." if name else "", {}, strict, [], [], errors)
+    expected = collect(module, None, "", keep_vars=True, for_load=True)
     missing = [key for key in expected if key not in state_dict]
     unexpected = [key for key in state_dict if key not in expected]
-    errors = []
-    if strict and unexpected:
-        errors.append(f"Unexpected key(s) in state_dict: {_quoted(unexpected)}.")
-    if strict and missing:
-        errors.append(f"Missing key(s) in state_dict: {_quoted(missing)}.")
-    pairs = []
+    # Post-hooks may excuse keys, so with any registered strict's check waits until they have run.
+    post_hooks = [(sub, hook) for _, sub in modules for hook in hooks_of(sub, "_load_state_dict_post_hooks")]
+    if strict and not post_hooks:
+        errors.extend(_strict_errors(missing, unexpected))
+    pairs, extra_states = [], []
     for key, target in expected.items():
         if key not in state_dict:
+            continue
+        if isinstance(target, _ExtraState):
+            extra_states.append((target.module, state_dict[key]))
             continue
         value = _as_tensor(key, state_dict[key])
         if tuple(value.shape) != tuple(target.shape):
@@ -104,7 +130,25 @@ def load(module: Module, state_dict: Mapping, strict: bool, assign: bool = False
                         "in the module instead of copying them in place?", UserWarning, stacklevel=3,
                     )
                 target.copy_(value)
-    return IncompatibleKeys(missing, unexpected)
+    for owner, state in extra_states:
+        owner.set_extra_state(state)
+    keys = IncompatibleKeys(missing, unexpected)
+    for sub, hook in post_hooks:
+        if hook(sub, keys) is not None:
+            raise RuntimeError("load_state_dict post-hook must return None: edit incompatible_keys in place")
+    errors = _strict_errors(keys.missing_keys, keys.unexpected_keys) if strict and post_hooks else []
+    if errors:
+        raise RuntimeError(f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(errors))
+    return keys
+
+
+def _strict_errors(missing: list[str], unexpected: list[str]) -> list[str]:
+    errors = []
+    if unexpected:
+        errors.append(f"Unexpected key(s) in state_dict: {_quoted(unexpected)}.")
+    if missing:
+        errors.append(f"Missing key(s) in state_dict: {_quoted(missing)}.")
+    return errors
 
 
 def _assign(module: Module, key: str, target: Tensor, value: Tensor) -> None:

@@ -10,17 +10,22 @@ from numdiff import _module_tracing, _profiling
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.autograd.transform_state import anywhere, host_step
-from numdiff.nn.modules import _state_dict
+from numdiff.nn.modules import _module_hooks, _state_dict
 from numdiff.nn.modules._backward_hooks import add_backward_hook
 from numdiff.nn.modules._module_hooks import KeywordHook as _KeywordHook
 from numdiff.nn.modules._module_hooks import add_hook as _add_hook
+from numdiff.nn.modules._module_hooks import register_module_forward_hook as register_module_forward_hook
+from numdiff.nn.modules._module_hooks import (
+    register_module_forward_pre_hook as register_module_forward_pre_hook,
+)
 from numdiff.nn.modules._module_placement import ModulePlacement
 from numdiff.nn.modules._module_traversal import ModuleTraversal
+from numdiff.nn.modules._state_dict_hooks import StateDictHooks
 from numdiff.nn.parameter import Buffer, Parameter
 from numdiff.tensor import Tensor
 
 
-class Module(ModuleTraversal, ModulePlacement):
+class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
     """Base class for neural-network layers; subclasses set attributes and define `forward`.
 
     >>> class Net(Module):
@@ -57,14 +62,16 @@ class Module(ModuleTraversal, ModulePlacement):
         if _profiling.recorder is not None:
             return _profiling.recorder.record(f"nn.Module: {type(self).__name__}", "module",
                                               self._call_with_hooks, args, kwargs)
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or _module_hooks.forward_pre_hooks
+                or _module_hooks.forward_hooks):
             return self.forward(*args, **kwargs)  # the usual case: no hooks to copy and walk
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or _module_hooks.forward_pre_hooks
+                or _module_hooks.forward_hooks):
             return self.forward(*args, **kwargs)
-        for hook in list(self._forward_pre_hooks.values()):
+        for hook in [*_module_hooks.forward_pre_hooks.values(), *self._forward_pre_hooks.values()]:
             if type(hook) is _KeywordHook:
                 result = hook.function(self, args, kwargs)
                 if result is not None:
@@ -78,7 +85,7 @@ class Module(ModuleTraversal, ModulePlacement):
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        hooks = list(self._forward_hooks.values())
+        hooks = [*_module_hooks.forward_hooks.values(), *self._forward_hooks.values()]
         try:
             output = self.forward(*args, **kwargs)
         except BaseException:

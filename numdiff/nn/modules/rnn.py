@@ -131,14 +131,20 @@ class RNNBase(Module):
         """The parameters grouped per layer and direction, as PyTorch's ``all_weights``."""
         kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
         return [
-            [self._parameters[kind + suffix] for kind in kinds if kind + suffix in self._parameters]
+            [weight for weight in map(self._weight, (kind + suffix for kind in kinds)) if weight is not None]
             for layer in range(self.num_layers)
             for suffix in self._suffixes(layer)
         ]
 
+    def _weight(self, name: str) -> Tensor | None:
+        # A parametrized weight (utils.parametrizations.orthogonal on weight_hh_l0, say) is no longer
+        # in _parameters: its property computes it, as PyTorch's RNN reads it through getattr.
+        parameters = self._parameters
+        return parameters[name] if name in parameters else getattr(self, name, None)
+
     def _weights(self, suffix: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
-        get = self._parameters.get
-        return get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix), get("bias_hh" + suffix), get("weight_hr" + suffix)
+        weight = self._weight
+        return weight("weight_ih" + suffix), weight("weight_hh" + suffix), weight("bias_ih" + suffix), weight("bias_hh" + suffix), weight("weight_hr" + suffix)
 
     def _fuses(self, batch: int) -> bool:
         """Whether the layer runs as sequence ops: always without projections, and with them while

@@ -3,7 +3,13 @@ parametrizations (utils.parametrize, utils.parametrizations), pruning (utils.pru
 fusion (utils.fusion) and the deprecated utils.stateless.functional_call."""
 
 from numdiff.nn.utils import fusion, parametrizations, parametrize, prune, rnn
-from numdiff.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
+from numdiff.nn.utils.clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
 from numdiff.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from numdiff.nn.utils.fusion import (
     fuse_conv_bn_eval,
@@ -20,7 +26,7 @@ from numdiff.nn.utils.weight_reparam import (
 )
 
 __all__ = [
-    "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "parametrizations", "parametrize", "prune", "rnn",
+    "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm", "parameters_to_vector", "parametrizations", "parametrize", "prune", "rnn",
     "stateless", "vector_to_parameters",
 ]
 __all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "fusion"]

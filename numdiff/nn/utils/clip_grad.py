@@ -55,6 +55,42 @@ def _norm(t: Tensor, norm_type: float) -> Tensor:
     return magnitudes.pow(norm_type).sum().pow(1.0 / norm_type)
 
 
+def get_total_norm(
+    tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: bool | None = None
+) -> Tensor:
+    """The norm of `tensors` taken together, as if concatenated into one vector (0-d; 0.0 for none).
+
+    >>> get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+    """
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    with no_grad():
+        norms = stack([_norm(_values_of(t).detach(), norm_type).to(tensors[0].dtype) for t in tensors])
+        total = _norm(norms, norm_type)
+    if error_if_nonfinite and not bool(total.isfinite()):
+        raise RuntimeError(
+            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total.item()}, "
+            "so they cannot be clipped; pass error_if_nonfinite=False to clip anyway"
+        )
+    return total
+
+
+def clip_grads_with_norm_(
+    parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor, foreach: bool | None = None
+) -> None:
+    """Scale all gradients by min(1, max_norm / (total_norm + 1e-6)), in place, for a `total_norm`
+    computed before (by :func:`get_total_norm`, or summed over ranks)."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    with no_grad():
+        factor = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(factor.to(g.dtype))
+
+
 def clip_grad_norm_(
     parameters: Tensor | Iterable[Tensor],
     max_norm: float,
@@ -68,21 +104,9 @@ def clip_grad_norm_(
 
     >>> total = clip_grad_norm_(model.parameters(), max_norm=1.0)
     """
-    grads = _grads(parameters)
-    norm_type = float(norm_type)
-    if not grads:
-        return tensor(0.0)
-    with no_grad():
-        norms = stack([_norm(_values_of(g).detach(), norm_type).to(grads[0].dtype) for g in grads])
-        total = _norm(norms, norm_type)
-        if error_if_nonfinite and not bool(total.isfinite()):
-            raise RuntimeError(
-                f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total.item()}, "
-                "so they cannot be clipped; pass error_if_nonfinite=False to clip anyway"
-            )
-        factor = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(factor.to(g.dtype))
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)  # read twice below
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
 
 
