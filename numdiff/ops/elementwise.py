@@ -32,7 +32,7 @@ from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for, is_host
 from numdiff.ops import _elementwise_eager as elementwise_eager
 from numdiff.ops._ufunc_split import threaded_ufunc
-from numdiff.ops._util import as_default_float, data_of, operands
+from numdiff.ops._util import as_default_float, data_of, float_operand, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
 from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, is_overridable
@@ -363,10 +363,10 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
             if rule.dtypes != "any" and np.result_type(data_of(a), data_of(b)).kind != "f":
                 if rule.dtypes == "float":
                     raise TypeError(f"{rule.name}: expected floating point operands")
-                # A Python number goes to float as given: `operands` wrapped it into the integer
-                # dtype (xlogy(uint8 tensor, -3) is log(-3.0) = NaN, as PyTorch, not log(253)).
-                a = as_default_float(a) if isinstance(a, Tensor) else float(input)
-                b = as_default_float(b) if isinstance(b, Tensor) else float(other)
+                # Each operand goes to float from its own value, not wrapped into the other's
+                # integer dtype by `operands` (xlogy(uint8 tensor, -3) is log(-3.0) = NaN, as
+                # PyTorch, not log(253); so is a 0-d int64 -3 tensor).
+                a, b = float_operand(input, a), float_operand(other, b)
             return function.apply(a, b, **check_attrs(attrs))
 
     # The eager fast path in front (ops/_elementwise_eager.py); `dispatch(public, ...)` above hands
