@@ -90,6 +90,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         host = eager_host_data(magnitude)
         zero = magnitude == 0 if host is None else Tensor._wrap(np.asarray(host == 0), None, None)
         return _root(sum_(where(zero, 0.0, where(zero, 1.0, magnitude) ** p), dims, keepdim), p)
+    if p < 0:
+        # No zero guard: a zero element makes the sum infinite and the norm 0, and a zero sum (every
+        # element infinite) makes the norm infinite, as PyTorch's (the guard would give 0).
+        return sum_(magnitude**p, dims, keepdim) ** (1.0 / p)
     return _root(sum_(magnitude ** p, dims, keepdim), p)
 
 
@@ -168,6 +172,8 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
         input = input.to(dtype)
     if input._data.dtype.kind not in "fV":
         raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
+    if input._data.dtype.itemsize == 2:  # float16 and bfloat16 accumulate in float32, as PyTorch's
+        return nanmean(input.float(), dim, keepdim).to(input.dtype)
     present = ~input.isnan()
     return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)
 
