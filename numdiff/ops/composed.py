@@ -131,6 +131,10 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0 (the normalised sinc), with the gradient 0 there."""
     input = _floating("sinc", input)
+    if input._data.dtype.itemsize == 2:
+        # float16 and bfloat16 in float32, as PyTorch's kernel: pi * x rounded to half precision
+        # turns sinc(0.9) into 0.1002 (float16, torch 0.10004) and sinc near 2 into 1e-3 (bfloat16).
+        return sinc(input.float()).to(input.dtype)
     at_zero = logical.eq(input, 0)
     safe = arithmetic.mul(selection.where(at_zero, 1.0, input), math.pi)
     return selection.where(at_zero, 1.0, arithmetic.div(unary.sin(safe), safe))
