@@ -93,7 +93,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     if p < 0:
         # No zero guard: a zero element makes the sum infinite and the norm 0, and a zero sum (every
         # element infinite) makes the norm infinite, as PyTorch's (the guard would give 0).
-        return sum_(magnitude**p, dims, keepdim) ** (1.0 / p)
+        with np.errstate(divide="ignore"):  # 0 ** p is inf on purpose
+            return sum_(magnitude**p, dims, keepdim) ** (1.0 / p)
     return _root(sum_(magnitude ** p, dims, keepdim), p)
 
 

@@ -174,3 +174,38 @@ def test_nextafter_promotes_float_operands_and_refuses_integers():
     assert out.dtype is numdiff.float16 and out.tolist() == [np.nextafter(np.float16(1), np.float16(2)), -np.float16(2**-24)]
     with pytest.raises(NotImplementedError, match="nextafter: not implemented for integer"):
         numdiff.nextafter(numdiff.tensor([1]), numdiff.tensor([2]))
+
+
+def test_integer_operands_go_to_float_from_their_own_dtype():
+    small, negative = numdiff.tensor([3], dtype=numdiff.uint8), numdiff.tensor(-4)
+    assert (small / negative).tolist() == [-0.75]  # was 3 / 252: the 0-d int64 wrapped into uint8
+    assert numdiff.div(small, negative).tolist() == [-0.75]
+    assert numdiff.atan2(small, negative).item() == pytest.approx(math.atan2(3, -4), rel=1e-6)
+    assert math.isnan(numdiff.xlogy(small, negative).item())
+
+
+def test_an_empty_integer_division_ignores_a_zero_divisor():
+    out = numdiff.floor_divide(numdiff.zeros(3, 0, dtype=numdiff.int32), numdiff.tensor(0, dtype=numdiff.int32))
+    assert out.shape == (3, 0)
+    with pytest.raises(ZeroDivisionError, match="floor_divide: integer division by zero"):
+        numdiff.floor_divide(numdiff.tensor([1]), numdiff.tensor([0]))
+
+
+def test_negative_order_norm_is_zero_with_a_zero_and_infinite_when_all_are():
+    assert numdiff.norm(numdiff.tensor([0.0, 2.0]), -1).item() == 0.0
+    assert numdiff.norm(numdiff.tensor([math.inf, math.inf]), -1).item() == math.inf  # was 0
+    assert numdiff.norm(numdiff.tensor([1.0, 2.0]), -1).item() == pytest.approx(2 / 3)
+
+
+def test_half_precision_nanmean_and_sinc_compute_in_float32():
+    values = [0.9, 2.1, 1.0, 0.0, 1.99]
+    for dtype in (numdiff.float16, numdiff.bfloat16):
+        x = numdiff.tensor(values).to(dtype)
+        assert numdiff.sinc(x).tolist() == numdiff.sinc(x.float()).to(dtype).tolist()
+        assert x.nanmean().item() == x.float().mean().to(dtype).item()
+
+
+def test_host_functions_of_zero_dimensional_operands_return_tensors():
+    out = numdiff.nextafter(numdiff.tensor(1.0), numdiff.tensor(2.0))
+    assert out.shape == () and out.item() == np.nextafter(np.float32(1), np.float32(2))
+    assert numdiff.gcd(numdiff.tensor(12), numdiff.tensor(18)).item() == 6
