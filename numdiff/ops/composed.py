@@ -14,6 +14,7 @@ from collections import namedtuple
 from typing import Any
 
 from numdiff import _dtype as dtypes
+from numdiff._torch_misc import result_type
 from numdiff.amp import casts_on
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
@@ -82,8 +83,6 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 def _promoted_float(op: str, input: Any, other: Any) -> Tensor:
     """`input` as a tensor in the dtype PyTorch computes `op` in: the operands' promoted dtype, the
     default float where that is integral (copysign(int64, float64) is float64, not float32)."""
-    from numdiff._torch_misc import result_type  # numdiff._torch_misc imports numdiff.ops
-
     input = ensure_tensor(op, input)
     dtype = result_type(input, other)
     if not dtype.is_floating_point:

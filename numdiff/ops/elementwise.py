@@ -121,11 +121,10 @@ def _tensor_vjp_functions(rule: ScalarRule, expressions: list[str]) -> list[Call
 def _sign(x: Any) -> Any:
     """np.sign with PyTorch's 0 where x is NaN (NumPy's sign keeps the NaN)."""
     out = np.sign(x)
-    if isinstance(out, (np.ndarray, np.generic)) and out.dtype.kind not in "iub":
-        nan = np.isnan(out)
-        if nan.any():
-            out = np.where(nan, out.dtype.type(0), out)
-    return out
+    if out.dtype.kind in "iub" or not is_host(x):  # a device's float sign runs the rule's kernel
+        return out
+    nan = np.isnan(out)
+    return np.where(nan, out.dtype.type(0), out) if nan.any() else out
 
 
 # Rows whose NumPy ufunc differs from PyTorch at some values: the ufunc with PyTorch's answer there.

@@ -12,6 +12,7 @@ import numpy as np
 
 from numdiff import _random
 from numdiff._host_functions import host_function, random_function
+from numdiff._torch_misc import result_type
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.search import _host, _on_device_of
 from numdiff.tensor import Tensor
@@ -46,8 +47,6 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
 @host_function(elementwise=True)
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
     """The next floating point value after `input` towards `other`, elementwise."""
-    from numdiff._torch_misc import result_type  # it imports numdiff.ops
-
     input, other = ensure_tensor("nextafter", input), ensure_tensor("nextafter", other, "other")
     dtype = result_type(input, other)  # PyTorch promotes: nextafter(int8, float16) is float16
     if not dtype.is_floating_point:
