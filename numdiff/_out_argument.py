@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import _dtype
 from numdiff.autograd.grad_mode import is_grad_enabled, no_grad
 from numdiff.tensor import Tensor
 
@@ -41,7 +42,10 @@ def _write(name: str, result: Any, out: Any) -> Any:
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if isinstance(result, tuple):  # max/min/sort with dim: PyTorch takes out=(values, indices)
         raise TypeError(f"{name}: this call returns {len(result)} tensors, so out= must be a tuple of as many")
-    if not np.can_cast(result._data.dtype, out._data.dtype, casting="same_kind"):
+    source, target = result._data.dtype, out._data.dtype
+    # PyTorch's rule, as in-place ops (an int64 result into a uint8 out= is allowed, float into int
+    # is not); NumPy's same_kind refuses signed into unsigned.
+    if not (_dtype.can_store(source, target) if source.kind in "buifV" and target.kind in "buifV" else np.can_cast(source, target, casting="same_kind")):
         raise RuntimeError(f"{name}: result type {result.dtype!r} can't be cast to the desired output type {out.dtype!r}")
     with no_grad():
         if tuple(out.shape) != tuple(result.shape):

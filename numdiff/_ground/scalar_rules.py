@@ -130,8 +130,10 @@ _TABLE = (
         ufunc="absolute", dtypes="any", method=False,
     ),
     ScalarRule(
-        "sign", 1, "where(x > 0.0, 1.0, where(x < 0.0, -1.0, x))", ("0.0",),
-        ufunc="sign", dtypes="any", bool_result="itself", doc="Elementwise sign: -1, 0 or 1 (NaN stays NaN).",
+        # NaN's sign is 0, as PyTorch's; NumPy's np.sign keeps NaN, so ops/elementwise.py's host
+        # function for this row sets it to 0 after the ufunc.
+        "sign", 1, "where(x > 0.0, 1.0, where(x < 0.0, -1.0, 0.0))", ("0.0",),
+        ufunc="sign", dtypes="any", bool_result="itself", doc="Elementwise sign: -1, 0 or 1 (0 for NaN, as PyTorch).",
     ),
     ScalarRule("sin", 1, "math.sin(x)", ("math.cos(x)",), ufunc="sin", doc="Elementwise sine.", tensor_vjps=("math.sin_backward(g, x)",)),
     ScalarRule("cos", 1, "math.cos(x)", ("-math.sin(x)",), ufunc="cos", doc="Elementwise cosine.", tensor_vjps=("math.cos_backward(g, x)",)),

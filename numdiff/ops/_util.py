@@ -72,6 +72,17 @@ def _scalar_operand(op: str, value: Any, tensor: Tensor) -> tuple[Any, Tensor]:
     raise TypeError(f"{op}: unsupported operand type {type(value).__name__} with a Tensor")
 
 
+def float_operand(original: Any, converted: Any) -> Any:
+    """`converted` (an operand `operands` made of `original`) in the default float dtype, taken from
+    `original`'s own values where `operands` cast an integer tensor into the other's dtype: PyTorch
+    converts each operand from its own dtype (a 0-d int64 -4 beside a uint8 tensor is -4.0, not 252.0)."""
+    if not isinstance(converted, Tensor):
+        return float(original) if isinstance(original, (int, float, np.number)) else float(converted)
+    if isinstance(original, Tensor) and original.dtype is not converted.dtype and not getattr(original, "is_sparse", False):
+        return as_default_float(original)
+    return as_default_float(converted)
+
+
 def as_default_float(tensor: Tensor) -> Tensor:
     """An integer or bool tensor in the default float dtype, where an op needs floats: PyTorch's
     int / int, sqrt(int), int + 2.5 are float64 after set_default_dtype(float64), not float32."""

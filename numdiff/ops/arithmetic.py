@@ -17,11 +17,11 @@ from numdiff.autograd.function import Function
 from numdiff.backend import is_host
 from numdiff.ops import _elementwise_eager as elementwise_eager
 from numdiff.ops._util import (
-    as_default_float,
     as_result,
     batch_nondifferentiable,
     check_integer_scalar_fits,
     data_of,
+    float_operand,
     operands,
     vmapped,
 )
@@ -77,8 +77,7 @@ def _div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return dispatch(div, (input, other), {} if rounding_mode is None else {"rounding_mode": rounding_mode})
     if rounding_mode is None:
         if np.result_type(data_of(a), data_of(b)).kind != "f":
-            a = as_default_float(a) if isinstance(a, Tensor) else float(a)
-            b = as_default_float(b) if isinstance(b, Tensor) else float(b)
+            a, b = float_operand(input, a), float_operand(other, b)
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
@@ -118,6 +117,8 @@ def floor_divide(input: Any, other: Any) -> Tensor:
 def _check_integer_divisor(op: str, input: Any, other: Any) -> None:
     """An integer division by zero is an error, as in PyTorch (floats give inf or NaN)."""
     a, b = data_of(input), data_of(other)
+    if not all(np.broadcast_shapes(np.shape(a), np.shape(b))):
+        return  # an empty result divides nothing, whatever the divisor holds (PyTorch returns it)
     if np.result_type(a, b).kind in "iub" and (b == 0 if is_host(b) else np.asarray(b == 0)).any():
         raise ZeroDivisionError(f"{op}: integer division by zero")
 

@@ -14,6 +14,7 @@ from collections import namedtuple
 from typing import Any
 
 from numdiff import _dtype as dtypes
+from numdiff._torch_misc import result_type
 from numdiff.amp import casts_on
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.ops import (
@@ -79,12 +80,22 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
     return selection.where(logical.logical_or(logical.isnan(other), logical.le(input, other)), input, other)
 
 
+def _promoted_float(op: str, input: Any, other: Any) -> Tensor:
+    """`input` as a tensor in the dtype PyTorch computes `op` in: the operands' promoted dtype, the
+    default float where that is integral (copysign(int64, float64) is float64, not float32)."""
+    input = ensure_tensor(op, input)
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        dtype = dtypes.get_default_dtype()
+    return input.to(dtype)
+
+
 def copysign(input: Any, other: Any) -> Tensor:
     """|input| with the sign of `other` (-0.0 counts as negative); the gradient flows to `input`."""
-    input = _floating("copysign", input)
-    negative = logical.signbit(other) if isinstance(other, Tensor) else math.copysign(1.0, other) < 0
-    magnitude = unary.abs(input)
-    return selection.where(negative, arithmetic.neg(magnitude), magnitude)
+    magnitude = unary.abs(_promoted_float("copysign", input, other))
+    if not isinstance(other, Tensor):
+        return arithmetic.neg(magnitude) if math.copysign(1.0, other) < 0 else magnitude
+    return selection.where(logical.signbit(other), arithmetic.neg(magnitude), magnitude)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -106,12 +117,23 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """input * 2**other, in a floating dtype."""
-    return arithmetic.mul(_floating("ldexp", input), arithmetic.pow(2.0, _floating("ldexp", other)))
+    other = ensure_tensor("ldexp", other)
+    if other.dtype is dtypes.bool_ and isinstance(input, Tensor) and input.is_floating_point():
+        # PyTorch's kernel refuses it here (and takes it with an integer or bool input).
+        raise NotImplementedError(f"ldexp: a bool exponent with a {input.dtype} input is not supported, as in PyTorch; convert it, e.g. other.long()")
+    input = _promoted_float("ldexp", input, other)
+    # 2 ** other in other's own float dtype, as PyTorch (ldexp(float32, float16) rounds it to float16).
+    power = arithmetic.pow(2.0, other if other.is_floating_point() else other.to(input.dtype))
+    return arithmetic.mul(input, power)
 
 
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0 (the normalised sinc), with the gradient 0 there."""
     input = _floating("sinc", input)
+    if input._data.dtype.itemsize == 2:
+        # float16 and bfloat16 in float32, as PyTorch's kernel: pi * x rounded to half precision
+        # turns sinc(0.9) into 0.1002 (float16, torch 0.10004) and sinc near 2 into 1e-3 (bfloat16).
+        return sinc(input.float()).to(input.dtype)
     at_zero = logical.eq(input, 0)
     safe = arithmetic.mul(selection.where(at_zero, 1.0, input), math.pi)
     return selection.where(at_zero, 1.0, arithmetic.div(unary.sin(safe), safe))

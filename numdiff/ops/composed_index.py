@@ -24,6 +24,7 @@ from numdiff.ops import (
     sorting,
     unary,
 )
+from numdiff.ops import norms as norms_
 from numdiff.ops._util import as_default_float, ensure_tensor, normalize_dim
 from numdiff.tensor import Size, Tensor
 
@@ -373,6 +374,7 @@ def renorm(input: Tensor, p: Any, dim: int, maxnorm: Any) -> Tensor:
         raise ValueError(f"renorm: input needs at least 2 dimensions, got shape {tuple(input.shape)}")
     dim = normalize_dim("renorm", dim, input.ndim)
     others = tuple(d for d in range(input.ndim) if d != dim)
-    norms = arithmetic.pow(reduction.sum(arithmetic.pow(unary.abs(input), p), others, keepdim=True), 1.0 / p)
+    # norm's gradient is 0 where a slice's norm is 0 (a root of a sum of powers would give NaN there).
+    norms = norms_.norm(input, float(p), others, keepdim=True)
     scale = selection.where(logical.gt(norms, maxnorm), arithmetic.div(float(maxnorm), arithmetic.add(norms, 1e-7)), 1.0)
     return arithmetic.mul(input, scale)

@@ -32,7 +32,7 @@ from numdiff.autograd.grad_mode import _state
 from numdiff.backend import backend_for, is_host
 from numdiff.ops import _elementwise_eager as elementwise_eager
 from numdiff.ops._ufunc_split import threaded_ufunc
-from numdiff.ops._util import as_default_float, data_of, operands
+from numdiff.ops._util import as_default_float, data_of, float_operand, operands
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
 from numdiff.overrides import ForeignOperandError, dispatch, honours_protocol, is_overridable
@@ -118,12 +118,30 @@ def _tensor_vjp_functions(rule: ScalarRule, expressions: list[str]) -> list[Call
     ]
 
 
+def _sign(x: Any) -> Any:
+    """np.sign with PyTorch's 0 where x is NaN (NumPy's sign keeps the NaN)."""
+    out = np.sign(x)
+    if out.dtype.kind in "iub" or not is_host(x):  # a device's float sign runs the rule's kernel
+        return out
+    nan = np.isnan(out)
+    return np.where(nan, out.dtype.type(0), out) if nan.any() else out
+
+
+# Rows whose NumPy ufunc differs from PyTorch at some values: the ufunc with PyTorch's answer there.
+_TORCH_UFUNCS = {"sign": _sign}
+
+
+def host_ufunc(rule: ScalarRule) -> Callable[..., Any]:
+    """The NumPy function computing `rule`'s forward on host arrays: its ufunc, or PyTorch's variant."""
+    return _TORCH_UFUNCS.get(rule.name) or getattr(np, rule.ufunc)
+
+
 def _host_forward(rule: ScalarRule) -> Callable[..., Any] | None:
     """The rule's NumPy ufunc, with PyTorch's result for a bool input where it differs
     (``rule.bool_result``), or None."""
     if not rule.ufunc:
         return None
-    ufunc = threaded_ufunc(rule, getattr(np, rule.ufunc))  # large float operands: on every thread
+    ufunc = threaded_ufunc(rule, host_ufunc(rule))  # large float operands: on every thread
     if rule.bool_result == "itself":
         return lambda x: x.copy() if x.dtype == np.bool_ else ufunc(x)
     if rule.bool_result == "int64":
@@ -276,13 +294,13 @@ def eager_unary(function: type[Function], general: Callable[..., Tensor]) -> Cal
     fast path in front: the rule's ufunc, else its contiguous loop (ops/_elementwise_eager.py)."""
     rule = function.rule
     if rule.ufunc:
-        return elementwise_eager.unary(function, getattr(np, rule.ufunc), general)
+        return elementwise_eager.unary(function, host_ufunc(rule), general)
     return elementwise_eager.unary(function, lambda x: cpu.forward_contiguous(rule, x, ()), general, contiguous_only=True)
 
 
 def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Tensor]:
     defaults = dict(rule.attrs)
-    ufunc = getattr(np, rule.ufunc) if rule.ufunc else None  # on float arrays (_host_forward's bool cases aside)
+    ufunc = host_ufunc(rule) if rule.ufunc else None  # on float arrays (_host_forward's bool cases aside)
 
     def check_attrs(attrs: dict) -> dict:
         if not attrs and not defaults:
@@ -344,8 +362,10 @@ def _make_public(rule: ScalarRule, function: type[Function]) -> Callable[..., Te
             if rule.dtypes != "any" and np.result_type(data_of(a), data_of(b)).kind != "f":
                 if rule.dtypes == "float":
                     raise TypeError(f"{rule.name}: expected floating point operands")
-                a = as_default_float(a) if isinstance(a, Tensor) else float(a)
-                b = as_default_float(b) if isinstance(b, Tensor) else float(b)
+                # Each operand goes to float from its own value, not wrapped into the other's
+                # integer dtype by `operands` (xlogy(uint8 tensor, -3) is log(-3.0) = NaN, as
+                # PyTorch, not log(253); so is a 0-d int64 -3 tensor).
+                a, b = float_operand(input, a), float_operand(other, b)
             return function.apply(a, b, **check_attrs(attrs))
 
     # The eager fast path in front (ops/_elementwise_eager.py); `dispatch(public, ...)` above hands

@@ -12,6 +12,7 @@ import numpy as np
 
 from numdiff import _random
 from numdiff._host_functions import host_function, random_function
+from numdiff._torch_misc import result_type
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.search import _host, _on_device_of
 from numdiff.tensor import Tensor
@@ -47,8 +48,12 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
     """The next floating point value after `input` towards `other`, elementwise."""
     input, other = ensure_tensor("nextafter", input), ensure_tensor("nextafter", other, "other")
-    if input.dtype != other.dtype or not input.is_floating_point() or input._data.dtype.kind != "f":
-        raise TypeError(f"nextafter: expected two float16, float32 or float64 tensors of one dtype, got {input.dtype} and {other.dtype}")
+    dtype = result_type(input, other)  # PyTorch promotes: nextafter(int8, float16) is float16
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"nextafter: not implemented for integer or bool operands ({input.dtype} and {other.dtype}), as in PyTorch")
+    input, other = input.to(dtype), other.to(dtype)
+    if input._data.dtype.kind != "f":
+        raise TypeError(f"nextafter: bfloat16 is not supported (its neighbours are not NumPy's); got {input.dtype}, convert to float32")
     return _on_device_of(np.nextafter(_host("nextafter", input), _host("nextafter", other)), input)
 
 

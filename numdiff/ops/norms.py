@@ -76,9 +76,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     if input._data.dtype == np.float16:
         return half_computed_in_float32(input, lambda x: norm(x, p, dim, keepdim))
     dims = _reduction_dims("norm", dim, input.ndim)
+    if (p < 0 or p == math.inf) and input.numel() == 0 and (not dims or any(input.shape[d] == 0 for d in dims)):
+        # No identity: the sum of |x| ** p for p < 0 would be 0 and its root infinite (PyTorch raises).
+        raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
     if p == math.inf or p == -math.inf:
-        if input.numel() == 0 and (not dims or any(input.shape[d] == 0 for d in dims)):
-            raise RuntimeError(f"norm: the {p} norm of an empty tensor of shape {tuple(input.shape)} is undefined")
         return (amax if p > 0 else amin)(input.abs(), dims, keepdim)
     if p == 0:
         # A count with a zero gradient, as PyTorch's: the unselected branch x * 0 ties the result
@@ -90,7 +91,19 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         return sum_(input.abs(), dims, keepdim)
     if p == 2:
         return _root(sum_(input * input, dims, keepdim), 2)
-    return _root(sum_(input.abs() ** p, dims, keepdim), p)
+    magnitude = input.abs()
+    if 0 < p < 1:
+        # |x| ** p has an infinite slope at 0, where PyTorch's gradient is 0: the power of a safe 1
+        # there, masked (the mask a constant of the gradient, as in _root).
+        host = eager_host_data(magnitude)
+        zero = magnitude == 0 if host is None else Tensor._wrap(np.asarray(host == 0), None, None)
+        return _root(sum_(where(zero, 0.0, where(zero, 1.0, magnitude) ** p), dims, keepdim), p)
+    if p < 0:
+        # No zero guard: a zero element makes the sum infinite and the norm 0, and a zero sum (every
+        # element infinite) makes the norm infinite, as PyTorch's (the guard would give 0).
+        with np.errstate(divide="ignore"):  # 0 ** p is inf on purpose
+            return sum_(magnitude**p, dims, keepdim) ** (1.0 / p)
+    return _root(sum_(magnitude ** p, dims, keepdim), p)
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
@@ -168,6 +181,8 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
         input = input.to(dtype)
     if input._data.dtype.kind not in "fV":
         raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
+    if input._data.dtype.itemsize == 2:  # float16 and bfloat16 accumulate in float32, as PyTorch's
+        return nanmean(input.float(), dim, keepdim).to(input.dtype)
     present = ~input.isnan()
     return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)
 

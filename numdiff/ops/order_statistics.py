@@ -59,10 +59,14 @@ def _shaped(values: Tensor, indices: Tensor, dim: int, keepdim: bool, scalar: bo
 
 
 def _median(op: str, input: Any, dim: Any, keepdim: bool, ignore_nan: bool):
+    input = ensure_tensor(op, input)
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError(f"{op}: not implemented for bool tensors, as in PyTorch; convert it first, e.g. x.long()")
     if dim is None:  # the whole tensor: the value only
-        input = ensure_tensor(op, input)
         if input.numel() == 0:
-            raise IndexError(f"{op}: cannot take the median of an empty tensor (shape {tuple(input.shape)})")
+            if input.is_floating_point():  # PyTorch's NaN, tied to the input for a (zero) gradient
+                return input.sum() * float("nan")
+            raise IndexError(f"{op}: cannot take the median of an empty {input.dtype} tensor (shape {tuple(input.shape)})")
         return _shared_by_equals(input, _median(op, input.reshape(-1), 0, False, ignore_nan).values)
     input, dim, scalar = _prepare(op, input, dim)
     order = argsort(input, dim, stable=True)  # NaNs sort last, in their order

@@ -81,9 +81,12 @@ class Sum(Function):
             # np.sum is np.add.reduce behind a Python wrapper that looks for a .sum method and
             # builds keyword dicts: on a host array the ufunc directly gives the same sum (and the
             # same int64 for small integers) without the wrapper's 1-3 us.
+            # An integer sum stays in x's dtype, wrapping as PyTorch's (sum(dtype=int8)); NumPy's
+            # reduce would widen int8 to int64 (the default sum's integers are int64 already).
+            dtype = x.dtype if x.dtype.kind in "iu" else None
             if is_host(x):
-                return np.add.reduce(x, axis=dims, keepdims=keepdim)
-            return np.sum(x, axis=dims, keepdims=keepdim)
+                return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=dtype)
+            return np.sum(x, axis=dims, keepdims=keepdim, dtype=dtype)
         # One pass over x for interleaved or short innermost summed axes (a broadcast's gradient).
         # like= only off the host: its dispatch costs a small sum ~0.5 us.
         out = np.empty(ctx.kept_shape, x.dtype) if is_host(x) else np.empty(ctx.kept_shape, dtype=x.dtype, like=x)
@@ -103,7 +106,8 @@ class Prod(Function):
     def forward(ctx, x, *, dims, keepdim):
         _remember(ctx, x, dims, keepdim)
         ctx.save_for_backward(x)
-        return np.prod(x, axis=dims, keepdims=keepdim)
+        # Integers stay in x's dtype and wrap, as Sum's (prod(dtype=int8)).
+        return np.prod(x, axis=dims, keepdims=keepdim, dtype=x.dtype if x.dtype.kind in "iu" else None)
 
     @staticmethod
     def backward(ctx, grad):

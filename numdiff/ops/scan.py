@@ -91,7 +91,8 @@ def _running(scan: Any, x: Any, dim: int) -> Any:
     round once per element, as PyTorch's CPU kernels do (NumPy would round at every step)."""
     if is_host(x) and x.dtype in (np.float16, np.float32):
         return scan(x, axis=dim, dtype=np.float64).astype(x.dtype)
-    return scan(x, axis=dim)
+    # Integers stay in x's dtype and wrap, as PyTorch's cumsum(dtype=int8); NumPy would widen them.
+    return scan(x, axis=dim, dtype=x.dtype if x.dtype.kind in "iu" else None)
 
 
 def _cumprod_grad(x: Any, grad: Any, dim: int) -> Any:

@@ -203,6 +203,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
             f"{tuple(input.shape)}; got values in [{positions.min()}, {positions.max()}]"
         )
     check_same_device("index_add", input, source)
+    if input._data.dtype.kind in "iu" and isinstance(alpha, float):
+        alpha = int(alpha)  # PyTorch casts alpha to the integer dtype (2.5 -> 2), keeping the result's dtype
     if input.ndim == 0:
         return input + (source.sum() if alpha == 1 else source.sum() * alpha)
     scaled = source if alpha == 1 else source * alpha

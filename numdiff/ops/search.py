@@ -33,6 +33,7 @@ def _on_device_of(array: np.ndarray, like: Tensor) -> Tensor:
     """`array`, computed on the host from `like`'s values, as a tensor on `like`'s device; float32
     values computed from a bfloat16 tensor go back to bfloat16 (exact: they are its own values)."""
     data = like._data
+    array = np.asarray(array)  # a ufunc of 0-d arrays returns a NumPy scalar
     if data.dtype == _dtype.BFLOAT16_STORAGE and array.dtype == np.float32:
         array = _dtype.cast_array(array, _dtype.bfloat16)
     return Tensor._wrap(like_host(array, data), None, None)

@@ -296,6 +296,21 @@ def flip(input: Tensor, dims: Any) -> Tensor:
 
 
 @honours_protocol
+def _legacy_empty(tensors: tuple) -> bool:
+    """Whether some but not all of `tensors` are 1-D and empty: PyTorch's cat skips those."""
+    empty = sum(isinstance(t, Tensor) and t._data.shape == (0,) for t in tensors)
+    return 0 < empty < len(tensors)
+
+
+def _cat_skipping_legacy_empty(tensors: tuple, dim: int) -> Tensor:
+    """cat of the tensors that are not of shape (0,), in the dtype all of them promote to, as PyTorch
+    concatenates onto an empty accumulator (`torch.cat([torch.tensor([]), x2d])`)."""
+    target = tensors[0].dtype
+    for t in tensors[1:]:
+        target = _dtype.promote(target, t.dtype)
+    return cat([t.to(target) for t in tensors if t._data.shape != (0,)], dim)
+
+
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors of equal shape except along `dim`."""
     if (type(tensors) not in (list, tuple) and is_overridable(tensors)) or (type(dim) is not int and is_overridable(dim)):
@@ -306,6 +321,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     first = tensors[0]
     first_shape = first._data.shape if isinstance(first, Tensor) else None
+    requested_dim = dim
     if first_shape:
         dim = normalize_dim("cat", dim, len(first_shape))
         before, after, dtype = first_shape[:dim], first_shape[dim + 1 :], first._data.dtype
@@ -322,6 +338,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if not shape:  # else the size checks below index its empty shape
             raise ValueError(f"cat: tensor {i} is zero-dimensional and cannot be concatenated; stack() the tensors, or reshape it to (1,)")
         if len(shape) != len(first_shape) or shape[:dim] != before or shape[dim + 1 :] != after:
+            if _legacy_empty(tensors):
+                return _cat_skipping_legacy_empty(tensors, requested_dim)
             raise ValueError(
                 f"cat: sizes of tensors must match except in dimension {dim}: tensor 0 has shape "
                 f"{tuple(first.shape)} but tensor {i} has shape {tuple(t.shape)}"

@@ -31,6 +31,10 @@ def round(input: Any, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's
     if not isinstance(input, Tensor) or input._data.dtype.kind not in "fV":
         what = f"dtype {input.dtype}" if isinstance(input, Tensor) else type(input).__name__
         raise TypeError(f"round: decimals={decimals} needs a floating point tensor, got {what}")
+    if input._data.dtype.itemsize == 2:
+        # float16 and bfloat16 scale in float32, as PyTorch's kernel does: in float16 itself
+        # 1234.5678 * 100 overflows to inf, and 25 * 1000 / 1000 rounds to 24.98.
+        return round(input.float(), decimals=decimals).to(input.dtype)
     if decimals > 0:
         scale = 10.0**decimals
         return PUBLIC["round"](input * scale) / scale
