@@ -94,10 +94,13 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     magnitude = input.abs()
     if 0 < p < 1:
         # |x| ** p has an infinite slope at 0, where PyTorch's gradient is 0: the power of a safe 1
-        # there, masked (the mask a constant of the gradient, as in _root).
+        # there, masked (the mask a constant of the gradient, as in _root). Shifted and multiplied,
+        # not selected by where: a zero element's gradient is 0 times the rest, so NaN where the
+        # norm is NaN, as PyTorch's.
         host = eager_host_data(magnitude)
         zero = magnitude == 0 if host is None else Tensor._wrap(np.asarray(host == 0), None, None)
-        return _root(sum_(where(zero, 0.0, where(zero, 1.0, magnitude) ** p), dims, keepdim), p)
+        zero = zero.to(magnitude.dtype)
+        return _root(sum_((magnitude + zero) ** p * (1.0 - zero), dims, keepdim), p)
     if p < 0:
         # No zero guard: a zero element makes the sum infinite and the norm 0, and a zero sum (every
         # element infinite) makes the norm infinite, as PyTorch's (the guard would give 0).
