@@ -102,7 +102,7 @@ def _one_call_per_core(dtype: np.dtype) -> list[tuple[str, Callable[[], object]]
             "_conv_cores.backward_weight_core",  # stride 3: not the flat dot products' route
             lambda: conv.conv2d_backward_weight(z(1, 1, 2, 772), z(1, 1, 2, 257), z(1, 1, 1, 2), stride=(1, 3)),
         ),
-        # Stride-1 weight gradients to few channels over planes of 256+ positions (_conv_routing.use_flat_weight).
+        # Stride-1 weight gradients to few channels over planes of 256+ positions (_conv_routing_flat.use_flat_weight).
         (
             "_conv_flat_weight.flat_backward_weight_core",
             lambda: conv.conv2d_backward_weight(z(1, 1, 2, 257), z(1, 1, 2, 256), z(1, 1, 1, 2)),

@@ -27,7 +27,7 @@ of 4 output channels, tap row, pair of tap columns, position. Extra memory: the 
 about the size of x and grad_out (Cog rounded up to a multiple of 4), and a (KH*KW, Cog) sum per
 thread. Accuracy: float sums reassociated into vector lanes and chunks (float32 tolerance, not
 bit-for-bit with im2col's order). Routing rule and measurements:
-numdiff.kernels._conv_routing.use_flat_weight.
+numdiff.kernels._conv_routing_flat.use_flat_weight.
 """
 
 from __future__ import annotations

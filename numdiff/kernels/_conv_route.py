@@ -27,6 +27,7 @@ forces it. The "blas" route calls numdiff.kernels._blas.gemm, which itself runs 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from dataclasses import dataclass
 
@@ -35,8 +36,8 @@ from llvmlite import binding
 from numdiff.kernels._blas_library import blas_library, environment_choice
 
 __all__ = [
-    "CHOICES", "ENVIRONMENT_VARIABLE", "HALVED_AVX512_CPUS", "ConvProductsError", "ConvRoute", "choose", "conv_route",
-    "platform_route",
+    "CHOICES", "ENVIRONMENT_VARIABLE", "HALVED_AVX512_CPUS", "ConvProductsError", "ConvRoute", "blas_on_full_width_avx512",
+    "choose", "conv_route", "full_width_avx512", "platform_route",
 ]  # fmt: skip
 
 ENVIRONMENT_VARIABLE = "NUMDIFF_CONV_PRODUCTS"
@@ -147,3 +148,27 @@ def platform_route(conv: bool = False) -> ConvRoute:
     library = blas_library().name
     corename = openblas_corename() if library == "scipy" else None
     return choose("auto", library, _host_has_avx512(), corename, conv and _host_halves_avx512())
+
+
+@functools.cache
+def full_width_avx512() -> bool:
+    """Whether the host has AVX-512 and runs its 512-bit multiply-adds whole (asked once: llvmlite
+    reads the CPU's features).
+
+    >>> isinstance(full_width_avx512(), bool)
+    True
+    """
+    return _host_has_avx512() and not _host_halves_avx512()
+
+
+def blas_on_full_width_avx512() -> bool:
+    """Whether this process's im2col products run on BLAS on a full-width AVX-512 host: where the
+    ``*_AVX512`` bounds of numdiff.kernels._conv_routing (the batched cores, Winograd's gradients)
+    and _conv_routing_flat were measured (an Intel Emerald Rapids, SciPy's OpenBLAS running its
+    SkylakeX kernels). BLAS runs the per-image products there near its peak, so routes that trade
+    them for loops or copies of their own lose more often than the bounds measured elsewhere say.
+
+    >>> isinstance(blas_on_full_width_avx512(), bool)
+    True
+    """
+    return full_width_avx512() and not conv_route().loops

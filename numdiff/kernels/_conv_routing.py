@@ -4,7 +4,9 @@ the measurements behind their thresholds.
 
 Everything here is read at call time, and conv.py reads it through this module
 (``routing.NAME``) and keeps no copies, so a test can lower a threshold or replace a rule with
-``monkeypatch.setattr(_conv_routing, NAME, ...)`` and see the plan change.
+``monkeypatch.setattr(_conv_routing, NAME, ...)`` and see the plan change. The flat weight
+gradient's rule and bounds live in numdiff.kernels._conv_routing_flat (``use_flat_weight`` is
+read through here); the host tests that pick the ``*_AVX512`` bounds, in numdiff.kernels._conv_route.
 
 Serial or parallel: a convolution below :data:`PARALLEL_MIN_MACS` multiply-adds runs the serial
 build of its core (numdiff.kernels._parallel). im2col (numdiff.kernels._conv_cores, the method
@@ -50,9 +52,9 @@ from __future__ import annotations
 
 import functools
 
-from llvmlite import binding
-
-from numdiff.kernels._conv_route import HALVED_AVX512_CPUS
+from numdiff.kernels import _conv_route
+from numdiff.kernels._conv_route import full_width_avx512 as _full_width_avx512
+from numdiff.kernels._conv_routing_flat import use_flat_weight as use_flat_weight
 
 TILE_ELEMENTS = 1 << 17
 """Target size of one thread's im2col tile, in elements (512 KiB float32)."""
@@ -64,6 +66,15 @@ WINOGRAD_MIN_CHANNELS = 20
 """Harmonic mean of the input and output channels per group from which a 3x3 stride-1
 convolution may run as Winograd: the GEMMs it saves grow with ``ci*co``, the transforms it adds
 with ``ci + co``."""
+
+WINOGRAD_MIN_GRADIENT_CHANNELS_AVX512 = 16
+""":data:`WINOGRAD_MIN_CHANNELS` for the input and weight gradients where the im2col products run
+on BLAS on a full-width AVX-512 host (:func:`_blas_on_full_width_avx512`; the forward keeps 20).
+Measured on an Intel Emerald Rapids (one thread, float32, thread CPU time, min of 5-9 alternating
+rounds, load 13-14; Winograd / what ran before, of PyTorch's time or ms): the small ResNet's
+32x16->16 32x32 input gradient 1.00 / 1.48 (im2col), weight gradient 1.07 / 1.37 (im2col) and 1.86
+(the flat weight gradient); 8x16->16 32x32 weight gradient 0.51 / 0.66 ms. With fewer channels it
+does not pay: 8x8->8 64x64 0.99 / 0.88 ms, 8x16->8 32x32 0.39 / 0.37."""
 
 WINOGRAD_MIN_WIDTH = {"forward": 8, "backward_input": 10, "backward_weight": 10}
 """Output width (the routine's: the input's for the input gradient) from which it may. The
@@ -169,19 +180,15 @@ def use_direct(kind, n_img, ci, co, out_h, out_w, winograd):
     )
 
 
-@functools.cache
-def _full_width_avx512():
-    """Whether the host has AVX-512 and runs its 512-bit multiply-adds whole (asked once: llvmlite
-    reads the CPU's features)."""
-    avx512 = bool(binding.get_host_cpu_features().get("avx512f", False))
-    return avx512 and binding.get_host_cpu_name() not in HALVED_AVX512_CPUS
-
-
 def use_winograd(kind, ci, co, out_w):
     """Whether the `kind` kernel of a stride-1, undilated 3x3 convolution from ci to co channels
     per group, writing rows of out_w, runs faster as Winograd F(2x2, 3x3) than as im2col (see
-    the module docstring for the measurements behind the bounds)."""
-    return 2 * ci * co >= WINOGRAD_MIN_CHANNELS * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
+    the module docstring and :data:`WINOGRAD_MIN_GRADIENT_CHANNELS_AVX512` for the measurements
+    behind the bounds)."""
+    least = WINOGRAD_MIN_CHANNELS
+    if kind != "forward" and _conv_route.blas_on_full_width_avx512():
+        least = min(least, WINOGRAD_MIN_GRADIENT_CHANNELS_AVX512)
+    return 2 * ci * co >= least * (ci + co) and out_w >= WINOGRAD_MIN_WIDTH[kind]
 
 
 def direct_images(n_img, cog, oh_size, ow_size, parts):
@@ -317,44 +324,6 @@ def use_narrow(cog, cg, taps, ow_size):
     return cog <= NARROW_MAX_CHANNELS and cg * taps >= 9 and ow_size >= 8
 
 
-FLAT_WEIGHT_MAX_CHANNELS = {1: 64, 2: 32}
-"""Most output channels per group for which a weight gradient of stride 1 or 2 (the larger of the
-two) runs as dot products over padded planes (numdiff.kernels._conv_flat_weight); see
-:func:`use_flat_weight`."""
-
-FLAT_WEIGHT_MIN_POSITIONS = 256
-"""Fewest output positions an image (OH*OW) for the flat weight gradient: each dot product's
-partial sums are reduced per tap, which short planes do not pay for."""
-
-
-FLAT_OVER_WINOGRAD_MAX_POSITIONS = 1024
-"""Most output positions of the whole batch (N*OH*OW) for which the flat weight gradient replaces
-Winograd's: with more images or larger planes Winograd's blocks fill and it wins (64->64 16x16:
-4 images 0.33-0.86 / 0.66-1.23 ms, 8 images 1.90 / 1.58, 64 images 13.3 / 9.0)."""
-
-
-def use_flat_weight(n_img, cog, taps, stride, oh_size, ow_size, winograd):
-    """Whether a weight gradient over `n_img` images to `cog` output channels per group, with
-    `taps` filter taps, largest stride `stride` and (oh_size, ow_size) outputs an image, runs as the flat dot products instead of
-    im2col, the direct loops or (`winograd`: that route would take it) Winograd's. Measured (one thread, thread CPU time, best of 7, load
-    7-8; N x Ci -> Co, size, kernel: flat / what ran before): 4x16->3 64 9x9 2.19 / 12.7 ms (PyTorch
-    2.9); 4x3->16 64 9x9 1.52 / 2.24; 4x32->3 64 3x3 0.73 / 2.88; 4x16->8 64 5x5 1.29 / 3.64;
-    8x32->4 32 7x7 1.45 / 6.51; 4x3->32 64 3x3 0.31 / 0.59; 4x3->64 128 7x7 10.8 / 13.0;
-    4x16->16 64 5x5 1.76 / 3.74; 8x8->8 64 3x3 0.56 / 1.41; 4x128->8 16 3x3 0.28 / 0.71; against
-    Winograd: 4x64->64 16 3x3 0.83-0.86 / 1.14-1.23, 4x64->32 32 1.33-1.78 / 1.49-1.52, 4x32->16
-    64 1.72-2.16 / 1.57-1.60, 2x32->16 64 0.62 / 0.78 (see :data:`FLAT_OVER_WINOGRAD_MAX_POSITIONS`). It loses on small
-    planes (8x64->64 8x8: 0.84 / 0.34, hence :data:`FLAT_WEIGHT_MIN_POSITIONS`) and to the plain
-    product of a 1x1 convolution. Stride 2 (x split into its 4 phases): 4x16->32 64 3x3 0.45 /
-    0.50 (PyTorch 0.25), 32x3->32 32 4x4 0.33 / 0.46, 32x32->3 64 4x4 5.2 / 13.2 (PyTorch 5.0);
-    it loses at 64 channels (4x32->64 32 3x3 0.48 / 0.35), hence the smaller bound."""
-    if stride not in FLAT_WEIGHT_MAX_CHANNELS:
-        return False
-    positions = oh_size * ow_size
-    if winograd and n_img * positions > FLAT_OVER_WINOGRAD_MAX_POSITIONS:
-        return False
-    return cog <= FLAT_WEIGHT_MAX_CHANNELS[stride] and taps > 1 and positions >= FLAT_WEIGHT_MIN_POSITIONS
-
-
 BATCHED_MAX_POSITIONS = 256
 """Most output positions per image (OH*OW) for which a forward's im2col route runs several images
 per GEMM (numdiff.kernels._conv_batched); see :func:`batched_images`. Per image, a product of
@@ -384,6 +353,23 @@ position, per image / batched, input gradient of conv1d 32 x Ci -> Co, length, k
 weight gradient over PyTorch: 96x32->64 12x12 k5 1.53 / 1.76, conv1d 32x128->128 64 k5 1.61 /
 1.76, 32x64->128 16x16 k3 s2 1.58 / 1.72)."""
 
+BATCHED_MIN_DEPTH_AVX512 = 144
+"""Where the im2col products run on BLAS on a full-width AVX-512 host
+(numdiff.kernels._conv_route.blas_on_full_width_avx512), a weight gradient batches only up to
+:data:`BATCHED_GRADIENT_MAX_POSITIONS` positions an image, as an input gradient does, and a forward
+of more positions only with at least this many patch rows (K = Cg*KH*KW): BLAS runs the per-image
+products near its peak there, and the batched cores' staging of each whole zero-padded image and
+their copies to and from the side-by-side block cost more than the per-image GEMMs lose. Measured on
+an Intel Emerald Rapids (one thread, float32, thread CPU time, min of 9-15 alternating rounds, load
+13-17; N x Ci -> Co, size, kernel, stride: batched / per image ms). Forward: 32x16->32 32 1x1 s2
+(resnet's shortcut) 0.93 / 0.42; 32x32->64 16 1x1 s2 0.31 / 0.17; 8x32->64 32 2x2 s2 (unet) 1.49 /
+0.91 of PyTorch's time; 32x3->32 32 4x4 s2 (dcgan's first) 0.57 / 0.47; 16x3->16 32 3x3 s2
+(efficientnet's stem) 1.51 / 0.84 of PyTorch's; from K = 144 even or batched ahead (32x16->32 32
+3x3 s2 2.04 / 2.21, 32x32->64 16 4x4 s2 1.84 / 2.08). Weight gradient: 32x32->64 16 4x4 s2 1.91 /
+1.79; 32x64->64 8 3x3 1.92 / 1.76; 32x16->32 32 3x3 s2 1.81 / 1.51; 32x32->64 16 3x3 s2 1.24 /
+1.12; 64x24->16 8 3x3 (cnn3d) 0.91 / 0.70; 32x16->32 32 1x1 s2 0.57 / 0.36; but at 16 positions an
+image batched still wins (32x48->48 8 3x3 s2 0.35 / 0.52, 32x64->128 8 4x4 s2 1.49 / 2.12)."""
+
 BATCHED_MAX_IMAGE_ELEMENTS = 1 << 20
 """Most patch elements of one image (K*OH*OW) for which a forward of more than
 :data:`BATCHED_GRADIENT_MAX_POSITIONS` positions an image runs batched: the batched cores gather
@@ -398,13 +384,15 @@ def batched_images(n_img, k, positions, parts, kind="forward"):
     Cg*KH*KW, or 0 where the per-image im2col cores run instead: more than
     :data:`BATCHED_MAX_POSITIONS` positions, or :data:`BATCHED_GRADIENT_MAX_POSITIONS` for an
     input gradient, or more than that with more than :data:`BATCHED_MAX_IMAGE_ELEMENTS` patch
-    elements an image (a forward) or :data:`TILE_ELEMENTS` (a weight gradient). Else at most as many as keep a column block (K, images*positions) within
+    elements an image (a forward) or :data:`TILE_ELEMENTS` (a weight gradient), or where
+    :data:`BATCHED_MIN_DEPTH_AVX512`'s host rule says so. Else at most as many as keep a column block (K, images*positions) within
     :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
     the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
     if positions > BATCHED_MAX_POSITIONS:
         return 0
     if positions > BATCHED_GRADIENT_MAX_POSITIONS:
-        if kind == "backward_input":
+        wide_blas = _conv_route.blas_on_full_width_avx512()
+        if kind == "backward_input" or (wide_blas and (kind == "backward_weight" or k < BATCHED_MIN_DEPTH_AVX512)):
             return 0
         # The weight gradient's product re-reads its (images*P, K) patch block once per 4 output
         # channels: one image's patches must fit the tile (a 2x64->64 4x4 stride-4 gradient,

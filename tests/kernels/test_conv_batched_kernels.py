@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numdiff
-from numdiff.kernels import _conv_routing, conv
+from numdiff.kernels import _conv_route, _conv_routing, _conv_routing_flat, conv
 from numdiff.kernels._conv_batched import (
     batched_backward_input_core,
     batched_backward_weight_core,
@@ -34,6 +34,13 @@ def _one_row_cases_stay_on_this_route(monkeypatch):
     Numba loops their forward and weight gradient would otherwise run numdiff.kernels._conv_rows
     (tested in test_conv_rows_kernel.py)."""
     monkeypatch.setattr(conv, "use_rows", lambda *sizes: False)
+
+
+@pytest.fixture(autouse=True)
+def _bounds_measured_without_wide_blas(monkeypatch):
+    """The cases here batch under the bounds measured on AVX2 and Zen hosts; where BLAS runs the
+    products on a full-width AVX-512 host fewer batch (tested apart: the host rule's test below)."""
+    monkeypatch.setattr(_conv_route, "blas_on_full_width_avx512", lambda: False)
 
 BATCHED_CORES = {
     "forward": batched_forward_core,
@@ -292,7 +299,7 @@ def test_newly_batched_float32_forward_and_its_gradients_match_torch(x_shape, w_
     weight_plan = conv.conv2d_plan("backward_weight", as_2d(x_shape), as_2d(w_shape), as_2d(tuple(yt.shape)), strides,
                                    pads, (1, 1), 1)  # fmt: skip
     # Batched, except where the flat dot products take it (16x16 = 256 positions, few channels).
-    flat = _conv_routing.FLAT_WEIGHT_MIN_POSITIONS <= weight_plan[1][8] * weight_plan[1][9]
+    flat = _conv_routing_flat.FLAT_WEIGHT_MIN_POSITIONS <= weight_plan[1][8] * weight_plan[1][9]
     assert flat or weight_plan[0] in BATCHED_CORES["backward_weight"]
     g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
     yn.backward(numdiff.tensor(g))
@@ -300,3 +307,19 @@ def test_newly_batched_float32_forward_and_its_gradients_match_torch(x_shape, w_
     np.testing.assert_allclose(yn.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(wn.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_batched_route_on_full_width_avx512_with_blas_keeps_small_outputs_and_deep_forwards(monkeypatch):
+    monkeypatch.setattr(_conv_route, "blas_on_full_width_avx512", lambda: True)
+    deep = _conv_routing.BATCHED_MIN_DEPTH_AVX512
+    small = _conv_routing.BATCHED_GRADIENT_MAX_POSITIONS
+    for kind in ("forward", "backward_input", "backward_weight"):
+        assert _conv_routing.batched_images(32, deep, small, 1, kind) > 0  # 4x4 outputs batch, any depth
+    assert _conv_routing.batched_images(32, deep, 64, 1, "forward") > 0
+    assert _conv_routing.batched_images(32, deep - 1, 64, 1, "forward") == 0  # short patches: per image
+    assert _conv_routing.batched_images(32, 4 * deep, 64, 1, "backward_weight") == 0
+    # resnet's strided 1x1 shortcut runs per image, dcgan's 32 -> 64 4x4 forward batched
+    plan = conv.conv2d_plan("forward", (32, 16, 32, 32), (32, 16, 1, 1), (32, 32, 16, 16), (2, 2), (0,) * 4, (1, 1), 1)
+    assert plan[0] not in BATCHED_CORES["forward"]
+    plan = conv.conv2d_plan("forward", (32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2), (1,) * 4, (1, 1), 1)
+    assert plan[0] in BATCHED_CORES["forward"]

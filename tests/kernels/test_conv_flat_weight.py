@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import numdiff
+from numdiff.kernels import _conv_route, _conv_routing_flat, conv
 from numdiff.kernels import _conv_routing as routing
-from numdiff.kernels import conv
 from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
 from numdiff.kernels._parallel import always_parallel, always_serial
 from numdiff.kernels.conv import conv2d_backward_weight, conv2d_plan
@@ -28,6 +28,13 @@ def _one_row_cases_stay_on_this_route(monkeypatch):
     """The conv1d case here (one row high) tests this file's route; where the products run as
     Numba loops it would otherwise run numdiff.kernels._conv_rows (test_conv_rows_kernel.py)."""
     monkeypatch.setattr(conv, "use_rows", lambda *sizes: False)
+
+
+@pytest.fixture(autouse=True)
+def _bounds_measured_without_wide_blas(monkeypatch):
+    """The shapes here take the flat route under the bounds measured on AVX2 and Zen hosts; on a
+    full-width AVX-512 host with BLAS products it takes fewer (tested apart below)."""
+    monkeypatch.setattr(_conv_route, "blas_on_full_width_avx512", lambda: False)
 
 
 SHAPES = [
@@ -132,8 +139,22 @@ def test_flat_weight_route_takes_winograd_shapes_on_small_planes():
     assert not routing.use_flat_weight(8, 64, 9, 1, 16, 16, True)  # more images: Winograd's blocks fill
     assert not routing.use_flat_weight(4, 64, 9, 1, 32, 32, True)
     assert routing.use_flat_weight(4, 64, 9, 1, 32, 32, False)
-    assert not routing.use_flat_weight(4, routing.FLAT_WEIGHT_MAX_CHANNELS[1] + 1, 9, 1, 32, 32, False)
-    assert not routing.use_flat_weight(4, routing.FLAT_WEIGHT_MAX_CHANNELS[2] + 1, 9, 2, 32, 32, False)
+    assert not routing.use_flat_weight(4, _conv_routing_flat.FLAT_WEIGHT_MAX_CHANNELS[1] + 1, 9, 1, 32, 32, False)
+    assert not routing.use_flat_weight(4, _conv_routing_flat.FLAT_WEIGHT_MAX_CHANNELS[2] + 1, 9, 2, 32, 32, False)
+
+
+def test_flat_weight_route_takes_few_channels_or_wide_filters_where_blas_runs_full_width_avx512(monkeypatch):
+    monkeypatch.setattr(_conv_route, "blas_on_full_width_avx512", lambda: True)
+    most = _conv_routing_flat.FLAT_WEIGHT_MAX_CHANNELS_AVX512
+    wide_taps, wide_most = _conv_routing_flat.FLAT_WEIGHT_WIDE_FILTER_AVX512
+    assert routing.use_flat_weight(4, most, 9, 1, 64, 64, False)
+    assert not routing.use_flat_weight(4, most + 1, 9, 1, 64, 64, False)  # a 3x3 to 8 channels: im2col's BLAS wins
+    assert not routing.use_flat_weight(32, 32, 16, 2, 16, 16, False)  # dcgan's first layer
+    assert routing.use_flat_weight(4, wide_most, wide_taps, 1, 64, 64, False)
+    assert not routing.use_flat_weight(4, wide_most + 1, wide_taps, 1, 64, 64, False)
+    shapes = (32, 16, 32, 32), (32, 16, 3, 3), (32, 32, 16, 16)  # the small ResNet's strided 3x3
+    core, _ = conv2d_plan("backward_weight", *shapes, (2, 2), (1,) * 4, (1, 1), 1)
+    assert core not in flat_backward_weight_core
 
 
 def test_flat_weight_gradient_has_a_float64_gradient():

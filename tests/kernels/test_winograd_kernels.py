@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numdiff.kernels import _conv_routing, _winograd, conv
+from numdiff.kernels import _conv_route, _conv_routing, _conv_routing_flat, _winograd, conv
 from numdiff.kernels._parallel import always_parallel
 from tests.kernels import kernel_reference as ref
 from tests.kernels.conv_route_checks import assert_compiled_step_matches_eager, assert_conv2d_gradcheck
@@ -249,7 +249,18 @@ def test_many_channel_gradients_wider_than_8_run_winograd(batch, c_in, c_out, wi
     # 64 -> 64 16x16 layers): beyond 8 wide, gradients with channels enough run Winograd.
     shapes = ((batch, c_in, width, width), (c_out, c_in, 3, 3), (batch, c_out, width, width))
     for kind in ("backward_input", "backward_weight"):
-        if kind == "backward_weight" and batch * width * width <= _conv_routing.FLAT_OVER_WINOGRAD_MAX_POSITIONS:
+        if kind == "backward_weight" and batch * width * width <= _conv_routing_flat.FLAT_OVER_WINOGRAD_MAX_POSITIONS:
             continue  # few images: the flat dot products take it (test_conv_flat_weight.py)
         core, _ = conv.conv2d_plan(kind, *shapes, (1, 1), (1, 1, 1, 1), (1, 1), 1)
         assert core in WINOGRAD_CORES[kind], (kind, shapes, core)
+
+
+def test_winograd_gradients_take_fewer_channels_where_blas_runs_full_width_avx512(monkeypatch):
+    least = _conv_routing.WINOGRAD_MIN_GRADIENT_CHANNELS_AVX512
+    assert least < _conv_routing.WINOGRAD_MIN_CHANNELS
+    for wide_blas in (False, True):
+        monkeypatch.setattr(_conv_route, "blas_on_full_width_avx512", lambda wide_blas=wide_blas: wide_blas)
+        assert not _conv_routing.use_winograd("forward", least, least, 32)  # the forward keeps its bound
+        for kind in ("backward_input", "backward_weight"):
+            assert _conv_routing.use_winograd(kind, least, least, 32) == wide_blas
+            assert not _conv_routing.use_winograd(kind, least // 2, least // 2, 32)
