@@ -109,6 +109,7 @@ def _stage_size(cg, block_h, block_w, sw):
     return max(cg * block_h * block_w, sw * cg * block_h * phase_width(block_w, sw))
 
 
+@by_address
 @njit(cache=True, nogil=True)
 def _gather_plan(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size):
     """(phased, table): whether the patches move as unit-stride runs of a phase-split block
@@ -136,6 +137,21 @@ def tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size):
                         table[q] = base + ow * sw
                         q += 1
     return table
+
+
+# Shared by two cores, so called by address (numdiff.kernels._kernel_address): inline, each core's
+# build compiled a copy of its own.
+
+
+@by_address
+@njit(cache=True, nogil=True)
+def gather_images(go4, n0, m, g, dout):
+    """``dout[co, b*P + p] = go4[n0 + b, g, co, p]``: the output gradient of images n0..n0+m-1 side by side."""
+    positions = go4.shape[3]
+    for b in range(m):
+        for co in range(go4.shape[2]):
+            for p in range(positions):
+                dout[co, b * positions + p] = go4[n0 + b, g, co, p]
 
 
 def batched_forward_core(
@@ -198,10 +214,7 @@ def batched_backward_input_core(
             m = min(n_img, n0 + images) - n0
             cols = m * positions
             dout = doutbuf[t, : cog * cols].reshape((cog, cols))
-            for b in range(m):
-                for co in range(cog):
-                    for p in range(positions):
-                        dout[co, b * positions + p] = go4[n0 + b, g, co, p]
+            gather_images(go4, n0, m, g, dout)
             dcol = colbuf[t, : k * cols].reshape((k, cols))
             product(loops, True, False, w3[g], dout, 0.0, dcol)
             for b in range(m):
@@ -252,10 +265,8 @@ def batched_backward_weight_core(
             col = colbuf[t, : k * cols].reshape((k, cols))
             col_t = colbuf[t, : cols * k].reshape((cols, k))
             dout = doutbuf[t, : cog * cols].reshape((cog, cols))
+            gather_images(go4, n0, m, g, dout)
             for b in range(m):
-                for co in range(cog):
-                    for p in range(positions):
-                        dout[co, b * positions + p] = go4[n0 + b, g, co, p]
                 if phased:
                     stage_phases(x5[n0 + b, g], -pt, pl, block_h, block_w, sw, stage)
                     gather_phases(stage, cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size, block_h, block_w, col, b * positions)

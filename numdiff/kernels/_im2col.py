@@ -37,7 +37,8 @@ def staging_size(cg, rows, kh, kw, sh, sw, dh, dw, ow_size):
     return cg * ((rows - 1) * sh + (kh - 1) * dh + 1) * ((ow_size - 1) * sw + (kw - 1) * dw + 1)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@by_address
+@njit(cache=True, nogil=True)
 def stage_rows(xg, top, pl, block_h, block_w, stage):
     """Copy input rows ``top .. top+block_h-1`` of ``xg`` (Cg, H, W) into ``stage`` (1-D, at least
     ``Cg*block_h*block_w`` elements) as a zero-padded block (Cg, block_h, block_w): block column b
@@ -64,7 +65,8 @@ def stage_rows(xg, top, pl, block_h, block_w, stage):
                 stage[np.uint64(d0 + b)] = 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@by_address
+@njit(cache=True, nogil=True)
 def unstage_add(stage, c0, channels, top, pl, block_h, block_w, dxg):
     """The adjoint of :func:`stage_rows` for channels c0..c0+channels-1 of ``dxg`` (Cg, H, W):
     add the in-image part of the block ``stage`` into them and drop its padding."""
@@ -154,7 +156,8 @@ def phase_width(block_w, sw):
     return -(-block_w // sw)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@by_address
+@njit(cache=True, nogil=True)
 def stage_phases(xg, top, pl, block_h, block_w, sw, stage):
     """Copy input rows ``top .. top+block_h-1`` of ``xg`` (Cg, H, W) into ``stage`` as the zero-padded
     block of :func:`stage_rows` split into its ``sw`` column phases: ``stage`` (1-D, at least
