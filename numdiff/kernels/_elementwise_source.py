@@ -36,6 +36,13 @@ def loop_source(
     # error_model="numpy": x / 0 is inf or NaN, as in NumPy, instead of raising ZeroDivisionError.
     options = ", parallel=True" if parallel else ""
     lines = [f"@njit(cache=True, error_model=\"numpy\"{options})", f"def kernel({params}):"]
+    header = _HEADER
+    if layout == "flat" and not parallel and any("math.erf(" in e for e in expressions):
+        # erf's two polynomials and exp are arithmetic on data in the L1 cache: 512-bit vectors
+        # pay there (GELU forward / backward on float32[524288], one thread, Emerald Rapids:
+        # 0.75 / 1.06 ms at 256 bits -> see numdiff/kernels/_gate_math.wide_kernel).
+        header += "from numdiff.kernels._gate_math import wide_kernel\n\n\n"
+        lines.append("    wide_kernel()")
     lines += [f"    v_{name} = a_{name}" for name, kind in zip(operands, pattern) if kind == "S"]
     if layout == "flat":
         lines.append(f"    for i in {loop}({results[0]}.size):")
@@ -96,7 +103,7 @@ def loop_source(
     lines += [f"{body}v_{name} = {sources[name]}{index}" for name in arrays]
     for target, expression in zip(targets, expressions):
         lines.append(f"{body}{target}{index} = {in_operand_precision(scalar_code(expression, reads), arrays)}")
-    return vector_math_source(_HEADER + "\n".join(lines) + "\n")
+    return vector_math_source(header + "\n".join(lines) + "\n")
 
 
 # The _vecmath functions whose float32 versions a float32 kernel should reach: exp and erf in

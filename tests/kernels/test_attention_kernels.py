@@ -128,10 +128,47 @@ def test_causal_backward_in_row_blocks_matches_one_block(dtype, tol):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_forward_softmax_runs_in_the_scores_precision(dtype):
     # A float64 -inf start for the row maximum (and a float64 1 / sum) made a float32 row's exp and
-    # scaling run in float64, at half the SIMD lanes.
+    # scaling run in float64, at half the SIMD lanes: the scores (s), their exps (e), each row's sum
+    # (seen) and its inverse stay in the scores' dtype.
     kernel = numba.njit(error_model="numpy")(attention._forward)  # the loop nest both builds compile
     q = np.zeros((2, 3, 4), dtype)
     kernel(q, q, q, np.zeros((0, 0, 0), dtype), 0.5, True, np.zeros((2, 3, 5), dtype))
     typemap = kernel.overloads[kernel.signatures[0]].type_annotation.typemap
-    local = {name: str(kind) for name, kind in typemap.items() if name.split(".")[0] in ("top", "inverse")}
+    local = {name: str(kind) for name, kind in typemap.items() if name.split(".")[0] in ("s", "e", "seen", "inverse")}
     assert local and set(local.values()) == {np.dtype(dtype).name}, local
+
+
+@pytest.mark.parametrize("dtype, low, tol", [(np.float32, -87.0, 2e-5), (np.float64, -708.0, 1e-12)])
+def test_scores_far_below_the_row_maximum_match_numpy(dtype, low, tol):
+    # Probabilities below the dtype's normal range are dropped (a subnormal exp costs a microcode
+    # assist); those around it must still come out as NumPy's softmax has them, in both directions.
+    rng = np.random.default_rng(7)
+    q, k, v, grad = (rng.standard_normal(s).astype(dtype) for s in ((2, 4, 3), (2, 6, 3), (2, 6, 5), (2, 4, 6)))
+    bias = np.zeros((1, 4, 6), dtype)
+    bias[0, :, 1] = low + 30.0  # exp still normal: these keys keep their tiny weight
+    bias[0, :, 2] = low - 20.0  # exp subnormal or 0: dropped
+    bias[0, 1, 3] = -np.inf
+    out = attention.attention_forward(q, k, v, bias, 0.5, False, np.empty((2, 4, 6), dtype))
+    np.testing.assert_allclose(out, attention_reference(q, k, v, bias, False, 0.5), rtol=tol, atol=tol)
+    res = np.empty((2, (4 + 6) * 3 + 6 * 5), dtype)
+    attention.attention_backward(grad, out, q, k, v, bias, 0.5, False, res)
+    d_v = res[:, (4 + 6) * 3 :].reshape(2, 6, 5)
+    scores = 0.5 * q.astype(np.float64) @ k.transpose(0, 2, 1).astype(np.float64) + bias
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    expected = weights.transpose(0, 2, 1) @ grad[..., :5].astype(np.float64)  # dV = P^T dO
+    assert np.isfinite(res).all() and (d_v[:, 2] == 0).all()
+    np.testing.assert_allclose(d_v[:, 1], expected[:, 1], rtol=tol * 10, atol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_nan_score_makes_its_row_nan_and_leaves_the_others(causal):
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((2, 5, 3), (2, 5, 3), (2, 5, 4)))
+    q[1, 3, 0] = np.nan
+    out = attention.attention_forward(q, k, v, NO_BIAS.astype(np.float32), 0.5, causal, np.empty((2, 5, 5), np.float32))
+    assert np.isnan(out[1, 3]).all()
+    others = np.ones(out.shape[:2], bool)
+    others[1, 3] = False
+    reference = attention_reference(q, k, v, None, causal, 0.5)
+    np.testing.assert_allclose(out[others], reference[others], rtol=2e-5, atol=2e-6)

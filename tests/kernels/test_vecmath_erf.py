@@ -122,3 +122,22 @@ def test_gelu_double_backward_passes_gradcheck():
     x = numdiff.tensor(np.linspace(-4, 4, 17), dtype=numdiff.float64, requires_grad=True)
     assert numdiff.autograd.gradcheck(numdiff.nn.functional.gelu, (x,))
     assert numdiff.autograd.gradgradcheck(numdiff.nn.functional.gelu, (x,))
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rule", ["erf", "gelu"])
+def test_erf_kernels_run_512_bits_wide_with_the_narrow_kernels_bits(rule, dtype):
+    # A flat kernel calling erf is marked for 512-bit vectors (numdiff.kernels._elementwise_source);
+    # each lane computes what it did at 256 bits, so the results are the same bits.
+    wide = _elementwise_source.loop_source(["r_0"], [elementwise.RULES[rule].forward], ("x",), "A", (), "flat", False)
+    assert "    wide_kernel()\n" in wide
+    x = (np.random.default_rng(3).standard_normal(4099) * 4).astype(dtype)
+    results = []
+    for source in (wide, wide.replace("    wide_kernel()\n", "")):
+        namespace = {}
+        # Compiled here without the disk cache, which needs a file.
+        exec(compile(source.replace("cache=True", "cache=False"), f"<generated {rule}>", "exec"), namespace)
+        results.append(np.empty_like(x))
+        namespace["kernel"](results[-1], x)
+    assert results[0].tobytes() == results[1].tobytes()
