@@ -5,8 +5,8 @@ The rules of numdiff.kernels._conv_routing were measured on a few machines and s
 shape falls on the wrong side of a threshold the step pays for it every call (one thread, the small
 ResNet's 32x16->16 32x32 3x3: direct loops 2.2 / 2.7 / 2.9 ms forward / input / weight gradient,
 Winograd 1.5 / 1.5 / 1.8). `conv2d_plans` lists the rules' own plan first, then each other plan
-that turning a route off (direct loops, the flat weight gradient, batched im2col) or Winograd on
-or off reaches. Only these switches are offered: each leads to a core the rules also pick for
+that turning a route off (direct loops, the flat weight gradient, batched im2col), Winograd on
+or off, or batching without the host's rule reaches. Only these switches are offered: each leads to a core the rules also pick for
 other shapes, given the sizes the rules compute for it, so every plan here is one the kernels run.
 """
 
@@ -33,6 +33,12 @@ def _no_batch(*args: Any, **kwargs: Any) -> int:
     return 0
 
 
+def _batch_without_host_rule(*args: Any, **kwargs: Any) -> int:
+    """The batched cores' image count as the rules compute it on any host (the full-width AVX-512
+    rule sends some shapes to per-image im2col: timing may still prefer batching)."""
+    return routing.batched_images(*args, **kwargs, host_rule=False)
+
+
 class _FixedRules:
     """numdiff.kernels._conv_routing with some of its decisions replaced by constants."""
 
@@ -48,7 +54,7 @@ _SWITCHES = (
     ("use_direct", (None, _never)),
     ("use_winograd", (None, _never, _always)),
     ("use_flat_weight", (None, _never)),
-    ("batched_images", (None, _no_batch)),
+    ("batched_images", (None, _no_batch, _batch_without_host_rule)),
 )
 _CHOICES = [
     _FixedRules({name: rule for (name, _), rule in zip(_SWITCHES, rules) if rule is not None})

@@ -378,7 +378,7 @@ cut it into tiles of :data:`TILE_ELEMENTS` (at the bound, 4 MiB of float32 patch
 offsets)."""
 
 
-def batched_images(n_img, k, positions, parts, kind="forward"):
+def batched_images(n_img, k, positions, parts, kind="forward", host_rule=True):
     """Images per GEMM of the batched cores for the `kind` kernel ("forward", "backward_input" or
     "backward_weight") of a convolution with `positions` output positions an image and K =
     Cg*KH*KW, or 0 where the per-image im2col cores run instead: more than
@@ -387,11 +387,12 @@ def batched_images(n_img, k, positions, parts, kind="forward"):
     elements an image (a forward) or :data:`TILE_ELEMENTS` (a weight gradient), or where
     :data:`BATCHED_MIN_DEPTH_AVX512`'s host rule says so. Else at most as many as keep a column block (K, images*positions) within
     :data:`TILE_ELEMENTS`, at least one; few enough that every thread gets a block; and of those,
-    the largest that gives the busiest thread about the fewest images (:func:`busiest_share`)."""
+    the largest that gives the busiest thread about the fewest images (:func:`busiest_share`).
+    `host_rule=False` leaves the host rule out (compile's tuner offers that plan too)."""
     if positions > BATCHED_MAX_POSITIONS:
         return 0
     if positions > BATCHED_GRADIENT_MAX_POSITIONS:
-        wide_blas = _conv_route.blas_on_full_width_avx512()
+        wide_blas = host_rule and _conv_route.blas_on_full_width_avx512()
         if kind == "backward_input" or (wide_blas and (kind == "backward_weight" or k < BATCHED_MIN_DEPTH_AVX512)):
             return 0
         # The weight gradient's product re-reads its (images*P, K) patch block once per 4 output

@@ -30,8 +30,11 @@ def test_ieee_helpers_match_torch():
     their_mantissa, their_exponent = torch.frexp(torch.tensor(x))
     assert mantissa.tolist() == their_mantissa.tolist() and exponent.tolist() == their_exponent.tolist()
     assert numdiff.nextafter(numdiff.tensor([1.0]), numdiff.tensor([2.0])).item() == torch.nextafter(torch.tensor([1.0]), torch.tensor([2.0])).item()
-    with pytest.raises(TypeError, match="nextafter"):
-        numdiff.nextafter(numdiff.ones(1), numdiff.ones(1, dtype=numdiff.float64))
+    # Mixed float dtypes promote, as in torch; integers are refused by name.
+    mixed = numdiff.nextafter(numdiff.ones(1), numdiff.full((1,), 2.0, dtype=numdiff.float64))
+    assert mixed.dtype is numdiff.float64 and mixed.item() == torch.nextafter(torch.ones(1), torch.full((1,), 2.0, dtype=torch.float64)).item()
+    with pytest.raises((TypeError, NotImplementedError), match="nextafter"):
+        numdiff.nextafter(numdiff.ones(1, dtype=numdiff.int64), numdiff.ones(1, dtype=numdiff.int64))
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"return_inverse": True, "return_counts": True}, {"dim": 0, "return_counts": True}])

@@ -220,8 +220,7 @@ def test_bad_arguments_name_the_function_and_the_values():
         nf.fold(numdiff.ones(1, 6, 4), (3, 3), 2)
     with pytest.raises(IndexError, match=r"median: cannot take it over dimension 1 of size 0 \(shape \(2, 0\)\)"):
         numdiff.median(numdiff.ones(2, 0), 1)
-    with pytest.raises(IndexError, match=r"nanmedian: cannot take the median of an empty tensor"):
-        numdiff.nanmedian(numdiff.ones(0))
+    assert np.isnan(numdiff.nanmedian(numdiff.ones(0)).item())  # NaN, as torch's
     with pytest.raises(IndexError, match=r"mode"):
         numdiff.mode(numdiff.ones(2, 3), 2)
     with pytest.raises(ValueError, match=r"cartesian_prod: expects 1-D tensors, got tensors\[1\] of shape \(2, 2\)"):
