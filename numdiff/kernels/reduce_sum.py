@@ -17,8 +17,7 @@ gradient (Expand's backward) and every ``Tensor.sum`` over several axes comes th
   The innermost sum over r_m accumulates in float64; the sum over the outer summed axes adds
   into ``out`` in its dtype, as NumPy does for summed axes that are not innermost. Extra memory:
   none. A float32/float64 C-contiguous ``x`` and ``out`` whose innermost summed run r_m is
-  2..SHORT_INNER_SUM only; any other input (a kept innermost axis, a run over the cap, a tiny sum:
-  SMALL_SUM_ELEMENTS) goes to np.sum.
+  2..SHORT_INNER_SUM only; any other input (a kept innermost axis, a run over the cap) goes to np.sum.
 
 The CUDA twin is numdiff.cuda's reduction kernel (numdiff.cuda._functions.sum_dims).
 """
@@ -31,16 +30,7 @@ from numba import prange
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.kernels._parallel import SUM_GRAIN_ELEMENTS, serial_and_parallel
 
-__all__ = ["SHORT_INNER_SUM", "SMALL_SUM_ELEMENTS", "SMALL_SUM_ROWS", "collapse_axes", "sum_dims"]
-
-SMALL_SUM_ELEMENTS = 1024
-SMALL_SUM_ROWS = 64
-"""Sums of at most SMALL_SUM_ELEMENTS values into at most SMALL_SUM_ROWS results go to np.add.reduce:
-the launcher's checks and the kernel call cost 4.3-5.1 us whatever the size, NumPy's ufunc 1.1 us
-on (4, 8) over axis 1, 1.8 on (32, 16), 3.1 on (64, 64) (one thread, float32, thread CPU time). NumPy's
-cost grows with the rows of a short inner sum ((64, 32, 8) over axis 2: 41 us against the kernel's
-11), hence the bound on the results too. Both sums are correct to rounding; they may differ in the
-last bit, and eager and numdiff.compile both come here, so they agree."""
+__all__ = ["SHORT_INNER_SUM", "collapse_axes", "sum_dims"]
 
 SHORT_INNER_SUM = 1 << 24
 """The longest innermost summed run this kernel takes; longer runs go to np.sum. Since its run loop
@@ -161,8 +151,6 @@ def sum_dims(x: np.ndarray, dims: tuple[int, ...], out: np.ndarray) -> None:
         or not x.flags.c_contiguous
         or not out.flags.c_contiguous
         or x.size == 0
-        # A tiny sum: the ufunc's 1-2 us, not the launcher and kernel call's 4-5 (SMALL_SUM).
-        or (x.size <= SMALL_SUM_ELEMENTS and out.size <= SMALL_SUM_ROWS)
     ):
         np.add.reduce(x, axis=dims, keepdims=True, out=out)  # np.sum's reduction, without its wrapper
         return

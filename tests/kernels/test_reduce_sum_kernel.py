@@ -9,26 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import numdiff
-from numdiff.kernels import reduce_sum
 from numdiff.kernels._parallel import always_parallel, always_serial
-from numdiff.kernels.reduce_sum import (
-    SHORT_INNER_SUM,
-    SMALL_SUM_ELEMENTS,
-    SMALL_SUM_ROWS,
-    collapse_axes,
-    sum_dims,
-)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_for_small_sums():
-    """The patterns here are small enough for the ufunc route (SMALL_SUM_ELEMENTS): the kernel's
-    tests take it for every size (module scope, so that hypothesis's examples share it)."""
-    saved = reduce_sum.SMALL_SUM_ELEMENTS
-    reduce_sum.SMALL_SUM_ELEMENTS = 0
-    yield
-    reduce_sum.SMALL_SUM_ELEMENTS = saved
-
+from numdiff.kernels.reduce_sum import SHORT_INNER_SUM, collapse_axes, sum_dims
 
 PATTERNS = [
     ((4, 3, 5, 2, 6, 2), (3, 5)),  # nearest Upsample(2)'s gradient
@@ -131,38 +113,3 @@ def test_bias_gradient_sums_run_serially_and_match_the_parallel_build(two_thread
         sum_dims(x, dims, parallel)
     np.testing.assert_array_equal(serial, parallel)
     np.testing.assert_allclose(serial, x.astype(np.float64).sum(axis=dims, keepdims=True), rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,dims", [((4, 8), (1,)), ((2, 3, 4, 5), (1, 3)), ((64, 16), (1,))])
-def test_a_tiny_sum_is_numpys_and_a_larger_one_the_kernels(shape, dims, dtype, monkeypatch):
-    # Tiny sums take NumPy's ufunc, bit for bit; the kernel, forced, agrees with it to rounding.
-    monkeypatch.setattr(reduce_sum, "SMALL_SUM_ELEMENTS", SMALL_SUM_ELEMENTS)
-    x = np.random.default_rng(6).standard_normal(shape).astype(dtype)
-    kept = tuple(1 if a in dims else n for a, n in enumerate(shape))
-    assert x.size <= SMALL_SUM_ELEMENTS and np.prod(kept) <= SMALL_SUM_ROWS
-    small, forced = np.full(kept, np.nan, dtype), np.full(kept, np.nan, dtype)
-    sum_dims(x, dims, small)
-    np.testing.assert_array_equal(small, np.add.reduce(x, axis=dims, keepdims=True))
-    monkeypatch.setattr(reduce_sum, "SMALL_SUM_ELEMENTS", 0)
-    sum_dims(x, dims, forced)
-    np.testing.assert_allclose(small, forced, rtol=1e-6 if dtype == np.float32 else 1e-14, atol=1e-6)
-
-
-def test_many_short_rows_stay_on_the_kernel(monkeypatch):
-    # 128 results of runs of 8: over SMALL_SUM_ROWS, where NumPy's per-row cost loses to the kernel.
-    calls = []
-    real = reduce_sum._SUM_PAIRS
-
-    class Recording:
-        def pick(self, *args):
-            calls.append(args)
-            return real.pick(*args)
-
-    monkeypatch.setattr(reduce_sum, "_SUM_PAIRS", Recording())
-    monkeypatch.setattr(reduce_sum, "SMALL_SUM_ELEMENTS", SMALL_SUM_ELEMENTS)
-    x = np.random.default_rng(7).standard_normal((16, 8, 8))
-    out = np.empty((16, 8, 1))
-    sum_dims(x, (2,), out)
-    np.testing.assert_allclose(out, x.sum(axis=2, keepdims=True), rtol=1e-12)
-    assert x.size <= SMALL_SUM_ELEMENTS and out.size > SMALL_SUM_ROWS and calls
