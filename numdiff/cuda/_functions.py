@@ -155,13 +155,21 @@ def _argmin(a, axis=None, keepdims=False):
 
 
 @implements(np.cumprod)
-def _cumprod(a, axis=None):
-    return _scan(launch_cumprod, a, axis)
+def _cumprod(a, axis=None, dtype=None):
+    return _scan(launch_cumprod, _in_dtype(a, dtype), axis)
 
 
 @implements(np.cumsum)
-def _cumsum(a, axis=None):
-    return _scan(launch_cumsum, a, axis)
+def _cumsum(a, axis=None, dtype=None):
+    return _scan(launch_cumsum, _in_dtype(a, dtype), axis)
+
+
+def _in_dtype(a: CudaArray, dtype: Any) -> CudaArray:
+    """`a` for a scan in `dtype` (None: a's own, as the kernels run): integers pass their own dtype,
+    so that they wrap, as PyTorch's do."""
+    if dtype is None or np.dtype(dtype) == a.dtype:
+        return a
+    return a.astype(dtype)
 
 
 def _scan(launch: Callable, a: CudaArray, axis: Any) -> CudaArray:
