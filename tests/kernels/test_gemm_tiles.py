@@ -21,6 +21,7 @@ from numdiff.kernels._gemm_tiles import (
     TILE_ROWS_MIN,
     tile_shape,
 )
+from tests.kernels.test_gemm_loops import _expected, _operands  # the same operands and float64 reference
 
 # Relative to the largest |alpha * op(a) @ op(b) + beta * c|: float32 sums over K in another order.
 TOLERANCE = 2e-5
@@ -29,23 +30,6 @@ PAIRS = [(False, False), (False, True), (True, False), (True, True)]
 # (numdiff.kernels._kernel_address.KernelSlot.fill), and this process's float32 slot holds one of them.
 gemm_by_blas = njit(nogil=True)(_gemm_body.gemm_by_blas.py_func)
 gemm_by_blas_in_tiles = njit(nogil=True)(_gemm_body.gemm_by_blas_in_tiles.py_func)
-
-
-def _operands(rng, m, k, n, trans_a, trans_b, strided):
-    def make(rows, cols):
-        if not strided:
-            return rng.standard_normal((rows, cols)).astype(np.float32)
-        return rng.standard_normal((rows + 3, cols + 5)).astype(np.float32)[1 : rows + 1, 2 : cols + 2]
-
-    a = make(k, m) if trans_a else make(m, k)
-    b = make(n, k) if trans_b else make(k, n)
-    return a, b, make(m, n)
-
-
-def _expected(a, b, c, trans_a, trans_b, alpha, beta):
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    product = (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
-    return alpha * product + (beta * c.astype(np.float64) if beta != 0 else 0.0)
 
 
 @pytest.mark.parametrize("m", [1, 4, 7, 8, 16, 33, 64, 65, 128])
@@ -75,7 +59,7 @@ def test_tiled_product_matches_numpy_and_one_blas_call(trans_a, trans_b, m, k, n
     prepare_blas(np.float32)
     rng = np.random.default_rng(m * 7 + k + n)
     for alpha, beta in [(1.0, 0.0), (1.5, 1.0), (-0.5, 0.25)]:
-        a, b, c = _operands(rng, m, k, n, trans_a, trans_b, strided)
+        a, b, c = _operands(rng, np.float32, m, k, n, trans_a, trans_b, strided)
         one_call = c.copy()
         expected = _expected(a, b, c, trans_a, trans_b, alpha, beta)
         gemm_by_blas_in_tiles(trans_a, trans_b, alpha, a, b, beta, c)
@@ -88,7 +72,7 @@ def test_tiled_product_matches_numpy_and_one_blas_call(trans_a, trans_b, m, k, n
 def test_tiles_with_beta_zero_do_not_read_c():
     prepare_blas(np.float32)
     rng = np.random.default_rng(3)
-    a, b, _ = _operands(rng, 16, 784, 512, False, False, False)
+    a, b, _ = _operands(rng, np.float32, 16, 784, 512, False, False, False)
     c = np.full((16, 512), np.nan, np.float32)
     gemm_by_blas_in_tiles(False, False, 1.0, a, b, 0.0, c)
     expected = a.astype(np.float64) @ b
