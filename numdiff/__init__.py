@@ -105,6 +105,7 @@ from numdiff.ops.diagonals import diag, diag_embed, diagonal, trace
 from numdiff.ops.einsum import einsum
 from numdiff.ops.elementwise import EXPORTS as _RULE_EXPORTS  # numdiff.<name> of every exported scalar rule
 from numdiff.ops.indexing import gather, index_select, scatter_add
+from numdiff.ops.joining import cat, chunk, concat, split, stack
 from numdiff.ops.linalg import matmul
 from numdiff.ops.log_scan import logcumsumexp
 from numdiff.ops.logical import (
@@ -200,16 +201,11 @@ from numdiff.ops.selection import (
 )
 from numdiff.ops.shape import (
     broadcast_to,
-    cat,
-    chunk,
-    concat,
     flatten,
     flip,
     permute,
     reshape,
-    split,
     squeeze,
-    stack,
     t,
     transpose,
     unflatten,

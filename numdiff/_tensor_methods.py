@@ -31,6 +31,7 @@ from numdiff.ops import (
     conversion,
     diagonals,
     indexing,
+    joining,
     linalg,
     logical,
     moments,
@@ -250,8 +251,8 @@ METHODS = {
     "expand_as": lambda self, other: shape.expand(self, tuple(other.shape)),
     "broadcast_to": shape.broadcast_to,
     "repeat": rearrange.repeat,
-    "split": shape.split,
-    "chunk": shape.chunk,
+    "split": joining.split,
+    "chunk": joining.chunk,
     # flip, squeeze and tile also take the dims one by one, as torch's methods do: x.flip(0, 1)
     "flip": lambda self, *dims, **kwargs: shape.flip(self, *(dims if len(dims) <= 1 else (dims,)), **kwargs),
     "view_as": lambda self, other: shape.view(self, tuple(other.shape)),

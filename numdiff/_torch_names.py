@@ -17,6 +17,7 @@ from numdiff.ops import (
     composed_index,
     composed_views,
     host_math,
+    joining,
     logical,
     scatter_reduce,
     shape,
@@ -90,7 +91,7 @@ _TOPLEVEL_INPLACE = (
 
 def concatenate(tensors: Any, axis: int = 0) -> Tensor:
     """``torch.concatenate(tensors, axis)``: cat along `axis`."""
-    return shape.cat(tensors, axis)
+    return joining.cat(tensors, axis)
 
 
 def fill(input: Tensor, value: Any) -> Tensor:

@@ -22,7 +22,8 @@ from numdiff._batched import (
 )
 from numdiff._host_functions import ELEMENTWISE
 from numdiff.autograd.transform_state import Interpreter, transforms
-from numdiff.ops.shape import _as_view, stack
+from numdiff.ops.joining import stack
+from numdiff.ops.shape import _as_view
 from numdiff.tensor import Tensor
 
 

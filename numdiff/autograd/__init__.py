@@ -109,7 +109,7 @@ def _batched_grad(run_backward: Any, outputs: list, inputs: list, grad_outputs: 
                   create_graph: bool, allow_unused: bool) -> tuple:
     """grad with is_grads_batched: one backward per entry of the grad_outputs' leading dimension
     (the graph kept until the last), each input's gradients stacked along a new first dimension."""
-    from numdiff.ops.shape import stack
+    from numdiff.ops.joining import stack
 
     sizes = set()
     for index, (output, g) in enumerate(zip(outputs, grad_outputs)):

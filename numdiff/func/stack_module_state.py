@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.ops.shape import stack
+from numdiff.ops.joining import stack
 from numdiff.tensor import Tensor
 
 

@@ -180,7 +180,7 @@ def _out_dims_per_leaf(out_dims: Any, out: Any) -> list:
 
 def _concatenate(chunks: list, out_dims: Any) -> Any:
     """The chunks' outputs joined along their out_dims (outputs with out_dim None from the first)."""
-    from numdiff.ops.shape import cat
+    from numdiff.ops.joining import cat
 
     flat = [tree_flatten(chunk)[0] for chunk in chunks]
     spec = tree_flatten(chunks[0])[1]

@@ -33,8 +33,8 @@ from numdiff.linalg._checks import (
 )
 from numdiff.ops import _lapack
 from numdiff.ops import linalg_factor as ops
+from numdiff.ops.joining import cat
 from numdiff.ops.linalg_solve import SolveTriangular
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 scipy_linalg = lazy_module("scipy.linalg")

@@ -28,9 +28,9 @@ from numdiff.onnx._state import exporting as onnx_exporting
 from numdiff.ops._util import broadcast_shape, vmapped
 from numdiff.ops.activation import softmax
 from numdiff.ops.attention import attention
+from numdiff.ops.joining import cat
 from numdiff.ops.linalg import linear, matmul
 from numdiff.ops.selection import where
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 _FUSED_DTYPES = (float32, float64)  # the fused attention kernel's dtypes

@@ -17,8 +17,8 @@ from typing import Any
 
 from numdiff.creation import arange, linspace, ones
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.joining import stack
 from numdiff.ops.selection import where
-from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
 __all__ = ["affine_grid", "grid_sample"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
-from numdiff.ops.shape import cat, stack
+from numdiff.ops.joining import cat, stack
 from numdiff.tensor import Tensor
 
 __all__ = ["backward_of_backward", "flat", "gru_recurrence", "lstm_recurrence", "recomputed_streams", "rnn_recurrence"]

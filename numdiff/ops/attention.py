@@ -20,9 +20,9 @@ from numdiff.autograd.grad_mode import enable_grad, is_grad_enabled
 from numdiff.backend import backend_for
 from numdiff.creation import tensor
 from numdiff.ops.activation import softmax
+from numdiff.ops.joining import cat
 from numdiff.ops.registry import register
 from numdiff.ops.selection import where
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 __all__ = ["attention", "composed_attention"]

@@ -15,9 +15,9 @@ import numpy as np
 from numdiff import _dtype, creation
 from numdiff._host_functions import host_function
 from numdiff.ops._util import ensure_tensor
+from numdiff.ops.joining import cat, stack
 from numdiff.ops.rearrange import meshgrid
 from numdiff.ops.search import _host, _on_device_of
-from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
 

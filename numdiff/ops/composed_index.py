@@ -15,6 +15,7 @@ from numdiff.ops import (
     arithmetic,
     diagonals,
     indexing,
+    joining,
     logical,
     rearrange,
     reduction,
@@ -341,7 +342,7 @@ def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpola
         else:
             value = selection.where(logical.any(nan, -1, keepdim=True), float("nan"), value)
         results.append(value)
-    out = shape.stack(results, 0)  # [q, ..., 1]
+    out = joining.stack(results, 0)  # [q, ..., 1]
     if dim is None:
         out = shape.reshape(out, (len(results),) + ((1,) * input.ndim if keepdim else ()))
     else:

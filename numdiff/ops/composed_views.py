@@ -9,7 +9,7 @@ from typing import Any
 
 from numdiff import creation
 from numdiff._ground.args import is_int
-from numdiff.ops import arithmetic, diagonals, indexing, rearrange, shape
+from numdiff.ops import arithmetic, diagonals, indexing, joining, rearrange, shape
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.tensor import Tensor
 
@@ -60,7 +60,7 @@ def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Ten
     sizes = list(split_sizes)
     if any(not is_int(s) or s < 0 for s in sizes) or sum(sizes) != input.shape[dim]:
         raise ValueError(f"split_with_sizes: sizes {sizes} must be non-negative and add up to {input.shape[dim]} (dimension {dim})")
-    return shape.split(input, sizes, dim)
+    return joining.split(input, sizes, dim)
 
 
 def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1) -> tuple[Tensor, ...]:
@@ -87,7 +87,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
             inner = arithmetic.sub(rearrange.narrow(input, d, 2, n - 2), rearrange.narrow(input, d, 0, n - 2))
             pieces.append(arithmetic.div(inner, 2.0 * float(h)))
         pieces.append(last)
-        results.append(shape.cat(pieces, d))
+        results.append(joining.cat(pieces, d))
     return tuple(results)
 
 
@@ -109,13 +109,13 @@ COPIES = {
         ("view", shape.view), ("t", shape.t), ("transpose", shape.transpose), ("permute", shape.permute),
         ("expand", shape.expand), ("squeeze", shape.squeeze), ("unsqueeze", shape.unsqueeze),
         ("diagonal", diagonals.diagonal), ("select", rearrange.select), ("unbind", rearrange.unbind),
-        ("split", shape.split), ("split_with_sizes", split_with_sizes), ("narrow", rearrange.narrow),
+        ("split", joining.split), ("split_with_sizes", split_with_sizes), ("narrow", rearrange.narrow),
         ("detach", lambda x: x.detach()), ("alias", lambda x: x),
     )
 }  # fmt: skip
 
 FUNCTIONS = {
     "select_scatter": select_scatter, "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter,
-    "split_with_sizes": split_with_sizes, "unsafe_split": shape.split, "unsafe_chunk": shape.chunk,
+    "split_with_sizes": split_with_sizes, "unsafe_split": joining.split, "unsafe_chunk": joining.chunk,
     "unsafe_split_with_sizes": split_with_sizes, "gradient": gradient, **COPIES,
 }  # fmt: skip

@@ -31,6 +31,7 @@ from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import backend_for
 from numdiff.ops import _lapack, _linalg_grads
+from numdiff.ops.joining import stack
 from numdiff.ops.linalg_solve import (
     Inv,
     Solve,
@@ -41,7 +42,6 @@ from numdiff.ops.linalg_solve import (
     triangular_solve_array,
 )
 from numdiff.ops.registry import register
-from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
 

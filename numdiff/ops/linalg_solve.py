@@ -24,8 +24,8 @@ from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for
 from numdiff.ops import _lapack, _linalg_grads
+from numdiff.ops.joining import cat
 from numdiff.ops.registry import register
-from numdiff.ops.shape import cat
 
 scipy_linalg = lazy_module("scipy.linalg")
 _blas = lazy_module("numdiff.kernels._blas")

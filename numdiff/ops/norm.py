@@ -23,8 +23,8 @@ from numdiff.autograd.function import Function
 from numdiff.autograd.grad_mode import backward_is_differentiated, enable_grad, is_grad_enabled
 from numdiff.backend import CPU, backend_for, is_host
 from numdiff.creation import ones, zeros, zeros_like
+from numdiff.ops.joining import cat, stack
 from numdiff.ops.registry import register
-from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
 __all__ = ["composed_grouped_norm", "grouped_moments", "grouped_norm", "running_stat_update"]

@@ -11,11 +11,11 @@ from numdiff import _dtype
 from numdiff._lazy import lazy_module
 from numdiff.ops._reduction_constants import eager_host_data
 from numdiff.ops._util import broadcast_shape, ensure_tensor, half_computed_in_float32
+from numdiff.ops.joining import cat
 from numdiff.ops.linalg import matmul
 from numdiff.ops.reduction import _reduction_dims, amax, amin
 from numdiff.ops.reduction import sum as sum_
 from numdiff.ops.selection import clamp_min, where
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 _linalg = lazy_module("numdiff.linalg")  # norm(p='nuc') needs an SVD; numdiff.linalg imports numdiff.ops

@@ -21,11 +21,11 @@ from typing import Any
 from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim
 from numdiff.ops.indexing import gather
+from numdiff.ops.joining import cat
 from numdiff.ops.logical import isfinite, isnan
 from numdiff.ops.reduction import values_indices
 from numdiff.ops.scan import cummax
 from numdiff.ops.selection import where
-from numdiff.ops.shape import cat
 from numdiff.ops.sorting import argsort
 from numdiff.tensor import Tensor
 

@@ -13,8 +13,8 @@ import numpy as np
 from numdiff.amp import autocast, casts_on
 from numdiff.ops._util import broadcast_shape, ensure_tensor, normalize_dim
 from numdiff.ops.arithmetic import add, div, mul
+from numdiff.ops.joining import stack
 from numdiff.ops.linalg import _check_pair, _sparse, linear, matmul
-from numdiff.ops.shape import stack
 from numdiff.tensor import Tensor
 
 

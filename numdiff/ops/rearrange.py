@@ -15,7 +15,8 @@ from numdiff._tensor_extras import narrow as narrow_method
 from numdiff.backend import to_host
 from numdiff.creation import arange
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
-from numdiff.ops.shape import _shape_arg, cat, permute, reshape, transpose
+from numdiff.ops.joining import cat
+from numdiff.ops.shape import _shape_arg, permute, reshape, transpose
 from numdiff.tensor import Tensor
 
 

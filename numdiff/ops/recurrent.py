@@ -39,9 +39,9 @@ from numdiff.ops._recurrent_recompute import (
     lstm_recurrence,
     rnn_recurrence,
 )
+from numdiff.ops.joining import cat
 from numdiff.ops.linalg import _product
 from numdiff.ops.registry import register
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 __all__ = ["gru_sequence", "lstm_sequence", "rnn_sequence"]

@@ -17,11 +17,11 @@ from numdiff.backend import backend_for, is_host
 from numdiff.creation import arange
 from numdiff.ops._util import batch_nondifferentiable, ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import gather
+from numdiff.ops.joining import cat
 from numdiff.ops.reduction import values_indices
 from numdiff.ops.registry import register
 from numdiff.ops.search import _host, _on_device_of
 from numdiff.ops.selection import where
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 _LANE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -19,7 +19,7 @@ from numdiff import _dtype, creation
 from numdiff._vmap_level import per_example
 from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import like_host, to_host
-from numdiff.ops import arithmetic, indexing, reduction, selection, shape
+from numdiff.ops import arithmetic, indexing, joining, reduction, selection, shape
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
 from numdiff.ops.indexing import _check_index_tensor, _scatter_key
 from numdiff.tensor import Tensor
@@ -176,7 +176,7 @@ def _scatter_prod(input: Tensor, dim: int, index: np.ndarray, src: Tensor, inclu
     picks[np.repeat(np.arange(len(touched)), sizes), own + column] = order
     flat_input = shape.reshape(input, (size,))
     one = creation.ones((1,), dtype=input.dtype, device=input.device)
-    factors = shape.cat([shape.reshape(src, (count,)), flat_input, one], 0)
+    factors = joining.cat([shape.reshape(src, (count,)), flat_input, one], 0)
     rows = indexing.index_select(factors, 0, _constant(picks.reshape(-1), input))
     product = reduction.prod(shape.reshape(rows, picks.shape), 1)
     row_of = np.zeros(size, dtype=np.int64)

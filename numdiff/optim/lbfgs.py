@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from numdiff.autograd.grad_mode import enable_grad, no_grad
-from numdiff.ops.shape import cat
+from numdiff.ops.joining import cat
 from numdiff.optim._line_search import strong_wolfe
 from numdiff.optim._tensor_update import check_nonnegative
 from numdiff.optim.optimizer import Optimizer

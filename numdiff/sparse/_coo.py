@@ -14,7 +14,7 @@ import numpy as np
 
 from numdiff.creation import tensor as make_tensor
 from numdiff.creation import zeros
-from numdiff.ops.shape import cat
+from numdiff.ops.joining import cat
 from numdiff.ops.sparse import coo_matmul
 from numdiff.sparse._base import SparseBase
 from numdiff.tensor import Size, Tensor

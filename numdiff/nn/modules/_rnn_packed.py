@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from numdiff.ops.shape import cat
+from numdiff.ops.joining import cat
 from numdiff.tensor import Tensor
 
 __all__ = ["run_packed", "runs_of_batch_sizes"]

@@ -23,8 +23,8 @@ but 128, 512, 128, 32 x 16 (11.5M) 66 / 54 / 35; 128, 256, 64, 32 x 64 (11.5M) 6
 
 from __future__ import annotations
 
+from numdiff.ops.joining import cat
 from numdiff.ops.recurrent import lstm_sequence
-from numdiff.ops.shape import cat
 from numdiff.tensor import Tensor
 
 __all__ = ["FUSED_MAX_EXTRA_MACS", "fuses_projection", "lstm_projected_sequence"]

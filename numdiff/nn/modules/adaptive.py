@@ -21,7 +21,7 @@ from numdiff.nn import _implementations as functional
 from numdiff.nn.modules.container import ModuleList, Sequential
 from numdiff.nn.modules.linear import Linear
 from numdiff.nn.modules.module import Module
-from numdiff.ops.shape import cat
+from numdiff.ops.joining import cat
 from numdiff.tensor import Tensor
 
 

@@ -47,9 +47,9 @@ from numdiff.nn.modules.rnn_cell import (
 from numdiff.nn.parameter import Parameter
 from numdiff.nn.utils.rnn import PackedSequence, pad_packed_sequence
 from numdiff.onnx._state import exporting as onnx_exporting
+from numdiff.ops.joining import cat, stack
 from numdiff.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
 from numdiff.ops.selection import where
-from numdiff.ops.shape import cat, stack
 from numdiff.tensor import Tensor
 
 _KERNEL_DTYPES = (float32, float64)  # the recurrent kernels' dtypes; others run step by step

@@ -15,7 +15,7 @@ from numdiff.creation import tensor
 from numdiff.kernels._checks import FLOAT_DTYPES
 from numdiff.kernels.sum_squares import sum_of_squares
 from numdiff.ops._util import vmapped
-from numdiff.ops.shape import stack
+from numdiff.ops.joining import stack
 from numdiff.tensor import Tensor
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from numdiff.autograd.grad_mode import no_grad
-from numdiff.ops.shape import cat
+from numdiff.ops.joining import cat
 from numdiff.tensor import Tensor
 
 

@@ -10,7 +10,7 @@ from numdiff.nn.functional import normalize
 from numdiff.nn.modules import conv
 from numdiff.nn.modules.module import Module
 from numdiff.nn.utils.parametrize import register_parametrization
-from numdiff.ops.shape import cat
+from numdiff.ops.joining import cat
 from numdiff.tensor import Tensor
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]

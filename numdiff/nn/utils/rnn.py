@@ -21,7 +21,7 @@ import numpy as np
 
 from numdiff import _dtype
 from numdiff.creation import full, tensor
-from numdiff.ops.shape import cat, stack
+from numdiff.ops.joining import cat, stack
 from numdiff.tensor import Tensor
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from numdiff import tensor as make_tensor
 from numdiff.backend import is_numpy
-from numdiff.ops.shape import stack
+from numdiff.ops.joining import stack
 from numdiff.tensor import Tensor
 
 
