@@ -11,6 +11,7 @@ PyTorch's names and semantics, so code ports by changing the import::
 import math as _math
 import sys as _sys
 import types as _types
+import warnings as _warnings
 
 from numdiff import _exports, _numpy_names, _tensor_methods, _torch_misc, _torch_names
 from numdiff import overrides as _overrides
@@ -219,6 +220,12 @@ from numdiff.ops.unary import absolute, arctan2, round
 from numdiff.sampling import bernoulli, multinomial, normal
 from numdiff.tensor import Size, Tensor
 
+# NumPy's floating-point warnings from numdiff's own ufunc calls ("divide by zero encountered in
+# log" for log(0), x / 0, a softmax over an all -inf row): PyTorch computes the same inf and NaN
+# without a word, and so does numdiff. NumPy calls in the user's own code keep their warnings.
+_warnings.filterwarnings(
+    "ignore", "(divide by zero|invalid value|overflow|underflow) encountered in", RuntimeWarning, r"numdiff\."
+)
 _keep_freed_memory()  # numdiff/_allocator.py: freed arrays stay mapped, no page faults per step
 _tensor_methods.attach()
 globals().update({name: fn for name, fn in _RULE_EXPORTS.items() if name not in globals()})

@@ -48,7 +48,7 @@ def small_backward(rule: ScalarRule, needed: tuple[int, ...]) -> Any:
             lines.append(f"        r_{i} = _fitted(r_{i}, g)")
         lines.append(f"    return [{', '.join(f'r_{i}' for i in range(len(expressions)))}]")
         scope = {
-            **_NUMPY_SCOPE, "__builtins__": {"type": type}, "_ndarray": np.ndarray, "_fitted": _fitted,
+            **_NUMPY_SCOPE, "__builtins__": {"type": type}, "__name__": __name__, "_ndarray": np.ndarray, "_fitted": _fitted,
             "_errstate": np.errstate,
         }  # fmt: skip
         exec(compile("\n".join(lines), f"<small backward of {rule.name}>", "exec"), scope)
