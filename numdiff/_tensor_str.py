@@ -172,11 +172,11 @@ def tensor_repr(t: Tensor) -> str:
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
+    if data.size == 0 and data.ndim != 1:  # before the dtype, as PyTorch prints it
+        extras.append(f"size={tuple(data.shape)}")
     default = {"f": _dtype.get_default_dtype(), "i": _dtype.int64, "b": _dtype.bool_}.get(data.dtype.kind)
     if t.dtype is not default or data.size == 0 and t.dtype is not _dtype.get_default_dtype():
         extras.append(f"dtype={t.dtype!r}")
-    if data.size == 0 and data.ndim != 1:
-        extras.append(f"size={tuple(data.shape)}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
