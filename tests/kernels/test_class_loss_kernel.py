@@ -53,6 +53,27 @@ def test_minus_infinity_logits_get_zero_probability_and_nan_rows_stay_nan():
     assert np.isnan(per_entry[1])
 
 
+@pytest.mark.parametrize("classes", [16, 37, 1000])
+def test_row_maximum_is_found_at_every_position_of_the_lanes_and_the_tail(classes, dtype, tol):
+    # Row i holds its maximum at column i: in each running maximum and in the tail. A
+    # missed maximum overflows the exponentials (a shift of 800) and shows as inf or NaN.
+    x = np.zeros((classes, classes), dtype)
+    x[np.arange(classes), np.arange(classes)] = 800.0
+    target = np.arange(classes) % 3
+    per_entry, _, _, _, _, first_order = cross_entropy_rows(x, target, -100, True)
+    want_entry, _, want_grad = _reference(x, target, -100, True)
+    np.testing.assert_allclose(per_entry, want_entry, **tol)
+    np.testing.assert_allclose(first_order, want_grad, **tol)
+
+
+def test_nan_anywhere_in_a_wide_row_makes_the_row_nan_and_leaves_the_others():
+    x = np.ones((3, 40), np.float32)
+    x[0, 5], x[1, 39] = np.nan, np.nan  # one inside the eight-wide blocks, one in the tail
+    per_entry, _, _, _, _, first_order = cross_entropy_rows(x, np.array([0, 1, 2]), -100, False)
+    assert np.isnan(per_entry[:2]).all() and np.isnan(first_order[:2]).all()
+    np.testing.assert_allclose(per_entry[2], np.log(40.0), rtol=1e-6)
+
+
 def test_kernel_with_every_entry_ignored_leaves_zero_coefficients():
     per_entry, total, kept, coeff, coeff_sum, first_order = cross_entropy_rows(
         np.ones((3, 4)), np.full(3, 7), 7, True
