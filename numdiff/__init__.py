@@ -135,7 +135,8 @@ from numdiff.ops.logical import (
     ne,
 )
 from numdiff.ops.moments import logsumexp, std, std_mean, var, var_mean
-from numdiff.ops.norms import cdist, count_nonzero, dist, nanmean, nansum, norm
+from numdiff.ops.nan_handling import nan_to_num, nanmean, nansum
+from numdiff.ops.norms import cdist, count_nonzero, dist, norm
 from numdiff.ops.order_statistics import kthvalue, median, mode, nanmedian
 from numdiff.ops.products import (
     addcdiv,
@@ -197,7 +198,6 @@ from numdiff.ops.selection import (
     masked_fill,
     maximum,
     minimum,
-    nan_to_num,
     where,
 )
 from numdiff.ops.shape import (

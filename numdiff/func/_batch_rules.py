@@ -286,7 +286,7 @@ def _attach(rule: Rule, *names: str) -> None:
 
 
 # Every op of the scalar rule table is elementwise, and so are these.
-_attach(elementwise, *SCALAR_RULES, "where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy",
+_attach(elementwise, *SCALAR_RULES, "where", "keep_where", "clamp", "to_dtype", "to_device", "clone", "binary_cross_entropy",
         "fmod", "remainder")
 _attach(_shift_dims("dims"), "sum", "prod", "amax", "amin", "flip", "roll")
 _attach(_shift_dims("dim"), "log_softmax", "softmax", "cat", "gather", "scatter_add", "scatter", "cumsum", "cumprod", "logcumsumexp")
@@ -327,7 +327,7 @@ _attach(
 # any other op in the graph (a custom Function, conv2d, pooling, an @elementwise function) makes
 # vjp_fn rerun the function batched instead. Each entry's backward has been read for this.
 for _name in (
-    *SCALAR_RULES, "where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
+    *SCALAR_RULES, "where", "keep_where", "clamp", "to_dtype", "clone", "binary_cross_entropy",
     "sum", "amax", "amin", "log_softmax", "softmax", "flip", "cat", "gather",
     "reshape", "permute", "expand", "getitem", "index_add_into_zeros", "matmul", "linear", "cumsum",
     "diagonal", "logcumsumexp", "roll", "mse_loss_mean",

@@ -151,7 +151,7 @@ _attach(
     linear, "adaptive_avg_pool2d", "avg_pool2d", "avg_pool2d_backward", "cat", "clone", "cumsum", "diagonal",
     "expand", "flip", "gather", "getitem", "index_add_into_zeros", "index_put", "max_pool_gather",
     "max_pool_scatter", "permute", "reshape", "roll", "scatter", "scatter_add", "sum", "to_device", "to_dtype",
-    "tril", "triu", "where",
+    "tril", "triu", "where", "keep_where",
 )  # fmt: skip
 # Ops linear in each input separately, with the index of a bias input added to the result (a
 # convolution's along dim 1).

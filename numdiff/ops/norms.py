@@ -1,4 +1,4 @@
-"""Reductions composed of sum, amax and amin: norm, cdist, nansum, nanmean and count_nonzero."""
+"""Reductions composed of sum, amax and amin: norm, cdist and count_nonzero."""
 
 from __future__ import annotations
 
@@ -157,37 +157,6 @@ def _euclidean_by_matmul(x1: Tensor, x2: Tensor) -> Tensor:
     x1_padded = cat([x1 * -2.0, x1_norm, x1_norm.new_ones(x1_norm.shape)], -1)
     x2_padded = cat([x2, x2_norm.new_ones(x2_norm.shape), x2_norm], -1)
     return clamp_min(matmul(x1_padded, x2_padded.mT), 1e-30).sqrt()
-
-
-def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """sum, counting NaNs as zero (their gradient is 0).
-
-    >>> numdiff.nansum(numdiff.tensor([1.0, float("nan"), 2.0]))
-    tensor(3.)
-    """
-    input = ensure_tensor("nansum", input)
-    if dtype is not None:
-        input = input.to(dtype)
-    if input._data.dtype.kind in "fV":
-        input = input.masked_fill(input.isnan(), 0.0)
-    return sum_(input, dim, keepdim)
-
-
-def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """mean of the elements that are not NaN (NaN where all are).
-
-    >>> numdiff.nanmean(numdiff.tensor([1.0, float("nan"), 2.0]))
-    tensor(1.5000)
-    """
-    input = ensure_tensor("nanmean", input)
-    if dtype is not None:
-        input = input.to(dtype)
-    if input._data.dtype.kind not in "fV":
-        raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
-    if input._data.dtype.itemsize == 2:  # float16 and bfloat16 accumulate in float32, as PyTorch's
-        return nanmean(input.float(), dim, keepdim).to(input.dtype)
-    present = ~input.isnan()
-    return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:

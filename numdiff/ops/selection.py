@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from numdiff._dtype_info import finfo
 from numdiff.autograd.function import Function
 from numdiff.creation import tensor, zeros
 from numdiff.ops._util import (
@@ -17,7 +16,6 @@ from numdiff.ops._util import (
     operands,
     scalar_like,
 )
-from numdiff.ops.logical import isinf, isnan
 from numdiff.ops.registry import register
 from numdiff.ops.search import nonzero
 from numdiff.tensor import Tensor
@@ -169,24 +167,6 @@ def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's name
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002 - PyTorch's name
     """``clamp(input, max=max)``."""
     return clamp(input, max=max)
-
-
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
-    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's
-    largest and lowest finite values); the gradient passes where the input is finite, as in PyTorch."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"nan_to_num: expected a Tensor, got {type(input).__name__}")
-    for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise TypeError(f"nan_to_num: {name} must be a number or None, got {type(value).__name__}")
-    if input._data.dtype.kind not in "fV":  # V: bfloat16
-        return input.clone()  # integers have no NaN or inf
-    info = finfo(input.dtype)
-    posinf = float(info.max) if posinf is None else posinf
-    neginf = float(info.min) if neginf is None else neginf
-    out = where(isnan(input), nan, input)
-    out = where(isinf(input) & (input > 0), posinf, out)
-    return where(isinf(input) & (input < 0), neginf, out)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:

@@ -142,6 +142,7 @@ LINEAR_CASES = {
         lib.where(x > 0, 1.5, x) + lib.where(x < 0.3, x * x, -2.0),
         x.gather(1, lib.tensor([[0, 2], [1, 1], [3, 0]])),
     ),
+    "nan_to_num and nansum": lambda lib, x, w: (lib.nan_to_num(x.log()), lib.nansum(x.sqrt(), 1)),
     "triangles and diagonals": lambda lib, x, w: (x.tril(), x.triu(1), x.diagonal(), x.to(lib.float32).to(lib.float64)),
     "scatter and index_put": lambda lib, x, w: (
         lib.zeros(3, 4, dtype=lib.float64).scatter(1, lib.tensor([[0], [2], [3]]), x[:, :1]),

@@ -570,6 +570,20 @@ CORE_CASES: list[OpCase] = [
         lambda c, a: np.where(c, a, 0.5),
     ),
     OpCase(
+        "keep_where",
+        "nan-to-num",
+        args(normal(5), Const(np.array([0.0, np.nan, np.inf, 0.0, -np.inf]))),
+        lambda x, c: numdiff.nan_to_num(x + c, nan=2.0, posinf=7.0),
+        lambda x, c: np.nan_to_num(x + c, nan=2.0, posinf=7.0, neginf=np.finfo(np.float64).min),
+    ),
+    OpCase(
+        "keep_where",
+        "nansum",
+        args(normal(3, 4)),
+        lambda x: numdiff.nansum(x, 1),
+        lambda x: np.nansum(x, 1),
+    ),
+    OpCase(
         "maximum",
         "broadcast",
         args(distinct(3, 4), lambda rng: distinct(4)(rng) + 0.125),
