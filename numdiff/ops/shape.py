@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff import _dtype
 from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.backend import is_host
@@ -128,8 +129,36 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     return _as_view(Reshape.apply(input, shape=shape), input, Reshape, {"shape": shape})
 
 
-def view(input: Tensor, *shape: Any) -> Tensor:
-    """Like reshape, but refuses layouts that would need a copy (as PyTorch's view)."""
+def _view_as_dtype(input: Tensor, dtype: _dtype.dtype) -> Tensor:
+    """The same memory read as `dtype` (PyTorch's ``Tensor.view(dtype)``): a write to either shows
+    in the other. With another element size the last dimension scales, so it must be contiguous and
+    its bytes divisible by the new size. No gradient flows through it, as in PyTorch."""
+    data = input._data
+    if not is_host(data) and data.dtype.itemsize != dtype.itemsize:
+        raise NotImplementedError(f"view: viewing a {data.__class__.__name__} of {input.dtype} as {dtype} needs the same element size; .cpu() it first")
+    old, new = data.dtype.itemsize, dtype.itemsize
+    if old != new:
+        names = f"to view {input.dtype} as {dtype} (different element sizes)"
+        if data.ndim == 0:
+            raise RuntimeError(f"view: self.dim() cannot be 0 {names}")
+        if data.size == 0:  # no memory to share, and NumPy refuses the zero strides it may have
+            shape = data.shape[:-1] + (data.shape[-1] * old // new,)
+            return Tensor._wrap(np.empty(shape, dtype.numpy), None, input._version_counter)
+        if data.shape[-1] != 1 and data.strides[-1] != old:
+            raise RuntimeError(f"view: self.stride(-1) must be 1 {names}, but got {data.strides[-1] // old}")
+        if data.shape[-1] * old % new:
+            raise RuntimeError(f"view: self.size(-1) must be divisible by {new // old} {names}, but got {data.shape[-1]}")
+    return Tensor._wrap(data.view(dtype.numpy), None, input._version_counter)
+
+
+def view(input: Tensor, *shape: Any, dtype: Any = None) -> Tensor:
+    """Like reshape, but refuses layouts that would need a copy (as PyTorch's view); with a dtype,
+    the same memory read as that dtype."""
+    if dtype is not None or len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+        target = shape[0] if dtype is None else dtype
+        if not isinstance(target, _dtype.dtype) or dtype is not None and shape:
+            raise TypeError(f"view: expected a shape or one dtype, got shape {shape} and dtype {dtype!r}")
+        return _view_as_dtype(input, target)
     _shape_arg(shape, "view")  # a bad size names view, not the reshape it calls
     out = reshape(input, *shape)
     if out is not input and not _shares_memory(out._data, input._data):
