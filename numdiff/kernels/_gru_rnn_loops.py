@@ -9,14 +9,13 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from numdiff.kernels._blas import gemm
 from numdiff.kernels._gate_math import sigmoid, tanh, wide_kernel
 from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._parallel import serial_and_parallel
 from numdiff.kernels._recurrent_loops import (
     _OPTIONS,
     _PARTS_OPTIONS,
-    _add_state_products,
-    _backward_weight,
     _copy_into,
     _copy_rows_into,
     _forward_weight,
@@ -115,18 +114,18 @@ def _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi):
 
 @by_address
 @njit(**_OPTIONS)
-def _gru_backward(grad, out, h0, w, transposed, d_pre, d_hidden, dh_state, lo, hi):
+def _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
-    return; w = W_hh^T if `transposed` else W_hh, C-contiguous (`_backward_weight`)."""
+    return; each step adds d hidden_t @ W_hh to it in one gemm (beta 1: the step left there the
+    part of d h_{t-1} that does not go through W_hh)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _gru_backward_step(grad, out, h0, t, dh_state, d_hidden, d_pre, lo, hi)
-        _add_state_products(d_hidden[t, lo:hi], w, transposed, dh_state[lo:hi])
+        gemm(False, False, 1.0, d_hidden[t, lo:hi], w_hh, 1.0, dh_state[lo:hi])
 
 
 def _gru_backward_parts(grad, out, h0, w_hh, d_pre, d_hidden, dh_state, bounds):
-    w, transposed = _backward_weight(w_hh, out.shape[0])
     for part in prange(bounds.shape[0] - 1):
-        _gru_backward(grad, out, h0, w, transposed, d_pre, d_hidden, dh_state, bounds[part], bounds[part + 1])
+        _gru_backward(grad, out, h0, w_hh, d_pre, d_hidden, dh_state, bounds[part], bounds[part + 1])
 
 
 GRU_BACKWARD = serial_and_parallel(_gru_backward_parts, **_PARTS_OPTIONS)
@@ -186,19 +185,17 @@ def _rnn_backward_step(grad_t, out_t, dh_state, res_t, relu, lo, hi):
 
 @by_address
 @njit(**_OPTIONS)
-def _rnn_backward(grad, out, w, transposed, relu, d_pre, dh_state, lo, hi):
+def _rnn_backward(grad, out, w_hh, relu, d_pre, dh_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros on entry (d h_t from the steps after t), d h_0 on
-    return; w = W_hh^T if `transposed` else W_hh, C-contiguous (`_backward_weight`)."""
+    return: each step's d h_{t-1} = d pre_t @ W_hh in one gemm (beta 0)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _rnn_backward_step(grad[t], out[t], dh_state, d_pre[t], relu, lo, hi)
-        dh_state[lo:hi, :] = 0.0
-        _add_state_products(d_pre[t, lo:hi], w, transposed, dh_state[lo:hi])
+        gemm(False, False, 1.0, d_pre[t, lo:hi], w_hh, 0.0, dh_state[lo:hi])
 
 
 def _rnn_backward_parts(grad, out, w_hh, relu, d_pre, dh_state, bounds):
-    w, transposed = _backward_weight(w_hh, out.shape[0])
     for part in prange(bounds.shape[0] - 1):
-        _rnn_backward(grad, out, w, transposed, relu, d_pre, dh_state, bounds[part], bounds[part + 1])
+        _rnn_backward(grad, out, w_hh, relu, d_pre, dh_state, bounds[part], bounds[part + 1])
 
 
 RNN_BACKWARD = serial_and_parallel(_rnn_backward_parts, **_PARTS_OPTIONS)

@@ -10,7 +10,7 @@ own, and a loop writes at most a few outputs: compiled into one function with th
 LSTM forward's gate loops ran scalar (19.5 ms against 6 ms for 64 steps x 16 x 128), and so did
 the GRU forward's and the LSTM backward's five-output loops (GRU forward 10.3 -> 4.1 ms, LSTM
 backward 7.3 -> 3.9 ms once split; float32, one thread). Extra memory:
-one (N, G) step buffer, the (N, H) running states and, backward, W_hh^T.
+one (N, G) step buffer, the (N, H) running states and, forward over a sequence, W_hh^T.
 
 Parallel: over the batch, never within a step. A recurrence's batch rows never meet, so each
 ``*_parts`` kernel gives each thread a run of rows (``bounds``, whole 4-row blocks of the
@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from numdiff.kernels._blas import gemm
 from numdiff.kernels._gate_math import sigmoid, tanh, wide_kernel
-from numdiff.kernels._gemm_loops import accumulate_as_gemm
 from numdiff.kernels._kernel_address import by_address
 from numdiff.kernels._parallel import serial_and_parallel
-from numdiff.kernels._row_products import add_products_nt, add_step_product, forward_reads_transposed
+from numdiff.kernels._row_products import add_step_product, forward_reads_transposed
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["LSTM_BACKWARD", "LSTM_FORWARD"]
@@ -66,12 +66,12 @@ _TILE = 16
 @by_address
 @njit(**_OPTIONS)
 def _transposed(w):
-    """W^T, C-contiguous, (G, H) -> (H, G), copied in 16 x 16 tiles: the backward reads rows of W_hh^T.
+    """W^T, C-contiguous, (G, H) -> (H, G), copied in 16 x 16 tiles: a forward's steps read W_hh^T.
 
     Loop nest: tiles of rows, tiles of columns, then j and i inside a tile; serial. A row-by-row copy
     (np.ascontiguousarray(w.T)) writes columns 4H floats apart, which for a power-of-two H fall into the
     same few cache sets: 2.5 ms for W_hh of an LSTM with H = 512 (float32, against 0.47 ms for H = 480),
-    paid once per backward, so once per step in a loop of LSTMCells. Tiled: 0.52 ms at H = 512, 0.30 ->
+    paid once per forward over a sequence. Tiled: 0.52 ms at H = 512, 0.30 ->
     0.14 at H = 256, 0.036 -> 0.033 at H = 128; where H is no power of two the row-by-row copy was a
     little faster (H = 200: 0.060 against 0.083 ms, H = 480: 0.40 against 0.46), under 0.2 % of a
     word-level LSTM's training step. Tiles of 8, 32 and 64 took 0.61, 0.97 and 1.08 ms at H = 512."""
@@ -94,31 +94,6 @@ def _forward_weight(projected, w_hh):
     if forward_reads_transposed(projected.shape[0] * projected.shape[1], w_hh):
         return _transposed(w_hh)
     return np.empty((0, w_hh.shape[0]), w_hh.dtype)
-
-
-@njit(inline="always", **_OPTIONS)
-def _add_state_products(d, w, transposed, dh):
-    """dh += d @ W_hh, reading `w` = W_hh^T (rows of it, `add_products_nt`) when `transposed`, else W_hh
-    as it lies, along its rows (numdiff.kernels._gemm_loops.accumulate: 4 rows of dh by 4 rows of W_hh
-    per pass, vectors as wide as the core's). For a cell's one step, accumulate against
-    `add_products_nn` (4 rows of dh by 1 row of W_hh, dh loaded and stored for every row), d (M, G) @
-    W_hh (G, H), float32, one thread, thread CPU time, us: 1 x 512 x 128 3.9 -> 2.8, 8 x 384 x 128 18.8
-    -> 5.4, 16 x 256 x 64 15.4 -> 5.1, 32 x 512 x 128 104 -> 34, 16 x 1024 x 256 157 -> 43."""
-    if transposed:
-        add_products_nt(d, w, dh)
-    else:
-        accumulate_as_gemm(d, w, dh)
-
-
-@njit(inline="always", **_OPTIONS)
-def _backward_weight(w_hh, steps):
-    """What the backward steps read for d h_{t-1} = d gates @ W_hh, and whether it is W_hh^T: for
-    one step (a cell's step) W_hh itself, read along its rows (`_add_state_products`), since a
-    transposed copy made for a single product cost more than the product (batch 16, H = 256: 145
-    of the LSTM backward's 236 us); over longer sequences the copy is paid once for all steps."""
-    if steps == 1:
-        return np.ascontiguousarray(w_hh), False
-    return _transposed(w_hh), True
 
 
 # --------------------------------------------------------------------------- LSTM
@@ -223,19 +198,18 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
 
 @by_address
 @njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w, transposed, d_gates, dh_state, dc_state, lo, hi):
+def _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros and dc_state (N, H) d c_n on entry (d h_t and d c_t
-    from the steps after t), d h_0 and d c_0 on return; w = W_hh^T if `transposed` else W_hh, C-contiguous (`_backward_weight`)."""
+    from the steps after t), d h_0 and d c_0 on return. Each step's d h_{t-1} = d gates_t @ W_hh is
+    one gemm (beta 0 overwrites the state)."""
     for t in range(out.shape[0] - 1, -1, -1):
         _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi)
-        dh_state[lo:hi, :] = 0.0
-        _add_state_products(d_gates[t, lo:hi], w, transposed, dh_state[lo:hi])
+        gemm(False, False, 1.0, d_gates[t, lo:hi], w_hh, 0.0, dh_state[lo:hi])
 
 
 def _lstm_backward_parts(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds):
-    w, transposed = _backward_weight(w_hh, out.shape[0])
     for part in prange(bounds.shape[0] - 1):
-        _lstm_backward(grad, out, c0, w, transposed, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
+        _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
 
 
 LSTM_BACKWARD = serial_and_parallel(_lstm_backward_parts, **_PARTS_OPTIONS)

@@ -3,11 +3,13 @@ backward through time.
 
 Each forward takes the input half of every gate already computed (``projected``, shape (L, N, G):
 one GEMM batched over time, done by the caller) and runs the time loop here: per step one
-product ``h_{t-1} @ W_hh^T`` (:func:`numdiff.kernels._row_products.add_products_nt`, register-
-blocked dot products added straight into the step's gate block) and one fused loop over the
-gates. Backward walks the steps in reverse with one product ``dgates_t @ W_hh`` per step, reading
-W_hh^T, copied once per sequence; a sequence of one step (a cell's step) reads W_hh as it lies
-instead (``_recurrent_loops._backward_weight``). No Python runs per step.
+product ``h_{t-1} @ W_hh^T`` added straight into the step's gate block
+(numdiff.kernels._row_products.add_step_product: over a sequence, ``h_{t-1} @ (W_hh^T)`` through
+numdiff.kernels._blas.gemm, W_hh^T copied once per sequence; for a few rows, a cell's step,
+register-blocked dot products on W_hh as it lies) and one fused loop over the gates. Backward walks
+the steps in reverse with one gemm per step, ``d h_{t-1} = d gates_t @ W_hh``, on W_hh as it lies.
+No Python runs per step. The gemm calls run on the calling thread (a part of the batch each, when
+the kernel splits it between threads); :func:`_run` builds gemm for the dtype first.
 
 Layouts (H hidden size; every array C-contiguous, one float dtype):
 
@@ -38,6 +40,7 @@ import numpy as np
 
 from numdiff.kernels import _gru_rnn_loops as gru_rnn_loops
 from numdiff.kernels import _recurrent_loops as loops
+from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_shape
 from numdiff.kernels._parallel import KernelPair
 from numdiff.kernels._recurrent_layout import backward_blocks, backward_size, split
@@ -70,7 +73,9 @@ def batch_bounds(batch: int, parts: int) -> np.ndarray:
 def _run(pair: KernelPair, steps: int, batch: int, per_row_step: int, *arrays) -> None:
     """Run a sequence kernel pair over the batch rows, split between Numba's threads when the
     recurrence has RECURRENT_GRAIN multiply-adds or more (each part runs every step for its rows:
-    the rows of a recurrence never meet, so the parts need no barrier between steps)."""
+    the rows of a recurrence never meet, so the parts need no barrier between steps). The steps'
+    products are numdiff.kernels._blas.gemm calls, built here for the arrays' dtype."""
+    prepare_blas(arrays[0].dtype)
     kernel, parts = pair.pick(steps * batch * per_row_step, RECURRENT_GRAIN)
     bounds = batch_bounds(batch, parts)
     (pair.serial if bounds.shape[0] == 2 else kernel)(*arrays, bounds)

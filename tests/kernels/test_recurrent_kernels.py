@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from numdiff.kernels import recurrent
+from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._row_products import (
     add_products_nt,
     add_step_product,
@@ -54,8 +55,9 @@ def test_row_products_add_a_times_b_transposed_into_c(dtype, tol, rows, cols, in
 @pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-13)])
 @pytest.mark.parametrize("rows, cols, inner", [(1, 1, 1), (4, 12, 8), (7, 13, 5), (9, 16, 33)])
 def test_step_product_from_rows_of_the_transposed_weight_matches_numpy(dtype, tol, rows, cols, inner):
-    """add_step_product along the rows of W^T (leftover rows and inner steps included) and, given
+    """add_step_product as gemm on W^T (leftover rows and inner steps included) and, given
     a transpose of no rows, as add_products_nt; row views of a 3-D array as a, C holding values."""
+    prepare_blas(dtype)  # the transposed route is a gemm call
     rng = np.random.default_rng(rows * 10 + cols)
     a = rng.standard_normal((2, rows, inner + 3)).astype(dtype)[1, :, 1 : inner + 1]
     w = rng.standard_normal((cols, inner)).astype(dtype)
@@ -99,9 +101,8 @@ def test_forward_kernels_on_the_transposed_weight_route_match_numpy_loops(dtype,
 
 @pytest.mark.parametrize("batch", [1, 5, 8])
 def test_one_step_backward_reads_w_hh_as_it_lies_and_matches_the_first_step_of_two(batch):
-    """A one-step backward (W_hh read untransposed, along its rows) gives the gradients that the
-    first step of a two-step backward (W_hh^T copied, add_products_nt) gives, seeded with step 1's
-    d h_1 and d c_1: every family, float64."""
+    """A one-step backward (a cell's step) gives the gradients that the first step of a two-step
+    backward gives, seeded with step 1's d h_1 and d c_1: every family, float64."""
     rng = np.random.default_rng(batch)
     hidden = 6
     p, h0, c0, w, g = _arrays(rng, np.float64, (2, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden), (3, batch, hidden))
@@ -291,25 +292,57 @@ def _run_every_sequence_kernel(rng, dtype, steps, batch, hidden):
             recurrent.rnn_sequence_backward(_arrays(rng, dtype, (steps, batch, hidden))[0], out, w_hh, res, False)
 
 
-def test_step_products_compile_one_version_per_dtype_whatever_the_layouts():
-    """Forward and backward steps call _gemm_loops.accumulate typed as loop_gemm calls it (a and b
-    read-only, every operand of any layout) and add_products_nt on C-contiguous rows: each layout
-    the kernels passed compiled one more version, ~1 s each of an empty cache's first call."""
-    from numdiff.kernels._gemm_loops import accumulate
+@pytest.mark.parametrize("steps, batch, hidden", [(16, 16, 128), (13, 20, 72)])
+def test_float32_sequences_whose_step_products_go_in_tiles_match_the_float64_kernels(steps, batch, hidden):
+    """Batch 16, H 128 (16 x 128 by 128 x 512 forward, 16 x 512 by 512 x 128 backward: past OpenBLAS's
+    small-matrix size, so cut into tiles, numdiff.kernels._gemm_tiles) and an odd shape: every float32
+    forward and backward kernel against the same kernel in float64 (dgemm, no tiles) and the
+    forwards against the NumPy loops."""
+    from numdiff.kernels._recurrent_layout import backward_size
 
-    def float64_signatures(kernel):  # both are called by address: their builds are the dispatcher's
+    rng = np.random.default_rng(steps)
+    for op, gates, width in (("lstm", 4, 6), ("gru", 3, 5), ("rnn", 1, 1)):
+        p, h0, c0, g = _arrays(rng, np.float64, (steps, batch, gates * hidden), (batch, hidden), (batch, hidden), (steps + 1, batch, hidden))
+        w = _arrays(rng, np.float64, (gates * hidden, hidden))[0] / np.sqrt(hidden)
+        results = {}
+        for dtype in (np.float32, np.float64):
+            a = [x.astype(dtype) for x in (p, h0, c0, w, g)]
+            out = np.empty((steps, batch, width * hidden), dtype)
+            res = np.empty(backward_size(op, steps, batch, hidden), dtype)
+            if op == "lstm":
+                recurrent.lstm_sequence_forward(a[0], a[1], a[2], a[3], out)
+                recurrent.lstm_sequence_backward(a[4], out, a[2], a[3], res)
+            elif op == "gru":
+                recurrent.gru_sequence_forward(a[0], a[1], a[3], np.zeros(gates * hidden, dtype), out)
+                recurrent.gru_sequence_backward(a[4][:steps].copy(), out, a[1], a[3], res)
+            else:
+                recurrent.rnn_sequence_forward(a[0], a[1], a[3], out, False)
+                recurrent.rnn_sequence_backward(a[4][:steps].copy(), out, a[3], res, False)
+            results[dtype] = (out, res)
+        if op == "lstm":
+            reference = lstm_record_reference(p, h0, c0, w)
+        elif op == "gru":
+            reference = gru_record_reference(p, h0, w, np.zeros(gates * hidden))
+        else:
+            reference = rnn_reference(p, h0, w, False)
+        np.testing.assert_allclose(results[np.float64][0], reference, rtol=1e-12, atol=1e-12)
+        for single, double in zip(results[np.float32], results[np.float64]):
+            np.testing.assert_allclose(single, double, rtol=1e-4, atol=1e-4)
+
+
+def test_step_products_compile_one_version_per_dtype_whatever_the_layouts():
+    """The steps that take dot products (a forward over few rows) call add_products_nt on C-contiguous
+    rows only, the rest call gemm, built once per dtype: each layout the kernels passed would compile
+    one more version, ~1 s each of an empty cache's first call."""
+
+    def float64_signatures(kernel):  # called by address: its builds are the dispatcher's
         return {sig for sig in kernel.dispatcher.signatures if sig[-1].dtype == numba.float64}
 
-    before = {f: float64_signatures(f) for f in (accumulate, add_products_nt)}
+    before = float64_signatures(add_products_nt)
     rng = np.random.default_rng(5)
-    # 64 x 4 steps read rows of W_hh^T forward (accumulate), 2 x 4 take dot products (add_products_nt),
-    # a backward over one step reads W_hh along its rows (accumulate), over more rows of W_hh^T.
+    # 64 x 4 steps read rows of W_hh^T forward (gemm), 2 x 4 and 1 x 4 take dot products (add_products_nt).
     for steps in (64, 2, 1):
         assert forward_reads_transposed(steps * 4, np.empty((4 * 8, 8))) == (steps == 64)
         _run_every_sequence_kernel(rng, np.float64, steps, 4, 8)
-    operand = numba.types.Array(numba.float64, 2, "A", readonly=True)
-    assert float64_signatures(accumulate) - before[accumulate] <= {
-        (operand, operand, numba.float64, numba.types.Array(numba.float64, 2, "A"))
-    }
-    new = float64_signatures(add_products_nt) - before[add_products_nt]
+    new = float64_signatures(add_products_nt) - before
     assert len(new) <= 1 and all(arg.layout == "C" for sig in new for arg in sig)
