@@ -290,6 +290,31 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
             creation.tensor(bin_edges, dtype=input.dtype, device=input.device))  # fmt: skip
 
 
+def set_flush_denormal(mode: bool) -> bool:
+    """PyTorch's switch for flushing subnormal floats to zero on the CPU. numdiff's kernels do not
+    read the CPU's FTZ/DAZ flags from Python, so it sets nothing and returns False, as PyTorch does on a
+    CPU without the mode (programs read the result to know whether it took)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_flush_denormal: mode must be a bool, got {type(mode).__name__}")
+    return False
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """A 1-D tensor over the memory of an object with the buffer protocol (bytes, bytearray, array,
+    mmap): no copy, so writes through either show in the other where the buffer is writable."""
+    target = _dtype.to_dtype(dtype)
+    size = memoryview(buffer).nbytes
+    if not is_int(offset) or not 0 <= offset < max(size, 1) or not is_int(count) or count == 0 or count < -1:
+        raise ValueError(f"frombuffer: offset ({offset}) must be in [0, {size}) and count ({count}) -1 or positive")
+    if count == -1 and (size - offset) % target.itemsize:
+        raise ValueError(f"frombuffer: the buffer's {size - offset} bytes from offset {offset} are not a multiple of {target}'s {target.itemsize}")
+    if count != -1 and offset + count * target.itemsize > size:
+        raise ValueError(f"frombuffer: {count} elements of {target} from offset {offset} pass the buffer's {size} bytes")
+    data = np.frombuffer(buffer, dtype=target.numpy, count=count, offset=offset)
+    out = Tensor._wrap(data, None, None)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 FUNCTIONS = {
     fn.__name__: fn
     for fn in (result_type, promote_types, can_cast, get_rng_state, set_rng_state, seed, initial_seed,
@@ -297,5 +322,5 @@ FUNCTIONS = {
                is_anomaly_check_nan_enabled,
                set_num_interop_threads, get_num_interop_threads, scalar_tensor, asarray, empty_strided, typename,
                hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, vander, combinations,
-               unravel_index, histogram)
+               unravel_index, histogram, set_flush_denormal, frombuffer)
 }  # fmt: skip

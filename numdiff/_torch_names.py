@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff import _inplace, creation
+from numdiff import _inplace, _torch_misc, creation
 from numdiff.ops import (
+    activation,
     arithmetic,
     composed,
     composed_index,
@@ -188,6 +189,8 @@ def methods() -> dict[str, Any]:
     found.update(is_signed=is_signed, is_nonzero=is_nonzero, is_same_size=is_same_size, is_conj=_false,
                  is_neg=_false, is_inference=_false, conj=_same, resolve_conj=_same, resolve_neg=_same,
                  conj_physical=_same)  # fmt: skip
+    found.update(histogram=_torch_misc.histogram, prelu=activation.prelu, hardshrink=activation.hardshrink)
+    found["addmv_"] = _inplace.inplace_method("addmv_", Tensor.addmv)
     return {name: fn for name, fn in found.items() if not hasattr(Tensor, name)}
 
 

@@ -186,3 +186,46 @@ def test_manual_seed_takes_pytorchs_range(seed):
 def test_manual_seed_out_of_range_names_the_seed(seed):
     with pytest.raises(ValueError, match=f"manual_seed: the seed {seed} is outside"):
         numdiff.manual_seed(seed)
+
+
+def test_frombuffer_shares_the_buffers_memory_as_torchs():
+    raw = bytearray(np.arange(6, dtype=np.float32).tobytes())
+    ours = numdiff.frombuffer(raw, dtype=numdiff.float32, count=4, offset=4)
+    theirs = torch.frombuffer(bytearray(raw), dtype=torch.float32, count=4, offset=4)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    ours[0] = 9.0
+    assert np.frombuffer(raw, np.float32)[1] == 9.0
+    assert numdiff.frombuffer(raw, dtype=numdiff.int16).shape == (12,)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"dtype": numdiff.float64}, "not a multiple of numdiff.float64's 8"),
+    ({"dtype": numdiff.float32, "count": 7}, "7 elements of numdiff.float32 from offset 0 pass the buffer's 24 bytes"),
+    ({"dtype": numdiff.float32, "offset": 24}, r"frombuffer: offset \(24\) must be in \[0, 24\)"),
+])  # fmt: skip
+def test_frombuffer_refuses_what_does_not_fit_naming_the_sizes(kwargs, message):
+    raw = bytearray(20) + bytearray(4)
+    if kwargs["dtype"] is numdiff.float64:
+        raw = raw[:20]
+        message = "the buffer's 20 bytes from offset 0 are " + message
+    with pytest.raises(ValueError, match=message):
+        numdiff.frombuffer(raw, **kwargs)
+
+
+def test_set_flush_denormal_reports_that_it_set_nothing():
+    assert numdiff.set_flush_denormal(True) is False
+    with pytest.raises(TypeError, match="set_flush_denormal: mode must be a bool"):
+        numdiff.set_flush_denormal("yes")
+
+
+def _methods_of(lib):
+    x = lib.tensor([-1.5, 0.2, 0.3, 3.0, -0.1], dtype=lib.float64)
+    hist, edges = x.histogram(4)
+    out = lib.zeros(2, dtype=lib.float64)
+    out.addmv_(lib.ones(2, 5, dtype=lib.float64), x, alpha=2.0)
+    return [hist, edges, x.prelu(lib.tensor([0.25], dtype=lib.float64)), x.hardshrink(0.25), out]
+
+
+def test_histogram_prelu_hardshrink_and_addmv_as_methods_match_torch():
+    for ours, theirs in zip(_methods_of(numdiff), _methods_of(torch)):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
