@@ -186,3 +186,17 @@ def test_manual_seed_takes_pytorchs_range(seed):
 def test_manual_seed_out_of_range_names_the_seed(seed):
     with pytest.raises(ValueError, match=f"manual_seed: the seed {seed} is outside"):
         numdiff.manual_seed(seed)
+
+
+def test_a_generators_own_state_round_trips_as_torch_generators_does():
+    g = numdiff.Generator().manual_seed(3)
+    numdiff.randn(4, generator=g)
+    state = g.get_state()
+    first = numdiff.rand(5, generator=g)
+    assert g.set_state(state) is g
+    assert numdiff.equal(numdiff.rand(5, generator=g), first)
+    other = numdiff.Generator().set_state(state)  # another generator takes it, seed included
+    assert numdiff.equal(numdiff.rand(5, generator=other), first) and other.initial_seed() == 3
+    assert str(g.device) == "cpu" and isinstance(g.seed(), int)
+    with pytest.raises(TypeError, match="uint8 tensor"):
+        g.set_state(numdiff.ones(3))
