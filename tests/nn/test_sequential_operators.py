@@ -30,7 +30,7 @@ def test_add_and_multiply_build_the_same_chains_as_torch(lib):
 def test_a_repeated_layer_shares_its_weights_in_forward_and_backward():
     layer = nn.Linear(2, 2)
     model = nn.Sequential(layer) * 2
-    x = numdiff.tensor(np.array([[1.0, -2.0]]))
+    x = numdiff.tensor(np.array([[1.0, -2.0]], dtype=np.float32))
     np.testing.assert_allclose(model(x).detach().numpy(), layer(layer(x)).detach().numpy())
 
 
