@@ -10,10 +10,12 @@ which asks this thread's innermost interpreter first (vmap's randomness modes, c
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from numdiff import _device
 from numdiff.autograd.transform_state import anywhere, transforms, vmap_active
 
 if TYPE_CHECKING:
@@ -66,22 +68,16 @@ class Generator:
         return value
 
     @property
-    def device(self) -> Any:
-        from numdiff._device import to_device
-
-        return to_device(self._device)
+    def device(self) -> _device.device:
+        return _device.to_device(self._device)
 
     def get_state(self) -> Tensor:
         """This generator's state as a uint8 tensor, for `set_state` (torch.Generator's pair)."""
-        from numdiff._torch_misc import _state_tensor
-
-        return _state_tensor(self)
+        return _state_tensors()._state_tensor(self)
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restore a state from `get_state` (of this generator or another); returns self."""
-        from numdiff._torch_misc import _restore_state
-
-        _restore_state(self, new_state)
+        _state_tensors()._restore_state(self, new_state)
         return self
 
     def __getstate__(self) -> dict:
@@ -97,6 +93,13 @@ class Generator:
     @property
     def numpy(self) -> np.random.Generator:
         return self._rng
+
+
+def _state_tensors() -> ModuleType:
+    # The state is a uint8 Tensor, and Tensor's module imports this one: import at the first use.
+    from numdiff import _torch_misc
+
+    return _torch_misc
 
 
 default_generator = Generator()

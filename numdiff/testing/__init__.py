@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype, creation
+from numdiff.backend import is_numpy
 from numdiff.tensor import Tensor
 
 # (rtol, atol) by dtype, PyTorch's defaults; integers and bool compare exactly.
@@ -43,9 +44,9 @@ def _compare(actual: Any, expected: Any, where: str, rtol: Any, atol: Any, equal
         for i, (a, e) in enumerate(zip(actual, expected)):
             _compare(a, e, f"{where}[{i}]", rtol, atol, equal_nan, check_device, check_dtype, msg, check_stride)
         return
-    if isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray):
+    if is_numpy(actual) and is_numpy(expected):
         actual, expected = creation.from_numpy(actual), creation.from_numpy(expected)
-    if isinstance(actual, (Tensor, np.ndarray)) or isinstance(expected, (Tensor, np.ndarray)):
+    if isinstance(actual, Tensor) or isinstance(expected, Tensor) or is_numpy(actual) or is_numpy(expected):
         if not (isinstance(actual, Tensor) and isinstance(expected, Tensor)):
             # PyTorch's verdict on a tensor against a number or an array: a TypeError, not a mismatch.
             raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}.")
