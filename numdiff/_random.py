@@ -10,10 +10,12 @@ which asks this thread's innermost interpreter first (vmap's randomness modes, c
 from __future__ import annotations
 
 import threading
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from numdiff import _device
 from numdiff.autograd.transform_state import anywhere, transforms, vmap_active
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ class Generator:
     """A source of random numbers (PCG64), as ``numdiff.Generator().manual_seed(0)``."""
 
     def __init__(self, device: str = "cpu") -> None:
+        self._device = device
         # The NumPy generator is made at the first draw: numpy.random's import is a tenth of
         # `import numdiff`'s, and a script that never draws should not pay it.
         self._numpy_rng: np.random.Generator | None = None
@@ -58,18 +61,45 @@ class Generator:
     def initial_seed(self) -> int | None:
         return self._seed
 
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy; returns the new seed."""
+        value = int(np.random.SeedSequence().entropy % (2**63))
+        self.manual_seed(value)
+        return value
+
+    @property
+    def device(self) -> _device.device:
+        return _device.to_device(self._device)
+
+    def get_state(self) -> Tensor:
+        """This generator's state as a uint8 tensor, for `set_state` (torch.Generator's pair)."""
+        return _state_tensors()._state_tensor(self)
+
+    def set_state(self, new_state: Tensor) -> Generator:
+        """Restore a state from `get_state` (of this generator or another); returns self."""
+        _state_tensors()._restore_state(self, new_state)
+        return self
+
     def __getstate__(self) -> dict:
         """Pickled (and deep-copied) without its lock, which is process-local."""
         with self._lock:
-            return {"_rng": self._rng, "_seed": self._seed}
+            return {"_rng": self._rng, "_seed": self._seed, "_device": self._device}
 
     def __setstate__(self, state: dict) -> None:
         self._lock = threading.RLock()
         self._rng, self._seed = state["_rng"], state["_seed"]
+        self._device = state.get("_device", "cpu")
 
     @property
     def numpy(self) -> np.random.Generator:
         return self._rng
+
+
+def _state_tensors() -> ModuleType:
+    # The state is a uint8 Tensor, and Tensor's module imports this one: import at the first use.
+    from numdiff import _torch_misc
+
+    return _torch_misc
 
 
 default_generator = Generator()

@@ -242,12 +242,18 @@ class _Decoder:
         location = self.map_location
         if isinstance(location, dict):
             location = location.get(str(saved_device), saved_device)
+        elif callable(location) and not isinstance(location, device):
+            # PyTorch calls it with each storage (loaded on the CPU) and its saved location, and
+            # keeps what it returns: `lambda storage, loc: storage` loads on the CPU,
+            # `storage.cuda()` moves. A CPU tensor stands in for the storage here.
+            moved = location(Tensor._wrap(np.empty(0, np.uint8), None, None), str(saved_device))
+            return getattr(moved, "device", device("cpu"))
         return saved_device if location is None else to_device(location)
 
 
 def load(
     f: str | os.PathLike | BinaryIO,
-    map_location: str | device | dict[str, str] | None = None,
+    map_location: Any = None,
     pickle_module: Any = None,
     *,
     weights_only: bool | None = None,
@@ -256,8 +262,9 @@ def load(
 ) -> Any:
     """Load an object saved by `numdiff.save`.
 
-    `map_location` moves tensors: a device (``"cpu"``), or a dict from saved device names to
-    devices (``{"cuda:0": "cpu"}``). Tensors, arrays and containers load without any pickle. A
+    `map_location` moves tensors: a device (``"cpu"``), a dict from saved device names to
+    devices (``{"cuda:0": "cpu"}``), or PyTorch's function of (storage, location) whose result's
+    device is used (``lambda storage, loc: storage`` loads on the CPU). Tensors, arrays and containers load without any pickle. A
     checkpoint of whole objects (``numdiff.save(model, f)``) carries a pickle: with `weights_only`
     True or None (the default, as in PyTorch 2.6+) its classes must be allowed through
     `add_safe_globals` or `safe_globals`; ``weights_only=False`` imports them (trusted files only).

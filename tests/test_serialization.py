@@ -287,3 +287,22 @@ def _round_trip(obj):
     save(obj, buffer)
     buffer.seek(0)
     return load(buffer)
+
+
+def test_map_location_may_be_torchs_storage_function(tmp_path):
+    # `torch.load(path, map_location=lambda storage, loc: storage)`, the old tutorials' CPU load,
+    # raised "device must be a string" on numdiff.
+    path = tmp_path / "state.pt"
+    numdiff.save({"w": numdiff.arange(3.0), "n": 2}, path)
+    seen = []
+
+    def keep(storage, location):
+        seen.append(location)
+        return storage
+
+    state = numdiff.load(path, map_location=keep)
+    assert state["w"].tolist() == [0.0, 1.0, 2.0] and state["w"].device.type == "cpu" and state["n"] == 2
+    assert seen == ["cpu"]
+    torch = pytest.importorskip("torch")
+    torch.save({"w": torch.arange(3.0)}, path)
+    assert numdiff.load(path, map_location=lambda storage, loc: storage)["w"].tolist() == [0.0, 1.0, 2.0]

@@ -108,3 +108,17 @@ def test_assert_close_messages_name_the_worst_element_and_the_item():
         assert line in str(ours.value) and line in str(theirs.value)
     with pytest.raises(ValueError, match="`low` must be less than `high`"):
         numdiff.testing.make_tensor(2, dtype=numdiff.float32, low=3, high=1)
+
+
+def test_assert_close_fails_on_all_nan_and_strides_and_refuses_mixed_types_as_torch():
+    for lib in (numdiff, torch):
+        with pytest.raises(AssertionError, match="Greatest absolute difference: nan at index"):
+            lib.testing.assert_close(lib.tensor([float("nan"), 1.0]), lib.tensor([float("nan"), 1.0]))
+        with pytest.raises(AssertionError, match="not close"):  # numdiff raised ValueError (All-NaN slice)
+            lib.testing.assert_close(lib.tensor([float("nan")]), lib.tensor([float("nan")]))
+        with pytest.raises(AssertionError, match=r"'stride\(\)' do not match"):
+            lib.testing.assert_close(lib.ones(2, 3).t(), lib.ones(3, 2), check_stride=True)
+        lib.testing.assert_close(lib.ones(2, 3).t(), lib.ones(3, 2).t().contiguous().t(), check_stride=True)
+        with pytest.raises(TypeError, match="No comparison pair"):
+            lib.testing.assert_close(lib.tensor(1.0), 1.0)
+        lib.testing.assert_close(np.ones(2), np.ones(2))

@@ -236,9 +236,9 @@ def apply_custom(cls: type, inputs: tuple, attrs: dict) -> Any:
         if differentiable:
             grad_fn = _output_port(ctx, index, len(outputs)) if ports else ctx
         results.append(_output_tensor(cls, out, grad_fn, tensors, results, dirty, index))
-        meta.append(
-            (out._data.shape, out._data.dtype, results[-1].device) if differentiable else (None, None, None)
-        )
+        # Every tensor output gets zeros in backward when no gradient reached it, non-differentiable
+        # ones included (of their own dtype: an argmax gets int64 zeros), as PyTorch materializes.
+        meta.append((out._data.shape, out._data.dtype, results[-1].device))
     if record:
         ctx.__dict__["_output_meta"] = meta
         if ctx._saved:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -44,9 +46,23 @@ def backward_is_differentiated() -> bool:
 
 
 class _GradMode:
-    """Sets grad mode for a `with` block, or for every call of a decorated function."""
+    """Sets grad mode for a `with` block, or for every call of a decorated function.
+
+    As a decorator it is used with or without parentheses (``@no_grad`` and ``@no_grad()``, as
+    PyTorch 2 allows), and a generator function keeps the mode each time it resumes, not only
+    while the generator object is made (PyTorch's decorators wrap generators the same way).
+    """
 
     _mode: bool
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], bool):
+            return cls()(args[0])
+        return super().__new__(cls)
+
+    def clone(self) -> _GradMode:
+        """A fresh context manager of the same mode (each decorated call enters its own)."""
+        return type(self)()
 
     def __enter__(self) -> None:
         self._previous = _state.enabled
@@ -56,18 +72,41 @@ class _GradMode:
         _state.enabled = self._previous
 
     def __call__(self, func: F) -> F:
-        mode = self._mode
+        if inspect.isgeneratorfunction(func):
+            return self._wrap_generator(func)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            previous = _state.enabled
-            _state.enabled = mode
-            try:
+            with self.clone():
                 return func(*args, **kwargs)
-            finally:
-                _state.enabled = previous
 
         return wrapper  # type: ignore[return-value]
+
+    def _wrap_generator(self, func: F) -> F:
+        @functools.wraps(func)
+        def generator(*args: Any, **kwargs: Any) -> Any:
+            with self.clone():
+                gen = func(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException:
+                        with self.clone():
+                            response = gen.throw(*sys.exc_info())
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator  # type: ignore[return-value]
 
 
 class no_grad(_GradMode):  # noqa: N801 - PyTorch's name
@@ -83,13 +122,20 @@ class enable_grad(_GradMode):  # noqa: N801
 
 
 class inference_mode(_GradMode):  # noqa: N801
-    """Like `no_grad`; numdiff has no separate inference tensors. ``inference_mode(False)`` is a no-op."""
+    """Like `no_grad`; numdiff has no separate inference tensors.
+
+    ``inference_mode(False)`` turns grad mode on inside, also within `no_grad`, as PyTorch's does
+    (its InferenceMode guard sets grad mode to the opposite of the flag).
+    """
 
     def __init__(self, mode: bool = True) -> None:
         self._disable = bool(mode)
+        self._mode = not self._disable
+
+    def clone(self) -> inference_mode:
+        return inference_mode(self._disable)
 
     def __enter__(self) -> None:
-        self._mode = False if self._disable else _state.enabled
         self._previous_inference = _state.inference
         _state.inference = self._disable
         super().__enter__()
@@ -98,30 +144,21 @@ class inference_mode(_GradMode):  # noqa: N801
         super().__exit__(*exc_info)
         _state.inference = self._previous_inference
 
-    def __call__(self, func: F) -> F:
-        self._mode = False if self._disable else True
-        grad_wrapper, disable = super().__call__(func), self._disable
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            previous = _state.inference
-            _state.inference = disable
-            try:
-                return grad_wrapper(*args, **kwargs)
-            finally:
-                _state.inference = previous
-
-        return wrapper  # type: ignore[return-value]
-
 
 class set_grad_enabled(_GradMode):  # noqa: N801
     """Sets grad mode now (as a function), for a block (as a context manager), or for each call of a
     decorated function."""
 
+    def __new__(cls, mode: bool) -> set_grad_enabled:
+        return object.__new__(cls)
+
     def __init__(self, mode: bool) -> None:
         self._mode = bool(mode)
         self._previous = _state.enabled
         _state.enabled = self._mode
+
+    def clone(self) -> set_grad_enabled:
+        return set_grad_enabled(self._mode)
 
     def __enter__(self) -> None:
         pass

@@ -9,6 +9,11 @@ from numdiff.creation import as_array, empty
 from numdiff.tensor import Tensor
 
 
+class ParameterDtypeError(TypeError, RuntimeError):
+    """A Parameter of a dtype that cannot require gradients. PyTorch raises RuntimeError, numdiff
+    raised TypeError; this is both, so code written for either catches it."""
+
+
 class Parameter(Tensor):
     """A leaf Tensor that requires grad by default and is registered when set on a Module.
 
@@ -33,7 +38,7 @@ class Parameter(Tensor):
             self._init(as_array(data, None), None, None)
         if requires_grad:
             if self._data.dtype.kind not in "fV":  # V: bfloat16's storage
-                raise TypeError(
+                raise ParameterDtypeError(
                     f"Parameter: only floating point tensors can require gradients, got dtype "
                     f"{self.dtype!r}; pass requires_grad=False or convert the data with .float()"
                 )

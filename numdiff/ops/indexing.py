@@ -17,6 +17,7 @@ from numdiff.autograd.engine import sum_to_shape
 from numdiff.autograd.function import Function
 from numdiff.autograd.transform_state import vmap_active
 from numdiff.backend import backend_for, holds_values, is_numpy, to_host
+from numdiff.ops._index_order import torch_position
 from numdiff.ops._util import normalize_dim, scalar_like, vmapped
 from numdiff.ops.registry import register
 from numdiff.ops.shape import _as_view
@@ -164,7 +165,8 @@ class IndexAddIntoZeros(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return (grad[ctx.key],)
+        # GetItem, not grad[key]: the key is NumPy's reading, without getitem's move to PyTorch's order
+        return (GetItem.apply(grad, key=ctx.key),)
 
 
 @register("index_put", compile="call")
@@ -185,7 +187,7 @@ class IndexPut(Function):
         if ctx.needs_input_grad[0]:
             grad_x = IndexPut.apply(grad, scalar_like(0, grad), key=ctx.key)
         if ctx.needs_input_grad[1]:
-            grad_value = sum_to_shape(grad[ctx.key], ctx.value_shape)
+            grad_value = sum_to_shape(GetItem.apply(grad, key=ctx.key), ctx.value_shape)
         return grad_x, grad_value
 
 
@@ -338,7 +340,14 @@ def getitem(input: Tensor, key: Any) -> Tensor:
         key = normalize_key("index", key, shape)
 
     out = GetItem.apply(input, key=key)
-    return _as_view(out, input, GetItem, {"key": key}) if _is_basic(key) else out
+    if _is_basic(key):
+        return _as_view(out, input, GetItem, {"key": key})
+    moved = torch_position(key, len(shape))
+    if moved is not None:  # x[0, :, [1, 3]]: the index's dims where PyTorch puts them
+        position, rest = moved
+        count = out.ndim - rest
+        out = out.movedim(tuple(range(count)), tuple(range(position, position + count)))
+    return out
 
 
 def index_put(input: Tensor, key: Any, value: Any) -> Tensor:
@@ -359,11 +368,22 @@ def put_operands(input: Tensor, key: Any, value: Any) -> tuple[tuple, Tensor]:
         value = value.to(input.dtype)
     if value._data.ndim:  # a 0-d value broadcasts to any indexed shape
         target_shape = np.empty(input._data.shape, dtype=_NO_BYTES)[key].shape
-        try:
-            np.broadcast_shapes(value._data.shape, target_shape)
-        except ValueError:
-            raise ValueError(
-                f"index_put: value of shape {tuple(value.shape)} cannot be broadcast to the indexed "
-                f"shape {target_shape} of a tensor of shape {tuple(input.shape)}"
-            ) from None
+        moved = torch_position(key, input._data.ndim)
+        if moved is not None:  # the value comes in PyTorch's order of the indexed dims
+            position, rest = moved
+            count = len(target_shape) - rest
+            torch_shape = target_shape[count : count + position] + target_shape[:count] + target_shape[count + position :]
+            _check_broadcast(value, torch_shape, input)
+            value = value.expand(torch_shape).movedim(tuple(range(position, position + count)), tuple(range(count)))
+        _check_broadcast(value, target_shape, input)
     return key, value
+
+
+def _check_broadcast(value: Tensor, target_shape: tuple, input: Tensor) -> None:
+    try:
+        np.broadcast_shapes(value._data.shape, target_shape)
+    except ValueError:
+        raise ValueError(
+            f"index_put: value of shape {tuple(value.shape)} cannot be broadcast to the indexed "
+            f"shape {target_shape} of a tensor of shape {tuple(input.shape)}"
+        ) from None

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from numdiff import _dtype, creation
+from numdiff.backend import is_numpy
 from numdiff.tensor import Tensor
 
 # (rtol, atol) by dtype, PyTorch's defaults; integers and bool compare exactly.
@@ -26,26 +27,32 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
     elementwise, with the same shape (and dtype and device unless told not to check)."""
     if (rtol is None) != (atol is None):
         raise ValueError("assert_close: give both rtol and atol, or neither")
-    _compare(actual, expected, "", rtol, atol, equal_nan, check_device, check_dtype, msg)
+    _compare(actual, expected, "", rtol, atol, equal_nan, check_device, check_dtype, msg, check_stride)
 
 
-def _compare(actual: Any, expected: Any, where: str, rtol: Any, atol: Any, equal_nan: bool, check_device: bool, check_dtype: bool, msg: Any) -> None:
+def _compare(actual: Any, expected: Any, where: str, rtol: Any, atol: Any, equal_nan: bool, check_device: bool, check_dtype: bool, msg: Any,
+             check_stride: bool = False) -> None:  # fmt: skip
     if isinstance(expected, Mapping) and isinstance(actual, Mapping):
         if set(actual) != set(expected):
             _fail(msg, f"The keys of the mappings differ{where}: {sorted(map(str, actual))} != {sorted(map(str, expected))}")
         for key in expected:
-            _compare(actual[key], expected[key], f"{where}[{key!r}]", rtol, atol, equal_nan, check_device, check_dtype, msg)
+            _compare(actual[key], expected[key], f"{where}[{key!r}]", rtol, atol, equal_nan, check_device, check_dtype, msg, check_stride)
         return
     if _is_sequence(expected) and _is_sequence(actual):
         if len(actual) != len(expected):
             _fail(msg, f"The lengths of the sequences differ{where}: {len(actual)} != {len(expected)}")
         for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, f"{where}[{i}]", rtol, atol, equal_nan, check_device, check_dtype, msg)
+            _compare(a, e, f"{where}[{i}]", rtol, atol, equal_nan, check_device, check_dtype, msg, check_stride)
         return
-    if isinstance(actual, Tensor) or isinstance(expected, Tensor):
+    if is_numpy(actual) and is_numpy(expected):
+        actual, expected = creation.from_numpy(actual), creation.from_numpy(expected)
+    if isinstance(actual, Tensor) or isinstance(expected, Tensor) or is_numpy(actual) or is_numpy(expected):
         if not (isinstance(actual, Tensor) and isinstance(expected, Tensor)):
-            _fail(msg, f"Expected both inputs to be tensors{where}, got {type(actual).__name__} and {type(expected).__name__}")
+            # PyTorch's verdict on a tensor against a number or an array: a TypeError, not a mismatch.
+            raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}.")
         _compare_tensors(actual, expected, where, rtol, atol, equal_nan, check_device, check_dtype, msg)
+        if check_stride and actual.stride() != expected.stride():
+            _fail(msg, f"The values for attribute 'stride()' do not match{where}: {actual.stride()} != {expected.stride()}.")
         return
     if isinstance(actual, (bool, int, float, np.number)) and isinstance(expected, (bool, int, float, np.number)):
         if check_dtype and type(actual) is not type(expected):
@@ -84,8 +91,8 @@ def _check_values(a: np.ndarray, e: np.ndarray, where: str, rtol: float, atol: f
             return
         absolute = np.where(close, -np.inf, np.abs(a - e))
         relative = np.where(close, -np.inf, np.abs(a - e) / np.abs(e))
-    worst_abs = np.unravel_index(int(np.nanargmax(absolute)), a.shape) if a.ndim else ()
-    worst_rel = np.unravel_index(int(np.nanargmax(relative)), a.shape) if a.ndim else ()
+    worst_abs = _worst(absolute) if a.ndim else ()
+    worst_rel = _worst(relative) if a.ndim else ()
     count = int((~close).sum())
     place = f" at index {tuple(int(i) for i in worst_abs)}" if a.ndim else ""
     place_rel = f" at index {tuple(int(i) for i in worst_rel)}" if a.ndim else ""
@@ -101,6 +108,12 @@ def _check_values(a: np.ndarray, e: np.ndarray, where: str, rtol: float, atol: f
     if where:
         text += f"\n\nThe failure occurred for item {where}"
     _fail(msg, text)
+
+
+def _worst(differences: np.ndarray) -> tuple[int, ...]:
+    """The index of the largest difference, a NaN counting as the largest (PyTorch reports it)."""
+    ranked = np.where(np.isnan(differences), np.inf, differences)
+    return np.unravel_index(int(np.argmax(ranked)), differences.shape)
 
 
 def _fail(msg: Any, text: str) -> None:

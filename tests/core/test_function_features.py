@@ -73,6 +73,33 @@ def test_an_output_without_gradient_is_zeros_or_none_as_set_materialize_grads_sa
     np.testing.assert_allclose(seen["numdiff"][1], seen["torch"][1])
 
 
+def _argmax_too(lib, received):
+    class ArgmaxToo(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            index = x.argmax()
+            ctx.mark_non_differentiable(index)
+            return x * 2, index
+
+        @staticmethod
+        def backward(ctx, grad, grad_index):
+            received.append((grad_index.tolist(), str(grad_index.dtype).split(".")[-1]))
+            return grad * 2
+
+    return ArgmaxToo
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["torch", "numdiff"])
+def test_a_non_differentiable_output_gets_zeros_of_its_own_dtype_in_backward(lib):
+    # PyTorch materializes the gradient of an output marked non-differentiable too: an argmax
+    # gets int64 zeros (numdiff passed None, so `grad_index.sum()` in a backward crashed).
+    received = []
+    x = _x(lib)
+    doubled, _ = _argmax_too(lib, received).apply(x)
+    doubled.sum().backward()
+    assert received == [(0, "int64")] and x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_needs_input_grad_follows_which_inputs_require_grad():
     seen = []
     for lib in LIBS:

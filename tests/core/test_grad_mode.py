@@ -9,6 +9,8 @@ import pytest
 
 import numdiff
 
+torch = pytest.importorskip("torch")
+
 
 def _leaf():
     return numdiff.tensor([1.0, 2.0], requires_grad=True)
@@ -83,11 +85,47 @@ def test_set_grad_enabled_true_inside_no_grad_block_is_undone_on_exit():
     assert numdiff.is_grad_enabled()
 
 
-def test_inference_mode_false_keeps_the_current_mode():
-    with numdiff.inference_mode(False):
-        assert numdiff.is_grad_enabled()
-    with numdiff.no_grad(), numdiff.inference_mode(False):
-        assert not numdiff.is_grad_enabled()
+def test_inference_mode_false_turns_grad_mode_on_as_torchs_does():
+    # PyTorch's InferenceMode(false) sets grad mode to true, also inside no_grad.
+    for lib in (numdiff, torch):
+        with lib.inference_mode(False):
+            assert lib.is_grad_enabled()
+        with lib.no_grad(), lib.inference_mode(False):
+            assert lib.is_grad_enabled()
+            assert (lib.ones(1, requires_grad=True) * 2).requires_grad
+        with lib.inference_mode(), lib.inference_mode(False):
+            assert lib.is_grad_enabled() and not lib.is_inference_mode_enabled()
+
+
+@pytest.mark.parametrize("lib", [numdiff, torch], ids=["numdiff", "torch"])
+@pytest.mark.parametrize("name", ["no_grad", "enable_grad", "inference_mode"])
+def test_modes_decorate_without_parentheses(lib, name):
+    # `@torch.no_grad` (no call) is PyTorch 2's spelling too; numdiff raised "takes no arguments".
+    @getattr(lib, name)
+    def mode_inside(t):
+        """Kept docstring."""
+        return lib.is_grad_enabled(), (t * 2).requires_grad
+
+    with lib.no_grad() if name == "enable_grad" else lib.enable_grad():
+        assert mode_inside(lib.ones(1, requires_grad=True)) == ((name == "enable_grad"),) * 2
+    assert mode_inside.__doc__ == "Kept docstring."
+
+
+@pytest.mark.parametrize("lib", [numdiff, torch], ids=["numdiff", "torch"])
+def test_a_decorated_generator_keeps_the_mode_each_time_it_resumes(lib):
+    @lib.no_grad()
+    def modes():
+        received = yield lib.is_grad_enabled()
+        yield received, lib.is_grad_enabled()
+        return "done"
+
+    steps = modes()
+    assert next(steps) is False
+    assert lib.is_grad_enabled()
+    assert steps.send("sent") == ("sent", False)
+    with pytest.raises(StopIteration) as stop:
+        next(steps)
+    assert stop.value.value == "done" and lib.is_grad_enabled()
 
 
 def test_mode_is_restored_when_the_block_raises():

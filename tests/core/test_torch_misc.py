@@ -229,3 +229,17 @@ def _methods_of(lib):
 def test_histogram_prelu_hardshrink_and_addmv_as_methods_match_torch():
     for ours, theirs in zip(_methods_of(numdiff), _methods_of(torch)):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def test_a_generators_own_state_round_trips_as_torch_generators_does():
+    g = numdiff.Generator().manual_seed(3)
+    numdiff.randn(4, generator=g)
+    state = g.get_state()
+    first = numdiff.rand(5, generator=g)
+    assert g.set_state(state) is g
+    assert numdiff.equal(numdiff.rand(5, generator=g), first)
+    other = numdiff.Generator().set_state(state)  # another generator takes it, seed included
+    assert numdiff.equal(numdiff.rand(5, generator=other), first) and other.initial_seed() == 3
+    assert str(g.device) == "cpu" and isinstance(g.seed(), int)
+    with pytest.raises(TypeError, match="uint8 tensor"):
+        g.set_state(numdiff.ones(3))

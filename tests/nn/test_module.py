@@ -126,6 +126,16 @@ def test_get_submodule_and_get_parameter():
         net.get_submodule("blocks.nope")
 
 
+def test_get_buffer_finds_persistent_and_non_persistent_buffers_by_path():
+    # torch's Module.get_buffer; a probe11 program stopped on its absence
+    model = nn.Sequential(nn.BatchNorm1d(3))
+    model[0].register_buffer("scale", numdiff.ones(3), persistent=False)
+    assert model.get_buffer("0.running_mean") is model[0].running_mean
+    assert model.get_buffer("0.scale") is model[0].scale
+    with pytest.raises(AttributeError, match=r"BatchNorm1d has no buffer 'weight' \(looking up '0.weight'\)"):
+        model.get_buffer("0.weight")
+
+
 # ----------------------------------------------------------------------------- modes, grads, freezing
 def test_train_and_eval_reach_every_descendant():
     net = Net().eval()

@@ -86,6 +86,10 @@ def test_packing_refuses_bad_lengths():
         packing.pack_padded_sequence(x, [2, 4, 1])
     with pytest.raises(ValueError, match=r"every length must be greater than 0, got \[0, 4, 1\]"):
         packing.pack_padded_sequence(x, [0, 4, 1], enforce_sorted=False)
+    with pytest.raises(RuntimeError, match="enforce_sorted"):  # PyTorch's class too: code catches either
+        packing.pack_padded_sequence(x, [2, 4, 1])
+    with pytest.raises(RuntimeError, match="greater than 0"):
+        packing.pack_padded_sequence(x, [0, 4, 1], enforce_sorted=False)
     with pytest.raises(ValueError, match="expected 3 lengths"):
         packing.pack_padded_sequence(x, [4, 1])
     with pytest.raises(ValueError, match="a length of 5 exceeds the 4 time steps"):
@@ -124,3 +128,16 @@ def test_unpad_and_unpack_refuse_bad_arguments_naming_the_values():
         packing.unpad_sequence(x, [1.5, 1, 1])
     with pytest.raises(TypeError, match=r"unpack_sequence: expected a PackedSequence, got Tensor"):
         packing.unpack_sequence(x)
+
+
+def test_packed_sequence_to_converts_data_and_keeps_the_order():
+    x = numdiff.tensor(np.arange(12.0).reshape(3, 4, 1), dtype=numdiff.float32)
+    packed = packing.pack_padded_sequence(x, [1, 3, 2], batch_first=True, enforce_sorted=False)
+    assert packed.to(numdiff.float32) is packed and packed.cpu() is packed
+    doubled = packed.to(numdiff.float64)
+    assert isinstance(doubled, packing.PackedSequence) and doubled.data.dtype == numdiff.float64
+    assert doubled.sorted_indices.tolist() == [1, 2, 0] and doubled.batch_sizes.tolist() == [3, 2, 1]
+    assert packed.double().data.dtype == numdiff.float64 and packed.half().float().data.dtype == numdiff.float32
+    assert not packed.is_cuda
+    output, _ = nn.GRU(1, 2).double()(doubled)
+    assert output.data.dtype == numdiff.float64

@@ -76,6 +76,8 @@ def test_parameter_list_bad_input_raises_like_torch():
         params[3]
     with pytest.raises(TypeError, match=r"ParameterList.extend should be called with an iterable, but got Tensor"):
         params.extend(numdiff.zeros(2))
+    with pytest.raises(RuntimeError, match=r"only floating point tensors can require gradients"):  # torch's class
+        nn.Parameter(numdiff.tensor([1, 2]))
     with pytest.raises(TypeError, match=r"only floating point tensors can require gradients"):
         params.append(numdiff.tensor([1, 2]))
     with pytest.raises(RuntimeError, match=r"ParameterList should not be called"):

@@ -89,6 +89,14 @@ class ModuleTraversal:
             raise AttributeError(f"{type(module).__name__} has no parameter '{name}' (looking up '{target}')")
         return module._parameters[name]
 
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path such as ``"bn.running_mean"``, persistent or not."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if module._buffers.get(name) is None:
+            raise AttributeError(f"{type(module).__name__} has no buffer '{name}' (looking up '{target}')")
+        return module._buffers[name]
+
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call `fn` on every child (recursively), then on this module; returns self."""
         for module in self.children():

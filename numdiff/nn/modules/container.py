@@ -24,6 +24,20 @@ def _index(container: Module, idx: Any) -> int:
     return idx % size
 
 
+def _sequential_operand(op: str, other: Any) -> Sequential:
+    if not isinstance(other, Sequential):
+        raise ValueError(f"Sequential {op}: only another Sequential can be added, got {type(other).__name__}")
+    return other
+
+
+def _repeat_count(op: str, times: Any) -> int:
+    if not isinstance(times, int) or isinstance(times, bool):
+        raise TypeError(f"Sequential {op}: the factor must be an int, got {type(times).__name__}")
+    if times <= 0:
+        raise ValueError(f"Sequential {op}: the factor must be positive, got {times}")
+    return times
+
+
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
@@ -80,6 +94,22 @@ class Sequential(Module):
         for module in modules:
             self.append(module)
         return self
+
+    def __add__(self, other: Sequential) -> Sequential:
+        """A new Sequential of these modules then `other`'s (the same module objects, as in PyTorch)."""
+        return Sequential(*self, *_sequential_operand("+", other))
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        return self.extend(list(_sequential_operand("+=", other)))
+
+    def __mul__(self, times: int) -> Sequential:
+        """A new Sequential of these modules `times` over (repeated objects, so their weights are shared)."""
+        return Sequential(*(list(self) * _repeat_count("*", times)))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, times: int) -> Sequential:
+        return self.extend(list(self) * (_repeat_count("*=", times) - 1))
 
     def insert(self, index: int, module: Module) -> Sequential:
         """Put `module` at position `index`, shifting the later ones."""

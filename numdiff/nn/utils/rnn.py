@@ -25,6 +25,12 @@ from numdiff.ops.joining import cat, stack
 from numdiff.tensor import Tensor
 
 
+class PackingLengthsError(ValueError, RuntimeError):
+    """Lengths that packing refuses: unsorted with enforce_sorted=True, or not above 0. PyTorch
+    raises RuntimeError for these, numdiff ValueError; this is both, so code written for either
+    catches it."""
+
+
 class PackedSequence(NamedTuple):
     """The valid steps of a batch of sequences, sorted longest first and stored step by step."""
 
@@ -32,6 +38,35 @@ class PackedSequence(NamedTuple):
     batch_sizes: Tensor
     sorted_indices: Tensor | None = None
     unsorted_indices: Tensor | None = None
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """`data` converted as by ``Tensor.to`` (dtype or device); the indices follow the device only."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        sorted_indices, unsorted_indices = (
+            None if t is None else t.to(data.device) for t in (self.sorted_indices, self.unsorted_indices)
+        )
+        return PackedSequence(data, self.batch_sizes, sorted_indices, unsorted_indices)
+
+    def cpu(self) -> PackedSequence:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> PackedSequence:
+        return self.to("cuda" if device is None else device)
+
+    def double(self) -> PackedSequence:
+        return self.to(_dtype.float64)
+
+    def float(self) -> PackedSequence:
+        return self.to(_dtype.float32)
+
+    def half(self) -> PackedSequence:
+        return self.to(_dtype.float16)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
 
 
 def _lengths_array(op: str, lengths: Any, batch: int) -> np.ndarray:
@@ -44,7 +79,7 @@ def _lengths_array(op: str, lengths: Any, batch: int) -> np.ndarray:
     if values.size != batch:
         raise ValueError(f"{op}: expected {batch} lengths (one per sequence in the batch), got {values.size}")
     if values.size and values.min() <= 0:
-        raise ValueError(f"{op}: every length must be greater than 0, got {values.tolist()}")
+        raise PackingLengthsError(f"{op}: every length must be greater than 0, got {values.tolist()}")
     return values
 
 
@@ -61,7 +96,10 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         raise ValueError(f"{op}: a length of {values.max()} exceeds the {steps} time steps of the input (shape {tuple(input.shape)})")
     if enforce_sorted:
         if np.any(np.diff(values) > 0):
-            raise ValueError(f"{op}: lengths must be sorted in decreasing order when enforce_sorted=True, got {values.tolist()}; pass enforce_sorted=False")
+            raise PackingLengthsError(
+                f"{op}: lengths must be sorted in decreasing order when enforce_sorted=True, got {values.tolist()}; "
+                "pass enforce_sorted=False"
+            )
         sorted_indices = unsorted_indices = None
         order = np.arange(batch)
     else:
