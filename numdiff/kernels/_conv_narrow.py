@@ -11,7 +11,11 @@ reads tap (i, j) at the flat index ``q + i*dh*WP + j*dw`` with ``q = rr*WP + ow`
 the (Cg, ...) run of the stage starting at ``i*dh*WP + j*dw`` and ``W_ij = w[:, :, i, j]`` (Cog,
 Cg), ``acc (Cog, rows*WP) = bias + sum_ij W_ij @ X_ij``: KH*KW products of depth Cg, each one
 call of numdiff.kernels._gemm_loops.accumulate (a 512-bit loop along the whole block, no edge
-tests: the padding is in the stage). The ``WP - OW`` spare columns of each row are computed and
+tests: the padding is in the stage). With more tap columns than channels (KW > Cg: an RGB or
+single-channel input), the products run along a tap row instead, one per (channel, tap row) of
+depth KW: the KW runs ``stage[c, i*dh*WP + j*dw :]`` are rows of one strided view, dw apart
+(3 -> 3 9x9 at 64x64, 4 images: 0.86 -> 0.59 ms; 1 -> 1 7x7: 0.39 -> 0.16; 2 -> 4 5x5: 0.34 ->
+0.19). The ``WP - OW`` spare columns of each row are computed and
 dropped. Loop nest: prange over threads' contiguous runs of the (image, group, row block) jobs;
 stage, one product per tap, copy the rows out. Blocks hold about :data:`BLOCK_COLUMNS` output
 columns, so acc stays in the L1 cache. Extra memory per thread: the stage, ``Cg*(rows +
@@ -76,6 +80,7 @@ def narrow_forward_core(x5, w3, bias, has_bias, out4, kh, kw, pt, pl, dh, dw, oh
     stages = np.empty((parts, cg, (block + halo) * wp), x5.dtype)
     results = np.empty((parts, cog, block * wp), x5.dtype)
     total = n_img * groups * blocks
+    itemsize = x5.itemsize
     for t in prange(parts):
         start, stop = contiguous_run(total, parts, t)
         results_t = results[t]
@@ -89,10 +94,18 @@ def narrow_forward_core(x5, w3, bias, has_bias, out4, kh, kw, pt, pl, dh, dw, oh
             acc = results_t[:, :cols]
             for o in range(cog):
                 acc[o] = bias[g * cog + o] if has_bias else 0
-            for i in range(kh):
-                for j in range(kw):
-                    off = i * dh * wp + j * dw
-                    accumulate(w3[g, :, i * kw + j :: kh * kw], stage[:, off : off + cols], one, acc)
+            if kw > cg:
+                for c in range(cg):
+                    for i in range(kh):
+                        taps = np.lib.stride_tricks.as_strided(
+                            stage[c, i * dh * wp :], (kw, cols), (dw * itemsize, itemsize)
+                        )
+                        accumulate(w3[g, :, (c * kh + i) * kw : (c * kh + i + 1) * kw], taps, one, acc)
+            else:
+                for i in range(kh):
+                    for j in range(kw):
+                        off = i * dh * wp + j * dw
+                        accumulate(w3[g, :, i * kw + j :: kh * kw], stage[:, off : off + cols], one, acc)
             for o in range(cog):
                 for rr in range(rows):
                     first = (oh0 + rr) * ow_size

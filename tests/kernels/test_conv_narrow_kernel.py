@@ -31,6 +31,7 @@ SHAPES = [
     (1, 5, 9, 16, 1, (5, 5), 0, 1, 1),  # one output channel, no padding
     (2, 3, 40, 21, 2, (5, 3), (2, 1), 1, 1),  # 40 rows: two row blocks, the second partial
     (1, 2, 5, 600, 1, (3, 3), 1, 1, 1),  # rows wider than a block: one row a block
+    (2, 2, 15, 30, 3, (3, 7), (1, 6), 2, 1),  # more tap columns than channels: products along them
 ]
 
 
