@@ -104,8 +104,12 @@ def narrow_forward_core(x5, w3, bias, has_bias, out4, kh, kw, pt, pl, dh, dw, oh
             else:
                 for i in range(kh):
                     for j in range(kw):
-                        off = i * dh * wp + j * dw
-                        accumulate(w3[g, :, i * kw + j :: kh * kw], stage[:, off : off + cols], one, acc)
+                        # The stage's channel rows as a strided view, as the tap rows above: one
+                        # type of operand, so one compiled accumulate (~5 s on an empty cache).
+                        chans = np.lib.stride_tricks.as_strided(
+                            stage[0, i * dh * wp + j * dw :], (cg, cols), (stage.strides[0], itemsize)
+                        )
+                        accumulate(w3[g, :, i * kw + j :: kh * kw], chans, one, acc)
             for o in range(cog):
                 for rr in range(rows):
                     first = (oh0 + rr) * ow_size
