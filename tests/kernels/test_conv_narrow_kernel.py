@@ -29,6 +29,9 @@ SHAPES = [
     (2, 6, 11, 13, 2, (3, 3), 1, 2, 2),  # dilation and groups
     (2, 4, 10, 9, 4, (3, 5), (1, 2), 1, 4),  # depthwise, a rectangular filter
     (1, 5, 9, 16, 1, (5, 5), 0, 1, 1),  # one output channel, no padding
+    (2, 3, 40, 21, 2, (5, 3), (2, 1), 1, 1),  # 40 rows: two row blocks, the second partial
+    (1, 2, 5, 600, 1, (3, 3), 1, 1, 1),  # rows wider than a block: one row a block
+    (2, 2, 15, 30, 3, (3, 7), (1, 6), 2, 1),  # more tap columns than channels: products along them
 ]
 
 
