@@ -63,6 +63,21 @@ def test_a_shape_mismatch_names_the_op_and_the_shapes(step, gates, states, index
 
 
 @pytest.mark.parametrize("step, gates, states", STEPS)
+def test_every_operand_in_a_wrong_shape_of_its_size_is_refused(step, gates, states):
+    # The common case is passed on the arrays alone (_host_step_operands): an operand with the
+    # right element count in another shape (transposed, a bias as a row) must still reach the
+    # full check, which names it.
+    inputs = _inputs(gates, states)
+    for index, t in enumerate(inputs):
+        bad = list(inputs)
+        bad[index] = t.detach().reshape(1, -1) if t.ndim == 1 else t.detach().t().contiguous()
+        if bad[index].shape == t.shape:  # RNN's square w_hh
+            continue
+        with pytest.raises(ValueError, match=step.__name__ + r": .* must have shape"):
+            step(*bad)
+
+
+@pytest.mark.parametrize("step, gates, states", STEPS)
 def test_mixed_dtypes_a_non_tensor_and_a_bad_w_hh_are_refused(step, gates, states):
     inputs = _inputs(gates, states)
     mixed = [*inputs[:-1], inputs[-1].float()]
