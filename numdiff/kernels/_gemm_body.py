@@ -4,8 +4,8 @@ compiled once per dtype and called from every kernel by address.
 :func:`gemm_by_blas`, :func:`gemm_by_blas_in_tiles` and :func:`gemm_by_loops_or_blas` are the product
 with gemm's checks, shapes and flags: BLAS ``sgemm``/``dgemm`` with explicit leading dimensions (any
 row-major view whose rows are unit-stride), ``sgemv``/``dgemv`` for a one-row or one-column c and for
-``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts float32 products with few rows of c
-into tiles for OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles), and the third takes
+``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts float32 products with few rows or
+few columns of c into tiles for OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles), and the third takes
 numdiff.kernels._gemm_loops.loop_gemm where it suits the product (loops_suit). Which one this process
 runs follows its GEMM route (numdiff.kernels._gemm_route), read in Python when the build is made: the
 BLAS route never compiles the loops (5-6 s of its float32 build, dot_rows included, on an empty cache).
@@ -27,7 +27,7 @@ from numba.extending import intrinsic
 
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, GEMV_SYMBOLS
 from numdiff.kernels._gemm_loops import loop_gemm, loops_suit
-from numdiff.kernels._gemm_tiles import tile_shape
+from numdiff.kernels._gemm_tiles import column_tile_shape, tile_shape
 from numdiff.kernels._kernel_address import KernelSlot, call_through_slot
 from numdiff.kernels._self_healing_cache import njit
 
@@ -121,13 +121,19 @@ def _blas_product(trans_a, trans_b, alpha, a, b, beta, c):
 
 @njit(cache=True, nogil=True, inline="always")
 def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
-    """:func:`_blas_product`, with float32 products of few rows cut into tiles for OpenBLAS's
-    small-matrix kernels (numdiff.kernels._gemm_tiles.tile_shape), each tile one BLAS gemm."""
+    """:func:`_blas_product`, with float32 products of few rows or few columns cut into tiles for OpenBLAS's
+    small-matrix kernels (numdiff.kernels._gemm_tiles: tile_shape, column_tile_shape), each tile one BLAS gemm."""
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
     columns, depth = tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
     if columns == 0:
-        _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
+        rows, depth = column_tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
+        if rows == 0:
+            _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
+        elif trans_b:
+            _row_tiles(trans_a, alpha, a, _transposed_copy(b), beta, c, rows, depth)
+        else:
+            _row_tiles(trans_a, alpha, a, b, beta, c, rows, depth)
         return
     for j0 in range(0, n, columns):
         j1 = min(n, j0 + columns)
@@ -136,6 +142,30 @@ def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
             a_tile = a[k0:k1] if trans_a else a[:, k0:k1]
             b_tile = b[j0:j1, k0:k1] if trans_b else b[k0:k1, j0:j1]
             _blas_gemm(trans_a, trans_b, alpha, a_tile, b_tile, beta if k0 == 0 else 1.0, c[:, j0:j1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_tiles(trans_a, alpha, a, b, beta, c, rows, depth):
+    """``c = alpha * op(a) @ b + beta * c`` in blocks of `rows` rows of c by `depth` of K, every column
+    at once (numdiff.kernels._gemm_tiles.column_tile_shape), added along K with beta = 1."""
+    m, k = c.shape[0], b.shape[0]
+    for i0 in range(0, m, rows):
+        i1 = min(m, i0 + rows)
+        for k0 in range(0, k, depth):
+            k1 = min(k, k0 + depth)
+            a_tile = a[k0:k1, i0:i1] if trans_a else a[i0:i1, k0:k1]
+            _blas_gemm(trans_a, False, alpha, a_tile, b[k0:k1], beta if k0 == 0 else 1.0, c[i0:i1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _transposed_copy(b):
+    """b.T as a new C-contiguous array: b is the few-column product's small (N, K) operand."""
+    n, k = b.shape
+    out = np.empty((k, n), b.dtype)
+    for j in range(n):
+        for kk in range(k):
+            out[kk, j] = b[j, kk]
+    return out
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -182,7 +212,7 @@ def gemm_by_blas(trans_a, trans_b, alpha, a, b, beta, c):
 @njit(cache=True, nogil=True)
 def gemm_by_blas_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
     """numdiff.kernels._blas.gemm on the BLAS route where OpenBLAS has small-matrix kernels: every
-    product by BLAS, float32 ones with few rows of c in tiles (numdiff.kernels._gemm_tiles)."""
+    product by BLAS, float32 ones with few rows or few columns of c in tiles (numdiff.kernels._gemm_tiles)."""
     if not _checks_or_small(trans_a, trans_b, alpha, a, b, beta, c):
         _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c)
 
