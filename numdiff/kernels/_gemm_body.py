@@ -23,6 +23,7 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.core.dispatcher import Dispatcher
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, GEMV_SYMBOLS
@@ -125,39 +126,47 @@ def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
     small-matrix kernels (numdiff.kernels._gemm_tiles: tile_shape, column_tile_shape), each tile one BLAS gemm."""
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
+    rows, by_rows = m, False
     columns, depth = tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
     if columns == 0:
         rows, depth = column_tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
-        if rows == 0:
-            _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
-        elif trans_b:
-            _row_tiles(trans_a, alpha, a, _transposed_copy(b), beta, c, rows, depth)
-        else:
-            _row_tiles(trans_a, alpha, a, b, beta, c, rows, depth)
+        columns, by_rows = n, True
+    if depth == 0:
+        _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
         return
-    for j0 in range(0, n, columns):
-        j1 = min(n, j0 + columns)
-        for k0 in range(0, k, depth):
-            k1 = min(k, k0 + depth)
-            a_tile = a[k0:k1] if trans_a else a[:, k0:k1]
-            b_tile = b[j0:j1, k0:k1] if trans_b else b[k0:k1, j0:j1]
-            _blas_gemm(trans_a, trans_b, alpha, a_tile, b_tile, beta if k0 == 0 else 1.0, c[:, j0:j1])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_tiles(trans_a, alpha, a, b, beta, c, rows, depth):
-    """``c = alpha * op(a) @ b + beta * c`` in blocks of `rows` rows of c by `depth` of K, every column
-    at once (numdiff.kernels._gemm_tiles.column_tile_shape), added along K with beta = 1."""
-    m, k = c.shape[0], b.shape[0]
+    # Few columns of a @ b.T: b (N x K) is small, and a @ (b.T copied) is a product the permit takes in
+    # any size (numdiff.kernels._gemm_tiles.column_tile_shape). One loop and one inlined BLAS call serve
+    # both kinds of tile: a second copy of either cost seconds of the build's empty-cache compile.
+    copied = by_rows and trans_b
+    b_tiles = _as_operand(_transposed_copy(b)) if copied else b
+    trans_b_tiles = trans_b and not copied
     for i0 in range(0, m, rows):
         i1 = min(m, i0 + rows)
-        for k0 in range(0, k, depth):
-            k1 = min(k, k0 + depth)
-            a_tile = a[k0:k1, i0:i1] if trans_a else a[i0:i1, k0:k1]
-            _blas_gemm(trans_a, False, alpha, a_tile, b[k0:k1], beta if k0 == 0 else 1.0, c[i0:i1])
+        for j0 in range(0, n, columns):
+            j1 = min(n, j0 + columns)
+            for k0 in range(0, k, depth):
+                k1 = min(k, k0 + depth)
+                a_tile = a[k0:k1, i0:i1] if trans_a else a[i0:i1, k0:k1]
+                b_tile = b_tiles[j0:j1, k0:k1] if trans_b_tiles else b_tiles[k0:k1, j0:j1]
+                beta_tile = beta if k0 == 0 else 1.0
+                _blas_gemm(trans_a, trans_b_tiles, alpha, a_tile, b_tile, beta_tile, c[i0:i1, j0:j1])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@intrinsic
+def _as_operand(typingctx, arr):
+    """A 2-D array typed as the build's operands are (read-only, any layout), sharing its data: the
+    transposed copy of b then takes the same tile loop as b itself."""
+    if not isinstance(arr, types.Array) or arr.ndim != 2:
+        return None
+    operand = types.Array(arr.dtype, 2, "A", readonly=True)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, operand, args[0])
+
+    return operand(arr), codegen
+
+
+@njit(cache=True, nogil=True)
 def _transposed_copy(b):
     """b.T as a new C-contiguous array: b is the few-column product's small (N, K) operand."""
     n, k = b.shape
