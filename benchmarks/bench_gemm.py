@@ -1,6 +1,6 @@
 """GEMM rates on a population of shapes: numdiff's Numba product loops, one BLAS call, numdiff's gemm, torch.mm.
 
-    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024] [--training | --few-rows] [--threads 2]
+    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024] [--training | --few-rows | --few-cols] [--threads 2]
 
 Run with ``NUMDIFF_GEMM=blas`` so that numdiff.kernels._blas.gemm calls the BLAS library (in tiles where
 the route says so: numdiff.kernels._gemm_tiles), while the loops (numdiff.kernels._gemm_loops.loop_gemm)
@@ -10,7 +10,8 @@ GFLOP/s and each one's time over torch's for each shape (M x K x N) and transpos
 measures instead the three products of each Linear layer in TRAINING_LAYERS, with the transpose pair
 that a training step runs: forward ``x @ W.T`` (nt), input gradient ``g @ W`` (nn), weight gradient
 ``g.T @ x`` (tn). ``--few-rows`` measures FEW_ROWS: an LSTM's step product ``h @ W_hh.T`` and its
-gradients, and attention's per-head blocks. ``--threads 2`` runs numdiff's gemm_parallel and torch on two
+gradients, and attention's per-head blocks. ``--few-cols`` measures FEW_COLUMNS: a GCN's products with a
+dense adjacency and Linear layers with few output features. ``--threads 2`` runs numdiff's gemm_parallel and torch on two
 threads, timed by the wall clock (nothing else: compare commits by running it in each).
 """
 
@@ -44,6 +45,17 @@ FEW_ROWS = [
 """(M, K, N, trans_a, trans_b): an LSTM step's ``h @ W_hh.T`` for batch 16-64 and hidden 128-512 (nt),
 its gradients for h (nn) and W_hh (tn, K the batch); attention's per-head blocks of 16-64 tokens by 64
 features (scores nt, weights times values nn, gradient tn); a Linear's input gradient on 8 and 48 rows."""
+FEW_COLUMNS = [
+    (1024, 1024, 32, False, False), (1024, 1024, 32, True, False), (1024, 1024, 7, False, False),
+    (1024, 1024, 7, True, False), (1024, 64, 32, False, True), (1024, 32, 7, False, True),
+    (2708, 2708, 16, False, False), (2708, 2708, 16, True, False), (2048, 2048, 64, False, False),
+    (4096, 512, 10, False, True), (1024, 784, 10, False, True), (256, 1024, 2, False, True),
+    (2048, 256, 40, False, True), (1000, 2048, 48, True, False),
+]
+"""(M, K, N, trans_a, trans_b): c taller than wide. A GCN's ``A_hat @ (X W)`` and its gradient ``A_hat.T @ g``
+(nn, tn) for 1024 nodes by 32 and 7 features, Cora's 2708 nodes by 16, 2048 by 64; Linear layers with few
+output features (``x @ W.T``, nt): the GCN's own, classifier heads of 10 and 2 classes, a 40-wide
+bottleneck; a weight gradient for 48 features (tn)."""
 
 
 def training_products(layers):
@@ -75,6 +87,7 @@ def main() -> None:
         "--training", action="store_true", help="the GEMMs of Linear layers' training steps (--only then names layers: batch x in x out)",
     )
     parser.add_argument("--few-rows", action="store_true", help="LSTM step and attention block products (FEW_ROWS)")
+    parser.add_argument("--few-cols", action="store_true", help="GCN and few-output Linear products (FEW_COLUMNS)")
     parser.add_argument("--threads", type=int, default=1, choices=(1, 2))
     args = parser.parse_args()
     if os.environ.get("NUMDIFF_GEMM", "").lower() != "blas":
@@ -82,6 +95,8 @@ def main() -> None:
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.only.split(",")] if args.only else SHAPES
     if args.few_rows:
         products = FEW_ROWS
+    elif args.few_cols:
+        products = FEW_COLUMNS
     elif args.training:
         products = list(training_products(TRAINING_LAYERS if not args.only else shapes))
     else:

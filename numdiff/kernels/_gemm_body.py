@@ -4,8 +4,8 @@ compiled once per dtype and called from every kernel by address.
 :func:`gemm_by_blas`, :func:`gemm_by_blas_in_tiles` and :func:`gemm_by_loops_or_blas` are the product
 with gemm's checks, shapes and flags: BLAS ``sgemm``/``dgemm`` with explicit leading dimensions (any
 row-major view whose rows are unit-stride), ``sgemv``/``dgemv`` for a one-row or one-column c and for
-``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts float32 products with few rows of c
-into tiles for OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles), and the third takes
+``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts float32 products with few rows or
+few columns of c into tiles for OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles), and the third takes
 numdiff.kernels._gemm_loops.loop_gemm where it suits the product (loops_suit). Which one this process
 runs follows its GEMM route (numdiff.kernels._gemm_route), read in Python when the build is made: the
 BLAS route never compiles the loops (5-6 s of its float32 build, dot_rows included, on an empty cache).
@@ -23,11 +23,12 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.core.dispatcher import Dispatcher
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from numdiff.kernels._blas_library import GEMM_SYMBOLS, GEMV_SYMBOLS
 from numdiff.kernels._gemm_loops import loop_gemm, loops_suit
-from numdiff.kernels._gemm_tiles import tile_shape
+from numdiff.kernels._gemm_tiles import column_tile_shape, tile_shape
 from numdiff.kernels._kernel_address import KernelSlot, call_through_slot
 from numdiff.kernels._self_healing_cache import njit
 
@@ -121,21 +122,59 @@ def _blas_product(trans_a, trans_b, alpha, a, b, beta, c):
 
 @njit(cache=True, nogil=True, inline="always")
 def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
-    """:func:`_blas_product`, with float32 products of few rows cut into tiles for OpenBLAS's
-    small-matrix kernels (numdiff.kernels._gemm_tiles.tile_shape), each tile one BLAS gemm."""
+    """:func:`_blas_product`, with float32 products of few rows or few columns cut into tiles for OpenBLAS's
+    small-matrix kernels (numdiff.kernels._gemm_tiles: tile_shape, column_tile_shape), each tile one BLAS gemm."""
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
+    rows, by_rows = m, False
     columns, depth = tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
     if columns == 0:
+        rows, depth = column_tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
+        columns, by_rows = n, True
+    if depth == 0:
         _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
         return
-    for j0 in range(0, n, columns):
-        j1 = min(n, j0 + columns)
-        for k0 in range(0, k, depth):
-            k1 = min(k, k0 + depth)
-            a_tile = a[k0:k1] if trans_a else a[:, k0:k1]
-            b_tile = b[j0:j1, k0:k1] if trans_b else b[k0:k1, j0:j1]
-            _blas_gemm(trans_a, trans_b, alpha, a_tile, b_tile, beta if k0 == 0 else 1.0, c[:, j0:j1])
+    # Few columns of a @ b.T: b (N x K) is small, and a @ (b.T copied) is a product the permit takes in
+    # any size (numdiff.kernels._gemm_tiles.column_tile_shape). One loop and one inlined BLAS call serve
+    # both kinds of tile: a second copy of either cost seconds of the build's empty-cache compile.
+    copied = by_rows and trans_b
+    b_tiles = _as_operand(_transposed_copy(b)) if copied else b
+    trans_b_tiles = trans_b and not copied
+    for i0 in range(0, m, rows):
+        i1 = min(m, i0 + rows)
+        for j0 in range(0, n, columns):
+            j1 = min(n, j0 + columns)
+            for k0 in range(0, k, depth):
+                k1 = min(k, k0 + depth)
+                a_tile = a[k0:k1, i0:i1] if trans_a else a[i0:i1, k0:k1]
+                b_tile = b_tiles[j0:j1, k0:k1] if trans_b_tiles else b_tiles[k0:k1, j0:j1]
+                beta_tile = beta if k0 == 0 else 1.0
+                _blas_gemm(trans_a, trans_b_tiles, alpha, a_tile, b_tile, beta_tile, c[i0:i1, j0:j1])
+
+
+@intrinsic
+def _as_operand(typingctx, arr):
+    """A 2-D array typed as the build's operands are (read-only, any layout), sharing its data: the
+    transposed copy of b then takes the same tile loop as b itself."""
+    if not isinstance(arr, types.Array) or arr.ndim != 2:
+        return None
+    operand = types.Array(arr.dtype, 2, "A", readonly=True)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, operand, args[0])
+
+    return operand(arr), codegen
+
+
+@njit(cache=True, nogil=True)
+def _transposed_copy(b):
+    """b.T as a new C-contiguous array: b is the few-column product's small (N, K) operand."""
+    n, k = b.shape
+    out = np.empty((k, n), b.dtype)
+    for j in range(n):
+        for kk in range(k):
+            out[kk, j] = b[j, kk]
+    return out
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -182,7 +221,7 @@ def gemm_by_blas(trans_a, trans_b, alpha, a, b, beta, c):
 @njit(cache=True, nogil=True)
 def gemm_by_blas_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
     """numdiff.kernels._blas.gemm on the BLAS route where OpenBLAS has small-matrix kernels: every
-    product by BLAS, float32 ones with few rows of c in tiles (numdiff.kernels._gemm_tiles)."""
+    product by BLAS, float32 ones with few rows or few columns of c in tiles (numdiff.kernels._gemm_tiles)."""
     if not _checks_or_small(trans_a, trans_b, alpha, a, b, beta, c):
         _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c)
 

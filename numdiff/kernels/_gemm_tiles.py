@@ -1,4 +1,4 @@
-"""Float32 products with few rows of c, cut into tiles that OpenBLAS runs on its small-matrix kernels.
+"""Float32 products with few rows or few columns of c, cut into tiles that OpenBLAS runs on its small-matrix kernels.
 
 SciPy's OpenBLAS, running its SkylakeX-family kernels (cores ``SkylakeX``, ``Cooperlake``,
 ``SapphireRapids``), computes an sgemm whose M*N*K is at most :data:`SMALL_MNK` (1e6) in "small matrix"
@@ -29,6 +29,21 @@ with fewer rows. Over a Linear layer's three products on 11 training shapes (``b
 load 15-17) one sgemm each took 1.12x torch's time (geometric mean; nn 1.24), this route 0.99x (nn 1.05),
 and 25 of the 33 products came within 1.10x against 17. Whether the process's OpenBLAS has these kernels is
 numdiff.kernels._gemm_route's ``tiles`` flag; float64 has no small-matrix kernels there.
+
+Few columns are the same problem turned over (OpenBLAS, column-major, sees a row-major c of few columns as one of
+few rows): a GCN's ``A_hat @ H`` and ``A_hat.T @ G`` with 7-32 features, a Linear with few outputs. One sgemm packs
+all of the tall operand for a few columns of work: 1024x1024x7 ``a @ b`` took 2.0-2.2x torch's time, ``a.T @ b``
+2.0x, 1024x32x7 ``a @ b.T`` 2.2x. :func:`column_tile_shape` cuts c of at most :data:`TILE_COLUMNS_MAX` columns
+into blocks of rows, every column at once: ``a @ b`` along K as far as keeps the tile of b in L1
+(:data:`COLUMN_TILE_B_ELEMENTS`), ``a.T @ b`` in blocks of :data:`COLUMN_TILE_DEPTH_TN` of K with as many rows as
+the size allows (its small kernel reads a across rows: 1024x1024x32 ran 66 GFLOP/s with the whole K a tile,
+129 with 64 of it), and ``a @ b.T`` as ``a @ b`` on b copied transposed (N x K, small), since the permit's 1200
+outputs would cut it into tiles of 18-37 rows (1024x64x32: 69 GFLOP/s that way, 123-163 copied).
+Measured (2026-12-07, one thread, thread CPU time, load 13-17; time over torch.mm, one sgemm / tiles), on 45 shapes
+drawn from M 256-4096, K 32-2048, N 2-64: geometric mean nn 1.32 / 0.83-0.89, nt 1.32 / 0.90-0.95, tn 1.44 /
+0.82; GCN (``bench_gemm.py --few-cols``): 1024x1024x32 nn 1.27 / 1.01, tn 1.73 / 0.88, 1024x1024x7 nn 1.63 / 0.78,
+tn 2.29 / 0.83. Single shapes move by +-0.2 between runs at that load, and with 48-64 columns and K >= 1024
+the tiles and one sgemm tie (2048x2048x64 nn 1.14-1.25 either way).
 """
 
 from __future__ import annotations
@@ -36,7 +51,8 @@ from __future__ import annotations
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
-    "SMALL_KERNEL_CORES", "SMALL_MNK", "TILE_DEPTH", "TILE_ROWS_MAX", "TILE_ROWS_MAX_TN", "TILE_ROWS_MIN", "tile_shape",
+    "COLUMN_TILE_B_ELEMENTS", "COLUMN_TILE_DEPTH_MIN", "COLUMN_TILE_DEPTH_TN", "SMALL_KERNEL_CORES", "SMALL_MNK", "TILE_COLUMNS_MAX", "TILE_DEPTH",
+    "TILE_ROWS_MAX", "TILE_ROWS_MAX_TN", "TILE_ROWS_MIN", "column_tile_shape", "tile_shape",
 ]  # fmt: skip
 
 SMALL_KERNEL_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
@@ -54,6 +70,15 @@ docstring), up to :data:`TILE_ROWS_MAX_TN` for ``a.T @ b`` (a weight gradient); 
 small kernels copy op(a) into a buffer of their own on every call."""
 TILE_DEPTH = 64
 """Inner-dimension block of the ``a @ b`` and ``a.T @ b`` tiles."""
+TILE_COLUMNS_MAX = 64
+"""Most columns of a c taller than wide that :func:`column_tile_shape` cuts into blocks of rows."""
+COLUMN_TILE_B_ELEMENTS = 8192
+COLUMN_TILE_DEPTH_MIN = 256
+COLUMN_TILE_DEPTH_TN = 64
+"""Inner-dimension block of the few-column tiles: for ``a @ b`` (and ``a @ b.T``, b copied transposed) as
+much of K as keeps the tile of b within :data:`COLUMN_TILE_B_ELEMENTS` (32 KB of float32, inside a 48 KB L1),
+at least :data:`COLUMN_TILE_DEPTH_MIN`; for ``a.T @ b``, which reads a across its rows,
+:data:`COLUMN_TILE_DEPTH_TN`."""
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -71,3 +96,26 @@ def tile_shape(trans_a, trans_b, m, n, k):
         return columns, min(k, SMALL_MNK // (m * columns))
     depth = min(k, TILE_DEPTH)
     return (SMALL_MNK // (m * depth)) // 16 * 16, depth
+
+
+@njit(cache=True, nogil=True, inline="always")
+def column_tile_shape(trans_a, trans_b, m, n, k):
+    """(rows, depth) of the tiles for an m x n c, taller than wide, with at most :data:`TILE_COLUMNS_MAX`
+    columns and inner dimension k, every column at once; (0, 0) where the product stays one sgemm (small
+    enough for the permit, too many columns, not taller than wide, or ``a.T @ b.T``). ``a @ b.T`` is tiled
+    as ``a @ (b.T copied)`` whenever the permit refuses it whole: its 1200 outputs would leave tiles of a
+    few dozen rows."""
+    if n > TILE_COLUMNS_MAX or m <= n or (trans_a and trans_b):
+        return 0, 0
+    permitted = m * n * k <= SMALL_MNK
+    if trans_b:
+        permitted = permitted and m * n <= SMALL_NT_OUTPUTS and k >= SMALL_NT_MIN_DEPTH
+    if permitted:
+        return 0, 0
+    if trans_a:
+        depth = min(k, COLUMN_TILE_DEPTH_TN)
+        rows = SMALL_MNK // (n * depth)
+        return (m if rows >= m else rows // 8 * 8), depth
+    depth = min(k, max(COLUMN_TILE_DEPTH_MIN, COLUMN_TILE_B_ELEMENTS // n))
+    rows = SMALL_MNK // (n * depth)
+    return (m if rows >= m else rows // 4 * 4), depth

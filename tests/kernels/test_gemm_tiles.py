@@ -1,4 +1,4 @@
-"""Float32 products with few rows cut into tiles for OpenBLAS's small-matrix kernels
+"""Float32 products with few rows or few columns cut into tiles for OpenBLAS's small-matrix kernels
 (numdiff.kernels._gemm_tiles, built as numdiff.kernels._gemm_body.gemm_by_blas_in_tiles): every tile
 within OpenBLAS's permit, the tiled product against NumPy float64 and against one BLAS call for every
 transpose pair, alpha and beta, strided views and ragged last tiles; and the route's ``tiles`` flag."""
@@ -16,9 +16,11 @@ from numdiff.kernels._gemm_tiles import (
     SMALL_MNK,
     SMALL_NT_MIN_DEPTH,
     SMALL_NT_OUTPUTS,
+    TILE_COLUMNS_MAX,
     TILE_ROWS_MAX,
     TILE_ROWS_MAX_TN,
     TILE_ROWS_MIN,
+    column_tile_shape,
     tile_shape,
 )
 from tests.kernels.test_gemm_loops import _expected, _operands  # the same operands and float64 reference
@@ -52,8 +54,30 @@ def test_every_tile_is_within_openblas_small_kernel_permit(m, k, n):
             assert m * columns <= SMALL_NT_OUTPUTS and depth >= SMALL_NT_MIN_DEPTH
 
 
+@pytest.mark.parametrize("m", [65, 100, 1024, 4096])
+@pytest.mark.parametrize("k", [7, 31, 32, 64, 100, 1024, 3000])
+@pytest.mark.parametrize("n", [2, 7, 32, 64, 65])
+def test_every_column_tile_is_within_openblas_small_kernel_permit(m, k, n):
+    for trans_a, trans_b in PAIRS:
+        rows, depth = column_tile_shape(trans_a, trans_b, m, n, k)
+        permitted = m * n * k <= SMALL_MNK
+        if trans_b:  # OpenBLAS's own permit for a @ b.T, which the tiles replace by a @ (b.T copied)
+            permitted = permitted and m * n <= SMALL_NT_OUTPUTS and k >= SMALL_NT_MIN_DEPTH
+        tiled = n <= TILE_COLUMNS_MAX and m > n and not permitted and not (trans_a and trans_b)
+        assert (rows > 0) == tiled, (m, k, n, trans_a, trans_b)
+        if not tiled:
+            assert (rows, depth) == (0, 0)
+            continue
+        assert 1 <= depth <= k and 1 <= rows <= m
+        assert rows * n * depth <= SMALL_MNK  # each tile is an a @ b or a.T @ b the permit takes
+
+
 @pytest.mark.parametrize("trans_a, trans_b", PAIRS)
-@pytest.mark.parametrize("m, k, n", [(8, 512, 512), (16, 128, 784), (33, 784, 130), (64, 100, 1000), (64, 4096, 48), (128, 16, 784), (100, 300, 500)])
+@pytest.mark.parametrize(
+    "m, k, n",
+    [(8, 512, 512), (16, 128, 784), (33, 784, 130), (64, 100, 1000), (64, 4096, 48), (128, 16, 784), (100, 300, 500)]
+    + [(1024, 1024, 7), (1000, 1030, 32), (4096, 512, 10), (300, 16, 7), (999, 700, 64)],  # few columns
+)
 @pytest.mark.parametrize("strided", [False, True])
 def test_tiled_product_matches_numpy_and_one_blas_call(trans_a, trans_b, m, k, n, strided):
     prepare_blas(np.float32)
@@ -77,6 +101,17 @@ def test_tiles_with_beta_zero_do_not_read_c():
     gemm_by_blas_in_tiles(False, False, 1.0, a, b, 0.0, c)
     expected = a.astype(np.float64) @ b
     assert np.abs(c - expected).max() / np.abs(expected).max() < TOLERANCE
+
+
+def test_column_tiles_with_beta_zero_do_not_read_c():
+    prepare_blas(np.float32)
+    rng = np.random.default_rng(4)
+    for trans_a, trans_b in PAIRS[:3]:
+        a, b, _ = _operands(rng, np.float32, 1024, 1024, 7, trans_a, trans_b, False)
+        c = np.full((1024, 7), np.nan, np.float32)
+        gemm_by_blas_in_tiles(trans_a, trans_b, 1.0, a, b, 0.0, c)
+        expected = _expected(a, b, c, trans_a, trans_b, 1.0, 0.0)
+        assert np.abs(c - expected).max() / np.abs(expected).max() < TOLERANCE
 
 
 def test_tiles_build_names_operands_that_do_not_match():
