@@ -4,6 +4,8 @@ torch.func.jvp in float64."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -67,6 +69,12 @@ def _torch_function(name: str):
         "leaky_relu_backward": lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.01, False),
         "sin_backward": lambda g, x: g * torch.cos(x),
         "cos_backward": lambda g, x: -g * torch.sin(x),
+        # Their y-gradients' ops, x times the second derivative at y, written out (aten has none).
+        "tanh_second": lambda u, y: -2.0 * u * y,
+        "sigmoid_second": lambda u, y: u * (1.0 - 2.0 * y),
+        "silu_second": lambda u, y: u * torch.sigmoid(y) * (1.0 - torch.sigmoid(y)) * (2.0 + y * (1.0 - 2.0 * torch.sigmoid(y))),
+        "gelu_second": lambda u, y: u * torch.exp(-0.5 * y * y) / math.sqrt(2.0 * math.pi) * (2.0 - y * y),
+        "softplus_second": lambda u, y: torch.where(y > 20.0, 0.0, u * torch.sigmoid(y) * (1.0 - torch.sigmoid(y))),
     }
     if name in special:
         return special[name]

@@ -83,6 +83,32 @@ def test_create_graph_backward_equals_the_first_order_kernel(name, act, torch_ac
         np.testing.assert_allclose(d.detach().numpy(), first.grad.numpy(), rtol=1e-6 if dtype == "float32" else 1e-14)
 
 
+# (name, the op its backward's create_graph y-gradient records: x times the second derivative)
+SECOND = [("tanh", "tanh_second"), ("sigmoid", "sigmoid_second"), ("silu", "silu_second"),
+          ("gelu", "gelu_second"), ("softplus", "softplus_second")]
+
+
+@pytest.mark.parametrize("name,second", SECOND, ids=[s[0] for s in SECOND])
+def test_the_second_derivative_is_one_op_on_the_gradient_product(name, second):
+    # The derived y-vjp g * (x * f''(y)) recorded 3-17 ops; now a product and one op.
+    act = {a[0]: a[1] for a in ACTIVATIONS}[name]
+    x = numdiff.tensor(_inputs("float64")[0], requires_grad=True)
+    (d,) = numdiff.autograd.grad(act(x).sum(), x, create_graph=True)
+    (dd,) = numdiff.autograd.grad(d, x, numdiff.tensor(np.ones(x.shape)), create_graph=True)
+    ops = []
+    stack, seen = [dd.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or not hasattr(node, "function"):
+            continue
+        seen.add(id(node))
+        ops.append(node.op_name)
+        stack.extend(node.next_nodes)
+    assert ops.count(second) == 1
+    # x's own op, its backward op, that one's x- and y-gradients (a second op and a product), the sum
+    assert len(ops) <= 6, ops
+
+
 @pytest.mark.parametrize("layout", ["transposed", "expanded", "broadcast", "float16"])
 def test_other_operands_take_the_general_path(layout):
     rng = np.random.default_rng(3)
@@ -111,6 +137,12 @@ def test_bad_operands_name_the_op():
         PUBLIC["tanh_backward"](numdiff.tensor([1, 2]), numdiff.tensor([3, 4]))
     with pytest.raises(TypeError, match="softplus_backward: unexpected keyword arguments \\['alpha'\\]"):
         PUBLIC["softplus_backward"](g, g, alpha=1.0)
+    with pytest.raises(ValueError, match=r"silu_second: shapes \(2, 3\) and \(4,\) cannot be broadcast"):
+        PUBLIC["silu_second"](g, numdiff.tensor(np.ones(4)))
+    with pytest.raises(TypeError, match="tanh_second: expected floating point operands"):
+        PUBLIC["tanh_second"](numdiff.tensor([1, 2]), numdiff.tensor([3, 4]))
+    with pytest.raises(TypeError, match="softplus_second: unexpected keyword arguments \\['alpha'\\]"):
+        PUBLIC["softplus_second"](g, g, alpha=1.0)
 
 
 def test_the_scalar_rule_table_passes_its_checks():
