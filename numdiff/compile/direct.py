@@ -151,7 +151,8 @@ def _alloc(values: list, index: int) -> str:
 
 
 def _ints(sizes: tuple) -> str:
-    return ", ".join(repr(int(s) if not isinstance(s, bool) else s) for s in sizes)
+    """A plan's sizes as source: ints as plain ints, flags as True/False/None (the conv cores' ``loops``)."""
+    return ", ".join(repr(s if s is None or isinstance(s, bool) else int(s)) for s in sizes)
 
 
 def _conv_geometry(call: OpCall) -> tuple:

@@ -245,7 +245,7 @@ def batched_backward_weight_core(
     # 24x24 k5 s2 0.61 -> 0.54-0.69). The loops route would copy col.T into scratch first (measured
     # 3-4x slower), so it and shorter rows gather transposed through the table, one row of K per
     # output position, and run dout @ colT (T, K) with long rows of K. Both accumulate in gw3's layout.
-    phased = ow_size >= PHASE_MIN_RUN and not loops
+    phased = ow_size >= PHASE_MIN_RUN and (loops is None or not loops)
     table = np.empty((0, k), np.int64)
     if not phased:
         table = np.ascontiguousarray(tap_offsets(cg, kh, kw, sh, sw, dh, dw, oh_size, ow_size).reshape((k, positions)).T)

@@ -23,7 +23,7 @@ from numdiff.kernels._parallel import contiguous_run, serial_and_parallel
 
 # Geometry tuple shared by the cores:
 #   (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows_per_tile, pointwise, blocks, parts, loops)
-# loops: the products' route, numdiff.kernels._conv_route (Numba loops, else BLAS).
+# loops: the products' route, numdiff.kernels._conv_route (True: Numba loops; None: BLAS, the loops left out of the build).
 
 
 def forward_core(

@@ -4,7 +4,11 @@
 0 or 1) with the shapes and flags of numdiff.kernels._blas.gemm, for the cores of
 numdiff.kernels._conv_cores and _conv_batched: in the loops below when ``loops`` is set, else by
 that gemm. The flag is the process's route (numdiff.kernels._conv_route: loops only where
-OpenBLAS runs kernels narrower than the CPU's vectors), passed down as an argument. Loop nest (numdiff.kernels._gemm_loops.accumulate):
+OpenBLAS runs kernels narrower than the CPU's vectors), passed down as an argument: True, or None
+for BLAS (:attr:`~numdiff.kernels._conv_route.ConvRoute.cores_flag`). Numba prunes a branch on an
+argument that is None while it compiles, before it types the rest, so a build for the BLAS route
+holds no loop product; with False the loops are compiled too, for nothing (dcgan's empty-cache
+first step built :func:`accumulate` four times, once per layout of its operands: 4.4 of 23 CPU s). Loop nest (numdiff.kernels._gemm_loops.accumulate):
 for a block of 4 rows of c and 4 steps of the inner dimension, the 16 values of op(a) sit in
 registers while one loop runs along the rows of op(b) and c: 4 loads of op(b) and 4 loads and
 stores of c feed 16 multiply-adds per vector, which LLVM vectorises 512 bits wide where the core
@@ -47,10 +51,10 @@ __all__ = ["product"]
 def product(loops, trans_a, trans_b, a, b, beta, c):
     """``c = op(a) @ op(b) + beta * c`` for beta 0 (c overwritten, not read) or 1; ``op(x)`` is
     ``x.T`` where the flag is set; Numba loops when ``loops`` is set, else one BLAS call
-    (numdiff.kernels._blas.gemm, whose checks then apply). Shapes: op(a) (M, K), op(b) (K, N), c (M, N); b and c need
+    (numdiff.kernels._blas.gemm, whose checks then apply) when it is False or None. Shapes: op(a) (M, K), op(b) (K, N), c (M, N); b and c need
     unit stride along their last axis (the cores' views have it). Raises ValueError when the
     shapes do not match. See the module docstring for the loop nest and the measurements."""
-    if not loops:
+    if loops is None or not loops:  # None is pruned while compiling: see the module docstring
         gemm(trans_a, trans_b, 1.0, a, b, beta, c)
         return
     m, n = c.shape

@@ -68,6 +68,16 @@ class ConvRoute:
     loops: bool
     reason: str
 
+    @property
+    def cores_flag(self) -> bool | None:
+        """The im2col cores' ``loops`` argument: True for the loops, None (not False) for BLAS, so
+        that Numba leaves the loop product out of the cores' builds (numdiff.kernels._conv_products).
+
+        >>> ConvRoute(True, "forced").cores_flag, ConvRoute(False, "forced").cores_flag
+        (True, None)
+        """
+        return True if self.loops else None
+
 
 def choose(requested: str, library: str, avx512: bool, corename: str | None, halved: bool = False) -> ConvRoute:
     """The route for a request (one of :data:`CHOICES`), the GEMM library's name ("scipy" or

@@ -170,11 +170,11 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
             n_img, cg * kh * kw, oh_size * ow_size, parts, "forward" if strided_runs else kind
         )
         if images:
-            loops = conv_route().loops
+            loops = conv_route().cores_flag
             return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, images, parts, loops)
     kernel, parts = families.CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)
     rows, blocks = routing.im2col_tiles(n_img, groups, cg * kh * kw, oh_size, ow_size, cg, parts)
-    loops = conv_route().loops  # the products' route (numdiff.kernels._conv_route), the cores' last argument
+    loops = conv_route().cores_flag  # the products' route (numdiff.kernels._conv_route), the cores' last argument
     return kernel, (kh, kw, sh, sw, pt, pl, dh, dw, oh_size, ow_size, rows, pointwise, blocks, parts, loops)
 
 

@@ -3,14 +3,14 @@
 The shapes cover every remainder of the 4-row x 4-step blocks, one-row and one-column products,
 strided views of larger arrays as the cores pass them (a tile of an output plane), both
 transpose flags, accumulation into c and overwriting it, and both float dtypes, on both routes
-(``loops`` True: the Numba loops; False: numdiff.kernels._blas.gemm).
+(``loops`` True: the Numba loops; False or None: numdiff.kernels._blas.gemm).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from numba import njit
+from numba import njit, typeof
 
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._conv_products import product
@@ -31,7 +31,7 @@ def _product_into_tile(loops, trans_a, trans_b, a, b, beta, plane, c0, c1):
 @pytest.mark.parametrize("trans_b", [False, True])
 @pytest.mark.parametrize("beta", [0.0, 1.0])
 @pytest.mark.parametrize("m, k, n", SHAPES)
-@pytest.mark.parametrize("loops", [True, False])
+@pytest.mark.parametrize("loops", [True, False, None])
 def test_product_matches_numpy_for_every_flag_and_remainder(loops, m, k, n, beta, trans_b, trans_a, dtype):
     rng = np.random.default_rng(m * 1000 + k * 10 + n)
     a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
@@ -70,3 +70,19 @@ def test_product_rejects_mismatched_shapes(loops):
 def test_product_rejects_an_output_without_unit_stride(loops):
     with pytest.raises(ValueError, match="unit stride"):
         product(loops, False, False, np.ones((3, 4)), np.ones((4, 4)), 0.0, np.empty((3, 8))[:, ::2])
+
+
+def test_a_build_for_the_blas_route_leaves_the_loop_product_out():
+    """None, the BLAS route's flag, is pruned while Numba compiles: the build calls gemm and holds
+    no call of the loop nest (numdiff.kernels._gemm_loops.accumulate), which False's build keeps."""
+    a, b, c = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32), np.empty((3, 5), np.float32)
+    for loops in (None, False):
+        product(loops, False, False, a, b, 0.0, c)
+        np.testing.assert_array_equal(c, a @ b)
+    uncached = njit(nogil=True)(product.dispatcher.py_func)  # built here, so its LLVM IR is at hand
+    for loops in (None, False):
+        uncached(loops, False, False, a, b, 0.0, c)
+    operands = (typeof(a), typeof(b), typeof(0.0), typeof(c))
+    code = {sig[0]: uncached.inspect_llvm(sig) for sig in uncached.signatures if sig[3:] == operands}
+    assert "accumulate" in code[typeof(False)]
+    assert "accumulate" not in code[typeof(None)]
