@@ -141,7 +141,7 @@ def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
         _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
         return
     # Few columns of a @ b.T: b (N x K) is small, and a @ (b.T copied) is a product the permit takes in
-    # any size (numdiff.kernels._gemm_tiles.column_tile_shape). One loop and one inlined BLAS call serve
+    # any size (numdiff.kernels._gemm_tiles.column_tile_shape). One loop and one BLAS call site serve
     # both kinds of tile: a second copy of either cost seconds of the build's empty-cache compile.
     copied = by_rows and trans_b
     b_tiles = _as_operand(_transposed_copy(b)) if copied else b
