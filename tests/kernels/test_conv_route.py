@@ -131,7 +131,7 @@ for dtype, tolerance in ((np.float32, 2e-4), (np.float64, 1e-10)):
         for kind, tables in PLANNED.items():
             core, sizes = conv.conv2d_plan(kind, x.shape, weight.shape, tout.shape, stride, pads, dilation, groups)
             assert any(core in table[kind] for table in tables), (kind, core)
-            assert sizes[-1] is expected_loops
+            assert sizes[-1] is (True if expected_loops else None)  # the cores_flag: None lets Numba prune the loops
         go = rng.standard_normal(tuple(tout.shape)).astype(dtype)
         tout.backward(torch.tensor(go))
         nx, nw, nb = (numdiff.tensor(a, requires_grad=True) for a in (x, weight, bias))
