@@ -88,5 +88,6 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
         raise TypeError(f"nanmean: expected a floating point input, got {input.dtype}")
     if input._data.dtype.itemsize == 2:  # float16 and bfloat16 accumulate in float32, as PyTorch's
         return nanmean(input.float(), dim, keepdim).to(input.dtype)
-    present = ~isnan(input.detach())
-    return nansum(input, dim, keepdim) / sum_(present, dim, keepdim).to(input.dtype)
+    present = ~isnan(input.detach())  # one mask for both sums
+    total = sum_(KeepWhere.apply(present, input, scalar_like(0.0, input, "nanmean")), dim, keepdim)
+    return total / sum_(present, dim, keepdim).to(input.dtype)
