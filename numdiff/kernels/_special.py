@@ -258,7 +258,8 @@ def i0_scalar(x):
 
 
 def i1e_scalar(x):
-    """exp(-|x|) I1(x): odd, 0 at 0 (signed as x), ~sign(x) / sqrt(2 pi |x|) at infinity."""
+    """exp(-|x|) I1(x): odd, +0.0 at both zeros (as SciPy and PyTorch give), ~sign(x) / sqrt(2 pi |x|) at
+    infinity."""
     a = math.fabs(x * 1.0)
     if a != a:
         return a
@@ -273,11 +274,11 @@ def i1e_scalar(x):
         b0 = t * b1 - b2 + c
     series = 0.5 * (b0 - b2)
     value = series * a if near else series / math.sqrt(a)
-    return math.copysign(value, x)
+    return math.copysign(value, x) + 0.0  # -0.0 + 0.0 is +0.0, as SciPy and PyTorch return at -0.0
 
 
 def i1_scalar(x):
-    """I1(x) = sum (x / 2)^(2k+1) / (k! (k+1)!): odd, 0 at 0, +-inf where exp(|x|) overflows and NaN at
+    """I1(x) = sum (x / 2)^(2k+1) / (k! (k+1)!): odd, +0.0 at both zeros (as SciPy and PyTorch give), +-inf where exp(|x|) overflows and NaN at
     +-inf (as i0)."""
     a = math.fabs(x * 1.0)
     if a != a or a == math.inf:
@@ -295,7 +296,7 @@ def i1_scalar(x):
         b0 = t * b1 - b2 + c
     series = 0.5 * (b0 - b2)
     value = math.exp(a) * series * a if near else math.exp(a) * series / math.sqrt(a)
-    return math.copysign(value, x)
+    return math.copysign(value, x) + 0.0  # -0.0 + 0.0 is +0.0, as SciPy and PyTorch return at -0.0
 
 
 # 1 / sqrt(pi): erfcx(x) ~ 1 / (x sqrt(pi)) for large x.

@@ -216,3 +216,10 @@ def test_a_masked_gradient_is_still_multiplied_down_the_chain():
     # it by acosh'(1) = inf, giving NaN; a masked 0 discards only what comes in from above.
     (f,) = define("def f(x, y):\n    return x + max(x, math.acosh(x)) + y * math.floor(math.sqrt(x - 1.0))\n").values()
     _check("masked chain", f, np.array([1.0, 2.0, 1.5, INF]), np.array([0.0, -0.0, 1.0, 2.0]))
+
+
+def test_i1_at_negative_zero_is_positive_zero_as_in_torch():
+    # sqrt(i1(x)) at -0.0: a -0.0 from i1 would make sqrt's gradient -inf where torch's is +inf.
+    for name in ("i1", "i1e"):
+        (f,) = define(f"def f(x, y):\n    return math.sqrt(math.{name}(x)) * y\n").values()
+        _check(f"sqrt({name}) at zero", f, np.array([-0.0, 0.0, 1.0]), np.array([1.0, 1.0, 2.0]))
