@@ -78,7 +78,8 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
             return _profiling.recorder.record(f"nn.Module: {type(self).__name__}", "module",
                                               self._call_with_hooks, args, kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or _module_hooks.forward_pre_hooks
-                or _module_hooks.forward_hooks or _backward_hooks.wanted(self)):
+                or _module_hooks.forward_hooks or _backward_hooks.backward_hooks or _backward_hooks.backward_pre_hooks
+                or "_full_backward_hooks" in self.__dict__):
             return self.forward(*args, **kwargs)  # the usual case: no hooks to copy and walk
         return self._call_with_hooks(args, kwargs)
 
