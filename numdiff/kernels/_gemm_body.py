@@ -4,7 +4,7 @@ compiled once per dtype and called from every kernel by address.
 :func:`gemm_by_blas`, :func:`gemm_by_blas_in_tiles` and :func:`gemm_by_loops_or_blas` are the product
 with gemm's checks, shapes and flags: BLAS ``sgemm``/``dgemm`` with explicit leading dimensions (any
 row-major view whose rows are unit-stride), ``sgemv``/``dgemv`` for a one-row or one-column c and for
-``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts float32 products with few rows or
+``a @ b.T`` with at most :data:`GEMV_ROWS_MAX` rows; the second cuts products with few rows or
 few columns of c into tiles for OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles), and the third takes
 numdiff.kernels._gemm_loops.loop_gemm where it suits the product (loops_suit). Which one this process
 runs follows its GEMM route (numdiff.kernels._gemm_route), read in Python when the build is made: the
@@ -128,14 +128,14 @@ def _blas_product(trans_a, trans_b, alpha, a, b, beta, c):
 
 @njit(cache=True, nogil=True)
 def _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
-    """:func:`_blas_product`, with float32 products of few rows or few columns cut into tiles for OpenBLAS's
+    """:func:`_blas_product`, with products of few rows or few columns cut into tiles for OpenBLAS's
     small-matrix kernels (numdiff.kernels._gemm_tiles: tile_shape, column_tile_shape), each tile one BLAS gemm."""
     m, n = c.shape
     k = a.shape[0] if trans_a else a.shape[1]
     rows, by_rows = m, False
-    columns, depth = tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
+    columns, depth = tile_shape(trans_a, trans_b, m, n, k, c.itemsize)
     if columns == 0:
-        rows, depth = column_tile_shape(trans_a, trans_b, m, n, k) if c.itemsize == 4 else (0, 0)
+        rows, depth = column_tile_shape(trans_a, trans_b, m, n, k, c.itemsize)
         columns, by_rows = n, True
     if depth == 0:
         _blas_product(trans_a, trans_b, alpha, a, b, beta, c)
@@ -227,7 +227,7 @@ def gemm_by_blas(trans_a, trans_b, alpha, a, b, beta, c):
 @njit(cache=True, nogil=True)
 def gemm_by_blas_in_tiles(trans_a, trans_b, alpha, a, b, beta, c):
     """numdiff.kernels._blas.gemm on the BLAS route where OpenBLAS has small-matrix kernels: every
-    product by BLAS, float32 ones with few rows or few columns of c in tiles (numdiff.kernels._gemm_tiles)."""
+    product by BLAS, those with few rows or few columns of c in tiles (numdiff.kernels._gemm_tiles)."""
     if not _checks_or_small(trans_a, trans_b, alpha, a, b, beta, c):
         _blas_product_in_tiles(trans_a, trans_b, alpha, a, b, beta, c)
 
@@ -311,14 +311,14 @@ _SLOTS = {
 
 def fill_gemm_slot(dtype: np.dtype, loops: bool, tiles: bool = False) -> Dispatcher:
     """Build gemm for `dtype` (float32 or float64): :func:`gemm_by_loops_or_blas` where `loops`, else
-    :func:`gemm_by_blas_in_tiles` where `tiles` and `dtype` is float32, else :func:`gemm_by_blas`,
+    :func:`gemm_by_blas_in_tiles` where `tiles`, else :func:`gemm_by_blas`,
     compiled or loaded from the disk cache, and put it where :func:`call_gemm_build` calls it.
     Returns the one it built."""
     scalar = _SCALARS[np.dtype(dtype)]
     if loops:
         build = gemm_by_loops_or_blas
     else:
-        build = gemm_by_blas_in_tiles if tiles and scalar == types.float32 else gemm_by_blas
+        build = gemm_by_blas_in_tiles if tiles else gemm_by_blas
     _SLOTS[scalar].fill(build, _argument_types(scalar))
     return build
 
