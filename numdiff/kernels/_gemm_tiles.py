@@ -51,9 +51,11 @@ time, 8x512x512 nn 1.91x, 1024x1024x7 nn 3.2x, 1024x32x7 nt 3.2x. Its tiles keep
 (:data:`VECTOR_BYTES`, :data:`TILE_DEPTH_BYTES`, :data:`COLUMN_TILE_B_BYTES`, :data:`COLUMN_TILE_DEPTH_TN_BYTES`):
 half the elements of depth and of b's tile, columns in multiples of 8. Twice the depth lost on 16x512x128 nn
 (1.46 against 1.19) and 128x1024x128 tn (1.16 against 0.87), and the few-column ``a.T @ b`` most of all (2708x2708x16
-1.03 against 0.31, 1000x2048x48 1.05 against 0.48). With more rows tiles lost where float32's won (64x784x512 nn
-1.12 / 1.26, 64x2048x512 nn 1.00 / 1.21, 128x1024x512 tn 0.92 / 1.05), hence :data:`TILE_ROWS_MAX_F64` and
-:data:`TILE_ROWS_MAX_TN_F64`. Measured (2026-12-07, one thread, thread CPU time, load 11-13; time over torch.mm,
+1.03 against 0.31, 1000x2048x48 1.05 against 0.48). With more rows ``a @ b`` tiles lost where float32's won (64x784x512
+nn 1.12 / 1.26, 64x2048x512 nn 1.00 / 1.21), hence :data:`TILE_ROWS_MAX_F64`; ``a.T @ b`` tiles with 96-128
+rows brought the slowest dgemms under 1.05 (128x1024x128 1.38 / 1.05, 128x16x784 1.26 / 0.84, 96x1024x384 1.09 /
+0.95) and cost a little only where one dgemm was well under torch's time (128x1024x512 0.80 / 0.93, 128x4096x512
+0.73 / 0.80). Measured (2026-12-07, one thread, thread CPU time, load 11-13; time over torch.mm,
 one dgemm / tiles): 16x128x784 nn 1.61 / 1.01, 128x16x784 tn 1.34 / 0.82, 8x512x512 nn 1.87 / 0.94, 32x784x512
 nn 1.24 / 0.88, 48x512x784 nn 1.19 / 1.01, 64x1024x128 tn 1.58 / 1.05; 1024x1024x32 nn 1.53 / 0.95, tn 1.15 /
 0.60, 1024x1024x7 tn 2.51 / 0.89, 2708x2708x16 nn 1.79 / 1.02, 4096x512x10 nt 1.89 / 1.06, 1024x784x10 nt
@@ -66,7 +68,7 @@ from numdiff.kernels._self_healing_cache import njit
 
 __all__ = [
     "COLUMN_TILE_B_BYTES", "COLUMN_TILE_DEPTH_MIN", "COLUMN_TILE_DEPTH_TN_BYTES", "SMALL_KERNEL_CORES", "SMALL_MNK", "TILE_COLUMNS_MAX",
-    "TILE_DEPTH_BYTES", "TILE_ROWS_MAX", "TILE_ROWS_MAX_F64", "TILE_ROWS_MAX_TN", "TILE_ROWS_MAX_TN_F64", "TILE_ROWS_MIN", "VECTOR_BYTES",
+    "TILE_DEPTH_BYTES", "TILE_ROWS_MAX", "TILE_ROWS_MAX_F64", "TILE_ROWS_MAX_TN", "TILE_ROWS_MIN", "VECTOR_BYTES",
     "column_tile_shape", "most_tile_rows", "tile_shape",
 ]  # fmt: skip
 
@@ -81,11 +83,10 @@ TILE_ROWS_MIN = 8
 TILE_ROWS_MAX = 64
 TILE_ROWS_MAX_TN = 128
 TILE_ROWS_MAX_F64 = 48
-TILE_ROWS_MAX_TN_F64 = 64
 """Rows of c for which a product larger than :data:`SMALL_MNK` is cut into tiles (see the module
-docstring), up to :data:`TILE_ROWS_MAX_TN` for ``a.T @ b`` (a weight gradient); in float64 up to
-:data:`TILE_ROWS_MAX_F64` and :data:`TILE_ROWS_MAX_TN_F64`. With fewer than 8 the small kernels copy op(a)
-into a buffer of their own on every call."""
+docstring), up to :data:`TILE_ROWS_MAX_TN` for ``a.T @ b`` (a weight gradient) and, in float64, up to
+:data:`TILE_ROWS_MAX_F64` for the others. With fewer than 8 the small kernels copy op(a) into a buffer of
+their own on every call."""
 VECTOR_BYTES = 64
 """One AVX-512 register: the tiles' columns are a multiple of its lanes (16 float32, 8 float64)."""
 TILE_DEPTH_BYTES = 256
@@ -104,10 +105,9 @@ much of K as keeps the tile of b within :data:`COLUMN_TILE_B_BYTES` (inside a 48
 @njit(cache=True, nogil=True, inline="always")
 def most_tile_rows(trans_a, trans_b, itemsize):
     """Most rows of c that :func:`tile_shape` cuts into tiles, for elements of `itemsize` bytes (4 or 8)."""
-    weight_gradient = trans_a and not trans_b
-    if itemsize == 4:
-        return TILE_ROWS_MAX_TN if weight_gradient else TILE_ROWS_MAX
-    return TILE_ROWS_MAX_TN_F64 if weight_gradient else TILE_ROWS_MAX_F64
+    if trans_a and not trans_b:
+        return TILE_ROWS_MAX_TN
+    return TILE_ROWS_MAX if itemsize == 4 else TILE_ROWS_MAX_F64
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -116,7 +116,8 @@ def tile_shape(trans_a, trans_b, m, n, k, itemsize):
     bytes (4 or 8), every row at once; (0, 0) where the product stays one gemm (too small to need tiles,
     too many or too few rows, ``a.T @ b.T``, or ``a @ b.T`` with K too short for the small kernels)."""
     lanes = VECTOR_BYTES // itemsize
-    if m < TILE_ROWS_MIN or m > most_tile_rows(trans_a, trans_b, itemsize) or m * n * k <= SMALL_MNK or (trans_a and trans_b):
+    too_many_rows = m > most_tile_rows(trans_a, trans_b, itemsize)
+    if m < TILE_ROWS_MIN or too_many_rows or m * n * k <= SMALL_MNK or (trans_a and trans_b):
         return 0, 0
     if trans_b:
         if k < SMALL_NT_MIN_DEPTH:
@@ -130,10 +131,10 @@ def tile_shape(trans_a, trans_b, m, n, k, itemsize):
 @njit(cache=True, nogil=True, inline="always")
 def column_tile_shape(trans_a, trans_b, m, n, k, itemsize):
     """(rows, depth) of the tiles for an m x n c, taller than wide, with at most :data:`TILE_COLUMNS_MAX`
-    columns, inner dimension k and elements of `itemsize` bytes (4 or 8), every column at once; (0, 0) where the product stays one sgemm (small
-    enough for the permit, too many columns, not taller than wide, or ``a.T @ b.T``). ``a @ b.T`` is tiled
-    as ``a @ (b.T copied)`` whenever the permit refuses it whole: its 1200 outputs would leave tiles of a
-    few dozen rows."""
+    columns, inner dimension k and elements of `itemsize` bytes (4 or 8), every column at once; (0, 0)
+    where the product stays one gemm (small enough for the permit, too many columns, not taller than
+    wide, or ``a.T @ b.T``). ``a @ b.T`` is tiled as ``a @ (b.T copied)`` whenever the permit refuses it
+    whole: its 1200 outputs would leave tiles of a few dozen rows."""
     if n > TILE_COLUMNS_MAX or m <= n or (trans_a and trans_b):
         return 0, 0
     permitted = m * n * k <= SMALL_MNK

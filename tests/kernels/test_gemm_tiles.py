@@ -20,7 +20,6 @@ from numdiff.kernels._gemm_tiles import (
     TILE_ROWS_MAX,
     TILE_ROWS_MAX_F64,
     TILE_ROWS_MAX_TN,
-    TILE_ROWS_MAX_TN_F64,
     TILE_ROWS_MIN,
     column_tile_shape,
     tile_shape,
@@ -44,10 +43,9 @@ def test_every_tile_is_within_openblas_small_kernel_permit(m, k, n, itemsize):
     lanes = 64 // itemsize  # one AVX-512 register of float32 or float64
     for trans_a, trans_b in PAIRS:
         columns, depth = tile_shape(trans_a, trans_b, m, n, k, itemsize)
-        if itemsize == 4:
-            most_rows = TILE_ROWS_MAX_TN if (trans_a, trans_b) == (True, False) else TILE_ROWS_MAX
-        else:
-            most_rows = TILE_ROWS_MAX_TN_F64 if (trans_a, trans_b) == (True, False) else TILE_ROWS_MAX_F64
+        most_rows = TILE_ROWS_MAX if itemsize == 4 else TILE_ROWS_MAX_F64
+        if (trans_a, trans_b) == (True, False):
+            most_rows = TILE_ROWS_MAX_TN
         tiled = TILE_ROWS_MIN <= m <= most_rows and m * n * k > SMALL_MNK and not (trans_a and trans_b)
         if trans_b and k < SMALL_NT_MIN_DEPTH:
             tiled = False
