@@ -1,6 +1,6 @@
 """GEMM rates on a population of shapes: numdiff's Numba product loops, one BLAS call, numdiff's gemm, torch.mm.
 
-    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024] [--training | --few-rows | --few-cols] [--threads 2]
+    NUMDIFF_GEMM=blas python benchmarks/bench_gemm.py [--dtype float32] [--only 1024x1024x1024] [--training | --few-rows | --few-cols | --weight-grad] [--threads 2]
 
 Run with ``NUMDIFF_GEMM=blas`` so that numdiff.kernels._blas.gemm calls the BLAS library (in tiles where
 the route says so: numdiff.kernels._gemm_tiles), while the loops (numdiff.kernels._gemm_loops.loop_gemm)
@@ -11,7 +11,8 @@ measures instead the three products of each Linear layer in TRAINING_LAYERS, wit
 that a training step runs: forward ``x @ W.T`` (nt), input gradient ``g @ W`` (nn), weight gradient
 ``g.T @ x`` (tn). ``--few-rows`` measures FEW_ROWS: an LSTM's step product ``h @ W_hh.T`` and its
 gradients, and attention's per-head blocks. ``--few-cols`` measures FEW_COLUMNS: a GCN's products with a
-dense adjacency and Linear layers with few output features. ``--threads 2`` runs numdiff's gemm_parallel and torch on two
+dense adjacency and Linear layers with few output features. ``--weight-grad`` measures WEIGHT_GRADIENTS:
+transformer and LSTM weight gradients ``g.T @ x`` with K 512-4096. ``--threads 2`` runs numdiff's gemm_parallel and torch on two
 threads, timed by the wall clock (nothing else: compare commits by running it in each).
 """
 
@@ -56,6 +57,14 @@ FEW_COLUMNS = [
 (nn, tn) for 1024 nodes by 32 and 7 features, Cora's 2708 nodes by 16, 2048 by 64; Linear layers with few
 output features (``x @ W.T``, nt): the GCN's own, classifier heads of 10 and 2 classes, a 40-wide
 bottleneck; a weight gradient for 48 features (tn)."""
+WEIGHT_GRADIENTS = [
+    (128, 1024, 128), (384, 1024, 128), (512, 1024, 128), (128, 1024, 512), (256, 512, 256), (768, 512, 256),
+    (256, 512, 1024), (1024, 512, 256), (512, 2048, 512), (2048, 2048, 512), (512, 2048, 2048), (128, 4096, 128),
+    (512, 4096, 128), (128, 4096, 512), (1024, 4096, 256), (512, 4096, 512),
+]
+"""(M, K, N) of weight gradients ``g.T @ x`` (tn): M a layer's outputs, N its inputs, K batch x tokens (512-4096).
+A transformer's Linear layers for d 128-512 (qkv d -> 3d, projection d -> d, feed-forward d -> 4d -> d) and an LSTM's
+W_ih/W_hh gradients (4h x h for h 128-256) over 512-4096 steps of a batch."""
 
 
 def training_products(layers):
@@ -88,6 +97,7 @@ def main() -> None:
     )
     parser.add_argument("--few-rows", action="store_true", help="LSTM step and attention block products (FEW_ROWS)")
     parser.add_argument("--few-cols", action="store_true", help="GCN and few-output Linear products (FEW_COLUMNS)")
+    parser.add_argument("--weight-grad", action="store_true", help="transformer and LSTM weight gradients (WEIGHT_GRADIENTS)")
     parser.add_argument("--threads", type=int, default=1, choices=(1, 2))
     args = parser.parse_args()
     if os.environ.get("NUMDIFF_GEMM", "").lower() != "blas":
@@ -97,6 +107,8 @@ def main() -> None:
         products = FEW_ROWS
     elif args.few_cols:
         products = FEW_COLUMNS
+    elif args.weight_grad:
+        products = [(m, k, n, True, False) for m, k, n in WEIGHT_GRADIENTS]
     elif args.training:
         products = list(training_products(TRAINING_LAYERS if not args.only else shapes))
     else:

@@ -61,7 +61,7 @@ def _conv_products_line() -> str:
 
 def _gemm_route_line() -> str:
     route = _gemm_route.gemm_route()
-    tiles = ", float32 products of few rows or columns in tiles for OpenBLAS's small-matrix kernels" if route.tiles else ""
+    tiles = ", products of few rows or columns in tiles for OpenBLAS's small-matrix kernels" if route.tiles else ""
     return (
         f"  GEMM products: {'Numba loops' if route.loops else 'the BLAS library'}, {route.reason}{tiles} "
         f"({_gemm_route.ENVIRONMENT_VARIABLE}=auto, blas or loops forces it)"

@@ -5,14 +5,14 @@ loops where the GEMM library is SciPy's OpenBLAS running a pre-AVX-512 core's ke
 with AVX-512 (``OPENBLAS_CORETYPE=Haswell`` on an AMD Zen 5, say), BLAS otherwise, MKL included.
 ``NUMDIFF_GEMM=blas|loops|auto`` forces it, independently of ``NUMDIFF_CONV_PRODUCTS``.
 
-On the BLAS route, ``tiles`` says whether float32 products with few rows of c are cut into tiles for
+On the BLAS route, ``tiles`` says whether products with few rows or few columns of c are cut into tiles for
 OpenBLAS's small-matrix kernels (numdiff.kernels._gemm_tiles): where the library is SciPy's OpenBLAS
 running a core that has them (:data:`~numdiff.kernels._gemm_tiles.SMALL_KERNEL_CORES`), except on a CPU
 that runs its AVX-512 multiply-adds as two halves (AMD Zen 4), where the tiles were not measured.
 
 How the build uses it: numdiff.kernels._blas.prepare_blas reads it in Python when it builds gemm
 for a dtype (numdiff.kernels._gemm_body): ``gemm_by_loops_or_blas`` on the loops route,
-``gemm_by_blas`` otherwise, so the BLAS route never compiles the loops. Each is cached on disk
+``gemm_by_blas_in_tiles`` where ``tiles``, ``gemm_by_blas`` otherwise, so the BLAS route never compiles the loops. Each is cached on disk
 under its own name, so one cache serves processes on either route.
 """
 
@@ -41,7 +41,7 @@ class GemmRouteError(ValueError):
 @dataclass(frozen=True)
 class GemmRoute:
     """The route of every :func:`numdiff.kernels._blas.gemm`: ``loops`` (Numba loops) or BLAS, and why;
-    on BLAS, whether float32 products with few rows go in ``tiles`` (see the module docstring)."""
+    on BLAS, whether products with few rows or columns go in ``tiles`` (see the module docstring)."""
 
     loops: bool
     reason: str

@@ -318,7 +318,7 @@ def _run_every_sequence_kernel(rng, dtype, steps, batch, hidden):
 def test_float32_sequences_whose_step_products_go_in_tiles_match_the_float64_kernels(steps, batch, hidden):
     """Batch 16, H 128 (16 x 128 by 128 x 512 forward, 16 x 512 by 512 x 128 backward: past OpenBLAS's
     small-matrix size, so cut into tiles, numdiff.kernels._gemm_tiles) and an odd shape: every float32
-    forward and backward kernel against the same kernel in float64 (dgemm, no tiles) and the
+    forward and backward kernel against the same kernel in float64 (dgemm, in float64's tiles) and the
     forwards against the NumPy loops."""
     from numdiff.kernels._recurrent_layout import backward_size
 
