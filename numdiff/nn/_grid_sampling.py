@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from numdiff.creation import arange, linspace, ones
+from numdiff._dtype import bool_
+from numdiff.creation import arange, linspace, ones, zeros
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.joining import stack
 from numdiff.ops.selection import where
@@ -160,7 +161,14 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         for axis, size in enumerate(spatial)
     ]
     if mode == "nearest":
-        return _corner(flat, [p.detach().round() for p in coordinates], spatial).reshape(n, c, *out_spatial)
+        out = _corner(flat, [p.detach().round() for p in coordinates], spatial)
+        if grid.requires_grad:
+            # The output is constant between pixel centres, so the grid's gradient is zero; PyTorch
+            # gives it as a tensor of zeros, not None. A where that never picks the coordinate
+            # joins the grid to the graph and leaves every value (even beside an infinite one) as is.
+            never = zeros((1, 1, 1), dtype=bool_, device=out.device)
+            out = where(never, coordinates[0].unsqueeze(1), out)
+        return out.reshape(n, c, *out_spatial)
     lower = [p.detach().floor() for p in coordinates]
     upper_weights = [p - low for p, low in zip(coordinates, lower)]
     out = None
