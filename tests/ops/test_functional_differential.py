@@ -128,3 +128,33 @@ def test_cosine_similarity_gradient_below_eps_is_the_derivative_of_its_forward()
     F.cosine_similarity(x, y, dim=0, eps=0.5).sum().backward()
     assert x.grad.reshape(-1).tolist() == pytest.approx([-0.8, 1.6])
     assert gradcheck(lambda t: F.cosine_similarity(t, y, dim=0, eps=0.5), (x,))
+
+
+def _bicubic_reference(image: np.ndarray, px: float, py: float) -> float:
+    """Keys' cubic convolution (a = -0.75) of a 2-D image at pixel (px, py), zero outside."""
+    def kernel(d: float) -> float:
+        d, a = abs(d), -0.75
+        return ((a + 2) * d - (a + 3)) * d * d + 1 if d <= 1 else ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    total = 0.0
+    for row in range(int(np.floor(py)) - 1, int(np.floor(py)) + 3):
+        for column in range(int(np.floor(px)) - 1, int(np.floor(px)) + 3):
+            inside = 0 <= row < image.shape[0] and 0 <= column < image.shape[1]
+            total += (image[row, column] if inside else 0.0) * kernel(px - column) * kernel(py - row)
+    return total
+
+
+def test_bicubic_grid_sample_matches_cubic_convolution_and_checks_its_gradients():
+    image = np.random.default_rng(1).normal(size=(6, 7))
+    px, py = np.array([2.3, 3.7, 1.5, -0.4, 5.9]), np.array([1.2, 2.9, 3.4, 0.3, 5.0])  # pixel coordinates (x, y)
+    grid = numdiff.tensor(np.stack([px / 6 * 2 - 1, py / 5 * 2 - 1], -1).reshape(1, 1, 5, 2), dtype=numdiff.float64)
+    out = F.grid_sample(numdiff.tensor(image.reshape(1, 1, 6, 7)), grid, mode="bicubic", align_corners=True)
+    expected = [_bicubic_reference(image, x, y) for x, y in zip(px, py)]
+    assert out.reshape(-1).tolist() == pytest.approx(expected, abs=1e-12)
+    x = numdiff.tensor(np.random.default_rng(2).normal(size=(1, 2, 3, 4)), requires_grad=True)
+    g = numdiff.tensor(np.random.default_rng(3).uniform(-1.2, 1.2, (1, 2, 2, 2)), requires_grad=True)
+    for padding_mode in ("zeros", "border", "reflection"):
+        for align in (False, True):
+            assert gradcheck(lambda a, b, p=padding_mode, c=align: F.grid_sample(a, b, mode="bicubic", padding_mode=p, align_corners=c), (x, g))
+    with pytest.raises(ValueError, match=r"grid_sample: bicubic interpolation only supports 4-D input, got shape \(1, 1, 2, 2, 2\)"):
+        F.grid_sample(numdiff.ones(1, 1, 2, 2, 2), numdiff.zeros(1, 1, 1, 1, 3), mode="bicubic")
