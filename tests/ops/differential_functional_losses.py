@@ -257,6 +257,10 @@ def norm_layers(rng: np.random.Generator) -> tuple:
         kwargs["eps"] = float(_pick(rng, 1e-5, 0.1))
     elif op == "group_norm":
         kwargs.update(num_groups=int(_pick(rng, 1, 2, 3)), eps=float(_pick(rng, 1e-5, 0.1)))
+        if shape[1] == kwargs["num_groups"] and int(np.prod(shape[2:])) == 1:
+            # Groups of one value: torch's float32 output is off its bias by up to 1e-2 (its variance
+            # rounds to a few ulps, divided by sqrt(eps)); numdiff's is the bias. float64 agrees.
+            kwargs["num_groups"] = 1
         if rng.random() < 0.5:
             inputs += [normal(rng, (shape[1],), "contiguous"), normal(rng, (shape[1],), "contiguous")]
     elif op == "local_response_norm":

@@ -51,6 +51,8 @@ def test_avg_and_lp_pool3d_refuse_an_input_smaller_than_the_window_as_torch():
         with pytest.raises(ValueError, match=r"avg_pool3d: input of spatial size \(1, 6, 6\) is smaller than kernel_size"):
             call()
     assert F.max_pool3d(x, 2, ceil_mode=True).shape == (1, 2, 1, 3, 3)  # max_pool3d takes it, as torch's
+    with pytest.raises(ValueError, match=r"lp_pool2d: avg_pool2d: kernel_size \(3, 3\) .* does not fit input \(1, 2, 3, 1\)"):
+        F.lp_pool2d(numdiff.ones(1, 2, 3, 1), 2.0, 3)  # the error names the call made, then the pool inside
     assert F.avg_pool3d(numdiff.arange(8.0).reshape(1, 1, 2, 2, 2), 2).item() == 3.5
 
 
