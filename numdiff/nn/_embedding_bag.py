@@ -110,8 +110,15 @@ def _offsets_of(input: Tensor, offsets: Any, include_last_offset: bool) -> tuple
             f"embedding_bag: offsets must start at 0 and not decrease up to the input's length {input.shape[0]}, got {starts.tolist()}"
         )
     if include_last_offset:
-        if not starts.size:
-            raise ValueError("embedding_bag: include_last_offset=True needs at least one offset")
+        if not starts.size or starts[-1] != input.shape[0]:
+            # The offsets are then CSR's row pointers. PyTorch reads past a last offset short of the
+            # input's length differently in each mode (sum drops the entries after it, mean counts
+            # them but does not add them, max takes them), and with a single offset reads memory
+            # it does not own; a number from either would be wrong.
+            raise ValueError(
+                f"embedding_bag: with include_last_offset=True the last offset must be the input's length "
+                f"{input.shape[0]}, got offsets {starts.tolist()}"
+            )
         offsets = offsets[:-1]
     return input, offsets
 

@@ -7,15 +7,17 @@ or a 5-D input (N, C, D, H, W) at (x, y, z) positions (N, Do, Ho, Wo, 3):
 a position becomes a pixel coordinate ``((x + 1) * W - 1) / 2`` (or ``(x + 1) / 2 * (W - 1)`` with
 align_corners), padding_mode moves coordinates outside the image (``border`` clamps them,
 ``reflection`` mirrors them, ``zeros`` leaves them and reads zeros there), and the value is the
-bilinear (trilinear in 3-d) blend of the 4 (8) neighbouring pixels, or the nearest one. The corners
-are gathered from the flattened input, one ``gather`` per corner.
+bilinear (trilinear in 3-d) blend of the 4 (8) neighbouring pixels, the nearest one, or (4-D only)
+the bicubic blend of the 16 around it. The corners are gathered from the flattened input, one
+``gather`` per corner.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from numdiff.creation import arange, linspace, ones
+from numdiff._dtype import bool_
+from numdiff.creation import arange, linspace, ones, zeros
 from numdiff.ops._util import ensure_tensor
 from numdiff.ops.joining import stack
 from numdiff.ops.selection import where
@@ -23,7 +25,8 @@ from numdiff.tensor import Tensor
 
 __all__ = ["affine_grid", "grid_sample"]
 
-_MODES = ("bilinear", "nearest")
+_MODES = ("bilinear", "nearest", "bicubic")
+_CUBIC_A = -0.75  # the cubic convolution's coefficient in PyTorch's (and OpenCV's) bicubic
 _PADDINGS = ("zeros", "border", "reflection")
 
 
@@ -120,6 +123,37 @@ def _corner(flat: Tensor, positions: list, spatial: tuple) -> Tensor:
     return values * inside.unsqueeze(1).to(flat.dtype)
 
 
+def _cubic_weights(t: Tensor) -> list:
+    """The cubic-convolution weights of the taps at -1, 0, 1 and 2 from a point a fraction t past tap 0."""
+    a = _CUBIC_A
+
+    def far(d: Tensor) -> Tensor:  # a tap 1 to 2 pixels away
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    def near(d: Tensor) -> Tensor:  # a tap at most 1 pixel away
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic(flat: Tensor, grid: Tensor, spatial: tuple, padding_mode: str, align: bool) -> Tensor:
+    """flat (N, C, H*W) read at grid (N, P, 2) by the 4 x 4 taps around each point, as PyTorch's
+    bicubic: the point itself is not padded, each tap's integer coordinate is (clamped for border,
+    mirrored then clamped for reflection, read as zero outside for zeros)."""
+    n, points = grid.shape[0], grid.shape[1]
+    # (y, x) pixel coordinates; the grid lists x first.
+    pixels = [_to_pixels(grid[..., 1 - axis], size, align) for axis, size in enumerate(spatial)]
+    lower = [p.detach().floor() for p in pixels]
+    weights = [_cubic_weights(p - low) for p, low in zip(pixels, lower)]
+    taps = [[_padded(low + (k - 1), size, padding_mode, align) for k in range(4)] for low, size in zip(lower, spatial)]
+    out = None
+    for i in range(4):
+        for j in range(4):
+            term = _corner(flat, [taps[0][i], taps[1][j]], spatial) * (weights[0][i] * weights[1][j]).reshape(n, 1, points)
+            out = term if out is None else out + term
+    return out
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """`input` (N, C, H, W) sampled at `grid` (N, Ho, Wo, 2) -> (N, C, Ho, Wo), or `input`
@@ -131,7 +165,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     """
     input, grid = ensure_tensor("grid_sample", input), ensure_tensor("grid_sample", grid)
     if mode not in _MODES:
-        raise ValueError(f"grid_sample: mode must be one of {_MODES}, got {mode!r} (bicubic is not implemented)")
+        raise ValueError(f"grid_sample: mode must be one of {_MODES}, got {mode!r}")
     if padding_mode not in _PADDINGS:
         raise ValueError(f"grid_sample: padding_mode must be one of {_PADDINGS}, got {padding_mode!r}")
     if input.ndim not in (4, 5):
@@ -144,6 +178,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         out_names = "H_out, W_out" if dims == 2 else "D_out, H_out, W_out"
         raise ValueError(f"grid_sample: expected a grid of shape ({input.shape[0]}, {out_names}, {dims}) for input "
                          f"{tuple(input.shape)}, got {tuple(grid.shape)}")
+    if mode == "bicubic" and dims != 2:
+        raise ValueError(f"grid_sample: bicubic interpolation only supports 4-D input, got shape {tuple(input.shape)}")
     if not input.is_floating_point() or grid.dtype is not input.dtype:
         raise TypeError(f"grid_sample: expected floating input and grid of one dtype, got {input.dtype} and {grid.dtype}")
     align = bool(align_corners)
@@ -154,13 +190,22 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     for s in out_spatial:
         points *= s
     flat = input.reshape(n, c, -1)
+    if mode == "bicubic":
+        return _bicubic(flat, grid.reshape(n, points, 2), spatial, padding_mode, align).reshape(n, c, *out_spatial)
     # Pixel coordinates per spatial axis (D, H, W order); the grid lists them x (W) first.
     coordinates = [
         _padded(_to_pixels(grid[..., dims - 1 - axis].reshape(n, points), size, align), size, padding_mode, align)
         for axis, size in enumerate(spatial)
     ]
     if mode == "nearest":
-        return _corner(flat, [p.detach().round() for p in coordinates], spatial).reshape(n, c, *out_spatial)
+        out = _corner(flat, [p.detach().round() for p in coordinates], spatial)
+        if grid.requires_grad:
+            # The output is constant between pixel centres, so the grid's gradient is zero; PyTorch
+            # gives it as a tensor of zeros, not None. A where that never picks the coordinate
+            # joins the grid to the graph and leaves every value (even beside an infinite one) as is.
+            never = zeros((1, 1, 1), dtype=bool_, device=out.device)
+            out = where(never, coordinates[0].unsqueeze(1), out)
+        return out.reshape(n, c, *out_spatial)
     lower = [p.detach().floor() for p in coordinates]
     upper_weights = [p - low for p, low in zip(coordinates, lower)]
     out = None

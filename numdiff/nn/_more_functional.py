@@ -87,7 +87,10 @@ def _lp_pool(op: str, pool_fn, input: Tensor, norm_type: Any, kernel_size: Any, 
         max_fn = (pool.max_pool1d, pool.max_pool2d, pool3d.max_pool3d)[dims - 1]
         sign = 1 if norm_type > 0 else -1
         return arithmetic.mul(max_fn(arithmetic.mul(RULES["abs"](input), sign), kernel, stride, 0, 1, ceil_mode), sign)
-    average = pool_fn(arithmetic.pow(input, norm_type), kernel, stride, 0, ceil_mode)
+    try:
+        average = pool_fn(arithmetic.pow(input, norm_type), kernel, stride, 0, ceil_mode)
+    except ValueError as error:  # the window's checks are the average pool's: say which call failed
+        raise ValueError(f"{op}: {error}") from error
     count = int(np.prod(kernel))
     # sign(x) * relu(|x|) keeps the power's sum at 0 or above, as PyTorch writes it.
     total = arithmetic.mul(arithmetic.mul(RULES["sign"](average), activation.relu(RULES["abs"](average))), count)

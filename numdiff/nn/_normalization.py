@@ -151,6 +151,10 @@ def group_norm(
             f"input of shape {tuple(input.shape)}"
         )
     _check_channel_vectors("group_norm", input, weight=weight, bias=bias)
+    if n * channels // num_groups * math.prod(input.shape[2:]) == 1:
+        # PyTorch's own test (its _verify_batch_size over (N * C // G, G, *positions)): it refuses one
+        # sample whose groups each hold one value, and accepts a batch of them.
+        raise ValueError(f"group_norm: expected more than 1 value per channel when training, got input of shape {tuple(input.shape)}")
     per_group = channels // num_groups
     view = (n, 1, num_groups, per_group, math.prod(input.shape[2:]))
     return _in_input_dtype(input, grouped_norm(input, view, weight, bias, eps))
@@ -173,8 +177,8 @@ def instance_norm(
     unbiased variance; otherwise the running estimates normalise.
     """
     _check_tensor("instance_norm", "input", input)
-    if input.ndim < 3:
-        raise ValueError(f"instance_norm: expected input of shape (N, C, *) with at least one position dim, got {tuple(input.shape)}")
+    if input.ndim < 2:
+        raise ValueError(f"instance_norm: expected input of shape (N, C, *), got {tuple(input.shape)}")
     channels = input.shape[1]
     _check_channel_vectors("instance_norm", input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     shape = _channel_shape(input)

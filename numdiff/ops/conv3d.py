@@ -39,19 +39,21 @@ def _depth_major(x: Tensor) -> Tensor:
 
 
 def _taps_as_channels(taps: Tensor, images: int, groups: int, spatial: tuple) -> Tensor:
-    """(N, OD, KD, C*H*W) taps as (N*OD, G*KD*Cg, H, W) images: group-major channels."""
-    kd = taps.shape[2]
+    """(N, OD, KD, C*H*W) taps as (N*OD, G*KD*Cg, H, W) images: group-major channels. Sizes are
+    spelt out, not -1, which an empty batch leaves undetermined."""
+    kd, c = taps.shape[2], taps.shape[3] // max(spatial[0] * spatial[1], 1)
     if groups == 1:
-        return taps.reshape(images, -1, *spatial)
-    return taps.reshape(images, kd, groups, -1, *spatial).permute(0, 2, 1, 3, 4, 5).reshape(images, -1, *spatial)
+        return taps.reshape(images, kd * c, *spatial)
+    grouped = taps.reshape(images, kd, groups, c // groups, *spatial).permute(0, 2, 1, 3, 4, 5)
+    return grouped.reshape(images, kd * c, *spatial)
 
 
-def _channels_as_taps(y: Tensor, n: int, kd: int, groups: int) -> Tensor:
-    """The inverse of _taps_as_channels: (N*OD, G*KD*Cg, H, W) -> (N, OD, KD, C*H*W)."""
-    images, _, h, w = y.shape
+def _channels_as_taps(y: Tensor, n: int, depth: int, kd: int, groups: int) -> Tensor:
+    """The inverse of _taps_as_channels: (N*D, G*KD*Cg, H, W) -> (N, D, KD, C*H*W)."""
+    _, channels, h, w = y.shape
     if groups > 1:
-        y = y.reshape(images, groups, kd, -1, h, w).permute(0, 2, 1, 3, 4, 5)
-    return y.reshape(n, images // n, kd, -1)
+        y = y.reshape(n * depth, groups, kd, channels // (groups * kd), h, w).permute(0, 2, 1, 3, 4, 5)
+    return y.reshape(n, depth, kd, channels // kd * h * w)
 
 
 def _weight_2d(w: Tensor) -> Tensor:
@@ -127,10 +129,10 @@ def conv_transpose3d(
             groups=groups,
         )  # fmt: skip
         spread = AxisTapsBackward.apply(
-            _channels_as_taps(y, n, kd, groups), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0],
+            _channels_as_taps(y, n, depth, kd, groups), taps=kd, stride=stride[0], dilation=dilation[0], pad=sides[0],
             size=size[0],
         )  # fmt: skip
-        out = spread.reshape(n, size[0], -1, *size[1:]).permute(0, 2, 1, 3, 4).contiguous()
+        out = spread.reshape(n, size[0], w.shape[1] * groups, *size[1:]).permute(0, 2, 1, 3, 4).contiguous()
         if b is not None:
             out = out + b.reshape(-1, 1, 1, 1)
         return out.squeeze(0) if unbatched else out

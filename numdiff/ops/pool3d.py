@@ -231,6 +231,10 @@ def avg_pool3d(
         op = "avg_pool3d"
         x, unbatched = batched_input(op, input, 3)
         k, s, p, _ = pool_window(op, x._data.shape, 3, kernel_size, stride, padding, 1, ceil_mode)
+        if any(n < size for n, size in zip(x._data.shape[2:], k)):
+            # PyTorch's avg_pool3d (and lp_pool3d through it) refuses such an input even where padding
+            # or ceil_mode would give every window an element; max_pool3d and the 1-d/2-d pools accept it.
+            raise ValueError(f"avg_pool3d: input of spatial size {tuple(x._data.shape[2:])} is smaller than kernel_size {k}")
         override = divisor(op, divisor_override)
         # With an override both stages sum (a divisor of 1) and the total is divided once.
         options = dict(
