@@ -29,8 +29,8 @@ def contiguous_backward(rule: ScalarRule, needed: tuple[int, ...]) -> Any:
     """``function(g, saved, attrs) -> list | None``: the gradients of the inputs in `needed` from a
     C-contiguous float32/float64 host gradient `g` and the arrays of ``rule.saved`` (`saved`, None
     where not kept), each result in g's shape, computed exactly as `elementwise.backward` computes
-    them; None when an operand it reads is not an array of g's shape laid out C-contiguous (the
-    caller then takes the general path). None instead of a function for a rule whose backward runs
+    them; None when an operand it reads is neither an array of g's shape laid out C-contiguous nor a
+    saved number (0-d), so the caller takes the general path. None instead of a function for a rule whose backward runs
     as NumPy expressions at every size.
 
     >>> from numdiff._ground.scalar_rules import RULES
@@ -46,7 +46,7 @@ def contiguous_backward(rule: ScalarRule, needed: tuple[int, ...]) -> Any:
         return None
     # Where each operand of the loop comes from: -1 for g, else its index in rule.saved.
     sources = tuple(-1 if name == "g" else rule.saved.index(name) for name in plan.reads)
-    kernels = plan.flat_kernels
+    kernels: dict = {}  # (operand pattern, parallel) -> the flat loop
     grain = elementwise.GRAIN
     count = len(needed)
     precise: dict = {}
@@ -54,17 +54,26 @@ def contiguous_backward(rule: ScalarRule, needed: tuple[int, ...]) -> Any:
     def run(g: np.ndarray, saved: list, attrs: tuple) -> list | None:
         shape = g.shape
         operands = []
+        pattern = ""
         for source in sources:
             value = g if source < 0 else saved[source]
-            if type(value) is not _ndarray or value.shape != shape or not value.flags.c_contiguous:
+            if type(value) is not _ndarray:
                 return None
-            operands.append(value.ravel())
+            if value.shape == shape and value.flags.c_contiguous:
+                operands.append(value.ravel())
+                pattern += "A"
+            elif value.ndim == 0:
+                # A Python number the op saved (w - 0.01 * g): read once, as _launch reads it.
+                operands.append(value[()])
+                pattern += "S"
+            else:
+                return None
         size = g.size
         parallel = size > grain and get_num_threads() > 1
-        kernel = kernels[parallel]
+        kernel = kernels.get((pattern, parallel))
         if kernel is None:
-            kernel = kernels[parallel] = elementwise._kernel(
-                rule, "backward", needed, "A" * len(operands), "flat", parallel
+            kernel = kernels[pattern, parallel] = elementwise._kernel(
+                rule, "backward", needed, pattern, "flat", parallel
             )
         if attrs:
             # The attributes as the loop takes them (float32 for a float32 gradient), made once per

@@ -238,7 +238,7 @@ def _make_function(rule: ScalarRule) -> type[Function]:
             gradients[i] = grad
         if needed:
             g = grad._data
-            results = None
+            results = values = None
             if type(g) is _ndarray and (g.dtype is _F32 or g.dtype is _F64):  # is_host, inlined
                 # The eager paths: a tiny host gradient, or operands all C-contiguous in its shape.
                 if g.size <= small_size:
@@ -248,9 +248,9 @@ def _make_function(rule: ScalarRule) -> type[Function]:
                         results = small(g, *ctx.saved_arrays())
                 elif contiguous is not None and g.flags.c_contiguous:
                     attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
-                    results = contiguous(g, ctx.saved_arrays(), attrs)
+                    results = contiguous(g, values := ctx.saved_arrays(), attrs)
             if results is None:
-                arrays = dict(zip(saved, ctx.saved_arrays())) if saved else {}
+                arrays = dict(zip(saved, values if values is not None else ctx.saved_arrays())) if saved else {}
                 arrays["g"] = g
                 attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
                 results = backend_for(g).rule_backward(rule, needed, arrays, attrs)

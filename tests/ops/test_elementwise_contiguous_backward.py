@@ -117,3 +117,28 @@ def test_a_swept_attribute_keeps_its_own_value():
         x.grad = None
         F.leaky_relu(x, slope).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.full(SHAPE, np.float32(slope)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_saved_number_is_read_once_as_the_general_path_reads_it(dtype):
+    # w - 0.01 * g (MAML's inner step): mul saved the 0.01 as a 0-d array.
+    rng = np.random.default_rng(14)
+    values = {"g": rng.standard_normal(SHAPE).astype(dtype), "x": rng.standard_normal(SHAPE).astype(dtype)}
+    for name, saved_number in (("mul", "y"), ("div", "y"), ("pow", "y")):
+        rule = RULES[name]
+        values[saved_number] = np.asarray(0.37, dtype=dtype)
+        for needed in ((0,), (0, 1)):
+            run = contiguous_backward(rule, needed)
+            if run is None:
+                continue
+            with np.errstate(all="ignore"):
+                values["out"] = elementwise.forward(rule, (values["x"], values["y"]), (), SHAPE, np.dtype(dtype))
+                expected = elementwise.backward(rule, needed, values, ())
+                got = run(values["g"], [values.get(k) for k in rule.saved], ())
+            assert got is not None, name
+            for a, b in zip(got, expected):
+                assert a.shape == b.shape == SHAPE
+                np.testing.assert_array_equal(a, b, err_msg=f"{name} {needed}")
+    w = numdiff.tensor(values["x"], requires_grad=True)
+    (w * 0.01).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(SHAPE, dtype(0.01)))
