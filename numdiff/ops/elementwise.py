@@ -40,6 +40,7 @@ from numdiff.tensor import Tensor
 
 cpu = lazy_module("numdiff.kernels.elementwise")
 cpu_small = lazy_module("numdiff.kernels._elementwise_small")
+cpu_contiguous = lazy_module("numdiff.kernels._elementwise_contiguous")
 
 FUNCTIONS: dict[str, type[Function]] = {}
 PUBLIC: dict[str, Callable[..., Tensor]] = {}
@@ -52,6 +53,7 @@ UFUNC_FORWARD = frozenset(name for name, rule in RULES.items() if rule.ufunc)
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F32, _F64 = _FLOATS
+_ndarray = np.ndarray
 _HALF = np.dtype(np.float16)
 
 
@@ -228,21 +230,27 @@ def _make_function(rule: ScalarRule) -> type[Function]:
         if split is None:
             passed, needed = _backward_split(derive_vjps(), needs)
             small = cpu_small.small_backward(rule, needed) if needed else None
-            split = splits[needs] = (passed, needed, small, cpu.SMALL)
-        passed, needed, small, small_size = split
+            contiguous = cpu_contiguous.contiguous_backward(rule, needed) if needed else None
+            split = splits[needs] = (passed, needed, small, contiguous, cpu.SMALL)
+        passed, needed, small, contiguous, small_size = split
         gradients: list[Any] = [None] * arity
         for i in passed:
             gradients[i] = grad
         if needed:
             g = grad._data
-            if small is not None and is_host(g) and (g.dtype is _F32 or g.dtype is _F64) and g.size <= small_size:
-                # The eager per-op path: a tiny host gradient (the attributes as rule_backward gets them).
-                if attr_names:
-                    results = small(g, *ctx.saved_arrays(), *[ctx.attrs[n] for n in attr_names])
-                else:
-                    results = small(g, *ctx.saved_arrays())
-            else:
-                arrays = dict(zip(saved, ctx.saved_arrays())) if saved else {}
+            results = values = None
+            if type(g) is _ndarray and (g.dtype is _F32 or g.dtype is _F64):  # is_host, inlined
+                # The eager paths: a tiny host gradient, or operands all C-contiguous in its shape.
+                if g.size <= small_size:
+                    if attr_names:
+                        results = small(g, *ctx.saved_arrays(), *[ctx.attrs[n] for n in attr_names])
+                    else:
+                        results = small(g, *ctx.saved_arrays())
+                elif contiguous is not None and g.flags.c_contiguous:
+                    attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
+                    results = contiguous(g, values := ctx.saved_arrays(), attrs)
+            if results is None:
+                arrays = dict(zip(saved, values if values is not None else ctx.saved_arrays())) if saved else {}
                 arrays["g"] = g
                 attrs = tuple([ctx.attrs[n] for n in attr_names]) if attr_names else ()
                 results = backend_for(g).rule_backward(rule, needed, arrays, attrs)
