@@ -37,16 +37,25 @@ these loops: 1.46-1.48 -> 1.22-1.24 / 1.32-1.34 -> 1.09-1.22 built for the host,
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 
 from numdiff.kernels._blas import gemm
 from numdiff.kernels._gemm_loops import accumulate
-from numdiff.kernels._kernel_address import by_address
+from numdiff.kernels._kernel_address import any_layout, by_address
 from numdiff.kernels._self_healing_cache import njit
 
 __all__ = ["product"]
 
 
-@by_address
+def _one_build_on_blas(argtypes: tuple) -> tuple:
+    """The types `product` is built for: on the BLAS route (``loops`` None) its operands as any
+    layout, so that one build serves every core (gemm takes any layout and checks strides at run
+    time; dcgan's empty-cache first step built four, 0.11 s each); on the loops route as given,
+    since the loops vectorise along rows only where Numba knows them contiguous."""
+    return any_layout(argtypes) if argtypes[0] == types.none else argtypes
+
+
+@by_address(slot_types=_one_build_on_blas)
 @njit(cache=True, nogil=True)
 def product(loops, trans_a, trans_b, a, b, beta, c):
     """``c = op(a) @ op(b) + beta * c`` for beta 0 (c overwritten, not read) or 1; ``op(x)`` is

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 from llvmlite import binding, ir
@@ -40,7 +41,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
 from numba.core.extending import _Intrinsic
 
-__all__ = ["KernelSlot", "by_address", "call_through_slot", "fill_slots_named_in"]
+__all__ = ["KernelSlot", "any_layout", "by_address", "call_through_slot", "fill_slots_named_in"]
 
 
 class KernelSlot:
@@ -153,36 +154,48 @@ class _CallByAddress(_Intrinsic):
         return self.dispatcher(*args)
 
 
-def by_address(dispatcher: Any) -> Any:
+def by_address(dispatcher: Any = None, *, slot_types: Callable[[tuple], tuple] | None = None) -> Any:
     """What kernels call instead of the ``@njit`` helper `dispatcher`: a call through a
     :class:`KernelSlot` holding one build of the helper per argument types, so each caller's build
     (its serial and parallel twins, every dtype) holds a call instead of the helper's whole tree.
 
     Typing a call compiles the helper for the call's argument types (literals as their plain types;
     arrays keep their layouts, so the helper's machine code is the one a linked call would get) and
-    fills that build's slot. A caller loaded from the disk cache names its slots; the cache
+    fills that build's slot. `slot_types`, if given, maps those types to the ones the build is made
+    for, and each argument is cast to them at the call (an array to any layout is free): a helper
+    whose speed does not hang on its operands' layouts then compiles once for all of them (as
+    ``@by_address(slot_types=...)``). A caller loaded from the disk cache names its slots; the cache
     (numdiff.kernels._self_healing_cache) fills them with :func:`fill_slots_named_in` before it links
     the caller. Only kernels may call the result; with ``NUMBA_DISABLE_JIT`` it is `dispatcher` itself.
     """
+    if dispatcher is None:
+        return lambda helper: by_address(helper, slot_types=slot_types)
     if not isinstance(dispatcher, Dispatcher):
         return dispatcher
     _KERNELS[_kernel_key(dispatcher)] = dispatcher
 
     def call(typingctx: Any, *args: Any) -> Any:
-        argtypes = tuple(types.unliteral(a) for a in args)
+        given = tuple(types.unliteral(a) for a in args)
+        argtypes = given if slot_types is None else tuple(slot_types(given))
         slot = _filled_slot(dispatcher, argtypes)
         callee = dispatcher.overloads[argtypes].signature
 
         def codegen(context: Any, builder: Any, signature: Any, llargs: list) -> Any:
             values = cgutils.unpack_tuple(builder, llargs[0], len(argtypes))
+            values = [context.cast(builder, v, g, a) for v, g, a in zip(values, given, argtypes)]
             result = call_through_slot(context, builder, slot, callee, values)
             return context.get_dummy_value() if callee.return_type == types.none else result
 
-        return callee.return_type(types.StarArgTuple.from_types(argtypes)), codegen
+        return callee.return_type(types.StarArgTuple.from_types(given)), codegen
 
     by_slot = _CallByAddress(dispatcher.py_func.__name__, call, dispatcher)
     by_slot._register()
     return by_slot
+
+
+def any_layout(argtypes: tuple) -> tuple:
+    """`argtypes` with every array as any layout ('A'): a `slot_types` for :func:`by_address`."""
+    return tuple(t.copy(layout="A") if isinstance(t, types.Array) else t for t in argtypes)
 
 
 def _cached_signatures(dispatcher: Dispatcher) -> list:

@@ -14,13 +14,16 @@ from numba import njit, typeof
 
 from numdiff.kernels._blas import prepare_blas
 from numdiff.kernels._conv_products import product
+from numdiff.kernels._self_healing_cache import njit as cached_njit
 
 prepare_blas()
 
 SHAPES = [(1, 1, 1), (4, 4, 16), (5, 7, 3), (6, 9, 33), (64, 48, 20), (3, 130, 1), (1, 17, 40), (13, 1, 9)]
 
 
-@njit(cache=True)
+# numdiff's cached njit: a plain numba.njit(cache=True) caller loaded from the disk cache in a new
+# process links to `product`'s slot before any call registers it, and crashed the second run.
+@cached_njit(cache=True)
 def _product_into_tile(loops, trans_a, trans_b, a, b, beta, plane, c0, c1):
     """The product written into columns c0:c1 of `plane`, the strided view a core passes."""
     product(loops, trans_a, trans_b, a, b, beta, plane[:, c0:c1])

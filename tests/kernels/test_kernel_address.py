@@ -15,7 +15,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from numdiff.kernels._blas import gemm, prepare_blas
-from numdiff.kernels._kernel_address import KernelSlot, by_address, call_through_slot
+from numdiff.kernels._kernel_address import KernelSlot, any_layout, by_address, call_through_slot
 from numdiff.kernels._self_healing_cache import njit
 
 
@@ -108,6 +108,33 @@ def test_a_kernel_calls_a_by_address_helper_through_a_slot_and_gets_its_results_
         _calls_twice(a, -1)
     # One build per argument types, shared by both calls (the slice a[1:] is typed as a itself).
     assert len(_scaled_sum_and_head.dispatcher.signatures) == 1
+
+
+@by_address(slot_types=any_layout)
+@njit(cache=True, nogil=True)
+def _column_sums(a, out):
+    for j in range(a.shape[1]):
+        out[j] = 0.0
+        for i in range(a.shape[0]):
+            out[j] += a[i, j]
+
+
+@njit(cache=True, nogil=True)
+def _sums_of_three_layouts(a, out):
+    _column_sums(a, out[0])  # C
+    _column_sums(a[:, ::2], out[1, :2])  # A
+    _column_sums(a.T[:4], out[2, :3])  # F
+
+
+def test_a_helper_built_for_any_layout_compiles_once_for_every_layout_its_callers_pass():
+    a = np.arange(12.0).reshape(3, 4)
+    out = np.full((3, 4), -1.0)
+    _sums_of_three_layouts(a, out)
+    np.testing.assert_array_equal(out[0], a.sum(0))
+    np.testing.assert_array_equal(out[1, :2], a[:, ::2].sum(0))
+    np.testing.assert_array_equal(out[2, :3], a.T.sum(0))
+    assert out[1, 2:].tolist() == [-1.0, -1.0] and out[2, 3] == -1.0
+    assert [tuple(t.layout for t in sig[:1]) for sig in _column_sums.dispatcher.signatures] == [("A",)]
 
 
 _MODULE = '''
