@@ -24,6 +24,7 @@ import numpy as np
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, is_host
 from numdiff.kernels._recurrent_layout import backward_blocks, split
+from numdiff.kernels.recurrent import sequence_forward_checked
 from numdiff.ops._linalg_grads import direct
 from numdiff.ops.linalg import _fresh_product, linear
 from numdiff.ops.recurrent import (
@@ -99,7 +100,10 @@ class LSTMCellStep(Function):
         projected = _projection(x, w_ih, b_ih, b_hh)
         batch, hidden = h.shape
         record = np.empty((1, batch, 6 * hidden), dtype=x.dtype, like=x)
-        backend_for(x).lstm_sequence_forward(projected, _c(h), _c(c), _c(w_hh), record)
+        if is_host(x):  # the public launcher's checks are `_check`'s, done before apply
+            sequence_forward_checked("lstm", projected, _c(h), _c(c), _c(w_hh), record)
+        else:
+            backend_for(x).lstm_sequence_forward(projected, _c(h), _c(c), _c(w_hh), record)
         out = np.empty((2, batch, hidden), dtype=x.dtype, like=x)
         out[0] = record[0, :, :hidden]
         out[1] = record[0, :, hidden : 2 * hidden]
@@ -143,7 +147,10 @@ class GRUCellStep(Function):
         batch, hidden = h.shape
         record = np.empty((1, batch, 5 * hidden), dtype=x.dtype, like=x)
         bias = np.zeros(3 * hidden, dtype=x.dtype, like=x) if b_hh is None else _c(b_hh)
-        backend_for(x).gru_sequence_forward(projected, _c(h), _c(w_hh), bias, record)
+        if is_host(x):
+            sequence_forward_checked("gru", projected, _c(h), _c(w_hh), bias, record)
+        else:
+            backend_for(x).gru_sequence_forward(projected, _c(h), _c(w_hh), bias, record)
         ctx.save_for_backward(record, projected, x, h, w_ih, w_hh, b_ih, b_hh)
         return _c(record[0, :, :hidden])
 
@@ -183,7 +190,10 @@ class RNNCellStep(Function):
         ctx.relu = relu
         projected = _projection(x, w_ih, b_ih, b_hh)
         out = np.empty(projected.shape, dtype=x.dtype, like=x)
-        backend_for(x).rnn_sequence_forward(projected, _c(h), _c(w_hh), out, relu)
+        if is_host(x):
+            sequence_forward_checked("rnn", projected, _c(h), _c(w_hh), bool(relu), out)
+        else:
+            backend_for(x).rnn_sequence_forward(projected, _c(h), _c(w_hh), out, relu)
         result = out[0]  # saved as the output itself: bound to the result tensor, not copied
         ctx.save_for_backward(result, projected, x, h, w_ih, w_hh, b_ih, b_hh)
         return result
