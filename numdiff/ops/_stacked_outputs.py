@@ -44,64 +44,59 @@ def unstack_outputs(stacked: Tensor) -> tuple[Tensor, ...]:
         return tuple(stacked[i] for i in range(data.shape[0]))
     if node is None:  # nothing recorded: no input required grad, or grad mode was off
         return tuple(Tensor._wrap(data[i], None, None) for i in range(data.shape[0]))
+    if node.function in _NODE_FUNCTIONS:
+        raise RuntimeError(f"unstack_outputs: the output of {node.name()} was already unstacked; use those results")
     count = data.shape[0]
-    node.function = _adapter(node.function)
+    node.function, port_function = _adapters(node.function)
     results = []
     for i in range(count):
-        results.append(Tensor._wrap(data[i], _port(node, i, count), None))
+        results.append(Tensor._wrap(data[i], _port(node, port_function, i, count), None))
     return tuple(results)
 
 
-class _Port(Node):
-    """grad_fn of one result: hands its gradient to the op's node in slot `output_nr`."""
-
-    __slots__ = ("output_nr", "output_count")
-
-
-def _port(node: Node, index: int, count: int) -> _Port:
-    # Filled field by field, as Function.apply fills its nodes: Node.__init__ walks inputs a port
-    # does not have.
-    port = _new_node(_Port)
-    port.function = node.function
-    port.attrs = _NO_ATTRS
+def _port(node: Node, function: type, index: int, count: int) -> Node:
+    """grad_fn of result `index` of `count`: a node leading into the op's `node`, filled field by
+    field as Function.apply fills its nodes (Node.__init__ walks inputs a port does not have).
+    Its slot is an attribute, so a backward that narrows the node (autograd._walk_plan) keeps it."""
+    port = _new_node(Node)
+    port.function = function
+    port.attrs = {"output_nr": index, "output_count": count}
     port.next_nodes = [node]
     port.input_shapes = [None]  # what it hands on is the slots object, which has no shape
     port.needs_input_grad = (True,)
     port._saved = ()
     port._saved_versions = ()
     port._freed = False
-    port.output_nr = index
-    port.output_count = count
     return port
 
 
 _new_node = object.__new__
-_NO_ATTRS: dict = {}
 
 
-def _adapter(cls: type) -> type:
-    """The function of the op's node and of its ports: a port puts its gradient in its slot; the
-    node runs `cls.backward` on the slots' stack."""
-    if cls.__dict__.get("unstacked_outputs"):  # already the adapter
-        return cls
-    adapter = _ADAPTERS.get(cls)
-    if adapter is None:
+def _adapters(cls: type) -> tuple[type, type]:
+    """The functions of the op's node (`cls.backward` on the stack of the slots) and of its ports
+    (the gradient put in its slot); subclasses of `cls`, so the op's name and spec are still found."""
+    pair = _ADAPTERS.get(cls)
+    if pair is None:
 
-        def backward(ctx: Node, grad: Any) -> Any:
-            if type(ctx) is _Port:
-                slots = [None] * ctx.output_count
-                slots[ctx.output_nr] = grad
-                return (_OutputGrads(slots),)
+        def node_backward(ctx: Node, grad: Any) -> Any:
             return cls.backward(ctx, _stacked(grad.grads))
 
-        # A subclass, so the op's name, spec and flags are still found on the node's function.
-        adapter = type(cls.__name__, (cls,), {"backward": staticmethod(backward), "unstacked_outputs": True})
-        adapter.__qualname__ = cls.__qualname__
-        _ADAPTERS[cls] = adapter
-    return adapter
+        def port_backward(ctx: Node, grad: Any) -> tuple:
+            slots = [None] * ctx.attrs["output_count"]
+            slots[ctx.attrs["output_nr"]] = grad
+            return (_OutputGrads(slots),)
+
+        pair = tuple(type(cls.__name__, (cls,), {"backward": staticmethod(b)}) for b in (node_backward, port_backward))
+        for adapter in pair:
+            adapter.__qualname__ = cls.__qualname__
+        _ADAPTERS[cls] = pair
+        _NODE_FUNCTIONS.add(pair[0])
+    return pair
 
 
-_ADAPTERS: dict[type, type] = {}  # built-in ops' classes, which live as long as numdiff
+_ADAPTERS: dict[type, tuple[type, type]] = {}  # built-in ops' classes, which live as long as numdiff
+_NODE_FUNCTIONS: set[type] = set()
 
 
 def _stacked(grads: list) -> Tensor:

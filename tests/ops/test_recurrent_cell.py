@@ -11,6 +11,7 @@ import pytest
 import numdiff
 from numdiff.autograd import grad as autograd_grad
 from numdiff.autograd import gradgradcheck
+from numdiff.ops._stacked_outputs import unstack_outputs
 from numdiff.ops.recurrent_cell import gru_cell_step, lstm_cell_step, rnn_cell_step
 
 N, IN, H = 3, 4, 5
@@ -174,3 +175,19 @@ def test_lstm_cell_results_without_grad_mode_record_nothing():
     with numdiff.no_grad():
         h, c = cell(numdiff.randn(N, IN))
     assert h.grad_fn is None and c.grad_fn is None and h._base is None
+
+
+def test_lstm_cell_results_under_grad_of_some_inputs_and_backward_inputs():
+    # A backward that needs fewer inputs narrows the nodes it runs: the ports keep their slots.
+    cell = numdiff.nn.LSTMCell(IN, H).double()
+    x, y = (numdiff.randn(N, IN, dtype=numdiff.float64, requires_grad=True) for _ in range(2))
+    h, c = cell(x * y)
+    loss = (h * c).sum()
+    (alone,) = autograd_grad(loss, [x], retain_graph=True)
+    with_weight, _ = autograd_grad(loss, [x, cell.weight_hh], retain_graph=True)
+    np.testing.assert_array_equal(alone.numpy(), with_weight.numpy())
+    loss.backward(inputs=[y])
+    assert x.grad is None and y.grad is not None and h.grad_fn.name() == "LSTMCellStepBackward"
+    with pytest.raises(RuntimeError, match="already unstacked"):
+        step = h.grad_fn.next_functions[0][0]
+        unstack_outputs(numdiff.Tensor._wrap(h._data, step, None))
