@@ -1,6 +1,7 @@
-"""Tensor methods about memory that PyTorch programs use: ``data_ptr()`` and ``storage_offset()``
-(to tell whether two tensors share memory), ``resize_``/``resize_as_``, and the CPU helpers
-``apply_`` and ``map_`` that run a Python function on every element."""
+"""Tensor methods about memory that PyTorch programs use: ``data_ptr()``, ``storage_offset()`` and
+``untyped_storage()`` (to tell whether two tensors share memory, and how much), ``resize_``/
+``resize_as_``, and the CPU helpers ``apply_`` and ``map_`` that run a Python function on every
+element."""
 
 from __future__ import annotations
 
@@ -34,6 +35,66 @@ def storage_offset(self: Tensor) -> int:
     if base is None or self._data.size == 0:
         return 0
     return (_address(self._data) - _address(base._data)) // self._data.dtype.itemsize
+
+
+class UntypedStorage:
+    """The memory a tensor and its views share, seen as bytes, as PyTorch's ``untyped_storage()``:
+    the tensor that owns it (the root of the view chain) spans it, so views of one tensor report
+    the same ``data_ptr()`` and ``nbytes()``. It reads the memory; it does not resize or move it."""
+
+    def __init__(self, owner: Tensor) -> None:
+        self._owner = owner
+
+    def data_ptr(self) -> int:
+        return _address(self._owner._data)
+
+    def nbytes(self) -> int:
+        data = self._owner._data
+        return int(data.size) * data.dtype.itemsize
+
+    size = nbytes
+
+    def __len__(self) -> int:
+        return self.nbytes()
+
+    def element_size(self) -> int:
+        return 1
+
+    @property
+    def device(self) -> Any:
+        return self._owner.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return not is_host(self._owner._data)
+
+    def is_shared(self) -> bool:
+        return False
+
+    def _bytes(self) -> np.ndarray:
+        return np.ascontiguousarray(to_host(self._owner._data)).reshape(-1).view(np.uint8)
+
+    def tolist(self) -> list[int]:
+        return self._bytes().tolist()
+
+    def __getitem__(self, index: Any) -> int:
+        if not is_int(index):
+            raise TypeError(f"untyped_storage: only an int index reads a byte, got {type(index).__name__}")
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"untyped_storage: index {index} out of range for storage of size {len(self)}")
+        return int(self._bytes()[index])
+
+    def __repr__(self) -> str:
+        values = "".join(f" {b}\n" for b in self.tolist())
+        return f"{values}[numdiff.UntypedStorage(device={self.device}) of size {len(self)}]"
+
+
+def untyped_storage(self: Tensor) -> UntypedStorage:
+    """The bytes this tensor's memory lives in, shared by all views of the tensor that owns it."""
+    owner = self
+    while owner._base is not None:
+        owner = owner._base
+    return UntypedStorage(owner)
 
 
 def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
@@ -85,6 +146,6 @@ def _check_host(op: str, tensor: Tensor) -> None:
 
 
 METHODS = {
-    "data_ptr": data_ptr, "storage_offset": storage_offset, "resize_": resize_, "resize_as_": resize_as_,
+    "data_ptr": data_ptr, "storage_offset": storage_offset, "untyped_storage": untyped_storage, "resize_": resize_, "resize_as_": resize_as_,
     "apply_": apply_, "map_": map_,
 }  # fmt: skip

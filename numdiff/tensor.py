@@ -312,7 +312,14 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return self.detach()
+        """This tensor's values as a leaf outside the graph, sharing its storage but, unlike
+        `detach()`, not its version counter: as in PyTorch, writes through `.data` are hidden from
+        the check that saved tensors were not modified (the autograd tutorial's `out.data.zero_()`
+        gives a wrong gradient silently), which weight clipping and hand-written updates rely on."""
+        detached = self.detach()
+        if detached._version_counter is self._version_counter:
+            detached._version_counter = [0]
+        return detached
 
     @data.setter
     def data(self, value: Tensor) -> None:

@@ -118,6 +118,21 @@ def test_default_collate_handles_numbers_dicts_arrays_and_strings():
     assert type(batch).__name__ == "Point" and batch.x.tolist() == [1, 3]
 
 
+def test_default_collate_keeps_strings_in_the_container_torch_gives_them():
+    # torch returns the strings as the batch holds them: a list at the top and under a dict key,
+    # the tuple zip made inside a sample's tuple or list (numdiff gave lists everywhere)
+    assert default_collate(["a", "b"]) == ["a", "b"]
+    assert default_collate([{"n": "a"}, {"n": "b"}]) == {"n": ["a", "b"]}
+    names, numbers = default_collate([("a", 1), ("b", 2)])
+    assert names == ("a", "b") and numbers.tolist() == [1, 2]
+    assert default_collate([["a", "x"], ["b", "y"]]) == [("a", "b"), ("x", "y")]
+    pytest.importorskip("torch")
+    from torch.utils.data import default_collate as torch_collate
+
+    for batch in (["a", "b"], [("a", "x"), ("b", "y")], [{"n": ("a", "x")}, {"n": ("b", "y")}]):
+        assert default_collate(batch) == torch_collate(batch)
+
+
 def test_default_collate_refuses_ragged_tensors_and_unknown_types():
     with pytest.raises(RuntimeError, match=r"equal size, but got \[\[2\], \[3\]\]"):
         default_collate([numdiff.zeros(2), numdiff.zeros(3)])

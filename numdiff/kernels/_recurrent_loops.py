@@ -113,10 +113,11 @@ def _tanh_into(x, y):
 
 @by_address
 @njit(**_OPTIONS)
-def _lstm_gates(pre, c0, t, out, lo):
-    """Step t's gates from pre (rows lo.., 4H) = the gates before activation: out[t, lo..] (6H)
-    written, reading c_{t-1} from out[t - 1] (c0 at t = 0). Activated straight into out, not in
-    place and then copied: 1.45 -> 1.05 ms for the gates of 64 steps x 16 x 128, float32.
+def _lstm_gates(pre, c0, t, record, hs, lo):
+    """Step t's gates from pre (rows lo.., 4H) = the gates before activation: record[t, lo..] (5H)
+    and hs[t, lo..] (h_t) written, reading c_{t-1} from record[t - 1] (c0 at t = 0). Activated
+    straight into the record, not in place and then copied: 1.45 -> 1.05 ms for the gates of 64
+    steps x 16 x 128, float32.
 
     Every gate block is a view of its own, indexed from 0: with offset indices
     (``row[2 * hidden + j] = sigmoid(a[j])``) the same loops took 235 us for the gates of 40 steps
@@ -128,11 +129,12 @@ def _lstm_gates(pre, c0, t, out, lo):
     for m in range(rows):
         n = lo + m
         a = pre[m]
-        row = out[t, n]
-        c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
-        h, c = row[:hidden], row[hidden : 2 * hidden]
-        i, f, g, o = row[2 * hidden : 3 * hidden], row[3 * hidden : 4 * hidden], row[4 * hidden : 5 * hidden], row[5 * hidden :]
-        _sigmoid_into(a[: 2 * hidden], row[2 * hidden : 4 * hidden])
+        row = record[t, n]
+        c_prev = c0[n] if t == 0 else record[t - 1, n, :hidden]
+        h = hs[t, n]
+        c = row[:hidden]
+        i, f, g, o = row[hidden : 2 * hidden], row[2 * hidden : 3 * hidden], row[3 * hidden : 4 * hidden], row[4 * hidden :]
+        _sigmoid_into(a[: 2 * hidden], row[hidden : 3 * hidden])
         _tanh_into(a[2 * hidden : 3 * hidden], g)
         _sigmoid_into(a[3 * hidden :], o)
         for j in range(hidden):
@@ -143,21 +145,23 @@ def _lstm_gates(pre, c0, t, out, lo):
 
 @by_address
 @njit(**_OPTIONS)
-def _lstm_forward(projected, h0, c0, w_hh, w_t, out, lo, hi):
-    """Batch rows lo:hi of the whole sequence; w_t = W_hh^T, or no rows (numdiff.kernels._row_products.add_step_product)."""
+def _lstm_forward(projected, h0, c0, w_hh, w_t, record, hs, lo, hi):
+    """Batch rows lo:hi of the whole sequence; w_t = W_hh^T, or no rows (numdiff.kernels._row_products.add_step_product).
+    Each step's product reads h_{t-1} from hs, where the gates wrote it; c_L goes to hs's last row."""
     steps, _, gates = projected.shape
     hidden = gates // 4
     pre = np.empty((hi - lo, gates), projected.dtype)
     for t in range(steps):
         _copy_rows_into(projected[t, lo:hi], pre)
-        add_step_product(h0[lo:hi] if t == 0 else out[t - 1, lo:hi, :hidden], w_hh, w_t, pre)
-        _lstm_gates(pre, c0, t, out, lo)
+        add_step_product(h0[lo:hi] if t == 0 else hs[t - 1, lo:hi], w_hh, w_t, pre)
+        _lstm_gates(pre, c0, t, record, hs, lo)
+    _copy_rows_into(record[steps - 1, lo:hi, :hidden], hs[steps, lo:hi])
 
 
-def _lstm_forward_parts(projected, h0, c0, w_hh, out, bounds):
+def _lstm_forward_parts(projected, h0, c0, w_hh, record, hs, bounds):
     w_t = _forward_weight(projected, w_hh)
     for part in prange(bounds.shape[0] - 1):
-        _lstm_forward(projected, h0, c0, w_hh, w_t, out, bounds[part], bounds[part + 1])
+        _lstm_forward(projected, h0, c0, w_hh, w_t, record, hs, bounds[part], bounds[part + 1])
 
 
 LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
@@ -165,14 +169,14 @@ LSTM_FORWARD = serial_and_parallel(_lstm_forward_parts, **_PARTS_OPTIONS)
 
 @by_address
 @njit(**_OPTIONS)
-def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
+def _lstm_backward_step(grad, record, c0, t, dh_state, dc_state, d_gates, lo, hi):
     """Step t's gate gradients of batch rows lo:hi into d_gates[t], from grad[t] (d h_t, (N, H));
     dc_state becomes d c_{t-1} (d h_{t-1} is the product's)."""
-    hidden = out.shape[2] // 6
-    one = out.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
+    hidden = record.shape[2] // 5
+    one = record.dtype.type(1.0)  # a Python 1.0 would make the loops float64 (half the lanes) for float32
     for n in range(lo, hi):
-        c_prev = c0[n] if t == 0 else out[t - 1, n, hidden : 2 * hidden]
-        row = out[t, n]
+        c_prev = c0[n] if t == 0 else record[t - 1, n, :hidden]
+        row = record[t, n]
         g_row = grad[t, n]
         r_row = d_gates[t, n]
         dh_in = dh_state[n]
@@ -181,15 +185,15 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
         # outputs LLVM left it scalar.
         for j in range(hidden):
             dh = g_row[j] + dh_in[j]
-            o = row[5 * hidden + j]
-            tanh_c = tanh(row[hidden + j])
+            o = row[4 * hidden + j]
+            tanh_c = tanh(row[j])
             r_row[3 * hidden + j] = dh * tanh_c * o * (one - o)
             dc_in[j] = dc_in[j] + dh * o * (one - tanh_c * tanh_c)
         for j in range(hidden):
             dc = dc_in[j]
-            i = row[2 * hidden + j]
-            f = row[3 * hidden + j]
-            g = row[4 * hidden + j]
+            i = row[hidden + j]
+            f = row[2 * hidden + j]
+            g = row[3 * hidden + j]
             r_row[j] = dc * g * i * (one - i)
             r_row[hidden + j] = dc * c_prev[j] * f * (one - f)
             r_row[2 * hidden + j] = dc * i * (one - g * g)
@@ -198,18 +202,18 @@ def _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi):
 
 @by_address
 @njit(**_OPTIONS)
-def _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state, lo, hi):
+def _lstm_backward(grad, record, c0, w_hh, d_gates, dh_state, dc_state, lo, hi):
     """Batch rows lo:hi. dh_state (N, H) zeros and dc_state (N, H) d c_n on entry (d h_t and d c_t
     from the steps after t), d h_0 and d c_0 on return. Each step's d h_{t-1} = d gates_t @ W_hh is
     one gemm (beta 0 overwrites the state)."""
-    for t in range(out.shape[0] - 1, -1, -1):
-        _lstm_backward_step(grad, out, c0, t, dh_state, dc_state, d_gates, lo, hi)
+    for t in range(record.shape[0] - 1, -1, -1):
+        _lstm_backward_step(grad, record, c0, t, dh_state, dc_state, d_gates, lo, hi)
         gemm(False, False, 1.0, d_gates[t, lo:hi], w_hh, 0.0, dh_state[lo:hi])
 
 
-def _lstm_backward_parts(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds):
+def _lstm_backward_parts(grad, record, c0, w_hh, d_gates, dh_state, dc_state, bounds):
     for part in prange(bounds.shape[0] - 1):
-        _lstm_backward(grad, out, c0, w_hh, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
+        _lstm_backward(grad, record, c0, w_hh, d_gates, dh_state, dc_state, bounds[part], bounds[part + 1])
 
 
 LSTM_BACKWARD = serial_and_parallel(_lstm_backward_parts, **_PARTS_OPTIONS)

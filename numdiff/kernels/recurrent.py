@@ -13,10 +13,12 @@ the kernel splits it between threads); :func:`_run` builds gemm for the dtype fi
 
 Layouts (H hidden size; every array C-contiguous, one float dtype):
 
-* LSTM, gates i, f, g, o. ``out`` (L, N, 6H) = [h_t, c_t, i, f, g, o] with the gates activated.
-  Backward reads ``grad`` (L + 1, N, H), the gradients of h_1 .. h_L and of c_L (the op's output;
-  no gradient reaches the other blocks, which only the backward reads), and writes ``res``, flat:
-  [d(pre-activation gates) (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)].
+* LSTM, gates i, f, g, o. ``record`` (L, N, 5H) = [c_t, i, f, g, o] with the gates activated, and
+  ``hs`` (L + 1, N, H) = h_1 .. h_L, then c_L: the op's output, written by the steps themselves (a
+  record holding h as well, copied out afterwards, cost a strided copy of (L, N, H) per call: 120 us of
+  the char LSTM's forward, and 1/6 more memory). Backward reads ``grad`` (L + 1, N, H), the gradients
+  of h_1 .. h_L and of c_L (the op's output; no gradient reaches the record, which only the backward
+  reads), and writes ``res``, flat: [d(pre-activation gates) (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)].
 * GRU, gates r, z, n. ``out`` (L, N, 5H) = [h_t, r, z, n, hn] with ``hn = h_{t-1} W_hn^T + b_hn``.
   Backward reads ``grad`` (L, N, H), the gradient of h_1 .. h_L (the op's output), and writes ``res``, flat: [[d r_pre, d z_pre, d n_pre] (L, N, 3H) | [d r_pre, d z_pre, d hn]
   (L, N, 3H) | d h_0 (N, H)]: the gradient of projected, the operand of W_hh's and b_hh's gradients.
@@ -88,10 +90,11 @@ _STEP_FORWARDS = {"lstm": (loops.LSTM_FORWARD, 4), "gru": (gru_rnn_loops.GRU_FOR
 def sequence_forward_checked(family: str, projected: np.ndarray, *arrays) -> None:
     """`family`'s forward kernel ("lstm", "gru" or "rnn") on host arguments its caller has checked
     as the public forward checks them: every array C-contiguous and of one float dtype, in the
-    shapes the layouts above give, and ``out`` (the last array; RNN's `relu` comes before it, as
-    the kernel takes it) just allocated. A cell's step (numdiff.ops.recurrent_cell) checks its
-    operands once and allocates ``projected`` and ``out`` itself, so the public checks are repeated
-    work: 6 of an LSTMCell step's 23.5 us in the kernel call (16 x 32 -> 64, float32, one thread)."""
+    shapes the layouts above give, and the arrays written (LSTM's record and hs, GRU's and RNN's
+    out: the last ones; RNN's `relu` comes before its out, as the kernel takes it) just allocated.
+    A cell's step (numdiff.ops.recurrent_cell) checks its operands once and allocates ``projected``
+    and the written arrays itself, so the public checks are repeated work: 6 of an LSTMCell step's
+    23.5 us in the kernel call (16 x 32 -> 64, float32, one thread)."""
     pair, gates = _STEP_FORWARDS[family]
     steps, batch, width = projected.shape
     _run(pair, steps, batch, width * (width // gates), projected, *arrays)
@@ -108,23 +111,28 @@ def _check_sequence(op: str, gates: int, projected: np.ndarray, w_hh: np.ndarray
     return steps, batch, width // gates
 
 
-def lstm_sequence_forward(projected: np.ndarray, h0: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """LSTM over a sequence: ``out`` (L, N, 6H) <- [h, c, i, f, g, o] per step.
+def lstm_sequence_forward(
+    projected: np.ndarray, h0: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, record: np.ndarray, hs: np.ndarray
+) -> np.ndarray:
+    """LSTM over a sequence: ``record`` (L, N, 5H) <- [c, i, f, g, o] per step and ``hs`` (L + 1, N, H)
+    <- h_1 .. h_L, then c_L. Returns hs.
 
     Shapes: projected (L, N, 4H) = x W_ih^T + b_ih + b_hh, h0 and c0 (N, H), w_hh (4H, H).
 
-    >>> out = lstm_sequence_forward(np.zeros((2, 1, 4)), np.zeros((1, 1)), np.ones((1, 1)), np.zeros((4, 1)), np.empty((2, 1, 6)))
-    >>> round(float(out[0, 0, 1]), 3)   # c_1 = f * c_0 + i * g = 0.5
-    0.5
+    >>> record, hs = np.empty((2, 1, 5)), np.empty((3, 1, 1))
+    >>> hs = lstm_sequence_forward(np.zeros((2, 1, 4)), np.zeros((1, 1)), np.ones((1, 1)), np.zeros((4, 1)), record, hs)
+    >>> round(float(hs[2, 0, 0]), 3)   # c_2 = f * (f * c_0 + i * g) + i * g = 0.25
+    0.25
     """
-    check_float_arrays("lstm_sequence_forward", projected=projected, h0=h0, c0=c0, w_hh=w_hh, out=out)
+    check_float_arrays("lstm_sequence_forward", projected=projected, h0=h0, c0=c0, w_hh=w_hh, record=record, hs=hs)
     steps, batch, hidden = _check_sequence("lstm_sequence_forward", 4, projected, w_hh)
     for name, state in (("h0", h0), ("c0", c0)):
         check_shape("lstm_sequence_forward", name, state, (batch, hidden))
-    check_shape("lstm_sequence_forward", "out", out, (steps, batch, 6 * hidden))
-    check_disjoint("lstm_sequence_forward", {"out": out}, {"projected": projected, "h0": h0, "c0": c0, "w_hh": w_hh})
-    _run(loops.LSTM_FORWARD, steps, batch, 4 * hidden * hidden, projected, h0, c0, w_hh, out)
-    return out
+    check_shape("lstm_sequence_forward", "record", record, (steps, batch, 5 * hidden))
+    check_shape("lstm_sequence_forward", "hs", hs, (steps + 1, batch, hidden))
+    check_disjoint("lstm_sequence_forward", {"record": record, "hs": hs}, {"projected": projected, "h0": h0, "c0": c0, "w_hh": w_hh})
+    _run(loops.LSTM_FORWARD, steps, batch, 4 * hidden * hidden, projected, h0, c0, w_hh, record, hs)
+    return hs
 
 
 def _backward_result(op: str, res: np.ndarray, steps: int, batch: int, hidden: int) -> list[np.ndarray]:
@@ -133,21 +141,22 @@ def _backward_result(op: str, res: np.ndarray, steps: int, batch: int, hidden: i
     return split(res, backward_blocks(op, steps, batch, hidden))
 
 
-def lstm_sequence_backward(grad: np.ndarray, out: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
+def lstm_sequence_backward(grad: np.ndarray, record: np.ndarray, c0: np.ndarray, w_hh: np.ndarray, res: np.ndarray) -> np.ndarray:
     """Backward through time of :func:`lstm_sequence_forward`: ``res`` (flat) <- [d gates before
     activation (L, N, 4H) | d h_0 (N, H) | d c_0 (N, H)] from ``grad`` (L + 1, N, H): the gradients
     of h_1 .. h_L and, in its last row, of c_L (numdiff.ops.recurrent.lstm_sequence's output)."""
-    check_float_arrays("lstm_sequence_backward", grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)
-    steps, batch, width = out.shape
-    hidden = width // 6
+    check_float_arrays("lstm_sequence_backward", grad=grad, record=record, c0=c0, w_hh=w_hh, res=res)
+    steps, batch, width = record.shape
+    hidden = width // 5
+    check_shape("lstm_sequence_backward", "record", record, (steps, batch, 5 * hidden))
     check_shape("lstm_sequence_backward", "w_hh", w_hh, (4 * hidden, hidden))
     check_shape("lstm_sequence_backward", "grad", grad, (steps + 1, batch, hidden))
     check_shape("lstm_sequence_backward", "c0", c0, (batch, hidden))
     d_gates, dh0, dc0 = _backward_result("lstm", res, steps, batch, hidden)
-    check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "out": out, "c0": c0, "w_hh": w_hh})
+    check_disjoint("lstm_sequence_backward", {"res": res}, {"grad": grad, "record": record, "c0": c0, "w_hh": w_hh})
     dh0[...] = 0.0
     dc0[...] = grad[steps]  # d c_L: the running d c_t starts from it
-    _run(loops.LSTM_BACKWARD, steps, batch, 4 * hidden * hidden, grad, out, c0, w_hh, d_gates, dh0, dc0)
+    _run(loops.LSTM_BACKWARD, steps, batch, 4 * hidden * hidden, grad, record, c0, w_hh, d_gates, dh0, dc0)
     return res
 
 

@@ -241,10 +241,15 @@ def _scatter_key(index: np.ndarray, dim: int) -> tuple:
     return tuple(grids)
 
 
-def _both_zero_dim(input: Tensor, index: Any) -> bool:
-    """A 0-d input with a 0-d index: PyTorch reads both as one element along dim 0 (the checks
-    below index the input's shape by dim, which a 0-d input has none of)."""
-    return input.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0
+def _zero_dim_pair(input: Tensor, index: Any) -> bool:
+    """A 0-d input or index beside a 0-d or 1-d other: PyTorch reads a 0-d tensor as one element
+    along dim 0 here (a transform's `zeros(10).scatter_(0, tensor(y), value=1)`), so the pair is
+    lifted to 1-d; the checks below index the input's shape by dim, which a 0-d input has none of."""
+    return isinstance(index, Tensor) and min(input.ndim, index.ndim) == 0 and max(input.ndim, index.ndim) <= 1
+
+
+def _lift(value: Any) -> Any:
+    return value.reshape(1) if isinstance(value, Tensor) and value.ndim == 0 else value
 
 
 def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None:
@@ -266,8 +271,8 @@ def _check_index_tensor(op: str, input: Tensor, dim: int, index: Tensor) -> None
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """out[i][j] = input[index[i][j]][j] (for dim=0), PyTorch's gather."""
     dim = normalize_dim("gather", dim, input.ndim)
-    if _both_zero_dim(input, index):
-        return gather(input.reshape(1), 0, index.reshape(1)).reshape(())
+    if _zero_dim_pair(input, index):
+        return gather(_lift(input), 0, _lift(index)).reshape(tuple(index.shape))
     _check_index_tensor("gather", input, dim, index)
     for d, (a, b) in enumerate(zip(index.shape, input.shape)):
         if d != dim and a > b:
@@ -280,8 +285,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src` values added at `index` along `dim` (PyTorch's scatter_add)."""
     dim = normalize_dim("scatter_add", dim, input.ndim)
-    if _both_zero_dim(input, index) and isinstance(src, Tensor):
-        return scatter_add(input.reshape(1), 0, index.reshape(1), src.reshape(1) if src.ndim == 0 else src).reshape(())
+    if _zero_dim_pair(input, index) and isinstance(src, Tensor):
+        return scatter_add(_lift(input), 0, _lift(index), _lift(src)).reshape(tuple(input.shape))
     _check_index_tensor("scatter_add", input, dim, index)
     if any(a > b for a, b in zip(index.shape, src.shape)):
         raise ValueError(f"scatter_add: index shape {tuple(index.shape)} exceeds src shape {tuple(src.shape)}")

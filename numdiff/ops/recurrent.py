@@ -99,20 +99,19 @@ def _blocks(op: str, res: Tensor, projected: Tensor, hidden: int) -> list[Tensor
 # --------------------------------------------------------------------------- LSTM
 @register("lstm_sequence", compile="kernel", launchers=("lstm_sequence_forward",))
 class LSTMSequence(Function):
-    """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L + 1, N, H): h_1 .. h_L, then c_L.
+    """projected (L, N, 4H), h0 (N, H), c0 (N, H), w_hh (4H, H) -> (L + 1, N, H): h_1 .. h_L, then c_L,
+    written by the kernel's steps.
 
-    The kernel's record of every step, (L, N, 6H) [h, c, i, f, g, o], stays on ctx for the backward:
-    when it was the output, the slices h and c_L took of it got a zero-filled (L, N, 6H) gradient."""
+    The kernel's record of every step, (L, N, 5H) [c, i, f, g, o], stays on ctx for the backward
+    (as the output, the slices h and c_L took of it got a zero-filled gradient of its size)."""
 
     @staticmethod
     def forward(ctx, projected, h0, c0, w_hh):
         steps, batch, gates = projected.shape
         hidden = gates // 4
-        record = np.empty((steps, batch, 6 * hidden), dtype=projected.dtype, like=projected)
-        backend_for(projected).lstm_sequence_forward(_c(projected), _c(h0), _c(c0), _c(w_hh), record)
+        record = np.empty((steps, batch, 5 * hidden), dtype=projected.dtype, like=projected)
         out = np.empty((steps + 1, batch, hidden), dtype=projected.dtype, like=projected)
-        out[:steps] = record[..., :hidden]
-        out[steps] = record[steps - 1, :, hidden : 2 * hidden]
+        backend_for(projected).lstm_sequence_forward(_c(projected), _c(h0), _c(c0), _c(w_hh), record, out)
         ctx.save_for_backward(out, record, projected, h0, c0, w_hh)
         return out
 
@@ -135,7 +134,7 @@ class LSTMSequence(Function):
 
 @register("lstm_sequence_backward", compile="kernel", launchers=("lstm_sequence_backward",))
 class LSTMSequenceBackward(Function):
-    """grad (L + 1, N, H), record (L, N, 6H), projected, h0, c0, w_hh -> flat [d gates (L, N, 4H) | d h_0 | d c_0]."""
+    """grad (L + 1, N, H), record (L, N, 5H), projected, h0, c0, w_hh -> flat [d gates (L, N, 4H) | d h_0 | d c_0]."""
 
     @staticmethod
     def forward(ctx, grad, record, projected, h0, c0, w_hh):

@@ -108,14 +108,12 @@ class LSTMCellStep(Function):
     def forward(ctx, x, h, c, w_ih, w_hh, b_ih, b_hh):
         projected = _projection(x, w_ih, b_ih, b_hh)
         batch, hidden = h.shape
-        record = np.empty((1, batch, 6 * hidden), dtype=x.dtype, like=x)
-        if is_host(x):  # the public launcher's checks are `_check`'s, done before apply
-            _recurrent_kernels.sequence_forward_checked("lstm", projected, _c(h), _c(c), _c(w_hh), record)
-        else:
-            backend_for(x).lstm_sequence_forward(projected, _c(h), _c(c), _c(w_hh), record)
+        record = np.empty((1, batch, 5 * hidden), dtype=x.dtype, like=x)
         out = np.empty((2, batch, hidden), dtype=x.dtype, like=x)
-        out[0] = record[0, :, :hidden]
-        out[1] = record[0, :, hidden : 2 * hidden]
+        if is_host(x):  # the public launcher's checks are `_check`'s, done before apply
+            _recurrent_kernels.sequence_forward_checked("lstm", projected, _c(h), _c(c), _c(w_hh), record, out)
+        else:
+            backend_for(x).lstm_sequence_forward(projected, _c(h), _c(c), _c(w_hh), record, out)
         ctx.save_for_backward(record, projected, x, h, c, w_ih, w_hh, b_ih, b_hh)
         return out
 

@@ -26,9 +26,10 @@ from numdiff.ops._util import (
 )
 from numdiff.ops.indexing import (
     IndexAddIntoZeros,
-    _both_zero_dim,
     _check_index_tensor,
+    _lift,
     _scatter_key,
+    _zero_dim_pair,
     gather,
     scatter_add,
 )
@@ -144,9 +145,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         raise TypeError("scatter: give either src or value, not both")
     src = value if src is None else src
     dim = normalize_dim("scatter", dim, input.ndim)
-    if _both_zero_dim(input, index):
-        lifted = src.reshape(1) if isinstance(src, Tensor) and src.ndim == 0 else src
-        return scatter(input.reshape(1), 0, index.reshape(1), lifted, reduce=reduce).reshape(())
+    if _zero_dim_pair(input, index):
+        return scatter(_lift(input), 0, _lift(index), _lift(src), reduce=reduce).reshape(tuple(input.shape))
     _check_index_tensor("scatter", input, dim, index)
     for d, (a, b) in enumerate(zip(index.shape, input.shape)):
         if d != dim and a > b:

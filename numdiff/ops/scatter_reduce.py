@@ -21,7 +21,7 @@ from numdiff.autograd.grad_mode import is_grad_enabled
 from numdiff.backend import like_host, to_host
 from numdiff.ops import arithmetic, indexing, joining, reduction, selection, shape
 from numdiff.ops._util import ensure_tensor, normalize_dim, vmapped
-from numdiff.ops.indexing import _check_index_tensor, _scatter_key
+from numdiff.ops.indexing import _check_index_tensor, _lift, _scatter_key, _zero_dim_pair
 from numdiff.tensor import Tensor
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -45,6 +45,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if src.dtype is not input.dtype:
         raise TypeError(f"scatter_reduce: src is {src.dtype} but input is {input.dtype}; they must have the same dtype")
     dim = normalize_dim("scatter_reduce", dim, max(input.ndim, 1))
+    if _zero_dim_pair(input, index):
+        lifted = scatter_reduce(_lift(input), 0, _lift(index), _lift(src), reduce, include_self=include_self)
+        return lifted.reshape(tuple(input.shape))
     _check_index_tensor("scatter_reduce", input, dim, index)
     if src.ndim != input.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
         raise ValueError(f"scatter_reduce: index shape {tuple(index.shape)} exceeds src shape {tuple(src.shape)}")

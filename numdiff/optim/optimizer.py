@@ -7,23 +7,19 @@ parameter's version counter like any in-place op, so a graph that saved the old 
 
 from __future__ import annotations
 
-import copy
 import functools
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
 from typing import Any
 
-import numpy as np
-
 from numdiff import _profiling
-from numdiff._dtype import float32
 from numdiff.autograd.grad_mode import enable_grad, no_grad
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.creation import full
-from numdiff.optim import _step_hooks
+from numdiff.optim import _optimizer_state, _step_hooks
+from numdiff.optim._optimizer_state import step_tensor as step_tensor
 from numdiff.optim._step_hooks import register_optimizer_step_post_hook as register_optimizer_step_post_hook
 from numdiff.optim._step_hooks import register_optimizer_step_pre_hook as register_optimizer_step_pre_hook
 from numdiff.tensor import Tensor
@@ -218,6 +214,25 @@ class Optimizer:
         """Call ``hook(optimizer, args, kwargs)`` after each step."""
         return _step_hooks.add_hook(_step_hooks.instance_registry(self, "_step_post_hooks"), hook)
 
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer)`` before `state_dict` packs the state."""
+        return self._state_dict_hook("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` on what `state_dict` returns; a returned dict replaces it."""
+        return self._state_dict_hook("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` before `load_state_dict` reads it; a returned dict is loaded instead."""
+        return self._state_dict_hook("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer)`` after `load_state_dict` has loaded."""
+        return self._state_dict_hook("_optimizer_load_state_dict_post_hooks", hook, prepend)
+
+    def _state_dict_hook(self, kind: str, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
+        return _step_hooks.add_hook(_step_hooks.instance_registry(self, kind), hook, prepend, kind="state dict")
+
     @staticmethod
     def _eval_closure(closure: Callable[[], Any] | None) -> Any:
         if closure is None:
@@ -231,16 +246,7 @@ class Optimizer:
 
         Parameters are numbered in group order; state values are the live tensors (not copies).
         """
-        index: dict[int, int] = {}
-        groups = []
-        for group in self.param_groups:
-            packed = {k: v for k, v in group.items() if k != "params"}
-            for p in group["params"]:
-                index.setdefault(id(p), len(index))
-            packed["params"] = [index[id(p)] for p in group["params"]]
-            groups.append(packed)
-        state = {index[id(p)]: s for p, s in self.state.items() if isinstance(p, Tensor) and id(p) in index}
-        return {"state": state, "param_groups": groups}
+        return _optimizer_state.pack(self)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore options and state saved by `state_dict` (from an optimizer over like-shaped params).
@@ -248,51 +254,14 @@ class Optimizer:
         State tensors are copied, cast to each parameter's dtype and device (``"step"`` keeps its
         own); the current parameter tensors are kept.
         """
-        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
-            raise ValueError(
-                "optimizer state dict must be a dict with keys 'state' and 'param_groups', got "
-                + (
-                    f"keys {sorted(map(str, state_dict))}"
-                    if isinstance(state_dict, dict)
-                    else _typename(state_dict)
-                )
-            )
-        saved_groups = copy.deepcopy(state_dict["param_groups"])
-        if len(saved_groups) != len(self.param_groups):
-            raise ValueError(
-                "loaded state dict has a different number of parameter groups "
-                f"({len(saved_groups)} saved, {len(self.param_groups)} in this optimizer)"
-            )
-        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
-            if len(group["params"]) != len(saved["params"]):
-                raise ValueError(
-                    "loaded state dict contains a parameter group that doesn't match the size of "
-                    f"optimizer's group (group {i}: {len(saved['params'])} saved, {len(group['params'])} here)"
-                )
-        id_map = dict(
-            zip(
-                chain.from_iterable(g["params"] for g in saved_groups),
-                chain.from_iterable(g["params"] for g in self.param_groups),
-            )
-        )
-        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
-        for key, value in state_dict["state"].items():
-            if key in id_map:
-                param = id_map[key]
-                state[param] = {k: _cast_state(param, v, k) for k, v in value.items()}
-            else:
-                state[key] = copy.deepcopy(value)
-        for group, saved in zip(self.param_groups, saved_groups):
-            saved["params"] = group["params"]
-        self.state = state
-        self.param_groups = saved_groups
+        _optimizer_state.load(self, state_dict)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled state, without the per-instance ``step`` wrapper an lr scheduler adds (it holds
-        a weak reference; a new scheduler wraps the unpickled optimizer again) or the step hooks
+        a weak reference; a new scheduler wraps the unpickled optimizer again) or the hooks
         (PyTorch pickles none either)."""
         return {key: value for key, value in self.__dict__.items()
-                if key not in ("step", "_step_pre_hooks", "_step_post_hooks")}
+                if key != "step" and key not in _step_hooks.INSTANCE_REGISTRIES}
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -318,36 +287,6 @@ class Optimizer:
                 self._sparse_step(p, grad, group)
                 continue
             yield p, (data if data.flags.c_contiguous else data.copy()).reshape(-1)
-
-
-def _cast_state(param: Tensor, value: Any, key: Any) -> Any:
-    """A copy of one loaded state value, cast to match `param` the way PyTorch does.
-
-    NumPy arrays and other libraries' tensors (anything with ``__array__``, such as a state dict
-    of torch.optim) become numdiff tensors first.
-    """
-    if not isinstance(value, Tensor) and hasattr(value, "__array__") and hasattr(value, "shape"):
-        value = Tensor._wrap(np.array(value), None, None)
-    if isinstance(value, Tensor):
-        if key == "step":
-            out = value.detach().clone()
-        elif param.is_floating_point():
-            out = value.detach().to(dtype=param.dtype, device=param.device).clone()
-        else:
-            out = value.detach().to(device=param.device).clone()
-        return out.contiguous()
-    if key == "step" and isinstance(value, (int, float)):
-        return step_tensor(float(value))
-    if isinstance(value, dict):
-        return {k: _cast_state(param, v, k) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast_state(param, v, key) for v in value)
-    return copy.deepcopy(value)
-
-
-def step_tensor(value: float = 0.0) -> Tensor:
-    """The 0-d float32 step counter PyTorch keeps in optimizer state as ``state["step"]``."""
-    return Tensor._wrap(np.array(value, dtype=float32.numpy), None, None)
 
 
 def increment_step(step: Tensor) -> float:

@@ -131,6 +131,18 @@ def test_detach_shares_the_version_counter():
         out.sum().backward()
 
 
+def test_a_write_through_data_is_hidden_from_the_saved_tensor_check_as_in_pytorch():
+    # The autograd tutorial's .data example: torch's .data has its own version counter, so
+    # out.data.zero_() goes unnoticed and backward uses the zeroed sigmoid output (a gradient of 0);
+    # detach() shares the counter and the same write raises (the test above).
+    a = _leaf([1.0, 2.0, 3.0])
+    out = a.sigmoid()
+    out.data.zero_()
+    assert out._version == 0 and out.data._version == 0
+    out.sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0, 0.0]
+
+
 # ----------------------------------------------------------------------------- hooks
 def test_hook_sees_the_gradient_and_can_replace_it():
     x = _leaf([1.0, 2.0])

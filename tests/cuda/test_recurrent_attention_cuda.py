@@ -99,8 +99,12 @@ def test_sequence_kernels_match_the_cpu_kernels_in_float32():
 
     f32 = np.float32
     p, h0, c0, w = (rng.standard_normal(s).astype(f32) for s in ((steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden)))
-    out, out_gpu = both("lstm", 6 * hidden, p, h0, c0, w)
+    out = np.empty((steps, batch, 5 * hidden), f32)  # the record; h_1 .. h_L and c_L go to hs
+    hs = cpu.lstm_sequence_forward(p, h0, c0, w, out, np.empty((steps + 1, batch, hidden), f32))
+    out_gpu = CudaArray.empty(out.shape, f32, cuda)
+    hs_gpu = gpu.lstm_sequence_forward(up(p), up(h0), up(c0), up(w), out_gpu, CudaArray.empty(hs.shape, f32, cuda))
     np.testing.assert_allclose(out_gpu.to_host(), out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hs_gpu.to_host(), hs, rtol=1e-5, atol=1e-6)
     g = rng.standard_normal((steps + 1, batch, hidden)).astype(f32)  # d h_1 .. d h_L, d c_L
     size = (steps * 4 + 2) * batch * hidden  # [d gates | d h_0 | d c_0] (numdiff.kernels._recurrent_layout)
     res = cpu.lstm_sequence_backward(g, out, c0, w, np.empty(size, f32))
@@ -133,11 +137,11 @@ def test_sequence_launcher_refuses_bad_shapes_and_host_arrays():
     cuda = numdiff.device("cuda")
     z = lambda *s: CudaArray.empty(s, np.float64, cuda)  # noqa: E731
     with pytest.raises(ValueError, match=r"lstm_sequence_forward: h0 must have shape \(2, 3\), got \(2, 4\)"):
-        gpu.lstm_sequence_forward(z(3, 2, 12), z(2, 4), z(2, 3), z(12, 3), z(3, 2, 18))
+        gpu.lstm_sequence_forward(z(3, 2, 12), z(2, 4), z(2, 3), z(12, 3), z(3, 2, 15), z(4, 2, 3))
     with pytest.raises(TypeError, match="rnn_sequence_forward: h0 must be a CUDA array"):
         gpu.rnn_sequence_forward(z(3, 2, 3), np.zeros((2, 3)), z(3, 3), z(3, 2, 3), False)
-    with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(84\), got \(3, 2, 18\)"):
-        gpu.lstm_sequence_backward(z(4, 2, 3), z(3, 2, 18), z(2, 3), z(12, 3), z(3, 2, 18))
+    with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(84\), got \(3, 2, 15\)"):
+        gpu.lstm_sequence_backward(z(4, 2, 3), z(3, 2, 15), z(2, 3), z(12, 3), z(3, 2, 15))
 
 
 @pytest.mark.parametrize("causal, bias_heads", [(False, 0), (True, 1), (False, 2)])

@@ -14,7 +14,12 @@ from numdiff.kernels._row_products import (
     add_step_product,
     forward_reads_transposed,
 )
-from tests.ops.cases_recurrent import gru_record_reference, lstm_record_reference, rnn_reference
+from tests.ops.cases_recurrent import (
+    gru_record_reference,
+    lstm_record_reference,
+    lstm_reference,
+    rnn_reference,
+)
 
 L, N, H = 5, 3, 4
 
@@ -23,12 +28,26 @@ def _arrays(rng, dtype, *shapes):
     return [rng.standard_normal(shape).astype(dtype) for shape in shapes]
 
 
+def _lstm_forward(p, h0, c0, w):
+    """lstm_sequence_forward into fresh arrays: (record (L, N, 5H), hs (L + 1, N, H))."""
+    steps, batch, hidden = p.shape[0], p.shape[1], w.shape[1]
+    record = np.empty((steps, batch, 5 * hidden), p.dtype)
+    hs = recurrent.lstm_sequence_forward(p, h0, c0, w, record, np.empty((steps + 1, batch, hidden), p.dtype))
+    return record, hs
+
+
+def _assert_lstm_forward(p, h0, c0, w, tol):
+    record, hs = _lstm_forward(p, h0, c0, w)
+    np.testing.assert_allclose(record, lstm_record_reference(p, h0, c0, w), rtol=tol, atol=tol)
+    np.testing.assert_allclose(hs, lstm_reference(p, h0, c0, w), rtol=tol, atol=tol)
+    return record
+
+
 @pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
 def test_forward_kernels_match_numpy_loops(dtype, tol):
     rng = np.random.default_rng(0)
     p, h0, c0, w = _arrays(rng, dtype, (L, N, 4 * H), (N, H), (N, H), (4 * H, H))
-    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((L, N, 6 * H), dtype))
-    np.testing.assert_allclose(out, lstm_record_reference(p, h0, c0, w), rtol=tol, atol=tol)
+    _assert_lstm_forward(p, h0, c0, w, tol)
     p, w, b = _arrays(rng, dtype, (L, N, 3 * H), (3 * H, H), (3 * H,))
     out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((L, N, 5 * H), dtype))
     np.testing.assert_allclose(out, gru_record_reference(p, h0, w, b), rtol=tol, atol=tol)
@@ -87,8 +106,7 @@ def test_forward_kernels_on_the_transposed_weight_route_match_numpy_loops(dtype,
     p, h0, c0, w = _arrays(rng, dtype, (steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden))
     w *= 0.5
     assert forward_reads_transposed(steps * batch, w)
-    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((steps, batch, 6 * hidden), dtype))
-    np.testing.assert_allclose(out, lstm_record_reference(p, h0, c0, w), rtol=tol, atol=tol)
+    _assert_lstm_forward(p, h0, c0, w, tol)
     p, w, b = _arrays(rng, dtype, (steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,))
     out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((steps, batch, 5 * hidden), dtype))
     np.testing.assert_allclose(out, gru_record_reference(p, h0, w, b), rtol=tol, atol=tol)
@@ -107,12 +125,12 @@ def test_one_step_backward_reads_w_hh_as_it_lies_and_matches_the_first_step_of_t
     hidden = 6
     p, h0, c0, w, g = _arrays(rng, np.float64, (2, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden), (3, batch, hidden))
     g[1] = 0.0  # no gradient on h_2, so d c_2 = g[2] alone
-    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((2, batch, 6 * hidden)))
+    out, _ = _lstm_forward(p, h0, c0, w)
     two = recurrent.lstm_sequence_backward(g, out, c0, w, np.empty((4 * 2 + 2) * batch * hidden))
     # What reaches step 0 in the two-step run: d h_1 = g[0] + d gates_1 @ W_hh, d c_1 = d c_2 * f_2
     size = batch * 4 * hidden
     d_gates_1 = two[size : 2 * size].reshape(batch, 4 * hidden)
-    one_grad = np.stack([g[0] + d_gates_1 @ w, g[2] * out[1, :, 3 * hidden : 4 * hidden]])
+    one_grad = np.stack([g[0] + d_gates_1 @ w, g[2] * out[1, :, 2 * hidden : 3 * hidden]])  # d c_2 * f_2
     one = recurrent.lstm_sequence_backward(one_grad, out[:1].copy(), c0, w, np.empty((4 + 2) * batch * hidden))
     np.testing.assert_allclose(one[:size], two[:size], rtol=1e-12, atol=1e-12)  # d gates of step 0
     np.testing.assert_allclose(one[size:], two[2 * size :], rtol=1e-12, atol=1e-12)  # d h_0, d c_0
@@ -139,7 +157,7 @@ def test_float32_backward_matches_float64():
     results = []
     for dtype in (np.float64, np.float32):
         cast = [a.astype(dtype) for a in (p, h0, c0, w, g)]
-        out = recurrent.lstm_sequence_forward(*cast[:4], np.empty((L, N, 6 * H), dtype))
+        out, _ = _lstm_forward(*cast[:4])
         results.append(recurrent.lstm_sequence_backward(cast[4], out, cast[2], cast[3], np.empty((4 * L + 2) * N * H, dtype)))
     np.testing.assert_allclose(results[1], results[0], rtol=1e-4, atol=1e-4)
 
@@ -147,16 +165,20 @@ def test_float32_backward_matches_float64():
 def test_mismatched_shapes_name_the_kernel_and_the_shapes():
     p, h0, w = np.zeros((L, N, 4 * H)), np.zeros((N, H)), np.zeros((4 * H, H + 1))
     with pytest.raises(ValueError, match=r"lstm_sequence_forward: .*\(5, 3, 16\) and \(16, 5\)"):
-        recurrent.lstm_sequence_forward(p, h0, h0, w, np.empty((L, N, 6 * H)))
+        recurrent.lstm_sequence_forward(p, h0, h0, w, np.empty((L, N, 5 * H)), np.empty((L + 1, N, H)))
+    with pytest.raises(ValueError, match=r"lstm_sequence_forward: hs must have shape \(6, 3, 4\), got \(5, 3, 4\)"):
+        recurrent.lstm_sequence_forward(p, h0, h0, np.zeros((4 * H, H)), np.empty((L, N, 5 * H)), np.empty((L, N, H)))
+    with pytest.raises(ValueError, match=r"lstm_sequence_forward: record must have shape \(5, 3, 20\), got \(5, 3, 24\)"):
+        recurrent.lstm_sequence_forward(p, h0, h0, np.zeros((4 * H, H)), np.empty((L, N, 6 * H)), np.empty((L + 1, N, H)))
     with pytest.raises(ValueError, match=r"gru_sequence_forward: h0 must have shape \(3, 4\), got \(2, 4\)"):
         recurrent.gru_sequence_forward(np.zeros((L, N, 3 * H)), np.zeros((2, H)), np.zeros((3 * H, H)), np.zeros(3 * H), np.empty((L, N, 5 * H)))
     with pytest.raises(ValueError, match=r"rnn_sequence_backward: res must have shape \(72\), got \(5, 3, 4\)"):
         recurrent.rnn_sequence_backward(np.zeros((L, N, H)), np.zeros((L, N, H)), np.zeros((H, H)), np.empty((L, N, H)), False)
-    with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(264\), got \(5, 3, 24\)"):
-        out = np.zeros((L, N, 6 * H))
+    with pytest.raises(ValueError, match=r"lstm_sequence_backward: res must have shape \(264\), got \(5, 3, 20\)"):
+        out = np.zeros((L, N, 5 * H))
         recurrent.lstm_sequence_backward(np.zeros((L + 1, N, H)), out, np.zeros((N, H)), np.zeros((4 * H, H)), np.empty_like(out))
-    with pytest.raises(ValueError, match=r"lstm_sequence_backward: grad must have shape \(6, 3, 4\), got \(5, 3, 24\)"):
-        out = np.zeros((L, N, 6 * H))
+    with pytest.raises(ValueError, match=r"lstm_sequence_backward: grad must have shape \(6, 3, 4\), got \(5, 3, 20\)"):
+        out = np.zeros((L, N, 5 * H))
         recurrent.lstm_sequence_backward(out.copy(), out, np.zeros((N, H)), np.zeros((4 * H, H)), np.empty((4 * L + 2) * N * H))
 
 
@@ -184,10 +206,10 @@ def _run_all(rng_seed, dtype, batch, hidden, steps):
     rng = np.random.default_rng(rng_seed)
     results = []
     p, h0, c0, w = _arrays(rng, dtype, (steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden))
-    out = recurrent.lstm_sequence_forward(p, h0, c0, w, np.empty((steps, batch, 6 * hidden), dtype))
+    out, hs = _lstm_forward(p, h0, c0, w)
     (g,) = _arrays(rng, dtype, (steps + 1, batch, hidden))
     size = (4 * steps + 2) * batch * hidden
-    results += [out, recurrent.lstm_sequence_backward(g, out, c0, w, np.empty(size, dtype))]
+    results += [out, hs, recurrent.lstm_sequence_backward(g, out, c0, w, np.empty(size, dtype))]
     p, w, b = _arrays(rng, dtype, (steps, batch, 3 * hidden), (3 * hidden, hidden), (3 * hidden,))
     out = recurrent.gru_sequence_forward(p, h0, w, b, np.empty((steps, batch, 5 * hidden), dtype))
     (g,) = _arrays(rng, dtype, (steps, batch, hidden))
@@ -260,7 +282,7 @@ def test_one_step_backward_in_float32_matches_float64(batch, hidden):
         for dtype in (np.float64, np.float32):
             p_, h0_, c0_, w_, b_, g_ = (a.astype(dtype) for a in (p, h0, c0, w, b, g))
             if op == "lstm":
-                out = recurrent.lstm_sequence_forward(p_, h0_, c0_, w_, np.empty((1, batch, 6 * hidden), dtype))
+                out, _ = _lstm_forward(p_, h0_, c0_, w_)
                 res = recurrent.lstm_sequence_backward(g_, out, c0_, w_, np.empty(6 * batch * hidden, dtype))
             elif op == "gru":
                 out = recurrent.gru_sequence_forward(p_, h0_, w_, b_, np.empty((1, batch, 5 * hidden), dtype))
@@ -276,13 +298,13 @@ def _run_every_sequence_kernel(rng, dtype, steps, batch, hidden):
     """Forward and backward of the LSTM, GRU and RNN kernels over random arrays."""
     from numdiff.kernels._recurrent_layout import backward_size
 
-    for op, gates, width in (("lstm", 4, 6), ("gru", 3, 5), ("rnn", 1, 1)):
+    for op, gates, width in (("lstm", 4, 5), ("gru", 3, 5), ("rnn", 1, 1)):
         projected, h0, c0 = _arrays(rng, dtype, (steps, batch, gates * hidden), (batch, hidden), (batch, hidden))
         w_hh = 0.1 * _arrays(rng, dtype, (gates * hidden, hidden))[0]
         out = np.empty((steps, batch, width * hidden), dtype)
         res = np.empty(backward_size(op, steps, batch, hidden), dtype)
         if op == "lstm":
-            recurrent.lstm_sequence_forward(projected, h0, c0, w_hh, out)
+            recurrent.lstm_sequence_forward(projected, h0, c0, w_hh, out, np.empty((steps + 1, batch, hidden), dtype))
             recurrent.lstm_sequence_backward(_arrays(rng, dtype, (steps + 1, batch, hidden))[0], out, c0, w_hh, res)
         elif op == "gru":
             recurrent.gru_sequence_forward(projected, h0, w_hh, np.zeros(gates * hidden, dtype), out)
@@ -301,7 +323,7 @@ def test_float32_sequences_whose_step_products_go_in_tiles_match_the_float64_ker
     from numdiff.kernels._recurrent_layout import backward_size
 
     rng = np.random.default_rng(steps)
-    for op, gates, width in (("lstm", 4, 6), ("gru", 3, 5), ("rnn", 1, 1)):
+    for op, gates, width in (("lstm", 4, 5), ("gru", 3, 5), ("rnn", 1, 1)):
         p, h0, c0, g = _arrays(rng, np.float64, (steps, batch, gates * hidden), (batch, hidden), (batch, hidden), (steps + 1, batch, hidden))
         w = _arrays(rng, np.float64, (gates * hidden, hidden))[0] / np.sqrt(hidden)
         results = {}
@@ -310,7 +332,7 @@ def test_float32_sequences_whose_step_products_go_in_tiles_match_the_float64_ker
             out = np.empty((steps, batch, width * hidden), dtype)
             res = np.empty(backward_size(op, steps, batch, hidden), dtype)
             if op == "lstm":
-                recurrent.lstm_sequence_forward(a[0], a[1], a[2], a[3], out)
+                hs = recurrent.lstm_sequence_forward(a[0], a[1], a[2], a[3], out, np.empty((steps + 1, batch, hidden), dtype))
                 recurrent.lstm_sequence_backward(a[4], out, a[2], a[3], res)
             elif op == "gru":
                 recurrent.gru_sequence_forward(a[0], a[1], a[3], np.zeros(gates * hidden, dtype), out)
@@ -318,9 +340,10 @@ def test_float32_sequences_whose_step_products_go_in_tiles_match_the_float64_ker
             else:
                 recurrent.rnn_sequence_forward(a[0], a[1], a[3], out, False)
                 recurrent.rnn_sequence_backward(a[4][:steps].copy(), out, a[3], res, False)
-            results[dtype] = (out, res)
+            results[dtype] = (out, res) if op != "lstm" else (out, res, hs)
         if op == "lstm":
             reference = lstm_record_reference(p, h0, c0, w)
+            np.testing.assert_allclose(results[np.float64][2], lstm_reference(p, h0, c0, w), rtol=1e-12, atol=1e-12)
         elif op == "gru":
             reference = gru_record_reference(p, h0, w, np.zeros(gates * hidden))
         else:

@@ -1,5 +1,5 @@
 """The LSTM and GRU sequence ops hand on only what a layer returns (h_1 .. h_L, and LSTM's c_L), so
-the gradient their backward receives is that size, not the kernels' (L, N, 6H) or (L, N, 5H) record
+the gradient their backward receives is that size, not the size of the kernels' (L, N, 5H) records
 of every gate, which a slice of the output used to fill with zeros each step. Checked for the
 layer shapes the models use and others (layers, directions, batch_first, lengths), eager and
 compiled, float32 and float64."""

@@ -18,23 +18,28 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def lstm_record_reference(projected, h0, c0, w_hh):
-    """The LSTM kernels' record of every step, (L, N, 6H) [h, c, i, f, g, o]."""
-    h, c, steps = h0, c0, []
+def _lstm_steps(projected, h0, c0, w_hh):
+    """Every step's h (L, N, H) and the LSTM kernels' record (L, N, 5H) [c, i, f, g, o]."""
+    h, c, hs, steps = h0, c0, [], []
     for x in projected:
         i, f, g, o = np.split(x + h @ w_hh.T, 4, -1)
         i, f, g, o = _sigmoid(i), _sigmoid(f), np.tanh(g), _sigmoid(o)
         c = f * c + i * g
         h = o * np.tanh(c)
-        steps.append(np.concatenate([h, c, i, f, g, o], -1))
-    return np.stack(steps)
+        hs.append(h)
+        steps.append(np.concatenate([c, i, f, g, o], -1))
+    return np.stack(hs), np.stack(steps)
+
+
+def lstm_record_reference(projected, h0, c0, w_hh):
+    """The LSTM kernels' record of every step, (L, N, 5H) [c, i, f, g, o]."""
+    return _lstm_steps(projected, h0, c0, w_hh)[1]
 
 
 def lstm_reference(projected, h0, c0, w_hh):
     """lstm_sequence's output, (L + 1, N, H): h_1 .. h_L, then c_L."""
-    record = lstm_record_reference(projected, h0, c0, w_hh)
-    hidden = h0.shape[-1]
-    return np.concatenate([record[..., :hidden], record[-1:, :, hidden : 2 * hidden]])
+    hs, record = _lstm_steps(projected, h0, c0, w_hh)
+    return np.concatenate([hs, record[-1:, :, : h0.shape[-1]]])
 
 
 def gru_record_reference(projected, h0, w_hh, b_hh):
@@ -81,7 +86,7 @@ def _lstm_record(projected, h0, c0, w_hh):
         i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
         c = f * c + i * g
         h = o * c.tanh()
-        steps.append(numdiff.cat([h, c, i, f, g, o], -1))
+        steps.append(numdiff.cat([c, i, f, g, o], -1))
     return numdiff.stack(steps)
 
 

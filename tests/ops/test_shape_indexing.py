@@ -352,6 +352,41 @@ def test_gather_and_scatter_of_a_zero_dim_tensor_by_a_zero_dim_index_match_torch
 
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, x, s: m.zeros(5, dtype=x.dtype).scatter_(0, m.tensor(3), value=1) * x,
+        lambda m, x, s: x.scatter(0, m.tensor(1), s),
+        lambda m, x, s: x.gather(0, m.tensor(2)) * s,
+        lambda m, x, s: x.scatter_add(0, m.tensor(4), s),
+        lambda m, x, s: x.scatter_reduce(0, m.tensor(4), s, "amax"),
+        lambda m, x, s: x.scatter_reduce(0, m.tensor(0), s, "prod", include_self=False),
+        lambda m, x, s: s.gather(0, m.tensor([0, 0])) * x[:2],
+        lambda m, x, s: s.scatter(0, m.tensor([0]), x[3:4]) * x,
+    ],
+)
+def test_a_zero_dim_index_beside_a_one_dim_tensor_reads_as_one_element_as_in_torch(call):
+    # The data tutorial's one-hot transform, zeros(10).scatter_(0, tensor(y), value=1), raised
+    # "index has 0 dims but input has 1": torch reads a 0-d index or input as one element here.
+    x = np.array([0.5, -1.5, 2.0, 3.0, -0.25])
+    ours_in = [numdiff.tensor(x, requires_grad=True), numdiff.tensor(7.0, dtype=numdiff.float64, requires_grad=True)]
+    theirs_in = [torch.tensor(x, requires_grad=True), torch.tensor(7.0, dtype=torch.float64, requires_grad=True)]
+    ours, theirs = call(numdiff, *ours_in), call(torch, *theirs_in)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    weights = np.arange(1.0, 1.0 + theirs.numel()).reshape(tuple(theirs.shape))
+    (ours * numdiff.tensor(weights)).sum().backward()
+    (theirs * torch.tensor(weights)).sum().backward()
+    for a, b in zip(ours_in, theirs_in):
+        assert (a.grad is None) == (b.grad is None)
+        if b.grad is not None:
+            np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+    with pytest.raises(IndexError, match=r"scatter: index values must be in \[0, 5\)"):
+        numdiff.zeros(5).scatter_(0, numdiff.tensor(5), value=1)
+    with pytest.raises(ValueError, match="gather: index has 0 dims"):
+        numdiff.zeros(2, 3).gather(0, numdiff.tensor(1))
+
+
 def test_cat_of_a_zero_dim_tensor_says_so():
     with pytest.raises(ValueError, match=r"cat: tensor 1 is zero-dimensional and cannot be concatenated; stack\(\)"):
         numdiff.cat([numdiff.ones(2), numdiff.tensor(1.0)])

@@ -37,8 +37,9 @@ def _sigmoid(x):
 
 
 @cuda.jit
-def _lstm_gates(projected_t, hh, c_state, out_t, hidden):
-    """out_t (N, 6H) <- [h, c, i, f, g, o] from gates projected_t + hh (N, 4H); c_state (N, H) in, out."""
+def _lstm_gates(projected_t, hh, c_state, record_t, h_t, hidden):
+    """record_t (N, 5H) <- [c, i, f, g, o] and h_t (N, H) <- h from gates projected_t + hh (N, 4H);
+    c_state (N, H) in, out."""
     k = cuda.grid(1)
     if k < c_state.size:
         n, j = k // hidden, k % hidden
@@ -49,32 +50,32 @@ def _lstm_gates(projected_t, hh, c_state, out_t, hidden):
         o = _sigmoid(projected_t[base + 3 * hidden] + hh[base + 3 * hidden])
         c = f * c_state[k] + i * g
         c_state[k] = c
-        row = n * 6 * hidden + j
-        out_t[row] = o * math.tanh(c)
-        out_t[row + hidden] = c
-        out_t[row + 2 * hidden] = i
-        out_t[row + 3 * hidden] = f
-        out_t[row + 4 * hidden] = g
-        out_t[row + 5 * hidden] = o
+        h_t[k] = o * math.tanh(c)
+        row = n * 5 * hidden + j
+        record_t[row] = c
+        record_t[row + hidden] = i
+        record_t[row + 2 * hidden] = f
+        record_t[row + 3 * hidden] = g
+        record_t[row + 4 * hidden] = o
 
 
 @cuda.jit
-def _lstm_gate_grads(grad_t, out_t, c_prev, prev_stride, prev_offset, dh_state, dc_state, d_gates_t, hidden):
+def _lstm_gate_grads(grad_t, record_t, c_prev, prev_stride, dh_state, dc_state, d_gates_t, hidden):
     """d_gates_t (N, 4H) <- d gates before activation from grad_t (N, H) = d h_t; dc_state (d c_t from
     the steps after t, d c_L at the start) <- d c_{t-1}."""
     k = cuda.grid(1)
     if k < dc_state.size:
         n, j = k // hidden, k % hidden
-        row = n * 6 * hidden + j
+        row = n * 5 * hidden + j
         gate = n * 4 * hidden + j
-        c, i, f = out_t[row + hidden], out_t[row + 2 * hidden], out_t[row + 3 * hidden]
-        g, o = out_t[row + 4 * hidden], out_t[row + 5 * hidden]
+        c, i, f = record_t[row], record_t[row + hidden], record_t[row + 2 * hidden]
+        g, o = record_t[row + 3 * hidden], record_t[row + 4 * hidden]
         dh = grad_t[k] + dh_state[k]
         tanh_c = math.tanh(c)
         do = dh * tanh_c
         dc = dc_state[k] + dh * o * (1.0 - tanh_c * tanh_c)
         di = dc * g
-        df = dc * c_prev[n * prev_stride + prev_offset + j]
+        df = dc * c_prev[n * prev_stride + j]
         dg = dc * i
         d_gates_t[gate] = di * i * (1.0 - i)
         d_gates_t[gate + hidden] = df * f * (1.0 - f)
@@ -176,36 +177,40 @@ def _check(op: str, steps_shape: tuple, expected: dict[str, tuple], **arrays: Cu
         raise ValueError(f"{op}: expected a sequence of length >= 1, got shape {steps_shape}")
 
 
-def lstm_sequence_forward(projected: CudaArray, h0: CudaArray, c0: CudaArray, w_hh: CudaArray, out: CudaArray) -> CudaArray:
+def lstm_sequence_forward(projected: CudaArray, h0: CudaArray, c0: CudaArray, w_hh: CudaArray, record: CudaArray,
+                          hs: CudaArray) -> CudaArray:  # fmt: skip
     """numdiff.kernels.recurrent.lstm_sequence_forward on CUDA."""
     steps, batch, gates = projected.shape
     hidden = gates // 4
     _check("lstm_sequence_forward", projected.shape,
-           {"h0": (batch, hidden), "c0": (batch, hidden), "w_hh": (gates, hidden), "out": (steps, batch, 6 * hidden)},
-           projected=projected, h0=h0, c0=c0, w_hh=w_hh, out=out)  # fmt: skip
+           {"h0": (batch, hidden), "c0": (batch, hidden), "w_hh": (gates, hidden), "record": (steps, batch, 5 * hidden),
+            "hs": (steps + 1, batch, hidden)},
+           projected=projected, h0=h0, c0=c0, w_hh=w_hh, record=record, hs=hs)  # fmt: skip
     c_state = c0.copy()
     hh = CudaArray.empty((batch, gates), projected.dtype, projected.device)
     w_t = w_hh.T
     for t in range(steps):
-        _matmul(h0 if t == 0 else out[t - 1][:, :hidden], w_t, hh)
-        _launch(_lstm_gates, batch * hidden, out.device, _flat(projected[t]), _flat(hh), _flat(c_state), _flat(out[t]), hidden)
-    return out
+        _matmul(h0 if t == 0 else hs[t - 1], w_t, hh)
+        _launch(_lstm_gates, batch * hidden, hs.device, _flat(projected[t]), _flat(hh), _flat(c_state), _flat(record[t]),
+                _flat(hs[t]), hidden)  # fmt: skip
+    hs[steps] = c_state  # c_L
+    return hs
 
 
-def lstm_sequence_backward(grad: CudaArray, out: CudaArray, c0: CudaArray, w_hh: CudaArray, res: CudaArray) -> CudaArray:
+def lstm_sequence_backward(grad: CudaArray, record: CudaArray, c0: CudaArray, w_hh: CudaArray, res: CudaArray) -> CudaArray:
     """numdiff.kernels.recurrent.lstm_sequence_backward on CUDA."""
-    steps, batch, width = out.shape
-    hidden = width // 6
-    _check("lstm_sequence_backward", out.shape,
+    steps, batch, width = record.shape
+    hidden = width // 5
+    _check("lstm_sequence_backward", record.shape,
            {"grad": (steps + 1, batch, hidden), "c0": (batch, hidden), "w_hh": (4 * hidden, hidden)},
-           grad=grad, out=out, c0=c0, w_hh=w_hh, res=res)  # fmt: skip
+           grad=grad, record=record, c0=c0, w_hh=w_hh, res=res)  # fmt: skip
     d_gates, dh_state, dc_state = _result_blocks("lstm", res, steps, batch, hidden)
     dh_state[...] = 0
     dc_state[...] = grad[steps]  # d c_L
     for t in range(steps - 1, -1, -1):
-        c_prev, stride, offset = (c0, hidden, 0) if t == 0 else (out[t - 1], width, hidden)
-        _launch(_lstm_gate_grads, batch * hidden, out.device, _flat(grad[t]), _flat(out[t]), _flat(c_prev),
-                stride, offset, _flat(dh_state), _flat(dc_state), _flat(d_gates[t]), hidden)  # fmt: skip
+        c_prev, stride = (c0, hidden) if t == 0 else (record[t - 1], width)
+        _launch(_lstm_gate_grads, batch * hidden, record.device, _flat(grad[t]), _flat(record[t]), _flat(c_prev),
+                stride, _flat(dh_state), _flat(dc_state), _flat(d_gates[t]), hidden)  # fmt: skip
         _matmul(d_gates[t], w_hh, dh_state)
     return res
 

@@ -1,8 +1,9 @@
-"""Forward hooks registered with PyTorch's keyword options, the registry insertion both kinds share,
-and the hooks on every module's call, PyTorch's ``register_module_forward_pre_hook`` and
-``register_module_forward_hook`` (a profiler or a debugging print that should see every layer).
-Those run before each module's own hooks of the same kind, as PyTorch runs them; Module.__call__
-checks their two registries before taking its no-hook path."""
+"""Forward hooks registered with PyTorch's keyword options, the registry insertion all kinds share,
+the hooks on every module's call, PyTorch's ``register_module_forward_pre_hook`` and
+``register_module_forward_hook`` (a profiler or a debugging print that should see every layer),
+and the hooks on every registration of a parameter, buffer or submodule.
+The call hooks run before each module's own hooks of the same kind, as PyTorch runs them;
+Module.__call__ checks their two registries before taking its no-hook path."""
 
 from __future__ import annotations
 
@@ -71,3 +72,47 @@ def register_module_forward_hook(
     if with_kwargs or always_call:
         hook = KeywordHook(hook, with_kwargs, always_call)
     return add_hook(forward_hooks, hook, prepend=False)
+
+
+parameter_registration_hooks: OrderedDict = OrderedDict()
+buffer_registration_hooks: OrderedDict = OrderedDict()
+module_registration_hooks: OrderedDict = OrderedDict()
+
+
+def registered(registry: OrderedDict, module: Module, name: str, value: Any) -> Any:
+    """`value` as the registration hooks of its kind leave it: each may return a replacement."""
+    for hook in tuple(registry.values()):
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
+
+
+def register_module_parameter_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call ``hook(module, name, param)`` whenever any module registers a parameter (not None); a
+    returned Parameter is registered in its place.
+
+    >>> handle = register_module_parameter_registration_hook(lambda module, name, param: None)
+    >>> handle.remove()
+    """
+    return add_hook(parameter_registration_hooks, hook, prepend=False)
+
+
+def register_module_buffer_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call ``hook(module, name, buffer)`` whenever any module registers or assigns a buffer (None
+    included); a returned tensor is registered in its place.
+
+    >>> handle = register_module_buffer_registration_hook(lambda module, name, buffer: None)
+    >>> handle.remove()
+    """
+    return add_hook(buffer_registration_hooks, hook, prepend=False)
+
+
+def register_module_module_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call ``hook(module, name, submodule)`` whenever any module registers or assigns a submodule
+    (None included); a returned module is registered in its place.
+
+    >>> handle = register_module_module_registration_hook(lambda module, name, submodule: None)
+    >>> handle.remove()
+    """
+    return add_hook(module_registration_hooks, hook, prepend=False)

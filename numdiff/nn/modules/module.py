@@ -10,13 +10,28 @@ from numdiff import _module_tracing, _profiling
 from numdiff.autograd.grad_mode import no_grad
 from numdiff.autograd.hooks import RemovableHandle
 from numdiff.autograd.transform_state import anywhere, host_step
-from numdiff.nn.modules import _module_hooks, _state_dict
+from numdiff.nn.modules import _backward_hooks, _module_hooks, _state_dict
 from numdiff.nn.modules._backward_hooks import add_backward_hook
+from numdiff.nn.modules._backward_hooks import (
+    register_module_full_backward_hook as register_module_full_backward_hook,
+)
+from numdiff.nn.modules._backward_hooks import (
+    register_module_full_backward_pre_hook as register_module_full_backward_pre_hook,
+)
 from numdiff.nn.modules._module_hooks import KeywordHook as _KeywordHook
 from numdiff.nn.modules._module_hooks import add_hook as _add_hook
+from numdiff.nn.modules._module_hooks import (
+    register_module_buffer_registration_hook as register_module_buffer_registration_hook,
+)
 from numdiff.nn.modules._module_hooks import register_module_forward_hook as register_module_forward_hook
 from numdiff.nn.modules._module_hooks import (
     register_module_forward_pre_hook as register_module_forward_pre_hook,
+)
+from numdiff.nn.modules._module_hooks import (
+    register_module_module_registration_hook as register_module_module_registration_hook,
+)
+from numdiff.nn.modules._module_hooks import (
+    register_module_parameter_registration_hook as register_module_parameter_registration_hook,
 )
 from numdiff.nn.modules._module_placement import ModulePlacement
 from numdiff.nn.modules._module_traversal import ModuleTraversal
@@ -63,13 +78,15 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
             return _profiling.recorder.record(f"nn.Module: {type(self).__name__}", "module",
                                               self._call_with_hooks, args, kwargs)
         if not (self._forward_pre_hooks or self._forward_hooks or _module_hooks.forward_pre_hooks
-                or _module_hooks.forward_hooks):
+                or _module_hooks.forward_hooks or _backward_hooks.backward_hooks or _backward_hooks.backward_pre_hooks
+                or "_full_backward_hooks" in self.__dict__):
             return self.forward(*args, **kwargs)  # the usual case: no hooks to copy and walk
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
+        routed = _backward_hooks.wanted(self)
         if not (self._forward_pre_hooks or self._forward_hooks or _module_hooks.forward_pre_hooks
-                or _module_hooks.forward_hooks):
+                or _module_hooks.forward_hooks or routed):
             return self.forward(*args, **kwargs)
         for hook in [*_module_hooks.forward_pre_hooks.values(), *self._forward_pre_hooks.values()]:
             if type(hook) is _KeywordHook:
@@ -85,6 +102,7 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        call, args = _backward_hooks.route_inputs(self, args) if routed else (None, args)
         hooks = [*_module_hooks.forward_hooks.values(), *self._forward_hooks.values()]
         try:
             output = self.forward(*args, **kwargs)
@@ -97,7 +115,7 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
             result = hook.call(self, args, kwargs, output) if type(hook) is _KeywordHook else hook(self, args, output)
             if result is not None:
                 output = result
-        return output
+        return output if call is None else _backward_hooks.route_outputs(call, output)
 
     def register_forward_pre_hook(
         self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
@@ -155,6 +173,8 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
             raise ValueError(
                 f"cannot assign non-leaf Tensor to parameter '{name}' (produced by {param.grad_fn.name()})"
             )
+        if param is not None and _module_hooks.parameter_registration_hooks:
+            param = _module_hooks.registered(_module_hooks.parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -162,6 +182,8 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
         self._check_name("buffer", name, ("_buffers",))
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+        if _module_hooks.buffer_registration_hooks:
+            tensor = _module_hooks.registered(_module_hooks.buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -173,6 +195,8 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
         self._check_name("module", name, ("_modules",))
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if _module_hooks.module_registration_hooks:
+            module = _module_hooks.registered(_module_hooks.module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -200,15 +224,15 @@ class Module(ModuleTraversal, ModulePlacement, StateDictHooks):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             _forget(self, name, "_modules")
-            self._modules[name] = value
+            self._modules[name] = _module_hooks.registered(_module_hooks.module_registration_hooks, self, name, value)
         elif params is not None and name in self._modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (Module or None expected)")
-            self._modules[name] = None
+            self._modules[name] = _module_hooks.registered(_module_hooks.module_registration_hooks, self, name, None)
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
-            self._buffers[name] = value
+            self._buffers[name] = _module_hooks.registered(_module_hooks.buffer_registration_hooks, self, name, value)
         else:
             object.__setattr__(self, name, value)
 

@@ -18,7 +18,8 @@ def default_collate(batch: Sequence[Any]) -> Any:
     """Merge a list of samples into a batch, recursively, as PyTorch's default_collate.
 
     Tensors and NumPy arrays are stacked along a new first dimension; ints become an int64
-    tensor, floats a float64 tensor, bools a bool tensor; strings stay a list; dicts collate
+    tensor, floats a float64 tensor, bools a bool tensor; strings stay as the batch held them (a
+    list at the top and in a dict, a tuple inside a sample's tuple or list, as PyTorch's); dicts collate
     per key; tuples and lists collate per position (returned as a list; namedtuples keep their type).
 
     >>> default_collate([(numdiff.ones(2), 0), (numdiff.zeros(2), 1)])
@@ -49,7 +50,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, float):
         return make_tensor(list(batch), dtype="float64")
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch
     if isinstance(elem, Mapping):
         collated = {key: default_collate([d[key] for d in batch]) for key in elem}
         try:
@@ -57,11 +58,11 @@ def default_collate(batch: Sequence[Any]) -> Any:
         except TypeError:
             return collated
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(list(column)) for column in zip(*batch)))
+        return type(elem)(*(default_collate(column) for column in zip(*batch)))
     if isinstance(elem, Sequence):
         if len({len(sample) for sample in batch}) != 1:
             raise RuntimeError("default_collate: each element in list of batch should be of equal size")
-        return [default_collate(list(column)) for column in zip(*batch)]
+        return [default_collate(column) for column in zip(*batch)]
     raise TypeError(
         "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
         f"found {type(elem).__name__}"
