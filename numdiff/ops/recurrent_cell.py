@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from numdiff._lazy import lazy_module
 from numdiff.autograd.function import Function
 from numdiff.backend import backend_for, is_host
 from numdiff.kernels._recurrent_layout import backward_blocks, split
@@ -41,11 +42,20 @@ from numdiff.tensor import Tensor
 
 __all__ = ["gru_cell_step", "lstm_cell_step", "rnn_cell_step"]
 
+# With Numba, loaded by the first step.
+_recurrent_kernels = lazy_module("numdiff.kernels.recurrent")
+_matmul_kernels = lazy_module("numdiff.kernels.matmul")
+
 
 def _projection(x: Any, w_ih: Any, *biases: Any) -> Any:
     """x W_ih^T plus every bias given, as a one-step sequence (1, N, G) of new memory."""
     out = np.empty((1, x.shape[0], w_ih.shape[0]), dtype=x.dtype, like=x)
-    _fresh_product(_c(x), _c(w_ih).T, out[0])
+    if is_host(x):
+        # `_check` found one float dtype and matching shapes, and out is new: what _fresh_product
+        # would test before the same call (2 of its 10 us on an LSTMCell's 16 x 32 rows).
+        _matmul_kernels.run_product_checked(False, True, _c(x), _c(w_ih), out[0])
+    else:
+        _fresh_product(_c(x), _c(w_ih).T, out[0])
     for bias in biases:
         if bias is not None:
             np.add(out, bias, out=out)
@@ -100,7 +110,10 @@ class LSTMCellStep(Function):
         batch, hidden = h.shape
         record = np.empty((1, batch, 5 * hidden), dtype=x.dtype, like=x)
         out = np.empty((2, batch, hidden), dtype=x.dtype, like=x)
-        backend_for(x).lstm_sequence_forward(projected, _c(h), _c(c), _c(w_hh), record, out)
+        if is_host(x):  # the public launcher's checks are `_check`'s, done before apply
+            _recurrent_kernels.sequence_forward_checked("lstm", projected, _c(h), _c(c), _c(w_hh), record, out)
+        else:
+            backend_for(x).lstm_sequence_forward(projected, _c(h), _c(c), _c(w_hh), record, out)
         ctx.save_for_backward(record, projected, x, h, c, w_ih, w_hh, b_ih, b_hh)
         return out
 
@@ -141,7 +154,10 @@ class GRUCellStep(Function):
         batch, hidden = h.shape
         record = np.empty((1, batch, 5 * hidden), dtype=x.dtype, like=x)
         bias = np.zeros(3 * hidden, dtype=x.dtype, like=x) if b_hh is None else _c(b_hh)
-        backend_for(x).gru_sequence_forward(projected, _c(h), _c(w_hh), bias, record)
+        if is_host(x):
+            _recurrent_kernels.sequence_forward_checked("gru", projected, _c(h), _c(w_hh), bias, record)
+        else:
+            backend_for(x).gru_sequence_forward(projected, _c(h), _c(w_hh), bias, record)
         ctx.save_for_backward(record, projected, x, h, w_ih, w_hh, b_ih, b_hh)
         return _c(record[0, :, :hidden])
 
@@ -181,7 +197,10 @@ class RNNCellStep(Function):
         ctx.relu = relu
         projected = _projection(x, w_ih, b_ih, b_hh)
         out = np.empty(projected.shape, dtype=x.dtype, like=x)
-        backend_for(x).rnn_sequence_forward(projected, _c(h), _c(w_hh), out, relu)
+        if is_host(x):
+            _recurrent_kernels.sequence_forward_checked("rnn", projected, _c(h), _c(w_hh), bool(relu), out)
+        else:
+            backend_for(x).rnn_sequence_forward(projected, _c(h), _c(w_hh), out, relu)
         result = out[0]  # saved as the output itself: bound to the result tensor, not copied
         ctx.save_for_backward(result, projected, x, h, w_ih, w_hh, b_ih, b_hh)
         return result

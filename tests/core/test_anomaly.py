@@ -110,3 +110,28 @@ def test_detect_anomaly_is_torchs_context_manager():
         (x.sqrt() * 0.0).sum().backward()  # no check: the NaN reaches .grad, as in PyTorch
         assert np.isnan(x.grad.numpy()[0])
     assert numdiff.is_anomaly_check_nan_enabled() and not numdiff.is_anomaly_enabled()
+
+
+def test_anomaly_passes_a_function_with_several_outputs_and_still_names_its_nan():
+    # The output ports of a several-output node hand on a slots object, not a tensor: anomaly
+    # detection raised AttributeError on it instead of running backward.
+    class Two(numdiff.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2, x.log()
+
+        @staticmethod
+        def backward(ctx, a, b):
+            (x,) = ctx.saved_tensors
+            return a * 2 + b / x
+
+    x = numdiff.tensor([1.0, 2.0], requires_grad=True)
+    with set_detect_anomaly(True):
+        a, b = Two.apply(x)
+        (a.sum() + b.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 2.5])
+    zero = numdiff.tensor([0.0, 2.0], requires_grad=True)
+    with set_detect_anomaly(True), pytest.raises(AnomalyError, match="TwoBackward returned Inf"):
+        a, b = Two.apply(zero)
+        (a.sum() + b.sum()).backward()

@@ -32,6 +32,7 @@ from numdiff.nn.modules._checks import layer_name
 from numdiff.nn.modules.module import Module
 from numdiff.nn.parameter import Parameter
 from numdiff.onnx._state import exporting as onnx_exporting
+from numdiff.ops._stacked_outputs import unstack_outputs
 from numdiff.ops._util import vmapped
 from numdiff.ops.linalg import matmul
 from numdiff.ops.recurrent_cell import gru_cell_step, lstm_cell_step, rnn_cell_step
@@ -194,8 +195,7 @@ class LSTMCell(RNNCellBase):
             raise TypeError(f"{layer_name(self)}: hx must be a tuple (h, c), got {type(hx).__name__}")
         x, (h, c), batched = self._prepare(input, tuple(hx) if hx is not None else (None, None), ("h", "c"))
         if self._one_step_op(x, h, c):
-            out = lstm_cell_step(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
-            h, c = out[0], out[1]
+            h, c = unstack_outputs(lstm_cell_step(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh))
         else:
             h, c = lstm_step(functional.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh.t(), self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
