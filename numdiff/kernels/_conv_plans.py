@@ -54,6 +54,7 @@ _SWITCHES = (
     ("use_direct", (None, _never)),
     ("use_winograd", (None, _never, _always)),
     ("use_flat_weight", (None, _never)),
+    ("use_phase_winograd", (None, _never)),
     ("batched_images", (None, _no_batch, _batch_without_host_rule)),
 )
 _CHOICES = [

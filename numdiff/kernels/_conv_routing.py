@@ -6,7 +6,7 @@ Everything here is read at call time, and conv.py reads it through this module
 (``routing.NAME``) and keeps no copies, so a test can lower a threshold or replace a rule with
 ``monkeypatch.setattr(_conv_routing, NAME, ...)`` and see the plan change. The flat weight
 gradient's rule and bounds live in numdiff.kernels._conv_routing_flat (``use_flat_weight`` is
-read through here); the host tests that pick the ``*_AVX512`` bounds, in numdiff.kernels._conv_route.
+read through here), the phase-split Winograd forward's in numdiff.kernels._conv_routing_phase; the host tests that pick the ``*_AVX512`` bounds, in numdiff.kernels._conv_route.
 
 Serial or parallel: a convolution below :data:`PARALLEL_MIN_MACS` multiply-adds runs the serial
 build of its core (numdiff.kernels._parallel). im2col (numdiff.kernels._conv_cores, the method
@@ -55,6 +55,8 @@ import functools
 from numdiff.kernels import _conv_route
 from numdiff.kernels._conv_route import full_width_avx512 as _full_width_avx512
 from numdiff.kernels._conv_routing_flat import use_flat_weight as use_flat_weight
+from numdiff.kernels._conv_routing_phase import phase_winograd_images as phase_winograd_images
+from numdiff.kernels._conv_routing_phase import use_phase_winograd as use_phase_winograd
 
 TILE_ELEMENTS = 1 << 17
 """Target size of one thread's im2col tile, in elements (512 KiB float32)."""

@@ -44,7 +44,8 @@ instead, 512 bits wide (numdiff.kernels._vecmath.wide_vectors: LLVM's tuning for
 prefers 256-bit vectors unless a function asks), at 65-80% of the float32 peak.
 
 Which core runs (im2col, batched im2col, the Winograd route of numdiff.kernels._winograd or the direct route of
-numdiff.kernels._conv_direct and _conv_direct_forward), its serial or parallel build, and how its
+numdiff.kernels._conv_direct and _conv_direct_forward; for a stride-2 4x4 forward, Winograd F(2x2, 2x2) over the
+input's phases, numdiff.kernels._conv_phase_winograd), its serial or parallel build, and how its
 work is cut into items: the rules of numdiff.kernels._conv_routing, with the measurements behind
 each threshold; :func:`_check_conv` applies them.
 
@@ -78,6 +79,7 @@ from numdiff.kernels._checks import check_disjoint, check_float_arrays, check_sh
 from numdiff.kernels._conv_batched import PHASE_MIN_RUN
 from numdiff.kernels._conv_flat_weight import flat_backward_weight_core
 from numdiff.kernels._conv_narrow import narrow_forward_core
+from numdiff.kernels._conv_phase_winograd import phase_winograd_forward_core
 from numdiff.kernels._conv_route import conv_route
 from numdiff.kernels._conv_rows import rows_cores, rows_images, staged_length, use_rows
 
@@ -155,6 +157,12 @@ def _check_conv(op, kind, x_shape, w_shape, go_shape, stride, padding, dilation,
     if kind == "forward" and sh == sw == 1 and routing.use_narrow(c_out // groups, cg, kh * kw, ow_size):
         kernel, parts = narrow_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
         return kernel, (kh, kw, pt, pl, dh, dw, oh_size, ow_size, parts)
+    if routing.use_phase_winograd(
+        kind, groups, kh, kw, sh, sw, dh, dw, pt, pl, cg, c_out // groups, n_img, oh_size, ow_size
+    ):
+        kernel, parts = phase_winograd_forward_core.pick(macs, routing.PARALLEL_MIN_MACS)
+        images = routing.phase_winograd_images(n_img, cg, c_out, oh_size, ow_size, parts)
+        return kernel, (pt, pl, oh_size, ow_size, images, parts)
     pointwise = kh == 1 and kw == 1 and sh == 1 and sw == 1 and pt == pb == pl == pr == 0
     if not pointwise:
         kernel, parts = families.BATCHED_CORES[kind].pick(macs, routing.PARALLEL_MIN_MACS)

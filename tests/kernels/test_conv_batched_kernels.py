@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numdiff
-from numdiff.kernels import _conv_route, _conv_routing, _conv_routing_flat, conv
+from numdiff.kernels import _conv_route, _conv_routing, _conv_routing_flat, _conv_routing_phase, conv
 from numdiff.kernels._conv_batched import (
     batched_backward_input_core,
     batched_backward_weight_core,
@@ -137,7 +137,11 @@ def test_batched_parallel_build_matches_reference(case, threads, dtype, rng):
         numba.set_num_threads(previous)
 
 
-def test_batched_route_is_taken_for_small_outputs_only():
+def test_batched_route_is_taken_for_small_outputs_only(monkeypatch):
+    # Several of these forwards (4x4, stride 2, many channels) run on the phase-split Winograd route
+    # by default (tests/kernels/test_conv_phase_winograd.py); here, what batching decides without it.
+    monkeypatch.setattr(_conv_routing_phase, "PHASE_WINOGRAD_MIN_CHANNELS", 1 << 30)
+
     def batched(x_shape, w_shape, out_shape, stride, padding=(1, 1, 1, 1)):
         return [
             conv.conv2d_plan(kind, x_shape, w_shape, out_shape, stride, padding, (1, 1), 1)[0] in BATCHED_CORES[kind]
@@ -318,8 +322,9 @@ def test_batched_route_on_full_width_avx512_with_blas_keeps_small_outputs_and_de
     assert _conv_routing.batched_images(32, deep, 64, 1, "forward") > 0
     assert _conv_routing.batched_images(32, deep - 1, 64, 1, "forward") == 0  # short patches: per image
     assert _conv_routing.batched_images(32, 4 * deep, 64, 1, "backward_weight") == 0
-    # resnet's strided 1x1 shortcut runs per image, dcgan's 32 -> 64 4x4 forward batched
+    # resnet's strided 1x1 shortcut runs per image, its 32 -> 64 3x3 stride-2 forward batched (dcgan's
+    # 32 -> 64 4x4 one runs on the phase-split Winograd route: tests/kernels/test_conv_phase_winograd.py)
     plan = conv.conv2d_plan("forward", (32, 16, 32, 32), (32, 16, 1, 1), (32, 32, 16, 16), (2, 2), (0,) * 4, (1, 1), 1)
     assert plan[0] not in BATCHED_CORES["forward"]
-    plan = conv.conv2d_plan("forward", (32, 32, 16, 16), (64, 32, 4, 4), (32, 64, 8, 8), (2, 2), (1,) * 4, (1, 1), 1)
+    plan = conv.conv2d_plan("forward", (32, 32, 16, 16), (64, 32, 3, 3), (32, 64, 8, 8), (2, 2), (1,) * 4, (1, 1), 1)
     assert plan[0] in BATCHED_CORES["forward"]
