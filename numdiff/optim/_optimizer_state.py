@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from numdiff.optim.optimizer import Optimizer
 
 
+def typename(value: Any) -> str:
+    """How an error names a value's type: ``numdiff.Tensor`` for a tensor, as PyTorch's ``torch.Tensor``."""
+    return "numdiff.Tensor" if isinstance(value, Tensor) else type(value).__name__
+
+
 def pack(optimizer: Optimizer) -> dict[str, Any]:
     _step_hooks.run_state_dict_hooks(optimizer, "_optimizer_state_dict_pre_hooks")
     index: dict[int, int] = {}
@@ -44,7 +49,7 @@ def load(optimizer: Optimizer, state_dict: dict[str, Any]) -> None:
             + (
                 f"keys {sorted(map(str, state_dict))}"
                 if isinstance(state_dict, dict)
-                else type(state_dict).__name__
+                else typename(state_dict)
             )
         )
     saved_groups = copy.deepcopy(state_dict["param_groups"])

@@ -20,6 +20,7 @@ from numdiff.autograd.transform_state import anywhere, host_step
 from numdiff.creation import full
 from numdiff.optim import _optimizer_state, _step_hooks
 from numdiff.optim._optimizer_state import step_tensor as step_tensor
+from numdiff.optim._optimizer_state import typename as _typename
 from numdiff.optim._step_hooks import register_optimizer_step_post_hook as register_optimizer_step_post_hook
 from numdiff.optim._step_hooks import register_optimizer_step_pre_hook as register_optimizer_step_pre_hook
 from numdiff.tensor import Tensor
@@ -33,10 +34,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-def _typename(value: Any) -> str:
-    return "numdiff.Tensor" if isinstance(value, Tensor) else type(value).__name__
 
 
 def _profiled_step(step: Callable[..., Any], name: str) -> Callable[..., Any]:

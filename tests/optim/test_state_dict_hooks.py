@@ -57,3 +57,9 @@ def test_state_dict_hooks_are_checked_and_not_pickled():
     assert restored.state_dict()["param_groups"][0]["lr"] == 0.1  # the hook stayed behind
     handle.remove()
     assert opt.state_dict()["param_groups"][0]["lr"] == 0.1
+
+
+def test_loading_something_other_than_a_state_dict_names_its_type():
+    opt = numdiff.optim.SGD([numdiff.nn.Parameter(numdiff.ones(2))], lr=0.1)
+    with pytest.raises(ValueError, match="'state' and 'param_groups', got numdiff.Tensor"):
+        opt.load_state_dict(numdiff.ones(2))
